@@ -1,0 +1,311 @@
+"""AG-UI SSE from an upstream, into canonical events.
+
+Lenient on the way in: `*_CHUNK` events are expanded, pre-1.0 `THINKING_*` events read as reasoning, LangGraph's
+`CUSTOM on_interrupt` read as an interrupt, and events with no canonical meaning kept as `Raw`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gateway.codec import JsonSSEDecoder, json_or_text
+from gateway.events import (
+    Data,
+    Event,
+    Interrupt,
+    MessagesSnapshot,
+    Raw,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    RunError,
+    RunFinished,
+    RunStarted,
+    StateDelta,
+    StateSnapshot,
+    StepFinished,
+    StepStarted,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResult,
+    Usage,
+)
+from gateway.ids import new_id
+
+from .request import message_from_agui
+
+Handler = Callable[["AguiDecoder", dict[str, Any], list[Event]], None]
+
+_CHUNKS = ("TEXT_MESSAGE_CHUNK", "TOOL_CALL_CHUNK", "REASONING_MESSAGE_CHUNK")
+
+
+class AguiDecoder(JsonSSEDecoder):
+    __slots__ = ("_chunk_reasoning", "_chunk_text", "_chunk_tool", "_thinking")
+
+    dialect = "ag-ui"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._chunk_text: str | None = None
+        self._chunk_tool: str | None = None
+        self._chunk_reasoning: str | None = None
+        self._thinking: str | None = None
+
+    def on_frame(self, frame: dict[str, Any], out: list[Event]) -> None:
+        kind = frame.get("type")
+        if (self._chunk_text or self._chunk_tool or self._chunk_reasoning) and kind not in _CHUNKS:
+            self._close_chunks(out)
+        handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
+        if handler is None:
+            self.repair.push(Raw("ag-ui", frame), out)
+            return
+        try:
+            handler(self, frame, out)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            self.repair.push(Raw("ag-ui", frame), out)
+
+    def _close_chunks(self, out: list[Event]) -> None:
+        """Any other event closes the chunk streams that are open (the client's own rule)."""
+        push = self.repair.push
+        if self._chunk_text:
+            push(TextEnd(self._chunk_text), out)
+        if self._chunk_tool:
+            push(ToolCallEnd(self._chunk_tool), out)
+        if self._chunk_reasoning:
+            push(ReasoningEnd(self._chunk_reasoning), out)
+        self._chunk_text = self._chunk_tool = self._chunk_reasoning = None
+
+
+def _str(frame: dict[str, Any], key: str) -> str:
+    value = frame[key]
+    if not isinstance(value, str):
+        raise TypeError(key)
+    return value
+
+
+def _opt(frame: dict[str, Any], key: str) -> str | None:
+    value = frame.get(key)
+    return value if isinstance(value, str) else None
+
+
+def _run_started(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    d.repair.push(RunStarted(_opt(f, "threadId"), _opt(f, "runId"), _opt(f, "parentRunId")), out)
+
+
+def _run_finished(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    push = d.repair.push
+    for usage in f.get("usage") or ():
+        if isinstance(usage, dict):
+            push(_usage(usage), out)
+    outcome = f.get("outcome")
+    kind = outcome.get("type") if isinstance(outcome, dict) else None
+    if kind == "interrupt":
+        for item in outcome.get("interrupts") or ():  # type: ignore[union-attr]
+            if isinstance(item, dict) and isinstance(item.get("id"), str):
+                metadata = item.get("metadata")
+                payload = metadata.get("payload") if isinstance(metadata, dict) else None
+                push(Interrupt(item["id"], _opt(item, "reason") or "", _opt(item, "message"), payload,
+                               _opt(item, "toolCallId"), item.get("responseSchema")), out)
+        push(RunFinished("interrupt", f.get("result")), out)
+    else:
+        push(RunFinished("cancelled" if kind == "cancelled" else "success", f.get("result")), out)
+
+
+def _usage(usage: dict[str, Any]) -> Usage:
+    return Usage(usage.get("inputTokens"), usage.get("outputTokens"), usage.get("totalTokens"),
+                 usage.get("model"), usage.get("provider"))
+
+
+def _run_error(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    message = f.get("message")
+    d.repair.push(RunError(message if isinstance(message, str) else "upstream run failed", _opt(f, "code")), out)
+
+
+def _text_start(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    d.repair.push(TextStart(_str(f, "messageId"), _opt(f, "role") or "assistant"), out)
+
+
+def _text_content(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    d.repair.push(TextDelta(_str(f, "messageId"), _str(f, "delta")), out)
+
+
+def _text_end(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    d.repair.push(TextEnd(_str(f, "messageId")), out)
+
+
+def _text_chunk(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    message_id = _opt(f, "messageId")
+    if message_id and message_id != d._chunk_text:
+        if d._chunk_text:
+            d.repair.push(TextEnd(d._chunk_text), out)
+        d._chunk_text = message_id
+        d.repair.push(TextStart(message_id, _opt(f, "role") or "assistant"), out)
+    elif d._chunk_text is None:
+        d._chunk_text = new_id("msg")
+        d.repair.push(TextStart(d._chunk_text, _opt(f, "role") or "assistant"), out)
+    delta = _opt(f, "delta")
+    if delta:
+        d.repair.push(TextDelta(d._chunk_text, delta), out)
+
+
+def _tool_start(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    d.repair.push(ToolCallStart(_str(f, "toolCallId"), _str(f, "toolCallName"), _opt(f, "parentMessageId")), out)
+
+
+def _tool_args(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    d.repair.push(ToolCallArgs(_str(f, "toolCallId"), _str(f, "delta")), out)
+
+
+def _tool_end(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    d.repair.push(ToolCallEnd(_str(f, "toolCallId")), out)
+
+
+def _tool_chunk(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    tool_call_id = _opt(f, "toolCallId")
+    if tool_call_id and tool_call_id != d._chunk_tool:
+        if d._chunk_tool:
+            d.repair.push(ToolCallEnd(d._chunk_tool), out)
+        d._chunk_tool = tool_call_id
+        d.repair.push(ToolCallStart(tool_call_id, _opt(f, "toolCallName") or "unknown_tool",
+                                    _opt(f, "parentMessageId")), out)
+    if d._chunk_tool is None:
+        return  # a continuation with no call open: nothing to attach it to
+    delta = _opt(f, "delta")
+    if delta:
+        d.repair.push(ToolCallArgs(d._chunk_tool, delta), out)
+
+
+def _tool_result(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    content = f.get("content")
+    if isinstance(content, list):
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    elif not isinstance(content, str):
+        raise TypeError("content")
+    d.repair.push(ToolResult(_str(f, "toolCallId"), content, _opt(f, "messageId")), out)
+
+
+def _reasoning_start(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    d.repair.push(ReasoningStart(_str(f, "messageId")), out)
+
+
+def _reasoning_content(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    d.repair.push(ReasoningDelta(_str(f, "messageId"), _str(f, "delta")), out)
+
+
+def _reasoning_end(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    d.repair.push(ReasoningEnd(_str(f, "messageId")), out)
+
+
+def _reasoning_chunk(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    message_id = _opt(f, "messageId")
+    if message_id and message_id != d._chunk_reasoning:
+        if d._chunk_reasoning:
+            d.repair.push(ReasoningEnd(d._chunk_reasoning), out)
+        d._chunk_reasoning = message_id
+    elif d._chunk_reasoning is None:
+        d._chunk_reasoning = new_id("reasoning")
+    d.repair.push(ReasoningStart(d._chunk_reasoning), out)
+    delta = _opt(f, "delta")
+    if delta:
+        d.repair.push(ReasoningDelta(d._chunk_reasoning, delta), out)
+
+
+def _span(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    """REASONING_START/END bracket reasoning messages; the messages themselves carry everything."""
+
+
+def _thinking_start(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    d._thinking = new_id("reasoning")
+    d.repair.push(ReasoningStart(d._thinking), out)
+
+
+def _thinking_content(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    if d._thinking is None:
+        _thinking_start(d, f, out)
+    d.repair.push(ReasoningDelta(d._thinking or "", _str(f, "delta")), out)
+
+
+def _thinking_end(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    if d._thinking is not None:
+        d.repair.push(ReasoningEnd(d._thinking), out)
+        d._thinking = None
+
+
+def _state_snapshot(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    d.repair.push(StateSnapshot(f["snapshot"]), out)
+
+
+def _state_delta(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    patch = f["delta"]
+    if not isinstance(patch, list):
+        raise TypeError("delta")
+    d.repair.push(StateDelta(patch), out)
+
+
+def _messages_snapshot(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    messages = [m for value in f["messages"] if (m := message_from_agui(value)) is not None]
+    d.repair.push(MessagesSnapshot(messages), out)
+
+
+def _step_started(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    d.repair.push(StepStarted(_str(f, "stepName")), out)
+
+
+def _step_finished(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    d.repair.push(StepFinished(_str(f, "stepName")), out)
+
+
+def _custom(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    name = _str(f, "name")
+    value = f.get("value")
+    if name == "on_interrupt":
+        # LangGraph's (and cloudbase-agent-server's) interrupt: a JSON string value, the id in rawEvent if anywhere.
+        raw = f.get("rawEvent")
+        interrupt_id = raw if isinstance(raw, str) else new_id("interrupt")
+        payload = json_or_text(value) if isinstance(value, str) else value
+        d.repair.push(Interrupt(interrupt_id, "agent requested interrupt", payload=payload), out)
+        return
+    d.repair.push(Data(name, value), out)
+
+
+def _raw(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    d.repair.push(Raw("ag-ui", f), out)
+
+
+_HANDLERS: dict[str, Handler] = {
+    "TEXT_MESSAGE_CONTENT": _text_content,
+    "TOOL_CALL_ARGS": _tool_args,
+    "REASONING_MESSAGE_CONTENT": _reasoning_content,
+    "TEXT_MESSAGE_START": _text_start,
+    "TEXT_MESSAGE_END": _text_end,
+    "TEXT_MESSAGE_CHUNK": _text_chunk,
+    "TOOL_CALL_START": _tool_start,
+    "TOOL_CALL_END": _tool_end,
+    "TOOL_CALL_CHUNK": _tool_chunk,
+    "TOOL_CALL_RESULT": _tool_result,
+    "REASONING_START": _span,
+    "REASONING_END": _span,
+    "REASONING_MESSAGE_START": _reasoning_start,
+    "REASONING_MESSAGE_END": _reasoning_end,
+    "REASONING_MESSAGE_CHUNK": _reasoning_chunk,
+    "THINKING_START": _span,
+    "THINKING_END": _span,
+    "THINKING_TEXT_MESSAGE_START": _thinking_start,
+    "THINKING_TEXT_MESSAGE_CONTENT": _thinking_content,
+    "THINKING_TEXT_MESSAGE_END": _thinking_end,
+    "STATE_SNAPSHOT": _state_snapshot,
+    "STATE_DELTA": _state_delta,
+    "MESSAGES_SNAPSHOT": _messages_snapshot,
+    "STEP_STARTED": _step_started,
+    "STEP_FINISHED": _step_finished,
+    "CUSTOM": _custom,
+    "RAW": _raw,
+    "RUN_STARTED": _run_started,
+    "RUN_FINISHED": _run_finished,
+    "RUN_ERROR": _run_error,
+}

@@ -1,0 +1,278 @@
+"""AG-UI requests: `RunAgentInput` in, `RunAgentInput` out.
+
+The models follow the ag-ui-protocol 1.0 schema (camelCase on the wire, full history with ids, tools with a JSON
+Schema object). They validate what a client sends; what we send is built as plain dicts without `null`s.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic.alias_generators import to_camel
+
+from gateway.codec import UpstreamRequest, drop_none
+from gateway.ids import new_id
+from gateway.turn import ContentPart, Context, Message, Resume, Tool, ToolCall, Turn
+from gateway.validation import validate
+
+PROTOCOL_VERSION = "1.0"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+class TextInput(_Model):
+    type: Literal["text"]
+    text: str
+
+
+class MediaSource(_Model):
+    type: Literal["data", "url", "file"]
+    value: str
+    mime_type: str | None = None
+
+
+class MediaInput(_Model):
+    type: Literal["image", "audio", "video", "document"]
+    source: MediaSource
+
+
+class BinaryInput(_Model):
+    """The pre-1.0 content part; clients still send it."""
+
+    type: Literal["binary"]
+    mime_type: str
+    url: str | None = None
+    data: str | None = None
+    filename: str | None = None
+
+
+InputContent = Annotated[TextInput | MediaInput | BinaryInput, Field(discriminator="type")]
+
+
+class FunctionCall(_Model):
+    name: str
+    arguments: str
+
+
+class ToolCallModel(_Model):
+    id: str
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+
+class DeveloperMessage(_Model):
+    id: str
+    role: Literal["developer"]
+    content: str
+    name: str | None = None
+
+
+class SystemMessage(_Model):
+    id: str
+    role: Literal["system"]
+    content: str
+    name: str | None = None
+
+
+class AssistantMessage(_Model):
+    id: str
+    role: Literal["assistant"]
+    content: str | None = None
+    tool_calls: list[ToolCallModel] | None = None
+    name: str | None = None
+
+
+class UserMessage(_Model):
+    id: str
+    role: Literal["user"]
+    content: str | list[InputContent]
+    name: str | None = None
+
+
+class ToolMessage(_Model):
+    id: str
+    role: Literal["tool"]
+    content: str | list[InputContent]
+    tool_call_id: str
+    error: str | None = None
+
+
+class ReasoningMessage(_Model):
+    id: str
+    role: Literal["reasoning"]
+    content: str
+
+
+class ActivityMessage(_Model):
+    """UI-only state the client keeps in its history; it carries nothing an agent reads."""
+
+    id: str
+    role: Literal["activity"]
+    activity_type: str
+    content: dict[str, Any]
+
+
+AnyMessage = Annotated[
+    DeveloperMessage | SystemMessage | AssistantMessage | UserMessage | ToolMessage | ReasoningMessage
+    | ActivityMessage,
+    Field(discriminator="role"),
+]
+
+
+class ToolModel(_Model):
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] | None = None
+
+
+class ContextModel(_Model):
+    description: str
+    value: str
+
+
+class ResumeModel(_Model):
+    interrupt_id: str
+    status: Literal["resolved", "cancelled"]
+    payload: Any = None
+
+
+class RunAgentInput(_Model):
+    thread_id: str
+    run_id: str
+    parent_run_id: str | None = None
+    state: Any = None
+    messages: list[AnyMessage]
+    tools: list[ToolModel] = []
+    context: list[ContextModel] = []
+    forwarded_props: Any = None
+    resume: list[ResumeModel] | None = None
+    protocol_version: str | None = None
+
+
+_MESSAGE = TypeAdapter(AnyMessage)
+
+
+def parse_request(body: dict[str, Any]) -> Turn:
+    run = validate(RunAgentInput, body, "ag-ui")
+    return Turn(
+        messages=[m for message in run.messages if (m := _message_from_model(message)) is not None],
+        history="full",
+        conversation_id=run.thread_id,
+        run_id=run.run_id,
+        parent_run_id=run.parent_run_id,
+        tools=[Tool(t.name, t.description, t.parameters) for t in run.tools],
+        context=[Context(c.description, c.value) for c in run.context],
+        state=run.state,
+        forwarded_props=run.forwarded_props,
+        resume=[Resume(r.interrupt_id, r.status, r.payload) for r in run.resume or ()],
+    )
+
+
+def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
+    body: dict[str, Any] = {
+        "threadId": turn.conversation_id or new_id("thread"),
+        "runId": turn.run_id or new_id("run"),
+        "protocolVersion": PROTOCOL_VERSION,
+        "state": turn.state if turn.state is not None else {},
+        "messages": [message_to_agui(message) for message in turn.messages],
+        "tools": [drop_none({"name": t.name, "description": t.description, "parameters": t.parameters})
+                  for t in turn.tools],
+        "context": [{"description": c.description, "value": c.value} for c in turn.context],
+        "forwardedProps": turn.forwarded_props if turn.forwarded_props is not None else {},
+    }
+    if turn.parent_run_id:
+        body["parentRunId"] = turn.parent_run_id
+    if turn.resume:
+        body["resume"] = [drop_none({"interruptId": r.interrupt_id, "status": r.status, "payload": r.payload})
+                          for r in turn.resume]
+    return UpstreamRequest(orjson.dumps(body), {"content-type": "application/json", "accept": "text/event-stream"})
+
+
+def message_from_agui(value: Any) -> Message | None:
+    """Read one message of an upstream's `MESSAGES_SNAPSHOT`; an invalid one is left out rather than trusted."""
+    try:
+        return _message_from_model(_MESSAGE.validate_python(value))
+    except ValidationError:
+        return None
+
+
+def message_to_agui(message: Message) -> dict[str, Any]:
+    mid = message.id or new_id("msg")
+    role = message.role
+    if role == "assistant":
+        out: dict[str, Any] = {"id": mid, "role": "assistant", "content": message.text}
+        if message.tool_calls:
+            out["toolCalls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in message.tool_calls
+            ]
+        return out
+    if role == "tool":
+        return drop_none({"id": mid, "role": "tool", "toolCallId": message.tool_call_id or "",
+                          "content": _content_to_agui(message.content), "error": message.error})
+    if role in ("system", "developer", "reasoning"):
+        return drop_none({"id": mid, "role": role, "content": message.text,
+                          "name": message.name if role != "reasoning" else None})
+    return drop_none({"id": mid, "role": "user", "content": _content_to_agui(message.content), "name": message.name})
+
+
+def _message_from_model(message: Any) -> Message | None:
+    if isinstance(message, AssistantMessage):
+        calls = [ToolCall(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or ()]
+        return Message("assistant", message.content, message.id, calls, name=message.name)
+    if isinstance(message, ToolMessage):
+        return Message("tool", _content_from_agui(message.content), message.id,
+                       tool_call_id=message.tool_call_id, error=message.error)
+    if isinstance(message, UserMessage):
+        return Message("user", _content_from_agui(message.content), message.id, name=message.name)
+    if isinstance(message, DeveloperMessage | SystemMessage):
+        return Message(message.role, message.content, message.id, name=message.name)
+    if isinstance(message, ReasoningMessage):
+        return Message("reasoning", message.content, message.id)
+    return None  # activity messages are the client's UI state
+
+
+def _content_from_agui(content: str | list[Any]) -> str | list[ContentPart]:
+    if isinstance(content, str):
+        return content
+    parts: list[ContentPart] = []
+    for part in content:
+        if isinstance(part, TextInput):
+            parts.append(ContentPart("text", text=part.text))
+        elif isinstance(part, MediaInput):
+            source = part.source
+            inline = source.type == "data"
+            parts.append(ContentPart(part.type, url=None if inline else source.value,
+                                     data=source.value if inline else None, media_type=source.mime_type))
+        elif isinstance(part, BinaryInput):
+            parts.append(ContentPart(media_kind(part.mime_type), url=part.url, data=part.data,
+                                     media_type=part.mime_type, filename=part.filename))
+    return parts
+
+
+def _content_to_agui(content: str | list[ContentPart] | None) -> str | list[dict[str, Any]]:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    out: list[dict[str, Any]] = []
+    for part in content:
+        if part.type == "text":
+            out.append({"type": "text", "text": part.text or ""})
+        elif part.data is not None:
+            out.append({"type": part.type, "source": drop_none({"type": "data", "value": part.data,
+                                                                "mimeType": part.media_type})})
+        elif part.url is not None:
+            out.append({"type": part.type, "source": drop_none({"type": "url", "value": part.url,
+                                                                "mimeType": part.media_type})})
+    return out
+
+
+def media_kind(media_type: str | None) -> str:
+    """The AG-UI content kind for a MIME type."""
+    major = (media_type or "").split("/", 1)[0]
+    return major if major in ("image", "audio", "video") else "document"

@@ -1,0 +1,101 @@
+"""An `AgentResponse` JSON body from an upstream, expanded into the events of the run it describes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from gateway.events import (
+    Event,
+    RunFinished,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResult,
+    Usage,
+)
+from gateway.ids import new_id
+from gateway.repair import RunRepair
+
+DEFAULT_MAX_BODY = 32 * 1024 * 1024
+
+
+class AgentRespondDecoder:
+    """Not a stream: the body is gathered whole, then read at `close()`."""
+
+    __slots__ = ("_body", "_max_body", "_size", "repair")
+
+    def __init__(self, max_body: int = DEFAULT_MAX_BODY) -> None:
+        self._body: list[bytes] = []
+        self._size = 0
+        self._max_body = max_body
+        self.repair = RunRepair()
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        out: list[Event] = []
+        if self.repair.done:
+            return out
+        self._size += len(chunk)
+        if self._size > self._max_body:
+            self._body.clear()
+            self.repair.fail(f"upstream response exceeded {self._max_body} bytes", "upstream_event_too_large", out)
+            return out
+        self._body.append(chunk)
+        return out
+
+    def close(self) -> list[Event]:
+        out: list[Event] = []
+        if self.repair.done:
+            return out
+        try:
+            body = orjson.loads(b"".join(self._body))
+        except orjson.JSONDecodeError:
+            self.repair.fail("upstream returned a body that is not JSON", "upstream_bad_event", out)
+            return out
+        messages = body.get("messages") if isinstance(body, dict) else None
+        if not isinstance(messages, list):
+            detail = body.get("error") or body.get("detail") if isinstance(body, dict) else None
+            message = f"upstream returned no messages{f': {detail}' if detail else ''}"
+            self.repair.fail(message, "upstream_bad_event", out)
+            return out
+        for message in messages:
+            if isinstance(message, dict):
+                self._message(message, out)
+        usage = body.get("usage")
+        model, provider = body.get("model"), body.get("provider")
+        if isinstance(usage, dict) or model or provider:
+            usage = usage if isinstance(usage, dict) else {}
+            self.repair.push(Usage(usage.get("prompt_tokens"), usage.get("completion_tokens"),
+                                   usage.get("total_tokens"), model if isinstance(model, str) else None,
+                                   provider if isinstance(provider, str) else None), out)
+        self.repair.push(RunFinished(), out)
+        return out
+
+    def fail(self, message: str, code: str | None = None) -> list[Event]:
+        out: list[Event] = []
+        self.repair.fail(message, code, out)
+        return out
+
+    def _message(self, message: dict[str, Any], out: list[Event]) -> None:
+        push = self.repair.push
+        role, content = message.get("role"), message.get("content")
+        if role == "assistant":
+            message_id = new_id("msg")
+            if isinstance(content, str) and content:
+                push(TextStart(message_id), out)
+                push(TextDelta(message_id, content), out)
+                push(TextEnd(message_id), out)
+            for call in message.get("tool_calls") or ():
+                function = call.get("function") if isinstance(call, dict) else None
+                if not isinstance(function, dict) or not isinstance(call.get("id"), str):
+                    continue
+                push(ToolCallStart(call["id"], str(function.get("name") or "unknown_tool"), message_id), out)
+                arguments = function.get("arguments")
+                push(ToolCallArgs(call["id"], arguments if isinstance(arguments, str) else "{}"), out)
+                push(ToolCallEnd(call["id"]), out)
+        elif role == "tool" and isinstance(message.get("tool_call_id"), str):
+            push(ToolResult(message["tool_call_id"], content if isinstance(content, str) else ""), out)

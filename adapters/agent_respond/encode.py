@@ -1,0 +1,147 @@
+"""A run's events gathered into one `AgentResponse` body, as the eval platform validates it.
+
+Assistant text said before tool calls shares their message (OpenAI style), each result is a `role: tool` message
+with the tool's name, and the last message is always an assistant one: when the run stopped on an interrupt or on
+client tools that nobody here can run, a final assistant message says so, because the platform rejects a response
+that ends otherwise. A failed run is a 502 (504 for a timeout) with an error body and the messages made so far.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from gateway.codec import as_text, drop_none
+from gateway.events import (
+    Event,
+    Interrupt,
+    RunError,
+    RunFinished,
+    StateDelta,
+    StateSnapshot,
+    TextDelta,
+    TextStart,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResult,
+    Usage,
+)
+from gateway.state import StateTracker
+
+HEADERS = {"content-type": "application/json"}
+
+
+class AgentRespondEncoder:
+    __slots__ = (
+        "_calls", "_interrupts", "_messages", "_model", "_names", "_pending", "_provider", "_state", "_text",
+        "_usage", "headers", "status_code",
+    )
+
+    def __init__(self, variant: str | None = None) -> None:
+        self.status_code = 200
+        self.headers = dict(HEADERS)
+        self._messages: list[dict[str, Any]] = []
+        self._text: list[str] | None = None  # the open assistant message's text, None when none is open
+        self._calls: dict[str, dict[str, Any]] = {}
+        self._names: dict[str, str] = {}
+        self._pending: dict[str, str] = {}
+        self._interrupts: list[Interrupt] = []
+        self._usage: dict[str, int] = {}
+        self._model: str | None = None
+        self._provider: str | None = None
+        self._state = StateTracker()
+
+    def keep_alive(self) -> bytes:
+        return b""
+
+    def encode(self, events: list[Event]) -> bytes:
+        for e in events:
+            if isinstance(e, TextDelta):
+                self._open().append(e.delta)
+            elif isinstance(e, ToolCallArgs):
+                call = self._calls.get(e.tool_call_id)
+                if call is not None:
+                    call["function"]["arguments"] += e.delta
+            elif isinstance(e, TextStart):
+                if self._calls:
+                    self._flush()  # the agent speaks again after calling tools: a new message
+            elif isinstance(e, ToolCallStart):
+                self._open()
+                self._names[e.tool_call_id] = e.name
+                self._calls[e.tool_call_id] = {"id": e.tool_call_id, "type": "function",
+                                               "function": {"name": e.name, "arguments": ""}}
+            elif isinstance(e, ToolCallEnd):
+                self._pending[e.tool_call_id] = self._names.get(e.tool_call_id, "unknown_tool")
+            elif isinstance(e, ToolResult):
+                self._flush()
+                self._pending.pop(e.tool_call_id, None)
+                self._messages.append(drop_none({"role": "tool", "content": as_text(e.content),
+                                                 "tool_call_id": e.tool_call_id,
+                                                 "name": self._names.get(e.tool_call_id)}))
+            elif isinstance(e, Interrupt):
+                self._interrupts.append(e)
+            elif isinstance(e, Usage):
+                self._add_usage(e)
+            elif isinstance(e, StateSnapshot):
+                self._state.snapshot(e.snapshot)
+            elif isinstance(e, StateDelta):
+                self._state.apply(e.patch)
+            elif isinstance(e, RunFinished):
+                return self._finished()
+            elif isinstance(e, RunError):
+                return self._failed(e)
+        return b""
+
+    def _open(self) -> list[str]:
+        if self._text is None:
+            self._text = []
+        return self._text
+
+    def _flush(self) -> None:
+        if self._text is None:
+            return
+        text = "".join(self._text)
+        message: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if self._calls:
+            message["tool_calls"] = list(self._calls.values())
+        if text or self._calls:
+            self._messages.append(message)
+        self._text = None
+        self._calls = {}
+
+    def _add_usage(self, e: Usage) -> None:
+        for key, value in (("prompt_tokens", e.input_tokens), ("completion_tokens", e.output_tokens),
+                           ("total_tokens", e.total_tokens)):
+            if isinstance(value, int):
+                self._usage[key] = self._usage.get(key, 0) + value
+        self._model = e.model or self._model
+        self._provider = e.provider or self._provider
+
+    def _finished(self) -> bytes:
+        self._flush()
+        closing = self._closing_note()
+        if closing is not None:
+            self._messages.append({"role": "assistant", "content": closing})
+        elif self._messages and self._messages[-1]["role"] != "assistant":
+            self._messages.append({"role": "assistant", "content": ""})
+        body: dict[str, Any] = {"messages": self._messages}
+        body.update(drop_none({"model": self._model, "provider": self._provider, "usage": self._usage or None}))
+        if self._state.known:
+            body["metadata"] = {"state": self._state.value}
+        return orjson.dumps(body)
+
+    def _closing_note(self) -> str | None:
+        if self._interrupts:
+            asks = "; ".join(i.message or i.reason or i.id for i in self._interrupts)
+            return f"[interrupted] The agent paused for human input: {asks}"
+        if self._pending:
+            return f"[pending tools] The agent asked the client to run: {', '.join(self._pending.values())}"
+        return None
+
+    def _failed(self, e: RunError) -> bytes:
+        self._flush()
+        self.status_code = 504 if e.code == "upstream_timeout" else 502
+        error = drop_none({"code": e.code or "upstream_error", "message": e.message})
+        return orjson.dumps({"error": error, "messages": self._messages})

@@ -1,0 +1,155 @@
+"""Canonical events into a Vercel UI message stream that every `ai` 5, 6 and 7 client accepts.
+
+Chunks carry only keys of the `ai` schema (clients before 5.0.217 / 6.0.231 / 7.0.32 reject any other key),
+always carry the keys the schema requires even where they are typed `unknown` (`input`, `output`, `data`), and the
+stream ends with `data: [DONE]`. A tool call's `input` is only known when its arguments are complete, so it is sent
+with `tool-input-available` at the call's end.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from gateway.codec import as_text, drop_none, json_or_text
+from gateway.events import (
+    Data,
+    Event,
+    Interrupt,
+    Raw,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    RunError,
+    RunFinished,
+    RunStarted,
+    StateDelta,
+    StateSnapshot,
+    StepFinished,
+    StepStarted,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResult,
+    Usage,
+)
+from gateway.sse import DONE, KEEP_ALIVE
+from gateway.state import StateTracker
+
+from .request import INKEEP
+
+HEADERS = {
+    "content-type": "text/event-stream; charset=utf-8",
+    "x-vercel-ai-ui-message-stream": "v1",
+}
+
+# Chunk types a `Raw` from a Vercel upstream may carry to a Vercel client: those every supported `ai` accepts.
+_PASSTHROUGH = frozenset({"message-metadata", "source-url", "source-document", "file"})
+
+
+def _frame(chunk: dict[str, Any]) -> bytes:
+    return b"data: " + orjson.dumps(chunk) + b"\n\n"
+
+
+class VercelEncoder:
+    __slots__ = ("_args", "_inkeep", "_names", "_state", "_steps", "headers", "status_code")
+
+    def __init__(self, variant: str | None = None) -> None:
+        self.status_code = 200
+        self.headers = dict(HEADERS)
+        self._inkeep = variant == INKEEP
+        self._args: dict[str, list[str]] = {}
+        self._names: dict[str, str] = {}
+        self._steps = 0
+        self._state = StateTracker()
+
+    def encode(self, events: list[Event]) -> bytes:
+        if len(events) == 1:
+            return self._encode(events[0])
+        return b"".join([self._encode(event) for event in events])
+
+    def keep_alive(self) -> bytes:
+        return KEEP_ALIVE
+
+    def _encode(self, e: Event) -> bytes:
+        if isinstance(e, TextDelta):
+            return _frame({"type": "text-delta", "id": e.message_id, "delta": e.delta})
+        if isinstance(e, ToolCallArgs):
+            args = self._args.get(e.tool_call_id)
+            if args is not None:
+                args.append(e.delta)
+            return _frame({"type": "tool-input-delta", "toolCallId": e.tool_call_id, "inputTextDelta": e.delta})
+        if isinstance(e, ReasoningDelta):
+            return _frame({"type": "reasoning-delta", "id": e.message_id, "delta": e.delta})
+        if isinstance(e, TextStart):
+            return _frame({"type": "text-start", "id": e.message_id})
+        if isinstance(e, TextEnd):
+            return _frame({"type": "text-end", "id": e.message_id})
+        if isinstance(e, ReasoningStart):
+            return _frame({"type": "reasoning-start", "id": e.message_id})
+        if isinstance(e, ReasoningEnd):
+            return _frame({"type": "reasoning-end", "id": e.message_id})
+        if isinstance(e, ToolCallStart):
+            self._args[e.tool_call_id] = []
+            self._names[e.tool_call_id] = e.name
+            return _frame({"type": "tool-input-start", "toolCallId": e.tool_call_id, "toolName": e.name})
+        if isinstance(e, ToolCallEnd):
+            text = "".join(self._args.pop(e.tool_call_id, ()))
+            return _frame({"type": "tool-input-available", "toolCallId": e.tool_call_id,
+                           "toolName": self._names.get(e.tool_call_id, "unknown_tool"),
+                           "input": json_or_text(text) if text else {}})
+        if isinstance(e, ToolResult):
+            if e.is_error:
+                error_text = as_text(e.content)
+                return _frame({"type": "tool-output-error", "toolCallId": e.tool_call_id, "errorText": error_text})
+            return _frame({"type": "tool-output-available", "toolCallId": e.tool_call_id, "output": e.content})
+        if isinstance(e, Interrupt):
+            if e.tool_call_id in self._names:  # the client needs the call's part to hang the approval on
+                return _frame({"type": "tool-approval-request", "approvalId": e.id, "toolCallId": e.tool_call_id})
+            return _frame({"type": "data-interrupt", "id": e.id, "data": drop_none({
+                "id": e.id, "reason": e.reason, "message": e.message, "payload": e.payload,
+                "responseSchema": e.response_schema})})
+        if isinstance(e, Data):
+            return _frame(drop_none({"type": f"data-{e.name}", "id": e.id, "data": e.data,
+                                     "transient": True if e.transient else None}))
+        if isinstance(e, RunStarted):
+            return _frame(drop_none({"type": "start", "messageId": e.message_id}))
+        if isinstance(e, StepStarted):
+            self._steps += 1
+            return _frame({"type": "start-step"})
+        if isinstance(e, StepFinished):
+            if not self._steps:
+                return b""
+            self._steps -= 1
+            return _frame({"type": "finish-step"})
+        if isinstance(e, StateSnapshot):
+            self._state.snapshot(e.snapshot)
+            return self._state_part()
+        if isinstance(e, StateDelta):
+            return self._state_part() if self._state.apply(e.patch) else b""
+        if isinstance(e, Usage):
+            usage = drop_none({"inputTokens": e.input_tokens, "outputTokens": e.output_tokens,
+                               "totalTokens": e.total_tokens, "model": e.model, "provider": e.provider})
+            return _frame({"type": "message-metadata", "messageMetadata": {"usage": usage}})
+        if isinstance(e, RunFinished):
+            return _frame({"type": "abort" if e.outcome == "cancelled" else "finish"}) + DONE
+        if isinstance(e, RunError):
+            return self._error(e) + DONE
+        if isinstance(e, Raw) and e.dialect == "vercel" and e.event.get("type") in _PASSTHROUGH:
+            return _frame(e.event)
+        return b""
+
+    def _state_part(self) -> bytes:
+        """The whole state as one data part with a fixed id: the client replaces it in place on every change."""
+        return _frame({"type": "data-state", "id": "state", "data": self._state.value})
+
+    def _error(self, e: RunError) -> bytes:
+        error = _frame({"type": "error", "errorText": e.message})
+        if not self._inkeep:
+            return error
+        operation = drop_none({"type": "error", "message": e.message, "severity": "error", "code": e.code})
+        return _frame({"type": "data-operation", "data": operation}) + error

@@ -1,0 +1,155 @@
+"""What a dialect is: four functions around the canonical model, and the decoder all SSE dialects share.
+
+```
+client body ──parse_request──▶ Turn ──build_request──▶ upstream body
+client bytes ◀──encoder──── canonical events ◀──decoder──── upstream bytes
+```
+
+Adding a dialect means writing one module under `adapters/` that builds a `Dialect` and listing it in
+`adapters.registry`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import orjson
+
+from gateway.events import Event, RunFinished
+from gateway.repair import RunRepair
+from gateway.sse import DEFAULT_MAX_FRAME, FrameTooLarge, SSEDecoder
+from gateway.turn import History, Turn
+
+
+@dataclass(slots=True)
+class UpstreamRequest:
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class Decoder(Protocol):
+    def feed(self, chunk: bytes) -> list[Event]:
+        """Events completed by this chunk of the upstream's body; the chunk may be split anywhere."""
+
+    def close(self) -> list[Event]:
+        """The body ended: the last events, a terminal one among them if the stream had none."""
+
+    def fail(self, message: str, code: str | None = None) -> list[Event]:
+        """The transport broke: close the run with an error."""
+
+
+class Encoder(Protocol):
+    status_code: int
+    headers: dict[str, str]
+    """Response headers, `content-type` included."""
+
+    def encode(self, events: list[Event]) -> bytes:
+        """Bytes for the client; empty when these events show nothing in this dialect (yet)."""
+
+    def keep_alive(self) -> bytes:
+        """Bytes that keep an idle connection open without meaning anything, or empty if the dialect has none."""
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    name: str
+    history: History
+    """What this dialect's servers expect: the whole history each call, or only what is new."""
+    streaming: bool
+    paths: tuple[str, ...]
+    """Where a client conventionally finds a server of this dialect."""
+    parse_request: Callable[[dict[str, Any]], Turn]
+    """Validate a client's JSON body (raises `gateway.errors.InvalidRequest`) and read it as a turn."""
+    build_request: Callable[[Turn, str | None], UpstreamRequest]
+    """The body and headers to send an upstream of this dialect; the second argument names a variant."""
+    new_decoder: Callable[[], Decoder]
+    new_encoder: Callable[[str | None], Encoder]
+    """An encoder for a client of this dialect; the argument is the variant of the client's request."""
+    sniff: Callable[[dict[str, Any]], int]
+    """How sure (0-100) this dialect is that a request body is its own; used where a path serves several."""
+
+
+class JsonSSEDecoder:
+    """Decoder for dialects whose stream is SSE frames of one JSON object each, maybe ended by `[DONE]`.
+
+    Subclasses map a frame to events in `on_frame`, pushing them through `self.repair`, and say what `[DONE]`
+    means in `on_done`.
+    """
+
+    __slots__ = ("_sse", "repair")
+
+    dialect = "sse"
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self._sse = SSEDecoder(max_frame)
+        self.repair = RunRepair()
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        out: list[Event] = []
+        if self.repair.done:
+            return out
+        try:
+            frames = self._sse.feed(chunk)
+        except FrameTooLarge as exc:
+            self.repair.fail(f"upstream sent an oversized event: {exc}", "upstream_event_too_large", out)
+            return out
+        self._frames(frames, out)
+        return out
+
+    def close(self) -> list[Event]:
+        out: list[Event] = []
+        if not self.repair.done:
+            self._frames(self._sse.flush(), out)
+        self.repair.end_of_stream(out)
+        return out
+
+    def fail(self, message: str, code: str | None = None) -> list[Event]:
+        out: list[Event] = []
+        self.repair.fail(message, code, out)
+        return out
+
+    def _frames(self, frames: list[bytes], out: list[Event]) -> None:
+        for data in frames:
+            if self.repair.done:
+                return
+            try:
+                frame = orjson.loads(data)
+            except orjson.JSONDecodeError:
+                if data.strip() == b"[DONE]":
+                    self.on_done(out)
+                else:
+                    preview = data[:80].decode("utf-8", "replace")
+                    self.repair.fail(f"upstream sent invalid JSON in an event: {preview!r}", "upstream_bad_event", out)
+                continue
+            if type(frame) is dict:
+                self.on_frame(frame, out)
+            else:
+                self.repair.fail("upstream sent an event that is not a JSON object", "upstream_bad_event", out)
+
+    def on_frame(self, frame: dict[str, Any], out: list[Event]) -> None:
+        raise NotImplementedError
+
+    def on_done(self, out: list[Event]) -> None:
+        self.repair.push(RunFinished(), out)
+
+
+def json_or_text(value: str) -> Any:
+    """Parse a JSON string if it is one; otherwise keep the text (tool results are often plain text)."""
+    try:
+        return orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return value
+
+
+def as_text(value: Any) -> str:
+    """A value as the string the string-only dialects carry: strings as they are, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    return orjson.dumps(value).decode()
+
+
+def drop_none(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """Strict clients reject `null` for an optional field: leave such fields out."""
+    return {key: value for key, value in mapping.items() if value is not None}

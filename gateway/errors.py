@@ -1,0 +1,77 @@
+"""One error taxonomy for the whole gateway. Each error knows its HTTP status and its stable code.
+
+```
+GatewayError
+ ├── RequestError                 the client's request is wrong (4xx); the upstream is never called
+ │    ├── MalformedRequest        400  not JSON, or not a JSON object
+ │    ├── UnsupportedMediaType    415  not application/json
+ │    ├── RequestTooLarge         413  body over the route's limit
+ │    ├── UnknownDialect          400  no dialect recognises the body on an auto-detect path
+ │    └── InvalidRequest          422  valid JSON, wrong shape: `details` name each field and what was expected
+ └── UpstreamError                502  the upstream failed: refused, reset, non-2xx, broken stream
+      └── UpstreamTimeout         504  the upstream did not answer or went quiet past a timeout
+```
+
+Before the first byte of a response the proxy sends `status` with `to_json()`; after it, the client's encoder turns
+the error into that dialect's in-band error event (see `gateway.events.RunError`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class GatewayError(Exception):
+    status = 500
+    code = "gateway_error"
+
+    def __init__(self, message: str, details: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details or []
+
+    def to_json(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.details:
+            error["details"] = self.details
+        return {"error": error}
+
+
+class RequestError(GatewayError):
+    status = 400
+    code = "bad_request"
+
+
+class MalformedRequest(RequestError):
+    status = 400
+    code = "malformed_request"
+
+
+class UnsupportedMediaType(RequestError):
+    status = 415
+    code = "unsupported_media_type"
+
+
+class RequestTooLarge(RequestError):
+    status = 413
+    code = "request_too_large"
+
+
+class UnknownDialect(RequestError):
+    status = 400
+    code = "unknown_dialect"
+
+
+class InvalidRequest(RequestError):
+    status = 422
+    code = "invalid_request"
+
+
+class UpstreamError(GatewayError):
+    status = 502
+    code = "upstream_error"
+
+
+class UpstreamTimeout(UpstreamError):
+    status = 504
+    code = "upstream_timeout"

@@ -1,0 +1,209 @@
+"""Make any upstream's events a well formed run, so that no encoder has to defend itself.
+
+Every decoder pushes what it parsed through one `RunRepair`. It guarantees:
+
+- `RunStarted` comes first and once; nothing follows the single terminal event (`RunFinished` or `RunError`);
+- a delta for a message or tool call nobody started starts it; an end for one that is not open is dropped;
+- before the terminal event, whatever is still open is closed; before an error, tool calls still waiting for a
+  result are failed, so no client shows them running forever;
+- a run that paused on an interrupt finishes with outcome "interrupt", and only such a run does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gateway.events import (
+    Event,
+    Interrupt,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    RunError,
+    RunFinished,
+    RunStarted,
+    StepFinished,
+    StepStarted,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResult,
+)
+
+INTERRUPTED_TOOL = "Tool execution was interrupted by an error."
+UNKNOWN_TOOL = "unknown_tool"
+
+
+class RunRepair:
+    __slots__ = (
+        "_handlers",
+        "done",
+        "interrupted",
+        "open_reasoning",
+        "open_steps",
+        "open_text",
+        "open_tools",
+        "started",
+        "unresolved_tools",
+    )
+
+    def __init__(self) -> None:
+        self.started = False
+        self.done = False
+        self.interrupted = False
+        self.open_text: dict[str, None] = {}
+        self.open_reasoning: dict[str, None] = {}
+        self.open_tools: dict[str, None] = {}
+        self.unresolved_tools: dict[str, None] = {}
+        self.open_steps: list[str | None] = []
+        self._handlers: dict[type, Callable[[Any, list[Event]], None]] = {
+            TextDelta: self._text_delta,
+            TextStart: self._text_start,
+            TextEnd: self._text_end,
+            ToolCallArgs: self._tool_args,
+            ToolCallStart: self._tool_start,
+            ToolCallEnd: self._tool_end,
+            ToolResult: self._tool_result,
+            ReasoningDelta: self._reasoning_delta,
+            ReasoningStart: self._reasoning_start,
+            ReasoningEnd: self._reasoning_end,
+            StepStarted: self._step_started,
+            StepFinished: self._step_finished,
+            Interrupt: self._interrupt,
+            RunStarted: self._run_started,
+            RunFinished: self._run_finished,
+            RunError: self._run_error,
+        }
+
+    def push(self, event: Event, out: list[Event]) -> None:
+        if self.done:
+            return
+        if not self.started:
+            self.started = True
+            if type(event) is RunStarted:
+                out.append(event)
+                return
+            out.append(RunStarted())
+        handler = self._handlers.get(type(event))
+        if handler is None:
+            out.append(event)
+        else:
+            handler(event, out)
+
+    def end_of_stream(self, out: list[Event]) -> None:
+        """The upstream's body ended. Without its terminator that is a truncated run, never a success."""
+        if not self.done:
+            self.fail("upstream stream ended before the run finished", "upstream_truncated", out)
+
+    def fail(self, message: str, code: str | None, out: list[Event]) -> None:
+        self.push(RunError(message, code), out)
+
+    # text and reasoning
+
+    def _text_start(self, event: TextStart, out: list[Event]) -> None:
+        if event.message_id not in self.open_text:
+            self.open_text[event.message_id] = None
+            out.append(event)
+
+    def _text_delta(self, event: TextDelta, out: list[Event]) -> None:
+        if event.message_id not in self.open_text:
+            self.open_text[event.message_id] = None
+            out.append(TextStart(event.message_id))
+        out.append(event)
+
+    def _text_end(self, event: TextEnd, out: list[Event]) -> None:
+        if self.open_text.pop(event.message_id, 0) is None:
+            out.append(event)
+
+    def _reasoning_start(self, event: ReasoningStart, out: list[Event]) -> None:
+        if event.message_id not in self.open_reasoning:
+            self.open_reasoning[event.message_id] = None
+            out.append(event)
+
+    def _reasoning_delta(self, event: ReasoningDelta, out: list[Event]) -> None:
+        if event.message_id not in self.open_reasoning:
+            self.open_reasoning[event.message_id] = None
+            out.append(ReasoningStart(event.message_id))
+        out.append(event)
+
+    def _reasoning_end(self, event: ReasoningEnd, out: list[Event]) -> None:
+        if self.open_reasoning.pop(event.message_id, 0) is None:
+            out.append(event)
+
+    # tool calls
+
+    def _tool_start(self, event: ToolCallStart, out: list[Event]) -> None:
+        if event.tool_call_id not in self.open_tools and event.tool_call_id not in self.unresolved_tools:
+            self.open_tools[event.tool_call_id] = None
+            self.unresolved_tools[event.tool_call_id] = None
+            out.append(event)
+
+    def _tool_args(self, event: ToolCallArgs, out: list[Event]) -> None:
+        if event.tool_call_id not in self.open_tools:
+            if event.tool_call_id in self.unresolved_tools:
+                return  # arguments after the call ended: too late to change them
+            self._tool_start(ToolCallStart(event.tool_call_id, UNKNOWN_TOOL), out)
+        out.append(event)
+
+    def _tool_end(self, event: ToolCallEnd, out: list[Event]) -> None:
+        if self.open_tools.pop(event.tool_call_id, 0) is None:
+            out.append(event)
+
+    def _tool_result(self, event: ToolResult, out: list[Event]) -> None:
+        if event.tool_call_id in self.open_tools:
+            self._tool_end(ToolCallEnd(event.tool_call_id), out)
+        self.unresolved_tools.pop(event.tool_call_id, None)
+        out.append(event)
+
+    # steps, interrupts, lifecycle
+
+    def _step_started(self, event: StepStarted, out: list[Event]) -> None:
+        self.open_steps.append(event.name)
+        out.append(event)
+
+    def _step_finished(self, event: StepFinished, out: list[Event]) -> None:
+        if event.name in self.open_steps:
+            # Close the steps opened inside this one first, so steps nest.
+            while self.open_steps:
+                name = self.open_steps.pop()
+                out.append(StepFinished(name))
+                if name == event.name:
+                    break
+
+    def _interrupt(self, event: Interrupt, out: list[Event]) -> None:
+        self.interrupted = True
+        out.append(event)
+
+    def _run_started(self, event: RunStarted, out: list[Event]) -> None:
+        """A second start is dropped: one upstream request is one run."""
+
+    def _run_finished(self, event: RunFinished, out: list[Event]) -> None:
+        self._close_open(out)
+        if self.interrupted:
+            event.outcome = "interrupt"
+        elif event.outcome == "interrupt":
+            event.outcome = "success"
+        self.done = True
+        out.append(event)
+
+    def _run_error(self, event: RunError, out: list[Event]) -> None:
+        self._close_open(out)
+        for tool_call_id in self.unresolved_tools:
+            out.append(ToolResult(tool_call_id, INTERRUPTED_TOOL, is_error=True))
+        self.unresolved_tools.clear()
+        self.done = True
+        out.append(event)
+
+    def _close_open(self, out: list[Event]) -> None:
+        out.extend(TextEnd(message_id) for message_id in self.open_text)
+        out.extend(ReasoningEnd(message_id) for message_id in self.open_reasoning)
+        out.extend(ToolCallEnd(tool_call_id) for tool_call_id in self.open_tools)
+        out.extend(StepFinished(name) for name in reversed(self.open_steps))
+        self.open_text.clear()
+        self.open_reasoning.clear()
+        self.open_tools.clear()
+        self.open_steps.clear()

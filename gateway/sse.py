@@ -1,0 +1,89 @@
+"""Server-sent events framing: bytes in, frames out; frames in, bytes out.
+
+Parsing follows the WHATWG rules that matter to agent streams: LF, CRLF and CR line ends, multi-line `data:`
+joined with LF, comments, and the `event:`/`id:`/`retry:` fields (read past; no agent dialect gives them meaning).
+It works on bytes and splits only on ASCII line ends, so a UTF-8 character cut across two chunks is whole again
+by the time its frame is handed on; JSON decoding validates the UTF-8.
+
+Emitting uses LF only: `@ag-ui/client` splits frames on a literal blank LF line and fails on CRLF.
+"""
+
+from __future__ import annotations
+
+DONE = b"data: [DONE]\n\n"
+KEEP_ALIVE = b": ping\n\n"
+
+DEFAULT_MAX_FRAME = 16 * 1024 * 1024
+
+
+class FrameTooLarge(ValueError):
+    """A frame grew past the limit without ending: the upstream sent too big an event, or no framing at all."""
+
+
+class SSEDecoder:
+    """Incremental parser. `feed()` returns the `data` of every frame completed by the chunk."""
+
+    __slots__ = ("_buffer", "_max_frame", "_pending_cr", "_scanned")
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self._buffer = bytearray()
+        self._max_frame = max_frame
+        self._pending_cr = False
+        self._scanned = 0
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        buffer = self._buffer
+        if self._pending_cr:
+            chunk = b"\r" + chunk
+            self._pending_cr = False
+        if b"\r" in chunk:
+            # A CR that ends the chunk may be the first half of a CRLF: wait for the next byte.
+            if chunk.endswith(b"\r"):
+                chunk = chunk[:-1]
+                self._pending_cr = True
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if not buffer and chunk.endswith(b"\n\n") and chunk.count(b"\n\n") == 1 and chunk.startswith(b"data: "):
+            # Fast path: one whole single-line frame per chunk, the usual shape of a paced stream.
+            body = chunk[6:-2]
+            if b"\n" not in body:
+                return [body]
+        buffer += chunk
+        end = buffer.rfind(b"\n\n", max(self._scanned - 1, 0))
+        if end < 0:
+            self._scanned = len(buffer)
+            if self._scanned > self._max_frame:
+                raise FrameTooLarge(f"an event exceeded {self._max_frame} bytes")
+            return []
+        complete = bytes(buffer[:end])
+        del buffer[: end + 2]
+        self._scanned = 0
+        return [data for block in complete.split(b"\n\n") if (data := _frame_data(block)) is not None]
+
+    def flush(self) -> list[bytes]:
+        """Frames left when the stream ends: a last frame whose blank line never came still counts."""
+        rest = bytes(self._buffer)
+        self._buffer.clear()
+        self._scanned = 0
+        self._pending_cr = False
+        data = _frame_data(rest.strip(b"\n"))
+        return [] if data is None else [data]
+
+
+def _frame_data(block: bytes) -> bytes | None:
+    if block.startswith(b"data: ") and b"\n" not in block:
+        return block[6:]
+    data: list[bytes] = []
+    for line in block.split(b"\n"):
+        if line.startswith(b"data"):
+            value = line[4:]
+            if not value:
+                data.append(b"")
+            elif value[0] == 0x3A:  # ":"
+                data.append(value[2:] if value[1:2] == b" " else value[1:])
+            # else: a field whose name only starts with "data" (e.g. "database:"), ignored per spec
+    return b"\n".join(data) if data else None
+
+
+def encode_frame(payload: bytes) -> bytes:
+    """One SSE frame carrying a single-line payload (orjson output never holds a raw newline)."""
+    return b"data: " + payload + b"\n\n"

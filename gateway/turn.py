@@ -1,0 +1,113 @@
+"""The canonical request: one turn of a conversation, whatever dialect the client spoke.
+
+A `Turn` says who the conversation is (`conversation_id`), what the client sent (`messages`) and whether those
+messages are the whole history or only what is new since the last turn (`history`). The proxy fills in or trims
+history between dialects that keep it and dialects that don't.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "developer", "user", "assistant", "tool", "reasoning"]
+History = Literal["full", "delta"]
+
+
+@dataclass(slots=True)
+class ContentPart:
+    """One part of a multimodal message. `type` is "text", or a media kind: image, audio, video, document, file."""
+
+    type: str
+    text: str | None = None
+    url: str | None = None
+    data: str | None = None
+    """Base64 payload, when the media is inline."""
+    media_type: str | None = None
+    filename: str | None = None
+
+
+@dataclass(slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str = "{}"
+    """The arguments as a JSON string, as every dialect's history carries them."""
+
+
+@dataclass(slots=True)
+class Message:
+    role: Role
+    content: str | list[ContentPart] | None = None
+    id: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+    error: str | None = None
+    """For a tool message: the tool failed, and this says why."""
+
+    @property
+    def text(self) -> str:
+        """The message's text, multimodal parts other than text left out."""
+        if isinstance(self.content, str):
+            return self.content
+        if not self.content:
+            return ""
+        return "".join(part.text or "" for part in self.content if part.type == "text")
+
+
+@dataclass(slots=True)
+class Tool:
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] | None = None
+    """A JSON Schema object."""
+
+
+@dataclass(slots=True)
+class Context:
+    description: str
+    value: str
+
+
+@dataclass(slots=True)
+class Resume:
+    """The client's answer to an interrupt."""
+
+    interrupt_id: str
+    status: Literal["resolved", "cancelled"] = "resolved"
+    payload: Any = None
+    tool_call_id: str | None = None
+    """The tool call the interrupt asked to approve, when the client says (Vercel approvals do)."""
+
+
+@dataclass(slots=True)
+class Turn:
+    messages: list[Message] = field(default_factory=list)
+    history: History = "full"
+    conversation_id: str | None = None
+    run_id: str | None = None
+    parent_run_id: str | None = None
+    tools: list[Tool] = field(default_factory=list)
+    context: list[Context] = field(default_factory=list)
+    state: Any = None
+    forwarded_props: Any = None
+    resume: list[Resume] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Dialect metadata worth keeping across a hop, e.g. agent-respond's `test_case_id` and `turn_index`."""
+    variant: str | None = None
+    """The request's shape within its dialect (Vercel's "inkeep"), so the reply can take the same shape."""
+
+
+def new_messages(turn: Turn) -> list[Message]:
+    """What a delta upstream needs from this turn when nobody tracked what it was sent before.
+
+    For a full history that is what came after the agent last spoke: the new user message, or the results of the
+    client tools it asked for. The conversation store knows better and trims turns itself before this is reached.
+    """
+    if turn.history == "delta":
+        return turn.messages
+    for index in range(len(turn.messages) - 1, -1, -1):
+        if turn.messages[index].role == "assistant":
+            return turn.messages[index + 1:]
+    return turn.messages

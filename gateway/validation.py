@@ -1,0 +1,64 @@
+"""Turn request bodies into validated models, with errors a person can act on.
+
+Every message names the field by its path as the client wrote it (`messages[2].toolCalls[0].function.name`) and
+says what was expected there.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from gateway.errors import InvalidRequest, MalformedRequest
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def load_json_object(body: bytes) -> dict[str, Any]:
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise MalformedRequest(f"request body is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise MalformedRequest(f"request body must be a JSON object, got {_json_type(value)}")
+    return value
+
+
+def validate(model: type[ModelT], value: Any, dialect: str) -> ModelT:
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        details = [{"field": field_path(error["loc"]), "message": error["msg"]} for error in exc.errors()]
+        summary = "; ".join(f"{d['field']}: {d['message']}" for d in details[:3])
+        more = f" (and {len(details) - 3} more)" if len(details) > 3 else ""
+        raise InvalidRequest(f"invalid {dialect} request: {summary}{more}", details) from None
+
+
+def field_path(loc: tuple[int | str, ...]) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part.startswith("function-") or part in _UNION_TAGS:
+            continue  # pydantic's name for a union member or validator, not a field the client wrote
+        else:
+            path += f".{part}" if path else part
+    return path or "body"
+
+
+# Tags pydantic puts in error locations for discriminated unions; they are not fields.
+_UNION_TAGS = frozenset({"developer", "system", "assistant", "user", "tool", "activity", "reasoning"})
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number"
