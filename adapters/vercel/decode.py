@@ -133,6 +133,11 @@ class VercelDecoder(JsonSSEDecoder):
             self.repair.push(RunError(str(data.get("message") or "upstream agent failed"),
                                       data.get("code") if isinstance(data.get("code"), str) else "upstream_error"), out)
             return
+        if name == "interrupt" and isinstance(data, dict) and isinstance(data.get("id"), str):
+            # How our encoder tells a Vercel client about an interrupt that is not a tool approval.
+            self.repair.push(Interrupt(data["id"], str(data.get("reason") or ""), data.get("message"),
+                                       data.get("payload"), None, data.get("responseSchema")), out)
+            return
         item_id = frame.get("id")
         self.repair.push(Data(name, data, item_id if isinstance(item_id, str) else None,
                               bool(frame.get("transient"))), out)

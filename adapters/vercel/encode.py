@@ -114,8 +114,12 @@ class VercelEncoder:
                 "id": e.id, "reason": e.reason, "message": e.message, "payload": e.payload,
                 "responseSchema": e.response_schema})})
         if isinstance(e, Data):
-            return _frame(drop_none({"type": f"data-{e.name}", "id": e.id, "data": e.data,
-                                     "transient": True if e.transient else None}))
+            chunk: dict[str, Any] = {"type": f"data-{e.name}", "data": e.data}  # `data` is required, null or not
+            if e.id is not None:
+                chunk["id"] = e.id
+            if e.transient:
+                chunk["transient"] = True
+            return _frame(chunk)
         if isinstance(e, RunStarted):
             return _frame(drop_none({"type": "start", "messageId": e.message_id}))
         if isinstance(e, StepStarted):

@@ -1,0 +1,342 @@
+"""Codec throughput: translated text-delta events per second for every (upstream dialect -> client dialect) pair.
+
+Method. For each source dialect a realistic upstream body is made by encoding one canonical run with that
+dialect's own encoder: `RunStarted`, `TextStart`, N `TextDelta` ("tok0 ", "tok1 ", ...), `TextEnd`, one tool call
+(`ToolCallStart`, 3 `ToolCallArgs`, `ToolCallEnd`, `ToolResult`) and `RunFinished`. The body is cut, outside the
+timer, into the pieces a network read would deliver: one SSE frame per piece (split after each blank line, the
+separator kept) or, with `--chunk N`, fixed N-byte pieces. An agent-respond body is one JSON document and is always
+fed whole.
+
+One repetition of a pair is the gateway's hot path for one run: a new source decoder and a new target encoder, every
+piece fed to `decoder.feed()`, every non-empty event list handed to `encoder.encode()`, then `decoder.close()` and
+its events encoded too. It is timed with `time.perf_counter`, garbage collection left on. Each pair gets one
+untimed warm-up repetition (which also checks that the run came through whole), then repetitions until `--seconds`
+have passed and at least `--min-reps` were made; the median repetition is reported (`--stat best` for the fastest).
+
+The figure is N / (seconds per repetition): text-delta events of the upstream run translated per second. An
+agent-respond source carries those N deltas already joined into one message (it decodes to a single `TextDelta`),
+so its row reads "the run's N tokens' worth per second" and is not comparable with the streamed rows. The process
+is pinned to one core (`--core`, default 0) so the numbers are single-core numbers.
+
+Run from the repository root:
+
+    .venv/bin/python bench/codecs.py                 # Markdown tables
+    .venv/bin/python bench/codecs.py --events 500 --seconds 0.5 --chunk 4096
+    .venv/bin/python bench/codecs.py --json          # one JSON object
+
+The headline the performance issue tracks is "ag-kit -> ag-ui text-delta events/s" (target 150,000 now, 300,000
+later). The script always exits 0: it reports, it does not gate. On a shared or virtual machine compare the median
+with `--stat best`; a wide gap means other work was running on the core.
+
+Type-check it as `mypy --explicit-package-bases bench/codecs.py`: without that flag mypy names the file `codecs`,
+which shadows the standard library module of that name (and leaves a confusing cache behind).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import orjson  # noqa: E402
+
+from adapters import registry  # noqa: E402
+from gateway.codec import Dialect  # noqa: E402
+from gateway.events import (  # noqa: E402
+    Event,
+    RunError,
+    RunFinished,
+    RunStarted,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResult,
+)
+
+HEADLINE = ("ag-kit", "ag-ui")
+TARGET_NOW = 150_000
+TARGET_LATER = 300_000
+TOOL_ARGS = ('{"city":', ' "Paris",', ' "unit": "celsius"}')
+
+
+@dataclass(slots=True)
+class Workload:
+    source: str
+    body: bytes
+    chunks: list[bytes]
+
+
+@dataclass(slots=True)
+class Check:
+    """What one untimed run produced: enough to tell that the translation came through whole."""
+
+    events: int
+    text_deltas: int
+    terminal: str
+    out_bytes: int
+
+
+@dataclass(slots=True)
+class PairResult:
+    source: str
+    target: str
+    reps: int
+    best_s: float
+    median_s: float
+    check: Check
+
+    def seconds(self, stat: str) -> float:
+        return self.best_s if stat == "best" else self.median_s
+
+
+def canonical_run(n: int) -> list[Event]:
+    message_id, call_id = "msg_bench", "call_bench"
+    events: list[Event] = [RunStarted("thread_bench", "run_bench"), TextStart(message_id)]
+    events.extend(TextDelta(message_id, f"tok{i} ") for i in range(n))
+    events.append(TextEnd(message_id))
+    events.append(ToolCallStart(call_id, "get_weather", message_id))
+    events.extend(ToolCallArgs(call_id, part) for part in TOOL_ARGS)
+    events.append(ToolCallEnd(call_id))
+    events.append(ToolResult(call_id, '{"temperature": 21, "unit": "celsius"}'))
+    events.append(RunFinished())
+    return events
+
+
+def encode_upstream(dialect: Dialect, events: list[Event]) -> bytes:
+    """The body an upstream of this dialect sends for the run, event by event as a server would stream it."""
+    encoder = dialect.new_encoder(None)
+    return b"".join(encoder.encode([event]) for event in events)
+
+
+def split_frames(body: bytes) -> list[bytes]:
+    """One piece per SSE frame: cut after every blank line, the separator kept with its frame."""
+    pieces = [frame + b"\n\n" for frame in body.split(b"\n\n")]
+    pieces[-1] = pieces[-1][:-2]
+    return [piece for piece in pieces if piece]
+
+
+def split_fixed(body: bytes, size: int) -> list[bytes]:
+    return [body[i:i + size] for i in range(0, len(body), size)]
+
+
+def make_workload(dialect: Dialect, n: int, chunk: int | None) -> Workload:
+    body = encode_upstream(dialect, canonical_run(n))
+    if not dialect.streaming:
+        chunks = [body]
+    elif chunk:
+        chunks = split_fixed(body, chunk)
+    else:
+        chunks = split_frames(body)
+    if b"".join(chunks) != body:
+        raise AssertionError(f"{dialect.name}: splitting lost bytes")
+    return Workload(dialect.name, body, chunks)
+
+
+def translate(source: Dialect, target: Dialect, chunks: list[bytes]) -> int:
+    """One run through the hot path; the bytes written to the client, so that nothing is optimised away."""
+    decoder = source.new_decoder()
+    encoder = target.new_encoder(None)
+    feed = decoder.feed
+    encode = encoder.encode
+    written = 0
+    for chunk in chunks:
+        events = feed(chunk)
+        if events:
+            written += len(encode(events))
+    events = decoder.close()
+    if events:
+        written += len(encode(events))
+    return written
+
+
+def check_run(source: Dialect, target: Dialect, chunks: list[bytes]) -> Check:
+    """The same run as `translate`, instrumented and untimed (it is also the warm-up)."""
+    decoder = source.new_decoder()
+    encoder = target.new_encoder(None)
+    decoded: list[Event] = []
+    written = 0
+    for chunk in chunks:
+        events = decoder.feed(chunk)
+        decoded.extend(events)
+        if events:
+            written += len(encoder.encode(events))
+    events = decoder.close()
+    decoded.extend(events)
+    if events:
+        written += len(encoder.encode(events))
+    last = decoded[-1] if decoded else None
+    if isinstance(last, RunError):
+        terminal = f"RunError({last.code}: {last.message})"
+    elif isinstance(last, RunFinished):
+        terminal = f"RunFinished({last.outcome})"
+    else:
+        terminal = type(last).__name__
+    return Check(len(decoded), sum(type(e) is TextDelta for e in decoded), terminal, written)
+
+
+def bench_pair(source: Dialect, target: Dialect, workload: Workload, seconds: float, min_reps: int) -> PairResult:
+    check = check_run(source, target, workload.chunks)
+    chunks = workload.chunks
+    clock = time.perf_counter
+    times: list[float] = []
+    deadline = clock() + seconds
+    while len(times) < min_reps or clock() < deadline:
+        start = clock()
+        translate(source, target, chunks)
+        times.append(clock() - start)
+    return PairResult(source.name, target.name, len(times), min(times), statistics.median(times), check)
+
+
+def pin(core: int) -> str:
+    if not hasattr(os, "sched_setaffinity"):
+        return "not pinned (no sched_setaffinity on this platform)"
+    try:
+        os.sched_setaffinity(0, {core})
+    except OSError as exc:
+        return f"not pinned ({exc})"
+    return f"pinned to core {core}"
+
+
+def fmt_rate(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def fmt_us(value: float) -> str:
+    return f"{value:.2f}"
+
+
+def table(names: list[str], cell: dict[tuple[str, str], str]) -> str:
+    lines = ["| source \\ target | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+    lines.extend(f"| **{s}** | " + " | ".join(cell[s, t] for t in names) + " |" for s in names)
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--events", type=int, default=2000, help="text-delta events in the run (default 2000)")
+    parser.add_argument("--seconds", type=float, default=1.0, help="timed seconds per pair (default 1.0)")
+    parser.add_argument("--min-reps", type=int, default=3, help="at least this many timed repetitions (default 3)")
+    parser.add_argument("--chunk", type=int, default=None, metavar="N",
+                        help="feed fixed N-byte chunks instead of one SSE frame per feed() call")
+    parser.add_argument("--core", type=int, default=0, help="CPU core to pin the process to (default 0)")
+    parser.add_argument("--stat", choices=("median", "best"), default="median",
+                        help="which repetition to report (default median)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of Markdown tables")
+    args = parser.parse_args(argv)
+    if args.events < 1 or args.min_reps < 1 or args.seconds < 0 or (args.chunk is not None and args.chunk < 1):
+        parser.error("--events, --min-reps and --chunk must be positive, --seconds not negative")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    pinned = pin(args.core)
+    n: int = args.events
+    stat: str = args.stat
+    dialects = registry.DIALECTS
+    names = list(dialects)
+    workloads = {name: make_workload(dialects[name], n, args.chunk) for name in names}
+
+    results: dict[tuple[str, str], PairResult] = {}
+    for s in names:
+        for t in names:
+            if not args.json:
+                print(f"  {s} -> {t} ...", file=sys.stderr, flush=True)
+            results[s, t] = bench_pair(dialects[s], dialects[t], workloads[s], args.seconds, args.min_reps)
+
+    rate = {pair: n / r.seconds(stat) for pair, r in results.items()}
+    headline = rate[HEADLINE]
+    feeding = f"{args.chunk}-byte chunks" if args.chunk else "one SSE frame per feed()"
+    problems = [
+        f"{s} -> {t}: decoded {r.check.text_deltas} TextDelta (expected {n}), ended {r.check.terminal}"
+        for (s, t), r in results.items()
+        if (dialects[s].streaming and r.check.text_deltas != n) or not r.check.terminal.startswith("RunFinished")
+    ]
+
+    if args.json:
+        report: dict[str, Any] = {
+            "method": "text-delta events of the upstream run / seconds per repetition (new decoder + encoder, "
+                      "feed all pieces, encode each non-empty event list, close)",
+            "stat": stat,
+            "events": n,
+            "feeding": feeding,
+            "seconds_per_pair": args.seconds,
+            "min_reps": args.min_reps,
+            "affinity": pinned,
+            "python": platform.python_version(),
+            "orjson": orjson.__version__,
+            "upstream": {name: {"bytes": len(w.body), "pieces": len(w.chunks)} for name, w in workloads.items()},
+            "results": {
+                s: {
+                    t: {
+                        "events_per_s": rate[s, t],
+                        "us_per_event": 1e6 / rate[s, t],
+                        "reps": results[s, t].reps,
+                        "best_s": results[s, t].best_s,
+                        "median_s": results[s, t].median_s,
+                        "canonical_events": results[s, t].check.events,
+                        "decoded_text_deltas": results[s, t].check.text_deltas,
+                        "terminal": results[s, t].check.terminal,
+                        "client_bytes": results[s, t].check.out_bytes,
+                    }
+                    for t in names
+                }
+                for s in names
+            },
+            "headline": {"pair": "ag-kit -> ag-ui", "events_per_s": headline,
+                         "best_events_per_s": n / results[HEADLINE].best_s,
+                         "median_events_per_s": n / results[HEADLINE].median_s, "target_now": TARGET_NOW,
+                         "target_later": TARGET_LATER, "meets_now": headline >= TARGET_NOW,
+                         "meets_later": headline >= TARGET_LATER},
+            "problems": problems,
+        }
+        print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+        return 0
+
+    print(f"# Codec throughput: {n} text deltas per run, {feeding}, {stat} of >= {args.min_reps} reps "
+          f"over {args.seconds:g} s per pair")
+    print()
+    print(f"Python {platform.python_version()}, orjson {orjson.__version__}, {pinned}. Upstream bodies: "
+          + ", ".join(f"{name} {len(w.body):,} B in {len(w.chunks):,} pieces" for name, w in workloads.items())
+          + ".")
+    print()
+    print("## Text-delta events/s (rows: upstream dialect decoded, columns: client dialect encoded)")
+    print()
+    print(table(names, {pair: fmt_rate(value) for pair, value in rate.items()}))
+    print()
+    print("## µs per text-delta event")
+    print()
+    print(table(names, {pair: fmt_us(1e6 / value) for pair, value in rate.items()}))
+    print()
+    print("agent-respond is not streamed: its row decodes one JSON body whose N deltas are already joined into one")
+    print("message, so it reads as N tokens' worth per second, not comparable with the streamed rows.")
+    print()
+    for problem in problems:
+        print(f"WARNING: {problem}")
+    if problems:
+        print()
+    verdict_now = "meets" if headline >= TARGET_NOW else "BELOW"
+    verdict_later = "meets" if headline >= TARGET_LATER else "below"
+    head = results[HEADLINE]
+    print(f"ag-kit -> ag-ui text-delta events/s: {fmt_rate(headline)} "
+          f"({verdict_now} the {TARGET_NOW:,} target now; {verdict_later} the {TARGET_LATER:,} target later; "
+          f"{stat} of {head.reps} reps; best {fmt_rate(n / head.best_s)}, median {fmt_rate(n / head.median_s)})")
+    return 0
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(0)

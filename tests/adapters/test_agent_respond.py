@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import orjson
+import pytest
+from helpers import decode, encode
+
+from adapters import registry
+from adapters.agent_respond.request import build_request, parse_request
+from gateway.errors import InvalidRequest
+from gateway.events import (
+    Interrupt,
+    RunError,
+    RunFinished,
+    RunStarted,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResult,
+    Usage,
+)
+
+# Shaped exactly as the platform sends it: every optional field present as null (research/agkit-connexity.md 3.3).
+PLATFORM_REQUEST = {
+    "messages": [
+        {"role": "user", "content": "Refund please", "tool_calls": None, "tool_call_id": None, "name": None},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "lookup", "arguments": "{}"}, "tool_result": None}], "tool_call_id": None, "name": None},
+        {"role": "tool", "content": "found", "tool_calls": None, "tool_call_id": "c1", "name": None},
+        {"role": "assistant", "content": "Done.", "tool_calls": None, "tool_call_id": None, "name": None},
+        {"role": "user", "content": "thanks", "tool_calls": None, "tool_call_id": None, "name": None},
+    ],
+    "metadata": {"test_case_id": "tc-1", "turn_index": 5},
+}
+
+
+def test_platform_request_with_nulls_reads_as_a_full_history_turn() -> None:
+    turn = parse_request(PLATFORM_REQUEST)
+    assert turn.history == "full" and turn.metadata == {"test_case_id": "tc-1", "turn_index": 5}
+    assert [m.role for m in turn.messages] == ["user", "assistant", "tool", "assistant", "user"]
+    assert parse_request({"messages": []}).messages == []  # agent-first test cases
+
+
+def test_unknown_role_is_named() -> None:
+    with pytest.raises(InvalidRequest) as caught:
+        parse_request({"messages": [{"role": "developer", "content": "x"}]})
+    assert caught.value.details[0]["field"] == "messages[0].role"
+
+
+def test_upstream_request_round_trips() -> None:
+    body = orjson.loads(build_request(parse_request(PLATFORM_REQUEST)).body)
+    assert body["metadata"] == PLATFORM_REQUEST["metadata"]
+    assert body["messages"][1] == {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]}
+
+
+def test_run_becomes_openai_style_messages_ending_with_the_assistant() -> None:
+    events = [RunStarted(), TextStart("m"), TextDelta("m", "Let me look."), ToolCallStart("c", "lookup"),
+              ToolCallArgs("c", "{}"), ToolCallEnd("c"), ToolResult("c", {"found": True}), TextStart("n"),
+              TextDelta("n", "Found it."), TextEnd("n"), Usage(10, 5, 15, "m1", "p1"), RunFinished()]
+    body = orjson.loads(encode("agent-respond", events))
+    assert body == {
+        "messages": [
+            {"role": "assistant", "content": "Let me look.", "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]},
+            {"role": "tool", "content": '{"found":true}', "tool_call_id": "c", "name": "lookup"},
+            {"role": "assistant", "content": "Found it."}],
+        "model": "m1", "provider": "p1", "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
+def test_interrupt_or_client_tool_ends_with_an_assistant_message_that_says_so() -> None:
+    body = orjson.loads(encode("agent-respond", [RunStarted(), Interrupt("i", "approval", "Delete?"),
+                                                  RunFinished("interrupt")]))
+    assert body["messages"][-1] == {"role": "assistant",
+                                    "content": "[interrupted] The agent paused for human input: Delete?"}
+    body = orjson.loads(encode("agent-respond", [RunStarted(), ToolCallStart("c", "pick"), ToolCallEnd("c"),
+                                                  RunFinished()]))
+    assert body["messages"][-1]["role"] == "assistant" and "pick" in body["messages"][-1]["content"]
+
+
+def test_failed_run_is_a_502_or_504_with_what_was_said() -> None:
+    encoder = registry.get("agent-respond").new_encoder(None)
+    body = orjson.loads(encoder.encode([RunStarted(), TextDelta("m", "partial"), RunError("boom", "upstream_error")]))
+    assert encoder.status_code == 502
+    assert body == {"error": {"code": "upstream_error", "message": "boom"},
+                    "messages": [{"role": "assistant", "content": "partial"}]}
+    encoder = registry.get("agent-respond").new_encoder(None)
+    encoder.encode([RunStarted(), RunError("slow", "upstream_timeout")])
+    assert encoder.status_code == 504
+
+
+def test_response_body_expands_into_events_and_bad_bodies_into_errors() -> None:
+    body = b'{"messages":[{"role":"assistant","content":"hi","tool_calls":null}],"model":"x"}'
+    events = decode("agent-respond", body, chunk_size=5)
+    assert [type(e).__name__ for e in events] == ["RunStarted", "TextStart", "TextDelta", "TextEnd", "Usage",
+                                                  "RunFinished"]
+    assert isinstance(decode("agent-respond", b"<html>502</html>")[-1], RunError)
+    assert decode("agent-respond", b'{"detail":"nope"}')[-1] == RunError("upstream returned no messages: nope",
+                                                                          "upstream_bad_event")
+    assert isinstance(decode("agent-respond", b'{"messages":[]}')[-1], RunFinished)

@@ -1,0 +1,65 @@
+"""Shared helpers: run bytes through a decoder, events through an encoder, and list the recorded fixtures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from adapters import registry
+from gateway.events import Event
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+# Recorded streams that end in a failure on purpose: the run must decode to a RunError.
+FAILING = {
+    "agkit_server_8_mid_stream_exception.sse",  # the 0.1.1 server just stops: no error event, no [DONE]
+    "pydantic_agui_fail.sse",
+    "pydantic_agui_slow_disconnect.sse",  # the client's view of a stream it cut
+    "pydantic_vercel_fail.sse",
+    "vercel_doc_inkeep_error.sse",  # Inkeep reports failures as data-operation parts
+}
+
+
+def fixture_dialect(name: str) -> str:
+    if name.startswith("agkit"):
+        return "ag-kit"
+    if "agui" in name:
+        return "ag-ui"
+    if "vercel" in name:
+        return "vercel"
+    return "agent-respond"
+
+
+def fixtures() -> list[str]:
+    return sorted(p.name for p in FIXTURES.iterdir() if p.is_file())
+
+
+def read_fixture(name: str) -> bytes:
+    return (FIXTURES / name).read_bytes()
+
+
+def decode(dialect: str, data: bytes, chunk_size: int | None = None) -> list[Event]:
+    decoder = registry.get(dialect).new_decoder()
+    events: list[Event] = []
+    if chunk_size is None:
+        events += decoder.feed(data)
+    else:
+        for start in range(0, len(data), chunk_size):
+            events += decoder.feed(data[start:start + chunk_size])
+    events += decoder.close()
+    return events
+
+
+def decode_chunks(dialect: str, chunks: list[bytes]) -> list[Event]:
+    decoder = registry.get(dialect).new_decoder()
+    events: list[Event] = []
+    for chunk in chunks:
+        events += decoder.feed(chunk)
+    return events + decoder.close()
+
+
+def encode(dialect: str, events: list[Event], variant: str | None = None) -> bytes:
+    return registry.get(dialect).new_encoder(variant).encode(events)
+
+
+def kinds(events: list[Event]) -> list[str]:
+    return [type(e).__name__ for e in events]

@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+import pytest
+
+from gateway.sse import DONE, FrameTooLarge, SSEDecoder, encode_frame
+
+
+def frames(*chunks: bytes) -> list[bytes]:
+    decoder = SSEDecoder()
+    out: list[bytes] = []
+    for chunk in chunks:
+        out += decoder.feed(chunk)
+    return out + decoder.flush()
+
+
+def test_lf_crlf_and_cr_line_ends_give_the_same_frames() -> None:
+    expected = [b'{"a":1}', b'{"b":2}']
+    assert frames(b'data: {"a":1}\n\ndata: {"b":2}\n\n') == expected
+    assert frames(b'data: {"a":1}\r\n\r\ndata: {"b":2}\r\n\r\n') == expected
+    assert frames(b'data: {"a":1}\r\rdata: {"b":2}\r\r') == expected
+
+
+def test_crlf_split_between_chunks_is_one_line_end() -> None:
+    assert frames(b'data: {"a":1}\r', b"\n\r", b'\ndata: {"b":2}\r\n\r\n') == [b'{"a":1}', b'{"b":2}']
+
+
+def test_multi_line_data_is_joined_with_lf() -> None:
+    assert frames(b'data: {"a":\ndata: 1}\n\n') == [b'{"a":\n1}']
+
+
+def test_comments_and_other_fields_are_read_past() -> None:
+    stream = b": keep-alive\n\nevent: message\nid: 7\nretry: 100\ndata: x\n\n: ping\n\n"
+    assert frames(stream) == [b"x"]
+
+
+def test_no_space_or_a_tab_after_data_colon() -> None:
+    assert frames(b"data:x\n\n") == [b"x"]
+    # AG-Kit's document shows `data:\t{...}\t`: one space is stripped per spec, a tab stays (JSON allows it).
+    assert frames(b'data:\t{"a":1}\t\n\n') == [b'\t{"a":1}\t']
+
+
+def test_done_is_a_frame_like_any_other() -> None:
+    assert frames(DONE) == [b"[DONE]"]
+
+
+def test_utf8_character_split_across_chunks_is_whole_in_its_frame() -> None:
+    payload = "data: {\"t\":\"21°C ☀\"}\n\n".encode()
+    cut = payload.index("°".encode()) + 1
+    assert frames(payload[:cut], payload[cut:]) == ['{"t":"21°C ☀"}'.encode()]
+
+
+def test_last_frame_without_blank_line_counts_at_end_of_stream() -> None:
+    assert frames(b"data: a\n\ndata: b") == [b"a", b"b"]
+
+
+def test_field_that_only_starts_with_data_is_ignored() -> None:
+    assert frames(b"database: x\ndata: y\n\n") == [b"y"]
+
+
+def test_frame_over_the_limit_raises() -> None:
+    decoder = SSEDecoder(max_frame=100)
+    decoder.feed(b"data: " + b"x" * 60)
+    with pytest.raises(FrameTooLarge):
+        decoder.feed(b"x" * 60)
+
+
+def test_frames_are_written_with_lf_only() -> None:
+    assert encode_frame(b'{"a":1}') == b'data: {"a":1}\n\n'

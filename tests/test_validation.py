@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+import pytest
+
+from gateway.errors import MalformedRequest
+from gateway.validation import field_path, load_json_object
+
+
+def test_body_that_is_not_json_or_not_an_object_is_malformed() -> None:
+    with pytest.raises(MalformedRequest, match="not valid JSON"):
+        load_json_object(b"{nope")
+    with pytest.raises(MalformedRequest, match="must be a JSON object, got an array"):
+        load_json_object(b"[1]")
+    with pytest.raises(MalformedRequest, match="not valid JSON"):
+        load_json_object(b'{"a": "\xff"}')  # invalid UTF-8
+
+
+def test_field_paths_read_like_the_body_the_client_wrote() -> None:
+    assert field_path(("messages", 2, "assistant", "toolCalls", 0, "function", "name")) == (
+        "messages[2].toolCalls[0].function.name")
+    assert field_path(()) == "body"
