@@ -10,8 +10,10 @@ fed whole.
 One repetition of a pair is the gateway's hot path for one run: a new source decoder and a new target encoder, every
 piece fed to `decoder.feed()`, every non-empty event list handed to `encoder.encode()`, then `decoder.close()` and
 its events encoded too. It is timed with `time.perf_counter`, garbage collection left on. Each pair gets one
-untimed warm-up repetition (which also checks that the run came through whole), then repetitions until `--seconds`
-have passed and at least `--min-reps` were made; the median repetition is reported (`--stat best` for the fastest).
+untimed warm-up repetition (which also checks that the run came through whole), then timed repetitions until it
+has spent `--seconds` in them and made at least `--min-reps`. The pairs take turns, each running for a tenth of its
+budget per round, so that a slow spell of the machine is shared by all pairs instead of landing on a few. The
+median repetition is reported (`--stat best` for the fastest).
 
 The figure is N / (seconds per repetition): text-delta events of the upstream run translated per second. An
 agent-respond source carries those N deltas already joined into one message (it decodes to a single `TextDelta`),
@@ -69,6 +71,8 @@ from gateway.events import (  # noqa: E402
 HEADLINE = ("ag-kit", "ag-ui")
 TARGET_NOW = 150_000
 TARGET_LATER = 300_000
+ROUNDS = 10
+"""Each pair's time budget is spent in this many slices, interleaved with the other pairs."""
 TOOL_ARGS = ('{"city":', ' "Paris",', ' "unit": "celsius"}')
 
 
@@ -187,17 +191,44 @@ def check_run(source: Dialect, target: Dialect, chunks: list[bytes]) -> Check:
     return Check(len(decoded), sum(type(e) is TextDelta for e in decoded), terminal, written)
 
 
-def bench_pair(source: Dialect, target: Dialect, workload: Workload, seconds: float, min_reps: int) -> PairResult:
-    check = check_run(source, target, workload.chunks)
-    chunks = workload.chunks
+def bench_all(dialects: dict[str, Dialect], workloads: dict[str, Workload], seconds: float, min_reps: int,
+              progress: bool) -> dict[tuple[str, str], PairResult]:
+    """Time every pair, interleaved: round after round, each pair unfinished runs for a slice of its budget.
+
+    Spreading each pair over the whole run, instead of giving it one contiguous second, keeps a slow spell of the
+    machine (another process, a busy neighbour on a virtual host) from landing on a few pairs only.
+    """
+    names = list(dialects)
+    pairs = [(s, t) for s in names for t in names]
+    checks: dict[tuple[str, str], Check] = {}
+    for s, t in pairs:  # the warm-up repetition, which also checks the translation
+        checks[s, t] = check_run(dialects[s], dialects[t], workloads[s].chunks)
+    times: dict[tuple[str, str], list[float]] = {pair: [] for pair in pairs}
+    spent = dict.fromkeys(pairs, 0.0)
     clock = time.perf_counter
-    times: list[float] = []
-    deadline = clock() + seconds
-    while len(times) < min_reps or clock() < deadline:
-        start = clock()
-        translate(source, target, chunks)
-        times.append(clock() - start)
-    return PairResult(source.name, target.name, len(times), min(times), statistics.median(times), check)
+    slice_s = seconds / ROUNDS
+    todo = pairs
+    round_no = 0
+    while todo:
+        round_no += 1
+        if progress:
+            print(f"  round {round_no}: {len(todo)} pairs", file=sys.stderr, flush=True)
+        for s, t in todo:
+            source, target, chunks, reps = dialects[s], dialects[t], workloads[s].chunks, times[s, t]
+            deadline = clock() + slice_s
+            while True:
+                start = clock()
+                translate(source, target, chunks)
+                end = clock()
+                reps.append(end - start)
+                spent[s, t] += end - start
+                if end >= deadline:
+                    break
+        todo = [pair for pair in pairs if spent[pair] < seconds or len(times[pair]) < min_reps]
+    return {
+        (s, t): PairResult(s, t, len(times[s, t]), min(times[s, t]), statistics.median(times[s, t]), checks[s, t])
+        for s, t in pairs
+    }
 
 
 def pin(core: int) -> str:
@@ -250,12 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     names = list(dialects)
     workloads = {name: make_workload(dialects[name], n, args.chunk) for name in names}
 
-    results: dict[tuple[str, str], PairResult] = {}
-    for s in names:
-        for t in names:
-            if not args.json:
-                print(f"  {s} -> {t} ...", file=sys.stderr, flush=True)
-            results[s, t] = bench_pair(dialects[s], dialects[t], workloads[s], args.seconds, args.min_reps)
+    results = bench_all(dialects, workloads, args.seconds, args.min_reps, progress=not args.json)
 
     rate = {pair: n / r.seconds(stat) for pair, r in results.items()}
     headline = rate[HEADLINE]

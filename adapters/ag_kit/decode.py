@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.codec import JsonSSEDecoder
+from adapters.ag_ui.decode import AguiDecoder
 from gateway.events import (
     Event,
     Interrupt,
@@ -25,7 +25,10 @@ from gateway.events import (
 from gateway.ids import new_id
 
 
-class AgKitDecoder(JsonSSEDecoder):
+class AgKitDecoder(AguiDecoder):
+    """Also reads AG-UI events: cloudbase-agent-server 0.1.2 to 0.1.11 answer on the same path in AG-UI (then
+    `[DONE]`), and a stream of events we would drop is worse than one we can read."""
+
     __slots__ = ("_parent", "_text")
 
     dialect = "ag-kit"
@@ -83,6 +86,9 @@ class AgKitDecoder(JsonSSEDecoder):
             if frame.get("details"):
                 message = f"{message}: {frame['details']}"
             push(RunError(message, "upstream_error"), out)
+            return
+        if isinstance(kind, str) and kind.isupper():
+            super().on_frame(frame, out)
             return
         push(Raw("ag-kit", frame), out)
 

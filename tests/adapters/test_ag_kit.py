@@ -75,3 +75,12 @@ def test_encoder_writes_text_interrupts_errors_and_one_done() -> None:
                    b"data: [DONE]\n\n")
     assert encode("ag-kit", [RunStarted(), RunError("boom")]) == (b'data: {"type":"error","error":"boom"}\n\n'
                                                                     b"data: [DONE]\n\n")
+
+
+def test_ag_ui_events_on_the_same_path_are_read_too() -> None:
+    """cloudbase-agent-server 0.1.2-0.1.11 answer send-message in AG-UI, followed by [DONE]."""
+    stream = (b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+              b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi"}\n\n'
+              b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n'
+              b"data: [DONE]\n\n")
+    assert kinds(decode("ag-kit", stream)) == ["RunStarted", "TextStart", "TextDelta", "TextEnd", "RunFinished"]
