@@ -13,22 +13,24 @@ its events encoded too. It is timed with `time.perf_counter`, garbage collection
 untimed warm-up repetition (which also checks that the run came through whole), then timed repetitions until it
 has spent `--seconds` in them and made at least `--min-reps`. The pairs take turns, each running for a tenth of its
 budget per round, so that a slow spell of the machine is shared by all pairs instead of landing on a few. The
-median repetition is reported (`--stat best` for the fastest).
+fastest repetition is reported (`--stat median` for the median): a slower repetition is the same code plus
+interference from outside, and on a shared or virtual host the median moves by tens of percent from one run to the
+next while the best stays within a percent or two. The headline line prints both.
 
 The figure is N / (seconds per repetition): text-delta events of the upstream run translated per second. An
 agent-respond source carries those N deltas already joined into one message (it decodes to a single `TextDelta`),
 so its row reads "the run's N tokens' worth per second" and is not comparable with the streamed rows. The process
 is pinned to one core (`--core`, default 0) so the numbers are single-core numbers.
 
-Run from the repository root:
+Run it with the project's interpreter (the script puts the repository root on `sys.path` itself):
 
-    .venv/bin/python bench/codecs.py                 # Markdown tables
-    .venv/bin/python bench/codecs.py --events 500 --seconds 0.5 --chunk 4096
-    .venv/bin/python bench/codecs.py --json          # one JSON object
+    python bench/codecs.py                  # Markdown tables, about 20 s
+    python bench/codecs.py --events 500 --seconds 0.5 --chunk 4096 --core 1
+    python bench/codecs.py --json           # one JSON object instead
 
 The headline the performance issue tracks is "ag-kit -> ag-ui text-delta events/s" (target 150,000 now, 300,000
-later). The script always exits 0: it reports, it does not gate. On a shared or virtual machine compare the median
-with `--stat best`; a wide gap means other work was running on the core.
+later). The script always exits 0: it reports, it does not gate. A wide gap between the best and the median means
+something else was competing for the core (or the host's) while it ran.
 
 Type-check it as `mypy --explicit-package-bases bench/codecs.py`: without that flag mypy names the file `codecs`,
 which shadows the standard library module of that name (and leaves a confusing cache behind).
@@ -263,8 +265,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--chunk", type=int, default=None, metavar="N",
                         help="feed fixed N-byte chunks instead of one SSE frame per feed() call")
     parser.add_argument("--core", type=int, default=0, help="CPU core to pin the process to (default 0)")
-    parser.add_argument("--stat", choices=("median", "best"), default="median",
-                        help="which repetition to report (default median)")
+    parser.add_argument("--stat", choices=("best", "median"), default="best",
+                        help="which repetition to report (default best)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of Markdown tables")
     args = parser.parse_args(argv)
     if args.events < 1 or args.min_reps < 1 or args.seconds < 0 or (args.chunk is not None and args.chunk < 1):

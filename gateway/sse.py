@@ -36,7 +36,7 @@ class SSEDecoder:
         if self._pending_cr:
             chunk = b"\r" + chunk
             self._pending_cr = False
-        if b"\r" in chunk:
+        if 13 in chunk:  # "\r"; an int test is several times faster than a bytes one
             # A CR that ends the chunk may be the first half of a CRLF: wait for the next byte.
             if chunk.endswith(b"\r"):
                 chunk = chunk[:-1]
@@ -45,7 +45,7 @@ class SSEDecoder:
         if not buffer and chunk.endswith(b"\n\n") and chunk.count(b"\n\n") == 1 and chunk.startswith(b"data: "):
             # Fast path: one whole single-line frame per chunk, the usual shape of a paced stream.
             body = chunk[6:-2]
-            if b"\n" not in body:
+            if 10 not in body:  # "\n"
                 return [body]
         buffer += chunk
         end = buffer.rfind(b"\n\n", max(self._scanned - 1, 0))

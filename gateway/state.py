@@ -24,7 +24,8 @@ class StateTracker:
 
     def apply(self, patch: list[Any]) -> bool:
         try:
-            self.value = jsonpatch.apply_patch(copy.deepcopy(self.value if self.known else {}), patch)
+            # One copy, so that a patch failing half-way leaves the state as it was.
+            self.value = jsonpatch.apply_patch(copy.deepcopy(self.value if self.known else {}), patch, in_place=True)
         except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, ValueError):
             return False
         self.known = True

@@ -6,6 +6,7 @@ from typing import Any
 
 import orjson
 
+from gateway.codec import as_text
 from gateway.events import (
     Event,
     RunFinished,
@@ -82,20 +83,31 @@ class AgentRespondDecoder:
 
     def _message(self, message: dict[str, Any], out: list[Event]) -> None:
         push = self.repair.push
-        role, content = message.get("role"), message.get("content")
+        role, content = message.get("role"), _text(message.get("content"))
         if role == "assistant":
             message_id = new_id("msg")
-            if isinstance(content, str) and content:
+            if content:
                 push(TextStart(message_id), out)
                 push(TextDelta(message_id, content), out)
                 push(TextEnd(message_id), out)
-            for call in message.get("tool_calls") or ():
+            calls = message.get("tool_calls")
+            for call in calls if isinstance(calls, list) else ():
                 function = call.get("function") if isinstance(call, dict) else None
                 if not isinstance(function, dict) or not isinstance(call.get("id"), str):
                     continue
                 push(ToolCallStart(call["id"], str(function.get("name") or "unknown_tool"), message_id), out)
                 arguments = function.get("arguments")
-                push(ToolCallArgs(call["id"], arguments if isinstance(arguments, str) else "{}"), out)
+                push(ToolCallArgs(call["id"], arguments if isinstance(arguments, str) else as_text(arguments or {})),
+                     out)
                 push(ToolCallEnd(call["id"]), out)
         elif role == "tool" and isinstance(message.get("tool_call_id"), str):
-            push(ToolResult(message["tool_call_id"], content if isinstance(content, str) else ""), out)
+            push(ToolResult(message["tool_call_id"], content), out)
+
+
+def _text(content: Any) -> str:
+    """OpenAI content: a string, or a list of parts of which the text ones count."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""

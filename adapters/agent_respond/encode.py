@@ -35,8 +35,8 @@ HEADERS = {"content-type": "application/json"}
 
 class AgentRespondEncoder:
     __slots__ = (
-        "_calls", "_interrupts", "_messages", "_model", "_names", "_pending", "_provider", "_state", "_text",
-        "_usage", "headers", "status_code",
+        "_arguments", "_calls", "_interrupts", "_messages", "_model", "_names", "_pending", "_provider", "_state",
+        "_text", "_usage", "headers", "status_code",
     )
 
     def __init__(self, variant: str | None = None) -> None:
@@ -45,6 +45,7 @@ class AgentRespondEncoder:
         self._messages: list[dict[str, Any]] = []
         self._text: list[str] | None = None  # the open assistant message's text, None when none is open
         self._calls: dict[str, dict[str, Any]] = {}
+        self._arguments: dict[str, list[str]] = {}  # joined once at the end: += on a str is quadratic
         self._names: dict[str, str] = {}
         self._pending: dict[str, str] = {}
         self._interrupts: list[Interrupt] = []
@@ -61,15 +62,16 @@ class AgentRespondEncoder:
             if isinstance(e, TextDelta):
                 self._open().append(e.delta)
             elif isinstance(e, ToolCallArgs):
-                call = self._calls.get(e.tool_call_id)
-                if call is not None:
-                    call["function"]["arguments"] += e.delta
+                pieces = self._arguments.get(e.tool_call_id)
+                if pieces is not None:
+                    pieces.append(e.delta)
             elif isinstance(e, TextStart):
                 if self._calls:
                     self._flush()  # the agent speaks again after calling tools: a new message
             elif isinstance(e, ToolCallStart):
                 self._open()
                 self._names[e.tool_call_id] = e.name
+                self._arguments[e.tool_call_id] = []
                 self._calls[e.tool_call_id] = {"id": e.tool_call_id, "type": "function",
                                                "function": {"name": e.name, "arguments": ""}}
             elif isinstance(e, ToolCallEnd):
@@ -105,6 +107,8 @@ class AgentRespondEncoder:
         text = "".join(self._text)
         message: dict[str, Any] = {"role": "assistant", "content": text or None}
         if self._calls:
+            for call_id, call in self._calls.items():
+                call["function"]["arguments"] = "".join(self._arguments.pop(call_id, ()))
             message["tool_calls"] = list(self._calls.values())
         if text or self._calls:
             self._messages.append(message)

@@ -101,3 +101,13 @@ def test_response_body_expands_into_events_and_bad_bodies_into_errors() -> None:
     assert decode("agent-respond", b'{"detail":"nope"}')[-1] == RunError("upstream returned no messages: nope",
                                                                           "upstream_bad_event")
     assert isinstance(decode("agent-respond", b'{"messages":[]}')[-1], RunFinished)
+
+
+def test_lenient_reading_of_odd_but_valid_upstream_bodies() -> None:
+    body = (b'{"messages":[{"role":"assistant","content":[{"type":"text","text":"hi"}],'
+            b'"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":{"a":1}}}]},'
+            b'{"role":"assistant","content":"x","tool_calls":5}]}')
+    events = decode("agent-respond", body)
+    assert TextDelta(events[2].message_id, "hi") in events  # type: ignore[union-attr]
+    assert ToolCallArgs("c", '{"a":1}') in events
+    assert isinstance(events[-1], RunFinished)
