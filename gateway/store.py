@@ -1,0 +1,408 @@
+"""Where the gateway keeps conversations between requests, for dialects whose clients send only what is new.
+
+One small async interface over opaque bytes (the caller serializes), three backends picked by URL:
+
+```
+memory://                   MemoryStore   per process, gone on restart; tests and single-shot use
+sqlite:///var/agw/conv.db   SQLiteStore   the embedded default: survives a restart, one host
+redis://host:6379/0         RedisStore    shared by every gateway replica pointed at it
+```
+
+Every backend is bounded three ways, because clients choose the keys and the values grow with each turn: a TTL, a
+maximum number of conversations (the least recently written go first) and a maximum value size. Backend failures
+come out as `StoreError` and nothing else, so the caller decides whether a dead store fails the request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Protocol, TypeVar
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import AuthenticationError, AuthorizationError, RedisError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+DEFAULT_TTL = 7 * 24 * 3600.0
+DEFAULT_MAX_ENTRIES = 100_000
+DEFAULT_MAX_VALUE_BYTES = 1 << 20
+
+_T = TypeVar("_T")
+
+
+class StoreError(Exception):
+    """The store could not do what was asked: backend down or failing, value over the size bound, store closed."""
+
+
+class ConversationStore(Protocol):
+    async def get(self, key: str) -> bytes | None:
+        """The value, or None if absent or expired."""
+        ...
+
+    async def put(self, key: str, value: bytes) -> None:
+        """Insert or replace; (re)starts the key's TTL and makes it the most recently written."""
+        ...
+
+    async def delete(self, key: str) -> None: ...
+
+    async def ping(self) -> bool:
+        """Whether the backend answers, for /readyz. Never raises."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+def _check_bounds(ttl: float, max_entries: int, max_value_bytes: int) -> None:
+    if not ttl > 0:
+        raise ValueError(f"ttl must be positive, got {ttl!r}")
+    if max_entries < 1:
+        raise ValueError(f"max_entries must be at least 1, got {max_entries!r}")
+    if max_value_bytes < 1:
+        raise ValueError(f"max_value_bytes must be at least 1, got {max_value_bytes!r}")
+
+
+def _check_size(value: bytes, max_value_bytes: int) -> None:
+    if len(value) > max_value_bytes:
+        raise StoreError(f"value of {len(value)} bytes is over the {max_value_bytes}-byte limit")
+
+
+class MemoryStore:
+    """An LRU-by-write dict in this process. Since every entry gets the same TTL, write order is expiry order: purging
+    expired entries only ever pops from the front."""
+
+    def __init__(
+        self,
+        ttl: float = DEFAULT_TTL,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+        max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+    ) -> None:
+        _check_bounds(ttl, max_entries, max_value_bytes)
+        self.ttl = ttl
+        self.max_entries = max_entries
+        self.max_value_bytes = max_value_bytes
+        self._entries: collections.OrderedDict[str, tuple[float, bytes]] = collections.OrderedDict()
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError("memory store is closed")
+
+    async def get(self, key: str) -> bytes | None:
+        self._check_open()
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        expires_at, value = entry
+        if expires_at <= time.monotonic():
+            del self._entries[key]
+            return None
+        return value
+
+    async def put(self, key: str, value: bytes) -> None:
+        self._check_open()
+        _check_size(value, self.max_value_bytes)
+        now = time.monotonic()
+        self._entries.pop(key, None)
+        self._entries[key] = (now + self.ttl, value)
+        while self._entries:
+            oldest_key, (expires_at, _) = next(iter(self._entries.items()))
+            if expires_at > now and len(self._entries) <= self.max_entries:
+                break
+            del self._entries[oldest_key]
+
+    async def delete(self, key: str) -> None:
+        self._check_open()
+        self._entries.pop(key, None)
+
+    async def ping(self) -> bool:
+        return not self._closed
+
+    async def close(self) -> None:
+        self._closed = True
+        self._entries.clear()
+
+
+class SQLiteStore:
+    """One SQLite file, WAL mode, wall-clock expiry so a restart keeps both the data and its deadlines.
+
+    One connection, used only from one dedicated thread: sqlite3 blocks, and a single writer needs no locking of
+    its own. The row count is tracked in memory so trimming costs an index lookup per put, not a scan; it is
+    recounted every `_RECOUNT_EVERY` puts in case another process writes the same file.
+    """
+
+    _RECOUNT_EVERY = 1000
+
+    def __init__(
+        self,
+        path: str | Path,
+        ttl: float = DEFAULT_TTL,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+        max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+    ) -> None:
+        _check_bounds(ttl, max_entries, max_value_bytes)
+        self.path = str(path)
+        self.ttl = ttl
+        self.max_entries = max_entries
+        self.max_value_bytes = max_value_bytes
+        self._puts = 0
+        self._closed = False
+        try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot open SQLite store at {self.path}: {exc}") from exc
+        try:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable across crashes, not power loss
+            self._conn.execute("PRAGMA busy_timeout=5000")
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS conversations"
+                "(key TEXT PRIMARY KEY, value BLOB NOT NULL, expires_at REAL NOT NULL, updated_at REAL NOT NULL)"
+            )
+            self._conn.execute("CREATE INDEX IF NOT EXISTS conversations_updated_at ON conversations(updated_at)")
+            self._conn.execute("CREATE INDEX IF NOT EXISTS conversations_expires_at ON conversations(expires_at)")
+            self._rows = self._count()
+        except sqlite3.Error as exc:
+            self._conn.close()
+            raise StoreError(f"cannot open SQLite store at {self.path}: {exc}") from exc
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agw-sqlite")
+
+    def _count(self) -> int:
+        row = self._conn.execute("SELECT count(*) FROM conversations").fetchone()
+        return int(row[0])
+
+    async def _run(self, fn: Callable[[], _T]) -> _T:
+        if self._closed:
+            raise StoreError(f"SQLite store at {self.path} is closed")
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite store at {self.path} failed: {exc}") from exc
+        except RuntimeError as exc:  # the executor was shut down by a concurrent close()
+            raise StoreError(f"SQLite store at {self.path} is closed") from exc
+
+    async def get(self, key: str) -> bytes | None:
+        def get() -> bytes | None:
+            row = self._conn.execute(
+                "SELECT value FROM conversations WHERE key = ? AND expires_at > ?", (key, time.time())
+            ).fetchone()
+            return None if row is None else bytes(row[0])
+
+        return await self._run(get)
+
+    async def put(self, key: str, value: bytes) -> None:
+        _check_size(value, self.max_value_bytes)
+
+        def put() -> None:
+            now = time.time()
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                rows = self._rows
+                if conn.execute("SELECT 1 FROM conversations WHERE key = ?", (key,)).fetchone() is None:
+                    rows += 1
+                conn.execute(
+                    "INSERT INTO conversations (key, value, expires_at, updated_at) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (key) DO UPDATE SET "
+                    "value = excluded.value, expires_at = excluded.expires_at, updated_at = excluded.updated_at",
+                    (key, value, now + self.ttl, now),
+                )
+                # Both are index range scans that touch only the rows they delete.
+                rows -= conn.execute("DELETE FROM conversations WHERE expires_at <= ?", (now,)).rowcount
+                if (self._puts + 1) % self._RECOUNT_EVERY == 0:
+                    rows = self._count()
+                if rows > self.max_entries:
+                    rows -= conn.execute(
+                        "DELETE FROM conversations WHERE key IN "
+                        "(SELECT key FROM conversations ORDER BY updated_at LIMIT ?)",
+                        (rows - self.max_entries,),
+                    ).rowcount
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            self._rows = rows
+            self._puts += 1
+
+        await self._run(put)
+
+    async def delete(self, key: str) -> None:
+        def delete() -> None:
+            self._rows -= self._conn.execute("DELETE FROM conversations WHERE key = ?", (key,)).rowcount
+
+        await self._run(delete)
+
+    async def ping(self) -> bool:
+        try:
+            await self._run(lambda: self._conn.execute("SELECT 1").fetchone())
+        except StoreError:
+            return False
+        return True
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        # Queued behind any operation still running, so none of them sees a closed connection.
+        await asyncio.get_running_loop().run_in_executor(self._executor, self._conn.close)
+        self._executor.shutdown(wait=False)
+
+
+# Write, index, purge and trim in one atomic step: replicas sharing the Redis never see a half-trimmed index, and a
+# key rewritten by one replica cannot be deleted by another that had just picked it as the oldest. Scores come from
+# the Redis clock (microseconds) so replicas with skewed clocks still agree on the order.
+# KEYS[1] value key, KEYS[2] index; ARGV[1] value, ARGV[2] TTL in ms, ARGV[3] max entries.
+_PUT_SCRIPT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local ttl_ms = tonumber(ARGV[2])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl_ms)
+redis.call('ZADD', KEYS[2], now, KEYS[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - ttl_ms * 1000)
+local excess = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[3])
+while excess > 0 do
+  local n = math.min(excess, 1000)
+  local oldest = redis.call('ZRANGE', KEYS[2], 0, n - 1)
+  redis.call('DEL', unpack(oldest))
+  redis.call('ZREM', KEYS[2], unpack(oldest))
+  excess = excess - n
+end
+return 0
+"""
+
+
+def redact_url(url: str) -> str:
+    """The URL fit for logs and error messages: no password, no query string (it may carry one too)."""
+    parts = urlsplit(url)
+    if parts.password is None and not parts.query:
+        return url
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{parts.username}@{host}" if parts.username else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", parts.fragment))
+
+
+class RedisStore:
+    """Conversations in Redis, shared by every gateway replica using the same URL and prefix.
+
+    Values live at `{prefix}v:{key}` with a PX expiry; the sorted set `{prefix}index` scores each by its last write
+    so the oldest can be trimmed beyond `max_entries`. Index entries of expired values are dropped on the next put.
+    redis-py reconnects by itself after an outage; the client retries a command a few times, quickly, so a pooled
+    connection that died with the server costs a retry rather than an error.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        ttl: float = DEFAULT_TTL,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+        max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+        prefix: str = "agw:conv:",
+        *,
+        timeout: float = 2.0,
+    ) -> None:
+        _check_bounds(ttl, max_entries, max_value_bytes)
+        self.url = redact_url(url)
+        self.ttl = ttl
+        self.max_entries = max_entries
+        self.max_value_bytes = max_value_bytes
+        self.prefix = prefix
+        self._ttl_ms = max(1, round(ttl * 1000))
+        self._index = f"{prefix}index"
+        self._timeout = timeout
+        self._closed = False
+        self._redis = aioredis.Redis.from_url(
+            url,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            retry=Retry(ExponentialBackoff(cap=0.1, base=0.01), retries=2),
+        )
+        self._put_script = self._redis.register_script(_PUT_SCRIPT)
+
+    def _key(self, key: str) -> str:
+        return f"{self.prefix}v:{key}"
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        if self._closed:
+            raise StoreError(f"Redis store for {self.url} is closed")
+        try:
+            yield
+        except (AuthenticationError, AuthorizationError) as exc:
+            raise StoreError(f"Redis at {self.url} refused the credentials: {exc}") from exc
+        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+            raise StoreError(f"Redis at {self.url} is unreachable: {exc}") from exc
+        except RedisError as exc:
+            raise StoreError(f"Redis at {self.url} failed: {exc}") from exc
+
+    async def get(self, key: str) -> bytes | None:
+        with self._errors():
+            value = await self._redis.get(self._key(key))
+        return value.encode() if isinstance(value, str) else value
+
+    async def put(self, key: str, value: bytes) -> None:
+        _check_size(value, self.max_value_bytes)
+        with self._errors():
+            await self._put_script(keys=[self._key(key), self._index], args=[value, self._ttl_ms, self.max_entries])
+
+    async def delete(self, key: str) -> None:
+        with self._errors():
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.delete(self._key(key))
+                pipe.zrem(self._index, self._key(key))
+                await pipe.execute()
+
+    async def ping(self) -> bool:
+        if self._closed:
+            return False
+        try:
+            async with asyncio.timeout(self._timeout):
+                return bool(await self._redis.ping())
+        except Exception:
+            return False
+
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await self._redis.aclose()
+
+
+SCHEMES = ("memory://", "sqlite:///<path>", "redis://", "rediss://")
+
+
+def open_store(
+    url: str,
+    *,
+    ttl: float = DEFAULT_TTL,
+    max_entries: int = DEFAULT_MAX_ENTRIES,
+    max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+) -> ConversationStore:
+    """The backend a URL names. `sqlite:///rel/path.db` is relative to the working directory,
+    `sqlite:////abs/path.db` absolute, `sqlite://` or `sqlite:///:memory:` an in-memory database."""
+    scheme = url.partition("://")[0].lower() if "://" in url else ""
+    if scheme == "memory":
+        return MemoryStore(ttl=ttl, max_entries=max_entries, max_value_bytes=max_value_bytes)
+    if scheme == "sqlite":
+        rest = url[len("sqlite://") :]
+        if rest and not rest.startswith("/"):
+            raise ValueError(f"SQLite store URL must be sqlite:///<path>, got {url!r}")
+        path = unquote(rest[1:].partition("?")[0]) or ":memory:"
+        return SQLiteStore(path, ttl=ttl, max_entries=max_entries, max_value_bytes=max_value_bytes)
+    if scheme in ("redis", "rediss"):
+        return RedisStore(url, ttl=ttl, max_entries=max_entries, max_value_bytes=max_value_bytes)
+    raise ValueError(f"unsupported store URL {redact_url(url)!r}: use one of {', '.join(SCHEMES)}")

@@ -1,0 +1,360 @@
+"""The conversation store: one behaviour for all three backends, plus what only one of them promises."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import redis.asyncio as aioredis
+from redis_server import RedisServer, RedisServerMissing
+
+from gateway.store import ConversationStore, MemoryStore, RedisStore, SQLiteStore, StoreError, open_store, redact_url
+
+T = TypeVar("T")
+MakeStore = Callable[..., ConversationStore]
+
+
+def run(coro: Awaitable[T]) -> T:
+    async def main() -> T:
+        return await coro
+
+    return asyncio.run(main())
+
+
+@contextlib.contextmanager
+def running_redis(password: str | None = None) -> Iterator[RedisServer]:
+    try:
+        with RedisServer(password=password) as server:
+            yield server
+    except RedisServerMissing as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    """One server for the module; each test gets its own key prefix, so they never see each other's data."""
+    with running_redis() as server:
+        yield server
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> MakeStore:
+    if request.param == "memory":
+        return MemoryStore
+    if request.param == "sqlite":
+        return lambda **bounds: SQLiteStore(tmp_path / "conversations.db", **bounds)
+    server: RedisServer = request.getfixturevalue("redis_server")
+    prefix = f"test:{uuid.uuid4().hex}:"
+    return lambda **bounds: RedisStore(server.url, prefix=prefix, **bounds)
+
+
+async def _closing(store: ConversationStore, body: Callable[[ConversationStore], Awaitable[Any]]) -> None:
+    try:
+        await body(store)
+    finally:
+        await store.close()
+
+
+def test_round_trip(make_store: MakeStore) -> None:
+    async def body(store: ConversationStore) -> None:
+        assert await store.get("thread-1") is None
+        await store.put("thread-1", b"first")
+        assert await store.get("thread-1") == b"first"
+        await store.put("thread-1", b"second")
+        assert await store.get("thread-1") == b"second"
+        await store.put("thread-2", b"other")
+        await store.delete("thread-1")
+        assert await store.get("thread-1") is None
+        assert await store.get("thread-2") == b"other"
+        await store.delete("never-written")
+
+    run(_closing(make_store(), body))
+
+
+def test_values_are_opaque_bytes_and_keys_any_str(make_store: MakeStore) -> None:
+    every_byte = bytes(range(256)) * 4
+    keys = ["ünïcødé/🙂", "with space", "a:b:c", "index", ""]
+
+    async def body(store: ConversationStore) -> None:
+        for key in keys:
+            await store.put(key, every_byte + key.encode())
+        await store.put("empty", b"")
+        for key in keys:
+            assert await store.get(key) == every_byte + key.encode()
+        assert await store.get("empty") == b""
+
+    run(_closing(make_store(), body))
+
+
+def test_ttl_expires_and_put_restarts_it(make_store: MakeStore) -> None:
+    async def body(store: ConversationStore) -> None:
+        await store.put("a", b"1")
+        await store.put("b", b"1")
+        await asyncio.sleep(0.15)
+        await store.put("a", b"2")  # rewritten: a new TTL from now
+        await asyncio.sleep(0.2)
+        assert await store.get("b") is None
+        assert await store.get("a") == b"2"
+        await asyncio.sleep(0.2)
+        assert await store.get("a") is None
+
+    run(_closing(make_store(ttl=0.3), body))
+
+
+def test_evicts_the_least_recently_written(make_store: MakeStore) -> None:
+    async def body(store: ConversationStore) -> None:
+        for key in "abc":
+            await store.put(key, key.encode())
+        await store.put("a", b"a2")  # written again: now the newest
+        assert await store.get("b") == b"b"  # reading does not count
+        await store.put("d", b"d")
+        assert await store.get("b") is None
+        assert [await store.get(k) for k in "acd"] == [b"a2", b"c", b"d"]
+        await store.put("e", b"e")
+        assert await store.get("c") is None
+        assert [await store.get(k) for k in "ade"] == [b"a2", b"d", b"e"]
+
+    run(_closing(make_store(max_entries=3), body))
+
+
+def test_expired_entries_do_not_count_against_the_limit(make_store: MakeStore) -> None:
+    async def body(store: ConversationStore) -> None:
+        await store.put("a", b"a")
+        await store.put("b", b"b")
+        await asyncio.sleep(0.25)
+        await store.put("c", b"c")
+        await store.put("d", b"d")
+        assert [await store.get(k) for k in "cd"] == [b"c", b"d"]
+
+    run(_closing(make_store(ttl=0.2, max_entries=2), body))
+
+
+def test_oversize_value_raises_and_keeps_the_old_one(make_store: MakeStore) -> None:
+    async def body(store: ConversationStore) -> None:
+        await store.put("k", b"x" * 10)
+        with pytest.raises(StoreError, match="11 bytes"):
+            await store.put("k", b"x" * 11)
+        assert await store.get("k") == b"x" * 10
+
+    run(_closing(make_store(max_value_bytes=10), body))
+
+
+def test_concurrent_writers(make_store: MakeStore) -> None:
+    async def body(store: ConversationStore) -> None:
+        await asyncio.gather(*(store.put(f"k{i}", str(i).encode()) for i in range(50)))
+        values = await asyncio.gather(*(store.get(f"k{i}") for i in range(50)))
+        assert values == [str(i).encode() for i in range(50)]
+
+    run(_closing(make_store(), body))
+
+
+def test_ping_and_closed_store(make_store: MakeStore) -> None:
+    async def body() -> None:
+        store = make_store()
+        assert await store.ping() is True
+        await store.close()
+        await store.close()  # twice is fine
+        assert await store.ping() is False
+        with pytest.raises(StoreError):
+            await store.get("k")
+        with pytest.raises(StoreError):
+            await store.put("k", b"v")
+
+    run(body())
+
+
+@pytest.mark.parametrize("setting", ["ttl", "max_entries", "max_value_bytes"])
+def test_rejects_unbounded_settings(setting: str) -> None:
+    bounds: dict[str, Any] = {"ttl": 60, "max_entries": 10, "max_value_bytes": 10, setting: 0}
+    with pytest.raises(ValueError, match=setting):
+        open_store("memory://", **bounds)
+
+
+# SQLite
+
+
+def test_sqlite_survives_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "nested" / "dir" / "conversations.db"  # parents are created
+
+    async def first_life() -> None:
+        store = SQLiteStore(path, max_entries=2)
+        await store.put("a", b"1")
+        await store.put("b", b"2")
+        await store.put("c", b"3")
+        await store.close()
+
+    async def second_life() -> None:
+        store = SQLiteStore(path, max_entries=2)
+        assert [await store.get(k) for k in "abc"] == [None, b"2", b"3"]
+        await store.put("d", b"4")  # the row count was read back: still bounded
+        assert await store.get("b") is None
+        await store.close()
+
+    run(first_life())
+    run(second_life())
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert conn.execute("SELECT key FROM conversations ORDER BY key").fetchall() == [("c",), ("d",)]
+    conn.close()
+
+
+def test_sqlite_purges_expired_rows_on_put(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.db"
+
+    async def body() -> None:
+        store = SQLiteStore(path, ttl=0.1)
+        await store.put("old", b"1")
+        await asyncio.sleep(0.15)
+        await store.put("new", b"2")
+        await store.close()
+
+    run(body())
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT key FROM conversations").fetchall() == [("new",)]
+    conn.close()
+
+
+def test_sqlite_file_that_cannot_be_opened(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a directory")
+    with pytest.raises(StoreError, match="cannot open"):
+        SQLiteStore(tmp_path / "file" / "conversations.db")
+
+
+# Redis
+
+
+def test_redis_replicas_share_conversations(redis_server: RedisServer) -> None:
+    prefix = f"test:{uuid.uuid4().hex}:"
+
+    async def body() -> None:
+        one = RedisStore(redis_server.url, max_entries=2, prefix=prefix)
+        two = RedisStore(redis_server.url, max_entries=2, prefix=prefix)
+        try:
+            await one.put("x", b"from one")
+            assert await two.get("x") == b"from one"
+            await two.put("x", b"from two")
+            assert await one.get("x") == b"from two"
+            await two.put("y", b"y")
+            await one.put("z", b"z")  # one index for both: x, written longest ago, goes
+            assert await two.get("x") is None
+            await one.delete("y")
+            assert await two.get("y") is None
+        finally:
+            await one.close()
+            await two.close()
+
+    run(body())
+
+
+def test_redis_index_forgets_expired_keys(redis_server: RedisServer) -> None:
+    prefix = f"test:{uuid.uuid4().hex}:"
+
+    async def body() -> None:
+        store = RedisStore(redis_server.url, ttl=0.1, prefix=prefix)
+        raw = aioredis.Redis.from_url(redis_server.url)
+        try:
+            await store.put("a", b"1")
+            await store.put("b", b"1")
+            await asyncio.sleep(0.15)
+            await store.put("c", b"1")
+            assert await raw.zrange(f"{prefix}index", 0, -1) == [f"{prefix}v:c".encode()]
+        finally:
+            await store.close()
+            await raw.aclose()
+
+    run(body())
+
+
+def test_redis_outage_and_recovery() -> None:
+    with running_redis(password="s3cret") as server:
+
+        async def body() -> None:
+            store = RedisStore(server.url, timeout=1.0)
+            try:
+                await store.put("k", b"before")
+                server.restart()  # the pooled connection died with the server: retried on a new one, not an error
+                assert await store.get("k") is None
+                await store.put("k", b"before")
+                server.stop()
+                assert await store.ping() is False
+                for attempt in (store.get("k"), store.put("k", b"during"), store.delete("k")):
+                    with pytest.raises(StoreError, match="unreachable") as caught:
+                        await attempt
+                    assert f"127.0.0.1:{server.port}" in str(caught.value)
+                    assert "s3cret" not in str(caught.value)
+                server.start()  # same port; no persistence, so the old data is gone
+                assert await store.get("k") is None
+                await store.put("k", b"after")  # the put script is loaded again
+                assert await store.get("k") == b"after"
+                assert await store.ping() is True
+            finally:
+                await store.close()
+
+        run(body())
+
+
+def test_redis_wrong_password_is_a_store_error() -> None:
+    with running_redis(password="right") as server:
+
+        async def body() -> None:
+            store = RedisStore(server.url.replace(":right@", ":wrong@"))
+            try:
+                with pytest.raises(StoreError) as caught:
+                    await store.get("k")
+                assert "wrong" not in str(caught.value)
+                assert await store.ping() is False
+            finally:
+                await store.close()
+
+        run(body())
+
+
+# Picking a backend
+
+
+def test_open_store_picks_the_backend_from_the_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    bounds: dict[str, Any] = {"ttl": 60, "max_entries": 10, "max_value_bytes": 1000}
+
+    async def body() -> None:
+        stores = [
+            open_store("memory://", **bounds),
+            open_store("sqlite:///rel/conv.db", **bounds),
+            open_store(f"sqlite:///{tmp_path}/abs.db", **bounds),  # tmp_path is absolute: four slashes
+            open_store("sqlite:///:memory:", **bounds),
+            open_store("redis://127.0.0.1:1/0", **bounds),
+            open_store("rediss://user:pw@127.0.0.1:1/2", **bounds),
+        ]
+        try:
+            kinds = [MemoryStore, SQLiteStore, SQLiteStore, SQLiteStore, RedisStore, RedisStore]
+            assert [type(s) for s in stores] == kinds
+            paths = [s.path for s in stores if isinstance(s, SQLiteStore)]
+            assert paths == ["rel/conv.db", f"{tmp_path}/abs.db", ":memory:"]
+            for store in stores[:4]:
+                await store.put("k", b"v")
+                assert await store.get("k") == b"v"
+        finally:
+            for store in stores:
+                await store.close()
+
+    run(body())
+    assert (tmp_path / "rel" / "conv.db").exists()
+    assert (tmp_path / "abs.db").exists()
+
+
+@pytest.mark.parametrize("url", ["postgres://db/x", "", "memory", "sqlite:relative.db"])
+def test_open_store_rejects_other_urls(url: str) -> None:
+    with pytest.raises(ValueError, match=r"memory://.*sqlite:///.*redis://"):
+        open_store(url, ttl=60, max_entries=10, max_value_bytes=10)
+
+
+def test_redact_url() -> None:
+    assert redact_url("redis://user:pw@host:6380/1") == "redis://user@host:6380/1"
+    assert redact_url("rediss://:pw@host/0?password=pw") == "rediss://host/0"
+    assert redact_url("redis://host:6379/0") == "redis://host:6379/0"
