@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import orjson
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from gateway.errors import InvalidRequest, MalformedRequest
 
@@ -30,10 +31,16 @@ def validate(model: type[ModelT], value: Any, dialect: str) -> ModelT:
     try:
         return model.model_validate(value)
     except ValidationError as exc:
-        details = [{"field": field_path(error["loc"]), "message": error["msg"]} for error in exc.errors()]
+        details = [{"field": field_path(error["loc"]), "message": error_message(error)} for error in exc.errors()]
         summary = "; ".join(f"{d['field']}: {d['message']}" for d in details[:3])
         more = f" (and {len(details) - 3} more)" if len(details) > 3 else ""
         raise InvalidRequest(f"invalid {dialect} request: {summary}{more}", details) from None
+
+
+def error_message(error: ErrorDetails) -> str:
+    """pydantic's message, without the "Value error, " it puts before our own validators' words."""
+    message = error["msg"]
+    return message.removeprefix("Value error, ")
 
 
 def field_path(loc: tuple[int | str, ...]) -> str:

@@ -1,0 +1,204 @@
+"""Gateway configuration: routes from a YAML file, validated, with `${VAR}` taken from the environment.
+
+Any string value may name environment variables: `${AGENT_URL}` (an error if unset) or `${AGENT_URL:-default}`;
+that is how secrets and URLs stay out of the file. A mistake is reported once, with the file, the line and the
+key: `gateway.yaml:12: routes[0].upstream.dialect: Input should be 'ag-ui', 'ag-kit', 'vercel' or 'agent-respond'`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from gateway.validation import error_message, field_path
+
+DialectName = Literal["ag-ui", "ag-kit", "vercel", "agent-respond"]
+
+# Inbound headers that carry the client's identity: forwarded only when a route names them.
+CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
+# Hop-by-hop and framing headers: never forwarded, whatever a route says.
+HOP_BY_HOP = frozenset({
+    "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "host", "content-length",
+    "content-type", "accept", "accept-encoding",
+})
+
+
+class ConfigError(ValueError):
+    """The configuration is wrong; the message says where and how."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Timeouts(_Model):
+    connect: float = Field(5.0, gt=0, description="seconds to connect to the upstream")
+    first_event: float = Field(60.0, gt=0, description="seconds from the request to the upstream's first event")
+    idle: float = Field(120.0, gt=0, description="seconds the upstream may stay silent between events")
+    total: float = Field(900.0, gt=0, description="seconds a whole run may take")
+
+
+class Limits(_Model):
+    max_body_bytes: int = Field(4 * 1024 * 1024, gt=0, description="largest request body accepted")
+    max_event_bytes: int = Field(16 * 1024 * 1024, gt=0, description="largest single upstream event")
+
+
+class Upstream(_Model):
+    url: str
+    dialect: DialectName
+    variant: Literal["inkeep"] | None = None
+    headers: dict[str, str] = {}
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not re.match(r"^https?://[^/\s]+", value):
+            raise ValueError("must be an http:// or https:// URL")
+        return value
+
+
+class Route(_Model):
+    name: str = ""
+    paths: list[str] = []
+    """Where clients call; empty means the conventional paths of the client dialects."""
+    client_dialects: list[DialectName] | Literal["auto"] = "auto"
+    upstream: Upstream
+    forward_headers: list[str] = []
+    """Inbound headers passed to the upstream. `Authorization` and cookies only if listed here."""
+    timeouts: Timeouts = Timeouts()
+    limits: Limits = Limits()
+
+    @field_validator("paths")
+    @classmethod
+    def _absolute(cls, paths: list[str]) -> list[str]:
+        for path in paths:
+            if not path.startswith("/"):
+                raise ValueError(f"path {path!r} must start with /")
+        return paths
+
+    @field_validator("forward_headers")
+    @classmethod
+    def _forwardable(cls, headers: list[str]) -> list[str]:
+        lowered = [h.lower() for h in headers]
+        bad = [h for h in lowered if h in HOP_BY_HOP]
+        if bad:
+            raise ValueError(f"{', '.join(bad)} cannot be forwarded: the gateway sets them for each hop")
+        return lowered
+
+    @property
+    def dialects(self) -> list[str]:
+        return ["ag-ui", "ag-kit", "vercel", "agent-respond"] if self.client_dialects == "auto" \
+            else list(self.client_dialects)
+
+
+class Store(_Model):
+    url: str = "sqlite:///agent-gateway.db"
+    """`memory://`, `sqlite:///path/to/file.db` or `redis://host:6379/0`."""
+    ttl_seconds: float = Field(7 * 24 * 3600, gt=0)
+    max_conversations: int = Field(100_000, gt=0)
+    max_conversation_bytes: int = Field(1024 * 1024, gt=0)
+    max_messages: int = Field(1000, gt=0, description="history kept per conversation; the oldest go first")
+
+
+class GatewayConfig(_Model):
+    routes: list[Route] = Field(min_length=1)
+    store: Store = Store()
+    keepalive_seconds: float = Field(15.0, gt=0, description="idle SSE streams get a comment this often")
+
+    @field_validator("routes")
+    @classmethod
+    def _resolve_paths(cls, routes: list[Route]) -> list[Route]:
+        from adapters import registry
+
+        seen: dict[str, str] = {}
+        for index, route in enumerate(routes):
+            route.name = route.name or f"route{index}"
+            if not route.paths:
+                route.paths = sorted({p for d in route.dialects for p in registry.get(d).paths})
+            for path in route.paths:
+                if path in seen:
+                    raise ValueError(f"path {path} is served by both {seen[path]} and {route.name}")
+                seen[path] = route.name
+        return routes
+
+
+def load_config(path: str | Path, environ: dict[str, str] | None = None) -> GatewayConfig:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the configuration: {exc.strerror}") from None
+    return parse_config(text, str(path), environ)
+
+
+def parse_config(text: str, source: str = "<config>", environ: dict[str, str] | None = None) -> GatewayConfig:
+    environ = dict(os.environ) if environ is None else environ
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark is not None else source
+        raise ConfigError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    lines: dict[tuple[int | str, ...], int] = {}
+    if node is not None:
+        _index_lines(node, (), lines)
+    data = _interpolate(data, (), environ, source, lines)
+    try:
+        return GatewayConfig.model_validate(data if data is not None else {})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        loc = tuple(error["loc"])
+        line = _line_for(loc, lines)
+        where = f"{source}:{line}" if line else source
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise ConfigError(f"{where}: {field_path(loc)}: {error_message(error)}{more}") from None
+
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def _interpolate(value: Any, loc: tuple[int | str, ...], environ: dict[str, str], source: str,
+                 lines: dict[tuple[int | str, ...], int]) -> Any:
+    if isinstance(value, str):
+        def replace(match: re.Match[str]) -> str:
+            name, default = match.group(1), match.group(2)
+            if name in environ:
+                return environ[name]
+            if default is not None:
+                return default
+            line = _line_for(loc, lines)
+            where = f"{source}:{line}" if line else source
+            raise ConfigError(f"{where}: {field_path(loc)}: environment variable {name} is not set")
+        return _VAR.sub(replace, value)
+    if isinstance(value, dict):
+        return {k: _interpolate(v, (*loc, k), environ, source, lines) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interpolate(v, (*loc, i), environ, source, lines) for i, v in enumerate(value)]
+    return value
+
+
+def _index_lines(node: yaml.Node, loc: tuple[int | str, ...], lines: dict[tuple[int | str, ...], int]) -> None:
+    lines[loc] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for key, child in node.value:
+            lines[(*loc, key.value)] = key.start_mark.line + 1
+            _index_lines(child, (*loc, key.value), lines)
+            lines[(*loc, key.value)] = key.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for index, child in enumerate(node.value):
+            _index_lines(child, (*loc, index), lines)
+
+
+def _line_for(loc: tuple[int | str, ...], lines: dict[tuple[int | str, ...], int]) -> int | None:
+    """The line of the deepest part of `loc` the file has (a missing key is reported where its parent is)."""
+    for end in range(len(loc), -1, -1):
+        clean = tuple(part for part in loc[:end] if not (isinstance(part, str) and part.startswith("function-")))
+        if clean in lines:
+            return lines[clean]
+    return None

@@ -1,0 +1,200 @@
+"""Conversation mapping between dialects that keep history and dialects that don't.
+
+Per conversation the gateway keeps the canonical history the upstream has seen (what it was sent and what it
+said), the upstream's conversation id, open client tool calls and interrupts, and the last AG-UI state. From that,
+each turn the upstream gets what its dialect expects:
+
+```
+client sends     upstream wants   the upstream gets
+full history     full history     the client's history, as sent
+full history     only what's new  the client's messages past the longest prefix the upstream has already seen
+only what's new  full history     the stored history with the client's new messages appended
+only what's new  only what's new  the client's messages, as sent
+```
+
+A client with no conversation id (agent-respond) is keyed by its test case and a hash of the transcript before its
+last user message: the record of a conversation moves to the key of its new transcript after every turn, so the
+next turn of the same eval finds it, and a rerun of the same test case starts afresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import orjson
+
+from gateway.codec import Dialect
+from gateway.ids import new_id
+from gateway.recorder import RunRecorder
+from gateway.store import ConversationStore, StoreError
+from gateway.turn import ContentPart, Message, ToolCall, Turn, new_messages
+
+log = logging.getLogger("agent_gateway.conversation")
+
+
+@dataclass(slots=True)
+class Conversation:
+    key: str
+    upstream_id: str
+    history: list[Message] = field(default_factory=list)
+    pending_tools: dict[str, str] = field(default_factory=dict)
+    """Client tool calls waiting for a result: id -> tool name."""
+    interrupts: dict[str, str | None] = field(default_factory=dict)
+    """Interrupts waiting for a resume: id -> the tool call they are about, if any."""
+    state: Any = None
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One turn in flight: the conversation as it was, and what goes upstream."""
+
+    route: str
+    conversation: Conversation
+    client_turn: Turn
+    upstream_turn: Turn
+    known_history: list[Message]
+    """The history the upstream will have seen once it reads this turn: the base the run's messages extend."""
+    stored: bool
+
+
+class ConversationMapper:
+    def __init__(self, store: ConversationStore, *, max_messages: int = 1000) -> None:
+        self.store = store
+        self.max_messages = max_messages
+
+    async def begin(self, route: str, turn: Turn, client: Dialect, upstream: Dialect) -> Exchange:
+        key = self._key(route, turn)
+        conversation = await self._load(key)
+        stored = conversation is not None
+        if conversation is None:
+            conversation = Conversation(key, turn.conversation_id or new_id("conv"))
+        messages, known = self._messages_for_upstream(turn, conversation, stored, upstream)
+        resume = [r if r.tool_call_id else replace(r, tool_call_id=conversation.interrupts.get(r.interrupt_id))
+                  for r in turn.resume]
+        state = turn.state
+        if state is None and client.name != "ag-ui":
+            state = conversation.state  # an AG-UI upstream gets back the state it last reported
+        upstream_turn = replace(turn, messages=messages, history=upstream.history,
+                                conversation_id=conversation.upstream_id, run_id=None, resume=resume, state=state)
+        return Exchange(route, conversation, turn, upstream_turn, known, stored)
+
+    async def finish(self, exchange: Exchange, recorder: RunRecorder, next_transcript: list[Message] | None = None
+                     ) -> None:
+        """Store what the run added. `next_transcript` is what a client without ids will send back next turn."""
+        conversation = exchange.conversation
+        history = exchange.known_history + recorder.close()
+        conversation.history = history[-self.max_messages:]
+        answered = {m.tool_call_id for m in exchange.client_turn.messages if m.role == "tool"}
+        conversation.pending_tools = {k: v for k, v in conversation.pending_tools.items() if k not in answered}
+        conversation.pending_tools.update(recorder.pending_tools)
+        resumed = {r.interrupt_id for r in exchange.client_turn.resume}
+        conversation.interrupts = {k: v for k, v in conversation.interrupts.items() if k not in resumed}
+        conversation.interrupts.update({i.id: i.tool_call_id for i in recorder.interrupts})
+        if recorder.state.known:
+            conversation.state = recorder.state.value
+        if recorder.upstream_thread_id and exchange.upstream_turn.history == "full":
+            # Some AG-UI servers mint their own thread id: follow it, or the next turn starts a new thread.
+            conversation.upstream_id = recorder.upstream_thread_id
+        old_key = conversation.key
+        if next_transcript is not None:
+            conversation.key = self._derived_key(exchange.route, exchange.client_turn, next_transcript)
+        try:
+            await self.store.put(conversation.key, encode_conversation(conversation))
+            if conversation.key != old_key and exchange.stored:
+                await self.store.delete(old_key)
+        except StoreError as exc:
+            log.warning("conversation %s not saved: %s", conversation.key, exc)
+
+    def _key(self, route: str, turn: Turn) -> str:
+        if turn.conversation_id:
+            return f"{route}:{turn.conversation_id}"
+        messages = turn.messages
+        last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=len(messages))
+        return self._derived_key(route, turn, messages[:last_user])
+
+    @staticmethod
+    def _derived_key(route: str, turn: Turn, transcript: list[Message]) -> str:
+        digest = hashlib.sha256(str(turn.metadata.get("test_case_id", "")).encode())
+        for message in transcript:
+            digest.update(orjson.dumps(_signature(message)))
+        return f"{route}:derived:{digest.hexdigest()[:32]}"
+
+    async def _load(self, key: str) -> Conversation | None:
+        try:
+            raw = await self.store.get(key)
+        except StoreError as exc:
+            log.warning("conversation %s not loaded, starting afresh: %s", key, exc)
+            return None
+        if raw is None:
+            return None
+        try:
+            return decode_conversation(raw)
+        except (ValueError, TypeError, KeyError) as exc:
+            log.warning("conversation %s unreadable, starting afresh: %s", key, exc)
+            return None
+
+    def _messages_for_upstream(self, turn: Turn, conversation: Conversation, stored: bool, upstream: Dialect
+                               ) -> tuple[list[Message], list[Message]]:
+        """(what the upstream is sent, the whole history it will have seen)."""
+        if turn.history == "delta":
+            known = conversation.history + turn.messages
+            return (known if upstream.history == "full" else turn.messages), known
+        if upstream.history == "full":
+            return turn.messages, turn.messages
+        seen = _common_prefix(turn.messages, conversation.history) if stored else 0
+        if stored and seen == len([m for m in conversation.history if m.role != "reasoning"]):
+            new = [m for m in turn.messages if m.role != "reasoning"][seen:]
+        else:
+            new = new_messages(turn)  # nothing stored, or the client rewrote history: send what looks new
+        return new, turn.messages
+
+
+def _signature(message: Message) -> tuple[Any, ...]:
+    """What two copies of one message agree on, whichever dialect carried them (ids and names may not survive)."""
+    return (message.role, message.text.strip(), tuple(c.id for c in message.tool_calls), message.tool_call_id)
+
+
+def _common_prefix(client: list[Message], known: list[Message]) -> int:
+    a = [_signature(m) for m in client if m.role != "reasoning"]
+    b = [_signature(m) for m in known if m.role != "reasoning"]
+    count = 0
+    for left, right in zip(a, b, strict=False):
+        if left != right:
+            break
+        count += 1
+    return count
+
+
+def encode_conversation(conversation: Conversation) -> bytes:
+    return orjson.dumps(conversation)
+
+
+def decode_conversation(raw: bytes) -> Conversation:
+    data = orjson.loads(raw)
+    return Conversation(
+        key=data["key"],
+        upstream_id=data["upstream_id"],
+        history=[_message(m) for m in data["history"]],
+        pending_tools=data.get("pending_tools") or {},
+        interrupts=data.get("interrupts") or {},
+        state=data.get("state"),
+    )
+
+
+def _message(data: dict[str, Any]) -> Message:
+    content = data.get("content")
+    if isinstance(content, list):
+        content = [ContentPart(**part) for part in content]
+    return Message(
+        role=data["role"],
+        content=content,
+        id=data.get("id"),
+        tool_calls=[ToolCall(**call) for call in data.get("tool_calls") or ()],
+        tool_call_id=data.get("tool_call_id"),
+        name=data.get("name"),
+        error=data.get("error"),
+    )
+

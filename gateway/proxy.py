@@ -1,0 +1,344 @@
+"""One route's request handler: read the client's request, call the upstream, translate its stream on the fly.
+
+A response is a race of three tasks in one task group; whichever ends the exchange cancels the others:
+
+```
+            ┌──────────────────────────────┐
+ client ──▶ │ watch: receive() until the   │── http.disconnect ──▶ cancel all (the upstream connection closes)
+            │ client goes away             │
+            ├──────────────────────────────┤
+ upstream ─▶│ read: upstream body chunks   │── bounded queue (backpressure reaches the upstream) ──┐
+            ├──────────────────────────────┤                                                       │
+            │ relay: decode ▸ repair ▸     │◀──────────────────────────────────────────────────────┘
+ client ◀── │ record ▸ encode ▸ send; a    │── terminal event, timeout or error ──▶ cancel all
+            │ keep-alive when idle         │
+            └──────────────────────────────┘
+```
+
+Errors before the response starts are a real HTTP status with a JSON body (400/413/415/422 for the request,
+502 when the upstream failed, 504 when it timed out). The response starts when the upstream has answered 2xx;
+after that, an error is an in-band event in the client's dialect, followed by its terminator.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import anyio
+import httpx
+import orjson
+from starlette.datastructures import Headers
+from starlette.types import Message, Receive, Scope, Send
+
+from adapters import registry
+from gateway.codec import Dialect, Encoder
+from gateway.config import Route
+from gateway.conversation import ConversationMapper, Exchange
+from gateway.errors import (
+    GatewayError,
+    RequestTooLarge,
+    UnsupportedMediaType,
+    UpstreamError,
+    UpstreamTimeout,
+)
+from gateway.events import Event, RunError, RunFinished, RunStarted
+from gateway.ids import new_id
+from gateway.recorder import RunRecorder
+from gateway.turn import Message as TurnMessage
+from gateway.turn import Turn
+from gateway.upstream import UpstreamClients
+from gateway.validation import load_json_object
+
+log = logging.getLogger("agent_gateway.proxy")
+
+SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+_ERROR_BODY_LIMIT = 64 * 1024
+_END = object()
+
+
+class ClientGone(Exception):
+    """The client disconnected before its request was read."""
+
+
+class RouteHandler:
+    """The ASGI app behind one route's paths."""
+
+    def __init__(self, route: Route, *, clients: UpstreamClients, mapper: ConversationMapper,
+                 keepalive: float) -> None:
+        self.route = route
+        self.clients = clients
+        self.mapper = mapper
+        self.keepalive = keepalive
+        self.upstream = registry.get(route.upstream.dialect)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = Headers(scope=scope)
+        request_id = headers.get("x-request-id") or new_id("req")
+        exchange = _Exchange(self, send, headers, request_id)
+        try:
+            body = await _read_body(receive, self.route.limits.max_body_bytes)
+            client, turn = self._parse(headers, body)
+        except ClientGone:
+            return
+        except GatewayError as error:
+            await exchange.fail_before_start(error)
+            return
+        async with anyio.create_task_group() as group:
+            group.start_soon(_watch_disconnect, receive, group.cancel_scope, exchange)
+            try:
+                await exchange.run(client, turn)
+            finally:
+                group.cancel_scope.cancel()
+
+    def _parse(self, headers: Headers, body: bytes) -> tuple[Dialect, Turn]:
+        content_type = headers.get("content-type", "application/json").split(";", 1)[0].strip().lower()
+        if content_type != "application/json" and not content_type.endswith("+json"):
+            raise UnsupportedMediaType(f"expected Content-Type: application/json, got {content_type}")
+        value = load_json_object(body)
+        dialects = self.route.dialects
+        client = registry.get(dialects[0]) if len(dialects) == 1 else registry.detect(value, dialects)
+        return client, client.parse_request(value)
+
+
+class _Exchange:
+    """One request in flight, from the parsed turn to the last byte."""
+
+    def __init__(self, handler: RouteHandler, send: Send, headers: Headers, request_id: str) -> None:
+        self.handler = handler
+        self.route = handler.route
+        self.send = send
+        self.headers = headers
+        self.request_id = request_id
+        self.started = False
+        self.complete = False
+        self.client_gone = False
+        self.started_at = time.monotonic()
+
+    async def run(self, client: Dialect, turn: Turn) -> None:
+        route, upstream = self.route, self.handler.upstream
+        exchange = await self.handler.mapper.begin(route.name, turn, client, upstream)
+        outbound = upstream.build_request(exchange.upstream_turn, route.upstream.variant)
+        http = self.handler.clients.for_route(route)
+        request = http.build_request("POST", route.upstream.url, content=outbound.body,
+                                     headers=self._upstream_headers(outbound.headers))
+        timeouts = route.timeouts
+        first_deadline = self.started_at + min(timeouts.first_event, timeouts.total)
+        try:
+            with anyio.fail_after(max(first_deadline - time.monotonic(), 0)):
+                response = await http.send(request, stream=True)
+        except (TimeoutError, httpx.TimeoutException):
+            await self.fail_before_start(UpstreamTimeout(f"upstream did not answer within {timeouts.first_event:g}s"))
+            return
+        except httpx.HTTPError as exc:
+            await self.fail_before_start(UpstreamError(f"upstream unreachable: {_describe(exc)}"))
+            return
+        try:
+            if response.status_code >= 300:
+                await self._upstream_refused(response)
+                return
+            encoder = client.new_encoder(turn.variant)
+            recorder = RunRecorder(exchange.conversation.state)
+            await self._relay(response, exchange, client, encoder, recorder)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await response.aclose()
+
+    async def _relay(self, response: httpx.Response, exchange: Exchange, client: Dialect, encoder: Encoder,
+                     recorder: RunRecorder) -> None:
+        """Move the upstream's body to the client, translated, and store what the run added to the conversation."""
+        turn = exchange.client_turn
+        streaming = _streams(encoder)
+        decoder = self.handler.upstream.new_decoder()
+        timeouts, keepalive = self.route.timeouts, self.handler.keepalive
+        if streaming:
+            await self._start(encoder)
+        chunks_in, chunks_out = anyio.create_memory_object_stream[Any](max_buffer_size=8)
+        async with anyio.create_task_group() as group, chunks_out:
+            group.start_soon(_read_upstream, response, chunks_in)
+            saw_event = False
+            last_chunk = last_write = time.monotonic()
+            deadline_total = self.started_at + timeouts.total
+            carry: Any = None
+            try:
+                while True:
+                    first_or_idle = last_chunk + timeouts.idle if saw_event else self.started_at + timeouts.first_event
+                    deadline = min(first_or_idle, deadline_total)
+                    item, carry = carry, None
+                    if item is None:
+                        wake = min(deadline, last_write + keepalive) if streaming else deadline
+                        with anyio.move_on_after(max(wake - time.monotonic(), 0)):
+                            item = await chunks_out.receive()
+                    if item is None:  # woke up with nothing to read
+                        if time.monotonic() < deadline:
+                            await self._write(encoder.keep_alive())
+                            last_write = time.monotonic()
+                            continue
+                        events = decoder.fail(self._timeout_message(deadline == deadline_total, saw_event),
+                                              "upstream_timeout")
+                    elif item is _END:
+                        events = decoder.close()
+                    elif isinstance(item, BaseException):
+                        events = decoder.fail(f"upstream connection broke: {_describe(item)}", "upstream_error")
+                    else:
+                        pending = [item]
+                        while True:  # frames already queued go out in one write
+                            try:
+                                more = chunks_out.receive_nowait()
+                            except anyio.WouldBlock:
+                                break
+                            if not isinstance(more, bytes):
+                                carry = more
+                                break
+                            pending.append(more)
+                        events = decoder.feed(item if len(pending) == 1 else b"".join(pending))
+                        last_chunk = time.monotonic()
+                    if not events:
+                        continue
+                    if not saw_event:
+                        saw_event = True
+                        self._rewrite_start(events, turn)
+                    recorder.record(events)
+                    out = encoder.encode(events)
+                    if not isinstance(events[-1], RunFinished | RunError):
+                        if streaming and out:
+                            await self._write(out)
+                            last_write = time.monotonic()
+                        continue
+                    # Stored before the last byte goes out: a client may send its next turn the moment it has it.
+                    with anyio.CancelScope(shield=True):
+                        await self._finish(exchange, client, out, recorder)
+                    if streaming:
+                        await self._end(out)
+                    else:
+                        await self._respond(encoder.status_code, encoder.headers, out)
+                    return
+            finally:
+                group.cancel_scope.cancel()
+
+    def _timeout_message(self, total: bool, saw_event: bool) -> str:
+        timeouts = self.route.timeouts
+        if total:
+            return f"the run took longer than {timeouts.total:g}s"
+        if saw_event:
+            return f"upstream sent nothing for {timeouts.idle:g}s"
+        return f"upstream sent no event within {timeouts.first_event:g}s"
+
+    def _rewrite_start(self, events: list[Event], turn: Turn) -> None:
+        """The client sees its own thread and run ids, whatever the upstream called them."""
+        first = events[0]
+        if isinstance(first, RunStarted):
+            events[0] = RunStarted(turn.conversation_id, turn.run_id or new_id("run"), turn.parent_run_id,
+                                   first.message_id)
+
+    async def _finish(self, exchange: Exchange, client: Dialect, body: bytes, recorder: RunRecorder) -> None:
+        transcript: list[TurnMessage] | None = None
+        if exchange.client_turn.conversation_id is None:
+            transcript = exchange.client_turn.messages + _reply_as_client_sees_it(client, body, recorder)
+        await self.handler.mapper.finish(exchange, recorder, transcript)
+        log.info("%s %s->%s %s in %.3fs", self.route.name, client.name, self.handler.upstream.name,
+                 self.request_id, time.monotonic() - self.started_at)
+
+    def _upstream_headers(self, dialect_headers: dict[str, str]) -> dict[str, str]:
+        headers = {name: value for name in self.route.forward_headers if (value := self.headers.get(name))}
+        headers.update(self.route.upstream.headers)
+        headers.update(dialect_headers)
+        headers["x-request-id"] = self.request_id
+        return headers
+
+    async def _upstream_refused(self, response: httpx.Response) -> None:
+        body = b""
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) >= _ERROR_BODY_LIMIT:
+                break
+        text = body[:2000].decode("utf-8", "replace").strip()
+        error = UpstreamError(f"upstream answered HTTP {response.status_code}",
+                              [{"status": response.status_code, "body": text}])
+        await self.fail_before_start(error)
+
+    # writing to the client
+
+    async def fail_before_start(self, error: GatewayError) -> None:
+        log.info("%s %s: %s %s", self.route.name, self.request_id, error.status, error.message)
+        await self._respond(error.status, {"content-type": "application/json"}, orjson.dumps(error.to_json()))
+
+    async def _respond(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        if self.client_gone:
+            return
+        raw = [(k.encode(), v.encode()) for k, v in headers.items()]
+        raw.append((b"x-request-id", self.request_id.encode()))
+        self.started = True
+        await self.send({"type": "http.response.start", "status": status, "headers": raw})
+        self.complete = True
+        await self.send({"type": "http.response.body", "body": body})
+
+    async def _start(self, encoder: Encoder) -> None:
+        headers = {**encoder.headers, **SSE_HEADERS, "x-request-id": self.request_id}
+        raw = [(k.encode(), v.encode()) for k, v in headers.items()]
+        await self.send({"type": "http.response.start", "status": encoder.status_code, "headers": raw})
+        self.started = True
+
+    async def _write(self, body: bytes) -> None:
+        if body:
+            await self.send({"type": "http.response.body", "body": body, "more_body": True})
+
+    async def _end(self, body: bytes) -> None:
+        self.complete = True
+        await self.send({"type": "http.response.body", "body": body})
+
+
+def _streams(encoder: Encoder) -> bool:
+    return encoder.headers.get("content-type", "").startswith("text/event-stream")
+
+
+def _reply_as_client_sees_it(client: Dialect, body: bytes, recorder: RunRecorder) -> list[TurnMessage]:
+    """The run's messages as a client without conversation ids will send them back next turn: for a JSON reply
+    (agent-respond), exactly the messages it got, read as its own request would read them."""
+    if not client.streaming:
+        try:
+            return client.parse_request({"messages": orjson.loads(body)["messages"]}).messages
+        except (GatewayError, ValueError, KeyError, TypeError):
+            pass
+    return recorder.close()
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes:
+    body = bytearray()
+    while True:
+        message: Message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientGone
+        body += message.get("body", b"")
+        if len(body) > limit:
+            raise RequestTooLarge(f"request body is larger than {limit} bytes")
+        if not message.get("more_body", False):
+            return bytes(body)
+
+
+async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope, exchange: _Exchange) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            if not exchange.complete:  # after the last byte, the server reports a disconnect too: nothing to stop
+                exchange.client_gone = True
+                scope.cancel()
+            return
+
+
+async def _read_upstream(response: httpx.Response, chunks: Any) -> None:
+    async with chunks:
+        try:
+            async for chunk in response.aiter_bytes():
+                await chunks.send(chunk)
+        except httpx.HTTPError as exc:
+            await chunks.send(exc)
+            return
+        await chunks.send(_END)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if len(text) < 300 else text[:300] + "..."
+

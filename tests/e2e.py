@@ -1,0 +1,79 @@
+"""Helpers for end-to-end tests: request bodies as each dialect's client sends them, and reading replies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import orjson
+from helpers import decode
+
+from gateway.events import Event, RunError, RunFinished, RunStarted, TextDelta, ToolCallStart, ToolResult
+from gateway.ids import new_id
+
+DIALECTS = ["ag-ui", "ag-kit", "vercel", "agent-respond"]
+
+
+def user_message(dialect: str, text: str) -> dict[str, Any]:
+    if dialect == "ag-ui":
+        return {"id": new_id("u"), "role": "user", "content": text}
+    if dialect == "vercel":
+        return {"id": new_id("u"), "role": "user", "parts": [{"type": "text", "text": text}]}
+    return {"role": "user", "content": text}
+
+
+def request_body(dialect: str, messages: list[dict[str, Any]], conversation: str = "conv-1",
+                 tools: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
+    """A request as the dialect's real client shapes it (see research/ and the adapters' docstrings)."""
+    if dialect == "ag-ui":
+        return {"threadId": conversation, "runId": new_id("run"), "protocolVersion": "1.0", "state": {},
+                "messages": messages, "tools": tools or [], "context": [], "forwardedProps": {}, **extra}
+    if dialect == "ag-kit":
+        body = {"conversationId": conversation, "messages": messages, **extra}
+        if tools:
+            body["tools"] = [{**t, "parameters": orjson.dumps(t["parameters"]).decode()} for t in tools]
+        return body
+    if dialect == "vercel":
+        return {"id": conversation, "messages": messages, "trigger": "submit-message", **extra}
+    return {"messages": messages, "metadata": {"test_case_id": conversation, "turn_index": len(messages) - 1},
+            **extra}
+
+
+def post(client: httpx.Client, url: str, body: dict[str, Any], **kwargs: Any) -> httpx.Response:
+    return client.post(url, content=orjson.dumps(body), headers={"content-type": "application/json"}, **kwargs)
+
+
+class Reply:
+    """A gateway reply read back with the client dialect's own decoder."""
+
+    def __init__(self, dialect: str, response: httpx.Response) -> None:
+        self.dialect = dialect
+        self.response = response
+        if response.status_code >= 400:
+            error = orjson.loads(response.content)["error"]
+            self.events: list[Event] = [RunStarted(), RunError(error["message"], error.get("code"))]
+        else:
+            self.events = decode(dialect, response.content)
+
+    @property
+    def text(self) -> str:
+        return "".join(e.delta for e in self.events if isinstance(e, TextDelta))
+
+    @property
+    def tool_calls(self) -> list[str]:
+        return [e.name for e in self.events if isinstance(e, ToolCallStart)]
+
+    @property
+    def results(self) -> list[str]:
+        return [e.content if isinstance(e.content, str) else orjson.dumps(e.content).decode()
+                for e in self.events if isinstance(e, ToolResult)]
+
+    @property
+    def error(self) -> RunError | None:
+        last = self.events[-1]
+        return last if isinstance(last, RunError) else None
+
+    @property
+    def finished(self) -> RunFinished | None:
+        last = self.events[-1]
+        return last if isinstance(last, RunFinished) else None

@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gateway.config import ConfigError, load_config, parse_config
+
+CONFIGS = sorted((Path(__file__).parent.parent / "config").glob("*.yaml"))
+
+MINIMAL = """
+routes:
+  - upstream:
+      url: http://127.0.0.1:9000/send-message
+      dialect: ag-kit
+"""
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_every_example_config_loads(path: Path) -> None:
+    config = load_config(path, environ={})
+    assert config.routes
+
+
+def test_defaults_mount_the_client_dialects_conventional_paths() -> None:
+    route = parse_config(MINIMAL, environ={}).routes[0]
+    assert route.paths == ["/agent/respond", "/agui", "/api/chat", "/send-message"]
+    assert route.name == "route0" and route.timeouts.first_event == 60
+
+
+def test_environment_variables_fill_in_secrets_and_urls() -> None:
+    text = MINIMAL.replace("http://127.0.0.1:9000/send-message", "${URL}") + \
+        "      headers:\n        Authorization: Bearer ${TOKEN:-none}\n"
+    upstream = parse_config(text, environ={"URL": "http://agent:9000/x", "TOKEN": "s3cret"}).routes[0].upstream
+    assert (upstream.url, upstream.headers) == ("http://agent:9000/x", {"Authorization": "Bearer s3cret"})
+    assert parse_config(text, environ={"URL": "http://a/"}).routes[0].upstream.headers["Authorization"] == \
+        "Bearer none"
+
+
+def test_unset_variable_is_named_with_its_line() -> None:
+    text = MINIMAL.replace("http://127.0.0.1:9000/send-message", "${AGENT_URL}")
+    with pytest.raises(ConfigError, match=r"gw.yaml:4: routes\[0\].upstream.url: environment variable AGENT_URL"):
+        parse_config(text, "gw.yaml", environ={})
+
+
+def test_bad_value_is_reported_with_file_line_and_key() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(MINIMAL.replace("ag-kit", "a2a"), "gw.yaml", environ={})
+    assert str(caught.value).startswith("gw.yaml:5: routes[0].upstream.dialect: Input should be 'ag-ui'")
+
+
+def test_unknown_key_and_bad_yaml_are_reported_with_their_line() -> None:
+    with pytest.raises(ConfigError, match=r"gw.yaml:5: routes\[0\].upstream.timeout: Extra inputs"):
+        parse_config(MINIMAL.replace("      dialect: ag-kit", "      timeout: 5\n      dialect: ag-kit"), "gw.yaml",
+                     environ={})
+    with pytest.raises(ConfigError, match=r"gw\.yaml:3: not valid YAML"):
+        parse_config("routes:\n  - a: [1\n  - b", "gw.yaml", environ={})
+
+
+def test_credentials_are_forwarded_only_when_listed_and_hop_headers_never() -> None:
+    route = parse_config(MINIMAL + "    forward_headers: [Authorization]\n", environ={}).routes[0]
+    assert route.forward_headers == ["authorization"]
+    with pytest.raises(ConfigError, match="transfer-encoding cannot be forwarded"):
+        parse_config(MINIMAL + "    forward_headers: [Transfer-Encoding]\n", environ={})
+
+
+def test_two_routes_on_one_path_are_refused() -> None:
+    with pytest.raises(ConfigError, match="routes: path /agent/respond is served by both route0 and route1"):
+        parse_config(MINIMAL + MINIMAL.split("\n", 2)[2], environ={})
+
+
+def test_missing_file_is_one_clear_line(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read the configuration"):
+        load_config(tmp_path / "nope.yaml")
