@@ -64,7 +64,8 @@ class Dialect:
     """Validate a client's JSON body (raises `gateway.errors.InvalidRequest`) and read it as a turn."""
     build_request: Callable[[Turn, str | None], UpstreamRequest]
     """The body and headers to send an upstream of this dialect; the second argument names a variant."""
-    new_decoder: Callable[[], Decoder]
+    new_decoder: Callable[..., Decoder]
+    """A decoder for an upstream of this dialect; `max_event_bytes=` bounds one event."""
     new_encoder: Callable[[str | None], Encoder]
     """An encoder for a client of this dialect; the argument is the variant of the client's request."""
     sniff: Callable[[dict[str, Any]], int]

@@ -150,7 +150,7 @@ class _Exchange:
         """Move the upstream's body to the client, translated, and store what the run added to the conversation."""
         turn = exchange.client_turn
         streaming = _streams(encoder)
-        decoder = self.handler.upstream.new_decoder()
+        decoder = self.handler.upstream.new_decoder(max_event_bytes=self.route.limits.max_event_bytes)
         timeouts, keepalive = self.route.timeouts, self.handler.keepalive
         if streaming:
             await self._start(encoder)

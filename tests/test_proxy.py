@@ -281,3 +281,56 @@ def _single_route(client: str, url: str, dialect: str = "ag-ui", **timeouts: flo
     return GatewayConfig.model_validate({"routes": [{
         "paths": ["/in"], "client_dialects": [client], "upstream": {"url": url, "dialect": dialect},
         "timeouts": {"connect": 1, "first_event": 5, "idle": 5, "total": 20, **timeouts}}]})
+
+
+def test_ag_ui_state_goes_back_to_an_ag_ui_upstream_for_a_client_that_has_none(world: World) -> None:
+    world.clear()
+    world.ask("ag-kit", "ag-ui", "show me the state", "stateful")
+    world.ask("ag-kit", "ag-ui", "thanks", "stateful")
+    requests = world.upstream_requests("ag-ui")
+    assert requests[-1]["body"]["state"] == {"count": 1}
+    assert [m["content"] for m in requests[-1]["body"]["messages"] if m["role"] == "user"] == [
+        "show me the state", "thanks"]  # the delta client's history, filled in
+
+
+def test_only_listed_headers_cross_and_upstream_credentials_come_from_config(world: World) -> None:
+    config = GatewayConfig.model_validate({"routes": [{
+        "paths": ["/in"], "client_dialects": ["ag-ui"], "forward_headers": ["x-user-id"],
+        "upstream": {"url": world.agents["ag-kit"].url + "/send-message", "dialect": "ag-kit",
+                     "headers": {"authorization": "Bearer upstream-secret"}}}]})
+    world.clear()
+    with Served(create_app(config, store=MemoryStore())) as gateway, httpx.Client(timeout=10) as http:
+        response = http.post(f"{gateway.url}/in", content=orjson.dumps(request_body("ag-ui", [
+            user_message("ag-ui", "hi")])), headers={"content-type": "application/json", "x-user-id": "u7",
+                                                      "authorization": "Bearer client-secret", "cookie": "s=1",
+                                                      "x-other": "no", "x-request-id": "req-42"})
+    assert response.headers["x-request-id"] == "req-42"
+    headers = world.upstream_requests("ag-kit")[-1]["headers"]
+    assert headers["x-user-id"] == "u7" and headers["x-request-id"] == "req-42"
+    assert headers["authorization"] == "Bearer upstream-secret"
+    assert "cookie" not in headers and "x-other" not in headers
+
+
+def test_request_body_over_the_limit_is_a_413_before_any_upstream_call(world: World) -> None:
+    config = _single_route("ag-ui", world.agents["ag-kit"].url + "/send-message", dialect="ag-kit")
+    config.routes[0].limits.max_body_bytes = 100
+    world.clear()
+    with Served(create_app(config, store=MemoryStore())) as gateway, httpx.Client(timeout=10) as http:
+        response = post(http, f"{gateway.url}/in", request_body("ag-ui", [user_message("ag-ui", "x" * 200)]))
+    assert response.status_code == 413 and response.json()["error"]["code"] == "request_too_large"
+    assert world.upstream_requests("ag-kit") == []
+
+
+def test_upstream_event_over_the_limit_is_an_error_in_band() -> None:
+    async def huge(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": b'data: {"type":"text","content":"' + b"x" * 5000})
+    config = _single_route("vercel", "http://127.0.0.1:9/", dialect="ag-kit")
+    config.routes[0].limits.max_event_bytes = 1000
+    with Served(huge) as upstream, httpx.Client(timeout=10) as http:
+        config.routes[0].upstream.url = upstream.url
+        with Served(create_app(config, store=MemoryStore())) as gateway:
+            reply = Reply("vercel", post(http, f"{gateway.url}/in", request_body("vercel", [user_message("vercel", "x")])))
+    assert reply.error is not None and "oversized" in reply.error.message

@@ -23,6 +23,7 @@ from gateway.events import (
     ToolResult,
 )
 from gateway.ids import new_id
+from gateway.sse import DEFAULT_MAX_FRAME
 
 
 class AgKitDecoder(AguiDecoder):
@@ -33,8 +34,8 @@ class AgKitDecoder(AguiDecoder):
 
     dialect = "ag-kit"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
+        super().__init__(max_event_bytes)
         self._text: str | None = None
         self._parent: str | None = None
 

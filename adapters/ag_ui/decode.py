@@ -36,6 +36,7 @@ from gateway.events import (
     Usage,
 )
 from gateway.ids import new_id
+from gateway.sse import DEFAULT_MAX_FRAME
 
 from .request import message_from_agui
 
@@ -49,8 +50,8 @@ class AguiDecoder(JsonSSEDecoder):
 
     dialect = "ag-ui"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
+        super().__init__(max_event_bytes)
         self._chunk_text: str | None = None
         self._chunk_tool: str | None = None
         self._chunk_reasoning: str | None = None

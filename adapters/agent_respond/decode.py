@@ -30,10 +30,11 @@ class AgentRespondDecoder:
 
     __slots__ = ("_body", "_max_body", "_size", "repair")
 
-    def __init__(self, max_body: int = DEFAULT_MAX_BODY) -> None:
+    def __init__(self, max_event_bytes: int = DEFAULT_MAX_BODY) -> None:
+        """`max_event_bytes` bounds the whole body: for this dialect the body is the one event."""
         self._body: list[bytes] = []
         self._size = 0
-        self._max_body = max_body
+        self._max_body = max_event_bytes
         self.repair = RunRepair()
 
     def feed(self, chunk: bytes) -> list[Event]:

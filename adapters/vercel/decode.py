@@ -33,6 +33,7 @@ from gateway.events import (
     ToolCallStart,
     ToolResult,
 )
+from gateway.sse import DEFAULT_MAX_FRAME
 
 DENIED = "The user denied this tool call."
 
@@ -49,8 +50,8 @@ class VercelDecoder(JsonSSEDecoder):
 
     dialect = "vercel"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
+        super().__init__(max_event_bytes)
         self._tools: dict[str, str] = {}  # tool call id -> name, for calls started in this stream
         self._args_seen: set[str] = set()
         self._ended: set[str] = set()  # text and reasoning ids already ended once
