@@ -332,5 +332,6 @@ def test_upstream_event_over_the_limit_is_an_error_in_band() -> None:
     with Served(huge) as upstream, httpx.Client(timeout=10) as http:
         config.routes[0].upstream.url = upstream.url
         with Served(create_app(config, store=MemoryStore())) as gateway:
-            reply = Reply("vercel", post(http, f"{gateway.url}/in", request_body("vercel", [user_message("vercel", "x")])))
+            body = request_body("vercel", [user_message("vercel", "x")])
+            reply = Reply("vercel", post(http, f"{gateway.url}/in", body))
     assert reply.error is not None and "oversized" in reply.error.message
