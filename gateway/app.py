@@ -17,8 +17,10 @@ from gateway.store import ConversationStore, open_store
 from gateway.upstream import UpstreamClients
 
 
-def create_app(config: GatewayConfig, store: ConversationStore | None = None) -> Starlette:
-    """The gateway for `config`. `store` overrides the configured one (tests share one between two apps)."""
+def create_app(config: GatewayConfig, store: ConversationStore | None = None,
+               extra_routes: list[BaseRoute] | None = None) -> Starlette:
+    """The gateway for `config`. `store` overrides the configured one (tests share one between two apps);
+    `extra_routes` are served beside the gateway's (the demo mounts its built-in agent there)."""
     if store is None:
         settings = config.store
         store = open_store(settings.url, ttl=settings.ttl_seconds, max_entries=settings.max_conversations,
@@ -38,6 +40,7 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None) ->
         return JSONResponse({"status": "ready" if ready else "store unreachable"}, status_code=200 if ready else 503)
 
     routes += [Route("/healthz", healthz, methods=["GET"]), Route("/readyz", readyz, methods=["GET"])]
+    routes += extra_routes or []
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

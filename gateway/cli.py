@@ -1,6 +1,8 @@
 """`agent-gateway`: the command line.
 
+- `demo` runs the gateway in front of the built-in agent, in one process, and prints a request to try per dialect;
 - `serve` runs the gateway, from a config file or, for one route, from flags;
+- `agent` runs the built-in scripted agent in any dialect;
 - `translate` re-encodes a recorded stream from one dialect into another with the proxy's own codecs (with no
   input it translates a built-in AG-Kit run, so it works on a fresh install with no agent anywhere).
 """
@@ -33,6 +35,23 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--store", default="sqlite:///agent-gateway.db",
                        help="without --config: conversation store URL (memory://, sqlite:///file.db, redis://...)")
 
+    demo = commands.add_parser(
+        "demo", help="run the gateway in front of the built-in agent (no external agent needed)",
+        description="Serve the gateway and the built-in scripted agent (speaking AG-Kit) in one process, and print "
+                    "a curl command for each client dialect.")
+    demo.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    demo.add_argument("--port", type=int, default=8080, help="port to listen on (default: 8080)")
+
+    agent = commands.add_parser(
+        "agent", help="run the built-in scripted agent",
+        description="Serve the built-in scripted agent in one dialect. Keywords in the user's message choose what it "
+                    "does: weather (server tool), tool (calls the client's first tool), approve / interrupt "
+                    "(human in the loop), think, state, slow, fail, hang, silent; anything else is echoed.")
+    agent.add_argument("--dialect", choices=names, required=True, help="the dialect the agent speaks")
+    agent.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    agent.add_argument("--port", type=int, default=8001, help="port to listen on (default: 8001)")
+    agent.add_argument("--pace", type=float, default=0.0, help="seconds between streamed events (default: 0)")
+
     translate = commands.add_parser(
         "translate", help="translate a recorded stream from one dialect into another",
         description="Decode INPUT as the --from dialect and write it re-encoded in the --to dialect on stdout.")
@@ -46,7 +65,45 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(parser, args)
+    if args.command == "demo":
+        return _demo(args)
+    if args.command == "agent":
+        from gateway.agent import run
+
+        run(args.dialect, args.host, args.port, args.pace)
+        return 0
     return _translate(parser, args)
+
+
+DEMO_REQUESTS = {
+    "ag-ui": ("/agui", '{"threadId":"t1","runId":"r1","messages":[{"id":"m1","role":"user",'
+                       '"content":"What is the weather in Paris?"}]}'),
+    "ag-kit": ("/send-message", '{"conversationId":"c1","messages":[{"role":"user","content":"hello"}]}'),
+    "vercel": ("/api/chat", '{"id":"chat1","trigger":"submit-message","messages":[{"id":"u1","role":"user",'
+                            '"parts":[{"type":"text","text":"What is the weather in Berlin?"}]}]}'),
+    "agent-respond": ("/agent/respond", '{"messages":[{"role":"user","content":"What is the weather in Rome?"}],'
+                                        '"metadata":{"test_case_id":"demo","turn_index":0}}'),
+}
+
+
+def _demo(args: argparse.Namespace) -> int:
+    import uvicorn
+    from starlette.routing import Mount
+
+    from gateway.agent import create_agent_app
+    from gateway.app import create_app
+
+    base = f"http://{args.host}:{args.port}"
+    config = GatewayConfig(routes=[Route(name="demo", upstream=Upstream(url=f"{base}/demo-agent/send-message",
+                                                                         dialect="ag-kit"))],
+                           store=Store(url="memory://"))
+    app = create_app(config, extra_routes=[Mount("/demo-agent", create_agent_app("ag-kit"))])
+    print(f"agent-gateway demo: the built-in agent speaks AG-Kit at {base}/demo-agent/send-message;\n"
+          f"the gateway answers every dialect at {base}. Try (keywords: weather, tool, interrupt, think, fail):\n")
+    for dialect, (path, body) in DEMO_REQUESTS.items():
+        print(f"# {dialect}\ncurl -N {base}{path} -H 'content-type: application/json' -d '{body}'\n")
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
 
 
 def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ from pathlib import Path
 from adapters import registry
 from gateway.events import Event
 
+ROOT = Path(__file__).parent.parent
 FIXTURES = Path(__file__).parent / "fixtures"
 
 # Recorded streams that end in a failure on purpose: the run must decode to a RunError.

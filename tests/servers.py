@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from types import TracebackType
 
 import uvicorn
 from starlette.types import ASGIApp
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 class Served:

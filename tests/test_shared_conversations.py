@@ -7,7 +7,6 @@ and the upstream only answers "(turn 2)" if the second gateway knew the first tu
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -18,23 +17,16 @@ from pathlib import Path
 import httpx
 import pytest
 from e2e import Reply, post, request_body, user_message
+from helpers import ROOT
 from redis_server import RedisServer
-from servers import Served
+from servers import Served, free_port
 
 from gateway.agent import create_agent_app
-
-ROOT = Path(__file__).parent.parent
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager
 def gateway_process(config: Path) -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(port)],
         cwd=config.parent, env={**os.environ, "PYTHONPATH": str(ROOT)},
