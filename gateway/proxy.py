@@ -76,19 +76,22 @@ class RouteHandler:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
         request_id = headers.get("x-request-id") or new_id("req")
-        exchange = _Exchange(self, send, headers, request_id)
+        call = _Call(self, send, headers, request_id)
         try:
             body = await _read_body(receive, self.route.limits.max_body_bytes)
             client, turn = self._parse(headers, body)
         except ClientGone:
             return
         except GatewayError as error:
-            await exchange.fail_before_start(error)
+            await call.fail_before_start(error)
             return
         async with anyio.create_task_group() as group:
-            group.start_soon(_watch_disconnect, receive, group.cancel_scope, exchange)
+            group.start_soon(_watch_disconnect, receive, group.cancel_scope, call)
             try:
-                await exchange.run(client, turn)
+                await call.run(client, turn)
+            except Exception:
+                log.exception("%s %s: the gateway failed", self.route.name, request_id)
+                await call.abort()
             finally:
                 group.cancel_scope.cancel()
 
@@ -102,8 +105,8 @@ class RouteHandler:
         return client, client.parse_request(value)
 
 
-class _Exchange:
-    """One request in flight, from the parsed turn to the last byte."""
+class _Call:
+    """One client request in flight, from its parsed turn to the last byte of the reply."""
 
     def __init__(self, handler: RouteHandler, send: Send, headers: Headers, request_id: str) -> None:
         self.handler = handler
@@ -111,6 +114,7 @@ class _Exchange:
         self.send = send
         self.headers = headers
         self.request_id = request_id
+        self.encoder: Encoder | None = None
         self.started = False
         self.complete = False
         self.client_gone = False
@@ -138,7 +142,7 @@ class _Exchange:
             if response.status_code >= 300:
                 await self._upstream_refused(response)
                 return
-            encoder = client.new_encoder(turn.variant)
+            encoder = self.encoder = client.new_encoder(turn.variant)
             recorder = RunRecorder(exchange.conversation.state)
             await self._relay(response, exchange, client, encoder, recorder)
         finally:
@@ -260,6 +264,20 @@ class _Exchange:
 
     # writing to the client
 
+    async def abort(self) -> None:
+        """A bug of ours, not the upstream's: never leave the client waiting on it."""
+        if not self.started:
+            await self.fail_before_start(GatewayError("the gateway failed to handle this request; see its log"))
+        elif not self.complete:
+            body = b""
+            if self.encoder is not None:
+                try:
+                    body = self.encoder.encode([RunError("the gateway failed mid-run; see its log", "gateway_error")])
+                except Exception:  # the encoder may be what broke
+                    body = b""
+            self.complete = True
+            await self.send({"type": "http.response.body", "body": body})
+
     async def fail_before_start(self, error: GatewayError) -> None:
         log.info("%s %s: %s %s", self.route.name, self.request_id, error.status, error.message)
         await self._respond(error.status, {"content-type": "application/json"}, orjson.dumps(error.to_json()))
@@ -317,12 +335,12 @@ async def _read_body(receive: Receive, limit: int) -> bytes:
             return bytes(body)
 
 
-async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope, exchange: _Exchange) -> None:
+async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope, call: _Call) -> None:
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            if not exchange.complete:  # after the last byte, the server reports a disconnect too: nothing to stop
-                exchange.client_gone = True
+            if not call.complete:  # after the last byte, the server reports a disconnect too: nothing to stop
+                call.client_gone = True
                 scope.cancel()
             return
 

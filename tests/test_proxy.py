@@ -335,3 +335,36 @@ def test_upstream_event_over_the_limit_is_an_error_in_band() -> None:
             body = request_body("vercel", [user_message("vercel", "x")])
             reply = Reply("vercel", post(http, f"{gateway.url}/in", body))
     assert reply.error is not None and "oversized" in reply.error.message
+
+
+@pytest.mark.parametrize(("client", "timeouts", "said"), [
+    ("ag-ui", {"idle": 0.5}, "upstream sent nothing for 0.5s"),
+    ("vercel", {"total": 0.7}, "the run took longer than 0.7s"),
+    ("agent-respond", {"idle": 0.5}, "upstream sent nothing for 0.5s"),
+])
+def test_upstream_that_goes_quiet_mid_run_is_cut_at_the_timeout(world: World, client: str,
+                                                                 timeouts: dict[str, float], said: str) -> None:
+    started = time.monotonic()
+    config = _single_route(client, world.agents["ag-kit"].url + "/send-message", dialect="ag-kit", **timeouts)
+    with Served(create_app(config, store=MemoryStore())) as gateway, httpx.Client(timeout=10) as http:
+        reply = Reply(client, post(http, f"{gateway.url}/in", request_body(client, [user_message(client, "hang")])))
+    assert reply.error is not None and reply.error.message == said
+    assert time.monotonic() - started < 3
+
+
+def test_a_bug_of_ours_ends_the_reply_and_the_gateway_keeps_serving(world: World,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from gateway.recorder import RunRecorder
+
+    def broken(self: RunRecorder, events: list[Any]) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(RunRecorder, "record", broken)
+    response = post(world.http, world.url("agent-respond", "ag-ui"), request_body("agent-respond", [
+        user_message("agent-respond", "hi")]))
+    assert response.status_code == 500 and response.json()["error"]["code"] == "gateway_error"
+    streamed = Reply("ag-ui", post(world.http, world.url("ag-ui", "ag-ui"), request_body("ag-ui", [
+        user_message("ag-ui", "hi")])))
+    assert streamed.error is not None and streamed.error.code == "gateway_error"  # ended in-band, not left hanging
+    monkeypatch.undo()
+    assert "You said: hi" in world.ask("ag-ui", "ag-ui", "hi", "after-bug").text
