@@ -368,3 +368,15 @@ def test_a_bug_of_ours_ends_the_reply_and_the_gateway_keeps_serving(world: World
     assert streamed.error is not None and streamed.error.code == "gateway_error"  # ended in-band, not left hanging
     monkeypatch.undo()
     assert "You said: hi" in world.ask("ag-ui", "ag-ui", "hi", "after-bug").text
+
+
+@pytest.mark.parametrize("client", ["ag-ui", "ag-kit", "vercel"])
+def test_events_reach_the_client_as_the_upstream_sends_them(world: World, client: str) -> None:
+    """No buffering: the paced upstream's 20 deltas arrive in many reads, not in one at the end."""
+    body = request_body(client, [user_message(client, "slow please")], f"stream-{client}")
+    reads = 0
+    with world.http.stream("POST", world.url(client, "vercel"), content=orjson.dumps(body),
+                           headers={"content-type": "application/json"}) as response:
+        for chunk in response.iter_raw():
+            reads += b"tick" in chunk
+    assert reads >= 5
