@@ -10,17 +10,28 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from importlib import resources
+from typing import NoReturn
+
+import orjson
 
 from adapters import registry
 from gateway.config import ConfigError, GatewayConfig, Route, Store, Upstream, load_config
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad flags get one line saying what is wrong, and where to read more."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="agent-gateway",
-                                     description="A reverse proxy that translates between AI-agent dialects.")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="agent-gateway", description="A reverse proxy that translates between AI-agent dialects.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     names = list(registry.DIALECTS)
 
     serve = commands.add_parser("serve", help="run the gateway",
@@ -34,6 +45,14 @@ def main(argv: list[str] | None = None) -> int:
                        help="without --config: a dialect clients speak (repeat; default: detect any)")
     serve.add_argument("--store", default="sqlite:///agent-gateway.db",
                        help="without --config: conversation store URL (memory://, sqlite:///file.db, redis://...)")
+    serve.add_argument("--workers", type=int, default=1,
+                       help="worker processes (default: 1); more than one needs a shared store (sqlite or redis)")
+    serve.add_argument("--log-format", choices=["json", "human"], default="json",
+                       help="one JSON line per request (default), or lines for humans")
+    serve.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default="info",
+                       help="least severe level logged (default: info)")
+    serve.add_argument("--log-bodies", action="store_true",
+                       help="debugging only: put request bodies (users' words) in the access log")
 
     demo = commands.add_parser(
         "demo", help="run the gateway in front of the built-in agent (no external agent needed)",
@@ -64,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     if args.command == "serve":
-        return _serve(parser, args)
+        return _serve(serve, args)
     if args.command == "demo":
         return _demo(args)
     if args.command == "agent":
@@ -109,7 +128,8 @@ def _demo(args: argparse.Namespace) -> int:
 def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     import uvicorn
 
-    from gateway.app import create_app
+    from gateway import logs
+    from gateway.app import CONFIG_ENV, create_app
 
     try:
         if args.config:
@@ -127,10 +147,25 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"agent-gateway: {exc}", file=sys.stderr)
         return 2
+    if args.workers > 1 and config.store.url.startswith("memory:"):
+        print("agent-gateway: --workers > 1 needs a store the workers share: sqlite:///... or redis://...",
+              file=sys.stderr)
+        return 2
     for route in config.routes:
         print(f"{route.name}: {', '.join(route.paths)} ({', '.join(route.dialects)}) -> "
               f"{route.upstream.url} ({route.upstream.dialect})", file=sys.stderr)
-    uvicorn.run(create_app(config), host=args.host, port=args.port, log_level="info")
+    print(f"agent-gateway listening on http://{args.host}:{args.port}", file=sys.stderr)
+    logs.configure(args.log_format, args.log_level)
+    if args.workers == 1:
+        uvicorn.run(create_app(config, log_bodies=args.log_bodies), host=args.host, port=args.port,
+                    log_level="warning")
+        return 0
+    os.environ[CONFIG_ENV] = orjson.dumps({"config": config.model_dump(mode="json"), "log_format": args.log_format,
+                                           "log_level": args.log_level, "log_bodies": args.log_bodies}).decode()
+    with tempfile.TemporaryDirectory(prefix="agent-gateway-metrics-") as metrics_dir:
+        os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", metrics_dir)
+        uvicorn.run("gateway.app:from_environment", factory=True, host=args.host, port=args.port,
+                    workers=args.workers, log_level="warning")
     return 0
 
 

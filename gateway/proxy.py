@@ -45,6 +45,8 @@ from gateway.errors import (
 )
 from gateway.events import Event, RunError, RunFinished, RunStarted
 from gateway.ids import new_id
+from gateway.logs import ACCESS
+from gateway.metrics import Metrics
 from gateway.recorder import RunRecorder
 from gateway.turn import Message as TurnMessage
 from gateway.turn import Turn
@@ -52,6 +54,7 @@ from gateway.upstream import UpstreamClients
 from gateway.validation import load_json_object
 
 log = logging.getLogger("agent_gateway.proxy")
+log_access = logging.getLogger(ACCESS)
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 _ERROR_BODY_LIMIT = 64 * 1024
@@ -66,31 +69,47 @@ class RouteHandler:
     """The ASGI app behind one route's paths."""
 
     def __init__(self, route: Route, *, clients: UpstreamClients, mapper: ConversationMapper,
-                 keepalive: float) -> None:
+                 keepalive: float, metrics: Metrics, log_bodies: bool = False) -> None:
         self.route = route
         self.clients = clients
         self.mapper = mapper
         self.keepalive = keepalive
+        self.metrics = metrics
+        self.log_bodies = log_bodies
         self.upstream = registry.get(route.upstream.dialect)
+        self.in_flight = metrics.in_flight.labels(route.name)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
         request_id = headers.get("x-request-id") or new_id("req")
         call = _Call(self, send, headers, request_id)
+        self.in_flight.inc()
+        try:
+            await self._handle(call, headers, receive)
+        finally:
+            self.in_flight.dec()
+            call.report()
+
+    async def _handle(self, call: _Call, headers: Headers, receive: Receive) -> None:
         try:
             body = await _read_body(receive, self.route.limits.max_body_bytes)
+            if self.log_bodies:
+                call.record["request_body"] = body[:4096].decode("utf-8", "replace")
             client, turn = self._parse(headers, body)
         except ClientGone:
+            call.record["outcome"] = "client_gone"
             return
         except GatewayError as error:
             await call.fail_before_start(error)
             return
+        call.record.update(client_dialect=client.name, conversation_id=turn.conversation_id, run_id=turn.run_id)
         async with anyio.create_task_group() as group:
             group.start_soon(_watch_disconnect, receive, group.cancel_scope, call)
             try:
                 await call.run(client, turn)
             except Exception:
-                log.exception("%s %s: the gateway failed", self.route.name, request_id)
+                log.exception("the gateway failed", extra={"route": self.route.name, "request_id": call.request_id})
+                call.record.update(outcome="error", error="gateway_error")
                 await call.abort()
             finally:
                 group.cancel_scope.cancel()
@@ -118,7 +137,34 @@ class _Call:
         self.started = False
         self.complete = False
         self.client_gone = False
+        self.reported = False
         self.started_at = time.monotonic()
+        self.record: dict[str, Any] = {
+            "request_id": request_id, "route": handler.route.name, "client_dialect": "unknown",
+            "upstream_dialect": handler.upstream.name, "status": None, "outcome": None, "events": 0,
+        }
+
+    def report(self) -> None:
+        """The access log line and the request's metrics: once, as the last byte goes (or the client did)."""
+        if self.reported:
+            return
+        self.reported = True
+        record, metrics = self.record, self.handler.metrics
+        if self.client_gone and record["outcome"] is None:
+            record["outcome"] = "client_gone"
+        record["duration_ms"] = round((time.monotonic() - self.started_at) * 1000, 3)
+        labels = (self.route.name, record["client_dialect"], record["upstream_dialect"])
+        metrics.requests.labels(*labels, str(record["status"] or 499)).inc()
+        metrics.duration.labels(*labels).observe(record["duration_ms"] / 1000)
+        if record["events"]:
+            metrics.events.labels(*labels).inc(record["events"])
+        if "ttfe_ms" in record:
+            metrics.first_event.labels(*labels).observe(record["ttfe_ms"] / 1000)
+        if "upstream_ms" in record:
+            metrics.upstream_latency.labels(*labels).observe(record["upstream_ms"] / 1000)
+        if record.get("error"):
+            metrics.errors.labels(self.route.name, record["error"]).inc()
+        log_access.info("request", extra={k: v for k, v in record.items() if v is not None})
 
     async def run(self, client: Dialect, turn: Turn) -> None:
         route, upstream = self.route, self.handler.upstream
@@ -129,9 +175,11 @@ class _Call:
                                      headers=self._upstream_headers(outbound.headers))
         timeouts = route.timeouts
         first_deadline = self.started_at + min(timeouts.first_event, timeouts.total)
+        sent_at = time.monotonic()
         try:
             with anyio.fail_after(max(first_deadline - time.monotonic(), 0)):
                 response = await http.send(request, stream=True)
+            self.record["upstream_ms"] = round((time.monotonic() - sent_at) * 1000, 3)
         except (TimeoutError, httpx.TimeoutException):
             await self.fail_before_start(UpstreamTimeout(f"upstream did not answer within {timeouts.first_event:g}s"))
             return
@@ -203,6 +251,8 @@ class _Call:
                     if not saw_event:
                         saw_event = True
                         self._rewrite_start(events, turn)
+                        self.record["ttfe_ms"] = round((time.monotonic() - self.started_at) * 1000, 3)
+                    self.record["events"] += len(events)
                     recorder.record(events)
                     out = encoder.encode(events)
                     if not isinstance(events[-1], RunFinished | RunError):
@@ -210,6 +260,11 @@ class _Call:
                             await self._write(out)
                             last_write = time.monotonic()
                         continue
+                    terminal = events[-1]
+                    if isinstance(terminal, RunError):
+                        self.record.update(outcome="error", error=terminal.code or "upstream_error")
+                    else:
+                        self.record["outcome"] = terminal.outcome
                     # Stored before the last byte goes out: a client may send its next turn the moment it has it.
                     with anyio.CancelScope(shield=True):
                         await self._finish(exchange, client, out, recorder)
@@ -241,8 +296,6 @@ class _Call:
         if exchange.client_turn.conversation_id is None:
             transcript = exchange.client_turn.messages + _reply_as_client_sees_it(client, body, recorder)
         await self.handler.mapper.finish(exchange, recorder, transcript)
-        log.info("%s %s->%s %s in %.3fs", self.route.name, client.name, self.handler.upstream.name,
-                 self.request_id, time.monotonic() - self.started_at)
 
     def _upstream_headers(self, dialect_headers: dict[str, str]) -> dict[str, str]:
         headers = {name: value for name in self.route.forward_headers if (value := self.headers.get(name))}
@@ -276,10 +329,12 @@ class _Call:
                 except Exception:  # the encoder may be what broke
                     body = b""
             self.complete = True
+            self.report()
             await self.send({"type": "http.response.body", "body": body})
 
     async def fail_before_start(self, error: GatewayError) -> None:
-        log.info("%s %s: %s %s", self.route.name, self.request_id, error.status, error.message)
+        self.record.update(outcome="rejected" if error.status < 500 else "error", error=error.code,
+                           error_message=error.message)
         await self._respond(error.status, {"content-type": "application/json"}, orjson.dumps(error.to_json()))
 
     async def _respond(self, status: int, headers: dict[str, str], body: bytes) -> None:
@@ -288,13 +343,16 @@ class _Call:
         raw = [(k.encode(), v.encode()) for k, v in headers.items()]
         raw.append((b"x-request-id", self.request_id.encode()))
         self.started = True
+        self.record["status"] = status
         await self.send({"type": "http.response.start", "status": status, "headers": raw})
         self.complete = True
+        self.report()
         await self.send({"type": "http.response.body", "body": body})
 
     async def _start(self, encoder: Encoder) -> None:
         headers = {**encoder.headers, **SSE_HEADERS, "x-request-id": self.request_id}
         raw = [(k.encode(), v.encode()) for k, v in headers.items()]
+        self.record["status"] = encoder.status_code
         await self.send({"type": "http.response.start", "status": encoder.status_code, "headers": raw})
         self.started = True
 
@@ -304,6 +362,7 @@ class _Call:
 
     async def _end(self, body: bytes) -> None:
         self.complete = True
+        self.report()
         await self.send({"type": "http.response.body", "body": body})
 
 

@@ -39,8 +39,10 @@ def request_body(dialect: str, messages: list[dict[str, Any]], conversation: str
             **extra}
 
 
-def post(client: httpx.Client, url: str, body: dict[str, Any], **kwargs: Any) -> httpx.Response:
-    return client.post(url, content=orjson.dumps(body), headers={"content-type": "application/json"}, **kwargs)
+def post(client: httpx.Client, url: str, body: dict[str, Any], headers: dict[str, str] | None = None,
+         **kwargs: Any) -> httpx.Response:
+    headers = {"content-type": "application/json", **(headers or {})}
+    return client.post(url, content=orjson.dumps(body), headers=headers, **kwargs)
 
 
 class Reply:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from helpers import FIXTURES
 
@@ -60,3 +62,60 @@ def test_demo_answers_the_printed_request_of_every_dialect() -> None:
         process.terminate()
         out, _ = process.communicate(timeout=10)
     assert b"curl -N " + f"http://127.0.0.1:{port}/agui".encode() in out
+
+
+def test_bad_flags_and_bad_config_get_one_line_saying_what_and_where(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["serve", "--bogus"])
+    assert caught.value.code == 2
+    assert capsys.readouterr().err == "agent-gateway: unrecognized arguments: --bogus (see agent-gateway --help)\n"
+    config = tmp_path / "bad.yaml"
+    config.write_text("routes:\n  - upstream: {url: 'http://x', dialect: a2a}\n")
+    assert main(["serve", "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{config}:2: routes[0].upstream.dialect: Input should be" in err
+
+
+def test_serve_with_workers_shares_the_work_and_sums_the_metrics(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+    from e2e import Reply, post, request_body, user_message
+    from helpers import ROOT
+    from prometheus_client.parser import text_string_to_metric_families
+    from servers import Served, free_port
+
+    from gateway.agent import create_agent_app
+
+    port = free_port()
+    with Served(create_agent_app("ag-ui")) as agent:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gateway", "serve", "--workers", "2", "--port", str(port), "--upstream",
+             agent.url + "/agui", "--upstream-dialect", "ag-ui", "--store", f"sqlite:///{tmp_path}/c.db"],
+            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    httpx.get(f"{base}/healthz", timeout=1)
+                    break
+                except httpx.HTTPError:
+                    assert time.monotonic() < deadline and process.poll() is None, "serve did not start"
+                    time.sleep(0.1)
+            with httpx.Client(timeout=10) as http:
+                for index in range(6):
+                    reply = Reply("vercel", post(http, f"{base}/api/chat", request_body("vercel", [
+                        user_message("vercel", "hello")], f"w{index}")))
+                    assert "You said: hello" in reply.text
+                total = sum(s.value for family in text_string_to_metric_families(http.get(f"{base}/metrics").text)
+                            for s in family.samples if s.name == "agent_gateway_requests_total")
+            assert total == 6
+        finally:
+            process.terminate()
+            process.communicate(timeout=15)

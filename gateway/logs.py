@@ -1,0 +1,50 @@
+"""Logging: one JSON line per request by default (what log pipelines ingest), or a line for humans.
+
+Access records carry ids, dialects, status and durations; never message contents or header values, which hold
+users' words and secrets, unless `--log-bodies` is asked for while debugging.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import Any
+
+import orjson
+
+ACCESS = "agent_gateway.access"
+_RESERVED = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None)))
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        line.update({k: v for k, v in vars(record).items() if k not in _RESERVED and not k.startswith("_")})
+        if record.exc_info:
+            line["exc"] = self.formatException(record.exc_info)
+        return orjson.dumps(line, default=str).decode()
+
+
+class HumanFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        extra = " ".join(f"{k}={v}" for k, v in vars(record).items() if k not in _RESERVED and not k.startswith("_"))
+        text = f"{time.strftime('%H:%M:%S', time.localtime(record.created))} {record.levelname:<7} " \
+               f"{record.getMessage()}{' ' + extra if extra else ''}"
+        if record.exc_info:
+            text += "\n" + self.formatException(record.exc_info)
+        return text
+
+
+def configure(fmt: str = "json", level: str = "info") -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if fmt == "json" else HumanFormatter())
+    root = logging.getLogger("agent_gateway")
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    root.propagate = False

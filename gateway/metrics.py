@@ -1,0 +1,51 @@
+"""Prometheus metrics: what operators watch on a translating proxy.
+
+Each app has its own registry, so several gateways in one process (tests) don't mix their counts. With several
+worker processes (`serve --workers N`), `PROMETHEUS_MULTIPROC_DIR` is set and `/metrics` sums every worker.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+
+
+@dataclass(frozen=True, slots=True)
+class Labels:
+    route: str
+    client: str
+    upstream: str
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        ids = ("route", "client_dialect", "upstream_dialect")
+        self.requests = Counter("agent_gateway_requests", "Requests answered, by HTTP status.",
+                                [*ids, "status"], registry=self.registry)
+        self.in_flight = Gauge("agent_gateway_streams_in_flight", "Requests being answered right now.",
+                               ["route"], registry=self.registry, multiprocess_mode="livesum")
+        self.events = Counter("agent_gateway_events_translated", "Canonical events translated for clients.",
+                              list(ids), registry=self.registry)
+        self.first_event = Histogram("agent_gateway_time_to_first_event_seconds",
+                                     "From the client's request to the upstream's first event.", list(ids),
+                                     buckets=_LATENCY_BUCKETS, registry=self.registry)
+        self.upstream_latency = Histogram("agent_gateway_upstream_latency_seconds",
+                                          "From sending the upstream request to its response headers.", list(ids),
+                                          buckets=_LATENCY_BUCKETS, registry=self.registry)
+        self.duration = Histogram("agent_gateway_request_duration_seconds", "Whole requests, first byte to last.",
+                                  list(ids), buckets=_LATENCY_BUCKETS, registry=self.registry)
+        self.errors = Counter("agent_gateway_errors", "Failed requests and runs, by error code.",
+                              ["route", "kind"], registry=self.registry)
+
+    def exposition(self) -> bytes:
+        if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+            registry = CollectorRegistry()
+            multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+            return generate_latest(registry)
+        return generate_latest(self.registry)

@@ -1,0 +1,73 @@
+"""What an operator sees: health, readiness, Prometheus metrics, and one access log line per request."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+
+import httpx
+import orjson
+import pytest
+from e2e import post, request_body, user_message
+from prometheus_client.parser import text_string_to_metric_families
+from servers import Served
+
+from gateway.agent import create_agent_app
+from gateway.app import create_app
+from gateway.config import GatewayConfig
+from gateway.logs import ACCESS, HumanFormatter, JsonFormatter
+from gateway.store import MemoryStore
+
+
+@pytest.fixture(scope="module")
+def gateway() -> Iterator[str]:
+    with Served(create_agent_app("ag-kit")) as agent:
+        config = GatewayConfig.model_validate({"routes": [{"name": "ops", "upstream": {
+            "url": agent.url + "/send-message", "dialect": "ag-kit"}}]})
+        with Served(create_app(config, store=MemoryStore())) as served:
+            yield served.url
+
+
+def test_health_and_readiness(gateway: str) -> None:
+    assert httpx.get(f"{gateway}/healthz").text == "ok"
+    assert httpx.get(f"{gateway}/readyz").json() == {"status": "ready"}
+
+
+def test_metrics_count_requests_events_errors_and_latencies(gateway: str) -> None:
+    with httpx.Client(timeout=10) as http:
+        post(http, f"{gateway}/agui", request_body("ag-ui", [user_message("ag-ui", "weather in Oslo")]))
+        post(http, f"{gateway}/api/chat", request_body("vercel", [user_message("vercel", "please fail")]))
+        http.post(f"{gateway}/agui", content=b'{"threadId": "t"}', headers={"content-type": "application/json"})
+        samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+                   for family in text_string_to_metric_families(http.get(f"{gateway}/metrics").text)
+                   for s in family.samples}
+    ids = (("client_dialect", "ag-ui"), ("route", "ops"), ("upstream_dialect", "ag-kit"))
+    assert samples["agent_gateway_requests_total", (*ids[:2], ("status", "200"), ids[2])] == 1
+    assert samples["agent_gateway_events_translated_total", ids] > 10
+    assert samples["agent_gateway_time_to_first_event_seconds_count", ids] == 1
+    assert samples["agent_gateway_upstream_latency_seconds_count", ids] == 1
+    assert samples["agent_gateway_errors_total", (("kind", "upstream_error"), ("route", "ops"))] == 1
+    assert samples["agent_gateway_errors_total", (("kind", "invalid_request"), ("route", "ops"))] == 1
+    assert samples["agent_gateway_requests_total", (("client_dialect", "unknown"), ("route", "ops"),
+                                                     ("status", "422"), ids[2])] == 1
+    assert samples["agent_gateway_streams_in_flight", (("route", "ops"),)] == 0
+
+
+def test_one_access_record_per_request_without_message_contents(gateway: str,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger=ACCESS), httpx.Client(timeout=10) as http:
+        post(http, f"{gateway}/agui", request_body("ag-ui", [user_message("ag-ui", "my secret plan")], "conv-log"),
+             headers={"x-request-id": "req-log-1"})
+        deadline = time.monotonic() + 5  # the line is written once the reply is out: wait for it
+        while not (records := [r for r in caplog.records if getattr(r, "request_id", "") == "req-log-1"]):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    assert len(records) == 1 and records[0].name == ACCESS
+    record = vars(records[0])
+    assert (record["route"], record["client_dialect"], record["upstream_dialect"]) == ("ops", "ag-ui", "ag-kit")
+    assert (record["conversation_id"], record["status"], record["outcome"]) == ("conv-log", 200, "success")
+    assert record["events"] > 3 and record["duration_ms"] > 0 and "ttfe_ms" in record
+    line = JsonFormatter().format(records[0])
+    assert "secret" not in line and orjson.loads(line)["request_id"] == "req-log-1"
+    assert "route=ops" in HumanFormatter().format(records[0])
