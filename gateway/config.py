@@ -54,6 +54,12 @@ class Upstream(_Model):
     variant: Literal["inkeep"] | None = None
     headers: dict[str, str] = {}
 
+    @field_validator("headers")
+    @classmethod
+    def _set_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        """A header whose value came out empty (an unset `${VAR:-}`) is not sent: httpx refuses `Bearer `."""
+        return {name: value.strip() for name, value in headers.items() if value.strip()}
+
     @field_validator("url")
     @classmethod
     def _http_url(cls, value: str) -> str:

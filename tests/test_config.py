@@ -6,6 +6,8 @@ import pytest
 
 from gateway.config import ConfigError, load_config, parse_config
 
+CLIENT_PATHS = {"ag-ui": ["/agui", "/send-message"], "ag-kit": ["/send-message"], "vercel": ["/api/chat"],
+                "agent-respond": ["/agent/respond"]}
 CONFIGS = sorted((Path(__file__).parent.parent / "config").glob("*.yaml"))
 
 MINIMAL = """
@@ -72,3 +74,30 @@ def test_two_routes_on_one_path_are_refused() -> None:
 def test_missing_file_is_one_clear_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read the configuration"):
         load_config(tmp_path / "nope.yaml")
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_every_example_config_starts_and_serves(path: Path, tmp_path: Path) -> None:
+    """Each use case's config, its upstream played by the built-in agent of the configured dialect."""
+    import httpx
+    from e2e import Reply, post, request_body, user_message
+    from servers import Served
+
+    from gateway.agent import create_agent_app
+    from gateway.app import create_app
+    from gateway.events import RunFinished
+
+    upstream = load_config(path, environ={}).routes[0].upstream
+    with Served(create_agent_app(upstream.dialect)) as agent:
+        url = agent.url + httpx.URL(upstream.url).path
+        environ = {name: url for name in ("AGKIT_URL", "VERCEL_AGENT_URL", "AGENT_URL")}
+        environ["AGENT_GATEWAY_STORE"] = f"sqlite:///{tmp_path}/conversations.db"
+        config = load_config(path, environ=environ)
+        route = config.routes[0]
+        with Served(create_app(config)) as gateway, httpx.Client(timeout=10) as http:
+            for client in route.dialects:
+                path_for_client = next(p for p in CLIENT_PATHS[client] if p in route.paths)
+                body = request_body(client, [user_message(client, "what is the weather in Paris")], f"cfg-{client}")
+                reply = Reply(client, post(http, gateway.url + path_for_client, body))
+                assert isinstance(reply.events[-1], RunFinished), (path.name, client)
+                assert "sunny, 21C in Paris" in reply.text
