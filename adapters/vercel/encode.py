@@ -55,8 +55,12 @@ def _frame(chunk: dict[str, Any]) -> bytes:
     return b"data: " + orjson.dumps(chunk) + b"\n\n"
 
 
+_START_STEP = _frame({"type": "start-step"})
+_FINISH_STEP = _frame({"type": "finish-step"})
+
+
 class VercelEncoder:
-    __slots__ = ("_args", "_inkeep", "_names", "_state", "_steps", "headers", "status_code")
+    __slots__ = ("_after_results", "_args", "_inkeep", "_names", "_state", "_step_open", "headers", "status_code")
 
     def __init__(self, variant: str | None = None) -> None:
         self.status_code = 200
@@ -64,7 +68,8 @@ class VercelEncoder:
         self._inkeep = variant == INKEEP
         self._args: dict[str, list[str]] = {}
         self._names: dict[str, str] = {}
-        self._steps = 0
+        self._step_open = False
+        self._after_results = False
         self._state = StateTracker()
 
     def encode(self, events: list[Event]) -> bytes:
@@ -86,23 +91,25 @@ class VercelEncoder:
         if isinstance(e, ReasoningDelta):
             return _frame({"type": "reasoning-delta", "id": e.message_id, "delta": e.delta})
         if isinstance(e, TextStart):
-            return _frame({"type": "text-start", "id": e.message_id})
+            return self._step() + _frame({"type": "text-start", "id": e.message_id})
         if isinstance(e, TextEnd):
             return _frame({"type": "text-end", "id": e.message_id})
         if isinstance(e, ReasoningStart):
-            return _frame({"type": "reasoning-start", "id": e.message_id})
+            return self._step() + _frame({"type": "reasoning-start", "id": e.message_id})
         if isinstance(e, ReasoningEnd):
             return _frame({"type": "reasoning-end", "id": e.message_id})
         if isinstance(e, ToolCallStart):
             self._args[e.tool_call_id] = []
             self._names[e.tool_call_id] = e.name
-            return _frame({"type": "tool-input-start", "toolCallId": e.tool_call_id, "toolName": e.name})
+            return self._step() + _frame({"type": "tool-input-start", "toolCallId": e.tool_call_id,
+                                          "toolName": e.name})
         if isinstance(e, ToolCallEnd):
             text = "".join(self._args.pop(e.tool_call_id, ()))
             return _frame({"type": "tool-input-available", "toolCallId": e.tool_call_id,
                            "toolName": self._names.get(e.tool_call_id, "unknown_tool"),
                            "input": json_or_text(text) if text else {}})
         if isinstance(e, ToolResult):
+            self._after_results = True
             if e.is_error:
                 error_text = as_text(e.content)
                 return _frame({"type": "tool-output-error", "toolCallId": e.tool_call_id, "errorText": error_text})
@@ -123,13 +130,16 @@ class VercelEncoder:
         if isinstance(e, RunStarted):
             return _frame(drop_none({"type": "start", "messageId": e.message_id}))
         if isinstance(e, StepStarted):
-            self._steps += 1
-            return _frame({"type": "start-step"})
-        if isinstance(e, StepFinished):
-            if not self._steps:
+            # A Vercel upstream's own steps pass through; named (AG-UI) steps are not model steps: left out.
+            if e.name is not None or self._step_open:
                 return b""
-            self._steps -= 1
-            return _frame({"type": "finish-step"})
+            self._step_open, self._after_results = True, False
+            return _START_STEP
+        if isinstance(e, StepFinished):
+            if e.name is not None or not self._step_open:
+                return b""
+            self._step_open = False
+            return _FINISH_STEP
         if isinstance(e, StateSnapshot):
             self._state.snapshot(e.snapshot)
             return self._state_part()
@@ -140,12 +150,34 @@ class VercelEncoder:
                                "totalTokens": e.total_tokens, "model": e.model, "provider": e.provider})
             return _frame({"type": "message-metadata", "messageMetadata": {"usage": usage}})
         if isinstance(e, RunFinished):
-            return _frame({"type": "abort" if e.outcome == "cancelled" else "finish"}) + DONE
+            return self._end_step() + _frame({"type": "abort" if e.outcome == "cancelled" else "finish"}) + DONE
         if isinstance(e, RunError):
-            return self._error(e) + DONE
+            return self._end_step() + self._error(e) + DONE
         if isinstance(e, Raw) and e.dialect == "vercel" and e.event.get("type") in _PASSTHROUGH:
             return _frame(e.event)
         return b""
+
+    def _step(self) -> bytes:
+        """Open a step before the model's output, and a new one after tool results.
+
+        `useChat`'s automatic sending (`lastAssistantMessageIsCompleteWithToolCalls`, `...WithApprovalResponses`)
+        looks at the last step of the message only: without step boundaries a settled tool call stays in "the last
+        step" and the client posts again and again.
+        """
+        if self._after_results and self._step_open:
+            self._after_results = False
+            return _FINISH_STEP + _START_STEP
+        self._after_results = False
+        if self._step_open:
+            return b""
+        self._step_open = True
+        return _START_STEP
+
+    def _end_step(self) -> bytes:
+        if not self._step_open:
+            return b""
+        self._step_open = False
+        return _FINISH_STEP
 
     def _state_part(self) -> bytes:
         """The whole state as one data part with a fixed id: the client replaces it in place on every change."""

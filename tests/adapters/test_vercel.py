@@ -139,10 +139,19 @@ def test_interrupts_become_approval_requests_or_data_interrupt_parts() -> None:
     assert Interrupt("i2", "why", payload=[1]) in decode("vercel", out)
 
 
-def test_text_message_events_map_one_to_one() -> None:
-    out = encode("vercel", [TextStart("m"), TextDelta("m", "hi"), TextEnd("m")])
-    assert out == (b'data: {"type":"text-start","id":"m"}\n\ndata: {"type":"text-delta","id":"m","delta":"hi"}\n\n'
-                   b'data: {"type":"text-end","id":"m"}\n\n')
+def test_text_message_events_map_one_to_one_inside_a_step() -> None:
+    out = encode("vercel", [TextStart("m"), TextDelta("m", "hi"), TextEnd("m"), RunFinished()])
+    assert out == (b'data: {"type":"start-step"}\n\ndata: {"type":"text-start","id":"m"}\n\n'
+                   b'data: {"type":"text-delta","id":"m","delta":"hi"}\n\ndata: {"type":"text-end","id":"m"}\n\n'
+                   b'data: {"type":"finish-step"}\n\ndata: {"type":"finish"}\n\ndata: [DONE]\n\n')
+
+
+def test_a_new_step_follows_tool_results_so_use_chat_does_not_send_again() -> None:
+    out = encode("vercel", [RunStarted(), ToolCallStart("c", "f"), ToolCallEnd("c"), ToolResult("c", "ok"),
+                            TextStart("m"), TextEnd("m"), RunFinished()])
+    kinds = [orjson.loads(line[6:])["type"] for line in out.split(b"\n\n") if line.startswith(b"data: {")]
+    assert kinds == ["start", "start-step", "tool-input-start", "tool-input-available", "tool-output-available",
+                     "finish-step", "start-step", "text-start", "text-end", "finish-step", "finish"]
 
 
 def test_cancelled_run_is_an_abort() -> None:
