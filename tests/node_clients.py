@@ -4,6 +4,11 @@ The Node scripts in ``tests/clients/`` run ``@ag-ui/client`` 1.0.0 and the Verce
 ``ai`` package (7.0.173 plus the strict 6.0.230) over recorded SSE bodies. Every call
 batches all streams into a single ``node`` process.
 
+It also drives the real clients against a live HTTP URL: ``run_agui`` (``agui-run.mjs``, one
+``HttpAgent`` doing several ``runAgent`` calls) and ``run_vercel_chat`` (``vercel-chat.mjs``, the
+``AbstractChat`` + ``DefaultChatTransport`` state machine that ``useChat`` wraps). Each call is one
+``node`` process; the plan formats are documented at the top of the two scripts.
+
 Install once with ``npm ci --prefix tests/clients``. When the install is missing the
 helpers raise ``RuntimeError`` rather than letting tests skip silently.
 """
@@ -14,10 +19,11 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 CLIENTS_DIR = Path(__file__).resolve().parent / "clients"
 TIMEOUT_S = 120.0
+DRIVER_TIMEOUT_S = 60.0
 _REQUIRED_PACKAGES = ("@ag-ui/client", "ai", "ai-strict", "rxjs")
 _INSTALL_HINT = "run `npm ci --prefix tests/clients` (Node >= 20) from the repo root"
 
@@ -57,7 +63,7 @@ def node_clients_available() -> bool:
     )
 
 
-def _run(script: str, streams: dict[str, bytes]) -> dict[str, Any]:
+def _require_node() -> str:
     node = _node()
     if node is None:
         msg = f"`node` not found on PATH; install Node >= 20, then {_INSTALL_HINT}"
@@ -65,6 +71,37 @@ def _run(script: str, streams: dict[str, bytes]) -> dict[str, Any]:
     if not node_clients_available():
         msg = f"JS client validators missing in {CLIENTS_DIR}: {_INSTALL_HINT}"
         raise RuntimeError(msg)
+    return node
+
+
+def _node_json(node: str, script: str, payload: Any, timeout: float) -> Any:
+    """Run one node script with `payload` as JSON on stdin; return its stdout parsed as JSON."""
+    try:
+        proc = subprocess.run(
+            [node, script],
+            input=json.dumps(payload).encode(),
+            cwd=CLIENTS_DIR,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        msg = f"{script} timed out after {timeout:.0f} s"
+        raise RuntimeError(msg) from exc
+    if proc.returncode != 0:
+        stderr = proc.stderr.decode(errors="replace").strip()
+        msg = f"{script} exited with {proc.returncode}:\n{stderr}"
+        raise RuntimeError(msg)
+    try:
+        return json.loads(proc.stdout)
+    except json.JSONDecodeError as exc:
+        stderr = proc.stderr.decode(errors="replace").strip()
+        msg = f"{script} printed no JSON ({exc}):\n{proc.stdout[:2000]!r}\n{stderr}"
+        raise RuntimeError(msg) from exc
+
+
+def _run(script: str, streams: dict[str, bytes]) -> dict[str, Any]:
+    node = _require_node()
     if not streams:
         return {}
     payload = []
@@ -75,23 +112,7 @@ def _run(script: str, streams: dict[str, bytes]) -> dict[str, Any]:
             msg = f"stream {name!r} is not valid UTF-8: {exc}"
             raise ValueError(msg) from exc
         payload.append({"name": name, "sse": text})
-    try:
-        proc = subprocess.run(
-            [node, script],
-            input=json.dumps(payload).encode(),
-            cwd=CLIENTS_DIR,
-            capture_output=True,
-            timeout=TIMEOUT_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        msg = f"{script} timed out after {TIMEOUT_S:.0f} s"
-        raise RuntimeError(msg) from exc
-    if proc.returncode != 0:
-        stderr = proc.stderr.decode(errors="replace").strip()
-        msg = f"{script} exited with {proc.returncode}:\n{stderr}"
-        raise RuntimeError(msg)
-    result = cast(dict[str, Any], json.loads(proc.stdout))
+    result = cast(dict[str, Any], _node_json(node, script, payload, TIMEOUT_S))
     if result.keys() != streams.keys():
         msg = f"{script} answered for {sorted(result)}, expected {sorted(streams)}"
         raise RuntimeError(msg)
@@ -112,3 +133,91 @@ def verify_vercel(streams: dict[str, bytes]) -> dict[str, VercelResult]:
     All streams go to a single node process.
     """
     return cast(dict[str, VercelResult], _run("verify-vercel.mjs", streams))
+
+
+# --------------------------------------------------------------------------- live drivers
+
+
+class AguiFinished(TypedDict):
+    """What ``onRunFinishedEvent`` saw."""
+
+    outcome: str  # "success" | "interrupt" | "cancelled"
+    result: NotRequired[Any]
+    interrupts: NotRequired[list[dict[str, Any]]]  # outcome "interrupt"
+    pendingToolCallIds: NotRequired[list[str]]  # outcome "success"
+
+
+class AguiStep(TypedDict):
+    """One ``runAgent`` call of ``run_agui``, and the agent afterwards."""
+
+    types: list[str]  # event types after the client's pipeline (onEvent)
+    events: list[dict[str, Any]]
+    terminal: bool  # a RUN_FINISHED or RUN_ERROR came (the client itself does not check)
+    finished: AguiFinished | None
+    runError: dict[str, Any] | None  # the RUN_ERROR event (runAgent resolves on it)
+    error: str | None  # runAgent rejected: protocol violation, HTTP error, unanswered interrupt
+    timedOut: bool
+    warnings: list[str]  # console.warn from the client during the step
+    requests: list[dict[str, Any]]  # RunAgentInput bodies POSTed in this step
+    newMessages: list[dict[str, Any]]
+    toolMessages: list[dict[str, Any]]  # role "tool" messages added by the step's toolResults
+    messages: list[dict[str, Any]]  # agent.messages after the step
+    state: Any  # agent.state after the step
+    pendingInterrupts: list[dict[str, Any]]
+
+
+class AguiRun(TypedDict):
+    steps: list[AguiStep]
+
+
+class VercelStep(TypedDict):
+    """One step of ``run_vercel_chat``, once the chat went idle."""
+
+    status: str  # chat.status: "ready" | "error" (or "streaming"/"submitted" after a timeout)
+    error: str | None  # chat.error?.message
+    thrown: str | None  # the step's own call rejected
+    onError: list[str]
+    data: list[dict[str, Any]]  # onData parts
+    toolCalls: list[dict[str, Any]]  # onToolCall
+    finishes: list[dict[str, Any]]  # onFinish: finishReason, isAbort, isDisconnect, isError, messageId
+    answered: list[str]  # toolCallIds / approval ids the step answered
+    requests: list[dict[str, Any]]  # POST bodies sent during the step
+    timedOut: bool
+    messages: list[dict[str, Any]]  # chat.messages (UIMessages) after the step
+
+
+class VercelChatRun(TypedDict):
+    steps: list[VercelStep]
+    requests: list[dict[str, Any]]  # every POST body, in order
+    loopGuardTripped: bool  # the chat tried to POST more than plan["maxRequests"] (default 10) times
+
+
+def _drive(script: str, plan: dict[str, Any]) -> dict[str, Any]:
+    node = _require_node()
+    result = _node_json(node, script, plan, DRIVER_TIMEOUT_S)
+    if not isinstance(result, dict) or not isinstance(result.get("steps"), list):
+        msg = f"{script} answered {str(result)[:500]}, expected an object with steps"
+        raise RuntimeError(msg)
+    if len(result["steps"]) != len(plan.get("steps", [])):
+        msg = f"{script} reported {len(result['steps'])} steps for a plan of {len(plan.get('steps', []))}"
+        raise RuntimeError(msg)
+    return result
+
+
+def run_agui(plan: dict[str, Any]) -> AguiRun:
+    """Drive one real ``@ag-ui/client`` ``HttpAgent`` through ``plan["steps"]`` against ``plan["url"]``.
+
+    Plan: ``{url, threadId, headers?, tools?, timeoutMs?, steps: [{messages?, tools?, state?, resume?,
+    forwardedProps?, context?, runId?, toolResults?}]}`` (see ``tests/clients/agui-run.mjs``). A resume
+    entry without ``interruptId`` answers the agent's pending interrupt at the same index.
+    """
+    return cast(AguiRun, _drive("agui-run.mjs", plan))
+
+
+def run_vercel_chat(plan: dict[str, Any]) -> VercelChatRun:
+    """Drive the real ``ai`` 7 chat (``AbstractChat`` + ``DefaultChatTransport``) through ``plan["steps"]``.
+
+    Plan: ``{url, chatId, body?, headers?, inkeep?, autoSend?, maxRequests?, timeoutMs?, steps: [{send, body?} |
+    {toolOutputs: {name: output}} | {approve: bool, reason?}]}`` (see ``tests/clients/vercel-chat.mjs``).
+    """
+    return cast(VercelChatRun, _drive("vercel-chat.mjs", plan))
