@@ -58,6 +58,8 @@ class Dialect:
     history: History
     """What this dialect's servers expect: the whole history each call, or only what is new."""
     streaming: bool
+    """Whether replies stream (SSE) or come as one body. A one-body dialect's error replies (non-2xx) are part of
+    the dialect too: their body is decoded, not just reported as a failed call."""
     paths: tuple[str, ...]
     """Where a client conventionally finds a server of this dialect."""
     parse_request: Callable[[dict[str, Any]], Turn]

@@ -134,6 +134,7 @@ class _Call:
         self.headers = headers
         self.request_id = request_id
         self.encoder: Encoder | None = None
+        self.upstream_status = 0
         self.started = False
         self.complete = False
         self.client_gone = False
@@ -187,9 +188,11 @@ class _Call:
             await self.fail_before_start(UpstreamError(f"upstream unreachable: {_describe(exc)}"))
             return
         try:
-            if response.status_code >= 300:
+            failed = response.status_code >= 300
+            if failed and (upstream.streaming or "json" not in response.headers.get("content-type", "")):
                 await self._upstream_refused(response)
                 return
+            self.upstream_status = response.status_code
             encoder = self.encoder = client.new_encoder(turn.variant)
             recorder = RunRecorder(exchange.conversation.state)
             await self._relay(response, exchange, client, encoder, recorder)
@@ -248,6 +251,9 @@ class _Call:
                         last_chunk = time.monotonic()
                     if not events:
                         continue
+                    if self.upstream_status >= 300 and isinstance(events[-1], RunFinished):
+                        # A one-body upstream answered non-2xx with a body that says nothing went wrong.
+                        events[-1] = RunError(f"upstream answered HTTP {self.upstream_status}", "upstream_error")
                     if not saw_event:
                         saw_event = True
                         self._rewrite_start(events, turn)

@@ -59,10 +59,9 @@ class AgentRespondDecoder:
             self.repair.fail("upstream returned a body that is not JSON", "upstream_bad_event", out)
             return out
         messages = body.get("messages") if isinstance(body, dict) else None
+        error = _error(body)
         if not isinstance(messages, list):
-            detail = body.get("error") or body.get("detail") if isinstance(body, dict) else None
-            message = f"upstream returned no messages{f': {detail}' if detail else ''}"
-            self.repair.fail(message, "upstream_bad_event", out)
+            self.repair.fail(error[0] if error else "upstream returned no messages", "upstream_bad_event", out)
             return out
         for message in messages:
             if isinstance(message, dict):
@@ -74,7 +73,11 @@ class AgentRespondDecoder:
             self.repair.push(Usage(usage.get("prompt_tokens"), usage.get("completion_tokens"),
                                    usage.get("total_tokens"), model if isinstance(model, str) else None,
                                    provider if isinstance(provider, str) else None), out)
-        self.repair.push(RunFinished(), out)
+        if error:
+            # An agent's error body (a 502 with the messages it had made): what it said, then why it stopped.
+            self.repair.fail(error[0], error[1], out)
+        else:
+            self.repair.push(RunFinished(), out)
         return out
 
     def fail(self, message: str, code: str | None = None) -> list[Event]:
@@ -103,6 +106,18 @@ class AgentRespondDecoder:
                 push(ToolCallEnd(call["id"]), out)
         elif role == "tool" and isinstance(message.get("tool_call_id"), str):
             push(ToolResult(message["tool_call_id"], content), out)
+
+
+def _error(body: Any) -> tuple[str, str] | None:
+    """(message, code) of an error body: ours and the built-in agent's `{"error": {...}}`, FastAPI's `detail`."""
+    if not isinstance(body, dict):
+        return None
+    error = body.get("error", body.get("detail"))
+    if not error:
+        return None
+    if isinstance(error, dict):
+        return str(error.get("message") or error), str(error.get("code") or "upstream_error")
+    return str(error), "upstream_error"
 
 
 def _text(content: Any) -> str:

@@ -1,0 +1,234 @@
+"""Real third-party agents the tests run as upstreams, each from its own venv under `.peers/<name>/`.
+
+Their pins conflict with the gateway's and with each other's, so each peer gets a venv of its own, installed from a
+fully pinned requirements file in `tests/peers/` and started as a subprocess (uvicorn on 127.0.0.1, a free port):
+
+    pydantic   pydantic-ai's `AGUIAdapter` and `VercelAIAdapter` (`tests/peers/pydantic_agent.py`)
+    agkit      `cloudbase-agent-server` 0.1.1, AG-Kit's send-message dialect (`tests/peers/agkit_agent.py`)
+
+    python tests/peers_env.py            install the venvs (skipped when a venv matches its requirements file)
+    python tests/peers_env.py --relock   re-resolve the top-level pins below and rewrite the requirements files
+
+In a test:
+
+    with pydantic_upstream() as url:     # http://127.0.0.1:<port>; /ag-ui, /vercel, /healthz
+        ...
+    with agkit_upstream() as url:        # /send-message, /healthz
+        ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PEERS_DIR = ROOT / "tests" / "peers"
+VENVS_DIR = ROOT / ".peers"
+START_TIMEOUT = 60.0  # seconds for a peer to import, bind and answer /healthz
+STOP_TIMEOUT = 5.0  # seconds between SIGTERM and SIGKILL
+# Variables that would make a peer's interpreter see something other than its own venv, or move its routes
+# (cloudbase-agent-server serves under /v1/aibot/bots when TENCENTCLOUD_RUNENV=SCF).
+SCRUBBED_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "TENCENTCLOUD_RUNENV")
+# `python -m uvicorn`, but on Linux the peer first asks for SIGTERM when its parent dies (PR_SET_PDEATHSIG), so a
+# test process killed before its `finally` leaves no server behind. Done in the peer, not in a preexec_fn, which is
+# unsafe in a threaded parent.
+LAUNCHER = ("import ctypes, runpy, signal, sys\n"
+            "if sys.platform == 'linux': ctypes.CDLL(None).prctl(1, signal.SIGTERM)\n"
+            "sys.argv[0] = 'uvicorn'\n"
+            "runpy.run_module('uvicorn', run_name='__main__', alter_sys=True)\n")
+
+
+@dataclass(frozen=True)
+class Peer:
+    name: str
+    """The venv's folder under `.peers/` and the suffix of its requirements file."""
+    module: str
+    """The module in `tests/peers/` whose `app` uvicorn serves."""
+    top_level: tuple[str, ...]
+    """What `--relock` installs before freezing the whole venv into the requirements file."""
+
+    @property
+    def requirements(self) -> Path:
+        return PEERS_DIR / f"requirements-{self.name}.txt"
+
+    @property
+    def venv(self) -> Path:
+        return VENVS_DIR / self.name
+
+    @property
+    def python(self) -> Path:
+        return self.venv / "bin" / "python"
+
+    @property
+    def stamp(self) -> Path:
+        return self.venv / ".requirements.sha256"
+
+    def fingerprint(self) -> str:
+        return hashlib.sha256(self.requirements.read_bytes()).hexdigest()
+
+    def installed(self) -> bool:
+        return self.python.exists() and self.stamp.exists() and self.stamp.read_text().strip() == self.fingerprint()
+
+
+PYDANTIC = Peer("pydantic", "pydantic_agent", ("pydantic-ai-slim[ag-ui]==2.68.0", "uvicorn==0.54.0"))
+AGKIT = Peer("agkit", "agkit_agent",
+             ("cloudbase-agent-server==0.1.1", "cloudbase-agent-core==0.1.1", "uvicorn==0.54.0"))
+PEERS = (PYDANTIC, AGKIT)
+
+
+def _run(*command: str | Path) -> None:
+    subprocess.run([str(part) for part in command], check=True, env=_clean_env())
+
+
+def _clean_env() -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if key not in SCRUBBED_ENV}
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    return env
+
+
+def _pip_install(python: Path, *arguments: str | Path) -> None:
+    _run(python, "-m", "pip", "install", "--quiet", "--no-input", *arguments)
+
+
+@contextmanager
+def _locked(peer: Peer) -> Iterator[None]:
+    """One installer per peer at a time, across processes."""
+    VENVS_DIR.mkdir(exist_ok=True)
+    with open(VENVS_DIR / f".{peer.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def ensure_peer_envs(peers: tuple[Peer, ...] = PEERS) -> None:
+    """Create or update each peer's venv from its requirements file; a venv that matches it is left alone."""
+    for peer in peers:
+        with _locked(peer):
+            if peer.installed():
+                continue
+            print(f"peers_env: installing {peer.name} into {peer.venv}", file=sys.stderr, flush=True)
+            started = time.monotonic()
+            _run(sys.executable, "-m", "venv", "--clear", peer.venv)  # from scratch: no leftovers of older pins
+            _pip_install(peer.python, "-r", peer.requirements)
+            peer.stamp.write_text(peer.fingerprint() + "\n")
+            print(f"peers_env: {peer.name} installed in {time.monotonic() - started:.1f} s", file=sys.stderr)
+
+
+def relock(peers: tuple[Peer, ...] = PEERS) -> None:
+    """Install each peer's top-level pins in a scratch venv and write `pip freeze` as its requirements file."""
+    for peer in peers:
+        with tempfile.TemporaryDirectory(prefix=f"peer-{peer.name}-") as scratch:
+            venv = Path(scratch) / "venv"
+            _run(sys.executable, "-m", "venv", venv)
+            python = venv / "bin" / "python"
+            _pip_install(python, *peer.top_level)
+            frozen = subprocess.run([str(python), "-m", "pip", "freeze"], check=True, capture_output=True,
+                                    text=True, env=_clean_env()).stdout
+        version = f"{sys.version_info.major}.{sys.version_info.minor}"
+        header = (f"# `pip freeze` of a venv (Python {version}) holding: {' '.join(peer.top_level)}\n"
+                  f"# Regenerate with: python tests/peers_env.py --relock\n")
+        peer.requirements.write_text(header + frozen)
+        print(f"peers_env: wrote {peer.requirements.relative_to(ROOT)}", file=sys.stderr)
+
+
+def _require(peer: Peer) -> None:
+    if not peer.installed():
+        raise RuntimeError(f"the {peer.name} peer venv ({peer.venv}) is missing or out of date with "
+                           f"{peer.requirements.relative_to(ROOT)}: run `.venv/bin/python tests/peers_env.py`")
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@contextmanager
+def _serve(peer: Peer) -> Iterator[str]:
+    """Run `peer` on 127.0.0.1 (uvicorn picks the port), yield its base URL once /healthz answers, then stop it."""
+    _require(peer)
+    command = [str(peer.python), "-c", LAUNCHER, "--app-dir", str(PEERS_DIR), f"{peer.module}:app",
+               "--host", "127.0.0.1", "--port", "0", "--log-level", "info", "--no-access-log",
+               "--timeout-graceful-shutdown", "1"]
+    with tempfile.TemporaryDirectory(prefix=f"peer-{peer.name}-") as scratch:
+        log_path = Path(scratch) / "server.log"
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                       env=_clean_env(), cwd=scratch)
+        try:
+            yield _wait_until_serving(peer, process, log_path)
+        finally:
+            _stop(process)
+
+
+def _wait_until_serving(peer: Peer, process: subprocess.Popen[bytes], log_path: Path) -> str:
+    deadline = time.monotonic() + START_TIMEOUT
+    url: str | None = None
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            break
+        if url is None:
+            found = re.search(r"Uvicorn running on (http://127\.0\.0\.1:\d+)", log_path.read_text(errors="replace"))
+            url = found.group(1) if found else None
+        if url is not None and _healthy(f"{url}/healthz"):
+            return url
+        time.sleep(0.05)
+    tail = log_path.read_text(errors="replace")[-4000:]
+    state = f"exited with {process.returncode}" if process.poll() is not None else f"not up in {START_TIMEOUT} s"
+    raise RuntimeError(f"the {peer.name} peer {state}; its log:\n{tail}")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@contextmanager
+def pydantic_upstream() -> Iterator[str]:
+    """pydantic-ai 2.68 serving `POST /ag-ui` (AG-UI) and `POST /vercel` (AI SDK UI message stream)."""
+    with _serve(PYDANTIC) as url:
+        yield url
+
+
+@contextmanager
+def agkit_upstream() -> Iterator[str]:
+    """cloudbase-agent-server 0.1.1 serving `POST /send-message` (AG-Kit's simple dialect)."""
+    with _serve(AGKIT) as url:
+        yield url
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Install the venvs of the third-party agents the tests run.")
+    parser.add_argument("--relock", action="store_true",
+                        help="re-resolve the top-level pins and rewrite tests/peers/requirements-*.txt first")
+    if parser.parse_args().relock:
+        relock()
+    ensure_peer_envs()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,356 @@
+"""The translation matrix, proven against software nobody here wrote.
+
+Every client dialect in front of every upstream dialect (16 cells, the same-dialect ones included), each with every
+scenario both sides can express. Clients are the real ones where they can run here (`@ag-ui/client`'s HttpAgent and
+the `ai` package's Chat, in Node), or requests shaped exactly as the real ones send them and replies read by their
+rules (the eval platform, checked against its `AgentResponse` contract; `@cloudbase/agent-ui-web`, checked against
+the AG-Kit server's own event models). Upstreams are real: pydantic-ai's AG-UI and Vercel adapters and
+cloudbase-agent-server 0.1.1, each in its own venv; agent-respond has only our built-in agent.
+
+A scenario one side cannot express is lossy by design; the reason is recorded and shown in the README's matrix,
+which must be the one this run produced (`MATRIX_UPDATE=1` rewrites it).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from agent_contract import AgentResponse
+from helpers import ROOT
+from node_clients import run_agui, run_vercel_chat
+from peers_env import agkit_upstream, pydantic_upstream
+from servers import Served
+
+from gateway.agent import create_agent_app
+from gateway.app import create_app
+from gateway.config import GatewayConfig
+from gateway.sse import SSEDecoder
+from gateway.store import MemoryStore
+
+with warnings.catch_warnings():  # the 0.1.1 server still uses pydantic's class-based config
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from cloudbase_agent.server.send_message.models import SendMessageEvent
+    from pydantic import TypeAdapter
+
+AGKIT_EVENT: TypeAdapter[Any] = TypeAdapter(SendMessageEvent)
+DIALECTS = ["ag-ui", "ag-kit", "vercel", "agent-respond"]
+SCENARIOS = ["text", "reasoning", "server tool", "client tool", "interrupt", "failure", "multi-turn"]
+ASK_USER = {"name": "ask_user", "description": "Ask the human a question",
+            "parameters": {"type": "object", "properties": {"question": {"type": "string"}},
+                           "required": ["question"]}}
+
+
+@dataclass(frozen=True)
+class Peer:
+    """What a real upstream is asked, and what it answers, per scenario."""
+
+    prompt: dict[str, str]
+    says: dict[str, str]
+    lossy: dict[str, str] = field(default_factory=dict)
+
+
+PYDANTIC_SAYS = {
+    "text": "You said: hello", "reasoning": "I have thought about it.",
+    "server tool": "Tool get_weather said: sunny, 21C in Paris.", "client tool": "Tool ask_user said: yes.",
+    "interrupt": "Tool delete_file said: deleted /tmp/demo.", "failure": "scripted upstream failure",
+    "multi-turn": "This is user turn 2.",
+}
+PYDANTIC_PROMPTS = {"text": "hello", "reasoning": "please think", "server tool": "what is the weather",
+                    "client tool": "use the frontend tool", "interrupt": "please approve", "failure": "please fail",
+                    "multi-turn": "hello"}
+PEERS = {
+    "ag-ui": Peer(PYDANTIC_PROMPTS, PYDANTIC_SAYS),
+    "vercel": Peer(PYDANTIC_PROMPTS, PYDANTIC_SAYS, {
+        "client tool": "a Vercel request carries no tool list (AI SDK client tools are declared on the server), so "
+                       "a client's tools never reach a Vercel upstream"}),
+    "ag-kit": Peer(
+        {"text": "hello", "server tool": "what is the weather", "client tool": "use the tool",
+         "interrupt": "please interrupt", "failure": "please fail", "multi-turn": "hello"},
+        {"text": "echo: hello", "server tool": "sunny, 21C in Paris", "client tool": "Tool ask_user said: yes.",
+         "interrupt": "Resumed ", "failure": "upstream", "multi-turn": "history=3"},
+        {"reasoning": "AG-Kit has no reasoning event"}),
+    "agent-respond": Peer(
+        {"text": "hello", "server tool": "what is the weather", "failure": "please fail", "multi-turn": "hello"},
+        {"text": "You said: hello", "server tool": "It is sunny, 21C in Paris.", "failure": "scripted failure",
+         "multi-turn": "(turn 2)"},
+        {"reasoning": "the agent-respond contract has no reasoning",
+         "client tool": "the agent-respond contract has no client tools: the platform runs none",
+         "interrupt": "the agent-respond contract has no human in the loop"}),
+}
+CLIENT_LOSSY = {
+    "ag-kit": {"reasoning": "AG-Kit has no reasoning event"},
+    "vercel": {"client tool": "useChat sends no tool list, so an upstream that calls only offered tools calls none"},
+    "agent-respond": {
+        "reasoning": "the agent-respond contract has no reasoning",
+        "client tool": "the eval platform offers no tools and runs none",
+        "interrupt": "the eval platform has no human in the loop: an interrupt ends the turn with an assistant note",
+    },
+}
+PAIR_LOSSY = {
+    ("vercel", "ag-kit", "interrupt"): "a Vercel client answers approvals of tool calls only, and AG-Kit's "
+                                       "interrupt is free-form: it arrives as a data-interrupt part",
+}
+
+
+def lossy_reason(client: str, upstream: str, scenario: str) -> str | None:
+    return (PAIR_LOSSY.get((client, upstream, scenario)) or CLIENT_LOSSY.get(client, {}).get(scenario)
+            or PEERS[upstream].lossy.get(scenario))
+
+
+@dataclass
+class Seen:
+    """What a client ended up with after one request, whatever its dialect."""
+
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: list[str] = field(default_factory=list)
+    results: list[str] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+    interrupts: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+# -- the world: real peers, and one gateway route per (client, upstream) pair
+
+
+@dataclass
+class World:
+    gateway: str
+    http: httpx.Client
+
+    def url(self, client: str, upstream: str) -> str:
+        return f"{self.gateway}/{client}/to/{upstream}"
+
+
+@pytest.fixture(scope="module")
+def world() -> Iterator[World]:
+    with pydantic_upstream() as pydantic, agkit_upstream() as agkit, \
+            Served(create_agent_app("agent-respond")) as builtin:
+        upstreams = {"ag-ui": (f"{pydantic}/ag-ui", "ag-ui"), "vercel": (f"{pydantic}/vercel", "vercel"),
+                     "ag-kit": (f"{agkit}/send-message", "ag-kit"),
+                     "agent-respond": (f"{builtin.url}/agent/respond", "agent-respond")}
+        routes = [{"name": f"{c}-{u}", "paths": [f"/{c}/to/{u}"], "client_dialects": [c],
+                   "upstream": {"url": upstreams[u][0], "dialect": upstreams[u][1]},
+                   "timeouts": {"first_event": 20, "idle": 20, "total": 60}} for c in DIALECTS for u in DIALECTS]
+        config = GatewayConfig.model_validate({"routes": routes})
+        with Served(create_app(config, store=MemoryStore())) as gateway, httpx.Client(timeout=60) as http:
+            yield World(gateway.url, http)
+
+
+# -- clients
+
+
+def agui_steps(world: World, upstream: str, steps: list[dict[str, Any]], thread: str) -> list[Seen]:
+    run = run_agui({"url": world.url("ag-ui", upstream), "threadId": thread, "steps": steps})
+    seen = []
+    for step in run["steps"]:
+        assert step["error"] is None, f"@ag-ui/client rejected the stream: {step['error']}"
+        assert step["warnings"] == [], step["warnings"]
+        assert step["terminal"], "the stream ended without a terminal event"
+        new = step["newMessages"]
+        finished = step["finished"] or {}
+        seen.append(Seen(
+            text="".join(m.get("content") or "" for m in new if m["role"] == "assistant"),
+            reasoning="".join(m.get("content") or "" for m in new if m["role"] == "reasoning"),
+            tool_calls=[c["function"]["name"] for m in new if m["role"] == "assistant" for c in m.get("toolCalls", [])],
+            results=[m["content"] for m in new if m["role"] == "tool"],
+            pending=list(finished.get("pendingToolCallIds") or []),
+            interrupts=[i["id"] for i in finished.get("interrupts") or []],
+            error=(step["runError"] or {}).get("message")))
+    return seen
+
+
+def vercel_steps(world: World, upstream: str, steps: list[dict[str, Any]], chat: str) -> list[Seen]:
+    run = run_vercel_chat({"url": world.url("vercel", upstream), "chatId": chat, "steps": steps})
+    assert not run["loopGuardTripped"], "useChat kept sending automatically"
+    seen = []
+    for step in run["steps"]:
+        assert not step["timedOut"]
+        assistant = next((m for m in reversed(step["messages"]) if m["role"] == "assistant"), {"parts": []})
+        parts = assistant["parts"]
+        tools = [p for p in parts if p["type"].startswith("tool-")]
+        error = step["error"]
+        assert error is None or step["status"] == "error"
+        if error is not None:
+            assert "Type validation" not in error and "UIMessageStream" not in error, f"ai rejected: {error}"
+        seen.append(Seen(
+            text="".join(p["text"] for p in parts if p["type"] == "text"),
+            reasoning="".join(p["text"] for p in parts if p["type"] == "reasoning"),
+            tool_calls=[p["type"][5:] for p in tools],
+            results=[p["output"] if isinstance(p.get("output"), str) else orjson.dumps(p.get("output")).decode()
+                     for p in tools if p.get("state") == "output-available"],
+            pending=[p["toolCallId"] for p in tools if p.get("state") == "input-available"],
+            interrupts=[p["approval"]["id"] for p in tools if p.get("state") == "approval-requested"],
+            error=error))
+    return seen
+
+
+def respond(world: World, upstream: str, messages: list[dict[str, Any]], case: str) -> tuple[Seen, list[Any]]:
+    """One eval-platform call: every optional field present, null included, as the platform sends them."""
+    body = {"messages": [{"role": m["role"], "content": m.get("content"), "tool_calls": m.get("tool_calls"),
+                          "tool_call_id": m.get("tool_call_id"), "name": None} for m in messages],
+            "metadata": {"test_case_id": case, "turn_index": len(messages)}}
+    response = world.http.post(world.url("agent-respond", upstream), content=orjson.dumps(body),
+                               headers={"content-type": "application/json"})
+    if response.status_code != 200:
+        return Seen(error=response.json()["error"]["message"]), []
+    reply = AgentResponse.model_validate_json(response.content)
+    out = reply.model_dump(mode="json")["messages"]
+    return Seen(
+        text=" ".join(m["content"] or "" for m in out if m["role"] == "assistant"),
+        tool_calls=[c["function"]["name"] for m in out for c in m.get("tool_calls") or ()],
+        results=[m["content"] for m in out if m["role"] == "tool"]), out
+
+
+def agkit_send(world: World, upstream: str, body: dict[str, Any]) -> tuple[Seen, list[dict[str, Any]]]:
+    """A request as `@cloudbase/agent-ui-web` sends it, the reply read by its rules: frames that fail the event
+    schema would be skipped by it, so here any such frame fails the test; `[DONE]` ends the stream."""
+    response = world.http.post(world.url("ag-kit", upstream), content=orjson.dumps(body),
+                               headers={"content-type": "application/json", "accept": "text/event-stream"})
+    assert response.status_code == 200, response.text
+    decoder = SSEDecoder()
+    frames = decoder.feed(response.content) + decoder.flush()
+    assert frames and frames[-1] == b"[DONE]", "no [DONE]"
+    events = [AGKIT_EVENT.validate_json(f).model_dump(by_alias=True) for f in frames[:-1]]
+    results = {e["toolCallId"] for e in events if e["type"] == "tool-result"}
+    calls = [e for e in events if e["type"] == "tool-call-start"]
+    error = next((e["error"] for e in events if e["type"] == "error"), None)
+    return Seen(
+        text="".join(e["content"] for e in events if e["type"] == "text"),
+        tool_calls=[e["toolCallName"] for e in calls],
+        results=[e["result"] for e in events if e["type"] == "tool-result"],
+        pending=[e["toolCallId"] for e in calls if e["toolCallId"] not in results],
+        interrupts=[e["id"] for e in events if e["type"] == "interrupt"], error=error), events
+
+
+# -- one scenario, from each client's side
+
+
+def run_scenario(world: World, client: str, upstream: str, scenario: str) -> list[Seen]:
+    peer = PEERS[upstream]
+    prompt = peer.prompt[scenario]
+    conversation = f"{client}-{upstream}-{scenario}".replace(" ", "-")
+    if client == "ag-ui":
+        user = {"role": "user", "content": prompt}
+        if scenario == "client tool":
+            return agui_steps(world, upstream, [{"messages": [user], "tools": [ASK_USER],
+                                                 "toolResults": {"ask_user": "yes"}}, {"tools": [ASK_USER]}],
+                              conversation)
+        if scenario == "interrupt":
+            return agui_steps(world, upstream, [{"messages": [user]}, {"resume": [
+                {"status": "resolved", "payload": {"approved": True}}]}], conversation)
+        if scenario == "multi-turn":
+            return agui_steps(world, upstream, [{"messages": [user]}, {"messages": [
+                {"role": "user", "content": "again"}]}], conversation)
+        return agui_steps(world, upstream, [{"messages": [user]}], conversation)
+    if client == "vercel":
+        if scenario == "interrupt":
+            return vercel_steps(world, upstream, [{"send": prompt}, {"approve": True}], conversation)
+        if scenario == "multi-turn":
+            return vercel_steps(world, upstream, [{"send": prompt}, {"send": "again"}], conversation)
+        return vercel_steps(world, upstream, [{"send": prompt}], conversation)
+    if client == "agent-respond":
+        first, reply = respond(world, upstream, [{"role": "user", "content": prompt}], conversation)
+        if scenario != "multi-turn":
+            return [first]
+        history = [{"role": "user", "content": prompt}, *reply, {"role": "user", "content": "again"}]
+        return [first, respond(world, upstream, history, conversation)[0]]
+    # ag-kit
+    tools = [{**ASK_USER, "parameters": orjson.dumps(ASK_USER["parameters"]).decode()}]
+    body = {"messages": [{"role": "user", "content": prompt}], "tools": tools, "conversationId": conversation}
+    first, _ = agkit_send(world, upstream, body)
+    if scenario == "client tool" and first.pending:
+        answers = [{"role": "tool", "content": "yes", "toolCallId": call_id} for call_id in first.pending]
+        return [first, agkit_send(world, upstream, {"messages": answers, "tools": tools,
+                                                    "conversationId": conversation})[0]]
+    if scenario == "interrupt" and first.interrupts:
+        resume = {"interruptId": first.interrupts[0], "payload": orjson.dumps({"approved": True}).decode()}
+        return [first, agkit_send(world, upstream, {"resume": resume, "tools": tools,
+                                                    "conversationId": conversation})[0]]
+    if scenario == "multi-turn":
+        return [first, agkit_send(world, upstream, {"messages": [{"role": "user", "content": "again"}],
+                                                    "tools": tools, "conversationId": conversation})[0]]
+    return [first]
+
+
+def check(scenario: str, says: str, seen: list[Seen]) -> None:
+    first, last = seen[0], seen[-1]
+    if scenario == "failure":
+        assert first.error is not None and says in first.error, first
+        return
+    for step in seen:
+        assert step.error is None, step.error
+    if scenario == "reasoning":
+        assert "think" in first.reasoning, first
+    if scenario == "server tool":
+        assert "get_weather" in first.tool_calls and any("sunny, 21C in Paris" in r for r in first.results), first
+    if scenario == "client tool":
+        assert first.tool_calls == ["ask_user"] and first.pending and len(seen) == 2, first
+    if scenario == "interrupt":
+        assert first.interrupts and len(seen) == 2, first
+    if scenario == "multi-turn":
+        assert len(seen) == 2
+    assert says in last.text, (says, last)
+
+
+RESULTS: dict[tuple[str, str, str], str] = {}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("upstream", DIALECTS)
+@pytest.mark.parametrize("client", DIALECTS)
+def test_matrix(world: World, client: str, upstream: str, scenario: str) -> None:
+    reason = lossy_reason(client, upstream, scenario)
+    if reason is not None:
+        RESULTS[client, upstream, scenario] = reason
+        pytest.skip(f"lossy by design: {reason}")
+    check(scenario, PEERS[upstream].says[scenario], run_scenario(world, client, upstream, scenario))
+    RESULTS[client, upstream, scenario] = "pass"
+
+
+def matrix_markdown() -> str:
+    head = "| client \\ upstream | " + " | ".join(f"{u} ({UPSTREAM_NAMES[u]})" for u in DIALECTS) + " |"
+    rows = [head, "|---" * (len(DIALECTS) + 1) + "|"]
+    notes: dict[str, int] = {}
+    for client in DIALECTS:
+        cells = []
+        for upstream in DIALECTS:
+            passed = [s for s in SCENARIOS if RESULTS.get((client, upstream, s)) == "pass"]
+            lossy = [(s, r) for s in SCENARIOS if (r := RESULTS.get((client, upstream, s))) not in (None, "pass")]
+            marks = [f"{s} [{notes.setdefault(r, len(notes) + 1)}]" for s, r in lossy]
+            cells.append(", ".join(passed) + (f"; lossy: {', '.join(marks)}" if marks else ""))
+        rows.append(f"| **{client}** ({CLIENT_NAMES[client]}) | " + " | ".join(cells) + " |")
+    rows.append("")
+    rows += [f"[{n}] {reason}." for reason, n in notes.items()]
+    return "\n".join(rows) + "\n"
+
+
+CLIENT_NAMES = {"ag-ui": "@ag-ui/client 1.0.0 HttpAgent", "ag-kit": "agent-ui-web requests",
+                "vercel": "ai 7.0.173 Chat", "agent-respond": "eval platform requests"}
+UPSTREAM_NAMES = {"ag-ui": "pydantic-ai AGUIAdapter", "ag-kit": "cloudbase-agent-server 0.1.1",
+                  "vercel": "pydantic-ai VercelAIAdapter", "agent-respond": "built-in agent"}
+START, END = "<!-- matrix:start -->", "<!-- matrix:end -->"
+
+
+def test_readme_shows_the_matrix_this_run_produced() -> None:
+    expected = [(c, u, s) for c in DIALECTS for u in DIALECTS for s in SCENARIOS]
+    missing = [key for key in expected if key not in RESULTS]
+    if missing:
+        pytest.skip(f"the matrix ran only in part ({len(missing)} cells missing): run the whole module")
+    table = matrix_markdown()
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    before, rest = text.split(START, 1)
+    _, after = rest.split(END, 1)
+    updated = f"{before}{START}\n{table}{END}{after}"
+    if os.environ.get("MATRIX_UPDATE"):
+        readme.write_text(updated)
+        return
+    assert text == updated, "README's matrix is stale: run `MATRIX_UPDATE=1 scripts/test tests/test_matrix.py`"
