@@ -98,8 +98,12 @@ def test_response_body_expands_into_events_and_bad_bodies_into_errors() -> None:
     assert [type(e).__name__ for e in events] == ["RunStarted", "TextStart", "TextDelta", "TextEnd", "Usage",
                                                   "RunFinished"]
     assert isinstance(decode("agent-respond", b"<html>502</html>")[-1], RunError)
-    assert decode("agent-respond", b'{"detail":"nope"}')[-1] == RunError("upstream returned no messages: nope",
-                                                                          "upstream_bad_event")
+    assert decode("agent-respond", b'{"detail":"nope"}')[-1] == RunError("nope", "upstream_bad_event")
+    error_body = (b'{"error":{"code":"agent_error","message":"boom"},'
+                  b'"messages":[{"role":"assistant","content":"so far"}]}')
+    events = decode("agent-respond", error_body)
+    assert TextDelta(events[2].message_id, "so far") in events  # type: ignore[union-attr]
+    assert events[-1] == RunError("boom", "agent_error")
     assert isinstance(decode("agent-respond", b'{"messages":[]}')[-1], RunFinished)
 
 
