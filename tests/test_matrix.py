@@ -315,6 +315,58 @@ def test_matrix(world: World, client: str, upstream: str, scenario: str) -> None
     RESULTS[client, upstream, scenario] = "pass"
 
 
+# -- beyond the matrix: what each real client does that the scenarios above don't show
+
+
+def test_eval_platform_turns_with_tool_history_agent_first_and_ping(world: World) -> None:
+    """Use case 2: a Vercel agent (pydantic-ai) behind /agent/respond, called exactly as the platform calls it."""
+    url = world.url("agent-respond", "vercel")
+    probe = world.http.post(url, json={"messages": [{"role": "user", "content": "ping"}]}, timeout=10)
+    assert probe.status_code == 200 and AgentResponse.model_validate_json(probe.content).messages
+    # Agent-first test cases send no message at all: relayed as they are. pydantic-ai refuses to start without one
+    # (its error reaches the platform as a 502 with the agent's words); the AG-Kit agent speaks first.
+    agent_first = {"messages": [], "metadata": {"test_case_id": "tc-first", "turn_index": 0}}
+    refused = world.http.post(url, json=agent_first)
+    assert refused.status_code == 502 and "No message history" in refused.json()["error"]["message"]
+    speaks = world.http.post(world.url("agent-respond", "ag-kit"), json=agent_first)
+    assert speaks.status_code == 200 and "history=0" in speaks.json()["messages"][-1]["content"]
+    transcript: list[dict[str, Any]] = []
+    for text, says in [("what is the weather", "Tool get_weather said: sunny, 21C in Paris."),
+                       ("thanks, and hello", "This is user turn 2."), ("bye", "This is user turn 3.")]:
+        transcript.append({"role": "user", "content": text})
+        seen, reply = respond(world, "vercel", transcript, "tc-eval-tools")
+        assert says in seen.text
+        # The platform stores every message of the turn and sends them all back, tool steps included.
+        transcript += [{**m, "tool_calls": [{**c, "tool_result": None} for c in m.get("tool_calls") or ()] or None}
+                       for m in reply]
+    assert any(m["role"] == "tool" for m in transcript)
+
+
+@pytest.mark.parametrize(("upstream", "says"), [("ag-kit", "history=3"), ("vercel", "This is user turn 2.")])
+def test_inkeep_shaped_use_chat_keeps_one_conversation(world: World, upstream: str, says: str) -> None:
+    """useChat sending Inkeep's body (last message + conversationId): a delta client, whatever the upstream keeps."""
+    run = run_vercel_chat({"url": world.url("vercel", upstream), "chatId": f"inkeep-{upstream}", "inkeep": True,
+                           "steps": [{"send": "hello"}, {"send": "again"}]})
+    assert [len(body["messages"]) for body in run["requests"]] == [1, 1]
+    assert run["requests"][1]["conversationId"] == f"inkeep-{upstream}"
+    last = run["steps"][-1]
+    assert last["error"] is None
+    assistant = [m for m in last["messages"] if m["role"] == "assistant"][-1]
+    assert says in "".join(p.get("text", "") for p in assistant["parts"])
+
+
+def test_ag_ui_client_assembles_state_from_snapshot_and_delta(world: World) -> None:
+    with Served(create_agent_app("ag-ui")) as agent:
+        config = GatewayConfig.model_validate({"routes": [{"paths": ["/agui"], "client_dialects": ["ag-ui"],
+                                                           "upstream": {"url": agent.url + "/agui",
+                                                                        "dialect": "ag-ui"}}]})
+        with Served(create_app(config, store=MemoryStore())) as gateway:
+            run = run_agui({"url": gateway.url + "/agui", "threadId": "state",
+                            "steps": [{"messages": [{"role": "user", "content": "show the state"}]}]})
+    step = run["steps"][0]
+    assert step["error"] is None and step["warnings"] == [] and step["state"] == {"count": 1}
+
+
 def matrix_markdown() -> str:
     head = "| client \\ upstream | " + " | ".join(f"{u} ({UPSTREAM_NAMES[u]})" for u in DIALECTS) + " |"
     rows = [head, "|---" * (len(DIALECTS) + 1) + "|"]
