@@ -367,6 +367,24 @@ def test_ag_ui_client_assembles_state_from_snapshot_and_delta(world: World) -> N
     assert step["error"] is None and step["warnings"] == [] and step["state"] == {"count": 1}
 
 
+@pytest.mark.parametrize("upstream", ["ag-ui", "ag-kit"])
+def test_use_chat_client_tool_round_trip_through_add_tool_output(upstream: str) -> None:
+    """A useChat app whose agent calls a tool the app runs (the built-in agent calls one unoffered, as AI SDK
+    agents declaring client tools server side do): onToolCall, addToolOutput, automatic send, the answer."""
+    with Served(create_agent_app(upstream)) as agent:
+        path = agent.url + ("/agui" if upstream == "ag-ui" else "/send-message")
+        config = GatewayConfig.model_validate({"routes": [{"paths": ["/api/chat"], "client_dialects": ["vercel"],
+                                                           "upstream": {"url": path, "dialect": upstream}}]})
+        with Served(create_app(config, store=MemoryStore())) as gateway:
+            run = run_vercel_chat({"url": gateway.url + "/api/chat", "chatId": f"addtool-{upstream}", "steps": [
+                {"send": "use a tool"}, {"toolOutputs": {"get_location": {"city": "Berlin"}}}]})
+    assert not run["loopGuardTripped"] and len(run["requests"]) == 2
+    assert run["requests"][1]["messageId"]  # a continuation of the same assistant message
+    assistant = run["steps"][-1]["messages"][-1]
+    assert run["steps"][-1]["status"] == "ready"
+    assert 'The tool said: {"city":"Berlin"}.' in "".join(p.get("text", "") for p in assistant["parts"])
+
+
 def matrix_markdown() -> str:
     head = "| client \\ upstream | " + " | ".join(f"{u} ({UPSTREAM_NAMES[u]})" for u in DIALECTS) + " |"
     rows = [head, "|---" * (len(DIALECTS) + 1) + "|"]
