@@ -8,9 +8,11 @@ from contextlib import asynccontextmanager
 
 import orjson
 from starlette.applications import Starlette
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp
 
 from gateway import logs
 from gateway.config import GatewayConfig
@@ -43,9 +45,16 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
     mapper = ConversationMapper(store, max_messages=config.store.max_messages)
     routes: list[BaseRoute] = []
     for route in config.routes:
-        handler = RouteHandler(route, clients=clients, mapper=mapper, keepalive=config.keepalive_seconds,
-                               metrics=metrics, log_bodies=log_bodies)
-        routes += [Route(path, handler, methods=["POST"]) for path in route.paths]
+        handler: ASGIApp = RouteHandler(route, clients=clients, mapper=mapper, keepalive=config.keepalive_seconds,
+                                        metrics=metrics, log_bodies=log_bodies)
+        methods = ["POST"]
+        if route.cors is not None:
+            cors = route.cors
+            handler = CORSMiddleware(handler, allow_origins=cors.allow_origins, allow_methods=["POST"],
+                                     allow_headers=cors.allow_headers, allow_credentials=cors.allow_credentials,
+                                     expose_headers=["x-request-id"], max_age=cors.max_age)
+            methods.append("OPTIONS")  # the browser's preflight, answered by the middleware
+        routes += [Route(path, handler, methods=methods) for path in route.paths]
 
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok")

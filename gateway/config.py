@@ -46,6 +46,40 @@ class Timeouts(_Model):
 class Limits(_Model):
     max_body_bytes: int = Field(4 * 1024 * 1024, gt=0, description="largest request body accepted")
     max_event_bytes: int = Field(16 * 1024 * 1024, gt=0, description="largest single upstream event")
+    max_json_depth: int = Field(64, gt=0, le=1000, description="deepest nesting accepted in a request body")
+    max_messages: int = Field(2000, gt=0, description="most messages accepted in one request")
+    max_streams: int = Field(10_000, gt=0, description="concurrent requests on this route")
+    max_streams_per_key: int = Field(100, gt=0, description="concurrent requests per API key (with auth)")
+
+
+class Auth(_Model):
+    """Who may call a route: an API key, sent as `Authorization: Bearer <key>` or `X-API-Key: <key>`."""
+
+    keys: list[str] = []
+    """Keys, usually `${VAR}` from the environment; empty values are ignored."""
+    keys_file: str | None = None
+    """A file with one key per line (a mounted secret); `#` starts a comment."""
+
+    def load_keys(self) -> list[str]:
+        keys = [k.strip() for k in self.keys if k.strip()]
+        if self.keys_file:
+            try:
+                lines = Path(self.keys_file).read_text().splitlines()
+            except OSError as exc:
+                raise ValueError(f"cannot read keys_file {self.keys_file}: {exc.strerror}") from None
+            keys += [line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()]
+        if not keys:
+            raise ValueError("auth needs at least one key (keys or keys_file)")
+        return keys
+
+
+class Cors(_Model):
+    """Browser clients (AG-UI and Vercel frontends) calling from another origin."""
+
+    allow_origins: list[str] = Field(min_length=1)
+    allow_headers: list[str] = ["content-type", "authorization", "x-api-key", "x-request-id"]
+    allow_credentials: bool = False
+    max_age: int = 600
 
 
 class Upstream(_Model):
@@ -78,6 +112,15 @@ class Route(_Model):
     """Inbound headers passed to the upstream. `Authorization` and cookies only if listed here."""
     timeouts: Timeouts = Timeouts()
     limits: Limits = Limits()
+    auth: Auth | None = None
+    cors: Cors | None = None
+
+    @field_validator("auth")
+    @classmethod
+    def _keys_readable(cls, auth: Auth | None) -> Auth | None:
+        if auth is not None:
+            auth.load_keys()
+        return auth
 
     @field_validator("paths")
     @classmethod

@@ -3,7 +3,9 @@
 ```
 GatewayError
  ├── RequestError                 the client's request is wrong (4xx); the upstream is never called
- │    ├── MalformedRequest        400  not JSON, or not a JSON object
+ │    ├── MalformedRequest        400  not JSON, not a JSON object, nested too deep, too many messages
+ │    ├── Unauthorized            401  no valid API key or bearer token for a route that asks for one
+ │    ├── TooManyStreams          429  the route's or the key's concurrent streams are all in use
  │    ├── UnsupportedMediaType    415  not application/json
  │    ├── RequestTooLarge         413  body over the route's limit
  │    ├── UnknownDialect          400  no dialect recognises the body on an auto-detect path
@@ -45,6 +47,16 @@ class RequestError(GatewayError):
 class MalformedRequest(RequestError):
     status = 400
     code = "malformed_request"
+
+
+class Unauthorized(RequestError):
+    status = 401
+    code = "unauthorized"
+
+
+class TooManyStreams(RequestError):
+    status = 429
+    code = "too_many_streams"
 
 
 class UnsupportedMediaType(RequestError):

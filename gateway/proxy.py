@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import anyio
@@ -33,6 +35,7 @@ from starlette.datastructures import Headers
 from starlette.types import Message, Receive, Scope, Send
 
 from adapters import registry
+from gateway.access import Access
 from gateway.codec import Dialect, Encoder
 from gateway.config import Route
 from gateway.conversation import ConversationMapper, Exchange
@@ -78,6 +81,7 @@ class RouteHandler:
         self.log_bodies = log_bodies
         self.upstream = registry.get(route.upstream.dialect)
         self.in_flight = metrics.in_flight.labels(route.name)
+        self.access = Access(route)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
@@ -91,6 +95,16 @@ class RouteHandler:
             call.report()
 
     async def _handle(self, call: _Call, headers: Headers, receive: Receive) -> None:
+        try:
+            key_id = self.access.admit(headers)
+        except GatewayError as error:
+            await call.fail_before_start(error)
+            return
+        call.record["key_id"] = key_id
+        call.release = partial(self.access.release, key_id)  # freed as the last byte goes, like the report
+        await self._admitted(call, headers, receive)
+
+    async def _admitted(self, call: _Call, headers: Headers, receive: Receive) -> None:
         try:
             body = await _read_body(receive, self.route.limits.max_body_bytes)
             if self.log_bodies:
@@ -118,7 +132,11 @@ class RouteHandler:
         content_type = headers.get("content-type", "application/json").split(";", 1)[0].strip().lower()
         if content_type != "application/json" and not content_type.endswith("+json"):
             raise UnsupportedMediaType(f"expected Content-Type: application/json, got {content_type}")
-        value = load_json_object(body)
+        limits = self.route.limits
+        value = load_json_object(body, limits.max_json_depth)
+        messages = value.get("messages")
+        if isinstance(messages, list) and len(messages) > limits.max_messages:
+            raise RequestTooLarge(f"the request has {len(messages)} messages; this route takes {limits.max_messages}")
         dialects = self.route.dialects
         client = registry.get(dialects[0]) if len(dialects) == 1 else registry.detect(value, dialects)
         return client, client.parse_request(value)
@@ -139,6 +157,7 @@ class _Call:
         self.complete = False
         self.client_gone = False
         self.reported = False
+        self.release: Callable[[], None] | None = None
         self.started_at = time.monotonic()
         self.record: dict[str, Any] = {
             "request_id": request_id, "route": handler.route.name, "client_dialect": "unknown",
@@ -150,6 +169,8 @@ class _Call:
         if self.reported:
             return
         self.reported = True
+        if self.release is not None:
+            self.release()
         record, metrics = self.record, self.handler.metrics
         if self.client_gone and record["outcome"] is None:
             record["outcome"] = "client_gone"

@@ -17,14 +17,30 @@ from gateway.errors import InvalidRequest, MalformedRequest
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
-def load_json_object(body: bytes) -> dict[str, Any]:
+def load_json_object(body: bytes, max_depth: int = 64) -> dict[str, Any]:
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise MalformedRequest(f"request body is not valid JSON: {exc}") from None
     if not isinstance(value, dict):
         raise MalformedRequest(f"request body must be a JSON object, got {_json_type(value)}")
+    if _deeper_than(value, max_depth):
+        raise MalformedRequest(f"request body is nested deeper than {max_depth} levels")
     return value
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Iterative, so a hostile body cannot exhaust the stack of whatever reads it next."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values() if isinstance(child, dict | list))
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item if isinstance(child, dict | list))
+    return False
 
 
 def validate(model: type[ModelT], value: Any, dialect: str) -> ModelT:
