@@ -28,6 +28,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+import aiohttp
 import anyio
 import httpx
 import orjson
@@ -61,7 +62,6 @@ log_access = logging.getLogger(ACCESS)
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 _ERROR_BODY_LIMIT = 64 * 1024
-_END = object()
 
 
 class ClientGone(Exception):
@@ -153,6 +153,8 @@ class _Call:
         self.request_id = request_id
         self.encoder: Encoder | None = None
         self.upstream_status = 0
+        self.last_activity = self.last_write = 0.0
+        self.timed_out = ""
         self.started = False
         self.complete = False
         self.client_gone = False
@@ -202,8 +204,12 @@ class _Call:
             with anyio.fail_after(max(first_deadline - time.monotonic(), 0)):
                 response = await http.send(request, stream=True)
             self.record["upstream_ms"] = round((time.monotonic() - sent_at) * 1000, 3)
-        except (TimeoutError, httpx.TimeoutException):
-            await self.fail_before_start(UpstreamTimeout(f"upstream did not answer within {timeouts.first_event:g}s"))
+        except (TimeoutError, httpx.TimeoutException) as exc:
+            if _timed_out(exc):
+                await self.fail_before_start(UpstreamTimeout(f"upstream did not answer within "
+                                                             f"{timeouts.first_event:g}s"))
+            else:
+                await self.fail_before_start(UpstreamError(f"upstream unreachable: {_describe(exc)}"))
             return
         except httpx.HTTPError as exc:
             await self.fail_before_start(UpstreamError(f"upstream unreachable: {_describe(exc)}"))
@@ -223,93 +229,90 @@ class _Call:
 
     async def _relay(self, response: httpx.Response, exchange: Exchange, client: Dialect, encoder: Encoder,
                      recorder: RunRecorder) -> None:
-        """Move the upstream's body to the client, translated, and store what the run added to the conversation."""
-        turn = exchange.client_turn
+        """Move the upstream's body to the client, translated, and store what the run added to the conversation.
+
+        The read loop does nothing per chunk but decode, encode and write; a watchdog beside it keeps the deadlines
+        (first event, idle, total) and the keep-alive, so no timer is set per chunk.
+        """
         streaming = _streams(encoder)
         decoder = self.handler.upstream.new_decoder(max_event_bytes=self.route.limits.max_event_bytes)
-        timeouts, keepalive = self.route.timeouts, self.handler.keepalive
         if streaming:
             await self._start(encoder)
-        chunks_in, chunks_out = anyio.create_memory_object_stream[Any](max_buffer_size=8)
-        async with anyio.create_task_group() as group, chunks_out:
-            group.start_soon(_read_upstream, response, chunks_in)
-            saw_event = False
-            last_chunk = last_write = time.monotonic()
-            deadline_total = self.started_at + timeouts.total
-            carry: Any = None
+        self.last_activity = self.last_write = time.monotonic()
+        reading = anyio.CancelScope()
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._watchdog, reading, encoder, streaming)
             try:
-                while True:
-                    first_or_idle = last_chunk + timeouts.idle if saw_event else self.started_at + timeouts.first_event
-                    deadline = min(first_or_idle, deadline_total)
-                    item, carry = carry, None
-                    if item is None:
-                        wake = min(deadline, last_write + keepalive) if streaming else deadline
-                        with anyio.move_on_after(max(wake - time.monotonic(), 0)):
-                            item = await chunks_out.receive()
-                    if item is None:  # woke up with nothing to read
-                        if time.monotonic() < deadline:
-                            await self._write(encoder.keep_alive())
-                            last_write = time.monotonic()
-                            continue
-                        events = decoder.fail(self._timeout_message(deadline == deadline_total, saw_event),
-                                              "upstream_timeout")
-                    elif item is _END:
+                with reading:
+                    try:
+                        async for chunk in response.aiter_bytes():
+                            self.last_activity = time.monotonic()
+                            events = decoder.feed(chunk)
+                            if events and await self._deliver(events, exchange, client, encoder, recorder, streaming):
+                                return
                         events = decoder.close()
-                    elif isinstance(item, BaseException):
-                        events = decoder.fail(f"upstream connection broke: {_describe(item)}", "upstream_error")
-                    else:
-                        pending = [item]
-                        while True:  # frames already queued go out in one write
-                            try:
-                                more = chunks_out.receive_nowait()
-                            except anyio.WouldBlock:
-                                break
-                            if not isinstance(more, bytes):
-                                carry = more
-                                break
-                            pending.append(more)
-                        events = decoder.feed(item if len(pending) == 1 else b"".join(pending))
-                        last_chunk = time.monotonic()
-                    if not events:
-                        continue
-                    if self.upstream_status >= 300 and isinstance(events[-1], RunFinished):
-                        # A one-body upstream answered non-2xx with a body that says nothing went wrong.
-                        events[-1] = RunError(f"upstream answered HTTP {self.upstream_status}", "upstream_error")
-                    if not saw_event:
-                        saw_event = True
-                        self._rewrite_start(events, turn)
-                        self.record["ttfe_ms"] = round((time.monotonic() - self.started_at) * 1000, 3)
-                    self.record["events"] += len(events)
-                    recorder.record(events)
-                    out = encoder.encode(events)
-                    if not isinstance(events[-1], RunFinished | RunError):
-                        if streaming and out:
-                            await self._write(out)
-                            last_write = time.monotonic()
-                        continue
-                    terminal = events[-1]
-                    if isinstance(terminal, RunError):
-                        self.record.update(outcome="error", error=terminal.code or "upstream_error")
-                    else:
-                        self.record["outcome"] = terminal.outcome
-                    # Stored before the last byte goes out: a client may send its next turn the moment it has it.
-                    with anyio.CancelScope(shield=True):
-                        await self._finish(exchange, client, out, recorder)
-                    if streaming:
-                        await self._end(out)
-                    else:
-                        await self._respond(encoder.status_code, encoder.headers, out)
-                    return
+                    except httpx.HTTPError as exc:
+                        events = decoder.fail(f"upstream connection broke: {_describe(exc)}", "upstream_error")
+                if reading.cancelled_caught:
+                    events = decoder.fail(self.timed_out, "upstream_timeout")
+                await self._deliver(events, exchange, client, encoder, recorder, streaming)
             finally:
                 group.cancel_scope.cancel()
 
-    def _timeout_message(self, total: bool, saw_event: bool) -> str:
-        timeouts = self.route.timeouts
-        if total:
-            return f"the run took longer than {timeouts.total:g}s"
-        if saw_event:
-            return f"upstream sent nothing for {timeouts.idle:g}s"
-        return f"upstream sent no event within {timeouts.first_event:g}s"
+    async def _deliver(self, events: list[Event], exchange: Exchange, client: Dialect, encoder: Encoder,
+                       recorder: RunRecorder, streaming: bool) -> bool:
+        """Translate and send one batch of events; True once the run's terminal event is out."""
+        if self.upstream_status >= 300 and isinstance(events[-1], RunFinished):
+            # A one-body upstream answered non-2xx with a body that says nothing went wrong.
+            events[-1] = RunError(f"upstream answered HTTP {self.upstream_status}", "upstream_error")
+        record = self.record
+        if not record["events"]:
+            self._rewrite_start(events, exchange.client_turn)
+            record["ttfe_ms"] = round((time.monotonic() - self.started_at) * 1000, 3)
+        record["events"] += len(events)
+        recorder.record(events)
+        out = encoder.encode(events)
+        terminal = events[-1]
+        if not isinstance(terminal, RunFinished | RunError):
+            if streaming and out:
+                await self._write(out)
+                self.last_activity = self.last_write = time.monotonic()
+            return False
+        if isinstance(terminal, RunError):
+            record.update(outcome="error", error=terminal.code or "upstream_error")
+        else:
+            record["outcome"] = terminal.outcome
+        # Stored before the last byte goes out: a client may send its next turn the moment it has it.
+        with anyio.CancelScope(shield=True):
+            await self._finish(exchange, client, out, recorder)
+        if streaming:
+            await self._end(out)
+        else:
+            await self._respond(encoder.status_code, encoder.headers, out)
+        return True
+
+    async def _watchdog(self, reading: anyio.CancelScope, encoder: Encoder, streaming: bool) -> None:
+        """Cut the upstream off at a deadline; keep an idle client connection alive meanwhile."""
+        timeouts, keepalive = self.route.timeouts, self.handler.keepalive
+        deadline_total = self.started_at + timeouts.total
+        while True:
+            now = time.monotonic()
+            if self.record["events"]:
+                deadline, message = self.last_activity + timeouts.idle, f"upstream sent nothing for {timeouts.idle:g}s"
+            else:
+                deadline = self.started_at + timeouts.first_event
+                message = f"upstream sent no event within {timeouts.first_event:g}s"
+            if deadline_total <= deadline:
+                deadline, message = deadline_total, f"the run took longer than {timeouts.total:g}s"
+            if now >= deadline:
+                self.timed_out = message
+                reading.cancel()
+                return
+            if streaming and now >= self.last_write + keepalive:
+                self.last_write = now
+                await self._write(encoder.keep_alive())
+                continue
+            await anyio.sleep(min(deadline, self.last_write + keepalive) - now if streaming else deadline - now)
 
     def _rewrite_start(self, events: list[Event], turn: Turn) -> None:
         """The client sees its own thread and run ids, whatever the upstream called them."""
@@ -431,15 +434,10 @@ async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope, call: _C
             return
 
 
-async def _read_upstream(response: httpx.Response, chunks: Any) -> None:
-    async with chunks:
-        try:
-            async for chunk in response.aiter_bytes():
-                await chunks.send(chunk)
-        except httpx.HTTPError as exc:
-            await chunks.send(exc)
-            return
-        await chunks.send(_END)
+def _timed_out(exc: BaseException) -> bool:
+    """httpx-aiohttp reports a refused connection as a ConnectTimeout: tell them apart by the cause."""
+    cause = exc.__cause__
+    return cause is None or isinstance(cause, TimeoutError | aiohttp.ServerTimeoutError)
 
 
 def _describe(exc: BaseException) -> str:

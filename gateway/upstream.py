@@ -1,8 +1,14 @@
-"""HTTP clients for upstreams: one pooled `httpx.AsyncClient` per upstream origin, made once and reused."""
+"""HTTP clients for upstreams: one pooled client per upstream origin, made once and reused.
+
+The API is httpx's; the transport is aiohttp's (`httpx-aiohttp`). Measured on this machine (DESIGN's calibration),
+httpx's own pool collapses under a hundred concurrent streams while aiohttp's holds, at a third of the CPU per event.
+"""
 
 from __future__ import annotations
 
+import aiohttp
 import httpx
+from httpx_aiohttp import AiohttpTransport
 
 from gateway.config import Route
 
@@ -19,8 +25,8 @@ class UpstreamClients:
             # Reads are not timed here: the proxy times first event, idle gaps and the whole run itself.
             timeout = httpx.Timeout(connect=route.timeouts.connect, read=None, write=route.timeouts.connect,
                                     pool=route.timeouts.connect)
-            limits = httpx.Limits(max_connections=None, max_keepalive_connections=256, keepalive_expiry=30.0)
-            client = httpx.AsyncClient(timeout=timeout, limits=limits, follow_redirects=False, trust_env=False)
+            transport = AiohttpTransport(client=_session)
+            client = httpx.AsyncClient(transport=transport, timeout=timeout, follow_redirects=False, trust_env=False)
             self._clients[origin] = client
         return client
 
@@ -28,3 +34,10 @@ class UpstreamClients:
         for client in self._clients.values():
             await client.aclose()
         self._clients.clear()
+
+
+def _session() -> aiohttp.ClientSession:
+    """Made on first use, inside the event loop that will use it. No cap on connections: the routes' own
+    `max_streams` limits bound them, and aiohttp's default of 100 would queue the 101st stream silently."""
+    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=30, enable_cleanup_closed=True)
+    return aiohttp.ClientSession(connector=connector, auto_decompress=False, trust_env=False)
