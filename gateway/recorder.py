@@ -29,8 +29,8 @@ from gateway.turn import Message, ToolCall
 
 
 class RunRecorder:
-    __slots__ = ("_args", "_assistant", "_reasoning", "interrupts", "messages", "pending_tools", "state",
-                 "upstream_thread_id")
+    __slots__ = ("_args", "_assistant", "_reasoning", "_reasoning_text", "_text", "interrupts", "messages",
+                 "pending_tools", "state", "upstream_thread_id")
 
     def __init__(self, state: Any = None) -> None:
         self.messages: list[Message] = []
@@ -39,14 +39,16 @@ class RunRecorder:
         self.state = StateTracker(state)
         self.upstream_thread_id: str | None = None
         self._assistant: Message | None = None
+        self._text: list[str] = []  # the open assistant message's text, joined once it closes
         self._reasoning: Message | None = None
+        self._reasoning_text: list[str] = []
         self._args: dict[str, list[str]] = {}
 
     def record(self, events: list[Event]) -> None:
         for e in events:
             if isinstance(e, TextDelta):
-                assistant = self._open()
-                assistant.content = f"{assistant.content or ''}{e.delta}"
+                self._open()
+                self._text.append(e.delta)
             elif isinstance(e, ToolCallArgs):
                 pieces = self._args.get(e.tool_call_id)
                 if pieces is not None:
@@ -68,9 +70,10 @@ class RunRecorder:
                                              name=name, error=error))
             elif isinstance(e, ReasoningDelta):
                 if self._reasoning is None or self._reasoning.id != e.message_id:
+                    self._close_reasoning()
                     self._reasoning = Message("reasoning", "", e.message_id)
                     self.messages.append(self._reasoning)
-                self._reasoning.content = f"{self._reasoning.content}{e.delta}"
+                self._reasoning_text.append(e.delta)
             elif isinstance(e, Interrupt):
                 self.interrupts.append(e)
             elif isinstance(e, StateSnapshot):
@@ -83,7 +86,13 @@ class RunRecorder:
     def close(self) -> list[Message]:
         """The messages of the run, the last assistant one included."""
         self._close()
+        self._close_reasoning()
         return self.messages
+
+    def _close_reasoning(self) -> None:
+        if self._reasoning is not None:
+            self._reasoning.content = "".join(self._reasoning_text)
+            self._reasoning, self._reasoning_text = None, []
 
     def _open(self, message_id: str | None = None) -> Message:
         if self._assistant is None:
@@ -103,6 +112,7 @@ class RunRecorder:
         if self._assistant is not None:
             for tool_call_id in list(self._args):
                 self._finish_call(tool_call_id)
+            self._assistant.content = "".join(self._text)
             if self._assistant.content or self._assistant.tool_calls:
                 self.messages.append(self._assistant)
-            self._assistant = None
+            self._assistant, self._text = None, []

@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from gateway.events import (
+    Interrupt,
+    ReasoningDelta,
+    RunStarted,
+    StateDelta,
+    StateSnapshot,
+    TextDelta,
+    TextStart,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResult,
+)
+from gateway.recorder import RunRecorder
+from gateway.turn import Message, ToolCall
+
+
+def test_a_run_becomes_the_messages_a_client_would_assemble() -> None:
+    recorder = RunRecorder()
+    recorder.record([
+        RunStarted("upstream-thread"), ReasoningDelta("r", "hmm"), TextStart("m1"), TextDelta("m1", "Let me "),
+        TextDelta("m1", "check."), ToolCallStart("c1", "get_weather", "m1"), ToolCallArgs("c1", '{"city":'),
+        ToolCallArgs("c1", '"Paris"}'), ToolCallEnd("c1"), ToolResult("c1", {"t": 21}, "res1"),
+        TextStart("m2"), TextDelta("m2", "Sunny."), ToolCallStart("c2", "ask_user"), ToolCallEnd("c2"),
+    ])
+    assert recorder.close() == [
+        Message("reasoning", "hmm", "r"),
+        Message("assistant", "Let me check.", "m1", [ToolCall("c1", "get_weather", '{"city":"Paris"}')]),
+        Message("tool", '{"t":21}', "res1", tool_call_id="c1", name="get_weather"),
+        Message("assistant", "Sunny.", "m2", [ToolCall("c2", "ask_user", "{}")]),
+    ]
+    assert recorder.pending_tools == {"c2": "ask_user"}
+    assert recorder.upstream_thread_id == "upstream-thread"
+
+
+def test_interrupts_and_state_are_kept() -> None:
+    recorder = RunRecorder(state={"count": 0})
+    recorder.record([Interrupt("i1", tool_call_id="c"), StateDelta([{"op": "replace", "path": "/count", "value": 1}])])
+    assert [i.id for i in recorder.interrupts] == ["i1"] and recorder.state.value == {"count": 1}
+    recorder.record([StateSnapshot({"fresh": True})])
+    assert recorder.state.value == {"fresh": True}
