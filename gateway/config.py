@@ -46,7 +46,8 @@ class Timeouts(_Model):
 class Limits(_Model):
     max_body_bytes: int = Field(4 * 1024 * 1024, gt=0, description="largest request body accepted")
     max_event_bytes: int = Field(16 * 1024 * 1024, gt=0, description="largest single upstream event")
-    max_json_depth: int = Field(64, gt=0, le=1000, description="deepest nesting accepted in a request body")
+    max_json_depth: int = Field(64, gt=0, le=200, description="deepest nesting accepted in a request body "
+                                "(at most 200: orjson writes no deeper than 254 levels, and bodies are re-encoded)")
     max_messages: int = Field(2000, gt=0, description="most messages accepted in one request")
     max_streams: int = Field(10_000, gt=0, description="concurrent requests on this route")
     max_streams_per_key: int = Field(100, gt=0, description="concurrent requests per API key (with auth)")

@@ -22,6 +22,7 @@ after that, an error is an in-band event in the client's dialect, followed by it
 
 from __future__ import annotations
 
+import errno
 import logging
 import time
 from collections.abc import Callable
@@ -60,6 +61,7 @@ from gateway.validation import load_json_object
 log = logging.getLogger("agent_gateway.proxy")
 log_access = logging.getLogger(ACCESS)
 
+_SEND_ATTEMPTS = 4  # a burst can meet several pooled connections the upstream closed at once
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 _ERROR_BODY_LIMIT = 64 * 1024
 
@@ -118,6 +120,7 @@ class RouteHandler:
             return
         call.record.update(client_dialect=client.name, conversation_id=turn.conversation_id, run_id=turn.run_id)
         async with anyio.create_task_group() as group:
+            call.scope = group.cancel_scope
             group.start_soon(_watch_disconnect, receive, group.cancel_scope, call)
             try:
                 await call.run(client, turn)
@@ -155,6 +158,8 @@ class _Call:
         self.upstream_status = 0
         self.last_activity = self.last_write = 0.0
         self.timed_out = ""
+        self.writing = False
+        self.scope: anyio.CancelScope | None = None
         self.started = False
         self.complete = False
         self.client_gone = False
@@ -202,7 +207,14 @@ class _Call:
         sent_at = time.monotonic()
         try:
             with anyio.fail_after(max(first_deadline - time.monotonic(), 0)):
-                response = await http.send(request, stream=True)
+                for attempt in range(_SEND_ATTEMPTS):
+                    try:
+                        response = await http.send(request, stream=True)
+                        break
+                    except httpx.HTTPError as exc:
+                        # The upstream closed idle pooled connections as we sent on one: it saw nothing. Again.
+                        if attempt == _SEND_ATTEMPTS - 1 or not _stale_connection(exc):
+                            raise
             self.record["upstream_ms"] = round((time.monotonic() - sent_at) * 1000, 3)
         except (TimeoutError, httpx.TimeoutException) as exc:
             if _timed_out(exc):
@@ -306,9 +318,14 @@ class _Call:
                 deadline, message = deadline_total, f"the run took longer than {timeouts.total:g}s"
             if now >= deadline:
                 self.timed_out = message
-                reading.cancel()
+                if self.writing and self.scope is not None:
+                    # The client stopped reading: no error can reach it. Drop it, and the upstream with it.
+                    self.record.update(outcome="error", error="client_stalled")
+                    self.scope.cancel()
+                else:
+                    reading.cancel()
                 return
-            if streaming and now >= self.last_write + keepalive:
+            if streaming and now >= self.last_write + keepalive and not self.writing:
                 self.last_write = now
                 await self._write(encoder.keep_alive())
                 continue
@@ -388,7 +405,9 @@ class _Call:
 
     async def _write(self, body: bytes) -> None:
         if body:
+            self.writing = True
             await self.send({"type": "http.response.body", "body": body, "more_body": True})
+            self.writing = False
 
     async def _end(self, body: bytes) -> None:
         self.complete = True
@@ -432,6 +451,15 @@ async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope, call: _C
                 call.client_gone = True
                 scope.cancel()
             return
+
+
+def _stale_connection(exc: BaseException) -> bool:
+    """The server closed the (kept-alive) connection as the request went out, before any byte of an answer."""
+    cause = exc.__cause__
+    if isinstance(cause, aiohttp.ServerDisconnectedError | aiohttp.ClientConnectionResetError):
+        return True
+    return isinstance(cause, aiohttp.ClientOSError) and (
+        cause.errno in (errno.ECONNRESET, errno.EPIPE) or "Can not write request body" in str(cause))
 
 
 def _timed_out(exc: BaseException) -> bool:
