@@ -55,13 +55,13 @@ from gateway.metrics import Metrics
 from gateway.recorder import RunRecorder
 from gateway.turn import Message as TurnMessage
 from gateway.turn import Turn
-from gateway.upstream import UpstreamClients
+from gateway.upstream import REUSED_CONNECTION, UpstreamClients
 from gateway.validation import load_json_object
 
 log = logging.getLogger("agent_gateway.proxy")
 log_access = logging.getLogger(ACCESS)
 
-_SEND_ATTEMPTS = 4  # a burst can meet several pooled connections the upstream closed at once
+_SEND_ATTEMPTS = 3  # a burst can meet several pooled connections the upstream closed at once
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 _ERROR_BODY_LIMIT = 64 * 1024
 
@@ -208,12 +208,14 @@ class _Call:
         try:
             with anyio.fail_after(max(first_deadline - time.monotonic(), 0)):
                 for attempt in range(_SEND_ATTEMPTS):
+                    REUSED_CONNECTION.set(False)
                     try:
                         response = await http.send(request, stream=True)
                         break
                     except httpx.HTTPError as exc:
-                        # The upstream closed idle pooled connections as we sent on one: it saw nothing. Again.
-                        if attempt == _SEND_ATTEMPTS - 1 or not _stale_connection(exc):
+                        # A kept-alive connection the upstream closed as we sent on it: it read nothing. Again.
+                        # Never on a fresh connection: there a reset may come after the agent got the request.
+                        if attempt == _SEND_ATTEMPTS - 1 or not (REUSED_CONNECTION.get() and _stale_connection(exc)):
                             raise
             self.record["upstream_ms"] = round((time.monotonic() - sent_at) * 1000, 3)
         except (TimeoutError, httpx.TimeoutException) as exc:
@@ -454,12 +456,11 @@ async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope, call: _C
 
 
 def _stale_connection(exc: BaseException) -> bool:
-    """The server closed the (kept-alive) connection as the request went out, before any byte of an answer."""
+    """The request could not be written: the server had closed the (kept-alive) connection. As Go's HTTP client
+    does for a POST, resend only then: once written, a reset may come after the agent has the request."""
     cause = exc.__cause__
-    if isinstance(cause, aiohttp.ServerDisconnectedError | aiohttp.ClientConnectionResetError):
-        return True
     return isinstance(cause, aiohttp.ClientOSError) and (
-        cause.errno in (errno.ECONNRESET, errno.EPIPE) or "Can not write request body" in str(cause))
+        cause.errno == errno.EPIPE or "Can not write request body" in str(cause))
 
 
 def _timed_out(exc: BaseException) -> bool:

@@ -6,6 +6,9 @@ httpx's own pool collapses under a hundred concurrent streams while aiohttp's ho
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+from types import SimpleNamespace
+
 import aiohttp
 import httpx
 from httpx_aiohttp import AiohttpTransport
@@ -36,9 +39,20 @@ class UpstreamClients:
         self._clients.clear()
 
 
+REUSED_CONNECTION: ContextVar[bool] = ContextVar("reused_connection", default=False)
+"""Set while sending a request on a kept-alive connection from the pool (read it in the same task)."""
+
+
+async def _on_reuse(session: aiohttp.ClientSession, context: SimpleNamespace, params: object) -> None:
+    REUSED_CONNECTION.set(True)
+
+
 def _session() -> aiohttp.ClientSession:
     """Made on first use, inside the event loop that will use it. No cap on connections: the routes' own
     `max_streams` limits bound them, and aiohttp's default of 100 would queue the 101st stream silently."""
-    # Idle connections are dropped after 4 s, before most servers drop them (uvicorn and Node after 5 s).
-    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=4, enable_cleanup_closed=True)
-    return aiohttp.ClientSession(connector=connector, auto_decompress=False, trust_env=False)
+    # Idle connections are dropped after 1.5 s, before common servers drop theirs (gunicorn 2 s, uvicorn and Node
+    # 5 s): a request sent on a connection the server is closing may reach it or not, and can't be sent again.
+    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=1.5, enable_cleanup_closed=True)
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_reuseconn.append(_on_reuse)
+    return aiohttp.ClientSession(connector=connector, auto_decompress=False, trust_env=False, trace_configs=[trace])
