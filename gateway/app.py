@@ -96,7 +96,7 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
         # What startup made lives as long as the process: out of the collector's sight. And collect young objects
         # less often: a stream allocates an event or two per frame, nearly all freed at once by reference counting.
         gc.freeze()
-        gc.set_threshold(50_000, 20, 20)
+        gc.set_threshold(10_000, 10, 10)
         try:
             yield
         finally:

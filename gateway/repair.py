@@ -40,7 +40,6 @@ UNKNOWN_TOOL = "unknown_tool"
 
 class RunRepair:
     __slots__ = (
-        "_handlers",
         "done",
         "interrupted",
         "open_reasoning",
@@ -60,24 +59,6 @@ class RunRepair:
         self.open_tools: dict[str, None] = {}
         self.unresolved_tools: dict[str, None] = {}
         self.open_steps: list[str | None] = []
-        self._handlers: dict[type, Callable[[Any, list[Event]], None]] = {
-            TextDelta: self._text_delta,
-            TextStart: self._text_start,
-            TextEnd: self._text_end,
-            ToolCallArgs: self._tool_args,
-            ToolCallStart: self._tool_start,
-            ToolCallEnd: self._tool_end,
-            ToolResult: self._tool_result,
-            ReasoningDelta: self._reasoning_delta,
-            ReasoningStart: self._reasoning_start,
-            ReasoningEnd: self._reasoning_end,
-            StepStarted: self._step_started,
-            StepFinished: self._step_finished,
-            Interrupt: self._interrupt,
-            RunStarted: self._run_started,
-            RunFinished: self._run_finished,
-            RunError: self._run_error,
-        }
 
     def push(self, event: Event, out: list[Event]) -> None:
         if self.done:
@@ -88,11 +69,11 @@ class RunRepair:
                 out.append(event)
                 return
             out.append(RunStarted())
-        handler = self._handlers.get(type(event))
+        handler = _HANDLERS.get(type(event))
         if handler is None:
             out.append(event)
         else:
-            handler(event, out)
+            handler(self, event, out)
 
     def end_of_stream(self, out: list[Event]) -> None:
         """The upstream's body ended. Without its terminator that is a truncated run, never a success."""
@@ -207,3 +188,25 @@ class RunRepair:
         self.open_reasoning.clear()
         self.open_tools.clear()
         self.open_steps.clear()
+
+
+# A table of plain functions, not bound methods: a per-instance table of bound methods is a reference cycle,
+# which only the cyclic collector frees, once per stream.
+_HANDLERS: dict[type, Callable[[RunRepair, Any, list[Event]], None]] = {
+    TextDelta: RunRepair._text_delta,
+    TextStart: RunRepair._text_start,
+    TextEnd: RunRepair._text_end,
+    ToolCallArgs: RunRepair._tool_args,
+    ToolCallStart: RunRepair._tool_start,
+    ToolCallEnd: RunRepair._tool_end,
+    ToolResult: RunRepair._tool_result,
+    ReasoningDelta: RunRepair._reasoning_delta,
+    ReasoningStart: RunRepair._reasoning_start,
+    ReasoningEnd: RunRepair._reasoning_end,
+    StepStarted: RunRepair._step_started,
+    StepFinished: RunRepair._step_finished,
+    Interrupt: RunRepair._interrupt,
+    RunStarted: RunRepair._run_started,
+    RunFinished: RunRepair._run_finished,
+    RunError: RunRepair._run_error,
+}

@@ -59,7 +59,7 @@ def _frame(event: dict[str, Any]) -> bytes:
 
 class AguiEncoder:
     __slots__ = (
-        "_announced", "_handlers", "_interrupts", "_parent", "_pending", "_run_id", "_thread_id", "_usage",
+        "_announced", "_interrupts", "_parent", "_pending", "_run_id", "_thread_id", "_usage",
         "headers", "status_code",
     )
 
@@ -73,36 +73,11 @@ class AguiEncoder:
         self._pending: dict[str, None] = {}
         self._interrupts: list[dict[str, Any]] = []
         self._usage: list[dict[str, Any]] = []
-        self._handlers: dict[type, Callable[[Any], bytes]] = {
-            TextDelta: self._text_delta,
-            ToolCallArgs: self._tool_args,
-            ReasoningDelta: self._reasoning_delta,
-            TextStart: self._text_start,
-            TextEnd: self._text_end,
-            ToolCallStart: self._tool_start,
-            ToolCallEnd: self._tool_end,
-            ToolResult: self._tool_result,
-            ReasoningStart: self._reasoning_start,
-            ReasoningEnd: self._reasoning_end,
-            Interrupt: self._interrupt,
-            StateSnapshot: self._state_snapshot,
-            StateDelta: self._state_delta,
-            MessagesSnapshot: self._messages_snapshot,
-            StepStarted: self._step_started,
-            StepFinished: self._step_finished,
-            Data: self._data,
-            Usage: self._usage_event,
-            Raw: self._raw,
-            RunStarted: self._run_started,
-            RunFinished: self._run_finished,
-            RunError: self._run_error,
-        }
 
     def encode(self, events: list[Event]) -> bytes:
-        handlers = self._handlers
         if len(events) == 1:
-            return handlers[type(events[0])](events[0])
-        return b"".join([handlers[type(event)](event) for event in events])
+            return _HANDLERS[type(events[0])](self, events[0])
+        return b"".join([_HANDLERS[type(event)](self, event) for event in events])
 
     def keep_alive(self) -> bytes:
         return KEEP_ALIVE
@@ -232,3 +207,30 @@ class AguiEncoder:
         if e.dialect == "ag-ui" and e.event.get("type") in _PASSTHROUGH:
             return _frame(e.event)
         return _frame({"type": "RAW", "event": e.event, "source": e.dialect})
+
+
+# Plain functions, not bound methods held by each encoder: those would make every encoder a reference cycle.
+_HANDLERS: dict[type, Callable[[AguiEncoder, Any], bytes]] = {
+    TextDelta: AguiEncoder._text_delta,
+    ToolCallArgs: AguiEncoder._tool_args,
+    ReasoningDelta: AguiEncoder._reasoning_delta,
+    TextStart: AguiEncoder._text_start,
+    TextEnd: AguiEncoder._text_end,
+    ToolCallStart: AguiEncoder._tool_start,
+    ToolCallEnd: AguiEncoder._tool_end,
+    ToolResult: AguiEncoder._tool_result,
+    ReasoningStart: AguiEncoder._reasoning_start,
+    ReasoningEnd: AguiEncoder._reasoning_end,
+    Interrupt: AguiEncoder._interrupt,
+    StateSnapshot: AguiEncoder._state_snapshot,
+    StateDelta: AguiEncoder._state_delta,
+    MessagesSnapshot: AguiEncoder._messages_snapshot,
+    StepStarted: AguiEncoder._step_started,
+    StepFinished: AguiEncoder._step_finished,
+    Data: AguiEncoder._data,
+    Usage: AguiEncoder._usage_event,
+    Raw: AguiEncoder._raw,
+    RunStarted: AguiEncoder._run_started,
+    RunFinished: AguiEncoder._run_finished,
+    RunError: AguiEncoder._run_error,
+}
