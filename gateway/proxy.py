@@ -260,6 +260,10 @@ class _Call:
                 with reading:
                     try:
                         async for chunk in response.aiter_bytes():
+                            if self.client_gone:
+                                # Sends to a departed client return at once and buffered upstream data comes
+                                # without waiting: the cancel may find no await to land on. Stop here.
+                                return
                             self.last_activity = time.monotonic()
                             events = decoder.feed(chunk)
                             if events and await self._deliver(events, exchange, client, encoder, recorder, streaming):
