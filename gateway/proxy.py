@@ -93,8 +93,7 @@ class RouteHandler:
         try:
             await self._handle(call, headers, receive)
         finally:
-            self.in_flight.dec()
-            call.report()
+            call.report()  # once: usually already done as the last byte went out
 
     async def _handle(self, call: _Call, headers: Headers, receive: Receive) -> None:
         try:
@@ -176,6 +175,7 @@ class _Call:
         if self.reported:
             return
         self.reported = True
+        self.handler.in_flight.dec()
         if self.release is not None:
             self.release()
         record, metrics = self.record, self.handler.metrics
