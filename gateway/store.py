@@ -314,7 +314,7 @@ class RedisStore:
         max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
         prefix: str = "agw:conv:",
         *,
-        timeout: float = 2.0,
+        timeout: float = 5.0,
     ) -> None:
         _check_bounds(ttl, max_entries, max_value_bytes)
         self.url = redact_url(url)
