@@ -314,7 +314,7 @@ class RedisStore:
         max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
         prefix: str = "agw:conv:",
         *,
-        timeout: float = 5.0,
+        timeout: float = 1.0,
     ) -> None:
         _check_bounds(ttl, max_entries, max_value_bytes)
         self.url = redact_url(url)
@@ -330,7 +330,9 @@ class RedisStore:
             url,
             socket_timeout=timeout,
             socket_connect_timeout=timeout,
-            retry=Retry(ExponentialBackoff(cap=0.1, base=0.01), retries=2),
+            # A dropped connection is retried (Redis restarted); a timeout is not: a hung Redis must cost a turn
+            # one timeout per call, not three.
+            retry=Retry(ExponentialBackoff(cap=0.1, base=0.01), retries=2, supported_errors=(RedisConnectionError,)),
         )
         self._put_script = self._redis.register_script(_PUT_SCRIPT)
 

@@ -19,7 +19,8 @@ a client can tell lost, duplicated and reordered events apart.
 | `hang-headers`  | sends the 200 headers, then nothing                                                      |
 | `hang-between`  | the run's start and `after` deltas, then nothing                                         |
 | `bad-json`      | after `after` deltas, a frame that is not JSON (agent-respond: a body that is not JSON)  |
-| `unknown-event` | after `after` deltas, an event type no dialect knows, then the rest of the run           |
+| `unknown-event` | after `after` deltas, an event type no dialect knows, then the rest of the run (agent-     |
+|                 | respond: a message with a role nobody knows, and a key nobody knows)                     |
 | `huge`          | after delta 0, one text delta of `size` bytes (default 10 MiB), then the rest            |
 | `forever`       | numbered deltas forever, `gap` seconds apart (default 0.01), never the end               |
 | `html-502`      | HTTP 502 with an HTML body                                                               |
@@ -528,12 +529,21 @@ class GatewayProcess:
         return self.process.pid
 
     def start(self) -> None:
+        self.launch()
+        self.wait_ready()
+
+    def launch(self) -> None:
+        """Start the process without waiting for it (start several, then `wait_ready()` for each)."""
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "gateway", "serve", "--config", str(self.config), "--port", str(self.port),
                  "--log-level", self.log_level],
                 cwd=self.config.parent, env={**os.environ, "PYTHONPATH": str(ROOT)},
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+
+    def wait_ready(self) -> None:
+        """Wait until `/healthz` answers; stop the process and raise with its log if it does not in time."""
+        assert self.process is not None, "launch() first"
         deadline = time.monotonic() + self.startup
         while True:
             try:

@@ -10,7 +10,9 @@ the upstream (timeouts, a client that left), the upstream's connection closed by
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -531,6 +533,36 @@ def test_redis_outage_mid_conversation_degrades_to_no_history_and_recovers(tmp_p
             assert wait_until(lambda: in_flight(http, gateway.url) == 0, 3)
 
 
+def test_a_hung_redis_costs_a_turn_little_time(tmp_path: Path) -> None:
+    """Redis stops answering without closing its connections (SIGSTOP: a hung server, a network partition). Turns
+    must still be answered promptly, without history, as when it is down."""
+    with Served(create_agent_app("ag-ui")) as agent, RedisServer() as redis:
+        config = GatewayConfig.model_validate({
+            "store": {"url": redis.url},
+            "routes": [{"name": "kit", "paths": ["/kit"], "client_dialects": ["ag-kit"],
+                        "upstream": {"url": f"{agent.url}/agui", "dialect": "ag-ui"},
+                        "timeouts": {"connect": 1, "first_event": 30, "idle": 30, "total": 60}}]})
+        with Served(create_app(config)) as gateway, httpx.Client(timeout=20) as http:
+            body = request_body("ag-kit", [user_message("ag-kit", "one")], "redis-hang")
+            assert "(turn 1)" in Reply("ag-kit", post(http, f"{gateway.url}/kit", body)).text
+            process = redis._proc  # RedisServer has no pause(): stop the process itself
+            assert process is not None
+            os.kill(process.pid, signal.SIGSTOP)
+            try:
+                started = time.monotonic()
+                body = request_body("ag-kit", [user_message("ag-kit", "two")], "redis-hang")
+                try:
+                    reply = Reply("ag-kit", post(http, f"{gateway.url}/kit", body, timeout=HUNG_REDIS_BUDGET + 1))
+                except httpx.TimeoutException:
+                    pytest.fail(f"no answer within {HUNG_REDIS_BUDGET + 1:g}s while Redis hangs")
+                took = time.monotonic() - started
+                assert "You said: two." in reply.text
+                assert took < HUNG_REDIS_BUDGET, f"a hung Redis held the turn for {took:.1f}s"
+            finally:
+                os.kill(process.pid, signal.SIGCONT)
+
+
+HUNG_REDIS_BUDGET = 5.0
 WEATHER_TOOL = {"name": "get_location", "description": "Where the user is",
                 "parameters": {"type": "object", "properties": {"precision": {"type": "string"}},
                                "required": ["precision"]}}
