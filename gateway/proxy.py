@@ -1,17 +1,19 @@
 """One route's request handler: read the client's request, call the upstream, translate its stream on the fly.
 
-A response is a race of three tasks in one task group; whichever ends the exchange cancels the others:
+A response is a race of three tasks; whichever ends the exchange cancels the others:
 
 ```
             ┌──────────────────────────────┐
  client ──▶ │ watch: receive() until the   │── http.disconnect ──▶ cancel all (the upstream connection closes)
             │ client goes away             │
             ├──────────────────────────────┤
- upstream ─▶│ read: upstream body chunks   │── bounded queue (backpressure reaches the upstream) ──┐
-            ├──────────────────────────────┤                                                       │
-            │ relay: decode ▸ repair ▸     │◀──────────────────────────────────────────────────────┘
- client ◀── │ record ▸ encode ▸ send; a    │── terminal event, timeout or error ──▶ cancel all
-            │ keep-alive when idle         │
+ upstream ─▶│ relay: read ▸ decode ▸       │── terminal event or error ──▶ cancel all
+ client ◀── │ repair ▸ record ▸ encode ▸   │   (the conversation is stored before its last byte goes out;
+            │ send                         │    a slow client blocks the send, and so the upstream's reads)
+            ├──────────────────────────────┤
+            │ watchdog: wakes at the next  │── first-event / idle / total deadline ──▶ cancel the reading
+            │ deadline; keep-alive when    │   (or, when a write to the client is stuck, drop the client)
+            │ the client has heard nothing │
             └──────────────────────────────┘
 ```
 
