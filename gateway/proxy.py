@@ -122,7 +122,7 @@ class RouteHandler:
         call.record.update(client_dialect=client.name, conversation_id=turn.conversation_id, run_id=turn.run_id)
         async with anyio.create_task_group() as group:
             call.scope = group.cancel_scope
-            group.start_soon(_watch_disconnect, receive, group.cancel_scope, call)
+            group.start_soon(_watch_disconnect, receive, call)
             try:
                 await call.run(client, turn)
             except Exception:
@@ -220,15 +220,12 @@ class _Call:
                         if attempt == _SEND_ATTEMPTS - 1 or not (REUSED_CONNECTION.get() and _stale_connection(exc)):
                             raise
             self.record["upstream_ms"] = round((time.monotonic() - sent_at) * 1000, 3)
-        except (TimeoutError, httpx.TimeoutException) as exc:
+        except (TimeoutError, httpx.HTTPError) as exc:
             if _timed_out(exc):
                 await self.fail_before_start(UpstreamTimeout(f"upstream did not answer within "
                                                              f"{timeouts.first_event:g}s"))
             else:
                 await self.fail_before_start(UpstreamError(f"upstream unreachable: {_describe(exc)}"))
-            return
-        except httpx.HTTPError as exc:
-            await self.fail_before_start(UpstreamError(f"upstream unreachable: {_describe(exc)}"))
             return
         try:
             failed = response.status_code >= 300
@@ -275,7 +272,8 @@ class _Call:
                         events = decoder.fail(f"upstream connection broke: {_describe(exc)}", "upstream_error")
                 if reading.cancelled_caught:
                     events = decoder.fail(self.timed_out, "upstream_timeout")
-                await self._deliver(events, exchange, client, encoder, recorder, streaming)
+                if events:  # empty only if the run already ended when the deadline struck
+                    await self._deliver(events, exchange, client, encoder, recorder, streaming)
             finally:
                 group.cancel_scope.cancel()
 
@@ -451,13 +449,13 @@ async def _read_body(receive: Receive, limit: int) -> bytes:
             return bytes(body)
 
 
-async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope, call: _Call) -> None:
+async def _watch_disconnect(receive: Receive, call: _Call) -> None:
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            if not call.complete:  # after the last byte, the server reports a disconnect too: nothing to stop
+            if not call.complete and call.scope is not None:  # after the last byte the server says so too
                 call.client_gone = True
-                scope.cancel()
+                call.scope.cancel()
             return
 
 
@@ -471,6 +469,8 @@ def _stale_connection(exc: BaseException) -> bool:
 
 def _timed_out(exc: BaseException) -> bool:
     """httpx-aiohttp reports a refused connection as a ConnectTimeout: tell them apart by the cause."""
+    if not isinstance(exc, TimeoutError | httpx.TimeoutException):
+        return False
     cause = exc.__cause__
     return cause is None or isinstance(cause, TimeoutError | aiohttp.ServerTimeoutError)
 

@@ -27,6 +27,12 @@ class ContentPart:
     filename: str | None = None
 
 
+def media_kind(media_type: str | None) -> str:
+    """The `ContentPart.type` for a MIME type: image, audio or video, else document."""
+    major = (media_type or "").split("/", 1)[0]
+    return major if major in ("image", "audio", "video") else "document"
+
+
 @dataclass(slots=True)
 class ToolCall:
     id: str

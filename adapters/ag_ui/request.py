@@ -14,7 +14,7 @@ from pydantic.alias_generators import to_camel
 
 from gateway.codec import UpstreamRequest, drop_none
 from gateway.ids import new_id
-from gateway.turn import ContentPart, Context, Message, Resume, Tool, ToolCall, Turn
+from gateway.turn import ContentPart, Context, Message, Resume, Tool, ToolCall, Turn, media_kind
 from gateway.validation import validate
 
 PROTOCOL_VERSION = "1.0"
@@ -271,8 +271,3 @@ def _content_to_agui(content: str | list[ContentPart] | None) -> str | list[dict
                                                                 "mimeType": part.media_type})})
     return out
 
-
-def media_kind(media_type: str | None) -> str:
-    """The AG-UI content kind for a MIME type."""
-    major = (media_type or "").split("/", 1)[0]
-    return major if major in ("image", "audio", "video") else "document"

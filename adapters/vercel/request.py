@@ -13,10 +13,9 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from adapters.ag_ui.request import media_kind
 from gateway.codec import UpstreamRequest, as_text, drop_none, json_or_text
 from gateway.ids import new_id
-from gateway.turn import ContentPart, Message, Resume, Role, ToolCall, Turn
+from gateway.turn import ContentPart, Message, Resume, Role, ToolCall, Turn, media_kind
 from gateway.validation import validate
 
 INKEEP = "inkeep"
