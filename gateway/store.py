@@ -36,6 +36,8 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 DEFAULT_TTL = 7 * 24 * 3600.0
 DEFAULT_MAX_ENTRIES = 100_000
 DEFAULT_MAX_VALUE_BYTES = 1 << 20
+REDIS_MAX_CONNECTIONS = 64
+"""Per gateway process. A store call takes well under a millisecond, so 64 serve thousands of turns a second."""
 
 _T = TypeVar("_T")
 
@@ -326,14 +328,19 @@ class RedisStore:
         self._index = f"{prefix}index"
         self._timeout = timeout
         self._closed = False
-        self._redis = aioredis.Redis.from_url(
+        pool = aioredis.BlockingConnectionPool.from_url(
             url,
+            # A burst of turns waits for one of these (at most `timeout`) instead of failing: redis-py's default
+            # pool refuses the 101st concurrent caller. `?max_connections=` in the URL wins over this.
+            max_connections=REDIS_MAX_CONNECTIONS,
+            timeout=timeout,
             socket_timeout=timeout,
             socket_connect_timeout=timeout,
             # A dropped connection is retried (Redis restarted); a timeout is not: a hung Redis must cost a turn
             # one timeout per call, not three.
             retry=Retry(ExponentialBackoff(cap=0.1, base=0.01), retries=2, supported_errors=(RedisConnectionError,)),
         )
+        self._redis = aioredis.Redis.from_pool(pool)
         self._put_script = self._redis.register_script(_PUT_SCRIPT)
 
     def _key(self, key: str) -> str:
