@@ -230,7 +230,10 @@ class _Call:
         try:
             failed = response.status_code >= 300
             if failed and (upstream.streaming or "json" not in response.headers.get("content-type", "")):
-                await self._upstream_refused(response)
+                await self._upstream_refused(response, f"upstream answered HTTP {response.status_code}")
+                return
+            if not failed and (wrong := _wrong_content_type(upstream, response.headers.get("content-type", ""))):
+                await self._upstream_refused(response, f"upstream answered HTTP {response.status_code} with {wrong}")
                 return
             self.upstream_status = response.status_code
             encoder = self.encoder = client.new_encoder(turn.variant)
@@ -357,15 +360,15 @@ class _Call:
         headers["x-request-id"] = self.request_id
         return headers
 
-    async def _upstream_refused(self, response: httpx.Response) -> None:
+    async def _upstream_refused(self, response: httpx.Response, message: str) -> None:
+        """A 502 that carries what the upstream said (its status and the start of its body)."""
         body = b""
         async for chunk in response.aiter_bytes():
             body += chunk
             if len(body) >= _ERROR_BODY_LIMIT:
                 break
         text = body[:2000].decode("utf-8", "replace").strip()
-        error = UpstreamError(f"upstream answered HTTP {response.status_code}",
-                              [{"status": response.status_code, "body": text}])
+        error = UpstreamError(message, [{"status": response.status_code, "body": text}])
         await self.fail_before_start(error)
 
     # writing to the client
@@ -419,6 +422,17 @@ class _Call:
         self.complete = True
         self.report()
         await self.send({"type": "http.response.body", "body": body})
+
+
+def _wrong_content_type(upstream: Dialect, content_type: str) -> str | None:
+    """Why a 2xx body cannot be what the upstream's dialect sends, or None. Only what is surely not a run is
+    refused: an HTML page (a misrouted proxy or login wall), or JSON where an event stream belongs (an error body
+    sent as 200). No content type, or text/plain (older Vercel data streams), is read as the dialect."""
+    media = content_type.partition(";")[0].strip().lower()
+    if media in ("text/html", "application/xhtml+xml") or (upstream.streaming and media == "application/json"):
+        expected = "text/event-stream" if upstream.streaming else "application/json"
+        return f"content-type {media}, not the {expected} of {upstream.name}"
+    return None
 
 
 def _streams(encoder: Encoder) -> bool:

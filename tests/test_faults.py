@@ -215,18 +215,14 @@ def test_html_502_from_the_upstream_is_a_502_with_its_status_and_body(world: Wor
 
 
 @pytest.mark.parametrize(("client", "upstream"), PAIRS)
-def test_200_with_an_html_body_is_an_error_never_a_success(world: World, client: str, upstream: str) -> None:
-    """An error page served as 200 text/html (a misrouted proxy) fails the run: before the stream as a 502, or
-    in-band once it started; either way the client is told, never handed an empty success."""
+def test_200_with_an_html_body_is_a_502_that_names_the_content_type(world: World, client: str, upstream: str
+                                                                   ) -> None:
+    """An error page served as 200 text/html (a misrouted proxy, a login wall) is refused before any stream starts:
+    the client is told what came back, never handed an empty success or a vague cut-off stream."""
     response, _ = world.ask(client, upstream, "wrong-type")
-    started = response.status_code == 200 if client != "agent-respond" else "messages" in response.json()
-    if started:  # in-band: the stream (or agent-respond's one body) says the run failed
-        code = orjson.loads(response.content)["error"]["code"] if client == "agent-respond" \
-            else "upstream_bad_event" if upstream == "agent-respond" else "upstream_truncated"
-        assert_in_band_error(client, response, code, "")
-    else:
-        assert_error_before_start(response, 502, response.json()["error"]["code"], "")
-        assert response.json()["error"]["code"].startswith("upstream")
+    error = assert_error_before_start(response, 502, "upstream_error", "upstream answered HTTP 200 with "
+                                                                       "content-type text/html")
+    assert error["details"] == [{"status": 200, "body": HTML.decode()}]
     world.assert_clean(client, upstream)
 
 
