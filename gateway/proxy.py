@@ -1,19 +1,20 @@
 """One route's request handler: read the client's request, call the upstream, translate its stream on the fly.
 
-A response is a race of three tasks; whichever ends the exchange cancels the others:
+A request runs in its own task, with one helper task and one timer; whichever ends the exchange cancels the
+request's task, and says why (`_Call.dropped`):
 
 ```
             ┌──────────────────────────────┐
- client ──▶ │ watch: receive() until the   │── http.disconnect ──▶ cancel all (the upstream connection closes)
-            │ client goes away             │
+ client ──▶ │ watch (task): receive() until│── http.disconnect ──▶ cancel: the upstream connection closes
+            │ the client goes away         │
             ├──────────────────────────────┤
- upstream ─▶│ relay: read ▸ decode ▸       │── terminal event or error ──▶ cancel all
- client ◀── │ repair ▸ record ▸ encode ▸   │   (the conversation is stored before its last byte goes out;
-            │ send                         │    a slow client blocks the send, and so the upstream's reads)
+ upstream ─▶│ relay (the request's task):  │── terminal event or error ──▶ done
+ client ◀── │ read ▸ decode ▸ repair ▸     │   (the conversation is stored before its last byte goes out;
+            │ record ▸ encode ▸ send       │    a slow client blocks the send, and so the upstream's reads)
             ├──────────────────────────────┤
-            │ watchdog: wakes at the next  │── first-event / idle / total deadline ──▶ cancel the reading
-            │ deadline; keep-alive when    │   (or, when a write to the client is stuck, drop the client)
-            │ the client has heard nothing │
+            │ timer: fires at the next     │── first-event / idle / total deadline ──▶ cancel the reading, which
+            │ deadline; keep-alive when    │   then tells the client why (or, when a write to the client is
+            │ the client has heard nothing │   stuck, drop the client)
             └──────────────────────────────┘
 ```
 
@@ -24,7 +25,7 @@ after that, an error is an in-band event in the client's dialect, followed by it
 
 from __future__ import annotations
 
-import errno
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -32,8 +33,6 @@ from functools import partial
 from typing import Any
 
 import aiohttp
-import anyio
-import httpx
 import orjson
 from starlette.datastructures import Headers
 from starlette.types import Message, Receive, Scope, Send
@@ -57,7 +56,7 @@ from gateway.metrics import Metrics
 from gateway.recorder import RunRecorder
 from gateway.turn import Message as TurnMessage
 from gateway.turn import Turn
-from gateway.upstream import REUSED_CONNECTION, UpstreamClients
+from gateway.upstream import REUSED_CONNECTION, UpstreamClients, UpstreamTarget, is_stale_connection
 from gateway.validation import load_json_object
 
 log = logging.getLogger("agent_gateway.proxy")
@@ -84,6 +83,7 @@ class RouteHandler:
         self.metrics = metrics
         self.log_bodies = log_bodies
         self.upstream = registry.get(route.upstream.dialect)
+        self.target = UpstreamTarget(route)
         self.in_flight = metrics.in_flight.labels(route.name)
         self.access = Access(route)
 
@@ -120,17 +120,25 @@ class RouteHandler:
             await call.fail_before_start(error)
             return
         call.record.update(client_dialect=client.name, conversation_id=turn.conversation_id, run_id=turn.run_id)
-        async with anyio.create_task_group() as group:
-            call.scope = group.cancel_scope
-            group.start_soon(_watch_disconnect, receive, call)
-            try:
-                await call.run(client, turn)
-            except Exception:
-                log.exception("the gateway failed", extra={"route": self.route.name, "request_id": call.request_id})
-                call.record.update(outcome="error", error="gateway_error")
-                await call.abort()
-            finally:
-                group.cancel_scope.cancel()
+        task = call.task = asyncio.current_task()
+        assert task is not None
+        watcher = asyncio.create_task(_watch_disconnect(receive, call))
+        try:
+            await call.run(client, turn)
+        except asyncio.CancelledError:
+            if call.dropped is None:  # not ours (the server is shutting down): let it through
+                raise
+            task.uncancel()
+            if call.dropped == "timeout":  # a deadline outside the relay, e.g. while reading an error body
+                call.dropped = None
+                await call.abort(UpstreamTimeout(call.timed_out), "upstream_timeout")
+        except Exception:
+            log.exception("the gateway failed", extra={"route": self.route.name, "request_id": call.request_id})
+            call.record.update(outcome="error", error="gateway_error")
+            await call.abort(GatewayError("the gateway failed to handle this request; see its log"), "gateway_error")
+        finally:
+            call.disarm()
+            watcher.cancel()
 
     def _parse(self, headers: Headers, body: bytes) -> tuple[Dialect, Turn]:
         content_type = headers.get("content-type", "application/json").split(";", 1)[0].strip().lower()
@@ -160,7 +168,15 @@ class _Call:
         self.last_activity = self.last_write = 0.0
         self.timed_out = ""
         self.writing = False
-        self.scope: anyio.CancelScope | None = None
+        self.task: asyncio.Task[Any] | None = None
+        self.timer: asyncio.TimerHandle | None = None
+        self.keeping_alive: asyncio.Task[None] | None = None
+        self.dropped: str | None = None
+        """Why this call cancelled its own task: "timeout" (reading stops, the client hears why), "client_gone"
+        or "client_stalled" (the exchange ends)."""
+        self.ending = False
+        """The conversation is being stored: nothing cancels the call meanwhile."""
+        self._streaming = False
         self.started = False
         self.complete = False
         self.client_gone = False
@@ -201,84 +217,90 @@ class _Call:
         route, upstream = self.route, self.handler.upstream
         exchange = await self.handler.mapper.begin(route.name, turn, client, upstream)
         outbound = upstream.build_request(exchange.upstream_turn, route.upstream.variant)
-        http = self.handler.clients.for_route(route)
-        request = http.build_request("POST", route.upstream.url, content=outbound.body,
-                                     headers=self._upstream_headers(outbound.headers))
-        timeouts = route.timeouts
-        first_deadline = self.started_at + min(timeouts.first_event, timeouts.total)
-        sent_at = time.monotonic()
+        headers = self._upstream_headers(outbound.headers)
+        session, target = self.handler.clients.session, self.handler.target
+        sent_at = self.last_write = time.monotonic()
+        self.arm(streaming=False)
         try:
-            with anyio.fail_after(max(first_deadline - time.monotonic(), 0)):
-                for attempt in range(_SEND_ATTEMPTS):
-                    REUSED_CONNECTION.set(False)
-                    try:
-                        response = await http.send(request, stream=True)
-                        break
-                    except httpx.HTTPError as exc:
-                        # A kept-alive connection the upstream closed as we sent on it: it read nothing. Again.
-                        # Never on a fresh connection: there a reset may come after the agent got the request.
-                        if attempt == _SEND_ATTEMPTS - 1 or not (REUSED_CONNECTION.get() and _stale_connection(exc)):
-                            raise
+            for attempt in range(_SEND_ATTEMPTS):
+                REUSED_CONNECTION.set(False)
+                try:
+                    response = await session.post(target.url, data=outbound.body, headers=headers,
+                                                  timeout=target.timeout, allow_redirects=False)
+                    break
+                except aiohttp.ClientError as exc:
+                    # A kept-alive connection the upstream closed as we sent on it: it read nothing. Again.
+                    # Never on a fresh connection: there a reset may come after the agent got the request.
+                    if attempt == _SEND_ATTEMPTS - 1 or not (REUSED_CONNECTION.get() and is_stale_connection(exc)):
+                        raise
             self.record["upstream_ms"] = round((time.monotonic() - sent_at) * 1000, 3)
-        except (TimeoutError, httpx.HTTPError) as exc:
-            if _timed_out(exc):
-                await self.fail_before_start(UpstreamTimeout(f"upstream did not answer within "
-                                                             f"{timeouts.first_event:g}s"))
-            else:
-                await self.fail_before_start(UpstreamError(f"upstream unreachable: {_describe(exc)}"))
+        except asyncio.CancelledError:
+            if self.dropped != "timeout":
+                raise
+            self._resume()
+            await self.fail_before_start(UpstreamTimeout(f"upstream did not answer within "
+                                                         f"{min(route.timeouts.first_event, route.timeouts.total):g}s"))
+            return
+        except TimeoutError:  # aiohttp's connect timeout
+            await self.fail_before_start(UpstreamTimeout(f"upstream did not accept a connection within "
+                                                         f"{route.timeouts.connect:g}s"))
+            return
+        except aiohttp.ClientError as exc:
+            await self.fail_before_start(UpstreamError(f"upstream unreachable: {_describe(exc)}"))
             return
         try:
-            failed = response.status_code >= 300
-            if failed and (upstream.streaming or "json" not in response.headers.get("content-type", "")):
-                await self._upstream_refused(response, f"upstream answered HTTP {response.status_code}")
+            failed = response.status >= 300
+            content_type = response.headers.get("content-type", "")
+            if failed and (upstream.streaming or "json" not in content_type):
+                await self._upstream_refused(response, f"upstream answered HTTP {response.status}")
                 return
-            if not failed and (wrong := _wrong_content_type(upstream, response.headers.get("content-type", ""))):
-                await self._upstream_refused(response, f"upstream answered HTTP {response.status_code} with {wrong}")
+            if not failed and (wrong := _wrong_content_type(upstream, content_type)):
+                await self._upstream_refused(response, f"upstream answered HTTP {response.status} with {wrong}")
                 return
-            self.upstream_status = response.status_code
+            self.upstream_status = response.status
             encoder = self.encoder = client.new_encoder(turn.variant)
             recorder = RunRecorder(exchange.conversation.state)
             await self._relay(response, exchange, client, encoder, recorder)
         finally:
-            with anyio.CancelScope(shield=True):
-                await response.aclose()
+            if response.content.at_eof():
+                response.release()  # the connection goes back to the pool
+            else:
+                response.close()  # unread data on it: the connection cannot be reused
 
-    async def _relay(self, response: httpx.Response, exchange: Exchange, client: Dialect, encoder: Encoder,
-                     recorder: RunRecorder) -> None:
+    async def _relay(self, response: aiohttp.ClientResponse, exchange: Exchange, client: Dialect,
+                     encoder: Encoder, recorder: RunRecorder) -> None:
         """Move the upstream's body to the client, translated, and store what the run added to the conversation.
 
-        The read loop does nothing per chunk but decode, encode and write; a watchdog beside it keeps the deadlines
-        (first event, idle, total) and the keep-alive, so no timer is set per chunk.
+        The read loop does nothing per chunk but decode, encode and write; one timer beside it keeps the deadlines
+        (first event, idle, total) and the keep-alive, so nothing is scheduled per chunk.
         """
         streaming = _streams(encoder)
         decoder = self.handler.upstream.new_decoder(max_event_bytes=self.route.limits.max_event_bytes)
         if streaming:
             await self._start(encoder)
         self.last_activity = self.last_write = time.monotonic()
-        reading = anyio.CancelScope()
-        async with anyio.create_task_group() as group:
-            group.start_soon(self._watchdog, reading, encoder, streaming)
+        self.arm(streaming)
+        try:
             try:
-                with reading:
-                    try:
-                        async for chunk in response.aiter_bytes():
-                            if self.client_gone:
-                                # Sends to a departed client return at once and buffered upstream data comes
-                                # without waiting: the cancel may find no await to land on. Stop here.
-                                return
-                            self.last_activity = time.monotonic()
-                            events = decoder.feed(chunk)
-                            if events and await self._deliver(events, exchange, client, encoder, recorder, streaming):
-                                return
-                        events = decoder.close()
-                    except httpx.HTTPError as exc:
-                        events = decoder.fail(f"upstream connection broke: {_describe(exc)}", "upstream_error")
-                if reading.cancelled_caught:
-                    events = decoder.fail(self.timed_out, "upstream_timeout")
-                if events:  # empty only if the run already ended when the deadline struck
-                    await self._deliver(events, exchange, client, encoder, recorder, streaming)
-            finally:
-                group.cancel_scope.cancel()
+                async for chunk in response.content.iter_any():
+                    if self.client_gone:
+                        # Sends to a departed client return at once and buffered upstream data comes without
+                        # waiting: the cancel may find no await to land on. Stop here.
+                        return
+                    self.last_activity = time.monotonic()
+                    events = decoder.feed(chunk)
+                    if events and await self._deliver(events, exchange, client, encoder, recorder, streaming):
+                        return
+                events = decoder.close()
+            except aiohttp.ClientError as exc:
+                events = decoder.fail(f"upstream connection broke: {_describe(exc)}", "upstream_error")
+        except asyncio.CancelledError:
+            if self.dropped != "timeout":
+                raise
+            self._resume()
+            events = decoder.fail(self.timed_out, "upstream_timeout")
+        if events:  # empty only if the run already ended when the deadline struck
+            await self._deliver(events, exchange, client, encoder, recorder, streaming)
 
     async def _deliver(self, events: list[Event], exchange: Exchange, client: Dialect, encoder: Encoder,
                        recorder: RunRecorder, streaming: bool) -> bool:
@@ -290,55 +312,101 @@ class _Call:
         if not record["events"]:
             self._rewrite_start(events, exchange.client_turn)
             record["ttfe_ms"] = round((time.monotonic() - self.started_at) * 1000, 3)
-        record["events"] += len(events)
+            record["events"] = len(events)
+            self.arm(streaming)  # from the first-event deadline to the (usually shorter) idle one
+        else:
+            record["events"] += len(events)
         recorder.record(events)
         out = encoder.encode(events)
         terminal = events[-1]
         if not isinstance(terminal, RunFinished | RunError):
             if streaming and out:
                 await self._write(out)
-                self.last_activity = self.last_write = time.monotonic()
+                self.last_write = time.monotonic()
             return False
         if isinstance(terminal, RunError):
             record.update(outcome="error", error=terminal.code or "upstream_error")
         else:
             record["outcome"] = terminal.outcome
-        # Stored before the last byte goes out: a client may send its next turn the moment it has it.
-        with anyio.CancelScope(shield=True):
-            await self._finish(exchange, client, out, recorder)
+        # Stored before the last byte goes out: a client may send its next turn the moment it has it. From here
+        # on nothing cancels the call: a client that left meanwhile does not cost the conversation its turn.
+        self.ending = True
+        self.disarm()
+        await self._finish(exchange, client, out, recorder)
+        self.ending = False
+        self.arm(streaming)  # a client that stops reading now is still cut off at the deadline
         if streaming:
             await self._end(out)
         else:
             await self._respond(encoder.status_code, encoder.headers, out)
         return True
 
-    async def _watchdog(self, reading: anyio.CancelScope, encoder: Encoder, streaming: bool) -> None:
-        """Cut the upstream off at a deadline; keep an idle client connection alive meanwhile."""
+    # the deadlines and the keep-alive: one timer, moved only when it fires
+
+    def arm(self, streaming: bool) -> None:
+        """(Re)start the timer for the current phase: before the response starts there is nothing to keep alive."""
+        self.disarm()
+        self._streaming = streaming
+        self._tick()
+
+    def disarm(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.keeping_alive is not None:
+            self.keeping_alive.cancel()
+            self.keeping_alive = None
+
+    def _tick(self) -> None:
+        """At a deadline, stop the reading (or, when a write to the client is stuck, drop the client); when the
+        client has heard nothing for a while, send it a keep-alive; then sleep until the next of these."""
+        self.timer = None
+        if self.ending or self.dropped is not None:
+            return
         timeouts, keepalive = self.route.timeouts, self.handler.keepalive
-        deadline_total = self.started_at + timeouts.total
-        while True:
-            now = time.monotonic()
-            if self.record["events"]:
-                deadline, message = self.last_activity + timeouts.idle, f"upstream sent nothing for {timeouts.idle:g}s"
+        now = time.monotonic()
+        if self.record["events"]:
+            deadline, message = self.last_activity + timeouts.idle, f"upstream sent nothing for {timeouts.idle:g}s"
+        else:
+            deadline = self.started_at + timeouts.first_event
+            message = f"upstream sent no event within {timeouts.first_event:g}s"
+        if self.started_at + timeouts.total <= deadline:
+            deadline, message = self.started_at + timeouts.total, f"the run took longer than {timeouts.total:g}s"
+        if now >= deadline:
+            self.timed_out = message
+            if self.writing:  # the client stopped reading: no error can reach it. Drop it, and the upstream.
+                self.record.update(outcome="error", error="client_stalled")
+                self.drop("client_stalled")
             else:
-                deadline = self.started_at + timeouts.first_event
-                message = f"upstream sent no event within {timeouts.first_event:g}s"
-            if deadline_total <= deadline:
-                deadline, message = deadline_total, f"the run took longer than {timeouts.total:g}s"
-            if now >= deadline:
-                self.timed_out = message
-                if self.writing and self.scope is not None:
-                    # The client stopped reading: no error can reach it. Drop it, and the upstream with it.
-                    self.record.update(outcome="error", error="client_stalled")
-                    self.scope.cancel()
-                else:
-                    reading.cancel()
-                return
-            if streaming and now >= self.last_write + keepalive and not self.writing:
+                self.drop("timeout")
+            return
+        wake = deadline
+        if self._streaming:
+            if now >= self.last_write + keepalive and not self.writing and self.keeping_alive is None:
                 self.last_write = now
-                await self._write(encoder.keep_alive())
-                continue
-            await anyio.sleep(min(deadline, self.last_write + keepalive) - now if streaming else deadline - now)
+                assert self.encoder is not None
+                self.keeping_alive = asyncio.create_task(self._keep_alive(self.encoder.keep_alive()))
+            wake = min(deadline, self.last_write + keepalive)
+        self.timer = asyncio.get_running_loop().call_later(max(wake - now, 0), self._tick)
+
+    async def _keep_alive(self, comment: bytes) -> None:
+        try:
+            await self._write(comment)
+        finally:
+            self.keeping_alive = None
+
+    def drop(self, reason: str) -> None:
+        """End the exchange from outside its task (a deadline, the client leaving)."""
+        if self.dropped is None and not self.ending and self.task is not None:
+            self.dropped = reason
+            self.task.cancel()
+
+    def _resume(self) -> None:
+        """A deadline cancelled the reading, not the call: carry on to tell the client why."""
+        assert self.task is not None
+        self.task.uncancel()
+        self.dropped = None
+        self.timer = None
 
     def _rewrite_start(self, events: list[Event], turn: Turn) -> None:
         """The client sees its own thread and run ids, whatever the upstream called them."""
@@ -360,33 +428,32 @@ class _Call:
         headers["x-request-id"] = self.request_id
         return headers
 
-    async def _upstream_refused(self, response: httpx.Response, message: str) -> None:
+    async def _upstream_refused(self, response: aiohttp.ClientResponse, message: str) -> None:
         """A 502 that carries what the upstream said (its status and the start of its body)."""
         body = b""
-        async for chunk in response.aiter_bytes():
+        async for chunk in response.content.iter_any():
             body += chunk
             if len(body) >= _ERROR_BODY_LIMIT:
                 break
         text = body[:2000].decode("utf-8", "replace").strip()
-        error = UpstreamError(message, [{"status": response.status_code, "body": text}])
+        error = UpstreamError(message, [{"status": response.status, "body": text}])
         await self.fail_before_start(error)
 
     # writing to the client
 
-    async def abort(self) -> None:
-        """A bug of ours, not the upstream's: never leave the client waiting on it."""
+    async def abort(self, error: GatewayError, code: str) -> None:
+        """End the exchange with `error`: as the HTTP error if the response has not started, else in band."""
         if not self.started:
-            await self.fail_before_start(GatewayError("the gateway failed to handle this request; see its log"))
+            await self.fail_before_start(error)
         elif not self.complete:
             body = b""
             if self.encoder is not None:
                 try:
-                    body = self.encoder.encode([RunError("the gateway failed mid-run; see its log", "gateway_error")])
+                    body = self.encoder.encode([RunError(error.message, code)])
                 except Exception:  # the encoder may be what broke
                     body = b""
-            self.complete = True
-            self.report()
-            await self.send({"type": "http.response.body", "body": body})
+            self.record.update(outcome="error", error=code)
+            await self._end(body)
 
     async def fail_before_start(self, error: GatewayError) -> None:
         self.record.update(outcome="rejected" if error.status < 500 else "error", error=error.code,
@@ -401,9 +468,7 @@ class _Call:
         self.started = True
         self.record["status"] = status
         await self.send({"type": "http.response.start", "status": status, "headers": raw})
-        self.complete = True
-        self.report()
-        await self.send({"type": "http.response.body", "body": body})
+        await self._end(body)
 
     async def _start(self, encoder: Encoder) -> None:
         headers = {**encoder.headers, **SSE_HEADERS, "x-request-id": self.request_id}
@@ -412,16 +477,17 @@ class _Call:
         await self.send({"type": "http.response.start", "status": encoder.status_code, "headers": raw})
         self.started = True
 
-    async def _write(self, body: bytes) -> None:
-        if body:
+    async def _write(self, body: bytes, more: bool = True) -> None:
+        """`writing` is how the timer tells a stuck client (a send that does not return) from a slow upstream."""
+        if body or not more:
             self.writing = True
-            await self.send({"type": "http.response.body", "body": body, "more_body": True})
+            await self.send({"type": "http.response.body", "body": body, "more_body": more})
             self.writing = False
 
     async def _end(self, body: bytes) -> None:
         self.complete = True
         self.report()
-        await self.send({"type": "http.response.body", "body": body})
+        await self._write(body, more=False)
 
 
 def _wrong_content_type(upstream: Dialect, content_type: str) -> str | None:
@@ -467,26 +533,10 @@ async def _watch_disconnect(receive: Receive, call: _Call) -> None:
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            if not call.complete and call.scope is not None:  # after the last byte the server says so too
+            if not call.complete:  # after the last byte the server says so too
                 call.client_gone = True
-                call.scope.cancel()
+                call.drop("client_gone")
             return
-
-
-def _stale_connection(exc: BaseException) -> bool:
-    """The request could not be written: the server had closed the (kept-alive) connection. As Go's HTTP client
-    does for a POST, resend only then: once written, a reset may come after the agent has the request."""
-    cause = exc.__cause__
-    return isinstance(cause, aiohttp.ClientOSError) and (
-        cause.errno == errno.EPIPE or "Can not write request body" in str(cause))
-
-
-def _timed_out(exc: BaseException) -> bool:
-    """httpx-aiohttp reports a refused connection as a ConnectTimeout: tell them apart by the cause."""
-    if not isinstance(exc, TimeoutError | httpx.TimeoutException):
-        return False
-    cause = exc.__cause__
-    return cause is None or isinstance(cause, TimeoutError | aiohttp.ServerTimeoutError)
 
 
 def _describe(exc: BaseException) -> str:
