@@ -7,7 +7,6 @@ worker processes (`serve --workers N`), `PROMETHEUS_MULTIPROC_DIR` is set and `/
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
 
@@ -15,11 +14,24 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
 
-@dataclass(frozen=True, slots=True)
-class Labels:
-    route: str
-    client: str
-    upstream: str
+class Series:
+    """The children of one (route, client dialect, upstream dialect), looked up once: `labels()` takes a lock and
+    builds a key per call, and a request would make five of them."""
+
+    def __init__(self, metrics: Metrics, route: str, client: str, upstream: str) -> None:
+        self._labels = (route, client, upstream)
+        self._metrics = metrics
+        self.events = metrics.events.labels(*self._labels)
+        self.first_event = metrics.first_event.labels(*self._labels)
+        self.upstream_latency = metrics.upstream_latency.labels(*self._labels)
+        self.duration = metrics.duration.labels(*self._labels)
+        self._by_status: dict[str, Counter] = {}
+
+    def requests(self, status: str) -> Counter:
+        child = self._by_status.get(status)
+        if child is None:
+            child = self._by_status[status] = self._metrics.requests.labels(*self._labels, status)
+        return child
 
 
 class Metrics:
@@ -42,6 +54,15 @@ class Metrics:
                                   list(ids), buckets=_LATENCY_BUCKETS, registry=self.registry)
         self.errors = Counter("agent_gateway_errors", "Failed requests and runs, by error code.",
                               ["route", "kind"], registry=self.registry)
+
+        self._series: dict[tuple[str, str, str], Series] = {}
+
+    def series(self, route: str, client: str, upstream: str) -> Series:
+        key = (route, client, upstream)
+        found = self._series.get(key)
+        if found is None:
+            found = self._series[key] = Series(self, route, client, upstream)
+        return found
 
     def exposition(self) -> bytes:
         if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):

@@ -200,15 +200,15 @@ class _Call:
         if self.client_gone and record["outcome"] is None:
             record["outcome"] = "client_gone"
         record["duration_ms"] = round((time.monotonic() - self.started_at) * 1000, 3)
-        labels = (self.route.name, record["client_dialect"], record["upstream_dialect"])
-        metrics.requests.labels(*labels, str(record["status"] or 499)).inc()
-        metrics.duration.labels(*labels).observe(record["duration_ms"] / 1000)
+        series = metrics.series(self.route.name, record["client_dialect"], record["upstream_dialect"])
+        series.requests(str(record["status"] or 499)).inc()
+        series.duration.observe(record["duration_ms"] / 1000)
         if record["events"]:
-            metrics.events.labels(*labels).inc(record["events"])
+            series.events.inc(record["events"])
         if "ttfe_ms" in record:
-            metrics.first_event.labels(*labels).observe(record["ttfe_ms"] / 1000)
+            series.first_event.observe(record["ttfe_ms"] / 1000)
         if "upstream_ms" in record:
-            metrics.upstream_latency.labels(*labels).observe(record["upstream_ms"] / 1000)
+            series.upstream_latency.observe(record["upstream_ms"] / 1000)
         if record.get("error"):
             metrics.errors.labels(self.route.name, record["error"]).inc()
         log_access.info("request", extra={k: v for k, v in record.items() if v is not None})
@@ -280,6 +280,7 @@ class _Call:
             await self._start(encoder)
         self.last_activity = self.last_write = time.monotonic()
         self.arm(streaming)
+        first = streaming and self.handler.upstream.streaming
         try:
             try:
                 async for chunk in response.content.iter_any():
@@ -288,6 +289,16 @@ class _Call:
                         # waiting: the cancel may find no await to land on. Stop here.
                         return
                     self.last_activity = time.monotonic()
+                    if first:
+                        # The first frame goes out alone: the client's first event should not wait for the
+                        # translation of everything else the first read brought.
+                        first = False
+                        cut = chunk.find(b"\n\n") + 2
+                        if 1 < cut < len(chunk):
+                            events = decoder.feed(chunk[:cut])
+                            if events and await self._deliver(events, exchange, client, encoder, recorder, streaming):
+                                return
+                            chunk = chunk[cut:]
                     events = decoder.feed(chunk)
                     if events and await self._deliver(events, exchange, client, encoder, recorder, streaming):
                         return
@@ -365,15 +376,15 @@ class _Call:
             return
         timeouts, keepalive = self.route.timeouts, self.handler.keepalive
         now = time.monotonic()
-        if self.record["events"]:
-            deadline, message = self.last_activity + timeouts.idle, f"upstream sent nothing for {timeouts.idle:g}s"
-        else:
-            deadline = self.started_at + timeouts.first_event
-            message = f"upstream sent no event within {timeouts.first_event:g}s"
-        if self.started_at + timeouts.total <= deadline:
-            deadline, message = self.started_at + timeouts.total, f"the run took longer than {timeouts.total:g}s"
+        started = bool(self.record["events"])
+        deadline = self.last_activity + timeouts.idle if started else self.started_at + timeouts.first_event
+        total = self.started_at + timeouts.total <= deadline
+        if total:
+            deadline = self.started_at + timeouts.total
         if now >= deadline:
-            self.timed_out = message
+            self.timed_out = (f"the run took longer than {timeouts.total:g}s" if total
+                              else f"upstream sent nothing for {timeouts.idle:g}s" if started
+                              else f"upstream sent no event within {timeouts.first_event:g}s")
             if self.writing:  # the client stopped reading: no error can reach it. Drop it, and the upstream.
                 self.record.update(outcome="error", error="client_stalled")
                 self.drop("client_stalled")
