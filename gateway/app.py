@@ -1,4 +1,4 @@
-"""The gateway as an ASGI app: one handler per route, the shared upstream clients and conversation store."""
+"""The gateway as an ASGI app: one handler per route, the shared upstream connection pool and conversation store."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from gateway import logs
+from gateway import __version__, logs
 from gateway.config import GatewayConfig
 from gateway.conversation import ConversationMapper
+from gateway.http1 import Pool
 from gateway.metrics import CONTENT_TYPE, Metrics
 from gateway.proxy import RouteHandler
 from gateway.store import ConversationStore, open_store
-from gateway.upstream import UpstreamClients
 
 CONFIG_ENV = "AGENT_GATEWAY_CONFIG_JSON"
 
@@ -59,13 +59,13 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
         settings = config.store
         store = open_store(settings.url, ttl=settings.ttl_seconds, max_entries=settings.max_conversations,
                            max_value_bytes=settings.max_conversation_bytes)
-    clients = UpstreamClients()
+    pool = Pool(user_agent=f"agent-gateway/{__version__}")
     metrics = Metrics()
     mapper = ConversationMapper(store, max_messages=config.store.max_messages)
     routes: list[BaseRoute] = []
     handlers: dict[str, tuple[ASGIApp, frozenset[str]]] = {}
     for route in config.routes:
-        handler: ASGIApp = RouteHandler(route, clients=clients, mapper=mapper, keepalive=config.keepalive_seconds,
+        handler: ASGIApp = RouteHandler(route, pool=pool, mapper=mapper, keepalive=config.keepalive_seconds,
                                         metrics=metrics, log_bodies=log_bodies)
         methods = ["POST"]
         if route.cors is not None:
@@ -99,7 +99,7 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
         try:
             yield
         finally:
-            await clients.aclose()
+            await pool.close()
             await store.close()
 
     return Gateway(handlers, Starlette(routes=routes, lifespan=lifespan))

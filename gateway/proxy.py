@@ -32,7 +32,6 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-import aiohttp
 import orjson
 from starlette.datastructures import Headers
 from starlette.types import Message, Receive, Scope, Send
@@ -50,19 +49,18 @@ from gateway.errors import (
     UpstreamTimeout,
 )
 from gateway.events import Event, RunError, RunFinished, RunStarted
+from gateway.http1 import HTTPError, Pool, Response, Target
 from gateway.ids import new_id
 from gateway.logs import ACCESS
 from gateway.metrics import Metrics
 from gateway.recorder import RunRecorder
 from gateway.turn import Message as TurnMessage
 from gateway.turn import Turn
-from gateway.upstream import REUSED_CONNECTION, UpstreamClients, UpstreamTarget, is_stale_connection
 from gateway.validation import load_json_object
 
 log = logging.getLogger("agent_gateway.proxy")
 log_access = logging.getLogger(ACCESS)
 
-_SEND_ATTEMPTS = 3  # a burst can meet several pooled connections the upstream closed at once
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 _ERROR_BODY_LIMIT = 64 * 1024
 
@@ -74,16 +72,16 @@ class ClientGone(Exception):
 class RouteHandler:
     """The ASGI app behind one route's paths."""
 
-    def __init__(self, route: Route, *, clients: UpstreamClients, mapper: ConversationMapper,
+    def __init__(self, route: Route, *, pool: Pool, mapper: ConversationMapper,
                  keepalive: float, metrics: Metrics, log_bodies: bool = False) -> None:
         self.route = route
-        self.clients = clients
+        self.pool = pool
         self.mapper = mapper
         self.keepalive = keepalive
         self.metrics = metrics
         self.log_bodies = log_bodies
         self.upstream = registry.get(route.upstream.dialect)
-        self.target = UpstreamTarget(route)
+        self.target = Target(route.upstream.url, route.timeouts.connect)
         self.in_flight = metrics.in_flight.labels(route.name)
         self.access = Access(route)
 
@@ -218,21 +216,10 @@ class _Call:
         exchange = await self.handler.mapper.begin(route.name, turn, client, upstream)
         outbound = upstream.build_request(exchange.upstream_turn, route.upstream.variant)
         headers = self._upstream_headers(outbound.headers)
-        session, target = self.handler.clients.session, self.handler.target
         sent_at = self.last_write = time.monotonic()
         self.arm(streaming=False)
         try:
-            for attempt in range(_SEND_ATTEMPTS):
-                REUSED_CONNECTION.set(False)
-                try:
-                    response = await session.post(target.url, data=outbound.body, headers=headers,
-                                                  timeout=target.timeout, allow_redirects=False)
-                    break
-                except aiohttp.ClientError as exc:
-                    # A kept-alive connection the upstream closed as we sent on it: it read nothing. Again.
-                    # Never on a fresh connection: there a reset may come after the agent got the request.
-                    if attempt == _SEND_ATTEMPTS - 1 or not (REUSED_CONNECTION.get() and is_stale_connection(exc)):
-                        raise
+            response = await self.handler.pool.post(self.handler.target, outbound.body, headers)
             self.record["upstream_ms"] = round((time.monotonic() - sent_at) * 1000, 3)
         except asyncio.CancelledError:
             if self.dropped != "timeout":
@@ -241,11 +228,11 @@ class _Call:
             await self.fail_before_start(UpstreamTimeout(f"upstream did not answer within "
                                                          f"{min(route.timeouts.first_event, route.timeouts.total):g}s"))
             return
-        except TimeoutError:  # aiohttp's connect timeout
+        except TimeoutError:  # connecting took too long
             await self.fail_before_start(UpstreamTimeout(f"upstream did not accept a connection within "
                                                          f"{route.timeouts.connect:g}s"))
             return
-        except aiohttp.ClientError as exc:
+        except HTTPError as exc:
             await self.fail_before_start(UpstreamError(f"upstream unreachable: {_describe(exc)}"))
             return
         try:
@@ -262,12 +249,9 @@ class _Call:
             recorder = RunRecorder(exchange.conversation.state)
             await self._relay(response, exchange, client, encoder, recorder)
         finally:
-            if response.content.at_eof():
-                response.release()  # the connection goes back to the pool
-            else:
-                response.close()  # unread data on it: the connection cannot be reused
+            response.release()  # back to the pool if read to its end, else closed
 
-    async def _relay(self, response: aiohttp.ClientResponse, exchange: Exchange, client: Dialect,
+    async def _relay(self, response: Response, exchange: Exchange, client: Dialect,
                      encoder: Encoder, recorder: RunRecorder) -> None:
         """Move the upstream's body to the client, translated, and store what the run added to the conversation.
 
@@ -283,7 +267,7 @@ class _Call:
         first = streaming and self.handler.upstream.streaming
         try:
             try:
-                async for chunk in response.content.iter_any():
+                while chunk := await response.read():
                     if self.client_gone:
                         # Sends to a departed client return at once and buffered upstream data comes without
                         # waiting: the cancel may find no await to land on. Stop here.
@@ -303,7 +287,7 @@ class _Call:
                     if events and await self._deliver(events, exchange, client, encoder, recorder, streaming):
                         return
                 events = decoder.close()
-            except aiohttp.ClientError as exc:
+            except HTTPError as exc:
                 events = decoder.fail(f"upstream connection broke: {_describe(exc)}", "upstream_error")
         except asyncio.CancelledError:
             if self.dropped != "timeout":
@@ -439,13 +423,14 @@ class _Call:
         headers["x-request-id"] = self.request_id
         return headers
 
-    async def _upstream_refused(self, response: aiohttp.ClientResponse, message: str) -> None:
+    async def _upstream_refused(self, response: Response, message: str) -> None:
         """A 502 that carries what the upstream said (its status and the start of its body)."""
         body = b""
-        async for chunk in response.content.iter_any():
-            body += chunk
-            if len(body) >= _ERROR_BODY_LIMIT:
-                break
+        try:
+            while len(body) < _ERROR_BODY_LIMIT and (chunk := await response.read()):
+                body += chunk
+        except HTTPError:
+            pass  # what came before the break is what there is to show
         text = body[:2000].decode("utf-8", "replace").strip()
         error = UpstreamError(message, [{"status": response.status, "body": text}])
         await self.fail_before_start(error)

@@ -1,0 +1,376 @@
+"""The upstream HTTP client (gateway/http1.py) against real sockets: a scripted server on 127.0.0.1 per test.
+
+Each server reads one request head and body at a time and answers with the bytes the test scripts, so framing,
+keep-alive, closes and backpressure are what a real peer would do on the wire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import os
+import shutil
+import ssl
+import subprocess
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from gateway.http1 import ConnectError, ConnectionBroken, Pool, ProtocolError, Response, Target
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[bool]]
+"""Answers the request numbered `int` on this connection (0-based); returns whether to keep the connection."""
+
+
+class Server:
+    def __init__(self, handler: Handler, tls: ssl.SSLContext | None = None) -> None:
+        self.handler = handler
+        self.tls = tls
+        self.connections = 0
+        self.requests: list[bytes] = []
+        self.server: asyncio.Server | None = None
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    async def __aenter__(self) -> Server:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.tls)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.server is not None
+        self.server.close()
+        if self.tasks:  # connections the client closed end by themselves; the rest are ended here
+            await asyncio.wait(self.tasks, timeout=1)
+            for task in self.tasks:
+                task.cancel()
+
+    def url(self, path: str = "/run?x=1") -> str:
+        assert self.server is not None
+        port = self.server.sockets[0].getsockname()[1]
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{port}{path}"
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        task = asyncio.current_task()
+        assert task is not None
+        self.tasks.add(task)
+        try:
+            for number in range(100):
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                               if line.lower().startswith(b"content-length:")), 0)
+                self.requests.append(head + await reader.readexactly(length))
+                if not await self.handler(reader, writer, number):
+                    return
+        finally:
+            writer.close()
+
+
+def run(main: Callable[[], Awaitable[None]]) -> None:
+    asyncio.run(main())
+
+
+async def read_all(response: Response) -> bytes:
+    body = b""
+    while chunk := await response.read():
+        body += chunk
+    return body
+
+
+def chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+STREAM_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+
+
+def test_a_chunked_stream_is_read_as_it_arrives_not_when_it_ends() -> None:
+    release = asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        writer.write(STREAM_HEAD + chunk(b"data: 1\n\n"))
+        await writer.drain()
+        await release.wait()
+        writer.write(chunk(b"data: 2\n\n") + b"0\r\n\r\n")
+        return True
+
+    async def main() -> None:
+        async with Server(handler) as server:
+            pool = Pool()
+            response = await pool.post(Target(server.url(), 5), b"{}", {"content-type": "application/json"})
+            assert (response.status, response.headers["content-type"]) == (200, "text/event-stream")
+            assert await asyncio.wait_for(response.read(), 2) == b"data: 1\n\n"
+            release.set()
+            assert await read_all(response) == b"data: 2\n\n"
+            response.release()
+            await pool.close()
+        request = server.requests[0]
+        assert request.startswith(b"POST /run?x=1 HTTP/1.1\r\n")
+        assert b"\r\ncontent-length: 2\r\n" in request and request.endswith(b"\r\n\r\n{}")
+        assert b"\r\nuser-agent: agent-gateway\r\n" in request
+
+    run(main)
+
+
+def test_a_connection_read_to_the_end_is_kept_and_used_again() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        return True
+
+    async def main() -> None:
+        async with Server(handler) as server:
+            pool, target = Pool(), Target(server.url(), 5)
+            for _ in range(3):
+                response = await pool.post(target, b"{}", {})
+                assert await read_all(response) == b"ok"
+                response.release()
+            await pool.close()
+        assert (server.connections, len(server.requests)) == (1, 3)
+
+    run(main)
+
+
+def test_a_response_left_unread_closes_its_connection() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        writer.write(STREAM_HEAD + chunk(b"data: 1\n\n"))
+        await writer.drain()
+        await reader.read()  # until the client closes
+        return False
+
+    async def main() -> None:
+        async with Server(handler) as server:
+            pool, target = Pool(), Target(server.url(), 5)
+            for _ in range(2):
+                response = await pool.post(target, b"{}", {})
+                assert await response.read() == b"data: 1\n\n"
+                response.release()
+            await pool.close()
+        assert server.connections == 2
+
+    run(main)
+
+
+def test_an_idle_connection_the_server_closed_is_not_used() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        await writer.drain()
+        return False  # closes without saying so (no `connection: close`), as servers do at their idle timeout
+
+    async def main() -> None:
+        async with Server(handler) as server:
+            pool, target = Pool(), Target(server.url(), 5)
+            for _ in range(3):
+                response = await pool.post(target, b"{}", {})
+                assert await read_all(response) == b"ok"
+                response.release()
+                await asyncio.sleep(0.05)  # the close reaches the client
+            await pool.close()
+        assert (server.connections, len(server.requests)) == (3, 3)
+
+    run(main)
+
+
+def test_idle_connections_are_closed_after_the_keepalive() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        return True
+
+    async def main() -> None:
+        async with Server(handler) as server:
+            pool, target = Pool(keepalive=0.1), Target(server.url(), 5)
+            response = await pool.post(target, b"{}", {})
+            await read_all(response)
+            response.release()
+            await asyncio.sleep(0.3)
+            response = await pool.post(target, b"{}", {})
+            await read_all(response)
+            response.release()
+            await pool.close()
+        assert server.connections == 2
+
+    run(main)
+
+
+def test_a_body_without_a_length_ends_with_the_connection() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n{\"a\":")
+        await writer.drain()
+        writer.write(b" 1}")
+        return False
+
+    async def main() -> None:
+        async with Server(handler) as server:
+            pool = Pool()
+            response = await pool.post(Target(server.url(), 5), b"{}", {})
+            assert await read_all(response) == b'{"a": 1}'
+            response.release()
+            await pool.close()
+
+    run(main)
+
+
+def test_a_stream_cut_mid_body_is_a_broken_connection() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        writer.write(STREAM_HEAD + chunk(b"data: 1\n\n"))
+        return False
+
+    async def main() -> None:
+        async with Server(handler) as server:
+            pool = Pool()
+            response = await pool.post(Target(server.url(), 5), b"{}", {})
+            assert await response.read() == b"data: 1\n\n"
+            with pytest.raises(ConnectionBroken, match="closed the connection"):
+                await response.read()
+            response.release()
+            await pool.close()
+
+    run(main)
+
+
+def test_a_close_before_any_answer_fails_the_post() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        return False
+
+    async def main() -> None:
+        async with Server(handler) as server:
+            pool = Pool()
+            with pytest.raises(ConnectionBroken):
+                await pool.post(Target(server.url(), 5), b"{}", {})
+            await pool.close()
+
+    run(main)
+
+
+def test_bytes_that_are_not_http_are_a_protocol_error() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        writer.write(b"SSH-2.0-OpenSSH_9.2\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(0.5)
+        return False
+
+    async def main() -> None:
+        async with Server(handler) as server:
+            pool = Pool()
+            with pytest.raises(ProtocolError, match="invalid HTTP response"):
+                await pool.post(Target(server.url(), 5), b"{}", {})
+            await pool.close()
+
+    run(main)
+
+
+def test_a_refused_connection_is_a_connect_error() -> None:
+    async def main() -> None:
+        async with Server(lambda *_: asyncio.sleep(0, False)) as server:
+            url = server.url()
+        pool = Pool()
+        with pytest.raises(ConnectError, match=r"cannot connect to 127\.0\.0\.1"):
+            await pool.post(Target(url, 5), b"{}", {})
+        await pool.close()
+
+    run(main)
+
+
+def test_a_compressed_body_is_decompressed() -> None:
+    body = gzip.compress(b"data: " + b"x" * 5000 + b"\n\n")
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ntransfer-encoding: chunked\r\n\r\n")
+        for start in range(0, len(body), 100):
+            writer.write(chunk(body[start:start + 100]))
+        writer.write(b"0\r\n\r\n")
+        return True
+
+    async def main() -> None:
+        async with Server(handler) as server:
+            pool = Pool()
+            response = await pool.post(Target(server.url(), 5), b"{}", {})
+            assert await read_all(response) == b"data: " + b"x" * 5000 + b"\n\n"
+            response.release()
+            await pool.close()
+
+    run(main)
+
+
+def test_a_reader_that_lags_stops_the_socket_reads_and_so_the_server() -> None:
+    """Backpressure: the client holds at most its high-water mark plus the kernel's buffers, then the server's
+    writes block; reading again lets the rest through."""
+    sent = 0
+    total = 64 * 2**20
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        nonlocal sent
+        writer.write(STREAM_HEAD)
+        piece = chunk(b"x" * 65536)
+        while sent < total:
+            writer.write(piece)
+            await writer.drain()
+            sent += 65536
+        writer.write(b"0\r\n\r\n")
+        return True
+
+    async def main() -> None:
+        async with Server(handler) as server:
+            pool = Pool()
+            response = await pool.post(Target(server.url(), 5), b"{}", {})
+            await asyncio.sleep(0.5)
+            held = sent
+            await asyncio.sleep(0.3)
+            assert sent == held, "the server kept writing to a client that reads nothing"
+            assert held < 16 * 2**20, f"the client took {held / 2**20:.1f} MiB without reading it"
+            assert len(await read_all(response)) == total
+            response.release()
+            await pool.close()
+
+    run(main)
+
+
+def test_header_values_with_line_breaks_are_refused() -> None:
+    async def main() -> None:
+        pool = Pool()
+        with pytest.raises(ValueError, match="line break"):
+            await pool.post(Target("http://127.0.0.1:9/x", 5), b"{}", {"x-evil": "a\r\nhost: elsewhere"})
+        await pool.close()
+
+    run(main)
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    if shutil.which("openssl") is None:
+        pytest.fail("openssl is needed to make a test certificate (apt-get install -y openssl)", pytrace=False)
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    return cert, key
+
+
+def test_https_upstreams_are_verified_against_the_trusted_certificates(certificate: tuple[Path, Path],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    cert, key = certificate
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(cert, key)
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\nsecret")
+        return True
+
+    async def main(trusted: bool) -> None:
+        async with Server(handler, tls=tls) as server:
+            pool = Pool()
+            if trusted:
+                response = await pool.post(Target(server.url(), 5), b"{}", {})
+                assert await read_all(response) == b"secret"
+                response.release()
+            else:
+                with pytest.raises(ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+                    await pool.post(Target(server.url(), 5), b"{}", {})
+            await pool.close()
+
+    asyncio.run(main(trusted=False))
+    monkeypatch.setenv("SSL_CERT_FILE", os.fspath(cert))
+    asyncio.run(main(trusted=True))
