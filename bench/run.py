@@ -360,7 +360,7 @@ class Bench:
             maps = Path(f"/proc/{self.pid('gateway')}/maps").read_text()
         except OSError:
             return {}
-        return {lib: lib in maps for lib in ("uvloop", "httptools", "aiohttp", "_http_parser", "orjson")}
+        return {lib: lib in maps for lib in ("uvloop", "httptools", "orjson")}
 
     def gc_stats(self) -> dict[str, Any] | None:
         """The gateway's GC counters now (--gc-stats), or None."""
@@ -688,8 +688,7 @@ def environment(bench: Bench) -> str:
     versions = []
     from importlib import metadata
 
-    for package in ("starlette", "uvicorn", "httpx", "httpcore", "h11", "anyio", "aiohttp", "httpx-aiohttp",
-                    "uvloop", "httptools", "orjson", "pydantic"):
+    for package in ("starlette", "uvicorn", "uvloop", "httptools", "orjson", "pydantic", "redis"):
         try:
             versions.append(f"{package} {metadata.version(package)}")
         except metadata.PackageNotFoundError:
