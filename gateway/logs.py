@@ -42,6 +42,10 @@ class HumanFormatter(logging.Formatter):
 
 
 def configure(fmt: str = "json", level: str = "info") -> None:
+    # Neither format shows where a call was made, nor thread or process names: don't collect them per record
+    # (the logging HOWTO's "Optimization"; the caller lookup walks the stack on every access line).
+    logging._srcfile = None
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else HumanFormatter())
     root = logging.getLogger("agent_gateway")

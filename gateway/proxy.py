@@ -174,7 +174,9 @@ class _Call:
         or "client_stalled" (the exchange ends)."""
         self.ending = False
         """The conversation is being stored: nothing cancels the call meanwhile."""
-        self._streaming = False
+        self.streaming = False
+        """The client gets an SSE stream: idle, it is sent keep-alive comments."""
+        self.wake_at = 0.0
         self.started = False
         self.complete = False
         self.client_gone = False
@@ -217,7 +219,7 @@ class _Call:
         outbound = upstream.build_request(exchange.upstream_turn, route.upstream.variant)
         headers = self._upstream_headers(outbound.headers)
         sent_at = self.last_write = time.monotonic()
-        self.arm(streaming=False)
+        self.arm()
         try:
             response = await self.handler.pool.post(self.handler.target, outbound.body, headers)
             self.record["upstream_ms"] = round((time.monotonic() - sent_at) * 1000, 3)
@@ -262,8 +264,8 @@ class _Call:
         decoder = self.handler.upstream.new_decoder(max_event_bytes=self.route.limits.max_event_bytes)
         if streaming:
             await self._start(encoder)
+        self.streaming = streaming
         self.last_activity = self.last_write = time.monotonic()
-        self.arm(streaming)
         first = streaming and self.handler.upstream.streaming
         try:
             try:
@@ -308,7 +310,8 @@ class _Call:
             self._rewrite_start(events, exchange.client_turn)
             record["ttfe_ms"] = round((time.monotonic() - self.started_at) * 1000, 3)
             record["events"] = len(events)
-            self.arm(streaming)  # from the first-event deadline to the (usually shorter) idle one
+            if self.last_activity + self.route.timeouts.idle < self.wake_at:
+                self.arm()  # the idle deadline comes before the timer would have woken
         else:
             record["events"] += len(events)
         recorder.record(events)
@@ -326,10 +329,8 @@ class _Call:
         # Stored before the last byte goes out: a client may send its next turn the moment it has it. From here
         # on nothing cancels the call: a client that left meanwhile does not cost the conversation its turn.
         self.ending = True
-        self.disarm()
         await self._finish(exchange, client, out, recorder)
-        self.ending = False
-        self.arm(streaming)  # a client that stops reading now is still cut off at the deadline
+        self.ending = False  # a client that stops reading now is still cut off at the deadline
         if streaming:
             await self._end(out)
         else:
@@ -338,10 +339,9 @@ class _Call:
 
     # the deadlines and the keep-alive: one timer, moved only when it fires
 
-    def arm(self, streaming: bool) -> None:
-        """(Re)start the timer for the current phase: before the response starts there is nothing to keep alive."""
+    def arm(self) -> None:
+        """(Re)start the timer: once per request, and again only if a deadline moves closer than its wake-up."""
         self.disarm()
-        self._streaming = streaming
         self._tick()
 
     def disarm(self) -> None:
@@ -356,7 +356,7 @@ class _Call:
         """At a deadline, stop the reading (or, when a write to the client is stuck, drop the client); when the
         client has heard nothing for a while, send it a keep-alive; then sleep until the next of these."""
         self.timer = None
-        if self.ending or self.dropped is not None:
+        if self.dropped is not None:
             return
         timeouts, keepalive = self.route.timeouts, self.handler.keepalive
         now = time.monotonic()
@@ -365,7 +365,7 @@ class _Call:
         total = self.started_at + timeouts.total <= deadline
         if total:
             deadline = self.started_at + timeouts.total
-        if now >= deadline:
+        if now >= deadline and not self.ending:
             self.timed_out = (f"the run took longer than {timeouts.total:g}s" if total
                               else f"upstream sent nothing for {timeouts.idle:g}s" if started
                               else f"upstream sent no event within {timeouts.first_event:g}s")
@@ -375,14 +375,18 @@ class _Call:
             else:
                 self.drop("timeout")
             return
-        wake = deadline
-        if self._streaming:
-            if now >= self.last_write + keepalive and not self.writing and self.keeping_alive is None:
+        keep = self.last_write + keepalive
+        if now >= keep:
+            if self.streaming and not self.writing and not self.ending and self.keeping_alive is None:
                 self.last_write = now
                 assert self.encoder is not None
                 self.keeping_alive = asyncio.create_task(self._keep_alive(self.encoder.keep_alive()))
-            wake = min(deadline, self.last_write + keepalive)
-        self.timer = asyncio.get_running_loop().call_later(max(wake - now, 0), self._tick)
+            keep = now + keepalive
+        wake = min(deadline, keep)
+        if wake <= now:  # a deadline passed while the conversation is stored: nothing is cut off then; look again
+            wake = now + 0.1
+        self.wake_at = wake
+        self.timer = asyncio.get_running_loop().call_later(wake - now, self._tick)
 
     async def _keep_alive(self, comment: bytes) -> None:
         try:

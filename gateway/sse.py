@@ -57,7 +57,14 @@ class SSEDecoder:
         complete = bytes(buffer[:end])
         del buffer[: end + 2]
         self._scanned = 0
-        return [data for block in complete.split(b"\n\n") if (data := _frame_data(block)) is not None]
+        blocks = complete.split(b"\n\n")
+        separators = len(blocks) - 1
+        if (complete.startswith(b"data: ") and complete.count(b"\n") == 2 * separators
+                and complete.count(b"\n\ndata: ") == separators):
+            # Fast path: every frame is one `data: ` line (the only line breaks are the separators, and each is
+            # followed by `data: `), the shape every agent server writes. Checked in C, sliced in one pass.
+            return [block[6:] for block in blocks]
+        return [data for block in blocks if (data := _frame_data(block)) is not None]
 
     def flush(self) -> list[bytes]:
         """Frames left when the stream ends: a last frame whose blank line never came still counts."""

@@ -66,3 +66,18 @@ def test_frame_over_the_limit_raises() -> None:
 
 def test_frames_are_written_with_lf_only() -> None:
     assert encode_frame(b'{"a":1}') == b'data: {"a":1}\n\n'
+
+
+@pytest.mark.parametrize(("chunk", "frames"), [
+    (b'data: {"t":"data: x"}\n\n: comment\n\ndata: 2\n\n', [b'{"t":"data: x"}', b"2"]),
+    (b"data: 1\n\ndata:2\n\n", [b"1", b"2"]),
+    (b"data: a\ndata: b\n\ndata: c\n\n", [b"a\nb", b"c"]),
+    (b"data: a\n\n\ndata: b\n\n", [b"a", b"b"]),
+    (b"data: 1\n\nevent: x\ndata: 2\n\n", [b"1", b"2"]),
+    (b"data: \n\ndata: 3\n\n", [b"", b"3"]),
+])
+def test_many_frames_in_one_chunk_read_the_same_as_one_by_one(chunk: bytes, frames: list[bytes]) -> None:
+    """Whole chunks of single-line `data:` frames take a fast path; anything else in them must not fool it."""
+    assert SSEDecoder().feed(chunk) == frames
+    one_by_one = SSEDecoder()
+    assert [frame for byte in range(len(chunk)) for frame in one_by_one.feed(chunk[byte:byte + 1])] == frames

@@ -132,7 +132,10 @@ def _text_start(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
 
 
 def _text_content(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
-    d.repair.push(TextDelta(_str(f, "messageId"), _str(f, "delta")), out)
+    message_id, delta = f["messageId"], f["delta"]  # the hot path: `_str` inlined
+    if type(message_id) is not str or type(delta) is not str:
+        raise TypeError("messageId and delta must be strings")
+    d.repair.push(TextDelta(message_id, delta), out)
 
 
 def _text_end(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
