@@ -117,6 +117,9 @@ class JsonSSEDecoder:
         for data in frames:
             if self.repair.done:
                 return
+            if data == b"[DONE]":  # before JSON: orjson's decode error is a Python exception, slow to make
+                self.on_done(out)
+                continue
             try:
                 frame = orjson.loads(data)
             except orjson.JSONDecodeError:

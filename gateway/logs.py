@@ -18,9 +18,17 @@ _RESERVED = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None)))
 
 
 class JsonFormatter(logging.Formatter):
+    def __init__(self) -> None:
+        super().__init__()
+        self._second = -1
+        self._stamp = ""
+
     def format(self, record: logging.LogRecord) -> str:
+        second = int(record.created)
+        if second != self._second:  # one strftime a second, not one a line
+            self._second, self._stamp = second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
         line: dict[str, Any] = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "ts": f"{self._stamp}.{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
