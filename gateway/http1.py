@@ -72,8 +72,8 @@ class Response:
     (b"" once the body is whole). `release()` when done: a connection whose response was read to the end goes
     back to the pool, any other is closed."""
 
-    __slots__ = ("_chunks", "_connection", "_decompress", "_error", "_head", "_paused", "_raw_headers", "_size",
-                 "_until_close", "_waiter", "complete", "headers", "keep_alive", "status")
+    __slots__ = ("_chunks", "_connection", "_decompress", "_error", "_head", "_interim", "_paused", "_raw_headers",
+                 "_size", "_until_close", "_waiter", "complete", "headers", "keep_alive", "status")
 
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
@@ -82,6 +82,7 @@ class Response:
         self._size = 0
         self._paused = False
         self._until_close = False
+        self._interim = False
         self._decompress: zlib._Decompress | None = None
         self._error: HTTPError | None = None
         self._head: asyncio.Future[None] = connection.loop.create_future()
@@ -126,8 +127,12 @@ class Response:
         for raw_name, raw_value in self._raw_headers:
             name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
-        self.headers = headers
         parser = self._connection.parser
+        if 100 <= parser.get_status_code() < 200:  # an interim answer (103 Early Hints): the real one follows
+            self._raw_headers.clear()
+            self._interim = True
+            return
+        self.headers = headers
         self.status = parser.get_status_code()
         self.keep_alive = parser.should_keep_alive()  # known now; once the message is complete, llhttp forgets
         encoding = headers.get("content-encoding", "identity").strip().lower()
@@ -145,7 +150,10 @@ class Response:
         self._size += len(body)
 
     def on_message_complete(self) -> None:
-        self.complete = True
+        if self._interim:
+            self._interim = False
+        else:
+            self.complete = True
 
     def fed(self) -> None:
         """After each read from the socket: wake the reader, and stop reading while it lags far behind."""

@@ -401,11 +401,20 @@ class _Call:
             self.task.cancel()
 
     def _resume(self) -> None:
-        """A deadline cancelled the reading, not the call: carry on to tell the client why."""
+        """A deadline cancelled the reading, not the call: carry on to tell the client why, giving the client
+        `keepalive` seconds to take it (a client that reads nothing would hold the call forever)."""
         assert self.task is not None
         self.task.uncancel()
         self.dropped = None
+        self.timer = asyncio.get_running_loop().call_later(self.handler.keepalive, self._last_words)
+
+    def _last_words(self) -> None:
         self.timer = None
+        if self.ending:  # still storing the conversation: look again
+            self.timer = asyncio.get_running_loop().call_later(self.handler.keepalive, self._last_words)
+        elif self.writing:
+            self.record.update(outcome="error", error="client_stalled")
+            self.drop("client_stalled")
 
     def _rewrite_start(self, events: list[Event], turn: Turn) -> None:
         """The client sees its own thread and run ids, whatever the upstream called them."""

@@ -194,6 +194,26 @@ def test_idle_connections_are_closed_after_the_keepalive() -> None:
     run(main)
 
 
+def test_an_interim_answer_is_passed_over_for_the_real_one() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        writer.write(b"HTTP/1.1 103 Early Hints\r\nlink: </x>\r\n\r\n")
+        await writer.drain()
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: 9\r\n\r\ndata: 1\n\n")
+        return True
+
+    async def main() -> None:
+        async with Server(handler) as server:
+            pool = Pool()
+            response = await pool.post(Target(server.url(), 5), b"{}", {})
+            assert (response.status, response.headers) == (200, {"content-type": "text/event-stream",
+                                                                 "content-length": "9"})
+            assert await read_all(response) == b"data: 1\n\n"
+            response.release()
+            await pool.close()
+
+    run(main)
+
+
 def test_a_body_without_a_length_ends_with_the_connection() -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n{\"a\":")
