@@ -114,6 +114,19 @@ class Response:
             data = self._decompress.decompress(data)
         return data
 
+    async def drain(self, timeout: float, limit: int = 65536) -> None:
+        """Read what is left of the body for up to `timeout` seconds and `limit` bytes, so the connection can go
+        back to the pool: a streaming server writes its body's end (the chunked terminator) after the last event."""
+        if self.complete or self._error is not None:
+            return
+        try:
+            async with asyncio.timeout(timeout):
+                left = limit
+                while left > 0 and (chunk := await self.read()):
+                    left -= len(chunk)
+        except (TimeoutError, HTTPError):
+            pass
+
     def release(self) -> None:
         self._connection.finished(self)
 

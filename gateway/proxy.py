@@ -63,6 +63,9 @@ log_access = logging.getLogger(ACCESS)
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 _ERROR_BODY_LIMIT = 64 * 1024
+_DRAIN_SECONDS = 0.1
+"""How long, after the run's last event, to wait for the end of the upstream's body so its connection can be used
+again; past that the connection is closed."""
 
 
 class ClientGone(Exception):
@@ -250,6 +253,8 @@ class _Call:
             encoder = self.encoder = client.new_encoder(turn.variant)
             recorder = RunRecorder(exchange.conversation.state)
             await self._relay(response, exchange, client, encoder, recorder)
+            if self.complete and not self.client_gone:
+                await response.drain(_DRAIN_SECONDS)  # the client has its last byte; this keeps the connection
         finally:
             response.release()  # back to the pool if read to its end, else closed
 

@@ -463,6 +463,19 @@ def test_slow_upstreams_under_load_are_all_served_and_a_hung_one_does_not_hold_t
 # -- an upstream that closes idle connections
 
 
+@pytest.mark.parametrize(("client", "upstream"), [("ag-ui", "ag-kit"), ("agent-respond", "vercel"),
+                                                ("ag-kit", "agent-respond")])
+def test_upstream_connections_are_used_again_for_the_next_request(world: World, client: str, upstream: str) -> None:
+    """The upstream writes its stream's end (the chunked terminator) after the run's last event, as streaming
+    servers do; the gateway waits a moment for it, or every request would cost a new connection."""
+    ids = [world.request_id(f"reuse-{n}") for n in range(3)]
+    for request_id in ids:
+        response, _ = world.ask(client, upstream, "ok?n=2", request_id=request_id)
+        assert response.status_code == 200, response.text
+    reused = [world.upstream.find(request_id).idle_before is not None for request_id in ids[1:]]
+    assert reused == [True, True], "the gateway opened a new upstream connection for each request"
+
+
 def test_idle_upstream_connections_are_let_go_before_the_upstream_drops_them(world: World) -> None:
     """A request sent on a kept-alive connection just as the upstream closes it for idleness may or may not have
     reached it, and a POST can't be sent again blindly: the gateway must drop idle connections before the upstream

@@ -173,6 +173,31 @@ def test_an_idle_connection_the_server_closed_is_not_used() -> None:
     run(main)
 
 
+def test_drain_waits_for_a_late_end_of_body_and_gives_up_on_one_that_never_comes() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        writer.write(STREAM_HEAD + chunk(b"data: last\n\n"))
+        await writer.drain()
+        if number == 0:
+            await asyncio.sleep(0.05)
+            writer.write(b"0\r\n\r\n")  # the end, late
+            return True
+        await reader.read()  # never ends the body; waits for the client to close
+        return False
+
+    async def main() -> None:
+        async with Server(handler) as server:
+            pool, target = Pool(), Target(server.url(), 5)
+            for _ in range(3):
+                response = await pool.post(target, b"{}", {})
+                assert await response.read() == b"data: last\n\n"
+                await response.drain(0.5)
+                response.release()
+            await pool.close()
+        assert server.connections == 2  # the second body never ended: its connection closed, the third opened one
+
+    run(main)
+
+
 def test_idle_connections_are_closed_after_the_keepalive() -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
