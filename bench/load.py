@@ -1,7 +1,7 @@
 """SSE load client: C keep-alive streams at once, every stream read to its end and checked; one JSON line out.
 
     .venv/bin/python bench/load.py URL --dialect ag-ui --n 200 [--delay-ms 5] [-c 16] [-d 4] [--warmup 1]
-        [--expect-frames 204 --expect-tokens 200] [--track] [--watch gateway=PID ...] [--meta JSON]
+        [--expect-frames 204 --expect-tokens 200] [--track] [--watch gateway=PID ...]
 
 Raw asyncio + uvloop + httptools: one connection per worker, the response parser's `on_body` bound to a C-level
 `list.append`, and one pass over the bytes per socket read (`bytes.count`), so the client costs far less per event
@@ -526,7 +526,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--expect-frames", type=int, default=None, help="SSE frames a whole stream has")
     parser.add_argument("--expect-tokens", type=int, default=None, help="text deltas a whole stream has")
     parser.add_argument("--watch", action="append", default=[], metavar="NAME=PID")
-    parser.add_argument("--meta", default=None, help="JSON object merged into the result line")
     args = parser.parse_args(argv)
 
     url = urlsplit(args.url)
@@ -549,8 +548,6 @@ def main(argv: list[str] | None = None) -> int:
             return await run(options)
 
     result = uvloop.run(bounded())
-    if args.meta:
-        result.update(json.loads(args.meta))
     sys.stdout.write(json.dumps(result, separators=(",", ":")) + "\n")
     sys.stdout.flush()
     return 0

@@ -54,16 +54,18 @@ ROOT = BENCH.parent
 if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
 
-from upstream import expected  # noqa: E402
+from load import _children, machine_busy  # noqa: E402
+from upstream import DIALECTS, expected  # noqa: E402
 
 PY = sys.executable
 SUT_CPU = "0"
 HARNESS_CPU = "1"
+NOISE_RETRIES = 12
+"""Re-measurements allowed in one run when other processes were busy during a measurement."""
 HEADLINE = ("ag-ui", "ag-kit")
 """(client, upstream): the pair every scenario runs (README's first use case: AG-UI frontend, AG-Kit agent)."""
 PAIRS_C16 = [("ag-ui", "ag-kit"), ("vercel", "ag-ui"), ("ag-ui", "ag-ui")]
 RESPOND = [("agent-respond", "vercel")]
-DIALECTS = ("ag-ui", "ag-kit", "vercel", "agent-respond")
 GC_SHIM = """# written by bench/run.py --gc-stats: counts the gateway's garbage collections; SIGUSR2 dumps them
 import gc, json, os, signal, time
 
@@ -197,7 +199,7 @@ class Processes:
         proc = self.procs.pop(name, None)
         if proc is None or proc.poll() is not None:
             return
-        children = _children_of(proc.pid)
+        children = _children().get(proc.pid, [])
         proc.terminate()
         try:
             proc.wait(timeout=8)
@@ -216,29 +218,10 @@ class Processes:
                 print(f"could not stop {name}: {exc}", file=sys.stderr)
 
 
-def _children_of(pid: int) -> list[int]:
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    stat = f.read()
-                if int(stat[stat.rfind(b")") + 2:].split()[1]) == pid:
-                    out.append(int(entry))
-            except (OSError, ValueError, IndexError):
-                pass
-    return out
-
-
 def machine_cores(seconds: float) -> float:
-    def busy() -> tuple[int, int]:
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:]]
-        return sum(v) - v[3] - v[4], sum(v)
-
-    a = busy()
+    a = machine_busy()
     time.sleep(seconds)
-    b = busy()
+    b = machine_busy()
     return (os.cpu_count() or 1) * (b[0] - a[0]) / max(1, b[1] - a[1])
 
 
@@ -267,12 +250,17 @@ class Bench:
     ng_port: int = 0
     gw_port: int = 0
     gw_starts: int = 0
-    retries_left: int = 12
-    pairs: set[tuple[str, str]] = field(default_factory=set)
+    retries_left: int = NOISE_RETRIES
 
     @property
     def pin(self) -> bool:
         return bool(self.args.pin)
+
+    @property
+    def gc_shim(self) -> bool:
+        """Whether the gateway runs with the GC sitecustomize (any of the GC options asks for it)."""
+        args = self.args
+        return bool(args.gc_stats or args.gateway_gc_threshold or args.gateway_gc_freeze or args.gc_garbage)
 
     def pid(self, name: str) -> int:
         return self.procs.procs[name].pid
@@ -332,7 +320,7 @@ class Bench:
             env["AGW_BENCH_GC_FREEZE_AFTER"] = "3"
         if self.args.gc_garbage:
             env["AGW_BENCH_GC_SAVEALL"] = "1"
-        if self.args.gc_stats or self.args.gateway_gc_threshold or self.args.gateway_gc_freeze or self.args.gc_garbage:
+        if self.gc_shim:
             shim = self.tmp / "gc-shim"
             shim.mkdir(parents=True, exist_ok=True)
             (shim / "sitecustomize.py").write_text(GC_SHIM)
@@ -364,9 +352,7 @@ class Bench:
 
     def gc_stats(self) -> dict[str, Any] | None:
         """The gateway's GC counters now (--gc-stats), or None."""
-        args = self.args
-        shimmed = args.gc_stats or args.gateway_gc_threshold or args.gateway_gc_freeze or args.gc_garbage
-        if not shimmed or "gateway" not in self.procs.procs:
+        if not self.gc_shim or "gateway" not in self.procs.procs:
             return None
         path = self.tmp / "gc-stats.json"
         before = path.stat().st_mtime_ns if path.exists() else 0
@@ -901,7 +887,7 @@ def run(bench: Bench, all_scenarios: list[Scenario], reps: int, out: Path) -> in
     elapsed = time.monotonic() - t_start
     text = (f"# Gateway benchmark {out.name}\n\n```\n{(out / 'env.txt').read_text()}```\n\n{tables}\n{targets_md}\n"
             f"Run time {elapsed / 60:.1f} min; {len(rows)} measurements; re-measured for noise: "
-            f"{12 - bench.retries_left}.\n")
+            f"{NOISE_RETRIES - bench.retries_left}.\n")
     (out / "summary.md").write_text(text)
     (out / "targets.json").write_text(json.dumps(checks, indent=2) + "\n")
     print(text)

@@ -113,8 +113,7 @@ class SoakReport:
         return out
 
 
-def write_config(directory: Path, upstream: str, events: int, gap: float, *, store: str = "memory://",
-                 max_conversations: int = 256) -> Path:
+def write_config(directory: Path, upstream: str, events: int, gap: float) -> Path:
     """A gateway configuration with one `/soak/<client>/<upstream>` route per pair, to the upstream's `ok` run.
 
     Every stream is a new conversation, so the store is kept small (`max_conversations`): full within the first
@@ -123,12 +122,12 @@ def write_config(directory: Path, upstream: str, events: int, gap: float, *, sto
                "upstream": {"url": f"{upstream}/{u}/ok?n={events}&gap={gap}", "dialect": u},
                "timeouts": {"connect": 5, "first_event": 30, "idle": 30, "total": 600}} for c, u in PAIRS]
     path = directory / "soak.yaml"
-    path.write_text(json.dumps({"routes": routes, "store": {"url": store, "max_conversations": max_conversations},
+    path.write_text(json.dumps({"routes": routes, "store": {"url": "memory://", "max_conversations": 256},
                                 "keepalive_seconds": 15}))
     return path
 
 
-def check_stream(client: str, status: int, body: bytes, events: int) -> tuple[list[int], str | None]:
+def check_stream(client: str, status: int, body: bytes) -> tuple[list[int], str | None]:
     """The numbers the stream carried, in order, and what was wrong with it besides (None if nothing)."""
     if status != 200:
         return [], f"HTTP {status}: {body[:200]!r}"
@@ -168,9 +167,8 @@ def rss_kb(pid: int) -> int:
 
 
 async def soak(gateway: str, pid: int, *, streams: int, seconds: float, events: int, gap: float,
-               pairs: list[tuple[str, str]] | None = None, stream_timeout: float = 120.0) -> SoakReport:
+               stream_timeout: float = 120.0) -> SoakReport:
     """Drive `streams` concurrent numbered streams through the gateway at `gateway` for `seconds`."""
-    pairs = pairs or PAIRS
     report = SoakReport(streams, seconds, events, gap)
     report.baseline_rss_kb = rss_kb(pid)
     connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=2)  # under the gateway's 5 s: no reuse race
@@ -187,14 +185,14 @@ async def soak(gateway: str, pid: int, *, streams: int, seconds: float, events: 
     async def worker(index: int, session: aiohttp.ClientSession) -> None:
         turn = 0
         while time.monotonic() < deadline:
-            client, upstream = pairs[(index + turn) % len(pairs)]
+            client, upstream = PAIRS[(index + turn) % len(PAIRS)]
             turn += 1
             body = orjson.dumps(request_body(client, [user_message(client, "count for me")], f"soak-{index}-{turn}"))
             try:
                 async with session.post(f"{gateway}/soak/{client}/{upstream}", data=body,
                                         headers={"content-type": "application/json"}) as response:
                     body = await response.read()
-                seen, error = check_stream(client, response.status, body, events)
+                seen, error = check_stream(client, response.status, body)
             except (aiohttp.ClientError, TimeoutError) as exc:
                 seen, error = [], f"{type(exc).__name__}: {exc}"
             tally(report, seen, events, error)

@@ -50,7 +50,7 @@ if str(ROOT) not in sys.path:
 from adapters import registry  # noqa: E402
 from gateway.events import Event, RunFinished, RunStarted, TextDelta, TextEnd, TextStart  # noqa: E402
 
-DIALECTS = ("ag-ui", "ag-kit", "vercel", "agent-respond")
+DIALECTS = tuple(registry.DIALECTS)
 TS_DIGITS = 16
 PLACEHOLDER = "#" * TS_DIGITS
 ZERO_TS = b"0" * TS_DIGITS

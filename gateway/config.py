@@ -92,7 +92,8 @@ class Upstream(_Model):
     @field_validator("headers")
     @classmethod
     def _set_headers(cls, headers: dict[str, str]) -> dict[str, str]:
-        """A header whose value came out empty (an unset `${VAR:-}`) is not sent: httpx refuses `Bearer `."""
+        """A header whose value came out empty (an unset `${VAR:-}`) is not sent: `Authorization: Bearer ` with no
+        token is refused by servers and clients alike."""
         return {name: value.strip() for name, value in headers.items() if value.strip()}
 
     @field_validator("url")

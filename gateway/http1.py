@@ -364,9 +364,9 @@ class Pool:
                 _, connection = await loop.create_connection(
                     lambda: Connection(self, target.key), target.host, target.port, ssl=context,
                     server_hostname=target.host if context else None)
-        except TimeoutError:
+        except TimeoutError:  # an OSError too: the caller tells a slow connect from a refused one
             raise
-        except (OSError, ssl.SSLError) as exc:
+        except OSError as exc:  # refused, unresolvable, TLS (ssl.SSLError is an OSError)
             raise ConnectError(f"cannot connect to {target.host_header}: {exc}") from exc
         return connection
 

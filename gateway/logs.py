@@ -17,6 +17,11 @@ ACCESS = "agent_gateway.access"
 _RESERVED = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None)))
 
 
+def _extras(record: logging.LogRecord) -> dict[str, Any]:
+    """What the call passed as `extra=`: the record's attributes that logging itself does not set."""
+    return {k: v for k, v in vars(record).items() if k not in _RESERVED and not k.startswith("_")}
+
+
 class JsonFormatter(logging.Formatter):
     def __init__(self) -> None:
         super().__init__()
@@ -33,7 +38,7 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        line.update({k: v for k, v in vars(record).items() if k not in _RESERVED and not k.startswith("_")})
+        line.update(_extras(record))
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)
         return orjson.dumps(line, default=str).decode()
@@ -41,7 +46,7 @@ class JsonFormatter(logging.Formatter):
 
 class HumanFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        extra = " ".join(f"{k}={v}" for k, v in vars(record).items() if k not in _RESERVED and not k.startswith("_"))
+        extra = " ".join(f"{k}={v}" for k, v in _extras(record).items())
         text = f"{time.strftime('%H:%M:%S', time.localtime(record.created))} {record.levelname:<7} " \
                f"{record.getMessage()}{' ' + extra if extra else ''}"
         if record.exc_info:

@@ -265,13 +265,12 @@ class _Call:
         The read loop does nothing per chunk but decode, encode and write; one timer beside it keeps the deadlines
         (first event, idle, total) and the keep-alive, so nothing is scheduled per chunk.
         """
-        streaming = _streams(encoder)
         decoder = self.handler.upstream.new_decoder(max_event_bytes=self.route.limits.max_event_bytes)
-        if streaming:
-            await self._start(encoder)
-        self.streaming = streaming
+        if client.streaming:
+            await self._start(encoder.status_code, {**encoder.headers, **SSE_HEADERS})
+        self.streaming = client.streaming
         self.last_activity = self.last_write = time.monotonic()
-        first = streaming and self.handler.upstream.streaming
+        first = client.streaming and self.handler.upstream.streaming
         try:
             try:
                 while chunk := await response.read():
@@ -287,11 +286,11 @@ class _Call:
                         cut = chunk.find(b"\n\n") + 2
                         if 1 < cut < len(chunk):
                             events = decoder.feed(chunk[:cut])
-                            if events and await self._deliver(events, exchange, client, encoder, recorder, streaming):
+                            if events and await self._deliver(events, exchange, client, encoder, recorder):
                                 return
                             chunk = chunk[cut:]
                     events = decoder.feed(chunk)
-                    if events and await self._deliver(events, exchange, client, encoder, recorder, streaming):
+                    if events and await self._deliver(events, exchange, client, encoder, recorder):
                         return
                 events = decoder.close()
             except HTTPError as exc:
@@ -302,10 +301,10 @@ class _Call:
             self._resume()
             events = decoder.fail(self.timed_out, "upstream_timeout")
         if events:  # empty only if the run already ended when the deadline struck
-            await self._deliver(events, exchange, client, encoder, recorder, streaming)
+            await self._deliver(events, exchange, client, encoder, recorder)
 
     async def _deliver(self, events: list[Event], exchange: Exchange, client: Dialect, encoder: Encoder,
-                       recorder: RunRecorder, streaming: bool) -> bool:
+                       recorder: RunRecorder) -> bool:
         """Translate and send one batch of events; True once the run's terminal event is out."""
         if self.upstream_status >= 300 and isinstance(events[-1], RunFinished):
             # A one-body upstream answered non-2xx with a body that says nothing went wrong.
@@ -323,7 +322,7 @@ class _Call:
         out = encoder.encode(events)
         terminal = events[-1]
         if not isinstance(terminal, RunFinished | RunError):
-            if streaming and out:
+            if self.streaming and out:
                 await self._write(out)
                 self.last_write = time.monotonic()
             return False
@@ -336,7 +335,7 @@ class _Call:
         self.ending = True
         await self._finish(exchange, client, out, recorder)
         self.ending = False  # a client that stops reading now is still cut off at the deadline
-        if streaming:
+        if self.streaming:
             await self._end(out)
         else:
             await self._respond(encoder.status_code, encoder.headers, out)
@@ -477,19 +476,15 @@ class _Call:
     async def _respond(self, status: int, headers: dict[str, str], body: bytes) -> None:
         if self.client_gone:
             return
+        await self._start(status, headers)
+        await self._end(body)
+
+    async def _start(self, status: int, headers: dict[str, str]) -> None:
         raw = [(k.encode(), v.encode()) for k, v in headers.items()]
         raw.append((b"x-request-id", self.request_id.encode()))
         self.started = True
         self.record["status"] = status
         await self.send({"type": "http.response.start", "status": status, "headers": raw})
-        await self._end(body)
-
-    async def _start(self, encoder: Encoder) -> None:
-        headers = {**encoder.headers, **SSE_HEADERS, "x-request-id": self.request_id}
-        raw = [(k.encode(), v.encode()) for k, v in headers.items()]
-        self.record["status"] = encoder.status_code
-        await self.send({"type": "http.response.start", "status": encoder.status_code, "headers": raw})
-        self.started = True
 
     async def _write(self, body: bytes, more: bool = True) -> None:
         """`writing` is how the timer tells a stuck client (a send that does not return) from a slow upstream."""
@@ -513,10 +508,6 @@ def _wrong_content_type(upstream: Dialect, content_type: str) -> str | None:
         expected = "text/event-stream" if upstream.streaming else "application/json"
         return f"content-type {media}, not the {expected} of {upstream.name}"
     return None
-
-
-def _streams(encoder: Encoder) -> bool:
-    return encoder.headers.get("content-type", "").startswith("text/event-stream")
 
 
 def _reply_as_client_sees_it(client: Dialect, body: bytes, recorder: RunRecorder) -> list[TurnMessage]:

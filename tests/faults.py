@@ -69,6 +69,7 @@ if __package__ in (None, ""):  # run as a script: the repository root holds the 
 
 import httpx
 import orjson
+from servers import free_port
 
 from adapters import registry
 from gateway.events import Event, RunFinished, RunStarted, TextDelta, TextEnd, TextStart
@@ -82,11 +83,8 @@ MAX_EVENTS = 10_000_000
 _REASONS = {200: "OK", 404: "Not Found", 502: "Bad Gateway"}
 
 
-def closed_port() -> int:
-    """A port on 127.0.0.1 that nothing listens on: connecting to it is refused."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+closed_port = free_port
+"""A port on 127.0.0.1 that nothing listens on: connecting to it is refused."""
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 0.02) -> bool:
@@ -186,8 +184,6 @@ class FaultUpstream:
     def __init__(self, port: int = 0) -> None:
         self.port = port
         self.calls: list[Call] = []
-        self.open_connections = 0
-        self.connections = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._ready = threading.Event()
@@ -261,8 +257,6 @@ class FaultUpstream:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
-        self.open_connections += 1
-        self.connections += 1
         leftover = b""
         reset = False
         idle: float | None = None
@@ -297,7 +291,6 @@ class FaultUpstream:
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             return
         finally:
-            self.open_connections -= 1
             self._tasks.discard(task)
             if not reset:
                 writer.close()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from adapters import registry
 from gateway.events import Event
+from gateway.sse import SSEDecoder
 
 ROOT = Path(__file__).parent.parent
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -64,3 +65,9 @@ def encode(dialect: str, events: list[Event], variant: str | None = None) -> byt
 
 def kinds(events: list[Event]) -> list[str]:
     return [type(e).__name__ for e in events]
+
+
+def sse_payloads(body: bytes) -> list[bytes]:
+    """The `data` of every SSE frame in a whole body, a last one without its blank line included."""
+    decoder = SSEDecoder()
+    return decoder.feed(body) + decoder.flush()

@@ -24,6 +24,7 @@ import orjson
 import pytest
 from e2e import DIALECTS, Reply, post, request_body, user_message
 from faults import HTML, Call, FaultUpstream, GatewayProcess, closed_port, wait_until
+from helpers import sse_payloads
 from prometheus_client.parser import text_string_to_metric_families
 from redis_server import RedisServer
 from servers import Served
@@ -32,7 +33,6 @@ from gateway.agent import create_agent_app
 from gateway.app import create_app
 from gateway.config import GatewayConfig
 from gateway.events import RunFinished, ToolCallStart
-from gateway.sse import SSEDecoder
 from gateway.store import MemoryStore
 
 PAIRS = [(c, u) for c in DIALECTS for u in DIALECTS]
@@ -124,11 +124,6 @@ def in_flight(http: httpx.Client, gateway: str) -> float:
     return sum(sample.value for family in families for sample in family.samples)
 
 
-def frames(body: bytes) -> list[bytes]:
-    decoder = SSEDecoder()
-    return decoder.feed(body) + decoder.flush()
-
-
 def numbers(text: str) -> list[int]:
     return [int(k) for k in re.findall(r"n=(\d+) ", text)]
 
@@ -168,7 +163,7 @@ def assert_in_band_error(client: str, response: httpx.Response, code: str, says:
         return Reply(client, response)
     assert response.status_code == 200, f"expected an in-band error, got {response.status_code}: {response.text[:300]}"
     assert response.headers["content-type"].startswith("text/event-stream")
-    data = frames(response.content)
+    data = sse_payloads(response.content)
     assert data, "empty stream"
     if client == "ag-ui":
         last = orjson.loads(data[-1])

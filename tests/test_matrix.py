@@ -23,7 +23,7 @@ import httpx
 import orjson
 import pytest
 from agent_contract import AgentResponse
-from helpers import ROOT
+from helpers import ROOT, sse_payloads
 from node_clients import run_agui, run_vercel_chat
 from peers_env import agkit_upstream, pydantic_upstream
 from servers import Served
@@ -31,7 +31,6 @@ from servers import Served
 from gateway.agent import create_agent_app
 from gateway.app import create_app
 from gateway.config import GatewayConfig
-from gateway.sse import SSEDecoder
 from gateway.store import MemoryStore
 
 with warnings.catch_warnings():  # the 0.1.1 server still uses pydantic's class-based config
@@ -215,8 +214,7 @@ def agkit_send(world: World, upstream: str, body: dict[str, Any]) -> tuple[Seen,
     response = world.http.post(world.url("ag-kit", upstream), content=orjson.dumps(body),
                                headers={"content-type": "application/json", "accept": "text/event-stream"})
     assert response.status_code == 200, response.text
-    decoder = SSEDecoder()
-    frames = decoder.feed(response.content) + decoder.flush()
+    frames = sse_payloads(response.content)
     assert frames and frames[-1] == b"[DONE]", "no [DONE]"
     events = [AGKIT_EVENT.validate_json(f).model_dump(by_alias=True) for f in frames[:-1]]
     results = {e["toolCallId"] for e in events if e["type"] == "tool-result"}

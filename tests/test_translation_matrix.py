@@ -17,13 +17,12 @@ import orjson
 import pytest
 from ag_ui.core import Event as AguiEvent
 from agent_contract import AgentResponse
-from helpers import FAILING, decode, encode, fixture_dialect, fixtures, read_fixture
+from helpers import FAILING, decode, encode, fixture_dialect, fixtures, read_fixture, sse_payloads
 from node_clients import verify_agui, verify_vercel
 from pydantic import TypeAdapter
 
 from adapters import registry
 from gateway.events import Event, RunError
-from gateway.sse import SSEDecoder
 
 with warnings.catch_warnings():  # the 0.1.1 server still uses pydantic's class-based config
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -42,11 +41,6 @@ def translated(target: str) -> dict[str, tuple[int, bytes]]:
         body = encoder.encode(events)
         out[name] = (encoder.status_code, body)
     return out
-
-
-def sse_payloads(body: bytes) -> list[bytes]:
-    decoder = SSEDecoder()
-    return decoder.feed(body) + decoder.flush()
 
 
 @pytest.fixture(scope="module")

@@ -59,18 +59,17 @@ class AguiDecoder(JsonSSEDecoder):
 
     def on_frame(self, frame: dict[str, Any], out: list[Event]) -> None:
         kind = frame.get("type")
+        handler: Handler
         if kind == "TEXT_MESSAGE_CONTENT" and self._chunk_text is self._chunk_tool is self._chunk_reasoning is None:
-            # The hot path: most of a stream is text deltas. The same checks as `_text_content`, inlined.
-            message_id, delta = frame.get("messageId"), frame.get("delta")
-            if type(message_id) is str and type(delta) is str:
-                self.repair.push(TextDelta(message_id, delta), out)
+            handler = _text_content  # the hot path, most of any stream: no chunk stream to close, no table lookup
+        else:
+            if (self._chunk_text or self._chunk_tool or self._chunk_reasoning) and kind not in _CHUNKS:
+                self._close_chunks(out)
+            found = _HANDLERS.get(kind) if isinstance(kind, str) else None
+            if found is None:
+                self.repair.push(Raw("ag-ui", frame), out)
                 return
-        if (self._chunk_text or self._chunk_tool or self._chunk_reasoning) and kind not in _CHUNKS:
-            self._close_chunks(out)
-        handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
-        if handler is None:
-            self.repair.push(Raw("ag-ui", frame), out)
-            return
+            handler = found
         try:
             handler(self, frame, out)
         except (KeyError, TypeError, ValueError, AttributeError):
