@@ -7,7 +7,11 @@ from typing import Any
 
 from adapters import ag_kit, ag_ui, agent_respond, vercel
 from gateway.codec import Dialect
-from gateway.errors import UnknownDialect
+from gateway.errors import GatewayError, UnknownDialect
+from gateway.turn import Turn
+
+_SURE = 50
+"""A sniff score from which a body is taken to be that dialect's even when its path belongs to another."""
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (ag_ui.DIALECT, ag_kit.DIALECT, vercel.DIALECT,
                                                      agent_respond.DIALECT)}
@@ -33,3 +37,47 @@ def detect(body: dict[str, Any], candidates: Iterable[str] | None = None) -> Dia
                              "AG-UI needs threadId and runId, AG-Kit needs conversationId, Vercel needs messages "
                              "with parts, agent-respond needs messages with role and content")
     return best
+
+
+def read_request(body: dict[str, Any], candidates: list[str], path: str) -> tuple[Dialect, Turn]:
+    """The dialect of a client's body and the turn it holds.
+
+    On a path that is a dialect's own (`/api/chat`, `/agui`, `/agent/respond`), a body that dialect can read is that
+    dialect, whatever it looks like; `/send-message` belongs to AG-UI and AG-Kit, told apart by the body. On a path
+    no dialect owns, every candidate may read it. A body that only another dialect's path would take is refused
+    with that path named, rather than answered in a shape its client does not read.
+    """
+    owners = [name for name in candidates if path in DIALECTS[name].paths] or candidates
+    ranked = sorted(owners, key=lambda name: -DIALECTS[name].sniff(body))  # stable: the listed order on a tie
+    errors: dict[str, GatewayError] = {}
+    for name in ranked:
+        dialect = DIALECTS[name]
+        try:
+            return dialect, dialect.parse_request(body)
+        except GatewayError as error:
+            errors[name] = error
+    for name, dialect in DIALECTS.items():
+        if name in owners or dialect.sniff(body) < _SURE:
+            continue
+        try:
+            dialect.parse_request(body)
+        except GatewayError:
+            continue
+        served = [p for p in dialect.paths if name in candidates]
+        where = f"POST it to {' or '.join(served)}" if served else "this route does not take it"
+        raise UnknownDialect(f"this is {_article(name)} {name} request, and {path} takes "
+                             f"{_listed(owners)}: {where}")
+    best = ranked[0]
+    if len(owners) == 1 or DIALECTS[best].sniff(body) >= _SURE:
+        raise errors[best]  # the path's own dialect (or the one the body surely is): its errors name the fields
+    raise UnknownDialect(f"{path} takes {_listed(owners)}, and this body is none of them: "
+                         + "; ".join(DIALECTS[name].expects for name in owners),
+                         [{"dialect": name, "message": errors[name].message} for name in owners])
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def _article(name: str) -> str:
+    return "an" if name[0] in "aeiou" else "a"

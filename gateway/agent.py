@@ -266,7 +266,7 @@ class Agent:
         run = script(turn, history)
         history.extend(run.replies)
         del history[:-MAX_HISTORY]
-        encoder = self.dialect.new_encoder(turn.variant)
+        encoder = self.dialect.new_encoder(turn)
         timeline = [(delay + (self.pace if index else 0.0), event) for index, (delay, event) in
                     enumerate(run.timeline)]
         if not self.dialect.streaming:

@@ -20,6 +20,7 @@ import orjson
 
 from adapters import registry
 from gateway.config import ConfigError, GatewayConfig, Route, Store, Upstream, load_config
+from gateway.turn import Turn
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=8080, help="port to listen on (default: 8080)")
     serve.add_argument("--upstream", metavar="URL", help="without --config: the upstream agent's URL")
     serve.add_argument("--upstream-dialect", choices=names, help="without --config: the upstream's dialect")
+    serve.add_argument("--upstream-variant", choices=["inkeep"],
+                       help="without --config: the upstream's variant, when its responses do not show it "
+                            "(vercel: inkeep, a server that keeps history and reads only the last user message)")
     serve.add_argument("--client-dialect", choices=names, action="append",
                        help="without --config: a dialect clients speak (repeat; default: detect any)")
     serve.add_argument("--store", default="sqlite:///agent-gateway.db",
@@ -136,7 +140,8 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             config = load_config(args.config)
         elif args.upstream and args.upstream_dialect:
             config = GatewayConfig(
-                routes=[Route(upstream=Upstream(url=args.upstream, dialect=args.upstream_dialect),
+                routes=[Route(upstream=Upstream(url=args.upstream, dialect=args.upstream_dialect,
+                                                variant=args.upstream_variant),
                               client_dialects=args.client_dialect or "auto")],
                 store=Store(url=args.store))
         else:
@@ -183,7 +188,7 @@ def _translate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
         except OSError as exc:
             parser.error(f"cannot read {args.input}: {exc.strerror}")
     decoder = registry.get(args.source).new_decoder()
-    encoder = registry.get(args.target).new_encoder(args.variant)
+    encoder = registry.get(args.target).new_encoder(Turn(variant=args.variant))
     events = decoder.feed(data) + decoder.close()
     sys.stdout.buffer.write(encoder.encode(events))
     if not registry.get(args.target).streaming:

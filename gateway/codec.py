@@ -68,10 +68,17 @@ class Dialect:
     """The body and headers to send an upstream of this dialect; the second argument names a variant."""
     new_decoder: Callable[..., Decoder]
     """A decoder for an upstream of this dialect; `max_event_bytes=` bounds one event."""
-    new_encoder: Callable[[str | None], Encoder]
-    """An encoder for a client of this dialect; the argument is the variant of the client's request."""
+    new_encoder: Callable[[Turn | None], Encoder]
+    """An encoder for a client of this dialect, given that client's request: its variant, and what a continuation
+    settles (a Vercel client's answered approvals)."""
     sniff: Callable[[dict[str, Any]], int]
     """How sure (0-100) this dialect is that a request body is its own; used where a path serves several."""
+    variant_history: Mapping[str, History] = field(default_factory=dict)
+    """Variants whose servers keep history otherwise than the dialect's own do (Inkeep keeps it itself)."""
+    variant_of: Callable[[Mapping[str, str]], str | None] = lambda headers: None
+    """The variant an upstream's response headers show it to be, for an upstream configured without one."""
+    expects: str = ""
+    """What a request of this dialect must hold, in a client's words, for an error that names every dialect."""
 
 
 class JsonSSEDecoder:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gateway.validation import error_message, field_path
 
@@ -87,6 +87,7 @@ class Upstream(_Model):
     url: str
     dialect: DialectName
     variant: Literal["inkeep"] | None = None
+    """Detected from the upstream's responses when left out; say it for a server that does not show it."""
     headers: dict[str, str] = {}
 
     @field_validator("headers")
@@ -95,6 +96,12 @@ class Upstream(_Model):
         """A header whose value came out empty (an unset `${VAR:-}`) is not sent: `Authorization: Bearer ` with no
         token is refused by servers and clients alike."""
         return {name: value.strip() for name, value in headers.items() if value.strip()}
+
+    @model_validator(mode="after")
+    def _variant_of_the_dialect(self) -> Upstream:
+        if self.variant is not None and self.dialect != "vercel":
+            raise ValueError(f"variant {self.variant} is a vercel variant, not one of {self.dialect}")
+        return self
 
     @field_validator("url")
     @classmethod

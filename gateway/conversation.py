@@ -12,6 +12,10 @@ only what's new  full history     the stored history with the client's new messa
 only what's new  only what's new  the client's messages, as sent
 ```
 
+A full history that does not extend what a delta upstream has seen (useChat's `regenerate()`, an edited message)
+is never sent as if it were new: the upstream starts a new conversation that is given the client's whole history
+(`history="full"`), as far as its dialect can carry it.
+
 A client with no conversation id (agent-respond) is keyed by its test case and a hash of the transcript before its
 last user message: the record of a conversation moves to the key of its new transcript after every turn, so the
 next turn of the same eval finds it, and a rerun of the same test case starts afresh.
@@ -30,7 +34,7 @@ from gateway.codec import Dialect
 from gateway.ids import new_id
 from gateway.recorder import RunRecorder
 from gateway.store import ConversationStore, StoreError
-from gateway.turn import ContentPart, Message, ToolCall, Turn, new_messages
+from gateway.turn import ContentPart, History, Message, ToolCall, Turn, new_messages
 
 log = logging.getLogger("agent_gateway.conversation")
 
@@ -45,6 +49,8 @@ class Conversation:
     interrupts: dict[str, str | None] = field(default_factory=dict)
     """Interrupts waiting for a resume: id -> the tool call they are about, if any."""
     state: Any = None
+    upstream_variant: str | None = None
+    """What the upstream showed itself to be (Inkeep, by its response headers), for the next turn on any replica."""
 
 
 @dataclass(slots=True)
@@ -58,6 +64,7 @@ class Exchange:
     known_history: list[Message]
     """The history the upstream will have seen once it reads this turn: the base the run's messages extend."""
     stored: bool
+    upstream_variant: str | None
 
 
 class ConversationMapper:
@@ -65,21 +72,26 @@ class ConversationMapper:
         self.store = store
         self.max_messages = max_messages
 
-    async def begin(self, route: str, turn: Turn, client: Dialect, upstream: Dialect) -> Exchange:
+    async def begin(self, route: str, turn: Turn, client: Dialect, upstream: Dialect,
+                    variant: str | None = None) -> Exchange:
+        """What goes upstream this turn. `variant` is the upstream's as configured or learned, if known; the
+        conversation remembers what its upstream turned out to be."""
         key = self._key(route, turn)
         conversation = await self._load(key)
         stored = conversation is not None
         if conversation is None:
             conversation = Conversation(key, turn.conversation_id or new_id("conv"))
-        messages, known = self._messages_for_upstream(turn, conversation, stored, upstream)
+        variant = variant or conversation.upstream_variant
+        upstream_history = upstream.variant_history.get(variant or "", upstream.history)
+        messages, known, history = self._messages_for_upstream(turn, conversation, stored, upstream_history)
         resume = [r if r.tool_call_id else replace(r, tool_call_id=conversation.interrupts.get(r.interrupt_id))
-                  for r in turn.resume]
+                  for r in turn.resume if not stored or r.interrupt_id in conversation.interrupts]
         state = turn.state
         if state is None and client.name != "ag-ui":
             state = conversation.state  # an AG-UI upstream gets back the state it last reported
-        upstream_turn = replace(turn, messages=messages, history=upstream.history,
+        upstream_turn = replace(turn, messages=messages, history=history,
                                 conversation_id=conversation.upstream_id, run_id=None, resume=resume, state=state)
-        return Exchange(route, conversation, turn, upstream_turn, known, stored)
+        return Exchange(route, conversation, turn, upstream_turn, known, stored, variant)
 
     async def finish(self, exchange: Exchange, recorder: RunRecorder, next_transcript: list[Message] | None = None
                      ) -> None:
@@ -95,6 +107,7 @@ class ConversationMapper:
         conversation.interrupts.update({i.id: i.tool_call_id for i in recorder.interrupts})
         if recorder.state.known:
             conversation.state = recorder.state.value
+        conversation.upstream_variant = exchange.upstream_variant
         if recorder.upstream_thread_id and exchange.upstream_turn.history == "full":
             # Some AG-UI servers mint their own thread id: follow it, or the next turn starts a new thread.
             conversation.upstream_id = recorder.upstream_thread_id
@@ -136,20 +149,27 @@ class ConversationMapper:
             log.warning("conversation %s unreadable, starting afresh: %s", key, exc)
             return None
 
-    def _messages_for_upstream(self, turn: Turn, conversation: Conversation, stored: bool, upstream: Dialect
-                               ) -> tuple[list[Message], list[Message]]:
-        """(what the upstream is sent, the whole history it will have seen)."""
+    def _messages_for_upstream(self, turn: Turn, conversation: Conversation, stored: bool, upstream: History
+                               ) -> tuple[list[Message], list[Message], History]:
+        """(what the upstream is sent, the whole history it will have seen, which of the two the first is)."""
         if turn.history == "delta":
             known = conversation.history + turn.messages
-            return (known if upstream.history == "full" else turn.messages), known
-        if upstream.history == "full":
-            return turn.messages, turn.messages
-        seen = _common_prefix(turn.messages, conversation.history) if stored else 0
-        if stored and seen == len([m for m in conversation.history if m.role != "reasoning"]):
-            new = [m for m in turn.messages if m.role != "reasoning"][seen:]
-        else:
-            new = new_messages(turn)  # nothing stored, or the client rewrote history: send what looks new
-        return new, turn.messages
+            return (known, known, "full") if upstream == "full" else (turn.messages, known, "delta")
+        if upstream == "full":
+            return turn.messages, turn.messages, "full"
+        if not stored:
+            return new_messages(turn), turn.messages, "delta"  # the upstream may know more than we do: what's new
+        seen = _common_prefix(turn.messages, conversation.history)
+        if seen == len([m for m in conversation.history if m.role != "reasoning"]):
+            return [m for m in turn.messages if m.role != "reasoning"][seen:], turn.messages, "delta"
+        # The client's history forks from what the upstream has heard: a regenerated or edited turn. A new
+        # upstream conversation, given the whole history, answers it; appending it would answer another question.
+        log.info("conversation %s: the client's history differs from the upstream's at message %d of %d; "
+                 "starting a new upstream conversation", conversation.key, seen, len(turn.messages))
+        conversation.upstream_id = new_id("conv")
+        conversation.interrupts = {}
+        conversation.pending_tools = {}
+        return turn.messages, turn.messages, "full"
 
 
 def _signature(message: Message) -> tuple[Any, ...]:
@@ -181,6 +201,7 @@ def decode_conversation(raw: bytes) -> Conversation:
         pending_tools=data.get("pending_tools") or {},
         interrupts=data.get("interrupts") or {},
         state=data.get("state"),
+        upstream_variant=data.get("upstream_variant"),
     )
 
 

@@ -8,7 +8,8 @@ GatewayError
  │    ├── TooManyStreams          429  the route's or the key's concurrent streams are all in use
  │    ├── UnsupportedMediaType    415  not application/json
  │    ├── RequestTooLarge         413  body over the route's limit
- │    ├── UnknownDialect          400  no dialect recognises the body on an auto-detect path
+ │    ├── UnknownDialect          400  no dialect of the path reads the body, or it belongs on another path
+ │    ├── HistoryConflict         409  an edited history that an upstream keeping its own cannot be given
  │    └── InvalidRequest          422  valid JSON, wrong shape: `details` name each field and what was expected
  └── UpstreamError                502  the upstream failed: refused, reset, non-2xx, broken stream
       └── UpstreamTimeout         504  the upstream did not answer or went quiet past a timeout
@@ -72,6 +73,11 @@ class RequestTooLarge(RequestError):
 class UnknownDialect(RequestError):
     status = 400
     code = "unknown_dialect"
+
+
+class HistoryConflict(RequestError):
+    status = 409
+    code = "history_conflict"
 
 
 class InvalidRequest(RequestError):

@@ -87,6 +87,8 @@ class RouteHandler:
         self.target = Target(route.upstream.url, route.timeouts.connect)
         self.in_flight = metrics.in_flight.labels(route.name)
         self.access = Access(route)
+        self.learned_variant: str | None = None
+        """What the upstream's response headers showed it to be, when the route does not say."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
@@ -94,11 +96,11 @@ class RouteHandler:
         call = _Call(self, send, headers, request_id)
         self.in_flight.inc()
         try:
-            await self._handle(call, headers, receive)
+            await self._handle(call, headers, receive, scope["path"])
         finally:
             call.report()  # once: usually already done as the last byte went out
 
-    async def _handle(self, call: _Call, headers: Headers, receive: Receive) -> None:
+    async def _handle(self, call: _Call, headers: Headers, receive: Receive, path: str) -> None:
         try:
             key_id = self.access.admit(headers)
         except GatewayError as error:
@@ -106,14 +108,14 @@ class RouteHandler:
             return
         call.record["key_id"] = key_id
         call.release = partial(self.access.release, key_id)  # freed as the last byte goes, like the report
-        await self._admitted(call, headers, receive)
+        await self._admitted(call, headers, receive, path)
 
-    async def _admitted(self, call: _Call, headers: Headers, receive: Receive) -> None:
+    async def _admitted(self, call: _Call, headers: Headers, receive: Receive, path: str) -> None:
         try:
             body = await _read_body(receive, self.route.limits.max_body_bytes)
             if self.log_bodies:
                 call.record["request_body"] = body[:4096].decode("utf-8", "replace")
-            client, turn = self._parse(headers, body)
+            client, turn = self._parse(headers, body, path)
         except ClientGone:
             call.record["outcome"] = "client_gone"
             return
@@ -133,6 +135,8 @@ class RouteHandler:
             if call.dropped == "timeout":  # a deadline outside the relay, e.g. while reading an error body
                 call.dropped = None
                 await call.abort(UpstreamTimeout(call.timed_out), "upstream_timeout")
+        except GatewayError as error:  # the turn cannot be put to this upstream (see HistoryConflict)
+            await call.abort(error, error.code)
         except Exception:
             log.exception("the gateway failed", extra={"route": self.route.name, "request_id": call.request_id})
             call.record.update(outcome="error", error="gateway_error")
@@ -141,7 +145,7 @@ class RouteHandler:
             call.disarm()
             watcher.cancel()
 
-    def _parse(self, headers: Headers, body: bytes) -> tuple[Dialect, Turn]:
+    def _parse(self, headers: Headers, body: bytes, path: str) -> tuple[Dialect, Turn]:
         content_type = headers.get("content-type", "application/json").split(";", 1)[0].strip().lower()
         if content_type != "application/json" and not content_type.endswith("+json"):
             raise UnsupportedMediaType(f"expected Content-Type: application/json, got {content_type}")
@@ -150,9 +154,7 @@ class RouteHandler:
         messages = value.get("messages")
         if isinstance(messages, list) and len(messages) > limits.max_messages:
             raise RequestTooLarge(f"the request has {len(messages)} messages; this route takes {limits.max_messages}")
-        dialects = self.route.dialects
-        client = registry.get(dialects[0]) if len(dialects) == 1 else registry.detect(value, dialects)
-        return client, client.parse_request(value)
+        return registry.read_request(value, self.route.dialects, path)
 
 
 class _Call:
@@ -218,8 +220,10 @@ class _Call:
 
     async def run(self, client: Dialect, turn: Turn) -> None:
         route, upstream = self.route, self.handler.upstream
-        exchange = await self.handler.mapper.begin(route.name, turn, client, upstream)
-        outbound = upstream.build_request(exchange.upstream_turn, route.upstream.variant)
+        handler = self.handler
+        exchange = await handler.mapper.begin(route.name, turn, client, upstream,
+                                              route.upstream.variant or handler.learned_variant)
+        outbound = upstream.build_request(exchange.upstream_turn, exchange.upstream_variant)
         headers = self._upstream_headers(outbound.headers)
         sent_at = self.last_write = time.monotonic()
         self.arm()
@@ -249,8 +253,10 @@ class _Call:
             if not failed and (wrong := _wrong_content_type(upstream, content_type)):
                 await self._upstream_refused(response, f"upstream answered HTTP {response.status} with {wrong}")
                 return
+            if route.upstream.variant is None and (variant := upstream.variant_of(response.headers)) is not None:
+                handler.learned_variant = exchange.upstream_variant = variant
             self.upstream_status = response.status
-            encoder = self.encoder = client.new_encoder(turn.variant)
+            encoder = self.encoder = client.new_encoder(turn)
             recorder = RunRecorder(exchange.conversation.state)
             await self._relay(response, exchange, client, encoder, recorder)
             if self.complete and not self.client_gone:

@@ -87,6 +87,15 @@ class Resume:
     """The tool call the interrupt asked to approve, when the client says (Vercel approvals do)."""
 
 
+def approves(resume: Resume) -> bool:
+    """Whether a resume says yes to what the interrupt asked. Clients answer approvals in their own words:
+    `{"approved": false}` (Vercel, and what the gateway sends), a bare `false`, or a cancelled status say no."""
+    payload = resume.payload
+    if resume.status == "cancelled" or payload is False:
+        return False
+    return not (isinstance(payload, dict) and payload.get("approved", True) is False)
+
+
 @dataclass(slots=True)
 class Turn:
     messages: list[Message] = field(default_factory=list)

@@ -7,6 +7,7 @@ from pathlib import Path
 from adapters import registry
 from gateway.events import Event
 from gateway.sse import SSEDecoder
+from gateway.turn import Turn
 
 ROOT = Path(__file__).parent.parent
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -59,8 +60,8 @@ def decode_chunks(dialect: str, chunks: list[bytes]) -> list[Event]:
     return events + decoder.close()
 
 
-def encode(dialect: str, events: list[Event], variant: str | None = None) -> bytes:
-    return registry.get(dialect).new_encoder(variant).encode(events)
+def encode(dialect: str, events: list[Event], variant: str | None = None, request: Turn | None = None) -> bytes:
+    return registry.get(dialect).new_encoder(request or Turn(variant=variant)).encode(events)
 
 
 def kinds(events: list[Event]) -> list[str]:

@@ -99,7 +99,7 @@ def dumps(value: Any) -> bytes:
 
 def client_dialect_of(path: str, body: Any) -> str:
     if path == "/auto":
-        return registry.detect(body).name
+        return registry.read_request(body, list(registry.DIALECTS), path)[0].name
     return path.split("/")[2]  # /fuzz/<client>/<upstream>, /deep/<client>/<upstream>
 
 
@@ -233,7 +233,7 @@ def test_auto_detect_path_answers_any_shaped_body(gateway: Gateway, body: dict[s
     response = gateway.post("/auto", dumps(body))
     if response.status_code == 400 and response.json()["error"]["code"] == "unknown_dialect":
         with pytest.raises(RequestError):
-            registry.detect(body)
+            registry.read_request(body, list(registry.DIALECTS), "/auto")
     check_answer(gateway, "/auto", response, body)
 
 
@@ -316,7 +316,7 @@ def test_unknown_dialect_on_an_auto_detect_path_is_a_400(gateway: Gateway, body:
     response = gateway.post("/auto", dumps(body))
     assert response.status_code == 400
     error = response.json()["error"]
-    assert error["code"] == "unknown_dialect" and "AG-UI needs threadId" in error["message"]
+    assert error["code"] == "unknown_dialect" and "AG-UI request (RunAgentInput) needs threadId" in error["message"]
     check_answer(gateway, "/auto", response, body)
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from adapters import registry
-from gateway.errors import UnknownDialect
+from gateway.errors import InvalidRequest, UnknownDialect
 
 
 @pytest.mark.parametrize(("body", "dialect"), [
@@ -38,3 +38,37 @@ def test_unrecognised_body_is_a_clear_error() -> None:
 def test_unknown_dialect_name_lists_the_known_ones() -> None:
     with pytest.raises(ValueError, match="known: ag-ui, ag-kit, vercel, agent-respond"):
         registry.get("a2a")
+
+
+ALL = list(registry.DIALECTS)
+INKEEP_BODY = {"messages": [{"role": "user", "content": "What can you do?"}], "conversationId": "chat-1234"}
+
+
+@pytest.mark.parametrize(("path", "dialect"), [("/api/chat", "vercel"), ("/send-message", "ag-kit")])
+def test_a_body_the_paths_own_dialect_reads_is_that_dialect(path: str, dialect: str) -> None:
+    """Inkeep's documented body on /api/chat is a Vercel request; the same body on /send-message is AG-Kit's."""
+    client, turn = registry.read_request(INKEEP_BODY, ALL, path)
+    assert client.name == dialect and turn.conversation_id == "chat-1234"
+
+
+def test_a_body_that_belongs_on_another_path_is_refused_with_that_path_named() -> None:
+    body = {"messages": [{"role": "user", "content": "hi"}], "metadata": {"test_case_id": "t", "turn_index": 0}}
+    with pytest.raises(UnknownDialect, match=r"agent-respond request.*POST it to /agent/respond"):
+        registry.read_request(body, ALL, "/send-message")
+
+
+def test_a_body_no_dialect_of_the_path_reads_says_what_each_expects() -> None:
+    with pytest.raises(UnknownDialect) as caught:
+        registry.read_request({"hello": "world"}, ALL, "/send-message")
+    assert "AG-UI request (RunAgentInput) needs threadId" in caught.value.message
+    assert "AG-Kit request needs conversationId" in caught.value.message
+    assert [d["dialect"] for d in caught.value.details] == ["ag-ui", "ag-kit"]
+
+
+def test_a_body_of_the_paths_only_dialect_gets_that_dialects_field_errors() -> None:
+    with pytest.raises(InvalidRequest, match="runId: Field required"):
+        registry.read_request({"threadId": "t", "messages": []}, ALL, "/agui")
+
+
+def test_on_a_path_no_dialect_owns_every_candidate_may_read_the_body() -> None:
+    assert registry.read_request(INKEEP_BODY, ["vercel", "agent-respond"], "/chat")[0].name == "vercel"

@@ -31,4 +31,5 @@ DIALECT = Dialect(
     new_decoder=AgKitDecoder,
     new_encoder=AgKitEncoder,
     sniff=sniff,
+    expects="an AG-Kit request needs conversationId, with messages or a resume",
 )

@@ -25,6 +25,7 @@ from gateway.events import (
     ToolResult,
 )
 from gateway.sse import DONE, KEEP_ALIVE
+from gateway.turn import Turn
 
 HEADERS = {"content-type": "text/event-stream; charset=utf-8"}
 
@@ -36,7 +37,7 @@ def _frame(event: dict[str, Any]) -> bytes:
 class AgKitEncoder:
     __slots__ = ("headers", "status_code")
 
-    def __init__(self, variant: str | None = None) -> None:
+    def __init__(self, request: Turn | None = None) -> None:
         self.status_code = 200
         self.headers = dict(HEADERS)
 

@@ -14,7 +14,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from gateway.codec import UpstreamRequest, as_text, json_or_text
 from gateway.ids import new_id
-from gateway.turn import Message, Resume, Tool, ToolCall, Turn, new_messages
+from gateway.turn import Message, Resume, Tool, ToolCall, Turn
 from gateway.validation import validate
 
 
@@ -117,9 +117,14 @@ def _message(message: Any) -> Message:
 
 def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
     body: dict[str, Any] = {"conversationId": turn.conversation_id or new_id("conv")}
-    # Only user, system and tool messages: cloudbase-agent-server 0.1.1 breaks on an assistant message with
-    # tool calls in the delta, and it has heard its own replies already.
-    messages = [_message_to_agkit(m) for m in new_messages(turn) if m.role in ("user", "system", "developer", "tool")]
+    if turn.history == "delta":
+        # Only user, system and tool messages: the server has heard its own replies already.
+        messages = [_message_to_agkit(m) for m in turn.messages if m.role in ("user", "system", "developer", "tool")]
+    else:
+        # A new conversation given the whole history: what the agent said goes as text. cloudbase-agent-server
+        # 0.1.1 breaks on an assistant message with tool calls, so calls and their results are left out.
+        messages = [_message_to_agkit(m) for m in turn.messages
+                    if m.role in ("user", "system", "developer") or (m.role == "assistant" and m.text)]
     if messages or not turn.resume:
         body["messages"] = messages
     body["tools"] = [
@@ -135,6 +140,8 @@ def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
 
 
 def _message_to_agkit(message: Message) -> dict[str, Any]:
+    if message.role == "assistant":
+        return {"role": "assistant", "id": message.id or new_id("msg"), "content": message.text}
     if message.role == "tool":
         content = message.text if message.error is None else message.error
         return {"role": "tool", "content": content, "toolCallId": message.tool_call_id or ""}

@@ -29,4 +29,5 @@ DIALECT = Dialect(
     new_decoder=AguiDecoder,
     new_encoder=AguiEncoder,
     sniff=sniff,
+    expects="an AG-UI request (RunAgentInput) needs threadId, runId and messages",
 )

@@ -40,6 +40,7 @@ from gateway.events import (
 )
 from gateway.ids import new_id
 from gateway.sse import KEEP_ALIVE
+from gateway.turn import Turn
 
 from .request import PROTOCOL_VERSION, message_to_agui
 
@@ -63,7 +64,7 @@ class AguiEncoder:
         "headers", "status_code",
     )
 
-    def __init__(self, variant: str | None = None) -> None:
+    def __init__(self, request: Turn | None = None) -> None:
         self.status_code = 200
         self.headers = dict(HEADERS)
         self._thread_id = ""

@@ -178,7 +178,7 @@ def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
         "runId": turn.run_id or new_id("run"),
         "protocolVersion": PROTOCOL_VERSION,
         "state": turn.state if turn.state is not None else {},
-        "messages": [message_to_agui(message) for message in turn.messages],
+        "messages": [message_to_agui(message) for message in turn.messages] or _speak_first(turn),
         "tools": [drop_none({"name": t.name, "description": t.description, "parameters": t.parameters})
                   for t in turn.tools],
         "context": [{"description": c.description, "value": c.value} for c in turn.context],
@@ -189,7 +189,21 @@ def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
     if turn.resume:
         body["resume"] = [drop_none({"interruptId": r.interrupt_id, "status": r.status, "payload": r.payload})
                           for r in turn.resume]
+        forwarded = body["forwardedProps"]
+        if isinstance(forwarded, dict) and "command" not in forwarded:
+            # Servers before 1.0 (LangGraph's, cloudbase-agent-server 0.1.2 on) know no `resume`: they take the
+            # answer as LangGraph's `Command(resume=...)` from here, one interrupt at a time. 1.0 servers that
+            # read both prefer `resume`.
+            first = turn.resume[0]
+            answer = first.payload if first.status == "resolved" else {"cancelled": True}
+            body["forwardedProps"] = {**forwarded, "command": {"resume": answer}}
     return UpstreamRequest(orjson.dumps(body), {"content-type": "application/json", "accept": "text/event-stream"})
+
+
+def _speak_first(turn: Turn) -> list[dict[str, Any]]:
+    """A turn with no messages asks the agent to speak first. AG-UI allows that, but pydantic-ai's servers refuse
+    a run with no message at all: an empty user message is what every server takes."""
+    return [] if turn.resume else [{"id": new_id("msg"), "role": "user", "content": ""}]
 
 
 def message_from_agui(value: Any) -> Message | None:

@@ -34,4 +34,5 @@ DIALECT = Dialect(
     new_decoder=AgentRespondDecoder,
     new_encoder=AgentRespondEncoder,
     sniff=sniff,
+    expects="an agent-respond request needs messages with role and content (OpenAI style), and metadata",
 )

@@ -29,6 +29,7 @@ from gateway.events import (
     Usage,
 )
 from gateway.state import StateTracker
+from gateway.turn import Turn
 
 HEADERS = {"content-type": "application/json"}
 
@@ -39,7 +40,7 @@ class AgentRespondEncoder:
         "_text", "_usage", "headers", "status_code",
     )
 
-    def __init__(self, variant: str | None = None) -> None:
+    def __init__(self, request: Turn | None = None) -> None:
         self.status_code = 200
         self.headers = dict(HEADERS)
         self._messages: list[dict[str, Any]] = []

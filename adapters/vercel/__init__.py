@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from gateway.codec import Dialect
@@ -23,6 +24,12 @@ def sniff(body: dict[str, Any]) -> int:
     return 0
 
 
+def variant_of(headers: Mapping[str, str]) -> str | None:
+    """Inkeep's Run API answers with `x-vercel-ai-data-stream: v2` where the AI SDK sends
+    `x-vercel-ai-ui-message-stream: v1`."""
+    return INKEEP if "x-vercel-ai-data-stream" in headers else None
+
+
 DIALECT = Dialect(
     name="vercel",
     history="full",
@@ -33,4 +40,7 @@ DIALECT = Dialect(
     new_decoder=VercelDecoder,
     new_encoder=VercelEncoder,
     sniff=sniff,
+    variant_history={INKEEP: "delta"},  # Inkeep keeps history itself and reads only the last user message
+    variant_of=variant_of,
+    expects="a Vercel request needs messages: useChat UIMessages with parts, or Inkeep messages with role and content",
 )

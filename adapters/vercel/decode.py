@@ -2,7 +2,8 @@
 
 Also reads what Inkeep's `/api/chat` really sends: one text id reused for every text segment (renamed here, so
 that ids stay unique per message in the other dialects), run failures as `data-operation` parts of type `error`,
-and an `{"error": ...}` frame with no type on its durable path.
+and an `{"error": ...}` frame with no type on its durable path. And what our own encoder writes beyond the AI
+SDK's words: the whole state as `data-state`, and the tool call that stands for an interrupt.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from gateway.events import (
     RunError,
     RunFinished,
     RunStarted,
+    StateSnapshot,
     StepFinished,
     StepStarted,
     TextDelta,
@@ -35,7 +37,11 @@ from gateway.events import (
 )
 from gateway.sse import DEFAULT_MAX_FRAME
 
+from .request import INTERRUPT_CALL_PREFIX
+
 DENIED = "The user denied this tool call."
+_TOOL_CHUNKS = frozenset({"tool-input-start", "tool-input-delta", "tool-input-available", "tool-approval-request",
+                          "tool-output-available", "tool-output-denied", "tool-output-error"})
 
 
 def _s(frame: dict[str, Any], key: str) -> str:
@@ -46,7 +52,7 @@ def _s(frame: dict[str, Any], key: str) -> str:
 
 
 class VercelDecoder(JsonSSEDecoder):
-    __slots__ = ("_args_seen", "_ended", "_renamed", "_tools")
+    __slots__ = ("_args_seen", "_ended", "_interrupt_calls", "_renamed", "_tools")
 
     dialect = "vercel"
 
@@ -56,6 +62,7 @@ class VercelDecoder(JsonSSEDecoder):
         self._args_seen: set[str] = set()
         self._ended: set[str] = set()  # text and reasoning ids already ended once
         self._renamed: dict[str, str] = {}
+        self._interrupt_calls: dict[str, dict[str, Any]] = {}  # tool call id -> the interrupt it stands for
 
     def on_frame(self, frame: dict[str, Any], out: list[Event]) -> None:
         push = self.repair.push
@@ -76,6 +83,8 @@ class VercelDecoder(JsonSSEDecoder):
                 push(ReasoningStart(self._start_id(_s(frame, "id"))), out)
             elif kind == "reasoning-end":
                 push(ReasoningEnd(self._end_id(_s(frame, "id"))), out)
+            elif kind in _TOOL_CHUNKS and _s(frame, "toolCallId").startswith(INTERRUPT_CALL_PREFIX):
+                self._interrupt_call(frame, out)
             elif kind == "tool-input-start":
                 self._tools[_s(frame, "toolCallId")] = _s(frame, "toolName")
                 push(ToolCallStart(_s(frame, "toolCallId"), _s(frame, "toolName")), out)
@@ -114,6 +123,21 @@ class VercelDecoder(JsonSSEDecoder):
         except (KeyError, TypeError):
             push(Raw("vercel", frame), out)
 
+    def _interrupt_call(self, frame: dict[str, Any], out: list[Event]) -> None:
+        """A call that stands for an interrupt is that interrupt, once its approval is asked; its settling is
+        the client's answer, already known."""
+        call_id = _s(frame, "toolCallId")
+        if frame["type"] == "tool-input-available":
+            details = frame.get("input")
+            details = details if isinstance(details, dict) else {}
+            self._interrupt_calls[call_id] = {**details, "name": _s(frame, "toolName")}
+        elif frame["type"] == "tool-approval-request" and call_id in self._interrupt_calls:
+            details = self._interrupt_calls[call_id]
+            reason, message = details.get("reason"), details.get("message")
+            self.repair.push(Interrupt(_s(frame, "approvalId"), reason if isinstance(reason, str) else details["name"],
+                                       message if isinstance(message, str) else None, details.get("payload"), None,
+                                       details.get("responseSchema")), out)
+
     def _input_available(self, frame: dict[str, Any], out: list[Event]) -> None:
         push = self.repair.push
         call_id = _s(frame, "toolCallId")
@@ -134,10 +158,8 @@ class VercelDecoder(JsonSSEDecoder):
             self.repair.push(RunError(str(data.get("message") or "upstream agent failed"),
                                       data.get("code") if isinstance(data.get("code"), str) else "upstream_error"), out)
             return
-        if name == "interrupt" and isinstance(data, dict) and isinstance(data.get("id"), str):
-            # How our encoder tells a Vercel client about an interrupt that is not a tool approval.
-            self.repair.push(Interrupt(data["id"], str(data.get("reason") or ""), data.get("message"),
-                                       data.get("payload"), None, data.get("responseSchema")), out)
+        if name == "state" and frame.get("id") == "state":
+            self.repair.push(StateSnapshot(data), out)  # how our encoder carries the whole state
             return
         item_id = frame.get("id")
         self.repair.push(Data(name, data, item_id if isinstance(item_id, str) else None,

@@ -4,10 +4,16 @@ Chunks carry only keys of the `ai` schema (clients before 5.0.217 / 6.0.231 / 7.
 always carry the keys the schema requires even where they are typed `unknown` (`input`, `output`, `data`), and the
 stream ends with `data: [DONE]`. A tool call's `input` is only known when its arguments are complete, so it is sent
 with `tool-input-available` at the call's end.
+
+An interrupt is always a tool approval for the client, the one human-in-the-loop answer useChat has
+(`addToolApprovalResponse`): of the tool call it is about, or else of a call that stands for it (see
+`request.INTERRUPT_CALL_PREFIX`), named after its reason. The continuation that answers such a call settles it
+first, so the client shows the answer and never sends it again.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -39,8 +45,9 @@ from gateway.events import (
 )
 from gateway.sse import DONE, KEEP_ALIVE
 from gateway.state import StateTracker
+from gateway.turn import Turn, approves
 
-from .request import INKEEP
+from .request import INKEEP, INTERRUPT_CALL_PREFIX
 
 HEADERS = {
     "content-type": "text/event-stream; charset=utf-8",
@@ -60,12 +67,14 @@ _FINISH_STEP = _frame({"type": "finish-step"})
 
 
 class VercelEncoder:
-    __slots__ = ("_after_results", "_args", "_inkeep", "_names", "_state", "_step_open", "headers", "status_code")
+    __slots__ = ("_after_results", "_args", "_inkeep", "_names", "_settles", "_state", "_step_open", "headers",
+                 "status_code")
 
-    def __init__(self, variant: str | None = None) -> None:
+    def __init__(self, request: Turn | None = None) -> None:
         self.status_code = 200
         self.headers = dict(HEADERS)
-        self._inkeep = variant == INKEEP
+        self._inkeep = request is not None and request.variant == INKEEP
+        self._settles = [r for r in request.resume if r.tool_call_id is None] if request is not None else []
         self._args: dict[str, list[str]] = {}
         self._names: dict[str, str] = {}
         self._step_open = False
@@ -117,9 +126,7 @@ class VercelEncoder:
         if isinstance(e, Interrupt):
             if e.tool_call_id in self._names:  # the client needs the call's part to hang the approval on
                 return _frame({"type": "tool-approval-request", "approvalId": e.id, "toolCallId": e.tool_call_id})
-            return _frame({"type": "data-interrupt", "id": e.id, "data": drop_none({
-                "id": e.id, "reason": e.reason, "message": e.message, "payload": e.payload,
-                "responseSchema": e.response_schema})})
+            return self._interrupt_call(e)
         if isinstance(e, Data):
             chunk: dict[str, Any] = {"type": f"data-{e.name}", "data": e.data}  # `data` is required, null or not
             if e.id is not None:
@@ -128,7 +135,8 @@ class VercelEncoder:
                 chunk["transient"] = True
             return _frame(chunk)
         if isinstance(e, RunStarted):
-            return _frame(drop_none({"type": "start", "messageId": e.message_id}))
+            start = _frame(drop_none({"type": "start", "messageId": e.message_id}))
+            return start + self._settle() if self._settles and e.message_id is None else start
         if isinstance(e, StepStarted):
             # A Vercel upstream's own steps pass through; named (AG-UI) steps are not model steps: left out.
             if e.name is not None or self._step_open:
@@ -156,6 +164,30 @@ class VercelEncoder:
         if isinstance(e, Raw) and e.dialect == "vercel" and e.event.get("type") in _PASSTHROUGH:
             return _frame(e.event)
         return b""
+
+    def _interrupt_call(self, e: Interrupt) -> bytes:
+        """A tool call of the gateway's own that stands for an interrupt not about one, waiting for approval."""
+        call_id = INTERRUPT_CALL_PREFIX + e.id
+        name = re.sub(r"[^A-Za-z0-9_]+", "_", e.reason).strip("_") or "approval"
+        self._names[call_id] = name
+        details = drop_none({"reason": e.reason or None, "message": e.message, "payload": e.payload,
+                             "responseSchema": e.response_schema})
+        return (self._step()
+                + _frame({"type": "tool-input-available", "toolCallId": call_id, "toolName": name, "input": details})
+                + _frame({"type": "tool-approval-request", "approvalId": e.id, "toolCallId": call_id}))
+
+    def _settle(self) -> bytes:
+        """Close the calls that stood for the interrupts this continuation answers, as the client answered them.
+        Only on a continuation of the client's own message (a `start` with no new message id)."""
+        self._after_results = True
+        out = []
+        for resume in self._settles:
+            call_id = INTERRUPT_CALL_PREFIX + resume.interrupt_id
+            if approves(resume):
+                out.append(_frame({"type": "tool-output-available", "toolCallId": call_id, "output": resume.payload}))
+            else:
+                out.append(_frame({"type": "tool-output-denied", "toolCallId": call_id}))
+        return b"".join(out)
 
     def _step(self) -> bytes:
         """Open a step before the model's output, and a new one after tool results.

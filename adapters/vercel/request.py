@@ -4,6 +4,11 @@
 put in the transport's `body`; those extra keys become the turn's `forwarded_props`. An assistant UIMessage holds a
 whole multi-step answer: text, reasoning, and one `tool-<name>` part per call that carries the call, its output
 and any approval. Inkeep's `/api/chat` reads only the last user message and keeps history by `conversationId`.
+
+An interrupt that is not about a tool call reaches a useChat client as a tool call of the gateway's own, whose
+`toolCallId` starts with `INTERRUPT_CALL_PREFIX`, waiting for approval: the client answers it with
+`addToolApprovalResponse`, and that answer comes back here as the resume of the interrupt it stands for, while the
+call itself never enters the history an upstream sees.
 """
 
 from __future__ import annotations
@@ -14,11 +19,14 @@ import orjson
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from gateway.codec import UpstreamRequest, as_text, drop_none, json_or_text
+from gateway.errors import HistoryConflict
 from gateway.ids import new_id
-from gateway.turn import ContentPart, Message, Resume, Role, ToolCall, Turn, media_kind
+from gateway.turn import ContentPart, Message, Resume, Role, ToolCall, Turn, approves, media_kind
 from gateway.validation import validate
 
 INKEEP = "inkeep"
+INTERRUPT_CALL_PREFIX = "interrupt-"
+"""Starts the id of the tool call that stands, for a useChat client, for an interrupt not about a tool call."""
 
 _TOOL_STATES = frozenset({
     "input-streaming", "input-available", "approval-requested", "approval-responded",
@@ -95,15 +103,20 @@ class ChatRequest(BaseModel):
 
 def parse_request(body: dict[str, Any]) -> Turn:
     request = validate(ChatRequest, body, "vercel")
-    inkeep = request.trigger is None and request.conversationId is not None
+    # Inkeep's body: no `trigger`, and a conversation id or plain `{role, content}` messages.
+    inkeep = request.trigger is None and (request.conversationId is not None
+                                          or all(m.parts is None for m in request.messages))
     messages: list[Message] = []
-    resume: list[Resume] = []
     for message in request.messages:
-        _read_message(message, messages, resume)
+        _read_message(message, messages)
+    last = request.messages[-1] if request.messages else None
+    # Only a continuation (the last message is the assistant's) answers approvals: one answered in an earlier
+    # message was settled then, and saying it again would resume what is no longer waiting.
+    resume = _approvals(last) if last is not None and last.role == "assistant" else []
     extra = {k: v for k, v in (request.model_extra or {}).items() if k not in _BODY_KEYS}
     return Turn(
         messages=messages,
-        history="delta" if inkeep else "full",
+        history="delta" if inkeep and request.conversationId is not None else "full",
         conversation_id=request.conversationId or request.id,
         forwarded_props=extra or None,
         resume=resume,
@@ -111,18 +124,31 @@ def parse_request(body: dict[str, Any]) -> Turn:
     )
 
 
-def _read_message(message: UIMessage, out: list[Message], resume: list[Resume]) -> None:
+def _read_message(message: UIMessage, out: list[Message]) -> None:
     if message.role in ("tool", "function"):
         return  # Inkeep accepts these but reads nothing from them; tool outputs travel in assistant parts
     role: Role = "assistant" if message.role == "assistant" else "system" if message.role == "system" else "user"
-    if message.parts is None:
+    parts = _parts_of(message)
+    if parts is None:
         text = message.content if isinstance(message.content, str) else as_text(message.content)
         out.append(Message(role, text, message.id))
         return
     if role != "assistant":
-        out.append(Message(role, _user_content(message.parts), message.id))
+        out.append(Message(role, _user_content(parts), message.id))
         return
-    _read_assistant(message, out, resume)
+    _read_assistant(message.id, parts, out)
+
+
+def _parts_of(message: UIMessage) -> list[Part] | None:
+    """A message's parts, Inkeep's ways included: `content` as a string beside parts (put first, unless a text
+    part says the same), or as `{parts: [...]}`."""
+    parts, content = message.parts, message.content
+    if parts is None and isinstance(content, dict) and isinstance(content.get("parts"), list):
+        return validate(UIMessage, {"role": message.role, "parts": content["parts"]}, "vercel").parts
+    if parts is not None and isinstance(content, str) and content \
+            and not any(p.type == "text" and p.text == content for p in parts):
+        return [Part(type="text", text=content), *parts]
+    return parts
 
 
 def _user_content(parts: list[Part]) -> str | list[ContentPart]:
@@ -142,9 +168,9 @@ def _user_content(parts: list[Part]) -> str | list[ContentPart]:
     return content
 
 
-def _read_assistant(message: UIMessage, out: list[Message], resume: list[Resume]) -> None:
+def _read_assistant(message_id: str | None, parts: list[Part], out: list[Message]) -> None:
     """Split one multi-step assistant UIMessage into OpenAI-style messages: assistant, its tool results, and on."""
-    base_id = message.id or new_id("msg")
+    base_id = message_id or new_id("msg")
     segment = 0
     current = Message("assistant", "", base_id)
     results: list[Message] = []
@@ -158,7 +184,7 @@ def _read_assistant(message: UIMessage, out: list[Message], resume: list[Resume]
         current = Message("assistant", "", f"{base_id}-{segment}")
         results = []
 
-    for part in message.parts or ():
+    for part in parts:
         kind = part.type
         if kind in ("text", "reasoning") or kind == "step-start":
             if results:
@@ -167,7 +193,8 @@ def _read_assistant(message: UIMessage, out: list[Message], resume: list[Resume]
                 current.content = f"{current.content}{part.text}"
             elif kind == "reasoning" and part.text:
                 out.append(Message("reasoning", part.text, f"{current.id}-reasoning"))
-        elif kind.startswith("tool-") or kind == "dynamic-tool":
+        elif (kind.startswith("tool-") or kind == "dynamic-tool") \
+                and not (part.toolCallId or "").startswith(INTERRUPT_CALL_PREFIX):
             name = part.toolName if kind == "dynamic-tool" else kind[5:]
             call_id = part.toolCallId or ""
             arguments = "{}" if part.input is None else as_text(part.input)
@@ -175,12 +202,22 @@ def _read_assistant(message: UIMessage, out: list[Message], resume: list[Resume]
             result = _tool_result(part, call_id)
             if result is not None:
                 results.append(result)
-            if part.state == "approval-responded" and part.approval is not None:
-                approval = part.approval
-                resume.append(Resume(approval.id, "resolved",
-                                     drop_none({"approved": bool(approval.approved), "reason": approval.reason}),
-                                     call_id))
     flush()
+
+
+def _approvals(message: UIMessage) -> list[Resume]:
+    """The approvals a continuation answers. One given to a call that stands for an interrupt resumes that
+    interrupt, and names no tool call."""
+    resume: list[Resume] = []
+    for part in message.parts or ():
+        approval = part.approval
+        if part.state != "approval-responded" or approval is None:
+            continue
+        call_id = part.toolCallId or ""
+        resume.append(Resume(approval.id, "resolved",
+                             drop_none({"approved": bool(approval.approved), "reason": approval.reason}),
+                             None if call_id.startswith(INTERRUPT_CALL_PREFIX) else call_id))
+    return resume
 
 
 def _tool_result(part: Part, call_id: str) -> Message | None:
@@ -200,19 +237,30 @@ def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
     headers = {"content-type": "application/json", "accept": "text/event-stream"}
     if variant == INKEEP:
         return UpstreamRequest(orjson.dumps(_inkeep_body(turn)), headers)
-    messages = ui_messages(turn)
+    # No messages asks the agent to speak first; an AI SDK server refuses a history with no message at all.
+    messages = ui_messages(turn) or [{"id": new_id("msg"), "role": "user", "parts": [{"type": "text", "text": ""}]}]
     body: dict[str, Any] = {}
     if isinstance(turn.forwarded_props, dict):
         body.update({k: v for k, v in turn.forwarded_props.items() if k not in _BODY_KEYS})
-    body.update({"id": turn.conversation_id or new_id("chat"), "messages": messages, "trigger": "submit-message"})
+    chat_id = turn.conversation_id or new_id("chat")
+    # `conversationId` beside useChat's `id`: a server that keeps history itself (Inkeep) reads that one.
+    body.update({"id": chat_id, "conversationId": chat_id, "messages": messages, "trigger": "submit-message"})
     if messages and messages[-1]["role"] == "assistant":
         body["messageId"] = messages[-1]["id"]  # a continuation: tool outputs or approvals for this message
     return UpstreamRequest(orjson.dumps(body), headers)
 
 
 def _inkeep_body(turn: Turn) -> dict[str, Any]:
-    """Inkeep reads the last user message only, and answers 409 to a message id it has stored: send none."""
-    last = next((m for m in reversed(turn.messages) if m.role == "user"), None)
+    """Inkeep reads the last user message only, and answers 409 to a message id it has stored: send none.
+
+    So a new conversation cannot be given a history: one that would need it (a regenerated or edited turn after
+    the first) is refused rather than answered without what came before.
+    """
+    last_index = max((i for i, m in enumerate(turn.messages) if m.role == "user"), default=-1)
+    if turn.history == "full" and any(m.role != "system" for m in turn.messages[:last_index]):
+        raise HistoryConflict("this agent keeps the conversation itself and reads only the newest message, so it "
+                              "cannot answer from an edited or regenerated history; start a new conversation")
+    last = turn.messages[last_index] if last_index >= 0 else None
     body: dict[str, Any] = {"messages": [{"role": "user", "content": last.text if last else ""}]}
     if turn.conversation_id:
         body["conversationId"] = turn.conversation_id
@@ -256,10 +304,10 @@ def _tool_part(call: ToolCall, result: Message | None, approval: Resume | None) 
         part.update(state="output-available", output=json_or_text(result.text))
     elif approval is not None:
         payload = approval.payload if isinstance(approval.payload, dict) else {}
-        approved = approval.status == "resolved" and payload.get("approved", True) is not False
+        reason = payload.get("reason")
         part.update(state="approval-responded",
-                    approval=drop_none({"id": approval.interrupt_id, "approved": approved,
-                                        "reason": payload.get("reason")}))
+                    approval=drop_none({"id": approval.interrupt_id, "approved": approves(approval),
+                                        "reason": reason if isinstance(reason, str) else None}))
     else:
         part["state"] = "input-available"
     return part

@@ -34,13 +34,21 @@ def test_missing_conversation_id_and_bad_schema_are_named() -> None:
     assert fields == {"conversationId", "tools[0].parameters"}
 
 
-def test_upstream_request_sends_only_new_user_and_tool_messages_and_schemas_as_strings() -> None:
-    turn = Turn([Message("user", "hi"), Message("assistant", "", tool_calls=[ToolCall("c", "f")]),
-                 Message("tool", "42", tool_call_id="c")], history="full", conversation_id="conv",
+def test_upstream_request_sends_new_user_and_tool_messages_and_schemas_as_strings() -> None:
+    turn = Turn([Message("tool", "42", tool_call_id="c")], history="delta", conversation_id="conv",
                 tools=[Tool("f", "F", {"type": "object"})])
     body = orjson.loads(build_request(turn).body)
     assert body == {"conversationId": "conv", "messages": [{"role": "tool", "content": "42", "toolCallId": "c"}],
                     "tools": [{"name": "f", "description": "F", "parameters": "{\"type\":\"object\"}"}]}
+
+
+def test_a_new_conversation_is_given_the_whole_history_with_what_the_agent_said_as_text() -> None:
+    turn = Turn([Message("user", "hi"), Message("assistant", "", "a0", tool_calls=[ToolCall("c", "f")]),
+                 Message("tool", "42", tool_call_id="c"), Message("assistant", "It is 42.", "a1"),
+                 Message("user", "why?")], history="full", conversation_id="conv")
+    assert orjson.loads(build_request(turn).body)["messages"] == [
+        {"role": "user", "content": "hi"}, {"role": "assistant", "id": "a1", "content": "It is 42."},
+        {"role": "user", "content": "why?"}]
 
 
 def test_resume_goes_upstream_as_a_json_string_without_messages() -> None:

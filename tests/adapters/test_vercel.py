@@ -13,6 +13,7 @@ from gateway.events import (
     RunError,
     RunFinished,
     RunStarted,
+    StateSnapshot,
     TextDelta,
     TextEnd,
     TextStart,
@@ -130,13 +131,62 @@ def test_encoder_sends_input_at_the_end_of_the_call_and_required_keys_always() -
     assert out.endswith(b'data: {"type":"finish"}\n\ndata: [DONE]\n\n')
 
 
-def test_interrupts_become_approval_requests_or_data_interrupt_parts() -> None:
+def test_an_interrupt_about_no_tool_call_is_a_call_of_its_own_waiting_for_approval() -> None:
     events = [RunStarted(), ToolCallStart("c", "f"), ToolCallEnd("c"), Interrupt("a1", tool_call_id="c"),
-              Interrupt("i2", "why", payload=[1]), RunFinished("interrupt")]
+              Interrupt("i2", "confirm delete", "Sure?", payload=[1]), RunFinished("interrupt")]
     out = encode("vercel", events)
     assert b'{"type":"tool-approval-request","approvalId":"a1","toolCallId":"c"}' in out
-    assert b'{"type":"data-interrupt","id":"i2","data":{"id":"i2","reason":"why","payload":[1]}}' in out
-    assert Interrupt("i2", "why", payload=[1]) in decode("vercel", out)
+    assert (b'{"type":"tool-input-available","toolCallId":"interrupt-i2","toolName":"confirm_delete",'
+            b'"input":{"reason":"confirm delete","message":"Sure?","payload":[1]}}') in out
+    assert b'{"type":"tool-approval-request","approvalId":"i2","toolCallId":"interrupt-i2"}' in out
+    decoded = decode("vercel", out)
+    assert Interrupt("i2", "confirm delete", "Sure?", payload=[1]) in decoded
+    assert [e.tool_call_id for e in decoded if isinstance(e, ToolCallStart)] == ["c"]
+
+
+def test_answering_the_call_that_stands_for_an_interrupt_resumes_it_and_leaves_no_tool_call() -> None:
+    body = {"id": "chat", "trigger": "submit-message", "messageId": "a", "messages": [
+        {"id": "u", "role": "user", "parts": [{"type": "text", "text": "delete it"}]},
+        {"id": "a", "role": "assistant", "parts": [
+            {"type": "step-start"},
+            {"type": "tool-confirm_delete", "toolCallId": "interrupt-i2", "state": "approval-responded",
+             "input": {"message": "Sure?"}, "approval": {"id": "i2", "approved": False, "reason": "no"}}]}]}
+    turn = parse_request(body)
+    assert turn.resume == [Resume("i2", "resolved", {"approved": False, "reason": "no"}, None)]
+    assert [m.role for m in turn.messages] == ["user"]
+    out = encode("vercel", [RunStarted(), TextStart("m"), TextEnd("m"), RunFinished()], request=turn)
+    assert out.startswith(b'data: {"type":"start"}\n\ndata: {"type":"tool-output-denied","toolCallId":"interrupt-i2"}'
+                          b'\n\ndata: {"type":"start-step"}')
+
+
+def test_an_approval_in_an_earlier_message_is_not_answered_again() -> None:
+    answered = {"id": "a", "role": "assistant", "parts": [
+        {"type": "tool-f", "toolCallId": "c", "state": "approval-responded", "input": {},
+         "approval": {"id": "x", "approved": True}}]}
+    body = {"id": "chat", "trigger": "submit-message", "messages": [
+        {"id": "u", "role": "user", "parts": [{"type": "text", "text": "go"}]}, answered,
+        {"id": "u2", "role": "user", "parts": [{"type": "text", "text": "and now?"}]}]}
+    assert parse_request(body).resume == []
+
+
+def test_the_whole_state_written_as_data_state_reads_back_as_a_snapshot() -> None:
+    out = encode("vercel", [RunStarted(), StateSnapshot({"count": 1}), RunFinished()])
+    assert StateSnapshot({"count": 1}) in decode("vercel", out)
+
+
+@pytest.mark.parametrize("message", [
+    {"role": "user", "content": "hello"},
+    {"role": "user", "content": {"parts": [{"type": "text", "text": "hello"}]}},
+    {"role": "user", "content": "hello", "parts": [{"type": "text", "text": "hello"}]},
+])
+def test_inkeep_content_as_a_string_or_parts_reads_as_the_same_text(message: dict[str, object]) -> None:
+    turn = parse_request({"messages": [message], "conversationId": "c"})
+    assert turn.variant == INKEEP and turn.messages[0].text == "hello"
+
+
+def test_inkeep_body_without_a_conversation_id_is_a_whole_history() -> None:
+    turn = parse_request({"messages": [{"role": "user", "content": "hi"}]})
+    assert turn.variant == INKEEP and turn.history == "full"
 
 
 def test_text_message_events_map_one_to_one_inside_a_step() -> None:
