@@ -5,6 +5,7 @@ fully pinned requirements file in `tests/peers/` and started as a subprocess (uv
 
     pydantic   pydantic-ai's `AGUIAdapter` and `VercelAIAdapter` (`tests/peers/pydantic_agent.py`)
     agkit      `cloudbase-agent-server` 0.1.1, AG-Kit's send-message dialect (`tests/peers/agkit_agent.py`)
+    agkit-agui `cloudbase-agent-server` 0.1.22, AG-UI over `/send-message` (`tests/peers/agkit_agui_agent.py`)
 
     python tests/peers_env.py            install the venvs (skipped when a venv matches its requirements file)
     python tests/peers_env.py --relock   re-resolve the top-level pins below and rewrite the requirements files
@@ -14,6 +15,8 @@ In a test:
     with pydantic_upstream() as url:     # http://127.0.0.1:<port>; /ag-ui, /vercel, /healthz
         ...
     with agkit_upstream() as url:        # /send-message, /healthz
+        ...
+    with agkit_agui_upstream() as url:   # /send-message (AG-UI), /healthz
         ...
 """
 
@@ -87,7 +90,11 @@ class Peer:
 PYDANTIC = Peer("pydantic", "pydantic_agent", ("pydantic-ai-slim[ag-ui]==2.68.0", "uvicorn==0.54.0"))
 AGKIT = Peer("agkit", "agkit_agent",
              ("cloudbase-agent-server==0.1.1", "cloudbase-agent-core==0.1.1", "uvicorn==0.54.0"))
-PEERS = (PYDANTIC, AGKIT)
+# 0.1.22 imports ThinkingStartEvent, which ag-ui-protocol 1.0 removed: without the `<1` pin it fails at import.
+AGKIT_AGUI = Peer("agkit-agui", "agkit_agui_agent",
+                  ("cloudbase-agent-server==0.1.22", "cloudbase-agent-core==0.1.13", "ag-ui-protocol==0.1.22",
+                   "uvicorn==0.54.0"))
+PEERS = (PYDANTIC, AGKIT, AGKIT_AGUI)
 
 
 def _run(*command: str | Path) -> None:
@@ -218,6 +225,13 @@ def pydantic_upstream() -> Iterator[str]:
 def agkit_upstream() -> Iterator[str]:
     """cloudbase-agent-server 0.1.1 serving `POST /send-message` (AG-Kit's simple dialect)."""
     with _serve(AGKIT) as url:
+        yield url
+
+
+@contextmanager
+def agkit_agui_upstream() -> Iterator[str]:
+    """cloudbase-agent-server 0.1.22 serving `POST /send-message` (AG-UI `RunAgentInput` in, AG-UI events out)."""
+    with _serve(AGKIT_AGUI) as url:
         yield url
 
 

@@ -71,3 +71,41 @@ def test_clients_without_ids_are_keyed_by_test_case_and_transcript() -> None:
     assert [m.text for m in second.messages] == ["again"]
     rerun = exchange_once(mapper, Turn(one, metadata=meta), "agent-respond", "ag-kit", [RunStarted(), RunFinished()])
     assert rerun.conversation_id != first.conversation_id  # a new run of the test case starts afresh
+
+
+def test_an_edited_history_under_a_delta_upstream_starts_a_new_conversation_holding_it() -> None:
+    mapper = ConversationMapper(MemoryStore())
+    first = Turn([Message("user", "hi", "u1")], conversation_id="t")
+    sent = exchange_once(mapper, first, "ag-ui", "ag-kit", [RunStarted(), TextDelta("m", "hello"), RunFinished()])
+    edited = Turn([Message("user", "hi there", "u1")], conversation_id="t")
+    again = exchange_once(mapper, edited, "ag-ui", "ag-kit", [RunStarted(), TextDelta("m", "hi!"), RunFinished()])
+    assert again.conversation_id != sent.conversation_id and again.history == "full"
+    assert [m.text for m in again.messages] == ["hi there"]
+    extended = Turn([*edited.messages, Message("assistant", "hi!"), Message("user", "bye", "u2")],
+                    conversation_id="t")
+    then = exchange_once(mapper, extended, "ag-ui", "ag-kit", [RunStarted(), RunFinished()])
+    assert then.conversation_id == again.conversation_id and [m.text for m in then.messages] == ["bye"]
+
+
+def test_a_resume_of_an_interrupt_no_longer_waiting_is_not_sent_again() -> None:
+    mapper = ConversationMapper(MemoryStore())
+    turn = Turn([Message("user", "delete it", "u1")], conversation_id="t")
+    exchange_once(mapper, turn, "ag-ui", "ag-kit", [RunStarted(), Interrupt("i"), RunFinished("interrupt")])
+    resumed = Turn(turn.messages, conversation_id="t", resume=[Resume("i")])
+    assert exchange_once(mapper, resumed, "ag-ui", "ag-kit", [RunStarted(), RunFinished()]).resume == [Resume("i")]
+    assert exchange_once(mapper, resumed, "ag-ui", "ag-kit", [RunStarted(), RunFinished()]).resume == []
+
+
+def test_the_upstream_variant_learned_once_is_remembered_by_the_conversation() -> None:
+    async def run() -> tuple[str | None, str]:
+        mapper = ConversationMapper(MemoryStore())
+        exchange = await mapper.begin("r", Turn([Message("user", "hi")], conversation_id="t"),
+                                      registry.get("ag-ui"), registry.get("vercel"))
+        exchange.upstream_variant = "inkeep"  # what the proxy does when the response headers show it
+        await mapper.finish(exchange, RunRecorder())
+        later = await mapper.begin("r", Turn([Message("user", "hi"), Message("assistant", ""),
+                                              Message("user", "again")], conversation_id="t"),
+                                   registry.get("ag-ui"), registry.get("vercel"))
+        return later.upstream_variant, later.upstream_turn.history
+
+    assert asyncio.run(run()) == ("inkeep", "delta")

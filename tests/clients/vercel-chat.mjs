@@ -18,6 +18,7 @@
 //                                          //   in state input-available in the last assistant message
 //       {"approve": true|false, "reason"?: "..."}         // chat.addToolApprovalResponse for every part in
 //                                          //   state approval-requested
+//       {"regenerate": true}               // chat.regenerate(): the last assistant message asked for again
 //     ]
 //   }
 //   By default the chat uses sendAutomaticallyWhen = lastAssistantMessageIsCompleteWithToolCalls ||
@@ -168,6 +169,10 @@ async function act(step) {
       await chat.addToolApprovalResponse({ id: part.approval.id, approved: Boolean(step.approve),
                                            ...(step.reason === undefined ? {} : { reason: step.reason }) });
     }
+    return;
+  }
+  if (step.regenerate) {
+    await chat.regenerate();
     return;
   }
   throw new Error(`unknown step: ${JSON.stringify(step)}`);

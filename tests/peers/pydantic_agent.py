@@ -5,7 +5,8 @@ Runs in its own venv (`tests/peers/requirements-pydantic.txt`), never in the gat
     .peers/pydantic/bin/python -m uvicorn --app-dir tests/peers pydantic_agent:app --host 127.0.0.1 --port 0
 
 Routes: `POST /ag-ui` (AG-UI `RunAgentInput` -> AG-UI events, `AGUIAdapter`), `POST /vercel` (AI SDK `useChat`
-body -> UI message stream, `VercelAIAdapter`), `GET /healthz`.
+body -> UI message stream, `VercelAIAdapter` at `sdk_version=6`), `POST /vercel5` (the same at `sdk_version=5`, the
+adapter's default: no tool approvals), `GET /healthz`.
 
 The model's answer depends on the last message of the history. A tool return (a server tool that just ran, or a
 client tool's result sent back by the client) is answered with "Tool <name> said: <content>.". Otherwise the last
@@ -137,6 +138,10 @@ async def vercel(request: Request) -> Response:
     return await VercelAIAdapter.dispatch_request(request, agent=agent, sdk_version=6)
 
 
+async def vercel5(request: Request) -> Response:
+    return await VercelAIAdapter.dispatch_request(request, agent=agent, sdk_version=5)
+
+
 async def healthz(request: Request) -> Response:
     return PlainTextResponse("ok")
 
@@ -144,5 +149,6 @@ async def healthz(request: Request) -> Response:
 app = Starlette(routes=[
     Route("/ag-ui", ag_ui, methods=["POST"]),
     Route("/vercel", vercel, methods=["POST"]),
+    Route("/vercel5", vercel5, methods=["POST"]),
     Route("/healthz", healthz, methods=["GET"]),
 ])
