@@ -27,7 +27,7 @@ import pytest
 from agent_contract import AgentResponse
 from helpers import ROOT, sse_payloads
 from inkeep_upstream import create_inkeep_app
-from node_clients import run_agui, run_vercel_chat
+from node_clients import run_agui, run_vercel_chat, verify_vercel
 from peers_env import agkit_agui_upstream, agkit_upstream, pydantic_upstream
 from servers import Served
 
@@ -415,6 +415,39 @@ def test_use_chat_answers_an_interrupt_about_no_tool_call_with_its_approval(worl
     text = "".join(p.get("text", "") for p in last["messages"][-1]["parts"] if p["type"] == "text")
     said = text.replace(" ", "").replace("'", '"').lower()  # the payload as JSON or as a Python repr
     assert "Resumed " in text and f'"approved":{str(approved).lower()}' in said, text
+
+
+def test_use_chat_answers_an_ag_ui_interrupt_outcome_about_no_tool_call() -> None:
+    """An AG-UI 1.0 interrupt (the built-in agent's `confirm`) is approved from useChat; the AG-UI upstream gets it
+    in `resume[]`, and the continuation settles the call that stood for it."""
+    with Served(create_agent_app("ag-ui")) as agent:
+        config = GatewayConfig.model_validate({"routes": [{"upstream": {"url": agent.url + "/agui",
+                                                                        "dialect": "ag-ui"}}]})
+        with Served(create_app(config, store=MemoryStore())) as gateway:
+            run = run_vercel_chat({"url": gateway.url + "/api/chat", "chatId": "confirm-agui",
+                                   "steps": [{"send": "please interrupt"}, {"approve": True}]})
+        sent = [r["body"] for r in httpx.get(agent.url + "/_requests").json()]
+    assert not run["loopGuardTripped"] and [s["error"] for s in run["steps"]] == [None, None]
+    asked = next(p for p in run["steps"][0]["messages"][-1]["parts"] if p["type"] == "tool-confirm")
+    assert asked["state"] == "approval-requested" and asked["input"]["payload"] == {"options": ["yes", "no"]}
+    assert sent[-1]["resume"] == [{"interruptId": asked["approval"]["id"], "status": "resolved",
+                                   "payload": {"approved": True}}]
+    assert all(not m.get("toolCalls") for m in sent[-1]["messages"])  # the stand-in call is not history
+    parts = run["steps"][1]["messages"][-1]["parts"]
+    assert next(p for p in parts if p["type"] == "tool-confirm")["state"] == "output-available"
+    assert "Resumed " in "".join(p.get("text", "") for p in parts if p["type"] == "text")
+
+
+def test_inkeeps_documented_request_on_api_chat_gets_a_stream_the_ai_client_reads(world: World) -> None:
+    """Posted exactly as Inkeep's document shows it to a route detecting every dialect: a Vercel request."""
+    config = GatewayConfig.model_validate({"routes": [{"upstream": {"url": f"{world.inkeep}/run/api/chat",
+                                                                    "dialect": "vercel"}}]})
+    with Served(create_app(config, store=MemoryStore())) as gateway:
+        body = {"messages": [{"role": "user", "content": "What can you do?"}], "conversationId": "chat-1234"}
+        response = httpx.post(gateway.url + "/api/chat", json=body, timeout=30)
+    assert response.status_code == 200
+    result = verify_vercel({"inkeep-doc": response.content})["inkeep-doc"]
+    assert result["ok"], result
 
 
 @pytest.mark.parametrize("client", ["ag-ui", "ag-kit"])
