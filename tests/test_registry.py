@@ -12,7 +12,7 @@ from gateway.errors import InvalidRequest, UnknownDialect
     ({"conversationId": "c", "resume": {"interruptId": "i", "payload": "1"}}, "ag-kit"),
 ])
 def test_send_message_tells_ag_ui_from_ag_kit_by_the_body(body: dict[str, object], dialect: str) -> None:
-    assert registry.detect(body, ["ag-ui", "ag-kit"]).name == dialect
+    assert registry.read_request(body, ["ag-ui", "ag-kit"], "/send-message")[0].name == dialect
 
 
 @pytest.mark.parametrize(("body", "dialect"), [
@@ -21,18 +21,12 @@ def test_send_message_tells_ag_ui_from_ag_kit_by_the_body(body: dict[str, object
     ({"messages": [{"role": "user", "content": "ping"}]}, "agent-respond"),
 ])
 def test_any_dialect_is_recognised_on_an_auto_detect_path(body: dict[str, object], dialect: str) -> None:
-    assert registry.detect(body).name == dialect
-
-
-def test_inkeep_and_ag_kit_bodies_look_alike_so_the_path_decides() -> None:
-    body = {"messages": [{"role": "user", "content": "hi"}], "conversationId": "c"}
-    assert registry.detect(body, ["vercel", "ag-kit"]).name == "ag-kit"
-    assert registry.detect(body, ["vercel"]).name == "vercel"
+    assert registry.read_request(body, list(registry.DIALECTS), "/chat")[0].name == dialect
 
 
 def test_unrecognised_body_is_a_clear_error() -> None:
-    with pytest.raises(UnknownDialect, match="AG-UI needs threadId"):
-        registry.detect({"hello": "world"})
+    with pytest.raises(UnknownDialect, match="AG-UI request"):
+        registry.read_request({"hello": "world"}, list(registry.DIALECTS), "/chat")
 
 
 def test_unknown_dialect_name_lists_the_known_ones() -> None:
