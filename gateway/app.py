@@ -61,7 +61,8 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
                            max_value_bytes=settings.max_conversation_bytes)
     pool = Pool(user_agent=f"agent-gateway/{__version__}")
     metrics = Metrics()
-    mapper = ConversationMapper(store, max_messages=config.store.max_messages)
+    mapper = ConversationMapper(store, max_messages=config.store.max_messages,
+                                max_bytes=config.store.max_conversation_bytes)
     routes: list[BaseRoute] = []
     handlers: dict[str, tuple[ASGIApp, frozenset[str]]] = {}
     for route in config.routes:

@@ -15,12 +15,20 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gateway.upstream_url import UpstreamURL
 from gateway.validation import error_message, field_path
 
 DialectName = Literal["ag-ui", "ag-kit", "vercel", "agent-respond"]
 
 # Inbound headers that carry the client's identity: forwarded only when a route names them.
 CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
+# Headers the gateway writes itself on every upstream request; a config may not set them.
+RESERVED_UPSTREAM_HEADERS = frozenset({
+    "host", "content-length", "transfer-encoding", "connection", "keep-alive", "proxy-connection", "te", "trailer",
+    "upgrade",
+})
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_FIELD_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
 # Hop-by-hop and framing headers: never forwarded, whatever a route says.
 HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "host", "content-length",
@@ -89,13 +97,31 @@ class Upstream(_Model):
     variant: Literal["inkeep"] | None = None
     """Detected from the upstream's responses when left out; say it for a server that does not show it."""
     headers: dict[str, str] = {}
+    max_connections: int | None = Field(None, gt=0, description="connections to the upstream at once; past it, "
+                                        "requests wait their turn (default: no cap)")
 
     @field_validator("headers")
     @classmethod
     def _set_headers(cls, headers: dict[str, str]) -> dict[str, str]:
-        """A header whose value came out empty (an unset `${VAR:-}`) is not sent: `Authorization: Bearer ` with no
-        token is refused by servers and clients alike."""
-        return {name: value.strip() for name, value in headers.items() if value.strip()}
+        """Names are tokens and values field values (RFC 9110), checked now rather than failing every request.
+        The gateway frames each request itself, so framing and hop-by-hop headers are refused in any case. A header
+        whose value came out empty (an unset `${VAR:-}`) is not sent: `Authorization: Bearer ` with no token is
+        refused by servers and clients alike."""
+        checked: dict[str, str] = {}
+        for name, value in headers.items():
+            lowered = name.lower()
+            if not _TOKEN.fullmatch(name):
+                raise ValueError(f"header name {name!r} is not a valid HTTP header name")
+            if lowered in RESERVED_UPSTREAM_HEADERS:
+                raise ValueError(f"header {name} is set by the gateway for each request and cannot be configured")
+            if lowered in checked:
+                raise ValueError(f"header {name} is given twice")
+            value = value.strip()
+            if not _FIELD_VALUE.fullmatch(value):
+                raise ValueError(f"header {name}'s value has a line break or another character HTTP does not allow")
+            if value:
+                checked[lowered] = value
+        return checked
 
     @model_validator(mode="after")
     def _variant_of_the_dialect(self) -> Upstream:
@@ -106,8 +132,7 @@ class Upstream(_Model):
     @field_validator("url")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        if not re.match(r"^https?://[^/\s]+", value):
-            raise ValueError("must be an http:// or https:// URL")
+        UpstreamURL.parse(value)  # a ValueError saying what is wrong
         return value
 
 

@@ -68,9 +68,11 @@ class Exchange:
 
 
 class ConversationMapper:
-    def __init__(self, store: ConversationStore, *, max_messages: int = 1000) -> None:
+    def __init__(self, store: ConversationStore, *, max_messages: int = 1000, max_bytes: int = 1 << 62) -> None:
         self.store = store
         self.max_messages = max_messages
+        self.max_bytes = max_bytes
+        """What the store keeps of one conversation: a run's recorder holds no more."""
 
     async def begin(self, route: str, turn: Turn, client: Dialect, upstream: Dialect,
                     variant: str | None = None) -> Exchange:
@@ -97,6 +99,9 @@ class ConversationMapper:
                      ) -> None:
         """Store what the run added. `next_transcript` is what a client without ids will send back next turn."""
         conversation = exchange.conversation
+        if recorder.overflowed:
+            log.warning("conversation %s not saved: the run was longer than the store keeps", conversation.key)
+            return
         history = exchange.known_history + recorder.close()
         conversation.history = history[-self.max_messages:]
         answered = {m.tool_call_id for m in exchange.client_turn.messages if m.role == "tool"}

@@ -9,6 +9,21 @@ Connections are per origin and kept idle for `keepalive` seconds at most, less t
 (gunicorn 2 s; uvicorn and Node 5 s): a POST sent on a connection the server is closing may or may not have reached
 it, and cannot be sent again. For the same reason, an idle connection that has anything to read (the server's
 close, or stray bytes) is dropped rather than used.
+
+What a hostile or broken upstream can do is bounded, as httpx and aiohttp bound it: a response head (and trailers)
+of at most 64 KiB, no line of it longer than 16 KiB, a compressed body inflated only as it is read and never more
+than 64 KiB at a time, a response that ends where llhttp says it ends (a connection with anything after it is
+closed, never pooled), `Transfer-Encoding` other than `chunked` and statuses outside 100-599 refused.
+
+Every failure is one of these, and nothing else escapes a call:
+
+```
+HTTPError
+ ├── ConnectError            no connection could be made (refused, unresolvable, TLS, proxy)
+ │    └── ConnectTimeout     ... within the connect timeout
+ ├── ConnectionBroken        the connection closed or failed before the response was whole
+ └── ProtocolError           the bytes are not an HTTP/1.1 response we can read (framing, limits, encoding)
+```
 """
 
 from __future__ import annotations
@@ -17,14 +32,24 @@ import asyncio
 import select
 import ssl
 import zlib
+from collections import deque
 from typing import cast
-from urllib.parse import urlsplit
 
 import httptools
+
+from gateway.upstream_url import UpstreamURL
 
 HIGH_WATER = 256 * 1024
 """Unread response bytes held per connection before it stops reading from the socket: past that, a client that
 reads slowly makes the upstream's writes block instead of the gateway's memory grow."""
+MAX_HEAD = 64 * 1024
+"""Bytes of a response's head, and again of its trailers, that are read; more is a protocol error."""
+MAX_LINE = 16 * 1024
+"""Bytes the parser may take without finishing anything (a header line, a chunk size line): llhttp's headers
+grow by concatenation, so an endless line would cost time quadratic in its length."""
+INFLATE_STEP = 64 * 1024
+"""Most bytes a compressed body inflates to per read: a small gzip bomb stays a trickle."""
+_CONTENT_CODINGS = {"gzip": 47, "x-gzip": 47, "deflate": 15}  # zlib wbits: 47 reads gzip or zlib
 
 
 class HTTPError(Exception):
@@ -33,6 +58,10 @@ class HTTPError(Exception):
 
 class ConnectError(HTTPError):
     """No connection could be made."""
+
+
+class ConnectTimeout(ConnectError):
+    """No connection could be made within the connect timeout."""
 
 
 class ConnectionBroken(HTTPError):
@@ -47,24 +76,28 @@ class ProtocolError(HTTPError):
     """The upstream's bytes are not a valid HTTP/1.1 response."""
 
 
+class _AfterTheResponse(Exception):
+    """The upstream sent bytes after a whole response: stop parsing them."""
+
+
 class Target:
-    """A URL parsed once per route, and how long connecting to it may take."""
+    """A URL checked and normalised once per route (see `UpstreamURL`), and how to reach it."""
 
-    __slots__ = ("connect_timeout", "host", "host_header", "key", "path", "port", "tls", "url")
+    __slots__ = ("authorization", "connect_timeout", "host", "host_header", "key", "max_connections", "path", "port",
+                 "tls", "url")
 
-    def __init__(self, url: str, connect_timeout: float) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"upstream URL must be http:// or https:// with a host, got {url!r}")
+    def __init__(self, url: str, connect_timeout: float, max_connections: int | None = None) -> None:
+        parsed = UpstreamURL.parse(url)
         self.url = url
-        self.tls = parts.scheme == "https"
-        self.host = parts.hostname
-        self.port = parts.port or (443 if self.tls else 80)
-        name = f"[{self.host}]" if ":" in self.host else self.host
-        self.host_header = name if parts.port is None else f"{name}:{self.port}"
-        self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.tls = parsed.tls
+        self.host = parsed.host
+        self.port = parsed.port
+        self.host_header = parsed.host_header
+        self.path = parsed.target
+        self.authorization = parsed.authorization
         self.key = (self.tls, self.host, self.port)
         self.connect_timeout = connect_timeout
+        self.max_connections = max_connections
 
 
 class Response:
@@ -72,8 +105,9 @@ class Response:
     (b"" once the body is whole). `release()` when done: a connection whose response was read to the end goes
     back to the pool, any other is closed."""
 
-    __slots__ = ("_chunks", "_connection", "_decompress", "_error", "_head", "_interim", "_paused", "_raw_headers",
-                 "_size", "_until_close", "_waiter", "complete", "headers", "keep_alive", "status")
+    __slots__ = ("_chunks", "_coding", "_connection", "_decompress", "_error", "_head", "_head_bytes", "_inflated_any",
+                 "_interim", "_paused", "_raw_headers", "_size", "_tail", "_until_close", "_waiter", "complete",
+                 "headers", "keep_alive", "status")
 
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
@@ -84,6 +118,10 @@ class Response:
         self._until_close = False
         self._interim = False
         self._decompress: zlib._Decompress | None = None
+        self._coding = ""
+        self._tail = b""  # compressed bytes read but not inflated yet
+        self._inflated_any = False
+        self._head_bytes = 0
         self._error: HTTPError | None = None
         self._head: asyncio.Future[None] = connection.loop.create_future()
         self._waiter: asyncio.Future[None] | None = None
@@ -93,6 +131,11 @@ class Response:
         self.headers: dict[str, str] = {}
 
     async def read(self) -> bytes:
+        if self._decompress is not None:
+            return await self._read_inflated()
+        return await self._read_raw()
+
+    async def _read_raw(self) -> bytes:
         while not self._chunks:
             if self.complete:
                 return b""
@@ -110,9 +153,31 @@ class Response:
         if self._paused:
             self._paused = False
             self._connection.resume_reading()
-        if self._decompress is not None:
-            data = self._decompress.decompress(data)
         return data
+
+    async def _read_inflated(self) -> bytes:
+        """At most `INFLATE_STEP` bytes a call: what is left compressed waits in `_tail`, counted as read."""
+        decompress = self._decompress
+        assert decompress is not None
+        while True:
+            data = self._tail or await self._read_raw()
+            if not data:
+                if decompress.eof or not self._inflated_any:
+                    return b""
+                raise ProtocolError(f"upstream's {self._coding} body ended before its end")
+            try:
+                out = decompress.decompress(data, INFLATE_STEP)
+            except zlib.error as exc:
+                if self._coding == "deflate" and not self._inflated_any:  # raw deflate, as some servers send it
+                    decompress = self._decompress = zlib.decompressobj(-zlib.MAX_WBITS)
+                    self._inflated_any = True
+                    self._tail = data
+                    continue
+                raise ProtocolError(f"upstream sent an invalid {self._coding} body: {exc}") from None
+            self._inflated_any = True
+            self._tail = decompress.unconsumed_tail
+            if out or decompress.eof:
+                return out
 
     async def drain(self, timeout: float, limit: int = 65536) -> None:
         """Read what is left of the body for up to `timeout` seconds and `limit` bytes, so the connection can go
@@ -133,28 +198,41 @@ class Response:
     # fed by the connection
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._raw_headers.append((name, value))
+        self._head_bytes += len(name) + len(value) + 4
+        if self._head_bytes > MAX_HEAD:
+            what = "trailers" if self.status else "head"
+            raise ProtocolError(f"upstream's response {what} is larger than {MAX_HEAD // 1024} KiB")
+        if not self.status:  # trailers carry nothing the gateway reads
+            self._raw_headers.append((name, value))
 
     def on_headers_complete(self) -> None:
         headers: dict[str, str] = {}
         for raw_name, raw_value in self._raw_headers:
             name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        self._raw_headers.clear()
         parser = self._connection.parser
-        if 100 <= parser.get_status_code() < 200:  # an interim answer (103 Early Hints): the real one follows
-            self._raw_headers.clear()
+        status = parser.get_status_code()
+        if not 100 <= status <= 599:
+            raise ProtocolError(f"upstream answered with status {status}, which HTTP does not have")
+        if status < 200:  # an interim answer (103 Early Hints): the real one follows
             self._interim = True
+            self._head_bytes = 0
             return
         self.headers = headers
-        self.status = parser.get_status_code()
+        self.status = status
+        self._head_bytes = 0  # the trailers, if any, get their own allowance
         self.keep_alive = parser.should_keep_alive()  # known now; once the message is complete, llhttp forgets
-        encoding = headers.get("content-encoding", "identity").strip().lower()
-        if encoding in ("gzip", "deflate"):  # never asked for, but some servers compress anyway
-            self._decompress = zlib.decompressobj(47)  # gzip or zlib, detected from the header
-        elif encoding != "identity":
-            raise ProtocolError(f"upstream sent content-encoding {encoding!r}, which the gateway cannot read")
-        self._until_close = ("content-length" not in headers and "chunked" not in headers.get("transfer-encoding", "")
-                             and self.status not in (204, 304) and self.status >= 200)
+        transfer = headers.get("transfer-encoding")
+        if transfer is not None and [c.strip().lower() for c in transfer.split(",")] != ["chunked"]:
+            raise ProtocolError(f"upstream sent transfer-encoding {transfer!r}; only chunked is supported")
+        coding = headers.get("content-encoding", "identity").strip().lower()
+        if coding in _CONTENT_CODINGS:  # never asked for, but some servers compress anyway
+            self._coding = coding
+            self._decompress = zlib.decompressobj(_CONTENT_CODINGS[coding])
+        elif coding not in ("identity", ""):
+            raise ProtocolError(f"upstream sent content-encoding {coding!r}, which the gateway cannot read")
+        self._until_close = (transfer is None and "content-length" not in headers and status not in (204, 304))
         if not self._head.done():
             self._head.set_result(None)
 
@@ -203,6 +281,10 @@ class Connection(asyncio.Protocol):
         self.response: Response | None = None
         self.closed = False
         self.expiry: asyncio.TimerHandle | None = None
+        self.moved = False
+        """Whether the parser finished anything (a header, a body piece) during the current read."""
+        self.unfinished = 0
+        """Bytes read since the parser last finished anything."""
 
     # asyncio.Protocol
 
@@ -215,15 +297,27 @@ class Connection(asyncio.Protocol):
         if response is None or response.complete:  # bytes nobody asked for: the connection can't be trusted
             self.close()
             return
+        self.moved = False
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserCallbackError as exc:
             cause = exc.__context__
-            response.fail(cause if isinstance(cause, HTTPError) else ProtocolError(f"invalid HTTP response: {exc}"))
-            self.close()
+            if isinstance(cause, _AfterTheResponse):
+                self.close()  # the response is whole; whatever follows it is not ours to read
+            else:
+                response.fail(cause if isinstance(cause, HTTPError) else ProtocolError(f"invalid HTTP response: {exc}"))
+                self.close()
         except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
             response.fail(ProtocolError(f"invalid HTTP response: {exc}"))
             self.close()
+        else:
+            if self.moved:
+                self.unfinished = 0
+            else:
+                self.unfinished += len(data)
+                if self.unfinished > MAX_LINE:
+                    response.fail(ProtocolError(f"upstream sent a line longer than {MAX_LINE // 1024} KiB"))
+                    self.close()
         response.fed()
 
     def eof_received(self) -> bool:
@@ -237,19 +331,27 @@ class Connection(asyncio.Protocol):
 
     # httptools callbacks, for the response in flight
 
+    def on_message_begin(self) -> None:
+        if self.response is None or self.response.complete:
+            raise _AfterTheResponse
+
     def on_header(self, name: bytes, value: bytes) -> None:
+        self.moved = True
         if self.response is not None:
             self.response.on_header(name, value)
 
     def on_headers_complete(self) -> None:
+        self.moved = True
         if self.response is not None:
             self.response.on_headers_complete()
 
     def on_body(self, body: bytes) -> None:
+        self.moved = True
         if self.response is not None:
             self.response.on_body(body)
 
     def on_message_complete(self) -> None:
+        self.moved = True
         if self.response is not None:
             self.response.on_message_complete()
 
@@ -277,10 +379,11 @@ class Connection(asyncio.Protocol):
         if sock is None:
             return True
         try:
-            ready, _, _ = select.select([sock.fileno()], [], [], 0)
+            poller = select.poll()  # not select.select: it fails for descriptors numbered 1024 and up
+            poller.register(sock.fileno(), select.POLLIN)
+            return bool(poller.poll(0))
         except (OSError, ValueError):
             return True
-        return bool(ready)
 
     def pause_reading(self) -> None:
         if self.transport is not None and not self.closed:
@@ -298,21 +401,24 @@ class Connection(asyncio.Protocol):
 
 
 class Pool:
-    """Connections by origin, made on demand and kept idle for `keepalive` seconds at most. Unbounded in number:
-    the routes' `max_streams` limits bound the streams, and a pool that queued the next stream silently would be
-    worse than one that opens a connection for it."""
+    """Connections by origin, made on demand and kept idle for `keepalive` seconds at most. A target's
+    `max_connections` caps its origin's connections, and a request past the cap waits its turn (its deadlines run
+    meanwhile); without one the routes' `max_streams` limits bound the streams."""
 
     def __init__(self, keepalive: float = 1.5, user_agent: str = "agent-gateway") -> None:
         self.keepalive = keepalive
         self.user_agent = user_agent
         self._idle: dict[tuple[bool, str, int], list[Connection]] = {}
         self._open: set[Connection] = set()
+        self._counts: dict[tuple[bool, str, int], int] = {}
+        """Connections per origin, those being made included."""
+        self._waiting: dict[tuple[bool, str, int], deque[asyncio.Future[None]]] = {}
         self._ssl: ssl.SSLContext | None = None
 
     async def post(self, target: Target, body: bytes, headers: dict[str, str]) -> Response:
         """Send the request and wait for the response's head; the body is then read with `Response.read()`."""
         head = self._head(target, body, headers)
-        connection = self._take(target.key) or await self._connect(target)
+        connection = self._take(target.key) or await self._new_connection(target)
         response = connection.send(head, body)
         try:
             await response._head
@@ -320,6 +426,42 @@ class Pool:
             connection.close()
             raise
         return response
+
+    async def _new_connection(self, target: Target) -> Connection:
+        key, limit = target.key, target.max_connections
+        while limit is not None and self._counts.get(key, 0) >= limit:
+            waiter = asyncio.get_running_loop().create_future()
+            queue = self._waiting.setdefault(key, deque())
+            queue.append(waiter)
+            try:
+                await waiter
+            except BaseException:
+                if waiter.done() and not waiter.cancelled():
+                    self._wake(key)  # woken, then cancelled: the turn passes to the next in line
+                elif waiter in queue:
+                    queue.remove(waiter)
+                raise
+            connection = self._take(key)
+            if connection is not None:
+                return connection
+        self._counts[key] = self._counts.get(key, 0) + 1
+        try:
+            return await self._connect(target)
+        except BaseException:
+            self._release_slot(key)
+            raise
+
+    def _release_slot(self, key: tuple[bool, str, int]) -> None:
+        self._counts[key] -= 1
+        self._wake(key)
+
+    def _wake(self, key: tuple[bool, str, int]) -> None:
+        queue = self._waiting.get(key)
+        while queue:
+            waiter = queue.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
 
     async def close(self) -> None:
         """Close every connection, idle or in use (at shutdown, after the server has stopped its requests)."""
@@ -333,10 +475,13 @@ class Pool:
     def keep(self, connection: Connection) -> None:
         self._idle.setdefault(connection.key, []).append(connection)
         connection.expiry = connection.loop.call_later(self.keepalive, connection.close)
+        self._wake(connection.key)
 
     def forget(self, connection: Connection) -> None:
         """The connection is closing: out of the pool."""
-        self._open.discard(connection)
+        if connection in self._open:
+            self._open.discard(connection)
+            self._release_slot(connection.key)
         if connection.expiry is not None:
             connection.expiry.cancel()
             connection.expiry = None
@@ -364,8 +509,8 @@ class Pool:
                 _, connection = await loop.create_connection(
                     lambda: Connection(self, target.key), target.host, target.port, ssl=context,
                     server_hostname=target.host if context else None)
-        except TimeoutError:  # an OSError too: the caller tells a slow connect from a refused one
-            raise
+        except TimeoutError:
+            raise ConnectTimeout(f"no connection within {target.connect_timeout:g}s") from None
         except OSError as exc:  # refused, unresolvable, TLS (ssl.SSLError is an OSError)
             raise ConnectError(f"cannot connect to {target.host_header}: {exc}") from exc
         return connection
@@ -379,6 +524,8 @@ class Pool:
         lines = [f"POST {target.path} HTTP/1.1", f"host: {target.host_header}", f"content-length: {len(body)}"]
         if "user-agent" not in headers:
             lines.append(f"user-agent: {self.user_agent}")
+        if target.authorization is not None and "authorization" not in headers:
+            lines.append(f"authorization: {target.authorization}")
         for name, value in headers.items():
             if name in ("host", "content-length", "transfer-encoding", "connection"):
                 continue

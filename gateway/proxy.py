@@ -49,7 +49,7 @@ from gateway.errors import (
     UpstreamTimeout,
 )
 from gateway.events import Event, RunError, RunFinished, RunStarted
-from gateway.http1 import HTTPError, Pool, Response, Target
+from gateway.http1 import ConnectTimeout, HTTPError, Pool, Response, Target
 from gateway.ids import new_id
 from gateway.logs import ACCESS
 from gateway.metrics import Metrics
@@ -84,7 +84,7 @@ class RouteHandler:
         self.metrics = metrics
         self.log_bodies = log_bodies
         self.upstream = registry.get(route.upstream.dialect)
-        self.target = Target(route.upstream.url, route.timeouts.connect)
+        self.target = Target(route.upstream.url, route.timeouts.connect, route.upstream.max_connections)
         self.in_flight = metrics.in_flight.labels(route.name)
         self.access = Access(route)
         self.learned_variant: str | None = None
@@ -237,7 +237,7 @@ class _Call:
             await self.fail_before_start(UpstreamTimeout(f"upstream did not answer within "
                                                          f"{min(route.timeouts.first_event, route.timeouts.total):g}s"))
             return
-        except TimeoutError:  # connecting took too long
+        except ConnectTimeout:
             await self.fail_before_start(UpstreamTimeout(f"upstream did not accept a connection within "
                                                          f"{route.timeouts.connect:g}s"))
             return
@@ -257,7 +257,7 @@ class _Call:
                 handler.learned_variant = exchange.upstream_variant = variant
             self.upstream_status = response.status
             encoder = self.encoder = client.new_encoder(turn)
-            recorder = RunRecorder(exchange.conversation.state)
+            recorder = RunRecorder(exchange.conversation.state, self.handler.mapper.max_bytes)
             await self._relay(response, exchange, client, encoder, recorder)
             if self.complete and not self.client_gone:
                 await response.drain(_DRAIN_SECONDS)  # the client has its last byte; this keeps the connection

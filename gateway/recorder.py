@@ -3,6 +3,10 @@
 The recorder rebuilds the messages a client would have assembled (assistant text with the tool calls it made,
 one tool message per result, reasoning), and notes what is left open: client tool calls without a result,
 interrupts waiting for a resume, the last shared state, and the thread id the upstream named.
+
+It holds at most what the store would keep (`max_chars` of text, arguments and results): a longer run could not be
+stored anyway, so the recorder lets go of what it held and says so (`overflowed`), and a stream costs the same
+memory however long it runs.
 """
 
 from __future__ import annotations
@@ -29,10 +33,10 @@ from gateway.turn import Message, ToolCall
 
 
 class RunRecorder:
-    __slots__ = ("_args", "_assistant", "_reasoning", "_reasoning_text", "_text", "interrupts", "messages",
-                 "pending_tools", "state", "upstream_thread_id")
+    __slots__ = ("_args", "_assistant", "_held", "_reasoning", "_reasoning_text", "_text", "interrupts", "max_chars",
+                 "messages", "overflowed", "pending_tools", "state", "upstream_thread_id")
 
-    def __init__(self, state: Any = None) -> None:
+    def __init__(self, state: Any = None, max_chars: int = 1 << 62) -> None:
         self.messages: list[Message] = []
         self.pending_tools: dict[str, str] = {}
         self.interrupts: list[Interrupt] = []
@@ -43,16 +47,27 @@ class RunRecorder:
         self._reasoning: Message | None = None
         self._reasoning_text: list[str] = []
         self._args: dict[str, list[str]] = {}
+        self.max_chars = max_chars
+        self._held = 0
+        self.overflowed = False
 
     def record(self, events: list[Event]) -> None:
         for e in events:
             if isinstance(e, TextDelta):
                 self._open()
-                self._text.append(e.delta)
+                self._held += len(e.delta)
+                if self._held <= self.max_chars:
+                    self._text.append(e.delta)
+                elif not self.overflowed:
+                    self._overflow()
             elif isinstance(e, ToolCallArgs):
                 pieces = self._args.get(e.tool_call_id)
                 if pieces is not None:
-                    pieces.append(e.delta)
+                    self._held += len(e.delta)
+                    if self._held <= self.max_chars:
+                        pieces.append(e.delta)
+                    elif not self.overflowed:
+                        self._overflow()
             elif isinstance(e, TextStart):
                 if self._assistant is not None and self._assistant.tool_calls:
                     self._close()
@@ -65,15 +80,24 @@ class RunRecorder:
             elif isinstance(e, ToolResult):
                 self._close()
                 name = self.pending_tools.pop(e.tool_call_id, None)
-                error = as_text(e.content) if e.is_error else None
-                self.messages.append(Message("tool", as_text(e.content), e.message_id, tool_call_id=e.tool_call_id,
-                                             name=name, error=error))
+                content = as_text(e.content)
+                self._held += len(content)
+                if self._held > self.max_chars:
+                    if not self.overflowed:
+                        self._overflow()
+                    content = ""
+                self.messages.append(Message("tool", content, e.message_id, tool_call_id=e.tool_call_id,
+                                             name=name, error=content if e.is_error else None))
             elif isinstance(e, ReasoningDelta):
                 if self._reasoning is None or self._reasoning.id != e.message_id:
                     self._close_reasoning()
                     self._reasoning = Message("reasoning", "", e.message_id)
                     self.messages.append(self._reasoning)
-                self._reasoning_text.append(e.delta)
+                self._held += len(e.delta)
+                if self._held <= self.max_chars:
+                    self._reasoning_text.append(e.delta)
+                elif not self.overflowed:
+                    self._overflow()
             elif isinstance(e, Interrupt):
                 self.interrupts.append(e)
             elif isinstance(e, StateSnapshot):
@@ -82,6 +106,16 @@ class RunRecorder:
                 self.state.apply(e.patch)
             elif isinstance(e, RunStarted):
                 self.upstream_thread_id = e.thread_id
+
+    def _overflow(self) -> None:
+        """Past what the store keeps: let go of the text held, and from now on hold none."""
+        self.overflowed = True
+        self._text.clear()
+        self._reasoning_text.clear()
+        for pieces in self._args.values():
+            pieces.clear()
+        for message in self.messages:
+            message.content = ""
 
     def close(self) -> list[Message]:
         """The messages of the run, the last assistant one included."""

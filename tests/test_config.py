@@ -34,8 +34,8 @@ def test_environment_variables_fill_in_secrets_and_urls() -> None:
     text = MINIMAL.replace("http://127.0.0.1:9000/send-message", "${URL}") + \
         "      headers:\n        Authorization: Bearer ${TOKEN:-none}\n"
     upstream = parse_config(text, environ={"URL": "http://agent:9000/x", "TOKEN": "s3cret"}).routes[0].upstream
-    assert (upstream.url, upstream.headers) == ("http://agent:9000/x", {"Authorization": "Bearer s3cret"})
-    assert parse_config(text, environ={"URL": "http://a/"}).routes[0].upstream.headers["Authorization"] == \
+    assert (upstream.url, upstream.headers) == ("http://agent:9000/x", {"authorization": "Bearer s3cret"})
+    assert parse_config(text, environ={"URL": "http://a/"}).routes[0].upstream.headers["authorization"] == \
         "Bearer none"
 
 
