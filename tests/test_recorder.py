@@ -7,6 +7,7 @@ from gateway.events import (
     StateDelta,
     StateSnapshot,
     TextDelta,
+    TextEnd,
     TextStart,
     ToolCallArgs,
     ToolCallEnd,
@@ -41,3 +42,12 @@ def test_interrupts_and_state_are_kept() -> None:
     assert [i.id for i in recorder.interrupts] == ["i1"] and recorder.state.value == {"count": 1}
     recorder.record([StateSnapshot({"fresh": True})])
     assert recorder.state.value == {"fresh": True}
+
+
+def test_a_run_longer_than_the_store_keeps_lets_go_of_its_text() -> None:
+    recorder = RunRecorder(max_chars=1000)
+    recorder.record([TextStart("m")] + [TextDelta("m", "x" * 100) for _ in range(50)] + [TextEnd("m")])
+    assert recorder.overflowed and sum(len(m.text) for m in recorder.close()) == 0
+    held = RunRecorder(max_chars=1000)
+    held.record([TextStart("m"), TextDelta("m", "x" * 900), TextEnd("m")])
+    assert not held.overflowed and held.close()[0].text == "x" * 900
