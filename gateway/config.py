@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import os
 import re
+import ssl
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gateway import tls
+from gateway.proxies import Proxy, parse_proxy, proxy_for
 from gateway.upstream_url import UpstreamURL
 from gateway.validation import error_message, field_path
 
@@ -91,6 +95,27 @@ class Cors(_Model):
     max_age: int = 600
 
 
+class UpstreamTLS(_Model):
+    """Whom to trust for an https upstream, and what to show it (mutual TLS)."""
+
+    ca_file: str | None = None
+    """A PEM bundle to trust instead of the system's CAs (a private CA)."""
+    client_cert: str | None = None
+    client_key: str | None = None
+    """The client certificate's key, unless it is in `client_cert`'s file."""
+    system_trust_store: bool = False
+    """Verify with the operating system's trust store (the `truststore` extra), as browsers do."""
+
+    @model_validator(mode="after")
+    def _loadable(self) -> UpstreamTLS:
+        self.context()  # a ValueError of one line naming the file and what is wrong with it
+        return self
+
+    def context(self) -> ssl.SSLContext:
+        return tls.client_context(ca_file=self.ca_file, client_cert=self.client_cert, client_key=self.client_key,
+                                  system_trust_store=self.system_trust_store)
+
+
 class Upstream(_Model):
     url: str
     dialect: DialectName
@@ -99,6 +124,30 @@ class Upstream(_Model):
     headers: dict[str, str] = {}
     max_connections: int | None = Field(None, gt=0, description="connections to the upstream at once; past it, "
                                         "requests wait their turn (default: no cap)")
+    proxy: str | Literal[False] | None = None
+    """An http:// proxy for this upstream, or `false` for none; by default the environment's (HTTP_PROXY,
+    HTTPS_PROXY, ALL_PROXY, NO_PROXY), read as httpx reads them."""
+    tls: UpstreamTLS | None = None
+
+    @field_validator("proxy")
+    @classmethod
+    def _proxy_url(cls, value: str | Literal[False] | None) -> str | Literal[False] | None:
+        if isinstance(value, str):
+            parse_proxy(value)  # a ValueError of one line, without the password
+        return value
+
+    @model_validator(mode="after")
+    def _proxy_usable(self) -> Upstream:
+        try:
+            self.proxy_to_use()
+        except ValueError as exc:
+            raise ValueError(f"the environment's proxy for this upstream cannot be used: {exc}") from None
+        return self
+
+    def proxy_to_use(self, environ: Mapping[str, str] | None = None) -> Proxy | None:
+        """The route's proxy, or the environment's for this URL, or none."""
+        url = proxy_for(self.url, environ) if self.proxy is None else self.proxy or None
+        return parse_proxy(url) if url else None
 
     @field_validator("headers")
     @classmethod

@@ -37,6 +37,8 @@ from typing import cast
 
 import httptools
 
+from gateway import tls
+from gateway.proxies import Proxy, ProxyError, absolute_target, open_tunnel
 from gateway.upstream_url import UpstreamURL
 
 HIGH_WATER = 256 * 1024
@@ -81,21 +83,28 @@ class _AfterTheResponse(Exception):
 
 
 class Target:
-    """A URL checked and normalised once per route (see `UpstreamURL`), and how to reach it."""
+    """A URL checked and normalised once per route (see `UpstreamURL`), and how to reach it: directly or through
+    an HTTP proxy (a CONNECT tunnel for https), with the route's TLS context. Connections are pooled by all of
+    these, so routes that differ in any never share one."""
 
     __slots__ = ("authorization", "connect_timeout", "host", "host_header", "key", "max_connections", "path", "port",
-                 "tls", "url")
+                 "proxy", "ssl", "tls", "url")
 
-    def __init__(self, url: str, connect_timeout: float, max_connections: int | None = None) -> None:
+    def __init__(self, url: str, connect_timeout: float, max_connections: int | None = None, *,
+                 proxy: Proxy | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
         parsed = UpstreamURL.parse(url)
         self.url = url
         self.tls = parsed.tls
         self.host = parsed.host
         self.port = parsed.port
         self.host_header = parsed.host_header
-        self.path = parsed.target
         self.authorization = parsed.authorization
-        self.key = (self.tls, self.host, self.port)
+        self.proxy = proxy
+        self.ssl = (ssl_context or tls.client_context()) if self.tls else None
+        # A plain-HTTP upstream behind a proxy is asked for by its absolute URL; a tunnel carries the path alone.
+        self.path = absolute_target("http", parsed.host_header, parsed.target) if proxy and not self.tls \
+            else parsed.target
+        self.key: tuple[object, ...] = (self.tls, self.host, self.port, proxy, self.ssl)
         self.connect_timeout = connect_timeout
         self.max_connections = max_connections
 
@@ -272,7 +281,7 @@ class Response:
 class Connection(asyncio.Protocol):
     """One socket to an origin, and httptools' parser over it, which routes the parse to the current response."""
 
-    def __init__(self, pool: Pool, key: tuple[bool, str, int]) -> None:
+    def __init__(self, pool: Pool, key: tuple[object, ...]) -> None:
         self.pool = pool
         self.key = key
         self.loop = asyncio.get_running_loop()
@@ -393,11 +402,14 @@ class Connection(asyncio.Protocol):
         if self.transport is not None and not self.closed:
             self.transport.resume_reading()
 
-    def close(self) -> None:
+    def close(self, abort: bool = False) -> None:
         self.closed = True
         self.pool.forget(self)
         if self.transport is not None:
-            self.transport.close()
+            if abort:
+                self.transport.abort()
+            else:
+                self.transport.close()
 
 
 class Pool:
@@ -408,12 +420,11 @@ class Pool:
     def __init__(self, keepalive: float = 1.5, user_agent: str = "agent-gateway") -> None:
         self.keepalive = keepalive
         self.user_agent = user_agent
-        self._idle: dict[tuple[bool, str, int], list[Connection]] = {}
+        self._idle: dict[tuple[object, ...], list[Connection]] = {}
         self._open: set[Connection] = set()
-        self._counts: dict[tuple[bool, str, int], int] = {}
+        self._counts: dict[tuple[object, ...], int] = {}
         """Connections per origin, those being made included."""
-        self._waiting: dict[tuple[bool, str, int], deque[asyncio.Future[None]]] = {}
-        self._ssl: ssl.SSLContext | None = None
+        self._waiting: dict[tuple[object, ...], deque[asyncio.Future[None]]] = {}
 
     async def post(self, target: Target, body: bytes, headers: dict[str, str]) -> Response:
         """Send the request and wait for the response's head; the body is then read with `Response.read()`."""
@@ -451,11 +462,11 @@ class Pool:
             self._release_slot(key)
             raise
 
-    def _release_slot(self, key: tuple[bool, str, int]) -> None:
+    def _release_slot(self, key: tuple[object, ...]) -> None:
         self._counts[key] -= 1
         self._wake(key)
 
-    def _wake(self, key: tuple[bool, str, int]) -> None:
+    def _wake(self, key: tuple[object, ...]) -> None:
         queue = self._waiting.get(key)
         while queue:
             waiter = queue.popleft()
@@ -464,9 +475,10 @@ class Pool:
                 return
 
     async def close(self) -> None:
-        """Close every connection, idle or in use (at shutdown, after the server has stopped its requests)."""
+        """Close every connection, idle or in use (at shutdown, after the server has stopped its requests). Aborted,
+        not closed: a TLS close waits for the peer's answer, which a loop about to close would never read."""
         for connection in list(self._open):
-            connection.close()
+            connection.close(abort=True)
         self._idle.clear()
 
     def opened(self, connection: Connection) -> None:
@@ -489,7 +501,7 @@ class Pool:
             if idle and connection in idle:
                 idle.remove(connection)
 
-    def _take(self, key: tuple[bool, str, int]) -> Connection | None:
+    def _take(self, key: tuple[object, ...]) -> Connection | None:
         idle = self._idle.get(key)
         while idle:
             connection = idle.pop()  # the most recently used: the least likely to be closing
@@ -503,22 +515,29 @@ class Pool:
 
     async def _connect(self, target: Target) -> Connection:
         loop = asyncio.get_running_loop()
-        context = self._ssl_context() if target.tls else None
+        proxy = target.proxy
+
+        def factory() -> Connection:
+            return Connection(self, target.key)
+
         try:
             async with asyncio.timeout(target.connect_timeout):
-                _, connection = await loop.create_connection(
-                    lambda: Connection(self, target.key), target.host, target.port, ssl=context,
-                    server_hostname=target.host if context else None)
+                if proxy is None:
+                    _, connection = await loop.create_connection(
+                        factory, target.host, target.port, ssl=target.ssl,
+                        server_hostname=target.host if target.ssl else None)
+                elif target.ssl is None:
+                    _, connection = await loop.create_connection(factory, proxy.host, proxy.port)
+                else:
+                    _, connection = await open_tunnel(loop, proxy, target.host, target.port, factory, target.ssl,
+                                                      target.host)
         except TimeoutError:
             raise ConnectTimeout(f"no connection within {target.connect_timeout:g}s") from None
+        except ProxyError as exc:
+            raise ConnectError(f"cannot connect to {target.host_header} through the proxy: {exc}") from exc
         except OSError as exc:  # refused, unresolvable, TLS (ssl.SSLError is an OSError)
             raise ConnectError(f"cannot connect to {target.host_header}: {exc}") from exc
         return connection
-
-    def _ssl_context(self) -> ssl.SSLContext:
-        if self._ssl is None:
-            self._ssl = ssl.create_default_context()  # the system's CAs; SSL_CERT_FILE points elsewhere
-        return self._ssl
 
     def _head(self, target: Target, body: bytes, headers: dict[str, str]) -> bytes:
         lines = [f"POST {target.path} HTTP/1.1", f"host: {target.host_header}", f"content-length: {len(body)}"]
@@ -526,6 +545,8 @@ class Pool:
             lines.append(f"user-agent: {self.user_agent}")
         if target.authorization is not None and "authorization" not in headers:
             lines.append(f"authorization: {target.authorization}")
+        if target.proxy is not None and target.ssl is None:
+            lines += [f"{name}: {value}" for name, value in target.proxy.headers]
         for name, value in headers.items():
             if name in ("host", "content-length", "transfer-encoding", "connection"):
                 continue

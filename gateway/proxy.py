@@ -84,7 +84,10 @@ class RouteHandler:
         self.metrics = metrics
         self.log_bodies = log_bodies
         self.upstream = registry.get(route.upstream.dialect)
-        self.target = Target(route.upstream.url, route.timeouts.connect, route.upstream.max_connections)
+        upstream = route.upstream
+        self.target = Target(upstream.url, route.timeouts.connect, upstream.max_connections,
+                             proxy=upstream.proxy_to_use(),
+                             ssl_context=upstream.tls.context() if upstream.tls is not None else None)
         self.in_flight = metrics.in_flight.labels(route.name)
         self.access = Access(route)
         self.learned_variant: str | None = None
