@@ -1,47 +1,87 @@
-"""Who may call a route, and how many at once: API keys checked in constant time, concurrent stream limits."""
+"""Who is calling a route, and how many at once: API keys checked in constant time, the principal a caller's
+conversations belong to, concurrent stream limits.
+
+A principal is what a conversation is scoped to: a key's id (a hash, never the key), the tenant a key is grouped
+in, the value of the route's tenant header, or "anonymous". Identifying a caller takes no slot; a slot is taken
+only once the request's body is in (`admit`), so callers that stall their bodies hold nothing.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import hmac
+import logging
+import os
+import re
+import time
 from collections import Counter
+from dataclasses import dataclass
 
 from starlette.datastructures import Headers
 
-from gateway.config import Route
-from gateway.errors import TooManyStreams, Unauthorized
+from gateway.config import Route, key_id
+from gateway.errors import MalformedRequest, TooManyStreams, Unauthorized
+
+log = logging.getLogger("agent_gateway.access")
+
+ANONYMOUS = "anonymous"
+_TENANT = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
+_RELOAD_EVERY = 1.0
+"""Seconds between looks at `keys_file`'s modification time."""
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    key_id: str | None
+    principal: str
 
 
 class Access:
-    """Admits a request or says why not. Counts are per process (per worker under `--workers`)."""
+    """Identifies callers and admits them or says why not. Counts are per process (per worker under `--workers`)."""
 
     def __init__(self, route: Route) -> None:
-        self.keys = [key.encode() for key in route.auth.load_keys()] if route.auth else []
+        self.auth = route.auth
+        self.tenant_header = route.tenant_header
         self.max_streams = route.limits.max_streams
         self.max_per_key = route.limits.max_streams_per_key
         self.streams = 0
         self.per_key: Counter[str] = Counter()
+        self._keys: list[tuple[bytes, str, str]] = []  # (key, its id, its principal)
+        self._keys_file_mtime: float | None = None
+        self._looked_at = 0.0
+        if self.auth is not None:
+            self._load()
 
-    def admit(self, headers: Headers) -> str | None:
-        """The caller's key id (a hash, never the key) once admitted; release it with `release()`."""
-        key_id = self._authenticate(headers) if self.keys else None
+    def identify(self, headers: Headers) -> Caller:
+        """Who the caller is; raises `Unauthorized` for a route with keys that were not presented."""
+        if self.auth is not None:
+            return self._authenticate(headers)
+        if self.tenant_header is not None:
+            tenant = headers.get(self.tenant_header)
+            if tenant:
+                if not _TENANT.fullmatch(tenant):
+                    raise MalformedRequest(f"header {self.tenant_header} must be 1-128 letters, digits or ._:@-")
+                return Caller(None, f"tenant:{tenant}")
+        return Caller(None, ANONYMOUS)
+
+    def admit(self, caller: Caller) -> None:
+        """Take a stream slot; give it back with `release()`."""
         if self.streams >= self.max_streams:
             raise TooManyStreams(f"this route already serves {self.max_streams} requests: retry later")
-        if key_id is not None and self.per_key[key_id] >= self.max_per_key:
+        if caller.key_id is not None and self.per_key[caller.key_id] >= self.max_per_key:
             raise TooManyStreams(f"this key already has {self.max_per_key} requests in flight: retry later")
         self.streams += 1
-        if key_id is not None:
-            self.per_key[key_id] += 1
-        return key_id
+        if caller.key_id is not None:
+            self.per_key[caller.key_id] += 1
 
-    def release(self, key_id: str | None) -> None:
+    def release(self, caller: Caller) -> None:
         self.streams -= 1
-        if key_id is not None:
-            self.per_key[key_id] -= 1
-            if not self.per_key[key_id]:
-                del self.per_key[key_id]
+        if caller.key_id is not None:
+            self.per_key[caller.key_id] -= 1
+            if not self.per_key[caller.key_id]:
+                del self.per_key[caller.key_id]
 
-    def _authenticate(self, headers: Headers) -> str:
+    def _authenticate(self, headers: Headers) -> Caller:
+        self._reload_if_changed()
         presented = headers.get("x-api-key", "")
         authorization = headers.get("authorization", "")
         if not presented and authorization[:7].lower() == "bearer ":
@@ -49,9 +89,40 @@ class Access:
         if not presented:
             raise Unauthorized("this route needs an API key: send Authorization: Bearer <key> or X-API-Key: <key>")
         candidate = presented.encode()
-        matched = False
-        for key in self.keys:  # every key is compared, so the time taken says nothing about which matched
-            matched |= hmac.compare_digest(candidate, key)
-        if not matched:
+        found: tuple[bytes, str, str] | None = None
+        for entry in self._keys:  # every key is compared, so the time taken says nothing about which matched
+            if hmac.compare_digest(candidate, entry[0]):
+                found = entry
+        if found is None:
             raise Unauthorized("the API key is not valid for this route")
-        return hashlib.sha256(candidate).hexdigest()[:12]
+        return Caller(found[1], found[2])
+
+    def _load(self) -> None:
+        assert self.auth is not None
+        self._keys = [(key.encode(), key_id(key), principal) for key, principal in self.auth.principals().items()]
+        if self.auth.keys_file:
+            self._keys_file_mtime = _mtime(self.auth.keys_file)
+
+    def _reload_if_changed(self) -> None:
+        """A revoked key stops working within a second of its line leaving `keys_file`, without a restart."""
+        assert self.auth is not None
+        now = time.monotonic()
+        if self.auth.keys_file is None or now - self._looked_at < _RELOAD_EVERY:
+            return
+        self._looked_at = now
+        if _mtime(self.auth.keys_file) == self._keys_file_mtime:
+            return
+        try:
+            self._load()
+        except ValueError as exc:  # unreadable or empty: the keys we had stay, and the operator is told once
+            self._keys_file_mtime = _mtime(self.auth.keys_file)
+            log.warning("keys_file not reloaded, the previous keys stay in force: %s", exc)
+        else:
+            log.info("keys_file reloaded: %d keys", len(self._keys))
+
+
+def _mtime(path: str) -> float | None:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None

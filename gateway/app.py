@@ -15,12 +15,12 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from gateway import __version__, logs
+from gateway import __version__, http_server, logs
 from gateway.config import GatewayConfig
 from gateway.conversation import ConversationMapper
 from gateway.http1 import Pool
 from gateway.metrics import CONTENT_TYPE, Metrics
-from gateway.proxy import RouteHandler
+from gateway.proxy import BodyBudget, RouteHandler
 from gateway.store import ConversationStore, open_store
 
 CONFIG_ENV = "AGENT_GATEWAY_CONFIG_JSON"
@@ -48,7 +48,9 @@ def from_environment() -> Gateway:
     """The app factory each worker process calls under `serve --workers N`: the config travels as JSON."""
     options = orjson.loads(os.environ[CONFIG_ENV])
     logs.configure(options["log_format"], options["log_level"])
-    return create_app(GatewayConfig.model_validate(options["config"]), log_bodies=options["log_bodies"])
+    config = GatewayConfig.model_validate(options["config"])
+    http_server.HEAD_SECONDS = config.header_timeout
+    return create_app(config, log_bodies=options["log_bodies"])
 
 
 def create_app(config: GatewayConfig, store: ConversationStore | None = None,
@@ -58,16 +60,19 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
     if store is None:
         settings = config.store
         store = open_store(settings.url, ttl=settings.ttl_seconds, max_entries=settings.max_conversations,
-                           max_value_bytes=settings.max_conversation_bytes)
+                           max_value_bytes=settings.max_conversation_bytes,
+                           max_per_group=settings.max_conversations_per_principal)
     pool = Pool(user_agent=f"agent-gateway/{__version__}")
     metrics = Metrics()
+    bodies = BodyBudget(config.max_body_bytes_in_flight)
     mapper = ConversationMapper(store, max_messages=config.store.max_messages,
                                 max_bytes=config.store.max_conversation_bytes)
     routes: list[BaseRoute] = []
     handlers: dict[str, tuple[ASGIApp, frozenset[str]]] = {}
     for route in config.routes:
-        handler: ASGIApp = RouteHandler(route, pool=pool, mapper=mapper, keepalive=config.keepalive_seconds,
-                                        metrics=metrics, log_bodies=log_bodies)
+        handler: ASGIApp = RouteHandler(route, pool=pool, mapper=mapper, bodies=bodies,
+                                        keepalive=config.keepalive_seconds, metrics=metrics, log_bodies=log_bodies,
+                                        debug_errors=config.debug_errors)
         methods = ["POST"]
         if route.cors is not None:
             cors = route.cors
@@ -103,4 +108,6 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
             await pool.close()
             await store.close()
 
-    return Gateway(handlers, Starlette(routes=routes, lifespan=lifespan))
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.router.redirect_slashes = False  # its redirect would be built from the client's Host header
+    return Gateway(handlers, app)

@@ -132,7 +132,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     import uvicorn
 
-    from gateway import logs
+    from gateway import http_server, logs
     from gateway.app import CONFIG_ENV, create_app
 
     try:
@@ -161,16 +161,19 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
               f"{route.upstream.url} ({route.upstream.dialect})", file=sys.stderr)
     print(f"agent-gateway listening on http://{args.host}:{args.port}", file=sys.stderr)
     logs.configure(args.log_format, args.log_level)
+    http_server.HEAD_SECONDS = config.header_timeout
     if args.workers == 1:
         uvicorn.run(create_app(config, log_bodies=args.log_bodies), host=args.host, port=args.port,
-                    log_level="warning")
+                    log_level="warning", limit_concurrency=config.max_connections,
+                    http=http_server.HeadDeadlineProtocol)
         return 0
     os.environ[CONFIG_ENV] = orjson.dumps({"config": config.model_dump(mode="json"), "log_format": args.log_format,
                                            "log_level": args.log_level, "log_bodies": args.log_bodies}).decode()
     with tempfile.TemporaryDirectory(prefix="agent-gateway-metrics-") as metrics_dir:
         os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", metrics_dir)
         uvicorn.run("gateway.app:from_environment", factory=True, host=args.host, port=args.port,
-                    workers=args.workers, log_level="warning")
+                    workers=args.workers, log_level="warning", limit_concurrency=config.max_connections,
+                    http=http_server.HeadDeadlineProtocol)
     return 0
 
 

@@ -7,6 +7,7 @@ key: `gateway.yaml:12: routes[0].upstream.dialect: Input should be 'ag-ui', 'ag-
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import ssl
@@ -53,11 +54,15 @@ class Timeouts(_Model):
     first_event: float = Field(60.0, gt=0, description="seconds from the request to the upstream's first event")
     idle: float = Field(120.0, gt=0, description="seconds the upstream may stay silent between events")
     total: float = Field(900.0, gt=0, description="seconds a whole run may take")
+    request_body: float = Field(10.0, gt=0, description="seconds a client may take to send its body (then it must "
+                                "keep up limits.min_body_rate), and may leave between two pieces of it")
 
 
 class Limits(_Model):
     max_body_bytes: int = Field(4 * 1024 * 1024, gt=0, description="largest request body accepted")
     max_event_bytes: int = Field(16 * 1024 * 1024, gt=0, description="largest single upstream event")
+    min_body_rate: int = Field(4096, gt=0, description="bytes a second a request body must average once "
+                               "timeouts.request_body has passed")
     max_json_depth: int = Field(64, gt=0, le=200, description="deepest nesting accepted in a request body "
                                 "(at most 200: orjson writes no deeper than 254 levels, and bodies are re-encoded)")
     max_messages: int = Field(2000, gt=0, description="most messages accepted in one request")
@@ -71,7 +76,16 @@ class Auth(_Model):
     keys: list[str] = []
     """Keys, usually `${VAR}` from the environment; empty values are ignored."""
     keys_file: str | None = None
-    """A file with one key per line (a mounted secret); `#` starts a comment."""
+    """A file with one key per line (a mounted secret); `#` starts a comment. Re-read when it changes."""
+    tenants: dict[str, list[str]] = {}
+    """Keys that share their conversations, by tenant name. Any other key sees only its own."""
+
+    def principals(self) -> dict[str, str]:
+        """Each key, and whose conversations it reaches: its tenant's, or its own (by its id, never itself)."""
+        owners = {key: f"key:{key_id(key)}" for key in self.load_keys()}
+        for tenant, keys in self.tenants.items():
+            owners.update({key.strip(): f"tenant:{tenant}" for key in keys if key.strip()})
+        return owners
 
     def load_keys(self) -> list[str]:
         keys = [k.strip() for k in self.keys if k.strip()]
@@ -81,9 +95,14 @@ class Auth(_Model):
             except OSError as exc:
                 raise ValueError(f"cannot read keys_file {self.keys_file}: {exc.strerror}") from None
             keys += [line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()]
-        if not keys:
-            raise ValueError("auth needs at least one key (keys or keys_file)")
+        if not keys and not any(k.strip() for ks in self.tenants.values() for k in ks):
+            raise ValueError("auth needs at least one key (keys, keys_file or tenants)")
         return keys
+
+
+def key_id(key: str) -> str:
+    """What logs, metrics and conversation scopes call a key: a hash, never the key."""
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
 class Cors(_Model):
@@ -93,6 +112,13 @@ class Cors(_Model):
     allow_headers: list[str] = ["content-type", "authorization", "x-api-key", "x-request-id"]
     allow_credentials: bool = False
     max_age: int = 600
+
+    @model_validator(mode="after")
+    def _no_credentials_for_everyone(self) -> Cors:
+        if self.allow_credentials and "*" in self.allow_origins:
+            raise ValueError("allow_origins '*' with allow_credentials would let every site call with the user's "
+                             "cookies: list the origins")
+        return self
 
 
 class UpstreamTLS(_Model):
@@ -196,7 +222,30 @@ class Route(_Model):
     timeouts: Timeouts = Timeouts()
     limits: Limits = Limits()
     auth: Auth | None = None
+    tenant_header: str | None = None
+    """On a route without keys: a header that names whose conversations a request reaches (a trusted front end
+    sets it). Without it, every caller of an open route is one principal, "anonymous"."""
     cors: Cors | None = None
+
+    @field_validator("tenant_header")
+    @classmethod
+    def _header_name(cls, value: str | None) -> str | None:
+        if value is not None and not _TOKEN.fullmatch(value):
+            raise ValueError(f"{value!r} is not a valid HTTP header name")
+        return value.lower() if value else None
+
+    @model_validator(mode="after")
+    def _one_way_to_name_the_caller(self) -> Route:
+        if self.tenant_header and self.auth is not None:
+            raise ValueError("tenant_header is for routes without auth: with auth, the key says who the caller is "
+                             "(group keys with auth.tenants)")
+        if self.auth is not None:
+            leaked = [h for h in self.forward_headers if h in ("authorization", "x-api-key")]
+            if leaked:
+                raise ValueError(f"forward_headers: {', '.join(leaked)} carries the gateway's own API key on this "
+                                 "route; it is never sent upstream (set the upstream's credentials in "
+                                 "upstream.headers)")
+        return self
 
     @field_validator("auth")
     @classmethod
@@ -233,6 +282,9 @@ class Store(_Model):
     """`memory://`, `sqlite:///path/to/file.db` or `redis://host:6379/0`."""
     ttl_seconds: float = Field(7 * 24 * 3600, gt=0)
     max_conversations: int = Field(100_000, gt=0)
+    max_conversations_per_principal: int = Field(10_000, gt=0, description="conversations one caller (a key, a "
+                                                 "tenant, or all anonymous callers together) may hold; its oldest go "
+                                                 "first, so it cannot evict anyone else's")
     max_conversation_bytes: int = Field(1024 * 1024, gt=0)
     max_messages: int = Field(1000, gt=0, description="history kept per conversation; the oldest go first")
 
@@ -241,6 +293,15 @@ class GatewayConfig(_Model):
     routes: list[Route] = Field(min_length=1)
     store: Store = Store()
     keepalive_seconds: float = Field(15.0, gt=0, description="idle SSE streams get a comment this often")
+    header_timeout: float = Field(10.0, gt=0, description="seconds a client has to send a request's head, from "
+                                  "its connection or its first byte; then the connection is closed")
+    max_connections: int = Field(10_000, gt=0, description="client connections a worker keeps open at once; past "
+                                 "it, new ones are answered 503")
+    debug_errors: bool = False
+    """Put what an upstream answered (its error body) and where it is (its address) in clients' error responses.
+    Off by default: both can hold secrets. The operator's log has them either way."""
+    max_body_bytes_in_flight: int = Field(256 * 1024 * 1024, gt=0, description="request body bytes a worker holds "
+                                          "while bodies are read; past it, 503")
 
     @field_validator("routes")
     @classmethod
@@ -256,6 +317,14 @@ class GatewayConfig(_Model):
                 if path in seen:
                     raise ValueError(f"path {path} is served by both {seen[path]} and {route.name}")
                 seen[path] = route.name
+        protected = {p.rstrip("/") or "/": r.name for r in routes if r.auth is not None for p in r.paths}
+        for route in routes:
+            if route.auth is None:
+                for path in route.paths:
+                    twin = protected.get(path.rstrip("/") or "/")
+                    if twin is not None:
+                        raise ValueError(f"path {path} of {route.name} is open, and differs only by a trailing "
+                                         f"slash from a path of {twin}, which needs a key")
         return routes
 
 

@@ -58,6 +58,7 @@ class Exchange:
     """One turn in flight: the conversation as it was, and what goes upstream."""
 
     route: str
+    principal: str
     conversation: Conversation
     client_turn: Turn
     upstream_turn: Turn
@@ -75,10 +76,11 @@ class ConversationMapper:
         """What the store keeps of one conversation: a run's recorder holds no more."""
 
     async def begin(self, route: str, turn: Turn, client: Dialect, upstream: Dialect,
-                    variant: str | None = None) -> Exchange:
+                    variant: str | None = None, principal: str = "anonymous") -> Exchange:
         """What goes upstream this turn. `variant` is the upstream's as configured or learned, if known; the
-        conversation remembers what its upstream turned out to be."""
-        key = self._key(route, turn)
+        conversation remembers what its upstream turned out to be. `principal` is whose conversations the caller
+        reaches (see `gateway.access`): the same id from another principal is another conversation."""
+        key = self._key(route, principal, turn)
         conversation = await self._load(key)
         stored = conversation is not None
         if conversation is None:
@@ -93,7 +95,7 @@ class ConversationMapper:
             state = conversation.state  # an AG-UI upstream gets back the state it last reported
         upstream_turn = replace(turn, messages=messages, history=history,
                                 conversation_id=conversation.upstream_id, run_id=None, resume=resume, state=state)
-        return Exchange(route, conversation, turn, upstream_turn, known, stored, variant)
+        return Exchange(route, principal, conversation, turn, upstream_turn, known, stored, variant)
 
     async def finish(self, exchange: Exchange, recorder: RunRecorder, next_transcript: list[Message] | None = None
                      ) -> None:
@@ -118,27 +120,22 @@ class ConversationMapper:
             conversation.upstream_id = recorder.upstream_thread_id
         old_key = conversation.key
         if next_transcript is not None:
-            conversation.key = self._derived_key(exchange.route, exchange.client_turn, next_transcript)
+            conversation.key = _derived_key(exchange.route, exchange.principal, exchange.client_turn, next_transcript)
         try:
-            await self.store.put(conversation.key, encode_conversation(conversation))
+            await self.store.put(conversation.key, encode_conversation(conversation), _scope("principal",
+                                                                                             exchange.principal))
             if conversation.key != old_key and exchange.stored:
                 await self.store.delete(old_key)
         except StoreError as exc:
             log.warning("conversation %s not saved: %s", conversation.key, exc)
 
-    def _key(self, route: str, turn: Turn) -> str:
+    @staticmethod
+    def _key(route: str, principal: str, turn: Turn) -> str:
         if turn.conversation_id:
-            return f"{route}:{turn.conversation_id}"
+            return _scope("client", route, principal, turn.conversation_id)
         messages = turn.messages
         last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=len(messages))
-        return self._derived_key(route, turn, messages[:last_user])
-
-    @staticmethod
-    def _derived_key(route: str, turn: Turn, transcript: list[Message]) -> str:
-        digest = hashlib.sha256(str(turn.metadata.get("test_case_id", "")).encode())
-        for message in transcript:
-            digest.update(orjson.dumps(_signature(message)))
-        return f"{route}:derived:{digest.hexdigest()[:32]}"
+        return _derived_key(route, principal, turn, messages[:last_user])
 
     async def _load(self, key: str) -> Conversation | None:
         try:
@@ -175,6 +172,23 @@ class ConversationMapper:
         conversation.interrupts = {}
         conversation.pending_tools = {}
         return turn.messages, turn.messages, "full"
+
+
+def _scope(namespace: str, *parts: str) -> str:
+    """A store key: a hash of its parts, each length-prefixed, under a namespace no client id can write into (the
+    ids clients choose are one part of a "client" key; an eval run's derived keys are "derived" ones)."""
+    digest = hashlib.sha256(namespace.encode())
+    for part in parts:
+        data = part.encode()
+        digest.update(len(data).to_bytes(4, "big") + data)
+    return f"{namespace}:{digest.hexdigest()[:40]}"
+
+
+def _derived_key(route: str, principal: str, turn: Turn, transcript: list[Message]) -> str:
+    digest = hashlib.sha256(str(turn.metadata.get("test_case_id", "")).encode())
+    for message in transcript:
+        digest.update(orjson.dumps(_signature(message)))
+    return _scope("derived", route, principal, digest.hexdigest())
 
 
 def _signature(message: Message) -> tuple[Any, ...]:

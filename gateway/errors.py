@@ -8,9 +8,11 @@ GatewayError
  │    ├── TooManyStreams          429  the route's or the key's concurrent streams are all in use
  │    ├── UnsupportedMediaType    415  not application/json
  │    ├── RequestTooLarge         413  body over the route's limit
+ │    ├── RequestTimeout          408  the body did not arrive in time (`timeouts.request_body`, `min_body_rate`)
  │    ├── UnknownDialect          400  no dialect of the path reads the body, or it belongs on another path
  │    ├── HistoryConflict         409  an edited history that an upstream keeping its own cannot be given
  │    └── InvalidRequest          422  valid JSON, wrong shape: `details` name each field and what was expected
+ ├── Overloaded                   503  the process holds as many request bodies as it may: retry shortly
  └── UpstreamError                502  the upstream failed: refused, reset, non-2xx, broken stream
       └── UpstreamTimeout         504  the upstream did not answer or went quiet past a timeout
 ```
@@ -70,6 +72,16 @@ class RequestTooLarge(RequestError):
     code = "request_too_large"
 
 
+class RequestTimeout(RequestError):
+    status = 408
+    code = "request_timeout"
+
+
+class Overloaded(GatewayError):
+    status = 503
+    code = "overloaded"
+
+
 class UnknownDialect(RequestError):
     status = 400
     code = "unknown_dialect"
@@ -93,3 +105,11 @@ class UpstreamError(GatewayError):
 class UpstreamTimeout(UpstreamError):
     status = 504
     code = "upstream_timeout"
+
+
+def _codes(cls: type[GatewayError]) -> set[str]:
+    return {cls.code}.union(*(_codes(sub) for sub in cls.__subclasses__()))
+
+
+CODES = frozenset(_codes(GatewayError))
+"""Every code the tree above can give."""

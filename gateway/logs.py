@@ -7,6 +7,7 @@ users' words and secrets, unless `--log-bodies` is asked for while debugging.
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import time
 from typing import Any
@@ -45,13 +46,23 @@ class JsonFormatter(logging.Formatter):
 
 
 class HumanFormatter(logging.Formatter):
+    """One line per record whatever a client put in an id: control characters are written escaped (`\\n`,
+    `\\x1b`), so no value can start a line of its own or drive the terminal."""
+
     def format(self, record: logging.LogRecord) -> str:
-        extra = " ".join(f"{k}={v}" for k, v in _extras(record).items())
+        extra = " ".join(f"{k}={_escaped(str(v))}" for k, v in _extras(record).items())
         text = f"{time.strftime('%H:%M:%S', time.localtime(record.created))} {record.levelname:<7} " \
-               f"{record.getMessage()}{' ' + extra if extra else ''}"
+               f"{_escaped(record.getMessage())}{' ' + extra if extra else ''}"
         if record.exc_info:
             text += "\n" + self.formatException(record.exc_info)
         return text
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _escaped(text: str) -> str:
+    return _CONTROL.sub(lambda match: repr(match.group())[1:-1], text) if _CONTROL.search(text) else text
 
 
 def configure(fmt: str = "json", level: str = "info") -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Callable
 from functools import partial
@@ -37,32 +38,36 @@ from starlette.datastructures import Headers
 from starlette.types import Message, Receive, Scope, Send
 
 from adapters import registry
-from gateway.access import Access
+from gateway.access import ANONYMOUS, Access, Caller
 from gateway.codec import Dialect, Encoder
 from gateway.config import Route
 from gateway.conversation import ConversationMapper, Exchange
 from gateway.errors import (
+    CODES,
     GatewayError,
+    Overloaded,
+    RequestTimeout,
     RequestTooLarge,
     UnsupportedMediaType,
     UpstreamError,
     UpstreamTimeout,
 )
 from gateway.events import Event, RunError, RunFinished, RunStarted
-from gateway.http1 import ConnectTimeout, HTTPError, Pool, Response, Target
+from gateway.http1 import ConnectError, ConnectTimeout, HTTPError, Pool, Response, Target
 from gateway.ids import new_id
 from gateway.logs import ACCESS
 from gateway.metrics import Metrics
 from gateway.recorder import RunRecorder
 from gateway.turn import Message as TurnMessage
 from gateway.turn import Turn
-from gateway.validation import load_json_object
+from gateway.validation import check_ids, load_json_object
 
 log = logging.getLogger("agent_gateway.proxy")
 log_access = logging.getLogger(ACCESS)
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 _ERROR_BODY_LIMIT = 64 * 1024
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:/+=-]{1,128}")
 _DRAIN_SECONDS = 0.1
 """How long, after the run's last event, to wait for the end of the upstream's body so its connection can be used
 again; past that the connection is closed."""
@@ -72,17 +77,36 @@ class ClientGone(Exception):
     """The client disconnected before its request was read."""
 
 
+class BodyBudget:
+    """Request body bytes held by the process while bodies are read: past `limit`, new bytes are refused with a
+    503 rather than buffered, whatever each route allows one body."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = 0
+
+    def take(self, size: int) -> None:
+        if self.held + size > self.limit:
+            raise Overloaded("the gateway is holding as many request bodies as it may: retry shortly")
+        self.held += size
+
+    def give_back(self, size: int) -> None:
+        self.held -= size
+
+
 class RouteHandler:
     """The ASGI app behind one route's paths."""
 
-    def __init__(self, route: Route, *, pool: Pool, mapper: ConversationMapper,
-                 keepalive: float, metrics: Metrics, log_bodies: bool = False) -> None:
+    def __init__(self, route: Route, *, pool: Pool, mapper: ConversationMapper, bodies: BodyBudget,
+                 keepalive: float, metrics: Metrics, log_bodies: bool = False, debug_errors: bool = False) -> None:
         self.route = route
         self.pool = pool
         self.mapper = mapper
         self.keepalive = keepalive
         self.metrics = metrics
         self.log_bodies = log_bodies
+        self.bodies = bodies
+        self.debug_errors = debug_errors
         self.upstream = registry.get(route.upstream.dialect)
         upstream = route.upstream
         self.target = Target(upstream.url, route.timeouts.connect, upstream.max_connections,
@@ -95,7 +119,14 @@ class RouteHandler:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
-        request_id = headers.get("x-request-id") or new_id("req")
+        request_id = headers.get("x-request-id", "")
+        if not _REQUEST_ID.fullmatch(request_id):  # echoed, logged and sent upstream: only a short, plain one
+            request_id = new_id("req")
+        if scope["method"] == "OPTIONS":  # not a CORS preflight (the middleware answers those): never a run
+            await send({"type": "http.response.start", "status": 204,
+                        "headers": [(b"allow", b"POST, OPTIONS"), (b"x-request-id", request_id.encode())]})
+            await send({"type": "http.response.body", "body": b""})
+            return
         call = _Call(self, send, headers, request_id)
         self.in_flight.inc()
         try:
@@ -104,27 +135,53 @@ class RouteHandler:
             call.report()  # once: usually already done as the last byte went out
 
     async def _handle(self, call: _Call, headers: Headers, receive: Receive, path: str) -> None:
+        """Identify the caller (no slot taken), read and check its body within deadlines, then take a slot: a
+        caller that stalls its body holds neither a slot nor more than the process's body budget."""
         try:
-            key_id = self.access.admit(headers)
-        except GatewayError as error:
-            await call.fail_before_start(error)
-            return
-        call.record["key_id"] = key_id
-        call.release = partial(self.access.release, key_id)  # freed as the last byte goes, like the report
-        await self._admitted(call, headers, receive, path)
-
-    async def _admitted(self, call: _Call, headers: Headers, receive: Receive, path: str) -> None:
-        try:
-            body = await _read_body(receive, self.route.limits.max_body_bytes)
+            caller = call.caller = self.access.identify(headers)
+            call.record["key_id"] = caller.key_id
+            body = await self._read_body(receive)
             if self.log_bodies:
                 call.record["request_body"] = body[:4096].decode("utf-8", "replace")
             client, turn = self._parse(headers, body, path)
+            self.access.admit(caller)
         except ClientGone:
             call.record["outcome"] = "client_gone"
             return
         except GatewayError as error:
             await call.fail_before_start(error)
             return
+        call.release = partial(self.access.release, caller)  # freed as the last byte goes, like the report
+        await self._admitted(call, receive, client, turn)
+
+    async def _read_body(self, receive: Receive) -> bytes:
+        """The body, refused past the route's size, past `timeouts.request_body` seconds without a piece, or when it
+        comes slower than `limits.min_body_rate` bytes a second once that long has passed."""
+        limits, patience = self.route.limits, self.route.timeouts.request_body
+        body = bytearray()
+        started = time.monotonic()
+        try:
+            while True:
+                deadline = started + patience + len(body) / limits.min_body_rate
+                try:
+                    async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                        message: Message = await receive()
+                except TimeoutError:
+                    raise RequestTimeout(f"the request body did not arrive in time: {len(body)} bytes in "
+                                         f"{time.monotonic() - started:.0f}s") from None
+                if message["type"] == "http.disconnect":
+                    raise ClientGone
+                piece = message.get("body", b"")
+                self.bodies.take(len(piece))
+                body += piece
+                if len(body) > limits.max_body_bytes:
+                    raise RequestTooLarge(f"request body is larger than {limits.max_body_bytes} bytes")
+                if not message.get("more_body", False):
+                    return bytes(body)
+        finally:
+            self.bodies.give_back(len(body))
+
+    async def _admitted(self, call: _Call, receive: Receive, client: Dialect, turn: Turn) -> None:
         call.record.update(client_dialect=client.name, conversation_id=turn.conversation_id, run_id=turn.run_id)
         task = call.task = asyncio.current_task()
         assert task is not None
@@ -149,15 +206,18 @@ class RouteHandler:
             watcher.cancel()
 
     def _parse(self, headers: Headers, body: bytes, path: str) -> tuple[Dialect, Turn]:
-        content_type = headers.get("content-type", "application/json").split(";", 1)[0].strip().lower()
+        content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if content_type != "application/json" and not content_type.endswith("+json"):
-            raise UnsupportedMediaType(f"expected Content-Type: application/json, got {content_type}")
+            # Required: a browser sends a POST without one (or text/plain) cross-origin with no preflight.
+            raise UnsupportedMediaType(f"expected Content-Type: application/json, got {content_type or 'none'}")
         limits = self.route.limits
         value = load_json_object(body, limits.max_json_depth)
         messages = value.get("messages")
         if isinstance(messages, list) and len(messages) > limits.max_messages:
             raise RequestTooLarge(f"the request has {len(messages)} messages; this route takes {limits.max_messages}")
-        return registry.read_request(value, self.route.dialects, path)
+        client, turn = registry.read_request(value, self.route.dialects, path)
+        check_ids(turn, client.name)
+        return client, turn
 
 
 class _Call:
@@ -190,6 +250,7 @@ class _Call:
         self.client_gone = False
         self.reported = False
         self.release: Callable[[], None] | None = None
+        self.caller = Caller(None, ANONYMOUS)
         self.started_at = time.monotonic()
         self.record: dict[str, Any] = {
             "request_id": request_id, "route": handler.route.name, "client_dialect": "unknown",
@@ -218,14 +279,16 @@ class _Call:
         if "upstream_ms" in record:
             series.upstream_latency.observe(record["upstream_ms"] / 1000)
         if record.get("error"):
-            metrics.errors.labels(self.route.name, record["error"]).inc()
+            # Codes an upstream chose are counted as upstream errors: a label per code would let it grow the metrics.
+            kind = record["error"] if record["error"] in _ERROR_KINDS else "upstream_error"
+            metrics.errors.labels(self.route.name, kind).inc()
         log_access.info("request", extra={k: v for k, v in record.items() if v is not None})
 
     async def run(self, client: Dialect, turn: Turn) -> None:
         route, upstream = self.route, self.handler.upstream
         handler = self.handler
         exchange = await handler.mapper.begin(route.name, turn, client, upstream,
-                                              route.upstream.variant or handler.learned_variant)
+                                              route.upstream.variant or handler.learned_variant, self.caller.principal)
         outbound = upstream.build_request(exchange.upstream_turn, exchange.upstream_variant)
         headers = self._upstream_headers(outbound.headers)
         sent_at = self.last_write = time.monotonic()
@@ -245,7 +308,11 @@ class _Call:
                                                          f"{route.timeouts.connect:g}s"))
             return
         except HTTPError as exc:
-            await self.fail_before_start(UpstreamError(f"upstream unreachable: {_describe(exc)}"))
+            # Where it failed to connect names an internal address: only with `debug_errors`.
+            hidden = isinstance(exc, ConnectError) and not handler.debug_errors
+            shown = "upstream unreachable" if hidden else f"upstream unreachable: {_describe(exc)}"
+            self.record["error_detail"] = _describe(exc)  # for the operator's log, not the client
+            await self.fail_before_start(UpstreamError(shown))
             return
         try:
             failed = response.status >= 300
@@ -450,16 +517,17 @@ class _Call:
         return headers
 
     async def _upstream_refused(self, response: Response, message: str) -> None:
-        """A 502 that carries what the upstream said (its status and the start of its body)."""
-        body = b""
-        try:
-            while len(body) < _ERROR_BODY_LIMIT and (chunk := await response.read()):
-                body += chunk
-        except HTTPError:
-            pass  # what came before the break is what there is to show
-        text = body[:2000].decode("utf-8", "replace").strip()
-        error = UpstreamError(message, [{"status": response.status, "body": text}])
-        await self.fail_before_start(error)
+        """A 502 that names the upstream's status; its body (which may hold secrets) only with `debug_errors`."""
+        details: list[dict[str, Any]] = []
+        if self.handler.debug_errors:
+            body = b""
+            try:
+                while len(body) < _ERROR_BODY_LIMIT and (chunk := await response.read()):
+                    body += chunk
+            except HTTPError:
+                pass  # what came before the break is what there is to show
+            details.append({"status": response.status, "body": body[:2000].decode("utf-8", "replace").strip()})
+        await self.fail_before_start(UpstreamError(message, details))
 
     # writing to the client
 
@@ -508,6 +576,12 @@ class _Call:
         await self._write(body, more=False)
 
 
+_ERROR_KINDS = frozenset({
+    *CODES, "upstream_timeout", "upstream_bad_event", "upstream_event_too_large",
+    "client_stalled", "gateway_error",
+})
+
+
 def _wrong_content_type(upstream: Dialect, content_type: str) -> str | None:
     """Why a 2xx body cannot be what the upstream's dialect sends, or None. Only what is surely not a run is
     refused: an HTML page (a misrouted proxy or login wall), or JSON where an event stream belongs (an error body
@@ -528,19 +602,6 @@ def _reply_as_client_sees_it(client: Dialect, body: bytes, recorder: RunRecorder
         except (GatewayError, ValueError, KeyError, TypeError):
             pass
     return recorder.close()
-
-
-async def _read_body(receive: Receive, limit: int) -> bytes:
-    body = bytearray()
-    while True:
-        message: Message = await receive()
-        if message["type"] == "http.disconnect":
-            raise ClientGone
-        body += message.get("body", b"")
-        if len(body) > limit:
-            raise RequestTooLarge(f"request body is larger than {limit} bytes")
-        if not message.get("more_body", False):
-            return bytes(body)
 
 
 async def _watch_disconnect(receive: Receive, call: _Call) -> None:

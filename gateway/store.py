@@ -9,8 +9,11 @@ redis://host:6379/0         RedisStore    shared by every gateway replica pointe
 ```
 
 Every backend is bounded three ways, because clients choose the keys and the values grow with each turn: a TTL, a
-maximum number of conversations (the least recently written go first) and a maximum value size. Backend failures
-come out as `StoreError` and nothing else, so the caller decides whether a dead store fails the request.
+maximum number of conversations (the least recently written go first) and a maximum value size. A put may name a
+`group` (the gateway passes the caller's principal): a group holds at most `max_per_group` conversations, its own
+least recently written going first, so one caller filling the store evicts its own history before anyone else's.
+Backend failures come out as `StoreError` and nothing else, so the caller decides whether a dead store fails the
+request.
 """
 
 from __future__ import annotations
@@ -51,8 +54,9 @@ class ConversationStore(Protocol):
         """The value, or None if absent or expired."""
         ...
 
-    async def put(self, key: str, value: bytes) -> None:
-        """Insert or replace; (re)starts the key's TTL and makes it the most recently written."""
+    async def put(self, key: str, value: bytes, group: str = "") -> None:
+        """Insert or replace; (re)starts the key's TTL and makes it the most recently written, of all and of its
+        group. A key is always written with the same group (the gateway's keys are made from their principal)."""
         ...
 
     async def delete(self, key: str) -> None: ...
@@ -64,7 +68,9 @@ class ConversationStore(Protocol):
     async def close(self) -> None: ...
 
 
-def _check_bounds(ttl: float, max_entries: int, max_value_bytes: int) -> None:
+def _check_bounds(ttl: float, max_entries: int, max_value_bytes: int, max_per_group: int | None = None) -> None:
+    if max_per_group is not None and max_per_group < 1:
+        raise ValueError(f"max_per_group must be at least 1, got {max_per_group!r}")
     if not ttl > 0:
         raise ValueError(f"ttl must be positive, got {ttl!r}")
     if max_entries < 1:
@@ -87,12 +93,15 @@ class MemoryStore:
         ttl: float = DEFAULT_TTL,
         max_entries: int = DEFAULT_MAX_ENTRIES,
         max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+        max_per_group: int | None = None,
     ) -> None:
-        _check_bounds(ttl, max_entries, max_value_bytes)
+        _check_bounds(ttl, max_entries, max_value_bytes, max_per_group)
         self.ttl = ttl
         self.max_entries = max_entries
         self.max_value_bytes = max_value_bytes
-        self._entries: collections.OrderedDict[str, tuple[float, bytes]] = collections.OrderedDict()
+        self.max_per_group = max_per_group or max_entries
+        self._entries: collections.OrderedDict[str, tuple[float, bytes, str]] = collections.OrderedDict()
+        self._groups: dict[str, collections.OrderedDict[str, None]] = {}
         self._closed = False
 
     def _check_open(self) -> None:
@@ -104,27 +113,40 @@ class MemoryStore:
         entry = self._entries.get(key)
         if entry is None:
             return None
-        expires_at, value = entry
+        expires_at, value, _ = entry
         if expires_at <= time.monotonic():
-            del self._entries[key]
+            self._forget(key)
             return None
         return value
 
-    async def put(self, key: str, value: bytes) -> None:
+    async def put(self, key: str, value: bytes, group: str = "") -> None:
         self._check_open()
         _check_size(value, self.max_value_bytes)
         now = time.monotonic()
         self._entries.pop(key, None)
-        self._entries[key] = (now + self.ttl, value)
+        self._entries[key] = (now + self.ttl, value, group)
+        members = self._groups.setdefault(group, collections.OrderedDict())
+        members.pop(key, None)
+        members[key] = None
+        while len(members) > self.max_per_group:
+            self._forget(next(iter(members)))
         while self._entries:
-            oldest_key, (expires_at, _) = next(iter(self._entries.items()))
+            oldest_key, (expires_at, _, _) = next(iter(self._entries.items()))
             if expires_at > now and len(self._entries) <= self.max_entries:
                 break
-            del self._entries[oldest_key]
+            self._forget(oldest_key)
+
+    def _forget(self, key: str) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            members = self._groups[entry[2]]
+            del members[key]
+            if not members:
+                del self._groups[entry[2]]
 
     async def delete(self, key: str) -> None:
         self._check_open()
-        self._entries.pop(key, None)
+        self._forget(key)
 
     async def ping(self) -> bool:
         return not self._closed
@@ -132,6 +154,7 @@ class MemoryStore:
     async def close(self) -> None:
         self._closed = True
         self._entries.clear()
+        self._groups.clear()
 
 
 class SQLiteStore:
@@ -150,12 +173,14 @@ class SQLiteStore:
         ttl: float = DEFAULT_TTL,
         max_entries: int = DEFAULT_MAX_ENTRIES,
         max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+        max_per_group: int | None = None,
     ) -> None:
-        _check_bounds(ttl, max_entries, max_value_bytes)
+        _check_bounds(ttl, max_entries, max_value_bytes, max_per_group)
         self.path = str(path)
         self.ttl = ttl
         self.max_entries = max_entries
         self.max_value_bytes = max_value_bytes
+        self.max_per_group = max_per_group or max_entries
         self._puts = 0
         self._closed = False
         try:
@@ -172,7 +197,11 @@ class SQLiteStore:
                 "CREATE TABLE IF NOT EXISTS conversations"
                 "(key TEXT PRIMARY KEY, value BLOB NOT NULL, expires_at REAL NOT NULL, updated_at REAL NOT NULL)"
             )
+            columns = {row[1] for row in self._conn.execute("PRAGMA table_info(conversations)")}
+            if "grp" not in columns:  # a file from before groups
+                self._conn.execute("ALTER TABLE conversations ADD COLUMN grp TEXT NOT NULL DEFAULT ''")
             self._conn.execute("CREATE INDEX IF NOT EXISTS conversations_updated_at ON conversations(updated_at)")
+            self._conn.execute("CREATE INDEX IF NOT EXISTS conversations_grp ON conversations(grp, updated_at)")
             self._conn.execute("CREATE INDEX IF NOT EXISTS conversations_expires_at ON conversations(expires_at)")
             self._rows = self._count()
         except sqlite3.Error as exc:
@@ -203,7 +232,7 @@ class SQLiteStore:
 
         return await self._run(get)
 
-    async def put(self, key: str, value: bytes) -> None:
+    async def put(self, key: str, value: bytes, group: str = "") -> None:
         _check_size(value, self.max_value_bytes)
 
         def put() -> None:
@@ -215,11 +244,18 @@ class SQLiteStore:
                 if conn.execute("SELECT 1 FROM conversations WHERE key = ?", (key,)).fetchone() is None:
                     rows += 1
                 conn.execute(
-                    "INSERT INTO conversations (key, value, expires_at, updated_at) VALUES (?, ?, ?, ?) "
+                    "INSERT INTO conversations (key, value, expires_at, updated_at, grp) VALUES (?, ?, ?, ?, ?) "
                     "ON CONFLICT (key) DO UPDATE SET "
                     "value = excluded.value, expires_at = excluded.expires_at, updated_at = excluded.updated_at",
-                    (key, value, now + self.ttl, now),
+                    (key, value, now + self.ttl, now, group),
                 )
+                in_group = conn.execute("SELECT count(*) FROM conversations WHERE grp = ?", (group,)).fetchone()[0]
+                if in_group > self.max_per_group:
+                    rows -= conn.execute(
+                        "DELETE FROM conversations WHERE key IN "
+                        "(SELECT key FROM conversations WHERE grp = ? ORDER BY updated_at LIMIT ?)",
+                        (group, in_group - self.max_per_group),
+                    ).rowcount
                 # Both are index range scans that touch only the rows they delete.
                 rows -= conn.execute("DELETE FROM conversations WHERE expires_at <= ?", (now,)).rowcount
                 if (self._puts + 1) % self._RECOUNT_EVERY == 0:
@@ -265,22 +301,30 @@ class SQLiteStore:
 # Write, index, purge and trim in one atomic step: replicas sharing the Redis never see a half-trimmed index, and a
 # key rewritten by one replica cannot be deleted by another that had just picked it as the oldest. Scores come from
 # the Redis clock (microseconds) so replicas with skewed clocks still agree on the order.
-# KEYS[1] value key, KEYS[2] index; ARGV[1] value, ARGV[2] TTL in ms, ARGV[3] max entries.
+# A group's index holds its keys likewise; a key evicted by the other index leaves a stale member there, which ages
+# out with the TTL or goes first when the group is trimmed.
+# KEYS[1] value key, KEYS[2] index, KEYS[3] group index; ARGV[1] value, ARGV[2] TTL in ms, ARGV[3] max entries,
+# ARGV[4] max per group.
 _PUT_SCRIPT = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local ttl_ms = tonumber(ARGV[2])
+local function trim(index, limit)
+  redis.call('ZREMRANGEBYSCORE', index, '-inf', now - ttl_ms * 1000)
+  local excess = redis.call('ZCARD', index) - limit
+  while excess > 0 do
+    local n = math.min(excess, 1000)
+    local oldest = redis.call('ZRANGE', index, 0, n - 1)
+    redis.call('DEL', unpack(oldest))
+    redis.call('ZREM', index, unpack(oldest))
+    excess = excess - n
+  end
+end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl_ms)
 redis.call('ZADD', KEYS[2], now, KEYS[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - ttl_ms * 1000)
-local excess = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[3])
-while excess > 0 do
-  local n = math.min(excess, 1000)
-  local oldest = redis.call('ZRANGE', KEYS[2], 0, n - 1)
-  redis.call('DEL', unpack(oldest))
-  redis.call('ZREM', KEYS[2], unpack(oldest))
-  excess = excess - n
-end
+redis.call('ZADD', KEYS[3], now, KEYS[1])
+trim(KEYS[3], tonumber(ARGV[4]))
+trim(KEYS[2], tonumber(ARGV[3]))
 return 0
 """
 
@@ -317,12 +361,14 @@ class RedisStore:
         prefix: str = "agw:conv:",
         *,
         timeout: float = 1.0,
+        max_per_group: int | None = None,
     ) -> None:
-        _check_bounds(ttl, max_entries, max_value_bytes)
+        _check_bounds(ttl, max_entries, max_value_bytes, max_per_group)
         self.url = redact_url(url)
         self.ttl = ttl
         self.max_entries = max_entries
         self.max_value_bytes = max_value_bytes
+        self.max_per_group = max_per_group or max_entries
         self.prefix = prefix
         self._ttl_ms = max(1, round(ttl * 1000))
         self._index = f"{prefix}index"
@@ -364,10 +410,11 @@ class RedisStore:
             value = await self._redis.get(self._key(key))
         return value.encode() if isinstance(value, str) else value
 
-    async def put(self, key: str, value: bytes) -> None:
+    async def put(self, key: str, value: bytes, group: str = "") -> None:
         _check_size(value, self.max_value_bytes)
         with self._errors():
-            await self._put_script(keys=[self._key(key), self._index], args=[value, self._ttl_ms, self.max_entries])
+            await self._put_script(keys=[self._key(key), self._index, f"{self.prefix}group:{group}"],
+                                   args=[value, self._ttl_ms, self.max_entries, self.max_per_group])
 
     async def delete(self, key: str) -> None:
         with self._errors():
@@ -400,18 +447,22 @@ def open_store(
     ttl: float = DEFAULT_TTL,
     max_entries: int = DEFAULT_MAX_ENTRIES,
     max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+    max_per_group: int | None = None,
 ) -> ConversationStore:
     """The backend a URL names. `sqlite:///rel/path.db` is relative to the working directory,
     `sqlite:////abs/path.db` absolute, `sqlite://` or `sqlite:///:memory:` an in-memory database."""
     scheme = url.partition("://")[0].lower() if "://" in url else ""
     if scheme == "memory":
-        return MemoryStore(ttl=ttl, max_entries=max_entries, max_value_bytes=max_value_bytes)
+        return MemoryStore(ttl=ttl, max_entries=max_entries, max_value_bytes=max_value_bytes,
+                           max_per_group=max_per_group)
     if scheme == "sqlite":
         rest = url[len("sqlite://") :]
         if rest and not rest.startswith("/"):
             raise ValueError(f"SQLite store URL must be sqlite:///<path>, got {url!r}")
         path = unquote(rest[1:].partition("?")[0]) or ":memory:"
-        return SQLiteStore(path, ttl=ttl, max_entries=max_entries, max_value_bytes=max_value_bytes)
+        return SQLiteStore(path, ttl=ttl, max_entries=max_entries, max_value_bytes=max_value_bytes,
+                           max_per_group=max_per_group)
     if scheme in ("redis", "rediss"):
-        return RedisStore(url, ttl=ttl, max_entries=max_entries, max_value_bytes=max_value_bytes)
+        return RedisStore(url, ttl=ttl, max_entries=max_entries, max_value_bytes=max_value_bytes,
+                          max_per_group=max_per_group)
     raise ValueError(f"unsupported store URL {redact_url(url)!r}: use one of {', '.join(SCHEMES)}")

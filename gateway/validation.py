@@ -6,6 +6,7 @@ says what was expected there.
 
 from __future__ import annotations
 
+import re
 from typing import Any, TypeVar
 
 import orjson
@@ -13,6 +14,12 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from gateway.errors import InvalidRequest, MalformedRequest
+from gateway.turn import Turn
+
+MAX_ID = 256
+"""Longest conversation, run, message, tool call or interrupt id a client may send: ids are stored, logged and sent
+upstream."""
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -85,3 +92,18 @@ def _json_type(value: Any) -> str:
     if isinstance(value, bool):
         return "a boolean"
     return "a number"
+
+
+def check_ids(turn: Turn, dialect: str) -> None:
+    """Every id a client chose is at most `MAX_ID` characters with no control characters, or the request is a 422
+    naming each that is not."""
+    named = [("conversation id", turn.conversation_id), ("run id", turn.run_id), ("parent run id", turn.parent_run_id)]
+    for message in turn.messages:
+        named.append(("message id", message.id))
+        named.append(("tool call id", message.tool_call_id))
+        named += [("tool call id", call.id) for call in message.tool_calls]
+    named += [("interrupt id", resume.interrupt_id) for resume in turn.resume]
+    details = [{"field": what, "message": f"must be at most {MAX_ID} characters, without control characters"}
+               for what, value in named if value is not None and (len(value) > MAX_ID or _CONTROL.search(value))]
+    if details:
+        raise InvalidRequest(f"invalid {dialect} request: a {details[0]['field']} {details[0]['message']}", details)

@@ -104,7 +104,8 @@ def world() -> Iterator[World]:
                            "client_dialects": [client],
                            "upstream": {"url": f"http://127.0.0.1:{closed_port()}/send-message", "dialect": "ag-kit"},
                            "timeouts": {"connect": 1, "first_event": FIRST_EVENT, "idle": IDLE, "total": TOTAL}})
-        config = GatewayConfig.model_validate({"routes": routes, "keepalive_seconds": 0.15})
+        # debug_errors: these tests read what the upstream answered in the client's error.
+        config = GatewayConfig.model_validate({"routes": routes, "keepalive_seconds": 0.15, "debug_errors": True})
         with Served(create_app(config, store=MemoryStore())) as gateway:
             world = World(upstream, gateway)
             yield world

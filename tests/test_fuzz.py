@@ -303,12 +303,13 @@ def test_wrong_content_type_is_a_415(gateway: Gateway, content_type: str) -> Non
 
 
 @pytest.mark.parametrize("client", DIALECTS)
-def test_missing_content_type_is_read_as_json(gateway: Gateway, client: str) -> None:
+def test_missing_content_type_is_a_415(gateway: Gateway, client: str) -> None:
+    """A browser posts without a preflight only what is not JSON: a body with no Content-Type is refused."""
     body = request_body(client, [user_message(client, "hi")], f"no-content-type-{client}")
     response = gateway.post(f"/fuzz/{client}/ag-kit", dumps(body), content_type=None)
     assert "content-type" not in response.request.headers
     check_answer(gateway, f"/fuzz/{client}/ag-kit", response, body)
-    assert response.status_code == 200
+    assert response.status_code == 415 and "got none" in response.json()["error"]["message"]
 
 
 @pytest.mark.parametrize("body", [{"hello": "world"}, {}, {"messages": "not a list"}, {"messages": [1, 2]}])

@@ -202,18 +202,20 @@ def test_refused_upstream_is_a_502_and_the_gateway_keeps_serving(client: str) ->
         assert http.get(f"{gateway.url}/healthz").status_code == 200
 
 
-def test_upstream_http_500_is_a_502_with_its_body() -> None:
+def test_upstream_http_500_is_a_502_with_its_body_when_errors_are_debugged() -> None:
     async def broken(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
         await send({"type": "http.response.start", "status": 500, "headers": [(b"content-type", b"text/html")]})
         await send({"type": "http.response.body", "body": b"<html>boom</html>"})
 
-    with Served(broken) as upstream, Served(create_app(_single_route("ag-ui", upstream.url), store=MemoryStore())) \
-            as gateway, httpx.Client(timeout=10) as http:
-        response = post(http, f"{gateway.url}/in", request_body("ag-ui", [user_message("ag-ui", "hi")]))
-        assert response.status_code == 502
-        assert response.json()["error"]["details"] == [{"status": 500, "body": "<html>boom</html>"}]
+    with Served(broken) as upstream:
+        config = _single_route("ag-ui", upstream.url)
+        config.debug_errors = True
+        with Served(create_app(config, store=MemoryStore())) as gateway, httpx.Client(timeout=10) as http:
+            response = post(http, f"{gateway.url}/in", request_body("ag-ui", [user_message("ag-ui", "hi")]))
+    assert response.status_code == 502
+    assert response.json()["error"]["details"] == [{"status": 500, "body": "<html>boom</html>"}]
 
 
 @pytest.mark.parametrize("client", DIALECTS)

@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import orjson
 import pytest
+import uvicorn
 from e2e import Reply, post, request_body, user_message
-from servers import Served
+from servers import Served, free_port
 
+from gateway import http_server
 from gateway.agent import create_agent_app
 from gateway.app import create_app
 from gateway.config import ConfigError, GatewayConfig, parse_config
+from gateway.logs import HumanFormatter
 from gateway.store import MemoryStore
 
 
@@ -105,3 +113,259 @@ def test_too_deep_or_too_many_messages_are_refused_before_parsing(agent: Served)
         many = request_body("ag-ui", [user_message("ag-ui", str(i)) for i in range(4)])
         response = post(http, f"{gateway.url}/in", many)
         assert response.status_code == 413 and "4 messages" in response.json()["error"]["message"]
+
+
+# -- conversations belong to a principal
+
+
+def ag_kit_gateway(agent_kit: Served, **route: object) -> Served:
+    config = GatewayConfig.model_validate({"routes": [{"paths": ["/in"], "client_dialects": ["ag-kit"],
+                                                       "upstream": {"url": agent_kit.url + "/agui",
+                                                                    "dialect": "ag-ui"}, **route}],
+                                           "store": {"url": "memory://", "max_conversations": 50,
+                                                     "max_conversations_per_principal": 10}})
+    return Served(create_app(config))
+
+
+def say(http: httpx.Client, url: str, conversation: str, text: str, **headers: str) -> Reply:
+    body = request_body("ag-kit", [user_message("ag-kit", text)], conversation)
+    return Reply("ag-kit", post(http, url, body, headers=headers))
+
+
+def test_another_key_with_the_same_conversation_id_reaches_none_of_its_history(agent: Served) -> None:
+    """The AG-UI upstream is sent the whole stored history: a second key naming the first key's conversation id
+    must start from nothing, and the first key's next turn must not see the second key's message."""
+    httpx.delete(agent.url + "/_requests")
+    with ag_kit_gateway(agent, auth={"keys": ["key-a", "key-b"], "tenants": {"acme": ["key-c", "key-d"]}}) as gw, \
+            httpx.Client(timeout=10) as http:
+        url = f"{gw.url}/in"
+        say(http, url, "shared-id", "my card is 4111", authorization="Bearer key-a")
+        say(http, url, "shared-id", "what did I say?", authorization="Bearer key-b")
+        say(http, url, "shared-id", "and now?", authorization="Bearer key-a")
+        sent = [[m["content"] for m in r["body"]["messages"] if m["role"] == "user"]
+                for r in httpx.get(agent.url + "/_requests").json()]
+        assert sent[1] == ["what did I say?"]  # key B: nothing of key A's
+        assert sent[2] == ["my card is 4111", "and now?"]  # key A: its own, none of B's
+        say(http, url, "team", "noted by c", authorization="Bearer key-c")
+        say(http, url, "team", "seen by d?", authorization="Bearer key-d")  # a tenant shares, as configured
+        sent = [[m["content"] for m in r["body"]["messages"] if m["role"] == "user"]
+                for r in httpx.get(agent.url + "/_requests").json()]
+        assert sent[-1] == ["noted by c", "seen by d?"]
+
+
+def test_a_client_id_cannot_reach_an_eval_runs_derived_conversation(agent: Served) -> None:
+    httpx.delete(agent.url + "/_requests")
+    config = GatewayConfig.model_validate({"routes": [{"paths": ["/in", "/eval"],
+                                                       "client_dialects": ["ag-kit", "agent-respond"],
+                                                       "upstream": {"url": agent.url + "/agui", "dialect": "ag-ui"}}],
+                                           "store": {"url": "memory://"}})
+    with Served(create_app(config)) as gw, httpx.Client(timeout=10) as http:
+        eval_turn = {"messages": [{"role": "user", "content": "secret eval prompt"}],
+                     "metadata": {"test_case_id": "tc-1", "turn_index": 0}}
+        assert post(http, f"{gw.url}/eval", eval_turn).status_code == 200
+        for guess in ("derived:tc-1", "in:derived:tc-1", "route0:derived:tc-1"):
+            say(http, f"{gw.url}/in", guess, "hello")
+        sent = [r["body"]["messages"] for r in httpx.get(agent.url + "/_requests").json()][1:]
+        assert all(len(messages) == 1 for messages in sent)
+
+
+def test_anonymous_callers_evict_their_own_history_not_a_keyed_callers(agent: Served) -> None:
+    config = GatewayConfig.model_validate({"routes": [
+        {"name": "open", "paths": ["/open"], "client_dialects": ["ag-kit"],
+         "upstream": {"url": agent.url + "/agui", "dialect": "ag-ui"}},
+        {"name": "keyed", "paths": ["/keyed"], "client_dialects": ["ag-kit"], "auth": {"keys": ["k"]},
+         "upstream": {"url": agent.url + "/agui", "dialect": "ag-ui"}}],
+        "store": {"url": "memory://", "max_conversations": 40, "max_conversations_per_principal": 10}})
+    with Served(create_app(config)) as gw, httpx.Client(timeout=10) as http:
+        say(http, f"{gw.url}/keyed", "mine", "remember me", authorization="Bearer k")
+        for index in range(60):
+            say(http, f"{gw.url}/open", f"flood-{index}", "x")
+        httpx.delete(agent.url + "/_requests")
+        say(http, f"{gw.url}/keyed", "mine", "still there?", authorization="Bearer k")
+        sent = httpx.get(agent.url + "/_requests").json()[-1]["body"]["messages"]
+        assert [m["content"] for m in sent if m["role"] == "user"] == ["remember me", "still there?"]
+
+
+def test_a_tenant_header_scopes_an_open_routes_conversations(agent: Served) -> None:
+    httpx.delete(agent.url + "/_requests")
+    with ag_kit_gateway(agent, tenant_header="X-Tenant") as gw, httpx.Client(timeout=10) as http:
+        say(http, f"{gw.url}/in", "c", "from one", **{"x-tenant": "one"})
+        say(http, f"{gw.url}/in", "c", "from two", **{"x-tenant": "two"})
+        sent = [[m["content"] for m in r["body"]["messages"] if m["role"] == "user"]
+                for r in httpx.get(agent.url + "/_requests").json()]
+        assert sent == [["from one"], ["from two"]]
+        bad = post(http, f"{gw.url}/in", request_body("ag-kit", [user_message("ag-kit", "x")], "c"),
+                   headers={"x-tenant": "a\tb"})
+        assert bad.status_code == 400
+
+
+def test_a_key_removed_from_keys_file_stops_working_without_a_restart(agent: Served, tmp_path: Path) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text("old-key\n")
+    with gateway_for(agent, auth={"keys_file": str(keys)}) as gateway, httpx.Client(timeout=10) as http:
+        body = request_body("ag-ui", [user_message("ag-ui", "hi")])
+        assert post(http, f"{gateway.url}/in", body, headers={"x-api-key": "old-key"}).status_code == 200
+        keys.write_text("new-key\n")
+        os.utime(keys, (time.time() + 5, time.time() + 5))
+        time.sleep(1.1)
+        assert post(http, f"{gateway.url}/in", body, headers={"x-api-key": "old-key"}).status_code == 401
+        assert post(http, f"{gateway.url}/in", body, headers={"x-api-key": "new-key"}).status_code == 200
+
+
+# -- before admission: deadlines and cost bounds
+
+
+def raw_request(port: int, head: bytes, body_pieces: list[bytes], gap: float) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(head)
+        for piece in body_pieces:
+            time.sleep(gap)
+            try:
+                sock.sendall(piece)
+            except OSError:
+                break
+        sock.settimeout(10)
+        answer = b""
+        try:
+            while chunk := sock.recv(65536):
+                answer += chunk
+                if b"\r\n\r\n" in answer:
+                    break
+        except OSError:
+            pass
+        return answer
+
+
+def test_a_stalled_body_is_answered_408_and_holds_no_slot(agent: Served) -> None:
+    with gateway_for(agent, timeouts={"request_body": 0.5}, limits={"max_streams": 1, "min_body_rate": 1000}) \
+            as gateway, httpx.Client(timeout=10) as http:
+        port = int(gateway.url.rsplit(":", 1)[1])
+        body = orjson.dumps(request_body("ag-ui", [user_message("ag-ui", "hi")]))
+        head = (b"POST /in HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n"
+                % len(body))
+        stalled = threading.Thread(target=raw_request, args=(port, head, [body[:5]], 0.0))
+        stalled.start()
+        time.sleep(0.2)
+        assert post(http, f"{gateway.url}/in", request_body("ag-ui", [user_message("ag-ui", "hi")])
+                    ).status_code == 200  # the stalled body holds no slot of the route's one
+        answer = raw_request(port, head, [body[i:i + 2] for i in range(0, 40, 2)], 0.2)  # 10 bytes a second
+        assert answer.startswith(b"HTTP/1.1 408"), answer[:100]
+        stalled.join()
+
+
+def test_request_bodies_past_the_process_budget_are_a_503(agent: Served) -> None:
+    config = GatewayConfig.model_validate({"routes": [{"paths": ["/in"], "client_dialects": ["ag-ui"],
+                                                       "upstream": {"url": agent.url + "/agui", "dialect": "ag-ui"}}],
+                                           "max_body_bytes_in_flight": 1000, "store": {"url": "memory://"}})
+    with Served(create_app(config)) as gateway, httpx.Client(timeout=10) as http:
+        body = request_body("ag-ui", [user_message("ag-ui", "x" * 2000)])
+        response = post(http, f"{gateway.url}/in", body)
+        assert response.status_code == 503 and response.json()["error"]["code"] == "overloaded"
+        assert post(http, f"{gateway.url}/in", request_body("ag-ui", [user_message("ag-ui", "hi")])
+                    ).status_code == 200
+
+
+def test_a_slow_request_head_is_cut_off_and_connections_past_the_cap_get_503(agent: Served) -> None:
+    config = GatewayConfig.model_validate({"routes": [{"paths": ["/in"], "client_dialects": ["ag-ui"],
+                                                       "upstream": {"url": agent.url + "/agui", "dialect": "ag-ui"}}],
+                                           "store": {"url": "memory://"}})
+    http_server.HEAD_SECONDS = 0.5
+    server = uvicorn.Server(uvicorn.Config(create_app(config), host="127.0.0.1", port=0, log_level="warning",
+                                           limit_concurrency=3, http=http_server.HeadDeadlineProtocol))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            time.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        loris = socket.create_connection(("127.0.0.1", port))
+        loris.sendall(b"POST /in HTTP/1.1\r\nhost: x\r\n")  # and never the rest
+        loris.settimeout(5)
+        assert loris.recv(1024) == b""  # closed by the server once the head's time is up
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+        answer = raw_request(port, b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n", [], 0)
+        assert answer.startswith(b"HTTP/1.1 503"), answer[:60]
+        for sock in [loris, *idle]:
+            sock.close()
+    finally:
+        http_server.HEAD_SECONDS = 10.0
+        server.should_exit = True
+        thread.join(5)
+
+
+# -- client strings
+
+
+def test_a_request_id_that_is_not_short_and_plain_is_replaced(agent: Served) -> None:
+    with gateway_for(agent) as gateway, httpx.Client(timeout=10) as http:
+        body = request_body("ag-ui", [user_message("ag-ui", "hi")])
+        kept = post(http, f"{gateway.url}/in", body, headers={"x-request-id": "trace-123"})
+        assert kept.headers["x-request-id"] == "trace-123"
+        for evil in ("x" * 129, "a;b", "<script>", "a b"):
+            replaced = post(http, f"{gateway.url}/in", body, headers={"x-request-id": evil})
+            assert replaced.headers["x-request-id"] != evil and replaced.headers["x-request-id"].startswith("req")
+
+
+@pytest.mark.parametrize("body", [
+    {"threadId": "t" * 300, "runId": "r", "messages": []},
+    {"threadId": "t\nforged access line", "runId": "r", "messages": []},
+    {"threadId": "t", "runId": "r", "messages": [{"id": "m" * 300, "role": "user", "content": "hi"}]},
+])
+def test_ids_past_their_limit_or_with_control_characters_are_a_422(agent: Served, body: dict[str, object]) -> None:
+    with gateway_for(agent) as gateway, httpx.Client(timeout=10) as http:
+        response = post(http, f"{gateway.url}/in", body)
+        assert response.status_code == 422 and "at most 256 characters" in response.json()["error"]["message"]
+
+
+def test_the_human_log_format_escapes_control_characters() -> None:
+    record = logging.LogRecord("agent_gateway.access", logging.INFO, "", 0, "request", None, None)
+    record.conversation_id = "c\n12:00:00 INFO    request forged=1\x1b[2J"
+    line = HumanFormatter().format(record)
+    assert "\n" not in line and "\x1b" not in line and "c\\n12:00:00" in line
+
+
+# -- smaller
+
+
+def test_upstream_error_bodies_and_addresses_only_with_debug_errors(agent: Served) -> None:
+    closed = free_port()
+    for debug in (False, True):
+        config = GatewayConfig.model_validate({"debug_errors": debug, "store": {"url": "memory://"}, "routes": [
+            {"paths": ["/in"], "client_dialects": ["ag-ui"],
+             "upstream": {"url": f"http://127.0.0.1:{closed}/agui", "dialect": "ag-ui"}}]})
+        with Served(create_app(config)) as gateway, httpx.Client(timeout=10) as http:
+            response = post(http, f"{gateway.url}/in", request_body("ag-ui", [user_message("ag-ui", "hi")]))
+        assert response.status_code == 502
+        assert (f"127.0.0.1:{closed}" in response.text) is debug
+
+
+def test_a_request_without_content_type_is_refused_and_options_never_runs_the_agent(agent: Served) -> None:
+    httpx.delete(agent.url + "/_requests")
+    with gateway_for(agent, cors={"allow_origins": ["https://app.example"]}) as gateway, \
+            httpx.Client(timeout=10) as http:
+        body = orjson.dumps(request_body("ag-ui", [user_message("ag-ui", "hi")]))
+        assert http.post(f"{gateway.url}/in", content=body).status_code == 415
+        options = http.request("OPTIONS", f"{gateway.url}/in", content=body)
+        assert options.status_code == 204 and "POST" in options.headers["allow"]
+        assert httpx.get(agent.url + "/_requests").json() == []
+        redirect = http.post(f"{gateway.url}/in/", content=body, headers={"host": "evil.example"})
+        assert "evil.example" not in redirect.headers.get("location", "")
+
+
+@pytest.mark.parametrize(("route", "expected"), [
+    ("auth: {keys: [k]}\n    forward_headers: [Authorization]", "carries the gateway's own API key"),
+    ("cors: {allow_origins: ['*'], allow_credentials: true}", "allow_credentials"),
+    ("tenant_header: x-tenant\n    auth: {keys: [k]}", "tenant_header is for routes without auth"),
+])
+def test_footguns_in_a_route_are_refused_with_one_line(route: str, expected: str) -> None:
+    text = f"routes:\n  - upstream: {{url: 'http://a/', dialect: ag-ui}}\n    {route}\n"
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text, "gw.yaml", environ={})
+    assert "\n" not in str(caught.value) and expected in str(caught.value)
+
+
+def test_an_open_path_beside_a_protected_one_differing_by_a_slash_is_refused() -> None:
+    text = ("routes:\n  - {paths: [/agui], auth: {keys: [k]}, upstream: {url: 'http://a/', dialect: ag-ui}}\n"
+            "  - {paths: [/agui/], upstream: {url: 'http://a/', dialect: ag-ui}}\n")
+    with pytest.raises(ConfigError, match="differs only by a trailing slash"):
+        parse_config(text, "gw.yaml", environ={})

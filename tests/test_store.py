@@ -123,6 +123,21 @@ def test_evicts_the_least_recently_written(make_store: MakeStore) -> None:
     run(_closing(make_store(max_entries=3), body))
 
 
+def test_a_group_over_its_quota_evicts_its_own_oldest_and_nobody_elses(make_store: MakeStore) -> None:
+    async def body(store: ConversationStore) -> None:
+        await store.put("kept", b"k", group="protected")
+        for index in range(6):
+            await store.put(f"anon-{index}", b"a", group="anonymous")
+        assert await store.get("kept") == b"k"
+        assert [await store.get(f"anon-{index}") for index in range(6)] == [None, None, None, b"a", b"a", b"a"]
+        await store.put("anon-3", b"again", group="anonymous")  # written again: its group's newest
+        await store.put("anon-6", b"a", group="anonymous")
+        assert await store.get("anon-4") is None and await store.get("anon-3") == b"again"
+        assert await store.get("kept") == b"k"
+
+    run(_closing(make_store(max_entries=10, max_per_group=3), body))
+
+
 def test_expired_entries_do_not_count_against_the_limit(make_store: MakeStore) -> None:
     async def body(store: ConversationStore) -> None:
         await store.put("a", b"a")

@@ -45,7 +45,8 @@ def server_context(pki: PKI, require_client: bool = False) -> ssl.SSLContext:
 
 
 async def ask(upstream: dict[str, Any]) -> httpx.Response:
-    config = GatewayConfig.model_validate({"routes": [{"paths": ["/agui"], "client_dialects": ["ag-ui"],
+    config = GatewayConfig.model_validate({"debug_errors": True,  # TLS failures say why, for the test to read
+                                           "routes": [{"paths": ["/agui"], "client_dialects": ["ag-ui"],
                                                        "upstream": {"dialect": "ag-kit", **upstream}}]})
     with Served(create_app(config, store=MemoryStore())) as gateway:
         async with httpx.AsyncClient(timeout=10) as client:
