@@ -142,19 +142,22 @@ class Response:
     async def read(self) -> bytes:
         if self._decompress is not None:
             return await self._read_inflated()
-        return await self._read_raw()
-
-    async def _read_raw(self) -> bytes:
-        while not self._chunks:
+        while not self._chunks:  # the common case, data already here, awaits nothing
             if self.complete:
                 return b""
-            if self._error is not None:
-                raise self._error
-            self._waiter = self._connection.loop.create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
+            await self._wait()
+        return self._take()
+
+    async def _wait(self) -> None:
+        if self._error is not None:
+            raise self._error
+        self._waiter = self._connection.loop.create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    def _take(self) -> bytes:
         chunks = self._chunks
         data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         chunks.clear()
@@ -169,7 +172,9 @@ class Response:
         decompress = self._decompress
         assert decompress is not None
         while True:
-            data = self._tail or await self._read_raw()
+            while not self._tail and not self._chunks and not self.complete:
+                await self._wait()
+            data = self._tail or (self._take() if self._chunks else b"")
             if not data:
                 if decompress.eof or not self._inflated_any:
                     return b""

@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
@@ -369,3 +370,23 @@ def test_an_open_path_beside_a_protected_one_differing_by_a_slash_is_refused() -
             "  - {paths: [/agui/], upstream: {url: 'http://a/', dialect: ag-ui}}\n")
     with pytest.raises(ConfigError, match="differs only by a trailing slash"):
         parse_config(text, "gw.yaml", environ={})
+
+
+def test_an_upstreams_own_error_codes_do_not_become_metric_labels() -> None:
+    async def upstream(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}'
+                    b'\n\ndata: {"type":"RUN_ERROR","message":"no","code":"tenant-4711-quota"}\n\n'})
+
+    with Served(upstream) as agent:
+        config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+            {"paths": ["/in"], "client_dialects": ["ag-ui"], "upstream": {"url": agent.url, "dialect": "ag-ui"}}]})
+        with Served(create_app(config)) as gateway, httpx.Client(timeout=10) as http:
+            for index in range(3):
+                post(http, f"{gateway.url}/in", request_body("ag-ui", [user_message("ag-ui", "hi")], f"c{index}"))
+            metrics = http.get(f"{gateway.url}/metrics").text
+    assert "tenant-4711-quota" not in metrics
+    assert 'agent_gateway_errors_total{kind="upstream_error",route="route0"} 3.0' in metrics
