@@ -9,18 +9,20 @@ from contextlib import asynccontextmanager
 
 import orjson
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway import __version__, http_server, logs
 from gateway.config import GatewayConfig
 from gateway.conversation import ConversationMapper
 from gateway.http1 import Pool
+from gateway.ids import new_id
 from gateway.metrics import CONTENT_TYPE, Metrics
-from gateway.proxy import BodyBudget, RouteHandler
+from gateway.proxy import REQUEST_ID, BodyBudget, RouteHandler
 from gateway.store import ConversationStore, open_store
 
 CONFIG_ENV = "AGENT_GATEWAY_CONFIG_JSON"
@@ -41,6 +43,8 @@ class Gateway:
             if handler is not None and scope["method"] in handler[1]:
                 await handler[0](scope, receive, send)
                 return
+            await self.app(scope, receive, _with_request_id(scope, send))
+            return
         await self.app(scope, receive, send)
 
 
@@ -108,6 +112,34 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
             await pool.close()
             await store.close()
 
-    app = Starlette(routes=routes, lifespan=lifespan)
+    served = sorted(handlers)
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return _error(404, "not_found", f"nothing is served at {request.url.path}; the gateway serves "
+                      f"{', '.join(served)}, /healthz, /readyz and /metrics")
+
+    async def not_allowed(request: Request, exc: Exception) -> Response:
+        return _error(405, "method_not_allowed", f"{request.method} is not served at {request.url.path}")
+
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_allowed})
     app.router.redirect_slashes = False  # its redirect would be built from the client's Host header
     return Gateway(handlers, app)
+
+
+def _error(status: int, code: str, message: str) -> Response:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+def _with_request_id(scope: Scope, send: Send) -> Send:
+    """Every response carries an `X-Request-Id`: the client's, when short and plain, or a new one."""
+    headers = Headers(scope=scope)
+    request_id = headers.get("x-request-id", "")
+    if not REQUEST_ID.fullmatch(request_id):
+        request_id = new_id("req")
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), (b"x-request-id", request_id.encode())]}
+        await send(message)
+
+    return sending

@@ -10,17 +10,42 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import socket
 import sys
 import tempfile
 from importlib import resources
 from typing import NoReturn
 
 import orjson
+from pydantic import ValidationError
 
 from adapters import registry
 from gateway.config import ConfigError, GatewayConfig, Route, Store, Upstream, load_config
+from gateway.events import Raw, RunError, RunFinished, RunStarted
 from gateway.turn import Turn
+from gateway.validation import error_message
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port: use 1-65535")
+    return port
+
+
+def _workers(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"{count}: at least 1 worker")
+    return count
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
                                 description="Run the gateway: routes from --config, or one route from the flags.")
     serve.add_argument("--config", help="YAML configuration file (see config/)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8080, help="port to listen on (default: 8080)")
+    serve.add_argument("--port", type=_port, default=8080, help="port to listen on (default: 8080)")
     serve.add_argument("--upstream", metavar="URL", help="without --config: the upstream agent's URL")
     serve.add_argument("--upstream-dialect", choices=names, help="without --config: the upstream's dialect")
     serve.add_argument("--upstream-variant", choices=["inkeep"],
@@ -47,9 +72,9 @@ def main(argv: list[str] | None = None) -> int:
                             "(vercel: inkeep, a server that keeps history and reads only the last user message)")
     serve.add_argument("--client-dialect", choices=names, action="append",
                        help="without --config: a dialect clients speak (repeat; default: detect any)")
-    serve.add_argument("--store", default="sqlite:///agent-gateway.db",
+    serve.add_argument("--store", default=None,
                        help="without --config: conversation store URL (memory://, sqlite:///file.db, redis://...)")
-    serve.add_argument("--workers", type=int, default=1,
+    serve.add_argument("--workers", type=_workers, default=1,
                        help="worker processes (default: 1); more than one needs a shared store (sqlite or redis)")
     serve.add_argument("--log-format", choices=["json", "human"], default="json",
                        help="one JSON line per request (default), or lines for humans")
@@ -63,7 +88,10 @@ def main(argv: list[str] | None = None) -> int:
         description="Serve the gateway and the built-in scripted agent (speaking AG-Kit) in one process, and print "
                     "a curl command for each client dialect.")
     demo.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
-    demo.add_argument("--port", type=int, default=8080, help="port to listen on (default: 8080)")
+    demo.add_argument("--port", type=_port, default=8080, help="port to listen on (default: 8080)")
+    demo.add_argument("--agent-dialect", choices=names, default="ag-kit",
+                      help="the dialect the built-in agent speaks (default: ag-kit; ag-ui and vercel show reasoning "
+                           "and state)")
 
     agent = commands.add_parser(
         "agent", help="run the built-in scripted agent",
@@ -72,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
                     "(human in the loop), think, state, slow, fail, hang, silent; anything else is echoed.")
     agent.add_argument("--dialect", choices=names, required=True, help="the dialect the agent speaks")
     agent.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
-    agent.add_argument("--port", type=int, default=8001, help="port to listen on (default: 8001)")
+    agent.add_argument("--port", type=_port, default=8001, help="port to listen on (default: 8001)")
     agent.add_argument("--pace", type=float, default=0.0, help="seconds between streamed events (default: 0)")
 
     translate = commands.add_parser(
@@ -91,11 +119,27 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo":
         return _demo(args)
     if args.command == "agent":
-        from gateway.agent import run
+        from gateway.agent import KEYWORDS, run
 
+        paths = ", ".join(f"http://{args.host}:{args.port}{path}" for path in registry.get(args.dialect).paths)
+        print(f"agent-gateway agent: speaking {args.dialect} at {paths}\nkeywords: {', '.join(KEYWORDS)}; "
+              "anything else is echoed", file=sys.stderr)
         run(args.dialect, args.host, args.port, args.pace)
         return 0
     return _translate(parser, args)
+
+
+_FLAGS = {("routes", "upstream", "url"): "--upstream", ("routes", "upstream", "dialect"): "--upstream-dialect",
+          ("routes", "upstream", "variant"): "--upstream-variant", ("routes", "upstream"): "--upstream-variant",
+          ("routes", "client_dialects"): "--client-dialect", ("store", "url"): "--store"}
+
+def _flag(loc: tuple[int | str, ...]) -> str:
+    """The flag a configuration error's location came from."""
+    names = tuple(str(part) for part in loc if not isinstance(part, int))
+    for end in range(len(names), 0, -1):
+        if names[:end] in _FLAGS:
+            return _FLAGS[names[:end]]
+    return "the flags"
 
 
 DEMO_REQUESTS = {
@@ -113,20 +157,43 @@ def _demo(args: argparse.Namespace) -> int:
     import uvicorn
     from starlette.routing import Mount
 
-    from gateway.agent import create_agent_app
+    from gateway import logs
+    from gateway.agent import KEYWORDS, create_agent_app
     from gateway.app import create_app
 
     base = f"http://{args.host}:{args.port}"
-    config = GatewayConfig(routes=[Route(name="demo", upstream=Upstream(url=f"{base}/demo-agent/send-message",
-                                                                         dialect="ag-kit"))],
+    dialect = registry.get(args.agent_dialect)
+    agent_url = f"{base}/demo-agent{dialect.paths[0]}"
+    config = GatewayConfig(routes=[Route(name="demo", upstream=Upstream(url=agent_url, dialect=dialect.name))],
                            store=Store(url="memory://"))
-    app = create_app(config, extra_routes=[Mount("/demo-agent", create_agent_app("ag-kit"))])
-    print(f"agent-gateway demo: the built-in agent speaks AG-Kit at {base}/demo-agent/send-message;\n"
-          f"the gateway answers every dialect at {base}. Try (keywords: weather, tool, interrupt, think, fail):\n")
-    for dialect, (path, body) in DEMO_REQUESTS.items():
-        print(f"# {dialect}\ncurl -N {base}{path} -H 'content-type: application/json' -d '{body}'\n")
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    app = create_app(config, extra_routes=[Mount("/demo-agent", create_agent_app(dialect.name))])
+    sock = _bind(args.host, args.port)
+    if sock is None:
+        return 2
+    print(f"agent-gateway demo: the built-in agent speaks {dialect.name} at {agent_url};\n"
+          f"the gateway answers every dialect at {base}. Try (keywords: {', '.join(KEYWORDS)}):\n")
+    for client, (path, body) in DEMO_REQUESTS.items():
+        print(f"# {client}\ncurl -N {base}{path} -H 'content-type: application/json' -d '{body}'\n")
+    logs.configure("human", "info")  # a person is watching: one readable line per request
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
     return 0
+
+
+def _bind(host: str, port: int) -> socket.socket | None:
+    """The listening socket, bound before anything says "listening"; a port in use is one line, not a traceback."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        reason = "is in use: try --port" if exc.errno == errno.EADDRINUSE else f"cannot be used: {exc.strerror}"
+        print(f"agent-gateway: {host}:{port} {reason}", file=sys.stderr)
+        return None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
 
 
 def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -135,22 +202,31 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from gateway import http_server, logs
     from gateway.app import CONFIG_ENV, create_app
 
+    flags = [flag for flag, value in (("--upstream", args.upstream), ("--upstream-dialect", args.upstream_dialect),
+                                      ("--upstream-variant", args.upstream_variant),
+                                      ("--client-dialect", args.client_dialect),
+                                      ("--store", args.store)) if value is not None]
+    if args.config and flags:
+        parser.error(f"{', '.join(flags)} describe the route and store without --config; with --config, set them "
+                     "in the file")
     try:
         if args.config:
             config = load_config(args.config)
         elif args.upstream and args.upstream_dialect:
-            config = GatewayConfig(
-                routes=[Route(upstream=Upstream(url=args.upstream, dialect=args.upstream_dialect,
-                                                variant=args.upstream_variant),
-                              client_dialects=args.client_dialect or "auto")],
-                store=Store(url=args.store))
+            config = GatewayConfig.model_validate({
+                "routes": [{"upstream": {"url": args.upstream, "dialect": args.upstream_dialect,
+                                         "variant": args.upstream_variant},
+                            "client_dialects": args.client_dialect or "auto"}],
+                "store": {"url": args.store or "sqlite:///agent-gateway.db"}})
         else:
             parser.error("serve needs --config FILE, or --upstream URL with --upstream-dialect")
     except ConfigError as exc:
-        print(f"agent-gateway: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines():  # one line per mistake
+            print(f"agent-gateway: {line}", file=sys.stderr)
         return 2
-    except ValueError as exc:
-        print(f"agent-gateway: {exc}", file=sys.stderr)
+    except ValidationError as exc:  # from the flags: name each flag and what is wrong with it
+        for error in exc.errors():
+            print(f"agent-gateway: {_flag(error['loc'])}: {error_message(error)}", file=sys.stderr)
         return 2
     if args.workers > 1 and config.store.url.startswith("memory:"):
         print("agent-gateway: --workers > 1 needs a store the workers share: sqlite:///... or redis://...",
@@ -159,14 +235,19 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     for route in config.routes:
         print(f"{route.name}: {', '.join(route.paths)} ({', '.join(route.dialects)}) -> "
               f"{route.upstream.url} ({route.upstream.dialect})", file=sys.stderr)
+    sock = _bind(args.host, args.port)
+    if sock is None:
+        return 2
     print(f"agent-gateway listening on http://{args.host}:{args.port}", file=sys.stderr)
     logs.configure(args.log_format, args.log_level)
     http_server.HEAD_SECONDS = config.header_timeout
     if args.workers == 1:
-        uvicorn.run(create_app(config, log_bodies=args.log_bodies), host=args.host, port=args.port,
-                    log_level="warning", limit_concurrency=config.max_connections,
-                    http=http_server.HeadDeadlineProtocol)
+        server = uvicorn.Server(uvicorn.Config(create_app(config, log_bodies=args.log_bodies), log_level="warning",
+                                               limit_concurrency=config.max_connections,
+                                               http=http_server.HeadDeadlineProtocol))
+        server.run(sockets=[sock])
         return 0
+    sock.close()  # the workers' supervisor binds its own
     os.environ[CONFIG_ENV] = orjson.dumps({"config": config.model_dump(mode="json"), "log_format": args.log_format,
                                            "log_level": args.log_level, "log_bodies": args.log_bodies}).decode()
     with tempfile.TemporaryDirectory(prefix="agent-gateway-metrics-") as metrics_dir:
@@ -190,13 +271,27 @@ def _translate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
                 data = handle.read()
         except OSError as exc:
             parser.error(f"cannot read {args.input}: {exc.strerror}")
+    if args.variant is not None and args.target != "vercel":
+        parser.error(f"--variant {args.variant} is a vercel variant: use it with --to vercel")
     decoder = registry.get(args.source).new_decoder()
     encoder = registry.get(args.target).new_encoder(Turn(variant=args.variant))
     events = decoder.feed(data) + decoder.close()
     sys.stdout.buffer.write(encoder.encode(events))
     if not registry.get(args.target).streaming:
         sys.stdout.buffer.write(b"\n")
-    return 0 if encoder.status_code < 400 else 1
+    failed = isinstance(events[-1], RunError)
+    unread = [e.event.get("type", "?") for e in events if isinstance(e, Raw)]
+    read_nothing = bool(unread) and all(isinstance(e, RunStarted | RunFinished | RunError | Raw) for e in events)
+    if read_nothing or (failed and unread):  # most often the wrong --from: say which frames did not read
+        for kind in unread[:20]:
+            print(f"agent-gateway translate: a frame of type {kind!r} is not {args.source}", file=sys.stderr)
+        if len(unread) > 20:
+            print(f"agent-gateway translate: ... and {len(unread) - 20} more", file=sys.stderr)
+        print(f"agent-gateway translate: is --from {args.source} right?", file=sys.stderr)
+    if isinstance(error := events[-1], RunError):
+        print(f"agent-gateway translate: the run failed: {error.message}", file=sys.stderr)
+    failed = failed or read_nothing
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

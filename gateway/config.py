@@ -7,6 +7,7 @@ key: `gateway.yaml:12: routes[0].upstream.dialect: Input should be 'ag-ui', 'ag-
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
 import re
@@ -280,6 +281,14 @@ class Route(_Model):
 class Store(_Model):
     url: str = "sqlite:///agent-gateway.db"
     """`memory://`, `sqlite:///path/to/file.db` or `redis://host:6379/0`."""
+
+    @field_validator("url")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        scheme = value.partition("://")[0].lower() if "://" in value else ""
+        if scheme not in ("memory", "sqlite", "redis", "rediss"):
+            raise ValueError("must be memory://, sqlite:///<path>, redis://host:port/db or rediss://...")
+        return value
     ttl_seconds: float = Field(7 * 24 * 3600, gt=0)
     max_conversations: int = Field(100_000, gt=0)
     max_conversations_per_principal: int = Field(10_000, gt=0, description="conversations one caller (a key, a "
@@ -328,6 +337,11 @@ class GatewayConfig(_Model):
         return routes
 
 
+_KEYS = sorted({name for model in (Timeouts, Limits, Auth, Cors, UpstreamTLS, Upstream, Route, Store, GatewayConfig)
+                for name in model.model_fields})
+"""Every key a configuration may hold, for "did you mean"."""
+
+
 def load_config(path: str | Path, environ: dict[str, str] | None = None) -> GatewayConfig:
     path = Path(path)
     try:
@@ -346,19 +360,26 @@ def parse_config(text: str, source: str = "<config>", environ: dict[str, str] | 
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark is not None else source
         raise ConfigError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
-    lines: dict[tuple[int | str, ...], int] = {}
+    lines_of: dict[tuple[int | str, ...], int] = {}
     if node is not None:
-        _index_lines(node, (), lines)
-    data = _interpolate(data, (), environ, source, lines)
+        _index_lines(node, (), lines_of)
+    data = _interpolate(data, (), environ, source, lines_of)
     try:
         return GatewayConfig.model_validate(data if data is not None else {})
     except ValidationError as exc:
-        error = exc.errors()[0]
-        loc = tuple(error["loc"])
-        line = _line_for(loc, lines)
-        where = f"{source}:{line}" if line else source
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise ConfigError(f"{where}: {field_path(loc)}: {error_message(error)}{more}") from None
+        lines = []
+        for error in exc.errors():
+            loc = tuple(error["loc"])
+            line = _line_for(loc, lines_of)
+            where = f"{source}:{line}" if line else source
+            message = error_message(error)
+            if message == "unknown key" and isinstance(loc[-1], str):
+                close = difflib.get_close_matches(loc[-1], _KEYS, n=1)
+                message = f"unknown key{f'; did you mean {close[0]}?' if close else ''}"
+            entry = f"{where}: {field_path(loc)}: {message}"
+            if entry not in lines:
+                lines.append(entry)
+        raise ConfigError("\n".join(lines)) from None
 
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

@@ -67,7 +67,8 @@ log_access = logging.getLogger(ACCESS)
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 _ERROR_BODY_LIMIT = 64 * 1024
-_REQUEST_ID = re.compile(r"[A-Za-z0-9._:/+=-]{1,128}")
+REQUEST_ID = re.compile(r"[A-Za-z0-9._:/+=-]{1,128}")
+"""A client's `X-Request-Id` that is kept: echoed, logged and sent upstream, so only a short, plain one."""
 _DRAIN_SECONDS = 0.1
 """How long, after the run's last event, to wait for the end of the upstream's body so its connection can be used
 again; past that the connection is closed."""
@@ -120,7 +121,7 @@ class RouteHandler:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
         request_id = headers.get("x-request-id", "")
-        if not _REQUEST_ID.fullmatch(request_id):  # echoed, logged and sent upstream: only a short, plain one
+        if not REQUEST_ID.fullmatch(request_id):
             request_id = new_id("req")
         if scope["method"] == "OPTIONS":  # not a CORS preflight (the middleware answers those): never a run
             await send({"type": "http.response.start", "status": 204,

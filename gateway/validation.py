@@ -54,14 +54,36 @@ def validate(model: type[ModelT], value: Any, dialect: str) -> ModelT:
     try:
         return model.model_validate(value)
     except ValidationError as exc:
-        details = [{"field": field_path(error["loc"]), "message": error_message(error)} for error in exc.errors()]
+        details = [{"field": field, "message": message} for field, message in explain(exc)]
         summary = "; ".join(f"{d['field']}: {d['message']}" for d in details[:3])
         more = f" (and {len(details) - 3} more)" if len(details) > 3 else ""
         raise InvalidRequest(f"invalid {dialect} request: {summary}{more}", details) from None
 
 
+def explain(exc: ValidationError) -> list[tuple[str, str]]:
+    """Each field that is wrong, once, in the words of the person who wrote it: the alternatives pydantic tried for
+    one field ("a valid string", "a valid list") become one message, and its type names never show."""
+    merged: dict[str, list[str]] = {}
+    for error in exc.errors():
+        messages = merged.setdefault(field_path(error["loc"]), [])
+        message = error_message(error)
+        if message not in messages:
+            messages.append(message)
+    return [(field, _either(messages)) for field, messages in merged.items()]
+
+
+def _either(messages: list[str]) -> str:
+    wanted = [m.removeprefix("Input should be ") for m in messages if m.startswith("Input should be ")]
+    if len(wanted) == len(messages) > 1:
+        return "Input should be " + " or ".join(wanted)
+    return "; ".join(messages)
+
+
 def error_message(error: ErrorDetails) -> str:
-    """pydantic's message, without the "Value error, " it puts before our own validators' words."""
+    """pydantic's message, without the "Value error, " it puts before our own validators' words; an unknown key is
+    named as such."""
+    if error["type"] == "extra_forbidden":
+        return "unknown key"
     message = error["msg"]
     return message.removeprefix("Value error, ")
 
@@ -71,13 +93,15 @@ def field_path(loc: tuple[int | str, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             path += f"[{part}]"
-        elif part.startswith("function-") or part in _UNION_TAGS:
-            continue  # pydantic's name for a union member or validator, not a field the client wrote
+        elif part.startswith("function-") or part in _UNION_TAGS or _TYPE_TAG.fullmatch(part):
+            continue  # pydantic's name for a union member, a type or a validator, not a field the client wrote
         else:
             path += f".{part}" if path else part
     return path or "body"
 
 
+# Type names pydantic puts in error locations for the members of a union (`str`, `list[...]`, `tagged-union[...]`).
+_TYPE_TAG = re.compile(r"(str|int|float|bool|none|list|dict|bytes)|[a-z-]+\[.*\]")
 # Tags pydantic puts in error locations for discriminated unions; they are not fields.
 _UNION_TAGS = frozenset({"developer", "system", "assistant", "user", "tool", "activity", "reasoning"})
 

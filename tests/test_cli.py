@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import contextlib
+import socket
 from pathlib import Path
 
 import pytest
@@ -119,3 +121,57 @@ def test_serve_with_workers_shares_the_work_and_sums_the_metrics(tmp_path: Path)
         finally:
             process.terminate()
             process.communicate(timeout=15)
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["serve", "--port", "70000", "--upstream", "http://a/x", "--upstream-dialect", "ag-kit"],
+     "argument --port: 70000 is not a port: use 1-65535"),
+    (["serve", "--workers", "0", "--upstream", "http://a/x", "--upstream-dialect", "ag-kit"],
+     "argument --workers: 0: at least 1 worker"),
+    (["serve", "--upstream", "not-a-url", "--upstream-dialect", "ag-kit"],
+     "agent-gateway: --upstream: must be an http:// or https:// URL with a host"),
+    (["serve", "--upstream", "http://a/x", "--upstream-dialect", "ag-kit", "--store", "mysql://x"],
+     "agent-gateway: --store: must be memory://, sqlite:///<path>"),
+])
+def test_a_flag_mistake_is_one_line_naming_the_flag(argv: list[str], expected: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    with contextlib.suppress(SystemExit):
+        assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_port_in_use_is_said_before_anything_says_listening(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        assert main(["serve", "--port", port, "--store", "memory://", "--upstream", "http://a/x",
+                     "--upstream-dialect", "ag-kit"]) == 2
+    err = capsys.readouterr().err
+    assert f"127.0.0.1:{port} is in use: try --port" in err and "listening" not in err
+
+
+def test_translate_of_input_in_another_dialect_warns_per_frame_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(FIXTURES / "pydantic_vercel_weather.sse")
+    for target in ("ag-ui", "ag-kit", "agent-respond"):
+        assert main(["translate", path, "--from", "ag-ui", "--to", target]) == 1
+        err = capsys.readouterr().err
+        assert "a frame of type 'text-start' is not ag-ui" in err and "is --from ag-ui right?" in err
+
+
+@pytest.mark.parametrize("target", ["ag-ui", "ag-kit", "vercel", "agent-respond"])
+def test_translate_exits_on_the_runs_outcome_whatever_the_target(target: str) -> None:
+    assert main(["translate", str(FIXTURES / "pydantic_agui_fail.sse"), "--from", "ag-ui", "--to", target]) == 1
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["serve", "--config", "config/agui-to-agkit.yaml", "--upstream", "http://a/x"], "--upstream describe the route"),
+    (["serve", "--config", "config/agui-to-agkit.yaml", "--store", "memory://"], "--store describe the route"),
+    (["translate", "--to", "ag-ui", "--variant", "inkeep"], "--variant inkeep is a vercel variant"),
+])
+def test_flags_that_would_be_ignored_are_an_error(argv: list[str], expected: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    assert caught.value.code == 2 and expected in capsys.readouterr().err

@@ -52,7 +52,8 @@ def test_bad_value_is_reported_with_file_line_and_key() -> None:
 
 
 def test_unknown_key_and_bad_yaml_are_reported_with_their_line() -> None:
-    with pytest.raises(ConfigError, match=r"gw.yaml:5: routes\[0\].upstream.timeout: Extra inputs"):
+    with pytest.raises(ConfigError,
+                       match=r"gw.yaml:5: routes\[0\].upstream.timeout: unknown key; did you mean timeouts\?"):
         parse_config(MINIMAL.replace("      dialect: ag-kit", "      timeout: 5\n      dialect: ag-kit"), "gw.yaml",
                      environ={})
     with pytest.raises(ConfigError, match=r"gw\.yaml:3: not valid YAML"):
@@ -101,3 +102,14 @@ def test_every_example_config_starts_and_serves(path: Path, tmp_path: Path) -> N
                 reply = Reply(client, post(http, gateway.url + path_for_client, body))
                 assert isinstance(reply.events[-1], RunFinished), (path.name, client)
                 assert "sunny, 21C in Paris" in reply.text
+
+
+def test_every_mistake_is_a_line_of_its_own_and_an_unknown_key_is_named_with_a_guess() -> None:
+    text = "routes:\n  - upstrem: {url: 'http://a/', dialect: ag-ui}\n    timeouts: {conect: 5}\n"
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text, "gw.yaml", environ={})
+    lines = str(caught.value).splitlines()
+    assert "gw.yaml:2: routes[0].upstrem: unknown key; did you mean upstream?" in lines
+    assert "gw.yaml:3: routes[0].timeouts.conect: unknown key; did you mean connect?" in lines
+    assert "gw.yaml:2: routes[0].upstream: Field required" in lines
+    assert not any("literal[" in line or "list[" in line or "more)" in line for line in lines)

@@ -71,3 +71,21 @@ def test_one_access_record_per_request_without_message_contents(gateway: str,
     line = JsonFormatter().format(records[0])
     assert "secret" not in line and orjson.loads(line)["request_id"] == "req-log-1"
     assert "route=ops" in HumanFormatter().format(records[0])
+
+
+@pytest.mark.parametrize(("method", "path", "status"), [
+    ("GET", "/healthz", 200), ("GET", "/readyz", 200), ("GET", "/metrics", 200), ("GET", "/nowhere", 404),
+    ("GET", "/agui", 405),
+])
+def test_every_response_carries_a_request_id(gateway: str, method: str, path: str, status: int) -> None:
+    response = httpx.request(method, f"{gateway}{path}", headers={"x-request-id": "ops-check-1"})
+    assert response.status_code == status and response.headers["x-request-id"] == "ops-check-1"
+    fresh = httpx.request(method, f"{gateway}{path}")
+    assert fresh.headers["x-request-id"].startswith("req")
+
+
+def test_a_404_and_a_405_have_the_json_error_body_and_a_404_lists_the_served_paths(gateway: str) -> None:
+    missing = httpx.get(f"{gateway}/agiu").json()["error"]
+    assert missing["code"] == "not_found" and "/agui" in missing["message"] and "/agent/respond" in missing["message"]
+    wrong = httpx.get(f"{gateway}/agui").json()["error"]
+    assert wrong["code"] == "method_not_allowed" and "GET" in wrong["message"]

@@ -19,3 +19,16 @@ def test_field_paths_read_like_the_body_the_client_wrote() -> None:
     assert field_path(("messages", 2, "assistant", "toolCalls", 0, "function", "name")) == (
         "messages[2].toolCalls[0].function.name")
     assert field_path(()) == "body"
+
+
+def test_a_field_pydantic_tried_as_several_types_is_one_message_without_type_names() -> None:
+    from adapters import registry
+    from gateway.errors import InvalidRequest
+
+    body = {"threadId": "t", "runId": "r", "messages": [{"id": "m", "role": "user", "content": 5}]}
+    with pytest.raises(InvalidRequest) as caught:
+        registry.read_request(body, ["ag-ui"], "/agui")
+    assert caught.value.message == ("invalid ag-ui request: messages[0].content: Input should be a valid string or "
+                                    "a valid list")
+    assert caught.value.details == [{"field": "messages[0].content",
+                                     "message": "Input should be a valid string or a valid list"}]
