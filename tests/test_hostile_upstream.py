@@ -355,6 +355,14 @@ def test_userinfo_reaches_the_upstream_as_basic_auth_and_the_path_encoded() -> N
 # -- through the whole gateway: what a client sees
 
 
+def gateway_in_front_of(server: Server) -> Served:
+    """An AG-UI route to the scripted server, which stands for an AG-Kit agent."""
+    config = GatewayConfig.model_validate({"routes": [{"paths": ["/agui"], "client_dialects": ["ag-ui"],
+                                                       "upstream": {"url": server.url("/send-message"),
+                                                                    "dialect": "ag-kit"}}]})
+    return Served(create_app(config, store=MemoryStore()))
+
+
 @pytest.mark.parametrize(("answer", "status", "expected"), [
     (b"HTTP/1.1 200 OK\r\n" + b"x-filler: " + b"v" * 2000 + b"\r\n" * 1 + b"x: y\r\n" * 20000,
      502, "head is larger than 64 KiB"),
@@ -370,10 +378,7 @@ def test_a_client_is_told_what_the_upstream_did_wrong(answer: bytes, status: int
 
     async def main() -> None:
         async with Server(handler) as server:
-            config = GatewayConfig.model_validate({"routes": [{"paths": ["/agui"], "client_dialects": ["ag-ui"],
-                                                               "upstream": {"url": server.url("/send-message"),
-                                                                            "dialect": "ag-kit"}}]})
-            with Served(create_app(config, store=MemoryStore())) as gateway:
+            with gateway_in_front_of(server) as gateway:
                 body = request_body("ag-ui", [user_message("ag-ui", "hi")])
                 async with httpx.AsyncClient(timeout=10) as client:
                     response = await client.post(gateway.url + "/agui", json=body)
@@ -396,10 +401,7 @@ def test_after_a_hostile_answer_the_gateway_serves_the_next_request() -> None:
 
     async def main() -> None:
         async with Server(handler) as server:
-            config = GatewayConfig.model_validate({"routes": [{"paths": ["/agui"], "client_dialects": ["ag-ui"],
-                                                               "upstream": {"url": server.url("/send-message"),
-                                                                            "dialect": "ag-kit"}}]})
-            with Served(create_app(config, store=MemoryStore())) as gateway:
+            with gateway_in_front_of(server) as gateway:
                 async with httpx.AsyncClient(timeout=10) as client:
                     first = await client.post(gateway.url + "/agui",
                                               json=request_body("ag-ui", [user_message("ag-ui", "hi")], "c1"))
