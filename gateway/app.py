@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
 from collections.abc import AsyncIterator
@@ -22,6 +23,7 @@ from gateway.conversation import ConversationMapper
 from gateway.http1 import Pool
 from gateway.ids import new_id
 from gateway.metrics import CONTENT_TYPE, Metrics
+from gateway.probe import warn_if_unreachable
 from gateway.proxy import REQUEST_ID, BodyBudget, RouteHandler
 from gateway.store import ConversationStore, open_store
 
@@ -106,9 +108,11 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
         # What startup made lives as long as the process: out of the collector's sight. (Raising the thresholds
         # was tried: it let per-request cycles pile up, +70 MiB at 1,000 streams, and paused streams for long.)
         gc.freeze()
+        probing = asyncio.create_task(warn_if_unreachable(config, store))
         try:
             yield
         finally:
+            probing.cancel()
             await pool.close()
             await store.close()
 

@@ -63,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     serve = commands.add_parser("serve", help="run the gateway",
                                 description="Run the gateway: routes from --config, or one route from the flags.")
     serve.add_argument("--config", help="YAML configuration file (see config/)")
+    serve.add_argument("--check", action="store_true",
+                       help="check the configuration, reach every upstream and the store, print a line each, and "
+                            "exit (non-zero if anything failed)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=_port, default=8080, help="port to listen on (default: 8080)")
     serve.add_argument("--upstream", metavar="URL", help="without --config: the upstream agent's URL")
@@ -228,6 +231,8 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         for error in exc.errors():
             print(f"agent-gateway: {_flag(error['loc'])}: {error_message(error)}", file=sys.stderr)
         return 2
+    if args.check:
+        return _check(config)
     if args.workers > 1 and config.store.url.startswith("memory:"):
         print("agent-gateway: --workers > 1 needs a store the workers share: sqlite:///... or redis://...",
               file=sys.stderr)
@@ -256,6 +261,33 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                     workers=args.workers, log_level="warning", limit_concurrency=config.max_connections,
                     http=http_server.HeadDeadlineProtocol)
     return 0
+
+
+def _check(config: GatewayConfig) -> int:
+    import asyncio
+
+    from gateway.probe import probe
+    from gateway.store import StoreError, open_store
+
+    settings = config.store
+    try:
+        store = open_store(settings.url, ttl=settings.ttl_seconds, max_entries=settings.max_conversations,
+                           max_value_bytes=settings.max_conversation_bytes)
+    except (StoreError, ValueError) as exc:
+        print(f"store: FAILED ({exc})")
+        return 1
+
+    async def run() -> bool:
+        try:
+            results = await probe(config, store)
+        finally:
+            await store.close()
+        for result in results:
+            print(result.line())
+        return all(result.ok for result in results)
+
+    print(f"configuration: ok ({len(config.routes)} route{'s' if len(config.routes) != 1 else ''})")
+    return 0 if asyncio.run(run()) else 1
 
 
 def _translate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

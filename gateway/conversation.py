@@ -66,6 +66,8 @@ class Exchange:
     """The history the upstream will have seen once it reads this turn: the base the run's messages extend."""
     stored: bool
     upstream_variant: str | None
+    history_lost: bool = False
+    """The store failed this turn (it could not be read, or the turn not saved): the access log says so."""
 
 
 class ConversationMapper:
@@ -81,7 +83,7 @@ class ConversationMapper:
         conversation remembers what its upstream turned out to be. `principal` is whose conversations the caller
         reaches (see `gateway.access`): the same id from another principal is another conversation."""
         key = self._key(route, principal, turn)
-        conversation = await self._load(key)
+        conversation, readable = await self._load(key)
         stored = conversation is not None
         if conversation is None:
             conversation = Conversation(key, turn.conversation_id or new_id("conv"))
@@ -95,7 +97,8 @@ class ConversationMapper:
             state = conversation.state  # an AG-UI upstream gets back the state it last reported
         upstream_turn = replace(turn, messages=messages, history=history,
                                 conversation_id=conversation.upstream_id, run_id=None, resume=resume, state=state)
-        return Exchange(route, principal, conversation, turn, upstream_turn, known, stored, variant)
+        return Exchange(route, principal, conversation, turn, upstream_turn, known, stored, variant,
+                        history_lost=not readable)
 
     async def finish(self, exchange: Exchange, recorder: RunRecorder, next_transcript: list[Message] | None = None
                      ) -> None:
@@ -127,6 +130,7 @@ class ConversationMapper:
             if conversation.key != old_key and exchange.stored:
                 await self.store.delete(old_key)
         except StoreError as exc:
+            exchange.history_lost = True
             log.warning("conversation %s not saved: %s", conversation.key, exc)
 
     @staticmethod
@@ -137,19 +141,20 @@ class ConversationMapper:
         last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=len(messages))
         return _derived_key(route, principal, turn, messages[:last_user])
 
-    async def _load(self, key: str) -> Conversation | None:
+    async def _load(self, key: str) -> tuple[Conversation | None, bool]:
+        """The stored conversation, if any, and whether the store could be asked."""
         try:
             raw = await self.store.get(key)
         except StoreError as exc:
             log.warning("conversation %s not loaded, starting afresh: %s", key, exc)
-            return None
+            return None, False
         if raw is None:
-            return None
+            return None, True
         try:
-            return decode_conversation(raw)
+            return decode_conversation(raw), True
         except (ValueError, TypeError, KeyError) as exc:
             log.warning("conversation %s unreadable, starting afresh: %s", key, exc)
-            return None
+            return None, True
 
     def _messages_for_upstream(self, turn: Turn, conversation: Conversation, stored: bool, upstream: History
                                ) -> tuple[list[Message], list[Message], History]:

@@ -479,6 +479,10 @@ class Pool:
                 waiter.set_result(None)
                 return
 
+    async def reach(self, target: Target) -> None:
+        """Connect to `target` (its proxy and TLS handshake included) and close again: whether it can be reached."""
+        (await self._new_connection(target)).close()
+
     async def close(self) -> None:
         """Close every connection, idle or in use (at shutdown, after the server has stopped its requests). Aborted,
         not closed: a TLS close waits for the peer's answer, which a loop about to close would never read."""

@@ -509,6 +509,8 @@ class _Call:
         if exchange.client_turn.conversation_id is None:
             transcript = exchange.client_turn.messages + _reply_as_client_sees_it(client, body, recorder)
         await self.handler.mapper.finish(exchange, recorder, transcript)
+        if exchange.history_lost:  # the turn went on without the store: the operator should see it per request
+            self.record["history"] = "unavailable"
 
     def _upstream_headers(self, dialect_headers: dict[str, str]) -> dict[str, str]:
         headers = {name: value for name in self.route.forward_headers if (value := self.headers.get(name))}

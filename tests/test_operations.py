@@ -17,7 +17,7 @@ from gateway.agent import create_agent_app
 from gateway.app import create_app
 from gateway.config import GatewayConfig
 from gateway.logs import ACCESS, HumanFormatter, JsonFormatter
-from gateway.store import MemoryStore
+from gateway.store import MemoryStore, StoreError
 
 
 @pytest.fixture(scope="module")
@@ -89,3 +89,70 @@ def test_a_404_and_a_405_have_the_json_error_body_and_a_404_lists_the_served_pat
     assert missing["code"] == "not_found" and "/agui" in missing["message"] and "/agent/respond" in missing["message"]
     wrong = httpx.get(f"{gateway}/agui").json()["error"]
     assert wrong["code"] == "method_not_allowed" and "GET" in wrong["message"]
+
+
+def test_serve_check_reaches_every_upstream_and_the_store(capsys: pytest.CaptureFixture[str]) -> None:
+    from servers import free_port
+
+    from gateway.cli import main
+
+    with Served(create_agent_app("ag-kit")) as agent:
+        assert main(["serve", "--check", "--upstream", agent.url + "/send-message", "--upstream-dialect", "ag-kit",
+                     "--store", "memory://"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "configuration: ok (1 route)"
+    assert out[1].startswith(f"route0: upstream {agent.url}/send-message (ag-kit): ok (connected in ")
+    assert out[2].startswith("store memory://: ok")
+    closed = free_port()
+    assert main(["serve", "--check", "--upstream", f"http://127.0.0.1:{closed}/x", "--upstream-dialect", "ag-kit",
+                 "--store", "memory://"]) == 1
+    assert "FAILED (cannot connect to" in capsys.readouterr().out
+
+
+def test_an_upstream_unreachable_at_startup_is_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    from servers import free_port
+
+    closed = free_port()
+    config = GatewayConfig.model_validate({"routes": [{"name": "away", "upstream": {
+        "url": f"http://127.0.0.1:{closed}/send-message", "dialect": "ag-kit"}}], "store": {"url": "memory://"}})
+    with caplog.at_level(logging.WARNING, logger="agent_gateway.probe"), Served(create_app(config)):
+        deadline = time.monotonic() + 5
+        while not caplog.records and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert any("away: upstream" in r.getMessage() and "cannot be reached" in r.getMessage() for r in caplog.records)
+
+
+class BrokenStore:
+    """A store whose backend is down: every call fails as the real ones do."""
+
+    async def get(self, key: str) -> bytes | None:
+        raise StoreError("the store is down")
+
+    async def put(self, key: str, value: bytes, group: str = "") -> None:
+        raise StoreError("the store is down")
+
+    async def delete(self, key: str) -> None:
+        raise StoreError("the store is down")
+
+    async def ping(self) -> bool:
+        return False
+
+    async def close(self) -> None:
+        pass
+
+
+def test_a_turn_without_its_history_says_so_in_the_access_log_and_readyz(caplog: pytest.LogCaptureFixture) -> None:
+    with Served(create_agent_app("ag-kit")) as agent:
+        config = GatewayConfig.model_validate({"routes": [{"upstream": {"url": agent.url + "/send-message",
+                                                                        "dialect": "ag-kit"}}]})
+        with caplog.at_level(logging.INFO, logger=ACCESS), Served(create_app(config, store=BrokenStore())) as gw, \
+                httpx.Client(timeout=10) as http:
+            post(http, f"{gw.url}/agui", request_body("ag-ui", [user_message("ag-ui", "hi")], "t-lost"),
+                 headers={"x-request-id": "req-lost-1"})
+            deadline = time.monotonic() + 5
+            while not (records := [r for r in caplog.records if getattr(r, "request_id", "") == "req-lost-1"]) \
+                    and time.monotonic() < deadline:
+                time.sleep(0.05)
+            ready = http.get(f"{gw.url}/readyz")
+    assert getattr(records[0], "history", None) == "unavailable"
+    assert ready.status_code == 503

@@ -1,0 +1,63 @@
+"""Whether what a configuration names can be reached: each route's upstream and the conversation store.
+
+`serve --check` prints a line per probe and fails on any; a starting gateway logs a warning for each that fails,
+and serves anyway (an upstream may come up after it). An upstream is reached the way requests reach it (its proxy,
+its TLS options, the TLS handshake included), without sending it a request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+
+from gateway.config import GatewayConfig, Route
+from gateway.http1 import HTTPError, Pool, Target
+from gateway.store import ConversationStore, redact_url
+
+log = logging.getLogger("agent_gateway.probe")
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    what: str
+    ok: bool
+    detail: str
+
+    def line(self) -> str:
+        return f"{self.what}: {'ok' if self.ok else 'FAILED'} ({self.detail})"
+
+
+async def probe(config: GatewayConfig, store: ConversationStore) -> list[Probe]:
+    pool = Pool()
+    try:
+        checks = [_upstream(pool, route) for route in config.routes]
+        results = list(await asyncio.gather(*checks))
+    finally:
+        await pool.close()
+    started = time.monotonic()
+    ready = await store.ping()
+    took = f"{(time.monotonic() - started) * 1000:.0f} ms"
+    results.append(Probe(f"store {redact_url(config.store.url)}", ready, took if ready else "it does not answer"))
+    return results
+
+
+async def _upstream(pool: Pool, route: Route) -> Probe:
+    upstream = route.upstream
+    target = Target(upstream.url, route.timeouts.connect, proxy=upstream.proxy_to_use(),
+                    ssl_context=upstream.tls.context() if upstream.tls is not None else None)
+    what = f"{route.name}: upstream {upstream.url} ({upstream.dialect})"
+    started = time.monotonic()
+    try:
+        await pool.reach(target)
+    except HTTPError as exc:
+        return Probe(what, False, str(exc))
+    return Probe(what, True, f"connected in {(time.monotonic() - started) * 1000:.0f} ms")
+
+
+async def warn_if_unreachable(config: GatewayConfig, store: ConversationStore) -> None:
+    """At startup: a warning line for whatever cannot be reached, which the first request would otherwise find."""
+    for result in await probe(config, store):
+        if not result.ok:
+            log.warning("%s cannot be reached: %s", result.what, result.detail)
