@@ -25,7 +25,7 @@ from gateway.ids import new_id
 from gateway.metrics import CONTENT_TYPE, Metrics
 from gateway.probe import warn_if_unreachable
 from gateway.proxy import REQUEST_ID, BodyBudget, RouteHandler
-from gateway.store import ConversationStore, open_store
+from gateway.store import ConversationStore
 
 CONFIG_ENV = "AGENT_GATEWAY_CONFIG_JSON"
 
@@ -64,10 +64,7 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
     """The gateway for `config`. `store` overrides the configured one (tests share one between two apps);
     `extra_routes` are served beside the gateway's (the demo mounts its built-in agent there)."""
     if store is None:
-        settings = config.store
-        store = open_store(settings.url, ttl=settings.ttl_seconds, max_entries=settings.max_conversations,
-                           max_value_bytes=settings.max_conversation_bytes,
-                           max_per_group=settings.max_conversations_per_principal)
+        store = config.store.open()
     pool = Pool(user_agent=f"agent-gateway/{__version__}")
     metrics = Metrics()
     bodies = BodyBudget(config.max_body_bytes_in_flight)

@@ -267,12 +267,10 @@ def _check(config: GatewayConfig) -> int:
     import asyncio
 
     from gateway.probe import probe
-    from gateway.store import StoreError, open_store
+    from gateway.store import StoreError
 
-    settings = config.store
     try:
-        store = open_store(settings.url, ttl=settings.ttl_seconds, max_entries=settings.max_conversations,
-                           max_value_bytes=settings.max_conversation_bytes)
+        store = config.store.open()
     except (StoreError, ValueError) as exc:
         print(f"store: FAILED ({exc})")
         return 1

@@ -20,7 +20,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gateway import tls
+from gateway.http1 import Target
 from gateway.proxies import Proxy, parse_proxy, proxy_for
+from gateway.store import ConversationStore, open_store
 from gateway.upstream_url import UpstreamURL
 from gateway.validation import error_message, field_path
 
@@ -171,6 +173,11 @@ class Upstream(_Model):
             raise ValueError(f"the environment's proxy for this upstream cannot be used: {exc}") from None
         return self
 
+    def target(self, connect_timeout: float) -> Target:
+        """How the upstream client reaches this upstream: its URL, proxy, TLS context and connection cap."""
+        return Target(self.url, connect_timeout, self.max_connections, proxy=self.proxy_to_use(),
+                      ssl_context=self.tls.context() if self.tls is not None else None)
+
     def proxy_to_use(self, environ: Mapping[str, str] | None = None) -> Proxy | None:
         """The route's proxy, or the environment's for this URL, or none."""
         url = proxy_for(self.url, environ) if self.proxy is None else self.proxy or None
@@ -281,6 +288,12 @@ class Route(_Model):
 class Store(_Model):
     url: str = "sqlite:///agent-gateway.db"
     """`memory://`, `sqlite:///path/to/file.db` or `redis://host:6379/0`."""
+
+    def open(self) -> ConversationStore:
+        """The store these settings name (raises `StoreError` or ValueError when it cannot be opened)."""
+        return open_store(self.url, ttl=self.ttl_seconds, max_entries=self.max_conversations,
+                          max_value_bytes=self.max_conversation_bytes,
+                          max_per_group=self.max_conversations_per_principal)
 
     @field_validator("url")
     @classmethod

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 
 from gateway.config import GatewayConfig, Route
-from gateway.http1 import HTTPError, Pool, Target
+from gateway.http1 import HTTPError, Pool
 from gateway.store import ConversationStore, redact_url
 
 log = logging.getLogger("agent_gateway.probe")
@@ -45,8 +45,7 @@ async def probe(config: GatewayConfig, store: ConversationStore) -> list[Probe]:
 
 async def _upstream(pool: Pool, route: Route) -> Probe:
     upstream = route.upstream
-    target = Target(upstream.url, route.timeouts.connect, proxy=upstream.proxy_to_use(),
-                    ssl_context=upstream.tls.context() if upstream.tls is not None else None)
+    target = upstream.target(route.timeouts.connect)
     what = f"{route.name}: upstream {upstream.url} ({upstream.dialect})"
     started = time.monotonic()
     try:

@@ -53,7 +53,7 @@ from gateway.errors import (
     UpstreamTimeout,
 )
 from gateway.events import Event, RunError, RunFinished, RunStarted
-from gateway.http1 import ConnectError, ConnectTimeout, HTTPError, Pool, Response, Target
+from gateway.http1 import ConnectError, ConnectTimeout, HTTPError, Pool, Response
 from gateway.ids import new_id
 from gateway.logs import ACCESS
 from gateway.metrics import Metrics
@@ -109,10 +109,7 @@ class RouteHandler:
         self.bodies = bodies
         self.debug_errors = debug_errors
         self.upstream = registry.get(route.upstream.dialect)
-        upstream = route.upstream
-        self.target = Target(upstream.url, route.timeouts.connect, upstream.max_connections,
-                             proxy=upstream.proxy_to_use(),
-                             ssl_context=upstream.tls.context() if upstream.tls is not None else None)
+        self.target = route.upstream.target(route.timeouts.connect)
         self.in_flight = metrics.in_flight.labels(route.name)
         self.access = Access(route)
         self.learned_variant: str | None = None
