@@ -1,8 +1,14 @@
 # syntax=docker/dockerfile:1
 #
-# agent-gateway: docker build -t agent-gateway . && docker run -p 127.0.0.1:8080:8080 agent-gateway
-# The default config (/etc/agent-gateway/gateway.yaml, a copy of config/compose.yaml) reads AGENT_URL and
-# AGENT_GATEWAY_STORE; mount another file there, or pass `serve --config /etc/agent-gateway/<file>.yaml ...`.
+# agent-gateway: docker build -t agent-gateway .
+#   Try it alone (the built-in agent behind the gateway):
+#     docker run --rm -p 127.0.0.1:8080:8080 agent-gateway demo --host 0.0.0.0 --port 8080
+#   In front of your agent (the default config, a copy of config/compose.yaml, reads two variables):
+#     docker run --rm -p 127.0.0.1:8080:8080 -e AGENT_URL=http://host.docker.internal:8000/agui \
+#       -e AGENT_GATEWAY_STORE=memory:// --add-host host.docker.internal:host-gateway agent-gateway
+#   AGENT_URL is an AG-UI agent (default http://agent:8000/agui, compose's service); AGENT_GATEWAY_STORE is
+#   memory://, sqlite:///<path> or redis://host:6379/0 (default redis://redis:6379/0). Mount another config at
+#   /etc/agent-gateway/gateway.yaml for another dialect.
 
 # Build stage: the project and every dependency as wheels, so the final stage installs without build tools.
 FROM python:3.11-slim AS builder

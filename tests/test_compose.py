@@ -127,10 +127,21 @@ def test_compose_runs_the_gateway_the_example_agent_and_redis() -> None:
     assert set(SERVICES) == {"gateway", "agent", "redis"}
     assert SERVICES["gateway"]["build"] == "."
     # The agent is the gateway's own image, so `docker compose up --build` needs nothing but this repository.
-    assert SERVICES["agent"]["build"] == "." and SERVICES["agent"]["image"] == SERVICES["gateway"]["image"]
+    assert SERVICES["agent"]["image"] == SERVICES["gateway"]["image"]
     assert SERVICES["redis"]["image"] == "redis:7-alpine"
     assert service_command("agent") == ["agent-gateway", "agent", "--dialect", "ag-ui", "--host", "0.0.0.0",
                                         "--port", "8000"]
+
+
+def test_the_image_is_built_once_and_never_pulled() -> None:
+    """Two services building one tag build it twice; a local tag looked up on a registry fails or finds a stranger."""
+    builders = [name for name, service in SERVICES.items() if "build" in service]
+    assert builders == ["gateway"]
+    local = SERVICES["gateway"]["image"]
+    assert SERVICES["gateway"]["pull_policy"] == "build"
+    for name, service in SERVICES.items():
+        if name != "gateway" and service.get("image") == local:
+            assert service.get("pull_policy") == "never", name
 
 
 def test_the_gateway_starts_only_once_the_agent_and_redis_are_healthy() -> None:
@@ -343,3 +354,64 @@ def test_the_servers_listen_on_all_interfaces_only_inside_their_containers(servi
     local.ports[(service, int(option(service_command(service), "--port")))] = 1234
     argv = local.command(service, service_command(service))
     assert option(argv, "--host") == LOOPBACK and option(argv, "--port") == "1234"
+
+
+def dockerfile_run_hints() -> list[list[str]]:
+    """The `docker run` commands the Dockerfile's header comment tells a reader to try, as argv lists."""
+    hints: list[str] = []
+    for raw in (ROOT / "Dockerfile").read_text().splitlines():
+        line = raw.lstrip("#").strip()
+        if not raw.startswith("#"):
+            break
+        if hints and hints[-1].endswith("\\"):
+            hints[-1] = hints[-1][:-1] + " " + line
+        elif line.startswith("docker run "):
+            hints.append(line)
+    return [shlex.split(hint) for hint in hints]
+
+
+def test_the_dockerfiles_docker_run_hints_work_as_written(tmp_path: Path) -> None:
+    """Each hint is run here as the container would run it: the image's entrypoint with the hint's arguments (or
+    the image's command), its -e variables, the agent it names on the Docker host played by the built-in one."""
+    hints = dockerfile_run_hints()
+    assert len(hints) == 2, hints
+    with ExitStack() as stack:
+        agent_port = free_port()
+        agent_log = tmp_path / "agent" / "output.log"
+        agent_log.parent.mkdir()
+        stack.enter_context(running([sys.executable, "-m", "gateway", "agent", "--dialect", "ag-ui", "--port",
+                                     str(agent_port)], {**os.environ, "PYTHONPATH": str(ROOT)}, agent_log))
+        for number, hint in enumerate(hints):
+            env = {**os.environ, "PYTHONPATH": str(ROOT)}
+            published = ""
+            words = iter(hint[2:])
+            rest: list[str] = []
+            for word in words:
+                if word in ("-e", "-p", "--add-host"):
+                    value = next(words)
+                    if word == "-e":
+                        name, _, setting = value.partition("=")
+                        env[name] = setting.replace("host.docker.internal:8000", f"{LOOPBACK}:{agent_port}")
+                    elif word == "-p":
+                        published = value
+                elif word != "--rm":
+                    rest.append(word)
+            image, *arguments = rest
+            assert image == "agent-gateway" and published == "127.0.0.1:8080:8080", hint
+            argv = arguments or image_cmd()
+            assert option(argv, "--host") == "0.0.0.0" and option(argv, "--port") == "8080", hint
+            port = free_port()
+            argv = [str(ROOT / "config" / "compose.yaml") if arg == IMAGE_CONFIG else arg for arg in argv]
+            argv[argv.index("--host") + 1], argv[argv.index("--port") + 1] = LOOPBACK, str(port)
+            log = tmp_path / f"hint{number}" / "output.log"
+            log.parent.mkdir()
+            process = stack.enter_context(running([sys.executable, "-m", "gateway", *argv], env, log))
+            health = [sys.executable, "-c", image_healthcheck()[3].replace(":8080/", f":{port}/")]
+            wait_healthy(f"hint {number}", health, process, log)
+            for dialect, (path, body) in DEMO_REQUESTS.items():
+                response = httpx.post(f"http://{LOOPBACK}:{port}{path}", content=body, timeout=10,
+                                      headers={"content-type": "application/json"})
+                assert response.status_code == 200, (hint, dialect, response.text)
+                events = decode(dialect, response.content)
+                assert isinstance(events[-1], RunFinished), (hint, dialect, events[-1])
+            assert "warning" not in log.read_text().lower(), log.read_text()
