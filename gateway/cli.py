@@ -4,7 +4,8 @@
 - `serve` runs the gateway, from a config file or, for one route, from flags;
 - `agent` runs the built-in scripted agent in any dialect;
 - `translate` re-encodes a recorded stream from one dialect into another with the proxy's own codecs (with no
-  input it translates a built-in AG-Kit run, so it works on a fresh install with no agent anywhere).
+  input it translates a built-in AG-Kit run, so it works on a fresh install with no agent anywhere);
+- `check` sends an agent endpoint the standard conversations and judges its answers by its dialect's rules.
 """
 
 from __future__ import annotations
@@ -46,6 +47,16 @@ def _workers(text: str) -> int:
     if count < 1:
         raise argparse.ArgumentTypeError(f"{count}: at least 1 worker")
     return count
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"{text}: use more than 0 and at most 3600 seconds")
+    return seconds
 
 
 class _Parser(argparse.ArgumentParser):
@@ -116,7 +127,28 @@ def main(argv: list[str] | None = None) -> int:
                            help="the dialect to write (default: ag-ui)")
     translate.add_argument("--variant", choices=["inkeep"], help="the target's variant (vercel: inkeep)")
 
+    from gateway.check import SCENARIOS
+
+    check = commands.add_parser(
+        "check", help="judge an agent endpoint by its dialect's rules",
+        description="Send URL the standard conversations (" + ", ".join(SCENARIOS) + ") in its dialect, and judge "
+                    "every answer by the rules a real client of that dialect holds it to. A conversation the agent "
+                    "shows nothing of (no tool called, no interrupt) is skipped. Exits 1 on any violation.")
+    check.add_argument("url", help="the agent endpoint, e.g. http://127.0.0.1:8001/agui")
+    check.add_argument("--dialect", choices=names, required=True, help="the dialect the endpoint speaks")
+    check.add_argument("--scenario", choices=list(SCENARIOS), action="append",
+                       help="a conversation to run (repeat for several; default: all)")
+    check.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
+                       help="a header for every request, e.g. 'Authorization: Bearer ...' (repeatable)")
+    check.add_argument("--prompt", action="append", default=[], metavar="SCENARIO=TEXT",
+                       help="what a conversation asks the agent (repeatable), e.g. server-tool='look up X'")
+    check.add_argument("--variant", choices=["inkeep"], help="the endpoint's variant (vercel: inkeep)")
+    check.add_argument("--timeout", type=_seconds, default=60.0, help="seconds per request (default: 60)")
+    check.add_argument("--json", action="store_true", help="a JSON report on stdout, for CI")
+
     args = parser.parse_args(argv)
+    if args.command == "check":
+        return _check_endpoint(check, args)
     if args.command == "serve":
         return _serve(serve, args)
     if args.command == "demo":
@@ -232,7 +264,7 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             print(f"agent-gateway: {_flag(error['loc'])}: {error_message(error)}", file=sys.stderr)
         return 2
     if args.check:
-        return _check(config)
+        return _check_config(config)
     if args.workers > 1 and config.store.url.startswith("memory:"):
         print("agent-gateway: --workers > 1 needs a store the workers share: sqlite:///... or redis://...",
               file=sys.stderr)
@@ -263,7 +295,7 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     return 0
 
 
-def _check(config: GatewayConfig) -> int:
+def _check_config(config: GatewayConfig) -> int:
     import asyncio
 
     from gateway.probe import probe
@@ -286,6 +318,40 @@ def _check(config: GatewayConfig) -> int:
 
     print(f"configuration: ok ({len(config.routes)} route{'s' if len(config.routes) != 1 else ''})")
     return 0 if asyncio.run(run()) else 1
+
+
+def _check_endpoint(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    import asyncio
+
+    from gateway.check import SCENARIOS, check
+    from gateway.upstream_url import UpstreamURL
+
+    try:
+        UpstreamURL.parse(args.url)
+    except ValueError as exc:
+        parser.error(f"{args.url}: {exc}")
+    headers: dict[str, str] = {}
+    for header in args.header:
+        name, colon, value = header.partition(":")
+        if not colon or not name.strip() or any(c.isspace() for c in name.strip()):
+            parser.error(f"--header {header!r}: write it as 'Name: value'")
+        headers[name.strip().lower()] = value.strip()
+    prompts: dict[str, str] = {}
+    for prompt in args.prompt:
+        scenario, equals, text = prompt.partition("=")
+        if not equals or scenario not in SCENARIOS:
+            parser.error(f"--prompt {prompt!r}: write it as SCENARIO=TEXT, SCENARIO one of {', '.join(SCENARIOS)}")
+        prompts[scenario] = text
+    if args.variant is not None and args.dialect != "vercel":
+        parser.error(f"--variant {args.variant} is a vercel variant: use it with --dialect vercel")
+    scenarios = list(dict.fromkeys(args.scenario or SCENARIOS))
+    report = asyncio.run(check(args.url, args.dialect, scenarios, headers=headers, variant=args.variant,
+                               timeout=args.timeout, prompts=prompts))
+    if args.json:
+        sys.stdout.buffer.write(orjson.dumps(report.as_json(), option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        print("\n".join(report.lines()))
+    return 1 if report.failed else 0
 
 
 def _translate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from gateway.conformance import Judge
 from gateway.events import Event, RunFinished
 from gateway.repair import RunRepair
 from gateway.sse import DEFAULT_MAX_FRAME, FrameTooLarge, SSEDecoder
@@ -79,6 +80,8 @@ class Dialect:
     """The variant an upstream's response headers show it to be, for an upstream configured without one."""
     expects: str = ""
     """What a request of this dialect must hold, in a client's words, for an error that names every dialect."""
+    judge: Judge | None = None
+    """The rules a real client of this dialect holds an agent's reply to (`agent-gateway check`)."""
 
 
 class JsonSSEDecoder:

@@ -24,13 +24,13 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from agent_contract import AgentResponse
 from helpers import ROOT, sse_payloads
 from inkeep_upstream import create_inkeep_app
 from node_clients import run_agui, run_vercel_chat, verify_vercel
 from peers_env import agkit_agui_upstream, agkit_upstream, pydantic_upstream
 from servers import Served
 
+from adapters.agent_respond.contract import AgentResponse
 from gateway.agent import create_agent_app
 from gateway.app import create_app
 from gateway.config import GatewayConfig

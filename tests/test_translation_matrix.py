@@ -16,12 +16,12 @@ from typing import Any
 import orjson
 import pytest
 from ag_ui.core import Event as AguiEvent
-from agent_contract import AgentResponse
 from helpers import FAILING, decode, encode, fixture_dialect, fixtures, read_fixture, sse_payloads
 from node_clients import verify_agui, verify_vercel
 from pydantic import TypeAdapter
 
 from adapters import registry
+from adapters.agent_respond.contract import AgentResponse
 from gateway.events import Event, RunError
 
 with warnings.catch_warnings():  # the 0.1.1 server still uses pydantic's class-based config

@@ -7,6 +7,7 @@ from typing import Any
 
 from gateway.codec import Dialect
 
+from .conformance import judge
 from .decode import AgKitDecoder
 from .encode import AgKitEncoder
 from .request import build_request, parse_request
@@ -31,5 +32,6 @@ DIALECT = Dialect(
     new_decoder=AgKitDecoder,
     new_encoder=AgKitEncoder,
     sniff=sniff,
+    judge=judge,
     expects="an AG-Kit request needs conversationId, with messages or a resume",
 )

@@ -6,6 +6,7 @@ from typing import Any
 
 from gateway.codec import Dialect
 
+from .conformance import judge
 from .decode import AgentRespondDecoder
 from .encode import AgentRespondEncoder
 from .request import build_request, parse_request
@@ -34,5 +35,6 @@ DIALECT = Dialect(
     new_decoder=AgentRespondDecoder,
     new_encoder=AgentRespondEncoder,
     sniff=sniff,
+    judge=judge,
     expects="an agent-respond request needs messages with role and content (OpenAI style), and metadata",
 )

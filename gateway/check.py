@@ -1,0 +1,365 @@
+"""`agent-gateway check`: the standard conversations, sent to any agent endpoint in its own dialect, each answer
+judged by the rules a real client of that dialect holds it to.
+
+A conversation is written once, in canonical turns, and each dialect's `build_request` says it in that dialect;
+the answers are read back with the dialect's decoder, to know what the agent did (a tool call to answer, an
+interrupt to resume), and judged by the dialect's `judge`, to know what a client would have rejected. A
+conversation the agent shows nothing of (no tool called, no interrupt) is skipped, not failed: agents differ in
+what they do, not in the rules their streams follow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from adapters import registry
+from gateway.codec import Dialect
+from gateway.conformance import Answer, Violation
+from gateway.events import Event, Interrupt, RunError, TextDelta, ToolCallStart, ToolResult
+from gateway.http1 import HTTPError, Pool, Target
+from gateway.ids import new_id
+from gateway.recorder import RunRecorder
+from gateway.turn import Message, Resume, Tool, Turn
+
+SCENARIOS: dict[str, str] = {
+    "text": "a question gets an answer with text",
+    "multi-turn": "a second turn on the same conversation is answered",
+    "server-tool": "a tool the agent runs itself streams its call and its result",
+    "client-tool": "a tool the client offers is called, and the agent goes on from the client's result",
+    "interrupt": "the agent stops for a human, and goes on from the answer",
+    "error": "a failing run ends with the dialect's own error",
+    "cancel": "a client that leaves mid-run leaves the conversation usable",
+}
+"""Each conversation, and what it proves when it passes."""
+
+PROMPTS: dict[str, str] = {
+    "text": "hello",
+    "multi-turn": "hello again",
+    "server-tool": "what is the weather in Paris?",
+    "client-tool": "use the tool to ask me a question",
+    "interrupt": "please approve this first (interrupt)",
+    "error": "please fail",
+    "cancel": "slow: count to twenty",
+}
+"""What each conversation asks, in words the built-in agent and most test agents act on; `--prompt` changes them."""
+
+CLIENT_TOOL = Tool("ask_user", "Ask the human a question",
+                   {"type": "object", "properties": {"question": {"type": "string"}}, "required": ["question"]})
+CLIENT_TOOL_RESULT = "yes"
+APPROVAL = {"approved": True}
+MAX_REPLY = 32 * 1024 * 1024
+
+Outcome = Literal["pass", "fail", "skip"]
+
+
+@dataclass(slots=True)
+class Step:
+    """One request of a conversation and what came of it."""
+
+    request: str
+    status: int | None = None
+    events: int = 0
+    ms: float = 0.0
+    violations: list[Violation] = field(default_factory=list)
+    error: str | None = None
+    """The request failed outright: no connection, a timeout, an oversized reply."""
+
+
+@dataclass(slots=True)
+class Result:
+    scenario: str
+    outcome: Outcome
+    detail: str
+    steps: list[Step] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Report:
+    url: str
+    dialect: str
+    results: list[Result]
+
+    @property
+    def failed(self) -> bool:
+        return any(result.outcome == "fail" for result in self.results)
+
+    def as_json(self) -> dict[str, Any]:
+        counts = {outcome: sum(r.outcome == outcome for r in self.results) for outcome in ("pass", "fail", "skip")}
+        return {"url": self.url, "dialect": self.dialect, **counts, "results": [asdict(r) for r in self.results]}
+
+    def lines(self) -> list[str]:
+        out = [f"agent-gateway check {self.url} ({self.dialect})"]
+        width = max(len(name) for name in SCENARIOS)
+        for result in self.results:
+            out.append(f"  {result.outcome.upper():4}  {result.scenario:{width}}  {result.detail}")
+            for step in result.steps:
+                for v in step.violations:
+                    where = f", frame {v.index}" if v.index is not None else ""
+                    out.append(f"          {step.request}{where}: {v.rule}: {v.message}")
+                    if v.frame is not None:
+                        out.append(f"            {v.frame}")
+        counts = self.as_json()
+        out.append(f"{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped")
+        return out
+
+
+@dataclass(slots=True)
+class Reply:
+    """An answer read back: the dialect's view of it (events) and what a client would keep of it (recorder)."""
+
+    step: Step
+    events: list[Event]
+    recorder: RunRecorder
+    left_early: bool = False
+
+    @property
+    def broken(self) -> bool:
+        return bool(self.step.error or self.step.violations)
+
+    @property
+    def text(self) -> str:
+        return "".join(e.delta for e in self.events if isinstance(e, TextDelta))
+
+    @property
+    def run_error(self) -> RunError | None:
+        return next((e for e in self.events if isinstance(e, RunError)), None)
+
+
+class Checker:
+    """Talks to one endpoint: a connection pool, the dialect, the headers every request carries."""
+
+    def __init__(self, url: str, dialect: Dialect, *, headers: Mapping[str, str] | None = None,
+                 variant: str | None = None, timeout: float = 60.0, prompts: Mapping[str, str] | None = None) -> None:
+        if dialect.judge is None:
+            raise ValueError(f"{dialect.name} has no conformance rules")
+        self.url = url
+        self.dialect = dialect
+        self.headers = dict(headers or {})
+        self.variant = variant
+        self.timeout = timeout
+        self.prompts = {**PROMPTS, **(prompts or {})}
+        self.target = Target(url, connect_timeout=min(timeout, 10.0))
+        self.pool = Pool(user_agent="agent-gateway-check")
+
+    async def run(self, scenarios: Sequence[str] = tuple(SCENARIOS)) -> Report:
+        results: list[Result] = []
+        try:
+            for name in scenarios:
+                result = await _SCENARIOS[name](self, Conversation(self, name))
+                results.append(result)
+                if name == scenarios[0] and any(_unreachable(step) for step in result.steps):
+                    break  # nothing else would get further
+        finally:
+            await self.pool.close()
+        return Report(self.url, self.dialect.name, results)
+
+    async def exchange(self, turn: Turn, label: str, leave_after_first_event: bool = False) -> Reply:
+        request = self.dialect.build_request(turn, self.variant)
+        headers = {**request.headers, **self.headers}
+        step = Step(label)
+        decoder = self.dialect.new_decoder()
+        events: list[Event] = []
+        body = bytearray()
+        answer_headers: dict[str, str] = {}
+        left_early = False
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(self.timeout):
+                response = await self.pool.post(self.target, request.body, headers)
+                step.status, answer_headers = response.status, response.headers
+                try:
+                    decoding = 200 <= response.status < 300 or not self.dialect.streaming
+                    while chunk := await response.read():
+                        body += chunk
+                        if len(body) > MAX_REPLY:
+                            raise _TooLarge
+                        if decoding:
+                            events += decoder.feed(chunk)
+                        if leave_after_first_event and events:
+                            left_early = not response.complete
+                            break
+                finally:
+                    response.release()
+        except TimeoutError:
+            step.error = f"no whole answer within {self.timeout:g} s"
+        except _TooLarge:
+            step.error = f"the answer exceeded {MAX_REPLY} bytes"
+        except HTTPError as exc:
+            if step.status is None:
+                step.error = f"{type(exc).__name__}: {exc}"
+            else:  # what came is judged too: a client would have shown it
+                step.error = f"the connection closed before the answer ended ({len(body)} bytes in): {exc}"
+        step.ms = round((time.monotonic() - started) * 1000, 1)
+        if step.status is not None and not left_early:
+            if step.error is None and (200 <= step.status < 300 or not self.dialect.streaming):
+                events += decoder.close()
+            assert self.dialect.judge is not None
+            step.violations = self.dialect.judge(Answer(step.status, answer_headers, bytes(body)))
+        step.events = len(events)
+        recorder = RunRecorder()
+        recorder.record(events)
+        return Reply(step, events, recorder, left_early)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _unreachable(step: Step) -> bool:
+    return step.status is None and step.error is not None and step.error.startswith(("ConnectError", "ConnectTimeout"))
+
+
+class Conversation:
+    """One conversation's history as a client of the dialect keeps it: the whole of it for a dialect whose servers
+    want the whole history, only what is new for one whose servers keep it."""
+
+    def __init__(self, checker: Checker, scenario: str) -> None:
+        self.checker = checker
+        self.scenario = scenario
+        self.id = new_id("check")
+        self.history: list[Message] = []
+        dialect = checker.dialect
+        self.mode = dialect.variant_history.get(checker.variant or "", dialect.history)
+        self.steps: list[Step] = []
+
+    async def send(self, label: str, new: list[Message], *, tools: Sequence[Tool] = (),
+                   resume: Sequence[Resume] = (), leave_after_first_event: bool = False) -> Reply:
+        messages = new if self.mode == "delta" else [*self.history, *new]
+        turn = Turn(messages=list(messages), history=self.mode, conversation_id=self.id, run_id=new_id("run"),
+                    tools=list(tools), resume=list(resume))
+        reply = await self.checker.exchange(turn, label, leave_after_first_event)
+        self.steps.append(reply.step)
+        self.history += [*new, *reply.recorder.close()]
+        return reply
+
+    async def ask(self, label: str, text: str, **options: Any) -> Reply:
+        return await self.send(label, [Message("user", text, id=new_id("msg"))], **options)
+
+    def result(self, outcome: Outcome, detail: str) -> Result:
+        return Result(self.scenario, outcome, detail, self.steps)
+
+    def broken(self, reply: Reply) -> Result:
+        """A request failed or broke the rules: that is the conversation's result, whatever else it showed."""
+        if reply.step.error:
+            return self.result("fail", f"{reply.step.request}: {reply.step.error}")
+        count = sum(len(step.violations) for step in self.steps)
+        return self.result("fail", f"{count} violation{'s' * (count != 1)} of the {self.checker.dialect.name} rules")
+
+    def answered(self, reply: Reply, what: str) -> Result | None:
+        """Why a reply that should carry on the conversation does not, or None when it does."""
+        if reply.broken:
+            return self.broken(reply)
+        if reply.run_error is not None:
+            return self.result("fail", f"{what}: the agent answered with an error: {reply.run_error.message}")
+        return None
+
+
+Scenario = Callable[[Checker, Conversation], Awaitable[Result]]
+
+
+async def _text(checker: Checker, conversation: Conversation) -> Result:
+    reply = await conversation.ask("request 1", checker.prompts["text"])
+    if (failed := conversation.answered(reply, "request 1")) is not None:
+        return failed
+    if not reply.text:
+        return conversation.result("fail", "the answer has no text")
+    return conversation.result("pass", f"{reply.step.events} events, {len(reply.text)} characters of text")
+
+
+async def _multi_turn(checker: Checker, conversation: Conversation) -> Result:
+    first = await conversation.ask("turn 1", checker.prompts["text"])
+    if (failed := conversation.answered(first, "turn 1")) is not None:
+        return failed
+    second = await conversation.ask("turn 2", checker.prompts["multi-turn"])
+    if (failed := conversation.answered(second, "turn 2")) is not None:
+        return failed
+    if not second.text:
+        return conversation.result("fail", "turn 2 has no text")
+    sent = "only what is new" if conversation.mode == "delta" else "the whole history"
+    return conversation.result("pass", f"turn 2 answered on conversation {conversation.id} (sent {sent})")
+
+
+async def _server_tool(checker: Checker, conversation: Conversation) -> Result:
+    reply = await conversation.ask("request 1", checker.prompts["server-tool"])
+    if (failed := conversation.answered(reply, "request 1")) is not None:
+        return failed
+    names = {e.tool_call_id: e.name for e in reply.events if isinstance(e, ToolCallStart)}
+    ran = [names[e.tool_call_id] for e in reply.events if isinstance(e, ToolResult) and e.tool_call_id in names]
+    if not ran:
+        return conversation.result("skip", "the agent ran no tool of its own (--prompt server-tool=... to ask "
+                                           "for one)")
+    return conversation.result("pass", f"{', '.join(ran)} called and answered in the stream")
+
+
+async def _client_tool(checker: Checker, conversation: Conversation) -> Result:
+    reply = await conversation.ask("request 1", checker.prompts["client-tool"], tools=[CLIENT_TOOL])
+    if (failed := conversation.answered(reply, "request 1")) is not None:
+        return failed
+    pending = dict(reply.recorder.pending_tools)
+    if not pending:
+        return conversation.result("skip", f"the agent left no tool call for the client (offered: "
+                                           f"{CLIENT_TOOL.name})")
+    results = [Message("tool", CLIENT_TOOL_RESULT, id=new_id("msg"), tool_call_id=call, name=name)
+               for call, name in pending.items()]
+    after = await conversation.send("request 2 (tool results)", results, tools=[CLIENT_TOOL])
+    if (failed := conversation.answered(after, "request 2")) is not None:
+        return failed
+    return conversation.result("pass", f"{', '.join(pending.values())} called; the agent went on from its result "
+                                       f"({after.step.events} events)")
+
+
+async def _interrupt(checker: Checker, conversation: Conversation) -> Result:
+    reply = await conversation.ask("request 1", checker.prompts["interrupt"])
+    if (failed := conversation.answered(reply, "request 1")) is not None:
+        return failed
+    interrupts: list[Interrupt] = reply.recorder.interrupts
+    if not interrupts:
+        return conversation.result("skip", "the agent did not stop for a human (--prompt interrupt=... to ask for "
+                                           "it)")
+    resume = [Resume(i.id, payload=APPROVAL, tool_call_id=i.tool_call_id) for i in interrupts]
+    after = await conversation.send("request 2 (resume)", [], resume=resume)
+    if (failed := conversation.answered(after, "request 2")) is not None:
+        return failed
+    reasons = ", ".join(i.reason or i.id for i in interrupts)
+    return conversation.result("pass", f"stopped for {reasons}; went on from the answer ({after.step.events} events)")
+
+
+async def _error(checker: Checker, conversation: Conversation) -> Result:
+    reply = await conversation.ask("request 1", checker.prompts["error"])
+    if reply.broken:
+        return conversation.broken(reply)
+    if reply.run_error is None:
+        return conversation.result("skip", "the agent did not fail (--prompt error=... to make it)")
+    return conversation.result("pass", f"the run ended with the dialect's error: {reply.run_error.message}")
+
+
+async def _cancel(checker: Checker, conversation: Conversation) -> Result:
+    if not checker.dialect.streaming:
+        return conversation.result("skip", f"{checker.dialect.name} answers in one body: nothing to leave mid-run")
+    first = await conversation.ask("request 1 (left after its first event)", checker.prompts["cancel"],
+                                   leave_after_first_event=True)
+    if first.step.error:
+        return conversation.broken(first)
+    after = await conversation.ask("request 2", checker.prompts["text"])
+    if (failed := conversation.answered(after, "request 2, after leaving request 1")) is not None:
+        return failed
+    if not first.left_early:
+        return conversation.result("skip", "the whole answer came before the checker could leave; the next turn "
+                                           "was answered")
+    return conversation.result("pass", f"left after the first event; the next turn was answered in "
+                                       f"{after.step.ms:g} ms")
+
+
+_SCENARIOS: dict[str, Scenario] = {
+    "text": _text, "multi-turn": _multi_turn, "server-tool": _server_tool, "client-tool": _client_tool,
+    "interrupt": _interrupt, "error": _error, "cancel": _cancel,
+}
+
+
+async def check(url: str, dialect: str, scenarios: Sequence[str] = tuple(SCENARIOS), **options: Any) -> Report:
+    """Run the conversations against `url` and judge every answer."""
+    return await Checker(url, registry.get(dialect), **options).run(scenarios)

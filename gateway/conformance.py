@@ -1,0 +1,79 @@
+"""What a dialect's judge reports about one answer from an agent: each rule it broke, with the frame that broke it.
+
+A judge holds the rules a real client of the dialect enforces (`@ag-ui/client`'s event verification, the `ai`
+package's chunk schema and stream state machine, AG-Kit's event models, the eval platform's response contract), so
+`agent-gateway check` can tell an agent developer what that client would reject, without the client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import orjson
+
+from gateway.sse import SSEDecoder
+
+PREVIEW = 300
+"""Characters of an offending frame kept in a report."""
+MAX_VIOLATIONS = 20
+"""One broken rule early in a stream tends to break many after it: the first ones say what went wrong."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """An agent's whole reply to one request."""
+
+    status: int
+    headers: Mapping[str, str]
+    """Lower-case names."""
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    rule: str
+    """A short name for the rule, stable across runs (`text-content-without-start`)."""
+    message: str
+    """What is wrong, in the words of the dialect's documentation."""
+    frame: str | None = None
+    """The offending frame as the agent sent it, cut to `PREVIEW` characters."""
+    index: int | None = None
+    """The frame's position in the stream, from 0."""
+
+
+Judge = Callable[[Answer], list[Violation]]
+
+
+def preview(frame: bytes | str) -> str:
+    text = frame.decode("utf-8", "replace") if isinstance(frame, bytes) else frame
+    return text if len(text) <= PREVIEW else text[:PREVIEW] + "…"
+
+
+def sse_head(answer: Answer) -> list[Violation]:
+    """What every SSE dialect asks of the response head: 200 and `text/event-stream`."""
+    found: list[Violation] = []
+    if answer.status != 200:
+        found.append(Violation("status", f"a streamed reply must be HTTP 200, got {answer.status}",
+                               preview(answer.body) if answer.body else None))
+    content_type = answer.headers.get("content-type", "")
+    if content_type.split(";")[0].strip().lower() != "text/event-stream":
+        found.append(Violation("content-type", f"a streamed reply must be text/event-stream, got {content_type!r}"))
+    return found
+
+
+def sse_json_frames(answer: Answer, found: list[Violation]) -> list[tuple[int, bytes, object]]:
+    """The stream's frames as (index, raw data, JSON value); `[DONE]` comes through as the string "[DONE]". A frame
+    that is not JSON is a violation and is left out."""
+    decoder = SSEDecoder(max_frame=len(answer.body) + 1)
+    frames = decoder.feed(answer.body) + decoder.flush()
+    out: list[tuple[int, bytes, object]] = []
+    for index, data in enumerate(frames):
+        if data.strip() == b"[DONE]":
+            out.append((index, data, "[DONE]"))
+            continue
+        try:
+            out.append((index, data, orjson.loads(data)))
+        except orjson.JSONDecodeError:
+            found.append(Violation("json", "an event's data is not JSON", preview(data), index))
+    return out
