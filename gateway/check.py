@@ -65,6 +65,8 @@ class Step:
     events: int = 0
     ms: float = 0.0
     violations: list[Violation] = field(default_factory=list)
+    notes: list[Violation] = field(default_factory=list)
+    """What the dialect's documents ask for and no client enforces: reported, never a failure."""
     error: str | None = None
     """The request failed outright: no connection, a timeout, an oversized reply."""
 
@@ -98,13 +100,21 @@ class Report:
             out.append(f"  {result.outcome.upper():4}  {result.scenario:{width}}  {result.detail}")
             for step in result.steps:
                 for v in step.violations:
-                    where = f", frame {v.index}" if v.index is not None else ""
-                    out.append(f"          {step.request}{where}: {v.rule}: {v.message}")
-                    if v.frame is not None:
-                        out.append(f"            {v.frame}")
+                    out += _described(step, v, "")
+            notes = {v.rule: (step, v) for step in result.steps for v in step.notes}  # once per rule
+            for step, v in notes.values():
+                out += _described(step, v, "note: ")
         counts = self.as_json()
         out.append(f"{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped")
         return out
+
+
+def _described(step: Step, violation: Violation, label: str) -> list[str]:
+    where = f", frame {violation.index}" if violation.index is not None else ""
+    lines = [f"          {label}{step.request}{where}: {violation.rule}: {violation.message}"]
+    if violation.frame is not None:
+        lines.append(f"            {violation.frame}")
+    return lines
 
 
 @dataclass(slots=True)
@@ -198,7 +208,8 @@ class Checker:
             if step.error is None and (200 <= step.status < 300 or not self.dialect.streaming):
                 events += decoder.close()
             assert self.dialect.judge is not None
-            step.violations = self.dialect.judge(Answer(step.status, answer_headers, bytes(body)))
+            for found in self.dialect.judge(Answer(step.status, answer_headers, bytes(body))):
+                (step.notes if found.convention else step.violations).append(found)
         step.events = len(events)
         recorder = RunRecorder()
         recorder.record(events)

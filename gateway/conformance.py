@@ -41,6 +41,11 @@ class Violation:
     index: int | None = None
     """The frame's position in the stream, from 0."""
 
+    @property
+    def convention(self) -> bool:
+        """A rule the dialect's documents ask for that no client enforces: reported, never a failure."""
+        return self.rule.startswith("convention-")
+
 
 Judge = Callable[[Answer], list[Violation]]
 

@@ -150,6 +150,13 @@ BROKEN: dict[str, tuple[str, bytes, list[tuple[str, int | None]]]] = {
         b"data: not json\n\n",
     ]), [("tool-call-not-started", 1), ("missing-field", 2), ("unknown-event", 3), ("field-type", 4), ("json", 5),
          ("no-done", 5)]),
+    "vercel": ("text/event-stream", b"".join([
+        b'data: {"type":"start"}\n\n',
+        b'data: {"type":"text-delta","id":"t1","delta":"hi"}\n\n',
+        b'data: {"type":"text-start","id":"t2","extra":1}\n\n',
+        b'data: {"type":"finish","finishReason":"bad"}\n\n',
+        b'data: {"type":"tool-output-available","toolCallId":"nope","output":1}\n\n',
+    ]), [("text-delta-without-start", 1), ("unknown-key", 2), ("wrong-type", 3), ("tool-output-without-call", 4)]),
     "agent-respond": ("text/plain", b'{"messages":[{"role":"assistant","content":"hi"},{"role":"user"}]}',
                       [("content-type", None), ("agent-response", 0)]),
 }
@@ -173,6 +180,7 @@ def test_a_broken_server_fails_with_every_violation_and_its_frame(dialect: str, 
     (result,) = report["results"]
     (step,) = result["steps"]
     assert [(v["rule"], v["index"]) for v in step["violations"]] == expected
+    assert all(note["rule"].startswith("convention-") for note in step["notes"])
     frames = body.split(b"\n\n") if content_type == "text/event-stream" else [body]
     for violation in step["violations"]:
         if violation["index"] is not None and violation["frame"] is not None:

@@ -7,6 +7,7 @@ from typing import Any
 
 from gateway.codec import Dialect
 
+from .conformance import judge
 from .decode import VercelDecoder
 from .encode import VercelEncoder
 from .request import INKEEP, build_request, parse_request
@@ -40,6 +41,7 @@ DIALECT = Dialect(
     new_decoder=VercelDecoder,
     new_encoder=VercelEncoder,
     sniff=sniff,
+    judge=judge,
     variant_history={INKEEP: "delta"},  # Inkeep keeps history itself and reads only the last user message
     variant_of=variant_of,
     expects="a Vercel request needs messages: useChat UIMessages with parts, or Inkeep messages with role and content",
