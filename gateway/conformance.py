@@ -56,14 +56,18 @@ def preview(frame: bytes | str) -> str:
 
 
 def sse_head(answer: Answer) -> list[Violation]:
-    """What every SSE dialect asks of the response head: 200 and `text/event-stream`."""
+    """What SSE dialects ask of the response head. Clients fail on a status other than 2xx; a 2xx other than 200
+    or another content type is what the documents rule out and the clients read anyway."""
     found: list[Violation] = []
-    if answer.status != 200:
+    if not 200 <= answer.status < 300:
         found.append(Violation("status", f"a streamed reply must be HTTP 200, got {answer.status}",
                                preview(answer.body) if answer.body else None))
+    elif answer.status != 200:
+        found.append(Violation("convention-status", f"a streamed reply is HTTP 200, got {answer.status}"))
     content_type = answer.headers.get("content-type", "")
     if content_type.split(";")[0].strip().lower() != "text/event-stream":
-        found.append(Violation("content-type", f"a streamed reply must be text/event-stream, got {content_type!r}"))
+        found.append(Violation("convention-content-type",
+                               f"a streamed reply is text/event-stream, got {content_type!r}"))
     return found
 
 

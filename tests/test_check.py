@@ -86,12 +86,15 @@ PEERS: dict[str, dict[str, Any]] = {
         "prompts": {"server-tool": "what is the weather", "client-tool": "use the tool",
                     "interrupt": "please interrupt"},
         # A real finding: when the agent raises, 0.1.1 drops the connection mid-stream (no error event, no [DONE]).
-        "outcomes": {**ALL_PASS, "error": "fail"}},
+        "outcomes": {**ALL_PASS, "error": "fail"},
+        "violations": {"error": ["no-done"]}},
     "cloudbase-agent-server 0.1.22": {
         "dialect": "ag-ui", "path": "/send-message",
         "prompts": {"server-tool": "what is the weather", "client-tool": "use the tool",
                     "interrupt": "please interrupt"},
-        "outcomes": ALL_PASS},
+        # A real finding: a failing run sends RUN_ERROR twice, with snake_case ids @ag-ui/client strips.
+        "outcomes": {**ALL_PASS, "error": "fail"},
+        "violations": {"error": ["unknown-field", "unknown-field", "event-after-run-error"]}},
 }
 FAST_CANCEL = "skip"
 """A scripted model answers in one write: the checker may not be able to leave mid-run."""
@@ -113,6 +116,9 @@ def test_each_real_agent_passes_what_it_supports(peer: str, peer_urls: dict[str,
     assert found.pop("cancel") in ("pass", FAST_CANCEL), explain(report)
     expected = {k: v for k, v in spec["outcomes"].items() if k != "cancel"}
     assert found == expected, explain(report)
+    for result in report.results:
+        rules = [v.rule for step in result.steps for v in step.violations]
+        assert rules == spec.get("violations", {}).get(result.scenario, []), explain(report)
 
 
 def test_the_inkeep_run_api_passes_what_it_supports() -> None:
@@ -158,7 +164,7 @@ BROKEN: dict[str, tuple[str, bytes, list[tuple[str, int | None]]]] = {
         b'data: {"type":"tool-output-available","toolCallId":"nope","output":1}\n\n',
     ]), [("text-delta-without-start", 1), ("unknown-key", 2), ("wrong-type", 3), ("tool-output-without-call", 4)]),
     "agent-respond": ("text/plain", b'{"messages":[{"role":"assistant","content":"hi"},{"role":"user"}]}',
-                      [("content-type", None), ("agent-response", 0)]),
+                      [("agent-response", 0)]),
 }
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from gateway.codec import Dialect
 
+from .conformance import judge
 from .decode import AguiDecoder
 from .encode import AguiEncoder
 from .request import build_request, parse_request
@@ -29,5 +30,6 @@ DIALECT = Dialect(
     new_decoder=AguiDecoder,
     new_encoder=AguiEncoder,
     sniff=sniff,
+    judge=judge,
     expects="an AG-UI request (RunAgentInput) needs threadId, runId and messages",
 )

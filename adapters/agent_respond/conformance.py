@@ -20,7 +20,7 @@ def judge(answer: Answer) -> list[Violation]:
     body = preview(answer.body) if answer.body else None
     content_type = answer.headers.get("content-type", "")
     if content_type.split(";")[0].strip().lower() != "application/json":
-        found.append(Violation("content-type", f"a reply must be application/json, got {content_type!r}"))
+        found.append(Violation("convention-content-type", f"a reply is application/json, got {content_type!r}"))
     try:
         value = orjson.loads(answer.body)
     except orjson.JSONDecodeError:

@@ -375,16 +375,16 @@ def _head(answer: Answer) -> tuple[list[Violation], bool]:
     """Status and headers; whether the client reads the body as a stream at all."""
     found: list[Violation] = []
     for violation in sse_head(answer):
-        if violation.rule == "content-type":
-            found.append(replace(violation, rule=CONVENTION + "content-type",
+        if violation.rule == CONVENTION + "content-type":
+            found.append(replace(violation,
                                  message=violation.message + " (useChat parses the body as SSE whatever it says)"))
-        elif answer.status in (204, 205) or not 200 <= answer.status < 300:
+        elif answer.status in (204, 205) or violation.rule == "status":
             reason = ("there is no body: useChat fails with 'The response body is empty'"
                       if answer.status in (204, 205) else
                       "useChat fails, with the response body as the error's message (AI_APICallError)")
             return [Violation("status", f"HTTP {answer.status}: {reason}", violation.frame)], False
         else:
-            found.append(replace(violation, rule=CONVENTION + "status",
+            found.append(replace(violation,
                                  message=f"HTTP {answer.status}: useChat reads any 2xx, the AI SDK answers 200"))
     ui, data = answer.headers.get("x-vercel-ai-ui-message-stream"), answer.headers.get("x-vercel-ai-data-stream")
     if ui != "v1" and data != "v2":  # v2 is Inkeep's `/api/chat`

@@ -99,6 +99,8 @@ def test_a_whole_tool_call_with_json_arguments_then_its_result_is_clean() -> Non
     assert judge(Answer(200, HEAD, body)) == []
 
 
-def test_the_head_must_be_a_200_event_stream() -> None:
+def test_the_head_must_be_2xx_and_should_be_a_200_event_stream() -> None:
     found = judge(Answer(500, {"content-type": "application/json"}, b'{"error":"x"}'))
-    assert [v.rule for v in found][:2] == ["status", "content-type"]
+    assert [v.rule for v in found][:2] == ["status", "convention-content-type"]
+    found = judge(Answer(201, {}, b"data: [DONE]\n\n"))
+    assert [v.rule for v in found] == ["convention-status", "convention-content-type"]

@@ -468,7 +468,8 @@ def test_a_long_frame_is_cut_in_the_report() -> None:
 def test_the_response_head() -> None:
     body = run(*text())
     assert [v.rule for v in judge(answer(body, 500))] == ["status"]  # the client reads no further than the status
-    assert [v.rule for v in judge(answer(body, headers={"content-type": "application/json"}))] == ["content-type"]
+    assert [v.rule for v in judge(answer(body, headers={"content-type": "application/json"}))] == [
+        "convention-content-type"]
     assert judge(answer(body, headers={"content-type": "text/event-stream; charset=utf-8"})) == []
 
 
