@@ -74,14 +74,14 @@ class Dialect:
     settles (a Vercel client's answered approvals)."""
     sniff: Callable[[dict[str, Any]], int]
     """How sure (0-100) this dialect is that a request body is its own; used where a path serves several."""
+    judge: Judge
+    """The rules a real client of this dialect holds an agent's reply to (`agent-gateway check`)."""
     variant_history: Mapping[str, History] = field(default_factory=dict)
     """Variants whose servers keep history otherwise than the dialect's own do (Inkeep keeps it itself)."""
     variant_of: Callable[[Mapping[str, str]], str | None] = lambda headers: None
     """The variant an upstream's response headers show it to be, for an upstream configured without one."""
     expects: str = ""
     """What a request of this dialect must hold, in a client's words, for an error that names every dialect."""
-    judge: Judge | None = None
-    """The rules a real client of this dialect holds an agent's reply to (`agent-gateway check`)."""
 
 
 class JsonSSEDecoder:
