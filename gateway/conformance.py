@@ -55,6 +55,19 @@ def preview(frame: bytes | str) -> str:
     return text if len(text) <= PREVIEW else text[:PREVIEW] + "…"
 
 
+def json_type(value: object) -> str:
+    """A JSON value's type, as a message about a field names what it got."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
 def sse_head(answer: Answer) -> list[Violation]:
     """What SSE dialects ask of the response head. Clients fail on a status other than 2xx; a 2xx other than 200
     or another content type is what the documents rule out and the clients read anyway."""

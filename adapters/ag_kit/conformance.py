@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from gateway.conformance import MAX_VIOLATIONS, Answer, Violation, preview, sse_head, sse_json_frames
+from gateway.conformance import MAX_VIOLATIONS, Answer, Violation, json_type, preview, sse_head, sse_json_frames
 
 _STRING, _OPTIONAL_STRING, _ANY = "a string", "a string or null", "any value"
 # type -> {field (camelCase alias or name as the server's model has it): what it must be}; every field is required
@@ -75,7 +75,7 @@ class _Stream:
                 continue
             if (wanted == _STRING and not isinstance(value[name], str)) or (
                     wanted == _OPTIONAL_STRING and value[name] is not None and not isinstance(value[name], str)):
-                self.fail("field-type", f"{kind}.{name} must be {wanted}, got {_json_type(value[name])}", frame,
+                self.fail("field-type", f"{kind}.{name} must be {wanted}, got {json_type(value[name])}", frame,
                           index)
                 continue
             values[names[0]] = value[name]
@@ -109,17 +109,3 @@ class _Stream:
 
     def fail(self, rule: str, message: str, frame: str | None, index: int | None) -> None:
         self.found.append(Violation(rule, message, frame, index))
-
-
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return "a string"

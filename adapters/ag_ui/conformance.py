@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 import jsonpatch
 
-from gateway.conformance import MAX_VIOLATIONS, Answer, Violation, preview, sse_head
+from gateway.conformance import MAX_VIOLATIONS, Answer, Violation, json_type, preview, sse_head
 
 PROTOCOL_VERSION = "1.0"
 PROTOBUF = "application/vnd.ag-ui.event+proto"
@@ -54,16 +54,6 @@ def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
-def _type_name(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return f"the number {value!r}"
-    if isinstance(value, str):
-        return "a string"
-    return "an array" if isinstance(value, list) else "an object"
 
 
 def _dotted(path: Path) -> str:
@@ -118,7 +108,7 @@ class _Str(_Node):
 
     def check(self, value: Any, path: Path, issues: list[_Issue]) -> None:
         if not isinstance(value, str):
-            issues.append(_Issue(path, f"must be a string, got {_type_name(value)}"))
+            issues.append(_Issue(path, f"must be a string, got {json_type(value)}"))
         elif self.pattern and not self.pattern.fullmatch(value):
             issues.append(_Issue(path, f"must be {self.meaning}, got {value!r}"))
 
@@ -130,7 +120,7 @@ class _Int(_Node):
     def check(self, value: Any, path: Path, issues: list[_Issue]) -> None:
         if isinstance(value, bool) or not isinstance(value, int | float) or (
                 isinstance(value, float) and not value.is_integer()):
-            issues.append(_Issue(path, f"must be an integer, got {_type_name(value)}"))
+            issues.append(_Issue(path, f"must be an integer, got {json_type(value)}"))
         elif not self.low <= value <= self.high:
             issues.append(_Issue(path, f"must be an integer from {self.low} to {self.high}, got {value!r}"))
 
@@ -138,7 +128,7 @@ class _Int(_Node):
 class _Bool(_Node):
     def check(self, value: Any, path: Path, issues: list[_Issue]) -> None:
         if not isinstance(value, bool):
-            issues.append(_Issue(path, f"must be true or false, got {_type_name(value)}"))
+            issues.append(_Issue(path, f"must be true or false, got {json_type(value)}"))
 
 
 class _Json(_Node):
@@ -157,7 +147,7 @@ class _Record(_Node):
 
     def check(self, value: Any, path: Path, issues: list[_Issue]) -> None:
         if not isinstance(value, dict):
-            issues.append(_Issue(path, f"must be a JSON object, got {_type_name(value)}"))
+            issues.append(_Issue(path, f"must be a JSON object, got {json_type(value)}"))
 
 
 class _Choice(_Node):
@@ -167,7 +157,7 @@ class _Choice(_Node):
     def check(self, value: Any, path: Path, issues: list[_Issue]) -> None:
         if not isinstance(value, str) or value not in self.values:
             expected = " or ".join(repr(v) for v in self.values)
-            got = repr(value) if isinstance(value, str) else _type_name(value)
+            got = repr(value) if isinstance(value, str) else json_type(value)
             issues.append(_Issue(path, f"must be {expected}, got {got}"))
 
 
@@ -211,7 +201,7 @@ class _Obj(_Node):
 
     def check(self, value: Any, path: Path, issues: list[_Issue]) -> None:
         if not isinstance(value, dict):
-            issues.append(_Issue(path, f"must be an object, got {_type_name(value)}"))
+            issues.append(_Issue(path, f"must be an object, got {json_type(value)}"))
             return
         for key, (node, optional) in self.fields.items():
             if key in value:
@@ -240,7 +230,7 @@ class _Arr(_Node):
 
     def check(self, value: Any, path: Path, issues: list[_Issue]) -> None:
         if not isinstance(value, list):
-            issues.append(_Issue(path, f"must be an array, got {_type_name(value)}"))
+            issues.append(_Issue(path, f"must be an array, got {json_type(value)}"))
             return
         if len(value) < self.least:
             issues.append(_Issue(path, f"must hold at least {self.least} item(s)"))
@@ -272,7 +262,7 @@ class _Tagged(_Node):
 
     def check(self, value: Any, path: Path, issues: list[_Issue]) -> None:
         if not isinstance(value, dict):
-            issues.append(_Issue(path, f"must be an object, got {_type_name(value)}"))
+            issues.append(_Issue(path, f"must be an object, got {json_type(value)}"))
             return
         tag = value.get(self.key)
         member = self.members.get(tag) if isinstance(tag, str) else None
@@ -295,7 +285,7 @@ class _TextOrParts(_Node):
         if isinstance(value, list):
             self.parts.check(value, path, issues)
         elif not isinstance(value, str):
-            issues.append(_Issue(path, f"must be a string or an array of content parts, got {_type_name(value)}"))
+            issues.append(_Issue(path, f"must be a string or an array of content parts, got {json_type(value)}"))
 
 
 MAX_SAFE = 2**53 - 1
@@ -1288,7 +1278,7 @@ class AguiClient:
             self._fail("json", f"an event's data is not JSON: {exc}{hint}")
             return
         if not isinstance(value, dict):
-            self._fail("event-not-object", f"an event must be a JSON object, got {_type_name(value)}")
+            self._fail("event-not-object", f"an event must be a JSON object, got {json_type(value)}")
             return
         if not isinstance(value.get("type"), str) or not value["type"]:
             self._fail("event-without-type", "an event must carry its type as a non-empty string")
