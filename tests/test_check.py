@@ -147,6 +147,16 @@ def test_a_gateway_route_in_front_of_an_ag_kit_agent_passes_in_the_clients_diale
 
 BROKEN: dict[str, tuple[str, bytes, list[tuple[str, int | None]]]] = {
     # dialect: (content type, body, [(rule, frame index)])
+    "ag-ui": ("text/event-stream", b"".join([
+        b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n',
+        b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"Hi"}\n\n',
+        b'data: {"type":"TOOL_CALL_START","toolCallId":"c1","toolCallName":"search","parentMessageId":null}\n\n',
+        b'data: {"type":"STEP_FINISHED","stepName":"plan"}\n\n',
+        b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n',
+        b'data: {"type":"TEXT_MESSAGE_START","messageId":"m2","role":"assistant"}\n\n',
+    ]), [("text-content-without-start", 1), ("legacy-null", 2), ("step-finished-without-start", 3),
+         ("run-finished-with-open-text-messages", 4), ("run-finished-with-open-tool-calls", 4),
+         ("event-after-run-finished", 5), ("no-terminal-event", None)]),
     "ag-kit": ("text/event-stream", b"".join([
         b'data: {"type":"text","content":"hi"}\n\n',
         b'data: {"type":"tool-call-args","toolCallId":"c1","delta":"{"}\n\n',
