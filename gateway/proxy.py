@@ -228,6 +228,7 @@ class _Call:
         self.headers = headers
         self.request_id = request_id
         self.encoder: Encoder | None = None
+        self.recorder: RunRecorder | None = None
         self.upstream_status = 0
         self.last_activity = self.last_write = 0.0
         self.timed_out = ""
@@ -280,6 +281,11 @@ class _Call:
             # Codes an upstream chose are counted as upstream errors: a label per code would let it grow the metrics.
             kind = record["error"] if record["error"] in _ERROR_KINDS else "upstream_error"
             metrics.errors.labels(self.route.name, kind).inc()
+        usage = self.recorder.usage if self.recorder is not None else None
+        if usage is not None:
+            series.tokens(usage)
+        if self.encoder is not None and self.encoder.dropped:
+            series.dropped(self.encoder.dropped)
         log_access.info("request", extra={k: v for k, v in record.items() if v is not None})
 
     async def run(self, client: Dialect, turn: Turn) -> None:
@@ -325,7 +331,7 @@ class _Call:
                 handler.learned_variant = exchange.upstream_variant = variant
             self.upstream_status = response.status
             encoder = self.encoder = client.new_encoder(turn)
-            recorder = RunRecorder(exchange.conversation.state, self.handler.mapper.max_bytes)
+            recorder = self.recorder = RunRecorder(exchange.conversation.state, self.handler.mapper.max_bytes)
             await self._relay(response, exchange, client, encoder, recorder)
             if self.complete and not self.client_gone:
                 await response.drain(_DRAIN_SECONDS)  # the client has its last byte; this keeps the connection
