@@ -7,6 +7,7 @@ import gc
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 import orjson
 from starlette.applications import Starlette
@@ -26,6 +27,11 @@ from gateway.metrics import CONTENT_TYPE, Metrics
 from gateway.probe import warn_if_unreachable
 from gateway.proxy import REQUEST_ID, BodyBudget, RouteHandler
 from gateway.store import ConversationStore
+from gateway.telemetry import Tracing
+from gateway.telemetry import from_environment as tracing_from_environment
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 CONFIG_ENV = "AGENT_GATEWAY_CONFIG_JSON"
 
@@ -60,11 +66,14 @@ def from_environment() -> Gateway:
 
 
 def create_app(config: GatewayConfig, store: ConversationStore | None = None,
-               extra_routes: list[BaseRoute] | None = None, *, log_bodies: bool = False) -> Gateway:
+               extra_routes: list[BaseRoute] | None = None, *, log_bodies: bool = False,
+               tracer_provider: TracerProvider | None = None) -> Gateway:
     """The gateway for `config`. `store` overrides the configured one (tests share one between two apps);
-    `extra_routes` are served beside the gateway's (the demo mounts its built-in agent there)."""
+    `extra_routes` are served beside the gateway's (the demo mounts its built-in agent there); `tracer_provider`
+    traces requests with a provider of the caller's (tests), instead of what the `OTEL_*` environment says."""
     if store is None:
         store = config.store.open()
+    tracing = Tracing(tracer_provider) if tracer_provider is not None else tracing_from_environment()
     pool = Pool(user_agent=f"agent-gateway/{__version__}")
     metrics = Metrics()
     bodies = BodyBudget(config.max_body_bytes_in_flight)
@@ -75,7 +84,7 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
     for route in config.routes:
         handler: ASGIApp = RouteHandler(route, pool=pool, mapper=mapper, bodies=bodies,
                                         keepalive=config.keepalive_seconds, metrics=metrics, log_bodies=log_bodies,
-                                        debug_errors=config.debug_errors)
+                                        debug_errors=config.debug_errors, tracing=tracing)
         methods = ["POST"]
         if route.cors is not None:
             cors = route.cors
@@ -112,6 +121,8 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
             probing.cancel()
             await pool.close()
             await store.close()
+            if tracing is not None:
+                await asyncio.to_thread(tracing.shutdown)  # the spans still queued are exported
 
     served = sorted(handlers)
 

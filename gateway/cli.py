@@ -201,7 +201,6 @@ def _demo(args: argparse.Namespace) -> int:
     agent_url = f"{base}/demo-agent{dialect.paths[0]}"
     config = GatewayConfig(routes=[Route(name="demo", upstream=Upstream(url=agent_url, dialect=dialect.name))],
                            store=Store(url="memory://"))
-    app = create_app(config, extra_routes=[Mount("/demo-agent", create_agent_app(dialect.name))])
     sock = _bind(args.host, args.port)
     if sock is None:
         return 2
@@ -209,7 +208,8 @@ def _demo(args: argparse.Namespace) -> int:
           f"the gateway answers every dialect at {base}. Try (keywords: {', '.join(KEYWORDS)}):\n")
     for client, (path, body) in DEMO_REQUESTS.items():
         print(f"# {client}\ncurl -N {base}{path} -H 'content-type: application/json' -d '{body}'\n")
-    logs.configure("human", "info")  # a person is watching: one readable line per request
+    logs.configure("human", "info")  # a person is watching: one readable line per request (tracing's too)
+    app = create_app(config, extra_routes=[Mount("/demo-agent", create_agent_app(dialect.name))])
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
     return 0
 

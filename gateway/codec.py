@@ -45,6 +45,10 @@ class Encoder(Protocol):
     status_code: int
     headers: dict[str, str]
     """Response headers, `content-type` included."""
+    dropped: dict[str, int]
+    """Events this dialect could not carry, by kind: left out (`reasoning`, `state`, ...) or approximated
+    (`interrupt_as_tool_call`, ...). Counted only where that happens, never per event carried; the proxy adds them
+    to `agent_gateway_events_dropped_total` once per request."""
 
     def encode(self, events: list[Event]) -> bytes:
         """Bytes for the client; empty when these events show nothing in this dialect (yet)."""
@@ -164,6 +168,11 @@ def as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return orjson.dumps(value).decode()
+
+
+def count_dropped(dropped: dict[str, int], kind: str) -> None:
+    """One event of `kind` that a dialect left out or approximated (see `Encoder.dropped`)."""
+    dropped[kind] = dropped.get(kind, 0) + 1
 
 
 def drop_none(mapping: Mapping[str, Any]) -> dict[str, Any]:

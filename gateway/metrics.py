@@ -10,6 +10,8 @@ import os
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
 
+from gateway.events import Usage
+
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
@@ -25,13 +27,30 @@ class Series:
         self.first_event = metrics.first_event.labels(*self._labels)
         self.upstream_latency = metrics.upstream_latency.labels(*self._labels)
         self.duration = metrics.duration.labels(*self._labels)
+        self.input_tokens = metrics.tokens.labels(route, "input")
+        self.output_tokens = metrics.tokens.labels(route, "output")
         self._by_status: dict[str, Counter] = {}
+        self._dropped: dict[str, Counter] = {}
 
     def requests(self, status: str) -> Counter:
         child = self._by_status.get(status)
         if child is None:
             child = self._by_status[status] = self._metrics.requests.labels(*self._labels, status)
         return child
+
+    def tokens(self, usage: Usage) -> None:
+        if usage.input_tokens:
+            self.input_tokens.inc(usage.input_tokens)
+        if usage.output_tokens:
+            self.output_tokens.inc(usage.output_tokens)
+
+    def dropped(self, counts: dict[str, int]) -> None:
+        """What the client's dialect could not carry of one request's run (`Encoder.dropped`), by kind."""
+        for kind, count in counts.items():
+            child = self._dropped.get(kind)
+            if child is None:
+                child = self._dropped[kind] = self._metrics.events_dropped.labels(*self._labels[1:], kind)
+            child.inc(count)
 
 
 class Metrics:
@@ -54,6 +73,12 @@ class Metrics:
                                   list(ids), buckets=_LATENCY_BUCKETS, registry=self.registry)
         self.errors = Counter("agent_gateway_errors", "Failed requests and runs, by error code.",
                               ["route", "kind"], registry=self.registry)
+        self.tokens = Counter("agent_gateway_tokens", "Tokens the upstream reported its runs used (input, output).",
+                              ["route", "kind"], registry=self.registry)
+        self.events_dropped = Counter(
+            "agent_gateway_events_dropped", "Canonical events the client's dialect could not carry: left out, or "
+            "approximated (the kind says which).", ["client_dialect", "upstream_dialect", "kind"],
+            registry=self.registry)
 
         self._series: dict[tuple[str, str, str], Series] = {}
 

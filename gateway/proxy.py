@@ -58,6 +58,7 @@ from gateway.ids import new_id
 from gateway.logs import ACCESS
 from gateway.metrics import Metrics
 from gateway.recorder import RunRecorder
+from gateway.telemetry import RequestTrace, Tracing, pass_trace_context, upstream_attributes
 from gateway.turn import Message as TurnMessage
 from gateway.turn import Turn
 from gateway.validation import check_ids, load_json_object
@@ -99,7 +100,8 @@ class RouteHandler:
     """The ASGI app behind one route's paths."""
 
     def __init__(self, route: Route, *, pool: Pool, mapper: ConversationMapper, bodies: BodyBudget,
-                 keepalive: float, metrics: Metrics, log_bodies: bool = False, debug_errors: bool = False) -> None:
+                 keepalive: float, metrics: Metrics, log_bodies: bool = False, debug_errors: bool = False,
+                 tracing: Tracing | None = None) -> None:
         self.route = route
         self.pool = pool
         self.mapper = mapper
@@ -114,6 +116,9 @@ class RouteHandler:
         self.access = Access(route)
         self.learned_variant: str | None = None
         """What the upstream's response headers showed it to be, when the route does not say."""
+        self.tracing = tracing
+        self.upstream_span = upstream_attributes(route.upstream.url) if tracing is not None else {}
+        """The attributes every upstream call's span of this route has."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
@@ -126,6 +131,9 @@ class RouteHandler:
             await send({"type": "http.response.body", "body": b""})
             return
         call = _Call(self, send, headers, request_id)
+        if self.tracing is not None:
+            call.trace = self.tracing.start(headers, scope["path"], request_id, call.started_at)
+            call.record["trace_id"] = call.trace.trace_id  # left out of the log line when None
         self.in_flight.inc()
         try:
             await self._handle(call, headers, receive, scope["path"])
@@ -228,6 +236,8 @@ class _Call:
         self.headers = headers
         self.request_id = request_id
         self.encoder: Encoder | None = None
+        self.recorder: RunRecorder | None = None
+        self.trace: RequestTrace | None = None
         self.upstream_status = 0
         self.last_activity = self.last_write = 0.0
         self.timed_out = ""
@@ -276,10 +286,18 @@ class _Call:
             series.first_event.observe(record["ttfe_ms"] / 1000)
         if "upstream_ms" in record:
             series.upstream_latency.observe(record["upstream_ms"] / 1000)
+        kind = None
         if record.get("error"):
             # Codes an upstream chose are counted as upstream errors: a label per code would let it grow the metrics.
             kind = record["error"] if record["error"] in _ERROR_KINDS else "upstream_error"
             metrics.errors.labels(self.route.name, kind).inc()
+        usage = self.recorder.usage if self.recorder is not None else None
+        if usage is not None:
+            series.tokens(usage)
+        if self.encoder is not None and self.encoder.dropped:
+            series.dropped(self.encoder.dropped)
+        if self.trace is not None:
+            self.trace.end(record, kind, usage, self.last_activity)
         log_access.info("request", extra={k: v for k, v in record.items() if v is not None})
 
     async def run(self, client: Dialect, turn: Turn) -> None:
@@ -294,6 +312,8 @@ class _Call:
         try:
             response = await self.handler.pool.post(self.handler.target, outbound.body, headers)
             self.record["upstream_ms"] = round((time.monotonic() - sent_at) * 1000, 3)
+            if self.trace is not None:
+                self.trace.upstream_answered(response.status)
         except asyncio.CancelledError:
             if self.dropped != "timeout":
                 raise
@@ -325,7 +345,7 @@ class _Call:
                 handler.learned_variant = exchange.upstream_variant = variant
             self.upstream_status = response.status
             encoder = self.encoder = client.new_encoder(turn)
-            recorder = RunRecorder(exchange.conversation.state, self.handler.mapper.max_bytes)
+            recorder = self.recorder = RunRecorder(exchange.conversation.state, self.handler.mapper.max_bytes)
             await self._relay(response, exchange, client, encoder, recorder)
             if self.complete and not self.client_gone:
                 await response.drain(_DRAIN_SECONDS)  # the client has its last byte; this keeps the connection
@@ -514,6 +534,10 @@ class _Call:
         headers.update(self.route.upstream.headers)
         headers.update(dialect_headers)
         headers["x-request-id"] = self.request_id
+        if self.trace is not None:
+            self.trace.upstream(headers, self.handler.upstream_span)
+        else:
+            pass_trace_context(self.headers, headers)
         return headers
 
     async def _upstream_refused(self, response: Response, message: str) -> None:

@@ -2,7 +2,8 @@
 
 The recorder rebuilds the messages a client would have assembled (assistant text with the tool calls it made,
 one tool message per result, reasoning), and notes what is left open: client tool calls without a result,
-interrupts waiting for a resume, the last shared state, and the thread id the upstream named.
+interrupts waiting for a resume, the last shared state, the thread id the upstream named, and the tokens it said
+the run used.
 
 It holds at most what the store would keep (`max_chars` of text, arguments and results): a longer run could not be
 stored anyway, so the recorder lets go of what it held and says so (`overflowed`), and a stream costs the same
@@ -27,14 +28,20 @@ from gateway.events import (
     ToolCallEnd,
     ToolCallStart,
     ToolResult,
+    Usage,
 )
 from gateway.state import StateTracker
 from gateway.turn import Message, ToolCall
 
+_MAX_TOKENS = 1 << 53
+"""Token counts above this are not believed (and would not fit a span attribute's 64 bits when summed)."""
+_MAX_NAME = 256
+"""Characters kept of a model or provider name."""
+
 
 class RunRecorder:
     __slots__ = ("_args", "_assistant", "_held", "_reasoning", "_reasoning_text", "_text", "interrupts", "max_chars",
-                 "messages", "overflowed", "pending_tools", "state", "upstream_thread_id")
+                 "messages", "overflowed", "pending_tools", "state", "upstream_thread_id", "usage")
 
     def __init__(self, state: Any = None, max_chars: int = 1 << 62) -> None:
         self.messages: list[Message] = []
@@ -42,6 +49,8 @@ class RunRecorder:
         self.interrupts: list[Interrupt] = []
         self.state = StateTracker(state)
         self.upstream_thread_id: str | None = None
+        self.usage: Usage | None = None
+        """What the upstream reported the run used, summed over its reports; None if it reported nothing."""
         self._assistant: Message | None = None
         self._text: list[str] = []  # the open assistant message's text, joined once it closes
         self._reasoning: Message | None = None
@@ -106,6 +115,21 @@ class RunRecorder:
                 self.state.apply(e.patch)
             elif isinstance(e, RunStarted):
                 self.upstream_thread_id = e.thread_id
+            elif isinstance(e, Usage):
+                self._add_usage(e)
+
+    def _add_usage(self, reported: Usage) -> None:
+        """Token counts summed (each a non-negative integer, else left out: upstreams send what they like), the
+        last model and provider named kept, cut to a sane length: these go into metrics and spans."""
+        usage = self.usage = self.usage or Usage()
+        if type(reported.input_tokens) is int and 0 <= reported.input_tokens < _MAX_TOKENS:
+            usage.input_tokens = min((usage.input_tokens or 0) + reported.input_tokens, _MAX_TOKENS)
+        if type(reported.output_tokens) is int and 0 <= reported.output_tokens < _MAX_TOKENS:
+            usage.output_tokens = min((usage.output_tokens or 0) + reported.output_tokens, _MAX_TOKENS)
+        if isinstance(reported.model, str) and reported.model:
+            usage.model = reported.model[:_MAX_NAME]
+        if isinstance(reported.provider, str) and reported.provider:
+            usage.provider = reported.provider[:_MAX_NAME]
 
     def _overflow(self) -> None:
         """Past what the store keeps: let go of the text held, and from now on hold none."""

@@ -6,9 +6,24 @@ from typing import Any
 
 import httpx
 import orjson
-from helpers import decode
+from helpers import decode, encode
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
-from gateway.events import Event, RunError, RunFinished, RunStarted, TextDelta, ToolCallStart, ToolResult
+from gateway.events import (
+    Event,
+    RunError,
+    RunFinished,
+    RunStarted,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCallStart,
+    ToolResult,
+    Usage,
+)
 from gateway.ids import new_id
 
 DIALECTS = ["ag-ui", "ag-kit", "vercel", "agent-respond"]
@@ -37,6 +52,19 @@ def request_body(dialect: str, messages: list[dict[str, Any]], conversation: str
         return {"id": conversation, "messages": messages, "trigger": "submit-message", **extra}
     return {"messages": messages, "metadata": {"test_case_id": conversation, "turn_index": len(messages) - 1},
             **extra}
+
+
+def usage_agent() -> Starlette:
+    """An AG-UI agent at /agui that reports the tokens each run used, twice (as a run over two models does):
+    15 in and 7 out in all, the last model `gpt-test-mini`."""
+    run = encode("ag-ui", [RunStarted("t", "r"), TextStart("m1"), TextDelta("m1", "Counted."), TextEnd("m1"),
+                           Usage(12, 5, 17, "gpt-test", "openai"), Usage(3, 2, 5, "gpt-test-mini", "openai"),
+                           RunFinished()])
+
+    async def respond(request: Request) -> Response:
+        return Response(run, media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/agui", respond, methods=["POST"])])
 
 
 def post(client: httpx.Client, url: str, body: dict[str, Any], headers: dict[str, str] | None = None,

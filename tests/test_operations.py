@@ -9,15 +9,41 @@ from collections.abc import Iterator
 import httpx
 import orjson
 import pytest
-from e2e import post, request_body, user_message
+from e2e import post, request_body, usage_agent, user_message
 from prometheus_client.parser import text_string_to_metric_families
 from servers import Served
 
+from adapters import registry
 from gateway.agent import create_agent_app
 from gateway.app import create_app
 from gateway.config import GatewayConfig
+from gateway.events import (
+    Data,
+    Event,
+    Interrupt,
+    MessagesSnapshot,
+    Raw,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    RunFinished,
+    RunStarted,
+    StateDelta,
+    StateSnapshot,
+    StepFinished,
+    StepStarted,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResult,
+    Usage,
+)
 from gateway.logs import ACCESS, HumanFormatter, JsonFormatter
 from gateway.store import MemoryStore, StoreError
+from gateway.turn import Turn
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +78,84 @@ def test_metrics_count_requests_events_errors_and_latencies(gateway: str) -> Non
     assert samples["agent_gateway_requests_total", (("client_dialect", "unknown"), ("route", "ops"),
                                                      ("status", "422"), ids[2])] == 1
     assert samples["agent_gateway_streams_in_flight", (("route", "ops"),)] == 0
+
+
+def route_to(url: str, dialect: str) -> GatewayConfig:
+    return GatewayConfig.model_validate({"routes": [{"name": "ops", "upstream": {"url": url, "dialect": dialect}}]})
+
+
+def metric_samples(http: httpx.Client, url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(http.get(f"{url}/metrics").text) for s in family.samples}
+
+
+def test_tokens_the_upstream_reports_are_counted_per_route() -> None:
+    with Served(usage_agent()) as upstream, \
+            Served(create_app(route_to(upstream.url + "/agui", "ag-ui"), store=MemoryStore())) as gateway, \
+            httpx.Client(timeout=10) as http:
+        for dialect, path in (("ag-ui", "/agui"), ("ag-kit", "/send-message")):
+            post(http, f"{gateway.url}{path}", request_body(dialect, [user_message(dialect, "count")]))
+        samples = metric_samples(http, gateway.url)
+    assert samples["agent_gateway_tokens_total", (("kind", "input"), ("route", "ops"))] == 30
+    assert samples["agent_gateway_tokens_total", (("kind", "output"), ("route", "ops"))] == 14
+    # The AG-Kit client could not be told: that is counted too (two reports), the AG-UI one could.
+    assert samples["agent_gateway_events_dropped_total", (
+        ("client_dialect", "ag-kit"), ("kind", "usage"), ("upstream_dialect", "ag-ui"))] == 2
+    assert not any(labels[0] == ("client_dialect", "ag-ui") for (name, labels) in samples
+                   if name == "agent_gateway_events_dropped_total")
+
+
+def test_events_a_pair_drops_or_approximates_are_counted_by_kind() -> None:
+    with Served(create_agent_app("ag-ui")) as agent, \
+            Served(create_app(route_to(agent.url + "/agui", "ag-ui"), store=MemoryStore())) as gateway, \
+            httpx.Client(timeout=10) as http:
+        # AG-Kit has no reasoning and no state; Vercel asks a human through a tool call; the eval platform gets a note.
+        post(http, f"{gateway.url}/send-message", request_body("ag-kit", [user_message("ag-kit", "think hard")], "c1"))
+        post(http, f"{gateway.url}/send-message", request_body("ag-kit", [user_message("ag-kit", "state")], "c2"))
+        post(http, f"{gateway.url}/api/chat", request_body("vercel", [user_message("vercel", "interrupt me")], "c3"))
+        post(http, f"{gateway.url}/agent/respond",
+             request_body("agent-respond", [user_message("agent-respond", "interrupt me")], "c4"))
+        post(http, f"{gateway.url}/agui", request_body("ag-ui", [user_message("ag-ui", "think hard")], "c5"))
+        samples = metric_samples(http, gateway.url)
+    dropped = {(labels[0][1], labels[1][1], labels[2][1]): value for (name, labels), value in samples.items()
+               if name == "agent_gateway_events_dropped_total"}
+    assert dropped == {
+        ("ag-kit", "reasoning", "ag-ui"): 5,  # start, three deltas, end
+        ("ag-kit", "state", "ag-ui"): 2,  # a snapshot and a delta
+        ("vercel", "interrupt_as_tool_call", "ag-ui"): 1,
+        ("agent-respond", "interrupt_as_note", "ag-ui"): 1,
+    }  # and nothing for the AG-UI client, which carries it all
+
+
+EVERYTHING: list[Event] = [
+    RunStarted("t", "r"), ReasoningStart("r1"), ReasoningDelta("r1", "hm"), ReasoningEnd("r1"), StepStarted("plan"),
+    TextStart("m1"), TextDelta("m1", "hi"), TextEnd("m1"), StepFinished("plan"), StepStarted(), StepFinished(),
+    StateSnapshot({"a": 1}), StateDelta([{"op": "replace", "path": "/a", "value": 2}]), MessagesSnapshot([]),
+    Data("progress", 1), Usage(1, 2), Raw("elsewhere", {"type": "x"}), ToolCallStart("c1", "search"),
+    ToolCallArgs("c1", "{}"), ToolCallEnd("c1"), ToolResult("c1", "boom", is_error=True), Interrupt("i1", "confirm"),
+    RunFinished("interrupt"),
+]
+"""A run with one of every canonical event."""
+CANCELLED: list[Event] = [RunStarted(), ToolCallStart("c2", "client_tool"), ToolCallEnd("c2"), RunFinished("cancelled")]
+
+
+@pytest.mark.parametrize(("dialect", "everything", "cancelled"), [
+    ("ag-ui", {"step": 2, "tool_error_as_result": 1}, {}),
+    ("ag-kit", {"reasoning": 3, "step": 4, "state": 2, "messages_snapshot": 1, "data": 1, "usage": 1, "raw": 1,
+                "tool_error_as_result": 1}, {"cancelled_as_finish": 1}),
+    ("vercel", {"step": 2, "messages_snapshot": 1, "raw": 1, "interrupt_as_tool_call": 1}, {}),
+    ("agent-respond", {"reasoning": 3, "step": 4, "messages_snapshot": 1, "data": 1, "raw": 1,
+                       "tool_error_as_result": 1, "interrupt_as_note": 1},
+     {"cancelled_as_finish": 1, "pending_tool_as_note": 1}),
+])
+def test_each_encoder_counts_what_its_dialect_cannot_carry(dialect: str, everything: dict[str, int],
+                                                           cancelled: dict[str, int]) -> None:
+    """The kinds the README lists per dialect: AG-UI loses unnamed steps (the Vercel ones) and tool errors' flag,
+    Vercel named steps and interrupts not about a tool call, AG-Kit and the eval platform the most."""
+    for events, expected in ((EVERYTHING, everything), (CANCELLED, cancelled)):
+        encoder = registry.get(dialect).new_encoder(Turn())
+        encoder.encode(events)
+        assert encoder.dropped == expected
 
 
 def test_one_access_record_per_request_without_message_contents(gateway: str,

@@ -13,6 +13,7 @@ from gateway.events import (
     ToolCallEnd,
     ToolCallStart,
     ToolResult,
+    Usage,
 )
 from gateway.recorder import RunRecorder
 from gateway.turn import Message, ToolCall
@@ -51,3 +52,12 @@ def test_a_run_longer_than_the_store_keeps_lets_go_of_its_text() -> None:
     held = RunRecorder(max_chars=1000)
     held.record([TextStart("m"), TextDelta("m", "x" * 900), TextEnd("m")])
     assert not held.overflowed and held.close()[0].text == "x" * 900
+
+
+def test_token_usage_is_summed_over_reports_and_what_is_not_a_count_is_left_out() -> None:
+    recorder = RunRecorder()
+    assert recorder.usage is None
+    recorder.record([RunStarted(), Usage(10, 4, 14, "model-a", "openai")])
+    recorder.record([Usage(2, None, None, "m" * 1000), Usage("lots", -3), Usage(True, 1 << 60),  # type: ignore[arg-type]
+                     Usage(1, 1, model=42)])  # type: ignore[arg-type]
+    assert recorder.usage == Usage(13, 5, None, "m" * 256, "openai")

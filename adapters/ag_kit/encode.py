@@ -2,7 +2,7 @@
 
 Only what the dialect has a word for goes out: text, tool calls, tool results, interrupts and errors, then
 `data: [DONE]`. Message boundaries, reasoning, state and steps have none and are left out (see the README's
-mapping table).
+mapping table); what carried something is counted in `dropped`.
 """
 
 from __future__ import annotations
@@ -11,23 +11,41 @@ from typing import Any
 
 import orjson
 
-from gateway.codec import as_text, drop_none
+from gateway.codec import as_text, count_dropped, drop_none
 from gateway.events import (
+    Data,
     Event,
     Interrupt,
+    MessagesSnapshot,
     Raw,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
     RunError,
     RunFinished,
+    StateDelta,
+    StateSnapshot,
+    StepFinished,
+    StepStarted,
     TextDelta,
     ToolCallArgs,
     ToolCallEnd,
     ToolCallStart,
     ToolResult,
+    Usage,
 )
 from gateway.sse import DONE, KEEP_ALIVE
 from gateway.turn import Turn
 
 HEADERS = {"content-type": "text/event-stream; charset=utf-8"}
+
+_DROPPED: dict[type, str] = {
+    ReasoningStart: "reasoning", ReasoningDelta: "reasoning", ReasoningEnd: "reasoning",
+    StateSnapshot: "state", StateDelta: "state", MessagesSnapshot: "messages_snapshot",
+    StepStarted: "step", StepFinished: "step", Data: "data", Usage: "usage", Raw: "raw",
+}
+"""What the dialect has no word for, by the kind counted in `dropped`. Run starts and message boundaries are
+left out too, but lose nothing: the client knows its ids, and a message ends where something else begins."""
 
 
 def _frame(event: dict[str, Any]) -> bytes:
@@ -35,11 +53,12 @@ def _frame(event: dict[str, Any]) -> bytes:
 
 
 class AgKitEncoder:
-    __slots__ = ("headers", "status_code")
+    __slots__ = ("dropped", "headers", "status_code")
 
     def __init__(self, request: Turn | None = None) -> None:
         self.status_code = 200
         self.headers = dict(HEADERS)
+        self.dropped: dict[str, int] = {}
 
     def encode(self, events: list[Event]) -> bytes:
         if len(events) == 1:
@@ -59,6 +78,8 @@ class AgKitEncoder:
         if isinstance(e, ToolCallEnd):
             return _frame({"type": "tool-call-end", "toolCallId": e.tool_call_id})
         if isinstance(e, ToolResult):
+            if e.is_error:
+                count_dropped(self.dropped, "tool_error_as_result")  # the result holds the error's text, with no flag
             return _frame({"type": "tool-result", "toolCallId": e.tool_call_id, "result": as_text(e.content)})
         if isinstance(e, Interrupt):
             payload = e.payload
@@ -67,9 +88,14 @@ class AgKitEncoder:
                                      "responseSchema": e.response_schema})
             return _frame({"type": "interrupt", "id": e.id, "reason": e.reason or "interrupt", "payload": payload})
         if isinstance(e, RunFinished):
+            if e.outcome == "cancelled":
+                count_dropped(self.dropped, "cancelled_as_finish")  # no way to say it: the run just ends
             return DONE
         if isinstance(e, RunError):
             return _frame({"type": "error", "error": e.message}) + DONE
         if isinstance(e, Raw) and e.dialect == "ag-kit":
             return _frame(e.event)
+        kind = _DROPPED.get(type(e))
+        if kind is not None:
+            count_dropped(self.dropped, kind)
         return b""

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from gateway.codec import as_text, drop_none
+from gateway.codec import as_text, count_dropped, drop_none
 from gateway.events import (
     Data,
     Event,
@@ -61,7 +61,7 @@ def _frame(event: dict[str, Any]) -> bytes:
 class AguiEncoder:
     __slots__ = (
         "_announced", "_interrupts", "_parent", "_pending", "_run_id", "_thread_id", "_usage",
-        "headers", "status_code",
+        "dropped", "headers", "status_code",
     )
 
     def __init__(self, request: Turn | None = None) -> None:
@@ -74,6 +74,7 @@ class AguiEncoder:
         self._pending: dict[str, None] = {}
         self._interrupts: list[dict[str, Any]] = []
         self._usage: list[dict[str, Any]] = []
+        self.dropped: dict[str, int] = {}
 
     def encode(self, events: list[Event]) -> bytes:
         if len(events) == 1:
@@ -161,6 +162,8 @@ class AguiEncoder:
         return _frame({"type": "TOOL_CALL_END", "toolCallId": e.tool_call_id})
 
     def _tool_result(self, e: ToolResult) -> bytes:
+        if e.is_error:
+            count_dropped(self.dropped, "tool_error_as_result")  # AG-UI results have no error flag
         self._pending.pop(e.tool_call_id, None)
         self._parent = None  # what the agent says after a result is a new assistant message
         return _frame({"type": "TOOL_CALL_RESULT", "messageId": e.message_id or new_id("result"),
@@ -191,10 +194,16 @@ class AguiEncoder:
         return _frame({"type": "MESSAGES_SNAPSHOT", "messages": [message_to_agui(m) for m in e.messages]})
 
     def _step_started(self, e: StepStarted) -> bytes:
-        return _frame({"type": "STEP_STARTED", "stepName": e.name}) if e.name else b""
+        if e.name:
+            return _frame({"type": "STEP_STARTED", "stepName": e.name})
+        count_dropped(self.dropped, "step")  # an AG-UI step must have a name
+        return b""
 
     def _step_finished(self, e: StepFinished) -> bytes:
-        return _frame({"type": "STEP_FINISHED", "stepName": e.name}) if e.name else b""
+        if e.name:
+            return _frame({"type": "STEP_FINISHED", "stepName": e.name})
+        count_dropped(self.dropped, "step")
+        return b""
 
     def _data(self, e: Data) -> bytes:
         return _frame({"type": "CUSTOM", "name": e.name, "value": e.data})

@@ -12,14 +12,22 @@ from typing import Any
 
 import orjson
 
-from gateway.codec import as_text, drop_none
+from gateway.codec import as_text, count_dropped, drop_none
 from gateway.events import (
+    Data,
     Event,
     Interrupt,
+    MessagesSnapshot,
+    Raw,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
     RunError,
     RunFinished,
     StateDelta,
     StateSnapshot,
+    StepFinished,
+    StepStarted,
     TextDelta,
     TextStart,
     ToolCallArgs,
@@ -33,11 +41,17 @@ from gateway.turn import Turn
 
 HEADERS = {"content-type": "application/json"}
 
+_DROPPED: dict[type, str] = {
+    ReasoningStart: "reasoning", ReasoningDelta: "reasoning", ReasoningEnd: "reasoning",
+    MessagesSnapshot: "messages_snapshot", StepStarted: "step", StepFinished: "step", Data: "data", Raw: "raw",
+}
+"""What the contract has no field for, by the kind counted in `dropped`."""
+
 
 class AgentRespondEncoder:
     __slots__ = (
         "_arguments", "_calls", "_interrupts", "_messages", "_model", "_names", "_pending", "_provider", "_state",
-        "_text", "_usage", "headers", "status_code",
+        "_text", "_usage", "dropped", "headers", "status_code",
     )
 
     def __init__(self, request: Turn | None = None) -> None:
@@ -54,6 +68,7 @@ class AgentRespondEncoder:
         self._model: str | None = None
         self._provider: str | None = None
         self._state = StateTracker()
+        self.dropped: dict[str, int] = {}
 
     def keep_alive(self) -> bytes:
         return b""
@@ -78,6 +93,8 @@ class AgentRespondEncoder:
             elif isinstance(e, ToolCallEnd):
                 self._pending[e.tool_call_id] = self._names.get(e.tool_call_id, "unknown_tool")
             elif isinstance(e, ToolResult):
+                if e.is_error:
+                    count_dropped(self.dropped, "tool_error_as_result")  # the content holds the error's text
                 self._flush()
                 self._pending.pop(e.tool_call_id, None)
                 self._messages.append(drop_none({"role": "tool", "content": as_text(e.content),
@@ -92,9 +109,13 @@ class AgentRespondEncoder:
             elif isinstance(e, StateDelta):
                 self._state.apply(e.patch)
             elif isinstance(e, RunFinished):
+                if e.outcome == "cancelled":
+                    count_dropped(self.dropped, "cancelled_as_finish")
                 return self._finished()
             elif isinstance(e, RunError):
                 return self._failed(e)
+            elif (kind := _DROPPED.get(type(e))) is not None:
+                count_dropped(self.dropped, kind)
         return b""
 
     def _open(self) -> list[str]:
@@ -139,9 +160,11 @@ class AgentRespondEncoder:
 
     def _closing_note(self) -> str | None:
         if self._interrupts:
+            self.dropped["interrupt_as_note"] = len(self._interrupts)
             asks = "; ".join(i.message or i.reason or i.id for i in self._interrupts)
             return f"[interrupted] The agent paused for human input: {asks}"
         if self._pending:
+            self.dropped["pending_tool_as_note"] = len(self._pending)
             return f"[pending tools] The agent asked the client to run: {', '.join(self._pending.values())}"
         return None
 

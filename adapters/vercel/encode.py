@@ -18,11 +18,12 @@ from typing import Any
 
 import orjson
 
-from gateway.codec import as_text, drop_none, json_or_text
+from gateway.codec import as_text, count_dropped, drop_none, json_or_text
 from gateway.events import (
     Data,
     Event,
     Interrupt,
+    MessagesSnapshot,
     Raw,
     ReasoningDelta,
     ReasoningEnd,
@@ -67,8 +68,8 @@ _FINISH_STEP = _frame({"type": "finish-step"})
 
 
 class VercelEncoder:
-    __slots__ = ("_after_results", "_args", "_inkeep", "_names", "_settles", "_state", "_step_open", "headers",
-                 "status_code")
+    __slots__ = ("_after_results", "_args", "_inkeep", "_names", "_settles", "_state", "_step_open", "dropped",
+                 "headers", "status_code")
 
     def __init__(self, request: Turn | None = None) -> None:
         self.status_code = 200
@@ -80,6 +81,7 @@ class VercelEncoder:
         self._step_open = False
         self._after_results = False
         self._state = StateTracker()
+        self.dropped: dict[str, int] = {}
 
     def encode(self, events: list[Event]) -> bytes:
         if len(events) == 1:
@@ -126,6 +128,7 @@ class VercelEncoder:
         if isinstance(e, Interrupt):
             if e.tool_call_id in self._names:  # the client needs the call's part to hang the approval on
                 return _frame({"type": "tool-approval-request", "approvalId": e.id, "toolCallId": e.tool_call_id})
+            count_dropped(self.dropped, "interrupt_as_tool_call")
             return self._interrupt_call(e)
         if isinstance(e, Data):
             chunk: dict[str, Any] = {"type": f"data-{e.name}", "data": e.data}  # `data` is required, null or not
@@ -140,11 +143,15 @@ class VercelEncoder:
         if isinstance(e, StepStarted):
             # A Vercel upstream's own steps pass through; named (AG-UI) steps are not model steps: left out.
             if e.name is not None or self._step_open:
+                if e.name is not None:
+                    count_dropped(self.dropped, "step")
                 return b""
             self._step_open, self._after_results = True, False
             return _START_STEP
         if isinstance(e, StepFinished):
             if e.name is not None or not self._step_open:
+                if e.name is not None:
+                    count_dropped(self.dropped, "step")
                 return b""
             self._step_open = False
             return _FINISH_STEP
@@ -161,8 +168,12 @@ class VercelEncoder:
             return self._end_step() + _frame({"type": "abort" if e.outcome == "cancelled" else "finish"}) + DONE
         if isinstance(e, RunError):
             return self._end_step() + self._error(e) + DONE
-        if isinstance(e, Raw) and e.dialect == "vercel" and e.event.get("type") in _PASSTHROUGH:
-            return _frame(e.event)
+        if isinstance(e, Raw):
+            if e.dialect == "vercel" and e.event.get("type") in _PASSTHROUGH:
+                return _frame(e.event)
+            count_dropped(self.dropped, "raw")
+        elif isinstance(e, MessagesSnapshot):
+            count_dropped(self.dropped, "messages_snapshot")  # the client owns the history
         return b""
 
     def _interrupt_call(self, e: Interrupt) -> bytes:
