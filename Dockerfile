@@ -16,7 +16,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY gateway/ gateway/
 COPY adapters/ adapters/
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[otel]"
 
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -27,7 +27,7 @@ RUN groupadd --system --gid 10001 gateway \
       --shell /usr/sbin/nologin gateway
 # The wheels are bind-mounted, not copied, so they never land in a layer of the final image.
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
-    pip install --no-cache-dir --no-index --find-links=/wheels agent-gateway
+    pip install --no-cache-dir --no-index --find-links=/wheels "agent-gateway[otel]"
 COPY config/ /etc/agent-gateway/
 COPY config/compose.yaml /etc/agent-gateway/gateway.yaml
 # The working directory is the user's own: a relative sqlite:/// store is written here.
