@@ -89,9 +89,11 @@ class Report:
     def failed(self) -> bool:
         return any(result.outcome == "fail" for result in self.results)
 
+    def counts(self) -> dict[str, int]:
+        return {outcome: sum(r.outcome == outcome for r in self.results) for outcome in ("pass", "fail", "skip")}
+
     def as_json(self) -> dict[str, Any]:
-        counts = {outcome: sum(r.outcome == outcome for r in self.results) for outcome in ("pass", "fail", "skip")}
-        return {"url": self.url, "dialect": self.dialect, **counts, "results": [asdict(r) for r in self.results]}
+        return {"url": self.url, "dialect": self.dialect, **self.counts(), "results": [asdict(r) for r in self.results]}
 
     def lines(self) -> list[str]:
         out = [f"agent-gateway check {self.url} ({self.dialect})"]
@@ -104,7 +106,7 @@ class Report:
             notes = {v.rule: (step, v) for step in result.steps for v in step.notes}  # once per rule
             for step, v in notes.values():
                 out += _described(step, v, "note: ")
-        counts = self.as_json()
+        counts = self.counts()
         out.append(f"{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped")
         return out
 

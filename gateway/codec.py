@@ -170,10 +170,6 @@ def as_text(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-def count_dropped(dropped: dict[str, int], kind: str) -> None:
-    """One event of `kind` that a dialect left out or approximated (see `Encoder.dropped`)."""
-    dropped[kind] = dropped.get(kind, 0) + 1
-
 
 def drop_none(mapping: Mapping[str, Any]) -> dict[str, Any]:
     """Strict clients reject `null` for an optional field: leave such fields out."""

@@ -7,11 +7,12 @@ mapping table); what carried something is counted in `dropped`.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
 import orjson
 
-from gateway.codec import as_text, count_dropped, drop_none
+from gateway.codec import as_text, drop_none
 from gateway.events import (
     Data,
     Event,
@@ -58,7 +59,7 @@ class AgKitEncoder:
     def __init__(self, request: Turn | None = None) -> None:
         self.status_code = 200
         self.headers = dict(HEADERS)
-        self.dropped: dict[str, int] = {}
+        self.dropped: dict[str, int] = defaultdict(int)
 
     def encode(self, events: list[Event]) -> bytes:
         if len(events) == 1:
@@ -79,7 +80,7 @@ class AgKitEncoder:
             return _frame({"type": "tool-call-end", "toolCallId": e.tool_call_id})
         if isinstance(e, ToolResult):
             if e.is_error:
-                count_dropped(self.dropped, "tool_error_as_result")  # the result holds the error's text, with no flag
+                self.dropped["tool_error_as_result"] += 1  # the result holds the error's text, with no flag
             return _frame({"type": "tool-result", "toolCallId": e.tool_call_id, "result": as_text(e.content)})
         if isinstance(e, Interrupt):
             payload = e.payload
@@ -89,7 +90,7 @@ class AgKitEncoder:
             return _frame({"type": "interrupt", "id": e.id, "reason": e.reason or "interrupt", "payload": payload})
         if isinstance(e, RunFinished):
             if e.outcome == "cancelled":
-                count_dropped(self.dropped, "cancelled_as_finish")  # no way to say it: the run just ends
+                self.dropped["cancelled_as_finish"] += 1  # no way to say it: the run just ends
             return DONE
         if isinstance(e, RunError):
             return _frame({"type": "error", "error": e.message}) + DONE
@@ -97,5 +98,5 @@ class AgKitEncoder:
             return _frame(e.event)
         kind = _DROPPED.get(type(e))
         if kind is not None:
-            count_dropped(self.dropped, kind)
+            self.dropped[kind] += 1
         return b""

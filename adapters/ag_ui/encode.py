@@ -7,12 +7,13 @@ Its rules, all enforced here: LF framing, camelCase, no `null` for an optional f
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
-from gateway.codec import as_text, count_dropped, drop_none
+from gateway.codec import as_text, drop_none
 from gateway.events import (
     Data,
     Event,
@@ -74,7 +75,7 @@ class AguiEncoder:
         self._pending: dict[str, None] = {}
         self._interrupts: list[dict[str, Any]] = []
         self._usage: list[dict[str, Any]] = []
-        self.dropped: dict[str, int] = {}
+        self.dropped: dict[str, int] = defaultdict(int)
 
     def encode(self, events: list[Event]) -> bytes:
         if len(events) == 1:
@@ -163,7 +164,7 @@ class AguiEncoder:
 
     def _tool_result(self, e: ToolResult) -> bytes:
         if e.is_error:
-            count_dropped(self.dropped, "tool_error_as_result")  # AG-UI results have no error flag
+            self.dropped["tool_error_as_result"] += 1  # AG-UI results have no error flag
         self._pending.pop(e.tool_call_id, None)
         self._parent = None  # what the agent says after a result is a new assistant message
         return _frame({"type": "TOOL_CALL_RESULT", "messageId": e.message_id or new_id("result"),
@@ -196,13 +197,13 @@ class AguiEncoder:
     def _step_started(self, e: StepStarted) -> bytes:
         if e.name:
             return _frame({"type": "STEP_STARTED", "stepName": e.name})
-        count_dropped(self.dropped, "step")  # an AG-UI step must have a name
+        self.dropped["step"] += 1  # an AG-UI step must have a name
         return b""
 
     def _step_finished(self, e: StepFinished) -> bytes:
         if e.name:
             return _frame({"type": "STEP_FINISHED", "stepName": e.name})
-        count_dropped(self.dropped, "step")
+        self.dropped["step"] += 1
         return b""
 
     def _data(self, e: Data) -> bytes:

@@ -8,11 +8,12 @@ that ends otherwise. A failed run is a 502 (504 for a timeout) with an error bod
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
 import orjson
 
-from gateway.codec import as_text, count_dropped, drop_none
+from gateway.codec import as_text, drop_none
 from gateway.events import (
     Data,
     Event,
@@ -68,7 +69,7 @@ class AgentRespondEncoder:
         self._model: str | None = None
         self._provider: str | None = None
         self._state = StateTracker()
-        self.dropped: dict[str, int] = {}
+        self.dropped: dict[str, int] = defaultdict(int)
 
     def keep_alive(self) -> bytes:
         return b""
@@ -94,7 +95,7 @@ class AgentRespondEncoder:
                 self._pending[e.tool_call_id] = self._names.get(e.tool_call_id, "unknown_tool")
             elif isinstance(e, ToolResult):
                 if e.is_error:
-                    count_dropped(self.dropped, "tool_error_as_result")  # the content holds the error's text
+                    self.dropped["tool_error_as_result"] += 1  # the content holds the error's text
                 self._flush()
                 self._pending.pop(e.tool_call_id, None)
                 self._messages.append(drop_none({"role": "tool", "content": as_text(e.content),
@@ -110,12 +111,12 @@ class AgentRespondEncoder:
                 self._state.apply(e.patch)
             elif isinstance(e, RunFinished):
                 if e.outcome == "cancelled":
-                    count_dropped(self.dropped, "cancelled_as_finish")
+                    self.dropped["cancelled_as_finish"] += 1
                 return self._finished()
             elif isinstance(e, RunError):
                 return self._failed(e)
             elif (kind := _DROPPED.get(type(e))) is not None:
-                count_dropped(self.dropped, kind)
+                self.dropped[kind] += 1
         return b""
 
     def _open(self) -> list[str]:

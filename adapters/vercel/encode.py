@@ -14,11 +14,12 @@ first, so the client shows the answer and never sends it again.
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from typing import Any
 
 import orjson
 
-from gateway.codec import as_text, count_dropped, drop_none, json_or_text
+from gateway.codec import as_text, drop_none, json_or_text
 from gateway.events import (
     Data,
     Event,
@@ -81,7 +82,7 @@ class VercelEncoder:
         self._step_open = False
         self._after_results = False
         self._state = StateTracker()
-        self.dropped: dict[str, int] = {}
+        self.dropped: dict[str, int] = defaultdict(int)
 
     def encode(self, events: list[Event]) -> bytes:
         if len(events) == 1:
@@ -128,7 +129,7 @@ class VercelEncoder:
         if isinstance(e, Interrupt):
             if e.tool_call_id in self._names:  # the client needs the call's part to hang the approval on
                 return _frame({"type": "tool-approval-request", "approvalId": e.id, "toolCallId": e.tool_call_id})
-            count_dropped(self.dropped, "interrupt_as_tool_call")
+            self.dropped["interrupt_as_tool_call"] += 1
             return self._interrupt_call(e)
         if isinstance(e, Data):
             chunk: dict[str, Any] = {"type": f"data-{e.name}", "data": e.data}  # `data` is required, null or not
@@ -144,14 +145,14 @@ class VercelEncoder:
             # A Vercel upstream's own steps pass through; named (AG-UI) steps are not model steps: left out.
             if e.name is not None or self._step_open:
                 if e.name is not None:
-                    count_dropped(self.dropped, "step")
+                    self.dropped["step"] += 1
                 return b""
             self._step_open, self._after_results = True, False
             return _START_STEP
         if isinstance(e, StepFinished):
             if e.name is not None or not self._step_open:
                 if e.name is not None:
-                    count_dropped(self.dropped, "step")
+                    self.dropped["step"] += 1
                 return b""
             self._step_open = False
             return _FINISH_STEP
@@ -171,9 +172,9 @@ class VercelEncoder:
         if isinstance(e, Raw):
             if e.dialect == "vercel" and e.event.get("type") in _PASSTHROUGH:
                 return _frame(e.event)
-            count_dropped(self.dropped, "raw")
+            self.dropped["raw"] += 1
         elif isinstance(e, MessagesSnapshot):
-            count_dropped(self.dropped, "messages_snapshot")  # the client owns the history
+            self.dropped["messages_snapshot"] += 1  # the client owns the history
         return b""
 
     def _interrupt_call(self, e: Interrupt) -> bytes:
