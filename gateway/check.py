@@ -161,8 +161,8 @@ class Checker:
             for name in scenarios:
                 result = await _SCENARIOS[name](self, Conversation(self, name))
                 results.append(result)
-                if name == scenarios[0] and any(_unreachable(step) for step in result.steps):
-                    break  # nothing else would get further
+                if name == scenarios[0] and any(step.status is None for step in result.steps):
+                    break  # not even a response head: nothing else would get further
         finally:
             await self.pool.close()
         return Report(self.url, self.dialect.name, results)
@@ -217,10 +217,6 @@ class Checker:
 
 class _TooLarge(Exception):
     pass
-
-
-def _unreachable(step: Step) -> bool:
-    return step.status is None and step.error is not None and step.error.startswith(("ConnectError", "ConnectTimeout"))
 
 
 class Conversation:
