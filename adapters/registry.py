@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from adapters import ag_kit, ag_ui, agent_respond, vercel
-from gateway.codec import Dialect
-from gateway.errors import GatewayError, UnknownDialect
-from gateway.turn import Turn
+from gateway.core.codec import Dialect
+from gateway.core.errors import GatewayError, UnknownDialect
+from gateway.core.turn import Turn
 
 _SURE = 50
 """A sniff score from which a body is taken to be that dialect's even when its path belongs to another."""

@@ -55,8 +55,8 @@ if str(ROOT) not in sys.path:
 import orjson  # noqa: E402
 
 from adapters import registry  # noqa: E402
-from gateway.codec import Dialect  # noqa: E402
-from gateway.events import (  # noqa: E402
+from gateway.core.codec import Dialect  # noqa: E402
+from gateway.core.events import (  # noqa: E402
     Event,
     RunError,
     RunFinished,

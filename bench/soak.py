@@ -54,7 +54,7 @@ from e2e import DIALECTS, request_body, user_message  # noqa: E402
 from faults import GatewayProcess, closed_port, wait_until  # noqa: E402
 from helpers import decode  # noqa: E402
 
-from gateway.events import RunError, RunFinished, TextDelta  # noqa: E402
+from gateway.core.events import RunError, RunFinished, TextDelta  # noqa: E402
 
 PAIRS = [(c, u) for c in DIALECTS for u in DIALECTS]
 NUMBER = re.compile(r"n=(\d+) ")

@@ -48,7 +48,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from adapters import registry  # noqa: E402
-from gateway.events import Event, RunFinished, RunStarted, TextDelta, TextEnd, TextStart  # noqa: E402
+from gateway.core.events import Event, RunFinished, RunStarted, TextDelta, TextEnd, TextStart  # noqa: E402
 
 DIALECTS = tuple(registry.DIALECTS)
 TS_DIGITS = 16

@@ -17,13 +17,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from adapters import registry
-from gateway.codec import Dialect
-from gateway.conformance import Answer, Violation
-from gateway.events import Event, Interrupt, RunError, TextDelta, ToolCallStart, ToolResult
-from gateway.http1 import HTTPError, Pool, Target
-from gateway.ids import new_id
-from gateway.recorder import RunRecorder
-from gateway.turn import Message, Resume, Tool, Turn
+from gateway.conversations.recorder import RunRecorder
+from gateway.core.codec import Dialect
+from gateway.core.conformance import Answer, Violation
+from gateway.core.events import Event, Interrupt, RunError, TextDelta, ToolCallStart, ToolResult
+from gateway.core.ids import new_id
+from gateway.core.turn import Message, Resume, Tool, Turn
+from gateway.upstream.http1 import HTTPError, Pool, Target
 
 SCENARIOS: dict[str, str] = {
     "text": "a question gets an answer with text",

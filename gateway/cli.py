@@ -24,9 +24,9 @@ from pydantic import ValidationError
 
 from adapters import registry
 from gateway.config import ConfigError, GatewayConfig, Route, Store, Upstream, load_config
-from gateway.events import Raw, RunError, RunFinished, RunStarted
-from gateway.turn import Turn
-from gateway.validation import error_message
+from gateway.core.events import Raw, RunError, RunFinished, RunStarted
+from gateway.core.turn import Turn
+from gateway.core.validation import error_message
 
 
 def _port(text: str) -> int:
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo":
         return _demo(args)
     if args.command == "agent":
-        from gateway.agent import KEYWORDS, run
+        from gateway.agent.server import KEYWORDS, run
 
         paths = ", ".join(f"http://{args.host}:{args.port}{path}" for path in registry.get(args.dialect).paths)
         print(f"agent-gateway agent: speaking {args.dialect} at {paths}\nkeywords: {', '.join(KEYWORDS)}; "
@@ -192,9 +192,9 @@ def _demo(args: argparse.Namespace) -> int:
     import uvicorn
     from starlette.routing import Mount
 
-    from gateway import logs
-    from gateway.agent import KEYWORDS, create_agent_app
-    from gateway.app import create_app
+    from gateway.agent.server import KEYWORDS, create_agent_app
+    from gateway.server import logs
+    from gateway.server.app import create_app
 
     base = f"http://{args.host}:{args.port}"
     dialect = registry.get(args.agent_dialect)
@@ -234,8 +234,8 @@ def _bind(host: str, port: int) -> socket.socket | None:
 def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     import uvicorn
 
-    from gateway import http_server, logs
-    from gateway.app import CONFIG_ENV, create_app
+    from gateway.server import http_server, logs
+    from gateway.server.app import CONFIG_ENV, create_app
 
     flags = [flag for flag, value in (("--upstream", args.upstream), ("--upstream-dialect", args.upstream_dialect),
                                       ("--upstream-variant", args.upstream_variant),
@@ -289,7 +289,7 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                                            "log_level": args.log_level, "log_bodies": args.log_bodies}).decode()
     with tempfile.TemporaryDirectory(prefix="agent-gateway-metrics-") as metrics_dir:
         os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", metrics_dir)
-        uvicorn.run("gateway.app:from_environment", factory=True, host=args.host, port=args.port,
+        uvicorn.run("gateway.server.app:from_environment", factory=True, host=args.host, port=args.port,
                     workers=args.workers, log_level="warning", limit_concurrency=config.max_connections,
                     http=http_server.HeadDeadlineProtocol)
     return 0
@@ -298,8 +298,8 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 def _check_config(config: GatewayConfig) -> int:
     import asyncio
 
-    from gateway.probe import probe
-    from gateway.store import StoreError
+    from gateway.conversations.store import StoreError
+    from gateway.server.probe import probe
 
     try:
         store = config.store.open()
@@ -324,7 +324,7 @@ def _check_endpoint(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     import asyncio
 
     from gateway.check import SCENARIOS, check
-    from gateway.upstream_url import UpstreamURL
+    from gateway.upstream.url import UpstreamURL
 
     try:
         UpstreamURL.parse(args.url)

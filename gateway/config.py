@@ -19,12 +19,12 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from gateway import tls
-from gateway.http1 import Target
-from gateway.proxies import Proxy, parse_proxy, proxy_for
-from gateway.store import ConversationStore, open_store
-from gateway.upstream_url import UpstreamURL
-from gateway.validation import error_message, field_path
+from gateway.conversations.store import ConversationStore, open_store
+from gateway.core.validation import error_message, field_path
+from gateway.upstream import tls
+from gateway.upstream.http1 import Target
+from gateway.upstream.proxies import Proxy, parse_proxy, proxy_for
+from gateway.upstream.url import UpstreamURL
 
 DialectName = Literal["ag-ui", "ag-kit", "vercel", "agent-respond"]
 

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.events import (
+from gateway.core.events import (
     Event,
     RunError,
     RunFinished,
@@ -24,7 +24,7 @@ from gateway.events import (
     ToolResult,
     Usage,
 )
-from gateway.ids import new_id
+from gateway.core.ids import new_id
 
 DIALECTS = ["ag-ui", "ag-kit", "vercel", "agent-respond"]
 

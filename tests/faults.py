@@ -72,7 +72,7 @@ import orjson
 from servers import free_port
 
 from adapters import registry
-from gateway.events import Event, RunFinished, RunStarted, TextDelta, TextEnd, TextStart
+from gateway.core.events import Event, RunFinished, RunStarted, TextDelta, TextEnd, TextStart
 
 FAULTS = ("ok", "slow", "reset", "hang-first", "hang-headers", "hang-between", "bad-json", "unknown-event", "huge",
           "forever", "html-502", "wrong-type", "drop")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapters import registry
-from gateway.events import Event
-from gateway.sse import SSEDecoder
-from gateway.turn import Turn
+from gateway.core.events import Event
+from gateway.core.sse import SSEDecoder
+from gateway.core.turn import Turn
 
 ROOT = Path(__file__).parent.parent
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -8,7 +8,7 @@ import asyncio
 import ssl
 from collections.abc import Awaitable, Callable
 
-from gateway.http1 import Response
+from gateway.upstream.http1 import Response
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[bool]]
 """Answers the request numbered `int` on this connection (0-based); returns whether to keep the connection."""

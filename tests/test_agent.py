@@ -13,8 +13,8 @@ from helpers import decode, kinds
 from starlette.types import Message as AsgiMessage
 
 from adapters import registry
-from gateway.agent import HANG, MAX_LOG, SLOW_GAP, Agent, create_agent_app, script
-from gateway.events import (
+from gateway.agent.server import HANG, MAX_LOG, SLOW_GAP, Agent, create_agent_app, script
+from gateway.core.events import (
     Event,
     Interrupt,
     ReasoningDelta,
@@ -28,7 +28,7 @@ from gateway.events import (
     ToolCallStart,
     ToolResult,
 )
-from gateway.turn import Message, Turn
+from gateway.core.turn import Message, Turn
 
 with warnings.catch_warnings():
     # Starlette 1.x wants `httpx2` for its test client and warns on plain httpx, which is what the project has.

@@ -19,12 +19,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from adapters import registry
-from gateway.agent import create_agent_app
-from gateway.app import create_app
+from gateway.agent.server import create_agent_app
 from gateway.check import SCENARIOS, Report, check
 from gateway.cli import main
 from gateway.config import GatewayConfig
-from gateway.store import MemoryStore
+from gateway.conversations.store import MemoryStore
+from gateway.server.app import create_app
 
 DIALECTS = ["ag-ui", "ag-kit", "vercel", "agent-respond"]
 ALL_PASS = dict.fromkeys(SCENARIOS, "pass")

@@ -39,7 +39,7 @@ def test_demo_answers_the_printed_request_of_every_dialect() -> None:
     from servers import free_port
 
     from gateway.cli import DEMO_REQUESTS
-    from gateway.events import RunFinished, TextDelta
+    from gateway.core.events import RunFinished, TextDelta
 
     port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "gateway", "demo", "--port", str(port)], cwd=ROOT,
@@ -91,7 +91,7 @@ def test_serve_with_workers_shares_the_work_and_sums_the_metrics(tmp_path: Path)
     from prometheus_client.parser import text_string_to_metric_families
     from servers import Served, free_port
 
-    from gateway.agent import create_agent_app
+    from gateway.agent.server import create_agent_app
 
     port = free_port()
     with Served(create_agent_app("ag-ui")) as agent:

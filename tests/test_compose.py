@@ -32,7 +32,7 @@ from servers import free_port
 
 from gateway.cli import DEMO_REQUESTS
 from gateway.config import load_config
-from gateway.events import RunFinished, TextDelta
+from gateway.core.events import RunFinished, TextDelta
 
 COMPOSE: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES: dict[str, dict[str, Any]] = COMPOSE["services"]

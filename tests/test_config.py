@@ -84,9 +84,9 @@ def test_every_example_config_starts_and_serves(path: Path, tmp_path: Path) -> N
     from e2e import Reply, post, request_body, user_message
     from servers import Served
 
-    from gateway.agent import create_agent_app
-    from gateway.app import create_app
-    from gateway.events import RunFinished
+    from gateway.agent.server import create_agent_app
+    from gateway.core.events import RunFinished
+    from gateway.server.app import create_app
 
     upstream = load_config(path, environ={}).routes[0].upstream
     with Served(create_agent_app(upstream.dialect)) as agent:

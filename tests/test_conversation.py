@@ -3,11 +3,11 @@ from __future__ import annotations
 import asyncio
 
 from adapters import registry
-from gateway.conversation import ConversationMapper
-from gateway.events import Interrupt, RunFinished, RunStarted, TextDelta, ToolCallEnd, ToolCallStart
-from gateway.recorder import RunRecorder
-from gateway.store import MemoryStore
-from gateway.turn import Message, Resume, ToolCall, Turn
+from gateway.conversations.mapper import ConversationMapper
+from gateway.conversations.recorder import RunRecorder
+from gateway.conversations.store import MemoryStore
+from gateway.core.events import Interrupt, RunFinished, RunStarted, TextDelta, ToolCallEnd, ToolCallStart
+from gateway.core.turn import Message, Resume, ToolCall, Turn
 
 
 def exchange_once(mapper: ConversationMapper, turn: Turn, client: str, upstream: str, events: list[object],

@@ -29,11 +29,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from redis_server import RedisServer
 from servers import Served
 
-from gateway.agent import create_agent_app
-from gateway.app import create_app
+from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
-from gateway.events import RunFinished, ToolCallStart
-from gateway.store import MemoryStore
+from gateway.conversations.store import MemoryStore
+from gateway.core.events import RunFinished, ToolCallStart
+from gateway.server.app import create_app
 
 PAIRS = [(c, u) for c in DIALECTS for u in DIALECTS]
 STREAMING = ["ag-ui", "ag-kit", "vercel"]

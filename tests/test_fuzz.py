@@ -25,11 +25,11 @@ from hypothesis import strategies as st
 from servers import Served
 
 from adapters import registry
-from gateway.app import create_app
 from gateway.config import GatewayConfig, Limits
-from gateway.errors import RequestError
-from gateway.events import RunFinished
-from gateway.store import MemoryStore
+from gateway.conversations.store import MemoryStore
+from gateway.core.errors import RequestError
+from gateway.core.events import RunFinished
+from gateway.server.app import create_app
 
 PAIRS = [(c, u) for c in DIALECTS for u in DIALECTS]
 CLIENT_ERRORS = {400, 413, 415, 422}

@@ -19,9 +19,10 @@ from e2e import Reply, request_body, user_message
 from scripted_http import STREAM_HEAD, Server, chunk, read_all, run
 from servers import Served
 
-from gateway.app import create_app
 from gateway.config import ConfigError, GatewayConfig, parse_config
-from gateway.http1 import (
+from gateway.conversations.store import MemoryStore
+from gateway.server.app import create_app
+from gateway.upstream.http1 import (
     HIGH_WATER,
     INFLATE_STEP,
     ConnectTimeout,
@@ -30,8 +31,7 @@ from gateway.http1 import (
     ProtocolError,
     Target,
 )
-from gateway.store import MemoryStore
-from gateway.upstream_url import UpstreamURL
+from gateway.upstream.url import UpstreamURL
 
 SSE_FRAME = b'data: {"type":"text","content":"hi"}\n\n'
 

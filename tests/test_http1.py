@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from scripted_http import STREAM_HEAD, Server, chunk, read_all, run
 
-from gateway.http1 import ConnectError, ConnectionBroken, Pool, ProtocolError, Target
+from gateway.upstream.http1 import ConnectError, ConnectionBroken, Pool, ProtocolError, Target
 
 
 def test_a_chunked_stream_is_read_as_it_arrives_not_when_it_ends() -> None:

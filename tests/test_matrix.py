@@ -31,10 +31,10 @@ from peers_env import agkit_agui_upstream, agkit_upstream, pydantic_upstream
 from servers import Served
 
 from adapters.agent_respond.contract import AgentResponse
-from gateway.agent import create_agent_app
-from gateway.app import create_app
+from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
-from gateway.store import MemoryStore
+from gateway.conversations.store import MemoryStore
+from gateway.server.app import create_app
 
 with warnings.catch_warnings():  # the 0.1.1 server still uses pydantic's class-based config
     warnings.simplefilter("ignore", DeprecationWarning)

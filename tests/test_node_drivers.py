@@ -13,7 +13,7 @@ import pytest
 from node_clients import VercelChatRun, run_agui, run_vercel_chat
 from servers import Served
 
-from gateway.agent import create_agent_app
+from gateway.agent.server import create_agent_app
 
 ASK_USER = {"name": "ask_user", "description": "Ask the user a question",
             "parameters": {"type": "object", "properties": {"question": {"type": "string"}},

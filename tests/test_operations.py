@@ -14,10 +14,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from servers import Served
 
 from adapters import registry
-from gateway.agent import create_agent_app
-from gateway.app import create_app
+from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
-from gateway.events import (
+from gateway.conversations.store import MemoryStore, StoreError
+from gateway.core.events import (
     Data,
     Event,
     Interrupt,
@@ -41,9 +41,9 @@ from gateway.events import (
     ToolResult,
     Usage,
 )
-from gateway.logs import ACCESS, HumanFormatter, JsonFormatter
-from gateway.store import MemoryStore, StoreError
-from gateway.turn import Turn
+from gateway.core.turn import Turn
+from gateway.server.app import create_app
+from gateway.server.logs import ACCESS, HumanFormatter, JsonFormatter
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import pytest
 from helpers import decode
 from peers_env import agkit_upstream, pydantic_upstream
 
-from gateway.events import (
+from gateway.core.events import (
     Event,
     Interrupt,
     ReasoningDelta,

@@ -16,8 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters import registry
-from gateway.codec import as_text
-from gateway.events import (
+from gateway.core.codec import as_text
+from gateway.core.events import (
     Data,
     Event,
     Interrupt,
@@ -37,7 +37,7 @@ from gateway.events import (
     ToolCallStart,
     ToolResult,
 )
-from gateway.repair import RunRepair
+from gateway.core.repair import RunRepair
 
 # What each dialect carries, beyond text and tool calls with results.
 CARRIES: dict[str, set[str]] = {

@@ -20,7 +20,7 @@ from typing import cast
 import pytest
 from test_http1 import certificate as http1_certificate  # noqa: F401 (a fixture, used below by its name)
 
-from gateway.proxies import MAX_HEAD, Proxy, ProxyError, absolute_target, open_tunnel, parse_proxy, proxy_for
+from gateway.upstream.proxies import MAX_HEAD, Proxy, ProxyError, absolute_target, open_tunnel, parse_proxy, proxy_for
 
 Run = Callable[[Callable[[], Awaitable[None]]], None]
 

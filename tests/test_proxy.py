@@ -1,6 +1,6 @@
 """The gateway end to end over real HTTP on 127.0.0.1: every client dialect in front of every upstream dialect.
 
-The upstreams are the built-in scripted agent (`gateway.agent`), one server per dialect; the gateway serves one
+The upstreams are the built-in scripted agent (`gateway.agent.server`), one server per dialect; the gateway serves one
 route per (client, upstream) pair at `/<client>/to/<upstream>`.
 """
 
@@ -16,10 +16,10 @@ import pytest
 from e2e import DIALECTS, Reply, post, request_body, user_message
 from servers import Served
 
-from gateway.agent import create_agent_app
-from gateway.app import create_app
+from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
-from gateway.store import MemoryStore
+from gateway.conversations.store import MemoryStore
+from gateway.server.app import create_app
 
 PAIRS = [(c, u) for c in DIALECTS for u in DIALECTS]
 WEATHER_TOOL = {"name": "get_location", "description": "Where the user is",
@@ -356,7 +356,7 @@ def test_upstream_that_goes_quiet_mid_run_is_cut_at_the_timeout(world: World, cl
 
 def test_a_bug_of_ours_ends_the_reply_and_the_gateway_keeps_serving(world: World,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from gateway.recorder import RunRecorder
+    from gateway.conversations.recorder import RunRecorder
 
     def broken(self: RunRecorder, events: list[Any]) -> None:
         raise RuntimeError("a bug")

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from gateway.events import (
+from gateway.conversations.recorder import RunRecorder
+from gateway.core.events import (
     Interrupt,
     ReasoningDelta,
     RunStarted,
@@ -15,8 +16,7 @@ from gateway.events import (
     ToolResult,
     Usage,
 )
-from gateway.recorder import RunRecorder
-from gateway.turn import Message, ToolCall
+from gateway.core.turn import Message, ToolCall
 
 
 def test_a_run_becomes_the_messages_a_client_would_assemble() -> None:

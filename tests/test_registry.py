@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from adapters import registry
-from gateway.errors import InvalidRequest, UnknownDialect
+from gateway.core.errors import InvalidRequest, UnknownDialect
 
 
 @pytest.mark.parametrize(("body", "dialect"), [

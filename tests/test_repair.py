@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from gateway.events import (
+from gateway.core.events import (
     Event,
     Interrupt,
     RunError,
@@ -16,7 +16,7 @@ from gateway.events import (
     ToolCallStart,
     ToolResult,
 )
-from gateway.repair import INTERRUPTED_TOOL, RunRepair
+from gateway.core.repair import INTERRUPTED_TOOL, RunRepair
 
 
 def repaired(*events: Event, end: bool = True) -> list[Event]:

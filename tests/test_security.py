@@ -18,12 +18,12 @@ import uvicorn
 from e2e import Reply, post, request_body, user_message
 from servers import Served, free_port
 
-from gateway import http_server
-from gateway.agent import create_agent_app
-from gateway.app import create_app
+from gateway.agent.server import create_agent_app
 from gateway.config import ConfigError, GatewayConfig, parse_config
-from gateway.logs import HumanFormatter
-from gateway.store import MemoryStore
+from gateway.conversations.store import MemoryStore
+from gateway.server import http_server
+from gateway.server.app import create_app
+from gateway.server.logs import HumanFormatter
 
 
 @pytest.fixture(scope="module")

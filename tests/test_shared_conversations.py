@@ -21,7 +21,7 @@ from helpers import ROOT
 from redis_server import RedisServer
 from servers import Served, free_port
 
-from gateway.agent import create_agent_app
+from gateway.agent.server import create_agent_app
 
 
 @contextmanager

@@ -29,7 +29,7 @@ from redis_server import RedisServer
 from servers import Served
 
 from bench.soak import soak, write_config
-from gateway.agent import create_agent_app
+from gateway.agent.server import create_agent_app
 
 SOAK_STREAMS = 200
 SOAK_SECONDS = 10.0

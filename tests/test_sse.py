@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.sse import DONE, FrameTooLarge, SSEDecoder, encode_frame
+from gateway.core.sse import DONE, FrameTooLarge, SSEDecoder, encode_frame
 
 
 def frames(*chunks: bytes) -> list[bytes]:

@@ -14,7 +14,15 @@ import pytest
 import redis.asyncio as aioredis
 from redis_server import RedisServer, RedisServerMissing
 
-from gateway.store import ConversationStore, MemoryStore, RedisStore, SQLiteStore, StoreError, open_store, redact_url
+from gateway.conversations.store import (
+    ConversationStore,
+    MemoryStore,
+    RedisStore,
+    SQLiteStore,
+    StoreError,
+    open_store,
+    redact_url,
+)
 
 T = TypeVar("T")
 MakeStore = Callable[..., ConversationStore]

@@ -30,11 +30,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 from servers import Served, free_port
 
-from gateway import telemetry
-from gateway.agent import create_agent_app
-from gateway.app import create_app
+from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
-from gateway.store import MemoryStore
+from gateway.conversations.store import MemoryStore
+from gateway.server import telemetry
+from gateway.server.app import create_app
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENT_TRACE = "0af7651916cd43dd8448eb211c80319c"

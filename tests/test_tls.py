@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway import tls
-from gateway.tls import client_context
+from gateway.upstream import tls
+from gateway.upstream.tls import client_context
 
 Run = Callable[[Callable[[], Awaitable[None]]], None]
 

@@ -22,7 +22,7 @@ from pydantic import TypeAdapter
 
 from adapters import registry
 from adapters.agent_respond.contract import AgentResponse
-from gateway.events import Event, RunError
+from gateway.core.events import Event, RunError
 
 with warnings.catch_warnings():  # the 0.1.1 server still uses pydantic's class-based config
     warnings.simplefilter("ignore", DeprecationWarning)

@@ -18,9 +18,9 @@ from test_proxies import ConnectProxy
 from test_tls import PKI
 from test_tls import pki as pki  # a fixture, used by its name
 
-from gateway.app import create_app
 from gateway.config import ConfigError, GatewayConfig, parse_config
-from gateway.store import MemoryStore
+from gateway.conversations.store import MemoryStore
+from gateway.server.app import create_app
 
 ANSWER = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: 52\r\n\r\n"
           b'data: {"type":"text","content":"hi"}\n\ndata: [DONE]\n\n')

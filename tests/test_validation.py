@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.errors import MalformedRequest
-from gateway.validation import field_path, load_json_object
+from gateway.core.errors import MalformedRequest
+from gateway.core.validation import field_path, load_json_object
 
 
 def test_body_that_is_not_json_or_not_an_object_is_malformed() -> None:
@@ -23,7 +23,7 @@ def test_field_paths_read_like_the_body_the_client_wrote() -> None:
 
 def test_a_field_pydantic_tried_as_several_types_is_one_message_without_type_names() -> None:
     from adapters import registry
-    from gateway.errors import InvalidRequest
+    from gateway.core.errors import InvalidRequest
 
     body = {"threadId": "t", "runId": "r", "messages": [{"id": "m", "role": "user", "content": 5}]}
     with pytest.raises(InvalidRequest) as caught:

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from gateway.conformance import MAX_VIOLATIONS, Answer, Violation, json_type, preview, sse_head, sse_json_frames
+from gateway.core.conformance import MAX_VIOLATIONS, Answer, Violation, json_type, preview, sse_head, sse_json_frames
 
 _STRING, _OPTIONAL_STRING, _ANY = "a string", "a string or null", "any value"
 # type -> {field (camelCase alias or name as the server's model has it): what it must be}; every field is required

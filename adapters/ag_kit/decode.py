@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from adapters.ag_ui.decode import AguiDecoder
-from gateway.events import (
+from gateway.core.events import (
     Event,
     Interrupt,
     Raw,
@@ -22,8 +22,8 @@ from gateway.events import (
     ToolCallStart,
     ToolResult,
 )
-from gateway.ids import new_id
-from gateway.sse import DEFAULT_MAX_FRAME
+from gateway.core.ids import new_id
+from gateway.core.sse import DEFAULT_MAX_FRAME
 
 
 class AgKitDecoder(AguiDecoder):

@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-from gateway.codec import as_text, drop_none
-from gateway.events import (
+from gateway.core.codec import as_text, drop_none
+from gateway.core.events import (
     Data,
     Event,
     Interrupt,
@@ -35,8 +35,8 @@ from gateway.events import (
     ToolResult,
     Usage,
 )
-from gateway.sse import DONE, KEEP_ALIVE
-from gateway.turn import Turn
+from gateway.core.sse import DONE, KEEP_ALIVE
+from gateway.core.turn import Turn
 
 HEADERS = {"content-type": "text/event-stream; charset=utf-8"}
 

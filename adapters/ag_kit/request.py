@@ -12,10 +12,10 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
-from gateway.codec import UpstreamRequest, as_text, json_or_text
-from gateway.ids import new_id
-from gateway.turn import Message, Resume, Tool, ToolCall, Turn
-from gateway.validation import validate
+from gateway.core.codec import UpstreamRequest, as_text, json_or_text
+from gateway.core.ids import new_id
+from gateway.core.turn import Message, Resume, Tool, ToolCall, Turn
+from gateway.core.validation import validate
 
 
 class _Model(BaseModel):

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 import jsonpatch
 
-from gateway.conformance import MAX_VIOLATIONS, Answer, Violation, json_type, preview, sse_head
+from gateway.core.conformance import MAX_VIOLATIONS, Answer, Violation, json_type, preview, sse_head
 
 PROTOCOL_VERSION = "1.0"
 PROTOBUF = "application/vnd.ag-ui.event+proto"

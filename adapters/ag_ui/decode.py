@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gateway.codec import JsonSSEDecoder, json_or_text
-from gateway.events import (
+from gateway.core.codec import JsonSSEDecoder, json_or_text
+from gateway.core.events import (
     Data,
     Event,
     Interrupt,
@@ -35,8 +35,8 @@ from gateway.events import (
     ToolResult,
     Usage,
 )
-from gateway.ids import new_id
-from gateway.sse import DEFAULT_MAX_FRAME
+from gateway.core.ids import new_id
+from gateway.core.sse import DEFAULT_MAX_FRAME
 
 from .request import message_from_agui
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import orjson
 
-from gateway.codec import as_text, drop_none
-from gateway.events import (
+from gateway.core.codec import as_text, drop_none
+from gateway.core.events import (
     Data,
     Event,
     Interrupt,
@@ -39,9 +39,9 @@ from gateway.events import (
     ToolResult,
     Usage,
 )
-from gateway.ids import new_id
-from gateway.sse import KEEP_ALIVE
-from gateway.turn import Turn
+from gateway.core.ids import new_id
+from gateway.core.sse import KEEP_ALIVE
+from gateway.core.turn import Turn
 
 from .request import PROTOCOL_VERSION, message_to_agui
 

@@ -12,10 +12,10 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel
 
-from gateway.codec import UpstreamRequest, drop_none
-from gateway.ids import new_id
-from gateway.turn import ContentPart, Context, Message, Resume, Tool, ToolCall, Turn, media_kind
-from gateway.validation import validate
+from gateway.core.codec import UpstreamRequest, drop_none
+from gateway.core.ids import new_id
+from gateway.core.turn import ContentPart, Context, Message, Resume, Tool, ToolCall, Turn, media_kind
+from gateway.core.validation import validate
 
 PROTOCOL_VERSION = "1.0"
 

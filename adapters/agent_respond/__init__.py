@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.codec import Dialect
+from gateway.core.codec import Dialect
 
 from .conformance import judge
 from .decode import AgentRespondDecoder

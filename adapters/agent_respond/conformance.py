@@ -7,8 +7,8 @@ from __future__ import annotations
 import orjson
 from pydantic import ValidationError
 
-from gateway.conformance import Answer, Violation, preview
-from gateway.validation import explain
+from gateway.core.conformance import Answer, Violation, preview
+from gateway.core.validation import explain
 
 from .contract import AgentResponse
 

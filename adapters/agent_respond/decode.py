@@ -6,8 +6,8 @@ from typing import Any
 
 import orjson
 
-from gateway.codec import as_text
-from gateway.events import (
+from gateway.core.codec import as_text
+from gateway.core.events import (
     Event,
     RunFinished,
     TextDelta,
@@ -19,8 +19,8 @@ from gateway.events import (
     ToolResult,
     Usage,
 )
-from gateway.ids import new_id
-from gateway.repair import RunRepair
+from gateway.core.ids import new_id
+from gateway.core.repair import RunRepair
 
 DEFAULT_MAX_BODY = 32 * 1024 * 1024
 

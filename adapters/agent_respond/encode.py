@@ -13,8 +13,8 @@ from typing import Any
 
 import orjson
 
-from gateway.codec import as_text, drop_none
-from gateway.events import (
+from gateway.core.codec import as_text, drop_none
+from gateway.core.events import (
     Data,
     Event,
     Interrupt,
@@ -37,8 +37,8 @@ from gateway.events import (
     ToolResult,
     Usage,
 )
-from gateway.state import StateTracker
-from gateway.turn import Turn
+from gateway.core.state import StateTracker
+from gateway.core.turn import Turn
 
 HEADERS = {"content-type": "application/json"}
 

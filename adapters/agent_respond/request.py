@@ -12,9 +12,9 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict
 
-from gateway.codec import UpstreamRequest, drop_none
-from gateway.turn import Message, ToolCall, Turn
-from gateway.validation import validate
+from gateway.core.codec import UpstreamRequest, drop_none
+from gateway.core.turn import Message, ToolCall, Turn
+from gateway.core.validation import validate
 
 
 class _Model(BaseModel):

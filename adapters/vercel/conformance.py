@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 import orjson
 
-from gateway.conformance import MAX_VIOLATIONS, Answer, Violation, preview, sse_head, sse_json_frames
-from gateway.sse import SSEDecoder
+from gateway.core.conformance import MAX_VIOLATIONS, Answer, Violation, preview, sse_head, sse_json_frames
+from gateway.core.sse import SSEDecoder
 
 CONVENTION = "convention-"
 """The prefix of every rule a real client does not enforce."""

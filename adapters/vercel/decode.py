@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-from gateway.codec import JsonSSEDecoder
-from gateway.events import (
+from gateway.core.codec import JsonSSEDecoder
+from gateway.core.events import (
     Data,
     Event,
     Interrupt,
@@ -35,7 +35,7 @@ from gateway.events import (
     ToolCallStart,
     ToolResult,
 )
-from gateway.sse import DEFAULT_MAX_FRAME
+from gateway.core.sse import DEFAULT_MAX_FRAME
 
 from .request import INTERRUPT_CALL_PREFIX
 

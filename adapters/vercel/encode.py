@@ -19,8 +19,8 @@ from typing import Any
 
 import orjson
 
-from gateway.codec import as_text, drop_none, json_or_text
-from gateway.events import (
+from gateway.core.codec import as_text, drop_none, json_or_text
+from gateway.core.events import (
     Data,
     Event,
     Interrupt,
@@ -45,9 +45,9 @@ from gateway.events import (
     ToolResult,
     Usage,
 )
-from gateway.sse import DONE, KEEP_ALIVE
-from gateway.state import StateTracker
-from gateway.turn import Turn, approves
+from gateway.core.sse import DONE, KEEP_ALIVE
+from gateway.core.state import StateTracker
+from gateway.core.turn import Turn, approves
 
 from .request import INKEEP, INTERRUPT_CALL_PREFIX
 

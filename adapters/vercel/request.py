@@ -18,11 +18,11 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from gateway.codec import UpstreamRequest, as_text, drop_none, json_or_text
-from gateway.errors import HistoryConflict
-from gateway.ids import new_id
-from gateway.turn import ContentPart, Message, Resume, Role, ToolCall, Turn, approves, media_kind
-from gateway.validation import validate
+from gateway.core.codec import UpstreamRequest, as_text, drop_none, json_or_text
+from gateway.core.errors import HistoryConflict
+from gateway.core.ids import new_id
+from gateway.core.turn import ContentPart, Message, Resume, Role, ToolCall, Turn, approves, media_kind
+from gateway.core.validation import validate
 
 INKEEP = "inkeep"
 INTERRUPT_CALL_PREFIX = "interrupt-"

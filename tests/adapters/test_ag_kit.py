@@ -5,9 +5,9 @@ import pytest
 from helpers import decode, encode, kinds
 
 from adapters.ag_kit.request import build_request, parse_request
-from gateway.errors import InvalidRequest
-from gateway.events import Interrupt, RunError, RunFinished, RunStarted, TextDelta, ToolCallStart
-from gateway.turn import Message, Resume, Tool, ToolCall, Turn
+from gateway.core.errors import InvalidRequest
+from gateway.core.events import Interrupt, RunError, RunFinished, RunStarted, TextDelta, ToolCallStart
+from gateway.core.turn import Message, Resume, Tool, ToolCall, Turn
 
 
 def test_send_message_reads_as_a_delta_turn_with_parsed_tool_schemas() -> None:

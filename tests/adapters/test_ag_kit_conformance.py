@@ -11,7 +11,7 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from adapters.ag_kit.conformance import judge
-from gateway.conformance import Answer
+from gateway.core.conformance import Answer
 
 with warnings.catch_warnings():  # the 0.1.1 server still uses pydantic's class-based config
     warnings.simplefilter("ignore", DeprecationWarning)

@@ -5,9 +5,18 @@ import pytest
 from helpers import decode, encode, kinds
 
 from adapters.ag_ui.request import build_request, parse_request
-from gateway.errors import InvalidRequest
-from gateway.events import Interrupt, RunFinished, RunStarted, TextDelta, ToolCallEnd, ToolCallStart, ToolResult, Usage
-from gateway.turn import Message, Resume, Tool, ToolCall, Turn
+from gateway.core.errors import InvalidRequest
+from gateway.core.events import (
+    Interrupt,
+    RunFinished,
+    RunStarted,
+    TextDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResult,
+    Usage,
+)
+from gateway.core.turn import Message, Resume, Tool, ToolCall, Turn
 
 REQUEST = {
     "threadId": "t1", "runId": "r1", "protocolVersion": "1.0", "state": {"count": 0},

@@ -14,8 +14,8 @@ from helpers import decode, encode, fixture_dialect, fixtures, read_fixture, sse
 from node_clients import AguiResult, node_clients_available, verify_agui
 
 from adapters.ag_ui.conformance import judge
-from gateway.conformance import MAX_VIOLATIONS, PREVIEW, Answer, Violation, preview
-from gateway.events import (
+from gateway.core.conformance import MAX_VIOLATIONS, PREVIEW, Answer, Violation, preview
+from gateway.core.events import (
     Data,
     Event,
     Interrupt,
@@ -40,7 +40,7 @@ from gateway.events import (
     ToolResult,
     Usage,
 )
-from gateway.turn import ContentPart, Message, ToolCall
+from gateway.core.turn import ContentPart, Message, ToolCall
 
 SSE = {"content-type": "text/event-stream"}
 START = {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"}

@@ -6,8 +6,8 @@ from helpers import decode, encode
 
 from adapters import registry
 from adapters.agent_respond.request import build_request, parse_request
-from gateway.errors import InvalidRequest
-from gateway.events import (
+from gateway.core.errors import InvalidRequest
+from gateway.core.events import (
     Interrupt,
     RunError,
     RunFinished,

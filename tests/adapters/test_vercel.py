@@ -6,8 +6,8 @@ from helpers import decode, encode, kinds
 
 from adapters.vercel import INKEEP
 from adapters.vercel.request import build_request, parse_request
-from gateway.errors import InvalidRequest
-from gateway.events import (
+from gateway.core.errors import InvalidRequest
+from gateway.core.events import (
     Data,
     Interrupt,
     RunError,
@@ -22,7 +22,7 @@ from gateway.events import (
     ToolCallStart,
     ToolResult,
 )
-from gateway.turn import Message, Resume, ToolCall
+from gateway.core.turn import Message, Resume, ToolCall
 
 # What `chat.addToolOutput` makes useChat send (research/vercel.md, captured request #2), plus a custom body key.
 CONTINUATION = {

@@ -11,8 +11,8 @@ from node_clients import CLIENTS_DIR, VercelResult, node_clients_available, veri
 
 from adapters.vercel import INKEEP
 from adapters.vercel.conformance import AI7_TYPES, CHUNKS, CONVENTION, judge
-from gateway.conformance import MAX_VIOLATIONS, Answer, Violation
-from gateway.events import (
+from gateway.core.conformance import MAX_VIOLATIONS, Answer, Violation
+from gateway.core.events import (
     Data,
     Interrupt,
     Raw,

@@ -38,11 +38,11 @@ from starlette.datastructures import Headers
 from starlette.types import Message, Receive, Scope, Send
 
 from adapters import registry
-from gateway.access import ANONYMOUS, Access, Caller
-from gateway.codec import Dialect, Encoder
 from gateway.config import Route
-from gateway.conversation import ConversationMapper, Exchange
-from gateway.errors import (
+from gateway.conversations.mapper import ConversationMapper, Exchange
+from gateway.conversations.recorder import RunRecorder
+from gateway.core.codec import Dialect, Encoder
+from gateway.core.errors import (
     CODES,
     GatewayError,
     Overloaded,
@@ -52,16 +52,16 @@ from gateway.errors import (
     UpstreamError,
     UpstreamTimeout,
 )
-from gateway.events import Event, RunError, RunFinished, RunStarted
-from gateway.http1 import ConnectError, ConnectTimeout, HTTPError, Pool, Response
-from gateway.ids import new_id
-from gateway.logs import ACCESS
-from gateway.metrics import Metrics
-from gateway.recorder import RunRecorder
-from gateway.telemetry import RequestTrace, Tracing, pass_trace_context, upstream_attributes
-from gateway.turn import Message as TurnMessage
-from gateway.turn import Turn
-from gateway.validation import check_ids, load_json_object
+from gateway.core.events import Event, RunError, RunFinished, RunStarted
+from gateway.core.ids import new_id
+from gateway.core.turn import Message as TurnMessage
+from gateway.core.turn import Turn
+from gateway.core.validation import check_ids, load_json_object
+from gateway.server.access import ANONYMOUS, Access, Caller
+from gateway.server.logs import ACCESS
+from gateway.server.metrics import Metrics
+from gateway.server.telemetry import RequestTrace, Tracing, pass_trace_context, upstream_attributes
+from gateway.upstream.http1 import ConnectError, ConnectTimeout, HTTPError, Pool, Response
 
 log = logging.getLogger("agent_gateway.proxy")
 log_access = logging.getLogger(ACCESS)

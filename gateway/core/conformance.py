@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from gateway.sse import SSEDecoder
+from gateway.core.sse import SSEDecoder
 
 PREVIEW = 300
 """Characters of an offending frame kept in a report."""

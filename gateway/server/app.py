@@ -18,17 +18,18 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gateway import __version__, http_server, logs
+from gateway import __version__
 from gateway.config import GatewayConfig
-from gateway.conversation import ConversationMapper
-from gateway.http1 import Pool
-from gateway.ids import new_id
-from gateway.metrics import CONTENT_TYPE, Metrics
-from gateway.probe import warn_if_unreachable
-from gateway.proxy import REQUEST_ID, BodyBudget, RouteHandler
-from gateway.store import ConversationStore
-from gateway.telemetry import Tracing
-from gateway.telemetry import from_environment as tracing_from_environment
+from gateway.conversations.mapper import ConversationMapper
+from gateway.conversations.store import ConversationStore
+from gateway.core.ids import new_id
+from gateway.server import http_server, logs
+from gateway.server.metrics import CONTENT_TYPE, Metrics
+from gateway.server.probe import warn_if_unreachable
+from gateway.server.proxy import REQUEST_ID, BodyBudget, RouteHandler
+from gateway.server.telemetry import Tracing
+from gateway.server.telemetry import from_environment as tracing_from_environment
+from gateway.upstream.http1 import Pool
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from starlette.datastructures import Headers
 
 from gateway.config import Route, key_id
-from gateway.errors import MalformedRequest, TooManyStreams, Unauthorized
+from gateway.core.errors import MalformedRequest, TooManyStreams, Unauthorized
 
 log = logging.getLogger("agent_gateway.access")
 

@@ -13,8 +13,8 @@ import orjson
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from gateway.errors import InvalidRequest, MalformedRequest
-from gateway.turn import Turn
+from gateway.core.errors import InvalidRequest, MalformedRequest
+from gateway.core.turn import Turn
 
 MAX_ID = 256
 """Longest conversation, run, message, tool call or interrupt id a client may send: ids are stored, logged and sent

@@ -18,7 +18,7 @@ GatewayError
 ```
 
 Before the first byte of a response the proxy sends `status` with `to_json()`; after it, the client's encoder turns
-the error into that dialect's in-band error event (see `gateway.events.RunError`).
+the error into that dialect's in-band error event (see `gateway.core.events.RunError`).
 """
 
 from __future__ import annotations

@@ -37,9 +37,9 @@ from typing import cast
 
 import httptools
 
-from gateway import tls
-from gateway.proxies import Proxy, ProxyError, absolute_target, open_tunnel
-from gateway.upstream_url import UpstreamURL
+from gateway.upstream import tls
+from gateway.upstream.proxies import Proxy, ProxyError, absolute_target, open_tunnel
+from gateway.upstream.url import UpstreamURL
 
 HIGH_WATER = 256 * 1024
 """Unread response bytes held per connection before it stops reading from the socket: past that, a client that

@@ -30,11 +30,11 @@ from typing import Any
 
 import orjson
 
-from gateway.codec import Dialect
-from gateway.ids import new_id
-from gateway.recorder import RunRecorder
-from gateway.store import ConversationStore, StoreError
-from gateway.turn import ContentPart, History, Message, ToolCall, Turn, new_messages
+from gateway.conversations.recorder import RunRecorder
+from gateway.conversations.store import ConversationStore, StoreError
+from gateway.core.codec import Dialect
+from gateway.core.ids import new_id
+from gateway.core.turn import ContentPart, History, Message, ToolCall, Turn, new_messages
 
 log = logging.getLogger("agent_gateway.conversation")
 
@@ -81,7 +81,7 @@ class ConversationMapper:
                     variant: str | None = None, principal: str = "anonymous") -> Exchange:
         """What goes upstream this turn. `variant` is the upstream's as configured or learned, if known; the
         conversation remembers what its upstream turned out to be. `principal` is whose conversations the caller
-        reaches (see `gateway.access`): the same id from another principal is another conversation."""
+        reaches (see `gateway.server.access`): the same id from another principal is another conversation."""
         key = self._key(route, principal, turn)
         conversation, readable = await self._load(key)
         stored = conversation is not None

@@ -43,9 +43,9 @@ from starlette.routing import Route
 from starlette.types import Receive
 
 from adapters import registry
-from gateway.codec import Dialect, Encoder
-from gateway.errors import RequestError
-from gateway.events import (
+from gateway.core.codec import Dialect, Encoder
+from gateway.core.errors import RequestError
+from gateway.core.events import (
     Event,
     Interrupt,
     ReasoningDelta,
@@ -64,9 +64,9 @@ from gateway.events import (
     ToolCallStart,
     ToolResult,
 )
-from gateway.ids import new_id
-from gateway.turn import Message, Tool, ToolCall, Turn
-from gateway.validation import load_json_object
+from gateway.core.ids import new_id
+from gateway.core.turn import Message, Tool, ToolCall, Turn
+from gateway.core.validation import load_json_object
 
 MAX_LOG = 1000
 MAX_CONVERSATIONS = 1000

@@ -1,6 +1,6 @@
 """The canonical events of one agent run: what every dialect's stream is decoded into.
 
-Decoders guarantee a well formed stream (see `gateway.repair.RunRepair`): one `RunStarted` first, starts before
+Decoders guarantee a well formed stream (see `gateway.core.repair.RunRepair`): one `RunStarted` first, starts before
 deltas and ends per id, and exactly one terminal event (`RunFinished` or `RunError`) last. Encoders rely on that
 and stay simple.
 
@@ -124,7 +124,7 @@ class StateDelta:
 @dataclass(slots=True)
 class MessagesSnapshot:
     messages: list[Any]
-    """Canonical `gateway.turn.Message` objects."""
+    """Canonical `gateway.core.turn.Message` objects."""
 
 
 @dataclass(slots=True)

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.codec import as_text
-from gateway.events import (
+from gateway.core.codec import as_text
+from gateway.core.events import (
     Event,
     Interrupt,
     ReasoningDelta,
@@ -30,8 +30,8 @@ from gateway.events import (
     ToolResult,
     Usage,
 )
-from gateway.state import StateTracker
-from gateway.turn import Message, ToolCall
+from gateway.core.state import StateTracker
+from gateway.core.turn import Message, ToolCall
 
 _MAX_TOKENS = 1 << 53
 """Token counts above this are not believed (and would not fit a span attribute's 64 bits when summed)."""

@@ -21,8 +21,8 @@ from typing import Any
 from starlette.datastructures import Headers
 
 from gateway import __version__
-from gateway.events import Usage
-from gateway.upstream_url import UpstreamURL
+from gateway.core.events import Usage
+from gateway.upstream.url import UpstreamURL
 
 try:
     from opentelemetry import trace

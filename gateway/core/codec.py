@@ -17,11 +17,11 @@ from typing import Any, Protocol
 
 import orjson
 
-from gateway.conformance import Judge
-from gateway.events import Event, RunFinished
-from gateway.repair import RunRepair
-from gateway.sse import DEFAULT_MAX_FRAME, FrameTooLarge, SSEDecoder
-from gateway.turn import History, Turn
+from gateway.core.conformance import Judge
+from gateway.core.events import Event, RunFinished
+from gateway.core.repair import RunRepair
+from gateway.core.sse import DEFAULT_MAX_FRAME, FrameTooLarge, SSEDecoder
+from gateway.core.turn import History, Turn
 
 
 @dataclass(slots=True)
@@ -68,7 +68,7 @@ class Dialect:
     paths: tuple[str, ...]
     """Where a client conventionally finds a server of this dialect."""
     parse_request: Callable[[dict[str, Any]], Turn]
-    """Validate a client's JSON body (raises `gateway.errors.InvalidRequest`) and read it as a turn."""
+    """Validate a client's JSON body (raises `gateway.core.errors.InvalidRequest`) and read it as a turn."""
     build_request: Callable[[Turn, str | None], UpstreamRequest]
     """The body and headers to send an upstream of this dialect; the second argument names a variant."""
     new_decoder: Callable[..., Decoder]

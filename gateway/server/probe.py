@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass
 
 from gateway.config import GatewayConfig, Route
-from gateway.http1 import HTTPError, Pool
-from gateway.store import ConversationStore, redact_url
+from gateway.conversations.store import ConversationStore, redact_url
+from gateway.upstream.http1 import HTTPError, Pool
 
 log = logging.getLogger("agent_gateway.probe")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gateway.events import (
+from gateway.core.events import (
     Event,
     Interrupt,
     ReasoningDelta,

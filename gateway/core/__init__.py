@@ -1,0 +1,1 @@
+"""The canonical model and the contract every dialect implements. Nothing here imports a dialect."""
