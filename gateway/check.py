@@ -229,7 +229,7 @@ class Conversation:
         self.id = new_id("check")
         self.history: list[Message] = []
         dialect = checker.dialect
-        self.mode = dialect.variant_history.get(checker.variant or "", dialect.history)
+        self.mode = dialect.history_of(checker.variant)
         self.steps: list[Step] = []
 
     async def send(self, label: str, new: list[Message], *, tools: Sequence[Tool] = (),
