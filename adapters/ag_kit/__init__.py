@@ -18,8 +18,8 @@ def sniff(body: dict[str, Any]) -> Likeness:
     if "conversationId" not in body or "threadId" in body:
         return Likeness.FOREIGN
     messages = body.get("messages")
-    if "trigger" in body or isinstance(messages, list) and any(isinstance(m, dict) and "parts" in m
-                                                                for m in messages):
+    if "trigger" in body or (isinstance(messages, list) and any(isinstance(m, dict) and "parts" in m
+                                                                for m in messages)):
         return Likeness.PLAUSIBLE
     return Likeness.OWN
 

@@ -19,8 +19,8 @@ def sniff(body: dict[str, Any]) -> Likeness:
     """useChat sends a `trigger` and messages made of `parts`; Inkeep's body (a conversation id and plain
     messages) looks like AG-Kit's, so there the path's dialect decides."""
     messages = body.get("messages")
-    if "trigger" in body or isinstance(messages, list) and any(isinstance(m, dict) and "parts" in m
-                                                                for m in messages):
+    if "trigger" in body or (isinstance(messages, list) and any(isinstance(m, dict) and "parts" in m
+                                                                for m in messages)):
         return Likeness.OWN
     if "conversationId" in body and "threadId" not in body:
         return Likeness.PLAUSIBLE
