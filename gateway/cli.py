@@ -381,7 +381,7 @@ def _translate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     encoder = registry.get(args.target).new_encoder(Turn(variant=args.variant))
     events = decoder.feed(data) + decoder.close()
     sys.stdout.buffer.write(encoder.encode(events))
-    if not registry.get(args.target).streaming:
+    if not encoder.streams:
         sys.stdout.buffer.write(b"\n")
     failed = isinstance(events[-1], RunError)
     unread = [e.event.get("type", "?") for e in events if isinstance(e, Raw)]

@@ -27,7 +27,6 @@ def sniff(body: dict[str, Any]) -> Likeness:
 DIALECT = Dialect(
     name="ag-kit",
     history="delta",
-    streaming=True,
     paths=("/send-message",),
     carries=frozenset({"interrupts", "tool_definitions", "client_tools", "errors"}),
     parse_request=parse_request,

@@ -20,7 +20,6 @@ def sniff(body: dict[str, Any]) -> Likeness:
 DIALECT = Dialect(
     name="ag-ui",
     history="full",
-    streaming=True,
     paths=("/agui", "/send-message"),
     carries=frozenset({"messages", "reasoning", "state", "data", "interrupts", "interrupt_tool_call",
                        "tool_definitions", "client_tools", "errors", "cancel"}),

@@ -30,7 +30,6 @@ def sniff(body: dict[str, Any]) -> Likeness:
 DIALECT = Dialect(
     name="agent-respond",
     history="full",
-    streaming=False,
     paths=("/agent/respond",),
     carries=frozenset(),
     parse_request=parse_request,

@@ -71,7 +71,8 @@ def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
     metadata = {k: turn.metadata[k] for k in ("test_case_id", "turn_index") if k in turn.metadata}
     if metadata:
         body["metadata"] = metadata
-    return UpstreamRequest(orjson.dumps(body), {"content-type": "application/json", "accept": "application/json"})
+    return UpstreamRequest(orjson.dumps(body), {"content-type": "application/json", "accept": "application/json"},
+                           streams=False)
 
 
 def chat_message(message: Message) -> dict[str, Any]:

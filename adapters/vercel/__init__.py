@@ -36,7 +36,6 @@ def variant_of(headers: Mapping[str, str]) -> str | None:
 DIALECT = Dialect(
     name="vercel",
     history="full",
-    streaming=True,
     paths=("/api/chat",),
     carries=frozenset({"messages", "reasoning", "data", "interrupts", "interrupt_tool_call", "client_tools",
                        "tool_errors", "errors", "cancel"}),

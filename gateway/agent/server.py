@@ -86,7 +86,7 @@ class Agent:
         encoder = self.dialect.new_encoder(turn)
         timeline = [(delay + (self.pace if index else 0.0), event) for index, (delay, event) in
                     enumerate(run.timeline)]
-        if not self.dialect.streaming:
+        if not encoder.streams:
             # One body at the end: every wait comes before the response starts.
             if not await self._wait(request, sum(delay for delay, _ in timeline)):
                 return Response(status_code=499)

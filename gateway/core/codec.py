@@ -30,6 +30,9 @@ from gateway.core.turn import History, Turn
 class UpstreamRequest:
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
+    streams: bool = True
+    """Whether the reply to this request streams (SSE) or comes as one body. A one-body reply's error statuses
+    (non-2xx) are part of the dialect too: their body is decoded, not just reported as a failed call."""
 
 
 class Decoder(Protocol):
@@ -44,6 +47,8 @@ class Decoder(Protocol):
 
 
 class Encoder(Protocol):
+    streams: bool
+    """Whether the client gets a stream, written as events come, or one body at the end of the run."""
     status_code: int
     headers: dict[str, str]
     """Response headers, `content-type` included."""
@@ -94,9 +99,6 @@ class Dialect:
     name: str
     history: History
     """What this dialect's servers expect: the whole history each call, or only what is new."""
-    streaming: bool
-    """Whether replies stream (SSE) or come as one body. A one-body dialect's error replies (non-2xx) are part of
-    the dialect too: their body is decoded, not just reported as a failed call."""
     paths: tuple[str, ...]
     """Where a client conventionally finds a server of this dialect."""
     carries: frozenset[Feature]

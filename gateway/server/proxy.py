@@ -218,10 +218,10 @@ class RouteHandler:
             raise UnsupportedMediaType(f"expected Content-Type: application/json, got {content_type or 'none'}")
         limits = self.route.limits
         value = load_json_object(body, limits.max_json_depth)
-        messages = value.get("messages")
-        if isinstance(messages, list) and len(messages) > limits.max_messages:
-            raise RequestTooLarge(f"the request has {len(messages)} messages; this route takes {limits.max_messages}")
         client, turn = registry.read_request(value, self.route.dialects, path)
+        if len(turn.messages) > limits.max_messages:
+            raise RequestTooLarge(f"the request has {len(turn.messages)} messages; this route takes "
+                                  f"{limits.max_messages}")
         check_ids(turn, client.name)
         return client, turn
 
@@ -335,10 +335,10 @@ class _Call:
         try:
             failed = response.status >= 300
             content_type = response.headers.get("content-type", "")
-            if failed and (upstream.streaming or "json" not in content_type):
+            if failed and (outbound.streams or "json" not in content_type):
                 await self._upstream_refused(response, f"upstream answered HTTP {response.status}")
                 return
-            if not failed and (wrong := _wrong_content_type(upstream, content_type)):
+            if not failed and (wrong := _wrong_content_type(upstream.name, outbound.streams, content_type)):
                 await self._upstream_refused(response, f"upstream answered HTTP {response.status} with {wrong}")
                 return
             if route.upstream.variant is None and (variant := upstream.variant_of(response.headers)) is not None:
@@ -346,25 +346,25 @@ class _Call:
             self.upstream_status = response.status
             encoder = self.encoder = client.new_encoder(turn)
             recorder = self.recorder = RunRecorder(exchange.conversation.state, self.handler.mapper.max_bytes)
-            await self._relay(response, exchange, client, encoder, recorder)
+            await self._relay(response, exchange, client, encoder, recorder, outbound.streams)
             if self.complete and not self.client_gone:
                 await response.drain(_DRAIN_SECONDS)  # the client has its last byte; this keeps the connection
         finally:
             response.release()  # back to the pool if read to its end, else closed
 
     async def _relay(self, response: Response, exchange: Exchange, client: Dialect,
-                     encoder: Encoder, recorder: RunRecorder) -> None:
+                     encoder: Encoder, recorder: RunRecorder, upstream_streams: bool) -> None:
         """Move the upstream's body to the client, translated, and store what the run added to the conversation.
 
         The read loop does nothing per chunk but decode, encode and write; one timer beside it keeps the deadlines
         (first event, idle, total) and the keep-alive, so nothing is scheduled per chunk.
         """
         decoder = self.handler.upstream.new_decoder(max_event_bytes=self.route.limits.max_event_bytes)
-        if client.streaming:
+        if encoder.streams:
             await self._start(encoder.status_code, {**encoder.headers, **SSE_HEADERS})
-        self.streaming = client.streaming
+        self.streaming = encoder.streams
         self.last_activity = self.last_write = time.monotonic()
-        first = client.streaming and self.handler.upstream.streaming
+        first = encoder.streams and upstream_streams
         try:
             try:
                 while chunk := await response.read():
@@ -524,7 +524,7 @@ class _Call:
     async def _finish(self, exchange: Exchange, client: Dialect, body: bytes, recorder: RunRecorder) -> None:
         transcript: list[TurnMessage] | None = None
         if exchange.client_turn.conversation_id is None:
-            transcript = exchange.client_turn.messages + _reply_as_client_sees_it(client, body, recorder)
+            transcript = exchange.client_turn.messages + _reply_as_client_sees_it(client, self.encoder, body, recorder)
         await self.handler.mapper.finish(exchange, recorder, transcript)
         if exchange.history_lost:  # the turn went on without the store: the operator should see it per request
             self.record["history"] = "unavailable"
@@ -606,21 +606,22 @@ _ERROR_KINDS = frozenset({
 })
 
 
-def _wrong_content_type(upstream: Dialect, content_type: str) -> str | None:
+def _wrong_content_type(upstream: str, streams: bool, content_type: str) -> str | None:
     """Why a 2xx body cannot be what the upstream's dialect sends, or None. Only what is surely not a run is
     refused: an HTML page (a misrouted proxy or login wall), or JSON where an event stream belongs (an error body
     sent as 200). No content type, or text/plain (older Vercel data streams), is read as the dialect."""
     media = content_type.partition(";")[0].strip().lower()
-    if media in ("text/html", "application/xhtml+xml") or (upstream.streaming and media == "application/json"):
-        expected = "text/event-stream" if upstream.streaming else "application/json"
-        return f"content-type {media}, not the {expected} of {upstream.name}"
+    if media in ("text/html", "application/xhtml+xml") or (streams and media == "application/json"):
+        expected = "text/event-stream" if streams else "application/json"
+        return f"content-type {media}, not the {expected} of {upstream}"
     return None
 
 
-def _reply_as_client_sees_it(client: Dialect, body: bytes, recorder: RunRecorder) -> list[TurnMessage]:
+def _reply_as_client_sees_it(client: Dialect, encoder: Encoder | None, body: bytes,
+                             recorder: RunRecorder) -> list[TurnMessage]:
     """The run's messages as a client without conversation ids will send them back next turn: for a JSON reply
     (agent-respond), exactly the messages it got, read as its own request would read them."""
-    if not client.streaming:
+    if encoder is not None and not encoder.streams:
         try:
             return client.parse_request({"messages": orjson.loads(body)["messages"]}).messages
         except (GatewayError, ValueError, KeyError, TypeError):

@@ -23,7 +23,6 @@ def sniff(body: dict[str, Any]) -> Likeness:
 DIALECT = Dialect(
     name="toy",
     history="full",
-    streaming=True,
     paths=("/toy",),
     carries=frozenset({"messages", "tool_definitions", "client_tools", "errors"}),
     parse_request=parse_request,
