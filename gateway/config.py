@@ -27,8 +27,6 @@ from gateway.upstream.http1 import Target
 from gateway.upstream.proxies import Proxy, parse_proxy, proxy_for
 from gateway.upstream.url import UpstreamURL
 
-# Inbound headers that carry the client's identity: forwarded only when a route names them.
-CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
 # Headers the gateway writes itself on every upstream request; a config may not set them.
 RESERVED_UPSTREAM_HEADERS = frozenset({
     "host", "content-length", "transfer-encoding", "connection", "keep-alive", "proxy-connection", "te", "trailer",
