@@ -9,6 +9,7 @@ from adapters import ag_kit, ag_ui, agent_respond, vercel
 from gateway.core.codec import Dialect, Likeness
 from gateway.core.errors import GatewayError, UnknownDialect
 from gateway.core.turn import Turn
+from gateway.core.validation import listed
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (ag_ui.DIALECT, ag_kit.DIALECT, vercel.DIALECT,
                                                      agent_respond.DIALECT)}
@@ -53,17 +54,13 @@ def read_request(body: dict[str, Any], candidates: list[str], path: str) -> tupl
         served = [p for p in dialect.paths if name in candidates]
         where = f"POST it to {' or '.join(served)}" if served else "this route does not take it"
         raise UnknownDialect(f"this is {_article(name)} {name} request, and {path} takes "
-                             f"{_listed(owners)}: {where}")
+                             f"{listed(owners)}: {where}")
     best = ranked[0]
     if len(owners) == 1 or DIALECTS[best].sniff(body) is Likeness.OWN:
         raise errors[best]  # the path's own dialect (or the one the body surely is): its errors name the fields
-    raise UnknownDialect(f"{path} takes {_listed(owners)}, and this body is none of them: "
+    raise UnknownDialect(f"{path} takes {listed(owners)}, and this body is none of them: "
                          + "; ".join(DIALECTS[name].expects for name in owners),
                          [{"dialect": name, "message": errors[name].message} for name in owners])
-
-
-def _listed(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
 def _article(name: str) -> str:

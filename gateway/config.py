@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from adapters import registry
 from gateway.conversations.store import ConversationStore, open_store
-from gateway.core.validation import error_message, field_path
+from gateway.core.validation import error_message, field_path, listed
 from gateway.upstream import tls
 from gateway.upstream.http1 import Target
 from gateway.upstream.proxies import Proxy, parse_proxy, proxy_for
@@ -212,7 +212,7 @@ class Upstream(_Model):
     @classmethod
     def _known_variant(cls, variant: str | None) -> str | None:
         if variant is not None and variant not in registry.variants():
-            raise ValueError(f"Input should be {_alternatives(list(registry.variants()))}")
+            raise ValueError(f"Input should be {listed([repr(v) for v in registry.variants()])}")
         return variant
 
     @model_validator(mode="after")
@@ -372,13 +372,8 @@ _KEYS = sorted({name for model in (Timeouts, Limits, Auth, Cors, UpstreamTLS, Up
 
 def _dialect(name: str) -> str:
     if name not in registry.DIALECTS:
-        raise ValueError(f"Input should be {_alternatives(list(registry.DIALECTS))}")
+        raise ValueError(f"Input should be {listed([repr(name) for name in registry.DIALECTS])}")
     return name
-
-
-def _alternatives(names: list[str]) -> str:
-    quoted = [f"'{name}'" for name in names]
-    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
 
 
 def load_config(path: str | Path, environ: dict[str, str] | None = None) -> GatewayConfig:

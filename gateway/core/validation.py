@@ -73,6 +73,11 @@ def explain(exc: ValidationError, value: Any = None) -> list[tuple[str, str]]:
     return [(field, _either(messages)) for field, messages in merged.items()]
 
 
+def listed(names: list[str]) -> str:
+    """Alternatives as a sentence names them: `a`, `a or b`, `a, b or c`."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
 def _either(messages: list[str]) -> str:
     wanted = [m.removeprefix("Input should be ") for m in messages if m.startswith("Input should be ")]
     if len(wanted) == len(messages) > 1:
