@@ -60,6 +60,7 @@ from gateway.core.validation import check_ids, load_json_object
 from gateway.server.access import ANONYMOUS, Access, Caller
 from gateway.server.logs import ACCESS
 from gateway.server.metrics import Metrics
+from gateway.server.record import AccessRecord
 from gateway.server.telemetry import RequestTrace, Tracing, pass_trace_context, upstream_attributes
 from gateway.upstream.http1 import ConnectError, ConnectTimeout, HTTPError, Pool, Response
 
@@ -133,7 +134,7 @@ class RouteHandler:
         call = _Call(self, send, headers, request_id)
         if self.tracing is not None:
             call.trace = self.tracing.start(headers, scope["path"], request_id, call.started_at)
-            call.record["trace_id"] = call.trace.trace_id  # left out of the log line when None
+            call.record.trace_id = call.trace.trace_id  # left out of the log line when None
         self.in_flight.inc()
         try:
             await self._handle(call, headers, receive, scope["path"])
@@ -145,14 +146,14 @@ class RouteHandler:
         caller that stalls its body holds neither a slot nor more than the process's body budget."""
         try:
             caller = call.caller = self.access.identify(headers)
-            call.record["key_id"] = caller.key_id
+            call.record.key_id = caller.key_id
             body = await self._read_body(receive)
             if self.log_bodies:
-                call.record["request_body"] = body[:4096].decode("utf-8", "replace")
+                call.record.request_body = body[:4096].decode("utf-8", "replace")
             client, turn = self._parse(headers, body, path)
             self.access.admit(caller)
         except ClientGone:
-            call.record["outcome"] = "client_gone"
+            call.record.outcome = "client_gone"
             return
         except GatewayError as error:
             await call.fail_before_start(error)
@@ -188,7 +189,8 @@ class RouteHandler:
             self.bodies.give_back(len(body))
 
     async def _admitted(self, call: _Call, receive: Receive, client: Dialect, turn: Turn) -> None:
-        call.record.update(client_dialect=client.name, conversation_id=turn.conversation_id, run_id=turn.run_id)
+        record = call.record
+        record.client_dialect, record.conversation_id, record.run_id = client.name, turn.conversation_id, turn.run_id
         task = call.task = asyncio.current_task()
         assert task is not None
         watcher = asyncio.create_task(_watch_disconnect(receive, call))
@@ -205,7 +207,7 @@ class RouteHandler:
             await call.abort(error, error.code)
         except Exception:
             log.exception("the gateway failed", extra={"route": self.route.name, "request_id": call.request_id})
-            call.record.update(outcome="error", error="gateway_error")
+            call.record.failed("gateway_error")
             await call.abort(GatewayError("the gateway failed to handle this request; see its log"), "gateway_error")
         finally:
             call.disarm()
@@ -260,10 +262,8 @@ class _Call:
         self.release: Callable[[], None] | None = None
         self.caller = Caller(None, ANONYMOUS)
         self.started_at = time.monotonic()
-        self.record: dict[str, Any] = {
-            "request_id": request_id, "route": handler.route.name, "client_dialect": "unknown",
-            "upstream_dialect": handler.upstream.name, "status": None, "outcome": None, "events": 0,
-        }
+        self.record = AccessRecord(request_id=request_id, route=handler.route.name,
+                                   upstream_dialect=handler.upstream.name)
 
     def report(self) -> None:
         """The access log line and the request's metrics: once, as the last byte goes (or the client did)."""
@@ -274,22 +274,22 @@ class _Call:
         if self.release is not None:
             self.release()
         record, metrics = self.record, self.handler.metrics
-        if self.client_gone and record["outcome"] is None:
-            record["outcome"] = "client_gone"
-        record["duration_ms"] = round((time.monotonic() - self.started_at) * 1000, 3)
-        series = metrics.series(self.route.name, record["client_dialect"], record["upstream_dialect"])
-        series.requests(str(record["status"] or 499)).inc()
-        series.duration.observe(record["duration_ms"] / 1000)
-        if record["events"]:
-            series.events.inc(record["events"])
-        if "ttfe_ms" in record:
-            series.first_event.observe(record["ttfe_ms"] / 1000)
-        if "upstream_ms" in record:
-            series.upstream_latency.observe(record["upstream_ms"] / 1000)
+        if self.client_gone and record.outcome is None:
+            record.outcome = "client_gone"
+        duration_ms = record.duration_ms = round((time.monotonic() - self.started_at) * 1000, 3)
+        series = metrics.series(self.route.name, record.client_dialect, record.upstream_dialect)
+        series.requests(str(record.status or 499)).inc()
+        series.duration.observe(duration_ms / 1000)
+        if record.events:
+            series.events.inc(record.events)
+        if record.ttfe_ms is not None:
+            series.first_event.observe(record.ttfe_ms / 1000)
+        if record.upstream_ms is not None:
+            series.upstream_latency.observe(record.upstream_ms / 1000)
         kind = None
-        if record.get("error"):
+        if record.error:
             # Codes an upstream chose are counted as upstream errors: a label per code would let it grow the metrics.
-            kind = record["error"] if record["error"] in _ERROR_KINDS else "upstream_error"
+            kind = record.error if record.error in _ERROR_KINDS else "upstream_error"
             metrics.errors.labels(self.route.name, kind).inc()
         usage = self.recorder.usage if self.recorder is not None else None
         if usage is not None:
@@ -298,7 +298,7 @@ class _Call:
             series.dropped(self.encoder.dropped)
         if self.trace is not None:
             self.trace.end(record, kind, usage, self.last_activity)
-        log_access.info("request", extra={k: v for k, v in record.items() if v is not None})
+        log_access.info("request", extra=record.log_fields())
 
     async def run(self, client: Dialect, turn: Turn) -> None:
         route, upstream = self.route, self.handler.upstream
@@ -311,7 +311,7 @@ class _Call:
         self.arm()
         try:
             response = await self.handler.pool.post(self.handler.target, outbound.body, headers)
-            self.record["upstream_ms"] = round((time.monotonic() - sent_at) * 1000, 3)
+            self.record.upstream_ms = round((time.monotonic() - sent_at) * 1000, 3)
             if self.trace is not None:
                 self.trace.upstream_answered(response.status)
         except asyncio.CancelledError:
@@ -329,7 +329,7 @@ class _Call:
             # Where it failed to connect names an internal address: only with `debug_errors`.
             hidden = isinstance(exc, ConnectError) and not handler.debug_errors
             shown = "upstream unreachable" if hidden else f"upstream unreachable: {_describe(exc)}"
-            self.record["error_detail"] = _describe(exc)  # for the operator's log, not the client
+            self.record.error_detail = _describe(exc)  # for the operator's log, not the client
             await self.fail_before_start(UpstreamError(shown))
             return
         try:
@@ -404,14 +404,14 @@ class _Call:
             # A one-body upstream answered non-2xx with a body that says nothing went wrong.
             events[-1] = RunError(f"upstream answered HTTP {self.upstream_status}", "upstream_error")
         record = self.record
-        if not record["events"]:
+        if not record.events:
             self._rewrite_start(events, exchange.client_turn)
-            record["ttfe_ms"] = round((time.monotonic() - self.started_at) * 1000, 3)
-            record["events"] = len(events)
+            record.ttfe_ms = round((time.monotonic() - self.started_at) * 1000, 3)
+            record.events = len(events)
             if self.last_activity + self.route.timeouts.idle < self.wake_at:
                 self.arm()  # the idle deadline comes before the timer would have woken
         else:
-            record["events"] += len(events)
+            record.events += len(events)
         recorder.record(events)
         out = encoder.encode(events)
         terminal = events[-1]
@@ -421,9 +421,9 @@ class _Call:
                 self.last_write = time.monotonic()
             return False
         if isinstance(terminal, RunError):
-            record.update(outcome="error", error=terminal.code or "upstream_error")
+            record.failed(terminal.code or "upstream_error")
         else:
-            record["outcome"] = terminal.outcome
+            record.outcome = terminal.outcome
         # Stored before the last byte goes out: a client may send its next turn the moment it has it. From here
         # on nothing cancels the call: a client that left meanwhile does not cost the conversation its turn.
         self.ending = True
@@ -458,7 +458,7 @@ class _Call:
             return
         timeouts, keepalive = self.route.timeouts, self.handler.keepalive
         now = time.monotonic()
-        started = bool(self.record["events"])
+        started = bool(self.record.events)
         deadline = self.last_activity + timeouts.idle if started else self.started_at + timeouts.first_event
         total = self.started_at + timeouts.total <= deadline
         if total:
@@ -468,7 +468,7 @@ class _Call:
                               else f"upstream sent nothing for {timeouts.idle:g}s" if started
                               else f"upstream sent no event within {timeouts.first_event:g}s")
             if self.writing:  # the client stopped reading: no error can reach it. Drop it, and the upstream.
-                self.record.update(outcome="error", error="client_stalled")
+                self.record.failed("client_stalled")
                 self.drop("client_stalled")
             else:
                 self.drop("timeout")
@@ -511,7 +511,7 @@ class _Call:
         if self.ending:  # still storing the conversation: look again
             self.timer = asyncio.get_running_loop().call_later(self.handler.keepalive, self._last_words)
         elif self.writing:
-            self.record.update(outcome="error", error="client_stalled")
+            self.record.failed("client_stalled")
             self.drop("client_stalled")
 
     def _rewrite_start(self, events: list[Event], turn: Turn) -> None:
@@ -527,7 +527,7 @@ class _Call:
             transcript = exchange.client_turn.messages + _reply_as_client_sees_it(client, self.encoder, body, recorder)
         await self.handler.mapper.finish(exchange, recorder, transcript)
         if exchange.history_lost:  # the turn went on without the store: the operator should see it per request
-            self.record["history"] = "unavailable"
+            self.record.history = "unavailable"
 
     def _upstream_headers(self, dialect_headers: dict[str, str]) -> dict[str, str]:
         headers = {name: value for name in self.route.forward_headers if (value := self.headers.get(name))}
@@ -566,12 +566,13 @@ class _Call:
                     body = self.encoder.encode([RunError(error.message, code)])
                 except Exception:  # the encoder may be what broke
                     body = b""
-            self.record.update(outcome="error", error=code)
+            self.record.failed(code)
             await self._end(body)
 
     async def fail_before_start(self, error: GatewayError) -> None:
-        self.record.update(outcome="rejected" if error.status < 500 else "error", error=error.code,
-                           error_message=error.message)
+        record = self.record
+        record.outcome, record.error = ("rejected" if error.status < 500 else "error"), error.code
+        record.error_message = error.message
         await self._respond(error.status, {"content-type": "application/json"}, orjson.dumps(error.to_json()))
 
     async def _respond(self, status: int, headers: dict[str, str], body: bytes) -> None:
@@ -584,7 +585,7 @@ class _Call:
         raw = [(k.encode(), v.encode()) for k, v in headers.items()]
         raw.append((b"x-request-id", self.request_id.encode()))
         self.started = True
-        self.record["status"] = status
+        self.record.status = status
         await self.send({"type": "http.response.start", "status": status, "headers": raw})
 
     async def _write(self, body: bytes, more: bool = True) -> None:
