@@ -39,7 +39,8 @@ def user_message(dialect: str, text: str) -> dict[str, Any]:
 
 def request_body(dialect: str, messages: list[dict[str, Any]], conversation: str = "conv-1",
                  tools: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
-    """A request as the dialect's real client shapes it (see research/ and the adapters' docstrings)."""
+    """A request as the dialect's real client shapes it (`@ag-ui/client` 1.0.0, `ai` 7.0.173's `DefaultChatTransport`,
+    cloudbase-agent-server 0.1.1, the Connexity platform's `AgentRequest`; the adapters' docstrings say more)."""
     if dialect == "ag-ui":
         return {"threadId": conversation, "runId": new_id("run"), "protocolVersion": "1.0", "state": {},
                 "messages": messages, "tools": tools or [], "context": [], "forwardedProps": {}, **extra}
