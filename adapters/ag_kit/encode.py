@@ -54,6 +54,8 @@ def _frame(event: dict[str, Any]) -> bytes:
 
 
 class AgKitEncoder:
+    streams = True
+
     __slots__ = ("dropped", "headers", "status_code")
 
     def __init__(self, request: Turn | None = None) -> None:

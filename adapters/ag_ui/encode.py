@@ -60,6 +60,8 @@ def _frame(event: dict[str, Any]) -> bytes:
 
 
 class AguiEncoder:
+    streams = True
+
     __slots__ = (
         "_announced", "_interrupts", "_parent", "_pending", "_run_id", "_thread_id", "_usage",
         "dropped", "headers", "status_code",

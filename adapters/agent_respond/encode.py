@@ -50,6 +50,8 @@ _DROPPED: dict[type, str] = {
 
 
 class AgentRespondEncoder:
+    streams = False
+
     __slots__ = (
         "_arguments", "_calls", "_interrupts", "_messages", "_model", "_names", "_pending", "_provider", "_state",
         "_text", "_usage", "dropped", "headers", "status_code",

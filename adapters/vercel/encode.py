@@ -69,6 +69,8 @@ _FINISH_STEP = _frame({"type": "finish-step"})
 
 
 class VercelEncoder:
+    streams = True
+
     __slots__ = ("_after_results", "_args", "_inkeep", "_names", "_settles", "_state", "_step_open", "dropped",
                  "headers", "status_code")
 
