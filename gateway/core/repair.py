@@ -1,6 +1,6 @@
 """Make any upstream's events a well formed run, so that no encoder has to defend itself.
 
-Every decoder pushes what it parsed through one `RunRepair`. It guarantees:
+Every decoder hands what its dialect's mapping made to one `RunRepair` (see `gateway.core.decoding`). It guarantees:
 
 - `RunStarted` comes first and once; nothing follows the single terminal event (`RunFinished` or `RunError`);
 - a delta for a message or tool call nobody started starts it; an end for one that is not open is dropped;
@@ -74,6 +74,23 @@ class RunRepair:
             out.append(event)
         else:
             handler(self, event, out)
+
+    def extend(self, events: list[Event], out: list[Event]) -> None:
+        """`push` each event in turn: the repair stage of a decoder, run once per chunk of the upstream's body."""
+        if not self.started:
+            if not events:
+                return
+            self.push(events[0], out)
+            events = events[1:]
+        get = _HANDLERS.get
+        for event in events:
+            if self.done:
+                return
+            handler = get(type(event))
+            if handler is None:
+                out.append(event)
+            else:
+                handler(self, event, out)
 
     def end_of_stream(self, out: list[Event]) -> None:
         """The upstream's body ended. Without its terminator that is a truncated run, never a success."""

@@ -1,0 +1,175 @@
+"""Decoders: an upstream's bytes into canonical events, in three stages.
+
+```
+bytes ──framing──▶ frames ──the dialect's mapping──▶ events ──RunRepair──▶ well formed events
+```
+
+The bases here own framing and repair; a dialect's decoder only maps one frame (or, for a one-body dialect, the
+body) to events, appending them to a list. It never sees `RunRepair`: whatever it makes, however odd, the repair
+stage turns into a well formed run (see `gateway.core.repair`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import orjson
+
+from gateway.core.events import TERMINAL, Event, RunError, RunFinished
+from gateway.core.repair import RunRepair
+from gateway.core.sse import DEFAULT_MAX_FRAME, FrameTooLarge, SSEDecoder
+
+DEFAULT_MAX_BODY = 32 * 1024 * 1024
+
+
+class Decoder(Protocol):
+    def feed(self, chunk: bytes) -> list[Event]:
+        """Events completed by this chunk of the upstream's body; the chunk may be split anywhere."""
+
+    def close(self) -> list[Event]:
+        """The body ended: the last events, a terminal one among them if the stream had none."""
+
+    def fail(self, message: str, code: str | None = None) -> list[Event]:
+        """The transport broke: close the run with an error."""
+
+
+class NewDecoder(Protocol):
+    def __call__(self, max_event_bytes: int = ...) -> Decoder:
+        """A decoder for one upstream response. `max_event_bytes` bounds one event (one SSE frame, or the whole
+        body of a dialect that answers in one): past it the run fails rather than the gateway's memory."""
+
+
+class RepairedDecoder:
+    """What every decoder shares: the repair stage, and failing the run when the transport breaks.
+
+    Subclasses frame the bytes, map the frames to events in a list, and hand the list to `self.repair.extend`.
+    """
+
+    __slots__ = ("repair",)
+
+    def __init__(self) -> None:
+        self.repair = RunRepair()
+
+    def fail(self, message: str, code: str | None = None) -> list[Event]:
+        out: list[Event] = []
+        self.repair.fail(message, code, out)
+        return out
+
+
+class JsonSSEDecoder(RepairedDecoder):
+    """Decoder for dialects whose stream is SSE frames of one JSON object each, maybe ended by `[DONE]`.
+
+    Subclasses map a frame to events in `on_frame`, and say what `[DONE]` means in `on_done`. Frames after the one
+    that ended the run are not read: repair would drop their events anyway.
+    """
+
+    __slots__ = ("_sse",)
+
+    def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
+        super().__init__()
+        self._sse = SSEDecoder(max_event_bytes)
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        out: list[Event] = []
+        repair = self.repair
+        if repair.done:
+            return out
+        try:
+            frames = self._sse.feed(chunk)
+        except FrameTooLarge as exc:
+            repair.fail(f"upstream sent an oversized event: {exc}", "upstream_event_too_large", out)
+            return out
+        if frames:
+            repair.extend(self._map(frames), out)
+        return out
+
+    def close(self) -> list[Event]:
+        out: list[Event] = []
+        repair = self.repair
+        if not repair.done:
+            frames = self._sse.flush()
+            if frames:
+                repair.extend(self._map(frames), out)
+        repair.end_of_stream(out)
+        return out
+
+    def _map(self, frames: list[bytes]) -> list[Event]:
+        """Frames into the events the dialect says they are, up to the first that ends the run."""
+        events: list[Event] = []
+        on_frame = self.on_frame
+        for data in frames:
+            if data == b"[DONE]":  # before JSON: orjson's decode error is a Python exception, slow to make
+                self.on_done(events)
+            else:
+                try:
+                    frame = orjson.loads(data)
+                except orjson.JSONDecodeError:
+                    if data.strip() == b"[DONE]":
+                        self.on_done(events)
+                    else:
+                        preview = data[:80].decode("utf-8", "replace")
+                        events.append(RunError(f"upstream sent invalid JSON in an event: {preview!r}",
+                                               "upstream_bad_event"))
+                else:
+                    if type(frame) is dict:
+                        on_frame(frame, events)
+                    else:
+                        events.append(RunError("upstream sent an event that is not a JSON object",
+                                               "upstream_bad_event"))
+            # Every mapping puts a terminal event last among a frame's events, so this is where repair finishes.
+            if events and type(events[-1]) in TERMINAL:
+                break
+        return events
+
+    def on_frame(self, frame: dict[str, Any], out: list[Event]) -> None:
+        raise NotImplementedError
+
+    def on_done(self, out: list[Event]) -> None:
+        out.append(RunFinished())
+
+
+class JsonBodyDecoder(RepairedDecoder):
+    """Decoder for dialects that answer in one JSON body: the framing is the whole body, read at `close()`.
+
+    Subclasses map the parsed body to events in `on_body`, ending with the terminal one.
+    """
+
+    __slots__ = ("_body", "_max_body", "_size")
+
+    def __init__(self, max_event_bytes: int = DEFAULT_MAX_BODY) -> None:
+        """`max_event_bytes` bounds the whole body: for such a dialect the body is the one event."""
+        super().__init__()
+        self._body: list[bytes] = []
+        self._size = 0
+        self._max_body = max_event_bytes
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        out: list[Event] = []
+        if self.repair.done:
+            return out
+        self._size += len(chunk)
+        if self._size > self._max_body:
+            self._body.clear()
+            self.repair.fail(f"upstream response exceeded {self._max_body} bytes", "upstream_event_too_large", out)
+            return out
+        self._body.append(chunk)
+        return out
+
+    def close(self) -> list[Event]:
+        out: list[Event] = []
+        repair = self.repair
+        if repair.done:
+            return out
+        events: list[Event] = []
+        try:
+            body = orjson.loads(b"".join(self._body))
+        except orjson.JSONDecodeError:
+            events.append(RunError("upstream returned a body that is not JSON", "upstream_bad_event"))
+        else:
+            self.on_body(body, events)
+        repair.extend(events, out)
+        repair.end_of_stream(out)
+        return out
+
+    def on_body(self, body: Any, out: list[Event]) -> None:
+        raise NotImplementedError
