@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from gateway.core.events import TERMINAL, Event, RunError, RunFinished
+from gateway.core.events import Event, RunError, RunFinished
 from gateway.core.repair import RunRepair
 from gateway.core.sse import DEFAULT_MAX_FRAME, FrameTooLarge, SSEDecoder
 
@@ -63,40 +63,39 @@ class JsonSSEDecoder(RepairedDecoder):
     that ended the run are not read: repair would drop their events anyway.
     """
 
-    __slots__ = ("_sse",)
+    __slots__ = ("_events", "_sse")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__()
         self._sse = SSEDecoder(max_event_bytes)
+        self._events: list[Event] = []
 
     def feed(self, chunk: bytes) -> list[Event]:
         out: list[Event] = []
-        repair = self.repair
-        if repair.done:
+        if self.repair.done:
             return out
         try:
             frames = self._sse.feed(chunk)
         except FrameTooLarge as exc:
-            repair.fail(f"upstream sent an oversized event: {exc}", "upstream_event_too_large", out)
+            self.repair.fail(f"upstream sent an oversized event: {exc}", "upstream_event_too_large", out)
             return out
-        if frames:
-            repair.extend(self._map(frames), out)
+        self._frames(frames, out)
         return out
 
     def close(self) -> list[Event]:
         out: list[Event] = []
-        repair = self.repair
-        if not repair.done:
-            frames = self._sse.flush()
-            if frames:
-                repair.extend(self._map(frames), out)
-        repair.end_of_stream(out)
+        if not self.repair.done:
+            self._frames(self._sse.flush(), out)
+        self.repair.end_of_stream(out)
         return out
 
-    def _map(self, frames: list[bytes]) -> list[Event]:
-        """Frames into the events the dialect says they are, up to the first that ends the run."""
-        events: list[Event] = []
-        on_frame = self.on_frame
+    def _frames(self, frames: list[bytes], out: list[Event]) -> None:
+        """Each frame through the dialect's mapping, then through repair; frames after the run's end are not read.
+
+        The mapping appends to one list kept for the decoder's life, emptied after each frame.
+        """
+        repair = self.repair
+        events = self._events
         for data in frames:
             if data == b"[DONE]":  # before JSON: orjson's decode error is a Python exception, slow to make
                 self.on_done(events)
@@ -112,14 +111,17 @@ class JsonSSEDecoder(RepairedDecoder):
                                                "upstream_bad_event"))
                 else:
                     if type(frame) is dict:
-                        on_frame(frame, events)
+                        self.on_frame(frame, events)
                     else:
                         events.append(RunError("upstream sent an event that is not a JSON object",
                                                "upstream_bad_event"))
-            # Every mapping puts a terminal event last among a frame's events, so this is where repair finishes.
-            if events and type(events[-1]) in TERMINAL:
-                break
-        return events
+            if len(events) == 1:  # most frames are one event: no loop to set up
+                repair.push(events.pop(), out)
+            else:
+                repair.extend(events, out)
+                events.clear()
+            if repair.done:
+                return
 
     def on_frame(self, frame: dict[str, Any], out: list[Event]) -> None:
         raise NotImplementedError
