@@ -11,8 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from adapters.ag_ui.decode import AguiDecoder
+from gateway.core.decoding import Events
 from gateway.core.events import (
-    Event,
     Interrupt,
     Raw,
     RunError,
@@ -38,7 +38,7 @@ class AgKitDecoder(AguiDecoder):
         self._text: str | None = None
         self._parent: str | None = None
 
-    def on_frame(self, frame: dict[str, Any], out: list[Event]) -> None:
+    def on_frame(self, frame: dict[str, Any], out: Events) -> None:
         kind = frame.get("type")
         handler = _HANDLERS.get(kind) if type(kind) is str else None
         if handler is not None and handler(self, frame, out):
@@ -51,7 +51,7 @@ class AgKitDecoder(AguiDecoder):
         else:
             out.append(Raw("ag-kit", frame))
 
-    def _end_text(self, out: list[Event]) -> None:
+    def _end_text(self, out: Events) -> None:
         if self._text is not None:
             out.append(TextEnd(self._text))
             self._text = None
@@ -59,7 +59,7 @@ class AgKitDecoder(AguiDecoder):
 
 # Each returns whether the frame was what its type says; one that was not is read as AG-UI or kept as `Raw`.
 
-def _text(d: AgKitDecoder, f: dict[str, Any], out: list[Event]) -> bool:
+def _text(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
     content = f.get("content")
     if not isinstance(content, str):
         return False
@@ -69,7 +69,7 @@ def _text(d: AgKitDecoder, f: dict[str, Any], out: list[Event]) -> bool:
     return True
 
 
-def _tool_args(d: AgKitDecoder, f: dict[str, Any], out: list[Event]) -> bool:
+def _tool_args(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
     tool_call_id, delta = f.get("toolCallId"), f.get("delta")
     if not (isinstance(tool_call_id, str) and isinstance(delta, str)):
         return False
@@ -77,7 +77,7 @@ def _tool_args(d: AgKitDecoder, f: dict[str, Any], out: list[Event]) -> bool:
     return True
 
 
-def _tool_start(d: AgKitDecoder, f: dict[str, Any], out: list[Event]) -> bool:
+def _tool_start(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
     tool_call_id, name = f.get("toolCallId"), f.get("toolCallName")
     if not (isinstance(tool_call_id, str) and isinstance(name, str)):
         return False
@@ -86,7 +86,7 @@ def _tool_start(d: AgKitDecoder, f: dict[str, Any], out: list[Event]) -> bool:
     return True
 
 
-def _tool_end(d: AgKitDecoder, f: dict[str, Any], out: list[Event]) -> bool:
+def _tool_end(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
     tool_call_id = f.get("toolCallId")
     if not isinstance(tool_call_id, str):
         return False
@@ -94,7 +94,7 @@ def _tool_end(d: AgKitDecoder, f: dict[str, Any], out: list[Event]) -> bool:
     return True
 
 
-def _tool_result(d: AgKitDecoder, f: dict[str, Any], out: list[Event]) -> bool:
+def _tool_result(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
     tool_call_id, result = f.get("toolCallId"), f.get("result")
     if not isinstance(tool_call_id, str):
         return False
@@ -104,7 +104,7 @@ def _tool_result(d: AgKitDecoder, f: dict[str, Any], out: list[Event]) -> bool:
     return True
 
 
-def _interrupt(d: AgKitDecoder, f: dict[str, Any], out: list[Event]) -> bool:
+def _interrupt(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
     interrupt_id = f.get("id")
     if not isinstance(interrupt_id, str):
         return False
@@ -114,7 +114,7 @@ def _interrupt(d: AgKitDecoder, f: dict[str, Any], out: list[Event]) -> bool:
     return True
 
 
-def _error(d: AgKitDecoder, f: dict[str, Any], out: list[Event]) -> bool:
+def _error(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
     """`{"type":"error","error":...}`."""
     message = str(f.get("error") or "upstream agent failed")
     if f.get("details"):
@@ -123,7 +123,7 @@ def _error(d: AgKitDecoder, f: dict[str, Any], out: list[Event]) -> bool:
     return True
 
 
-_HANDLERS: dict[str, Callable[[AgKitDecoder, dict[str, Any], list[Event]], bool]] = {
+_HANDLERS: dict[str, Callable[[AgKitDecoder, dict[str, Any], Events], bool]] = {
     "text": _text,
     "tool-call-args": _tool_args,
     "tool-call-start": _tool_start,

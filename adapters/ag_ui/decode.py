@@ -10,10 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 from gateway.core.codec import json_or_text
-from gateway.core.decoding import JsonSSEDecoder
+from gateway.core.decoding import Events, JsonSSEDecoder
 from gateway.core.events import (
     Data,
-    Event,
     Interrupt,
     MessagesSnapshot,
     Raw,
@@ -41,7 +40,7 @@ from gateway.core.sse import DEFAULT_MAX_FRAME
 
 from .request import message_from_agui
 
-Handler = Callable[["AguiDecoder", dict[str, Any], list[Event]], None]
+Handler = Callable[["AguiDecoder", dict[str, Any], Events], None]
 
 _CHUNKS = ("TEXT_MESSAGE_CHUNK", "TOOL_CALL_CHUNK", "REASONING_MESSAGE_CHUNK")
 
@@ -56,7 +55,7 @@ class AguiDecoder(JsonSSEDecoder):
         self._chunk_reasoning: str | None = None
         self._thinking: str | None = None
 
-    def on_frame(self, frame: dict[str, Any], out: list[Event]) -> None:
+    def on_frame(self, frame: dict[str, Any], out: Events) -> None:
         kind = frame.get("type")
         handler: Handler
         if kind == "TEXT_MESSAGE_CONTENT" and self._chunk_text is self._chunk_tool is self._chunk_reasoning is None:
@@ -74,7 +73,7 @@ class AguiDecoder(JsonSSEDecoder):
         except (KeyError, TypeError, ValueError, AttributeError):
             out.append(Raw("ag-ui", frame))
 
-    def _close_chunks(self, out: list[Event]) -> None:
+    def _close_chunks(self, out: Events) -> None:
         """Any other event closes the chunk streams that are open (the client's own rule)."""
         if self._chunk_text:
             out.append(TextEnd(self._chunk_text))
@@ -97,11 +96,11 @@ def _opt(frame: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _run_started(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _run_started(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(RunStarted(_opt(f, "threadId"), _opt(f, "runId"), _opt(f, "parentRunId")))
 
 
-def _run_finished(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _run_finished(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     for usage in f.get("usage") or ():
         if isinstance(usage, dict):
             out.append(_usage(usage))
@@ -124,27 +123,27 @@ def _usage(usage: dict[str, Any]) -> Usage:
                  usage.get("model"), usage.get("provider"))
 
 
-def _run_error(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _run_error(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     message = f.get("message")
     out.append(RunError(message if isinstance(message, str) else "upstream run failed", _opt(f, "code")))
 
 
-def _text_start(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _text_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(TextStart(_str(f, "messageId"), _opt(f, "role") or "assistant"))
 
 
-def _text_content(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _text_content(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     message_id, delta = f["messageId"], f["delta"]  # the hot path: `_str` inlined
     if type(message_id) is not str or type(delta) is not str:
         raise TypeError("messageId and delta must be strings")
     out.append(TextDelta(message_id, delta))
 
 
-def _text_end(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _text_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(TextEnd(_str(f, "messageId")))
 
 
-def _text_chunk(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _text_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     message_id = _opt(f, "messageId")
     if message_id and message_id != d._chunk_text:
         if d._chunk_text:
@@ -159,19 +158,19 @@ def _text_chunk(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
         out.append(TextDelta(d._chunk_text, delta))
 
 
-def _tool_start(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _tool_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(ToolCallStart(_str(f, "toolCallId"), _str(f, "toolCallName"), _opt(f, "parentMessageId")))
 
 
-def _tool_args(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _tool_args(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(ToolCallArgs(_str(f, "toolCallId"), _str(f, "delta")))
 
 
-def _tool_end(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _tool_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(ToolCallEnd(_str(f, "toolCallId")))
 
 
-def _tool_chunk(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _tool_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     tool_call_id = _opt(f, "toolCallId")
     if tool_call_id and tool_call_id != d._chunk_tool:
         if d._chunk_tool:
@@ -186,7 +185,7 @@ def _tool_chunk(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
         out.append(ToolCallArgs(d._chunk_tool, delta))
 
 
-def _tool_result(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _tool_result(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     content = f.get("content")
     if isinstance(content, list):
         content = "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
@@ -195,19 +194,19 @@ def _tool_result(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
     out.append(ToolResult(_str(f, "toolCallId"), content, _opt(f, "messageId")))
 
 
-def _reasoning_start(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _reasoning_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(ReasoningStart(_str(f, "messageId")))
 
 
-def _reasoning_content(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _reasoning_content(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(ReasoningDelta(_str(f, "messageId"), _str(f, "delta")))
 
 
-def _reasoning_end(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _reasoning_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(ReasoningEnd(_str(f, "messageId")))
 
 
-def _reasoning_chunk(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _reasoning_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     message_id = _opt(f, "messageId")
     if message_id and message_id != d._chunk_reasoning:
         if d._chunk_reasoning:
@@ -221,52 +220,52 @@ def _reasoning_chunk(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> Non
         out.append(ReasoningDelta(d._chunk_reasoning, delta))
 
 
-def _span(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _span(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     """REASONING_START/END bracket reasoning messages; the messages themselves carry everything."""
 
 
-def _thinking_start(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _thinking_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     d._thinking = new_id("reasoning")
     out.append(ReasoningStart(d._thinking))
 
 
-def _thinking_content(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _thinking_content(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     if d._thinking is None:
         _thinking_start(d, f, out)
     out.append(ReasoningDelta(d._thinking or "", _str(f, "delta")))
 
 
-def _thinking_end(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _thinking_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     if d._thinking is not None:
         out.append(ReasoningEnd(d._thinking))
         d._thinking = None
 
 
-def _state_snapshot(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _state_snapshot(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(StateSnapshot(f["snapshot"]))
 
 
-def _state_delta(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _state_delta(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     patch = f["delta"]
     if not isinstance(patch, list):
         raise TypeError("delta")
     out.append(StateDelta(patch))
 
 
-def _messages_snapshot(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _messages_snapshot(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     messages = [m for value in f["messages"] if (m := message_from_agui(value)) is not None]
     out.append(MessagesSnapshot(messages))
 
 
-def _step_started(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _step_started(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(StepStarted(_str(f, "stepName")))
 
 
-def _step_finished(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _step_finished(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(StepFinished(_str(f, "stepName")))
 
 
-def _custom(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _custom(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     name = _str(f, "name")
     value = f.get("value")
     if name == "on_interrupt":
@@ -279,7 +278,7 @@ def _custom(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
     out.append(Data(name, value))
 
 
-def _raw(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _raw(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(Raw("ag-ui", f))
 
 

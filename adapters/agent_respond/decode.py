@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.core.codec import as_text
-from gateway.core.decoding import JsonBodyDecoder
+from gateway.core.decoding import Events, JsonBodyDecoder
 from gateway.core.events import (
-    Event,
     RunError,
     RunFinished,
     TextDelta,
@@ -27,7 +26,7 @@ class AgentRespondDecoder(JsonBodyDecoder):
 
     __slots__ = ()
 
-    def on_body(self, body: Any, out: list[Event]) -> None:
+    def on_body(self, body: Any, out: Events) -> None:
         messages = body.get("messages") if isinstance(body, dict) else None
         error = _error(body)
         if not isinstance(messages, list):
@@ -49,7 +48,7 @@ class AgentRespondDecoder(JsonBodyDecoder):
         else:
             out.append(RunFinished())
 
-    def _message(self, message: dict[str, Any], out: list[Event]) -> None:
+    def _message(self, message: dict[str, Any], out: Events) -> None:
         role, content = message.get("role"), _text(message.get("content"))
         if role == "assistant":
             message_id = new_id("msg")

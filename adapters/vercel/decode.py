@@ -13,10 +13,9 @@ from typing import Any
 
 import orjson
 
-from gateway.core.decoding import JsonSSEDecoder
+from gateway.core.decoding import Events, JsonSSEDecoder
 from gateway.core.events import (
     Data,
-    Event,
     Interrupt,
     Raw,
     ReasoningDelta,
@@ -50,7 +49,7 @@ def _s(frame: dict[str, Any], key: str) -> str:
     return value
 
 
-Handler = Callable[["VercelDecoder", dict[str, Any], list[Event]], None]
+Handler = Callable[["VercelDecoder", dict[str, Any], Events], None]
 
 
 class VercelDecoder(JsonSSEDecoder):
@@ -64,7 +63,7 @@ class VercelDecoder(JsonSSEDecoder):
         self._renamed: dict[str, str] = {}
         self._interrupt_calls: dict[str, dict[str, Any]] = {}  # tool call id -> the interrupt it stands for
 
-    def on_frame(self, frame: dict[str, Any], out: list[Event]) -> None:
+    def on_frame(self, frame: dict[str, Any], out: Events) -> None:
         kind = frame.get("type")
         try:
             handler = _HANDLERS.get(kind) if type(kind) is str else None
@@ -79,7 +78,7 @@ class VercelDecoder(JsonSSEDecoder):
         except (KeyError, TypeError):
             out.append(Raw("vercel", frame))
 
-    def _interrupt_call(self, frame: dict[str, Any], out: list[Event]) -> None:
+    def _interrupt_call(self, frame: dict[str, Any], out: Events) -> None:
         """A call that stands for an interrupt is that interrupt, once its approval is asked; its settling is
         the client's answer, already known."""
         call_id = _s(frame, "toolCallId")
@@ -94,7 +93,7 @@ class VercelDecoder(JsonSSEDecoder):
                                  message if isinstance(message, str) else None, details.get("payload"), None,
                                  details.get("responseSchema")))
 
-    def _input_available(self, frame: dict[str, Any], out: list[Event]) -> None:
+    def _input_available(self, frame: dict[str, Any], out: Events) -> None:
         call_id = _s(frame, "toolCallId")
         if call_id not in self._tools:
             self._tools[call_id] = _s(frame, "toolName")
@@ -106,7 +105,7 @@ class VercelDecoder(JsonSSEDecoder):
         if frame["type"] == "tool-input-error":
             out.append(ToolResult(call_id, _s(frame, "errorText"), is_error=True))
 
-    def _data(self, name: str, frame: dict[str, Any], out: list[Event]) -> None:
+    def _data(self, name: str, frame: dict[str, Any], out: Events) -> None:
         data = frame["data"]
         if name == "operation" and isinstance(data, dict) and data.get("type") == "error" \
                 and data.get("severity", "error") == "error":
@@ -119,7 +118,7 @@ class VercelDecoder(JsonSSEDecoder):
         item_id = frame.get("id")
         out.append(Data(name, data, item_id if isinstance(item_id, str) else None, bool(frame.get("transient"))))
 
-    def _metadata(self, frame: dict[str, Any], out: list[Event]) -> None:
+    def _metadata(self, frame: dict[str, Any], out: Events) -> None:
         if "messageMetadata" in frame:
             out.append(Raw("vercel", {"type": "message-metadata", "messageMetadata": frame["messageMetadata"]}))
 
@@ -140,7 +139,7 @@ class VercelDecoder(JsonSSEDecoder):
 
 def _interrupt_call(handler: Handler) -> Handler:
     """A tool chunk of a call that stands for an interrupt goes to `_interrupt_call` instead."""
-    def handle(d: VercelDecoder, f: dict[str, Any], out: list[Event]) -> None:
+    def handle(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
         if _s(f, "toolCallId").startswith(INTERRUPT_CALL_PREFIX):
             d._interrupt_call(f, out)
         else:
@@ -148,85 +147,85 @@ def _interrupt_call(handler: Handler) -> Handler:
     return handle
 
 
-def _text_delta(d: VercelDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _text_delta(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(TextDelta(d._id(_s(f, "id")), _s(f, "delta")))
 
 
-def _tool_input_delta(d: VercelDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _tool_input_delta(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     d._args_seen.add(_s(f, "toolCallId"))
     out.append(ToolCallArgs(_s(f, "toolCallId"), _s(f, "inputTextDelta")))
 
 
-def _reasoning_delta(d: VercelDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _reasoning_delta(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(ReasoningDelta(d._id(_s(f, "id")), _s(f, "delta")))
 
 
-def _text_start(d: VercelDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _text_start(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(TextStart(d._start_id(_s(f, "id"))))
 
 
-def _text_end(d: VercelDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _text_end(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(TextEnd(d._end_id(_s(f, "id"))))
 
 
-def _reasoning_start(d: VercelDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _reasoning_start(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(ReasoningStart(d._start_id(_s(f, "id"))))
 
 
-def _reasoning_end(d: VercelDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _reasoning_end(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(ReasoningEnd(d._end_id(_s(f, "id"))))
 
 
-def _tool_input_start(d: VercelDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _tool_input_start(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     d._tools[_s(f, "toolCallId")] = _s(f, "toolName")
     out.append(ToolCallStart(_s(f, "toolCallId"), _s(f, "toolName")))
 
 
-def _input_available(d: VercelDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _input_available(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     d._input_available(f, out)
 
 
-def _tool_output_available(d: VercelDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _tool_output_available(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     if not f.get("preliminary"):  # a preliminary output is a progress update; the final one follows
         out.append(ToolResult(_s(f, "toolCallId"), f["output"]))
 
 
-def _tool_output_error(d: VercelDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _tool_output_error(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(ToolResult(_s(f, "toolCallId"), _s(f, "errorText"), is_error=True))
 
 
-def _tool_output_denied(d: VercelDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _tool_output_denied(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(ToolResult(_s(f, "toolCallId"), DENIED, is_error=True))
 
 
-def _tool_approval_request(d: VercelDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _tool_approval_request(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(Interrupt(_s(f, "approvalId"), "tool_approval", tool_call_id=_s(f, "toolCallId")))
 
 
-def _start(d: VercelDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _start(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     message_id = f.get("messageId")
     out.append(RunStarted(message_id=message_id if isinstance(message_id, str) else None))
     d._metadata(f, out)
 
 
-def _start_step(d: VercelDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _start_step(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(StepStarted())
 
 
-def _finish_step(d: VercelDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _finish_step(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(StepFinished())
 
 
-def _finish(d: VercelDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _finish(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     d._metadata(f, out)
     out.append(RunFinished())
 
 
-def _abort(d: VercelDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _abort(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(RunFinished("cancelled"))
 
 
-def _error(d: VercelDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _error(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(RunError(str(f["errorText"]), "upstream_error"))
 
 

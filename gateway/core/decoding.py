@@ -5,8 +5,9 @@ bytes ──framing──▶ frames ──the dialect's mapping──▶ events 
 ```
 
 The bases here own framing and repair; a dialect's decoder only maps one frame (or, for a one-body dialect, the
-body) to events, appending them to a list. It never sees `RunRepair`: whatever it makes, however odd, the repair
-stage turns into a well formed run (see `gateway.core.repair`).
+body) to events, appending them to `Events`. That is the decoder's `RunRepair`, which takes each event as it comes
+(no list in between, nothing per event beyond the call) and turns whatever the mapping makes, however odd, into a
+well formed run (see `gateway.core.repair`).
 """
 
 from __future__ import annotations
@@ -15,11 +16,18 @@ from typing import Any, Protocol
 
 import orjson
 
-from gateway.core.events import Event, RunError, RunFinished
+from gateway.core.events import Event, RunFinished
 from gateway.core.repair import RunRepair
 from gateway.core.sse import DEFAULT_MAX_FRAME, FrameTooLarge, SSEDecoder
 
 DEFAULT_MAX_BODY = 32 * 1024 * 1024
+
+
+class Events(Protocol):
+    """Where a dialect's mapping puts the events it reads: the decoder's `RunRepair`, which repairs them on the way
+    into the list `feed()` returns. A mapping appends to it as to a list and never needs to know more."""
+
+    def append(self, event: Event, /) -> None: ...
 
 
 class Decoder(Protocol):
@@ -42,7 +50,7 @@ class NewDecoder(Protocol):
 class RepairedDecoder:
     """What every decoder shares: the repair stage, and failing the run when the transport breaks.
 
-    Subclasses frame the bytes, map the frames to events in a list, and hand the list to `self.repair.extend`.
+    Subclasses frame the bytes and hand the frames to the dialect's mapping, with `self.repair` as its `Events`.
     """
 
     __slots__ = ("repair",)
@@ -63,12 +71,11 @@ class JsonSSEDecoder(RepairedDecoder):
     that ended the run are not read: repair would drop their events anyway.
     """
 
-    __slots__ = ("_events", "_sse")
+    __slots__ = ("_sse",)
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__()
         self._sse = SSEDecoder(max_event_bytes)
-        self._events: list[Event] = []
 
     def feed(self, chunk: bytes) -> list[Event]:
         out: list[Event] = []
@@ -90,43 +97,34 @@ class JsonSSEDecoder(RepairedDecoder):
         return out
 
     def _frames(self, frames: list[bytes], out: list[Event]) -> None:
-        """Each frame through the dialect's mapping, then through repair; frames after the run's end are not read.
-
-        The mapping appends to one list kept for the decoder's life, emptied after each frame.
-        """
+        """Each frame through the dialect's mapping, whose events go through repair into `out`; frames after the
+        run's end are not read."""
         repair = self.repair
-        events = self._events
+        repair.out = out
         for data in frames:
-            if data == b"[DONE]":  # before JSON: orjson's decode error is a Python exception, slow to make
-                self.on_done(events)
-            else:
-                try:
-                    frame = orjson.loads(data)
-                except orjson.JSONDecodeError:
-                    if data.strip() == b"[DONE]":
-                        self.on_done(events)
-                    else:
-                        preview = data[:80].decode("utf-8", "replace")
-                        events.append(RunError(f"upstream sent invalid JSON in an event: {preview!r}",
-                                               "upstream_bad_event"))
-                else:
-                    if type(frame) is dict:
-                        self.on_frame(frame, events)
-                    else:
-                        events.append(RunError("upstream sent an event that is not a JSON object",
-                                               "upstream_bad_event"))
-            if len(events) == 1:  # most frames are one event: no loop to set up
-                repair.push(events.pop(), out)
-            else:
-                repair.extend(events, out)
-                events.clear()
             if repair.done:
                 return
+            if data == b"[DONE]":  # before JSON: orjson's decode error is a Python exception, slow to make
+                self.on_done(repair)
+                continue
+            try:
+                frame = orjson.loads(data)
+            except orjson.JSONDecodeError:
+                if data.strip() == b"[DONE]":
+                    self.on_done(repair)
+                else:
+                    preview = data[:80].decode("utf-8", "replace")
+                    repair.fail(f"upstream sent invalid JSON in an event: {preview!r}", "upstream_bad_event", out)
+                continue
+            if type(frame) is dict:
+                self.on_frame(frame, repair)
+            else:
+                repair.fail("upstream sent an event that is not a JSON object", "upstream_bad_event", out)
 
-    def on_frame(self, frame: dict[str, Any], out: list[Event]) -> None:
+    def on_frame(self, frame: dict[str, Any], out: Events) -> None:
         raise NotImplementedError
 
-    def on_done(self, out: list[Event]) -> None:
+    def on_done(self, out: Events) -> None:
         out.append(RunFinished())
 
 
@@ -162,16 +160,15 @@ class JsonBodyDecoder(RepairedDecoder):
         repair = self.repair
         if repair.done:
             return out
-        events: list[Event] = []
+        repair.out = out
         try:
             body = orjson.loads(b"".join(self._body))
         except orjson.JSONDecodeError:
-            events.append(RunError("upstream returned a body that is not JSON", "upstream_bad_event"))
+            repair.fail("upstream returned a body that is not JSON", "upstream_bad_event", out)
         else:
-            self.on_body(body, events)
-        repair.extend(events, out)
+            self.on_body(body, repair)
         repair.end_of_stream(out)
         return out
 
-    def on_body(self, body: Any, out: list[Event]) -> None:
+    def on_body(self, body: Any, out: Events) -> None:
         raise NotImplementedError
