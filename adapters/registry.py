@@ -1,16 +1,15 @@
-"""The dialects by name, and which one a request body is written in."""
+"""The dialects by name, and which one a request body is written in: the one place the rest of the gateway learns
+what dialects exist. Adding a dialect is a package under `adapters/` and a line in `DIALECTS`."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from adapters import ag_kit, ag_ui, agent_respond, vercel
-from gateway.core.codec import Dialect
+from gateway.core.codec import Dialect, Likeness
 from gateway.core.errors import GatewayError, UnknownDialect
 from gateway.core.turn import Turn
-
-_SURE = 50
-"""A sniff score from which a body is taken to be that dialect's even when its path belongs to another."""
+from gateway.core.validation import listed
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (ag_ui.DIALECT, ag_kit.DIALECT, vercel.DIALECT,
                                                      agent_respond.DIALECT)}
@@ -21,6 +20,11 @@ def get(name: str) -> Dialect:
         return DIALECTS[name]
     except KeyError:
         raise ValueError(f"unknown dialect {name!r}; known: {', '.join(DIALECTS)}") from None
+
+
+def variants() -> dict[str, str]:
+    """Every dialect's named variants: variant -> its dialect."""
+    return {variant: dialect.name for dialect in DIALECTS.values() for variant in dialect.variants}
 
 
 def read_request(body: dict[str, Any], candidates: list[str], path: str) -> tuple[Dialect, Turn]:
@@ -41,7 +45,7 @@ def read_request(body: dict[str, Any], candidates: list[str], path: str) -> tupl
         except GatewayError as error:
             errors[name] = error
     for name, dialect in DIALECTS.items():
-        if name in owners or dialect.sniff(body) < _SURE:
+        if name in owners or dialect.sniff(body) < Likeness.OWN:
             continue
         try:
             dialect.parse_request(body)
@@ -50,17 +54,13 @@ def read_request(body: dict[str, Any], candidates: list[str], path: str) -> tupl
         served = [p for p in dialect.paths if name in candidates]
         where = f"POST it to {' or '.join(served)}" if served else "this route does not take it"
         raise UnknownDialect(f"this is {_article(name)} {name} request, and {path} takes "
-                             f"{_listed(owners)}: {where}")
+                             f"{listed(owners)}: {where}")
     best = ranked[0]
-    if len(owners) == 1 or DIALECTS[best].sniff(body) >= _SURE:
+    if len(owners) == 1 or DIALECTS[best].sniff(body) is Likeness.OWN:
         raise errors[best]  # the path's own dialect (or the one the body surely is): its errors name the fields
-    raise UnknownDialect(f"{path} takes {_listed(owners)}, and this body is none of them: "
+    raise UnknownDialect(f"{path} takes {listed(owners)}, and this body is none of them: "
                          + "; ".join(DIALECTS[name].expects for name in owners),
                          [{"dialect": name, "message": errors[name].message} for name in owners])
-
-
-def _listed(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
 def _article(name: str) -> str:

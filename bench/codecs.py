@@ -140,7 +140,7 @@ def split_fixed(body: bytes, size: int) -> list[bytes]:
 
 def make_workload(dialect: Dialect, n: int, chunk: int | None) -> Workload:
     body = encode_upstream(dialect, canonical_run(n))
-    if not dialect.streaming:
+    if not dialect.new_encoder(None).streams:
         chunks = [body]
     elif chunk:
         chunks = split_fixed(body, chunk)
@@ -291,7 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     problems = [
         f"{s} -> {t}: decoded {r.check.text_deltas} TextDelta (expected {n}), ended {r.check.terminal}"
         for (s, t), r in results.items()
-        if (dialects[s].streaming and r.check.text_deltas != n) or not r.check.terminal.startswith("RunFinished")
+        if (dialects[s].new_encoder(None).streams and r.check.text_deltas != n)
+        or not r.check.terminal.startswith("RunFinished")
     ]
 
     if args.json:

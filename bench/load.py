@@ -47,37 +47,41 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import httptools
 
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from adapters import registry  # noqa: E402
+from gateway.core.events import RunError  # noqa: E402
+
 perf = time.perf_counter
 _STAMP = re.compile(rb"@(\d{16}) ")
 ID_WIDTH = 16
-IN_BAND_ERRORS = {"ag-ui": b'"RUN_ERROR"', "ag-kit": b'{"type":"error"', "vercel": b'{"type":"error"'}
 
 
 def request_body(dialect: str, n: int, delay_ms: float) -> tuple[bytes, bytes]:
     """The body as (before the conversation id, after it): the id goes between, fixed width, new per request."""
-    text = f"bench n={n} delay_ms={delay_ms:g}"
     marker = "@@ID@@"
-    body: dict[str, Any]
-    if dialect == "ag-ui":
-        body = {"threadId": marker, "runId": "run-bench", "state": {}, "tools": [], "context": [],
-                "forwardedProps": {}, "messages": [{"id": "m1", "role": "user", "content": text}]}
-    elif dialect == "ag-kit":
-        body = {"conversationId": marker, "messages": [{"role": "user", "content": text}]}
-    elif dialect == "vercel":
-        body = {"id": marker, "trigger": "submit-message",
-                "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}]}
-    elif dialect == "agent-respond":
-        body = {"messages": [{"role": "user", "content": text}], "metadata": {"test_case_id": marker,
-                                                                               "turn_index": 0}}
-    else:
-        raise ValueError(f"unknown dialect {dialect!r}")
+    body = registry.get(dialect).sample_request(f"bench n={n} delay_ms={delay_ms:g}", marker)
     before, _, after = json.dumps(body, separators=(",", ":")).encode().partition(marker.encode())
     return before, after
+
+
+def in_band_error_marker(dialect: str) -> bytes | None:
+    """The bytes a streamed error of `dialect` starts with, found by encoding one: None for a one-body dialect,
+    whose errors are HTTP statuses."""
+    message = "@@ERROR@@"
+    encoder = registry.get(dialect).new_encoder(None)
+    if not encoder.streams:
+        return None
+    frame = encoder.encode([RunError(message)])
+    return frame[frame.index(b"{"):frame.index(message.encode())]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -385,7 +389,7 @@ async def run(o: Options) -> dict[str, Any]:
             f"accept: {'application/json' if o.json_reply else 'text/event-stream'}\r\n"
             f"content-length: {len(before) + ID_WIDTH + len(after)}\r\n\r\n").encode() + before
     tag = secrets.token_hex(3).encode()  # ids of this run differ from every other run's
-    marker = IN_BAND_ERRORS.get(o.dialect)
+    marker = in_band_error_marker(o.dialect)
     stats = Stats(track=o.track)
     trees = {name: process_tree(pid) for name, pid in o.watch.items()}
     watch_all = {"client": os.getpid(), **o.watch}
@@ -510,7 +514,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("url")
-    parser.add_argument("--dialect", required=True, choices=["ag-ui", "ag-kit", "vercel", "agent-respond"],
+    parser.add_argument("--dialect", required=True, choices=list(registry.DIALECTS),
                         help="the dialect of the request body (and of the reply read)")
     parser.add_argument("--n", type=int, default=200, help="text deltas asked for")
     parser.add_argument("--delay-ms", type=float, default=0.0, help="pacing asked for")
@@ -539,7 +543,8 @@ def main(argv: list[str] | None = None) -> int:
         watch[name] = int(pid)
     options = Options(args.url, args.dialect, args.n, args.delay_ms, args.concurrency, args.duration, args.warmup,
                       args.ramp, args.requests, args.timeout, args.grace, args.track, args.expect_frames,
-                      args.expect_tokens, watch, args.dialect == "agent-respond")
+                      args.expect_tokens, watch,
+                      not registry.get(args.dialect).new_encoder(None).streams)
     import uvloop
 
     async def bounded() -> dict[str, Any]:

@@ -103,7 +103,7 @@ def make_plan(dialect: str, n: int) -> Plan:
     pieces = [encoder.encode([event]) for event in canonical_run(n)]
     content_type = encoder.headers.get("content-type", "application/octet-stream")
     extra = "".join(f"{k}: {v}\r\n" for k, v in encoder.headers.items() if k != "content-type")
-    if not spec.streaming:
+    if not encoder.streams:
         body = b"".join(pieces).replace(PLACEHOLDER.encode(), ZERO_TS)
         head = (f"HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\n{extra}"
                 f"content-length: {len(body)}\r\n").encode()
@@ -333,7 +333,7 @@ def expected(upstream: str, client: str | None, n: int) -> dict[str, Any]:
         decoder = registry.get(upstream).new_decoder()
         encoder = registry.get(client).new_encoder(None)
         events = decoder.feed(plan.body) + decoder.close()
-        out, streaming = encoder.encode(events), registry.get(client).streaming
+        out, streaming = encoder.encode(events), encoder.streams
     return {"frames": out.count(b"\n\n") if streaming else 0, "tokens": out.count(b"@"), "bytes": len(out),
             "streaming": streaming}
 

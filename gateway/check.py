@@ -182,7 +182,7 @@ class Checker:
                 response = await self.pool.post(self.target, request.body, headers)
                 step.status, answer_headers = response.status, response.headers
                 try:
-                    decoding = 200 <= response.status < 300 or not self.dialect.streaming
+                    decoding = 200 <= response.status < 300 or not request.streams
                     while chunk := await response.read():
                         body += chunk
                         if len(body) > MAX_REPLY:
@@ -205,7 +205,7 @@ class Checker:
                 step.error = f"the connection closed before the answer ended ({len(body)} bytes in): {exc}"
         step.ms = round((time.monotonic() - started) * 1000, 1)
         if step.status is not None and not left_early:
-            if step.error is None and (200 <= step.status < 300 or not self.dialect.streaming):
+            if step.error is None and (200 <= step.status < 300 or not request.streams):
                 events += decoder.close()
             for found in self.dialect.judge(Answer(step.status, answer_headers, bytes(body))):
                 (step.notes if found.convention else step.violations).append(found)
@@ -229,7 +229,7 @@ class Conversation:
         self.id = new_id("check")
         self.history: list[Message] = []
         dialect = checker.dialect
-        self.mode = dialect.variant_history.get(checker.variant or "", dialect.history)
+        self.mode = dialect.history_of(checker.variant)
         self.steps: list[Step] = []
 
     async def send(self, label: str, new: list[Message], *, tools: Sequence[Tool] = (),
@@ -344,7 +344,7 @@ async def _error(checker: Checker, conversation: Conversation) -> Result:
 
 
 async def _cancel(checker: Checker, conversation: Conversation) -> Result:
-    if not checker.dialect.streaming:
+    if not checker.dialect.build_request(Turn(), checker.variant).streams:
         return conversation.result("skip", f"{checker.dialect.name} answers in one body: nothing to leave mid-run")
     first = await conversation.ask("request 1 (left after its first event)", checker.prompts["cancel"],
                                    leave_after_first_event=True)

@@ -70,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="agent-gateway", description="A reverse proxy that translates between AI-agent dialects.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     names = list(registry.DIALECTS)
+    variants = registry.variants()
+    variant_help = "; ".join(f"{variant} ({dialect})" for variant, dialect in variants.items())
 
     serve = commands.add_parser("serve", help="run the gateway",
                                 description="Run the gateway: routes from --config, or one route from the flags.")
@@ -81,9 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=_port, default=8080, help="port to listen on (default: 8080)")
     serve.add_argument("--upstream", metavar="URL", help="without --config: the upstream agent's URL")
     serve.add_argument("--upstream-dialect", choices=names, help="without --config: the upstream's dialect")
-    serve.add_argument("--upstream-variant", choices=["inkeep"],
-                       help="without --config: the upstream's variant, when its responses do not show it "
-                            "(vercel: inkeep, a server that keeps history and reads only the last user message)")
+    serve.add_argument("--upstream-variant", choices=list(variants),
+                       help=f"without --config: the upstream's variant, when its responses do not show it "
+                            f"({variant_help})")
     serve.add_argument("--client-dialect", choices=names, action="append",
                        help="without --config: a dialect clients speak (repeat; default: detect any)")
     serve.add_argument("--store", default=None,
@@ -104,8 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     demo.add_argument("--port", type=_port, default=8080, help="port to listen on (default: 8080)")
     demo.add_argument("--agent-dialect", choices=names, default="ag-kit",
-                      help="the dialect the built-in agent speaks (default: ag-kit; ag-ui and vercel show reasoning "
-                           "and state)")
+                      help=f"the dialect the built-in agent speaks (default: ag-kit; "
+                           f"{' and '.join(n for n, d in registry.DIALECTS.items() if 'reasoning' in d.carries)} "
+                           f"show reasoning)")
 
     agent = commands.add_parser(
         "agent", help="run the built-in scripted agent",
@@ -125,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                            help="the dialect the input is in (default: ag-kit)")
     translate.add_argument("--to", dest="target", choices=names, default="ag-ui",
                            help="the dialect to write (default: ag-ui)")
-    translate.add_argument("--variant", choices=["inkeep"], help="the target's variant (vercel: inkeep)")
+    translate.add_argument("--variant", choices=list(variants), help=f"the target's variant ({variant_help})")
 
     from gateway.check import SCENARIOS
 
@@ -142,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
                        help="a header for every request, e.g. 'Authorization: Bearer ...' (repeatable)")
     check.add_argument("--prompt", action="append", default=[], metavar="SCENARIO=TEXT",
                        help="what a conversation asks the agent (repeatable), e.g. server-tool='look up X'")
-    check.add_argument("--variant", choices=["inkeep"], help="the endpoint's variant (vercel: inkeep)")
+    check.add_argument("--variant", choices=list(variants), help=f"the endpoint's variant ({variant_help})")
     check.add_argument("--timeout", type=_seconds, default=60.0, help="seconds per request (default: 60)")
     check.add_argument("--json", action="store_true", help="a JSON report on stdout, for CI")
 
@@ -177,15 +180,15 @@ def _flag(loc: tuple[int | str, ...]) -> str:
     return "the flags"
 
 
+DEMO_PROMPTS = ("What is the weather in Paris?", "hello", "What is the weather in Berlin?",
+                "What is the weather in Rome?", "think", "approve")
+"""What the demo's printed requests ask, one per dialect in the registry's order (a server tool, an echo, ...)."""
 DEMO_REQUESTS = {
-    "ag-ui": ("/agui", '{"threadId":"t1","runId":"r1","messages":[{"id":"m1","role":"user",'
-                       '"content":"What is the weather in Paris?"}]}'),
-    "ag-kit": ("/send-message", '{"conversationId":"c1","messages":[{"role":"user","content":"hello"}]}'),
-    "vercel": ("/api/chat", '{"id":"chat1","trigger":"submit-message","messages":[{"id":"u1","role":"user",'
-                            '"parts":[{"type":"text","text":"What is the weather in Berlin?"}]}]}'),
-    "agent-respond": ("/agent/respond", '{"messages":[{"role":"user","content":"What is the weather in Rome?"}],'
-                                        '"metadata":{"test_case_id":"demo","turn_index":0}}'),
+    name: (dialect.paths[0], orjson.dumps(dialect.sample_request(DEMO_PROMPTS[index % len(DEMO_PROMPTS)],
+                                                                 f"demo-{index + 1}")).decode())
+    for index, (name, dialect) in enumerate(registry.DIALECTS.items())
 }
+"""Per client dialect, a path of the gateway's and a body its client would send there."""
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -342,8 +345,9 @@ def _check_endpoint(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         if not equals or scenario not in SCENARIOS:
             parser.error(f"--prompt {prompt!r}: write it as SCENARIO=TEXT, SCENARIO one of {', '.join(SCENARIOS)}")
         prompts[scenario] = text
-    if args.variant is not None and args.dialect != "vercel":
-        parser.error(f"--variant {args.variant} is a vercel variant: use it with --dialect vercel")
+    if args.variant is not None and args.variant not in registry.get(args.dialect).variants:
+        owner = registry.variants()[args.variant]
+        parser.error(f"--variant {args.variant} is a {owner} variant: use it with --dialect {owner}")
     scenarios = list(dict.fromkeys(args.scenario or SCENARIOS))
     report = asyncio.run(check(args.url, args.dialect, scenarios, headers=headers, variant=args.variant,
                                timeout=args.timeout, prompts=prompts))
@@ -356,9 +360,12 @@ def _check_endpoint(parser: argparse.ArgumentParser, args: argparse.Namespace) -
 
 def _translate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.input is None:
-        data = resources.files("gateway.samples").joinpath("ag-kit.sse").read_bytes()
-        if args.source != "ag-kit":
-            parser.error("the built-in sample is an ag-kit stream: give an INPUT for --from " + args.source)
+        samples = {path.name.removesuffix(".sse"): path for path in resources.files("gateway.samples").iterdir()
+                   if path.name.endswith(".sse")}
+        if args.source not in samples:
+            parser.error(f"the built-in sample is {' and '.join(sorted(samples))}: give an INPUT for --from "
+                         f"{args.source}")
+        data = samples[args.source].read_bytes()
     elif args.input == "-":
         data = sys.stdin.buffer.read()
     else:
@@ -367,13 +374,14 @@ def _translate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
                 data = handle.read()
         except OSError as exc:
             parser.error(f"cannot read {args.input}: {exc.strerror}")
-    if args.variant is not None and args.target != "vercel":
-        parser.error(f"--variant {args.variant} is a vercel variant: use it with --to vercel")
+    if args.variant is not None and args.variant not in registry.get(args.target).variants:
+        owner = registry.variants()[args.variant]
+        parser.error(f"--variant {args.variant} is a {owner} variant: use it with --to {owner}")
     decoder = registry.get(args.source).new_decoder()
     encoder = registry.get(args.target).new_encoder(Turn(variant=args.variant))
     events = decoder.feed(data) + decoder.close()
     sys.stdout.buffer.write(encoder.encode(events))
-    if not registry.get(args.target).streaming:
+    if not encoder.streams:
         sys.stdout.buffer.write(b"\n")
     failed = isinstance(events[-1], RunError)
     unread = [e.event.get("type", "?") for e in events if isinstance(e, Raw)]

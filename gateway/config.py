@@ -19,17 +19,14 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from adapters import registry
 from gateway.conversations.store import ConversationStore, open_store
-from gateway.core.validation import error_message, field_path
+from gateway.core.validation import error_message, field_path, listed
 from gateway.upstream import tls
 from gateway.upstream.http1 import Target
 from gateway.upstream.proxies import Proxy, parse_proxy, proxy_for
 from gateway.upstream.url import UpstreamURL
 
-DialectName = Literal["ag-ui", "ag-kit", "vercel", "agent-respond"]
-
-# Inbound headers that carry the client's identity: forwarded only when a route names them.
-CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
 # Headers the gateway writes itself on every upstream request; a config may not set them.
 RESERVED_UPSTREAM_HEADERS = frozenset({
     "host", "content-length", "transfer-encoding", "connection", "keep-alive", "proxy-connection", "te", "trailer",
@@ -147,8 +144,8 @@ class UpstreamTLS(_Model):
 
 class Upstream(_Model):
     url: str
-    dialect: DialectName
-    variant: Literal["inkeep"] | None = None
+    dialect: str
+    variant: str | None = None
     """Detected from the upstream's responses when left out; say it for a server that does not show it."""
     headers: dict[str, str] = {}
     max_connections: int | None = Field(None, gt=0, description="connections to the upstream at once; past it, "
@@ -206,10 +203,23 @@ class Upstream(_Model):
                 checked[lowered] = value
         return checked
 
+    @field_validator("dialect")
+    @classmethod
+    def _known_dialect(cls, name: str) -> str:
+        return _dialect(name)
+
+    @field_validator("variant")
+    @classmethod
+    def _known_variant(cls, variant: str | None) -> str | None:
+        if variant is not None and variant not in registry.variants():
+            raise ValueError(f"Input should be {listed([repr(v) for v in registry.variants()])}")
+        return variant
+
     @model_validator(mode="after")
     def _variant_of_the_dialect(self) -> Upstream:
-        if self.variant is not None and self.dialect != "vercel":
-            raise ValueError(f"variant {self.variant} is a vercel variant, not one of {self.dialect}")
+        if self.variant is not None and self.variant not in registry.get(self.dialect).variants:
+            raise ValueError(f"variant {self.variant} is a {registry.variants()[self.variant]} variant, "
+                             f"not one of {self.dialect}")
         return self
 
     @field_validator("url")
@@ -223,7 +233,8 @@ class Route(_Model):
     name: str = ""
     paths: list[str] = []
     """Where clients call; empty means the conventional paths of the client dialects."""
-    client_dialects: list[DialectName] | Literal["auto"] = "auto"
+    client_dialects: list[str] | Literal["auto"] = "auto"
+    """The dialects clients may speak here; `auto` is every dialect the gateway knows."""
     upstream: Upstream
     forward_headers: list[str] = []
     """Inbound headers passed to the upstream. `Authorization` and cookies only if listed here."""
@@ -270,6 +281,11 @@ class Route(_Model):
                 raise ValueError(f"path {path!r} must start with /")
         return paths
 
+    @field_validator("client_dialects")
+    @classmethod
+    def _known_dialects(cls, names: list[str] | Literal["auto"]) -> list[str] | Literal["auto"]:
+        return names if names == "auto" else [_dialect(name) for name in names]
+
     @field_validator("forward_headers")
     @classmethod
     def _forwardable(cls, headers: list[str]) -> list[str]:
@@ -281,8 +297,7 @@ class Route(_Model):
 
     @property
     def dialects(self) -> list[str]:
-        return ["ag-ui", "ag-kit", "vercel", "agent-respond"] if self.client_dialects == "auto" \
-            else list(self.client_dialects)
+        return list(registry.DIALECTS) if self.client_dialects == "auto" else list(self.client_dialects)
 
 
 class Store(_Model):
@@ -353,6 +368,12 @@ class GatewayConfig(_Model):
 _KEYS = sorted({name for model in (Timeouts, Limits, Auth, Cors, UpstreamTLS, Upstream, Route, Store, GatewayConfig)
                 for name in model.model_fields})
 """Every key a configuration may hold, for "did you mean"."""
+
+
+def _dialect(name: str) -> str:
+    if name not in registry.DIALECTS:
+        raise ValueError(f"Input should be {listed([repr(name) for name in registry.DIALECTS])}")
+    return name
 
 
 def load_config(path: str | Path, environ: dict[str, str] | None = None) -> GatewayConfig:

@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from adapters import registry
 from gateway.core.events import (
     Event,
     RunError,
@@ -25,8 +26,9 @@ from gateway.core.events import (
     Usage,
 )
 from gateway.core.ids import new_id
+from gateway.core.turn import Message, Tool, Turn
 
-DIALECTS = ["ag-ui", "ag-kit", "vercel", "agent-respond"]
+DIALECTS = list(registry.DIALECTS)
 
 
 def user_message(dialect: str, text: str) -> dict[str, Any]:
@@ -39,7 +41,8 @@ def user_message(dialect: str, text: str) -> dict[str, Any]:
 
 def request_body(dialect: str, messages: list[dict[str, Any]], conversation: str = "conv-1",
                  tools: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
-    """A request as the dialect's real client shapes it (see research/ and the adapters' docstrings)."""
+    """A request as the dialect's real client shapes it (see the adapters' docstrings); for a dialect without a
+    client shape here, as the dialect's own request builder writes it."""
     if dialect == "ag-ui":
         return {"threadId": conversation, "runId": new_id("run"), "protocolVersion": "1.0", "state": {},
                 "messages": messages, "tools": tools or [], "context": [], "forwardedProps": {}, **extra}
@@ -50,8 +53,13 @@ def request_body(dialect: str, messages: list[dict[str, Any]], conversation: str
         return body
     if dialect == "vercel":
         return {"id": conversation, "messages": messages, "trigger": "submit-message", **extra}
-    return {"messages": messages, "metadata": {"test_case_id": conversation, "turn_index": len(messages) - 1},
-            **extra}
+    if dialect == "agent-respond":
+        return {"messages": messages, "metadata": {"test_case_id": conversation, "turn_index": len(messages) - 1},
+                **extra}
+    turn = Turn(conversation_id=conversation, messages=[Message(m["role"], m["content"], new_id("msg"))
+                                                         for m in messages],
+                tools=[Tool(t["name"], t.get("description", ""), t["parameters"]) for t in tools or ()])
+    return {**orjson.loads(registry.get(dialect).build_request(turn, None).body), **extra}
 
 
 def usage_agent() -> Starlette:

@@ -144,7 +144,7 @@ class _Run:
         self.message_id = "msg-fault"
 
     def encode(self, events: list[Event]) -> list[bytes]:
-        if self.dialect.streaming:
+        if self.encoder.streams:
             return [piece for event in events if (piece := self.encoder.encode([event]))]
         return [piece] if (piece := self.encoder.encode(events)) else []
 
@@ -164,7 +164,7 @@ class _Run:
         deltas: list[Event] = [self.delta(k) for k in range(n)]
         if inserted is not None:
             deltas.insert(min(1, n), inserted)
-        if not self.dialect.streaming:  # agent-respond: one JSON body
+        if not self.dialect.new_encoder(None).streams:  # agent-respond: one JSON body
             return self.encode([*self.head(), *deltas, *self.tail()]), 0
         head = self.encode(self.head())
         return head + self.encode([*deltas, *self.tail()]), len(head)
@@ -412,7 +412,7 @@ class _Answer:
         n = int(call.number("n", 5))
         gap = call.number("gap", 0.01 if fault == "forever" else 0.0)
         after = int(call.number("after", 2))
-        streaming = run.dialect.streaming
+        streaming = run.dialect.new_encoder(None).streams
         if fault == "slow":
             await self.pause(call.number("delay", 0.5))
         if fault == "hang-first":
@@ -472,7 +472,7 @@ class _Answer:
 
     async def _forever(self, run: _Run, gap: float) -> bool:
         call = self.call
-        await self.start(200, "text/event-stream" if run.dialect.streaming else "application/json")
+        await self.start(200, "text/event-stream" if run.dialect.new_encoder(None).streams else "application/json")
         deadline = time.monotonic() + self.max_seconds
         for piece in self._endless(run):
             if time.monotonic() > deadline:
@@ -484,7 +484,7 @@ class _Answer:
         return False
 
     def _endless(self, run: _Run) -> Iterator[bytes]:
-        if run.dialect.streaming:
+        if run.dialect.new_encoder(None).streams:
             yield from run.encode(run.head())
             for k in range(MAX_EVENTS):
                 yield from run.encode([run.delta(k)])

@@ -22,22 +22,28 @@ FAILING = {
 }
 
 
+def _recorded() -> dict[str, Path]:
+    """Every recorded stream by file name; each sits in the folder of the dialect it is written in."""
+    return {p.name: p for p in sorted(FIXTURES.glob("*/*")) if p.is_file()}
+
+
+RECORDED = _recorded()
+
+
 def fixture_dialect(name: str) -> str:
-    if name.startswith("agkit"):
-        return "ag-kit"
-    if "agui" in name:
-        return "ag-ui"
-    if "vercel" in name:
-        return "vercel"
-    return "agent-respond"
+    return RECORDED[name].parent.name
 
 
 def fixtures() -> list[str]:
-    return sorted(p.name for p in FIXTURES.iterdir() if p.is_file())
+    return sorted(RECORDED)
+
+
+def fixture_path(name: str) -> Path:
+    return RECORDED[name]
 
 
 def read_fixture(name: str) -> bytes:
-    return (FIXTURES / name).read_bytes()
+    return RECORDED[name].read_bytes()
 
 
 def decode(dialect: str, data: bytes, chunk_size: int | None = None) -> list[Event]:

@@ -13,7 +13,8 @@ from helpers import decode, kinds
 from starlette.types import Message as AsgiMessage
 
 from adapters import registry
-from gateway.agent.server import HANG, MAX_LOG, SLOW_GAP, Agent, create_agent_app, script
+from gateway.agent.script import HANG, SLOW_GAP, script
+from gateway.agent.server import MAX_LOG, Agent, create_agent_app
 from gateway.core.events import (
     Event,
     Interrupt,

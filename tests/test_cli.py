@@ -5,7 +5,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURES
+from helpers import fixture_path
 
 from gateway.cli import main
 
@@ -17,13 +17,13 @@ def test_translate_with_no_input_uses_the_built_in_sample(capsysbinary: pytest.C
 
 
 def test_translate_a_recorded_stream_into_one_json_body(capsysbinary: pytest.CaptureFixture[bytes]) -> None:
-    path = str(FIXTURES / "pydantic_vercel_weather.sse")
+    path = str(fixture_path("pydantic_vercel_weather.sse"))
     assert main(["translate", path, "--from", "vercel", "--to", "agent-respond"]) == 0
     assert b'"name":"get_weather"' in capsysbinary.readouterr().out
 
 
 def test_a_failed_run_exits_non_zero(capsysbinary: pytest.CaptureFixture[bytes]) -> None:
-    path = str(FIXTURES / "pydantic_agui_fail.sse")
+    path = str(fixture_path("pydantic_agui_fail.sse"))
     assert main(["translate", path, "--from", "ag-ui", "--to", "agent-respond"]) == 1
 
 
@@ -153,7 +153,7 @@ def test_a_port_in_use_is_said_before_anything_says_listening(capsys: pytest.Cap
 
 
 def test_translate_of_input_in_another_dialect_warns_per_frame_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
-    path = str(FIXTURES / "pydantic_vercel_weather.sse")
+    path = str(fixture_path("pydantic_vercel_weather.sse"))
     for target in ("ag-ui", "ag-kit", "agent-respond"):
         assert main(["translate", path, "--from", "ag-ui", "--to", target]) == 1
         err = capsys.readouterr().err
@@ -162,7 +162,7 @@ def test_translate_of_input_in_another_dialect_warns_per_frame_and_fails(capsys:
 
 @pytest.mark.parametrize("target", ["ag-ui", "ag-kit", "vercel", "agent-respond"])
 def test_translate_exits_on_the_runs_outcome_whatever_the_target(target: str) -> None:
-    assert main(["translate", str(FIXTURES / "pydantic_agui_fail.sse"), "--from", "ag-ui", "--to", target]) == 1
+    assert main(["translate", str(fixture_path("pydantic_agui_fail.sse")), "--from", "ag-ui", "--to", target]) == 1
 
 
 @pytest.mark.parametrize(("argv", "expected"), [

@@ -43,6 +43,8 @@ with warnings.catch_warnings():  # the 0.1.1 server still uses pydantic's class-
 
 AGKIT_EVENT: TypeAdapter[Any] = TypeAdapter(SendMessageEvent)
 DIALECTS = ["ag-ui", "ag-kit", "vercel", "agent-respond"]
+"""The dialects whose real clients (or their exact request shapes) drive this matrix: `run_scenario` has a driver
+for each. A dialect without one is proven end to end by tests/test_proxy.py, which asks the registry."""
 SCENARIOS = ["text", "reasoning", "server tool", "client tool", "interrupt", "failure", "multi-turn"]
 ASK_USER = {"name": "ask_user", "description": "Ask the human a question",
             "parameters": {"type": "object", "properties": {"question": {"type": "string"}},

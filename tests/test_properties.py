@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from adapters import registry
 from gateway.core.codec import as_text
+from gateway.core.decoding import JsonSSEDecoder
 from gateway.core.events import (
     Data,
     Event,
@@ -39,18 +40,13 @@ from gateway.core.events import (
 )
 from gateway.core.repair import RunRepair
 
-# What each dialect carries, beyond text and tool calls with results.
-CARRIES: dict[str, set[str]] = {
-    "ag-ui": {"messages", "reasoning", "state", "data", "interrupt", "error", "cancel"},
-    "vercel": {"messages", "reasoning", "data", "interrupt", "tool_error", "error", "cancel"},
-    "ag-kit": {"interrupt", "error"},
-    "agent-respond": set(),
-}
+DIALECTS = list(registry.DIALECTS)
+SSE_JSON_DIALECTS = [name for name, d in registry.DIALECTS.items() if isinstance(d.new_decoder(), JsonSSEDecoder)]
 
 
 def semantics(events: list[Event], dialect: str = "ag-ui") -> dict[str, Any]:
     """What a client of `dialect` can tell apart in a run, ids aside."""
-    carries = CARRIES[dialect]
+    carries = registry.get(dialect).carries
     texts: list[str] = []
     text_by_id: dict[str, int] = {}
     reasoning: list[str] = []
@@ -70,13 +66,13 @@ def semantics(events: list[Event], dialect: str = "ag-ui") -> dict[str, Any]:
         elif isinstance(e, ToolCallArgs):
             tools[e.tool_call_id][1] += e.delta
         elif isinstance(e, ToolResult):
-            view["results"].append((e.tool_call_id, as_text(e.content), e.is_error and "tool_error" in carries))
+            view["results"].append((e.tool_call_id, as_text(e.content), e.is_error and "tool_errors" in carries))
         elif isinstance(e, Data) and "data" in carries:
             view["data"].append((e.name, e.data))
         elif isinstance(e, StateSnapshot | StateDelta) and "state" in carries:
             view["state"].append(e)
-        elif isinstance(e, Interrupt) and "interrupt" in carries:
-            view["interrupts"].append((e.id, e.tool_call_id if dialect != "ag-kit" else None))
+        elif isinstance(e, Interrupt) and "interrupts" in carries:
+            view["interrupts"].append((e.id, e.tool_call_id if "interrupt_tool_call" in carries else None))
         elif isinstance(e, RunFinished):
             view["terminal"] = ("finished", e.outcome if "cancel" in carries or e.outcome != "cancelled" else "success")
         elif isinstance(e, RunError):
@@ -132,7 +128,7 @@ _json_value = st.recursive(
 @st.composite
 def runs(draw: st.DrawFn, dialect: str) -> list[Event]:
     """A well formed run using only what `dialect` carries."""
-    carries = CARRIES[dialect]
+    carries = registry.get(dialect).carries
     blocks = ["text", "tool"] + [b for b in ("reasoning", "data", "state") if b in carries]
     events: list[Event] = [RunStarted("thread", "run")]
     last_tool: str | None = None
@@ -151,8 +147,8 @@ def runs(draw: st.DrawFn, dialect: str) -> list[Event]:
             events += [ToolCallArgs(call_id, part) for part in (args[:cut], args[cut:]) if part]
             events.append(ToolCallEnd(call_id))
             last_tool = call_id
-            if dialect == "agent-respond" or draw(st.booleans()):
-                error = "tool_error" in carries and draw(st.booleans())
+            if "client_tools" not in carries or draw(st.booleans()):
+                error = "tool_errors" in carries and draw(st.booleans())
                 events.append(ToolResult(call_id, draw(_text), is_error=error))
                 last_tool = None
         elif block == "reasoning":
@@ -162,9 +158,10 @@ def runs(draw: st.DrawFn, dialect: str) -> list[Event]:
             events.append(Data(draw(st.from_regex(r"[a-z]{1,8}", fullmatch=True)), draw(_json_value)))
         elif block == "state":
             events.append(StateSnapshot(draw(st.dictionaries(st.text(max_size=5), _json_value, max_size=3))))
-    ending = draw(st.sampled_from(["finish"] + [e for e in ("error", "interrupt", "cancel") if e in carries]))
+    endings = {"errors": "error", "interrupts": "interrupt", "cancel": "cancel"}
+    ending = draw(st.sampled_from(["finish"] + [e for feature, e in endings.items() if feature in carries]))
     if ending == "interrupt":
-        tool = last_tool if dialect != "ag-kit" and draw(st.booleans()) else None
+        tool = last_tool if "interrupt_tool_call" in carries and draw(st.booleans()) else None
         events.append(Interrupt("int-1", "approval", payload=draw(_json_value), tool_call_id=tool))
         events.append(RunFinished("interrupt"))
     elif ending == "error":
@@ -174,7 +171,7 @@ def runs(draw: st.DrawFn, dialect: str) -> list[Event]:
     return events
 
 
-@pytest.mark.parametrize("dialect", list(CARRIES))
+@pytest.mark.parametrize("dialect", DIALECTS)
 @given(data=st.data())
 def test_decode_of_encode_keeps_what_the_dialect_carries(dialect: str, data: st.DataObject) -> None:
     events = well_formed(data.draw(runs(dialect)))
@@ -197,7 +194,7 @@ def _ends_in_one_terminal(events: list[Event]) -> bool:
     return len(terminals) == 1 and events[-1] is terminals[0] and isinstance(events[0], RunStarted)
 
 
-@pytest.mark.parametrize("dialect", list(CARRIES))
+@pytest.mark.parametrize("dialect", DIALECTS)
 @given(chunks=st.lists(st.binary(max_size=64), max_size=8))
 def test_random_bytes_never_raise_and_still_end_the_run(dialect: str, chunks: list[bytes]) -> None:
     assert _ends_in_one_terminal(decode_chunks(dialect, chunks))
@@ -211,7 +208,7 @@ _FIELDS = ["messageId", "delta", "toolCallId", "toolCallName", "content", "id", 
            "value", "messages", "data", "input", "output", "toolName", "errorText", "error", "payload"]
 
 
-@pytest.mark.parametrize("dialect", ["ag-ui", "ag-kit", "vercel"])
+@pytest.mark.parametrize("dialect", SSE_JSON_DIALECTS)
 @given(frames=st.lists(st.fixed_dictionaries({"type": st.sampled_from(_TYPES)},
                                              optional={f: _json_value for f in _FIELDS}), max_size=10),
        done=st.booleans())

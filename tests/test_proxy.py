@@ -16,6 +16,7 @@ import pytest
 from e2e import DIALECTS, Reply, post, request_body, user_message
 from servers import Served
 
+from adapters import registry
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
@@ -61,8 +62,7 @@ def gateway_config(agents: dict[str, Served], **timeouts: float) -> GatewayConfi
 
 
 def _agent_path(dialect: str) -> str:
-    return {"ag-ui": "/agui", "ag-kit": "/send-message", "vercel": "/api/chat", "agent-respond": "/agent/respond"}[
-        dialect]
+    return registry.get(dialect).paths[0]
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.core.sse import DONE, FrameTooLarge, SSEDecoder, encode_frame
+from gateway.core.sse import DONE, FrameTooLarge, SSEDecoder
 
 
 def frames(*chunks: bytes) -> list[bytes]:
@@ -62,10 +62,6 @@ def test_frame_over_the_limit_raises() -> None:
     decoder.feed(b"data: " + b"x" * 60)
     with pytest.raises(FrameTooLarge):
         decoder.feed(b"x" * 60)
-
-
-def test_frames_are_written_with_lf_only() -> None:
-    assert encode_frame(b'{"a":1}') == b'data: {"a":1}\n\n'
 
 
 @pytest.mark.parametrize(("chunk", "frames"), [

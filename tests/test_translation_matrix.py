@@ -5,7 +5,9 @@
 - Vercel output through `ai` 7.0.173 (`uiMessageChunkSchema` + `readUIMessageStream`) and the strict `ai` 6.0.230,
   which rejects any key outside the schema;
 - AG-Kit output through the event models of the real server, `cloudbase-agent-server` 0.1.1;
-- agent-respond output through the eval platform's `AgentResponse` contract.
+- agent-respond output through the eval platform's `AgentResponse` contract;
+- every dialect's output, any dialect the registry holds, through that dialect's own judge (what `agent-gateway
+  check` holds an agent to).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pydantic import TypeAdapter
 
 from adapters import registry
 from adapters.agent_respond.contract import AgentResponse
+from gateway.core.conformance import Answer
 from gateway.core.events import Event, RunError
 
 with warnings.catch_warnings():  # the 0.1.1 server still uses pydantic's class-based config
@@ -104,6 +107,15 @@ def test_agent_respond_contract_accepts_the_translation(name: str) -> None:
     assert status == 200
     response = AgentResponse.model_validate_json(body)
     assert response.messages == [] or response.messages[-1].role == "assistant"
+
+
+@pytest.mark.parametrize("target", list(registry.DIALECTS))
+@pytest.mark.parametrize("name", NAMES)
+def test_every_dialects_judge_accepts_the_translation(target: str, name: str) -> None:
+    encoder = registry.get(target).new_encoder(None)
+    body = encoder.encode(decode(fixture_dialect(name), read_fixture(name)))
+    answer = Answer(encoder.status_code, encoder.headers, body)
+    assert [v for v in registry.get(target).judge(answer) if not v.convention] == []
 
 
 @pytest.mark.parametrize("name", NAMES)

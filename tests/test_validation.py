@@ -16,7 +16,8 @@ def test_body_that_is_not_json_or_not_an_object_is_malformed() -> None:
 
 
 def test_field_paths_read_like_the_body_the_client_wrote() -> None:
-    assert field_path(("messages", 2, "assistant", "toolCalls", 0, "function", "name")) == (
+    body = {"messages": [{}, {}, {"role": "assistant", "toolCalls": [{"function": {"arguments": "{}"}}]}]}
+    assert field_path(("messages", 2, "assistant", "toolCalls", 0, "function", "name"), body) == (
         "messages[2].toolCalls[0].function.name")
     assert field_path(()) == "body"
 

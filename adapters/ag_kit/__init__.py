@@ -5,33 +5,36 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.core.codec import Dialect
+from gateway.core.codec import Dialect, Likeness
 
 from .conformance import judge
 from .decode import AgKitDecoder
 from .encode import AgKitEncoder
-from .request import build_request, parse_request
+from .request import build_request, parse_request, sample_request
 
 
-def sniff(body: dict[str, Any]) -> int:
-    if "conversationId" in body and "threadId" not in body:
-        messages = body.get("messages")
-        if isinstance(messages, list) and any(isinstance(m, dict) and "parts" in m for m in messages):
-            return 20  # UIMessages: a Vercel client that sends a conversation id
-        return 30 if "trigger" in body else 70
-    return 0
+def sniff(body: dict[str, Any]) -> Likeness:
+    """AG-Kit's clients send a conversation id, and never a thread, a `trigger` or messages made of `parts`."""
+    if "conversationId" not in body or "threadId" in body:
+        return Likeness.FOREIGN
+    messages = body.get("messages")
+    if "trigger" in body or (isinstance(messages, list) and any(isinstance(m, dict) and "parts" in m
+                                                                for m in messages)):
+        return Likeness.PLAUSIBLE
+    return Likeness.OWN
 
 
 DIALECT = Dialect(
     name="ag-kit",
     history="delta",
-    streaming=True,
     paths=("/send-message",),
+    carries=frozenset({"interrupts", "tool_definitions", "client_tools", "errors"}),
     parse_request=parse_request,
     build_request=build_request,
     new_decoder=AgKitDecoder,
     new_encoder=AgKitEncoder,
     sniff=sniff,
+    sample_request=sample_request,
     judge=judge,
     expects="an AG-Kit request needs conversationId, with messages or a resume",
 )

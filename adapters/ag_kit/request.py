@@ -115,6 +115,11 @@ def _message(message: Any) -> Message:
     return Message(message.role, message.content)
 
 
+def sample_request(text: str, conversation_id: str) -> dict[str, Any]:
+    """`@cloudbase/agent-ui-web`'s first `send-message`."""
+    return {"conversationId": conversation_id, "messages": [{"role": "user", "content": text}]}
+
+
 def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
     body: dict[str, Any] = {"conversationId": turn.conversation_id or new_id("conv")}
     if turn.history == "delta":

@@ -172,6 +172,12 @@ def parse_request(body: dict[str, Any]) -> Turn:
     )
 
 
+def sample_request(text: str, conversation_id: str) -> dict[str, Any]:
+    """`HttpAgent.runAgent()`'s first request (`@ag-ui/client` 1.0)."""
+    return {"threadId": conversation_id, "runId": new_id("run"), "state": {}, "tools": [], "context": [],
+            "forwardedProps": {}, "messages": [{"id": new_id("msg"), "role": "user", "content": text}]}
+
+
 def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
     body: dict[str, Any] = {
         "threadId": turn.conversation_id or new_id("thread"),

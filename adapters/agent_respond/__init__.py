@@ -4,37 +4,40 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.core.codec import Dialect
+from gateway.core.codec import Dialect, Likeness
 
 from .conformance import judge
 from .decode import AgentRespondDecoder
 from .encode import AgentRespondEncoder
-from .request import build_request, parse_request
+from .request import build_request, parse_request, sample_request
 
 
-def sniff(body: dict[str, Any]) -> int:
+def sniff(body: dict[str, Any]) -> Likeness:
+    """The eval platform sends a test case's metadata, or at least OpenAI-style messages without ids, and never
+    names a conversation or a thread."""
     if "threadId" in body or "conversationId" in body or "trigger" in body:
-        return 0
+        return Likeness.FOREIGN
     metadata = body.get("metadata")
     if isinstance(metadata, dict) and ("test_case_id" in metadata or "turn_index" in metadata):
-        return 90
+        return Likeness.OWN
     messages = body.get("messages")
     if isinstance(messages, list) and all(isinstance(m, dict) and "parts" not in m and "id" not in m
                                           for m in messages):
-        return 50
-    return 0
+        return Likeness.OWN
+    return Likeness.FOREIGN
 
 
 DIALECT = Dialect(
     name="agent-respond",
     history="full",
-    streaming=False,
     paths=("/agent/respond",),
+    carries=frozenset(),
     parse_request=parse_request,
     build_request=build_request,
     new_decoder=AgentRespondDecoder,
     new_encoder=AgentRespondEncoder,
     sniff=sniff,
+    sample_request=sample_request,
     judge=judge,
     expects="an agent-respond request needs messages with role and content (OpenAI style), and metadata",
 )

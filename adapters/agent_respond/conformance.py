@@ -29,7 +29,7 @@ def judge(answer: Answer) -> list[Violation]:
     try:
         AgentResponse.model_validate(value)
     except ValidationError as exc:
-        for field, message in explain(exc):
+        for field, message in explain(exc, value):
             where = f"{field}: " if field else ""
             found.append(Violation("agent-response", f"{where}{message}", body, 0))
     return found

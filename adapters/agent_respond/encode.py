@@ -45,7 +45,10 @@ from gateway.core.turn import Turn
 
 HEADERS = {"content-type": "application/json"}
 
+
 class AgentRespondEncoder:
+    streams = False
+
     __slots__ = (
         "_arguments", "_calls", "_interrupts", "_messages", "_model", "_names", "_pending", "_provider", "_state",
         "_text", "_usage", "dropped", "headers", "status_code",
@@ -66,8 +69,6 @@ class AgentRespondEncoder:
         self._provider: str | None = None
         self._state = StateTracker()
         self.dropped: dict[str, int] = defaultdict(int)
-
-    streams = False
 
     def keep_alive(self) -> bytes:
         return b""

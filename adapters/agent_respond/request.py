@@ -60,12 +60,19 @@ def parse_request(body: dict[str, Any]) -> Turn:
     return Turn(messages=messages, history="full", metadata=metadata)
 
 
+def sample_request(text: str, conversation_id: str) -> dict[str, Any]:
+    """The eval platform's first turn of test case `conversation_id`."""
+    return {"messages": [{"role": "user", "content": text}],
+            "metadata": {"test_case_id": conversation_id, "turn_index": 0}}
+
+
 def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
     body: dict[str, Any] = {"messages": [chat_message(m) for m in turn.messages if m.role != "reasoning"]}
     metadata = {k: turn.metadata[k] for k in ("test_case_id", "turn_index") if k in turn.metadata}
     if metadata:
         body["metadata"] = metadata
-    return UpstreamRequest(orjson.dumps(body), {"content-type": "application/json", "accept": "application/json"})
+    return UpstreamRequest(orjson.dumps(body), {"content-type": "application/json", "accept": "application/json"},
+                           streams=False)
 
 
 def chat_message(message: Message) -> dict[str, Any]:

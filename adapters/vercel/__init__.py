@@ -5,24 +5,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gateway.core.codec import Dialect
+from gateway.core.codec import Dialect, Likeness
 
 from .conformance import judge
 from .decode import VercelDecoder
 from .encode import VercelEncoder
-from .request import INKEEP, build_request, parse_request
+from .request import INKEEP, build_request, parse_request, sample_request
 
 __all__ = ["DIALECT", "INKEEP"]
 
 
-def sniff(body: dict[str, Any]) -> int:
+def sniff(body: dict[str, Any]) -> Likeness:
+    """useChat sends a `trigger` and messages made of `parts`; Inkeep's body (a conversation id and plain
+    messages) looks like AG-Kit's, so there the path's dialect decides."""
     messages = body.get("messages")
-    has_parts = isinstance(messages, list) and any(isinstance(m, dict) and "parts" in m for m in messages)
-    if "trigger" in body or has_parts:
-        return 90
+    if "trigger" in body or (isinstance(messages, list) and any(isinstance(m, dict) and "parts" in m
+                                                                for m in messages)):
+        return Likeness.OWN
     if "conversationId" in body and "threadId" not in body:
-        return 40  # Inkeep's body; an AG-Kit body looks the same, so the path's dialect decides
-    return 0
+        return Likeness.PLAUSIBLE
+    return Likeness.FOREIGN
 
 
 def variant_of(headers: Mapping[str, str]) -> str | None:
@@ -34,15 +36,17 @@ def variant_of(headers: Mapping[str, str]) -> str | None:
 DIALECT = Dialect(
     name="vercel",
     history="full",
-    streaming=True,
     paths=("/api/chat",),
+    carries=frozenset({"messages", "reasoning", "data", "interrupts", "interrupt_tool_call", "client_tools",
+                       "tool_errors", "errors", "cancel"}),
     parse_request=parse_request,
     build_request=build_request,
     new_decoder=VercelDecoder,
     new_encoder=VercelEncoder,
     sniff=sniff,
+    sample_request=sample_request,
     judge=judge,
-    variant_history={INKEEP: "delta"},  # Inkeep keeps history itself and reads only the last user message
+    variants={INKEEP: "delta"},  # Inkeep keeps history itself and reads only the last user message
     variant_of=variant_of,
     expects="a Vercel request needs messages: useChat UIMessages with parts, or Inkeep messages with role and content",
 )

@@ -233,6 +233,12 @@ def _tool_result(part: Part, call_id: str) -> Message | None:
     return None
 
 
+def sample_request(text: str, conversation_id: str) -> dict[str, Any]:
+    """useChat's first `sendMessage()`."""
+    return {"id": conversation_id, "trigger": "submit-message",
+            "messages": [{"id": new_id("msg"), "role": "user", "parts": [{"type": "text", "text": text}]}]}
+
+
 def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
     headers = {"content-type": "application/json", "accept": "text/event-stream"}
     if variant == INKEEP:

@@ -88,13 +88,13 @@ class ConversationMapper:
         if conversation is None:
             conversation = Conversation(key, turn.conversation_id or new_id("conv"))
         variant = variant or conversation.upstream_variant
-        upstream_history = upstream.variant_history.get(variant or "", upstream.history)
+        upstream_history = upstream.history_of(variant)
         messages, known, history = self._messages_for_upstream(turn, conversation, stored, upstream_history)
         resume = [r if r.tool_call_id else replace(r, tool_call_id=conversation.interrupts.get(r.interrupt_id))
                   for r in turn.resume if not stored or r.interrupt_id in conversation.interrupts]
         state = turn.state
-        if state is None and client.name != "ag-ui":
-            state = conversation.state  # an AG-UI upstream gets back the state it last reported
+        if state is None and "state" not in client.carries:
+            state = conversation.state  # the upstream gets back the state it last reported
         upstream_turn = replace(turn, messages=messages, history=history,
                                 conversation_id=conversation.upstream_id, run_id=None, resume=resume, state=state)
         return Exchange(route, principal, conversation, turn, upstream_turn, known, stored, variant,

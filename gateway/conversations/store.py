@@ -347,7 +347,8 @@ class RedisStore:
     """Conversations in Redis, shared by every gateway replica using the same URL and prefix.
 
     Values live at `{prefix}v:{key}` with a PX expiry; the sorted set `{prefix}index` scores each by its last write
-    so the oldest can be trimmed beyond `max_entries`. Index entries of expired values are dropped on the next put.
+    so the oldest can be trimmed beyond `max_entries`, and `{prefix}group:{group}` does the same per group for
+    `max_per_group`. Index entries of expired values are dropped on the next put.
     redis-py reconnects by itself after an outage; the client retries a command a few times, quickly, so a pooled
     connection that died with the server costs a retry rather than an error.
     """

@@ -1,4 +1,5 @@
-"""What a dialect is: four functions around the canonical model (the codec bases are in `decoding` and `encoding`).
+"""What a dialect is: a request reader and writer around the canonical model, a decoder and an encoder for its
+replies, and what it can carry (the decoder and encoder bases are in `decoding` and `encoding`).
 
 ```
 client body ──parse_request──▶ Turn ──build_request──▶ upstream body
@@ -13,7 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from enum import IntEnum
+from typing import Any, Literal
 
 import orjson
 
@@ -28,6 +30,39 @@ from gateway.core.turn import History, Turn
 class UpstreamRequest:
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
+    streams: bool = True
+    """Whether the reply to this request streams (SSE) or comes as one body. A one-body reply's error statuses
+    (non-2xx) are part of the dialect too: their body is decoded, not just reported as a failed call."""
+
+
+class Likeness(IntEnum):
+    """How much a request body looks like a dialect's own, for a path several dialects serve. Bodies are tried in
+    order of likeness, ties in the route's order of dialects."""
+
+    FOREIGN = 0
+    """The body lacks what this dialect's clients always send, or has what they never do."""
+    PLAUSIBLE = 1
+    """Nothing rules the dialect out, and nothing marks the body as its own."""
+    OWN = 2
+    """The body has what only this dialect's clients send: it is taken to be this dialect's even on a path that
+    belongs to another, so the client can be told where to send it."""
+
+
+Feature = Literal[
+    "messages",  # a reply's text comes as separate messages with ids, not one run of words
+    "reasoning",  # a reply can show the model's reasoning
+    "state",  # the client keeps shared state: it sends it each turn and reads snapshots and patches
+    "data",  # a reply can carry named data parts
+    "interrupts",  # a run can stop for a human, and the next request can answer it
+    "interrupt_tool_call",  # an interrupt can name the tool call it is about
+    "tool_definitions",  # a request offers the client's tools to the agent
+    "client_tools",  # a run can end on a tool call for the client to run, whose result comes next request
+    "tool_errors",  # a tool result can say it failed
+    "errors",  # a streamed reply can end in an error the client shows
+    "cancel",  # a run can end as cancelled rather than finished
+]
+"""What a dialect carries beyond text and server tool calls with their results. What a client's dialect lacks is
+approximated or left out (and counted in `Encoder.dropped`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,11 +70,9 @@ class Dialect:
     name: str
     history: History
     """What this dialect's servers expect: the whole history each call, or only what is new."""
-    streaming: bool
-    """Whether replies stream (SSE) or come as one body. A one-body dialect's error replies (non-2xx) are part of
-    the dialect too: their body is decoded, not just reported as a failed call."""
     paths: tuple[str, ...]
     """Where a client conventionally finds a server of this dialect."""
+    carries: frozenset[Feature]
     parse_request: Callable[[dict[str, Any]], Turn]
     """Validate a client's JSON body (raises `gateway.core.errors.InvalidRequest`) and read it as a turn."""
     build_request: Callable[[Turn, str | None], UpstreamRequest]
@@ -49,16 +82,23 @@ class Dialect:
     new_encoder: Callable[[Turn | None], Encoder]
     """An encoder for a client of this dialect, given that client's request: its variant, and what a continuation
     settles (a Vercel client's answered approvals)."""
-    sniff: Callable[[dict[str, Any]], int]
-    """How sure (0-100) this dialect is that a request body is its own; used where a path serves several."""
+    sniff: Callable[[dict[str, Any]], Likeness]
+    """How much a request body looks like this dialect's; used where a path serves several."""
+    sample_request: Callable[[str, str], dict[str, Any]]
+    """The body this dialect's client sends to open conversation `conversation_id` with `text`: what the demo
+    prints, and what tests and the benchmark send."""
     judge: Judge
     """The rules a real client of this dialect holds an agent's reply to (`agent-gateway check`)."""
-    variant_history: Mapping[str, History] = field(default_factory=dict)
-    """Variants whose servers keep history otherwise than the dialect's own do (Inkeep keeps it itself)."""
+    variants: Mapping[str, History] = field(default_factory=dict)
+    """Named variants of the dialect, and what history their servers expect (Inkeep keeps it itself)."""
     variant_of: Callable[[Mapping[str, str]], str | None] = lambda headers: None
     """The variant an upstream's response headers show it to be, for an upstream configured without one."""
     expects: str = ""
     """What a request of this dialect must hold, in a client's words, for an error that names every dialect."""
+
+    def history_of(self, variant: str | None) -> History:
+        """What history a server of this dialect, or of its `variant`, expects."""
+        return self.variants.get(variant or "", self.history)
 
 
 def json_or_text(value: str) -> Any:

@@ -3,11 +3,11 @@
 ```
 GatewayError
  ├── RequestError                 the client's request is wrong (4xx); the upstream is never called
- │    ├── MalformedRequest        400  not JSON, not a JSON object, nested too deep, too many messages
+ │    ├── MalformedRequest        400  not JSON, not a JSON object, nested too deep; a malformed tenant header
  │    ├── Unauthorized            401  no valid API key or bearer token for a route that asks for one
  │    ├── TooManyStreams          429  the route's or the key's concurrent streams are all in use
  │    ├── UnsupportedMediaType    415  not application/json
- │    ├── RequestTooLarge         413  body over the route's limit
+ │    ├── RequestTooLarge         413  body over the route's limit, or more messages than the route takes
  │    ├── RequestTimeout          408  the body did not arrive in time (`timeouts.request_body`, `min_body_rate`)
  │    ├── UnknownDialect          400  no dialect of the path reads the body, or it belongs on another path
  │    ├── HistoryConflict         409  an edited history that an upstream keeping its own cannot be given

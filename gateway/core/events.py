@@ -188,5 +188,3 @@ Event = (
     | Usage
     | Raw
 )
-
-TERMINAL = (RunFinished, RunError)

@@ -89,8 +89,3 @@ def _frame_data(block: bytes) -> bytes | None:
                 data.append(value[2:] if value[1:2] == b" " else value[1:])
             # else: a field whose name only starts with "data" (e.g. "database:"), ignored per spec
     return b"\n".join(data) if data else None
-
-
-def encode_frame(payload: bytes) -> bytes:
-    """One SSE frame carrying a single-line payload (orjson output never holds a raw newline)."""
-    return b"data: " + payload + b"\n\n"

@@ -54,22 +54,28 @@ def validate(model: type[ModelT], value: Any, dialect: str) -> ModelT:
     try:
         return model.model_validate(value)
     except ValidationError as exc:
-        details = [{"field": field, "message": message} for field, message in explain(exc)]
+        details = [{"field": field, "message": message} for field, message in explain(exc, value)]
         summary = "; ".join(f"{d['field']}: {d['message']}" for d in details[:3])
         more = f" (and {len(details) - 3} more)" if len(details) > 3 else ""
         raise InvalidRequest(f"invalid {dialect} request: {summary}{more}", details) from None
 
 
-def explain(exc: ValidationError) -> list[tuple[str, str]]:
+def explain(exc: ValidationError, value: Any = None) -> list[tuple[str, str]]:
     """Each field that is wrong, once, in the words of the person who wrote it: the alternatives pydantic tried for
-    one field ("a valid string", "a valid list") become one message, and its type names never show."""
+    one field ("a valid string", "a valid list") become one message, and its type names never show. `value` is
+    what was validated, which tells the client's keys from the names pydantic gives union members."""
     merged: dict[str, list[str]] = {}
     for error in exc.errors():
-        messages = merged.setdefault(field_path(error["loc"]), [])
+        messages = merged.setdefault(field_path(error["loc"], value), [])
         message = error_message(error)
         if message not in messages:
             messages.append(message)
     return [(field, _either(messages)) for field, messages in merged.items()]
+
+
+def listed(names: list[str]) -> str:
+    """Alternatives as a sentence names them: `a`, `a or b`, `a, b or c`."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
 def _either(messages: list[str]) -> str:
@@ -88,22 +94,29 @@ def error_message(error: ErrorDetails) -> str:
     return message.removeprefix("Value error, ")
 
 
-def field_path(loc: tuple[int | str, ...]) -> str:
+def field_path(loc: tuple[int | str, ...], value: Any = None) -> str:
+    """`loc` as the client wrote it. Walking `value` alongside tells a key of the client's from the tag pydantic
+    puts in a location for the member of a tagged union (`messages.0.user.content`): a name the value does not
+    have, before the location's end, is such a tag."""
     path = ""
-    for part in loc:
+    last = len(loc) - 1
+    for index, part in enumerate(loc):
         if isinstance(part, int):
             path += f"[{part}]"
-        elif part.startswith("function-") or part in _UNION_TAGS or _TYPE_TAG.fullmatch(part):
-            continue  # pydantic's name for a union member, a type or a validator, not a field the client wrote
-        else:
-            path += f".{part}" if path else part
+            value = value[part] if isinstance(value, list) and -len(value) <= part < len(value) else None
+            continue
+        if part.startswith("function-") or _TYPE_TAG.fullmatch(part):
+            continue  # pydantic's name for a type or a validator, not a field the client wrote
+        if isinstance(value, dict):
+            if part not in value and index < last:
+                continue
+            value = value.get(part)
+        path += f".{part}" if path else part
     return path or "body"
 
 
 # Type names pydantic puts in error locations for the members of a union (`str`, `list[...]`, `tagged-union[...]`).
 _TYPE_TAG = re.compile(r"(str|int|float|bool|none|list|dict|bytes)|[a-z-]+\[.*\]")
-# Tags pydantic puts in error locations for discriminated unions; they are not fields.
-_UNION_TAGS = frozenset({"developer", "system", "assistant", "user", "tool", "activity", "reasoning"})
 
 
 def _json_type(value: Any) -> str:

@@ -16,13 +16,16 @@ import os
 import re
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.datastructures import Headers
 
 from gateway import __version__
 from gateway.core.events import Usage
 from gateway.upstream.url import UpstreamURL
+
+if TYPE_CHECKING:
+    from gateway.server.record import AccessRecord
 
 try:
     from opentelemetry import trace
@@ -188,7 +191,7 @@ class RequestTrace:
         if self._upstream is not None:
             self._upstream.set_attribute("http.response.status_code", status)
 
-    def end(self, record: Mapping[str, Any], error: str | None, usage: Usage | None, upstream_read: float) -> None:
+    def end(self, record: AccessRecord, error: str | None, usage: Usage | None, upstream_read: float) -> None:
         """End the spans with what the access record says of the request. `error` is the request's error kind
         (the gateway's own codes); `upstream_read` when the last of the upstream's body was read (monotonic)."""
         now = time.monotonic()
@@ -201,17 +204,17 @@ class RequestTrace:
         span = self._server
         if span.is_recording():
             attributes: dict[str, Any] = {ATTRIBUTE + name: value for name in _RECORD_ATTRIBUTES
-                                          if (value := record.get(name)) is not None}
-            if "ttfe_ms" in record:
-                attributes[ATTRIBUTE + "time_to_first_event_ms"] = record["ttfe_ms"]
-            if record.get("status") is not None:
-                attributes["http.response.status_code"] = record["status"]
+                                          if (value := getattr(record, name)) is not None}
+            if record.ttfe_ms is not None:
+                attributes[ATTRIBUTE + "time_to_first_event_ms"] = record.ttfe_ms
+            if record.status is not None:
+                attributes["http.response.status_code"] = record.status
             if error is not None:
                 attributes["error.type"] = error
             if usage is not None:
                 attributes.update(_usage_attributes(usage))
             span.set_attributes(attributes)
-            if record.get("outcome") == "error":  # a client's mistake (4xx) is not the server's error
+            if record.outcome == "error":  # a client's mistake (4xx) is not the server's error
                 span.set_status(trace.StatusCode.ERROR, error)
         span.end(self._at(now))
 

@@ -1,0 +1,107 @@
+"""Writing to the client: the response's head, the pieces of a stream, its last byte, or an error instead.
+
+Before the head goes out an error is a real HTTP status with a JSON body; after it, an event in the client's
+dialect followed by the end of the stream.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import orjson
+from starlette.types import Send
+
+from gateway.core.codec import Encoder
+from gateway.core.errors import GatewayError
+from gateway.core.events import RunError
+from gateway.server.record import AccessRecord
+
+
+class ClientWriter:
+    """The client's side of one request: what it has been sent, and whether it is still there to be sent more."""
+
+    __slots__ = ("_record", "_request_id", "_send", "before_last_byte", "complete", "encoder", "gone", "last_write",
+                 "started", "streaming", "writing")
+
+    def __init__(self, send: Send, request_id: str, record: AccessRecord,
+                 before_last_byte: Callable[[], None]) -> None:
+        self._send = send
+        self._request_id = request_id
+        self._record = record
+        self.before_last_byte: Callable[[], None] | None = before_last_byte
+        """Called as the last byte goes (the request's report), unless the request has cut it off already."""
+        self.encoder: Encoder | None = None
+        """The client's dialect's encoder, once the run's reply is written in it: an error after the head went out
+        is an event it encodes."""
+        self.started = False
+        """The response's head has gone out: an error can now only be told in band."""
+        self.complete = False
+        """The last byte has gone out, or is going."""
+        self.streaming = False
+        """The client gets an SSE stream: idle, it is sent keep-alive comments."""
+        self.writing = False
+        """A send to the client has not returned: how the deadlines tell a stuck client from a slow upstream."""
+        self.gone = False
+        """The client disconnected before it had its last byte."""
+        self.last_write = 0.0
+        """When the client was last sent a piece of its stream (monotonic): keep-alives count from it."""
+
+    async def start(self, status: int, headers: dict[str, str]) -> None:
+        raw = [(k.encode(), v.encode()) for k, v in headers.items()]
+        raw.append((b"x-request-id", self._request_id.encode()))
+        self.started = True
+        self._record.status = status
+        await self._send({"type": "http.response.start", "status": status, "headers": raw})
+
+    async def write(self, body: bytes) -> None:
+        """Send a piece of the stream (never empty) and note when. Per event batch, so it sends directly rather
+        than through `_write`."""
+        self.writing = True
+        await self._send({"type": "http.response.body", "body": body, "more_body": True})
+        self.writing = False
+        self.last_write = time.monotonic()
+
+    async def write_keep_alive(self, comment: bytes) -> None:
+        """Send bytes that mean nothing to keep an idle stream open (nothing if the dialect has none)."""
+        await self._write(comment)
+
+    async def end(self, body: bytes) -> None:
+        """Send the last byte, reporting the request as it goes."""
+        self.complete = True
+        if self.before_last_byte is not None:
+            self.before_last_byte()
+        await self._write(body, more=False)
+
+    async def respond(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        """The whole response at once (a one-body reply, or an error before the head)."""
+        if self.gone:
+            return
+        await self.start(status, headers)
+        await self.end(body)
+
+    async def fail_before_start(self, error: GatewayError) -> None:
+        record = self._record
+        record.outcome, record.error = ("rejected" if error.status < 500 else "error"), error.code
+        record.error_message = error.message
+        await self.respond(error.status, {"content-type": "application/json"}, orjson.dumps(error.to_json()))
+
+    async def abort(self, error: GatewayError, code: str) -> None:
+        """End the exchange with `error`: as the HTTP error if the response has not started, else in band."""
+        if not self.started:
+            await self.fail_before_start(error)
+        elif not self.complete:
+            body = b""
+            if self.encoder is not None:
+                try:
+                    body = self.encoder.encode([RunError(error.message, code)])
+                except Exception:  # the encoder may be what broke
+                    body = b""
+            self._record.failed(code)
+            await self.end(body)
+
+    async def _write(self, body: bytes, more: bool = True) -> None:
+        if body or not more:
+            self.writing = True
+            await self._send({"type": "http.response.body", "body": body, "more_body": more})
+            self.writing = False

@@ -1,0 +1,134 @@
+"""A request's deadlines (first event, idle, total) and the client's keep-alive, kept by one timer.
+
+The timer is moved only when it fires, so nothing is scheduled per chunk: the relay only notes the time of each
+read (`last_upstream_read`), the client writer that of each write (`ClientWriter.last_write`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from gateway.config import Timeouts
+from gateway.server.client import ClientWriter
+from gateway.server.record import AccessRecord
+
+
+class Deadlines:
+    """The one timer of a request. At a deadline it cancels the request's task and says why in
+    `cancelled_because`; the client leaving cancels it the same way."""
+
+    __slots__ = ("_client", "_keep_alive_in_flight", "_keepalive", "_record", "_timeouts", "_timer",
+                 "cancelled_because", "last_upstream_read", "missed_deadline", "request_task", "started_at",
+                 "storing_conversation", "wake_at")
+
+    def __init__(self, timeouts: Timeouts, keepalive: float, client: ClientWriter, record: AccessRecord,
+                 started_at: float) -> None:
+        self._timeouts = timeouts
+        self._keepalive = keepalive
+        self._client = client
+        self._record = record
+        self.started_at = started_at
+        """When the request arrived (monotonic): the first-event and total deadlines count from it."""
+        self.last_upstream_read = 0.0
+        """When the upstream's body last brought bytes (monotonic): the idle deadline counts from it."""
+        self.request_task: asyncio.Task[Any] | None = None
+        """The task the request runs in: what a deadline, or the client leaving, cancels."""
+        self.cancelled_because: str | None = None
+        """Why the request's task was cancelled from here: "timeout" (reading stops, the client hears why),
+        "client_gone" or "client_stalled" (the exchange ends)."""
+        self.missed_deadline = ""
+        """Which deadline passed, as the client is told it."""
+        self.storing_conversation = False
+        """The conversation is being stored: nothing cancels the request meanwhile."""
+        self.wake_at = 0.0
+        """When the timer fires next (monotonic)."""
+        self._timer: asyncio.TimerHandle | None = None
+        self._keep_alive_in_flight: asyncio.Task[None] | None = None
+
+    def arm(self) -> None:
+        """(Re)start the timer: once per request, and again only if a deadline moves closer than its wake-up."""
+        self.disarm()
+        self._tick()
+
+    def disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._keep_alive_in_flight is not None:
+            self._keep_alive_in_flight.cancel()
+            self._keep_alive_in_flight = None
+
+    def first_event_came(self) -> None:
+        """From the first event on, the idle deadline counts instead of the first-event one: if it comes before the
+        timer would wake, move the timer."""
+        if self.last_upstream_read + self._timeouts.idle < self.wake_at:
+            self.arm()
+
+    def cancel_request(self, reason: str) -> None:
+        """End the exchange from outside its task (a deadline, the client leaving)."""
+        if self.cancelled_because is None and not self.storing_conversation and self.request_task is not None:
+            self.cancelled_because = reason
+            self.request_task.cancel()
+
+    def carry_on_after_deadline(self) -> None:
+        """A deadline cancelled the reading, not the request: carry on to tell the client why, giving the client
+        `keepalive` seconds to take it (a client that reads nothing would hold the request forever)."""
+        assert self.request_task is not None
+        self.request_task.uncancel()
+        self.cancelled_because = None
+        self._timer = asyncio.get_running_loop().call_later(self._keepalive, self._drop_a_client_still_stuck)
+
+    def _tick(self) -> None:
+        """At a deadline, stop the reading (or, when a write to the client is stuck, drop the client); when the
+        client has heard nothing for a while, send it a keep-alive; then sleep until the next of these."""
+        self._timer = None
+        if self.cancelled_because is not None:
+            return
+        timeouts, keepalive, client = self._timeouts, self._keepalive, self._client
+        now = time.monotonic()
+        started = bool(self._record.events)
+        deadline = self.last_upstream_read + timeouts.idle if started else self.started_at + timeouts.first_event
+        total = self.started_at + timeouts.total <= deadline
+        if total:
+            deadline = self.started_at + timeouts.total
+        if now >= deadline and not self.storing_conversation:
+            self.missed_deadline = (f"the run took longer than {timeouts.total:g}s" if total
+                                    else f"upstream sent nothing for {timeouts.idle:g}s" if started
+                                    else f"upstream sent no event within {timeouts.first_event:g}s")
+            if client.writing:  # the client stopped reading: no error can reach it. Drop it, and the upstream.
+                self._record.failed("client_stalled")
+                self.cancel_request("client_stalled")
+            else:
+                self.cancel_request("timeout")
+            return
+        keep = client.last_write + keepalive
+        if now >= keep:
+            if client.streaming and not client.writing and not self.storing_conversation \
+                    and self._keep_alive_in_flight is None:
+                client.last_write = now
+                assert client.encoder is not None
+                self._keep_alive_in_flight = asyncio.create_task(self._keep_alive(client.encoder.keep_alive()))
+            keep = now + keepalive
+        wake = min(deadline, keep)
+        if wake <= now:  # a deadline passed while the conversation is stored: nothing is cut off then; look again
+            wake = now + 0.1
+        self.wake_at = wake
+        self._timer = asyncio.get_running_loop().call_later(wake - now, self._tick)
+
+    async def _keep_alive(self, comment: bytes) -> None:
+        try:
+            await self._client.write_keep_alive(comment)
+        finally:
+            self._keep_alive_in_flight = None
+
+    def _drop_a_client_still_stuck(self) -> None:
+        """After a deadline, the client has had `keepalive` seconds to take the error: if a write to it is still
+        stuck, drop it (once the conversation is stored)."""
+        self._timer = None
+        if self.storing_conversation:  # still storing the conversation: look again
+            self._timer = asyncio.get_running_loop().call_later(self._keepalive, self._drop_a_client_still_stuck)
+        elif self._client.writing:
+            self._record.failed("client_stalled")
+            self.cancel_request("client_stalled")

@@ -1,0 +1,61 @@
+"""The access record: what one request's access log line, metrics and span say of it, filled in as it goes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from operator import attrgetter
+from typing import Any
+
+
+@dataclass(slots=True, kw_only=True)
+class AccessRecord:
+    """One request as its access log line tells it; a field still None at the end is left out of the line."""
+
+    request_id: str
+    route: str
+    client_dialect: str = "unknown"
+    """Left as "unknown" until the request's body is read as a dialect's."""
+    upstream_dialect: str
+    status: int | None = None
+    """The HTTP status the client was sent; None if the client left before the response started."""
+    outcome: str | None = None
+    """How the request ended: "success" or another run outcome, "error", "rejected" (the client's mistake, a 4xx)
+    or "client_gone"."""
+    events: int = 0
+    """Canonical events the upstream's run brought."""
+    trace_id: str | None = None
+    """The trace the request's spans are in, when tracing is on and they are recorded."""
+    key_id: str | None = None
+    """Which API key the caller presented (its id, never the key)."""
+    request_body: str | None = None
+    """The body's first 4 KiB, only with `--log-bodies`."""
+    conversation_id: str | None = None
+    run_id: str | None = None
+    upstream_ms: float | None = None
+    """From sending the upstream its request to its response's head."""
+    ttfe_ms: float | None = None
+    """Time to first event: from the request's arrival to the first of the upstream's events."""
+    error: str | None = None
+    """The error's code: one of the gateway's own, or one an upstream's run error named."""
+    error_message: str | None = None
+    """What the client was told, for an error before the response started."""
+    error_detail: str | None = None
+    """Why the upstream could not be reached, for the operator: it may name internal addresses."""
+    history: str | None = None
+    """Says "unavailable" when the turn went on without the conversation store."""
+    duration_ms: float | None = None
+    """From the request's arrival to its last byte (or the client leaving)."""
+
+    def failed(self, code: str) -> None:
+        """The request ended in an error (`code` says which): the client was told, or could not be."""
+        self.outcome = "error"
+        self.error = code
+
+    def log_fields(self) -> dict[str, Any]:
+        """The access log line's fields: those that are not None."""
+        return {name: value for name, value in zip(_NAMES, _VALUES(self), strict=True) if value is not None}
+
+
+_NAMES = tuple(field.name for field in fields(AccessRecord))
+_VALUES = attrgetter(*_NAMES)
+"""All fields' values at once, in order: one C call instead of a `getattr` per field."""

@@ -1,0 +1,174 @@
+"""One run's relay: the upstream's body to the client, translated on the fly, and the conversation stored.
+
+```
+upstream body ─▶ read ▸ decode ▸ repair ▸ record ▸ encode ▸ write ─▶ client
+                                            │
+                         terminal event ─▶ store the conversation ─▶ last byte
+```
+
+The read loop does nothing per chunk but decode, encode and write: the deadlines and the keep-alive are kept by
+`Deadlines`' one timer beside it, which the loop only tells when it read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import orjson
+
+from gateway.conversations.mapper import ConversationMapper, Exchange
+from gateway.conversations.recorder import RunRecorder
+from gateway.core.codec import Decoder, Dialect, Encoder
+from gateway.core.errors import GatewayError
+from gateway.core.events import Event, RunError, RunFinished, RunStarted
+from gateway.core.ids import new_id
+from gateway.core.turn import Message as TurnMessage
+from gateway.server.client import ClientWriter
+from gateway.server.deadlines import Deadlines
+from gateway.server.record import AccessRecord
+from gateway.upstream.http1 import HTTPError, Response
+
+UNBUFFERED_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+"""Asks caches and buffering proxies (nginx) in front of the gateway to pass a stream on as it is written."""
+
+
+class Relay:
+    """One run, from the upstream's 2xx body to the client's last byte. It holds what the run is translated and
+    recorded with: the upstream's decoder, the client's encoder, the recorder and the exchange."""
+
+    __slots__ = ("_client", "_deadlines", "_decoder", "_mapper", "_record", "_started_at", "_streams",
+                 "_upstream_status", "_write", "_writer", "encoder", "exchange", "recorder")
+
+    def __init__(self, *, exchange: Exchange, client: Dialect, decoder: Decoder, encoder: Encoder,
+                 recorder: RunRecorder, upstream_status: int, mapper: ConversationMapper, record: AccessRecord,
+                 writer: ClientWriter, deadlines: Deadlines) -> None:
+        self.exchange = exchange
+        self._client = client
+        self._decoder = decoder
+        self.encoder = encoder
+        self.recorder = recorder
+        self._upstream_status = upstream_status
+        self._mapper = mapper
+        self._record = record
+        self._writer = writer
+        self._write = writer.write
+        self._deadlines = deadlines
+        self._started_at = deadlines.started_at
+        self._streams = encoder.streams
+        """The client gets the events as they come, not one body at the end."""
+
+    async def run(self, response: Response, upstream_streams: bool) -> None:
+        """Move the upstream's body to the client, translated, and store what the run added to the conversation."""
+        decoder, encoder, writer, deadlines = self._decoder, self.encoder, self._writer, self._deadlines
+        writer.encoder = encoder
+        if encoder.streams:
+            await writer.start(encoder.status_code, {**encoder.headers, **UNBUFFERED_HEADERS})
+        writer.streaming = encoder.streams
+        deadlines.last_upstream_read = writer.last_write = time.monotonic()
+        first_frame_alone = encoder.streams and upstream_streams
+        try:
+            try:
+                while chunk := await response.read():
+                    if writer.gone:
+                        # Sends to a departed client return at once and buffered upstream data comes without
+                        # waiting: the cancel may find no await to land on. Stop here.
+                        return
+                    deadlines.last_upstream_read = time.monotonic()
+                    if first_frame_alone:
+                        # The first frame goes out alone: the client's first event should not wait for the
+                        # translation of everything else the first read brought.
+                        first_frame_alone = False
+                        cut = chunk.find(b"\n\n") + 2
+                        if 1 < cut < len(chunk):
+                            events = decoder.feed(chunk[:cut])
+                            if events and await self._deliver(events):
+                                return
+                            chunk = chunk[cut:]
+                    events = decoder.feed(chunk)
+                    if events and await self._deliver(events):
+                        return
+                events = decoder.close()
+            except HTTPError as exc:
+                events = decoder.fail(f"upstream connection broke: {describe(exc)}", "upstream_error")
+        except asyncio.CancelledError:
+            if deadlines.cancelled_because != "timeout":
+                raise
+            deadlines.carry_on_after_deadline()
+            events = decoder.fail(deadlines.missed_deadline, "upstream_timeout")
+        if events:  # empty only if the run already ended when the deadline struck
+            await self._deliver(events)
+
+    async def _deliver(self, events: list[Event]) -> bool:
+        """Translate and send one batch of events; True once the run's terminal event is out."""
+        if self._upstream_status >= 300 and isinstance(events[-1], RunFinished):
+            # A one-body upstream answered non-2xx with a body that says nothing went wrong.
+            events[-1] = RunError(f"upstream answered HTTP {self._upstream_status}", "upstream_error")
+        record = self._record
+        if not record.events:
+            self._rewrite_start(events)
+            record.ttfe_ms = round((time.monotonic() - self._started_at) * 1000, 3)
+            record.events = len(events)
+            self._deadlines.first_event_came()
+        else:
+            record.events += len(events)
+        self.recorder.record(events)
+        out = self.encoder.encode(events)
+        terminal = events[-1]
+        if not isinstance(terminal, RunFinished | RunError):
+            if self._streams and out:
+                await self._write(out)
+            return False
+        if isinstance(terminal, RunError):
+            record.failed(terminal.code or "upstream_error")
+        else:
+            record.outcome = terminal.outcome
+        # Stored before the last byte goes out: a client may send its next turn the moment it has it. From here
+        # on nothing cancels the request: a client that left meanwhile does not cost the conversation its turn.
+        deadlines = self._deadlines
+        deadlines.storing_conversation = True
+        await self._store_conversation(out)
+        deadlines.storing_conversation = False  # a client that stops reading now is still cut off at the deadline
+        if self._streams:
+            await self._writer.end(out)
+        else:
+            await self._writer.respond(self.encoder.status_code, self.encoder.headers, out)
+        return True
+
+    def _rewrite_start(self, events: list[Event]) -> None:
+        """The client sees its own thread and run ids, whatever the upstream called them."""
+        first = events[0]
+        if isinstance(first, RunStarted):
+            turn = self.exchange.client_turn
+            events[0] = RunStarted(turn.conversation_id, turn.run_id or new_id("run"), turn.parent_run_id,
+                                   first.message_id)
+
+    async def _store_conversation(self, body: bytes) -> None:
+        """What the run added to the conversation; for a client without conversation ids, the whole transcript as
+        it will send it back next turn."""
+        exchange = self.exchange
+        transcript: list[TurnMessage] | None = None
+        if exchange.client_turn.conversation_id is None:
+            transcript = exchange.client_turn.messages + _reply_as_client_sees_it(self._client, self.encoder, body,
+                                                                                  self.recorder)
+        await self._mapper.finish(exchange, self.recorder, transcript)
+        if exchange.history_lost:  # the turn went on without the store: the operator should see it per request
+            self._record.history = "unavailable"
+
+
+def _reply_as_client_sees_it(client: Dialect, encoder: Encoder | None, body: bytes,
+                             recorder: RunRecorder) -> list[TurnMessage]:
+    """The run's messages as a client without conversation ids will send them back next turn: for a JSON reply
+    (agent-respond), exactly the messages it got, read as its own request would read them."""
+    if encoder is not None and not encoder.streams:
+        try:
+            return client.parse_request({"messages": orjson.loads(body)["messages"]}).messages
+        except (GatewayError, ValueError, KeyError, TypeError):
+            pass
+    return recorder.close()
+
+
+def describe(exc: BaseException) -> str:
+    """An upstream failure in a line short enough for a client's error message and the log."""
+    text = str(exc) or type(exc).__name__
+    return text if len(text) < 300 else text[:300] + "..."
