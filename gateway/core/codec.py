@@ -23,7 +23,7 @@ from gateway.core.conformance import Judge
 from gateway.core.decoding import Decoder as Decoder
 from gateway.core.decoding import NewDecoder
 from gateway.core.encoding import Encoder as Encoder
-from gateway.core.turn import History, Turn
+from gateway.core.turn import History, Message, Turn
 
 
 @dataclass(slots=True)
@@ -93,6 +93,10 @@ class Dialect:
     """Named variants of the dialect, and what history their servers expect (Inkeep keeps it itself)."""
     variant_of: Callable[[Mapping[str, str]], str | None] = lambda headers: None
     """The variant an upstream's response headers show it to be, for an upstream configured without one."""
+    reply_messages: Callable[[bytes], list[Message] | None] | None = None
+    """For a dialect that answers in one body to a client that keeps the history: the reply's messages as that
+    client will send them back next turn (None if the body cannot be read). Others' replies are recorded from the
+    run's events."""
     expects: str = ""
     """What a request of this dialect must hold, in a client's words, for an error that names every dialect."""
 

@@ -15,12 +15,9 @@ from __future__ import annotations
 import asyncio
 import time
 
-import orjson
-
 from gateway.conversations.mapper import ConversationMapper, Exchange
 from gateway.conversations.recorder import RunRecorder
 from gateway.core.codec import Decoder, Dialect, Encoder
-from gateway.core.errors import GatewayError
 from gateway.core.events import Event, RunError, RunFinished, RunStarted
 from gateway.core.ids import new_id
 from gateway.core.turn import Message as TurnMessage
@@ -158,13 +155,12 @@ class Relay:
 
 def _reply_as_client_sees_it(client: Dialect, encoder: Encoder | None, body: bytes,
                              recorder: RunRecorder) -> list[TurnMessage]:
-    """The run's messages as a client without conversation ids will send them back next turn: for a JSON reply
-    (agent-respond), exactly the messages it got, read as its own request would read them."""
-    if encoder is not None and not encoder.streams:
-        try:
-            return client.parse_request({"messages": orjson.loads(body)["messages"]}).messages
-        except (GatewayError, ValueError, KeyError, TypeError):
-            pass
+    """The run's messages as a client without conversation ids will send them back next turn: for a one-body
+    reply, exactly the messages it got, if its dialect can read them."""
+    if encoder is not None and client.reply_messages is not None:
+        messages = client.reply_messages(body)
+        if messages is not None:
+            return messages
     return recorder.close()
 
 
