@@ -40,6 +40,13 @@ class AgKitDecoder(AguiDecoder):
 
     def on_frame(self, frame: dict[str, Any], out: Events) -> None:
         kind = frame.get("type")
+        if kind == "text":  # most of a stream, read here rather than through the table
+            content = frame.get("content")
+            if type(content) is str:
+                if self._text is None:
+                    self._text = self._parent = new_id("msg")
+                out.append(TextDelta(self._text, content))
+                return
         handler = _HANDLERS.get(kind) if type(kind) is str else None
         if handler is not None and handler(self, frame, out):
             return
@@ -58,16 +65,6 @@ class AgKitDecoder(AguiDecoder):
 
 
 # Each returns whether the frame was what its type says; one that was not is read as AG-UI or kept as `Raw`.
-
-def _text(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
-    content = f.get("content")
-    if not isinstance(content, str):
-        return False
-    if d._text is None:
-        d._text = d._parent = new_id("msg")
-    out.append(TextDelta(d._text, content))
-    return True
-
 
 def _tool_args(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
     tool_call_id, delta = f.get("toolCallId"), f.get("delta")
@@ -124,7 +121,6 @@ def _error(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
 
 
 _HANDLERS: dict[str, Callable[[AgKitDecoder, dict[str, Any], Events], bool]] = {
-    "text": _text,
     "tool-call-args": _tool_args,
     "tool-call-start": _tool_start,
     "tool-call-end": _tool_end,

@@ -9,8 +9,7 @@ that ends otherwise. A failed run is a 502 (504 for a timeout) with an error bod
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 import orjson
 
@@ -26,13 +25,11 @@ from gateway.core.events import (
     ReasoningStart,
     RunError,
     RunFinished,
-    RunStarted,
     StateDelta,
     StateSnapshot,
     StepFinished,
     StepStarted,
     TextDelta,
-    TextEnd,
     TextStart,
     ToolCallArgs,
     ToolCallEnd,
@@ -44,6 +41,12 @@ from gateway.core.state import StateTracker
 from gateway.core.turn import Turn
 
 HEADERS = {"content-type": "application/json"}
+
+_DROPPED: dict[type, str] = {
+    ReasoningStart: "reasoning", ReasoningDelta: "reasoning", ReasoningEnd: "reasoning",
+    MessagesSnapshot: "messages_snapshot", StepStarted: "step", StepFinished: "step", Data: "data", Raw: "raw",
+}
+"""What the contract has no field for, by the kind counted in `dropped`."""
 
 
 class AgentRespondEncoder:
@@ -74,125 +77,49 @@ class AgentRespondEncoder:
         return b""
 
     def encode(self, events: list[Event]) -> bytes:
-        handlers = self.handlers
-        for event in events:
-            body = handlers[type(event)](self, event)
-            if body is not None:
-                return body
+        for e in events:
+            if isinstance(e, TextDelta):
+                self._open().append(e.delta)
+            elif isinstance(e, ToolCallArgs):
+                pieces = self._arguments.get(e.tool_call_id)
+                if pieces is not None:
+                    pieces.append(e.delta)
+            elif isinstance(e, TextStart):
+                if self._calls:
+                    self._flush()  # the agent speaks again after calling tools: a new message
+            elif isinstance(e, ToolCallStart):
+                self._open()
+                self._names[e.tool_call_id] = e.name
+                self._arguments[e.tool_call_id] = []
+                self._calls[e.tool_call_id] = {"id": e.tool_call_id, "type": "function",
+                                               "function": {"name": e.name, "arguments": ""}}
+            elif isinstance(e, ToolCallEnd):
+                self._pending[e.tool_call_id] = self._names.get(e.tool_call_id, "unknown_tool")
+            elif isinstance(e, ToolResult):
+                if e.is_error:
+                    self.dropped["tool_error_as_result"] += 1  # the content holds the error's text
+                self._flush()
+                self._pending.pop(e.tool_call_id, None)
+                self._messages.append(drop_none({"role": "tool", "content": as_text(e.content),
+                                                 "tool_call_id": e.tool_call_id,
+                                                 "name": self._names.get(e.tool_call_id)}))
+            elif isinstance(e, Interrupt):
+                self._interrupts.append(e)
+            elif isinstance(e, Usage):
+                self._add_usage(e)
+            elif isinstance(e, StateSnapshot):
+                self._state.snapshot(e.snapshot)
+            elif isinstance(e, StateDelta):
+                self._state.apply(e.patch)
+            elif isinstance(e, RunFinished):
+                if e.outcome == "cancelled":
+                    self.dropped["cancelled_as_finish"] += 1
+                return self._finished()
+            elif isinstance(e, RunError):
+                return self._failed(e)
+            elif (kind := _DROPPED.get(type(e))) is not None:
+                self.dropped[kind] += 1
         return b""
-
-    # Each returns the body once the run has ended, None before.
-
-    def _text_delta(self, e: TextDelta) -> bytes | None:
-        self._open().append(e.delta)
-        return None
-
-    def _tool_args(self, e: ToolCallArgs) -> bytes | None:
-        pieces = self._arguments.get(e.tool_call_id)
-        if pieces is not None:
-            pieces.append(e.delta)
-        return None
-
-    def _text_start(self, e: TextStart) -> bytes | None:
-        if self._calls:
-            self._flush()  # the agent speaks again after calling tools: a new message
-        return None
-
-    def _tool_start(self, e: ToolCallStart) -> bytes | None:
-        self._open()
-        self._names[e.tool_call_id] = e.name
-        self._arguments[e.tool_call_id] = []
-        self._calls[e.tool_call_id] = {"id": e.tool_call_id, "type": "function",
-                                       "function": {"name": e.name, "arguments": ""}}
-        return None
-
-    def _tool_end(self, e: ToolCallEnd) -> bytes | None:
-        self._pending[e.tool_call_id] = self._names.get(e.tool_call_id, "unknown_tool")
-        return None
-
-    def _tool_result(self, e: ToolResult) -> bytes | None:
-        if e.is_error:
-            self.dropped["tool_error_as_result"] += 1  # the content holds the error's text
-        self._flush()
-        self._pending.pop(e.tool_call_id, None)
-        self._messages.append(drop_none({"role": "tool", "content": as_text(e.content), "tool_call_id": e.tool_call_id,
-                                         "name": self._names.get(e.tool_call_id)}))
-        return None
-
-    def _interrupt(self, e: Interrupt) -> bytes | None:
-        self._interrupts.append(e)
-        return None
-
-    def _usage_event(self, e: Usage) -> bytes | None:
-        self._add_usage(e)
-        return None
-
-    def _state_snapshot(self, e: StateSnapshot) -> bytes | None:
-        self._state.snapshot(e.snapshot)
-        return None
-
-    def _state_delta(self, e: StateDelta) -> bytes | None:
-        self._state.apply(e.patch)
-        return None
-
-    def _run_finished(self, e: RunFinished) -> bytes | None:
-        if e.outcome == "cancelled":
-            self.dropped["cancelled_as_finish"] += 1
-        return self._finished()
-
-    def _run_error(self, e: RunError) -> bytes | None:
-        return self._failed(e)
-
-    def _nothing(self, e: Event) -> bytes | None:
-        """Run starts and message ends: the body has no place for them, and loses nothing without them."""
-        return None
-
-    def _reasoning(self, e: Event) -> bytes | None:
-        self.dropped["reasoning"] += 1
-        return None
-
-    def _step(self, e: Event) -> bytes | None:
-        self.dropped["step"] += 1
-        return None
-
-    def _messages_snapshot(self, e: MessagesSnapshot) -> bytes | None:
-        self.dropped["messages_snapshot"] += 1
-        return None
-
-    def _data(self, e: Data) -> bytes | None:
-        self.dropped["data"] += 1
-        return None
-
-    def _raw(self, e: Raw) -> bytes | None:
-        self.dropped["raw"] += 1
-        return None
-
-    handlers: ClassVar[Mapping[type, Callable[[Any, Any], bytes | None]]] = {
-        TextDelta: _text_delta,
-        ToolCallArgs: _tool_args,
-        TextStart: _text_start,
-        ToolCallStart: _tool_start,
-        ToolCallEnd: _tool_end,
-        ToolResult: _tool_result,
-        Interrupt: _interrupt,
-        Usage: _usage_event,
-        StateSnapshot: _state_snapshot,
-        StateDelta: _state_delta,
-        RunFinished: _run_finished,
-        RunError: _run_error,
-        RunStarted: _nothing,
-        TextEnd: _nothing,
-        ReasoningStart: _reasoning,
-        ReasoningDelta: _reasoning,
-        ReasoningEnd: _reasoning,
-        StepStarted: _step,
-        StepFinished: _step,
-        MessagesSnapshot: _messages_snapshot,
-        Data: _data,
-        Raw: _raw,
-    }
-    """Every canonical event type, to the function that takes it into the body; the same dispatch as
-    `gateway.core.encoding.SSEEncoder`'s."""
 
     def _open(self) -> list[str]:
         if self._text is None:

@@ -66,6 +66,9 @@ class VercelDecoder(JsonSSEDecoder):
     def on_frame(self, frame: dict[str, Any], out: Events) -> None:
         kind = frame.get("type")
         try:
+            if kind == "text-delta":  # most of a stream, read here rather than through the table
+                out.append(TextDelta(self._id(_s(frame, "id")), _s(frame, "delta")))
+                return
             handler = _HANDLERS.get(kind) if type(kind) is str else None
             if handler is not None:
                 handler(self, frame, out)
@@ -147,10 +150,6 @@ def _interrupt_call(handler: Handler) -> Handler:
     return handle
 
 
-def _text_delta(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(TextDelta(d._id(_s(f, "id")), _s(f, "delta")))
-
-
 def _tool_input_delta(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     d._args_seen.add(_s(f, "toolCallId"))
     out.append(ToolCallArgs(_s(f, "toolCallId"), _s(f, "inputTextDelta")))
@@ -230,7 +229,6 @@ def _error(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
 
 
 _HANDLERS: dict[str, Handler] = {
-    "text-delta": _text_delta,
     "tool-input-delta": _tool_input_delta,
     "reasoning-delta": _reasoning_delta,
     "text-start": _text_start,

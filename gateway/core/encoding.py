@@ -68,6 +68,7 @@ class SSEEncoder:
         missing = EVENT_TYPES - cls.handlers.keys()
         if missing:
             raise TypeError(f"{cls.__name__}.handlers has no entry for {sorted(t.__name__ for t in missing)}")
+        cls.encode = _dispatching(dict(cls.handlers))  # type: ignore[method-assign, assignment]
 
     def __init__(self, request: Turn | None = None) -> None:
         self.status_code = 200
@@ -75,11 +76,21 @@ class SSEEncoder:
         self.dropped: dict[str, int] = defaultdict(int)
 
     def encode(self, events: list[Event]) -> bytes:
-        handlers = self.handlers
+        """Each event's bytes from its handler, joined (each subclass gets its own, from `_dispatching`)."""
+        raise NotImplementedError
+
+    def keep_alive(self) -> bytes:
+        return self.KEEP_ALIVE
+
+
+def _dispatching(handlers: dict[type, Callable[[Any, Any], bytes]]) -> Callable[[Any, list[Event]], bytes]:
+    """`encode` for one encoder class, with its table in a closure: read through the instance, a class attribute
+    is looked up along the type's MRO on every call, a cost per event."""
+
+    def encode(self: Any, events: list[Event]) -> bytes:
         if len(events) == 1:  # the usual call on a paced stream: one event, no list to build or join
             event = events[0]
             return handlers[type(event)](self, event)
         return b"".join([handlers[type(event)](self, event) for event in events])
 
-    def keep_alive(self) -> bytes:
-        return self.KEEP_ALIVE
+    return encode
