@@ -26,7 +26,8 @@ from gateway.server.deadlines import Deadlines
 from gateway.server.record import AccessRecord
 from gateway.upstream.http1 import HTTPError, Response
 
-SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+UNBUFFERED_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+"""Asks caches and buffering proxies (nginx) in front of the gateway to pass a stream on as it is written."""
 
 
 class Relay:
@@ -59,7 +60,7 @@ class Relay:
         decoder, encoder, writer, deadlines = self._decoder, self.encoder, self._writer, self._deadlines
         writer.encoder = encoder
         if encoder.streams:
-            await writer.start(encoder.status_code, {**encoder.headers, **SSE_HEADERS})
+            await writer.start(encoder.status_code, {**encoder.headers, **UNBUFFERED_HEADERS})
         writer.streaming = encoder.streams
         deadlines.last_upstream_read = writer.last_write = time.monotonic()
         first_frame_alone = encoder.streams and upstream_streams
