@@ -170,9 +170,10 @@ class Upstream(_Model):
             raise ValueError(f"the environment's proxy for this upstream cannot be used: {exc}") from None
         return self
 
-    def target(self, connect_timeout: float) -> Target:
-        """How the upstream client reaches this upstream: its URL, proxy, TLS context and connection cap."""
-        return Target(self.url, connect_timeout, self.max_connections, proxy=self.proxy_to_use(),
+    def target(self, connect_timeout: float, url: str | None = None) -> Target:
+        """How the upstream client reaches this upstream: its URL (or `url`, on its origin, as its discovery
+        document names it), proxy, TLS context and connection cap."""
+        return Target(url or self.url, connect_timeout, self.max_connections, proxy=self.proxy_to_use(),
                       ssl_context=self.tls.context() if self.tls is not None else None)
 
     def proxy_to_use(self, environ: Mapping[str, str] | None = None) -> Proxy | None:
@@ -229,6 +230,26 @@ class Upstream(_Model):
         return value
 
 
+class Skill(_Model):
+    id: str
+    name: str
+    description: str = ""
+    tags: list[str] = []
+    examples: list[str] = []
+
+
+class AgentInfo(_Model):
+    """The route's agent as clients that discover agents see it (A2A's agent card at
+    `<path>/.well-known/agent-card.json`); the name is the route's."""
+
+    description: str = ""
+    version: str = "1.0.0"
+    skills: list[Skill] = []
+    url: str | None = None
+    """Where clients reach the route, when the gateway is behind a proxy that changes it; else the URL the card
+    was asked for, less the card's own path."""
+
+
 class Route(_Model):
     name: str = ""
     paths: list[str] = []
@@ -245,6 +266,7 @@ class Route(_Model):
     """On a route without keys: a header that names whose conversations a request reaches (a trusted front end
     sets it). Without it, every caller of an open route is one principal, "anonymous"."""
     cors: Cors | None = None
+    agent: AgentInfo = AgentInfo()
 
     @field_validator("tenant_header")
     @classmethod

@@ -72,7 +72,8 @@ def semantics(events: list[Event], dialect: str = "ag-ui") -> dict[str, Any]:
         elif isinstance(e, StateSnapshot | StateDelta) and "state" in carries:
             view["state"].append(e)
         elif isinstance(e, Interrupt) and "interrupts" in carries:
-            view["interrupts"].append((e.id, e.tool_call_id if "interrupt_tool_call" in carries else None))
+            view["interrupts"].append((e.id if "interrupt_ids" in carries else None,
+                                       e.tool_call_id if "interrupt_tool_call" in carries else None))
         elif isinstance(e, RunFinished):
             view["terminal"] = ("finished", e.outcome if "cancel" in carries or e.outcome != "cancelled" else "success")
         elif isinstance(e, RunError):

@@ -21,7 +21,7 @@ DIALECT = Dialect(
     name="ag-ui",
     history="full",
     paths=("/agui", "/send-message"),
-    carries=frozenset({"messages", "reasoning", "state", "data", "interrupts", "interrupt_tool_call",
+    carries=frozenset({"messages", "reasoning", "state", "data", "interrupts", "interrupt_ids", "interrupt_tool_call",
                        "tool_definitions", "client_tools", "errors", "cancel"}),
     parse_request=parse_request,
     build_request=build_request,

@@ -30,19 +30,19 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import orjson
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive
 
 from adapters import registry
-from gateway.core.codec import Dialect, Encoder
+from gateway.core.codec import AgentDescription, Dialect, Encoder
 from gateway.core.errors import RequestError
 from gateway.core.turn import Message, Turn
 from gateway.core.validation import load_json_object
@@ -168,7 +168,11 @@ def _error(exc: RequestError) -> Response:
 def create_agent_app(dialect: str, *, path: str | None = None, pace: float = 0.0) -> Starlette:
     """An agent server speaking `dialect` on its conventional paths (or `path`), `pace` seconds between events."""
     agent = Agent(registry.get(dialect), pace)
-    routes = [Route(p, agent.respond, methods=["POST"]) for p in ((path,) if path else agent.dialect.paths)]
+    paths = (path,) if path else agent.dialect.paths
+    routes = [Route(p, agent.respond, methods=["POST"]) for p in paths]
+    document, describe = agent.dialect.discovery_path, agent.dialect.describe
+    if document is not None and describe is not None:
+        routes += [Route(p.rstrip("/") + document, _describer(document, describe), methods=["GET"]) for p in paths]
     routes += [
         Route("/healthz", _healthz, methods=["GET"]),
         Route("/_requests", agent.requests, methods=["GET", "DELETE"]),
@@ -177,6 +181,18 @@ def create_agent_app(dialect: str, *, path: str | None = None, pace: float = 0.0
     app = Starlette(routes=routes)
     app.state.agent = agent
     return app
+
+
+def _describer(document: str, describe: Callable[[AgentDescription], dict[str, Any]]
+               ) -> Callable[[Request], Awaitable[Response]]:
+    """The agent's discovery document (A2A's card), naming the URL it was asked under, less the document's path."""
+
+    async def endpoint(request: Request) -> Response:
+        url = str(request.url.replace(query="")).removesuffix(document)
+        return JSONResponse(describe(AgentDescription(
+            "scripted-agent", f"The gateway's built-in scripted agent: keywords {', '.join(KEYWORDS)}.", url)))
+
+    return endpoint
 
 
 def run(dialect: str, host: str = "127.0.0.1", port: int = 8001, pace: float = 0.0) -> None:

@@ -35,7 +35,7 @@ from gateway.conversations.recorder import RunRecorder
 from gateway.conversations.store import ConversationStore, StoreError
 from gateway.core.codec import Dialect
 from gateway.core.ids import new_id
-from gateway.core.turn import History, Message, Turn, new_messages
+from gateway.core.turn import History, Message, Resume, Turn, new_messages
 
 log = logging.getLogger("agent_gateway.conversation")
 
@@ -52,6 +52,9 @@ class Conversation:
     state: Any = None
     upstream_variant: str | None = None
     """What the upstream showed itself to be (Inkeep, by its response headers), for the next turn on any replica."""
+    interrupted_run: str | None = None
+    """The client's id of the run that ended in the open `interrupts`: a client that answers a run rather than
+    each interrupt (A2A continues a task) resumes them all by naming it."""
 
 
 @dataclass(slots=True)
@@ -91,8 +94,10 @@ class ConversationMapper:
         variant = variant or conversation.upstream_variant
         upstream_history = upstream.history_of(variant)
         messages, known, history = self._messages_for_upstream(turn, conversation, stored, upstream_history)
-        resume = [r if r.tool_call_id else replace(r, tool_call_id=conversation.interrupts.get(r.interrupt_id))
-                  for r in turn.resume if not stored or r.interrupt_id in conversation.interrupts]
+        resume, unanswerable = _resumes(turn, conversation, stored)
+        if unanswerable and not turn.messages:
+            # An answer to a run that waits for nothing any more: what the client said is a new message.
+            turn = replace(turn, messages=[Message("user", text) for text in unanswerable])
         state = turn.state
         if state is None and "state" not in client.carries:
             state = conversation.state  # the upstream gets back the state it last reported
@@ -113,9 +118,11 @@ class ConversationMapper:
         answered = {m.tool_call_id for m in exchange.client_turn.messages if m.role == "tool"}
         conversation.pending_tools = {k: v for k, v in conversation.pending_tools.items() if k not in answered}
         conversation.pending_tools.update(recorder.pending_tools)
-        resumed = {r.interrupt_id for r in exchange.client_turn.resume}
+        resumed = {r.interrupt_id for r in exchange.upstream_turn.resume}
         conversation.interrupts = {k: v for k, v in conversation.interrupts.items() if k not in resumed}
         conversation.interrupts.update({i.id: i.tool_call_id for i in recorder.interrupts})
+        if recorder.interrupts:
+            conversation.interrupted_run = exchange.client_turn.run_id
         if recorder.state.known:
             conversation.state = recorder.state.value
         conversation.upstream_variant = exchange.upstream_variant
@@ -178,6 +185,22 @@ class ConversationMapper:
         conversation.interrupts = {}
         conversation.pending_tools = {}
         return turn.messages, turn.messages, "full"
+
+
+def _resumes(turn: Turn, conversation: Conversation, stored: bool) -> tuple[list[Resume], list[str]]:
+    """The client's answers to the conversation's open interrupts, each with the tool call it is about; one that
+    names the interrupted run answers each of its interrupts. Also the text of answers to nothing open."""
+    resumes: list[Resume] = []
+    unanswerable: list[str] = []
+    open_interrupts = conversation.interrupts
+    for r in turn.resume:
+        if not stored or r.interrupt_id in open_interrupts:
+            resumes.append(r if r.tool_call_id else replace(r, tool_call_id=open_interrupts.get(r.interrupt_id)))
+        elif r.interrupt_id == conversation.interrupted_run and open_interrupts:
+            resumes += [replace(r, interrupt_id=id_, tool_call_id=call) for id_, call in open_interrupts.items()]
+        elif isinstance(r.payload, str) and r.payload:
+            unanswerable.append(r.payload)
+    return resumes, unanswerable
 
 
 def _scope(namespace: str, *parts: str) -> str:

@@ -23,6 +23,7 @@ from gateway.core.conformance import Judge
 from gateway.core.decoding import Decoder as Decoder
 from gateway.core.decoding import NewDecoder
 from gateway.core.encoding import Encoder as Encoder
+from gateway.core.errors import GatewayError
 from gateway.core.turn import History, Message, Turn
 
 
@@ -33,6 +34,33 @@ class UpstreamRequest:
     streams: bool = True
     """Whether the reply to this request streams (SSE) or comes as one body. A one-body reply's error statuses
     (non-2xx) are part of the dialect too: their body is decoded, not just reported as a failed call."""
+    path: str | None = None
+    """Where under the upstream's URL this call goes, for a dialect whose calls differ by path (A2A's HTTP+JSON
+    binding); None for the URL itself."""
+    json_reply: bool = False
+    """A streaming call may be answered with one JSON body (a JSON-RPC error before the stream starts), which the
+    decoder reads, rather than being refused as not a stream."""
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where and how to call an upstream, as its discovery document (A2A's agent card) describes it."""
+
+    url: str
+    variant: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentDescription:
+    """How a route describes its agent to clients that ask (A2A's agent card), from its config."""
+
+    name: str
+    description: str
+    url: str
+    """Where clients reach the agent through the gateway."""
+    version: str = "1.0.0"
+    skills: tuple[Mapping[str, Any], ...] = ()
+    streaming: bool = True
 
 
 class Likeness(IntEnum):
@@ -55,6 +83,7 @@ Feature = Literal[
     "data",  # a reply can carry named data parts
     "interrupts",  # a run can stop for a human, and the next request can answer it
     "interrupt_tool_call",  # an interrupt can name the tool call it is about
+    "interrupt_ids",  # each interrupt keeps its own id (A2A names what waits by its task)
     "tool_definitions",  # a request offers the client's tools to the agent
     "client_tools",  # a run can end on a tool call for the client to run, whose result comes next request
     "tool_errors",  # a tool result can say it failed
@@ -99,6 +128,17 @@ class Dialect:
     run's events."""
     expects: str = ""
     """What a request of this dialect must hold, in a client's words, for an error that names every dialect."""
+    discovery_path: str | None = None
+    """Where, under an agent's URL, this dialect publishes a document describing the agent (A2A's agent card): the
+    gateway reads an upstream's to find its endpoint, and serves one for its own routes."""
+    read_discovery: Callable[[Any, str], Endpoint | None] | None = None
+    """The endpoint an upstream's discovery document names, given the document and the URL it came from; None if
+    the document names none this dialect can call."""
+    describe: Callable[[AgentDescription], dict[str, Any]] | None = None
+    """The discovery document for a route of the gateway's that serves this dialect."""
+    error_reply: Callable[[GatewayError, Any], tuple[int, bytes]] | None = None
+    """A request refused before its reply starts, as this dialect's clients read an error (status, JSON body),
+    given the error and the request's JSON (None if it was not JSON); None for the gateway's own error body."""
 
     def history_of(self, variant: str | None) -> History:
         """What history a server of this dialect, or of its `variant`, expects."""

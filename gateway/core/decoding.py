@@ -12,13 +12,16 @@ well formed run (see `gateway.core.repair`).
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
 from gateway.core.events import Event, RunFinished
 from gateway.core.repair import RunRepair
 from gateway.core.sse import DEFAULT_MAX_FRAME, FrameTooLarge, SSEDecoder
+
+if TYPE_CHECKING:
+    from gateway.core.codec import UpstreamRequest
 
 DEFAULT_MAX_BODY = 32 * 1024 * 1024
 
@@ -39,6 +42,10 @@ class Decoder(Protocol):
 
     def fail(self, message: str, code: str | None = None) -> list[Event]:
         """The transport broke: close the run with an error."""
+
+    def cancel_request(self) -> UpstreamRequest | None:
+        """What to send the upstream when the client leaves mid-run (A2A's `CancelTask` for the task this stream
+        runs), or None where closing the connection says it."""
 
 
 class NewDecoder(Protocol):
@@ -62,6 +69,9 @@ class RepairedDecoder:
         out: list[Event] = []
         self.repair.fail(message, code, out)
         return out
+
+    def cancel_request(self) -> UpstreamRequest | None:
+        return None
 
 
 class JsonSSEDecoder(RepairedDecoder):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.applications import Starlette
@@ -18,10 +19,13 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from adapters import registry
 from gateway import __version__
 from gateway.config import GatewayConfig
+from gateway.config import Route as ConfigRoute
 from gateway.conversations.mapper import ConversationMapper
 from gateway.conversations.store import ConversationStore
+from gateway.core.codec import AgentDescription
 from gateway.core.ids import new_id
 from gateway.server import http_server, logs
 from gateway.server.metrics import CONTENT_TYPE, Metrics
@@ -35,6 +39,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
 CONFIG_ENV = "AGENT_GATEWAY_CONFIG_JSON"
+log = logging.getLogger("agent_gateway.app")
 
 
 class Gateway:
@@ -108,6 +113,7 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
 
     routes += [Route("/healthz", healthz, methods=["GET"]), Route("/readyz", readyz, methods=["GET"]),
                Route("/metrics", metrics_endpoint, methods=["GET"])]
+    routes += discovery_routes(config)
     routes += extra_routes or []
 
     @asynccontextmanager
@@ -137,6 +143,43 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_allowed})
     app.router.redirect_slashes = False  # its redirect would be built from the client's Host header
     return Gateway(handlers, app)
+
+
+def discovery_routes(config: GatewayConfig) -> list[Route]:
+    """The documents clients discover a route's agent by (A2A's agent card), at `<path><document path>` for each
+    path where the route reads that dialect's requests, and at the bare document path when one route has one."""
+    found: list[tuple[str, str, Callable[[Request], Response]]] = []
+    for route in config.routes:
+        for name in route.dialects:
+            dialect = registry.get(name)
+            document, describe = dialect.discovery_path, dialect.describe
+            if document is None or describe is None:
+                continue
+            for path in route.paths:
+                owners = [other for other in route.dialects if path in registry.get(other).paths]
+                if owners and name not in owners:
+                    continue  # another dialect's own path: this dialect's requests are refused there
+                found.append((path.rstrip("/") + document, document, _describer(route, path, describe, document)))
+    routes = [Route(at, endpoint, methods=["GET"]) for at, _, endpoint in found]
+    bare = {document for _, document, _ in found}
+    if len(found) == 1:
+        routes.append(Route(found[0][1], found[0][2], methods=["GET"]))
+    elif len(bare) == 1 and found:
+        log.info("%d routes publish %s under their paths; none at %s itself", len(found), *bare, *bare)
+    return routes
+
+
+def _describer(route: ConfigRoute, path: str, describe: Callable[[AgentDescription], dict[str, Any]],
+               document: str) -> Callable[[Request], Response]:
+    info = route.agent
+
+    def endpoint(request: Request) -> Response:
+        url = info.url or f"{request.url.scheme}://{request.url.netloc}{path}"
+        card = describe(AgentDescription(name=route.name, description=info.description, url=url,
+                                         version=info.version, skills=tuple(s.model_dump() for s in info.skills)))
+        return Response(orjson.dumps(card), media_type="application/json")
+
+    return endpoint
 
 
 def _error(status: int, code: str, message: str) -> Response:

@@ -21,8 +21,8 @@ from gateway.server.record import AccessRecord
 class ClientWriter:
     """The client's side of one request: what it has been sent, and whether it is still there to be sent more."""
 
-    __slots__ = ("_record", "_request_id", "_send", "before_last_byte", "complete", "encoder", "gone", "last_write",
-                 "started", "streaming", "writing")
+    __slots__ = ("_record", "_request_id", "_send", "before_last_byte", "complete", "encoder", "error_reply", "gone",
+                 "last_write", "started", "streaming", "writing")
 
     def __init__(self, send: Send, request_id: str, record: AccessRecord,
                  before_last_byte: Callable[[], None]) -> None:
@@ -31,6 +31,9 @@ class ClientWriter:
         self._record = record
         self.before_last_byte: Callable[[], None] | None = before_last_byte
         """Called as the last byte goes (the request's report), unless the request has cut it off already."""
+        self.error_reply: Callable[[GatewayError], tuple[int, bytes]] | None = None
+        """The client's dialect's own way of telling an error before the reply starts (A2A's JSON-RPC error), once
+        the request shows which dialect it is; else the gateway's error body."""
         self.encoder: Encoder | None = None
         """The client's dialect's encoder, once the run's reply is written in it: an error after the head went out
         is an event it encodes."""
@@ -84,7 +87,11 @@ class ClientWriter:
         record = self._record
         record.outcome, record.error = ("rejected" if error.status < 500 else "error"), error.code
         record.error_message = error.message
-        await self.respond(error.status, {"content-type": "application/json"}, orjson.dumps(error.to_json()))
+        if self.error_reply is not None:
+            status, body = self.error_reply(error)
+        else:
+            status, body = error.status, orjson.dumps(error.to_json())
+        await self.respond(status, {"content-type": "application/json"}, body)
 
     async def abort(self, error: GatewayError, code: str) -> None:
         """End the exchange with `error`: as the HTTP error if the response has not started, else in band."""

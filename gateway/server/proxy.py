@@ -47,7 +47,7 @@ from adapters import registry
 from gateway.config import Route
 from gateway.conversations.mapper import ConversationMapper
 from gateway.conversations.recorder import RunRecorder
-from gateway.core.codec import Dialect
+from gateway.core.codec import Dialect, UpstreamRequest
 from gateway.core.errors import (
     CODES,
     GatewayError,
@@ -64,12 +64,13 @@ from gateway.core.validation import check_ids, load_json_object
 from gateway.server.access import ANONYMOUS, Access, Caller
 from gateway.server.client import ClientWriter
 from gateway.server.deadlines import Deadlines
+from gateway.server.discovery import Discovery, SideCalls
 from gateway.server.logs import ACCESS
 from gateway.server.metrics import Metrics
 from gateway.server.record import AccessRecord
 from gateway.server.relay import Relay, describe
 from gateway.server.telemetry import RequestTrace, Tracing, pass_trace_context, upstream_attributes
-from gateway.upstream.http1 import ConnectError, ConnectTimeout, HTTPError, Pool, Response
+from gateway.upstream.http1 import ConnectError, ConnectTimeout, HTTPError, Pool, Response, Target
 
 log = logging.getLogger("agent_gateway.proxy")
 log_access = logging.getLogger(ACCESS)
@@ -118,7 +119,8 @@ class RouteHandler:
         self.bodies = bodies
         self.debug_errors = debug_errors
         self.upstream = registry.get(route.upstream.dialect)
-        self.target = route.upstream.target(route.timeouts.connect)
+        self.discovery = Discovery(route, self.upstream, pool)
+        self.side_calls = SideCalls(pool)
         self.in_flight = metrics.in_flight.labels(route.name)
         self.access = Access(route)
         self.learned_variant: str | None = None
@@ -156,14 +158,18 @@ class RouteHandler:
             body = await self._read_body(receive)
             if self.log_bodies:
                 call.record.request_body = body[:4096].decode("utf-8", "replace")
-            client, turn = self._parse(headers, body, path)
+            client, turn = self._parse(call, headers, body, path)
             self.access.admit(caller)
         except ClientGone:
             call.record.outcome = "client_gone"
             return
         except GatewayError as error:
+            call.writer.error_reply = registry.error_reply(call.request_json, self.route.dialects, path)
             await call.writer.fail_before_start(error)
             return
+        if client.error_reply is not None:
+            reply, request_json = client.error_reply, call.request_json
+            call.writer.error_reply = lambda error: reply(error, request_json)
         call.release = partial(self.access.release, caller)  # freed as the last byte goes, like the report
         await self._admitted(call, receive, client, turn)
 
@@ -207,6 +213,8 @@ class RouteHandler:
             if deadlines.cancelled_because is None:  # not ours (the server is shutting down): let it through
                 raise
             task.uncancel()
+            if deadlines.cancelled_because in ("client_gone", "timeout"):
+                call.cancel_upstream()
             if deadlines.cancelled_because == "timeout":  # a deadline outside the relay, e.g. reading an error body
                 deadlines.cancelled_because = None
                 await writer.abort(UpstreamTimeout(deadlines.missed_deadline), "upstream_timeout")
@@ -220,13 +228,13 @@ class RouteHandler:
             deadlines.disarm()
             watcher.cancel()
 
-    def _parse(self, headers: Headers, body: bytes, path: str) -> tuple[Dialect, Turn]:
+    def _parse(self, call: _Call, headers: Headers, body: bytes, path: str) -> tuple[Dialect, Turn]:
         content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if content_type != "application/json" and not content_type.endswith("+json"):
             # Required: a browser sends a POST without one (or text/plain) cross-origin with no preflight.
             raise UnsupportedMediaType(f"expected Content-Type: application/json, got {content_type or 'none'}")
         limits = self.route.limits
-        value = load_json_object(body, limits.max_json_depth)
+        value = call.request_json = load_json_object(body, limits.max_json_depth)
         client, turn = registry.read_request(value, self.route.dialects, path)
         if len(turn.messages) > limits.max_messages:
             raise RequestTooLarge(f"the request has {len(turn.messages)} messages; this route takes "
@@ -248,6 +256,11 @@ class _Call:
         self.trace: RequestTrace | None = None
         self.relay: Relay | None = None
         """The run's relay, once the upstream has answered 2xx."""
+        self.target: Target | None = None
+        """Where the upstream was called, once it was."""
+        self.upstream_headers: dict[str, str] = {}
+        self.request_json: dict[str, Any] | None = None
+        """The client's body, once read as JSON: an error reply in its dialect may quote it (a JSON-RPC id)."""
         self.reported = False
         self.release: Callable[[], None] | None = None
         self.caller = Caller(None, ANONYMOUS)
@@ -298,14 +311,17 @@ class _Call:
     async def run(self, client: Dialect, turn: Turn) -> None:
         route, upstream = self.route, self.handler.upstream
         handler, writer, deadlines = self.handler, self.writer, self.deadlines
+        target, discovered = await handler.discovery.endpoint()
         exchange = await handler.mapper.begin(route.name, turn, client, upstream,
-                                              route.upstream.variant or handler.learned_variant, self.caller.principal)
+                                              route.upstream.variant or discovered or handler.learned_variant,
+                                              self.caller.principal)
         outbound = upstream.build_request(exchange.upstream_turn, exchange.upstream_variant)
-        headers = self._upstream_headers(outbound.headers)
+        headers = self.upstream_headers = self._upstream_headers(outbound.headers)
+        self.target = target
         sent_at = writer.last_write = time.monotonic()
         deadlines.arm()
         try:
-            response = await self.handler.pool.post(self.handler.target, outbound.body, headers)
+            response = await self.handler.pool.post(target, outbound.body, headers, outbound.path)
             self.record.upstream_ms = round((time.monotonic() - sent_at) * 1000, 3)
             if self.trace is not None:
                 self.trace.upstream_answered(response.status)
@@ -330,10 +346,10 @@ class _Call:
         try:
             failed = response.status >= 300
             content_type = response.headers.get("content-type", "")
-            if failed and (outbound.streams or "json" not in content_type):
+            if failed and ((outbound.streams and not outbound.json_reply) or "json" not in content_type):
                 await self._upstream_refused(response, f"upstream answered HTTP {response.status}")
                 return
-            if not failed and (wrong := _wrong_content_type(upstream.name, outbound.streams, content_type)):
+            if not failed and (wrong := _wrong_content_type(upstream.name, outbound, content_type)):
                 await self._upstream_refused(response, f"upstream answered HTTP {response.status} with {wrong}")
                 return
             if route.upstream.variant is None and (variant := upstream.variant_of(response.headers)) is not None:
@@ -349,6 +365,18 @@ class _Call:
                 await response.drain(_DRAIN_SECONDS)  # the client has its last byte; this keeps the connection
         finally:
             response.release()  # back to the pool if read to its end, else closed
+
+    def cancel_upstream(self) -> None:
+        """The run is abandoned (the client left, or a deadline passed): tell an upstream that keeps running
+        otherwise (an A2A task), if its dialect has a way to say it."""
+        relay = self.relay
+        if relay is None or self.target is None:
+            return
+        request = relay.decoder.cancel_request()
+        if request is not None:
+            self.record.upstream_cancelled = True
+            self.handler.side_calls.send(self.target, request, self.upstream_headers,
+                                         f"route {self.route.name}: cancelling the upstream's run")
 
     def _upstream_headers(self, dialect_headers: dict[str, str]) -> dict[str, str]:
         headers = {name: value for name in self.route.forward_headers if (value := self.headers.get(name))}
@@ -381,13 +409,15 @@ _ERROR_KINDS = frozenset({
 })
 
 
-def _wrong_content_type(upstream: str, streams: bool, content_type: str) -> str | None:
+def _wrong_content_type(upstream: str, outbound: UpstreamRequest, content_type: str) -> str | None:
     """Why a 2xx body cannot be what the upstream's dialect sends, or None. Only what is surely not a run is
     refused: an HTML page (a misrouted proxy or login wall), or JSON where an event stream belongs (an error body
-    sent as 200). No content type, or text/plain (older Vercel data streams), is read as the dialect."""
+    sent as 200) unless the dialect reads one there. No content type, or text/plain (older Vercel data streams),
+    is read as the dialect."""
     media = content_type.partition(";")[0].strip().lower()
-    if media in ("text/html", "application/xhtml+xml") or (streams and media == "application/json"):
-        expected = "text/event-stream" if streams else "application/json"
+    json_refused = outbound.streams and not outbound.json_reply
+    if media in ("text/html", "application/xhtml+xml") or (json_refused and media == "application/json"):
+        expected = "text/event-stream" if outbound.streams else "application/json"
         return f"content-type {media}, not the {expected} of {upstream}"
     return None
 

@@ -41,6 +41,8 @@ class AccessRecord:
     """What the client was told, for an error before the response started."""
     error_detail: str | None = None
     """Why the upstream could not be reached, for the operator: it may name internal addresses."""
+    upstream_cancelled: bool | None = None
+    """True when the gateway asked the upstream to stop a run it abandoned (an A2A `CancelTask`)."""
     history: str | None = None
     """Says "unavailable" when the turn went on without the conversation store."""
     duration_ms: float | None = None

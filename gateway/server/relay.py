@@ -34,15 +34,15 @@ class Relay:
     """One run, from the upstream's 2xx body to the client's last byte. It holds what the run is translated and
     recorded with: the upstream's decoder, the client's encoder, the recorder and the exchange."""
 
-    __slots__ = ("_client", "_deadlines", "_decoder", "_mapper", "_record", "_started_at", "_streams",
-                 "_upstream_status", "_write", "_writer", "encoder", "exchange", "recorder")
+    __slots__ = ("_client", "_deadlines", "_mapper", "_record", "_started_at", "_streams",
+                 "_upstream_status", "_write", "_writer", "decoder", "encoder", "exchange", "recorder")
 
     def __init__(self, *, exchange: Exchange, client: Dialect, decoder: Decoder, encoder: Encoder,
                  recorder: RunRecorder, upstream_status: int, mapper: ConversationMapper, record: AccessRecord,
                  writer: ClientWriter, deadlines: Deadlines) -> None:
         self.exchange = exchange
         self._client = client
-        self._decoder = decoder
+        self.decoder = decoder
         self.encoder = encoder
         self.recorder = recorder
         self._upstream_status = upstream_status
@@ -57,7 +57,7 @@ class Relay:
 
     async def run(self, response: Response, upstream_streams: bool) -> None:
         """Move the upstream's body to the client, translated, and store what the run added to the conversation."""
-        decoder, encoder, writer, deadlines = self._decoder, self.encoder, self._writer, self._deadlines
+        decoder, encoder, writer, deadlines = self.decoder, self.encoder, self._writer, self._deadlines
         writer.encoder = encoder
         if encoder.streams:
             await writer.start(encoder.status_code, {**encoder.headers, **UNBUFFERED_HEADERS})

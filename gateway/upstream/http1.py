@@ -107,6 +107,11 @@ class Target:
         self.connect_timeout = connect_timeout
         self.max_connections = max_connections
 
+    def under(self, path: str) -> str:
+        """The request target for `path` under this target's URL (`/a2a` + `/message:stream`), its query dropped."""
+        base = self.path.partition("?")[0].rstrip("/")
+        return base + (path if path.startswith("/") else "/" + path)
+
 
 class Response:
     """One response, read as it arrives: `await read()` gives whatever body bytes came since the last call
@@ -430,9 +435,15 @@ class Pool:
         """Connections per origin, those being made included."""
         self._waiting: dict[tuple[object, ...], deque[asyncio.Future[None]]] = {}
 
-    async def post(self, target: Target, body: bytes, headers: dict[str, str]) -> Response:
-        """Send the request and wait for the response's head; the body is then read with `Response.read()`."""
-        head = self._head(target, body, headers)
+    async def post(self, target: Target, body: bytes, headers: dict[str, str], path: str | None = None) -> Response:
+        """Send the request and wait for the response's head; the body is then read with `Response.read()`.
+        `path` replaces the target's own (a call under the upstream's URL)."""
+        return await self.request("POST", target, body, headers, path)
+
+    async def request(self, method: str, target: Target, body: bytes, headers: dict[str, str],
+                      path: str | None = None) -> Response:
+        """Any method; `post` is the proxy's one."""
+        head = self._head(method, target, body, headers, path)
         connection = self._take(target.key) or await self._new_connection(target)
         response = connection.send(head, body)
         try:
@@ -547,8 +558,9 @@ class Pool:
             raise ConnectError(f"cannot connect to {target.host_header}: {exc}") from exc
         return connection
 
-    def _head(self, target: Target, body: bytes, headers: dict[str, str]) -> bytes:
-        lines = [f"POST {target.path} HTTP/1.1", f"host: {target.host_header}", f"content-length: {len(body)}"]
+    def _head(self, method: str, target: Target, body: bytes, headers: dict[str, str], path: str | None) -> bytes:
+        lines = [f"{method} {target.path if path is None else target.under(path)} HTTP/1.1",
+                 f"host: {target.host_header}", f"content-length: {len(body)}"]
         if "user-agent" not in headers:
             lines.append(f"user-agent: {self.user_agent}")
         if target.authorization is not None and "authorization" not in headers:

@@ -7,6 +7,7 @@ from typing import Any
 import orjson
 
 from gateway.core.codec import json_or_text
+from gateway.core.decoding import RepairedDecoder
 from gateway.core.events import (
     Event,
     RunError,
@@ -20,13 +21,14 @@ from gateway.core.events import (
     ToolCallStart,
     ToolResult,
 )
-from gateway.core.repair import RunRepair
 from gateway.core.sse import DEFAULT_MAX_FRAME
 
 
-class ToyDecoder:
+class ToyDecoder(RepairedDecoder):
+    """Frames lines itself; the base gives it repair, `fail` and `cancel_request`."""
+
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
-        self.repair = RunRepair()
+        super().__init__()
         self._buffer = b""
         self._max = max_event_bytes
         self._text: str | None = None
@@ -48,11 +50,6 @@ class ToyDecoder:
             self._line(self._buffer, out)
         self._end_text(out)
         self.repair.end_of_stream(out)
-        return out
-
-    def fail(self, message: str, code: str | None = None) -> list[Event]:
-        out: list[Event] = []
-        self.repair.fail(message, code, out)
         return out
 
     def _line(self, line: bytes, out: list[Event]) -> None:

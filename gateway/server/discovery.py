@@ -1,0 +1,123 @@
+"""An upstream's discovery document (A2A's agent card), read for where and how to call it, and the calls the
+gateway makes to an upstream beside the run's own (cancelling a task the client walked away from).
+
+The document names an endpoint by URL. Only its path is taken: the origin stays the configured one, so a card
+written for the agent's public address still works from a sidecar, and no card can send the gateway to a host
+its operator did not configure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from urllib.parse import urlsplit, urlunsplit
+
+import orjson
+
+from gateway.config import Route
+from gateway.core.codec import Dialect, Endpoint, UpstreamRequest
+from gateway.upstream.http1 import HTTPError, Pool, Target
+
+log = logging.getLogger("agent_gateway.discovery")
+
+MAX_DOCUMENT_BYTES = 256 * 1024
+RETRY_SECONDS = 30.0
+"""After a failed read, how long the configured URL is used before the document is asked for again."""
+SIDE_CALL_SECONDS = 5.0
+"""How long a side call (a cancel) may take: nobody waits for it."""
+
+
+class Discovery:
+    """Where one route calls its upstream: the configured URL until the upstream's document says otherwise."""
+
+    def __init__(self, route: Route, dialect: Dialect, pool: Pool) -> None:
+        self.route = route
+        self.dialect = dialect
+        self.pool = pool
+        self.configured = route.upstream.target(route.timeouts.connect)
+        self.target = self.configured
+        self.variant: str | None = None
+        """The variant the document showed the upstream to be."""
+        self._next_attempt = 0.0
+        self._done = dialect.discovery_path is None or dialect.read_discovery is None
+        self._lock = asyncio.Lock()
+
+    async def endpoint(self) -> tuple[Target, str | None]:
+        if not self._done and time.monotonic() >= self._next_attempt:
+            async with self._lock:
+                if not self._done and time.monotonic() >= self._next_attempt:
+                    await self._discover()
+        return self.target, self.variant
+
+    async def _discover(self) -> None:
+        path = self.dialect.discovery_path
+        assert path is not None and self.dialect.read_discovery is not None
+        url = self.route.upstream.url
+        try:
+            async with asyncio.timeout(min(self.route.timeouts.first_event, 10.0)):
+                document = await self._get(path)
+            endpoint = self.dialect.read_discovery(document, url)
+        except (HTTPError, TimeoutError, ValueError) as exc:
+            self._next_attempt = time.monotonic() + RETRY_SECONDS
+            log.warning("route %s: the upstream's %s could not be read (%s); calling %s as configured",
+                        self.route.name, path, exc, url, extra={"route": self.route.name})
+            return
+        self._done = True
+        if endpoint is None:
+            log.warning("route %s: the upstream's %s names no endpoint the gateway can call; calling %s as "
+                        "configured", self.route.name, path, url, extra={"route": self.route.name})
+            return
+        self.target = self.route.upstream.target(self.route.timeouts.connect, _on_origin(url, endpoint))
+        self.variant = endpoint.variant
+        log.info("route %s: the upstream's %s names %s%s", self.route.name, path, self.target.url,
+                 f" ({endpoint.variant})" if endpoint.variant else "", extra={"route": self.route.name})
+
+    async def _get(self, path: str) -> object:
+        headers = {"accept": "application/json", **self.route.upstream.headers}
+        response = await self.pool.request("GET", self.configured, b"", headers, path)
+        try:
+            body = b""
+            while chunk := await response.read():
+                body += chunk
+                if len(body) > MAX_DOCUMENT_BYTES:
+                    raise ValueError(f"larger than {MAX_DOCUMENT_BYTES} bytes")
+            if response.status != 200:
+                raise ValueError(f"HTTP {response.status}")
+            try:
+                return orjson.loads(body)
+            except orjson.JSONDecodeError:
+                raise ValueError("not JSON") from None
+        finally:
+            response.release()
+
+
+def _on_origin(configured: str, endpoint: Endpoint) -> str:
+    """The endpoint's path and query on the configured URL's origin."""
+    base, found = urlsplit(configured), urlsplit(endpoint.url)
+    return urlunsplit((base.scheme, base.netloc, found.path or "/", found.query, ""))
+
+
+class SideCalls:
+    """Calls to an upstream that nobody waits for, kept referenced until they end and bounded in time."""
+
+    def __init__(self, pool: Pool) -> None:
+        self.pool = pool
+        self._running: set[asyncio.Task[None]] = set()
+
+    def send(self, target: Target, request: UpstreamRequest, headers: dict[str, str], what: str) -> None:
+        task = asyncio.create_task(self._send(target, request, {**headers, **request.headers}, what))
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+
+    async def _send(self, target: Target, request: UpstreamRequest, headers: dict[str, str], what: str) -> None:
+        try:
+            async with asyncio.timeout(SIDE_CALL_SECONDS):
+                response = await self.pool.post(target, request.body, headers, request.path)
+                try:
+                    await response.drain(SIDE_CALL_SECONDS)
+                finally:
+                    response.release()
+            log.info("%s: upstream answered HTTP %s", what, response.status)
+        except (HTTPError, TimeoutError) as exc:
+            log.warning("%s: not sent (%s)", what, exc)
