@@ -3,16 +3,17 @@ what dialects exist. Adding a dialect is a package under `adapters/` and a line 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from adapters import ag_kit, ag_ui, agent_respond, vercel
+from adapters import a2a, ag_kit, ag_ui, agent_respond, vercel
 from gateway.core.codec import Dialect, Likeness
 from gateway.core.errors import GatewayError, UnknownDialect
 from gateway.core.turn import Turn
 from gateway.core.validation import listed
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (ag_ui.DIALECT, ag_kit.DIALECT, vercel.DIALECT,
-                                                     agent_respond.DIALECT)}
+                                                     agent_respond.DIALECT, a2a.DIALECT)}
 
 
 def get(name: str) -> Dialect:
@@ -61,6 +62,19 @@ def read_request(body: dict[str, Any], candidates: list[str], path: str) -> tupl
     raise UnknownDialect(f"{path} takes {listed(owners)}, and this body is none of them: "
                          + "; ".join(DIALECTS[name].expects for name in owners),
                          [{"dialect": name, "message": errors[name].message} for name in owners])
+
+
+def error_reply(body: Any, candidates: list[str], path: str) -> Callable[[GatewayError], tuple[int, bytes]] | None:
+    """How to tell a refused request's client why, when its dialect has a way of its own (A2A's JSON-RPC errors):
+    the dialect that alone owns the path, or that the body surely is. None for the gateway's error body."""
+    owners = [name for name in candidates if path in DIALECTS[name].paths] or candidates
+    if isinstance(body, dict):
+        own = [name for name in candidates if DIALECTS[name].sniff(body) is Likeness.OWN]
+        owners = own if len(own) == 1 else owners
+    reply = DIALECTS[owners[0]].error_reply if len(owners) == 1 else None
+    if reply is None:
+        return None
+    return lambda error: reply(error, body)
 
 
 def _article(name: str) -> str:

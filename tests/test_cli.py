@@ -73,7 +73,7 @@ def test_bad_flags_and_bad_config_get_one_line_saying_what_and_where(tmp_path: P
     assert caught.value.code == 2
     assert capsys.readouterr().err == "agent-gateway: unrecognized arguments: --bogus (see agent-gateway --help)\n"
     config = tmp_path / "bad.yaml"
-    config.write_text("routes:\n  - upstream: {url: 'http://x', dialect: a2a}\n")
+    config.write_text("routes:\n  - upstream: {url: 'http://x', dialect: acp}\n")
     assert main(["serve", "--config", str(config)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{config}:2: routes[0].upstream.dialect: Input should be" in err

@@ -7,7 +7,7 @@ import pytest
 from gateway.config import ConfigError, load_config, parse_config
 
 CLIENT_PATHS = {"ag-ui": ["/agui", "/send-message"], "ag-kit": ["/send-message"], "vercel": ["/api/chat"],
-                "agent-respond": ["/agent/respond"]}
+                "agent-respond": ["/agent/respond"], "a2a": ["/a2a"]}
 CONFIGS = sorted((Path(__file__).parent.parent / "config").glob("*.yaml"))
 
 MINIMAL = """
@@ -26,7 +26,7 @@ def test_every_example_config_loads(path: Path) -> None:
 
 def test_defaults_mount_the_client_dialects_conventional_paths() -> None:
     route = parse_config(MINIMAL, environ={}).routes[0]
-    assert route.paths == ["/agent/respond", "/agui", "/api/chat", "/send-message"]
+    assert route.paths == ["/a2a", "/agent/respond", "/agui", "/api/chat", "/send-message"]
     assert route.name == "route0" and route.timeouts.first_event == 60
 
 
@@ -47,7 +47,7 @@ def test_unset_variable_is_named_with_its_line() -> None:
 
 def test_bad_value_is_reported_with_file_line_and_key() -> None:
     with pytest.raises(ConfigError) as caught:
-        parse_config(MINIMAL.replace("ag-kit", "a2a"), "gw.yaml", environ={})
+        parse_config(MINIMAL.replace("ag-kit", "acp"), "gw.yaml", environ={})
     assert str(caught.value).startswith("gw.yaml:5: routes[0].upstream.dialect: Input should be 'ag-ui'")
 
 
@@ -68,7 +68,7 @@ def test_credentials_are_forwarded_only_when_listed_and_hop_headers_never() -> N
 
 
 def test_two_routes_on_one_path_are_refused() -> None:
-    with pytest.raises(ConfigError, match="routes: path /agent/respond is served by both route0 and route1"):
+    with pytest.raises(ConfigError, match="routes: path /a2a is served by both route0 and route1"):
         parse_config(MINIMAL + MINIMAL.split("\n", 2)[2], environ={})
 
 

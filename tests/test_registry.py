@@ -30,8 +30,8 @@ def test_unrecognised_body_is_a_clear_error() -> None:
 
 
 def test_unknown_dialect_name_lists_the_known_ones() -> None:
-    with pytest.raises(ValueError, match="known: ag-ui, ag-kit, vercel, agent-respond"):
-        registry.get("a2a")
+    with pytest.raises(ValueError, match="known: ag-ui, ag-kit, vercel, agent-respond, a2a"):
+        registry.get("acp")
 
 
 ALL = list(registry.DIALECTS)

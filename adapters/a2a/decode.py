@@ -1,0 +1,265 @@
+"""An A2A agent's reply into canonical events: a stream of task, status-update, artifact-update and message
+responses (each in a JSON-RPC envelope, or bare on the HTTP+JSON binding), or one JSON body (`SendMessage`'s
+result, or a JSON-RPC error sent before any stream).
+
+- The task opens the run (its `contextId` the thread, its `id` the run).
+- Artifact chunks are text (one message per artifact, ended by `lastChunk`) or named data; file parts are data.
+- A status update's message is text, or tool activity where its data parts carry Google ADK's marks.
+- `input-required` and `auth-required` are an interrupt named by the task's id: the client's answer continues the
+  task. `completed` finishes the run, `canceled` cancels it, `failed` and `rejected` fail it with the status
+  message's text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from gateway.core.codec import UpstreamRequest
+from gateway.core.decoding import DEFAULT_MAX_BODY, Events, JsonSSEDecoder
+from gateway.core.events import (
+    Data,
+    Event,
+    Interrupt,
+    RunError,
+    RunFinished,
+    RunStarted,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResult,
+)
+from gateway.core.ids import new_id
+from gateway.core.sse import DEFAULT_MAX_FRAME
+
+from .request import FUNCTION_CALL, FUNCTION_RESPONSE
+from .wire import PAUSED, part_kind, response_kind, state, text_of
+
+_FAILED_CODES = {"failed": "upstream_error", "rejected": "upstream_rejected"}
+
+
+class A2ADecoder(JsonSSEDecoder):
+    __slots__ = ("_body", "_context_id", "_max_body", "_mode", "_open_text", "_task_id", "_version_hint")
+
+    def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
+        super().__init__(max_event_bytes)
+        self._mode: str | None = None
+        """`sse` or `json`, once the body's first byte tells."""
+        self._body: list[bytes] = []
+        self._max_body = max(max_event_bytes, DEFAULT_MAX_BODY)
+        self._task_id: str | None = None
+        self._context_id: str | None = None
+        self._open_text: dict[str, str] = {}
+        """Artifacts being written as text: artifact id -> the message id they stream into."""
+        self._version_hint: str | None = None
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        if self._mode is None:
+            head = chunk.lstrip()
+            if not head:
+                return []
+            self._mode = "json" if head[:1] in (b"{", b"[") else "sse"
+        if self._mode == "sse":
+            return super().feed(chunk)
+        out: list[Event] = []
+        size = sum(map(len, self._body)) + len(chunk)
+        if size > self._max_body:
+            self._body.clear()
+            self.repair.fail(f"upstream response exceeded {self._max_body} bytes", "upstream_event_too_large", out)
+            return out
+        self._body.append(chunk)
+        return out
+
+    def close(self) -> list[Event]:
+        if self._mode != "json":
+            return super().close()
+        out: list[Event] = []
+        repair = self.repair
+        repair.out = out
+        if not repair.done:
+            try:
+                body = orjson.loads(b"".join(self._body))
+            except orjson.JSONDecodeError:
+                repair.fail("upstream returned a body that is not JSON", "upstream_bad_event", out)
+            else:
+                if isinstance(body, dict):
+                    self.on_frame(body, repair)
+                    if not repair.done:
+                        self._end_without_state(repair)
+                else:
+                    repair.fail("upstream returned JSON that is not an object", "upstream_bad_event", out)
+        repair.end_of_stream(out)
+        return out
+
+    def cancel_request(self) -> UpstreamRequest | None:
+        if self._task_id is None or self.repair.done:
+            return None
+        body = {"jsonrpc": "2.0", "id": new_id("rpc"), "method": "CancelTask", "params": {"id": self._task_id}}
+        return UpstreamRequest(orjson.dumps(body), {"content-type": "application/json", "a2a-version": "1.0"},
+                               streams=False)
+
+    def on_frame(self, frame: dict[str, Any], out: Events) -> None:
+        error = frame.get("error")
+        if error is not None:
+            out.append(_rpc_error(error))
+            return
+        result = frame.get("result", frame)
+        if not isinstance(result, dict):
+            out.append(RunError("upstream sent a JSON-RPC result that is not an object", "upstream_bad_event"))
+            return
+        kind, value = response_kind(result)
+        if kind == "artifact-update":
+            self._artifact(value, out)
+        elif kind == "status-update":
+            self._started(value.get("contextId"), value.get("taskId"), out)
+            self._status(value.get("status"), out)
+        elif kind == "task":
+            self._started(value.get("contextId"), value.get("id"), out)
+            for artifact in value.get("artifacts") or ():
+                if isinstance(artifact, dict):
+                    self._artifact({"artifact": artifact, "lastChunk": True}, out)
+            self._status(value.get("status"), out)
+        elif kind == "message":
+            self._started(value.get("contextId"), value.get("taskId"), out)
+            self._message(value, out)
+            if value.get("taskId") is None:  # a reply without a task: the run is this message
+                out.append(RunFinished())
+        else:
+            out.append(RunError("upstream sent a response that is none of task, message, status or artifact "
+                                "update", "upstream_bad_event"))
+
+    def on_done(self, out: Events) -> None:
+        self._end_without_state(out)
+
+    def _started(self, context_id: Any, task_id: Any, out: Events) -> None:
+        if isinstance(task_id, str) and self._task_id is None:
+            self._task_id = task_id
+        if self._context_id is None:
+            self._context_id = context_id if isinstance(context_id, str) else None
+            out.append(RunStarted(self._context_id, self._task_id))
+
+    def _artifact(self, update: dict[str, Any], out: Events) -> None:
+        artifact = update.get("artifact")
+        if not isinstance(artifact, dict):
+            return
+        self._started(update.get("contextId"), update.get("taskId"), out)
+        artifact_id = artifact.get("artifactId")
+        artifact_id = artifact_id if isinstance(artifact_id, str) else new_id("artifact")
+        name = _str(artifact.get("name"), "artifact")
+        for part in artifact.get("parts") or artifact.get("content") or ():
+            if not isinstance(part, dict):
+                continue
+            kind = part_kind(part)
+            if kind == "text" and isinstance(part.get("text"), str):
+                message_id = self._open_text.get(artifact_id)
+                if message_id is None:
+                    message_id = self._open_text[artifact_id] = new_id("msg")
+                    out.append(TextStart(message_id))
+                if part["text"]:
+                    out.append(TextDelta(message_id, part["text"]))
+            elif kind == "data":
+                out.append(Data(name, part.get("data"), artifact_id))
+            elif kind == "file":
+                out.append(Data("file", part.get("file", part), artifact_id))
+        if update.get("lastChunk") is True and artifact_id in self._open_text:
+            out.append(TextEnd(self._open_text.pop(artifact_id)))
+
+    def _status(self, status: Any, out: Events) -> None:
+        if not isinstance(status, dict):
+            return
+        name = state(status.get("state"))
+        message = status.get("message")
+        if name in PAUSED:
+            self._close_text(out)
+            text = text_of(message.get("parts") or message.get("content")) if isinstance(message, dict) else ""
+            payload = _data_of(message)
+            out.append(Interrupt(self._task_id or new_id("task"), name.replace("-", "_"), text or None, payload))
+            out.append(RunFinished("interrupt"))
+            return
+        if name in _FAILED_CODES:
+            self._close_text(out)
+            text = text_of(message.get("parts") or message.get("content")) if isinstance(message, dict) else ""
+            out.append(RunError(text or f"upstream task {name}", _FAILED_CODES[name]))
+            return
+        if isinstance(message, dict):
+            self._message(message, out)
+        if name == "completed":
+            self._close_text(out)
+            out.append(RunFinished())
+        elif name == "canceled":
+            self._close_text(out)
+            out.append(RunFinished("cancelled"))
+
+    def _message(self, message: dict[str, Any], out: Events) -> None:
+        """An agent's message: its text as one message, its ADK-marked data parts as tool calls and results, and
+        any other data part as named data."""
+        message_id = _str(message.get("messageId")) or new_id("msg")
+        text_open = False
+        for part in message.get("parts") or message.get("content") or ():
+            if not isinstance(part, dict):
+                continue
+            kind = part_kind(part)
+            if kind == "text" and isinstance(part.get("text"), str):
+                if not text_open:
+                    self._close_text(out)
+                    out.append(TextStart(message_id))
+                    text_open = True
+                out.append(TextDelta(message_id, part["text"]))
+                continue
+            if text_open:
+                out.append(TextEnd(message_id))
+                text_open = False
+            metadata = part.get("metadata")
+            mark = metadata.get("adk_type") if isinstance(metadata, dict) else None
+            data = part.get("data")
+            if mark == FUNCTION_CALL and isinstance(data, dict):
+                call_id = _str(data.get("id")) or new_id("call")
+                out.append(ToolCallStart(call_id, str(data.get("name") or "unknown_tool"), message_id))
+                out.append(ToolCallArgs(call_id, orjson.dumps(data.get("args") or {}).decode()))
+                out.append(ToolCallEnd(call_id))
+            elif mark == FUNCTION_RESPONSE and isinstance(data, dict) and isinstance(data.get("id"), str):
+                response = data.get("response")
+                if isinstance(response, dict) and set(response) == {"result"}:
+                    response = response["result"]
+                out.append(ToolResult(data["id"], response))
+            elif kind == "data":
+                out.append(Data("data", data, message_id))
+            elif kind == "file":
+                out.append(Data("file", part.get("file", part), message_id))
+        if text_open:
+            out.append(TextEnd(message_id))
+
+    def _close_text(self, out: Events) -> None:
+        for message_id in self._open_text.values():
+            out.append(TextEnd(message_id))
+        self._open_text.clear()
+
+    def _end_without_state(self, out: Events) -> None:
+        """The stream ended with no final state: a task still working is a truncated run (repair says so); one
+        that never started is an empty reply."""
+        if self._context_id is None and self._task_id is None:
+            out.append(RunError("upstream answered with no task and no message", "upstream_bad_event"))
+
+
+def _rpc_error(error: Any) -> RunError:
+    if not isinstance(error, dict):
+        return RunError("upstream answered with a JSON-RPC error", "upstream_error")
+    message = _str(error.get("message"), "upstream error")
+    code = error.get("code")
+    return RunError(f"{message} (A2A error {code})" if code is not None else message, "upstream_error")
+
+
+def _str(value: Any, default: str = "") -> str:
+    return value if isinstance(value, str) else default
+
+
+def _data_of(message: Any) -> Any:
+    """The data parts of a status message, for an interrupt's payload (what the agent asks for, as data)."""
+    if not isinstance(message, dict):
+        return None
+    data = [p.get("data") for p in message.get("parts") or () if isinstance(p, dict) and part_kind(p) == "data"]
+    return data[0] if len(data) == 1 else (data or None)

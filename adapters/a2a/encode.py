@@ -1,0 +1,345 @@
+"""Canonical events into an A2A task, as an `a2a-sdk` server writes one: streamed (`SendStreamingMessage`) as
+JSON-RPC responses over SSE, or folded into the final task (`SendMessage`).
+
+The task's id is the run's and its `contextId` the conversation's. Text goes out as chunks of an artifact per
+message; named data as a data artifact; tool calls and results as working-status messages with Google ADK's data
+parts; an interrupt, or a tool call left for the client, as `input-required` (the client's next message with the
+task's id answers it); the end as `completed`, `canceled` or `failed`. Reasoning, state and usage have no place in
+a task and are left out (counted in `dropped`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from gateway.core.codec import as_text, json_or_text
+from gateway.core.encoding import EVENT_TYPES, SSEEncoder
+from gateway.core.events import (
+    Data,
+    Event,
+    Interrupt,
+    MessagesSnapshot,
+    Raw,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    RunError,
+    RunFinished,
+    RunStarted,
+    StateDelta,
+    StateSnapshot,
+    StepFinished,
+    StepStarted,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResult,
+    Usage,
+)
+from gateway.core.ids import new_id
+from gateway.core.turn import Turn
+
+from .request import FUNCTION_CALL, FUNCTION_RESPONSE
+from .wire import V03, data_part, role_for, state_for, text_part, wrap
+
+Response = tuple[str, dict[str, Any]]
+"""One stream response: its kind (`task`, `status-update`, `artifact-update`) and its object."""
+
+_DROPPED: dict[type, str] = {
+    ReasoningStart: "reasoning", ReasoningDelta: "reasoning", ReasoningEnd: "reasoning", StateSnapshot: "state",
+    StateDelta: "state", MessagesSnapshot: "messages_snapshot", Usage: "usage",
+}
+"""What a task has no place for, by the kind counted in `dropped`."""
+
+
+class TaskWriter:
+    """The task a run makes, as the responses an A2A server streams; shared by the streamed and the one-body
+    reply."""
+
+    __slots__ = ("_calls", "_context_id", "_continues", "_dropped", "_interrupts", "_open", "_request", "_task_id",
+                 "_unresolved", "version")
+
+    def __init__(self, request: Turn | None, dropped: dict[str, int]) -> None:
+        a2a = request.metadata.get("a2a") if request is not None else None
+        self.version = request.variant if request is not None and request.variant == V03 else None
+        self._request = request
+        self._continues = bool(a2a.get("continues")) if isinstance(a2a, dict) else False
+        self._task_id = request.run_id if request is not None and request.run_id else new_id("task")
+        self._context_id = request.conversation_id if request is not None and request.conversation_id \
+            else new_id("ctx")
+        self._open: dict[str, bool] = {}
+        """Text messages being written as artifacts: message id -> whether a chunk went out."""
+        self._calls: dict[str, tuple[str, list[str]]] = {}
+        self._unresolved: dict[str, dict[str, Any]] = {}
+        """Tool calls made and not answered: id -> the call's data part, asked of the client at the end."""
+        self._interrupts: list[Interrupt] = []
+        self._dropped = dropped
+
+    def event(self, e: Event) -> list[Response]:
+        handler = _HANDLERS.get(type(e))
+        if handler is not None:
+            return handler(self, e)
+        kind = _DROPPED.get(type(e))
+        if kind is not None:
+            self._dropped[kind] += 1
+        return []
+
+    def _status(self, name: str, parts: list[dict[str, Any]] | None = None, final: bool = False) -> Response:
+        status: dict[str, Any] = {"state": state_for(self.version, name)}
+        if parts:
+            status["message"] = {"messageId": new_id("msg"), "contextId": self._context_id, "taskId": self._task_id,
+                                 "role": role_for(self.version, "agent"), "parts": parts}
+            if self.version == V03:
+                status["message"]["kind"] = "message"
+        update: dict[str, Any] = {"taskId": self._task_id, "contextId": self._context_id, "status": status}
+        if self.version == V03:
+            update["final"] = final
+        return "status-update", update
+
+    def _artifact(self, artifact_id: str, name: str, parts: list[dict[str, Any]], append: bool,
+                  last: bool) -> Response:
+        update: dict[str, Any] = {"taskId": self._task_id, "contextId": self._context_id,
+                                  "artifact": {"artifactId": artifact_id, "name": name, "parts": parts}}
+        if append or self.version == V03:
+            update["append"] = append
+        if last or self.version == V03:
+            update["lastChunk"] = last
+        return "artifact-update", update
+
+    def _run_started(self, e: RunStarted) -> list[Response]:
+        if e.run_id:
+            self._task_id = e.run_id
+        if e.thread_id:
+            self._context_id = e.thread_id
+        working = self._status("working")
+        if self._continues:
+            return [working]  # a continued task's stream starts with its new status, as the SDK's does
+        task: dict[str, Any] = {"id": self._task_id, "contextId": self._context_id,
+                                "status": {"state": state_for(self.version, "submitted")}}
+        history = self._history()
+        if history:
+            task["history"] = history
+        return [("task", task), working]
+
+    def _history(self) -> list[dict[str, Any]]:
+        if self._request is None:
+            return []
+        messages = []
+        for m in self._request.messages:
+            if m.role == "user" and m.text:
+                message = {"messageId": m.id or new_id("msg"), "contextId": self._context_id,
+                           "taskId": self._task_id, "role": role_for(self.version, "user"),
+                           "parts": [text_part(self.version, m.text)]}
+                if self.version == V03:
+                    message["kind"] = "message"
+                messages.append(message)
+        return messages
+
+    def _text_start(self, e: TextStart) -> list[Response]:
+        self._open[e.message_id] = False
+        return []
+
+    def _text_delta(self, e: TextDelta) -> list[Response]:
+        sent = self._open.get(e.message_id, False)
+        self._open[e.message_id] = True
+        return [self._artifact(e.message_id, "response", [text_part(self.version, e.delta)], sent, False)]
+
+    def _text_end(self, e: TextEnd) -> list[Response]:
+        if not self._open.pop(e.message_id, False):
+            return []
+        return [self._artifact(e.message_id, "response", [text_part(self.version, "")], True, True)]
+
+    def _tool_start(self, e: ToolCallStart) -> list[Response]:
+        self._calls[e.tool_call_id] = (e.name, [])
+        return []
+
+    def _tool_args(self, e: ToolCallArgs) -> list[Response]:
+        call = self._calls.get(e.tool_call_id)
+        if call is not None:
+            call[1].append(e.delta)
+        return []
+
+    def _tool_end(self, e: ToolCallEnd) -> list[Response]:
+        call = self._calls.pop(e.tool_call_id, None)
+        if call is None:
+            return []
+        name, pieces = call
+        args = json_or_text("".join(pieces)) if pieces else {}
+        part = data_part(self.version, {"id": e.tool_call_id, "name": name, "args": args},
+                         {"adk_type": FUNCTION_CALL})
+        self._unresolved[e.tool_call_id] = part
+        return [self._status("working", [part])]
+
+    def _tool_result(self, e: ToolResult) -> list[Response]:
+        call = self._unresolved.pop(e.tool_call_id, None)
+        name = call["data"]["name"] if call is not None else ""
+        response = {"error": as_text(e.content)} if e.is_error else {"result": e.content}
+        part = data_part(self.version, {"id": e.tool_call_id, "name": name, "response": response},
+                         {"adk_type": FUNCTION_RESPONSE})
+        return [self._status("working", [part])]
+
+    def _interrupt(self, e: Interrupt) -> list[Response]:
+        self._interrupts.append(e)
+        return []
+
+    def _data(self, e: Data) -> list[Response]:
+        return [self._artifact(e.id or new_id("artifact"), e.name, [data_part(self.version, e.data)], False, True)]
+
+    def _raw(self, e: Raw) -> list[Response]:
+        self._dropped["raw"] += 1
+        return []
+
+    def _steps(self, e: Event) -> list[Response]:
+        return []  # a task has no steps; nothing of the run's content is in them
+
+    def _run_finished(self, e: RunFinished) -> list[Response]:
+        out = self._close_text()
+        if self._interrupts or self._unresolved:
+            return [*out, self._paused()]
+        if e.outcome == "cancelled":
+            return [*out, self._status("canceled", final=True)]
+        return [*out, self._status("completed", final=True)]
+
+    def _paused(self) -> Response:
+        """`input-required` (or `auth-required`) naming what the client must answer: each interrupt's question and
+        its data, and each tool call left for the client."""
+        parts: list[dict[str, Any]] = []
+        auth = False
+        for interrupt in self._interrupts:
+            auth = auth or interrupt.reason in ("auth_required", "auth-required")
+            parts.append(text_part(self.version, interrupt.message or interrupt.reason or "The agent needs input."))
+            details = {k: v for k, v in (("interruptId", interrupt.id), ("reason", interrupt.reason),
+                                         ("payload", interrupt.payload), ("toolCallId", interrupt.tool_call_id),
+                                         ("responseSchema", interrupt.response_schema)) if v not in (None, "")}
+            if len(details) > 2:  # more than its id and reason: the agent's data is worth a part
+                parts.append(data_part(self.version, details))
+        parts += self._unresolved.values()
+        return self._status("auth-required" if auth else "input-required", parts, final=True)
+
+    def _run_error(self, e: RunError) -> list[Response]:
+        return [*self._close_text(), self._status("failed", [text_part(self.version, e.message)], final=True)]
+
+    def _close_text(self) -> list[Response]:
+        out = [self._artifact(message_id, "response", [text_part(self.version, "")], True, True)
+               for message_id, sent in self._open.items() if sent]
+        self._open.clear()
+        return out
+
+
+_HANDLERS: dict[type, Callable[[TaskWriter, Any], list[Response]]] = {
+    RunStarted: TaskWriter._run_started,
+    TextStart: TaskWriter._text_start,
+    TextDelta: TaskWriter._text_delta,
+    TextEnd: TaskWriter._text_end,
+    ToolCallStart: TaskWriter._tool_start,
+    ToolCallArgs: TaskWriter._tool_args,
+    ToolCallEnd: TaskWriter._tool_end,
+    ToolResult: TaskWriter._tool_result,
+    Interrupt: TaskWriter._interrupt,
+    Data: TaskWriter._data,
+    Raw: TaskWriter._raw,
+    RunFinished: TaskWriter._run_finished,
+    RunError: TaskWriter._run_error,
+}
+_HANDLERS[StepStarted] = _HANDLERS[StepFinished] = TaskWriter._steps
+
+
+def _rpc_id(request: Turn | None) -> Any:
+    a2a = request.metadata.get("a2a") if request is not None else None
+    return a2a.get("id") if isinstance(a2a, dict) else None
+
+
+def _stream_event(self: A2AStreamEncoder, e: Event) -> bytes:
+    responses = self.writer.event(e)
+    if not responses:
+        return b""
+    version, rpc_id = self.writer.version, self.rpc_id
+    return b"".join(b"data: " + orjson.dumps({"jsonrpc": "2.0", "id": rpc_id, "result": wrap(version, kind, value)})
+                    + b"\n\n" for kind, value in responses)
+
+
+class A2AStreamEncoder(SSEEncoder):
+    """`SendStreamingMessage`'s reply: each response in a JSON-RPC envelope carrying the request's id."""
+
+    __slots__ = ("rpc_id", "writer")
+
+    handlers = dict.fromkeys(EVENT_TYPES, _stream_event)
+
+    def __init__(self, request: Turn | None = None) -> None:
+        super().__init__(request)
+        self.writer = TaskWriter(request, self.dropped)
+        self.rpc_id = _rpc_id(request)
+
+
+class A2ATaskEncoder:
+    """`SendMessage`'s reply: the task as it stands when the run ends (or pauses), in one JSON-RPC response."""
+
+    streams = False
+
+    __slots__ = ("_task", "dropped", "headers", "rpc_id", "status_code", "writer")
+
+    def __init__(self, request: Turn | None = None) -> None:
+        self.status_code = 200
+        self.headers = {"content-type": "application/json"}
+        self.dropped: dict[str, int] = defaultdict(int)
+        self.writer = TaskWriter(request, self.dropped)
+        self.rpc_id = _rpc_id(request)
+        self._task: dict[str, Any] = {}
+
+    def keep_alive(self) -> bytes:
+        return b""
+
+    def encode(self, events: list[Event]) -> bytes:
+        for e in events:
+            for kind, value in self.writer.event(e):
+                self._fold(kind, value)
+            if type(e) in (RunFinished, RunError):
+                task = self._task
+                result = {"kind": "task", **task} if self.writer.version == V03 else {"task": task}
+                return orjson.dumps({"jsonrpc": "2.0", "id": self.rpc_id, "result": result})
+        return b""
+
+    def _fold(self, kind: str, value: dict[str, Any]) -> None:
+        task = self._task
+        if kind == "task":
+            task.update(value)
+        elif kind == "status-update":
+            task.setdefault("id", value["taskId"])
+            task.setdefault("contextId", value["contextId"])
+            task["status"] = value["status"]
+            message = value["status"].get("message")
+            if message is not None and value["status"]["state"].lower().endswith("working"):
+                task.setdefault("history", []).append(message)
+                del value["status"]["message"]
+        elif kind == "artifact-update":
+            artifact = value["artifact"]
+            artifacts = task.setdefault("artifacts", [])
+            for existing in artifacts:
+                if existing["artifactId"] == artifact["artifactId"]:
+                    _extend(existing["parts"], artifact["parts"])
+                    return
+            artifacts.append({**artifact, "parts": list(artifact["parts"])})
+
+
+def _extend(parts: list[dict[str, Any]], more: list[dict[str, Any]]) -> None:
+    """Chunks of an artifact, joined: text onto the text before it (an empty closing chunk adds nothing)."""
+    for part in more:
+        if "text" in part and parts and "text" in parts[-1]:
+            parts[-1] = {**parts[-1], "text": parts[-1]["text"] + part["text"]}
+        else:
+            parts.append(part)
+
+
+def new_encoder(request: Turn | None = None) -> A2AStreamEncoder | A2ATaskEncoder:
+    """The reply the request asked for: streamed for `SendStreamingMessage`, one task for `SendMessage`."""
+    a2a = request.metadata.get("a2a") if request is not None else None
+    if isinstance(a2a, dict) and a2a.get("stream") is False:
+        return A2ATaskEncoder(request)
+    return A2AStreamEncoder(request)

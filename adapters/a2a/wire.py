@@ -1,0 +1,102 @@
+"""A2A's spellings in its two versions in use: 1.0 (`TASK_STATE_*`, `ROLE_*`, a part's kind told by its one key,
+a stream response's kind by its one key) and 0.3 (lowercase kebab-case states and roles, `kind` on every object,
+`final` on the last status update). The rest of the package writes 1.0 and reads both through these helpers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+V03 = "0.3"
+"""The variant name of A2A 0.3 (`message/stream`, `kind`, `final`); 1.0 is the dialect without a variant."""
+
+REST = "rest"
+"""The variant name of the HTTP+JSON binding (`POST /message:stream`); JSON-RPC is the dialect without a variant."""
+
+SEND = "send"
+"""The variant name of an agent that does not stream: it is called with `SendMessage` and answers one body."""
+
+TERMINAL = frozenset({"completed", "failed", "canceled", "rejected"})
+PAUSED = frozenset({"input-required", "auth-required"})
+"""A task in one of these waits for the client: the stream ends, and the next message with its id continues it."""
+
+METHODS = {
+    "SendStreamingMessage": (True, None), "SendMessage": (False, None),
+    "message/stream": (True, V03), "message/send": (False, V03),
+}
+"""The JSON-RPC methods that run a task: whether the reply streams, and the version they belong to."""
+
+
+def state(value: Any) -> str:
+    """A task state in 0.3's spelling (`input-required`), whichever version wrote it (`TASK_STATE_INPUT_REQUIRED`)."""
+    if not isinstance(value, str):
+        return "unknown"
+    name: str = value.removeprefix("TASK_STATE_")
+    return name.lower().replace("_", "-")
+
+
+def state_for(version: str | None, name: str) -> str:
+    """A state (0.3 spelling) as `version` writes it."""
+    return name if version == V03 else "TASK_STATE_" + name.upper().replace("-", "_")
+
+
+def role_for(version: str | None, role: str) -> str:
+    """`user` or `agent` as `version` writes it."""
+    return role if version == V03 else "ROLE_" + role.upper()
+
+
+def is_user(role: Any) -> bool:
+    return role in ("user", "ROLE_USER")
+
+
+def text_part(version: str | None, text: str) -> dict[str, Any]:
+    return {"kind": "text", "text": text} if version == V03 else {"text": text}
+
+
+def data_part(version: str | None, data: Any, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    part: dict[str, Any] = {"kind": "data", "data": data} if version == V03 else {"data": data}
+    if metadata:
+        part["metadata"] = metadata
+    return part
+
+
+def part_kind(part: dict[str, Any]) -> str:
+    """`text`, `data`, `file` (0.3's file parts and 1.0's `raw`/`url` ones) or `unknown`."""
+    kind = part.get("kind")
+    if isinstance(kind, str):
+        return kind
+    if "text" in part:
+        return "text"
+    if "data" in part:
+        return "data"
+    if "file" in part or "raw" in part or "url" in part:
+        return "file"
+    return "unknown"
+
+
+def response_kind(result: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """What a stream response (1.0: `{"statusUpdate": {...}}`) or result (0.3: `{"kind": "status-update", ...}`)
+    holds, in 0.3's names (`task`, `message`, `status-update`, `artifact-update`), and the object itself."""
+    kind = result.get("kind")
+    if isinstance(kind, str):
+        return kind, result
+    for key, name in (("statusUpdate", "status-update"), ("artifactUpdate", "artifact-update"), ("task", "task"),
+                      ("message", "message")):
+        value = result.get(key)
+        if isinstance(value, dict):
+            return name, value
+    return "unknown", result
+
+
+def wrap(version: str | None, kind: str, value: dict[str, Any]) -> dict[str, Any]:
+    """A stream response of `kind` (0.3's name) as `version` writes it."""
+    if version == V03:
+        return {"kind": kind, **value}
+    key = {"status-update": "statusUpdate", "artifact-update": "artifactUpdate"}.get(kind, kind)
+    return {key: value}
+
+
+def text_of(parts: Any) -> str:
+    """The text of a message's parts, joined."""
+    if not isinstance(parts, list):
+        return ""
+    return "".join(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str))
