@@ -6,9 +6,12 @@ fully pinned requirements file in `tests/peers/` and started as a subprocess (uv
     pydantic   pydantic-ai's `AGUIAdapter` and `VercelAIAdapter` (`tests/peers/pydantic_agent.py`)
     agkit      `cloudbase-agent-server` 0.1.1, AG-Kit's send-message dialect (`tests/peers/agkit_agent.py`)
     agkit-agui `cloudbase-agent-server` 0.1.22, AG-UI over `/send-message` (`tests/peers/agkit_agui_agent.py`)
+    a2a        `a2a-sdk[http-server]` 1.3.0, the official A2A SDK, JSON-RPC and HTTP+JSON, 1.0 and 0.3
+               (`tests/peers/a2a_agent.py`)
 
     python tests/peers_env.py            install the venvs (skipped when a venv matches its requirements file)
     python tests/peers_env.py --relock   re-resolve the top-level pins below and rewrite the requirements files
+    python tests/peers_env.py --relock a2a   the same for the peers named only
 
 In a test:
 
@@ -17,6 +20,8 @@ In a test:
     with agkit_upstream() as url:        # /send-message, /healthz
         ...
     with agkit_agui_upstream() as url:   # /send-message (AG-UI), /healthz
+        ...
+    with a2a_upstream() as url:          # the card, JSON-RPC at /, HTTP+JSON, the same under /plain; /healthz
         ...
 """
 
@@ -94,7 +99,8 @@ AGKIT = Peer("agkit", "agkit_agent",
 AGKIT_AGUI = Peer("agkit-agui", "agkit_agui_agent",
                   ("cloudbase-agent-server==0.1.22", "cloudbase-agent-core==0.1.13", "ag-ui-protocol==0.1.22",
                    "uvicorn==0.54.0"))
-PEERS = (PYDANTIC, AGKIT, AGKIT_AGUI)
+A2A = Peer("a2a", "a2a_agent", ("a2a-sdk[http-server]==1.3.0", "uvicorn==0.54.0"))
+PEERS = (PYDANTIC, AGKIT, AGKIT_AGUI, A2A)
 
 
 def _run(*command: str | Path) -> None:
@@ -150,7 +156,7 @@ def relock(peers: tuple[Peer, ...] = PEERS) -> None:
                                     text=True, env=_clean_env()).stdout
         version = f"{sys.version_info.major}.{sys.version_info.minor}"
         header = (f"# `pip freeze` of a venv (Python {version}) holding: {' '.join(peer.top_level)}\n"
-                  f"# Regenerate with: python tests/peers_env.py --relock\n")
+                  f"# Regenerate with: python tests/peers_env.py --relock {peer.name}\n")
         peer.requirements.write_text(header + frozen)
         print(f"peers_env: wrote {peer.requirements.relative_to(ROOT)}", file=sys.stderr)
 
@@ -235,12 +241,22 @@ def agkit_agui_upstream() -> Iterator[str]:
         yield url
 
 
+@contextmanager
+def a2a_upstream() -> Iterator[str]:
+    """a2a-sdk 1.3.0 serving A2A 1.0 (and 0.3 through its compat layer) over JSON-RPC (`POST /`) and HTTP+JSON
+    (`POST /message:stream`, ...), its card at `/.well-known/agent-card.json`; a non-streaming twin under `/plain`."""
+    with _serve(A2A) as url:
+        yield url
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Install the venvs of the third-party agents the tests run.")
-    parser.add_argument("--relock", action="store_true",
-                        help="re-resolve the top-level pins and rewrite tests/peers/requirements-*.txt first")
-    if parser.parse_args().relock:
-        relock()
+    parser.add_argument("--relock", nargs="*", metavar="PEER", choices=[peer.name for peer in PEERS],
+                        help="re-resolve the top-level pins and rewrite tests/peers/requirements-*.txt first "
+                             "(of the peers named, or of all)")
+    chosen = parser.parse_args().relock
+    if chosen is not None:
+        relock(tuple(peer for peer in PEERS if peer.name in chosen or not chosen))
     ensure_peer_envs()
 
 
