@@ -228,7 +228,7 @@ class A2ASend(TypedDict):
     """What ``a2a-send.mjs`` (``@a2a-js/sdk`` 1.3.0's client) saw: the JS twin of ``peers_env.A2AClientRun``."""
 
     responses: list[dict[str, Any]]  # each StreamResponse.toJSON, and {"cancelTask": Task} after a cancel
-    requests: list[dict[str, Any]]  # each HTTP request the client sent: {method, url, headers, body}
+    requests: list[dict[str, Any]]  # each HTTP request the client sent: {method, url, headers, body, raw}
     error: str | None  # "<ErrorName>: <message>" when the client failed
 
 

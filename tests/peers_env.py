@@ -259,7 +259,7 @@ class A2AClientRun:
     """Each `StreamResponse` in the SDK's JSON form ({"task"|"message"|"statusUpdate"|"artifactUpdate": ...}),
     and {"cancelTask": Task} where `cancel_after` sent CancelTask."""
     requests: list[dict[str, Any]] = field(default_factory=list)
-    """Each HTTP request the client sent: {method, url, headers, body}."""
+    """Each HTTP request the client sent: {method, url, headers, body (parsed), raw (the body as sent)}."""
     error: str | None = None
     """"<ExceptionType>: <message>" when the client failed (the responses before the failure are kept)."""
 

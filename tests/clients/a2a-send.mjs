@@ -15,7 +15,7 @@
 //     {"task": {...}} | {"message": {...}} | {"statusUpdate": {...}} | {"artifactUpdate": {...}}
 //   (--no-stream: one line, {"task": ...} or {"message": ...}, for what sendMessage resolved to);
 //   with --cancel-after N, after the N-th response: {"cancelTask": <the Task CancelTask answered>}, then the rest.
-// stderr: each HTTP request the client sent, one JSON line {method, url, headers, body}.
+// stderr: each HTTP request the client sent, one JSON line {method, url, headers, body, raw} (body parsed, raw as sent).
 // Exit status 0; on an error 1, with one line "<ErrorName>: <message>" on stderr (lines printed so far stay).
 import { parseArgs } from "node:util";
 import { randomUUID } from "node:crypto";
@@ -54,11 +54,13 @@ const headersOf = (init, input) => {
 };
 const loggingFetch = async (input, init) => {
   const url = input instanceof Request ? input.url : String(input);
-  let body = typeof init?.body === "string" ? init.body : null;
+  const raw = typeof init?.body === "string" ? init.body : null;
+  let body = raw;
   try {
-    body = body === null ? null : JSON.parse(body);
+    body = raw === null ? null : JSON.parse(raw);
   } catch {}
-  process.stderr.write(JSON.stringify({ method: init?.method ?? "GET", url, headers: headersOf(init, input), body }) + "\n");
+  const line = { method: init?.method ?? "GET", url, headers: headersOf(init, input), body, raw };
+  process.stderr.write(JSON.stringify(line) + "\n");
   return fetch(input, init);
 };
 

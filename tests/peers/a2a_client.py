@@ -16,7 +16,8 @@ stdout, one JSON object per line:
     the compat transport has already turned the 0.3 wire objects into these 1.0 ones);
     with `--cancel-after N`, after the N-th response: {"cancelTask": <the Task CancelTask answered>}, then the
     rest of the stream.
-stderr: with `--dump-requests`, each HTTP request the client sent as one JSON line {method, url, headers, body}.
+stderr: with `--dump-requests`, each HTTP request the client sent as one JSON line {method, url, headers, body, raw}
+    (`body` parsed, `raw` the body's bytes as sent, as text).
 Exit status 0; on an error 1, with one line "<ExceptionType>: <message>" on stderr (lines printed so far stay).
 
 Options: --context-id, --task-id (continue a task, e.g. answer INPUT_REQUIRED), --message-id, --no-stream,
@@ -61,7 +62,7 @@ async def _dump(request: httpx.Request) -> None:
     except json.JSONDecodeError:
         parsed = body
     print(json.dumps({"method": request.method, "url": str(request.url), "headers": dict(request.headers),
-                      "body": parsed}), file=sys.stderr, flush=True)
+                      "body": parsed, "raw": body}), file=sys.stderr, flush=True)
 
 
 async def run(args: argparse.Namespace) -> None:
