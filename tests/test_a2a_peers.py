@@ -8,9 +8,11 @@ they do rather than on what the specification says. Install first: `.venv/bin/py
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -367,3 +369,55 @@ def test_the_stream_is_crlf_sse_and_slow_is_spaced(a2a: str) -> None:
                 break
     assert body.startswith(b"data: {") and b"\r\n\r\n" in body and b"\n\n" not in body.replace(b"\r\n", b"")
     assert arrivals[5] - arrivals[1] >= 0.3  # 0.1 s apart
+
+
+# --- the recorded fixtures (tests/record_a2a_fixtures.py) --------------------------------------------------------
+
+FIXTURES = Path(__file__).parent / "fixtures" / "a2a"
+ENDINGS = {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_INPUT_REQUIRED",
+           "TASK_STATE_AUTH_REQUIRED"}
+ENDINGS_03 = {"completed", "failed", "canceled", "input-required", "auth-required"}
+
+
+def frames(body: bytes) -> list[dict[str, Any]]:
+    """The JSON of each `data:` event; comments (`: ping - ...`) skipped. Every line ends in CRLF."""
+    assert body.endswith(b"\r\n\r\n") and b"\n" not in body.replace(b"\r\n", b"")
+    out = []
+    for event in body.split(b"\r\n\r\n")[:-1]:
+        lines = event.split(b"\r\n")
+        data = [line.removeprefix(b"data: ") for line in lines if line.startswith(b"data: ")]
+        assert len(data) + sum(line.startswith(b": ") for line in lines) == len(lines), event
+        out += [json.loads(d) for d in data]
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("*.sse")))
+def test_each_recorded_stream_is_one_run_to_an_ending(name: str) -> None:
+    events = frames((FIXTURES / name).read_bytes())
+    if "_v03_" in name:
+        results = [e["result"] if "_jsonrpc_" in name else e for e in events]
+        if "_jsonrpc_" in name:
+            assert all(e["jsonrpc"] == "2.0" and e["id"] == 1 for e in events)
+            assert results[0]["kind"] == "task" and results[-1]["kind"] == "status-update"
+            assert results[-1]["status"]["state"] in ENDINGS_03
+            assert [r.get("final") for r in results if r["kind"] == "status-update"][-1] is (
+                results[-1]["status"]["state"] in {"completed", "failed", "canceled"})  # not for input-required
+        return
+    results = [e["result"] if "_jsonrpc_" in name else e for e in events]
+    if "_jsonrpc_" in name:
+        assert all(set(e) == {"result", "id", "jsonrpc"} for e in events)
+    assert all(len(r) == 1 and next(iter(r)) in ("task", "message", "statusUpdate", "artifactUpdate")
+               for r in results)
+    if results[0].keys() == {"message"}:
+        assert len(results) == 1
+        return
+    first = "statusUpdate" if name.endswith("_resume.sse") else "task"
+    assert next(iter(results[0])) == first
+    assert results[-1]["statusUpdate"]["status"]["state"] in ENDINGS
+    pings = [line for line in (FIXTURES / name).read_text().splitlines() if line.startswith(": ")]
+    assert len(pings) == ("ping" in name) and all(line.startswith(": ping - ") for line in pings)
+
+
+def test_the_recorded_requests_and_responses_are_json() -> None:
+    for path in [*FIXTURES.glob("requests/*.json"), *FIXTURES.glob("responses/*.json")]:
+        assert isinstance(json.loads(path.read_bytes()), dict), path.name
