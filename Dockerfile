@@ -10,13 +10,14 @@
 #   memory://, sqlite:///<path> or redis://host:6379/0 (default redis://redis:6379/0). Mount another config at
 #   /etc/agent-gateway/gateway.yaml for another dialect.
 
-# Build stage: the project and every dependency as wheels, so the final stage installs without build tools.
+# Build stage: the project and every dependency as wheels, so the final stage installs without build tools. The
+# extras: [redis] for the default store (compose's Redis service), [otel] so tracing is one environment variable away.
 FROM python:3.11-slim AS builder
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY gateway/ gateway/
 COPY adapters/ adapters/
-RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[otel]"
+RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[otel,redis]"
 
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -27,7 +28,7 @@ RUN groupadd --system --gid 10001 gateway \
       --shell /usr/sbin/nologin gateway
 # The wheels are bind-mounted, not copied, so they never land in a layer of the final image.
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
-    pip install --no-cache-dir --no-index --find-links=/wheels "agent-gateway[otel]"
+    pip install --no-cache-dir --no-index --find-links=/wheels "agent-gateway[otel,redis]"
 COPY config/ /etc/agent-gateway/
 COPY config/compose.yaml /etc/agent-gateway/gateway.yaml
 # The working directory is the user's own: a relative sqlite:/// store is written here.

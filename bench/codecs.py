@@ -28,9 +28,9 @@ Run it with the project's interpreter (the script puts the repository root on `s
     python bench/codecs.py --events 500 --seconds 0.5 --chunk 4096 --core 1
     python bench/codecs.py --json           # one JSON object instead
 
-The headline the performance issue tracks is "ag-kit -> ag-ui text-delta events/s" (target 150,000 now, 300,000
-later). The script always exits 0: it reports, it does not gate. A wide gap between the best and the median means
-something else was competing for the core (or the host's) while it ran.
+The headline is "ag-kit -> ag-ui text-delta events/s", set against two targets (`TARGET_NOW`, `TARGET_LATER`).
+The script always exits 0: it reports, it does not gate. A wide gap between the best and the median means something
+else was competing for the core (or the host's) while it ran.
 
 Type-check it as `mypy --explicit-package-bases bench/codecs.py`: without that flag mypy names the file `codecs`,
 which shadows the standard library module of that name (and leaves a confusing cache behind).

@@ -11,12 +11,12 @@ What it starts (all on 127.0.0.1, each stopped by PID at the end, whatever happe
 - the gateway: `python -m gateway serve --config <generated> --workers 1`, one route per pair
   `/p/<client>/<upstream>`, memory store.
 
-Layout (as in shared/bench/BASELINE.md): the systems under test (gateway, nginx) have core 0 to themselves, one at
-a time under load; the harness (upstream, load client, this script) shares core 1. Each measurement is one
-`bench/load.py` run: C keep-alive streams for a warm-up and a window. Per scenario, and per dialect pair
-(client <- upstream), three rows: `direct` (client -> upstream), `nginx` (client -> nginx -> upstream) and `gateway`
-(client -> gateway -> upstream, translated). direct and nginx carry the upstream's own dialect: the comparison is
-per text-delta event, which every dialect carries once ("event" below means one text delta, "tok<k>@<stamp>").
+Layout: the systems under test (gateway, nginx) have core 0 to themselves, one at a time under load; the harness
+(upstream, load client, this script) shares core 1. Each measurement is one `bench/load.py` run: C keep-alive streams
+for a warm-up and a window. Per scenario, and per dialect pair (client <- upstream), three rows: `direct` (client ->
+upstream), `nginx` (client -> nginx -> upstream) and `gateway` (client -> gateway -> upstream, translated). direct and
+nginx carry the upstream's own dialect: the comparison is per text-delta event, which every dialect carries once
+("event" below means one text delta, "tok<k>@<stamp>").
 
 Figures per row (median over repetitions, which alternate the order of the targets): CPU µs per event of the system
 under test (its whole process tree, from schedstat), events/s, requests/s, time to first event p50/p99, per-event

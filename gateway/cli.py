@@ -11,13 +11,14 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import errno
 import os
 import socket
 import sys
 import tempfile
 from importlib import resources
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 import orjson
 from pydantic import ValidationError
@@ -27,6 +28,9 @@ from gateway.config import ConfigError, GatewayConfig, Route, Store, Upstream, l
 from gateway.core.events import Raw, RunError, RunFinished, RunStarted
 from gateway.core.turn import Turn
 from gateway.core.validation import error_message
+
+if TYPE_CHECKING:
+    from gateway.conversations.store import ConversationStore
 
 
 def _port(text: str) -> int:
@@ -272,18 +276,24 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         print("agent-gateway: --workers > 1 needs a store the workers share: sqlite:///... or redis://...",
               file=sys.stderr)
         return 2
+    store = _open_store(config, "agent-gateway: the store cannot be opened: {}", sys.stderr)
+    if store is None:
+        return 2
+    if args.workers > 1:  # each worker opens its own: this one only proved it can be opened
+        asyncio.run(store.close())
     for route in config.routes:
         print(f"{route.name}: {', '.join(route.paths)} ({', '.join(route.dialects)}) -> "
               f"{route.upstream.url} ({route.upstream.dialect})", file=sys.stderr)
     sock = _bind(args.host, args.port)
     if sock is None:
+        asyncio.run(store.close())
         return 2
     print(f"agent-gateway listening on http://{args.host}:{args.port}", file=sys.stderr)
     logs.configure(args.log_format, args.log_level)
     http_server.HEAD_SECONDS = config.header_timeout
     if args.workers == 1:
-        server = uvicorn.Server(uvicorn.Config(create_app(config, log_bodies=args.log_bodies), log_level="warning",
-                                               limit_concurrency=config.max_connections,
+        app = create_app(config, store, log_bodies=args.log_bodies)
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", limit_concurrency=config.max_connections,
                                                http=http_server.HeadDeadlineProtocol))
         server.run(sockets=[sock])
         return 0
@@ -298,16 +308,23 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_config(config: GatewayConfig) -> int:
-    import asyncio
-
+def _open_store(config: GatewayConfig, failure: str, stream: TextIO) -> ConversationStore | None:
+    """The configured store, or None after one line on `stream` saying why it cannot be opened (a path that
+    cannot be written, the redis package missing), instead of a traceback from deep in the app's startup."""
     from gateway.conversations.store import StoreError
-    from gateway.server.probe import probe
 
     try:
-        store = config.store.open()
-    except (StoreError, ValueError) as exc:
-        print(f"store: FAILED ({exc})")
+        return config.store.open()
+    except (StoreError, ValueError, OSError) as exc:
+        print(failure.format(exc), file=stream)
+        return None
+
+
+def _check_config(config: GatewayConfig) -> int:
+    from gateway.server.probe import probe
+
+    store = _open_store(config, "store: FAILED ({})", sys.stdout)
+    if store is None:
         return 1
 
     async def run() -> bool:
@@ -324,8 +341,6 @@ def _check_config(config: GatewayConfig) -> int:
 
 
 def _check_endpoint(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    import asyncio
-
     from gateway.check import SCENARIOS, check
     from gateway.upstream.url import UpstreamURL
 

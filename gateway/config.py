@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from adapters import registry
-from gateway.conversations.store import ConversationStore, open_store
+from gateway.conversations.store import ConversationStore, StoreError, open_store, redis_exceptions
 from gateway.core.validation import error_message, field_path, listed
 from gateway.upstream import tls
 from gateway.upstream.http1 import Target
@@ -316,6 +316,11 @@ class Store(_Model):
         scheme = value.partition("://")[0].lower() if "://" in value else ""
         if scheme not in ("memory", "sqlite", "redis", "rediss"):
             raise ValueError("must be memory://, sqlite:///<path>, redis://host:port/db or rediss://...")
+        if scheme in ("redis", "rediss"):
+            try:
+                redis_exceptions()
+            except StoreError as exc:  # said while the configuration loads, not at the first request
+                raise ValueError(str(exc)) from None
         return value
     ttl_seconds: float = Field(7 * 24 * 3600, gt=0)
     max_conversations: int = Field(100_000, gt=0)

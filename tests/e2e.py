@@ -41,8 +41,9 @@ def user_message(dialect: str, text: str) -> dict[str, Any]:
 
 def request_body(dialect: str, messages: list[dict[str, Any]], conversation: str = "conv-1",
                  tools: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
-    """A request as the dialect's real client shapes it (see the adapters' docstrings); for a dialect without a
-    client shape here, as the dialect's own request builder writes it."""
+    """A request as the dialect's real client shapes it (`@ag-ui/client` 1.0.0, `ai` 7.0.173's `DefaultChatTransport`,
+    cloudbase-agent-server 0.1.1, the Connexity platform's `AgentRequest`); for a dialect without a client shape here,
+    as the dialect's own request builder writes it."""
     if dialect == "ag-ui":
         return {"threadId": conversation, "runId": new_id("run"), "protocolVersion": "1.0", "state": {},
                 "messages": messages, "tools": tools or [], "context": [], "forwardedProps": {}, **extra}

@@ -1,9 +1,10 @@
 """An Inkeep-like upstream for the tests: the Run API's `POST /run/api/chat` (also at `/api/chat`), imitated in memory.
 
-Sources: "doc" is Inkeep's own page (/work/shared/protocols/vercel-data-stream-api-chat.md); "note" is the research
-note (/work/shared/research/vercel.md, sections 3 and 6), whose code-level facts win where the two differ; "code" is
-inkeep/agents at d5d09d0c6 (`agents-api/src/domains/run/routes/chatDataStream.ts`, `types/chat.ts`,
-`utils/message-parts.ts`, `stream/stream-helpers.ts`, `utils/agent-operations.ts`), read to settle details.
+Sources: "doc" is Inkeep's own guide ("Talk to your agents": calling an agent graph over the Vercel AI SDK data
+stream API); "code" is inkeep/agents at d5d09d0c6 (`agents-api/src/domains/run/routes/chatDataStream.ts`,
+`types/chat.ts`, `utils/message-parts.ts`, `stream/stream-helpers.ts`, `utils/agent-operations.ts`); "note" is a
+summary of that code's request schema and responses, made when this file was written, whose code-level facts win
+where it and the doc differ.
 
 Request (note, code):
 - The body is checked like Inkeep's zod schema: `messages` is required, each message has `role` in

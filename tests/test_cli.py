@@ -152,6 +152,18 @@ def test_a_port_in_use_is_said_before_anything_says_listening(capsys: pytest.Cap
     assert f"127.0.0.1:{port} is in use: try --port" in err and "listening" not in err
 
 
+def test_a_store_that_cannot_be_opened_is_one_line_before_anything_binds(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    for workers in ("1", "2"):
+        assert main(["serve", "--port", "9", "--workers", workers, "--store", f"sqlite:///{blocker}/x.db",
+                     "--upstream", "http://a/x", "--upstream-dialect", "ag-kit"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("agent-gateway: the store cannot be opened: cannot open SQLite store"), err
+        assert len(err.strip().splitlines()) == 1 and "listening" not in err and "Traceback" not in err
+
+
 def test_translate_of_input_in_another_dialect_warns_per_frame_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
     path = str(fixture_path("pydantic_vercel_weather.sse"))
     for target in ("ag-ui", "ag-kit", "agent-respond"):

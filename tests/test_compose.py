@@ -202,6 +202,14 @@ def test_the_image_is_slim_runs_as_non_root_and_checks_its_own_health() -> None:
     assert "config/compose.yaml /etc/agent-gateway/gateway.yaml" in final_stage("COPY")
 
 
+def test_the_image_installs_the_extras_its_default_config_uses() -> None:
+    """The default store is compose's Redis (the [redis] extra), and tracing is one variable away (the [otel] one)."""
+    (builder, final) = dockerfile_stages()
+    assert ("RUN", 'pip wheel --no-cache-dir --wheel-dir /wheels ".[otel,redis]"') in builder
+    assert any(name == "RUN" and args.endswith('"agent-gateway[otel,redis]"') for name, args in final)
+    assert load_config(ROOT / "config" / "compose.yaml", environ={}).store.url.startswith("redis://")
+
+
 def test_the_build_context_leaves_out_local_state_but_keeps_what_the_image_copies() -> None:
     ignored = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
                if line.strip() and not line.startswith("#")]

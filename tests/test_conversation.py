@@ -3,11 +3,11 @@ from __future__ import annotations
 import asyncio
 
 from adapters import registry
-from gateway.conversations.mapper import ConversationMapper
+from gateway.conversations.mapper import Conversation, ConversationMapper, decode_conversation, encode_conversation
 from gateway.conversations.recorder import RunRecorder
 from gateway.conversations.store import MemoryStore
 from gateway.core.events import Interrupt, RunFinished, RunStarted, TextDelta, ToolCallEnd, ToolCallStart
-from gateway.core.turn import Message, Resume, ToolCall, Turn
+from gateway.core.turn import ContentPart, Message, Resume, ToolCall, Turn
 
 
 def exchange_once(mapper: ConversationMapper, turn: Turn, client: str, upstream: str, events: list[object],
@@ -109,3 +109,52 @@ def test_the_upstream_variant_learned_once_is_remembered_by_the_conversation() -
         return later.upstream_variant, later.upstream_turn.history
 
     assert asyncio.run(run()) == ("inkeep", "delta")
+
+
+# Records exactly as the hand-written codec stored them (`orjson.dumps` of the dataclasses); the first one from before
+# conversations remembered their upstream's variant, so it has no `upstream_variant` key.
+STORED_BEFORE_VARIANTS = (
+    b'{"key":"client:5f0c","upstream_id":"conv_ab12","history":[{"role":"user","content":"use the tool","id":"u1",'
+    b'"tool_calls":[],"tool_call_id":null,"name":null,"error":null},{"role":"assistant","content":"","id":null,'
+    b'"tool_calls":[{"id":"c","name":"ask","arguments":"{\\"q\\":1}"}],"tool_call_id":null,"name":null,'
+    b'"error":null}],"pending_tools":{"c":"ask"},"interrupts":{"i":"c"},"state":{"count":2}}'
+)
+STORED = (
+    b'{"key":"derived:9a1e","upstream_id":"conv_cd34","history":[{"role":"user","content":[{"type":"text",'
+    b'"text":"what is this?","url":null,"data":null,"media_type":null,"filename":null},{"type":"image","text":null,'
+    b'"url":"https://example.com/cat.png","data":null,"media_type":"image/png","filename":null}],"id":"u1",'
+    b'"tool_calls":[],"tool_call_id":null,"name":null,"error":null},{"role":"reasoning","content":"looking","id":"r1",'
+    b'"tool_calls":[],"tool_call_id":null,"name":null,"error":null},{"role":"tool","content":"boom","id":null,'
+    b'"tool_calls":[],"tool_call_id":"c","name":"ask","error":"boom"}],"pending_tools":{},"interrupts":{},'
+    b'"state":null,"upstream_variant":"inkeep"}'
+)
+
+
+def test_conversations_stored_by_earlier_gateways_still_load_and_are_written_back_the_same() -> None:
+    old = decode_conversation(STORED_BEFORE_VARIANTS)
+    assert old == Conversation(
+        "client:5f0c", "conv_ab12",
+        [Message("user", "use the tool", "u1"), Message("assistant", "", None, [ToolCall("c", "ask", '{"q":1}')])],
+        {"c": "ask"}, {"i": "c"}, {"count": 2}, None)
+    assert encode_conversation(old) == STORED_BEFORE_VARIANTS[:-1] + b',"upstream_variant":null}'
+    conversation = decode_conversation(STORED)
+    assert conversation == Conversation("derived:9a1e", "conv_cd34", [
+        Message("user", [ContentPart("text", text="what is this?"),
+                         ContentPart("image", url="https://example.com/cat.png", media_type="image/png")], "u1"),
+        Message("reasoning", "looking", "r1"),
+        Message("tool", "boom", tool_call_id="c", name="ask", error="boom"),
+    ], upstream_variant="inkeep")
+    assert encode_conversation(conversation) == STORED
+
+
+def test_an_unreadable_stored_conversation_starts_afresh() -> None:
+    async def run() -> tuple[bool, str]:
+        store = MemoryStore()
+        mapper = ConversationMapper(store)
+        turn = Turn([Message("user", "hi")], conversation_id="t")
+        key = mapper._key("r", "anonymous", turn)
+        await store.put(key, b'{"key":"x","upstream_id":"y","history":[{"role":"nobody"}]}')
+        exchange = await mapper.begin("r", turn, registry.get("ag-ui"), registry.get("ag-kit"))
+        return exchange.stored, exchange.upstream_turn.history
+
+    assert asyncio.run(run()) == (False, "delta")

@@ -16,7 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters import registry
-from gateway.core.codec import JsonSSEDecoder, as_text
+from gateway.core.codec import as_text
+from gateway.core.decoding import JsonSSEDecoder
 from gateway.core.events import (
     Data,
     Event,

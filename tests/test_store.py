@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import sys
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 import redis.asyncio as aioredis
 from redis_server import RedisServer, RedisServerMissing
 
+from gateway.cli import main
 from gateway.conversations.store import (
     ConversationStore,
     MemoryStore,
@@ -377,6 +379,37 @@ def test_open_store_picks_the_backend_from_the_url(tmp_path: Path, monkeypatch: 
 def test_open_store_rejects_other_urls(url: str) -> None:
     with pytest.raises(ValueError, match=r"memory://.*sqlite:///.*redis://"):
         open_store(url, ttl=60, max_entries=10, max_value_bytes=10)
+
+
+def without_redis(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As if the `redis` extra were not installed: every redis module, imported or not, fails to import."""
+    for name in [name for name in sys.modules if name == "redis" or name.startswith("redis.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "redis", None)
+
+
+@pytest.mark.parametrize("url", ["redis://127.0.0.1:1/0", "rediss://user:pw@127.0.0.1:1/2"])
+def test_a_redis_store_without_the_redis_package_says_how_to_install_it(url: str,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    without_redis(monkeypatch)
+    with pytest.raises(StoreError) as raised:
+        open_store(url)
+    assert str(raised.value) == "the redis store needs the redis package: pip install 'agent-gateway[redis]'"
+    run(open_store("sqlite:///:memory:").close())  # the other backends need nothing more
+
+
+def test_serve_without_the_redis_package_fails_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    without_redis(monkeypatch)
+    config = tmp_path / "gateway.yaml"
+    config.write_text("routes:\n  - upstream: {url: 'http://127.0.0.1:9/agui', dialect: ag-ui}\n"
+                      "store:\n  url: redis://127.0.0.1:6379/0\n")
+    needs = "the redis store needs the redis package: pip install 'agent-gateway[redis]'"
+    assert main(["serve", "--config", str(config)]) == 2
+    assert capsys.readouterr().err == f"agent-gateway: {config}:4: store.url: {needs}\n"
+    assert main(["serve", "--check", "--upstream", "http://127.0.0.1:9/agui", "--upstream-dialect", "ag-ui",
+                 "--store", "redis://127.0.0.1:6379/0"]) == 2
+    assert capsys.readouterr().err == f"agent-gateway: --store: {needs}\n"
 
 
 def test_redact_url() -> None:

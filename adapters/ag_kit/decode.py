@@ -7,11 +7,12 @@ is the text the agent said just before it. `[DONE]` ends the run; a stream cut b
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from adapters.ag_ui.decode import AguiDecoder
+from gateway.core.decoding import Events
 from gateway.core.events import (
-    Event,
     Interrupt,
     Raw,
     RunError,
@@ -32,68 +33,98 @@ class AgKitDecoder(AguiDecoder):
 
     __slots__ = ("_parent", "_text")
 
-    dialect = "ag-kit"
-
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__(max_event_bytes)
         self._text: str | None = None
         self._parent: str | None = None
 
-    def on_frame(self, frame: dict[str, Any], out: list[Event]) -> None:
-        push = self.repair.push
+    def on_frame(self, frame: dict[str, Any], out: Events) -> None:
         kind = frame.get("type")
-        if kind == "text":
+        if kind == "text":  # most of a stream, read here rather than through the table
             content = frame.get("content")
-            if isinstance(content, str):
+            if type(content) is str:
                 if self._text is None:
                     self._text = self._parent = new_id("msg")
-                push(TextDelta(self._text, content), out)
+                out.append(TextDelta(self._text, content))
                 return
-        elif kind == "tool-call-args":
-            tool_call_id, delta = frame.get("toolCallId"), frame.get("delta")
-            if isinstance(tool_call_id, str) and isinstance(delta, str):
-                push(ToolCallArgs(tool_call_id, delta), out)
-                return
-        elif kind == "tool-call-start":
-            tool_call_id, name = frame.get("toolCallId"), frame.get("toolCallName")
-            if isinstance(tool_call_id, str) and isinstance(name, str):
-                self._end_text(out)
-                push(ToolCallStart(tool_call_id, name, self._parent), out)
-                return
-        elif kind == "tool-call-end":
-            tool_call_id = frame.get("toolCallId")
-            if isinstance(tool_call_id, str):
-                push(ToolCallEnd(tool_call_id), out)
-                return
-        elif kind == "tool-result":
-            tool_call_id, result = frame.get("toolCallId"), frame.get("result")
-            if isinstance(tool_call_id, str):
-                self._end_text(out)
-                self._parent = None
-                push(ToolResult(tool_call_id, result if isinstance(result, str) else "" if result is None else result),
-                     out)
-                return
-        elif kind == "interrupt":
-            interrupt_id = frame.get("id")
-            if isinstance(interrupt_id, str):
-                self._end_text(out)
-                reason = frame.get("reason")
-                push(Interrupt(interrupt_id, reason if isinstance(reason, str) else "", payload=frame.get("payload")),
-                     out)
-                return
-        elif kind == "error" or (kind is None and "error" in frame):
-            # `{"type":"error","error":...}`, or the 0.1.1 server's `{"error": "Server error", "details": ...}`.
-            message = str(frame.get("error") or "upstream agent failed")
-            if frame.get("details"):
-                message = f"{message}: {frame['details']}"
-            push(RunError(message, "upstream_error"), out)
+        handler = _HANDLERS.get(kind) if type(kind) is str else None
+        if handler is not None and handler(self, frame, out):
             return
-        if isinstance(kind, str) and kind.isupper():
+        if kind is None and "error" in frame:
+            # The 0.1.1 server's `{"error": "Server error", "details": ...}`.
+            _error(self, frame, out)
+        elif isinstance(kind, str) and kind.isupper():
             super().on_frame(frame, out)
-            return
-        push(Raw("ag-kit", frame), out)
+        else:
+            out.append(Raw("ag-kit", frame))
 
-    def _end_text(self, out: list[Event]) -> None:
+    def _end_text(self, out: Events) -> None:
         if self._text is not None:
-            self.repair.push(TextEnd(self._text), out)
+            out.append(TextEnd(self._text))
             self._text = None
+
+
+# Each returns whether the frame was what its type says; one that was not is read as AG-UI or kept as `Raw`.
+
+def _tool_args(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
+    tool_call_id, delta = f.get("toolCallId"), f.get("delta")
+    if not (isinstance(tool_call_id, str) and isinstance(delta, str)):
+        return False
+    out.append(ToolCallArgs(tool_call_id, delta))
+    return True
+
+
+def _tool_start(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
+    tool_call_id, name = f.get("toolCallId"), f.get("toolCallName")
+    if not (isinstance(tool_call_id, str) and isinstance(name, str)):
+        return False
+    d._end_text(out)
+    out.append(ToolCallStart(tool_call_id, name, d._parent))
+    return True
+
+
+def _tool_end(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
+    tool_call_id = f.get("toolCallId")
+    if not isinstance(tool_call_id, str):
+        return False
+    out.append(ToolCallEnd(tool_call_id))
+    return True
+
+
+def _tool_result(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
+    tool_call_id, result = f.get("toolCallId"), f.get("result")
+    if not isinstance(tool_call_id, str):
+        return False
+    d._end_text(out)
+    d._parent = None
+    out.append(ToolResult(tool_call_id, result if isinstance(result, str) else "" if result is None else result))
+    return True
+
+
+def _interrupt(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
+    interrupt_id = f.get("id")
+    if not isinstance(interrupt_id, str):
+        return False
+    d._end_text(out)
+    reason = f.get("reason")
+    out.append(Interrupt(interrupt_id, reason if isinstance(reason, str) else "", payload=f.get("payload")))
+    return True
+
+
+def _error(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
+    """`{"type":"error","error":...}`."""
+    message = str(f.get("error") or "upstream agent failed")
+    if f.get("details"):
+        message = f"{message}: {f['details']}"
+    out.append(RunError(message, "upstream_error"))
+    return True
+
+
+_HANDLERS: dict[str, Callable[[AgKitDecoder, dict[str, Any], Events], bool]] = {
+    "tool-call-args": _tool_args,
+    "tool-call-start": _tool_start,
+    "tool-call-end": _tool_end,
+    "tool-result": _tool_result,
+    "interrupt": _interrupt,
+    "error": _error,
+}

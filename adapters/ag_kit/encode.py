@@ -7,12 +7,10 @@ mapping table); what carried something is counted in `dropped`.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from typing import Any
-
-import orjson
+from collections.abc import Callable
 
 from gateway.core.codec import as_text, drop_none
+from gateway.core.encoding import SSEEncoder, sse_frame
 from gateway.core.events import (
     Data,
     Event,
@@ -24,21 +22,21 @@ from gateway.core.events import (
     ReasoningStart,
     RunError,
     RunFinished,
+    RunStarted,
     StateDelta,
     StateSnapshot,
     StepFinished,
     StepStarted,
     TextDelta,
+    TextEnd,
+    TextStart,
     ToolCallArgs,
     ToolCallEnd,
     ToolCallStart,
     ToolResult,
     Usage,
 )
-from gateway.core.sse import DONE, KEEP_ALIVE
-from gateway.core.turn import Turn
-
-HEADERS = {"content-type": "text/event-stream; charset=utf-8"}
+from gateway.core.sse import DONE
 
 _DROPPED: dict[type, str] = {
     ReasoningStart: "reasoning", ReasoningDelta: "reasoning", ReasoningEnd: "reasoning",
@@ -49,56 +47,80 @@ _DROPPED: dict[type, str] = {
 left out too, but lose nothing: the client knows its ids, and a message ends where something else begins."""
 
 
-def _frame(event: dict[str, Any]) -> bytes:
-    return b"data: " + orjson.dumps(event) + b"\n\n"
+def _text(self: AgKitEncoder, e: TextDelta) -> bytes:
+    return sse_frame({"type": "text", "content": e.delta}) if e.delta else b""
 
 
-class AgKitEncoder:
-    streams = True
+def _tool_args(self: AgKitEncoder, e: ToolCallArgs) -> bytes:
+    return sse_frame({"type": "tool-call-args", "toolCallId": e.tool_call_id, "delta": e.delta})
 
-    __slots__ = ("dropped", "headers", "status_code")
 
-    def __init__(self, request: Turn | None = None) -> None:
-        self.status_code = 200
-        self.headers = dict(HEADERS)
-        self.dropped: dict[str, int] = defaultdict(int)
+def _tool_start(self: AgKitEncoder, e: ToolCallStart) -> bytes:
+    return sse_frame({"type": "tool-call-start", "toolCallId": e.tool_call_id, "toolCallName": e.name})
 
-    def encode(self, events: list[Event]) -> bytes:
-        if len(events) == 1:
-            return self._encode(events[0])
-        return b"".join([self._encode(event) for event in events])
 
-    def keep_alive(self) -> bytes:
-        return KEEP_ALIVE
+def _tool_end(self: AgKitEncoder, e: ToolCallEnd) -> bytes:
+    return sse_frame({"type": "tool-call-end", "toolCallId": e.tool_call_id})
 
-    def _encode(self, e: Event) -> bytes:
-        if isinstance(e, TextDelta):
-            return _frame({"type": "text", "content": e.delta}) if e.delta else b""
-        if isinstance(e, ToolCallArgs):
-            return _frame({"type": "tool-call-args", "toolCallId": e.tool_call_id, "delta": e.delta})
-        if isinstance(e, ToolCallStart):
-            return _frame({"type": "tool-call-start", "toolCallId": e.tool_call_id, "toolCallName": e.name})
-        if isinstance(e, ToolCallEnd):
-            return _frame({"type": "tool-call-end", "toolCallId": e.tool_call_id})
-        if isinstance(e, ToolResult):
-            if e.is_error:
-                self.dropped["tool_error_as_result"] += 1  # the result holds the error's text, with no flag
-            return _frame({"type": "tool-result", "toolCallId": e.tool_call_id, "result": as_text(e.content)})
-        if isinstance(e, Interrupt):
-            payload = e.payload
-            if payload is None:
-                payload = drop_none({"toolCallId": e.tool_call_id, "message": e.message,
-                                     "responseSchema": e.response_schema})
-            return _frame({"type": "interrupt", "id": e.id, "reason": e.reason or "interrupt", "payload": payload})
-        if isinstance(e, RunFinished):
-            if e.outcome == "cancelled":
-                self.dropped["cancelled_as_finish"] += 1  # no way to say it: the run just ends
-            return DONE
-        if isinstance(e, RunError):
-            return _frame({"type": "error", "error": e.message}) + DONE
-        if isinstance(e, Raw) and e.dialect == "ag-kit":
-            return _frame(e.event)
-        kind = _DROPPED.get(type(e))
-        if kind is not None:
-            self.dropped[kind] += 1
+
+def _tool_result(self: AgKitEncoder, e: ToolResult) -> bytes:
+    if e.is_error:
+        self.dropped["tool_error_as_result"] += 1  # the result holds the error's text, with no flag
+    return sse_frame({"type": "tool-result", "toolCallId": e.tool_call_id, "result": as_text(e.content)})
+
+
+def _interrupt(self: AgKitEncoder, e: Interrupt) -> bytes:
+    payload = e.payload
+    if payload is None:
+        payload = drop_none({"toolCallId": e.tool_call_id, "message": e.message, "responseSchema": e.response_schema})
+    return sse_frame({"type": "interrupt", "id": e.id, "reason": e.reason or "interrupt", "payload": payload})
+
+
+def _run_finished(self: AgKitEncoder, e: RunFinished) -> bytes:
+    if e.outcome == "cancelled":
+        self.dropped["cancelled_as_finish"] += 1  # no way to say it: the run just ends
+    return DONE
+
+
+def _run_error(self: AgKitEncoder, e: RunError) -> bytes:
+    return sse_frame({"type": "error", "error": e.message}) + DONE
+
+
+def _raw(self: AgKitEncoder, e: Raw) -> bytes:
+    if e.dialect == "ag-kit":
+        return sse_frame(e.event)
+    self.dropped["raw"] += 1
+    return b""
+
+
+def _nothing(self: AgKitEncoder, e: Event) -> bytes:
+    """Run starts and message boundaries: left out, losing nothing (the client knows its ids, and a message ends
+    where something else begins)."""
+    return b""
+
+
+def _dropped(kind: str) -> Callable[[AgKitEncoder, Event], bytes]:
+    def drop(self: AgKitEncoder, e: Event) -> bytes:
+        self.dropped[kind] += 1
         return b""
+    return drop
+
+
+class AgKitEncoder(SSEEncoder):
+    __slots__ = ()
+
+    handlers = {
+        TextDelta: _text,
+        ToolCallArgs: _tool_args,
+        ToolCallStart: _tool_start,
+        ToolCallEnd: _tool_end,
+        ToolResult: _tool_result,
+        Interrupt: _interrupt,
+        RunFinished: _run_finished,
+        RunError: _run_error,
+        Raw: _raw,
+        RunStarted: _nothing,
+        TextStart: _nothing,
+        TextEnd: _nothing,
+        **{event_type: _dropped(kind) for event_type, kind in _DROPPED.items() if event_type is not Raw},
+    }

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gateway.core.codec import JsonSSEDecoder, json_or_text
+from gateway.core.codec import json_or_text
+from gateway.core.decoding import Events, JsonSSEDecoder
 from gateway.core.events import (
     Data,
-    Event,
     Interrupt,
     MessagesSnapshot,
     Raw,
@@ -40,15 +40,13 @@ from gateway.core.sse import DEFAULT_MAX_FRAME
 
 from .request import message_from_agui
 
-Handler = Callable[["AguiDecoder", dict[str, Any], list[Event]], None]
+Handler = Callable[["AguiDecoder", dict[str, Any], Events], None]
 
 _CHUNKS = ("TEXT_MESSAGE_CHUNK", "TOOL_CALL_CHUNK", "REASONING_MESSAGE_CHUNK")
 
 
 class AguiDecoder(JsonSSEDecoder):
     __slots__ = ("_chunk_reasoning", "_chunk_text", "_chunk_tool", "_thinking")
-
-    dialect = "ag-ui"
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__(max_event_bytes)
@@ -57,7 +55,7 @@ class AguiDecoder(JsonSSEDecoder):
         self._chunk_reasoning: str | None = None
         self._thinking: str | None = None
 
-    def on_frame(self, frame: dict[str, Any], out: list[Event]) -> None:
+    def on_frame(self, frame: dict[str, Any], out: Events) -> None:
         kind = frame.get("type")
         handler: Handler
         if kind == "TEXT_MESSAGE_CONTENT" and self._chunk_text is self._chunk_tool is self._chunk_reasoning is None:
@@ -67,23 +65,22 @@ class AguiDecoder(JsonSSEDecoder):
                 self._close_chunks(out)
             found = _HANDLERS.get(kind) if isinstance(kind, str) else None
             if found is None:
-                self.repair.push(Raw("ag-ui", frame), out)
+                out.append(Raw("ag-ui", frame))
                 return
             handler = found
         try:
             handler(self, frame, out)
         except (KeyError, TypeError, ValueError, AttributeError):
-            self.repair.push(Raw("ag-ui", frame), out)
+            out.append(Raw("ag-ui", frame))
 
-    def _close_chunks(self, out: list[Event]) -> None:
+    def _close_chunks(self, out: Events) -> None:
         """Any other event closes the chunk streams that are open (the client's own rule)."""
-        push = self.repair.push
         if self._chunk_text:
-            push(TextEnd(self._chunk_text), out)
+            out.append(TextEnd(self._chunk_text))
         if self._chunk_tool:
-            push(ToolCallEnd(self._chunk_tool), out)
+            out.append(ToolCallEnd(self._chunk_tool))
         if self._chunk_reasoning:
-            push(ReasoningEnd(self._chunk_reasoning), out)
+            out.append(ReasoningEnd(self._chunk_reasoning))
         self._chunk_text = self._chunk_tool = self._chunk_reasoning = None
 
 
@@ -99,15 +96,14 @@ def _opt(frame: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _run_started(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
-    d.repair.push(RunStarted(_opt(f, "threadId"), _opt(f, "runId"), _opt(f, "parentRunId")), out)
+def _run_started(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(RunStarted(_opt(f, "threadId"), _opt(f, "runId"), _opt(f, "parentRunId")))
 
 
-def _run_finished(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
-    push = d.repair.push
+def _run_finished(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     for usage in f.get("usage") or ():
         if isinstance(usage, dict):
-            push(_usage(usage), out)
+            out.append(_usage(usage))
     outcome = f.get("outcome")
     kind = outcome.get("type") if isinstance(outcome, dict) else None
     if kind == "interrupt":
@@ -115,11 +111,11 @@ def _run_finished(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
             if isinstance(item, dict) and isinstance(item.get("id"), str):
                 metadata = item.get("metadata")
                 payload = metadata.get("payload") if isinstance(metadata, dict) else None
-                push(Interrupt(item["id"], _opt(item, "reason") or "", _opt(item, "message"), payload,
-                               _opt(item, "toolCallId"), item.get("responseSchema")), out)
-        push(RunFinished("interrupt", f.get("result")), out)
+                out.append(Interrupt(item["id"], _opt(item, "reason") or "", _opt(item, "message"), payload,
+                               _opt(item, "toolCallId"), item.get("responseSchema")))
+        out.append(RunFinished("interrupt", f.get("result")))
     else:
-        push(RunFinished("cancelled" if kind == "cancelled" else "success", f.get("result")), out)
+        out.append(RunFinished("cancelled" if kind == "cancelled" else "success", f.get("result")))
 
 
 def _usage(usage: dict[str, Any]) -> Usage:
@@ -127,149 +123,149 @@ def _usage(usage: dict[str, Any]) -> Usage:
                  usage.get("model"), usage.get("provider"))
 
 
-def _run_error(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _run_error(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     message = f.get("message")
-    d.repair.push(RunError(message if isinstance(message, str) else "upstream run failed", _opt(f, "code")), out)
+    out.append(RunError(message if isinstance(message, str) else "upstream run failed", _opt(f, "code")))
 
 
-def _text_start(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
-    d.repair.push(TextStart(_str(f, "messageId"), _opt(f, "role") or "assistant"), out)
+def _text_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(TextStart(_str(f, "messageId"), _opt(f, "role") or "assistant"))
 
 
-def _text_content(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _text_content(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     message_id, delta = f["messageId"], f["delta"]  # the hot path: `_str` inlined
     if type(message_id) is not str or type(delta) is not str:
         raise TypeError("messageId and delta must be strings")
-    d.repair.push(TextDelta(message_id, delta), out)
+    out.append(TextDelta(message_id, delta))
 
 
-def _text_end(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
-    d.repair.push(TextEnd(_str(f, "messageId")), out)
+def _text_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(TextEnd(_str(f, "messageId")))
 
 
-def _text_chunk(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _text_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     message_id = _opt(f, "messageId")
     if message_id and message_id != d._chunk_text:
         if d._chunk_text:
-            d.repair.push(TextEnd(d._chunk_text), out)
+            out.append(TextEnd(d._chunk_text))
         d._chunk_text = message_id
-        d.repair.push(TextStart(message_id, _opt(f, "role") or "assistant"), out)
+        out.append(TextStart(message_id, _opt(f, "role") or "assistant"))
     elif d._chunk_text is None:
         d._chunk_text = new_id("msg")
-        d.repair.push(TextStart(d._chunk_text, _opt(f, "role") or "assistant"), out)
+        out.append(TextStart(d._chunk_text, _opt(f, "role") or "assistant"))
     delta = _opt(f, "delta")
     if delta:
-        d.repair.push(TextDelta(d._chunk_text, delta), out)
+        out.append(TextDelta(d._chunk_text, delta))
 
 
-def _tool_start(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
-    d.repair.push(ToolCallStart(_str(f, "toolCallId"), _str(f, "toolCallName"), _opt(f, "parentMessageId")), out)
+def _tool_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(ToolCallStart(_str(f, "toolCallId"), _str(f, "toolCallName"), _opt(f, "parentMessageId")))
 
 
-def _tool_args(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
-    d.repair.push(ToolCallArgs(_str(f, "toolCallId"), _str(f, "delta")), out)
+def _tool_args(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(ToolCallArgs(_str(f, "toolCallId"), _str(f, "delta")))
 
 
-def _tool_end(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
-    d.repair.push(ToolCallEnd(_str(f, "toolCallId")), out)
+def _tool_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(ToolCallEnd(_str(f, "toolCallId")))
 
 
-def _tool_chunk(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _tool_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     tool_call_id = _opt(f, "toolCallId")
     if tool_call_id and tool_call_id != d._chunk_tool:
         if d._chunk_tool:
-            d.repair.push(ToolCallEnd(d._chunk_tool), out)
+            out.append(ToolCallEnd(d._chunk_tool))
         d._chunk_tool = tool_call_id
-        d.repair.push(ToolCallStart(tool_call_id, _opt(f, "toolCallName") or "unknown_tool",
-                                    _opt(f, "parentMessageId")), out)
+        out.append(ToolCallStart(tool_call_id, _opt(f, "toolCallName") or "unknown_tool",
+                                    _opt(f, "parentMessageId")))
     if d._chunk_tool is None:
         return  # a continuation with no call open: nothing to attach it to
     delta = _opt(f, "delta")
     if delta:
-        d.repair.push(ToolCallArgs(d._chunk_tool, delta), out)
+        out.append(ToolCallArgs(d._chunk_tool, delta))
 
 
-def _tool_result(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _tool_result(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     content = f.get("content")
     if isinstance(content, list):
         content = "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
     elif not isinstance(content, str):
         raise TypeError("content")
-    d.repair.push(ToolResult(_str(f, "toolCallId"), content, _opt(f, "messageId")), out)
+    out.append(ToolResult(_str(f, "toolCallId"), content, _opt(f, "messageId")))
 
 
-def _reasoning_start(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
-    d.repair.push(ReasoningStart(_str(f, "messageId")), out)
+def _reasoning_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(ReasoningStart(_str(f, "messageId")))
 
 
-def _reasoning_content(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
-    d.repair.push(ReasoningDelta(_str(f, "messageId"), _str(f, "delta")), out)
+def _reasoning_content(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(ReasoningDelta(_str(f, "messageId"), _str(f, "delta")))
 
 
-def _reasoning_end(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
-    d.repair.push(ReasoningEnd(_str(f, "messageId")), out)
+def _reasoning_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(ReasoningEnd(_str(f, "messageId")))
 
 
-def _reasoning_chunk(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _reasoning_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     message_id = _opt(f, "messageId")
     if message_id and message_id != d._chunk_reasoning:
         if d._chunk_reasoning:
-            d.repair.push(ReasoningEnd(d._chunk_reasoning), out)
+            out.append(ReasoningEnd(d._chunk_reasoning))
         d._chunk_reasoning = message_id
     elif d._chunk_reasoning is None:
         d._chunk_reasoning = new_id("reasoning")
-    d.repair.push(ReasoningStart(d._chunk_reasoning), out)
+    out.append(ReasoningStart(d._chunk_reasoning))
     delta = _opt(f, "delta")
     if delta:
-        d.repair.push(ReasoningDelta(d._chunk_reasoning, delta), out)
+        out.append(ReasoningDelta(d._chunk_reasoning, delta))
 
 
-def _span(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _span(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     """REASONING_START/END bracket reasoning messages; the messages themselves carry everything."""
 
 
-def _thinking_start(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _thinking_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     d._thinking = new_id("reasoning")
-    d.repair.push(ReasoningStart(d._thinking), out)
+    out.append(ReasoningStart(d._thinking))
 
 
-def _thinking_content(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _thinking_content(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     if d._thinking is None:
         _thinking_start(d, f, out)
-    d.repair.push(ReasoningDelta(d._thinking or "", _str(f, "delta")), out)
+    out.append(ReasoningDelta(d._thinking or "", _str(f, "delta")))
 
 
-def _thinking_end(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _thinking_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     if d._thinking is not None:
-        d.repair.push(ReasoningEnd(d._thinking), out)
+        out.append(ReasoningEnd(d._thinking))
         d._thinking = None
 
 
-def _state_snapshot(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
-    d.repair.push(StateSnapshot(f["snapshot"]), out)
+def _state_snapshot(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(StateSnapshot(f["snapshot"]))
 
 
-def _state_delta(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _state_delta(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     patch = f["delta"]
     if not isinstance(patch, list):
         raise TypeError("delta")
-    d.repair.push(StateDelta(patch), out)
+    out.append(StateDelta(patch))
 
 
-def _messages_snapshot(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _messages_snapshot(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     messages = [m for value in f["messages"] if (m := message_from_agui(value)) is not None]
-    d.repair.push(MessagesSnapshot(messages), out)
+    out.append(MessagesSnapshot(messages))
 
 
-def _step_started(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
-    d.repair.push(StepStarted(_str(f, "stepName")), out)
+def _step_started(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(StepStarted(_str(f, "stepName")))
 
 
-def _step_finished(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
-    d.repair.push(StepFinished(_str(f, "stepName")), out)
+def _step_finished(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(StepFinished(_str(f, "stepName")))
 
 
-def _custom(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
+def _custom(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     name = _str(f, "name")
     value = f.get("value")
     if name == "on_interrupt":
@@ -277,13 +273,13 @@ def _custom(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
         raw = f.get("rawEvent")
         interrupt_id = raw if isinstance(raw, str) else new_id("interrupt")
         payload = json_or_text(value) if isinstance(value, str) else value
-        d.repair.push(Interrupt(interrupt_id, "agent requested interrupt", payload=payload), out)
+        out.append(Interrupt(interrupt_id, "agent requested interrupt", payload=payload))
         return
-    d.repair.push(Data(name, value), out)
+    out.append(Data(name, value))
 
 
-def _raw(d: AguiDecoder, f: dict[str, Any], out: list[Event]) -> None:
-    d.repair.push(Raw("ag-ui", f), out)
+def _raw(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(Raw("ag-ui", f))
 
 
 _HANDLERS: dict[str, Handler] = {

@@ -7,16 +7,12 @@ Its rules, all enforced here: LF framing, camelCase, no `null` for an optional f
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable
 from typing import Any
 
-import orjson
-
 from gateway.core.codec import as_text, drop_none
+from gateway.core.encoding import SSEEncoder, sse_frame
 from gateway.core.events import (
     Data,
-    Event,
     Interrupt,
     MessagesSnapshot,
     Raw,
@@ -40,12 +36,9 @@ from gateway.core.events import (
     Usage,
 )
 from gateway.core.ids import new_id
-from gateway.core.sse import KEEP_ALIVE
 from gateway.core.turn import Turn
 
 from .request import PROTOCOL_VERSION, message_to_agui
-
-HEADERS = {"content-type": "text/event-stream; charset=utf-8"}
 
 _ROLES = frozenset({"developer", "system", "assistant", "user"})
 
@@ -55,21 +48,11 @@ _PASSTHROUGH = frozenset({
 })
 
 
-def _frame(event: dict[str, Any]) -> bytes:
-    return b"data: " + orjson.dumps(event) + b"\n\n"
-
-
-class AguiEncoder:
-    streams = True
-
-    __slots__ = (
-        "_announced", "_interrupts", "_parent", "_pending", "_run_id", "_thread_id", "_usage",
-        "dropped", "headers", "status_code",
-    )
+class AguiEncoder(SSEEncoder):
+    __slots__ = ("_announced", "_interrupts", "_parent", "_pending", "_run_id", "_thread_id", "_usage")
 
     def __init__(self, request: Turn | None = None) -> None:
-        self.status_code = 200
-        self.headers = dict(HEADERS)
+        super().__init__(request)
         self._thread_id = ""
         self._run_id = ""
         self._announced: set[str] = set()
@@ -77,22 +60,13 @@ class AguiEncoder:
         self._pending: dict[str, None] = {}
         self._interrupts: list[dict[str, Any]] = []
         self._usage: list[dict[str, Any]] = []
-        self.dropped: dict[str, int] = defaultdict(int)
-
-    def encode(self, events: list[Event]) -> bytes:
-        if len(events) == 1:
-            return _HANDLERS[type(events[0])](self, events[0])
-        return b"".join([_HANDLERS[type(event)](self, event) for event in events])
-
-    def keep_alive(self) -> bytes:
-        return KEEP_ALIVE
 
     # lifecycle
 
     def _run_started(self, e: RunStarted) -> bytes:
         self._thread_id = e.thread_id or new_id("thread")
         self._run_id = e.run_id or new_id("run")
-        return _frame(drop_none({
+        return sse_frame(drop_none({
             "type": "RUN_STARTED",
             "threadId": self._thread_id,
             "runId": self._run_id,
@@ -114,10 +88,10 @@ class AguiEncoder:
             event["result"] = e.result
         if self._usage:
             event["usage"] = self._usage
-        return _frame(event)
+        return sse_frame(event)
 
     def _run_error(self, e: RunError) -> bytes:
-        return _frame(drop_none({"type": "RUN_ERROR", "message": e.message, "code": e.code}))
+        return sse_frame(drop_none({"type": "RUN_ERROR", "message": e.message, "code": e.code}))
 
     # text and reasoning
 
@@ -125,23 +99,23 @@ class AguiEncoder:
         self._announced.add(e.message_id)
         self._parent = e.message_id
         role = e.role if e.role in _ROLES else "assistant"
-        return _frame({"type": "TEXT_MESSAGE_START", "messageId": e.message_id, "role": role})
+        return sse_frame({"type": "TEXT_MESSAGE_START", "messageId": e.message_id, "role": role})
 
     def _text_delta(self, e: TextDelta) -> bytes:
-        return _frame({"type": "TEXT_MESSAGE_CONTENT", "messageId": e.message_id, "delta": e.delta})
+        return sse_frame({"type": "TEXT_MESSAGE_CONTENT", "messageId": e.message_id, "delta": e.delta})
 
     def _text_end(self, e: TextEnd) -> bytes:
-        return _frame({"type": "TEXT_MESSAGE_END", "messageId": e.message_id})
+        return sse_frame({"type": "TEXT_MESSAGE_END", "messageId": e.message_id})
 
     def _reasoning_start(self, e: ReasoningStart) -> bytes:
-        return _frame({"type": "REASONING_START", "messageId": e.message_id}) + _frame(
+        return sse_frame({"type": "REASONING_START", "messageId": e.message_id}) + sse_frame(
             {"type": "REASONING_MESSAGE_START", "messageId": e.message_id, "role": "reasoning"})
 
     def _reasoning_delta(self, e: ReasoningDelta) -> bytes:
-        return _frame({"type": "REASONING_MESSAGE_CONTENT", "messageId": e.message_id, "delta": e.delta})
+        return sse_frame({"type": "REASONING_MESSAGE_CONTENT", "messageId": e.message_id, "delta": e.delta})
 
     def _reasoning_end(self, e: ReasoningEnd) -> bytes:
-        return _frame({"type": "REASONING_MESSAGE_END", "messageId": e.message_id}) + _frame(
+        return sse_frame({"type": "REASONING_MESSAGE_END", "messageId": e.message_id}) + sse_frame(
             {"type": "REASONING_END", "messageId": e.message_id})
 
     # tool calls
@@ -154,22 +128,22 @@ class AguiEncoder:
             parent = new_id("msg")
             out = self._text_start(TextStart(parent)) + self._text_end(TextEnd(parent))
         self._parent = parent
-        return out + _frame({"type": "TOOL_CALL_START", "toolCallId": e.tool_call_id, "toolCallName": e.name,
+        return out + sse_frame({"type": "TOOL_CALL_START", "toolCallId": e.tool_call_id, "toolCallName": e.name,
                              "parentMessageId": parent})
 
     def _tool_args(self, e: ToolCallArgs) -> bytes:
-        return _frame({"type": "TOOL_CALL_ARGS", "toolCallId": e.tool_call_id, "delta": e.delta})
+        return sse_frame({"type": "TOOL_CALL_ARGS", "toolCallId": e.tool_call_id, "delta": e.delta})
 
     def _tool_end(self, e: ToolCallEnd) -> bytes:
         self._pending[e.tool_call_id] = None
-        return _frame({"type": "TOOL_CALL_END", "toolCallId": e.tool_call_id})
+        return sse_frame({"type": "TOOL_CALL_END", "toolCallId": e.tool_call_id})
 
     def _tool_result(self, e: ToolResult) -> bytes:
         if e.is_error:
             self.dropped["tool_error_as_result"] += 1  # AG-UI results have no error flag
         self._pending.pop(e.tool_call_id, None)
         self._parent = None  # what the agent says after a result is a new assistant message
-        return _frame({"type": "TOOL_CALL_RESULT", "messageId": e.message_id or new_id("result"),
+        return sse_frame({"type": "TOOL_CALL_RESULT", "messageId": e.message_id or new_id("result"),
                        "toolCallId": e.tool_call_id, "content": as_text(e.content), "role": "tool"})
 
     def _interrupt(self, e: Interrupt) -> bytes:
@@ -188,28 +162,28 @@ class AguiEncoder:
     # state, steps, data
 
     def _state_snapshot(self, e: StateSnapshot) -> bytes:
-        return _frame({"type": "STATE_SNAPSHOT", "snapshot": e.snapshot})
+        return sse_frame({"type": "STATE_SNAPSHOT", "snapshot": e.snapshot})
 
     def _state_delta(self, e: StateDelta) -> bytes:
-        return _frame({"type": "STATE_DELTA", "delta": e.patch})
+        return sse_frame({"type": "STATE_DELTA", "delta": e.patch})
 
     def _messages_snapshot(self, e: MessagesSnapshot) -> bytes:
-        return _frame({"type": "MESSAGES_SNAPSHOT", "messages": [message_to_agui(m) for m in e.messages]})
+        return sse_frame({"type": "MESSAGES_SNAPSHOT", "messages": [message_to_agui(m) for m in e.messages]})
 
     def _step_started(self, e: StepStarted) -> bytes:
         if e.name:
-            return _frame({"type": "STEP_STARTED", "stepName": e.name})
+            return sse_frame({"type": "STEP_STARTED", "stepName": e.name})
         self.dropped["step"] += 1  # an AG-UI step must have a name
         return b""
 
     def _step_finished(self, e: StepFinished) -> bytes:
         if e.name:
-            return _frame({"type": "STEP_FINISHED", "stepName": e.name})
+            return sse_frame({"type": "STEP_FINISHED", "stepName": e.name})
         self.dropped["step"] += 1
         return b""
 
     def _data(self, e: Data) -> bytes:
-        return _frame({"type": "CUSTOM", "name": e.name, "value": e.data})
+        return sse_frame({"type": "CUSTOM", "name": e.name, "value": e.data})
 
     def _usage_event(self, e: Usage) -> bytes:
         self._usage.append(drop_none({"inputTokens": e.input_tokens, "outputTokens": e.output_tokens,
@@ -218,32 +192,30 @@ class AguiEncoder:
 
     def _raw(self, e: Raw) -> bytes:
         if e.dialect == "ag-ui" and e.event.get("type") in _PASSTHROUGH:
-            return _frame(e.event)
-        return _frame({"type": "RAW", "event": e.event, "source": e.dialect})
+            return sse_frame(e.event)
+        return sse_frame({"type": "RAW", "event": e.event, "source": e.dialect})
 
-
-# Plain functions, not bound methods held by each encoder: those would make every encoder a reference cycle.
-_HANDLERS: dict[type, Callable[[AguiEncoder, Any], bytes]] = {
-    TextDelta: AguiEncoder._text_delta,
-    ToolCallArgs: AguiEncoder._tool_args,
-    ReasoningDelta: AguiEncoder._reasoning_delta,
-    TextStart: AguiEncoder._text_start,
-    TextEnd: AguiEncoder._text_end,
-    ToolCallStart: AguiEncoder._tool_start,
-    ToolCallEnd: AguiEncoder._tool_end,
-    ToolResult: AguiEncoder._tool_result,
-    ReasoningStart: AguiEncoder._reasoning_start,
-    ReasoningEnd: AguiEncoder._reasoning_end,
-    Interrupt: AguiEncoder._interrupt,
-    StateSnapshot: AguiEncoder._state_snapshot,
-    StateDelta: AguiEncoder._state_delta,
-    MessagesSnapshot: AguiEncoder._messages_snapshot,
-    StepStarted: AguiEncoder._step_started,
-    StepFinished: AguiEncoder._step_finished,
-    Data: AguiEncoder._data,
-    Usage: AguiEncoder._usage_event,
-    Raw: AguiEncoder._raw,
-    RunStarted: AguiEncoder._run_started,
-    RunFinished: AguiEncoder._run_finished,
-    RunError: AguiEncoder._run_error,
-}
+    handlers = {
+        TextDelta: _text_delta,
+        ToolCallArgs: _tool_args,
+        ReasoningDelta: _reasoning_delta,
+        TextStart: _text_start,
+        TextEnd: _text_end,
+        ToolCallStart: _tool_start,
+        ToolCallEnd: _tool_end,
+        ToolResult: _tool_result,
+        ReasoningStart: _reasoning_start,
+        ReasoningEnd: _reasoning_end,
+        Interrupt: _interrupt,
+        StateSnapshot: _state_snapshot,
+        StateDelta: _state_delta,
+        MessagesSnapshot: _messages_snapshot,
+        StepStarted: _step_started,
+        StepFinished: _step_finished,
+        Data: _data,
+        Usage: _usage_event,
+        Raw: _raw,
+        RunStarted: _run_started,
+        RunFinished: _run_finished,
+        RunError: _run_error,
+    }

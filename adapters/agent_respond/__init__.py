@@ -9,7 +9,7 @@ from gateway.core.codec import Dialect, Likeness
 from .conformance import judge
 from .decode import AgentRespondDecoder
 from .encode import AgentRespondEncoder
-from .request import build_request, parse_request, sample_request
+from .request import build_request, parse_request, reply_messages, sample_request
 
 
 def sniff(body: dict[str, Any]) -> Likeness:
@@ -39,5 +39,6 @@ DIALECT = Dialect(
     sniff=sniff,
     sample_request=sample_request,
     judge=judge,
+    reply_messages=reply_messages,
     expects="an agent-respond request needs messages with role and content (OpenAI style), and metadata",
 )

@@ -1,8 +1,9 @@
 """The eval platform's response contract: what `agent-gateway check` holds an agent's reply to, and the tests our
 own encoder's.
 
-A port of `backend/app/models/agent_contract.py` in Connexity-AI/connexity (models and the one validator, as read
-in research/agkit-connexity.md 3.2); the platform is not installable, so this copy is what replies are checked against.
+A port of `backend/app/models/agent_contract.py` in Connexity-AI/connexity (models and the one validator, as of
+02f4299, where the file last changed in 0e85064); the platform is not installable, so this copy is what replies are
+checked against.
 """
 
 from __future__ import annotations

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from gateway.core.codec import as_text
+from gateway.core.decoding import Events, JsonBodyDecoder
 from gateway.core.events import (
-    Event,
+    RunError,
     RunFinished,
     TextDelta,
     TextEnd,
@@ -20,49 +19,19 @@ from gateway.core.events import (
     Usage,
 )
 from gateway.core.ids import new_id
-from gateway.core.repair import RunRepair
-
-DEFAULT_MAX_BODY = 32 * 1024 * 1024
 
 
-class AgentRespondDecoder:
+class AgentRespondDecoder(JsonBodyDecoder):
     """Not a stream: the body is gathered whole, then read at `close()`."""
 
-    __slots__ = ("_body", "_max_body", "_size", "repair")
+    __slots__ = ()
 
-    def __init__(self, max_event_bytes: int = DEFAULT_MAX_BODY) -> None:
-        """`max_event_bytes` bounds the whole body: for this dialect the body is the one event."""
-        self._body: list[bytes] = []
-        self._size = 0
-        self._max_body = max_event_bytes
-        self.repair = RunRepair()
-
-    def feed(self, chunk: bytes) -> list[Event]:
-        out: list[Event] = []
-        if self.repair.done:
-            return out
-        self._size += len(chunk)
-        if self._size > self._max_body:
-            self._body.clear()
-            self.repair.fail(f"upstream response exceeded {self._max_body} bytes", "upstream_event_too_large", out)
-            return out
-        self._body.append(chunk)
-        return out
-
-    def close(self) -> list[Event]:
-        out: list[Event] = []
-        if self.repair.done:
-            return out
-        try:
-            body = orjson.loads(b"".join(self._body))
-        except orjson.JSONDecodeError:
-            self.repair.fail("upstream returned a body that is not JSON", "upstream_bad_event", out)
-            return out
+    def on_body(self, body: Any, out: Events) -> None:
         messages = body.get("messages") if isinstance(body, dict) else None
         error = _error(body)
         if not isinstance(messages, list):
-            self.repair.fail(error[0] if error else "upstream returned no messages", "upstream_bad_event", out)
-            return out
+            out.append(RunError(error[0] if error else "upstream returned no messages", "upstream_bad_event"))
+            return
         for message in messages:
             if isinstance(message, dict):
                 self._message(message, out)
@@ -70,42 +39,35 @@ class AgentRespondDecoder:
         model, provider = body.get("model"), body.get("provider")
         if isinstance(usage, dict) or model or provider:
             usage = usage if isinstance(usage, dict) else {}
-            self.repair.push(Usage(usage.get("prompt_tokens"), usage.get("completion_tokens"),
-                                   usage.get("total_tokens"), model if isinstance(model, str) else None,
-                                   provider if isinstance(provider, str) else None), out)
+            out.append(Usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), usage.get("total_tokens"),
+                             model if isinstance(model, str) else None,
+                             provider if isinstance(provider, str) else None))
         if error:
             # An agent's error body (a 502 with the messages it had made): what it said, then why it stopped.
-            self.repair.fail(error[0], error[1], out)
+            out.append(RunError(error[0], error[1]))
         else:
-            self.repair.push(RunFinished(), out)
-        return out
+            out.append(RunFinished())
 
-    def fail(self, message: str, code: str | None = None) -> list[Event]:
-        out: list[Event] = []
-        self.repair.fail(message, code, out)
-        return out
-
-    def _message(self, message: dict[str, Any], out: list[Event]) -> None:
-        push = self.repair.push
+    def _message(self, message: dict[str, Any], out: Events) -> None:
         role, content = message.get("role"), _text(message.get("content"))
         if role == "assistant":
             message_id = new_id("msg")
             if content:
-                push(TextStart(message_id), out)
-                push(TextDelta(message_id, content), out)
-                push(TextEnd(message_id), out)
+                out.append(TextStart(message_id))
+                out.append(TextDelta(message_id, content))
+                out.append(TextEnd(message_id))
             calls = message.get("tool_calls")
             for call in calls if isinstance(calls, list) else ():
                 function = call.get("function") if isinstance(call, dict) else None
                 if not isinstance(function, dict) or not isinstance(call.get("id"), str):
                     continue
-                push(ToolCallStart(call["id"], str(function.get("name") or "unknown_tool"), message_id), out)
+                out.append(ToolCallStart(call["id"], str(function.get("name") or "unknown_tool"), message_id))
                 arguments = function.get("arguments")
-                push(ToolCallArgs(call["id"], arguments if isinstance(arguments, str) else as_text(arguments or {})),
-                     out)
-                push(ToolCallEnd(call["id"]), out)
+                out.append(ToolCallArgs(call["id"],
+                                        arguments if isinstance(arguments, str) else as_text(arguments or {})))
+                out.append(ToolCallEnd(call["id"]))
         elif role == "tool" and isinstance(message.get("tool_call_id"), str):
-            push(ToolResult(message["tool_call_id"], content), out)
+            out.append(ToolResult(message["tool_call_id"], content))
 
 
 def _error(body: Any) -> tuple[str, str] | None:

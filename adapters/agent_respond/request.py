@@ -13,6 +13,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict
 
 from gateway.core.codec import UpstreamRequest, drop_none
+from gateway.core.errors import GatewayError
 from gateway.core.turn import Message, ToolCall, Turn
 from gateway.core.validation import validate
 
@@ -58,6 +59,14 @@ def parse_request(body: dict[str, Any]) -> Turn:
         calls = [ToolCall(c.id, c.function.name, c.function.arguments) for c in m.tool_calls or ()]
         messages.append(Message(m.role, m.content, tool_calls=calls, tool_call_id=m.tool_call_id, name=m.name))
     return Turn(messages=messages, history="full", metadata=metadata)
+
+
+def reply_messages(body: bytes) -> list[Message] | None:
+    """An `AgentResponse`'s messages as the platform's next request will send them back: read as a request is."""
+    try:
+        return parse_request({"messages": orjson.loads(body)["messages"]}).messages
+    except (GatewayError, ValueError, KeyError, TypeError):
+        return None
 
 
 def sample_request(text: str, conversation_id: str) -> dict[str, Any]:

@@ -8,14 +8,14 @@ SDK's words: the whole state as `data-state`, and the tool call that stands for 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 
-from gateway.core.codec import JsonSSEDecoder
+from gateway.core.decoding import Events, JsonSSEDecoder
 from gateway.core.events import (
     Data,
-    Event,
     Interrupt,
     Raw,
     ReasoningDelta,
@@ -40,8 +40,6 @@ from gateway.core.sse import DEFAULT_MAX_FRAME
 from .request import INTERRUPT_CALL_PREFIX
 
 DENIED = "The user denied this tool call."
-_TOOL_CHUNKS = frozenset({"tool-input-start", "tool-input-delta", "tool-input-available", "tool-approval-request",
-                          "tool-output-available", "tool-output-denied", "tool-output-error"})
 
 
 def _s(frame: dict[str, Any], key: str) -> str:
@@ -51,10 +49,11 @@ def _s(frame: dict[str, Any], key: str) -> str:
     return value
 
 
+Handler = Callable[["VercelDecoder", dict[str, Any], Events], None]
+
+
 class VercelDecoder(JsonSSEDecoder):
     __slots__ = ("_args_seen", "_ended", "_interrupt_calls", "_renamed", "_tools")
-
-    dialect = "vercel"
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__(max_event_bytes)
@@ -64,66 +63,25 @@ class VercelDecoder(JsonSSEDecoder):
         self._renamed: dict[str, str] = {}
         self._interrupt_calls: dict[str, dict[str, Any]] = {}  # tool call id -> the interrupt it stands for
 
-    def on_frame(self, frame: dict[str, Any], out: list[Event]) -> None:
-        push = self.repair.push
+    def on_frame(self, frame: dict[str, Any], out: Events) -> None:
         kind = frame.get("type")
         try:
-            if kind == "text-delta":
-                push(TextDelta(self._id(_s(frame, "id")), _s(frame, "delta")), out)
-            elif kind == "tool-input-delta":
-                self._args_seen.add(_s(frame, "toolCallId"))
-                push(ToolCallArgs(_s(frame, "toolCallId"), _s(frame, "inputTextDelta")), out)
-            elif kind == "reasoning-delta":
-                push(ReasoningDelta(self._id(_s(frame, "id")), _s(frame, "delta")), out)
-            elif kind == "text-start":
-                push(TextStart(self._start_id(_s(frame, "id"))), out)
-            elif kind == "text-end":
-                push(TextEnd(self._end_id(_s(frame, "id"))), out)
-            elif kind == "reasoning-start":
-                push(ReasoningStart(self._start_id(_s(frame, "id"))), out)
-            elif kind == "reasoning-end":
-                push(ReasoningEnd(self._end_id(_s(frame, "id"))), out)
-            elif kind in _TOOL_CHUNKS and _s(frame, "toolCallId").startswith(INTERRUPT_CALL_PREFIX):
-                self._interrupt_call(frame, out)
-            elif kind == "tool-input-start":
-                self._tools[_s(frame, "toolCallId")] = _s(frame, "toolName")
-                push(ToolCallStart(_s(frame, "toolCallId"), _s(frame, "toolName")), out)
-            elif kind == "tool-input-available" or kind == "tool-input-error":
-                self._input_available(frame, out)
-            elif kind == "tool-output-available":
-                if not frame.get("preliminary"):  # a preliminary output is a progress update; the final one follows
-                    push(ToolResult(_s(frame, "toolCallId"), frame["output"]), out)
-            elif kind == "tool-output-error":
-                push(ToolResult(_s(frame, "toolCallId"), _s(frame, "errorText"), is_error=True), out)
-            elif kind == "tool-output-denied":
-                push(ToolResult(_s(frame, "toolCallId"), DENIED, is_error=True), out)
-            elif kind == "tool-approval-request":
-                push(Interrupt(_s(frame, "approvalId"), "tool_approval", tool_call_id=_s(frame, "toolCallId")), out)
-            elif kind == "start":
-                message_id = frame.get("messageId")
-                push(RunStarted(message_id=message_id if isinstance(message_id, str) else None), out)
-                self._metadata(frame, out)
-            elif kind == "start-step":
-                push(StepStarted(), out)
-            elif kind == "finish-step":
-                push(StepFinished(), out)
-            elif kind == "finish":
-                self._metadata(frame, out)
-                push(RunFinished(), out)
-            elif kind == "abort":
-                push(RunFinished("cancelled"), out)
-            elif kind == "error":
-                push(RunError(str(frame["errorText"]), "upstream_error"), out)
-            elif isinstance(kind, str) and kind.startswith("data-"):
+            if kind == "text-delta":  # most of a stream, read here rather than through the table
+                out.append(TextDelta(self._id(_s(frame, "id")), _s(frame, "delta")))
+                return
+            handler = _HANDLERS.get(kind) if type(kind) is str else None
+            if handler is not None:
+                handler(self, frame, out)
+            elif type(kind) is str and kind.startswith("data-"):
                 self._data(kind[5:], frame, out)
             elif kind is None and "error" in frame:
-                push(RunError(str(frame["error"]), "upstream_error"), out)
+                out.append(RunError(str(frame["error"]), "upstream_error"))
             else:
-                push(Raw("vercel", frame), out)
+                out.append(Raw("vercel", frame))
         except (KeyError, TypeError):
-            push(Raw("vercel", frame), out)
+            out.append(Raw("vercel", frame))
 
-    def _interrupt_call(self, frame: dict[str, Any], out: list[Event]) -> None:
+    def _interrupt_call(self, frame: dict[str, Any], out: Events) -> None:
         """A call that stands for an interrupt is that interrupt, once its approval is asked; its settling is
         the client's answer, already known."""
         call_id = _s(frame, "toolCallId")
@@ -134,41 +92,38 @@ class VercelDecoder(JsonSSEDecoder):
         elif frame["type"] == "tool-approval-request" and call_id in self._interrupt_calls:
             details = self._interrupt_calls[call_id]
             reason, message = details.get("reason"), details.get("message")
-            self.repair.push(Interrupt(_s(frame, "approvalId"), reason if isinstance(reason, str) else details["name"],
-                                       message if isinstance(message, str) else None, details.get("payload"), None,
-                                       details.get("responseSchema")), out)
+            out.append(Interrupt(_s(frame, "approvalId"), reason if isinstance(reason, str) else details["name"],
+                                 message if isinstance(message, str) else None, details.get("payload"), None,
+                                 details.get("responseSchema")))
 
-    def _input_available(self, frame: dict[str, Any], out: list[Event]) -> None:
-        push = self.repair.push
+    def _input_available(self, frame: dict[str, Any], out: Events) -> None:
         call_id = _s(frame, "toolCallId")
         if call_id not in self._tools:
             self._tools[call_id] = _s(frame, "toolName")
-            push(ToolCallStart(call_id, _s(frame, "toolName")), out)
+            out.append(ToolCallStart(call_id, _s(frame, "toolName")))
         if call_id not in self._args_seen:
             value = frame.get("input")
-            push(ToolCallArgs(call_id, value if isinstance(value, str) else orjson.dumps(value or {}).decode()), out)
-        push(ToolCallEnd(call_id), out)
+            out.append(ToolCallArgs(call_id, value if isinstance(value, str) else orjson.dumps(value or {}).decode()))
+        out.append(ToolCallEnd(call_id))
         if frame["type"] == "tool-input-error":
-            push(ToolResult(call_id, _s(frame, "errorText"), is_error=True), out)
+            out.append(ToolResult(call_id, _s(frame, "errorText"), is_error=True))
 
-    def _data(self, name: str, frame: dict[str, Any], out: list[Event]) -> None:
+    def _data(self, name: str, frame: dict[str, Any], out: Events) -> None:
         data = frame["data"]
         if name == "operation" and isinstance(data, dict) and data.get("type") == "error" \
                 and data.get("severity", "error") == "error":
-            self.repair.push(RunError(str(data.get("message") or "upstream agent failed"),
-                                      data.get("code") if isinstance(data.get("code"), str) else "upstream_error"), out)
+            out.append(RunError(str(data.get("message") or "upstream agent failed"),
+                                data.get("code") if isinstance(data.get("code"), str) else "upstream_error"))
             return
         if name == "state" and frame.get("id") == "state":
-            self.repair.push(StateSnapshot(data), out)  # how our encoder carries the whole state
+            out.append(StateSnapshot(data))  # how our encoder carries the whole state
             return
         item_id = frame.get("id")
-        self.repair.push(Data(name, data, item_id if isinstance(item_id, str) else None,
-                              bool(frame.get("transient"))), out)
+        out.append(Data(name, data, item_id if isinstance(item_id, str) else None, bool(frame.get("transient"))))
 
-    def _metadata(self, frame: dict[str, Any], out: list[Event]) -> None:
+    def _metadata(self, frame: dict[str, Any], out: Events) -> None:
         if "messageMetadata" in frame:
-            self.repair.push(Raw("vercel", {"type": "message-metadata", "messageMetadata": frame["messageMetadata"]}),
-                             out)
+            out.append(Raw("vercel", {"type": "message-metadata", "messageMetadata": frame["messageMetadata"]}))
 
     def _id(self, raw_id: str) -> str:
         return self._renamed.get(raw_id, raw_id) if self._renamed else raw_id
@@ -183,3 +138,114 @@ class VercelDecoder(JsonSSEDecoder):
     def _end_id(self, raw_id: str) -> str:
         self._ended.add(raw_id)
         return self._id(raw_id)
+
+
+def _interrupt_call(handler: Handler) -> Handler:
+    """A tool chunk of a call that stands for an interrupt goes to `_interrupt_call` instead."""
+    def handle(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
+        if _s(f, "toolCallId").startswith(INTERRUPT_CALL_PREFIX):
+            d._interrupt_call(f, out)
+        else:
+            handler(d, f, out)
+    return handle
+
+
+def _tool_input_delta(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
+    d._args_seen.add(_s(f, "toolCallId"))
+    out.append(ToolCallArgs(_s(f, "toolCallId"), _s(f, "inputTextDelta")))
+
+
+def _reasoning_delta(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(ReasoningDelta(d._id(_s(f, "id")), _s(f, "delta")))
+
+
+def _text_start(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(TextStart(d._start_id(_s(f, "id"))))
+
+
+def _text_end(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(TextEnd(d._end_id(_s(f, "id"))))
+
+
+def _reasoning_start(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(ReasoningStart(d._start_id(_s(f, "id"))))
+
+
+def _reasoning_end(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(ReasoningEnd(d._end_id(_s(f, "id"))))
+
+
+def _tool_input_start(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
+    d._tools[_s(f, "toolCallId")] = _s(f, "toolName")
+    out.append(ToolCallStart(_s(f, "toolCallId"), _s(f, "toolName")))
+
+
+def _input_available(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
+    d._input_available(f, out)
+
+
+def _tool_output_available(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
+    if not f.get("preliminary"):  # a preliminary output is a progress update; the final one follows
+        out.append(ToolResult(_s(f, "toolCallId"), f["output"]))
+
+
+def _tool_output_error(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(ToolResult(_s(f, "toolCallId"), _s(f, "errorText"), is_error=True))
+
+
+def _tool_output_denied(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(ToolResult(_s(f, "toolCallId"), DENIED, is_error=True))
+
+
+def _tool_approval_request(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(Interrupt(_s(f, "approvalId"), "tool_approval", tool_call_id=_s(f, "toolCallId")))
+
+
+def _start(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
+    message_id = f.get("messageId")
+    out.append(RunStarted(message_id=message_id if isinstance(message_id, str) else None))
+    d._metadata(f, out)
+
+
+def _start_step(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(StepStarted())
+
+
+def _finish_step(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(StepFinished())
+
+
+def _finish(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
+    d._metadata(f, out)
+    out.append(RunFinished())
+
+
+def _abort(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(RunFinished("cancelled"))
+
+
+def _error(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(RunError(str(f["errorText"]), "upstream_error"))
+
+
+_HANDLERS: dict[str, Handler] = {
+    "tool-input-delta": _tool_input_delta,
+    "reasoning-delta": _reasoning_delta,
+    "text-start": _text_start,
+    "text-end": _text_end,
+    "reasoning-start": _reasoning_start,
+    "reasoning-end": _reasoning_end,
+    "tool-input-start": _interrupt_call(_tool_input_start),
+    "tool-input-available": _interrupt_call(_input_available),
+    "tool-input-error": _input_available,
+    "tool-output-available": _interrupt_call(_tool_output_available),
+    "tool-output-error": _interrupt_call(_tool_output_error),
+    "tool-output-denied": _interrupt_call(_tool_output_denied),
+    "tool-approval-request": _interrupt_call(_tool_approval_request),
+    "start": _start,
+    "start-step": _start_step,
+    "finish-step": _finish_step,
+    "finish": _finish,
+    "abort": _abort,
+    "error": _error,
+}

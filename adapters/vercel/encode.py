@@ -14,15 +14,12 @@ first, so the client shows the answer and never sends it again.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from typing import Any
 
-import orjson
-
 from gateway.core.codec import as_text, drop_none, json_or_text
+from gateway.core.encoding import SSE_HEADERS, SSEEncoder, sse_frame
 from gateway.core.events import (
     Data,
-    Event,
     Interrupt,
     MessagesSnapshot,
     Raw,
@@ -45,38 +42,27 @@ from gateway.core.events import (
     ToolResult,
     Usage,
 )
-from gateway.core.sse import DONE, KEEP_ALIVE
+from gateway.core.sse import DONE
 from gateway.core.state import StateTracker
 from gateway.core.turn import Turn, approves
 
 from .request import INKEEP, INTERRUPT_CALL_PREFIX
 
-HEADERS = {
-    "content-type": "text/event-stream; charset=utf-8",
-    "x-vercel-ai-ui-message-stream": "v1",
-}
-
 # Chunk types a `Raw` from a Vercel upstream may carry to a Vercel client: those every supported `ai` accepts.
 _PASSTHROUGH = frozenset({"message-metadata", "source-url", "source-document", "file"})
 
 
-def _frame(chunk: dict[str, Any]) -> bytes:
-    return b"data: " + orjson.dumps(chunk) + b"\n\n"
+_START_STEP = sse_frame({"type": "start-step"})
+_FINISH_STEP = sse_frame({"type": "finish-step"})
 
 
-_START_STEP = _frame({"type": "start-step"})
-_FINISH_STEP = _frame({"type": "finish-step"})
+class VercelEncoder(SSEEncoder):
+    __slots__ = ("_after_results", "_args", "_inkeep", "_names", "_settles", "_state", "_step_open")
 
-
-class VercelEncoder:
-    streams = True
-
-    __slots__ = ("_after_results", "_args", "_inkeep", "_names", "_settles", "_state", "_step_open", "dropped",
-                 "headers", "status_code")
+    HEADERS = {**SSE_HEADERS, "x-vercel-ai-ui-message-stream": "v1"}
 
     def __init__(self, request: Turn | None = None) -> None:
-        self.status_code = 200
-        self.headers = dict(HEADERS)
+        super().__init__(request)
         self._inkeep = request is not None and request.variant == INKEEP
         self._settles = [r for r in request.resume if r.tool_call_id is None] if request is not None else []
         self._args: dict[str, list[str]] = {}
@@ -84,99 +70,111 @@ class VercelEncoder:
         self._step_open = False
         self._after_results = False
         self._state = StateTracker()
-        self.dropped: dict[str, int] = defaultdict(int)
 
-    def encode(self, events: list[Event]) -> bytes:
-        if len(events) == 1:
-            return self._encode(events[0])
-        return b"".join([self._encode(event) for event in events])
+    def _text_delta(self, e: TextDelta) -> bytes:
+        return sse_frame({"type": "text-delta", "id": e.message_id, "delta": e.delta})
 
-    def keep_alive(self) -> bytes:
-        return KEEP_ALIVE
+    def _tool_call_args(self, e: ToolCallArgs) -> bytes:
+        args = self._args.get(e.tool_call_id)
+        if args is not None:
+            args.append(e.delta)
+        return sse_frame({"type": "tool-input-delta", "toolCallId": e.tool_call_id, "inputTextDelta": e.delta})
 
-    def _encode(self, e: Event) -> bytes:
-        if isinstance(e, TextDelta):
-            return _frame({"type": "text-delta", "id": e.message_id, "delta": e.delta})
-        if isinstance(e, ToolCallArgs):
-            args = self._args.get(e.tool_call_id)
-            if args is not None:
-                args.append(e.delta)
-            return _frame({"type": "tool-input-delta", "toolCallId": e.tool_call_id, "inputTextDelta": e.delta})
-        if isinstance(e, ReasoningDelta):
-            return _frame({"type": "reasoning-delta", "id": e.message_id, "delta": e.delta})
-        if isinstance(e, TextStart):
-            return self._step() + _frame({"type": "text-start", "id": e.message_id})
-        if isinstance(e, TextEnd):
-            return _frame({"type": "text-end", "id": e.message_id})
-        if isinstance(e, ReasoningStart):
-            return self._step() + _frame({"type": "reasoning-start", "id": e.message_id})
-        if isinstance(e, ReasoningEnd):
-            return _frame({"type": "reasoning-end", "id": e.message_id})
-        if isinstance(e, ToolCallStart):
-            self._args[e.tool_call_id] = []
-            self._names[e.tool_call_id] = e.name
-            return self._step() + _frame({"type": "tool-input-start", "toolCallId": e.tool_call_id,
-                                          "toolName": e.name})
-        if isinstance(e, ToolCallEnd):
-            text = "".join(self._args.pop(e.tool_call_id, ()))
-            return _frame({"type": "tool-input-available", "toolCallId": e.tool_call_id,
-                           "toolName": self._names.get(e.tool_call_id, "unknown_tool"),
-                           "input": json_or_text(text) if text else {}})
-        if isinstance(e, ToolResult):
-            self._after_results = True
-            if e.is_error:
-                error_text = as_text(e.content)
-                return _frame({"type": "tool-output-error", "toolCallId": e.tool_call_id, "errorText": error_text})
-            return _frame({"type": "tool-output-available", "toolCallId": e.tool_call_id, "output": e.content})
-        if isinstance(e, Interrupt):
-            if e.tool_call_id in self._names:  # the client needs the call's part to hang the approval on
-                return _frame({"type": "tool-approval-request", "approvalId": e.id, "toolCallId": e.tool_call_id})
-            self.dropped["interrupt_as_tool_call"] += 1
-            return self._interrupt_call(e)
-        if isinstance(e, Data):
-            chunk: dict[str, Any] = {"type": f"data-{e.name}", "data": e.data}  # `data` is required, null or not
-            if e.id is not None:
-                chunk["id"] = e.id
-            if e.transient:
-                chunk["transient"] = True
-            return _frame(chunk)
-        if isinstance(e, RunStarted):
-            start = _frame(drop_none({"type": "start", "messageId": e.message_id}))
-            return start + self._settle() if self._settles and e.message_id is None else start
-        if isinstance(e, StepStarted):
-            # A Vercel upstream's own steps pass through; named (AG-UI) steps are not model steps: left out.
-            if e.name is not None or self._step_open:
-                if e.name is not None:
-                    self.dropped["step"] += 1
-                return b""
-            self._step_open, self._after_results = True, False
-            return _START_STEP
-        if isinstance(e, StepFinished):
-            if e.name is not None or not self._step_open:
-                if e.name is not None:
-                    self.dropped["step"] += 1
-                return b""
-            self._step_open = False
-            return _FINISH_STEP
-        if isinstance(e, StateSnapshot):
-            self._state.snapshot(e.snapshot)
-            return self._state_part()
-        if isinstance(e, StateDelta):
-            return self._state_part() if self._state.apply(e.patch) else b""
-        if isinstance(e, Usage):
-            usage = drop_none({"inputTokens": e.input_tokens, "outputTokens": e.output_tokens,
-                               "totalTokens": e.total_tokens, "model": e.model, "provider": e.provider})
-            return _frame({"type": "message-metadata", "messageMetadata": {"usage": usage}})
-        if isinstance(e, RunFinished):
-            return self._end_step() + _frame({"type": "abort" if e.outcome == "cancelled" else "finish"}) + DONE
-        if isinstance(e, RunError):
-            return self._end_step() + self._error(e) + DONE
-        if isinstance(e, Raw):
-            if e.dialect == "vercel" and e.event.get("type") in _PASSTHROUGH:
-                return _frame(e.event)
-            self.dropped["raw"] += 1
-        elif isinstance(e, MessagesSnapshot):
-            self.dropped["messages_snapshot"] += 1  # the client owns the history
+    def _reasoning_delta(self, e: ReasoningDelta) -> bytes:
+        return sse_frame({"type": "reasoning-delta", "id": e.message_id, "delta": e.delta})
+
+    def _text_start(self, e: TextStart) -> bytes:
+        return self._step() + sse_frame({"type": "text-start", "id": e.message_id})
+
+    def _text_end(self, e: TextEnd) -> bytes:
+        return sse_frame({"type": "text-end", "id": e.message_id})
+
+    def _reasoning_start(self, e: ReasoningStart) -> bytes:
+        return self._step() + sse_frame({"type": "reasoning-start", "id": e.message_id})
+
+    def _reasoning_end(self, e: ReasoningEnd) -> bytes:
+        return sse_frame({"type": "reasoning-end", "id": e.message_id})
+
+    def _tool_call_start(self, e: ToolCallStart) -> bytes:
+        self._args[e.tool_call_id] = []
+        self._names[e.tool_call_id] = e.name
+        return self._step() + sse_frame({"type": "tool-input-start", "toolCallId": e.tool_call_id,
+                                      "toolName": e.name})
+
+    def _tool_call_end(self, e: ToolCallEnd) -> bytes:
+        text = "".join(self._args.pop(e.tool_call_id, ()))
+        return sse_frame({"type": "tool-input-available", "toolCallId": e.tool_call_id,
+                       "toolName": self._names.get(e.tool_call_id, "unknown_tool"),
+                       "input": json_or_text(text) if text else {}})
+
+    def _tool_result(self, e: ToolResult) -> bytes:
+        self._after_results = True
+        if e.is_error:
+            error_text = as_text(e.content)
+            return sse_frame({"type": "tool-output-error", "toolCallId": e.tool_call_id, "errorText": error_text})
+        return sse_frame({"type": "tool-output-available", "toolCallId": e.tool_call_id, "output": e.content})
+
+    def _interrupt(self, e: Interrupt) -> bytes:
+        if e.tool_call_id in self._names:  # the client needs the call's part to hang the approval on
+            return sse_frame({"type": "tool-approval-request", "approvalId": e.id, "toolCallId": e.tool_call_id})
+        self.dropped["interrupt_as_tool_call"] += 1
+        return self._interrupt_call(e)
+
+    def _data(self, e: Data) -> bytes:
+        chunk: dict[str, Any] = {"type": f"data-{e.name}", "data": e.data}  # `data` is required, null or not
+        if e.id is not None:
+            chunk["id"] = e.id
+        if e.transient:
+            chunk["transient"] = True
+        return sse_frame(chunk)
+
+    def _run_started(self, e: RunStarted) -> bytes:
+        start = sse_frame(drop_none({"type": "start", "messageId": e.message_id}))
+        return start + self._settle() if self._settles and e.message_id is None else start
+
+    def _step_started(self, e: StepStarted) -> bytes:
+        # A Vercel upstream's own steps pass through; named (AG-UI) steps are not model steps: left out.
+        if e.name is not None or self._step_open:
+            if e.name is not None:
+                self.dropped["step"] += 1
+            return b""
+        self._step_open, self._after_results = True, False
+        return _START_STEP
+
+    def _step_finished(self, e: StepFinished) -> bytes:
+        if e.name is not None or not self._step_open:
+            if e.name is not None:
+                self.dropped["step"] += 1
+            return b""
+        self._step_open = False
+        return _FINISH_STEP
+
+    def _state_snapshot(self, e: StateSnapshot) -> bytes:
+        self._state.snapshot(e.snapshot)
+        return self._state_part()
+
+    def _state_delta(self, e: StateDelta) -> bytes:
+        return self._state_part() if self._state.apply(e.patch) else b""
+
+    def _usage(self, e: Usage) -> bytes:
+        usage = drop_none({"inputTokens": e.input_tokens, "outputTokens": e.output_tokens,
+                           "totalTokens": e.total_tokens, "model": e.model, "provider": e.provider})
+        return sse_frame({"type": "message-metadata", "messageMetadata": {"usage": usage}})
+
+    def _run_finished(self, e: RunFinished) -> bytes:
+        return self._end_step() + sse_frame({"type": "abort" if e.outcome == "cancelled" else "finish"}) + DONE
+
+    def _run_error(self, e: RunError) -> bytes:
+        return self._end_step() + self._error(e) + DONE
+
+    def _raw(self, e: Raw) -> bytes:
+        if e.dialect == "vercel" and e.event.get("type") in _PASSTHROUGH:
+            return sse_frame(e.event)
+        self.dropped["raw"] += 1
+        return b""
+
+    def _messages_snapshot(self, e: MessagesSnapshot) -> bytes:
+        self.dropped["messages_snapshot"] += 1  # the client owns the history
         return b""
 
     def _interrupt_call(self, e: Interrupt) -> bytes:
@@ -187,8 +185,8 @@ class VercelEncoder:
         details = drop_none({"reason": e.reason or None, "message": e.message, "payload": e.payload,
                              "responseSchema": e.response_schema})
         return (self._step()
-                + _frame({"type": "tool-input-available", "toolCallId": call_id, "toolName": name, "input": details})
-                + _frame({"type": "tool-approval-request", "approvalId": e.id, "toolCallId": call_id}))
+                + sse_frame({"type": "tool-input-available", "toolCallId": call_id, "toolName": name, "input": details})
+                + sse_frame({"type": "tool-approval-request", "approvalId": e.id, "toolCallId": call_id}))
 
     def _settle(self) -> bytes:
         """Close the calls that stood for the interrupts this continuation answers, as the client answered them.
@@ -198,9 +196,10 @@ class VercelEncoder:
         for resume in self._settles:
             call_id = INTERRUPT_CALL_PREFIX + resume.interrupt_id
             if approves(resume):
-                out.append(_frame({"type": "tool-output-available", "toolCallId": call_id, "output": resume.payload}))
+                out.append(sse_frame({"type": "tool-output-available", "toolCallId": call_id,
+                                      "output": resume.payload}))
             else:
-                out.append(_frame({"type": "tool-output-denied", "toolCallId": call_id}))
+                out.append(sse_frame({"type": "tool-output-denied", "toolCallId": call_id}))
         return b"".join(out)
 
     def _step(self) -> bytes:
@@ -227,11 +226,36 @@ class VercelEncoder:
 
     def _state_part(self) -> bytes:
         """The whole state as one data part with a fixed id: the client replaces it in place on every change."""
-        return _frame({"type": "data-state", "id": "state", "data": self._state.value})
+        return sse_frame({"type": "data-state", "id": "state", "data": self._state.value})
 
     def _error(self, e: RunError) -> bytes:
-        error = _frame({"type": "error", "errorText": e.message})
+        error = sse_frame({"type": "error", "errorText": e.message})
         if not self._inkeep:
             return error
         operation = drop_none({"type": "error", "message": e.message, "severity": "error", "code": e.code})
-        return _frame({"type": "data-operation", "data": operation}) + error
+        return sse_frame({"type": "data-operation", "data": operation}) + error
+
+    handlers = {
+        TextDelta: _text_delta,
+        ToolCallArgs: _tool_call_args,
+        ReasoningDelta: _reasoning_delta,
+        TextStart: _text_start,
+        TextEnd: _text_end,
+        ReasoningStart: _reasoning_start,
+        ReasoningEnd: _reasoning_end,
+        ToolCallStart: _tool_call_start,
+        ToolCallEnd: _tool_call_end,
+        ToolResult: _tool_result,
+        Interrupt: _interrupt,
+        Data: _data,
+        RunStarted: _run_started,
+        StepStarted: _step_started,
+        StepFinished: _step_finished,
+        StateSnapshot: _state_snapshot,
+        StateDelta: _state_delta,
+        Usage: _usage,
+        RunFinished: _run_finished,
+        RunError: _run_error,
+        Raw: _raw,
+        MessagesSnapshot: _messages_snapshot,
+    }

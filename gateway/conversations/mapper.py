@@ -29,12 +29,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
+from pydantic import TypeAdapter
 
 from gateway.conversations.recorder import RunRecorder
 from gateway.conversations.store import ConversationStore, StoreError
 from gateway.core.codec import Dialect
 from gateway.core.ids import new_id
-from gateway.core.turn import ContentPart, History, Message, ToolCall, Turn, new_messages
+from gateway.core.turn import History, Message, Turn, new_messages
 
 log = logging.getLogger("agent_gateway.conversation")
 
@@ -212,34 +213,14 @@ def _common_prefix(client: list[Message], known: list[Message]) -> int:
     return count
 
 
+_STORED = TypeAdapter(Conversation)
+"""How a conversation is stored: its dataclasses as a JSON object per dataclass, keys named as the fields. Reading a
+record, a field it lacks takes its default and a key no field has is ignored; anything else wrong is a ValueError."""
+
+
 def encode_conversation(conversation: Conversation) -> bytes:
-    return orjson.dumps(conversation)
+    return _STORED.dump_json(conversation)
 
 
 def decode_conversation(raw: bytes) -> Conversation:
-    data = orjson.loads(raw)
-    return Conversation(
-        key=data["key"],
-        upstream_id=data["upstream_id"],
-        history=[_message(m) for m in data["history"]],
-        pending_tools=data.get("pending_tools") or {},
-        interrupts=data.get("interrupts") or {},
-        state=data.get("state"),
-        upstream_variant=data.get("upstream_variant"),
-    )
-
-
-def _message(data: dict[str, Any]) -> Message:
-    content = data.get("content")
-    if isinstance(content, list):
-        content = [ContentPart(**part) for part in content]
-    return Message(
-        role=data["role"],
-        content=content,
-        id=data.get("id"),
-        tool_calls=[ToolCall(**call) for call in data.get("tool_calls") or ()],
-        tool_call_id=data.get("tool_call_id"),
-        name=data.get("name"),
-        error=data.get("error"),
-    )
-
+    return _STORED.validate_json(raw)

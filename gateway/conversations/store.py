@@ -5,7 +5,7 @@ One small async interface over opaque bytes (the caller serializes), three backe
 ```
 memory://                   MemoryStore   per process, gone on restart; tests and single-shot use
 sqlite:///var/agw/conv.db   SQLiteStore   the embedded default: survives a restart, one host
-redis://host:6379/0         RedisStore    shared by every gateway replica pointed at it
+redis://host:6379/0         RedisStore    shared by every gateway replica pointed at it (the `redis` extra)
 ```
 
 Every backend is bounded three ways, because clients choose the keys and the values grow with each turn: a TTL, a
@@ -26,15 +26,9 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import ModuleType
 from typing import Protocol, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
-
-import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff
-from redis.exceptions import AuthenticationError, AuthorizationError, RedisError
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 DEFAULT_TTL = 7 * 24 * 3600.0
 DEFAULT_MAX_ENTRIES = 100_000
@@ -46,7 +40,21 @@ _T = TypeVar("_T")
 
 
 class StoreError(Exception):
-    """The store could not do what was asked: backend down or failing, value over the size bound, store closed."""
+    """The store could not do what was asked: backend down or failing, value over the size bound, store closed, or
+    the package its backend needs not installed."""
+
+
+REDIS_MISSING = "the redis store needs the redis package: pip install 'agent-gateway[redis]'"
+
+
+def redis_exceptions() -> ModuleType:
+    """`redis.exceptions`, importing the redis package (an optional extra) on first use; raises `StoreError` saying
+    how to install it when it is missing."""
+    try:
+        import redis.exceptions
+    except ImportError:
+        raise StoreError(REDIS_MISSING) from None
+    return redis.exceptions
 
 
 class ConversationStore(Protocol):
@@ -365,6 +373,11 @@ class RedisStore:
         max_per_group: int | None = None,
     ) -> None:
         _check_bounds(ttl, max_entries, max_value_bytes, max_per_group)
+        self._exceptions = redis_exceptions()
+        import redis.asyncio as aioredis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import ExponentialBackoff
+
         self.url = redact_url(url)
         self.ttl = ttl
         self.max_entries = max_entries
@@ -385,7 +398,8 @@ class RedisStore:
             socket_connect_timeout=timeout,
             # A dropped connection is retried (Redis restarted); a timeout is not: a hung Redis must cost a turn
             # one timeout per call, not three.
-            retry=Retry(ExponentialBackoff(cap=0.1, base=0.01), retries=2, supported_errors=(RedisConnectionError,)),
+            retry=Retry(ExponentialBackoff(cap=0.1, base=0.01), retries=2,
+                        supported_errors=(self._exceptions.ConnectionError,)),
         )
         self._redis = aioredis.Redis.from_pool(pool)
         self._put_script = self._redis.register_script(_PUT_SCRIPT)
@@ -397,13 +411,14 @@ class RedisStore:
     def _errors(self) -> Iterator[None]:
         if self._closed:
             raise StoreError(f"Redis store for {self.url} is closed")
+        errors = self._exceptions
         try:
             yield
-        except (AuthenticationError, AuthorizationError) as exc:
+        except (errors.AuthenticationError, errors.AuthorizationError) as exc:
             raise StoreError(f"Redis at {self.url} refused the credentials: {exc}") from exc
-        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+        except (errors.ConnectionError, errors.TimeoutError, OSError) as exc:
             raise StoreError(f"Redis at {self.url} is unreachable: {exc}") from exc
-        except RedisError as exc:
+        except errors.RedisError as exc:
             raise StoreError(f"Redis at {self.url} failed: {exc}") from exc
 
     async def get(self, key: str) -> bytes | None:

@@ -1,5 +1,5 @@
 """What a dialect is: a request reader and writer around the canonical model, a decoder and an encoder for its
-replies, and what it can carry; plus the decoder the SSE dialects share.
+replies, and what it can carry (the decoder and encoder bases are in `decoding` and `encoding`).
 
 ```
 client body ──parse_request──▶ Turn ──build_request──▶ upstream body
@@ -15,15 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import orjson
 
 from gateway.core.conformance import Judge
-from gateway.core.events import Event, RunFinished
-from gateway.core.repair import RunRepair
-from gateway.core.sse import DEFAULT_MAX_FRAME, FrameTooLarge, SSEDecoder
-from gateway.core.turn import History, Turn
+from gateway.core.decoding import Decoder as Decoder
+from gateway.core.decoding import NewDecoder
+from gateway.core.encoding import Encoder as Encoder
+from gateway.core.turn import History, Message, Turn
 
 
 @dataclass(slots=True)
@@ -33,35 +33,6 @@ class UpstreamRequest:
     streams: bool = True
     """Whether the reply to this request streams (SSE) or comes as one body. A one-body reply's error statuses
     (non-2xx) are part of the dialect too: their body is decoded, not just reported as a failed call."""
-
-
-class Decoder(Protocol):
-    def feed(self, chunk: bytes) -> list[Event]:
-        """Events completed by this chunk of the upstream's body; the chunk may be split anywhere."""
-
-    def close(self) -> list[Event]:
-        """The body ended: the last events, a terminal one among them if the stream had none."""
-
-    def fail(self, message: str, code: str | None = None) -> list[Event]:
-        """The transport broke: close the run with an error."""
-
-
-class Encoder(Protocol):
-    streams: bool
-    """Whether the client gets a stream, written as events come, or one body at the end of the run."""
-    status_code: int
-    headers: dict[str, str]
-    """Response headers, `content-type` included."""
-    dropped: dict[str, int]
-    """Events this dialect could not carry, by kind: left out (`reasoning`, `state`, ...) or approximated
-    (`interrupt_as_tool_call`, ...). Counted only where that happens, never per event carried; the proxy adds them
-    to `agent_gateway_events_dropped_total` once per request."""
-
-    def encode(self, events: list[Event]) -> bytes:
-        """Bytes for the client; empty when these events show nothing in this dialect (yet)."""
-
-    def keep_alive(self) -> bytes:
-        """Bytes that keep an idle connection open without meaning anything, or empty if the dialect has none."""
 
 
 class Likeness(IntEnum):
@@ -106,7 +77,7 @@ class Dialect:
     """Validate a client's JSON body (raises `gateway.core.errors.InvalidRequest`) and read it as a turn."""
     build_request: Callable[[Turn, str | None], UpstreamRequest]
     """The body and headers to send an upstream of this dialect; the second argument names a variant."""
-    new_decoder: Callable[..., Decoder]
+    new_decoder: NewDecoder
     """A decoder for an upstream of this dialect; `max_event_bytes=` bounds one event."""
     new_encoder: Callable[[Turn | None], Encoder]
     """An encoder for a client of this dialect, given that client's request: its variant, and what a continuation
@@ -122,79 +93,16 @@ class Dialect:
     """Named variants of the dialect, and what history their servers expect (Inkeep keeps it itself)."""
     variant_of: Callable[[Mapping[str, str]], str | None] = lambda headers: None
     """The variant an upstream's response headers show it to be, for an upstream configured without one."""
+    reply_messages: Callable[[bytes], list[Message] | None] | None = None
+    """For a dialect that answers in one body to a client that keeps the history: the reply's messages as that
+    client will send them back next turn (None if the body cannot be read). Others' replies are recorded from the
+    run's events."""
     expects: str = ""
     """What a request of this dialect must hold, in a client's words, for an error that names every dialect."""
 
     def history_of(self, variant: str | None) -> History:
         """What history a server of this dialect, or of its `variant`, expects."""
         return self.variants.get(variant or "", self.history)
-
-
-class JsonSSEDecoder:
-    """Decoder for dialects whose stream is SSE frames of one JSON object each, maybe ended by `[DONE]`.
-
-    Subclasses map a frame to events in `on_frame`, pushing them through `self.repair`, and say what `[DONE]`
-    means in `on_done`.
-    """
-
-    __slots__ = ("_sse", "repair")
-
-    dialect = "sse"
-
-    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
-        self._sse = SSEDecoder(max_frame)
-        self.repair = RunRepair()
-
-    def feed(self, chunk: bytes) -> list[Event]:
-        out: list[Event] = []
-        if self.repair.done:
-            return out
-        try:
-            frames = self._sse.feed(chunk)
-        except FrameTooLarge as exc:
-            self.repair.fail(f"upstream sent an oversized event: {exc}", "upstream_event_too_large", out)
-            return out
-        self._frames(frames, out)
-        return out
-
-    def close(self) -> list[Event]:
-        out: list[Event] = []
-        if not self.repair.done:
-            self._frames(self._sse.flush(), out)
-        self.repair.end_of_stream(out)
-        return out
-
-    def fail(self, message: str, code: str | None = None) -> list[Event]:
-        out: list[Event] = []
-        self.repair.fail(message, code, out)
-        return out
-
-    def _frames(self, frames: list[bytes], out: list[Event]) -> None:
-        for data in frames:
-            if self.repair.done:
-                return
-            if data == b"[DONE]":  # before JSON: orjson's decode error is a Python exception, slow to make
-                self.on_done(out)
-                continue
-            try:
-                frame = orjson.loads(data)
-            except orjson.JSONDecodeError:
-                if data.strip() == b"[DONE]":
-                    self.on_done(out)
-                else:
-                    preview = data[:80].decode("utf-8", "replace")
-                    self.repair.fail(f"upstream sent invalid JSON in an event: {preview!r}", "upstream_bad_event", out)
-                continue
-            if type(frame) is dict:
-                self.on_frame(frame, out)
-            else:
-                self.repair.fail("upstream sent an event that is not a JSON object", "upstream_bad_event", out)
-
-    def on_frame(self, frame: dict[str, Any], out: list[Event]) -> None:
-        raise NotImplementedError
-
-    def on_done(self, out: list[Event]) -> None:
-        self.repair.push(RunFinished(), out)
 
 
 def json_or_text(value: str) -> Any:

@@ -1,6 +1,6 @@
 """Make any upstream's events a well formed run, so that no encoder has to defend itself.
 
-Every decoder pushes what it parsed through one `RunRepair`. It guarantees:
+Every decoder's mapping appends what it parsed to one `RunRepair` (see `gateway.core.decoding`). It guarantees:
 
 - `RunStarted` comes first and once; nothing follows the single terminal event (`RunFinished` or `RunError`);
 - a delta for a message or tool call nobody started starts it; an end for one that is not open is dropped;
@@ -46,6 +46,7 @@ class RunRepair:
         "open_steps",
         "open_text",
         "open_tools",
+        "out",
         "started",
         "unresolved_tools",
     )
@@ -59,10 +60,17 @@ class RunRepair:
         self.open_tools: dict[str, None] = {}
         self.unresolved_tools: dict[str, None] = {}
         self.open_steps: list[str | None] = []
+        self.out: list[Event] = []
+        """Where `append` writes: the list of events a decoder is about to return."""
 
-    def push(self, event: Event, out: list[Event]) -> None:
+    def append(self, event: Event) -> None:
+        """Take one event of the upstream's run, writing what it makes well formed to `self.out`.
+
+        A decoder's mapping appends its events here as to a list: this is the decoder's repair stage.
+        """
         if self.done:
             return
+        out = self.out
         if not self.started:
             self.started = True
             if type(event) is RunStarted:
@@ -74,6 +82,10 @@ class RunRepair:
             out.append(event)
         else:
             handler(self, event, out)
+
+    def push(self, event: Event, out: list[Event]) -> None:
+        self.out = out
+        self.append(event)
 
     def end_of_stream(self, out: list[Event]) -> None:
         """The upstream's body ended. Without its terminator that is a truncated run, never a success."""

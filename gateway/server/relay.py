@@ -15,12 +15,9 @@ from __future__ import annotations
 import asyncio
 import time
 
-import orjson
-
 from gateway.conversations.mapper import ConversationMapper, Exchange
 from gateway.conversations.recorder import RunRecorder
 from gateway.core.codec import Decoder, Dialect, Encoder
-from gateway.core.errors import GatewayError
 from gateway.core.events import Event, RunError, RunFinished, RunStarted
 from gateway.core.ids import new_id
 from gateway.core.turn import Message as TurnMessage
@@ -29,7 +26,8 @@ from gateway.server.deadlines import Deadlines
 from gateway.server.record import AccessRecord
 from gateway.upstream.http1 import HTTPError, Response
 
-SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+UNBUFFERED_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+"""Asks caches and buffering proxies (nginx) in front of the gateway to pass a stream on as it is written."""
 
 
 class Relay:
@@ -62,7 +60,7 @@ class Relay:
         decoder, encoder, writer, deadlines = self._decoder, self.encoder, self._writer, self._deadlines
         writer.encoder = encoder
         if encoder.streams:
-            await writer.start(encoder.status_code, {**encoder.headers, **SSE_HEADERS})
+            await writer.start(encoder.status_code, {**encoder.headers, **UNBUFFERED_HEADERS})
         writer.streaming = encoder.streams
         deadlines.last_upstream_read = writer.last_write = time.monotonic()
         first_frame_alone = encoder.streams and upstream_streams
@@ -157,13 +155,12 @@ class Relay:
 
 def _reply_as_client_sees_it(client: Dialect, encoder: Encoder | None, body: bytes,
                              recorder: RunRecorder) -> list[TurnMessage]:
-    """The run's messages as a client without conversation ids will send them back next turn: for a JSON reply
-    (agent-respond), exactly the messages it got, read as its own request would read them."""
-    if encoder is not None and not encoder.streams:
-        try:
-            return client.parse_request({"messages": orjson.loads(body)["messages"]}).messages
-        except (GatewayError, ValueError, KeyError, TypeError):
-            pass
+    """The run's messages as a client without conversation ids will send them back next turn: for a one-body
+    reply, exactly the messages it got, if its dialect can read them."""
+    if encoder is not None and client.reply_messages is not None:
+        messages = client.reply_messages(body)
+        if messages is not None:
+            return messages
     return recorder.close()
 
 

@@ -1,9 +1,8 @@
 """A small HTTP/1.1 client for upstream calls: an asyncio protocol over httptools, with a keep-alive pool.
 
 The gateway asks little of a client: POST a body, read the answer as it streams, keep connections alive, speak TLS.
-What a general client adds on top costs it on every chunk. Reading a 200-event chunked stream (one HTTP chunk per
-event, as streaming frameworks write them) took aiohttp about 370 µs of CPU and this about 35 µs, measured in one
-process on one core; `bench/run.py` shows the same difference per translated event.
+What a general client adds on top costs it on every chunk, and streaming frameworks write one HTTP chunk per event,
+so that cost is paid per event (README, Performance, has the measurements).
 
 Connections are per origin and kept idle for `keepalive` seconds at most, less than common servers keep theirs
 (gunicorn 2 s; uvicorn and Node 5 s): a POST sent on a connection the server is closing may or may not have reached

@@ -22,7 +22,8 @@ from gateway.core.events import (
     Usage,
 )
 
-# Shaped exactly as the platform sends it: every optional field present as null (research/agkit-connexity.md 3.3).
+# Shaped exactly as the platform sends it: every optional field present as null, as Connexity-AI/connexity-evals
+# (1c30d97) posts `AgentRequest.model_dump(mode="json")`, checked by logging its requests.
 PLATFORM_REQUEST = {
     "messages": [
         {"role": "user", "content": "Refund please", "tool_calls": None, "tool_call_id": None, "name": None},

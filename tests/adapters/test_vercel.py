@@ -24,7 +24,8 @@ from gateway.core.events import (
 )
 from gateway.core.turn import Message, Resume, ToolCall
 
-# What `chat.addToolOutput` makes useChat send (research/vercel.md, captured request #2), plus a custom body key.
+# What `chat.addToolOutput` makes useChat send (the second POST of `ai` 7.0.173's `AbstractChat` with
+# `DefaultChatTransport`, captured in a client tool flow), plus a custom body key.
 CONTINUATION = {
     "conversationId": "conv-123", "id": "chat-abc", "trigger": "submit-message", "messageId": "msg_tool_1",
     "tenant": "acme",

@@ -1,0 +1,174 @@
+"""Decoders: an upstream's bytes into canonical events, in three stages.
+
+```
+bytes ──framing──▶ frames ──the dialect's mapping──▶ events ──RunRepair──▶ well formed events
+```
+
+The bases here own framing and repair; a dialect's decoder only maps one frame (or, for a one-body dialect, the
+body) to events, appending them to `Events`. That is the decoder's `RunRepair`, which takes each event as it comes
+(no list in between, nothing per event beyond the call) and turns whatever the mapping makes, however odd, into a
+well formed run (see `gateway.core.repair`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import orjson
+
+from gateway.core.events import Event, RunFinished
+from gateway.core.repair import RunRepair
+from gateway.core.sse import DEFAULT_MAX_FRAME, FrameTooLarge, SSEDecoder
+
+DEFAULT_MAX_BODY = 32 * 1024 * 1024
+
+
+class Events(Protocol):
+    """Where a dialect's mapping puts the events it reads: the decoder's `RunRepair`, which repairs them on the way
+    into the list `feed()` returns. A mapping appends to it as to a list and never needs to know more."""
+
+    def append(self, event: Event, /) -> None: ...
+
+
+class Decoder(Protocol):
+    def feed(self, chunk: bytes) -> list[Event]:
+        """Events completed by this chunk of the upstream's body; the chunk may be split anywhere."""
+
+    def close(self) -> list[Event]:
+        """The body ended: the last events, a terminal one among them if the stream had none."""
+
+    def fail(self, message: str, code: str | None = None) -> list[Event]:
+        """The transport broke: close the run with an error."""
+
+
+class NewDecoder(Protocol):
+    def __call__(self, max_event_bytes: int = ...) -> Decoder:
+        """A decoder for one upstream response. `max_event_bytes` bounds one event (one SSE frame, or the whole
+        body of a dialect that answers in one): past it the run fails rather than the gateway's memory."""
+
+
+class RepairedDecoder:
+    """What every decoder shares: the repair stage, and failing the run when the transport breaks.
+
+    Subclasses frame the bytes and hand the frames to the dialect's mapping, with `self.repair` as its `Events`.
+    """
+
+    __slots__ = ("repair",)
+
+    def __init__(self) -> None:
+        self.repair = RunRepair()
+
+    def fail(self, message: str, code: str | None = None) -> list[Event]:
+        out: list[Event] = []
+        self.repair.fail(message, code, out)
+        return out
+
+
+class JsonSSEDecoder(RepairedDecoder):
+    """Decoder for dialects whose stream is SSE frames of one JSON object each, maybe ended by `[DONE]`.
+
+    Subclasses map a frame to events in `on_frame`, and say what `[DONE]` means in `on_done`. Frames after the one
+    that ended the run are not read: repair would drop their events anyway.
+    """
+
+    __slots__ = ("_sse",)
+
+    def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
+        super().__init__()
+        self._sse = SSEDecoder(max_event_bytes)
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        out: list[Event] = []
+        if self.repair.done:
+            return out
+        try:
+            frames = self._sse.feed(chunk)
+        except FrameTooLarge as exc:
+            self.repair.fail(f"upstream sent an oversized event: {exc}", "upstream_event_too_large", out)
+            return out
+        self._frames(frames, out)
+        return out
+
+    def close(self) -> list[Event]:
+        out: list[Event] = []
+        if not self.repair.done:
+            self._frames(self._sse.flush(), out)
+        self.repair.end_of_stream(out)
+        return out
+
+    def _frames(self, frames: list[bytes], out: list[Event]) -> None:
+        """Each frame through the dialect's mapping, whose events go through repair into `out`; frames after the
+        run's end are not read."""
+        repair = self.repair
+        repair.out = out
+        for data in frames:
+            if repair.done:
+                return
+            if data == b"[DONE]":  # before JSON: orjson's decode error is a Python exception, slow to make
+                self.on_done(repair)
+                continue
+            try:
+                frame = orjson.loads(data)
+            except orjson.JSONDecodeError:
+                if data.strip() == b"[DONE]":
+                    self.on_done(repair)
+                else:
+                    preview = data[:80].decode("utf-8", "replace")
+                    repair.fail(f"upstream sent invalid JSON in an event: {preview!r}", "upstream_bad_event", out)
+                continue
+            if type(frame) is dict:
+                self.on_frame(frame, repair)
+            else:
+                repair.fail("upstream sent an event that is not a JSON object", "upstream_bad_event", out)
+
+    def on_frame(self, frame: dict[str, Any], out: Events) -> None:
+        raise NotImplementedError
+
+    def on_done(self, out: Events) -> None:
+        out.append(RunFinished())
+
+
+class JsonBodyDecoder(RepairedDecoder):
+    """Decoder for dialects that answer in one JSON body: the framing is the whole body, read at `close()`.
+
+    Subclasses map the parsed body to events in `on_body`, ending with the terminal one.
+    """
+
+    __slots__ = ("_body", "_max_body", "_size")
+
+    def __init__(self, max_event_bytes: int = DEFAULT_MAX_BODY) -> None:
+        """`max_event_bytes` bounds the whole body: for such a dialect the body is the one event."""
+        super().__init__()
+        self._body: list[bytes] = []
+        self._size = 0
+        self._max_body = max_event_bytes
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        out: list[Event] = []
+        if self.repair.done:
+            return out
+        self._size += len(chunk)
+        if self._size > self._max_body:
+            self._body.clear()
+            self.repair.fail(f"upstream response exceeded {self._max_body} bytes", "upstream_event_too_large", out)
+            return out
+        self._body.append(chunk)
+        return out
+
+    def close(self) -> list[Event]:
+        out: list[Event] = []
+        repair = self.repair
+        if repair.done:
+            return out
+        repair.out = out
+        try:
+            body = orjson.loads(b"".join(self._body))
+        except orjson.JSONDecodeError:
+            repair.fail("upstream returned a body that is not JSON", "upstream_bad_event", out)
+        else:
+            self.on_body(body, repair)
+        repair.end_of_stream(out)
+        return out
+
+    def on_body(self, body: Any, out: Events) -> None:
+        raise NotImplementedError

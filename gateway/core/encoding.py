@@ -1,0 +1,96 @@
+"""Encoders: canonical events into a client's bytes.
+
+`SSEEncoder` owns what every streaming dialect shares (framing, headers, keep-alive, batching and dispatch); a
+dialect's encoder writes one method per event type, each returning that event's frames, and lists them in
+`handlers`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Protocol, get_args
+
+import orjson
+
+from gateway.core.events import Event
+from gateway.core.sse import KEEP_ALIVE
+from gateway.core.turn import Turn
+
+SSE_HEADERS = {"content-type": "text/event-stream; charset=utf-8"}
+
+EVENT_TYPES = frozenset(get_args(Event))
+
+
+class Encoder(Protocol):
+    status_code: int
+    headers: dict[str, str]
+    """Response headers, `content-type` included."""
+    streams: bool
+    """Whether the client gets a stream (SSE) it can be sent bytes on as they come, or one body at the end."""
+    dropped: dict[str, int]
+    """Events this dialect could not carry, by kind: left out (`reasoning`, `state`, ...) or approximated
+    (`interrupt_as_tool_call`, ...). Counted only where that happens, never per event carried; the proxy adds them
+    to `agent_gateway_events_dropped_total` once per request."""
+
+    def encode(self, events: list[Event]) -> bytes:
+        """Bytes for the client; empty when these events show nothing in this dialect (yet)."""
+
+    def keep_alive(self) -> bytes:
+        """Bytes that keep an idle connection open without meaning anything, or empty if the dialect has none."""
+
+
+def sse_frame(event: dict[str, Any]) -> bytes:
+    """One SSE frame of one JSON object (orjson output never holds a raw newline, so one `data:` line does)."""
+    return b"data: " + orjson.dumps(event) + b"\n\n"
+
+
+class SSEEncoder:
+    """Base of the streaming encoders: `encode` looks each event's type up in `handlers` and joins what they make.
+
+    `handlers` maps every canonical event type to a function of the encoder and the event that returns its bytes
+    (empty for an event the dialect leaves out). It is one table per class, of plain functions rather than bound
+    methods: a per-instance table of bound methods would make every encoder a reference cycle, freed only by the
+    cyclic collector. A subclass that misses an event type fails when it is defined, not mid-stream.
+    """
+
+    __slots__ = ("dropped", "headers", "status_code")
+
+    streams = True
+    HEADERS: ClassVar[Mapping[str, str]] = SSE_HEADERS
+    """Response headers; a dialect adds its own to the SSE content type."""
+    KEEP_ALIVE: ClassVar[bytes] = KEEP_ALIVE
+    """What an idle stream is sent, or empty for a dialect whose clients take no comment."""
+    handlers: ClassVar[Mapping[type, Callable[[Any, Any], bytes]]] = {}
+
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        missing = EVENT_TYPES - cls.handlers.keys()
+        if missing:
+            raise TypeError(f"{cls.__name__}.handlers has no entry for {sorted(t.__name__ for t in missing)}")
+        cls.encode = _dispatching(dict(cls.handlers))  # type: ignore[method-assign, assignment]
+
+    def __init__(self, request: Turn | None = None) -> None:
+        self.status_code = 200
+        self.headers = dict(self.HEADERS)
+        self.dropped: dict[str, int] = defaultdict(int)
+
+    def encode(self, events: list[Event]) -> bytes:
+        """Each event's bytes from its handler, joined (each subclass gets its own, from `_dispatching`)."""
+        raise NotImplementedError
+
+    def keep_alive(self) -> bytes:
+        return self.KEEP_ALIVE
+
+
+def _dispatching(handlers: dict[type, Callable[[Any, Any], bytes]]) -> Callable[[Any, list[Event]], bytes]:
+    """`encode` for one encoder class, with its table in a closure: read through the instance, a class attribute
+    is looked up along the type's MRO on every call, a cost per event."""
+
+    def encode(self: Any, events: list[Event]) -> bytes:
+        if len(events) == 1:  # the usual call on a paced stream: one event, no list to build or join
+            event = events[0]
+            return handlers[type(event)](self, event)
+        return b"".join([handlers[type(event)](self, event) for event in events])
+
+    return encode
