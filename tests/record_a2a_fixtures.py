@@ -1,6 +1,6 @@
 """Re-record `tests/fixtures/a2a/` from the real A2A peer (`a2a-sdk` 1.3.0, `tests/peers/a2a_agent.py`).
 
-    .venv/bin/python tests/record_a2a_fixtures.py          # about 10 s
+    .venv/bin/python tests/record_a2a_fixtures.py          # about 15 s
     .venv/bin/python tests/record_a2a_fixtures.py --ping   # also the 16 s stream that shows the keep-alive ping
 
 Every file is a body exactly as it crossed the wire (httpx `iter_raw`, no decoding), and the script asserts the
@@ -13,12 +13,13 @@ They join the decode/translate matrix of `tests/helpers.py` once the `a2a` diale
     a2a_sdk_jsonrpc_<scenario>.sse     JSON-RPC 1.0 SendStreamingMessage (`A2A-Version: 1.0`) to POST /, where
                                        <scenario> is a keyword of the agent: echo, history (echo, second turn of
                                        the context), weather, interrupt, interrupt_resume (the answer, same taskId),
-                                       approve, auth, fail, message, slow, hang_cancel (CancelTask sent on another
-                                       connection after the third frame; the stream then carries CANCELED)
+                                       approve, auth, fail, crash (ends in an `event: error` frame), message, slow,
+                                       hang_cancel (CancelTask sent on another connection after the third frame;
+                                       the stream then carries CANCELED)
     a2a_sdk_jsonrpc_hang_ping_cancel.sse   (--ping) hang left 16 s: sse-starlette's `: ping` comment, then cancel
-    a2a_sdk_rest_echo.sse, a2a_sdk_rest_interrupt.sse   HTTP+JSON 1.0: POST /message:stream, no JSON-RPC envelope
+    a2a_sdk_rest_{echo,interrupt,crash}.sse   HTTP+JSON 1.0: POST /message:stream, no JSON-RPC envelope
     a2a_sdk_v03_jsonrpc_<scenario>.sse   0.3 `message/stream` (`A2A-Version: 0.3`) through the compat layer: echo,
-                                       interrupt, weather, fail
+                                       interrupt, weather, fail, crash (its error frame has no `event:` line)
     a2a_sdk_v03_rest_echo.sse          0.3 HTTP+JSON: POST /v1/message:stream (0.3 proto JSON: `content`, not `parts`)
 
 tests/fixtures/a2a/responses/: JSON bodies (`application/json`; HTTP+JSON success `application/a2a+json`).
@@ -171,6 +172,7 @@ def record_streams(r: Recorder, ping: bool) -> None:
     jsonrpc("approve", "approve the deletion")
     jsonrpc("auth", "auth first")
     jsonrpc("fail", "this will fail")
+    jsonrpc("crash", "crash now")
     jsonrpc("message", "just a message")
     jsonrpc("slow", "be slow")
     r.cancel_while_streaming("hang_cancel", "responses/a2a_sdk_jsonrpc_cancel.json", after_frames=3)
@@ -181,9 +183,12 @@ def record_streams(r: Recorder, ping: bool) -> None:
              json.dumps(send_message(message("rest", "hello rest"))).encode(), V10)
     r.stream("a2a_sdk_rest_interrupt.sse", "/message:stream",
              json.dumps(send_message(message("rest-interrupt", "please interrupt"))).encode(), V10)
+    r.stream("a2a_sdk_rest_crash.sse", "/message:stream",
+             json.dumps(send_message(message("rest-crash", "crash now"))).encode(), V10)
 
     for scenario, text in (("echo", "hello old"), ("interrupt", "please interrupt"),
-                           ("weather", "what is the weather in Paris?"), ("fail", "this will fail")):
+                           ("weather", "what is the weather in Paris?"), ("fail", "this will fail"),
+                           ("crash", "crash now")):
         params = {"configuration": {"blocking": True}, "message": message_03(f"v03-{scenario}", text)}
         r.stream(f"a2a_sdk_v03_jsonrpc_{scenario}.sse", "/", envelope("message/stream", params), V03)
     rest_03 = {"message": {"messageId": "msg-v03-rest-1", "contextId": "ctx-v03-rest", "role": "ROLE_USER",

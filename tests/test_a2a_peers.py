@@ -188,6 +188,21 @@ def test_fail_ends_the_task_failed_with_a_status_message(a2a: str, send: Send) -
     assert status_text(responses[-1]) == "scripted upstream failure"
 
 
+@pytest.mark.parametrize("binding", ["jsonrpc", "http-json"])
+def test_a_crash_ends_the_stream_with_an_error_event(a2a: str, send: Send, binding: str) -> None:
+    run = send(a2a, "crash now", binding=binding)
+    assert kinds(run["responses"]) == ["task:SUBMITTED", "statusUpdate:WORKING", "artifactUpdate"]  # no FAILED
+    expected = {("python", "jsonrpc"): "InternalError: scripted crash",
+                ("js", "jsonrpc"): "Error: SSE event contained an error: scripted crash (Code: -32603) Data: {}",
+                ("python", "http-json"): 'A2AClientError: {"error": {"code": 500, "status": "INTERNAL", '
+                                         '"message": "unknown exception"}}',
+                ("js", "http-json"): "A2AError: unknown exception"}
+    assert run["error"] == expected["python" if send is python_client else "js", binding]
+    task = task_id(run["responses"])
+    stored = rpc(f"{a2a}/", "GetTask", {"id": task}).json()["result"]
+    assert stored["status"] == {"state": "TASK_STATE_FAILED", "timestamp": stored["status"]["timestamp"]}
+
+
 def test_cancel_on_hang_is_seen_by_cancel_task_and_by_the_stream(a2a: str, send: Send) -> None:
     started = time.monotonic()
     responses = ok(send(a2a, "hang on", cancel_after=3))
@@ -380,41 +395,54 @@ ENDINGS_03 = {"completed", "failed", "canceled", "input-required", "auth-require
 
 
 def frames(body: bytes) -> list[dict[str, Any]]:
-    """The JSON of each `data:` event; comments (`: ping - ...`) skipped. Every line ends in CRLF."""
+    """The JSON of each `data:` line; `event:` lines and comments (`: ping - ...`) skipped. Lines end in CRLF."""
     assert body.endswith(b"\r\n\r\n") and b"\n" not in body.replace(b"\r\n", b"")
     out = []
     for event in body.split(b"\r\n\r\n")[:-1]:
         lines = event.split(b"\r\n")
         data = [line.removeprefix(b"data: ") for line in lines if line.startswith(b"data: ")]
-        assert len(data) + sum(line.startswith(b": ") for line in lines) == len(lines), event
+        assert len(data) + sum(line.startswith((b": ", b"event: ")) for line in lines) == len(lines), event
         out += [json.loads(d) for d in data]
     return out
 
 
+def payloads(name: str) -> list[dict[str, Any]]:
+    """Each frame's payload: a JSON-RPC frame's `result`, or {"error": ...} for an error frame of either binding."""
+    events = frames((FIXTURES / name).read_bytes())
+    if "_jsonrpc_" not in name:
+        return events
+    assert all(e["jsonrpc"] == "2.0" and e["id"] == 1 and len(e) == 3 for e in events)
+    return [e["result"] if "result" in e else {"error": e["error"]} for e in events]
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("*.sse")))
 def test_each_recorded_stream_is_one_run_to_an_ending(name: str) -> None:
-    events = frames((FIXTURES / name).read_bytes())
-    if "_v03_" in name:
-        results = [e["result"] if "_jsonrpc_" in name else e for e in events]
-        if "_jsonrpc_" in name:
-            assert all(e["jsonrpc"] == "2.0" and e["id"] == 1 for e in events)
-            assert results[0]["kind"] == "task" and results[-1]["kind"] == "status-update"
-            assert results[-1]["status"]["state"] in ENDINGS_03
-            assert [r.get("final") for r in results if r["kind"] == "status-update"][-1] is (
-                results[-1]["status"]["state"] in {"completed", "failed", "canceled"})  # not for input-required
+    body = (FIXTURES / name).read_bytes()
+    results = payloads(name)
+    last_event = body.split(b"\r\n\r\n")[-2]
+    if name.endswith("_crash.sse"):  # the stream ends with an error frame, and no FAILED status update before it
+        assert set(results[-1]) == {"error"}
+        # `event: error` before the data, except in the 0.3 compat layer's JSON-RPC stream
+        assert last_event.startswith(b"data: " if "_v03_jsonrpc_" in name else b"event: error\r\ndata: ")
+        results = results[:-1]
+    if "_v03_jsonrpc_" in name:  # 0.3: `kind` discriminators, lowercase states, `final`
+        assert results[0]["kind"] == "task"
+        updates = [r for r in results if r["kind"] == "status-update"]
+        if not name.endswith("_crash.sse"):
+            assert results[-1]["kind"] == "status-update" and results[-1]["status"]["state"] in ENDINGS_03
+        # final is true on a terminal state only: not on input-required
+        assert [u["final"] for u in updates] == [u["status"]["state"] in {"completed", "failed", "canceled"}
+                                                 for u in updates]
         return
-    results = [e["result"] if "_jsonrpc_" in name else e for e in events]
-    if "_jsonrpc_" in name:
-        assert all(set(e) == {"result", "id", "jsonrpc"} for e in events)
     assert all(len(r) == 1 and next(iter(r)) in ("task", "message", "statusUpdate", "artifactUpdate")
                for r in results)
     if results[0].keys() == {"message"}:
         assert len(results) == 1
         return
-    first = "statusUpdate" if name.endswith("_resume.sse") else "task"
-    assert next(iter(results[0])) == first
-    assert results[-1]["statusUpdate"]["status"]["state"] in ENDINGS
-    pings = [line for line in (FIXTURES / name).read_text().splitlines() if line.startswith(": ")]
+    assert next(iter(results[0])) == ("statusUpdate" if name.endswith("_resume.sse") else "task")
+    if not name.endswith("_crash.sse"):
+        assert results[-1]["statusUpdate"]["status"]["state"] in ENDINGS
+    pings = [line for line in body.decode().split("\r\n") if line.startswith(": ")]
     assert len(pings) == ("ping" in name) and all(line.startswith(": ping - ") for line in pings)
 
 

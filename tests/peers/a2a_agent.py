@@ -33,6 +33,9 @@ What the agent does with the last user message's text, first match wins:
     "hang"       WORKING, one chunk "Let me think about that" (not the last chunk), then waits to be cancelled:
                  `cancel()` enqueues CANCELED with the status message "Cancelled at the client's request.", so
                  CancelTask's answer and the open stream both carry it
+    "crash"      WORKING, one chunk "partial answer...", then the executor raises RuntimeError("scripted crash"):
+                 the SDK records FAILED (with no status message) and ends the stream with an `event: error` frame
+                 (JSON-RPC -32603, the exception's text) instead of a status update
     "fail"       WORKING, one chunk "partial answer...", then FAILED with the status message
                  "scripted upstream failure"
     "approve"    WORKING, then INPUT_REQUIRED whose status message holds the text "Delete /tmp/demo? (approve/deny)"
@@ -88,7 +91,7 @@ STEP = 0.01  # seconds between chunks: enough for them to leave in separate writ
 SLOW_GAP = 0.1
 HANG = 3600.0
 WAITING = (TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED)
-KEYWORDS = ("hang", "fail", "approve", "interrupt", "auth", "weather", "message", "slow")
+KEYWORDS = ("hang", "crash", "fail", "approve", "interrupt", "auth", "weather", "message", "slow")
 """In priority order."""
 
 BASE_URL: contextvars.ContextVar[str] = contextvars.ContextVar("BASE_URL", default="http://127.0.0.1")
@@ -161,6 +164,9 @@ class ScriptedAgent(AgentExecutor):
         elif keyword == "hang":
             await updater.add_artifact([new_text_part("Let me think about that")], name="response")
             await asyncio.sleep(HANG)
+        elif keyword == "crash":
+            await self._say(updater, ["partial answer..."])
+            raise RuntimeError("scripted crash")
         elif keyword == "fail":
             await self._say(updater, ["partial answer..."])
             await updater.failed(updater.new_agent_message([new_text_part("scripted upstream failure")]))
@@ -213,7 +219,7 @@ def _card(streaming: bool) -> AgentCard:
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain", "application/json"],
         skills=[AgentSkill(id="script", name="Scripted replies",
-                           description="echo, slow, fail, interrupt, approve, auth, weather, hang, message",
+                           description="echo, slow, crash, fail, interrupt, approve, auth, weather, hang, message",
                            tags=["test"], examples=["hello", "what is the weather in Paris?"])],
     )
 
