@@ -5,9 +5,10 @@ The Node scripts in ``tests/clients/`` run ``@ag-ui/client`` 1.0.0 and the Verce
 batches all streams into a single ``node`` process.
 
 It also drives the real clients against a live HTTP URL: ``run_agui`` (``agui-run.mjs``, one
-``HttpAgent`` doing several ``runAgent`` calls) and ``run_vercel_chat`` (``vercel-chat.mjs``, the
-``AbstractChat`` + ``DefaultChatTransport`` state machine that ``useChat`` wraps). Each call is one
-``node`` process; the plan formats are documented at the top of the two scripts.
+``HttpAgent`` doing several ``runAgent`` calls), ``run_vercel_chat`` (``vercel-chat.mjs``, the
+``AbstractChat`` + ``DefaultChatTransport`` state machine that ``useChat`` wraps) and ``run_a2a_send``
+(``a2a-send.mjs``, ``@a2a-js/sdk`` 1.3.0's ``Client`` sending one message). Each call is one
+``node`` process; the plan formats and options are documented at the top of the scripts.
 
 Install once with ``npm ci --prefix tests/clients``. When the install is missing the
 helpers raise ``RuntimeError`` rather than letting tests skip silently.
@@ -221,3 +222,52 @@ def run_vercel_chat(plan: dict[str, Any]) -> VercelChatRun:
     {toolOutputs: {name: output}} | {approve: bool, reason?}]}`` (see ``tests/clients/vercel-chat.mjs``).
     """
     return cast(VercelChatRun, _drive("vercel-chat.mjs", plan))
+
+
+class A2ASend(TypedDict):
+    """What ``a2a-send.mjs`` (``@a2a-js/sdk`` 1.3.0's client) saw: the JS twin of ``peers_env.A2AClientRun``."""
+
+    responses: list[dict[str, Any]]  # each StreamResponse.toJSON, and {"cancelTask": Task} after a cancel
+    requests: list[dict[str, Any]]  # each HTTP request the client sent: {method, url, headers, body, raw}
+    error: str | None  # "<ErrorName>: <message>" when the client failed
+
+
+def run_a2a_send(url: str, text: str, *, context_id: str | None = None, task_id: str | None = None,
+                 message_id: str | None = None, stream: bool = True, binding: str = "jsonrpc",
+                 version: str = "1.0", cancel_after: int = 0, timeout_s: float = 30.0) -> A2ASend:
+    """Send `text` to the A2A agent at `url` with the real ``@a2a-js/sdk`` client (see ``tests/clients/a2a-send.mjs``).
+
+    The SDK resolves the card at ``new URL(".well-known/agent-card.json", url)``: a base URL with a path needs
+    its trailing slash, or the card is looked for one level up.
+    """
+    node = _require_node()
+    if not (CLIENTS_DIR / "node_modules" / "@a2a-js" / "sdk" / "package.json").is_file():
+        msg = f"@a2a-js/sdk missing in {CLIENTS_DIR}: {_INSTALL_HINT}"
+        raise RuntimeError(msg)
+    command = [node, "a2a-send.mjs", url, text, "--binding", binding, "--version", version,
+               "--timeout-ms", str(int(timeout_s * 1000))]
+    for option, value in (("--context-id", context_id), ("--task-id", task_id), ("--message-id", message_id)):
+        if value is not None:
+            command += [option, value]
+    if not stream:
+        command.append("--no-stream")
+    if cancel_after:
+        command += ["--cancel-after", str(cancel_after)]
+    try:
+        proc = subprocess.run(command, cwd=CLIENTS_DIR, capture_output=True, text=True, timeout=timeout_s + 30,
+                              check=False)
+    except subprocess.TimeoutExpired as exc:
+        msg = f"a2a-send.mjs timed out after {timeout_s + 30:.0f} s"
+        raise RuntimeError(msg) from exc
+    requests: list[dict[str, Any]] = []
+    other: list[str] = []
+    for line in proc.stderr.splitlines():
+        if line.startswith("{"):
+            requests.append(json.loads(line))
+        elif line.strip():
+            other.append(line)
+    error = None
+    if proc.returncode != 0:
+        error = other[-1] if other else f"a2a-send.mjs exited with {proc.returncode} and said nothing"
+    responses = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    return A2ASend(responses=responses, requests=requests, error=error)

@@ -6,9 +6,12 @@ fully pinned requirements file in `tests/peers/` and started as a subprocess (uv
     pydantic   pydantic-ai's `AGUIAdapter` and `VercelAIAdapter` (`tests/peers/pydantic_agent.py`)
     agkit      `cloudbase-agent-server` 0.1.1, AG-Kit's send-message dialect (`tests/peers/agkit_agent.py`)
     agkit-agui `cloudbase-agent-server` 0.1.22, AG-UI over `/send-message` (`tests/peers/agkit_agui_agent.py`)
+    a2a        `a2a-sdk[http-server]` 1.3.0, the official A2A SDK, JSON-RPC and HTTP+JSON, 1.0 and 0.3
+               (`tests/peers/a2a_agent.py`); its client too (`tests/peers/a2a_client.py`, see `run_a2a_client`)
 
     python tests/peers_env.py            install the venvs (skipped when a venv matches its requirements file)
     python tests/peers_env.py --relock   re-resolve the top-level pins below and rewrite the requirements files
+    python tests/peers_env.py --relock a2a   the same for the peers named only
 
 In a test:
 
@@ -18,6 +21,8 @@ In a test:
         ...
     with agkit_agui_upstream() as url:   # /send-message (AG-UI), /healthz
         ...
+    with a2a_upstream() as url:          # the card, JSON-RPC at /, HTTP+JSON, the same under /plain; /healthz
+        run = run_a2a_client(url, "hello")   # a2a-sdk's client, in the peer's venv: run.responses, run.error
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from __future__ import annotations
 import argparse
 import fcntl
 import hashlib
+import json
 import os
 import re
 import subprocess
@@ -35,8 +41,9 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PEERS_DIR = ROOT / "tests" / "peers"
@@ -94,7 +101,8 @@ AGKIT = Peer("agkit", "agkit_agent",
 AGKIT_AGUI = Peer("agkit-agui", "agkit_agui_agent",
                   ("cloudbase-agent-server==0.1.22", "cloudbase-agent-core==0.1.13", "ag-ui-protocol==0.1.22",
                    "uvicorn==0.54.0"))
-PEERS = (PYDANTIC, AGKIT, AGKIT_AGUI)
+A2A = Peer("a2a", "a2a_agent", ("a2a-sdk[http-server]==1.3.0", "uvicorn==0.54.0"))
+PEERS = (PYDANTIC, AGKIT, AGKIT_AGUI, A2A)
 
 
 def _run(*command: str | Path) -> None:
@@ -150,7 +158,7 @@ def relock(peers: tuple[Peer, ...] = PEERS) -> None:
                                     text=True, env=_clean_env()).stdout
         version = f"{sys.version_info.major}.{sys.version_info.minor}"
         header = (f"# `pip freeze` of a venv (Python {version}) holding: {' '.join(peer.top_level)}\n"
-                  f"# Regenerate with: python tests/peers_env.py --relock\n")
+                  f"# Regenerate with: python tests/peers_env.py --relock {peer.name}\n")
         peer.requirements.write_text(header + frozen)
         print(f"peers_env: wrote {peer.requirements.relative_to(ROOT)}", file=sys.stderr)
 
@@ -235,12 +243,67 @@ def agkit_agui_upstream() -> Iterator[str]:
         yield url
 
 
+@contextmanager
+def a2a_upstream() -> Iterator[str]:
+    """a2a-sdk 1.3.0 serving A2A 1.0 (and 0.3 through its compat layer) over JSON-RPC (`POST /`) and HTTP+JSON
+    (`POST /message:stream`, ...), its card at `/.well-known/agent-card.json`; a non-streaming twin under `/plain`."""
+    with _serve(A2A) as url:
+        yield url
+
+
+@dataclass
+class A2AClientRun:
+    """What `tests/peers/a2a_client.py` (a2a-sdk's own client) saw."""
+
+    responses: list[dict[str, Any]] = field(default_factory=list)
+    """Each `StreamResponse` in the SDK's JSON form ({"task"|"message"|"statusUpdate"|"artifactUpdate": ...}),
+    and {"cancelTask": Task} where `cancel_after` sent CancelTask."""
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    """Each HTTP request the client sent: {method, url, headers, body (parsed), raw (the body as sent)}."""
+    error: str | None = None
+    """"<ExceptionType>: <message>" when the client failed (the responses before the failure are kept)."""
+
+
+def run_a2a_client(url: str, text: str, *, context_id: str | None = None, task_id: str | None = None,
+                   message_id: str | None = None, stream: bool = True, binding: str = "jsonrpc",
+                   version: str = "1.0", cancel_after: int = 0, timeout: float = 30.0) -> A2AClientRun:
+    """Send `text` to the A2A agent at `url` (its base: the card is read from there) with a2a-sdk's client.
+
+    `binding` is "jsonrpc" or "http-json", `version` "1.0" or "0.3" (the card's interfaces of that version only),
+    `stream=False` sends SendMessage; `cancel_after=N` sends CancelTask after the N-th response.
+    """
+    _require(A2A)
+    command = [str(A2A.python), str(PEERS_DIR / "a2a_client.py"), url, text, "--binding", binding,
+               "--version", version, "--timeout", str(timeout), "--dump-requests"]
+    for option, value in (("--context-id", context_id), ("--task-id", task_id), ("--message-id", message_id)):
+        if value is not None:
+            command += [option, value]
+    if not stream:
+        command.append("--no-stream")
+    if cancel_after:
+        command += ["--cancel-after", str(cancel_after)]
+    done = subprocess.run(command, capture_output=True, text=True, env=_clean_env(), timeout=timeout + 30,
+                          check=False)
+    run = A2AClientRun(responses=[json.loads(line) for line in done.stdout.splitlines() if line.strip()])
+    other: list[str] = []
+    for line in done.stderr.splitlines():
+        if line.startswith("{"):
+            run.requests.append(json.loads(line))
+        elif line.strip():
+            other.append(line)
+    if done.returncode != 0:
+        run.error = other[-1] if other else f"a2a_client.py exited with {done.returncode} and said nothing"
+    return run
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Install the venvs of the third-party agents the tests run.")
-    parser.add_argument("--relock", action="store_true",
-                        help="re-resolve the top-level pins and rewrite tests/peers/requirements-*.txt first")
-    if parser.parse_args().relock:
-        relock()
+    parser.add_argument("--relock", nargs="*", metavar="PEER", choices=[peer.name for peer in PEERS],
+                        help="re-resolve the top-level pins and rewrite tests/peers/requirements-*.txt first "
+                             "(of the peers named, or of all)")
+    chosen = parser.parse_args().relock
+    if chosen is not None:
+        relock(tuple(peer for peer in PEERS if peer.name in chosen or not chosen))
     ensure_peer_envs()
 
 
