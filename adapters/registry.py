@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from adapters import a2a, ag_kit, ag_ui, agent_respond, vercel
-from gateway.core.codec import Dialect, Likeness
+from gateway.core.codec import Dialect, Likeness, RunQuery
 from gateway.core.errors import GatewayError, UnknownDialect
 from gateway.core.turn import Turn
 from gateway.core.validation import listed
@@ -62,6 +62,16 @@ def read_request(body: dict[str, Any], candidates: list[str], path: str) -> tupl
     raise UnknownDialect(f"{path} takes {listed(owners)}, and this body is none of them: "
                          + "; ".join(DIALECTS[name].expects for name in owners),
                          [{"dialect": name, "message": errors[name].message} for name in owners])
+
+
+def read_query(body: dict[str, Any], candidates: list[str], path: str) -> tuple[Dialect, RunQuery] | None:
+    """A request about a run rather than a new one, and the dialect it is written in; None for a new run."""
+    owners = [name for name in candidates if path in DIALECTS[name].paths] or candidates
+    for name in owners:
+        dialect = DIALECTS[name]
+        if dialect.read_query is not None and (query := dialect.read_query(body)) is not None:
+            return dialect, query
+    return None
 
 
 def error_reply(body: Any, candidates: list[str], path: str) -> Callable[[GatewayError], tuple[int, bytes]] | None:

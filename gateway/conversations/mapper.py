@@ -33,7 +33,7 @@ from pydantic import TypeAdapter
 
 from gateway.conversations.recorder import RunRecorder
 from gateway.conversations.store import ConversationStore, StoreError
-from gateway.core.codec import Dialect
+from gateway.core.codec import Dialect, RunRecord
 from gateway.core.ids import new_id
 from gateway.core.turn import History, Message, Resume, Turn, new_messages
 
@@ -93,11 +93,11 @@ class ConversationMapper:
             conversation = Conversation(key, turn.conversation_id or new_id("conv"))
         variant = variant or conversation.upstream_variant
         upstream_history = upstream.history_of(variant)
-        messages, known, history = self._messages_for_upstream(turn, conversation, stored, upstream_history)
         resume, unanswerable = _resumes(turn, conversation, stored)
-        if unanswerable and not turn.messages:
+        if unanswerable and not any(m.role == "user" for m in new_messages(turn)):
             # An answer to a run that waits for nothing any more: what the client said is a new message.
-            turn = replace(turn, messages=[Message("user", text) for text in unanswerable])
+            turn = replace(turn, messages=turn.messages + [Message("user", text) for text in unanswerable])
+        messages, known, history = self._messages_for_upstream(turn, conversation, stored, upstream_history)
         state = turn.state
         if state is None and "state" not in client.carries:
             state = conversation.state  # the upstream gets back the state it last reported
@@ -140,6 +140,26 @@ class ConversationMapper:
         except StoreError as exc:
             exchange.history_lost = True
             log.warning("conversation %s not saved: %s", conversation.key, exc)
+
+    async def save_run(self, exchange: Exchange, record: RunRecord) -> None:
+        """Keep what a run did, for a client that asks about it by id later (on any replica)."""
+        if not record.run_id:
+            return
+        key = _scope("run", exchange.route, exchange.principal, record.run_id)
+        try:
+            await self.store.put(key, _RUNS.dump_json(record), _scope("principal", exchange.principal))
+        except StoreError as exc:
+            log.warning("run %s not saved: %s", record.run_id, exc)
+
+    async def load_run(self, route: str, principal: str, run_id: str) -> RunRecord | None:
+        """A run this caller made on this route, as `save_run` kept it; None if there is none (or it is not
+        readable)."""
+        try:
+            raw = await self.store.get(_scope("run", route, principal, run_id))
+            return _RUNS.validate_json(raw) if raw is not None else None
+        except (StoreError, ValueError) as exc:
+            log.warning("run %s not loaded: %s", run_id, exc)
+            return None
 
     @staticmethod
     def _key(route: str, principal: str, turn: Turn) -> str:
@@ -201,6 +221,9 @@ def _resumes(turn: Turn, conversation: Conversation, stored: bool) -> tuple[list
         elif isinstance(r.payload, str) and r.payload:
             unanswerable.append(r.payload)
     return resumes, unanswerable
+
+
+_RUNS = TypeAdapter(RunRecord)
 
 
 def _scope(namespace: str, *parts: str) -> str:

@@ -43,6 +43,28 @@ class UpstreamRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class RunQuery:
+    """A request about a run the gateway served, rather than a new run (A2A's `GetTask` and `CancelTask`)."""
+
+    run_id: str
+    cancel: bool = False
+
+
+@dataclass(slots=True)
+class RunRecord:
+    """A run as the gateway knows it, for a query about it: still running, or how it ended and what it said."""
+
+    run_id: str
+    conversation_id: str | None
+    status: Literal["running", "success", "interrupt", "cancelled", "error"]
+    messages: list[Message] = field(default_factory=list)
+    """What the run added to the conversation: the agent's messages and the results of its tools."""
+    error: str | None = None
+    questions: list[str] = field(default_factory=list)
+    """What the run's interrupts asked, for a run that waits for the client."""
+
+
+@dataclass(frozen=True, slots=True)
 class Endpoint:
     """Where and how to call an upstream, as its discovery document (A2A's agent card) describes it."""
 
@@ -136,6 +158,11 @@ class Dialect:
     the document names none this dialect can call."""
     describe: Callable[[AgentDescription], dict[str, Any]] | None = None
     """The discovery document for a route of the gateway's that serves this dialect."""
+    read_query: Callable[[dict[str, Any]], RunQuery | None] | None = None
+    """A request about a run rather than a new one (A2A's `GetTask`, `CancelTask`), or None for a run."""
+    answer_query: Callable[[RunQuery, RunRecord | None, dict[str, Any]], tuple[int, bytes]] | None = None
+    """The reply to a query (status, JSON body), given the run as the gateway knows it (None: not at all, or not
+    for this caller) and the query's JSON."""
     error_reply: Callable[[GatewayError, Any], tuple[int, bytes]] | None = None
     """A request refused before its reply starts, as this dialect's clients read an error (status, JSON body),
     given the error and the request's JSON (None if it was not JSON); None for the gateway's own error body."""

@@ -43,6 +43,9 @@ class Decoder(Protocol):
     def fail(self, message: str, code: str | None = None) -> list[Event]:
         """The transport broke: close the run with an error."""
 
+    def cancel(self) -> list[Event]:
+        """The client cancelled the run: close it as cancelled."""
+
     def cancel_request(self) -> UpstreamRequest | None:
         """What to send the upstream when the client leaves mid-run (A2A's `CancelTask` for the task this stream
         runs), or None where closing the connection says it."""
@@ -68,6 +71,11 @@ class RepairedDecoder:
     def fail(self, message: str, code: str | None = None) -> list[Event]:
         out: list[Event] = []
         self.repair.fail(message, code, out)
+        return out
+
+    def cancel(self) -> list[Event]:
+        out: list[Event] = []
+        self.repair.push(RunFinished("cancelled"), out)
         return out
 
     def cancel_request(self) -> UpstreamRequest | None:

@@ -47,7 +47,7 @@ from adapters import registry
 from gateway.config import Route
 from gateway.conversations.mapper import ConversationMapper
 from gateway.conversations.recorder import RunRecorder
-from gateway.core.codec import Dialect, UpstreamRequest
+from gateway.core.codec import Dialect, RunQuery, RunRecord, UpstreamRequest
 from gateway.core.errors import (
     CODES,
     GatewayError,
@@ -119,6 +119,8 @@ class RouteHandler:
         self.bodies = bodies
         self.debug_errors = debug_errors
         self.upstream = registry.get(route.upstream.dialect)
+        self.running: dict[tuple[str, str], _Call] = {}
+        """Runs in flight whose client may ask about them (see `Dialect.read_query`): (principal, run id) -> call."""
         self.discovery = Discovery(route, self.upstream, pool)
         self.side_calls = SideCalls(pool)
         self.in_flight = metrics.in_flight.labels(route.name)
@@ -159,6 +161,9 @@ class RouteHandler:
             if self.log_bodies:
                 call.record.request_body = body[:4096].decode("utf-8", "replace")
             client, turn = self._parse(call, headers, body, path)
+            if isinstance(turn, RunQuery):
+                await self._answer(call, client, turn)
+                return
             self.access.admit(caller)
         except ClientGone:
             call.record.outcome = "client_gone"
@@ -207,6 +212,9 @@ class RouteHandler:
         task = deadlines.request_task = asyncio.current_task()
         assert task is not None
         watcher = asyncio.create_task(_watch_disconnect(receive, writer, deadlines))
+        queried = client.read_query is not None and turn.run_id is not None
+        if queried:  # its clients may ask about the run, or cancel it, while it runs
+            self.running[(call.caller.principal, turn.run_id or "")] = call
         try:
             await call.run(client, turn)
         except asyncio.CancelledError:
@@ -215,6 +223,9 @@ class RouteHandler:
             task.uncancel()
             if deadlines.cancelled_because in ("client_gone", "timeout"):
                 call.cancel_upstream()
+            if deadlines.cancelled_because == "cancelled":  # by a query, before the upstream answered
+                deadlines.cancelled_because = None
+                await writer.abort(UpstreamError("the run was cancelled before the upstream answered"), "cancelled")
             if deadlines.cancelled_because == "timeout":  # a deadline outside the relay, e.g. reading an error body
                 deadlines.cancelled_because = None
                 await writer.abort(UpstreamTimeout(deadlines.missed_deadline), "upstream_timeout")
@@ -227,14 +238,37 @@ class RouteHandler:
         finally:
             deadlines.disarm()
             watcher.cancel()
+            if queried:
+                self.running.pop((call.caller.principal, turn.run_id or ""), None)
 
-    def _parse(self, call: _Call, headers: Headers, body: bytes, path: str) -> tuple[Dialect, Turn]:
+    async def _answer(self, call: _Call, client: Dialect, query: RunQuery) -> None:
+        """A query about a run of this caller's: one still running here, or one kept in the store."""
+        assert client.answer_query is not None and call.request_json is not None
+        record = call.record
+        record.client_dialect, record.run_id = client.name, query.run_id
+        running = self.running.get((call.caller.principal, query.run_id))
+        found: RunRecord | None
+        if running is not None:
+            found = RunRecord(query.run_id, running.record.conversation_id, "running")
+            if query.cancel:
+                running.cancel_upstream()
+                running.deadlines.cancel_request("cancelled")
+        else:
+            found = await self.mapper.load_run(self.route.name, call.caller.principal, query.run_id)
+        status, body = client.answer_query(query, found, call.request_json)
+        record.outcome = "query"
+        await call.writer.respond(status, {"content-type": "application/json"}, body)
+
+    def _parse(self, call: _Call, headers: Headers, body: bytes, path: str) -> tuple[Dialect, Turn | RunQuery]:
         content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if content_type != "application/json" and not content_type.endswith("+json"):
             # Required: a browser sends a POST without one (or text/plain) cross-origin with no preflight.
             raise UnsupportedMediaType(f"expected Content-Type: application/json, got {content_type or 'none'}")
         limits = self.route.limits
         value = call.request_json = load_json_object(body, limits.max_json_depth)
+        query = registry.read_query(value, self.route.dialects, path)
+        if query is not None:
+            return query
         client, turn = registry.read_request(value, self.route.dialects, path)
         if len(turn.messages) > limits.max_messages:
             raise RequestTooLarge(f"the request has {len(turn.messages)} messages; this route takes "

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Literal
 
 from gateway.conversations.mapper import ConversationMapper, Exchange
 from gateway.conversations.recorder import RunRecorder
-from gateway.core.codec import Decoder, Dialect, Encoder
+from gateway.core.codec import Decoder, Dialect, Encoder, RunRecord
 from gateway.core.events import Event, RunError, RunFinished, RunStarted
 from gateway.core.ids import new_id
 from gateway.core.turn import Message as TurnMessage
+from gateway.core.turn import Turn
 from gateway.server.client import ClientWriter
 from gateway.server.deadlines import Deadlines
 from gateway.server.record import AccessRecord
@@ -89,10 +91,12 @@ class Relay:
             except HTTPError as exc:
                 events = decoder.fail(f"upstream connection broke: {describe(exc)}", "upstream_error")
         except asyncio.CancelledError:
-            if deadlines.cancelled_because != "timeout":
+            reason = deadlines.cancelled_because
+            if reason not in ("timeout", "cancelled"):
                 raise
+            missed = deadlines.missed_deadline
             deadlines.carry_on_after_deadline()
-            events = decoder.fail(deadlines.missed_deadline, "upstream_timeout")
+            events = decoder.fail(missed, "upstream_timeout") if reason == "timeout" else decoder.cancel()
         if events:  # empty only if the run already ended when the deadline struck
             await self._deliver(events)
 
@@ -124,13 +128,18 @@ class Relay:
         # on nothing cancels the request: a client that left meanwhile does not cost the conversation its turn.
         deadlines = self._deadlines
         deadlines.storing_conversation = True
-        await self._store_conversation(out)
+        await self._store_conversation(out, terminal)
         deadlines.storing_conversation = False  # a client that stops reading now is still cut off at the deadline
         if self._streams:
             await self._writer.end(out)
         else:
             await self._writer.respond(self.encoder.status_code, self.encoder.headers, out)
         return True
+
+    def _run_record(self, terminal: RunFinished | RunError) -> RunRecord:
+        if isinstance(terminal, RunError):
+            return run_record(self.exchange.client_turn, self.recorder, None, terminal.message)
+        return run_record(self.exchange.client_turn, self.recorder, terminal.outcome, None)
 
     def _rewrite_start(self, events: list[Event]) -> None:
         """The client sees its own thread and run ids, whatever the upstream called them."""
@@ -140,7 +149,7 @@ class Relay:
             events[0] = RunStarted(turn.conversation_id, turn.run_id or new_id("run"), turn.parent_run_id,
                                    first.message_id)
 
-    async def _store_conversation(self, body: bytes) -> None:
+    async def _store_conversation(self, body: bytes, terminal: RunFinished | RunError) -> None:
         """What the run added to the conversation; for a client without conversation ids, the whole transcript as
         it will send it back next turn."""
         exchange = self.exchange
@@ -149,8 +158,23 @@ class Relay:
             transcript = exchange.client_turn.messages + _reply_as_client_sees_it(self._client, self.encoder, body,
                                                                                   self.recorder)
         await self._mapper.finish(exchange, self.recorder, transcript)
+        if self._client.read_query is not None:  # its clients ask about runs: keep what this one did
+            await self._mapper.save_run(exchange, self._run_record(terminal))
         if exchange.history_lost:  # the turn went on without the store: the operator should see it per request
             self._record.history = "unavailable"
+
+
+def run_record(turn: Turn, recorder: RunRecorder, outcome: str | None, error: str | None) -> RunRecord:
+    """The run as a query about it is answered (see `Dialect.read_query`)."""
+    status: Literal["success", "interrupt", "cancelled", "error"] = "success"
+    if error is not None:
+        status = "error"
+    elif outcome == "interrupt":
+        status = "interrupt"
+    elif outcome == "cancelled":
+        status = "cancelled"
+    return RunRecord(turn.run_id or "", turn.conversation_id, status, list(recorder.messages), error,
+                     [i.message or i.reason for i in recorder.interrupts])
 
 
 def _reply_as_client_sees_it(client: Dialect, encoder: Encoder | None, body: bytes,
