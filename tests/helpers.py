@@ -19,13 +19,17 @@ FAILING = {
     "pydantic_agui_slow_disconnect.sse",  # the client's view of a stream it cut
     "pydantic_vercel_fail.sse",
     "vercel_doc_inkeep_error.sse",  # Inkeep reports failures as data-operation parts
+    "a2a_sdk_jsonrpc_fail.sse",  # the task ends FAILED
+    "a2a_sdk_v03_jsonrpc_fail.sse",
+    "a2a_sdk_jsonrpc_crash.sse",  # the executor raised: an error frame, no final state
+    "a2a_sdk_rest_crash.sse",
+    "a2a_sdk_v03_jsonrpc_crash.sse",
 }
 
 
 def _recorded() -> dict[str, Path]:
-    """Every recorded stream by file name; each sits in the folder of the dialect it is written in. Only the folders of
-    registered dialects count: `a2a/` was recorded ahead of its adapter (`tests/record_a2a_fixtures.py`) and joins
-    the matrix once the registry knows "a2a". Subfolders (`a2a/responses/`, `a2a/requests/`) are never streams."""
+    """Every recorded stream by file name; each sits in the folder of the dialect it is written in (a dialect's
+    folder counts once the registry knows it). Subfolders (`a2a/responses/`, `a2a/requests/`) are never streams."""
     return {p.name: p for p in sorted(FIXTURES.glob("*/*")) if p.is_file() and p.parent.name in registry.DIALECTS}
 
 

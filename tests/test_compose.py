@@ -44,6 +44,7 @@ EXPECTED_TEXT = {
     "ag-kit": "You said: hello. (turn 1)",
     "vercel": "It is sunny, 21C in Berlin.",
     "agent-respond": "It is sunny, 21C in Rome.",
+    "a2a": "After some thought: think.",
 }
 
 

@@ -139,11 +139,22 @@ def assert_numbered(client: str, response: httpx.Response, n: int) -> Reply:
     return reply
 
 
-def assert_error_before_start(response: httpx.Response, status: int, code: str, says: str) -> dict[str, Any]:
-    """A real HTTP status with the gateway's JSON error body, as every dialect gets before its stream starts."""
-    assert response.status_code == status, f"expected {status}, got {response.status_code}: {response.text[:300]}"
+def assert_error_before_start(response: httpx.Response, status: int, code: str, says: str,
+                              client: str = "ag-ui") -> dict[str, Any]:
+    """A real HTTP status with the gateway's JSON error body, as every dialect but A2A gets before its stream
+    starts; an A2A client gets a JSON-RPC error in an HTTP 200, the gateway's code and status in its `data`.
+    Returned in the gateway's shape either way."""
     assert response.headers["content-type"].startswith("application/json")
     assert response.headers.get("x-request-id")
+    if client == "a2a":
+        assert response.status_code == 200, f"expected a JSON-RPC error, got {response.status_code}: {response.text}"
+        rpc = response.json()["error"]
+        info = rpc["data"][0]
+        assert rpc["code"] == -32603 and info["reason"] == code.upper(), rpc
+        assert info["metadata"]["status"] == str(status) and says in rpc["message"], rpc
+        details = orjson.loads(info["metadata"].get("details", "[]"))
+        return {"code": code, "message": rpc["message"], **({"details": details} if details else {})}
+    assert response.status_code == status, f"expected {status}, got {response.status_code}: {response.text[:300]}"
     error: dict[str, Any] = response.json()["error"]
     assert error["code"] == code, error
     assert says in error["message"], error
@@ -166,7 +177,12 @@ def assert_in_band_error(client: str, response: httpx.Response, code: str, says:
     assert response.headers["content-type"].startswith("text/event-stream")
     data = sse_payloads(response.content)
     assert data, "empty stream"
-    if client == "ag-ui":
+    if client == "a2a":
+        last = orjson.loads(data[-1])["result"]["statusUpdate"]["status"]
+        assert last["state"] == "TASK_STATE_FAILED", f"the task did not end FAILED: {data[-3:]}"
+        assert says in last["message"]["parts"][0]["text"], last
+        assert not any(b"TASK_STATE_COMPLETED" in d for d in data)
+    elif client == "ag-ui":
         last = orjson.loads(data[-1])
         assert last["type"] == "RUN_ERROR", f"the stream does not end with RUN_ERROR: {data[-3:]}"
         assert last.get("code") == code and says in last["message"], last
@@ -196,7 +212,7 @@ def assert_upstream_released(call: Call, within: float = 2.0) -> None:
 @pytest.mark.parametrize("client", DIALECTS)
 def test_refused_connection_is_a_502_at_once(world: World, client: str) -> None:
     response, took = world.ask(client, "ag-kit", "ok", prefix="/refused")
-    assert_error_before_start(response, 502, "upstream_error", "upstream unreachable")
+    assert_error_before_start(response, 502, "upstream_error", "upstream unreachable", client)
     assert took < 1 + SLACK
     world.assert_clean(client, "ag-kit")
 
@@ -205,7 +221,7 @@ def test_refused_connection_is_a_502_at_once(world: World, client: str) -> None:
 def test_html_502_from_the_upstream_is_a_502_with_its_status_and_body(world: World, client: str,
                                                                       upstream: str) -> None:
     response, _ = world.ask(client, upstream, "html-502")
-    error = assert_error_before_start(response, 502, "upstream_error", "upstream answered HTTP 502")
+    error = assert_error_before_start(response, 502, "upstream_error", "upstream answered HTTP 502", client)
     assert error["details"] == [{"status": 502, "body": HTML.decode()}]
     world.assert_clean(client, upstream)
 
@@ -217,7 +233,7 @@ def test_200_with_an_html_body_is_a_502_that_names_the_content_type(world: World
     the client is told what came back, never handed an empty success or a vague cut-off stream."""
     response, _ = world.ask(client, upstream, "wrong-type")
     error = assert_error_before_start(response, 502, "upstream_error", "upstream answered HTTP 200 with "
-                                                                       "content-type text/html")
+                                                                       "content-type text/html", client)
     assert error["details"] == [{"status": 200, "body": HTML.decode()}]
     world.assert_clean(client, upstream)
 
@@ -242,7 +258,8 @@ def test_upstream_silent_before_the_first_byte_is_a_504_at_the_first_event_timeo
                                                                                   client: str) -> None:
     request_id = world.request_id("hang-first")
     response, took = world.ask(client, "ag-kit", "hang-first", request_id=request_id)
-    assert_error_before_start(response, 504, "upstream_timeout", f"upstream did not answer within {FIRST_EVENT:g}s")
+    assert_error_before_start(response, 504, "upstream_timeout", f"upstream did not answer within {FIRST_EVENT:g}s",
+                              client)
     assert FIRST_EVENT - 0.05 <= took < FIRST_EVENT + SLACK
     assert_upstream_released(world.upstream.find(request_id))
     world.assert_clean(client, "ag-kit")
@@ -295,8 +312,7 @@ def test_unknown_event_type_is_passed_over_and_the_run_completes(world: World, c
     world.assert_clean(client, upstream)
 
 
-@pytest.mark.parametrize(("client", "upstream"), list(zip(DIALECTS, ["ag-kit", "vercel", "agent-respond", "ag-ui"],
-                                                          strict=True)))
+@pytest.mark.parametrize(("client", "upstream"), list(zip(DIALECTS, DIALECTS[1:] + DIALECTS[:1], strict=True)))
 def test_a_10_mb_event_within_the_limit_arrives_whole(world: World, client: str, upstream: str) -> None:
     response, _ = world.ask(client, upstream, f"huge?size={HUGE}&n=3")
     reply = assert_numbered(client, response, 3)
@@ -304,8 +320,7 @@ def test_a_10_mb_event_within_the_limit_arrives_whole(world: World, client: str,
     world.assert_clean(client, upstream)
 
 
-@pytest.mark.parametrize(("client", "upstream"), list(zip(DIALECTS, ["ag-ui", "ag-kit", "vercel", "agent-respond"],
-                                                          strict=True)))
+@pytest.mark.parametrize(("client", "upstream"), [(dialect, dialect) for dialect in DIALECTS])
 def test_a_10_mb_event_over_the_limit_is_an_in_band_error(world: World, client: str, upstream: str) -> None:
     response, _ = world.ask(client, upstream, f"huge?size={HUGE}&n=3", prefix="/tight")
     says = "exceeded" if upstream == "agent-respond" else "oversized"
@@ -451,7 +466,7 @@ def test_slow_upstreams_under_load_are_all_served_and_a_hung_one_does_not_hold_t
             assert response.status_code == 200, f"{name} took {took:.2f}s: {response.text}; the upstream saw {seen}"
             assert_numbered(client, response, 8)
         else:
-            assert_error_before_start(response, 504, "upstream_timeout", "did not answer")
+            assert_error_before_start(response, 504, "upstream_timeout", "did not answer", client)
             assert took < LOAD_FIRST_EVENT + SLACK
     assert wait_until(lambda: world.in_flight() == 0, 3)
 
@@ -495,7 +510,7 @@ def test_a_request_the_upstream_received_is_not_sent_twice(world: World, client:
     connection, which cannot have delivered the request, may be retried."""
     request_id = world.request_id("drop")
     response, _ = world.ask(client, "ag-kit", "drop", request_id=request_id)
-    assert_error_before_start(response, 502, "upstream_error", "upstream unreachable")
+    assert_error_before_start(response, 502, "upstream_error", "upstream unreachable", client)
     time.sleep(0.2)
     copies = [c for c in list(world.upstream.calls) if c.request_id == request_id]
     assert len(copies) == 1, f"the upstream received the request {len(copies)} times"

@@ -103,6 +103,15 @@ def client_dialect_of(path: str, body: Any) -> str:
     return path.split("/")[2]  # /fuzz/<client>/<upstream>, /deep/<client>/<upstream>
 
 
+def refusal(response: httpx.Response) -> tuple[int, str]:
+    """A refusal's HTTP status and message: the gateway's error body, or a JSON-RPC error (A2A) whose data says
+    the status."""
+    payload = response.json()
+    if "jsonrpc" in payload:
+        return int(payload["error"]["data"][0]["metadata"]["status"]), payload["error"]["message"]
+    return response.status_code, payload["error"]["message"]
+
+
 def check_answer(gateway: Gateway, path: str, response: httpx.Response, body: Any) -> None:
     """Never 5xx, never a logged error; a 4xx explains itself; a 200 carries the upstream's whole run."""
     logged = gateway.errors.take()
@@ -113,6 +122,14 @@ def check_answer(gateway: Gateway, path: str, response: httpx.Response, body: An
         error = response.json()["error"]
         assert isinstance(error["code"], str) and error["code"]
         assert isinstance(error["message"], str) and error["message"], error
+        return
+    if response.headers["content-type"].startswith("application/json") and "jsonrpc" in response.json() \
+            and "error" in response.json():
+        # A refusal told as JSON-RPC errors are (A2A): the gateway's status and code ride in its data.
+        error = response.json()["error"]
+        status = int(error["data"][0]["metadata"]["status"])
+        assert status in CLIENT_ERRORS, f"{status}: {response.text[:300]}"
+        assert isinstance(error["code"], int) and isinstance(error["message"], str) and error["message"], error
         return
     client = client_dialect_of(path, body)
     reply = Reply(client, response)
@@ -318,7 +335,8 @@ def test_missing_content_type_is_a_415(gateway: Gateway, client: str) -> None:
     response = gateway.post(f"/fuzz/{client}/ag-kit", dumps(body), content_type=None)
     assert "content-type" not in response.request.headers
     check_answer(gateway, f"/fuzz/{client}/ag-kit", response, body)
-    assert response.status_code == 415 and "got none" in response.json()["error"]["message"]
+    status, message = refusal(response)
+    assert status == 415 and "got none" in message
 
 
 @pytest.mark.parametrize("body", [{"hello": "world"}, {}, {"messages": "not a list"}, {"messages": [1, 2]}])
@@ -336,7 +354,7 @@ def test_json_nested_deeper_than_the_parser_goes_is_a_400(gateway: Gateway, clie
     nested = b"[" * depth + b"]" * depth
     raw = b'{"threadId": "t", "runId": "r", "conversationId": "c", "messages": ' + nested + b"}"
     response = gateway.post(f"/fuzz/{client}/ag-kit", raw)
-    assert response.status_code == 400, response.text[:300]
+    assert refusal(response)[0] == 400, response.text[:300]
     check_answer(gateway, f"/fuzz/{client}/ag-kit", response, None)
     assert gateway.http.get(f"{gateway.url}/healthz").text == "ok"
 

@@ -15,6 +15,7 @@ from .conformance import judge
 from .decode import A2ADecoder
 from .encode import new_encoder
 from .request import MethodNotFound, build_request, parse_request, sample_request
+from .tasks import QUERIES, answer_query, read_query
 from .wire import METHODS, REST, SEND, V03
 
 CARD_PATH = "/.well-known/agent-card.json"
@@ -24,7 +25,9 @@ def sniff(body: dict[str, Any]) -> Likeness:
     """A2A's clients send JSON-RPC 2.0; no other dialect does."""
     if body.get("jsonrpc") != "2.0":
         return Likeness.FOREIGN
-    return Likeness.OWN if body.get("method") in METHODS else Likeness.PLAUSIBLE
+    method = body.get("method")
+    return Likeness.OWN if isinstance(method, str) and (method in METHODS or method in QUERIES) else \
+        Likeness.PLAUSIBLE
 
 
 def read_discovery(card: Any, url: str) -> Endpoint | None:
@@ -105,4 +108,6 @@ DIALECT = Dialect(
     read_discovery=read_discovery,
     describe=describe,
     error_reply=error_reply,
+    read_query=read_query,
+    answer_query=answer_query,
 )

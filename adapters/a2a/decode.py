@@ -22,6 +22,7 @@ from gateway.core.events import (
     Data,
     Event,
     Interrupt,
+    Raw,
     RunError,
     RunFinished,
     RunStarted,
@@ -129,8 +130,7 @@ class A2ADecoder(JsonSSEDecoder):
             if value.get("taskId") is None:  # a reply without a task: the run is this message
                 out.append(RunFinished())
         else:
-            out.append(RunError("upstream sent a response that is none of task, message, status or artifact "
-                                "update", "upstream_bad_event"))
+            out.append(Raw("a2a", frame))  # a kind of response this version does not know: passed over
 
     def on_done(self, out: Events) -> None:
         self._end_without_state(out)
@@ -250,7 +250,10 @@ def _rpc_error(error: Any) -> RunError:
         return RunError("upstream answered with a JSON-RPC error", "upstream_error")
     message = _str(error.get("message"), "upstream error")
     code = error.get("code")
-    return RunError(f"{message} (A2A error {code})" if code is not None else message, "upstream_error")
+    data = error.get("data")
+    info = data[0] if isinstance(data, list) and data and isinstance(data[0], dict) else {}
+    reason = _str(info.get("reason")).lower()  # google.rpc.ErrorInfo's: the gateway's own code, past a gateway
+    return RunError(f"{message} (A2A error {code})" if code is not None else message, reason or "upstream_error")
 
 
 def _str(value: Any, default: str = "") -> str:

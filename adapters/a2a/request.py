@@ -59,7 +59,8 @@ class RpcRequest(_Model):
 def parse_request(body: dict[str, Any]) -> Turn:
     method = body.get("method")
     if isinstance(method, str) and body.get("jsonrpc") == "2.0" and method not in METHODS:
-        raise MethodNotFound(f"the gateway serves {', '.join(METHODS)} on this path, not {method}")
+        raise MethodNotFound(f"the gateway serves {', '.join(METHODS)}, GetTask and CancelTask on this path, not "
+                             f"{method}")
     request = validate(RpcRequest, body, "a2a")
     stream, version = METHODS[request.method]
     message = request.params.message
