@@ -27,13 +27,16 @@ import pytest
 from helpers import ROOT, sse_payloads
 from inkeep_upstream import create_inkeep_app
 from node_clients import run_agui, run_vercel_chat, verify_vercel
-from peers_env import agkit_agui_upstream, agkit_upstream, pydantic_upstream
+from peers_env import a2a_upstream, agkit_agui_upstream, agkit_upstream, pydantic_upstream
 from servers import Served
 
+from adapters.a2a.conformance import judge as a2a_judge
 from adapters.agent_respond.contract import AgentResponse
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
+from gateway.core.codec import as_text
+from gateway.core.conformance import Answer
 from gateway.server.app import create_app
 
 with warnings.catch_warnings():  # the 0.1.1 server still uses pydantic's class-based config
@@ -42,7 +45,7 @@ with warnings.catch_warnings():  # the 0.1.1 server still uses pydantic's class-
     from pydantic import TypeAdapter
 
 AGKIT_EVENT: TypeAdapter[Any] = TypeAdapter(SendMessageEvent)
-DIALECTS = ["ag-ui", "ag-kit", "vercel", "agent-respond"]
+DIALECTS = ["ag-ui", "ag-kit", "vercel", "agent-respond", "a2a"]
 """The dialects whose real clients (or their exact request shapes) drive this matrix: `run_scenario` has a driver
 for each. A dialect without one is proven end to end by tests/test_proxy.py, which asks the registry."""
 SCENARIOS = ["text", "reasoning", "server tool", "client tool", "interrupt", "failure", "multi-turn"]
@@ -111,6 +114,14 @@ PEERS = {
         {"reasoning": "the agent-respond contract has no reasoning",
          "client tool": "the agent-respond contract has no client tools: the platform runs none",
          "interrupt": "the agent-respond contract has no human in the loop"}),
+    "a2a": Peer(
+        "a2a", "a2a-sdk 1.3.0 server",
+        {"text": "hello", "server tool": "what is the weather", "interrupt": "please interrupt",
+         "failure": "this will fail", "multi-turn": "hello"},
+        {"text": "echo: hello", "server tool": "Tool get_weather said: sunny, 21C in Paris.",
+         "interrupt": "Resumed with yes", "failure": "scripted upstream failure", "multi-turn": "history=2"},
+        {"reasoning": "A2A has no reasoning",
+         "client tool": "A2A carries no tool definitions: an A2A agent calls only its own tools"}),
 }
 UPSTREAMS = list(PEERS)
 CLIENT_LOSSY = {
@@ -121,6 +132,8 @@ CLIENT_LOSSY = {
         "client tool": "the eval platform offers no tools and runs none",
         "interrupt": "the eval platform has no human in the loop: an interrupt ends the turn with an assistant note",
     },
+    "a2a": {"reasoning": "A2A has no reasoning",
+            "client tool": "an A2A client offers no tools: the agent it calls runs its own"},
 }
 
 
@@ -157,10 +170,12 @@ class World:
 @pytest.fixture(scope="module")
 def world() -> Iterator[World]:
     with pydantic_upstream() as pydantic, agkit_upstream() as agkit, agkit_agui_upstream() as agkit_agui, \
-            Served(create_inkeep_app()) as inkeep, Served(create_agent_app("agent-respond")) as builtin:
+            Served(create_inkeep_app()) as inkeep, Served(create_agent_app("agent-respond")) as builtin, \
+            a2a_upstream() as a2a:
         urls = {"ag-ui": f"{pydantic}/ag-ui", "ag-ui 0.x": f"{agkit_agui}/send-message",
                 "ag-kit": f"{agkit}/send-message", "vercel": f"{pydantic}/vercel", "vercel 5": f"{pydantic}/vercel5",
-                "vercel inkeep": f"{inkeep.url}/run/api/chat", "agent-respond": f"{builtin.url}/agent/respond"}
+                "vercel inkeep": f"{inkeep.url}/run/api/chat", "agent-respond": f"{builtin.url}/agent/respond",
+                "a2a": a2a}
         routes = [{"name": f"{c}-{u}", "paths": [f"/{c}/to/{u.replace(' ', '-')}"], "client_dialects": [c],
                    "upstream": {"url": urls[u], "dialect": PEERS[u].dialect},
                    "timeouts": {"first_event": 20, "idle": 20, "total": 60}} for c in DIALECTS for u in UPSTREAMS]
@@ -254,6 +269,38 @@ def agkit_send(world: World, upstream: str, body: dict[str, Any]) -> tuple[Seen,
         interrupts=[e["id"] for e in events if e["type"] == "interrupt"], error=error), events
 
 
+def a2a_send(world: World, upstream: str, text: str | dict[str, Any], context: str,
+             task_id: str | None = None) -> tuple[Seen, str]:
+    """A message as `a2a-sdk`'s client sends it (`SendStreamingMessage`, JSON-RPC 1.0), the stream held to the
+    rules its client and `@a2a-js/sdk`'s keep (`adapters/a2a/conformance.py`) and read as a task: (what the client
+    saw, the task's id)."""
+    part = {"text": text} if isinstance(text, str) else {"data": text}
+    message: dict[str, Any] = {"messageId": f"m-{context}-{len(str(text))}", "contextId": context,
+                               "role": "ROLE_USER", "parts": [part]}
+    if task_id is not None:
+        message["taskId"] = task_id
+    body = {"method": "SendStreamingMessage", "params": {"message": message, "configuration": {}},
+            "id": "rpc-1", "jsonrpc": "2.0"}
+    response = world.http.post(world.url("a2a", upstream), content=orjson.dumps(body),
+                               headers={"content-type": "application/json", "accept": "text/event-stream",
+                                        "a2a-version": "1.0"})
+    answer = Answer(response.status_code, {k.lower(): v for k, v in response.headers.items()}, response.content)
+    assert not [v for v in a2a_judge(answer) if not v.convention], a2a_judge(answer)
+    results = [orjson.loads(f)["result"] for f in sse_payloads(response.content)]
+    task = next(r["task"]["id"] for r in results if "task" in r) if task_id is None else task_id
+    statuses = [r["statusUpdate"]["status"] for r in results if "statusUpdate" in r]
+    tools = [p["data"] for s in statuses for p in (s.get("message") or {}).get("parts", []) if "data" in p]
+    last = statuses[-1] if statuses else {}
+    said = "".join(p.get("text", "") for p in (last.get("message") or {}).get("parts", []))
+    return Seen(
+        text="".join(p.get("text", "") for r in results if "artifactUpdate" in r
+                     for p in r["artifactUpdate"]["artifact"]["parts"]),
+        tool_calls=[d["name"] for d in tools if "args" in d],
+        results=[as_text(d["response"].get("result", d["response"])) for d in tools if "response" in d],
+        interrupts=[task] if last.get("state") == "TASK_STATE_INPUT_REQUIRED" else [],
+        error=said if last.get("state") == "TASK_STATE_FAILED" else None), task
+
+
 # -- one scenario, from each client's side
 
 
@@ -280,6 +327,14 @@ def run_scenario(world: World, client: str, upstream: str, scenario: str) -> lis
         if scenario == "multi-turn":
             return vercel_steps(world, upstream, [{"send": prompt}, {"send": "again"}], conversation)
         return vercel_steps(world, upstream, [{"send": prompt}], conversation)
+    if client == "a2a":
+        first, task = a2a_send(world, upstream, prompt, conversation)
+        if scenario == "interrupt" and first.interrupts:
+            # The answer as data, as the question's schema asks (an approval); an A2A agent's reads it as "yes".
+            return [first, a2a_send(world, upstream, {"approved": True}, conversation, task)[0]]
+        if scenario == "multi-turn":
+            return [first, a2a_send(world, upstream, "again", conversation)[0]]
+        return [first]
     if client == "agent-respond":
         first, reply = respond(world, upstream, [{"role": "user", "content": prompt}], conversation)
         if scenario != "multi-turn":
@@ -562,7 +617,8 @@ def matrix_markdown() -> str:
 
 
 CLIENT_NAMES = {"ag-ui": "@ag-ui/client 1.0.0 HttpAgent", "ag-kit": "agent-ui-web requests",
-                "vercel": "ai 7.0.173 Chat", "agent-respond": "eval platform requests"}
+                "vercel": "ai 7.0.173 Chat", "agent-respond": "eval platform requests",
+                "a2a": "a2a-sdk 1.3.0 requests"}
 START, END = "<!-- matrix:start -->", "<!-- matrix:end -->"
 
 

@@ -151,8 +151,8 @@ def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
             parts.append(data_part(version, payload))
     for m in new_messages(turn) if turn.history == "full" else turn.messages:
         parts += _parts(version, m)
-    if not parts:
-        parts.append(text_part(version, ""))
+    if not parts:  # an agent-first turn: servers refuse a message without parts, and an empty text part
+        parts.append(data_part(version, {}))
     message["parts"] = parts
     if version == V03:
         message["kind"] = "message"
