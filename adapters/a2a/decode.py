@@ -44,19 +44,19 @@ _FAILED_CODES = {"failed": "upstream_error", "rejected": "upstream_rejected"}
 
 
 class A2ADecoder(JsonSSEDecoder):
-    __slots__ = ("_body", "_context_id", "_max_body", "_mode", "_open_text", "_task_id", "_version_hint")
+    __slots__ = ("_body", "_context_id", "_max_body", "_mode", "_open_text", "_size", "_task_id")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__(max_event_bytes)
         self._mode: str | None = None
         """`sse` or `json`, once the body's first byte tells."""
         self._body: list[bytes] = []
+        self._size = 0
         self._max_body = max(max_event_bytes, DEFAULT_MAX_BODY)
         self._task_id: str | None = None
         self._context_id: str | None = None
         self._open_text: dict[str, str] = {}
         """Artifacts being written as text: artifact id -> the message id they stream into."""
-        self._version_hint: str | None = None
 
     def feed(self, chunk: bytes) -> list[Event]:
         if self._mode is None:
@@ -67,8 +67,8 @@ class A2ADecoder(JsonSSEDecoder):
         if self._mode == "sse":
             return super().feed(chunk)
         out: list[Event] = []
-        size = sum(map(len, self._body)) + len(chunk)
-        if size > self._max_body:
+        self._size += len(chunk)
+        if self._size > self._max_body:
             self._body.clear()
             self.repair.fail(f"upstream response exceeded {self._max_body} bytes", "upstream_event_too_large", out)
             return out

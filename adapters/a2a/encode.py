@@ -221,7 +221,8 @@ class TaskWriter:
             if len(details) > 2:  # more than its id and reason: the agent's data is worth a part
                 parts.append(data_part(self.version, details))
         parts += self._unresolved.values()
-        return self._status("auth-required" if auth else "input-required", parts, final=True)
+        # Not `final` in 0.3: a2a-sdk sets it only on a task that is done.
+        return self._status("auth-required" if auth else "input-required", parts)
 
     def _run_error(self, e: RunError) -> list[Response]:
         return [*self._close_text(), self._status("failed", [text_part(self.version, e.message)], final=True)]
