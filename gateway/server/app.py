@@ -147,7 +147,7 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
 
 def discovery_routes(config: GatewayConfig) -> list[Route]:
     """The documents clients discover a route's agent by (A2A's agent card), at `<path><document path>` for each
-    path where the route reads that dialect's requests, and at the bare document path when one route has one."""
+    path where the route reads that dialect's requests, and at the bare document path when only one path has one."""
     found: list[tuple[str, str, Callable[[Request], Response]]] = []
     for route in config.routes:
         for name in route.dialects:
