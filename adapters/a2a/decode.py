@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from gateway.core.codec import UpstreamRequest
-from gateway.core.decoding import DEFAULT_MAX_BODY, Events, JsonSSEDecoder
+from gateway.core.decoding import DEFAULT_MAX_BODY, BoundedBody, Events, JsonSSEDecoder
 from gateway.core.events import (
     Data,
     Event,
@@ -44,15 +44,13 @@ _FAILED_CODES = {"failed": "upstream_error", "rejected": "upstream_rejected"}
 
 
 class A2ADecoder(JsonSSEDecoder):
-    __slots__ = ("_body", "_context_id", "_max_body", "_mode", "_open_text", "_size", "_task_id")
+    __slots__ = ("_body", "_context_id", "_mode", "_open_text", "_task_id")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__(max_event_bytes)
         self._mode: str | None = None
         """`sse` or `json`, once the body's first byte tells."""
-        self._body: list[bytes] = []
-        self._size = 0
-        self._max_body = max(max_event_bytes, DEFAULT_MAX_BODY)
+        self._body = BoundedBody(max(max_event_bytes, DEFAULT_MAX_BODY))
         self._task_id: str | None = None
         self._context_id: str | None = None
         self._open_text: dict[str, str] = {}
@@ -67,12 +65,8 @@ class A2ADecoder(JsonSSEDecoder):
         if self._mode == "sse":
             return super().feed(chunk)
         out: list[Event] = []
-        self._size += len(chunk)
-        if self._size > self._max_body:
-            self._body.clear()
-            self.repair.fail(f"upstream response exceeded {self._max_body} bytes", "upstream_event_too_large", out)
-            return out
-        self._body.append(chunk)
+        if not self.repair.done:
+            self._body.add(chunk, self.repair, out)
         return out
 
     def close(self) -> list[Event]:
@@ -82,17 +76,11 @@ class A2ADecoder(JsonSSEDecoder):
         repair = self.repair
         repair.out = out
         if not repair.done:
-            try:
-                body = orjson.loads(b"".join(self._body))
-            except orjson.JSONDecodeError:
-                repair.fail("upstream returned a body that is not JSON", "upstream_bad_event", out)
-            else:
-                if isinstance(body, dict):
-                    self.on_frame(body, repair)
-                    if not repair.done:
-                        self._end_without_state(repair)
-                else:
-                    repair.fail("upstream returned JSON that is not an object", "upstream_bad_event", out)
+            parsed, body = self._body.json(repair, out)
+            if parsed and isinstance(body, dict):
+                self.on_frame(body, repair)
+            elif parsed:
+                repair.fail("upstream returned JSON that is not an object", "upstream_bad_event", out)
         repair.end_of_stream(out)
         return out
 

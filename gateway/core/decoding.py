@@ -57,6 +57,33 @@ class NewDecoder(Protocol):
         body of a dialect that answers in one): past it the run fails rather than the gateway's memory."""
 
 
+class BoundedBody:
+    """A response body gathered whole, up to `limit` bytes: past it the run fails rather than memory growing."""
+
+    __slots__ = ("_chunks", "_size", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self.limit = limit
+
+    def add(self, chunk: bytes, repair: RunRepair, out: list[Event]) -> None:
+        self._size += len(chunk)
+        if self._size > self.limit:
+            self._chunks.clear()
+            repair.fail(f"upstream response exceeded {self.limit} bytes", "upstream_event_too_large", out)
+        else:
+            self._chunks.append(chunk)
+
+    def json(self, repair: RunRepair, out: list[Event]) -> tuple[bool, Any]:
+        """(True, the body's JSON value), or (False, None) once the run failed for a body that is not JSON."""
+        try:
+            return True, orjson.loads(b"".join(self._chunks))
+        except orjson.JSONDecodeError:
+            repair.fail("upstream returned a body that is not JSON", "upstream_bad_event", out)
+            return False, None
+
+
 class RepairedDecoder:
     """What every decoder shares: the repair stage, and failing the run when the transport breaks.
 
@@ -152,25 +179,17 @@ class JsonBodyDecoder(RepairedDecoder):
     Subclasses map the parsed body to events in `on_body`, ending with the terminal one.
     """
 
-    __slots__ = ("_body", "_max_body", "_size")
+    __slots__ = ("_body",)
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_BODY) -> None:
         """`max_event_bytes` bounds the whole body: for such a dialect the body is the one event."""
         super().__init__()
-        self._body: list[bytes] = []
-        self._size = 0
-        self._max_body = max_event_bytes
+        self._body = BoundedBody(max_event_bytes)
 
     def feed(self, chunk: bytes) -> list[Event]:
         out: list[Event] = []
-        if self.repair.done:
-            return out
-        self._size += len(chunk)
-        if self._size > self._max_body:
-            self._body.clear()
-            self.repair.fail(f"upstream response exceeded {self._max_body} bytes", "upstream_event_too_large", out)
-            return out
-        self._body.append(chunk)
+        if not self.repair.done:
+            self._body.add(chunk, self.repair, out)
         return out
 
     def close(self) -> list[Event]:
@@ -179,11 +198,8 @@ class JsonBodyDecoder(RepairedDecoder):
         if repair.done:
             return out
         repair.out = out
-        try:
-            body = orjson.loads(b"".join(self._body))
-        except orjson.JSONDecodeError:
-            repair.fail("upstream returned a body that is not JSON", "upstream_bad_event", out)
-        else:
+        parsed, body = self._body.json(repair, out)
+        if parsed:
             self.on_body(body, repair)
         repair.end_of_stream(out)
         return out
