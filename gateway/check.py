@@ -179,7 +179,7 @@ class Checker:
         started = time.monotonic()
         try:
             async with asyncio.timeout(self.timeout):
-                response = await self.pool.post(self.target, request.body, headers)
+                response = await self.pool.post(self.target, request.body, headers, request.path)
                 step.status, answer_headers = response.status, response.headers
                 try:
                     decoding = 200 <= response.status < 300 or not request.streams
