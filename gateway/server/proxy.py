@@ -25,9 +25,10 @@ request's task, and says why (`Deadlines.cancelled_because`):
 ```
 
 Errors before the response starts are a real HTTP status with a JSON body (400/413/415/422 for the request,
-502 when the upstream failed, 504 when it timed out). The response starts when the upstream has answered 2xx;
-after that, an error is an in-band event in the client's dialect, followed by its terminator. What each request
-did is its `AccessRecord` (record.py): one log line, its metrics and its span.
+502 when the upstream failed, 504 when it timed out), or the client dialect's own error (A2A's JSON-RPC errors).
+The response starts when the upstream has answered 2xx; after that, an error is an in-band event in the client's
+dialect, followed by its terminator. What each request did is its `AccessRecord` (record.py): one log line, its
+metrics and its span.
 """
 
 from __future__ import annotations
