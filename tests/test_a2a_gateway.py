@@ -269,3 +269,19 @@ def test_CancelTask_ends_a_running_task_as_canceled_and_stops_the_upstream() -> 
     assert cancelled["status"]["state"] == "TASK_STATE_CANCELED"
     assert states(responses)[-1] == "TASK_STATE_CANCELED"  # the stream itself ends so
     assert disconnects >= 1  # the upstream's run was cut, not left running
+
+
+def test_a_browsers_client_reads_the_card_cross_origin_on_a_route_with_cors() -> None:
+    route = Route(name="web", upstream=Upstream(url="http://127.0.0.1:9/agui", dialect="ag-ui"),
+                  cors={"allow_origins": ["https://app.example"]})
+    with Served(create_app(GatewayConfig(routes=[route], store=Store(url="memory://")))) as gw, \
+            httpx.Client(timeout=10) as http:
+        card = http.get(gw.url + "/a2a/.well-known/agent-card.json", headers={"origin": "https://app.example"})
+        preflight = http.options(gw.url + "/a2a/.well-known/agent-card.json", headers={
+            "origin": "https://app.example", "access-control-request-method": "GET"})
+        other = http.get(gw.url + "/a2a/.well-known/agent-card.json", headers={"origin": "https://evil.example"})
+        posted = http.post(gw.url + "/.well-known/agent-card.json", json={})
+    assert card.status_code == 200 and card.headers["access-control-allow-origin"] == "https://app.example"
+    assert preflight.status_code == 200 and "GET" in preflight.headers["access-control-allow-methods"]
+    assert "access-control-allow-origin" not in other.headers
+    assert posted.status_code == 405

@@ -6,7 +6,7 @@ import asyncio
 import gc
 import logging
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +16,7 @@ from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Route, request_response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from adapters import registry
@@ -148,7 +148,7 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
 def discovery_routes(config: GatewayConfig) -> list[Route]:
     """The documents clients discover a route's agent by (A2A's agent card), at `<path><document path>` for each
     path where the route reads that dialect's requests, and at the bare document path when only one path has one."""
-    found: list[tuple[str, str, Callable[[Request], Response]]] = []
+    found: list[tuple[str, str, ASGIApp | Callable[[Request], Awaitable[Response]]]] = []
     for route in config.routes:
         for name in route.dialects:
             dialect = registry.get(name)
@@ -159,21 +159,29 @@ def discovery_routes(config: GatewayConfig) -> list[Route]:
                 owners = [other for other in route.dialects if path in registry.get(other).paths]
                 if owners and name not in owners:
                     continue  # another dialect's own path: this dialect's requests are refused there
-                found.append((path.rstrip("/") + document, document, _describer(route, path, describe, document)))
-    routes = [Route(at, endpoint, methods=["GET"]) for at, _, endpoint in found]
+                card = _describer(route, path, describe)
+                endpoint: ASGIApp | Callable[[Request], Awaitable[Response]] = card
+                if route.cors is not None:  # a browser's A2A client reads the card cross-origin too
+                    endpoint = CORSMiddleware(request_response(card), allow_origins=route.cors.allow_origins,
+                                              allow_methods=["GET"], allow_headers=route.cors.allow_headers,
+                                              max_age=route.cors.max_age)
+                found.append((path.rstrip("/") + document, document, endpoint))
+    routes = [Route(at, endpoint, methods=["GET", "OPTIONS"]) for at, _, endpoint in found]
     bare = {document for _, document, _ in found}
     if len(found) == 1:
-        routes.append(Route(found[0][1], found[0][2], methods=["GET"]))
+        routes.append(Route(found[0][1], found[0][2], methods=["GET", "OPTIONS"]))
     elif len(bare) == 1 and found:
         log.info("%d routes publish %s under their paths; none at %s itself", len(found), *bare, *bare)
     return routes
 
 
-def _describer(route: ConfigRoute, path: str, describe: Callable[[AgentDescription], dict[str, Any]],
-               document: str) -> Callable[[Request], Response]:
+def _describer(route: ConfigRoute, path: str, describe: Callable[[AgentDescription], dict[str, Any]]
+               ) -> Callable[[Request], Awaitable[Response]]:
     info = route.agent
 
-    def endpoint(request: Request) -> Response:
+    async def endpoint(request: Request) -> Response:
+        if request.method != "GET":
+            return _error(405, "method_not_allowed", f"{request.method} is not served at {request.url.path}")
         url = info.url or f"{request.url.scheme}://{request.url.netloc}{path}"
         card = describe(AgentDescription(name=route.name, description=info.description, url=url,
                                          version=info.version, skills=tuple(s.model_dump() for s in info.skills)))
