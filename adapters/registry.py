@@ -28,6 +28,12 @@ def variants() -> dict[str, str]:
     return {variant: dialect.name for dialect in DIALECTS.values() for variant in dialect.variants}
 
 
+def path_owners(candidates: list[str], path: str) -> list[str]:
+    """The candidates that may read a request on `path`: those whose own path it is, or all of them on a path no
+    candidate owns."""
+    return [name for name in candidates if path in DIALECTS[name].paths] or candidates
+
+
 def read_request(body: dict[str, Any], candidates: list[str], path: str) -> tuple[Dialect, Turn]:
     """The dialect of a client's body and the turn it holds.
 
@@ -36,7 +42,7 @@ def read_request(body: dict[str, Any], candidates: list[str], path: str) -> tupl
     no dialect owns, every candidate may read it. A body that only another dialect's path would take is refused
     with that path named, rather than answered in a shape its client does not read.
     """
-    owners = [name for name in candidates if path in DIALECTS[name].paths] or candidates
+    owners = path_owners(candidates, path)
     ranked = sorted(owners, key=lambda name: -DIALECTS[name].sniff(body))  # stable: the listed order on a tie
     errors: dict[str, GatewayError] = {}
     for name in ranked:
@@ -66,8 +72,7 @@ def read_request(body: dict[str, Any], candidates: list[str], path: str) -> tupl
 
 def read_query(body: dict[str, Any], candidates: list[str], path: str) -> tuple[Dialect, RunQuery] | None:
     """A request about a run rather than a new one, and the dialect it is written in; None for a new run."""
-    owners = [name for name in candidates if path in DIALECTS[name].paths] or candidates
-    for name in owners:
+    for name in path_owners(candidates, path):
         dialect = DIALECTS[name]
         if dialect.read_query is not None and (query := dialect.read_query(body)) is not None:
             return dialect, query
@@ -77,7 +82,7 @@ def read_query(body: dict[str, Any], candidates: list[str], path: str) -> tuple[
 def error_reply(body: Any, candidates: list[str], path: str) -> Callable[[GatewayError], tuple[int, bytes]] | None:
     """How to tell a refused request's client why, when its dialect has a way of its own (A2A's JSON-RPC errors):
     the dialect that alone owns the path, or that the body surely is. None for the gateway's error body."""
-    owners = [name for name in candidates if path in DIALECTS[name].paths] or candidates
+    owners = path_owners(candidates, path)
     if isinstance(body, dict):
         own = [name for name in candidates if DIALECTS[name].sniff(body) is Likeness.OWN]
         owners = own if len(own) == 1 else owners

@@ -138,7 +138,7 @@ class A2ADecoder(JsonSSEDecoder):
         artifact_id = artifact.get("artifactId")
         artifact_id = artifact_id if isinstance(artifact_id, str) else new_id("artifact")
         name = _str(artifact.get("name"), "artifact")
-        for part in artifact.get("parts") or artifact.get("content") or ():
+        for part in _parts(artifact):
             if not isinstance(part, dict):
                 continue
             kind = part_kind(part)
@@ -163,14 +163,14 @@ class A2ADecoder(JsonSSEDecoder):
         message = status.get("message")
         if name in PAUSED:
             self._close_text(out)
-            text = text_of(message.get("parts") or message.get("content")) if isinstance(message, dict) else ""
-            payload = _data_of(message)
-            out.append(Interrupt(self._task_id or new_id("task"), name.replace("-", "_"), text or None, payload))
+            text = text_of(_parts(message))
+            out.append(Interrupt(self._task_id or new_id("task"), name.replace("-", "_"), text or None,
+                                 _data_of(message)))
             out.append(RunFinished("interrupt"))
             return
         if name in _FAILED_CODES:
             self._close_text(out)
-            text = text_of(message.get("parts") or message.get("content")) if isinstance(message, dict) else ""
+            text = text_of(_parts(message))
             out.append(RunError(text or f"upstream task {name}", _FAILED_CODES[name]))
             return
         if isinstance(message, dict):
@@ -187,7 +187,7 @@ class A2ADecoder(JsonSSEDecoder):
         any other data part as named data."""
         message_id = _str(message.get("messageId")) or new_id("msg")
         text_open = False
-        for part in message.get("parts") or message.get("content") or ():
+        for part in _parts(message):
             if not isinstance(part, dict):
                 continue
             kind = part_kind(part)
@@ -248,9 +248,15 @@ def _str(value: Any, default: str = "") -> str:
     return value if isinstance(value, str) else default
 
 
+def _parts(message: Any) -> list[Any]:
+    """A message's parts; 0.3's HTTP+JSON binding calls them `content`."""
+    if not isinstance(message, dict):
+        return []
+    parts = message.get("parts") or message.get("content")
+    return parts if isinstance(parts, list) else []
+
+
 def _data_of(message: Any) -> Any:
     """The data parts of a status message, for an interrupt's payload (what the agent asks for, as data)."""
-    if not isinstance(message, dict):
-        return None
-    data = [p.get("data") for p in message.get("parts") or () if isinstance(p, dict) and part_kind(p) == "data"]
+    data = [p.get("data") for p in _parts(message) if isinstance(p, dict) and part_kind(p) == "data"]
     return data[0] if len(data) == 1 else (data or None)

@@ -67,10 +67,9 @@ class TaskWriter:
                  "_unresolved", "version")
 
     def __init__(self, request: Turn | None, dropped: dict[str, int]) -> None:
-        a2a = request.metadata.get("a2a") if request is not None else None
         self.version = request.variant if request is not None and request.variant == V03 else None
         self._request = request
-        self._continues = bool(a2a.get("continues")) if isinstance(a2a, dict) else False
+        self._continues = bool(asked(request).get("continues"))
         self._task_id = request.run_id if request is not None and request.run_id else new_id("task")
         self._context_id = request.conversation_id if request is not None and request.conversation_id \
             else new_id("ctx")
@@ -147,9 +146,14 @@ class TaskWriter:
         return []
 
     def _text_delta(self, e: TextDelta) -> list[Response]:
-        sent = self._open.get(e.message_id, False)
+        if self._open.get(e.message_id):
+            return [self.text_chunk(e.message_id, e.delta)]
         self._open[e.message_id] = True
-        return [self._artifact(e.message_id, "response", [text_part(self.version, e.delta)], sent, False)]
+        return [self._artifact(e.message_id, "response", [text_part(self.version, e.delta)], False, False)]
+
+    def text_chunk(self, message_id: str, text: str) -> Response:
+        """A chunk of a message's artifact after its first."""
+        return self._artifact(message_id, "response", [text_part(self.version, text)], True, False)
 
     def _text_end(self, e: TextEnd) -> list[Response]:
         if not self._open.pop(e.message_id, False):
@@ -252,31 +256,57 @@ _HANDLERS: dict[type, Callable[[TaskWriter, Any], list[Response]]] = {
 _HANDLERS[StepStarted] = _HANDLERS[StepFinished] = TaskWriter._steps
 
 
-def _rpc_id(request: Turn | None) -> Any:
+def asked(request: Turn | None) -> dict[str, Any]:
+    """What the client's JSON-RPC call asked of the reply: its id, whether it streams, whether it continues a task
+    (see `request.parse_request`); empty for a request of another dialect."""
     a2a = request.metadata.get("a2a") if request is not None else None
-    return a2a.get("id") if isinstance(a2a, dict) else None
+    return a2a if isinstance(a2a, dict) else {}
+
+
+_HOLE = "\x00"
+"""Where a chunk's text goes in a message's rendered envelope (nothing a client controls comes after it)."""
+
+
+def _frame(self: A2AStreamEncoder, kind: str, value: dict[str, Any]) -> bytes:
+    response = {"jsonrpc": "2.0", "id": self.rpc_id, "result": wrap(self.writer.version, kind, value)}
+    return b"data: " + orjson.dumps(response) + b"\n\n"
 
 
 def _stream_event(self: A2AStreamEncoder, e: Event) -> bytes:
     responses = self.writer.event(e)
-    if not responses:
-        return b""
-    version, rpc_id = self.writer.version, self.rpc_id
-    return b"".join(b"data: " + orjson.dumps({"jsonrpc": "2.0", "id": rpc_id, "result": wrap(version, kind, value)})
-                    + b"\n\n" for kind, value in responses)
+    return b"".join([_frame(self, kind, value) for kind, value in responses]) if responses else b""
+
+
+def _stream_text(self: A2AStreamEncoder, e: TextDelta) -> bytes:
+    """Most of a stream: each chunk after a message's first is the same envelope around a new delta, so the
+    envelope is rendered once per message and the delta dropped in."""
+    around = self.chunk_frames.get(e.message_id)
+    if around is not None:
+        return around[0] + orjson.dumps(e.delta) + around[1]
+    first = _stream_event(self, e)
+    before, _, after = _frame(self, *self.writer.text_chunk(e.message_id, _HOLE)).rpartition(orjson.dumps(_HOLE))
+    self.chunk_frames[e.message_id] = (before, after)
+    return first
+
+
+def _stream_text_end(self: A2AStreamEncoder, e: TextEnd) -> bytes:
+    self.chunk_frames.pop(e.message_id, None)
+    return _stream_event(self, e)
 
 
 class A2AStreamEncoder(SSEEncoder):
     """`SendStreamingMessage`'s reply: each response in a JSON-RPC envelope carrying the request's id."""
 
-    __slots__ = ("rpc_id", "writer")
+    __slots__ = ("chunk_frames", "rpc_id", "writer")
 
-    handlers = dict.fromkeys(EVENT_TYPES, _stream_event)
+    handlers = {**dict.fromkeys(EVENT_TYPES, _stream_event), TextDelta: _stream_text, TextEnd: _stream_text_end}
 
     def __init__(self, request: Turn | None = None) -> None:
         super().__init__(request)
         self.writer = TaskWriter(request, self.dropped)
-        self.rpc_id = _rpc_id(request)
+        self.rpc_id = asked(request).get("id")
+        self.chunk_frames: dict[str, tuple[bytes, bytes]] = {}
+        """Per text message being streamed, its chunk's envelope: the bytes before and after the delta."""
 
 
 class A2ATaskEncoder:
@@ -291,7 +321,7 @@ class A2ATaskEncoder:
         self.headers = {"content-type": "application/json"}
         self.dropped: dict[str, int] = defaultdict(int)
         self.writer = TaskWriter(request, self.dropped)
-        self.rpc_id = _rpc_id(request)
+        self.rpc_id = asked(request).get("id")
         self._task: dict[str, Any] = {}
 
     def keep_alive(self) -> bytes:
@@ -316,7 +346,7 @@ class A2ATaskEncoder:
             task.setdefault("contextId", value["contextId"])
             task["status"] = value["status"]
             message = value["status"].get("message")
-            if message is not None and value["status"]["state"].lower().endswith("working"):
+            if message is not None and value["status"]["state"] == state_for(self.writer.version, "working"):
                 task.setdefault("history", []).append(message)
                 del value["status"]["message"]
         elif kind == "artifact-update":
@@ -340,7 +370,6 @@ def _extend(parts: list[dict[str, Any]], more: list[dict[str, Any]]) -> None:
 
 def new_encoder(request: Turn | None = None) -> A2AStreamEncoder | A2ATaskEncoder:
     """The reply the request asked for: streamed for `SendStreamingMessage`, one task for `SendMessage`."""
-    a2a = request.metadata.get("a2a") if request is not None else None
-    if isinstance(a2a, dict) and a2a.get("stream") is False:
+    if asked(request).get("stream") is False:
         return A2ATaskEncoder(request)
     return A2AStreamEncoder(request)

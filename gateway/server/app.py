@@ -156,8 +156,7 @@ def discovery_routes(config: GatewayConfig) -> list[Route]:
             if document is None or describe is None:
                 continue
             for path in route.paths:
-                owners = [other for other in route.dialects if path in registry.get(other).paths]
-                if owners and name not in owners:
+                if name not in registry.path_owners(route.dialects, path):
                     continue  # another dialect's own path: this dialect's requests are refused there
                 card = _describer(route, path, describe)
                 endpoint: ASGIApp | Callable[[Request], Awaitable[Response]] = card

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Literal
 
 from gateway.conversations.mapper import ConversationMapper, Exchange
 from gateway.conversations.recorder import RunRecorder
@@ -136,11 +135,6 @@ class Relay:
             await self._writer.respond(self.encoder.status_code, self.encoder.headers, out)
         return True
 
-    def _run_record(self, terminal: RunFinished | RunError) -> RunRecord:
-        if isinstance(terminal, RunError):
-            return run_record(self.exchange.client_turn, self.recorder, None, terminal.message)
-        return run_record(self.exchange.client_turn, self.recorder, terminal.outcome, None)
-
     def _rewrite_start(self, events: list[Event]) -> None:
         """The client sees its own thread and run ids, whatever the upstream called them."""
         first = events[0]
@@ -159,21 +153,16 @@ class Relay:
                                                                                   self.recorder)
         await self._mapper.finish(exchange, self.recorder, transcript)
         if self._client.read_query is not None:  # its clients ask about runs: keep what this one did
-            await self._mapper.save_run(exchange, self._run_record(terminal))
+            await self._mapper.save_run(exchange, _run_record(exchange.client_turn, self.recorder, terminal))
         if exchange.history_lost:  # the turn went on without the store: the operator should see it per request
             self._record.history = "unavailable"
 
 
-def run_record(turn: Turn, recorder: RunRecorder, outcome: str | None, error: str | None) -> RunRecord:
+def _run_record(turn: Turn, recorder: RunRecorder, terminal: RunFinished | RunError) -> RunRecord:
     """The run as a query about it is answered (see `Dialect.read_query`)."""
-    status: Literal["success", "interrupt", "cancelled", "error"] = "success"
-    if error is not None:
-        status = "error"
-    elif outcome == "interrupt":
-        status = "interrupt"
-    elif outcome == "cancelled":
-        status = "cancelled"
-    return RunRecord(turn.run_id or "", turn.conversation_id, status, list(recorder.messages), error,
+    return RunRecord(turn.run_id or "", turn.conversation_id,
+                     "error" if isinstance(terminal, RunError) else terminal.outcome, list(recorder.messages),
+                     terminal.message if isinstance(terminal, RunError) else None,
                      [i.message or i.reason for i in recorder.interrupts])
 
 
