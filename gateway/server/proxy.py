@@ -79,7 +79,7 @@ log_access = logging.getLogger(ACCESS)
 _ERROR_BODY_LIMIT = 64 * 1024
 REQUEST_ID = re.compile(r"[A-Za-z0-9._:/+=-]{1,128}")
 """A client's `X-Request-Id` that is kept: echoed, logged and sent upstream, so only a short, plain one."""
-_DRAIN_SECONDS = 0.1
+_DRAIN_SECONDS = 0.5
 """How long, after the run's last event, to wait for the end of the upstream's body so its connection can be used
 again; past that the connection is closed."""
 
