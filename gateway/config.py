@@ -56,6 +56,8 @@ class Timeouts(_Model):
     total: float = Field(900.0, gt=0, description="seconds a whole run may take")
     request_body: float = Field(10.0, gt=0, description="seconds a client may take to send its body (then it must "
                                 "keep up limits.min_body_rate), and may leave between two pieces of it")
+    resume_keep: float = Field(300.0, ge=0, description="seconds a resumable run's reply is kept after the run "
+                               "ends, for a client that reconnects late (Last-Event-ID)")
 
 
 class Limits(_Model):
@@ -68,6 +70,10 @@ class Limits(_Model):
     max_messages: int = Field(2000, gt=0, description="most messages accepted in one request")
     max_streams: int = Field(10_000, gt=0, description="concurrent requests on this route")
     max_streams_per_key: int = Field(100, gt=0, description="concurrent requests per API key (with auth)")
+    max_resume_events: int = Field(100_000, gt=0, description="pieces of a resumable run's reply kept for resuming; "
+                                   "past it the run goes on, no longer resumable")
+    max_resume_bytes: int = Field(16 * 1024 * 1024, gt=0, description="bytes of a resumable run's reply kept for "
+                                  "resuming; past it the run goes on, no longer resumable")
 
 
 class Auth(_Model):
@@ -267,6 +273,9 @@ class Route(_Model):
     sets it). Without it, every caller of an open route is one principal, "anonymous"."""
     cors: Cors | None = None
     agent: AgentInfo = AgentInfo()
+    resumable: bool = False
+    """Runs outlive their client's connection (up to `timeouts.total`): a client that reconnects is sent the rest,
+    a retry of the same request attaches to the run, and only an explicit stop ends it early."""
 
     @field_validator("tenant_header")
     @classmethod
@@ -351,6 +360,8 @@ class Store(_Model):
                                                  "first, so it cannot evict anyone else's")
     max_conversation_bytes: int = Field(1024 * 1024, gt=0)
     max_messages: int = Field(1000, gt=0, description="history kept per conversation; the oldest go first")
+    max_resume_kept_bytes: int = Field(256 * 1024 * 1024, gt=0, description="bytes of ended resumable runs' replies "
+                                       "one process keeps for late resumes; the oldest go first")
 
 
 class GatewayConfig(_Model):

@@ -86,13 +86,17 @@ def test_conversations_import_only_the_core_and_themselves() -> None:
     assert _breaking("gateway.conversations", ("gateway.core", "gateway.conversations")) == {}
 
 
+def test_runs_import_only_the_store_the_core_and_themselves() -> None:
+    assert _breaking("gateway.runs", ("gateway.core", "gateway.conversations.store", "gateway.runs")) == {}
+
+
 def test_the_built_in_agent_knows_dialects_only_through_the_registry() -> None:
     assert _breaking("gateway.agent", ("gateway.core", "gateway.agent", "adapters.registry")) == {}
 
 
 def test_the_server_does_not_reach_into_the_tools_above_it() -> None:
-    allowed = ("gateway.core", "gateway.upstream", "gateway.conversations", "gateway.server", "gateway.config",
-               "adapters.registry")
+    allowed = ("gateway.core", "gateway.upstream", "gateway.conversations", "gateway.runs", "gateway.server",
+               "gateway.config", "adapters.registry")
     assert _breaking("gateway.server", allowed) == {}
 
 

@@ -31,4 +31,5 @@ DIALECT = Dialect(
     sample_request=sample_request,
     judge=judge,
     expects="an AG-UI request (RunAgentInput) needs threadId, runId and messages",
+    event_ids=True,
 )

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 DEFAULT_TTL = 7 * 24 * 3600.0
@@ -379,6 +379,7 @@ class RedisStore:
         from redis.backoff import ExponentialBackoff
 
         self.url = redact_url(url)
+        self._url = url
         self.ttl = ttl
         self.max_entries = max_entries
         self.max_value_bytes = max_value_bytes
@@ -407,8 +408,21 @@ class RedisStore:
     def _key(self, key: str) -> str:
         return f"{self.prefix}v:{key}"
 
+    @property
+    def client(self) -> Any:
+        """The store's Redis client, for what else the gateway keeps in the same Redis (resumable runs)."""
+        return self._redis
+
+    def blocking_client(self) -> Any:
+        """A client of the same Redis for commands that wait (a blocking `XREAD`): its own connections, without the
+        store's short socket timeout."""
+        import redis.asyncio as aioredis
+
+        return aioredis.Redis.from_url(self._url, max_connections=10_000, socket_connect_timeout=self._timeout)
+
     @contextlib.contextmanager
-    def _errors(self) -> Iterator[None]:
+    def errors(self) -> Iterator[None]:
+        """Redis's failures as `StoreError`."""
         if self._closed:
             raise StoreError(f"Redis store for {self.url} is closed")
         errors = self._exceptions
@@ -422,18 +436,18 @@ class RedisStore:
             raise StoreError(f"Redis at {self.url} failed: {exc}") from exc
 
     async def get(self, key: str) -> bytes | None:
-        with self._errors():
+        with self.errors():
             value = await self._redis.get(self._key(key))
         return value.encode() if isinstance(value, str) else value
 
     async def put(self, key: str, value: bytes, group: str = "") -> None:
         _check_size(value, self.max_value_bytes)
-        with self._errors():
+        with self.errors():
             await self._put_script(keys=[self._key(key), self._index, f"{self.prefix}group:{group}"],
                                    args=[value, self._ttl_ms, self.max_entries, self.max_per_group])
 
     async def delete(self, key: str) -> None:
-        with self._errors():
+        with self.errors():
             async with self._redis.pipeline(transaction=True) as pipe:
                 pipe.delete(self._key(key))
                 pipe.zrem(self._index, self._key(key))

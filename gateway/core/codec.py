@@ -166,6 +166,10 @@ class Dialect:
     error_reply: Callable[[GatewayError, Any], tuple[int, bytes]] | None = None
     """A request refused before its reply starts, as this dialect's clients read an error (status, JSON body),
     given the error and the request's JSON (None if it was not JSON); None for the gateway's own error body."""
+    event_ids: bool = False
+    """Its clients name each run and reconnect with `Last-Event-ID` (AG-UI): on a resumable route every SSE event
+    gets an `id:`, and a request for a run that is running attaches to it. Other dialects' retries are matched by
+    their body."""
 
     def history_of(self, variant: str | None) -> History:
         """What history a server of this dialect, or of its `variant`, expects."""

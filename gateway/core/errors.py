@@ -92,6 +92,20 @@ class HistoryConflict(RequestError):
     code = "history_conflict"
 
 
+class ResumeUnavailable(RequestError):
+    """A client asked for the rest of a run whose reply the gateway no longer keeps (or never did)."""
+
+    status = 410
+    code = "resume_unavailable"
+
+
+class NoRunningRun(RequestError):
+    """A stop or resume named a conversation with no run running."""
+
+    status = 404
+    code = "no_running_run"
+
+
 class InvalidRequest(RequestError):
     status = 422
     code = "invalid_request"

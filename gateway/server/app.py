@@ -24,13 +24,15 @@ from gateway import __version__
 from gateway.config import GatewayConfig
 from gateway.config import Route as ConfigRoute
 from gateway.conversations.mapper import ConversationMapper
-from gateway.conversations.store import ConversationStore
+from gateway.conversations.store import ConversationStore, RedisStore
 from gateway.core.codec import AgentDescription
 from gateway.core.ids import new_id
+from gateway.runs.board import RunBoard
+from gateway.runs.redis import RedisRunBoard
 from gateway.server import http_server, logs
 from gateway.server.metrics import CONTENT_TYPE, Metrics
 from gateway.server.probe import warn_if_unreachable
-from gateway.server.proxy import REQUEST_ID, BodyBudget, RouteHandler
+from gateway.server.proxy import REQUEST_ID, BodyBudget, ConversationEndpoints, RouteHandler
 from gateway.server.telemetry import Tracing
 from gateway.server.telemetry import from_environment as tracing_from_environment
 from gateway.upstream.http1 import Pool
@@ -87,10 +89,14 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
                                 max_bytes=config.store.max_conversation_bytes)
     routes: list[BaseRoute] = []
     handlers: dict[str, tuple[ASGIApp, frozenset[str]]] = {}
+    board = open_board(store, config.store.max_resume_kept_bytes)
     for route in config.routes:
-        handler: ASGIApp = RouteHandler(route, pool=pool, mapper=mapper, bodies=bodies,
-                                        keepalive=config.keepalive_seconds, metrics=metrics, log_bodies=log_bodies,
-                                        debug_errors=config.debug_errors, tracing=tracing)
+        route_handler = RouteHandler(route, pool=pool, mapper=mapper, bodies=bodies, board=board,
+                                     keepalive=config.keepalive_seconds, metrics=metrics, log_bodies=log_bodies,
+                                     debug_errors=config.debug_errors, tracing=tracing)
+        handler: ASGIApp = route_handler
+        if route.resumable:
+            routes += conversation_routes(route, ConversationEndpoints(route_handler))
         methods = ["POST"]
         if route.cors is not None:
             cors = route.cors
@@ -126,6 +132,7 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
             yield
         finally:
             probing.cancel()
+            await board.close()
             await pool.close()
             await store.close()
             if tracing is not None:
@@ -143,6 +150,30 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_allowed})
     app.router.redirect_slashes = False  # its redirect would be built from the client's Host header
     return Gateway(handlers, app)
+
+
+def conversation_routes(route: ConfigRoute, endpoints: ASGIApp) -> list[Route]:
+    """Under each of a resumable route's paths: resume a conversation's run (`GET .../{id}/stream`) and stop it
+    (`DELETE .../{id}/stream`, `POST .../{id}/stop`). The id may hold slashes (the AI SDK escapes them)."""
+    if route.cors is not None:
+        cors = route.cors
+        endpoints = CORSMiddleware(endpoints, allow_origins=cors.allow_origins, allow_methods=["GET", "DELETE", "POST"],
+                                   allow_headers=[*cors.allow_headers, "last-event-id"],
+                                   allow_credentials=cors.allow_credentials, expose_headers=["x-request-id"],
+                                   max_age=cors.max_age)
+    found: list[Route] = []
+    for path in route.paths:
+        base = path.rstrip("/")
+        found += [Route(base + "/{conversation:path}/stream", endpoints, methods=["GET", "DELETE", "OPTIONS"]),
+                  Route(base + "/{conversation:path}/stop", endpoints, methods=["POST", "OPTIONS"])]
+    return found
+
+
+def open_board(store: ConversationStore, max_kept_bytes: int) -> RunBoard:
+    """Where resumable runs are known: every replica's over a Redis store, else this process's."""
+    if isinstance(store, RedisStore):
+        return RedisRunBoard(store, max_kept_bytes)
+    return RunBoard(max_kept_bytes)
 
 
 def discovery_routes(config: GatewayConfig) -> list[Route]:
@@ -201,7 +232,8 @@ def _with_request_id(scope: Scope, send: Send) -> Send:
         request_id = new_id("req")
 
     async def sending(message: Message) -> None:
-        if message["type"] == "http.response.start":
+        if message["type"] == "http.response.start" and all(name != b"x-request-id"
+                                                             for name, _ in message.get("headers", [])):
             message = {**message, "headers": [*message.get("headers", []), (b"x-request-id", request_id.encode())]}
         await send(message)
 

@@ -15,6 +15,7 @@ from starlette.types import Send
 from gateway.core.codec import Encoder
 from gateway.core.errors import GatewayError
 from gateway.core.events import RunError
+from gateway.runs.tape import Head, Tape
 from gateway.server.record import AccessRecord
 
 
@@ -22,7 +23,7 @@ class ClientWriter:
     """The client's side of one request: what it has been sent, and whether it is still there to be sent more."""
 
     __slots__ = ("_record", "_request_id", "_send", "before_last_byte", "complete", "encoder", "error_reply", "gone",
-                 "last_write", "started", "streaming", "writing")
+                 "last_write", "started", "streaming", "tape", "writing")
 
     def __init__(self, send: Send, request_id: str, record: AccessRecord,
                  before_last_byte: Callable[[], None]) -> None:
@@ -49,8 +50,13 @@ class ClientWriter:
         """The client disconnected before it had its last byte."""
         self.last_write = 0.0
         """When the client was last sent a piece of its stream (monotonic): keep-alives count from it."""
+        self.tape: Tape | None = None
+        """On a resumable route, where everything the client is sent is kept for it to come back to: the run goes
+        on when the client has gone."""
 
     async def start(self, status: int, headers: dict[str, str]) -> None:
+        if self.tape is not None:
+            self.tape.open(Head(status, headers, self.encoder.keep_alive() if self.encoder is not None else b""))
         raw = [(k.encode(), v.encode()) for k, v in headers.items()]
         raw.append((b"x-request-id", self._request_id.encode()))
         self.started = True
@@ -60,6 +66,10 @@ class ClientWriter:
     async def write(self, body: bytes) -> None:
         """Send a piece of the stream (never empty) and note when. Per event batch, so it sends directly rather
         than through `_write`."""
+        if self.tape is not None:
+            body = self.tape.record(body, False)
+            if self.gone:
+                return
         self.writing = True
         await self._send({"type": "http.response.body", "body": body, "more_body": True})
         self.writing = False
@@ -72,6 +82,8 @@ class ClientWriter:
     async def end(self, body: bytes) -> None:
         """Send the last byte, reporting the request as it goes."""
         self.complete = True
+        if self.tape is not None:
+            body = self.tape.record(body, True)
         if self.before_last_byte is not None:
             self.before_last_byte()
         await self._write(body, more=False)

@@ -48,13 +48,16 @@ from adapters import registry
 from gateway.config import Route
 from gateway.conversations.mapper import ConversationMapper
 from gateway.conversations.recorder import RunRecorder
+from gateway.conversations.store import StoreError
 from gateway.core.codec import Dialect, RunQuery, RunRecord, UpstreamRequest
 from gateway.core.errors import (
     CODES,
     GatewayError,
+    NoRunningRun,
     Overloaded,
     RequestTimeout,
     RequestTooLarge,
+    ResumeUnavailable,
     UnsupportedMediaType,
     UpstreamError,
     UpstreamTimeout,
@@ -62,6 +65,9 @@ from gateway.core.errors import (
 from gateway.core.ids import new_id
 from gateway.core.turn import Turn
 from gateway.core.validation import check_ids, load_json_object
+from gateway.runs.board import RunBoard
+from gateway.runs.tape import RunReply, Tape, TapeLost
+from gateway.server import resume
 from gateway.server.access import ANONYMOUS, Access, Caller
 from gateway.server.client import ClientWriter
 from gateway.server.deadlines import Deadlines
@@ -70,6 +76,7 @@ from gateway.server.logs import ACCESS
 from gateway.server.metrics import Metrics
 from gateway.server.record import AccessRecord
 from gateway.server.relay import Relay, describe
+from gateway.server.resume import conversation_key
 from gateway.server.telemetry import RequestTrace, Tracing, pass_trace_context, upstream_attributes
 from gateway.upstream.http1 import ConnectError, ConnectTimeout, HTTPError, Pool, Response, Target
 
@@ -109,9 +116,11 @@ class RouteHandler:
     """The ASGI app behind one route's paths."""
 
     def __init__(self, route: Route, *, pool: Pool, mapper: ConversationMapper, bodies: BodyBudget,
-                 keepalive: float, metrics: Metrics, log_bodies: bool = False, debug_errors: bool = False,
-                 tracing: Tracing | None = None) -> None:
+                 keepalive: float, metrics: Metrics, board: RunBoard, log_bodies: bool = False,
+                 debug_errors: bool = False, tracing: Tracing | None = None) -> None:
         self.route = route
+        self.board = board
+        """Where the route's resumable runs are (when `route.resumable`)."""
         self.pool = pool
         self.mapper = mapper
         self.keepalive = keepalive
@@ -177,7 +186,10 @@ class RouteHandler:
             reply, request_json = client.error_reply, call.request_json
             call.writer.error_reply = lambda error: reply(error, request_json)
         call.release = partial(self.access.release, caller)  # freed as the last byte goes, like the report
-        await self._admitted(call, receive, client, turn)
+        if self.route.resumable:
+            await self._resumable(call, receive, client, turn, headers, body)
+        else:
+            await self._admitted(call, receive, client, turn)
 
     async def _read_body(self, receive: Receive) -> bytes:
         """The body, refused past the route's size, past `timeouts.request_body` seconds without a piece, or when it
@@ -206,13 +218,70 @@ class RouteHandler:
         finally:
             self.bodies.give_back(len(body))
 
+    async def _resumable(self, call: _Call, receive: Receive, client: Dialect, turn: Turn, headers: Headers,
+                         body: bytes) -> None:
+        """A run on a resumable route: a request for a run that is running (a retry, or a client reconnecting
+        with `Last-Event-ID`) is sent that run's reply; any other is a new run whose reply is kept."""
+        route, principal = self.route, call.caller.principal
+        key = resume.run_key(route.name, principal, client, turn, headers, body)
+        after = resume.last_event_id(headers)
+        record = call.record
+        record.client_dialect, record.conversation_id, record.run_id = client.name, turn.conversation_id, turn.run_id
+        try:
+            if after is not None:  # the client had part of the reply: only the rest will do, never a second run
+                reply = await self.board.find(key)
+                if reply is None:
+                    raise ResumeUnavailable("the run's reply is no longer kept: start a new run")
+                await self._follow(call, receive, reply, after)
+                return
+            conversation = turn.conversation_id
+            tape = Tape(key, event_ids=client.event_ids, max_entries=route.limits.max_resume_events,
+                        max_bytes=route.limits.max_resume_bytes, keep=route.timeouts.resume_keep,
+                        conversation=conversation_key(route.name, principal, conversation) if conversation else None)
+            running = await self.board.claim(tape, route.timeouts.total)
+        except GatewayError as error:
+            await call.writer.fail_before_start(error)
+            return
+        except StoreError as exc:
+            log.warning("route %s: the run is not resumable, the store failed: %s", route.name, exc,
+                        extra={"route": route.name, "request_id": call.request_id})
+            await self._admitted(call, receive, client, turn)
+            return
+        if running is not None:
+            await self._follow(call, receive, running, 0)
+            return
+        call.writer.tape = tape
+        tape.stop = call.stop
+        try:
+            await self._admitted(call, receive, client, turn)
+        finally:
+            self.board.finish(tape)
+
+    async def _follow(self, call: _Call, receive: Receive, reply: RunReply, after: int) -> None:
+        """Send a client a run's reply from the board instead of running it again."""
+        call.record.outcome = "resumed"
+        deadlines = call.deadlines
+        deadlines.request_task = asyncio.current_task()
+        watcher = asyncio.create_task(_watch_disconnect(receive, call.writer, deadlines, resumable=False))
+        try:
+            await resume.follow(reply, call.writer, after, self.keepalive)
+        except TapeLost:
+            await call.writer.fail_before_start(ResumeUnavailable("the run's reply is no longer kept: start a new "
+                                                                  "run"))
+        except asyncio.CancelledError:
+            if deadlines.cancelled_because != "client_gone":
+                raise
+            asyncio.current_task().uncancel()  # type: ignore[union-attr]
+        finally:
+            watcher.cancel()
+
     async def _admitted(self, call: _Call, receive: Receive, client: Dialect, turn: Turn) -> None:
         record = call.record
         record.client_dialect, record.conversation_id, record.run_id = client.name, turn.conversation_id, turn.run_id
         writer, deadlines = call.writer, call.deadlines
         task = deadlines.request_task = asyncio.current_task()
         assert task is not None
-        watcher = asyncio.create_task(_watch_disconnect(receive, writer, deadlines))
+        watcher = asyncio.create_task(_watch_disconnect(receive, writer, deadlines, writer.tape is not None))
         queried = client.read_query is not None and turn.run_id is not None
         if queried:  # its clients may ask about the run, or cancel it, while it runs
             self.running[(call.caller.principal, turn.run_id or "")] = call
@@ -252,8 +321,7 @@ class RouteHandler:
         if running is not None:
             found = RunRecord(query.run_id, running.record.conversation_id, "running")
             if query.cancel:
-                running.cancel_upstream()
-                running.deadlines.cancel_request("cancelled")
+                running.stop()
         else:
             found = await self.mapper.load_run(self.route.name, call.caller.principal, query.run_id)
         status, body = client.answer_query(query, found, call.request_json)
@@ -276,6 +344,51 @@ class RouteHandler:
                                   f"{limits.max_messages}")
         check_ids(turn, client.name)
         return client, turn
+
+
+class ConversationEndpoints:
+    """A resumable route's conversation endpoints, under each of its paths: `GET {path}/{conversation}/stream`
+    sends the conversation's running run's reply from its start (the AI SDK's `resumeStream`), or from after
+    `Last-Event-ID`, or 204 when no run is running; `DELETE` there, or `POST {path}/{conversation}/stop`, stops
+    the run, whichever replica runs it."""
+
+    def __init__(self, handler: RouteHandler) -> None:
+        self.handler = handler
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        handler = self.handler
+        headers = Headers(scope=scope)
+        request_id = headers.get("x-request-id", "")
+        if not REQUEST_ID.fullmatch(request_id):
+            request_id = new_id("req")
+        call = _Call(handler, send, headers, request_id)
+        handler.in_flight.inc()
+        record = call.record
+        try:
+            caller = call.caller = handler.access.identify(headers)
+            conversation = record.conversation_id = scope["path_params"]["conversation"]
+            key = conversation_key(handler.route.name, caller.principal, conversation)
+            if scope["method"] == "GET":
+                handler.access.admit(caller)
+                call.release = partial(handler.access.release, caller)
+                reply = await handler.board.running_in(key)
+                if reply is None:
+                    record.outcome = "no_run"
+                    await call.writer.respond(204, {}, b"")
+                    return
+                await handler._follow(call, receive, reply, resume.last_event_id(headers) or 0)
+                return
+            if not await handler.board.stop_conversation(key):
+                raise NoRunningRun(f"no run of conversation {conversation!r} is running")
+            record.outcome = "stopped"
+            await call.writer.respond(202, {"content-type": "application/json"}, b'{"stopped":true}')
+        except GatewayError as error:
+            await call.writer.fail_before_start(error)
+        except StoreError as exc:
+            record.error_detail = str(exc)
+            await call.writer.fail_before_start(Overloaded("the gateway's store is unreachable: retry shortly"))
+        finally:
+            call.report()
 
 
 class _Call:
@@ -401,6 +514,11 @@ class _Call:
         finally:
             response.release()  # back to the pool if read to its end, else closed
 
+    def stop(self) -> None:
+        """End the run on a client's word (a query's cancel, a stop on a resumable route), wherever it is."""
+        self.cancel_upstream()
+        self.deadlines.cancel_request("cancelled")
+
     def cancel_upstream(self) -> None:
         """The run is abandoned (the client left, or a deadline passed): tell an upstream that keeps running
         otherwise (an A2A task), if its dialect has a way to say it."""
@@ -457,12 +575,14 @@ def _wrong_content_type(upstream: str, outbound: UpstreamRequest, content_type: 
     return None
 
 
-async def _watch_disconnect(receive: Receive, writer: ClientWriter, deadlines: Deadlines) -> None:
+async def _watch_disconnect(receive: Receive, writer: ClientWriter, deadlines: Deadlines, resumable: bool) -> None:
+    """A client that leaves ends its exchange; on a resumable route, only its part: the run goes on."""
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             if not writer.complete:  # after the last byte the server says so too
                 writer.gone = True
-                deadlines.cancel_request("client_gone")
+                if not resumable:
+                    deadlines.cancel_request("client_gone")
             return
 

@@ -68,9 +68,10 @@ class Relay:
         try:
             try:
                 while chunk := await response.read():
-                    if writer.gone:
+                    if writer.gone and writer.tape is None:
                         # Sends to a departed client return at once and buffered upstream data comes without
-                        # waiting: the cancel may find no await to land on. Stop here.
+                        # waiting: the cancel may find no await to land on. Stop here (unless the run is kept
+                        # for the client to come back to).
                         return
                     deadlines.last_upstream_read = time.monotonic()
                     if first_frame_alone:

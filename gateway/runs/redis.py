@@ -1,0 +1,265 @@
+"""The run board over the Redis the replicas share: a run claimed on one replica is attached to, resumed and
+stopped from any.
+
+```
+{prefix}{key}:m          hash: state (running, ended, lost) and owner (the replica running it)
+{prefix}{key}:s          stream: the reply's entries, entry id 1-<seq>, fields d (data) and e (the last one)
+{prefix}c:{conversation} the key of the conversation's latest run
+{prefix}alive:{replica}  set by each replica every BEAT seconds, for ALIVE: a run whose owner is gone is over
+{prefix}stop             the channel a stop is published on; the owner's listener stops the run
+```
+
+The replica running a run writes its entries to the stream in the background, in batches, as they go to its own
+client: Redis is never waited on between the upstream and that client. If Redis fails, the run goes on and is
+resumable only on its own replica; a claim that fails leaves the run unresumable. Both are logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+from gateway.conversations.store import RedisStore, StoreError
+from gateway.core.ids import new_id
+from gateway.runs.board import RunBoard
+from gateway.runs.tape import Entry, RunReply, Tape, TapeLost
+
+log = logging.getLogger("agent_gateway.runs")
+
+BEAT = 2.0
+ALIVE = 10.0
+READ_BATCH = 512
+
+# KEYS: meta, stream, conversation (or meta again when none); ARGV: replica, lifetime ms, alive prefix, run key,
+# whether there is a conversation. Returns the running owner, or nothing once the key is claimed for ARGV[1].
+_CLAIM = """
+local state = redis.call('HGET', KEYS[1], 'state')
+if state == 'running' then
+  local owner = redis.call('HGET', KEYS[1], 'owner')
+  if owner and redis.call('EXISTS', ARGV[3] .. owner) == 1 then return owner end
+end
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('HSET', KEYS[1], 'state', 'running', 'owner', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if ARGV[5] == '1' then redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2]) end
+return false
+"""
+
+
+class RedisRunBoard(RunBoard):
+    def __init__(self, store: RedisStore, max_kept_bytes: int, prefix: str = "agw:run:") -> None:
+        super().__init__(max_kept_bytes)
+        self._store = store
+        self._redis = store.client
+        self._prefix = prefix
+        self.replica = new_id("replica")
+        self._claim = self._redis.register_script(_CLAIM)
+        self._readers = store.blocking_client()
+        """Followers on other replicas block reading the stream: on their own connections, not the store's."""
+        self._listener: asyncio.Task[None] | None = None
+        self._closed = False
+
+    def _meta(self, key: str) -> str:
+        return f"{self._prefix}{key}:m"
+
+    def _stream(self, key: str) -> str:
+        return f"{self._prefix}{key}:s"
+
+    def _conversation(self, conversation: str) -> str:
+        return f"{self._prefix}c:{conversation}"
+
+    async def claim(self, tape: Tape, lifetime: float) -> RunReply | None:
+        running = self._running(tape.key)
+        if running is not None:
+            return running
+        self._listen()
+        lifetime_ms = max(1, round((lifetime + tape.keep) * 1000))
+        conversation = tape.conversation
+        with self._store.errors():
+            owner = await self._claim(
+                keys=[self._meta(tape.key), self._stream(tape.key),
+                      self._conversation(conversation) if conversation else self._meta(tape.key)],
+                args=[self.replica, lifetime_ms, f"{self._prefix}alive:", tape.key, "1" if conversation else "0"])
+        if owner:
+            return self._running(tape.key) or _RemoteReply(self, tape.key)
+        self._register(tape)
+        tape.mirror = _RedisMirror(self, tape.key, lifetime_ms, max(1, round(tape.keep * 1000)))
+        return None
+
+    async def find(self, key: str) -> RunReply | None:
+        local = await super().find(key)
+        if local is not None:
+            return local
+        state = await self._state(key)
+        return _RemoteReply(self, key) if state in ("running", "ended") else None
+
+    async def running_in(self, conversation: str) -> RunReply | None:
+        local = await super().running_in(conversation)
+        if local is not None:
+            return local
+        key = await self._run_of(conversation)
+        return _RemoteReply(self, key) if key is not None and await self._alive(key) else None
+
+    async def stop(self, key: str) -> bool:
+        if await super().stop(key):
+            return True
+        if not await self._alive(key):
+            return False
+        with self._store.errors():
+            await self._redis.publish(f"{self._prefix}stop", key)
+        return True
+
+    async def stop_conversation(self, conversation: str) -> bool:
+        if await super().stop_conversation(conversation):
+            return True
+        key = await self._run_of(conversation)
+        return key is not None and await self.stop(key)
+
+    async def _run_of(self, conversation: str) -> str | None:
+        with self._store.errors():
+            key = await self._redis.get(self._conversation(conversation))
+        return _text(key) if key is not None else None
+
+    async def _state(self, key: str) -> str | None:
+        with self._store.errors():
+            state = await self._redis.hget(self._meta(key), "state")
+        return _text(state) if state is not None else None
+
+    async def _alive(self, key: str) -> bool:
+        """Whether the run is running on a replica that is still there."""
+        with self._store.errors():
+            state, owner = await self._redis.hmget(self._meta(key), ["state", "owner"])
+            if state is None or _text(state) != "running" or owner is None:
+                return False
+            return bool(await self._redis.exists(f"{self._prefix}alive:{_text(owner)}"))
+
+    def _listen(self) -> None:
+        if self._listener is None and not self._closed:
+            self._listener = asyncio.create_task(self._serve())
+
+    async def _serve(self) -> None:
+        """Say this replica is alive, and stop the runs a stop names, whichever replica it was asked of."""
+        failing = False
+        while not self._closed:
+            pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(f"{self._prefix}stop")
+                beat_at = 0.0
+                while True:
+                    if time.monotonic() >= beat_at:
+                        await self._redis.set(f"{self._prefix}alive:{self.replica}", b"1", px=round(ALIVE * 1000))
+                        beat_at = time.monotonic() + BEAT
+                        if failing:
+                            log.warning("Redis at %s answers again: runs are resumable from any replica",
+                                        self._store.url)
+                            failing = False
+                    message = await pubsub.get_message(timeout=BEAT)
+                    if message is not None and message.get("type") == "message":
+                        tape = self._running(_text(message["data"]))
+                        if tape is not None and tape.stop is not None:
+                            tape.stop()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if not failing:
+                    log.warning("Redis at %s failed (%s): runs started meanwhile are not resumable, and a stop "
+                                "asked of another replica does not reach the runs here", self._store.url, exc)
+                    failing = True
+                await asyncio.sleep(1.0)
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(BaseException):
+                await self._listener
+        with contextlib.suppress(Exception):
+            await self._readers.aclose()
+
+
+class _RedisMirror:
+    """Copies a tape's entries to its stream, in batches, in the background."""
+
+    __slots__ = ("_board", "_failed", "_flushing", "_keep_ms", "_key", "_lifetime_ms", "_pending")
+
+    def __init__(self, board: RedisRunBoard, key: str, lifetime_ms: int, keep_ms: int) -> None:
+        self._board = board
+        self._key = key
+        self._lifetime_ms = lifetime_ms
+        self._keep_ms = keep_ms
+        self._pending: list[tuple[int, bytes, bool]] = []
+        self._flushing: asyncio.Task[None] | None = None
+        self._failed = False
+
+    def append(self, seq: int, data: bytes, last: bool) -> None:
+        if not self._failed:
+            self._pending.append((seq, data, last))
+            if self._flushing is None:
+                self._flushing = asyncio.create_task(self._flush())
+
+    def lose(self) -> None:
+        self.append(-1, b"", True)
+
+    async def _flush(self) -> None:
+        board, key = self._board, self._key
+        meta, stream = board._meta(key), board._stream(key)
+        try:
+            while self._pending:
+                batch, self._pending = self._pending, []
+                async with board._redis.pipeline(transaction=False) as pipe:
+                    for seq, data, last in batch:
+                        if seq < 0:
+                            pipe.hset(meta, "state", "lost")
+                            pipe.delete(stream)
+                            pipe.pexpire(meta, self._keep_ms)
+                            continue
+                        fields: dict[Any, Any] = {"d": data, "e": b"1"} if last else {"d": data}
+                        pipe.xadd(stream, fields, id=f"1-{seq}")
+                        if seq == 0:
+                            pipe.pexpire(stream, self._lifetime_ms)
+                        if last:
+                            pipe.hset(meta, "state", "ended")
+                            pipe.pexpire(meta, self._keep_ms)
+                            pipe.pexpire(stream, self._keep_ms)
+                    await pipe.execute()
+        except Exception as exc:
+            self._failed = True
+            self._pending = []
+            log.warning("run %s: Redis at %s failed (%s): the run goes on, resumable only on this replica",
+                        key, board._store.url, exc)
+        finally:
+            self._flushing = None
+
+
+class _RemoteReply:
+    """A run's reply read from its stream: the run is on another replica (or this one, before a restart)."""
+
+    def __init__(self, board: RedisRunBoard, key: str) -> None:
+        self._board = board
+        self._key = key
+
+    async def read(self, start: int, wait: float) -> list[Entry]:
+        board = self._board
+        after = "0-0" if start == 0 else f"1-{start - 1}"
+        try:
+            with board._store.errors():
+                found = await board._readers.xread({board._stream(self._key): after}, count=READ_BATCH,
+                                                   block=max(1, round(wait * 1000)))
+        except StoreError as exc:
+            raise TapeLost(str(exc)) from exc
+        if not found:
+            if not await board._alive(self._key) and await board._state(self._key) != "ended":
+                raise TapeLost("the run's replica is gone")
+            return []
+        return [Entry(int(_text(entry_id).rpartition("-")[2]), fields[b"d"], b"e" in fields)
+                for entry_id, fields in found[0][1]]
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

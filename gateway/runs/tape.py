@@ -1,0 +1,157 @@
+"""A resumable run's reply as its client was sent it, kept so that a client that lost its connection can be sent
+the rest, in order, each piece once.
+
+```
+seq 0       the response head: status, headers, the dialect's keep-alive bytes (JSON)
+seq 1..n    the pieces of the body, as they went out (with an SSE `id: <seq>` line when the dialect has ids)
+seq n       the last piece is flagged: the reply ended there
+```
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import NamedTuple, Protocol
+
+import orjson
+
+
+class TapeLost(Exception):
+    """The run's reply is no longer kept (it outgrew the limits, its replica went away, or it was never kept): it
+    cannot be resumed."""
+
+
+class Entry(NamedTuple):
+    seq: int
+    data: bytes
+    last: bool
+
+
+class Head(NamedTuple):
+    status: int
+    headers: dict[str, str]
+    keep_alive: bytes
+
+    def dump(self) -> bytes:
+        return orjson.dumps({"status": self.status, "headers": self.headers, "keep_alive": self.keep_alive.decode()})
+
+    @staticmethod
+    def load(data: bytes) -> Head:
+        value = orjson.loads(data)
+        return Head(value["status"], value["headers"], value["keep_alive"].encode())
+
+
+class RunReply(Protocol):
+    """A run's kept reply as a resuming client reads it, wherever the run is."""
+
+    async def read(self, start: int, wait: float) -> list[Entry]:
+        """The entries from `start` on, waiting up to `wait` seconds for one when there are none yet (then []).
+        Raises `TapeLost` when the reply is no longer kept."""
+        ...
+
+
+class Mirror(Protocol):
+    """Where a tape's entries are copied for other replicas to read (Redis)."""
+
+    def append(self, seq: int, data: bytes, last: bool) -> None: ...
+
+    def lose(self) -> None: ...
+
+
+class Tape:
+    """A run's reply in the process that runs it: appended by the run's request, read by any number of followers.
+    Bounded: past `max_entries` pieces or `max_bytes` it is dropped whole (`lost`), and the run goes on unkept."""
+
+    __slots__ = ("_changed", "conversation", "ended", "entries", "event_ids", "keep", "key", "lost", "max_bytes",
+                 "max_entries", "mirror", "size", "stop")
+
+    def __init__(self, key: str, *, event_ids: bool, max_entries: int, max_bytes: int, keep: float,
+                 conversation: str | None = None) -> None:
+        self.key = key
+        self.keep = keep
+        """Seconds the reply is kept once the run has ended, for a client that comes back late."""
+        self.conversation = conversation
+        """The board's key for the run's conversation, when it has one: a resume may name the conversation."""
+        self.event_ids = event_ids
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.entries: list[bytes] = []
+        self.size = 0
+        self.ended = False
+        self.lost = False
+        self.stop: Callable[[], None] | None = None
+        """Ends the run upstream (set by the request running it): an explicit stop, from any replica."""
+        self.mirror: Mirror | None = None
+        """Copies each entry where other replicas read it (Redis), when there are other replicas."""
+        self._changed: asyncio.Future[None] | None = None
+
+    def open(self, head: Head) -> None:
+        self._append(head.dump(), False)
+
+    def record(self, body: bytes, last: bool) -> bytes:
+        """Keep a piece of the reply; returns it as the client is to be sent it (with each SSE event's `id:`, for a
+        dialect whose clients reconnect with `Last-Event-ID`)."""
+        if self.lost:
+            return body
+        if not self.event_ids or not body:
+            self._append(body, last)
+            return body
+        frames = body.split(b"\n\n")
+        tail = frames.pop()  # b"" when the body is whole frames, as encoders write them
+        seq = len(self.entries)
+        pieces = [b"id: %d\n%s\n\n" % (seq + n, frame) for n, frame in enumerate(frames)]
+        if tail:
+            pieces.append(tail)
+        for n, piece in enumerate(pieces, 1):
+            self._append(piece, last and n == len(pieces))
+        return b"".join(pieces)
+
+    def abandon(self) -> None:
+        """Stop keeping the reply (it outgrew the limits, or the run ended without its end being kept): followers
+        are told it is lost, and its memory goes."""
+        if not self.ended and not self.lost:
+            self.lost = True
+            self.entries = []
+            if self.mirror is not None:
+                self.mirror.lose()
+            self._wake()
+
+    def _append(self, data: bytes, last: bool) -> None:
+        if self.lost:
+            return
+        self.entries.append(data)
+        self.size += len(data)
+        if len(self.entries) > self.max_entries or self.size > self.max_bytes:
+            self.abandon()
+            return
+        if last:
+            self.ended = True
+        if self.mirror is not None:
+            self.mirror.append(len(self.entries) - 1, data, last)
+        self._wake()
+
+    def _wake(self) -> None:
+        changed = self._changed
+        if changed is not None:
+            self._changed = None
+            if not changed.done():
+                changed.set_result(None)
+
+    async def read(self, start: int, wait: float) -> list[Entry]:
+        if self.lost:
+            raise TapeLost
+        entries = self.entries
+        if start >= len(entries) and not self.ended:
+            changed = self._changed
+            if changed is None:
+                changed = self._changed = asyncio.get_running_loop().create_future()
+            try:
+                await asyncio.wait_for(asyncio.shield(changed), wait)
+            except TimeoutError:
+                return []
+            if self.lost:
+                raise TapeLost
+            entries = self.entries
+        end = len(entries) - 1 if self.ended else -1
+        return [Entry(seq, entries[seq], seq == end) for seq in range(start, len(entries))]
