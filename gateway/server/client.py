@@ -90,7 +90,7 @@ class ClientWriter:
 
     async def respond(self, status: int, headers: dict[str, str], body: bytes) -> None:
         """The whole response at once (a one-body reply, or an error before the head)."""
-        if self.gone:
+        if self.gone and self.tape is None:
             return
         await self.start(status, headers)
         await self.end(body)

@@ -1,0 +1,325 @@
+"""Resumable routes end to end: a run outlives its client, a client comes back for the rest (on any replica), a
+retry attaches to the running run, and a stop ends it upstream from any replica.
+
+The gateways and the upstream (the built-in agent, paced so a run lasts a while) are real servers on 127.0.0.1;
+two gateways over one real Redis are two replicas.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from e2e import request_body, user_message
+from redis_server import RedisServer
+from servers import Served
+
+from gateway.agent.server import create_agent_app
+from gateway.config import GatewayConfig
+from gateway.server.app import create_app
+
+PACE = 0.05
+"""Seconds between the agent's events: a "slow" run is 24 events, about 2 s."""
+JSON = {"content-type": "application/json"}
+
+
+def config(agent: str, store: str = "memory://", **route: Any) -> GatewayConfig:
+    routes = [{"name": name, "paths": [f"/{name}"], "client_dialects": [name], "resumable": True,
+               "upstream": {"url": f"{agent}/send-message", "dialect": "ag-kit"}, **route}
+              for name in ("ag-ui", "ag-kit", "agent-respond", "vercel")]
+    return GatewayConfig.model_validate({"store": {"url": store}, "routes": routes})
+
+
+@contextmanager
+def replicas(count: int, store: str = "memory://", **route: Any) -> Iterator[tuple[str, list[str]]]:
+    """The paced agent and `count` gateways in front of it, sharing `store`."""
+    with ExitStack() as stack:
+        agent = stack.enter_context(Served(create_agent_app("ag-kit", pace=PACE)))
+        gateways = [stack.enter_context(Served(create_app(config(agent.url, store, **route)))).url
+                    for _ in range(count)]
+        yield agent.url, gateways
+
+
+def frames(body: bytes) -> list[dict[str, Any]]:
+    """Each SSE event as {id, data}."""
+    found = []
+    for block in body.split(b"\n\n"):
+        fields: dict[str, Any] = {}
+        for line in block.split(b"\n"):
+            name, _, value = line.partition(b": ")
+            if name in (b"id", b"data"):
+                fields[name.decode()] = value.decode()
+        if fields:
+            found.append(fields)
+    return found
+
+
+def read_some(url: str, body: bytes, count: int, headers: dict[str, str] | None = None) -> bytes:
+    """POST, read `count` SSE events, then drop the connection."""
+    received = b""
+    with httpx.Client(timeout=10) as http, \
+            http.stream("POST", url, content=body, headers={**JSON, **(headers or {})}) as response:
+        assert response.status_code == 200
+        for chunk in response.iter_raw():
+            received += chunk
+            if received.count(b"\n\n") >= count:
+                break
+    return received[:_end_of_frame(received, count)]
+
+
+def _end_of_frame(data: bytes, count: int) -> int:
+    at = -2
+    for _ in range(count):
+        at = data.index(b"\n\n", at + 2)
+    return at + 2
+
+
+def has_event_ids(body: bytes) -> bool:
+    return any("id" in event for event in frames(body))
+
+
+def agent_calls(agent: str) -> list[dict[str, Any]]:
+    return [c for c in httpx.get(f"{agent}/_requests").json() if c["path"] == "/send-message"]
+
+
+def disconnects(agent: str) -> int:
+    return int(httpx.get(f"{agent}/_disconnects").json())
+
+
+def wait_until(check: Any, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.02)
+    return bool(check())
+
+
+def agui_body(thread: str, text: str = "slow please") -> bytes:
+    return orjson.dumps(request_body("ag-ui", [user_message("ag-ui", text)], conversation=thread))
+
+
+def assert_whole(events: list[dict[str, Any]]) -> None:
+    """Numbered 1..n with none missing, doubled or out of order, from RUN_STARTED to RUN_FINISHED."""
+    assert [int(e["id"]) for e in events] == list(range(1, len(events) + 1))
+    types = [orjson.loads(e["data"])["type"] for e in events]
+    assert types[0] == "RUN_STARTED" and types[-1] == "RUN_FINISHED", types
+    text = "".join(orjson.loads(e["data"]).get("delta", "") for e in events)
+    assert text == "".join(f"tick {i}. " for i in range(1, 21))
+
+
+# -- one gateway
+
+
+def test_every_agui_event_of_a_resumable_run_has_an_id_and_a_reconnect_gets_the_rest_once() -> None:
+    with replicas(1) as (agent, [gateway]):
+        body = agui_body("thread-1")
+        first = frames(read_some(f"{gateway}/ag-ui", body, 5))
+        response = httpx.post(f"{gateway}/ag-ui", content=body, headers={**JSON, "last-event-id": first[-1]["id"]},
+                              timeout=10)
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        assert_whole(first + frames(response.content))
+        assert len(agent_calls(agent)) == 1, "the reconnect ran the agent again"
+
+
+def test_a_disconnect_does_not_stop_a_resumable_run() -> None:
+    with replicas(1) as (agent, [gateway]):
+        read_some(f"{gateway}/ag-ui", agui_body("thread-2"), 3)
+        time.sleep(24 * PACE + 0.5)
+        assert disconnects(agent) == 0, "the gateway cut the upstream off when its client left"
+        # The run was stored once, as it ended: the next turn has it in its history.
+        response = httpx.post(f"{gateway}/ag-ui", content=agui_body("thread-2", "hello"), headers=JSON, timeout=10)
+        assert len(agent_calls(agent)) == 2
+        assert response.status_code == 200
+
+
+def test_an_agui_request_for_a_running_run_attaches_to_it() -> None:
+    """A re-POST of the same threadId and runId, without Last-Event-ID: the whole reply, from the same run."""
+    with replicas(1) as (agent, [gateway]):
+        body = agui_body("thread-3")
+        read_some(f"{gateway}/ag-ui", body, 2)
+        again = httpx.post(f"{gateway}/ag-ui", content=body, headers=JSON, timeout=10)
+        assert_whole(frames(again.content))
+        assert len(agent_calls(agent)) == 1
+
+
+@pytest.mark.parametrize("client", ["ag-kit", "agent-respond"])
+def test_a_retry_of_the_same_request_while_its_run_runs_attaches_to_it(client: str) -> None:
+    """The eval platform retries a request that timed out on its side: one run upstream, the same reply twice."""
+    with replicas(1) as (agent, [gateway]):
+        body = orjson.dumps(request_body(client, [user_message(client, "slow please")], conversation="c-4"))
+        replies: list[httpx.Response] = []
+
+        def send() -> None:
+            replies.append(httpx.post(f"{gateway}/{client}", content=body, headers=JSON, timeout=15))
+
+        threads = [threading.Thread(target=send) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+            time.sleep(0.3)
+        for thread in threads:
+            thread.join(15)
+        assert [r.status_code for r in replies] == [200, 200]
+        assert replies[0].content == replies[1].content
+        assert b"tick 20." in replies[0].content
+        assert len(agent_calls(agent)) == 1
+
+
+def test_a_retry_with_the_same_idempotency_key_attaches_whatever_its_body() -> None:
+    with replicas(1) as (agent, [gateway]):
+        keyed = {**JSON, "idempotency-key": "retry-5"}
+        first = orjson.dumps(request_body("ag-kit", [user_message("ag-kit", "slow please")], conversation="c-5"))
+        read_some(f"{gateway}/ag-kit", first, 2, keyed)
+        second = orjson.dumps(request_body("ag-kit", [user_message("ag-kit", "slow, please")], conversation="c-5"))
+        response = httpx.post(f"{gateway}/ag-kit", content=second, headers=keyed, timeout=10)
+        assert b"tick 20." in response.content
+        assert len(agent_calls(agent)) == 1
+
+
+def test_the_same_request_after_its_run_ended_is_a_new_run() -> None:
+    with replicas(1) as (agent, [gateway]):
+        body = orjson.dumps(request_body("ag-kit", [user_message("ag-kit", "hello")], conversation="c-6"))
+        for _ in range(2):
+            assert httpx.post(f"{gateway}/ag-kit", content=body, headers=JSON, timeout=10).status_code == 200
+        assert len(agent_calls(agent)) == 2
+
+
+def test_a_conversation_resumes_from_the_start_of_its_reply_or_answers_204() -> None:
+    """The AI SDK's `resumeStream()`: GET {api}/{chatId}/stream."""
+    with replicas(1) as (agent, [gateway]):
+        assert httpx.get(f"{gateway}/vercel/chat-7/stream").status_code == 204
+        body = orjson.dumps(request_body("vercel", [user_message("vercel", "slow please")], conversation="chat-7"))
+        dropped = read_some(f"{gateway}/vercel", body, 4)
+        resumed = httpx.get(f"{gateway}/vercel/chat-7/stream", timeout=10)
+        assert resumed.status_code == 200
+        assert resumed.headers["x-vercel-ai-ui-message-stream"] == "v1"
+        assert resumed.content.startswith(dropped)
+        assert resumed.content.endswith(b"data: [DONE]\n\n")
+        assert not has_event_ids(resumed.content)  # the AI SDK has no use for them
+        assert httpx.get(f"{gateway}/vercel/chat-7/stream").status_code == 204  # ended: nothing to resume
+        assert len(agent_calls(agent)) == 1
+
+
+def test_a_stop_ends_the_run_upstream_and_its_stream() -> None:
+    with replicas(1) as (agent, [gateway]):
+        body = agui_body("thread-8")
+        stopped: list[int] = []
+        received = b""
+        with httpx.Client(timeout=10) as http, \
+                http.stream("POST", f"{gateway}/ag-ui", content=body, headers=JSON) as response:
+            for chunk in response.iter_raw():
+                received += chunk
+                if not stopped and received.count(b"\n\n") >= 3:
+                    stopped.append(httpx.post(f"{gateway}/ag-ui/thread-8/stop").status_code)
+        assert stopped == [202]
+        events = frames(received)
+        last = orjson.loads(events[-1]["data"])
+        assert last["type"] in ("RUN_FINISHED", "RUN_ERROR"), last
+        assert b"tick 20." not in received
+        assert wait_until(lambda: disconnects(agent) == 1), "the upstream run was not cut off"
+        assert httpx.delete(f"{gateway}/ag-ui/thread-8/stream").status_code == 404  # nothing runs now
+
+
+def test_stopping_a_conversation_with_no_run_is_a_404_in_the_users_terms() -> None:
+    with replicas(1) as (_agent, [gateway]):
+        response = httpx.delete(f"{gateway}/vercel/nothing/stream")
+        assert response.status_code == 404
+        assert response.json()["error"] == {"code": "no_running_run",
+                                            "message": "no run of conversation 'nothing' is running"}
+
+
+def test_a_reply_past_the_kept_limit_is_not_resumable_but_its_client_gets_it_whole() -> None:
+    with replicas(1, limits={"max_resume_events": 5}) as (_agent, [gateway]):
+        body = agui_body("thread-9")
+        whole = httpx.post(f"{gateway}/ag-ui", content=body, headers=JSON, timeout=10)
+        assert b"tick 20." in whole.content
+        late = httpx.post(f"{gateway}/ag-ui", content=body, headers={**JSON, "last-event-id": "3"}, timeout=10)
+        assert late.status_code == 410
+        assert late.json()["error"]["code"] == "resume_unavailable"
+
+
+def test_a_late_reconnect_after_the_run_ended_gets_the_rest_until_the_reply_expires() -> None:
+    with replicas(1, timeouts={"resume_keep": 1.0}) as (_agent, [gateway]):
+        body = agui_body("thread-10")
+        first = frames(read_some(f"{gateway}/ag-ui", body, 4))
+        time.sleep(24 * PACE + 0.3)
+        rest = httpx.post(f"{gateway}/ag-ui", content=body, headers={**JSON, "last-event-id": first[-1]["id"]})
+        assert_whole(first + frames(rest.content))
+        time.sleep(1.2)
+        expired = httpx.post(f"{gateway}/ag-ui", content=body, headers={**JSON, "last-event-id": first[-1]["id"]})
+        assert expired.status_code == 410
+
+
+def test_routes_that_are_not_resumable_still_stop_the_run_when_the_client_leaves() -> None:
+    with replicas(1, resumable=False) as (agent, [gateway]):
+        received = read_some(f"{gateway}/ag-ui", agui_body("thread-11"), 3)
+        assert not has_event_ids(received)
+        assert wait_until(lambda: disconnects(agent) == 1)
+
+
+# -- two replicas over one Redis
+
+
+@pytest.fixture(scope="module")
+def redis() -> Iterator[RedisServer]:
+    with RedisServer() as server:
+        yield server
+
+
+def test_a_reconnect_with_last_event_id_gets_the_rest_from_the_other_replica(redis: RedisServer) -> None:
+    with replicas(2, redis.url) as (agent, [one, two]):
+        body = agui_body("thread-r1")
+        first = frames(read_some(f"{one}/ag-ui", body, 6))
+        rest = httpx.post(f"{two}/ag-ui", content=body, headers={**JSON, "last-event-id": first[-1]["id"]},
+                          timeout=10)
+        assert rest.status_code == 200
+        assert_whole(first + frames(rest.content))
+        assert len(agent_calls(agent)) == 1
+
+
+def test_a_retry_on_the_other_replica_attaches_to_the_run(redis: RedisServer) -> None:
+    with replicas(2, redis.url) as (agent, [one, two]):
+        body = orjson.dumps(request_body("agent-respond", [user_message("agent-respond", "slow please")]))
+        with pytest.raises(httpx.ReadTimeout):  # the platform gives up on its side, and retries elsewhere
+            httpx.post(f"{one}/agent-respond", content=body, headers=JSON, timeout=0.5)
+        retry = httpx.post(f"{two}/agent-respond", content=body, headers=JSON, timeout=10)
+        assert retry.status_code == 200
+        assert "tick 20." in retry.json()["messages"][-1]["content"]
+        assert len(agent_calls(agent)) == 1
+
+
+def test_a_stop_asked_of_the_other_replica_ends_the_run_upstream(redis: RedisServer) -> None:
+    with replicas(2, redis.url) as (agent, [one, two]):
+        body = orjson.dumps(request_body("vercel", [user_message("vercel", "slow please")], conversation="chat-r3"))
+        read_some(f"{one}/vercel", body, 3)
+        assert httpx.delete(f"{two}/vercel/chat-r3/stream").status_code == 202
+        assert wait_until(lambda: disconnects(agent) == 1), "the stop did not reach the replica running the run"
+        assert wait_until(lambda: httpx.get(f"{two}/vercel/chat-r3/stream").status_code == 204)
+
+
+def test_redis_going_away_mid_run_leaves_runs_unresumable_with_a_log_line(
+        caplog: pytest.LogCaptureFixture) -> None:
+    with RedisServer() as redis, replicas(1, redis.url) as (agent, [gateway]):
+        caplog.set_level(logging.WARNING)
+        body = agui_body("thread-r4")
+        received = b""
+        with httpx.Client(timeout=10) as http, \
+                http.stream("POST", f"{gateway}/ag-ui", content=body, headers=JSON) as response:
+            for chunk in response.iter_raw():
+                received += chunk
+                if redis.running and received.count(b"\n\n") >= 3:
+                    redis.stop()
+        assert_whole(frames(received))  # its own client lost nothing
+        after = httpx.post(f"{gateway}/ag-ui", content=agui_body("thread-r5", "hello"), headers=JSON, timeout=10)
+        assert after.status_code == 200 and b"RUN_FINISHED" in after.content
+        assert not has_event_ids(after.content)
+        assert "the run is not resumable, the store failed" in caplog.text
+        assert len(agent_calls(agent)) == 2
