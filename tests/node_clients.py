@@ -6,8 +6,9 @@ batches all streams into a single ``node`` process.
 
 It also drives the real clients against a live HTTP URL: ``run_agui`` (``agui-run.mjs``, one
 ``HttpAgent`` doing several ``runAgent`` calls), ``run_vercel_chat`` (``vercel-chat.mjs``, the
-``AbstractChat`` + ``DefaultChatTransport`` state machine that ``useChat`` wraps) and ``run_a2a_send``
-(``a2a-send.mjs``, ``@a2a-js/sdk`` 1.3.0's ``Client`` sending one message). Each call is one
+``AbstractChat`` + ``DefaultChatTransport`` state machine that ``useChat`` wraps), ``run_vercel_resume``
+(``vercel-resume.mjs``, that chat dropped on one replica and resumed or stopped through another) and
+``run_a2a_send`` (``a2a-send.mjs``, ``@a2a-js/sdk`` 1.3.0's ``Client`` sending one message). Each call is one
 ``node`` process; the plan formats and options are documented at the top of the scripts.
 
 Install once with ``npm ci --prefix tests/clients``. When the install is missing the
@@ -271,3 +272,52 @@ def run_a2a_send(url: str, text: str, *, context_id: str | None = None, task_id:
         error = other[-1] if other else f"a2a-send.mjs exited with {proc.returncode} and said nothing"
     responses = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
     return A2ASend(responses=responses, requests=requests, error=error)
+
+
+class VercelResumeRequest(TypedDict):
+    """One HTTP request ``vercel-resume.mjs`` made."""
+
+    chat: str  # "A" (the first chat), "B" (the reloaded chat) or "app" (the stop button's DELETE)
+    method: str
+    url: str
+    status: int | None  # None: the fetch itself failed (see error)
+    error: NotRequired[str]
+
+
+class VercelResumeRun(TypedDict):
+    """Outcome of ``run_vercel_resume``: a real ``ai`` 7 chat dropped on replica A and resumed via replica B."""
+
+    firstMessages: list[dict[str, Any]]  # chat A's UIMessages after the drop (after the finish, for "plain")
+    messages: list[dict[str, Any]]  # the reloaded chat's UIMessages after resumeStream() (A's, for "plain")
+    resumeStatus: int | None  # status of GET {urlB}/{chatId}/stream (None: not made, or the fetch failed)
+    stopStatus: int | None  # status of DELETE {urlB}/{chatId}/stream ("stop" mode)
+    framesBeforeDrop: int  # SSE data: frames of A's body the chat got (all of them when there was no drop)
+    dropped: bool  # False: A's stream ended before dropAfterChunks frames
+    resumeFrames: int  # SSE data: frames of the resumed (GET) body the reloaded chat read
+    status: str  # the final chat's status: "ready" | "error" (or "streaming"/"submitted" after a timeout)
+    error: str | None  # the final chat's error?.message
+    firstStatus: str  # chat A's status after the drop / finish
+    firstError: str | None
+    onError: list[dict[str, Any]]  # {chat, message} per onError callback
+    requests: list[VercelResumeRequest]  # every HTTP request, in order
+    finishes: list[dict[str, Any]]  # onFinish: chat, finishReason, isAbort, isDisconnect, isError, messageId
+    thrown: str | None  # a chat call rejected (the chat normally reports errors through status/error)
+    timedOut: bool
+
+
+def run_vercel_resume(plan: dict[str, Any]) -> VercelResumeRun:
+    """Drop the real ``ai`` 7 chat's connection to one replica and resume (or stop) the run through another.
+
+    Plan: ``{urlA, urlB, mode: "plain" | "resume" | "stop", chatId?, text?, dropAfterChunks?, afterStopMs?,
+    headers?, timeoutMs?}`` (see ``tests/clients/vercel-resume.mjs``). "resume" reloads the chat (same id, only
+    the user message) and calls ``resumeStream()`` against ``urlB``; "stop" calls ``chat.stop()`` plus
+    ``DELETE {urlB}/{chatId}/stream``, then resumes like "resume" after ``afterStopMs``.
+    """
+    node = _require_node()
+    phases = 2 if plan.get("mode") in ("resume", "stop") else 1
+    timeout = max(DRIVER_TIMEOUT_S, phases * float(plan.get("timeoutMs", 20000)) / 1000 * 1.5 + 10)
+    result = _node_json(node, "vercel-resume.mjs", plan, timeout)
+    if not isinstance(result, dict) or not isinstance(result.get("messages"), list) or "requests" not in result:
+        msg = f"vercel-resume.mjs answered {str(result)[:500]}, expected an object with messages and requests"
+        raise RuntimeError(msg)
+    return cast(VercelResumeRun, result)

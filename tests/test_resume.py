@@ -12,14 +12,17 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
 import pytest
 from e2e import request_body, user_message
+from node_clients import node_clients_available, run_vercel_resume
 from redis_server import RedisServer
 from servers import Served
+from test_shared_conversations import gateway_process
 
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
@@ -323,3 +326,36 @@ def test_redis_going_away_mid_run_leaves_runs_unresumable_with_a_log_line(
         assert not has_event_ids(after.content)
         assert "the run is not resumable, the store failed" in caplog.text
         assert len(agent_calls(agent)) == 2
+
+
+# -- the real AI SDK chat, through two gateway processes over one Redis
+
+
+@pytest.mark.skipif(not node_clients_available(), reason="needs `npm ci --prefix tests/clients`")
+def test_the_ai_sdk_chat_resumes_through_another_gateway_process_and_its_stop_button_stops_the_run(
+        redis: RedisServer, tmp_path: Path) -> None:
+    with Served(create_agent_app("ag-kit", pace=PACE)) as agent:
+        path = tmp_path / "gateway.yaml"
+        path.write_text(orjson.dumps({"store": {"url": redis.url}, "routes": [
+            {"name": "chat", "paths": ["/api/chat"], "client_dialects": ["vercel"], "resumable": True,
+             "upstream": {"url": f"{agent.url}/send-message", "dialect": "ag-kit"}}]}).decode())
+        with gateway_process(path) as one, gateway_process(path) as two:
+            plan = {"urlA": f"{one}/api/chat", "urlB": f"{two}/api/chat", "text": "slow please",
+                    "dropAfterChunks": 6}
+            plain = run_vercel_resume({**plan, "mode": "plain", "chatId": "chat-plain"})
+            resumed = run_vercel_resume({**plan, "mode": "resume", "chatId": "chat-resumed"})
+            assert resumed["dropped"] and resumed["resumeStatus"] == 200, resumed
+            assert resumed["status"] == "ready", resumed["error"]
+            assert [m["role"] for m in resumed["messages"]] == ["user", "assistant"]
+            assert _parts(resumed["messages"][-1]) == _parts(plain["messages"][-1])
+            assert len(agent_calls(agent.url)) == 2  # the plain run and the resumed one: no run twice
+
+            stopped = run_vercel_resume({**plan, "mode": "stop", "chatId": "chat-stopped"})
+            assert stopped["stopStatus"] == 202, stopped
+            assert wait_until(lambda: disconnects(agent.url) == 1), "the stop did not reach the run upstream"
+            assert stopped["resumeStatus"] == 204 or "tick 20." not in str(stopped["messages"])
+
+
+def _parts(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the user sees of a message: its text parts."""
+    return [{"type": p["type"], "text": p["text"]} for p in message["parts"] if p["type"] == "text"]
