@@ -24,6 +24,7 @@ from redis_server import RedisServer
 from servers import Served
 from test_shared_conversations import gateway_process
 
+from bench.resume_soak import run as run_resume_soak
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.server.app import create_app
@@ -359,3 +360,11 @@ def test_the_ai_sdk_chat_resumes_through_another_gateway_process_and_its_stop_bu
 def _parts(message: dict[str, Any]) -> list[dict[str, Any]]:
     """What the user sees of a message: its text parts."""
     return [{"type": p["type"], "text": p["text"]} for p in message["parts"] if p["type"] == "text"]
+
+
+def test_200_streams_dropped_and_resumed_across_two_replicas_lose_and_double_nothing(tmp_path: Path) -> None:
+    """The CI form of `bench/resume_soak.py`: two gateway processes over one Redis, each stream dropped twice at
+    random points and resumed on the other replica with Last-Event-ID."""
+    report = run_resume_soak(200, 2, 40, 0.05, tmp_path)
+    assert report.clean, report.summary()
+    assert report.drops == 400

@@ -20,6 +20,8 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from gateway.conversations.store import RedisStore, StoreError
@@ -61,6 +63,9 @@ class RedisRunBoard(RunBoard):
         """Followers on other replicas block reading the stream: on their own connections, not the store's."""
         self._listener: asyncio.Task[None] | None = None
         self._closed = False
+        self._pending: list[tuple[Callable[[Any], Any], asyncio.Future[list[Any]] | None, _RedisMirror | None]] = []
+        self._writing: asyncio.Task[None] | None = None
+        self._write_failing = False
 
     def _meta(self, key: str) -> str:
         return f"{self._prefix}{key}:m"
@@ -78,11 +83,15 @@ class RedisRunBoard(RunBoard):
         self._listen()
         lifetime_ms = max(1, round((lifetime + tape.keep) * 1000))
         conversation = tape.conversation
-        with self._store.errors():
-            owner = await self._claim(
-                keys=[self._meta(tape.key), self._stream(tape.key),
-                      self._conversation(conversation) if conversation else self._meta(tape.key)],
-                args=[self.replica, lifetime_ms, f"{self._prefix}alive:", tape.key, "1" if conversation else "0"])
+        keys = [self._meta(tape.key), self._stream(tape.key),
+                self._conversation(conversation) if conversation else self._meta(tape.key)]
+        args = [self.replica, lifetime_ms, f"{self._prefix}alive:", tape.key, "1" if conversation else "0"]
+
+        def claiming(pipe: Any) -> None:
+            pipe.scripts.add(self._claim)  # loaded by the pipeline if Redis does not have it yet
+            pipe.evalsha(self._claim.sha, len(keys), *keys, *args)
+
+        [owner] = await self._ask(claiming)
         if owner:
             return self._running(tape.key) or _RemoteReply(self, tape.key)
         self._register(tape)
@@ -108,8 +117,7 @@ class RedisRunBoard(RunBoard):
             return True
         if not await self._alive(key):
             return False
-        with self._store.errors():
-            await self._redis.publish(f"{self._prefix}stop", key)
+        await self._ask(lambda pipe: pipe.publish(f"{self._prefix}stop", key))
         return True
 
     async def stop_conversation(self, conversation: str) -> bool:
@@ -119,22 +127,78 @@ class RedisRunBoard(RunBoard):
         return key is not None and await self.stop(key)
 
     async def _run_of(self, conversation: str) -> str | None:
-        with self._store.errors():
-            key = await self._redis.get(self._conversation(conversation))
+        [key] = await self._ask(lambda pipe: pipe.get(self._conversation(conversation)))
         return _text(key) if key is not None else None
 
     async def _state(self, key: str) -> str | None:
-        with self._store.errors():
-            state = await self._redis.hget(self._meta(key), "state")
+        [state] = await self._ask(lambda pipe: pipe.hget(self._meta(key), "state"))
         return _text(state) if state is not None else None
 
     async def _alive(self, key: str) -> bool:
         """Whether the run is running on a replica that is still there."""
-        with self._store.errors():
-            state, owner = await self._redis.hmget(self._meta(key), ["state", "owner"])
-            if state is None or _text(state) != "running" or owner is None:
-                return False
-            return bool(await self._redis.exists(f"{self._prefix}alive:{_text(owner)}"))
+        [(state, owner)] = await self._ask(lambda pipe: pipe.hmget(self._meta(key), ["state", "owner"]))
+        if state is None or _text(state) != "running" or owner is None:
+            return False
+        [alive] = await self._ask(lambda pipe: pipe.exists(f"{self._prefix}alive:{_text(owner)}"))
+        return bool(alive)
+
+    async def _ask(self, commands: Callable[[Any], Any]) -> list[Any]:
+        """The replies to the commands `commands` adds to the board's next pipeline (raises `StoreError`)."""
+        future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+        self._queue(commands, future, None)
+        return await future
+
+    def _queue(self, commands: Callable[[Any], Any], future: asyncio.Future[list[Any]] | None,
+               mirror: _RedisMirror | None) -> None:
+        self._pending.append((commands, future, mirror))
+        if self._writing is None:
+            self._writing = asyncio.create_task(self._write())
+
+    async def _write(self) -> None:
+        """Every command the board's runs and requests have for Redis, in one pipeline, again while more came
+        meanwhile: a burst of a thousand claims or replies is a few round trips on one connection, not a thousand
+        callers waiting for the store's connections."""
+        try:
+            while self._pending:
+                batch, self._pending = self._pending, []
+                try:
+                    with self._store.errors():
+                        async with self._redis.pipeline(transaction=False) as pipe:
+                            sizes = []
+                            for commands, _, mirror in batch:
+                                before = len(pipe.command_stack)
+                                if mirror is None or not mirror.failed:  # a failed one's stream has a gap
+                                    commands(pipe)
+                                sizes.append(len(pipe.command_stack) - before)
+                            replies = await pipe.execute(raise_on_error=False)
+                except StoreError as exc:
+                    self._failed(batch, exc)
+                    continue
+                self._write_failing = False
+                at = 0
+                for (_, future, mirror), size in zip(batch, sizes, strict=True):
+                    part, at = replies[at:at + size], at + size
+                    error = next((r for r in part if isinstance(r, Exception)), None)
+                    if error is not None:
+                        self._failed([(lambda pipe: None, future, mirror)], StoreError(f"Redis failed: {error}"))
+                    elif future is not None and not future.done():
+                        future.set_result(part)
+        finally:
+            self._writing = None
+
+    def _failed(self, batch: list[tuple[Callable[[Any], Any], asyncio.Future[list[Any]] | None,
+                                  _RedisMirror | None]], error: StoreError) -> None:
+        mirrors = {mirror for _, _, mirror in batch if mirror is not None and not mirror.failed}
+        for _, future, _mirror in batch:
+            if future is not None and not future.done():
+                future.set_exception(error)
+        for mirror in mirrors:
+            mirror.failed = True
+            # So that no replica waits for what will not come (if Redis takes it).
+            self._queue(partial(_mark_lost, self._meta(mirror.key)), None, None)
+        if mirrors and not self._write_failing:
+            log.warning("%s: %d runs go on, resumable only on their replica", error, len(mirrors))
+            self._write_failing = True
 
     def _listen(self) -> None:
         if self._listener is None and not self._closed:
@@ -184,57 +248,43 @@ class RedisRunBoard(RunBoard):
 
 
 class _RedisMirror:
-    """Copies a tape's entries to its stream, in batches, in the background."""
+    """Copies one tape's entries to its stream, through the board's one writer."""
 
-    __slots__ = ("_board", "_failed", "_flushing", "_keep_ms", "_key", "_lifetime_ms", "_pending")
+    __slots__ = ("board", "failed", "keep_ms", "key", "lifetime_ms")
 
     def __init__(self, board: RedisRunBoard, key: str, lifetime_ms: int, keep_ms: int) -> None:
-        self._board = board
-        self._key = key
-        self._lifetime_ms = lifetime_ms
-        self._keep_ms = keep_ms
-        self._pending: list[tuple[int, bytes, bool]] = []
-        self._flushing: asyncio.Task[None] | None = None
-        self._failed = False
+        self.board = board
+        self.key = key
+        self.lifetime_ms = lifetime_ms
+        self.keep_ms = keep_ms
+        self.failed = False
 
     def append(self, seq: int, data: bytes, last: bool) -> None:
-        if not self._failed:
-            self._pending.append((seq, data, last))
-            if self._flushing is None:
-                self._flushing = asyncio.create_task(self._flush())
+        if not self.failed:
+            self.board._queue(lambda pipe: _mirror_commands(pipe, self, seq, data, last), None, self)
 
     def lose(self) -> None:
         self.append(-1, b"", True)
 
-    async def _flush(self) -> None:
-        board, key = self._board, self._key
-        meta, stream = board._meta(key), board._stream(key)
-        try:
-            while self._pending:
-                batch, self._pending = self._pending, []
-                async with board._redis.pipeline(transaction=False) as pipe:
-                    for seq, data, last in batch:
-                        if seq < 0:
-                            pipe.hset(meta, "state", "lost")
-                            pipe.delete(stream)
-                            pipe.pexpire(meta, self._keep_ms)
-                            continue
-                        fields: dict[Any, Any] = {"d": data, "e": b"1"} if last else {"d": data}
-                        pipe.xadd(stream, fields, id=f"1-{seq}")
-                        if seq == 0:
-                            pipe.pexpire(stream, self._lifetime_ms)
-                        if last:
-                            pipe.hset(meta, "state", "ended")
-                            pipe.pexpire(meta, self._keep_ms)
-                            pipe.pexpire(stream, self._keep_ms)
-                    await pipe.execute()
-        except Exception as exc:
-            self._failed = True
-            self._pending = []
-            log.warning("run %s: Redis at %s failed (%s): the run goes on, resumable only on this replica",
-                        key, board._store.url, exc)
-        finally:
-            self._flushing = None
+
+def _mirror_commands(pipe: Any, mirror: _RedisMirror, seq: int, data: bytes, last: bool) -> None:
+    meta, stream = mirror.board._meta(mirror.key), mirror.board._stream(mirror.key)
+    if seq < 0:  # lost: past the limits
+        pipe.hset(meta, "state", "lost")
+        pipe.delete(stream)
+        pipe.pexpire(meta, mirror.keep_ms)
+        return
+    pipe.xadd(stream, {"d": data, "e": b"1"} if last else {"d": data}, id=f"1-{seq}")
+    if seq == 0:
+        pipe.pexpire(stream, mirror.lifetime_ms)
+    if last:
+        pipe.hset(meta, "state", "ended")
+        pipe.pexpire(meta, mirror.keep_ms)
+        pipe.pexpire(stream, mirror.keep_ms)
+
+
+def _mark_lost(meta: str, pipe: Any) -> None:
+    pipe.hset(meta, "state", "lost")
 
 
 class _RemoteReply:

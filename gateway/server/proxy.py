@@ -247,6 +247,11 @@ class RouteHandler:
                         extra={"route": route.name, "request_id": call.request_id})
             await self._admitted(call, receive, client, turn)
             return
+        except Exception:
+            log.exception("route %s: the run is not resumable, the gateway failed to claim it", route.name,
+                          extra={"route": route.name, "request_id": call.request_id})
+            await self._admitted(call, receive, client, turn)
+            return
         if running is not None:
             await self._follow(call, receive, running, 0)
             return
@@ -264,7 +269,9 @@ class RouteHandler:
         deadlines.request_task = asyncio.current_task()
         watcher = asyncio.create_task(_watch_disconnect(receive, call.writer, deadlines, resumable=False))
         try:
-            await resume.follow(reply, call.writer, after, self.keepalive)
+            timeouts = self.route.timeouts
+            patience = max(timeouts.first_event, timeouts.idle) + self.keepalive
+            await resume.follow(reply, call.writer, after, self.keepalive, patience)
         except TapeLost:
             await call.writer.fail_before_start(ResumeUnavailable("the run's reply is no longer kept: start a new "
                                                                   "run"))

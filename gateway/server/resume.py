@@ -50,15 +50,19 @@ def last_event_id(headers: Headers) -> int | None:
     return int(value) if value.isdigit() and len(value) < 12 else None
 
 
-async def follow(reply: RunReply, writer: ClientWriter, after: int, keepalive: float) -> None:
+async def follow(reply: RunReply, writer: ClientWriter, after: int, keepalive: float, patience: float) -> None:
     """Send a client a run's kept reply: the head, the pieces after `after`, then the rest as the run goes, until
-    its end. Raises `TapeLost` if the reply is lost before the head went out; after it, the stream just ends."""
+    its end. Raises `TapeLost` if the reply is lost before the head went out; after it, the stream just ends. A
+    reply with nothing new for `patience` seconds (longer than the run may be silent) is taken as lost."""
     start = 0
     head: Head | None = None
-    waited = 0.0
+    waited = silent = 0.0
     while True:
         try:
             entries = await reply.read(start, ENTRY_WAIT)
+            silent = 0.0 if entries else silent + ENTRY_WAIT
+            if silent > patience:
+                raise TapeLost("nothing new from the run for longer than it may be silent")
         except TapeLost:
             if not writer.started:
                 raise
