@@ -294,6 +294,7 @@ class Bench:
                     "name": f"{client}-from-{upstream}", "paths": [f"/p/{client}/{upstream}"],
                     "client_dialects": [client],
                     "upstream": {"url": f"http://127.0.0.1:{self.up_port}/{upstream}", "dialect": upstream},
+                    "resumable": bool(self.args.resumable),
                 })
         config = {"routes": routes, "store": {"url": "memory://", "max_conversations": 2000}}
         path = self.out / "gateway.yaml"
@@ -774,6 +775,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="experiment: gc.set_threshold() in the gateway process (implies the GC shim)")
     parser.add_argument("--gateway-gc-freeze", action="store_true",
                         help="experiment: gc.freeze() in the gateway 3 s after it starts (implies the GC shim)")
+    parser.add_argument("--resumable", action="store_true",
+                        help="every gateway route resumable (its replies kept for reconnecting clients)")
     parser.add_argument("--gateway-log-level", default="info", choices=["debug", "info", "warning", "error"])
     parser.add_argument("--profile", default=None, metavar="SCENARIO",
                         help="instead of the benchmark: py-spy the gateway under this scenario's load "
