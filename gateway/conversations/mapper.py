@@ -133,7 +133,7 @@ class ConversationMapper:
         if next_transcript is not None:
             conversation.key = _derived_key(exchange.route, exchange.principal, exchange.client_turn, next_transcript)
         try:
-            await self.store.put(conversation.key, encode_conversation(conversation), _scope("principal",
+            await self.store.put(conversation.key, encode_conversation(conversation), scoped_key("principal",
                                                                                              exchange.principal))
             if conversation.key != old_key and exchange.stored:
                 await self.store.delete(old_key)
@@ -145,9 +145,9 @@ class ConversationMapper:
         """Keep what a run did, for a client that asks about it by id later (on any replica)."""
         if not record.run_id:
             return
-        key = _scope("run", exchange.route, exchange.principal, record.run_id)
+        key = scoped_key("run", exchange.route, exchange.principal, record.run_id)
         try:
-            await self.store.put(key, _RUNS.dump_json(record), _scope("principal", exchange.principal))
+            await self.store.put(key, _RUNS.dump_json(record), scoped_key("principal", exchange.principal))
         except StoreError as exc:
             log.warning("run %s not saved: %s", record.run_id, exc)
 
@@ -155,7 +155,7 @@ class ConversationMapper:
         """A run this caller made on this route, as `save_run` kept it; None if there is none (or it is not
         readable)."""
         try:
-            raw = await self.store.get(_scope("run", route, principal, run_id))
+            raw = await self.store.get(scoped_key("run", route, principal, run_id))
             return _RUNS.validate_json(raw) if raw is not None else None
         except (StoreError, ValueError) as exc:
             log.warning("run %s not loaded: %s", run_id, exc)
@@ -164,7 +164,7 @@ class ConversationMapper:
     @staticmethod
     def _key(route: str, principal: str, turn: Turn) -> str:
         if turn.conversation_id:
-            return _scope("client", route, principal, turn.conversation_id)
+            return scoped_key("client", route, principal, turn.conversation_id)
         messages = turn.messages
         last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=len(messages))
         return _derived_key(route, principal, turn, messages[:last_user])
@@ -226,7 +226,7 @@ def _resumes(turn: Turn, conversation: Conversation, stored: bool) -> tuple[list
 _RUNS = TypeAdapter(RunRecord)
 
 
-def _scope(namespace: str, *parts: str) -> str:
+def scoped_key(namespace: str, *parts: str) -> str:
     """A store key: a hash of its parts, each length-prefixed, under a namespace no client id can write into (the
     ids clients choose are one part of a "client" key; an eval run's derived keys are "derived" ones)."""
     digest = hashlib.sha256(namespace.encode())
@@ -240,7 +240,7 @@ def _derived_key(route: str, principal: str, turn: Turn, transcript: list[Messag
     digest = hashlib.sha256(str(turn.metadata.get("test_case_id", "")).encode())
     for message in transcript:
         digest.update(orjson.dumps(_signature(message)))
-    return _scope("derived", route, principal, digest.hexdigest())
+    return scoped_key("derived", route, principal, digest.hexdigest())
 
 
 def _signature(message: Message) -> tuple[Any, ...]:

@@ -26,13 +26,12 @@ from gateway.config import Route as ConfigRoute
 from gateway.conversations.mapper import ConversationMapper
 from gateway.conversations.store import ConversationStore, RedisStore
 from gateway.core.codec import AgentDescription
-from gateway.core.ids import new_id
 from gateway.runs.board import RunBoard
 from gateway.runs.redis import RedisRunBoard
 from gateway.server import http_server, logs
 from gateway.server.metrics import CONTENT_TYPE, Metrics
 from gateway.server.probe import warn_if_unreachable
-from gateway.server.proxy import REQUEST_ID, BodyBudget, ConversationEndpoints, RouteHandler
+from gateway.server.proxy import BodyBudget, ConversationEndpoints, RouteHandler, request_id_of
 from gateway.server.telemetry import Tracing
 from gateway.server.telemetry import from_environment as tracing_from_environment
 from gateway.upstream.http1 import Pool
@@ -226,10 +225,7 @@ def _error(status: int, code: str, message: str) -> Response:
 
 def _with_request_id(scope: Scope, send: Send) -> Send:
     """Every response carries an `X-Request-Id`: the client's, when short and plain, or a new one."""
-    headers = Headers(scope=scope)
-    request_id = headers.get("x-request-id", "")
-    if not REQUEST_ID.fullmatch(request_id):
-        request_id = new_id("req")
+    request_id = request_id_of(Headers(scope=scope))
 
     async def sending(message: Message) -> None:
         if message["type"] == "http.response.start" and all(name != b"x-request-id"

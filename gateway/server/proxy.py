@@ -86,6 +86,13 @@ log_access = logging.getLogger(ACCESS)
 _ERROR_BODY_LIMIT = 64 * 1024
 REQUEST_ID = re.compile(r"[A-Za-z0-9._:/+=-]{1,128}")
 """A client's `X-Request-Id` that is kept: echoed, logged and sent upstream, so only a short, plain one."""
+
+
+def request_id_of(headers: Headers) -> str:
+    """The client's `X-Request-Id` when short and plain, else a new one."""
+    request_id = headers.get("x-request-id", "")
+    return request_id if REQUEST_ID.fullmatch(request_id) else new_id("req")
+
 _DRAIN_SECONDS = 0.5
 """How long, after the run's last event, to wait for the end of the upstream's body so its connection can be used
 again; past that the connection is closed."""
@@ -143,9 +150,7 @@ class RouteHandler:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
-        request_id = headers.get("x-request-id", "")
-        if not REQUEST_ID.fullmatch(request_id):
-            request_id = new_id("req")
+        request_id = request_id_of(headers)
         if scope["method"] == "OPTIONS":  # not a CORS preflight (the middleware answers those): never a run
             await send({"type": "http.response.start", "status": 204,
                         "headers": [(b"allow", b"POST, OPTIONS"), (b"x-request-id", request_id.encode())]})
@@ -186,6 +191,8 @@ class RouteHandler:
             reply, request_json = client.error_reply, call.request_json
             call.writer.error_reply = lambda error: reply(error, request_json)
         call.release = partial(self.access.release, caller)  # freed as the last byte goes, like the report
+        record = call.record
+        record.client_dialect, record.conversation_id, record.run_id = client.name, turn.conversation_id, turn.run_id
         if self.route.resumable:
             await self._resumable(call, receive, client, turn, headers, body)
         else:
@@ -225,14 +232,12 @@ class RouteHandler:
         route, principal = self.route, call.caller.principal
         key = resume.run_key(route.name, principal, client, turn, headers, body)
         after = resume.last_event_id(headers)
-        record = call.record
-        record.client_dialect, record.conversation_id, record.run_id = client.name, turn.conversation_id, turn.run_id
         try:
             if after is not None:  # the client had part of the reply: only the rest will do, never a second run
                 reply = await self.board.find(key)
                 if reply is None:
-                    raise ResumeUnavailable("the run's reply is no longer kept: start a new run")
-                await self._follow(call, receive, reply, after)
+                    raise ResumeUnavailable(resume.NOT_KEPT)
+                await self.follow(call, receive, reply, after)
                 return
             conversation = turn.conversation_id
             tape = Tape(key, event_ids=client.event_ids, max_entries=route.limits.max_resume_events,
@@ -253,7 +258,7 @@ class RouteHandler:
             await self._admitted(call, receive, client, turn)
             return
         if running is not None:
-            await self._follow(call, receive, running, 0)
+            await self.follow(call, receive, running, 0)
             return
         call.writer.tape = tape
         tape.stop = call.stop
@@ -262,19 +267,18 @@ class RouteHandler:
         finally:
             self.board.finish(tape)
 
-    async def _follow(self, call: _Call, receive: Receive, reply: RunReply, after: int) -> None:
+    async def follow(self, call: _Call, receive: Receive, reply: RunReply, after: int) -> None:
         """Send a client a run's reply from the board instead of running it again."""
         call.record.outcome = "resumed"
         deadlines = call.deadlines
         deadlines.request_task = asyncio.current_task()
-        watcher = asyncio.create_task(_watch_disconnect(receive, call.writer, deadlines, resumable=False))
+        watcher = asyncio.create_task(_watch_disconnect(receive, call.writer, deadlines))
         try:
             timeouts = self.route.timeouts
             patience = max(timeouts.first_event, timeouts.idle) + self.keepalive
             await resume.follow(reply, call.writer, after, self.keepalive, patience)
         except TapeLost:
-            await call.writer.fail_before_start(ResumeUnavailable("the run's reply is no longer kept: start a new "
-                                                                  "run"))
+            await call.writer.fail_before_start(ResumeUnavailable(resume.NOT_KEPT))
         except asyncio.CancelledError:
             if deadlines.cancelled_because != "client_gone":
                 raise
@@ -283,12 +287,10 @@ class RouteHandler:
             watcher.cancel()
 
     async def _admitted(self, call: _Call, receive: Receive, client: Dialect, turn: Turn) -> None:
-        record = call.record
-        record.client_dialect, record.conversation_id, record.run_id = client.name, turn.conversation_id, turn.run_id
         writer, deadlines = call.writer, call.deadlines
         task = deadlines.request_task = asyncio.current_task()
         assert task is not None
-        watcher = asyncio.create_task(_watch_disconnect(receive, writer, deadlines, writer.tape is not None))
+        watcher = asyncio.create_task(_watch_disconnect(receive, writer, deadlines))
         queried = client.read_query is not None and turn.run_id is not None
         if queried:  # its clients may ask about the run, or cancel it, while it runs
             self.running[(call.caller.principal, turn.run_id or "")] = call
@@ -365,10 +367,7 @@ class ConversationEndpoints:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         handler = self.handler
         headers = Headers(scope=scope)
-        request_id = headers.get("x-request-id", "")
-        if not REQUEST_ID.fullmatch(request_id):
-            request_id = new_id("req")
-        call = _Call(handler, send, headers, request_id)
+        call = _Call(handler, send, headers, request_id_of(headers))
         handler.in_flight.inc()
         record = call.record
         try:
@@ -383,7 +382,7 @@ class ConversationEndpoints:
                     record.outcome = "no_run"
                     await call.writer.respond(204, {}, b"")
                     return
-                await handler._follow(call, receive, reply, resume.last_event_id(headers) or 0)
+                await handler.follow(call, receive, reply, resume.last_event_id(headers) or 0)
                 return
             if not await handler.board.stop_conversation(key):
                 raise NoRunningRun(f"no run of conversation {conversation!r} is running")
@@ -582,14 +581,15 @@ def _wrong_content_type(upstream: str, outbound: UpstreamRequest, content_type: 
     return None
 
 
-async def _watch_disconnect(receive: Receive, writer: ClientWriter, deadlines: Deadlines, resumable: bool) -> None:
-    """A client that leaves ends its exchange; on a resumable route, only its part: the run goes on."""
+async def _watch_disconnect(receive: Receive, writer: ClientWriter, deadlines: Deadlines) -> None:
+    """A client that leaves ends its exchange; when its reply is kept (a resumable run), only its part: the run
+    goes on."""
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             if not writer.complete:  # after the last byte the server says so too
                 writer.gone = True
-                if not resumable:
+                if writer.tape is None:
                     deadlines.cancel_request("client_gone")
             return
 

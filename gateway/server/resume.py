@@ -13,6 +13,7 @@ import hashlib
 
 from starlette.datastructures import Headers
 
+from gateway.conversations.mapper import scoped_key
 from gateway.core.codec import Dialect
 from gateway.core.turn import Turn
 from gateway.runs.tape import Head, RunReply, TapeLost
@@ -22,26 +23,19 @@ ENTRY_WAIT = 1.0
 """Seconds a follower waits for the next entry before it looks again (and sends a keep-alive when one is due)."""
 
 
-def scoped(route: str, principal: str, kind: str, value: str) -> str:
-    """A board key: a hash of its parts, each length-prefixed, so no client-chosen id reaches another's."""
-    digest = hashlib.sha256()
-    for part in (route, principal, kind, value):
-        data = part.encode()
-        digest.update(len(data).to_bytes(4, "big") + data)
-    return digest.hexdigest()[:40]
+NOT_KEPT = "the run's reply is no longer kept: start a new run"
 
 
 def run_key(route: str, principal: str, client: Dialect, turn: Turn, headers: Headers, body: bytes) -> str:
     if idempotency_key := headers.get("idempotency-key"):
-        return scoped(route, principal, "idempotency-key", idempotency_key)
+        return scoped_key("resume", route, principal, "idempotency-key", idempotency_key)
     if client.event_ids and turn.run_id:
-        return scoped(route, principal, "run", f"{len(turn.conversation_id or '')}:{turn.conversation_id}"
-                                               f"{turn.run_id}")
-    return scoped(route, principal, "body", hashlib.sha256(body).hexdigest())
+        return scoped_key("resume", route, principal, "run", turn.conversation_id or "", turn.run_id)
+    return scoped_key("resume", route, principal, "body", hashlib.sha256(body).hexdigest())
 
 
 def conversation_key(route: str, principal: str, conversation: str) -> str:
-    return scoped(route, principal, "conversation", conversation)
+    return scoped_key("resume", route, principal, "conversation", conversation)
 
 
 def last_event_id(headers: Headers) -> int | None:
@@ -78,7 +72,6 @@ async def follow(reply: RunReply, writer: ClientWriter, after: int, keepalive: f
         for seq, data, last in entries:
             if seq == 0:
                 head = Head.load(data)
-                writer.streaming = bool(head.keep_alive)
                 await writer.start(head.status, head.headers)
             elif last:
                 await writer.end(data if seq > after else b"")

@@ -43,32 +43,9 @@
 //   "timedOut": bool
 // }
 // Exits 0 (the Python caller decides), except on a malformed plan (throws, exit 1).
-import { AbstractChat, DefaultChatTransport } from "ai";
+import { DefaultChatTransport } from "ai";
 
-// Minimal ChatState (what @ai-sdk/react's ReactChatState does, minus React) -- as in vercel-chat.mjs.
-class NodeChatState {
-  constructor(messages = []) {
-    this.messages = messages;
-    this.status = "ready";
-    this.error = undefined;
-  }
-  pushMessage = (m) => {
-    this.messages = this.messages.concat(m);
-  };
-  popMessage = () => {
-    this.messages = this.messages.slice(0, -1);
-  };
-  replaceMessage = (i, m) => {
-    this.messages = [...this.messages.slice(0, i), this.snapshot(m), ...this.messages.slice(i + 1)];
-  };
-  snapshot = (x) => structuredClone(x);
-}
-
-class NodeChat extends AbstractChat {
-  constructor({ messages, ...init }) {
-    super({ ...init, state: new NodeChatState(messages) });
-  }
-}
+import { NodeChat } from "./node-chat.mjs";
 
 const clone = (x) => (x === undefined ? null : JSON.parse(JSON.stringify(x)));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
