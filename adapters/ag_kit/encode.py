@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gateway.core.codec import as_text, drop_none
-from gateway.core.encoding import SSEEncoder, sse_frame
+from gateway.core.encoding import DeltaFrames, SSEEncoder, sse_frame
 from gateway.core.events import (
     Data,
     Event,
@@ -47,8 +47,11 @@ _DROPPED: dict[type, str] = {
 left out too, but lose nothing: the client knows its ids, and a message ends where something else begins."""
 
 
+_TEXT = DeltaFrames({"type": "text"}, None, "content")
+
+
 def _text(self: AgKitEncoder, e: TextDelta) -> bytes:
-    return sse_frame({"type": "text", "content": e.delta}) if e.delta else b""
+    return _TEXT.frame(e.delta) if e.delta else b""
 
 
 def _tool_args(self: AgKitEncoder, e: ToolCallArgs) -> bytes:

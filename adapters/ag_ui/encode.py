@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.core.codec import as_text, drop_none
-from gateway.core.encoding import SSEEncoder, sse_frame
+from gateway.core.encoding import DeltaFrames, SSEEncoder, sse_frame
 from gateway.core.events import (
     Data,
     Interrupt,
@@ -49,7 +49,7 @@ _PASSTHROUGH = frozenset({
 
 
 class AguiEncoder(SSEEncoder):
-    __slots__ = ("_announced", "_interrupts", "_parent", "_pending", "_run_id", "_thread_id", "_usage")
+    __slots__ = ("_announced", "_interrupts", "_parent", "_pending", "_run_id", "_text", "_thread_id", "_usage")
 
     def __init__(self, request: Turn | None = None) -> None:
         super().__init__(request)
@@ -60,6 +60,7 @@ class AguiEncoder(SSEEncoder):
         self._pending: dict[str, None] = {}
         self._interrupts: list[dict[str, Any]] = []
         self._usage: list[dict[str, Any]] = []
+        self._text = DeltaFrames({"type": "TEXT_MESSAGE_CONTENT"}, "messageId", "delta")
 
     # lifecycle
 
@@ -102,7 +103,7 @@ class AguiEncoder(SSEEncoder):
         return sse_frame({"type": "TEXT_MESSAGE_START", "messageId": e.message_id, "role": role})
 
     def _text_delta(self, e: TextDelta) -> bytes:
-        return sse_frame({"type": "TEXT_MESSAGE_CONTENT", "messageId": e.message_id, "delta": e.delta})
+        return self._text.frame(e.delta, e.message_id)
 
     def _text_end(self, e: TextEnd) -> bytes:
         return sse_frame({"type": "TEXT_MESSAGE_END", "messageId": e.message_id})

@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from gateway.core.codec import as_text, drop_none, json_or_text
-from gateway.core.encoding import SSE_HEADERS, SSEEncoder, sse_frame
+from gateway.core.encoding import SSE_HEADERS, DeltaFrames, SSEEncoder, sse_frame
 from gateway.core.events import (
     Data,
     Interrupt,
@@ -57,7 +57,7 @@ _FINISH_STEP = sse_frame({"type": "finish-step"})
 
 
 class VercelEncoder(SSEEncoder):
-    __slots__ = ("_after_results", "_args", "_inkeep", "_names", "_settles", "_state", "_step_open")
+    __slots__ = ("_after_results", "_args", "_inkeep", "_names", "_settles", "_state", "_step_open", "_text")
 
     HEADERS = {**SSE_HEADERS, "x-vercel-ai-ui-message-stream": "v1"}
 
@@ -70,9 +70,10 @@ class VercelEncoder(SSEEncoder):
         self._step_open = False
         self._after_results = False
         self._state = StateTracker()
+        self._text = DeltaFrames({"type": "text-delta"}, "id", "delta")
 
     def _text_delta(self, e: TextDelta) -> bytes:
-        return sse_frame({"type": "text-delta", "id": e.message_id, "delta": e.delta})
+        return self._text.frame(e.delta, e.message_id)
 
     def _tool_call_args(self, e: ToolCallArgs) -> bytes:
         args = self._args.get(e.tool_call_id)

@@ -45,6 +45,31 @@ def sse_frame(event: dict[str, Any]) -> bytes:
     return b"data: " + orjson.dumps(event) + b"\n\n"
 
 
+class DeltaFrames:
+    """The frames of one kind of delta event (`{"type": ..., <id field>: id, <delta field>: delta}`), byte for byte
+    what `sse_frame` makes of that dict, for a fraction of its cost: most of a stream is deltas of one message, so
+    everything before the delta is made once per id and only the delta is encoded per event.
+
+    Only the last id's prefix is kept: a stream that switches ids at every delta costs what `sse_frame` does, and
+    never more memory.
+    """
+
+    __slots__ = ("_fields", "_id", "_id_field", "_prefix", "_tail")
+
+    def __init__(self, fields: dict[str, Any], id_field: str | None, delta_field: str) -> None:
+        self._fields = fields
+        self._id_field = id_field
+        self._tail = b',"' + delta_field.encode() + b'":'
+        self._id: str | None = None
+        self._prefix = b"data: " + orjson.dumps(fields)[:-1] + self._tail if id_field is None else b""
+
+    def frame(self, delta: str, id: str | None = None) -> bytes:
+        if id is not self._id and id != self._id:
+            self._id = id
+            self._prefix = b"data: " + orjson.dumps({**self._fields, self._id_field: id})[:-1] + self._tail
+        return self._prefix + orjson.dumps(delta) + b"}\n\n"
+
+
 class SSEEncoder:
     """Base of the streaming encoders: `encode` looks each event's type up in `handlers` and joins what they make.
 

@@ -68,6 +68,9 @@ class RunRepair:
 
         A decoder's mapping appends its events here as to a list: this is the decoder's repair stage.
         """
+        if type(event) is TextDelta and event.message_id in self.open_text:
+            self.out.append(event)  # most of a stream: a delta of an open message (so the run started, not ended)
+            return
         if self.done:
             return
         out = self.out
