@@ -6,11 +6,12 @@ users' words and secrets, unless `--log-bodies` is asked for while debugging.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import sys
 import time
-from typing import Any
+from typing import Any, TextIO
 
 import orjson
 
@@ -65,12 +66,57 @@ def _escaped(text: str) -> str:
     return _CONTROL.sub(lambda match: repr(match.group())[1:-1], text) if _CONTROL.search(text) else text
 
 
+class BatchedHandler(logging.StreamHandler[TextIO]):
+    """Writes the lines logged on the event loop together, at most `FLUSH_SECONDS` after the first of them: one
+    write to the stream for many lines, instead of a system call for each access line. Lines logged with no loop
+    running in the thread (startup, shutdown, other threads) are written at once, after any still waiting; what
+    waits at exit is written by `logging.shutdown`."""
+
+    FLUSH_SECONDS = 0.05
+    MAX_LINES = 256
+    """Written at once when this many wait: what a burst holds back stays small."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__(stream)
+        self._pending: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = self.format(record)
+        except Exception:
+            self.handleError(record)
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._pending.append(line)
+            self.flush()
+            return
+        if not self._pending:
+            loop.call_later(self.FLUSH_SECONDS, self.flush)
+        self._pending.append(line)
+        if len(self._pending) >= self.MAX_LINES:
+            self.flush()
+
+    def flush(self) -> None:
+        with self.lock:  # type: ignore[union-attr]  # a Handler's lock exists from its __init__
+            if not self._pending:
+                return
+            text = self.terminator.join(self._pending) + self.terminator
+            self._pending.clear()
+            try:
+                self.stream.write(text)
+                self.stream.flush()
+            except Exception:
+                pass  # as StreamHandler would (through handleError): a log that cannot be written is not our error
+
+
 def configure(fmt: str = "json", level: str = "info") -> None:
     # Neither format shows where a call was made, nor thread or process names: don't collect them per record
     # (the logging HOWTO's "Optimization"; the caller lookup walks the stack on every access line).
     logging._srcfile = None
     logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
-    handler = logging.StreamHandler(sys.stderr)
+    handler = BatchedHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else HumanFormatter())
     root = logging.getLogger("agent_gateway")
     root.handlers[:] = [handler]
