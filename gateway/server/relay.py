@@ -31,6 +31,11 @@ UNBUFFERED_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 """Asks caches and buffering proxies (nginx) in front of the gateway to pass a stream on as it is written."""
 
 
+FIRST_FRAME_ALONE_PAST = 1024
+"""Bytes after the first frame of the first read past which the first frame is sent alone: translating less costs
+the first event less time than a write of its own costs the request."""
+
+
 class Relay:
     """One run, from the upstream's 2xx body to the client's last byte. It holds what the run is translated and
     recorded with: the upstream's decoder, the client's encoder, the recorder and the exchange."""
@@ -76,10 +81,10 @@ class Relay:
                     deadlines.last_upstream_read = time.monotonic()
                     if first_frame_alone:
                         # The first frame goes out alone: the client's first event should not wait for the
-                        # translation of everything else the first read brought.
+                        # translation of everything else the first read brought, when that is much.
                         first_frame_alone = False
                         cut = chunk.find(b"\n\n") + 2
-                        if 1 < cut < len(chunk):
+                        if 1 < cut and len(chunk) - cut > FIRST_FRAME_ALONE_PAST:
                             events = decoder.feed(chunk[:cut])
                             if events and await self._deliver(events):
                                 return
