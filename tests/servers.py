@@ -10,6 +10,8 @@ from types import TracebackType
 import uvicorn
 from starlette.types import ASGIApp
 
+from gateway.server.http_server import HeadDeadlineProtocol
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -18,11 +20,12 @@ def free_port() -> int:
 
 
 class Served:
-    """`with Served(app) as server:` serves `app` at `server.url` until the block ends."""
+    """`with Served(app) as server:` serves `app` at `server.url` until the block ends, on the HTTP protocol
+    `agent-gateway serve` runs."""
 
     def __init__(self, app: ASGIApp, port: int = 0) -> None:
         config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="auto",
-                                timeout_graceful_shutdown=1)
+                                timeout_graceful_shutdown=1, http=HeadDeadlineProtocol)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.port = port

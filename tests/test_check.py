@@ -122,7 +122,9 @@ def test_each_real_agent_passes_what_it_supports(peer: str, peer_urls: dict[str,
 
 
 def test_the_inkeep_run_api_passes_what_it_supports() -> None:
-    with Served(create_inkeep_app()) as inkeep:
+    # Paced as Inkeep paces (more quickly): unpaced, the whole answer may come in the checker's first read, and
+    # then it cannot leave mid-run.
+    with Served(create_inkeep_app(delta_delay=0.005)) as inkeep:
         report = run_check(inkeep.url + "/run/api/chat", "vercel", variant="inkeep",
                            prompts={"server-tool": "what is the weather"})
     # Inkeep takes no tool list and has no approvals a single request can answer.

@@ -1,17 +1,24 @@
-"""uvicorn's HTTP protocol with a deadline on every request head.
+"""uvicorn's HTTP protocol with a deadline on every request head, and a response's head sent with its first body.
 
 uvicorn times out idle keep-alive connections, but not a client that opens a connection and sends its request head
 slowly or never (slow loris): each such connection stays open until the file descriptors run out. Here a request
 head must be complete within `HEAD_SECONDS` of the connection opening or the request's first byte, or the
 connection is closed. With `limit_concurrency` (the gateway's `max_connections`) the connections a worker keeps are
 bounded too, and a request past it is answered 503.
+
+uvicorn writes a response's head to the socket as soon as the app starts the response, and each body piece as it
+comes: two system calls where one would do, since the gateway sends its first piece right after the head. Here the
+head waits for the first body piece, or for the end of the event loop's turn if none comes in it, and both go out
+in one write.
 """
 
 from __future__ import annotations
 
 import asyncio
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 HEAD_SECONDS = 10.0
 """Set from the configuration's `header_timeout` before the server starts (in each worker)."""
@@ -30,7 +37,11 @@ class HeadDeadlineProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._disarm_head_deadline()
+        before = self.cycle
         super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not None and cycle is not before and self.transport is not None:
+            cycle.transport = _HeadHeld(self.transport, cycle, self.loop)  # type: ignore[assignment]
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_head_deadline()
@@ -49,3 +60,42 @@ class HeadDeadlineProtocol(HttpToolsProtocol):
         self._head_timer = None
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
+
+
+class _HeadHeld:
+    """The transport one response's cycle writes through until its first write (the head, or a `100 Continue`),
+    which is held until the next write or the end of the loop's turn, whichever comes first; then the cycle writes
+    to the socket's transport again. Anything else is the transport's."""
+
+    __slots__ = ("_cycle", "_held", "_loop", "_released", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, cycle: RequestResponseCycle, loop: asyncio.AbstractEventLoop
+                 ) -> None:
+        self._transport = transport
+        self._cycle = cycle
+        self._held: bytes | None = None
+        self._loop = loop
+        self._released = False
+
+    def write(self, data: bytes) -> None:
+        if self._held is None:
+            self._held = data
+            self._loop.call_soon(self.release)
+        else:
+            self.release(data)
+
+    def release(self, more: bytes = b"") -> None:
+        held = self._held
+        if held is None or self._released:
+            return
+        self._released = True
+        self._cycle.transport = self._transport
+        if not self._transport.is_closing():
+            self._transport.write(held + more if more else held)
+
+    def close(self) -> None:
+        self.release()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)

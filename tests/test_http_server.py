@@ -1,0 +1,72 @@
+"""The gateway's HTTP protocol: a response's head goes out with its first body piece, in one write."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+from starlette.types import Receive, Scope, Send
+
+from servers import Served
+
+
+class Writes:
+    """An ASGI app that answers with a head and `pieces`, each sent `pause` seconds after the one before."""
+
+    def __init__(self, pieces: list[bytes], pause: float = 0.0) -> None:
+        self.pieces, self.pause = pieces, pause
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        import asyncio
+        if scope["type"] != "http":
+            return
+        while (await receive()).get("more_body"):
+            pass
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+        for i, piece in enumerate(self.pieces):
+            await asyncio.sleep(self.pause)
+            await send({"type": "http.response.body", "body": piece, "more_body": i < len(self.pieces) - 1})
+
+
+def _first_read(port: int, request: bytes) -> tuple[bytes, bytes]:
+    """What the first read of the answer brings, and the whole answer."""
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.settimeout(5)
+        sock.sendall(request)
+        first = sock.recv(65536)
+        whole = first
+        while not whole.endswith(b"0\r\n\r\n"):
+            whole += sock.recv(65536)
+        return first, whole
+
+
+REQUEST = b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\nhi"
+
+
+def test_the_head_and_the_first_body_piece_arrive_in_one_write() -> None:
+    with Served(Writes([b"data: one\n\n", b"data: two\n\n"], pause=0.0)) as server:
+        first, whole = _first_read(server.port, REQUEST)
+    assert first.startswith(b"HTTP/1.1 200") and b"data: one" in first
+    assert whole.endswith(b"data: two\n\n\r\n0\r\n\r\n")
+
+
+def test_a_head_with_no_body_piece_ready_goes_out_at_once() -> None:
+    with Served(Writes([b"late"], pause=1.0)) as server, socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.settimeout(5)
+        sent = time.monotonic()
+        sock.sendall(REQUEST)
+        head = sock.recv(65536)
+        assert head.startswith(b"HTTP/1.1 200") and b"late" not in head
+        assert time.monotonic() - sent < 0.5  # not held until the body came
+
+
+def test_expect_100_continue_is_answered_before_the_body_is_sent() -> None:
+    with Served(Writes([b"ok"])) as server, socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.settimeout(5)
+        sock.sendall(b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\nexpect: 100-continue\r\n\r\n")
+        assert sock.recv(65536) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        sock.sendall(b"hi")
+        answer = b""
+        while not answer.endswith(b"0\r\n\r\n"):
+            answer += sock.recv(65536)
+        assert answer.startswith(b"HTTP/1.1 200") and b"ok" in answer
