@@ -71,8 +71,8 @@ from gateway.core.events import (  # noqa: E402
 )
 
 HEADLINE = ("ag-kit", "ag-ui")
-TARGET_NOW = 150_000
-TARGET_LATER = 300_000
+TARGET_NOW = 300_000
+TARGET_LATER = 1_000_000
 ROUNDS = 10
 """Each pair's time budget is spent in this many slices, interleaved with the other pairs."""
 TOOL_ARGS = ('{"city":', ' "Paris",', ' "unit": "celsius"}')
