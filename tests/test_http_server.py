@@ -5,9 +5,8 @@ from __future__ import annotations
 import socket
 import time
 
-from starlette.types import Receive, Scope, Send
-
 from servers import Served
+from starlette.types import Receive, Scope, Send
 
 
 class Writes:

@@ -15,7 +15,6 @@ in one write.
 from __future__ import annotations
 
 import asyncio
-
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle

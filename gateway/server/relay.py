@@ -31,6 +31,8 @@ UNBUFFERED_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 """Asks caches and buffering proxies (nginx) in front of the gateway to pass a stream on as it is written."""
 
 
+_TERMINAL = frozenset({RunFinished, RunError})
+
 FIRST_FRAME_ALONE_PAST = 1024
 """Bytes after the first frame of the first read past which the first frame is sent alone: translating less costs
 the first event less time than a write of its own costs the request."""
@@ -64,6 +66,7 @@ class Relay:
     async def run(self, response: Response, upstream_streams: bool) -> None:
         """Move the upstream's body to the client, translated, and store what the run added to the conversation."""
         decoder, encoder, writer, deadlines = self.decoder, self.encoder, self._writer, self._deadlines
+        write, streams = self._write, self._streams
         writer.encoder = encoder
         if encoder.streams:
             await writer.start(encoder.status_code, {**encoder.headers, **UNBUFFERED_HEADERS})
@@ -84,14 +87,19 @@ class Relay:
                         # translation of everything else the first read brought, when that is much.
                         first_frame_alone = False
                         cut = chunk.find(b"\n\n") + 2
-                        if 1 < cut and len(chunk) - cut > FIRST_FRAME_ALONE_PAST:
+                        if cut > 1 and len(chunk) - cut > FIRST_FRAME_ALONE_PAST:
                             events = decoder.feed(chunk[:cut])
                             if events and await self._deliver(events):
                                 return
                             chunk = chunk[cut:]
                     events = decoder.feed(chunk)
-                    if events and await self._deliver(events):
-                        return
+                    if events:
+                        if type(events[-1]) in _TERMINAL:
+                            await self._deliver(events)
+                            return
+                        out = self._translate(events)  # most reads: no coroutine made for the batch
+                        if out and streams:
+                            await write(out)
                 events = decoder.close()
             except HTTPError as exc:
                 events = decoder.fail(f"upstream connection broke: {describe(exc)}", "upstream_error")
@@ -105,11 +113,8 @@ class Relay:
         if events:  # empty only if the run already ended when the deadline struck
             await self._deliver(events)
 
-    async def _deliver(self, events: list[Event]) -> bool:
-        """Translate and send one batch of events; True once the run's terminal event is out."""
-        if self._upstream_status >= 300 and isinstance(events[-1], RunFinished):
-            # A one-body upstream answered non-2xx with a body that says nothing went wrong.
-            events[-1] = RunError(f"upstream answered HTTP {self._upstream_status}", "upstream_error")
+    def _translate(self, events: list[Event]) -> bytes:
+        """Count, record and encode one batch of events: the client's bytes for it."""
         record = self._record
         if not record.events:
             self._rewrite_start(events)
@@ -119,12 +124,20 @@ class Relay:
         else:
             record.events += len(events)
         self.recorder.record(events)
-        out = self.encoder.encode(events)
+        return self.encoder.encode(events)
+
+    async def _deliver(self, events: list[Event]) -> bool:
+        """Translate and send one batch of events; True once the run's terminal event is out."""
+        if self._upstream_status >= 300 and isinstance(events[-1], RunFinished):
+            # A one-body upstream answered non-2xx with a body that says nothing went wrong.
+            events[-1] = RunError(f"upstream answered HTTP {self._upstream_status}", "upstream_error")
+        out = self._translate(events)
         terminal = events[-1]
         if not isinstance(terminal, RunFinished | RunError):
             if self._streams and out:
                 await self._write(out)
             return False
+        record = self._record
         if isinstance(terminal, RunError):
             record.failed(terminal.code or "upstream_error")
         else:

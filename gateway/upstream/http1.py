@@ -149,7 +149,13 @@ class Response:
         while not self._chunks:  # the common case, data already here, awaits nothing
             if self.complete:
                 return b""
-            await self._wait()
+            if self._error is not None:
+                raise self._error
+            waiter = self._waiter = self._connection.loop.create_future()  # `_wait()` inline: once per chunk
+            try:
+                await waiter
+            finally:
+                self._waiter = None
         return self._take()
 
     async def _wait(self) -> None:
