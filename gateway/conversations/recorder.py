@@ -62,8 +62,9 @@ class RunRecorder:
 
     def record(self, events: list[Event]) -> None:
         for e in events:
-            if isinstance(e, TextDelta):
-                self._open()
+            if type(e) is TextDelta:  # most events: checked first, the open message made only when needed
+                if self._assistant is None:
+                    self._open()
                 self._held += len(e.delta)
                 if self._held <= self.max_chars:
                     self._text.append(e.delta)
