@@ -72,6 +72,8 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="agent-gateway", description="A reverse proxy that translates between AI-agent dialects.")
+    parser.add_argument("--version", action="version", version=_version(),
+                        help="print the version, and whether the codecs run compiled (scripts/compile), and exit")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     names = list(registry.DIALECTS)
     variants = registry.variants()
@@ -169,6 +171,13 @@ def main(argv: list[str] | None = None) -> int:
         run(args.dialect, args.host, args.port, args.pace)
         return 0
     return _translate(parser, args)
+
+
+def _version() -> str:
+    """The version, and whether the per-event modules run compiled (and from a build older than their source)."""
+    from gateway import __version__, compiled
+
+    return f"agent-gateway {__version__}, codecs {compiled.describe()}"
 
 
 _FLAGS = {("routes", "upstream", "url"): "--upstream", ("routes", "upstream", "dialect"): "--upstream-dialect",
@@ -288,6 +297,7 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if sock is None:
         asyncio.run(store.close())
         return 2
+    print(_version(), file=sys.stderr)
     print(f"agent-gateway listening on http://{args.host}:{args.port}", file=sys.stderr)
     logs.configure(args.log_format, args.log_level)
     http_server.HEAD_SECONDS = config.header_timeout

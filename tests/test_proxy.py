@@ -358,11 +358,22 @@ def test_upstream_that_goes_quiet_mid_run_is_cut_at_the_timeout(world: World, cl
 def test_a_bug_of_ours_ends_the_reply_and_the_gateway_keeps_serving(world: World,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     from gateway.conversations.recorder import RunRecorder
+    from gateway.server import proxy
 
-    def broken(self: RunRecorder, events: list[Any]) -> None:
-        raise RuntimeError("a bug")
+    class Broken:
+        """A recorder whose `record` fails. Put in by name: compiled (scripts/compile), `RunRecorder`'s methods
+        cannot be replaced, nor the class subclassed in Python."""
 
-    monkeypatch.setattr(RunRecorder, "record", broken)
+        def __init__(self, *args: Any) -> None:
+            self.recorder = RunRecorder(*args)
+
+        def record(self, events: list[Any]) -> None:
+            raise RuntimeError("a bug")
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.recorder, name)
+
+    monkeypatch.setattr(proxy, "RunRecorder", Broken)
     response = post(world.http, world.url("agent-respond", "ag-ui"), request_body("agent-respond", [
         user_message("agent-respond", "hi")]))
     assert response.status_code == 500 and response.json()["error"]["code"] == "gateway_error"

@@ -119,7 +119,7 @@ class RunRecorder:
             elif isinstance(e, Usage):
                 self._add_usage(e)
 
-    def _add_usage(self, reported: Usage) -> None:
+    def _add_usage(self, reported: Any) -> None:  # a Usage, as Any: compiled, its fields would be type-checked
         """Token counts summed (each a non-negative integer, else left out: upstreams send what they like), the
         last model and provider named kept, cut to a sane length: these go into metrics and spans."""
         usage = self.usage = self.usage or Usage()

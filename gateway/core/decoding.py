@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 
 from gateway.core.events import Event, RunFinished
+from gateway.core.native import mypyc_attr
 from gateway.core.repair import RunRepair
 from gateway.core.sse import DEFAULT_MAX_FRAME, FrameTooLarge, SSEDecoder
 
@@ -52,7 +53,7 @@ class Decoder(Protocol):
 
 
 class NewDecoder(Protocol):
-    def __call__(self, max_event_bytes: int = ...) -> Decoder:
+    def __call__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> Decoder:
         """A decoder for one upstream response. `max_event_bytes` bounds one event (one SSE frame, or the whole
         body of a dialect that answers in one): past it the run fails rather than the gateway's memory."""
 
@@ -84,6 +85,7 @@ class BoundedBody:
             return False, None
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class RepairedDecoder:
     """What every decoder shares: the repair stage, and failing the run when the transport breaks.
 
@@ -109,6 +111,7 @@ class RepairedDecoder:
         return None
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class JsonSSEDecoder(RepairedDecoder):
     """Decoder for dialects whose stream is SSE frames of one JSON object each, maybe ended by `[DONE]`.
 
@@ -173,6 +176,7 @@ class JsonSSEDecoder(RepairedDecoder):
         out.append(RunFinished())
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class JsonBodyDecoder(RepairedDecoder):
     """Decoder for dialects that answer in one JSON body: the framing is the whole body, read at `close()`.
 

@@ -1,0 +1,159 @@
+"""What the per-event modules make of odd upstream streams, printed so that two builds can be compared byte for byte.
+
+    python tests/compiled_diff.py SEED CASES [--pure]
+
+Each case is a recorded upstream stream (`tests/fixtures`) with random values put into a few of its frames' fields
+(or fields removed, or another event type named), fed in odd-sized chunks to every decoder that reads its dialect;
+the events go through the recorder and every dialect's encoder. One block per case: the events, the recorded
+messages, each encoder's bytes, or the exception each stage raised. `--pure` imports `gateway.compiled.MODULES`
+from their `.py` even where a compiled build (scripts/compile) sits beside them. `tests/test_compiled.py` runs both
+and compares.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.machinery
+import importlib.util
+import itertools
+import json
+import random
+import sys
+from collections.abc import Iterator, Sequence
+from importlib.machinery import EXTENSION_SUFFIXES, ModuleSpec
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+JUNK: list[Any] = [None, True, False, 0, 1, -3, 1.5, -0.0, 2**70, 10**30, "", "lots", "x y", "text-delta",
+                   "TEXT_MESSAGE_CONTENT", [], [1, "x"], {}, {"a": None}, {"type": "text"},
+                   [{"type": "text", "text": 3}]]
+READERS = {"ag-ui": ["ag-ui", "ag-kit"], "ag-kit": ["ag-kit"], "vercel": ["vercel"], "a2a": ["a2a"],
+           "agent-respond": ["agent-respond"]}
+"""The decoders that read each dialect's streams (AG-Kit's reads AG-UI too)."""
+GONE = object()
+
+
+class _FromSource:
+    """A finder that imports the compiled modules from their `.py`: the pure-Python run of the same checkout."""
+
+    def __init__(self, modules: Sequence[str]) -> None:
+        self.modules = set(modules)
+
+    def find_spec(self, name: str, path: Sequence[str] | None, target: ModuleType | None = None) -> ModuleSpec | None:
+        if name not in self.modules:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.origin is None or not spec.origin.endswith(tuple(EXTENSION_SUFFIXES)):
+            return spec
+        suffix = next(s for s in EXTENSION_SUFFIXES if spec.origin.endswith(s))
+        return importlib.util.spec_from_file_location(name, spec.origin[: -len(suffix)] + ".py")
+
+
+def _frames(path: Path) -> tuple[bool, list[Any]]:
+    """(whether the body is SSE, its frames' JSON values, or text where a frame is not JSON)."""
+    raw = path.read_bytes()
+    if path.suffix == ".json":
+        return False, [json.loads(raw)]
+    frames: list[Any] = []
+    for block in raw.replace(b"\r\n", b"\n").split(b"\n\n"):
+        data = b"\n".join(line[5:].lstrip() for line in block.split(b"\n") if line.startswith(b"data:"))
+        if data:
+            try:
+                frames.append(json.loads(data))
+            except ValueError:
+                frames.append(data.decode())
+    return True, frames
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _paths(item, (*prefix, index))
+
+
+def _put(value: Any, path: tuple[Any, ...], new: Any) -> None:
+    for part in path[:-1]:
+        value = value[part]
+    if new is GONE and isinstance(value, dict):
+        del value[path[-1]]
+    else:
+        value[path[-1]] = None if new is GONE else new
+
+
+def _body(sse: bool, frames: list[Any]) -> bytes:
+    def dump(frame: Any) -> bytes:  # json, not orjson: integers past 64 bits are part of the junk
+        return frame.encode() if isinstance(frame, str) else json.dumps(frame, separators=(",", ":")).encode()
+
+    return b"".join(b"data: " + dump(frame) + b"\n\n" for frame in frames) if sse else dump(frames[0])
+
+
+def main(argv: list[str]) -> None:
+    seed, cases = int(argv[0]), int(argv[1])
+    sys.path.insert(0, str(ROOT))
+    if "--pure" in argv:
+        from gateway.compiled import MODULES
+
+        sys.meta_path.insert(0, _FromSource(MODULES))  # type: ignore[arg-type]
+
+    from adapters import registry
+    from gateway import compiled
+    from gateway.conversations.recorder import RunRecorder
+    from gateway.core import ids
+
+    def run(dialect: str, data: bytes) -> str:
+        ids._PREFIX = "p"  # made-up ids, the same in both runs
+        ids._COUNTER = itertools.count(1)
+        try:
+            decoder = registry.DIALECTS[dialect].new_decoder()
+            events = [event for start in range(0, len(data), 97) for event in decoder.feed(data[start:start + 97])]
+            events += decoder.close()
+        except Exception as exc:
+            return f"decode: {type(exc).__name__}: {exc}"
+        out = [repr(events)]
+        try:
+            recorder = RunRecorder()
+            recorder.record(events)
+            out.append(f"{recorder.close()!r} {recorder.usage!r} {recorder.pending_tools!r} {recorder.state.value!r}")
+        except Exception as exc:
+            out.append(f"record: {type(exc).__name__}: {exc}")
+        for name, target in registry.DIALECTS.items():
+            try:
+                out.append(f"{name}: {target.new_encoder(None).encode(events)!r}")
+            except Exception as exc:
+                out.append(f"encode {name}: {type(exc).__name__}: {exc}")
+        return "\n  ".join(out)
+
+    print(f"codecs {compiled.describe()}")
+    fixtures = {path: _frames(path) for path in sorted(FIXTURES.glob("*/*")) if path.suffix in (".sse", ".json")}
+    types = {path.parent.name: sorted({frame[key] for other, (_, frames) in fixtures.items()
+                                       if other.parent == path.parent for frame in frames if isinstance(frame, dict)
+                                       for key in ("type", "kind") if isinstance(frame.get(key), str)})
+             for path in fixtures}
+    rng = random.Random(seed)
+    paths = list(fixtures)
+    for case in range(cases):
+        path = paths[rng.randrange(len(paths))]
+        sse, frames = copy.deepcopy(fixtures[path])
+        dialect = path.parent.name
+        for _ in range(rng.choice([1, 1, 2, 3, 6])):
+            frame = frames[rng.randrange(len(frames))]
+            where = [p for p in _paths(frame) if p] if isinstance(frame, (dict, list)) else []
+            if where:
+                draw = rng.random()
+                new = (GONE if draw < 0.15 else rng.choice(types[dialect]) if draw < 0.3 and types[dialect]
+                       else copy.deepcopy(rng.choice(JUNK)))
+                _put(frame, where[rng.randrange(len(where))], new)
+        data = _body(sse, frames)
+        for reader in READERS[dialect]:
+            print(f"### {case} {dialect}/{path.name} read as {reader}\n  {run(reader, data)}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
