@@ -210,7 +210,7 @@ _FIELDS = ["messageId", "delta", "toolCallId", "toolCallName", "content", "id", 
 
 
 @pytest.mark.parametrize("dialect", SSE_JSON_DIALECTS)
-@given(frames=st.lists(st.fixed_dictionaries({"type": st.sampled_from(_TYPES)},
+@given(frames=st.lists(st.fixed_dictionaries({"type": st.sampled_from(_TYPES) | _json_value},
                                              optional={f: _json_value for f in _FIELDS}), max_size=10),
        done=st.booleans())
 def test_structured_garbage_never_raises_and_every_encoder_takes_the_result(

@@ -48,6 +48,11 @@ _PASSTHROUGH = frozenset({
 })
 
 
+def _passes_through(kind: object) -> bool:
+    """An upstream's event type may be any JSON value (a list is unhashable): only a listed string passes."""
+    return isinstance(kind, str) and kind in _PASSTHROUGH
+
+
 class AguiEncoder(SSEEncoder):
     __slots__ = ("_announced", "_interrupts", "_parent", "_pending", "_run_id", "_text", "_thread_id", "_usage")
 
@@ -192,7 +197,7 @@ class AguiEncoder(SSEEncoder):
         return b""
 
     def _raw(self, e: Raw) -> bytes:
-        if e.dialect == "ag-ui" and e.event.get("type") in _PASSTHROUGH:
+        if e.dialect == "ag-ui" and _passes_through(e.event.get("type")):
             return sse_frame(e.event)
         return sse_frame({"type": "RAW", "event": e.event, "source": e.dialect})
 

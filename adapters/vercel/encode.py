@@ -52,6 +52,11 @@ from .request import INKEEP, INTERRUPT_CALL_PREFIX
 _PASSTHROUGH = frozenset({"message-metadata", "source-url", "source-document", "file"})
 
 
+def _passes_through(kind: object) -> bool:
+    """An upstream's event type may be any JSON value (a list is unhashable): only a listed string passes."""
+    return isinstance(kind, str) and kind in _PASSTHROUGH
+
+
 _START_STEP = sse_frame({"type": "start-step"})
 _FINISH_STEP = sse_frame({"type": "finish-step"})
 
@@ -169,7 +174,7 @@ class VercelEncoder(SSEEncoder):
         return self._end_step() + self._error(e) + DONE
 
     def _raw(self, e: Raw) -> bytes:
-        if e.dialect == "vercel" and e.event.get("type") in _PASSTHROUGH:
+        if e.dialect == "vercel" and _passes_through(e.event.get("type")):
             return sse_frame(e.event)
         self.dropped["raw"] += 1
         return b""
