@@ -301,7 +301,9 @@ class Bench:
                     "upstream": {"url": f"http://127.0.0.1:{self.up_port}/{upstream}", "dialect": upstream},
                     "resumable": bool(self.args.resumable),
                 })
-        config = {"routes": routes, "store": {"url": "memory://", "max_conversations": 2000}}
+        # Workers share no memory: more than one share a SQLite store, as `serve --workers` requires.
+        store = "memory://" if self.gw_workers == 1 else f"sqlite:///{self.tmp / 'conversations.db'}"
+        config = {"routes": routes, "store": {"url": store, "max_conversations": 2000}}
         path = self.out / "gateway.yaml"
         path.write_text(json.dumps(config, indent=2) + "\n")  # JSON is YAML
         return path
