@@ -129,7 +129,10 @@ class Scenario:
     """Restart the gateway and prime it before this scenario (memory per stream from a clean process)."""
     workers: int = 1
     """Gateway worker processes, on as many cores (from core 0 up; the harness keeps its core, so with 2 workers on
-    a 2-core machine it shares the second). The gateway is restarted for a scenario whose count differs."""
+    a 2-core machine it shares the second)."""
+    store: str = "memory"
+    """The gateway's conversation store: "memory", or "sqlite", which workers share (`serve --workers` needs one).
+    The gateway is restarted for a scenario whose workers or store differ from the last one's."""
     timeout: float = 30.0
     grace: float = 10.0
 
@@ -158,7 +161,9 @@ def scenarios(quick: bool) -> list[Scenario]:
         Scenario("respond-paced-c16", 100, 5, 16, RESPOND, 4.0, 1.0, ramp=0.5),
         Scenario("paced-c1000x20ms", 100, 20, 1000, [HEADLINE], 6.0, 3.0, ramp=2.0, reps=1, fresh_gateway=True,
                  grace=15.0),
-        Scenario("unpaced-c16-workers2", 200, 0, 16, [HEADLINE], 4.0, 1.0, targets=("gateway",), workers=2),
+        Scenario("unpaced-c16-sqlite", 200, 0, 16, [HEADLINE], 4.0, 1.0, targets=("gateway",), store="sqlite"),
+        Scenario("unpaced-c16-workers2", 200, 0, 16, [HEADLINE], 4.0, 1.0, targets=("gateway",), workers=2,
+                 store="sqlite"),
     ]
 
 
@@ -255,6 +260,7 @@ class Bench:
     gw_port: int = 0
     gw_starts: int = 0
     gw_workers: int = 1
+    gw_store: str = "memory"
     retries_left: int = NOISE_RETRIES
 
     @property
@@ -301,16 +307,15 @@ class Bench:
                     "upstream": {"url": f"http://127.0.0.1:{self.up_port}/{upstream}", "dialect": upstream},
                     "resumable": bool(self.args.resumable),
                 })
-        # Workers share no memory: more than one share a SQLite store, as `serve --workers` requires.
-        store = "memory://" if self.gw_workers == 1 else f"sqlite:///{self.tmp / 'conversations.db'}"
+        store = "memory://" if self.gw_store == "memory" else f"sqlite:///{self.tmp / 'conversations.db'}"
         config = {"routes": routes, "store": {"url": store, "max_conversations": 2000}}
         path = self.out / "gateway.yaml"
         path.write_text(json.dumps(config, indent=2) + "\n")  # JSON is YAML
         return path
 
-    def start_gateway(self, workers: int = 1) -> None:
+    def start_gateway(self, workers: int = 1, store: str = "memory") -> None:
         self.gw_starts += 1
-        self.gw_workers = workers
+        self.gw_workers, self.gw_store = workers, store
         config = self.gateway_config()
         cmd = [PY, "-m", "gateway", "serve", "--config", str(config), "--host", "127.0.0.1",
                "--port", str(self.gw_port), "--workers", str(workers), "--log-level", self.args.gateway_log_level]
@@ -376,9 +381,9 @@ class Bench:
             time.sleep(0.01)
         return None
 
-    def restart_gateway(self, workers: int = 1) -> None:
+    def restart_gateway(self, workers: int = 1, store: str = "memory") -> None:
         self.procs.stop("gateway")
-        self.start_gateway(workers)
+        self.start_gateway(workers, store)
 
     # ---- measurements
 
@@ -634,7 +639,7 @@ class Summary:
                     check(f"paced CPU/event ≤ 2x nginx ({s.name})", pair, round(ratio, 2), 2.0, "x",
                           f"gateway {gw['sut_us_ev']:.1f} µs vs nginx {ng['sut_us_ev']:.1f} µs{pace}",
                           ok=ratio <= 2.0 and kept)
-                if not s.paced and s.concurrency >= 16 and s.workers == 1 and gw["sut_us_ev"]:
+                if not s.paced and s.concurrency >= 16 and s.store == "memory" and gw["sut_us_ev"]:
                     check(f"batched CPU/event ≤ 1.8 µs ({s.name})", pair, round(gw["sut_us_ev"], 2), 1.8, "µs",
                           f"nginx {ng['sut_us_ev']:.2f} µs" if ng and ng["sut_us_ev"] else "")
                 if s.name == "paced-c16" and dr and ng and None not in (gw["lat99"], dr["lat99"], ng["lat99"]):
@@ -648,7 +653,7 @@ class Summary:
                     check(f"TTFE added ≤ 0.3 ms at C=1 ({s.name})", pair, round(added, 3), 0.3, "ms",
                           f"p50 {gw['ttfe50']:.3f} vs direct {dr['ttfe50']:.3f} ms; p99 added "
                           f"{gw['ttfe99'] - dr['ttfe99']:+.3f} ms")
-                one = self.get("unpaced-c16", "gateway", *pair) if s.workers > 1 else None
+                one = self.get(f"unpaced-c16-{s.store}", "gateway", *pair) if s.workers > 1 else None
                 if one is not None and one["ev_s"] and gw["ev_s"]:
                     scale = gw["ev_s"] / one["ev_s"]
                     check(f"--workers {s.workers}: ≥ 1.8x one worker's events/s ({s.name})", pair, round(scale, 2),
@@ -880,10 +885,10 @@ def run(bench: Bench, all_scenarios: list[Scenario], reps: int, out: Path) -> in
     rows: list[dict[str, Any]] = []
     with open(results, "a") as sink:
         for s in all_scenarios:
-            if "gateway" in s.targets and s.workers != bench.gw_workers:
-                bench.restart_gateway(s.workers)
+            if "gateway" in s.targets and (s.fresh_gateway or (s.workers, s.store) != (bench.gw_workers,
+                                                                                        bench.gw_store)):
+                bench.restart_gateway(s.workers, s.store)
             if s.fresh_gateway and "gateway" in s.targets:
-                bench.restart_gateway(s.workers)
                 client, upstream = s.pairs[0]
                 primer = Scenario("prime", s.n, 0, 16, [], 30.0, 0.0, timeout=20.0, grace=10.0)
                 bench.load("gateway", client, upstream, primer, requests=1200)
