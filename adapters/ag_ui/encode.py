@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.core.codec import as_text, drop_none
-from gateway.core.encoding import DeltaFrames, SSEEncoder, sse_frame
+from gateway.core.encoding import DeltaFrames, SSEEncoder, is_one_of, sse_frame
 from gateway.core.events import (
     Data,
     Interrupt,
@@ -46,11 +46,6 @@ _ROLES = frozenset({"developer", "system", "assistant", "user"})
 _PASSTHROUGH = frozenset({
     "RAW", "ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "REASONING_ENCRYPTED_VALUE",
 })
-
-
-def _passes_through(kind: object) -> bool:
-    """An upstream's event type may be any JSON value (a list is unhashable): only a listed string passes."""
-    return isinstance(kind, str) and kind in _PASSTHROUGH
 
 
 class AguiEncoder(SSEEncoder):
@@ -197,7 +192,7 @@ class AguiEncoder(SSEEncoder):
         return b""
 
     def _raw(self, e: Raw) -> bytes:
-        if e.dialect == "ag-ui" and _passes_through(e.event.get("type")):
+        if e.dialect == "ag-ui" and is_one_of(e.event.get("type"), _PASSTHROUGH):
             return sse_frame(e.event)
         return sse_frame({"type": "RAW", "event": e.event, "source": e.dialect})
 

@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from gateway.core.codec import as_text, drop_none, json_or_text
-from gateway.core.encoding import SSE_HEADERS, DeltaFrames, SSEEncoder, sse_frame
+from gateway.core.encoding import SSE_HEADERS, DeltaFrames, SSEEncoder, is_one_of, sse_frame
 from gateway.core.events import (
     Data,
     Interrupt,
@@ -50,11 +50,6 @@ from .request import INKEEP, INTERRUPT_CALL_PREFIX
 
 # Chunk types a `Raw` from a Vercel upstream may carry to a Vercel client: those every supported `ai` accepts.
 _PASSTHROUGH = frozenset({"message-metadata", "source-url", "source-document", "file"})
-
-
-def _passes_through(kind: object) -> bool:
-    """An upstream's event type may be any JSON value (a list is unhashable): only a listed string passes."""
-    return isinstance(kind, str) and kind in _PASSTHROUGH
 
 
 _START_STEP = sse_frame({"type": "start-step"})
@@ -174,7 +169,7 @@ class VercelEncoder(SSEEncoder):
         return self._end_step() + self._error(e) + DONE
 
     def _raw(self, e: Raw) -> bytes:
-        if e.dialect == "vercel" and _passes_through(e.event.get("type")):
+        if e.dialect == "vercel" and is_one_of(e.event.get("type"), _PASSTHROUGH):
             return sse_frame(e.event)
         self.dropped["raw"] += 1
         return b""

@@ -45,6 +45,11 @@ def sse_frame(event: dict[str, Any]) -> bytes:
     return b"data: " + orjson.dumps(event) + b"\n\n"
 
 
+def is_one_of(kind: object, names: frozenset[str]) -> bool:
+    """Whether an upstream event's type is one of `names`: the type may be any JSON value (a list is unhashable)."""
+    return isinstance(kind, str) and kind in names
+
+
 class DeltaFrames:
     """The frames of one kind of delta event (`{"type": ..., <id field>: id, <delta field>: delta}`), byte for byte
     what `sse_frame` makes of that dict, for a fraction of its cost: most of a stream is deltas of one message, so
