@@ -9,7 +9,7 @@ What it starts (all on 127.0.0.1, each stopped by PID at the end, whatever happe
 - `bench/upstream.py`: the upstream agent, any dialect by path, N text deltas stamped with their send time;
 - nginx (`bench/nginx.conf`): a plain SSE pass-through to the upstream, 1 worker;
 - the gateway: `python -m gateway serve --config <generated> --workers 1`, one route per pair
-  `/p/<client>/<upstream>`, memory store.
+  `/p/<client>/<upstream>`, memory store (the `-sqlite` and `-workers2` scenarios: a SQLite store, two workers).
 
 Layout: the systems under test (gateway, nginx) have core 0 to themselves, one at a time under load; the harness
 (upstream, load client, this script) shares core 1. Each measurement is one `bench/load.py` run: C keep-alive streams
