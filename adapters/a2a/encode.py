@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from gateway.core.codec import as_text, json_or_text
-from gateway.core.encoding import EVENT_TYPES, SSEEncoder
+from gateway.core.encoding import EVENT_TYPES, HOLE, DeltaFrames, SSEEncoder
 from gateway.core.events import (
     Data,
     Event,
@@ -63,8 +63,8 @@ class TaskWriter:
     """The task a run makes, as the responses an A2A server streams; shared by the streamed and the one-body
     reply."""
 
-    __slots__ = ("_calls", "_context_id", "_continues", "_dropped", "_interrupts", "_open", "_request", "_task_id",
-                 "_unresolved", "version")
+    __slots__ = ("_calls", "_context_id", "_continues", "_dropped", "_interrupts", "_request", "_task_id",
+                 "_unresolved", "sent", "version")
 
     def __init__(self, request: Turn | None, dropped: dict[str, int]) -> None:
         self.version = request.variant if request is not None and request.variant == V03 else None
@@ -73,7 +73,7 @@ class TaskWriter:
         self._task_id = request.run_id if request is not None and request.run_id else new_id("task")
         self._context_id = request.conversation_id if request is not None and request.conversation_id \
             else new_id("ctx")
-        self._open: dict[str, bool] = {}
+        self.sent: dict[str, bool] = {}
         """Text messages being written as artifacts: message id -> whether a chunk went out."""
         self._calls: dict[str, tuple[str, list[str]]] = {}
         self._unresolved: dict[str, dict[str, Any]] = {}
@@ -142,13 +142,13 @@ class TaskWriter:
         return messages
 
     def _text_start(self, e: TextStart) -> list[Response]:
-        self._open[e.message_id] = False
+        self.sent[e.message_id] = False
         return []
 
     def _text_delta(self, e: TextDelta) -> list[Response]:
-        if self._open.get(e.message_id):
+        if self.sent.get(e.message_id):
             return [self.text_chunk(e.message_id, e.delta)]
-        self._open[e.message_id] = True
+        self.sent[e.message_id] = True
         return [self._artifact(e.message_id, "response", [text_part(self.version, e.delta)], False, False)]
 
     def text_chunk(self, message_id: str, text: str) -> Response:
@@ -156,7 +156,7 @@ class TaskWriter:
         return self._artifact(message_id, "response", [text_part(self.version, text)], True, False)
 
     def _text_end(self, e: TextEnd) -> list[Response]:
-        if not self._open.pop(e.message_id, False):
+        if not self.sent.pop(e.message_id, False):
             return []
         return [self._artifact(e.message_id, "response", [text_part(self.version, "")], True, True)]
 
@@ -233,8 +233,8 @@ class TaskWriter:
 
     def _close_text(self) -> list[Response]:
         out = [self._artifact(message_id, "response", [text_part(self.version, "")], True, True)
-               for message_id, sent in self._open.items() if sent]
-        self._open.clear()
+               for message_id, sent in self.sent.items() if sent]
+        self.sent.clear()
         return out
 
 
@@ -263,50 +263,41 @@ def asked(request: Turn | None) -> dict[str, Any]:
     return a2a if isinstance(a2a, dict) else {}
 
 
-_HOLE = "\x00"
-"""Where a chunk's text goes in a message's rendered envelope (nothing a client controls comes after it)."""
-
-
-def _frame(self: A2AStreamEncoder, kind: str, value: dict[str, Any]) -> bytes:
-    response = {"jsonrpc": "2.0", "id": self.rpc_id, "result": wrap(self.writer.version, kind, value)}
-    return b"data: " + orjson.dumps(response) + b"\n\n"
+def _frame(version: str | None, rpc_id: Any, kind: str, value: dict[str, Any]) -> bytes:
+    return b"data: " + orjson.dumps({"jsonrpc": "2.0", "id": rpc_id, "result": wrap(version, kind, value)}) + b"\n\n"
 
 
 def _stream_event(self: A2AStreamEncoder, e: Event) -> bytes:
     responses = self.writer.event(e)
-    return b"".join([_frame(self, kind, value) for kind, value in responses]) if responses else b""
+    if not responses:
+        return b""
+    version, rpc_id = self.writer.version, self.rpc_id
+    return b"".join([_frame(version, rpc_id, kind, value) for kind, value in responses])
 
 
 def _stream_text(self: A2AStreamEncoder, e: TextDelta) -> bytes:
-    """Most of a stream: each chunk after a message's first is the same envelope around a new delta, so the
-    envelope is rendered once per message and the delta dropped in."""
-    around = self.chunk_frames.get(e.message_id)
-    if around is not None:
-        return around[0] + orjson.dumps(e.delta) + around[1]
-    first = _stream_event(self, e)
-    before, _, after = _frame(self, *self.writer.text_chunk(e.message_id, _HOLE)).rpartition(orjson.dumps(_HOLE))
-    self.chunk_frames[e.message_id] = (before, after)
-    return first
-
-
-def _stream_text_end(self: A2AStreamEncoder, e: TextEnd) -> bytes:
-    self.chunk_frames.pop(e.message_id, None)
+    """Most of a stream: each chunk after a message's first is the same envelope around a new delta."""
+    if self.writer.sent.get(e.message_id):
+        return self.chunks.frame(e.delta, e.message_id)
     return _stream_event(self, e)
 
 
 class A2AStreamEncoder(SSEEncoder):
     """`SendStreamingMessage`'s reply: each response in a JSON-RPC envelope carrying the request's id."""
 
-    __slots__ = ("chunk_frames", "rpc_id", "writer")
+    __slots__ = ("chunks", "rpc_id", "writer")
 
-    handlers = {**dict.fromkeys(EVENT_TYPES, _stream_event), TextDelta: _stream_text, TextEnd: _stream_text_end}
+    handlers = {**dict.fromkeys(EVENT_TYPES, _stream_event), TextDelta: _stream_text}
 
     def __init__(self, request: Turn | None = None) -> None:
         super().__init__(request)
         self.writer = TaskWriter(request, self.dropped)
         self.rpc_id = asked(request).get("id")
-        self.chunk_frames: dict[str, tuple[bytes, bytes]] = {}
-        """Per text message being streamed, its chunk's envelope: the bytes before and after the delta."""
+        writer, rpc_id = self.writer, self.rpc_id
+        self.chunks = DeltaFrames(lambda message_id: _frame(writer.version, rpc_id,
+                                                            *writer.text_chunk(message_id, HOLE)))
+        """The envelope of a message's chunks after its first (closed over the writer, not this encoder: no
+        reference cycle)."""
 
 
 class A2ATaskEncoder:

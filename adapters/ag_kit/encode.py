@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gateway.core.codec import as_text, drop_none
-from gateway.core.encoding import DeltaFrames, SSEEncoder, sse_frame
+from gateway.core.encoding import HOLE, DeltaFrames, SSEEncoder, sse_frame
 from gateway.core.events import (
     Data,
     Event,
@@ -47,7 +47,7 @@ _DROPPED: dict[type, str] = {
 left out too, but lose nothing: the client knows its ids, and a message ends where something else begins."""
 
 
-_TEXT = DeltaFrames({"type": "text"}, None, "content")
+_TEXT = DeltaFrames(lambda _: sse_frame({"type": "text", "content": HOLE}))
 
 
 def _text(self: AgKitEncoder, e: TextDelta) -> bytes:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.core.codec import as_text, drop_none
-from gateway.core.encoding import DeltaFrames, SSEEncoder, is_one_of, sse_frame
+from gateway.core.encoding import HOLE, DeltaFrames, SSEEncoder, is_one_of, sse_frame
 from gateway.core.events import (
     Data,
     Interrupt,
@@ -48,6 +48,10 @@ _PASSTHROUGH = frozenset({
 })
 
 
+def _text_content(message_id: str) -> bytes:
+    return sse_frame({"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": HOLE})
+
+
 class AguiEncoder(SSEEncoder):
     __slots__ = ("_announced", "_interrupts", "_parent", "_pending", "_run_id", "_text", "_thread_id", "_usage")
 
@@ -60,7 +64,7 @@ class AguiEncoder(SSEEncoder):
         self._pending: dict[str, None] = {}
         self._interrupts: list[dict[str, Any]] = []
         self._usage: list[dict[str, Any]] = []
-        self._text = DeltaFrames({"type": "TEXT_MESSAGE_CONTENT"}, "messageId", "delta")
+        self._text = DeltaFrames(_text_content)
 
     # lifecycle
 

@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from gateway.core.codec import as_text, drop_none, json_or_text
-from gateway.core.encoding import SSE_HEADERS, DeltaFrames, SSEEncoder, is_one_of, sse_frame
+from gateway.core.encoding import HOLE, SSE_HEADERS, DeltaFrames, SSEEncoder, is_one_of, sse_frame
 from gateway.core.events import (
     Data,
     Interrupt,
@@ -52,6 +52,10 @@ from .request import INKEEP, INTERRUPT_CALL_PREFIX
 _PASSTHROUGH = frozenset({"message-metadata", "source-url", "source-document", "file"})
 
 
+def _text_delta(message_id: str) -> bytes:
+    return sse_frame({"type": "text-delta", "id": message_id, "delta": HOLE})
+
+
 _START_STEP = sse_frame({"type": "start-step"})
 _FINISH_STEP = sse_frame({"type": "finish-step"})
 
@@ -70,7 +74,7 @@ class VercelEncoder(SSEEncoder):
         self._step_open = False
         self._after_results = False
         self._state = StateTracker()
-        self._text = DeltaFrames({"type": "text-delta"}, "id", "delta")
+        self._text = DeltaFrames(_text_delta)
 
     def _text_delta(self, e: TextDelta) -> bytes:
         return self._text.frame(e.delta, e.message_id)

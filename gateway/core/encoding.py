@@ -50,29 +50,34 @@ def is_one_of(kind: object, names: frozenset[str]) -> bool:
     return isinstance(kind, str) and kind in names
 
 
-class DeltaFrames:
-    """The frames of one kind of delta event (`{"type": ..., <id field>: id, <delta field>: delta}`), byte for byte
-    what `sse_frame` makes of that dict, for a fraction of its cost: most of a stream is deltas of one message, so
-    everything before the delta is made once per id and only the delta is encoded per event.
+HOLE = "\x00"
+"""The delta a `DeltaFrames` render function puts in its frame, where each delta then goes."""
+_HOLE_JSON = orjson.dumps(HOLE)
+_NO_ID = object()
 
-    Only the last id's prefix is kept: a stream that switches ids at every delta costs what `sse_frame` does, and
-    never more memory.
+
+class DeltaFrames:
+    """The frames of one kind of delta event, byte for byte what rendering each whole makes, for a fraction of its
+    cost: most of a stream is deltas of one message, so its frame is rendered once around a placeholder delta and
+    each delta is only JSON-encoded into the gap.
+
+    `render(id)` is the frame of a delta of message `id` whose delta is `HOLE` (nothing after the delta in the frame
+    may hold a NUL). Only the last id's frame is kept: a stream that switches ids at every delta costs a render a
+    delta, and never more memory.
     """
 
-    __slots__ = ("_fields", "_id", "_id_field", "_prefix", "_tail")
+    __slots__ = ("_after", "_before", "_id", "_render")
 
-    def __init__(self, fields: dict[str, Any], id_field: str | None, delta_field: str) -> None:
-        self._fields = fields
-        self._id_field = id_field
-        self._tail = b',"' + delta_field.encode() + b'":'
-        self._id: str | None = None
-        self._prefix = b"data: " + orjson.dumps(fields)[:-1] + self._tail if id_field is None else b""
+    def __init__(self, render: Callable[[Any], bytes]) -> None:
+        self._render = render
+        self._id: object = _NO_ID
+        self._before = self._after = b""
 
     def frame(self, delta: str, id: str | None = None) -> bytes:
         if id is not self._id and id != self._id:
+            self._before, _, self._after = self._render(id).rpartition(_HOLE_JSON)
             self._id = id
-            self._prefix = b"data: " + orjson.dumps({**self._fields, self._id_field: id})[:-1] + self._tail
-        return self._prefix + orjson.dumps(delta) + b"}\n\n"
+        return self._before + orjson.dumps(delta) + self._after
 
 
 class SSEEncoder:
