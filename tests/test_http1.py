@@ -272,6 +272,70 @@ def test_a_compressed_body_is_decompressed() -> None:
     run(main)
 
 
+def test_a_waiting_reader_is_offered_the_bytes_and_woken_only_when_it_declines() -> None:
+    """`Response.offer`: body bytes go to the reader in the connection's callback while it waits in `read()`; its
+    task wakes only when it declines (read() gives b"" though the body goes on) and at the body's end."""
+    step = asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        writer.write(STREAM_HEAD)
+        for piece in (b"one", b"two", b"no", b"four"):
+            await writer.drain()
+            await step.wait()  # the reader waits in read() (or took the piece before)
+            step.clear()
+            writer.write(chunk(piece))
+        await step.wait()
+        writer.write(b"0\r\n\r\n")
+        return True
+
+    async def main() -> None:
+        async with Server(handler) as server:
+            pool = Pool()
+            response = await pool.post(Target(server.url(), 5), b"{}", {})
+            offered: list[bytes] = []
+
+            def offer(data: bytes) -> bool:
+                offered.append(data)
+                if data == b"no":
+                    return False
+                step.set()
+                return True
+
+            response.offer = offer
+            asyncio.get_running_loop().call_later(0.05, step.set)
+            assert await asyncio.wait_for(response.read(), 2) == b""  # woken by the decline, not before
+            assert offered == [b"one", b"two", b"no"] and not response.complete
+            step.set()
+            assert await asyncio.wait_for(response.read(), 2) == b""  # the body's end is never offered
+            assert offered == [b"one", b"two", b"no", b"four"] and response.complete
+            response.release()
+            await pool.close()
+
+    run(main)
+
+
+def test_a_compressed_body_is_never_offered() -> None:
+    body = gzip.compress(b"data: x\n\n")
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ntransfer-encoding: chunked\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        writer.write(chunk(body) + b"0\r\n\r\n")
+        return True
+
+    async def main() -> None:
+        async with Server(handler) as server:
+            pool = Pool()
+            response = await pool.post(Target(server.url(), 5), b"{}", {})
+            response.offer = lambda data: pytest.fail("offered compressed bytes")
+            assert await read_all(response) == b"data: x\n\n"
+            response.release()
+            await pool.close()
+
+    run(main)
+
+
 def test_a_reader_that_lags_stops_the_socket_reads_and_so_the_server() -> None:
     """Backpressure: the client holds at most its high-water mark plus the kernel's buffers, then the server's
     writes block; reading again lets the rest through."""

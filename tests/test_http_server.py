@@ -1,4 +1,5 @@
-"""The gateway's HTTP protocol: a response's head goes out with its first body piece, in one write."""
+"""The gateway's HTTP protocol: a response's head goes out with its first body piece, in one write; a streamed
+body's pieces can be written without a coroutine each, when the client is reading."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import socket
 import time
 
 from servers import Served
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
+
+from gateway.server.http_server import direct_body
 
 
 class Writes:
@@ -69,3 +72,57 @@ def test_expect_100_continue_is_answered_before_the_body_is_sent() -> None:
         while not answer.endswith(b"0\r\n\r\n"):
             answer += sock.recv(65536)
         assert answer.startswith(b"HTTP/1.1 200") and b"ok" in answer
+
+
+class WritesDirectly:
+    """An ASGI app that sends `first` through `send`, then writes pieces of `piece` directly while the client takes
+    them without a wait, at most `most` bytes, and ends the body through `send`."""
+
+    def __init__(self, piece: bytes, most: int) -> None:
+        self.piece, self.most = piece, most
+        self.written = 0
+        self.stopped_by_the_client = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        while (await receive()).get("more_body"):
+            pass
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": b"first|", "more_body": True})
+        direct = direct_body(send)
+        assert direct is not None
+        while self.written < self.most:
+            if not direct.ready():
+                self.stopped_by_the_client = True
+                break
+            direct.write(self.piece)
+            self.written += len(self.piece)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def test_pieces_written_directly_are_chunks_as_send_writes_them() -> None:
+    app = WritesDirectly(b"data: one\n\n", most=22)
+    with Served(app) as server:
+        _, whole = _first_read(server.port, REQUEST)
+    assert whole.endswith(b"\r\n\r\n6\r\nfirst|\r\nb\r\ndata: one\n\n\r\nb\r\ndata: one\n\n\r\n0\r\n\r\n")
+
+
+def test_a_client_that_stops_reading_stops_direct_writes() -> None:
+    """Direct writes heed the connection's flow control as `send` does: a client that reads nothing holds at most
+    the transport's high-water mark and the kernel's buffers."""
+    app = WritesDirectly(b"x" * 65536, most=256 * 2**20)
+    with Served(app) as server, socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        sock.sendall(REQUEST)
+        deadline = time.monotonic() + 5
+        while not app.stopped_by_the_client and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert app.stopped_by_the_client and app.written < 16 * 2**20
+
+
+def test_a_send_that_is_not_uvicorns_has_no_direct_writes() -> None:
+    async def wrapped(message: Message) -> None:
+        pass
+
+    assert direct_body(wrapped) is None

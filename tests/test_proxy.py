@@ -20,7 +20,9 @@ from adapters import registry
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
+from gateway.server import client as client_module
 from gateway.server.app import create_app
+from gateway.server.relay import Relay
 
 PAIRS = [(c, u) for c in DIALECTS for u in DIALECTS]
 WEATHER_TOOL = {"name": "get_location", "description": "Where the user is",
@@ -394,3 +396,28 @@ def test_events_reach_the_client_as_the_upstream_sends_them(world: World, client
         for chunk in response.iter_raw():
             reads += b"tick" in chunk
     assert reads >= 5
+
+
+@pytest.mark.parametrize("client", ["ag-ui", "vercel"])
+def test_a_paced_stream_is_written_from_the_upstreams_callback_and_reads_the_same(
+        world: World, client: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Most reads of a paced stream are translated and written without waking the run's task (`Relay._offered`),
+    and the client reads what it reads when every piece goes through the task."""
+    taken = 0
+    offered = Relay._offered
+
+    def counting(relay: Relay, chunk: bytes) -> bool:
+        nonlocal taken
+        took = offered(relay, chunk)
+        taken += took
+        return took
+
+    monkeypatch.setattr(Relay, "_offered", counting)
+    direct = world.ask(client, "ag-kit", "slow please", f"direct-{client}")
+    assert taken >= 10
+    taken_before = taken
+    monkeypatch.setattr(client_module, "direct_body", lambda send: None)
+    through_the_task = world.ask(client, "ag-kit", "slow please", f"task-{client}")
+    assert taken == taken_before  # none: without direct writes nothing is offered
+    assert direct.text == through_the_task.text == "".join(f"tick {i}. " for i in range(1, 21))
+    assert [type(e) for e in direct.events] == [type(e) for e in through_the_task.events]

@@ -16,18 +16,20 @@ from gateway.core.codec import Encoder
 from gateway.core.errors import GatewayError
 from gateway.core.events import RunError
 from gateway.runs.tape import Head, Tape
+from gateway.server.http_server import direct_body
 from gateway.server.record import AccessRecord
 
 
 class ClientWriter:
     """The client's side of one request: what it has been sent, and whether it is still there to be sent more."""
 
-    __slots__ = ("_record", "_request_id", "_send", "before_last_byte", "complete", "encoder", "error_reply", "gone",
-                 "last_write", "started", "streaming", "tape", "writing")
+    __slots__ = ("_direct", "_record", "_request_id", "_send", "before_last_byte", "complete", "encoder", "error_reply",
+                 "gone", "last_write", "started", "streaming", "tape", "writing")
 
     def __init__(self, send: Send, request_id: str, record: AccessRecord,
                  before_last_byte: Callable[[], None]) -> None:
         self._send = send
+        self._direct = direct_body(send)
         self._request_id = request_id
         self._record = record
         self.before_last_byte: Callable[[], None] | None = before_last_byte
@@ -73,6 +75,24 @@ class ClientWriter:
         self.writing = True
         await self._send({"type": "http.response.body", "body": body, "more_body": True})
         self.writing = False
+        self.last_write = time.monotonic()
+
+    @property
+    def direct_writes(self) -> bool:
+        """Whether this server lets pieces be written without an await (`write_now`), when the client reads."""
+        return self._direct is not None
+
+    def can_write_now(self) -> bool:
+        """Whether `write_now` may be called: the server writes pieces directly and the client is reading."""
+        direct = self._direct
+        return direct is not None and not self.gone and direct.ready()
+
+    def write_now(self, body: bytes) -> None:
+        """`write` without an await, once `can_write_now` said so (and nothing was awaited since)."""
+        if self.tape is not None:
+            body = self.tape.record(body, False)
+        assert self._direct is not None
+        self._direct.write(body)
         self.last_write = time.monotonic()
 
     async def write_keep_alive(self, comment: bytes) -> None:

@@ -42,7 +42,7 @@ class Relay:
     """One run, from the upstream's 2xx body to the client's last byte. It holds what the run is translated and
     recorded with: the upstream's decoder, the client's encoder, the recorder and the exchange."""
 
-    __slots__ = ("_client", "_deadlines", "_mapper", "_record", "_started_at", "_streams",
+    __slots__ = ("_client", "_deadlines", "_handed_back", "_mapper", "_record", "_started_at", "_streams",
                  "_upstream_status", "_write", "_writer", "decoder", "encoder", "exchange", "recorder")
 
     def __init__(self, *, exchange: Exchange, client: Dialect, decoder: Decoder, encoder: Encoder,
@@ -62,6 +62,7 @@ class Relay:
         self._started_at = deadlines.started_at
         self._streams = encoder.streams
         """The client gets the events as they come, not one body at the end."""
+        self._handed_back: bytes | list[Event] | Exception | None = None
 
     async def run(self, response: Response, upstream_streams: bool) -> None:
         """Move the upstream's body to the client, translated, and store what the run added to the conversation."""
@@ -73,9 +74,22 @@ class Relay:
         writer.streaming = encoder.streams
         deadlines.last_upstream_read = writer.last_write = time.monotonic()
         first_frame_alone = encoder.streams and upstream_streams
+        offered = streams and writer.direct_writes  # from the first event on: the run's start is written as it was
         try:
             try:
-                while chunk := await response.read():
+                while True:
+                    chunk = await response.read()
+                    handed = self._handed_back
+                    if handed is not None:  # what `_offered` could not finish without awaiting
+                        self._handed_back = None
+                        if isinstance(handed, list):
+                            await self._deliver(handed)
+                            return
+                        if isinstance(handed, Exception):
+                            raise handed
+                        chunk = handed
+                    if not chunk:
+                        break
                     if writer.gone and writer.tape is None:
                         # Sends to a departed client return at once and buffered upstream data comes without
                         # waiting: the cancel may find no await to land on. Stop here (unless the run is kept
@@ -100,6 +114,9 @@ class Relay:
                         out = self._translate(events)  # most reads: no coroutine made for the batch
                         if out and streams:
                             await write(out)
+                    if offered and self._record.events:
+                        offered = False
+                        response.offer = self._offered
                 events = decoder.close()
             except HTTPError as exc:
                 events = decoder.fail(f"upstream connection broke: {describe(exc)}", "upstream_error")
@@ -109,9 +126,38 @@ class Relay:
                 raise
             missed = deadlines.missed_deadline
             deadlines.carry_on_after_deadline()
-            events = decoder.fail(missed, "upstream_timeout") if reason == "timeout" else decoder.cancel()
+            handed, self._handed_back = self._handed_back, None
+            if isinstance(handed, list):  # the run ended as the deadline struck: it ended
+                events = handed
+            else:
+                events = decoder.fail(missed, "upstream_timeout") if reason == "timeout" else decoder.cancel()
+        finally:
+            response.offer = None
         if events:  # empty only if the run already ended when the deadline struck
             await self._deliver(events)
+
+    def _offered(self, chunk: bytes) -> bool:
+        """The upstream's bytes, in its connection's callback while the run waits for them: translated and written
+        at once when the client takes them without a wait and they do not end the run, which spares the run's task
+        a wake-up per read. Anything else is handed back to the task (`run`), as it is or decoded."""
+        writer = self._writer
+        if not writer.can_write_now():
+            self._handed_back = chunk
+            return False
+        try:
+            self._deadlines.last_upstream_read = time.monotonic()
+            events = self.decoder.feed(chunk)
+            if events:
+                if type(events[-1]) in _TERMINAL:
+                    self._handed_back = events
+                    return False
+                out = self._translate(events)
+                if out:
+                    writer.write_now(out)
+        except Exception as exc:  # raised in the task, as it would have been there
+            self._handed_back = exc
+            return False
+        return True
 
     def _translate(self, events: list[Event]) -> bytes:
         """Count, record and encode one batch of events: the client's bytes for it."""

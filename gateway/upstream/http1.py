@@ -32,6 +32,7 @@ import select
 import ssl
 import zlib
 from collections import deque
+from collections.abc import Callable
 from typing import cast
 
 import httptools
@@ -116,11 +117,16 @@ class Target:
 class Response:
     """One response, read as it arrives: `await read()` gives whatever body bytes came since the last call
     (b"" once the body is whole). `release()` when done: a connection whose response was read to the end goes
-    back to the pool, any other is closed."""
+    back to the pool, any other is closed.
+
+    A reader that can handle body bytes without awaiting sets `offer`: while it waits in `read()`, the bytes are
+    offered to it in the connection's callback as they arrive, which spares its task a wake-up per read. `offer`
+    returns True when it took them, False when its task must go on: `read()` then returns b"" though the body may
+    not have ended (the reader knows why; `complete` says whether it has)."""
 
     __slots__ = ("_chunks", "_coding", "_connection", "_decompress", "_error", "_head", "_head_bytes", "_inflated_any",
-                 "_interim", "_paused", "_raw_headers", "_size", "_tail", "_until_close", "_waiter", "complete",
-                 "headers", "keep_alive", "status")
+                 "_interim", "_paused", "_raw_headers", "_recalled", "_size", "_tail", "_until_close", "_waiter",
+                 "complete", "headers", "keep_alive", "offer", "status")
 
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
@@ -142,11 +148,16 @@ class Response:
         self.keep_alive = False
         self.status = 0
         self.headers: dict[str, str] = {}
+        self.offer: Callable[[bytes], bool] | None = None
+        self._recalled = False
 
     async def read(self) -> bytes:
         if self._decompress is not None:
             return await self._read_inflated()
         while not self._chunks:  # the common case, data already here, awaits nothing
+            if self._recalled:
+                self._recalled = False
+                return b""
             if self.complete:
                 return b""
             if self._error is not None:
@@ -274,6 +285,12 @@ class Response:
         """After each read from the socket: wake the reader, and stop reading while it lags far behind."""
         waiter = self._waiter
         if waiter is not None and not waiter.done():
+            offer = self.offer
+            if offer is not None and self._chunks and not self.complete and self._error is None \
+                    and self._decompress is None:
+                if offer(self._take()):
+                    return
+                self._recalled = True
             waiter.set_result(None)
         if self._size > HIGH_WATER and not self._paused and not self.complete:
             self._paused = True
