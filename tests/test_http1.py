@@ -314,6 +314,44 @@ def test_a_waiting_reader_is_offered_the_bytes_and_woken_only_when_it_declines()
     run(main)
 
 
+def test_bytes_that_come_between_a_decline_and_the_readers_turn_are_read_and_nothing_is_lost() -> None:
+    step = asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        writer.write(STREAM_HEAD)
+        await writer.drain()
+        await step.wait()
+        step.clear()
+        writer.write(chunk(b"no"))
+        await writer.drain()
+        await step.wait()
+        writer.write(chunk(b"last") + b"0\r\n\r\n")
+        return True
+
+    async def main() -> None:
+        async with Server(handler) as server:
+            pool = Pool()
+            response = await pool.post(Target(server.url(), 5), b"{}", {})
+
+            def offer(data: bytes) -> bool:
+                # Bytes the connection reads before the reader's task runs (uvloop reads a socket more than once
+                # a turn): scheduled now, so they land before the wake-up the decline schedules.
+                asyncio.get_running_loop().call_soon(lambda: (response.on_body(b"late"), response.fed()))
+                return False
+
+            response.offer = offer
+            asyncio.get_running_loop().call_later(0.05, step.set)
+            assert await asyncio.wait_for(response.read(), 2) == b"late"
+            response.offer = None
+            asyncio.get_running_loop().call_later(0.05, step.set)
+            assert await asyncio.wait_for(response.read(), 2) == b"last"  # not an early b"" left by the decline
+            assert await read_all(response) == b""
+            response.release()
+            await pool.close()
+
+    run(main)
+
+
 def test_a_compressed_body_is_never_offered() -> None:
     body = gzip.compress(b"data: x\n\n")
 

@@ -87,7 +87,7 @@ class Relay:
                             return
                         if isinstance(handed, Exception):
                             raise handed
-                        chunk = handed
+                        chunk = handed + chunk  # what came since the hand-back follows it
                     if not chunk:
                         break
                     if writer.gone and writer.tape is None:

@@ -122,7 +122,7 @@ class Response:
     A reader that can handle body bytes without awaiting sets `offer`: while it waits in `read()`, the bytes are
     offered to it in the connection's callback as they arrive, which spares its task a wake-up per read. `offer`
     returns True when it took them, False when its task must go on: `read()` then returns b"" though the body may
-    not have ended (the reader knows why; `complete` says whether it has)."""
+    not have ended, or the bytes that came since (the reader knows why; `complete` says whether it has ended)."""
 
     __slots__ = ("_chunks", "_coding", "_connection", "_decompress", "_error", "_head", "_head_bytes", "_inflated_any",
                  "_interim", "_paused", "_raw_headers", "_recalled", "_size", "_tail", "_until_close", "_waiter",
@@ -167,6 +167,7 @@ class Response:
                 await waiter
             finally:
                 self._waiter = None
+        self._recalled = False  # bytes came after the reader declined and before it ran: they are the answer
         return self._take()
 
     async def _wait(self) -> None:
