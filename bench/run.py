@@ -9,7 +9,9 @@ What it starts (all on 127.0.0.1, each stopped by PID at the end, whatever happe
 - `bench/upstream.py`: the upstream agent, any dialect by path, N text deltas stamped with their send time;
 - nginx (`bench/nginx.conf`): a plain SSE pass-through to the upstream, 1 worker;
 - the gateway: `python -m gateway serve --config <generated> --workers 1`, one route per pair
-  `/p/<client>/<upstream>`, memory store (the `-sqlite` and `-workers2` scenarios: a SQLite store, two workers).
+  `/p/<client>/<upstream>`, memory store (the `-sqlite`, `-redis` and `-workers2` scenarios: a SQLite store, a
+  Redis store, two workers);
+- redis-server, for the `-redis` scenarios only (skipped with a line when it is not installed).
 
 Layout: the systems under test (gateway, nginx) have core 0 to themselves, one at a time under load; the harness
 (upstream, load client, this script) shares core 1. Each measurement is one `bench/load.py` run: C keep-alive streams
@@ -131,7 +133,8 @@ class Scenario:
     """Gateway worker processes, on as many cores (from core 0 up; the harness keeps its core, so with 2 workers on
     a 2-core machine it shares the second)."""
     store: str = "memory"
-    """The gateway's conversation store: "memory", or "sqlite", which workers share (`serve --workers` needs one).
+    """The gateway's conversation store: "memory", or "sqlite" or "redis", which workers share (`serve --workers`
+    needs one).
     The gateway is restarted for a scenario whose workers or store differ from the last one's."""
     timeout: float = 30.0
     grace: float = 10.0
@@ -164,6 +167,9 @@ def scenarios(quick: bool) -> list[Scenario]:
         Scenario("unpaced-c16-sqlite", 200, 0, 16, [HEADLINE], 4.0, 1.0, targets=("gateway",), store="sqlite"),
         Scenario("unpaced-c16-workers2", 200, 0, 16, [HEADLINE], 4.0, 1.0, targets=("gateway",), workers=2,
                  store="sqlite"),
+        Scenario("unpaced-c16-redis", 200, 0, 16, [HEADLINE], 4.0, 1.0, targets=("gateway",), store="redis"),
+        Scenario("unpaced-c16-workers2-redis", 200, 0, 16, [HEADLINE], 4.0, 1.0, targets=("gateway",), workers=2,
+                 store="redis"),
     ]
 
 
@@ -258,6 +264,7 @@ class Bench:
     up_port: int = 0
     ng_port: int = 0
     gw_port: int = 0
+    redis_port: int = 0
     gw_starts: int = 0
     gw_workers: int = 1
     gw_store: str = "memory"
@@ -297,6 +304,15 @@ class Bench:
         proc = self.procs.start("nginx", cmd, self.out / "nginx.log")
         wait_port(self.ng_port, proc, "nginx")
 
+    def start_redis(self) -> None:
+        """A throwaway redis-server on the harness's core, nothing saved to disk."""
+        if "redis" in self.procs.procs:
+            return
+        cmd = [shutil.which("redis-server") or "redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1",
+               "--save", "", "--appendonly", "no", "--dir", str(self.tmp)]
+        proc = self.procs.start("redis", pinned(HARNESS_CPU, cmd, self.pin), self.out / "redis.log")
+        wait_port(self.redis_port, proc, "redis-server")
+
     def gateway_config(self) -> Path:
         routes = []
         for client in DIALECTS:
@@ -307,7 +323,8 @@ class Bench:
                     "upstream": {"url": f"http://127.0.0.1:{self.up_port}/{upstream}", "dialect": upstream},
                     "resumable": bool(self.args.resumable),
                 })
-        store = "memory://" if self.gw_store == "memory" else f"sqlite:///{self.tmp / 'conversations.db'}"
+        store = {"memory": "memory://", "sqlite": f"sqlite:///{self.tmp / 'conversations.db'}",
+                 "redis": f"redis://127.0.0.1:{self.redis_port}/0"}[self.gw_store]
         config = {"routes": routes, "store": {"url": store, "max_conversations": 2000}}
         path = self.out / "gateway.yaml"
         path.write_text(json.dumps(config, indent=2) + "\n")  # JSON is YAML
@@ -779,7 +796,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--reps", type=int, default=None, help="repetitions per measurement (default 2, quick 1)")
     parser.add_argument("--only", default=None, help="comma-separated scenario names to run")
     parser.add_argument("--targets", default="direct,nginx,gateway", help="comma-separated subset of the targets")
-    parser.add_argument("--port", type=int, default=18500, help="first of three free ports (default 18500)")
+    parser.add_argument("--port", type=int, default=18500, help="first of four free ports (default 18500)")
     parser.add_argument("--out", default=None, help="results directory (default bench/results/<stamp>)")
     parser.add_argument("--no-pin", dest="pin", action="store_false", help="let the scheduler place everything")
     parser.add_argument("--noise-cores", type=float, default=0.3,
@@ -832,7 +849,10 @@ def main(argv: list[str] | None = None) -> int:
     stamp = time.strftime("%Y%m%d-%H%M%S") + ("-quick" if args.quick else "") + ("-profile" if args.profile else "")
     out = Path(args.out) if args.out else BENCH / "results" / stamp
     out.mkdir(parents=True, exist_ok=True)
-    ports = [args.port, args.port + 1, args.port + 2]
+    if not shutil.which("redis-server") and any(s.store == "redis" for s in all_scenarios):
+        print("redis-server is not installed: the -redis scenarios are skipped", file=sys.stderr)
+        all_scenarios = [s for s in all_scenarios if s.store != "redis"]
+    ports = [args.port, args.port + 1, args.port + 2, args.port + 3]
     busy = [p for p in ports if not port_free(p)]
     if busy:
         print(f"ports {busy} are in use: pass --port", file=sys.stderr)
@@ -843,7 +863,8 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_term)
     with tempfile.TemporaryDirectory(prefix="agw-bench-") as tmp:
-        bench = Bench(args, out, Path(tmp), up_port=ports[0], ng_port=ports[1], gw_port=ports[2])
+        bench = Bench(args, out, Path(tmp), up_port=ports[0], ng_port=ports[1], gw_port=ports[2],
+                      redis_port=ports[3])
         try:
             return run(bench, all_scenarios, reps, out)
         except KeyboardInterrupt:
@@ -887,6 +908,8 @@ def run(bench: Bench, all_scenarios: list[Scenario], reps: int, out: Path) -> in
         for s in all_scenarios:
             if "gateway" in s.targets and (s.fresh_gateway or (s.workers, s.store) != (bench.gw_workers,
                                                                                         bench.gw_store)):
+                if s.store == "redis":
+                    bench.start_redis()
                 bench.restart_gateway(s.workers, s.store)
             if s.fresh_gateway and "gateway" in s.targets:
                 client, upstream = s.pairs[0]

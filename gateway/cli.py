@@ -250,7 +250,7 @@ def _bind(host: str, port: int) -> socket.socket | None:
 def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     import uvicorn
 
-    from gateway.server import http_server, logs
+    from gateway.server import http_server, logs, workers
     from gateway.server.app import CONFIG_ENV, create_app
 
     flags = [flag for flag, value in (("--upstream", args.upstream), ("--upstream-dialect", args.upstream_dialect),
@@ -307,14 +307,14 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                                                http=http_server.HeadDeadlineProtocol))
         server.run(sockets=[sock])
         return 0
-    sock.close()  # the workers' supervisor binds its own
+    sock.close()  # it was free: each worker binds its own (gateway/server/workers.py)
     os.environ[CONFIG_ENV] = orjson.dumps({"config": config.model_dump(mode="json"), "log_format": args.log_format,
                                            "log_level": args.log_level, "log_bodies": args.log_bodies}).decode()
     with tempfile.TemporaryDirectory(prefix="agent-gateway-metrics-") as metrics_dir:
         os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", metrics_dir)
-        uvicorn.run("gateway.server.app:from_environment", factory=True, host=args.host, port=args.port,
-                    workers=args.workers, log_level="warning", limit_concurrency=config.max_connections,
-                    http=http_server.HeadDeadlineProtocol)
+        workers.run(uvicorn.Config("gateway.server.app:from_environment", factory=True, host=args.host,
+                                   port=args.port, workers=args.workers, log_level="warning",
+                                   limit_concurrency=config.max_connections, http=http_server.HeadDeadlineProtocol))
     return 0
 
 

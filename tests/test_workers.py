@@ -1,0 +1,96 @@
+"""`serve --workers N` (gateway/server/workers.py): each worker accepts on its own socket of the port, so a burst
+of connections is spread across the workers instead of landing on whichever woke first."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from helpers import ROOT
+from servers import free_port
+
+from gateway.server.workers import OwnSocket, spreads_connections
+
+pytestmark = pytest.mark.skipif(not spreads_connections(), reason="SO_REUSEPORT spreads connections on Linux only")
+
+
+def test_each_worker_unpickles_its_own_listening_socket_on_the_shared_port() -> None:
+    port = free_port()
+    handed = pickle.dumps(OwnSocket("127.0.0.1", port, 16))
+    first, second = pickle.loads(handed), pickle.loads(handed)
+    try:
+        assert first.fileno() != second.fileno()
+        assert first.getsockname() == second.getsockname() == ("127.0.0.1", port)
+        with socket.create_connection(("127.0.0.1", port), timeout=2):
+            pass  # accepted into one of the two queues
+    finally:
+        first.close()
+        second.close()
+
+
+def _children(pid: int) -> list[int]:
+    return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def _sockets(port: int, state: str) -> set[str]:
+    """The inodes of the sockets on local `port` in TCP `state` ("01" established, "0A" listening)."""
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == state:
+                inodes.add(fields[9])
+    return inodes
+
+
+def _listening(port: int) -> int:
+    return len(_sockets(port, "0A"))
+
+
+def _established_per_worker(workers: list[int], port: int) -> list[int]:
+    """How many connections to `port` each worker holds, from /proc: its socket inodes against the TCP table."""
+    inodes = _sockets(port, "01")
+    counts = []
+    for pid in workers:
+        held = set()
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            target = os.readlink(fd) if fd.is_symlink() else ""
+            if target.startswith("socket:["):
+                held.add(target[8:-1])
+        counts.append(len(held & inodes))
+    return counts
+
+
+def test_a_burst_of_keep_alive_connections_is_spread_across_the_workers(tmp_path: Path) -> None:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gateway", "serve", "--workers", "2", "--port", str(port), "--upstream",
+         "http://127.0.0.1:9/agui", "--upstream-dialect", "ag-ui", "--store", f"sqlite:///{tmp_path}/c.db"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE)
+    connections: list[socket.socket] = []
+    try:
+        deadline = time.monotonic() + 30
+        while _listening(port) < 2:  # both workers up, each with its own socket (the supervisor binds none)
+            assert time.monotonic() < deadline and process.poll() is None, "serve did not start"
+            time.sleep(0.1)
+        workers = [pid for pid in _children(process.pid) if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        connections = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(32)]
+        for sock in connections:  # each accepted and answered: held by the worker that took it
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+        for sock in connections:
+            assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+        counts = _established_per_worker(workers, port)
+        assert sum(counts) == 32
+        assert min(counts) >= 4, f"connections per worker: {counts}"  # fewer: 3 bursts in a million
+    finally:
+        for sock in connections:
+            sock.close()
+        process.terminate()
+        process.communicate(timeout=15)
