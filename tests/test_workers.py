@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from helpers import ROOT
 from servers import free_port
+from uvicorn.config import STARTUP_FAILURE
 
 from gateway.server.workers import OwnSocket, spreads_connections
 
@@ -32,6 +33,18 @@ def test_each_worker_unpickles_its_own_listening_socket_on_the_shared_port() -> 
     finally:
         first.close()
         second.close()
+
+
+def test_a_worker_that_cannot_bind_the_port_exits_as_failing_to_start(capsys: pytest.CaptureFixture[str]) -> None:
+    """So uvicorn's supervisor stops, instead of starting it again every half second."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        with pytest.raises(SystemExit) as exited:
+            pickle.loads(pickle.dumps(OwnSocket("127.0.0.1", port, 16)))
+    assert exited.value.code == STARTUP_FAILURE
+    assert f"a worker cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
 
 
 def _children(pid: int) -> list[int]:

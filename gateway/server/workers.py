@@ -15,6 +15,7 @@ import sys
 from typing import cast
 
 import uvicorn
+from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 
 
@@ -30,12 +31,19 @@ class OwnSocket:
 
 
 def bind_reuse_port(host: str, port: int, backlog: int) -> socket.socket:
-    """A listening socket that shares `port` with the other workers' sockets."""
+    """A listening socket that shares `port` with the other workers' sockets. A worker that cannot bind it (the
+    port taken since the supervisor checked it) exits as failing to start, which stops the supervisor rather than
+    have it start the worker again every half second."""
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.bind((host, port))
-    sock.listen(backlog)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((host, port))
+        sock.listen(backlog)
+    except OSError as exc:
+        sock.close()
+        print(f"agent-gateway: a worker cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
+        raise SystemExit(STARTUP_FAILURE) from None
     sock.set_inheritable(True)
     return sock
 
