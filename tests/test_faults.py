@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -34,6 +35,7 @@ from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
 from gateway.core.events import RunFinished, ToolCallStart
 from gateway.server.app import create_app
+from gateway.server.relay import Relay
 
 PAIRS = [(c, u) for c in DIALECTS for u in DIALECTS]
 STREAMING = ["ag-ui", "ag-kit", "vercel"]
@@ -406,6 +408,56 @@ def test_client_leaving_a_flooding_stream_releases_the_upstream_at_once(world: W
                 lingered.append(f"#{attempt}: {lingering}")
         assert not lingered, f"the gateway kept reading the upstream after the client left: {lingered}"
         assert wait_until(lambda: in_flight(http, flood_gateway.url) == 0, 3)
+
+
+def _read_chunked(sock: socket.socket, pause_after: int, pause: float) -> tuple[bytes, bytes]:
+    """A response's head and its de-chunked body, read from `sock`, stopping `pause` seconds once `pause_after`
+    bytes came."""
+    data, paused = b"", False
+    while not data.endswith(b"\r\n0\r\n\r\n"):
+        piece = sock.recv(65536)
+        assert piece, "the gateway closed the connection before the body's end"
+        data += piece
+        if not paused and len(data) > pause_after:
+            paused = True
+            time.sleep(pause)
+    head, _, rest = data.partition(b"\r\n\r\n")
+    body = bytearray()
+    while True:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line, 16)
+        if size == 0:
+            return head, bytes(body)
+        body += rest[:size]
+        rest = rest[size + 2:]
+
+
+def test_a_client_that_stops_reading_mid_stream_gets_every_event_in_order_once_it_reads_again(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stream outruns a client that pauses: translation moves from the upstream's read callback back to the
+    run's task, which waits for the client, and nothing is lost or reordered on either side of the switch."""
+    handed_back: list[object] = []
+    offered = Relay._offered
+
+    def watching(relay: Relay, chunk: bytes) -> bool:
+        took = offered(relay, chunk)
+        if not took:
+            handed_back.append(relay._handed_back)
+        return took
+
+    monkeypatch.setattr(Relay, "_offered", watching)
+    body = orjson.dumps(request_body("ag-ui", [user_message("ag-ui", "fault ok")], "paused-reader"))
+    request = (b"POST /load/ag-ui/ag-kit HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+               b"x-fault: ok?n=400&pad=20000\r\ncontent-length: %d\r\n\r\n%b" % (len(body), body))
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # the kernel holds little for the client
+        sock.settimeout(10)
+        sock.connect(("127.0.0.1", world.gateway.port))
+        sock.sendall(request)
+        head, content = _read_chunked(sock, pause_after=100_000, pause=0.5)
+    assert head.startswith(b"HTTP/1.1 200")
+    assert any(type(h) is bytes for h in handed_back), "the client never held the stream back"
+    assert_numbered("ag-ui", httpx.Response(200, content=content), 400)
 
 
 @pytest.mark.parametrize("client", DIALECTS)

@@ -386,6 +386,47 @@ def test_a_bug_of_ours_ends_the_reply_and_the_gateway_keeps_serving(world: World
     assert "You said: hi" in world.ask("ag-ui", "ag-ui", "hi", "after-bug").text
 
 
+def test_a_bug_of_ours_mid_stream_ends_the_reply_in_band(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Raised where a paced event is translated in the upstream connection's callback, it reaches the run's task
+    and ends the reply as a bug before the first event does."""
+    from gateway.conversations.recorder import RunRecorder
+    from gateway.server import proxy
+
+    class BrokenLater:
+        """A recorder whose `record` fails from its sixth call on (by name, as above)."""
+
+        def __init__(self, *args: Any) -> None:
+            self.recorder, self.calls = RunRecorder(*args), 0
+
+        def record(self, events: list[Any]) -> None:
+            self.calls += 1
+            if self.calls > 5:
+                raise RuntimeError("a bug")
+            self.recorder.record(events)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.recorder, name)
+
+    handed_back: list[object] = []
+    offered = Relay._offered
+
+    def watching(relay: Relay, chunk: bytes) -> bool:
+        took = offered(relay, chunk)
+        if not took:
+            handed_back.append(relay._handed_back)
+        return took
+
+    monkeypatch.setattr(proxy, "RunRecorder", BrokenLater)
+    monkeypatch.setattr(Relay, "_offered", watching)
+    streamed = Reply("ag-ui", post(world.http, world.url("ag-ui", "ag-kit"), request_body("ag-ui", [
+        user_message("ag-ui", "slow please")])))
+    assert any(isinstance(h, RuntimeError) for h in handed_back)  # struck on the direct path, handed to the task
+    assert streamed.text.startswith("tick 1. ") and "tick 20." not in streamed.text
+    assert streamed.error is not None and streamed.error.code == "gateway_error"
+    monkeypatch.undo()
+    assert "You said: hi" in world.ask("ag-ui", "ag-kit", "hi", "after-mid-stream-bug").text
+
+
 @pytest.mark.parametrize("client", ["ag-ui", "ag-kit", "vercel"])
 def test_events_reach_the_client_as_the_upstream_sends_them(world: World, client: str) -> None:
     """No buffering: the paced upstream's 20 deltas arrive in many reads, not in one at the end."""
