@@ -352,6 +352,40 @@ def test_bytes_that_come_between_a_decline_and_the_readers_turn_are_read_and_not
     run(main)
 
 
+def test_bytes_an_offer_leaves_wait_for_read_and_come_before_any_that_follow() -> None:
+    step, more = asyncio.Event(), asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        writer.write(STREAM_HEAD)
+        await writer.drain()
+        await step.wait()
+        writer.write(chunk(b"left "))
+        await writer.drain()
+        await more.wait()
+        writer.write(chunk(b"then more") + b"0\r\n\r\n")
+        return True
+
+    async def main() -> None:
+        async with Server(handler) as server:
+            pool = Pool()
+            response = await pool.post(Target(server.url(), 5), b"{}", {})
+            offered: list[bytes] = []
+
+            def leave(data: bytes) -> None:
+                offered.append(data)
+                more.set()
+                return None
+
+            response.offer = leave
+            asyncio.get_running_loop().call_later(0.05, step.set)
+            assert await read_all(response) == b"left then more"
+            assert offered[0] == b"left "
+            response.release()
+            await pool.close()
+
+    run(main)
+
+
 def test_a_compressed_body_is_never_offered() -> None:
     body = gzip.compress(b"data: x\n\n")
 

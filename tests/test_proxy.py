@@ -410,9 +410,9 @@ def test_a_bug_of_ours_mid_stream_ends_the_reply_in_band(world: World, monkeypat
     handed_back: list[object] = []
     offered = Relay._offered
 
-    def watching(relay: Relay, chunk: bytes) -> bool:
+    def watching(relay: Relay, chunk: bytes) -> bool | None:
         took = offered(relay, chunk)
-        if not took:
+        if took is False:
             handed_back.append(relay._handed_back)
         return took
 
@@ -447,10 +447,10 @@ def test_a_paced_stream_is_written_from_the_upstreams_callback_and_reads_the_sam
     taken = 0
     offered = Relay._offered
 
-    def counting(relay: Relay, chunk: bytes) -> bool:
+    def counting(relay: Relay, chunk: bytes) -> bool | None:
         nonlocal taken
         took = offered(relay, chunk)
-        taken += took
+        taken += took is True
         return took
 
     monkeypatch.setattr(Relay, "_offered", counting)

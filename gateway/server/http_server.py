@@ -11,8 +11,8 @@ comes: two system calls where one would do, since the gateway sends its first pi
 head waits for the first body piece, or for the end of the event loop's turn if none comes in it, and both go out
 in one write.
 
-And a streamed response's body pieces can be written without a coroutine each (`DirectBody`), which is most of
-what a paced event costs beyond translating it.
+`DirectBody` writes a streamed response's pieces as uvicorn's `send` would, but without a coroutine per piece, when
+the client is reading: the relay writes paced events so, from the upstream connection's read callback.
 """
 
 from __future__ import annotations

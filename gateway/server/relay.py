@@ -62,7 +62,7 @@ class Relay:
         self._started_at = deadlines.started_at
         self._streams = encoder.streams
         """The client gets the events as they come, not one body at the end."""
-        self._handed_back: bytes | list[Event] | Exception | None = None
+        self._handed_back: list[Event] | Exception | None = None
 
     async def run(self, response: Response, upstream_streams: bool) -> None:
         """Move the upstream's body to the client, translated, and store what the run added to the conversation."""
@@ -80,14 +80,12 @@ class Relay:
                 while True:
                     chunk = await response.read()
                     handed = self._handed_back
-                    if handed is not None:  # what `_offered` could not finish without awaiting
+                    if handed is not None:  # what `_offered` took but could not finish without awaiting
                         self._handed_back = None
-                        if isinstance(handed, list):
-                            await self._deliver(handed)
-                            return
                         if isinstance(handed, Exception):
                             raise handed
-                        chunk = handed + chunk  # what came since the hand-back follows it
+                        await self._deliver(handed)
+                        return
                     if not chunk:
                         break
                     if writer.gone and writer.tape is None:
@@ -136,14 +134,14 @@ class Relay:
         if events:  # empty only if the run already ended when the deadline struck
             await self._deliver(events)
 
-    def _offered(self, chunk: bytes) -> bool:
-        """The upstream's bytes, in its connection's callback while the run waits for them: translated and written
-        at once when the client takes them without a wait and they do not end the run, which spares the run's task
-        a wake-up per read. Anything else is handed back to the task (`run`), as it is or decoded."""
+    def _offered(self, chunk: bytes) -> bool | None:
+        """The upstream's bytes, in its connection's callback while the run waits for them (`Response.offer`):
+        translated and written at once when the client takes them without a wait and they do not end the run, which
+        spares the run's task a wake-up per read. A client that is slow or gone leaves them to the task's `read()`;
+        the run's end, or an error, is handed to the task decoded."""
         writer = self._writer
         if not writer.can_write_now():
-            self._handed_back = chunk
-            return False
+            return None
         try:
             self._deadlines.last_upstream_read = time.monotonic()
             events = self.decoder.feed(chunk)

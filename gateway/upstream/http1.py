@@ -121,8 +121,9 @@ class Response:
 
     A reader that can handle body bytes without awaiting sets `offer`: while it waits in `read()`, the bytes are
     offered to it in the connection's callback as they arrive, which spares its task a wake-up per read. `offer`
-    returns True when it took them, False when its task must go on: `read()` then returns b"" though the body may
-    not have ended, or the bytes that came since (the reader knows why; `complete` says whether it has ended)."""
+    returns True when it took them; None when it did not, and they wait for `read()`; False when it took them but
+    its task must go on: `read()` then returns b"" though the body may not have ended, or the bytes that came since
+    (the reader knows why; `complete` says whether the body has ended)."""
 
     __slots__ = ("_chunks", "_coding", "_connection", "_decompress", "_error", "_head", "_head_bytes", "_inflated_any",
                  "_interim", "_paused", "_raw_headers", "_recalled", "_size", "_tail", "_until_close", "_waiter",
@@ -148,7 +149,7 @@ class Response:
         self.keep_alive = False
         self.status = 0
         self.headers: dict[str, str] = {}
-        self.offer: Callable[[bytes], bool] | None = None
+        self.offer: Callable[[bytes], bool | None] | None = None
         self._recalled = False
 
     async def read(self) -> bytes:
@@ -289,9 +290,15 @@ class Response:
             offer = self.offer
             if offer is not None and self._chunks and not self.complete and self._error is None \
                     and self._decompress is None:
-                if offer(self._take()):
+                data = self._take()
+                taken = offer(data)
+                if taken:
                     return
-                self._recalled = True
+                if taken is None:
+                    self._chunks.append(data)
+                    self._size += len(data)
+                else:
+                    self._recalled = True
             waiter.set_result(None)
         if self._size > HIGH_WATER and not self._paused and not self.complete:
             self._paused = True
