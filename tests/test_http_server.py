@@ -75,8 +75,8 @@ def test_expect_100_continue_is_answered_before_the_body_is_sent() -> None:
 
 
 class WritesDirectly:
-    """An ASGI app that sends `first` through `send`, then writes pieces of `piece` directly while the client takes
-    them without a wait, at most `most` bytes, and ends the body through `send`."""
+    """An ASGI app that sends b"first|" through `send`, then writes `piece` again and again directly while the
+    client takes it without a wait, at most `most` bytes, and ends the body through `send`."""
 
     def __init__(self, piece: bytes, most: int) -> None:
         self.piece, self.most = piece, most
