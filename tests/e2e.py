@@ -1,4 +1,5 @@
-"""Helpers for end-to-end tests: request bodies as each dialect's client sends them, and reading replies."""
+"""Helpers for end-to-end tests: request bodies as each dialect's client sends them, reading replies, and watching
+the relay's direct path."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Any
 
 import httpx
 import orjson
+import pytest
 from helpers import decode, encode
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -27,8 +29,24 @@ from gateway.core.events import (
 )
 from gateway.core.ids import new_id
 from gateway.core.turn import Message, Tool, Turn
+from gateway.server.relay import Relay
 
 DIALECTS = list(registry.DIALECTS)
+
+
+def watch_offers(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bool | None, object]]:
+    """Every outcome of `Relay._offered` from now on (True: written in the upstream's read callback; None: left to
+    the run's task; False: handed to it), with what was handed. For gateways served in this process."""
+    seen: list[tuple[bool | None, object]] = []
+    offered = Relay._offered
+
+    def watching(relay: Relay, chunk: bytes) -> bool | None:
+        took = offered(relay, chunk)
+        seen.append((took, relay._handed_back))
+        return took
+
+    monkeypatch.setattr(Relay, "_offered", watching)
+    return seen
 
 
 def user_message(dialect: str, text: str) -> dict[str, Any]:

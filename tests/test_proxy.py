@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from e2e import DIALECTS, Reply, post, request_body, user_message
+from e2e import DIALECTS, Reply, post, request_body, user_message, watch_offers
 from servers import Served
 
 from adapters import registry
@@ -22,7 +22,6 @@ from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
 from gateway.server import client as client_module
 from gateway.server.app import create_app
-from gateway.server.relay import Relay
 
 PAIRS = [(c, u) for c in DIALECTS for u in DIALECTS]
 WEATHER_TOOL = {"name": "get_location", "description": "Where the user is",
@@ -407,20 +406,11 @@ def test_a_bug_of_ours_mid_stream_ends_the_reply_in_band(world: World, monkeypat
         def __getattr__(self, name: str) -> Any:
             return getattr(self.recorder, name)
 
-    handed_back: list[object] = []
-    offered = Relay._offered
-
-    def watching(relay: Relay, chunk: bytes) -> bool | None:
-        took = offered(relay, chunk)
-        if took is False:
-            handed_back.append(relay._handed_back)
-        return took
-
     monkeypatch.setattr(proxy, "RunRecorder", BrokenLater)
-    monkeypatch.setattr(Relay, "_offered", watching)
+    offers = watch_offers(monkeypatch)
     streamed = Reply("ag-ui", post(world.http, world.url("ag-ui", "ag-kit"), request_body("ag-ui", [
         user_message("ag-ui", "slow please")])))
-    assert any(isinstance(h, RuntimeError) for h in handed_back)  # struck on the direct path, handed to the task
+    assert any(took is False and isinstance(handed, RuntimeError) for took, handed in offers)  # on the direct path
     assert streamed.text.startswith("tick 1. ") and "tick 20." not in streamed.text
     assert streamed.error is not None and streamed.error.code == "gateway_error"
     monkeypatch.undo()
@@ -444,21 +434,12 @@ def test_a_paced_stream_is_written_from_the_upstreams_callback_and_reads_the_sam
         world: World, client: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Most reads of a paced stream are translated and written without waking the run's task (`Relay._offered`),
     and the client reads what it reads when every piece goes through the task."""
-    taken = 0
-    offered = Relay._offered
-
-    def counting(relay: Relay, chunk: bytes) -> bool | None:
-        nonlocal taken
-        took = offered(relay, chunk)
-        taken += took is True
-        return took
-
-    monkeypatch.setattr(Relay, "_offered", counting)
+    offers = watch_offers(monkeypatch)
     direct = world.ask(client, "ag-kit", "slow please", f"direct-{client}")
-    assert taken >= 10
-    taken_before = taken
+    assert sum(took is True for took, _ in offers) >= 10
+    offers.clear()
     monkeypatch.setattr(client_module, "direct_body", lambda send: None)
     through_the_task = world.ask(client, "ag-kit", "slow please", f"task-{client}")
-    assert taken == taken_before  # none: without direct writes nothing is offered
+    assert not offers  # without direct writes nothing is offered
     assert direct.text == through_the_task.text == "".join(f"tick {i}. " for i in range(1, 21))
     assert [type(e) for e in direct.events] == [type(e) for e in through_the_task.events]
