@@ -87,13 +87,14 @@ class ClientWriter:
         direct = self._direct
         return direct is not None and not self.gone and direct.ready()
 
-    def write_now(self, body: bytes) -> None:
-        """`write` without an await, once `can_write_now` said so (and nothing was awaited since)."""
+    def write_now(self, body: bytes, now: float) -> None:
+        """`write` without an await, once `can_write_now` said so (and nothing was awaited since); `now` is the
+        caller's monotonic clock reading of this moment, one per event."""
         if self.tape is not None:
             body = self.tape.record(body, False)
         assert self._direct is not None
         self._direct.write(body)
-        self.last_write = time.monotonic()
+        self.last_write = now
 
     async def write_keep_alive(self, comment: bytes) -> None:
         """Send bytes that mean nothing to keep an idle stream open (nothing if the dialect has none)."""

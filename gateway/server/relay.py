@@ -74,7 +74,7 @@ class Relay:
         writer.streaming = encoder.streams
         deadlines.last_upstream_read = writer.last_write = time.monotonic()
         first_frame_alone = encoder.streams and upstream_streams
-        offered = streams and writer.direct_writes  # from the first event on: the run's start is written as it was
+        not_yet_offered = streams and writer.direct_writes  # offered from the first event on: the start goes as it did
         try:
             try:
                 while True:
@@ -112,8 +112,8 @@ class Relay:
                         out = self._translate(events)  # most reads: no coroutine made for the batch
                         if out and streams:
                             await write(out)
-                    if offered and self._record.events:
-                        offered = False
+                    if not_yet_offered and self._record.events:
+                        not_yet_offered = False
                         response.offer = self._offered
                 events = decoder.close()
             except HTTPError as exc:
@@ -143,7 +143,7 @@ class Relay:
         if not writer.can_write_now():
             return None
         try:
-            self._deadlines.last_upstream_read = time.monotonic()
+            now = self._deadlines.last_upstream_read = time.monotonic()
             events = self.decoder.feed(chunk)
             if events:
                 if type(events[-1]) in _TERMINAL:
@@ -151,7 +151,7 @@ class Relay:
                     return False
                 out = self._translate(events)
                 if out:
-                    writer.write_now(out)
+                    writer.write_now(out, now)
         except Exception as exc:  # raised in the task, as it would have been there
             self._handed_back = exc
             return False
