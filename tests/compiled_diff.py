@@ -15,7 +15,6 @@ from __future__ import annotations
 import copy
 import importlib.machinery
 import importlib.util
-import itertools
 import json
 import random
 import sys
@@ -108,8 +107,7 @@ def main(argv: list[str]) -> None:
     from gateway.core import ids
 
     def run(dialect: str, data: bytes) -> str:
-        ids._PREFIX = "p"  # made-up ids, the same in both runs
-        ids._COUNTER = itertools.count(1)
+        ids._source, ids._random, ids._used = random.Random(seed).randbytes, b"", 0  # the same ids in both runs
         try:
             decoder = registry.DIALECTS[dialect].new_decoder()
             events = [event for start in range(0, len(data), 97) for event in decoder.feed(data[start:start + 97])]

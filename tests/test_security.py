@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -390,3 +391,28 @@ def test_an_upstreams_own_error_codes_do_not_become_metric_labels() -> None:
             metrics = http.get(f"{gateway.url}/metrics").text
     assert "tenant-4711-quota" not in metrics
     assert 'agent_gateway_errors_total{kind="upstream_error",route="route0"} 3.0' in metrics
+
+
+# -- ids the gateway mints are handles nobody can guess
+
+
+def test_minted_ids_are_128_random_bits_that_say_nothing_of_each_other(agent: Served) -> None:
+    """A task, context or request id minted before or after another must not be derivable from it: an open A2A
+    route's tasks are reached by id alone."""
+    config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+        {"paths": ["/a2a"], "client_dialects": ["a2a"], "upstream": {"url": agent.url + "/agui", "dialect": "ag-ui"}}]})
+    with Served(create_app(config)) as gateway, httpx.Client(timeout=10) as http:
+        minted: dict[str, list[str]] = {"req": [], "task": [], "ctx": []}
+        for _ in range(3):
+            minted["req"].append(http.get(f"{gateway.url}/healthz").headers["x-request-id"])
+            body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+                "messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}}
+            task = post(http, f"{gateway.url}/a2a", body, headers={"a2a-version": "1.0"}).json()["result"]["task"]
+            minted["task"].append(task["id"])
+            minted["ctx"].append(task["contextId"])
+    for kind, ids in minted.items():
+        randoms = [id_.removeprefix(f"{kind}_") for id_ in ids]
+        assert all(re.fullmatch("[0-9a-f]{32}", r) for r in randoms), ids
+        shared = [next(i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y)
+                  for a in randoms for b in randoms if a != b]
+        assert max(shared) < 8, ids  # the first hex digits two ids share
