@@ -160,6 +160,10 @@ class Upstream(_Model):
     """An http:// proxy for this upstream, or `false` for none; by default the environment's (HTTP_PROXY,
     HTTPS_PROXY, ALL_PROXY, NO_PROXY), read as httpx reads them."""
     tls: UpstreamTLS | None = None
+    ids: Literal["scoped", "transparent"] = "scoped"
+    """The conversation ids the upstream is sent. `scoped`: derived from the route, the caller's principal and the
+    client's id, so two callers naming the same id never share the upstream's conversation. `transparent`: the
+    client's own, for an upstream shared on purpose or that scopes conversations by itself."""
 
     @field_validator("proxy")
     @classmethod

@@ -27,12 +27,30 @@ def test_full_history_client_sends_a_delta_upstream_only_what_it_has_not_seen() 
     first = Turn([Message("user", "use the tool", "u1")], conversation_id="t")
     sent = exchange_once(mapper, first, "ag-ui", "ag-kit", [RunStarted(), ToolCallStart("c", "ask"), ToolCallEnd("c"),
                                                             RunFinished()])
-    assert sent.messages == first.messages and sent.conversation_id == "t" and sent.history == "delta"
+    assert sent.messages == first.messages and sent.history == "delta"
     second = Turn([Message("user", "use the tool", "u1"),
                    Message("assistant", "", "a-client-id", [ToolCall("c", "ask", "{}")]),
                    Message("tool", "yes", "t1", tool_call_id="c")], conversation_id="t")
     sent = exchange_once(mapper, second, "ag-ui", "ag-kit", [RunStarted(), TextDelta("m", "ok"), RunFinished()])
     assert sent.messages == [Message("tool", "yes", "t1", tool_call_id="c")]
+
+
+def test_the_upstreams_conversation_id_is_the_principals_own_and_survives_a_lost_store() -> None:
+    async def upstream_id(route: str, principal: str, client_id: str, transparent: bool = False) -> str | None:
+        mapper = ConversationMapper(MemoryStore())  # a store of its own: as if the last one was lost
+        exchange = await mapper.begin(route, Turn([Message("user", "hi")], conversation_id=client_id),
+                                      registry.get("ag-ui"), registry.get("ag-kit"), principal=principal,
+                                      transparent_ids=transparent)
+        return exchange.upstream_turn.conversation_id
+
+    async def run() -> None:
+        mine = await upstream_id("r", "key:a", "t")
+        assert mine == await upstream_id("r", "key:a", "t")
+        assert mine not in {"t", await upstream_id("r", "key:b", "t"), await upstream_id("other", "key:a", "t"),
+                            await upstream_id("r", "key:a", "t2")}
+        assert await upstream_id("r", "key:a", "t", transparent=True) == "t"
+
+    asyncio.run(run())
 
 
 def test_resume_with_nothing_new_sends_no_messages_again() -> None:

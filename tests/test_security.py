@@ -8,7 +8,8 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,13 @@ import orjson
 import pytest
 import uvicorn
 from e2e import Reply, post, request_body, user_message
+from inkeep_upstream import create_inkeep_app
 from servers import Served, free_port
 
 from gateway.agent.server import create_agent_app
 from gateway.config import ConfigError, GatewayConfig, parse_config
 from gateway.conversations.store import MemoryStore
+from gateway.core.events import Interrupt
 from gateway.server import http_server
 from gateway.server.app import create_app
 from gateway.server.logs import HumanFormatter
@@ -391,6 +394,104 @@ def test_an_upstreams_own_error_codes_do_not_become_metric_labels() -> None:
             metrics = http.get(f"{gateway.url}/metrics").text
     assert "tenant-4711-quota" not in metrics
     assert 'agent_gateway_errors_total{kind="upstream_error",route="route0"} 3.0' in metrics
+
+
+# -- ids sent upstream belong to the principal
+
+KEEPING = ["ag-ui", "ag-kit", "vercel", "inkeep", "a2a"]
+"""Upstreams by what they key state on: AG-UI's threadId, AG-Kit's and Inkeep's conversationId, the Vercel chat id,
+A2A's contextId."""
+
+
+def upstream_conversations(upstream: str, body: dict[str, Any]) -> set[str]:
+    """Every id in an upstream request that the upstream may key a conversation on."""
+    if upstream == "ag-ui":
+        return {body["threadId"]}
+    if upstream == "a2a":
+        return {body["params"]["message"]["contextId"]}
+    if upstream == "ag-kit":
+        return {body["conversationId"]}
+    return {body[name] for name in ("id", "conversationId") if name in body}
+
+
+def assistant_message(dialect: str, text: str) -> dict[str, Any]:
+    """What the assistant said, as a full-history client sends it back."""
+    if dialect == "vercel":
+        return {"id": "a1", "role": "assistant", "parts": [{"type": "text", "text": text}]}
+    return {"id": "a1", "role": "assistant", "content": text}
+
+
+@contextmanager
+def keeping_upstream(upstream: str) -> Iterator[tuple[str, Callable[[], list[dict[str, Any]]]]]:
+    """(the URL to configure, what reached the upstream so far: each request's body)."""
+    if upstream == "inkeep":
+        with Served(create_inkeep_app()) as inkeep:
+            yield inkeep.url + "/run/api/chat", lambda: httpx.get(inkeep.url + "/captured").json()
+        return
+    with Served(create_agent_app(upstream)) as agent:
+        path = {"ag-ui": "/agui", "ag-kit": "/send-message", "vercel": "/api/chat", "a2a": "/a2a"}[upstream]
+        yield agent.url + path, lambda: [r["body"] for r in httpx.get(agent.url + "/_requests").json()
+                                         if r["path"] == path]
+
+
+def keyed_gateway(client: str, upstream: str, url: str, **upstream_options: object) -> Served:
+    dialect = {"dialect": "vercel", "variant": "inkeep"} if upstream == "inkeep" else {"dialect": upstream}
+    config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+        {"paths": ["/in"], "client_dialects": [client], "auth": {"keys": ["key-a", "key-b"]},
+         "upstream": {"url": url, **dialect, **upstream_options}}]})
+    return Served(create_app(config))
+
+
+@pytest.mark.parametrize("upstream", KEEPING)
+@pytest.mark.parametrize("client", ["ag-ui", "ag-kit", "vercel", "a2a"])
+def test_two_keys_naming_one_conversation_id_never_share_the_upstreams_conversation(client: str, upstream: str
+                                                                                    ) -> None:
+    with keeping_upstream(upstream) as (url, received), keyed_gateway(client, upstream, url) as gateway, \
+            httpx.Client(timeout=10) as http:
+        def say(key: str, *messages: dict[str, Any]) -> httpx.Response:
+            body = request_body(client, list(messages), "tShared")
+            return post(http, f"{gateway.url}/in", body, headers={"authorization": f"Bearer {key}"})
+
+        first = user_message(client, "my pin is 1234")
+        a_first = say("key-a", first)
+        b_first = say("key-b", user_message(client, "hello"))
+        again = user_message(client, "and again")
+        a_second = say("key-a", first, assistant_message(client, Reply(client, a_first).text), again) \
+            if client in ("ag-ui", "vercel") else say("key-a", again)
+        ids = [upstream_conversations(upstream, body) for body in received()]
+        assert len(ids) == 3 and all(len(one) == 1 for one in ids), ids
+        a, b, a_again = (one.pop() for one in ids)
+        assert a != b and a == a_again  # each key its own conversation upstream, kept across turns
+        assert "tShared" not in (a, b)
+        for reply in (a_first, b_first, a_second):
+            assert reply.status_code == 200 and a.encode() not in reply.content and b.encode() not in reply.content
+        assert "turn 2" not in Reply(client, b_first).text  # B did not land in A's conversation
+        if client in ("ag-ui", "a2a"):  # clients that are told their conversation's id are told their own
+            assert b'"tShared"' in b_first.content
+
+
+@pytest.mark.parametrize("upstream", ["ag-kit", "a2a"])
+def test_a_route_of_transparent_ids_sends_the_clients_own(upstream: str) -> None:
+    with keeping_upstream(upstream) as (url, received), \
+            keyed_gateway("ag-ui", upstream, url, ids="transparent") as gateway, httpx.Client(timeout=10) as http:
+        body = request_body("ag-ui", [user_message("ag-ui", "hi")], "tShared")
+        assert post(http, f"{gateway.url}/in", body, headers={"authorization": "Bearer key-a"}).status_code == 200
+        assert upstream_conversations(upstream, received()[-1]) == {"tShared"}
+
+
+def test_an_answer_naming_another_callers_interrupt_never_reaches_the_upstream() -> None:
+    """An A2A upstream's interrupt is named by its task: a task id is a handle on the upstream, and only the key
+    whose run was interrupted may continue it."""
+    with keeping_upstream("a2a") as (url, received), keyed_gateway("ag-ui", "a2a", url) as gateway, \
+            httpx.Client(timeout=10) as http:
+        asked = post(http, f"{gateway.url}/in", request_body("ag-ui", [user_message("ag-ui", "please interrupt")],
+                                                              "tA"), headers={"authorization": "Bearer key-a"})
+        task = next(e.id for e in Reply("ag-ui", asked).events if isinstance(e, Interrupt))
+        for thread in ("tA", "tB"):  # B, in A's conversation id and in one of its own
+            answer = request_body("ag-ui", [], thread, resume=[{"interruptId": task, "status": "resolved",
+                                                                 "payload": "yes"}])
+            post(http, f"{gateway.url}/in", answer, headers={"authorization": "Bearer key-b"})
+        assert all("taskId" not in body["params"]["message"] for body in received()[1:])
 
 
 # -- ids the gateway mints are handles nobody can guess

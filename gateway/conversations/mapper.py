@@ -82,18 +82,20 @@ class ConversationMapper:
         """What the store keeps of one conversation: a run's recorder holds no more."""
 
     async def begin(self, route: str, turn: Turn, client: Dialect, upstream: Dialect,
-                    variant: str | None = None, principal: str = "anonymous") -> Exchange:
+                    variant: str | None = None, principal: str = "anonymous", *,
+                    transparent_ids: bool = False) -> Exchange:
         """What goes upstream this turn. `variant` is the upstream's as configured or learned, if known; the
         conversation remembers what its upstream turned out to be. `principal` is whose conversations the caller
-        reaches (see `gateway.server.access`): the same id from another principal is another conversation."""
+        reaches (see `gateway.server.access`): the same id from another principal is another conversation, here
+        and upstream, unless `transparent_ids` says the upstream is sent the client's own ids."""
         key = self._key(route, principal, turn)
         conversation, readable = await self._load(key)
         stored = conversation is not None
         if conversation is None:
-            conversation = Conversation(key, turn.conversation_id or new_id("conv"))
+            conversation = Conversation(key, _upstream_id(route, principal, turn.conversation_id, transparent_ids))
         variant = variant or conversation.upstream_variant
         upstream_history = upstream.history_of(variant)
-        resume, unanswerable = _resumes(turn, conversation, stored)
+        resume, unanswerable = _resumes(turn, conversation, stored or not transparent_ids)
         if unanswerable and not any(m.role == "user" for m in new_messages(turn)):
             # An answer to a run that waits for nothing any more: what the client said is a new message.
             turn = replace(turn, messages=turn.messages + [Message("user", text) for text in unanswerable])
@@ -207,14 +209,27 @@ class ConversationMapper:
         return turn.messages, turn.messages, "full"
 
 
-def _resumes(turn: Turn, conversation: Conversation, stored: bool) -> tuple[list[Resume], list[str]]:
+def _upstream_id(route: str, principal: str, client_id: str | None, transparent: bool) -> str:
+    """The id a new conversation has upstream. Derived, not minted, so that a conversation the store lost still
+    reaches the upstream's copy of it; and from the principal, so that another caller naming the same client id
+    never does. An upstream may key state on any id it is sent: it must never be one a client chose."""
+    if client_id is None:
+        return new_id("conv")
+    if transparent:
+        return client_id
+    return f"conv_{_digest('upstream', route, principal, client_id)[:32]}"
+
+
+def _resumes(turn: Turn, conversation: Conversation, checked: bool) -> tuple[list[Resume], list[str]]:
     """The client's answers to the conversation's open interrupts, each with the tool call it is about; one that
-    names the interrupted run answers each of its interrupts. Also the text of answers to nothing open."""
+    names the interrupted run answers each of its interrupts. Also the text of answers to nothing open. An interrupt
+    id is an upstream's handle (an A2A task id) that only the caller it was given to may answer; unless `checked`
+    (a conversation the gateway does not hold, on a route of transparent ids) an answer passes as sent."""
     resumes: list[Resume] = []
     unanswerable: list[str] = []
     open_interrupts = conversation.interrupts
     for r in turn.resume:
-        if not stored or r.interrupt_id in open_interrupts:
+        if not checked or r.interrupt_id in open_interrupts:
             resumes.append(r if r.tool_call_id else replace(r, tool_call_id=open_interrupts.get(r.interrupt_id)))
         elif r.interrupt_id == conversation.interrupted_run and open_interrupts:
             resumes += [replace(r, interrupt_id=id_, tool_call_id=call) for id_, call in open_interrupts.items()]
@@ -229,11 +244,15 @@ _RUNS = TypeAdapter(RunRecord)
 def scoped_key(namespace: str, *parts: str) -> str:
     """A store key: a hash of its parts, each length-prefixed, under a namespace no client id can write into (the
     ids clients choose are one part of a "client" key; an eval run's derived keys are "derived" ones)."""
+    return f"{namespace}:{_digest(namespace, *parts)[:40]}"
+
+
+def _digest(namespace: str, *parts: str) -> str:
     digest = hashlib.sha256(namespace.encode())
     for part in parts:
         data = part.encode()
         digest.update(len(data).to_bytes(4, "big") + data)
-    return f"{namespace}:{digest.hexdigest()[:40]}"
+    return digest.hexdigest()
 
 
 def _derived_key(route: str, principal: str, turn: Turn, transcript: list[Message]) -> str:

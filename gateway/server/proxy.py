@@ -468,7 +468,8 @@ class _Call:
         target, discovered = await handler.discovery.endpoint()
         exchange = await handler.mapper.begin(route.name, turn, client, upstream,
                                               route.upstream.variant or discovered or handler.learned_variant,
-                                              self.caller.principal)
+                                              self.caller.principal,
+                                              transparent_ids=route.upstream.ids == "transparent")
         outbound = upstream.build_request(exchange.upstream_turn, exchange.upstream_variant)
         headers = self.upstream_headers = self._upstream_headers(outbound.headers)
         self.target = target

@@ -160,6 +160,7 @@ class Relay:
     def _translate(self, events: list[Event]) -> bytes:
         """Count, record and encode one batch of events: the client's bytes for it."""
         record = self._record
+        self.recorder.record(events)  # before the start is rewritten: the recorder keeps the upstream's thread id
         if not record.events:
             self._rewrite_start(events)
             record.ttfe_ms = round((time.monotonic() - self._started_at) * 1000, 3)
@@ -167,7 +168,6 @@ class Relay:
             self._deadlines.first_event_came()
         else:
             record.events += len(events)
-        self.recorder.record(events)
         return self.encoder.encode(events)
 
     async def _deliver(self, events: list[Event]) -> bool:
