@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from adapters import registry
 from gateway.conversations.store import ConversationStore, StoreError, open_store, redis_exceptions
 from gateway.core.validation import error_message, field_path, listed
+from gateway.runs.board import KeptLimits
 from gateway.upstream import tls
 from gateway.upstream.http1 import Target
 from gateway.upstream.proxies import Proxy, parse_proxy, proxy_for
@@ -364,8 +365,15 @@ class Store(_Model):
                                                  "first, so it cannot evict anyone else's")
     max_conversation_bytes: int = Field(1024 * 1024, gt=0)
     max_messages: int = Field(1000, gt=0, description="history kept per conversation; the oldest go first")
-    max_resume_kept_bytes: int = Field(256 * 1024 * 1024, gt=0, description="bytes of ended resumable runs' replies "
-                                       "one process keeps for late resumes; the oldest go first")
+    max_resume_kept_bytes: int = Field(256 * 1024 * 1024, gt=0, description="memory the ended resumable runs' "
+                                       "replies one process keeps for late resumes may cost; the oldest go first")
+    max_resume_kept: int = Field(10_000, gt=0, description="ended resumable runs' replies one process keeps; the "
+                                 "oldest go first")
+    max_resume_kept_per_principal: int = Field(1_000, gt=0, description="of those, one caller's (a key, a tenant, "
+                                               "or all anonymous callers together); its oldest go first")
+
+    def kept_limits(self) -> KeptLimits:
+        return KeptLimits(self.max_resume_kept_bytes, self.max_resume_kept, self.max_resume_kept_per_principal)
 
 
 class GatewayConfig(_Model):

@@ -7,8 +7,10 @@ two gateways over one real Redis are two replicas.
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
+import tracemalloc
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -368,3 +370,71 @@ def test_200_streams_dropped_and_resumed_across_two_replicas_lose_and_double_not
     report = run_resume_soak(200, 2, 40, 0.05, tmp_path)
     assert report.clean, report.summary()
     assert report.drops == 400
+
+
+# -- what a resumable run may hold
+
+@pytest.mark.parametrize("client", ["ag-ui", "vercel", "agent-respond"])
+def test_what_kept_replies_cost_the_process_is_what_it_counts_against_its_limit(client: str) -> None:
+    """`store.max_resume_kept_bytes` bounds the memory of the replies kept for late resumes only if each is counted
+    at what it costs: its pieces as Python objects and its bookkeeping, not its bytes alone."""
+    runs = 200
+
+    def grown(resumable: bool) -> tuple[float, float]:
+        """(memory the process holds after each run, what the run board counts for each)."""
+        with Served(create_agent_app("ag-kit")) as agent:
+            app = create_app(config(agent.url, resumable=resumable))
+            with Served(app) as gateway, httpx.Client(timeout=10) as http:
+                def run(index: int) -> None:
+                    body = orjson.dumps(request_body(client, [user_message(client, "hi")], f"kept-{index}"))
+                    assert http.post(f"{gateway.url}/{client}", content=body, headers=JSON).status_code == 200
+
+                for index in range(20):
+                    run(index)  # the connections, caches and first allocations of both gateways alike
+                tracemalloc.start()
+                try:
+                    gc.collect()
+                    before = tracemalloc.get_traced_memory()[0]
+                    for index in range(20, 20 + runs):
+                        run(index)
+                    gc.collect()
+                    held = tracemalloc.get_traced_memory()[0] - before
+                finally:
+                    tracemalloc.stop()
+                board = app.handlers[f"/{client}"][0].board  # type: ignore[attr-defined]
+                return held / runs, board._kept_bytes / (runs + 20)
+
+    plain, _ = grown(False)
+    kept, counted = grown(True)
+    print(f"\n{client}: a kept reply costs {kept - plain:.0f} bytes; the board counts {counted:.0f}")
+    assert kept - plain <= counted <= 3 * (kept - plain)
+
+
+def test_kept_replies_past_the_process_count_go_oldest_first_and_never_another_principals() -> None:
+    """One key's runs push out only that key's oldest kept replies; past the process's count, the oldest go."""
+    with Served(create_agent_app("ag-kit")) as agent:
+        route = {"name": "kept", "paths": ["/kept"], "client_dialects": ["ag-ui"], "resumable": True,
+                 "auth": {"keys": ["key-a", "key-b"]}, "upstream": {"url": f"{agent.url}/send-message",
+                                                                    "dialect": "ag-kit"}}
+        store = {"url": "memory://", "max_resume_kept": 3, "max_resume_kept_per_principal": 2}
+        app = create_app(GatewayConfig.model_validate({"store": store, "routes": [route]}))
+        with Served(app) as gateway, httpx.Client(timeout=10) as http:
+            def run(key: str, thread: str) -> bytes:
+                body = agui_body(thread, "hello")
+                assert http.post(f"{gateway.url}/kept", content=body, headers={**JSON, "x-api-key": key}
+                                 ).status_code == 200
+                return body
+
+            def resumable(key: str, body: bytes) -> bool:
+                late = http.post(f"{gateway.url}/kept", content=body,
+                                 headers={**JSON, "x-api-key": key, "last-event-id": "1"})
+                assert late.status_code in (200, 410), late.text
+                return late.status_code == 200
+
+            a = run("key-a", "a-1")
+            b = [run("key-b", f"b-{n}") for n in range(3)]
+            assert resumable("key-a", a)  # B's runs did not push it out
+            assert [resumable("key-b", body) for body in b] == [False, True, True]
+            later = run("key-a", "a-2")  # a fourth kept reply in the process: the oldest goes, A's first
+            assert [resumable("key-a", body) for body in (a, later)] == [False, True]
+            assert [resumable("key-b", body) for body in b[1:]] == [True, True]

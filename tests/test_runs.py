@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from gateway.runs.board import RunBoard
-from gateway.runs.tape import Entry, Head, Tape, TapeLost
+from gateway.runs.board import KeptLimits, RunBoard
+from gateway.runs.tape import PIECE_COST, TAPE_COST, Entry, Head, Tape, TapeLost
 
 
 def tape(key: str = "k", *, event_ids: bool = False, max_entries: int = 100, max_bytes: int = 10_000,
@@ -64,7 +64,7 @@ def test_a_reply_past_its_limit_is_dropped_whole_and_its_followers_told() -> Non
 
 def test_a_run_claims_its_key_and_a_second_claim_attaches_to_it() -> None:
     async def main() -> None:
-        board = RunBoard(1 << 20)
+        board = RunBoard()
         first = tape(conversation="c")
         assert await board.claim(first, 60) is None
         assert await board.claim(tape(), 60) is first
@@ -81,7 +81,7 @@ def test_a_run_claims_its_key_and_a_second_claim_attaches_to_it() -> None:
 
 def test_a_stop_reaches_the_running_run_once() -> None:
     async def main() -> None:
-        board = RunBoard(1 << 20)
+        board = RunBoard()
         stops: list[str] = []
         running = tape(conversation="c")
         running.stop = lambda: stops.append("stopped")
@@ -98,7 +98,7 @@ def test_a_stop_reaches_the_running_run_once() -> None:
 
 def test_ended_replies_beyond_the_process_budget_go_oldest_first() -> None:
     async def main() -> None:
-        board = RunBoard(max_kept_bytes=250)
+        board = RunBoard(KeptLimits(bytes=2 * (TAPE_COST + 2 * PIECE_COST + 200)))
         for key in ("a", "b", "c"):
             kept = tape(key)
             await board.claim(kept, 60)
@@ -113,7 +113,7 @@ def test_ended_replies_beyond_the_process_budget_go_oldest_first() -> None:
 
 def test_an_ended_reply_expires_after_its_keep() -> None:
     async def main() -> None:
-        board = RunBoard(1 << 20)
+        board = RunBoard()
         kept = tape(keep=0.05)
         await board.claim(kept, 60)
         kept.open(Head(200, {}, b""))
@@ -122,5 +122,23 @@ def test_an_ended_reply_expires_after_its_keep() -> None:
         assert await board.find("k") is kept
         await asyncio.sleep(0.1)
         assert await board.find("k") is None
+
+    asyncio.run(main())
+
+
+def test_replies_kept_for_different_times_each_expire_after_their_own() -> None:
+    async def main() -> None:
+        board = RunBoard()
+        for key, keep in (("long", 0.3), ("short", 0.05)):
+            kept = tape(key, keep=keep)
+            await board.claim(kept, 60)
+            kept.open(Head(200, {}, b""))
+            kept.record(b"", True)
+            board.finish(kept)
+        await asyncio.sleep(0.15)
+        assert await board.find("short") is None and await board.find("long") is not None
+        await asyncio.sleep(0.25)
+        assert await board.find("long") is None
+        assert board._kept_bytes == 0 and not board._expiring and not board._kept_of
 
     asyncio.run(main())

@@ -9,21 +9,40 @@ from __future__ import annotations
 
 import asyncio
 import collections
+from dataclasses import dataclass
 
 from gateway.runs.tape import RunReply, Tape
 
 
+@dataclass(frozen=True, slots=True)
+class KeptLimits:
+    """What the ended runs' replies kept for late resumes may cost one process: past any bound, the oldest go first
+    (of the principal's own, for `per_principal`, so that no caller can push out another's)."""
+
+    bytes: int = 256 * 1024 * 1024
+    """Their cost in memory, as `Tape.size` counts it."""
+    replies: int = 10_000
+    per_principal: int = 1_000
+
+
 class RunBoard:
     """The resumable runs of this process, running and recently ended. An ended run's reply is kept for its tape's
-    `keep` seconds, and all ended replies together for at most `max_kept_bytes` (the oldest go first)."""
+    `keep` seconds, within `KeptLimits`."""
 
-    def __init__(self, max_kept_bytes: int) -> None:
-        self.max_kept_bytes = max_kept_bytes
+    def __init__(self, limits: KeptLimits | None = None) -> None:
+        self.limits = limits or KeptLimits()
         self.tapes: dict[str, Tape] = {}
         self.conversations: dict[str, str] = {}
         """A conversation's key to its latest run's key."""
         self._kept: collections.OrderedDict[str, Tape] = collections.OrderedDict()
+        """The ended replies kept, oldest first."""
+        self._kept_of: dict[str, collections.OrderedDict[str, None]] = {}
+        """Each principal's kept replies' keys, oldest first."""
+        self._expiring: dict[float, collections.OrderedDict[str, float]] = {}
+        """By `keep` (one per route): kept replies' keys and when each expires, which is also their order."""
         self._kept_bytes = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
 
     def _running(self, key: str) -> Tape | None:
         tape = self.tapes.get(key)
@@ -45,7 +64,7 @@ class RunBoard:
             self.conversations[tape.conversation] = tape.key
 
     def finish(self, tape: Tape) -> None:
-        """The run is over (ended, failed or cut off): keep its reply for late resumes, within the bounds."""
+        """The run is over (ended, failed or cut off): keep its reply for late resumes, within the limits."""
         tape.abandon()  # unless it ended: a reply without its end is no use to a follower
         tape.stop = None
         if self.tapes.get(tape.key) is not tape:
@@ -53,15 +72,38 @@ class RunBoard:
         if tape.lost or tape.keep <= 0:
             self._forget(tape.key)
             return
-        self._kept[tape.key] = tape
+        key, limits = tape.key, self.limits
+        self._kept[key] = tape
         self._kept_bytes += tape.size
-        while self._kept_bytes > self.max_kept_bytes and self._kept:
+        own = self._kept_of.setdefault(tape.owner, collections.OrderedDict())
+        own[key] = None
+        while len(own) > limits.per_principal:
+            self._forget(next(iter(own)))
+        while self._kept and (self._kept_bytes > limits.bytes or len(self._kept) > limits.replies):
             self._forget(next(iter(self._kept)))
-        asyncio.get_running_loop().call_later(tape.keep, self._expire, tape)
+        if key in self._kept:
+            loop = asyncio.get_running_loop()
+            expires = loop.time() + tape.keep
+            self._expiring.setdefault(tape.keep, collections.OrderedDict())[key] = expires
+            if self._timer is None or expires < self._timer_at:
+                self._wake_at(expires)
 
-    def _expire(self, tape: Tape) -> None:
-        if self.tapes.get(tape.key) is tape:
-            self._forget(tape.key)
+    def _wake_at(self, when: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = when
+        self._timer = asyncio.get_running_loop().call_at(when, self._expire)
+
+    def _expire(self) -> None:
+        """Forget the kept replies whose time is up, and wake again for the next."""
+        self._timer = None
+        now = asyncio.get_running_loop().time()
+        for keys in list(self._expiring.values()):
+            while keys and next(iter(keys.values())) <= now:
+                self._forget(next(iter(keys)))
+        fronts = [next(iter(keys.values())) for keys in self._expiring.values()]
+        if fronts:
+            self._wake_at(min(fronts))
 
     def _forget(self, key: str) -> None:
         tape = self.tapes.pop(key, None)
@@ -69,8 +111,16 @@ class RunBoard:
             return
         if tape.conversation is not None and self.conversations.get(tape.conversation) == key:
             del self.conversations[tape.conversation]
-        if self._kept.pop(key, None) is not None:
-            self._kept_bytes -= tape.size
+        if self._kept.pop(key, None) is None:
+            return
+        self._kept_bytes -= tape.size
+        own = self._kept_of[tape.owner]
+        del own[key]
+        if not own:
+            del self._kept_of[tape.owner]
+        expiring = self._expiring.get(tape.keep)
+        if expiring is not None and expiring.pop(key, None) is not None and not expiring:
+            del self._expiring[tape.keep]
 
     async def find(self, key: str) -> RunReply | None:
         """The reply of the run `key` names, running or kept after its end."""
@@ -95,4 +145,6 @@ class RunBoard:
         return key is not None and await self.stop(key)
 
     async def close(self) -> None:
-        return None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None

@@ -26,7 +26,7 @@ from typing import Any
 
 from gateway.conversations.store import RedisStore, StoreError
 from gateway.core.ids import new_id
-from gateway.runs.board import RunBoard
+from gateway.runs.board import KeptLimits, RunBoard
 from gateway.runs.tape import Entry, RunReply, Tape, TapeLost
 
 log = logging.getLogger("agent_gateway.runs")
@@ -52,8 +52,8 @@ return false
 
 
 class RedisRunBoard(RunBoard):
-    def __init__(self, store: RedisStore, max_kept_bytes: int, prefix: str = "agw:run:") -> None:
-        super().__init__(max_kept_bytes)
+    def __init__(self, store: RedisStore, limits: KeptLimits | None = None, prefix: str = "agw:run:") -> None:
+        super().__init__(limits)
         self._store = store
         self._redis = store.client
         self._prefix = prefix
@@ -238,6 +238,7 @@ class RedisRunBoard(RunBoard):
                     await pubsub.aclose()
 
     async def close(self) -> None:
+        await super().close()
         self._closed = True
         if self._listener is not None:
             self._listener.cancel()

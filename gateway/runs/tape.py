@@ -6,6 +6,10 @@ seq 0       the response head: status, headers, the dialect's keep-alive bytes (
 seq 1..n    the pieces of the body, as they went out (with an SSE `id: <seq>` line when the dialect has ids)
 seq n       the last piece is flagged: the reply ended there
 ```
+
+A tape's `size` is what it costs the process, not only its bytes: each piece costs its bytes and a Python object,
+and the tape its bookkeeping. Pieces are kept at their own size: orjson's output, which a whole-body reply is, sits
+in a 4 KiB buffer whatever it holds, so such a piece is copied.
 """
 
 from __future__ import annotations
@@ -20,6 +24,12 @@ import orjson
 class TapeLost(Exception):
     """The run's reply is no longer kept (it outgrew the limits, its replica went away, or it was never kept): it
     cannot be resumed."""
+
+
+PIECE_COST = 64
+"""Bytes a kept piece costs beyond its data: its bytes object's header and its slot in the list, rounded."""
+TAPE_COST = 1024
+"""Bytes a kept tape costs beyond its pieces: the tape, its keys and its places on the board."""
 
 
 class Entry(NamedTuple):
@@ -64,11 +74,13 @@ class Tape:
     Bounded: past `max_entries` pieces or `max_bytes` it is dropped whole (`lost`), and the run goes on unkept."""
 
     __slots__ = ("_changed", "conversation", "ended", "entries", "event_ids", "keep", "key", "lost", "max_bytes",
-                 "max_entries", "mirror", "size", "stop")
+                 "max_entries", "mirror", "owner", "size", "stop")
 
     def __init__(self, key: str, *, event_ids: bool, max_entries: int, max_bytes: int, keep: float,
-                 conversation: str | None = None) -> None:
+                 conversation: str | None = None, owner: str = "anonymous") -> None:
         self.key = key
+        self.owner = owner
+        """The principal whose run it is: the board bounds what each principal's ended runs keep."""
         self.keep = keep
         """Seconds the reply is kept once the run has ended, for a client that comes back late."""
         self.conversation = conversation
@@ -77,7 +89,8 @@ class Tape:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.entries: list[bytes] = []
-        self.size = 0
+        self.size = TAPE_COST
+        """What the kept reply costs in memory, in bytes (see the module's docstring)."""
         self.ended = False
         self.lost = False
         self.stop: Callable[[], None] | None = None
@@ -87,7 +100,7 @@ class Tape:
         self._changed: asyncio.Future[None] | None = None
 
     def open(self, head: Head) -> None:
-        self._append(head.dump(), False)
+        self._append(_at_its_size(head.dump()), False)
 
     def record(self, body: bytes, last: bool) -> bytes:
         """Keep a piece of the reply; returns it as the client is to be sent it (with each SSE event's `id:`, for a
@@ -95,7 +108,7 @@ class Tape:
         if self.lost:
             return body
         if not self.event_ids or not body:
-            self._append(body, last)
+            self._append(_at_its_size(body) if last else body, last)  # a last piece may be a whole orjson body
             return body
         frames = body.split(b"\n\n")
         tail = frames.pop()  # b"" when the body is whole frames, as encoders write them
@@ -121,7 +134,7 @@ class Tape:
         if self.lost:
             return
         self.entries.append(data)
-        self.size += len(data)
+        self.size += len(data) + PIECE_COST
         if len(self.entries) > self.max_entries or self.size > self.max_bytes:
             self.abandon()
             return
@@ -155,3 +168,8 @@ class Tape:
             entries = self.entries
         end = len(entries) - 1 if self.ended else -1
         return [Entry(seq, entries[seq], seq == end) for seq in range(start, len(entries))]
+
+
+def _at_its_size(data: bytes) -> bytes:
+    """A copy of `data` in a buffer of its own size."""
+    return bytes(memoryview(data))

@@ -26,7 +26,7 @@ from gateway.config import Route as ConfigRoute
 from gateway.conversations.mapper import ConversationMapper
 from gateway.conversations.store import ConversationStore, RedisStore
 from gateway.core.codec import AgentDescription
-from gateway.runs.board import RunBoard
+from gateway.runs.board import KeptLimits, RunBoard
 from gateway.runs.redis import RedisRunBoard
 from gateway.server import http_server, logs
 from gateway.server.metrics import CONTENT_TYPE, Metrics
@@ -88,7 +88,7 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
                                 max_bytes=config.store.max_conversation_bytes)
     routes: list[BaseRoute] = []
     handlers: dict[str, tuple[ASGIApp, frozenset[str]]] = {}
-    board = open_board(store, config.store.max_resume_kept_bytes)
+    board = open_board(store, config.store.kept_limits())
     for route in config.routes:
         route_handler = RouteHandler(route, pool=pool, mapper=mapper, bodies=bodies, board=board,
                                      keepalive=config.keepalive_seconds, metrics=metrics, log_bodies=log_bodies,
@@ -168,11 +168,11 @@ def conversation_routes(route: ConfigRoute, endpoints: ASGIApp) -> list[Route]:
     return found
 
 
-def open_board(store: ConversationStore, max_kept_bytes: int) -> RunBoard:
+def open_board(store: ConversationStore, limits: KeptLimits) -> RunBoard:
     """Where resumable runs are known: every replica's over a Redis store, else this process's."""
     if isinstance(store, RedisStore):
-        return RedisRunBoard(store, max_kept_bytes)
-    return RunBoard(max_kept_bytes)
+        return RedisRunBoard(store, limits)
+    return RunBoard(limits)
 
 
 def discovery_routes(config: GatewayConfig) -> list[Route]:

@@ -242,7 +242,8 @@ class RouteHandler:
             conversation = turn.conversation_id
             tape = Tape(key, event_ids=client.event_ids, max_entries=route.limits.max_resume_events,
                         max_bytes=route.limits.max_resume_bytes, keep=route.timeouts.resume_keep,
-                        conversation=conversation_key(route.name, principal, conversation) if conversation else None)
+                        conversation=conversation_key(route.name, principal, conversation) if conversation else None,
+                        owner=principal)
             running = await self.board.claim(tape, route.timeouts.total)
         except GatewayError as error:
             await call.writer.fail_before_start(error)
