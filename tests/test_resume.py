@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import socket
 import threading
 import tracemalloc
 import time
@@ -21,6 +22,7 @@ import httpx
 import orjson
 import pytest
 from e2e import request_body, user_message
+from faults import FaultUpstream
 from node_clients import node_clients_available, run_vercel_resume
 from redis_server import RedisServer
 from servers import Served
@@ -373,6 +375,79 @@ def test_200_streams_dropped_and_resumed_across_two_replicas_lose_and_double_not
 
 
 # -- what a resumable run may hold
+
+
+STALL = 0.5
+"""The gateways below send keep-alives this often: a client of a resumable run that takes nothing for as long is
+dropped (the run goes on)."""
+
+
+@contextmanager
+def flooding_gateway(upstream: FaultUpstream, total: float) -> Iterator[str]:
+    """A resumable AG-UI route over an AG-Kit upstream sending ~8 KiB events a millisecond apart, for `total` seconds:
+    more than a client's socket buffers hold, well under the reply's limits."""
+    flood = {"url": upstream.url("ag-kit", "forever", gap=0.001, pad=8192), "dialect": "ag-kit"}
+    config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "keepalive_seconds": STALL, "routes": [
+        {"name": "flood", "paths": ["/flood"], "client_dialects": ["ag-ui"], "resumable": True, "upstream": flood,
+         "timeouts": {"total": total}, "limits": {"max_resume_bytes": 256 * 2**20}}]})
+    with Served(create_app(config)) as gateway:
+        yield gateway.url
+
+
+def never_reading(url: str, method: str, path: str, body: bytes = b"") -> socket.socket:
+    """A client that sends its request and reads nothing, with a small receive buffer."""
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
+    sock.connect((host, int(port)))
+    sock.sendall(f"{method} {path} HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\n"
+                 f"content-length: {len(body)}\r\n\r\n".encode() + body)
+    return sock
+
+
+def in_flight(url: str) -> float:
+    metrics = httpx.get(f"{url}/metrics").text
+    gauge = 'agent_gateway_streams_in_flight{route="flood"}'
+    return float(next(line for line in metrics.splitlines() if line.startswith(gauge)).rsplit(" ", 1)[1])
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[FaultUpstream]:
+    with FaultUpstream() as served:
+        yield served
+
+
+def test_a_follower_that_stops_reading_is_dropped_and_holds_nothing(upstream: FaultUpstream) -> None:
+    with flooding_gateway(upstream, total=2.0) as gateway:
+        body = agui_body("thread-f1", "flood")
+        reader = threading.Thread(target=lambda: httpx.post(f"{gateway}/flood", content=body, headers=JSON,
+                                                            timeout=10))
+        reader.start()
+        assert wait_until(lambda: in_flight(gateway) == 1)
+        follower = never_reading(gateway, "GET", "/flood/thread-f1/stream")
+        try:
+            assert wait_until(lambda: in_flight(gateway) == 2)
+            reader.join(10)
+            assert wait_until(lambda: in_flight(gateway) == 0, STALL + 2), "the follower still holds its slot"
+        finally:
+            follower.close()
+
+
+def test_a_stalled_client_of_a_resumable_run_is_dropped_and_the_run_goes_on_for_its_followers(
+        upstream: FaultUpstream) -> None:
+    total = 3.0
+    with flooding_gateway(upstream, total) as gateway:
+        stalled = never_reading(gateway, "POST", "/flood", agui_body("thread-f2", "flood"))
+        try:
+            assert wait_until(lambda: in_flight(gateway) == 1)
+            followed = httpx.get(f"{gateway}/flood/thread-f2/stream", timeout=total + 5)
+        finally:
+            stalled.close()
+        events = frames(followed.content)
+        last = orjson.loads(events[-1]["data"])
+        assert last["type"] == "RUN_ERROR" and f"longer than {total:g}s" in last["message"], last
+        assert len(followed.content) > 2 * 2**20  # far more than the stalled client's buffers took
+
 
 @pytest.mark.parametrize("client", ["ag-ui", "vercel", "agent-respond"])
 def test_what_kept_replies_cost_the_process_is_what_it_counts_against_its_limit(client: str) -> None:

@@ -6,6 +6,7 @@ tells one (`Dialect.error_reply`); after it, an event in the client's dialect fo
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 
@@ -18,6 +19,8 @@ from gateway.core.events import RunError
 from gateway.runs.tape import Head, Tape
 from gateway.server.http_server import direct_body
 from gateway.server.record import AccessRecord
+
+log = logging.getLogger("agent_gateway.proxy")
 
 
 class ClientWriter:
@@ -95,6 +98,19 @@ class ClientWriter:
         assert self._direct is not None
         self._direct.write(body)
         self.last_write = now
+
+    def drop(self) -> bool:
+        """Close the connection of a client that stopped reading, at once: a write stuck on it returns, and what
+        waited for it is freed. False where the server gives no hold on the connection."""
+        if self._direct is None or not self._direct.abort():
+            return False
+        self.gone = True
+        record = self._record
+        record.error = "client_stalled"
+        log.info("the client took nothing for too long and was dropped%s",
+                 "; the run goes on" if self.tape is not None else "",
+                 extra={"route": record.route, "request_id": record.request_id})
+        return True
 
     async def write_keep_alive(self, comment: bytes) -> None:
         """Send bytes that mean nothing to keep an idle stream open (nothing if the dialect has none)."""

@@ -82,24 +82,29 @@ class Deadlines:
 
     def _tick(self) -> None:
         """At a deadline, stop the reading (or, when a write to the client is stuck, drop the client); when the
-        client has heard nothing for a while, send it a keep-alive; then sleep until the next of these."""
+        client has heard nothing for a while, send it a keep-alive; then sleep until the next of these. A run kept
+        for its client to come back to (resumable) does not wait for a client stuck for a keep-alive period: the
+        client is dropped and the run goes on."""
         self._timer = None
         if self.cancelled_because is not None:
             return
         timeouts, keepalive, client = self._timeouts, self._keepalive, self._client
         now = time.monotonic()
-        started = bool(self._record.events)
-        deadline = self.last_upstream_read + timeouts.idle if started else self.started_at + timeouts.first_event
-        total = self.started_at + timeouts.total <= deadline
-        if total:
-            deadline = self.started_at + timeouts.total
+        deadline, total = self._next_deadline()
+        stuck = client.writing and not client.gone
+        stuck_since = max(self.last_upstream_read, client.last_write)  # what the run read last, or wrote
+        if stuck and client.tape is not None and (now >= deadline or now - stuck_since >= keepalive) \
+                and client.drop():
+            stuck = False
+            self.last_upstream_read = now  # the upstream was not read while the client held the run back
+            deadline, total = self._next_deadline()
         if now >= deadline and not self.storing_conversation:
+            started = bool(self._record.events)
             self.missed_deadline = (f"the run took longer than {timeouts.total:g}s" if total
                                     else f"upstream sent nothing for {timeouts.idle:g}s" if started
                                     else f"upstream sent no event within {timeouts.first_event:g}s")
-            if client.writing:  # the client stopped reading: no error can reach it. Drop it, and the upstream.
-                self._record.failed("client_stalled")
-                self.cancel_request("client_stalled")
+            if stuck:  # the client stopped reading: no error can reach it. Drop it, and the upstream.
+                self._drop_stuck_client()
             else:
                 self.cancel_request("timeout")
             return
@@ -117,6 +122,22 @@ class Deadlines:
         self.wake_at = wake
         self._timer = asyncio.get_running_loop().call_later(wake - now, self._tick)
 
+    def _next_deadline(self) -> tuple[float, bool]:
+        """When the next deadline passes (monotonic), and whether it is the total one."""
+        timeouts = self._timeouts
+        started = bool(self._record.events)
+        deadline = self.last_upstream_read + timeouts.idle if started else self.started_at + timeouts.first_event
+        if self.started_at + timeouts.total <= deadline:
+            return self.started_at + timeouts.total, True
+        return deadline, False
+
+    def _drop_stuck_client(self) -> None:
+        """End the exchange of a client that stopped reading: its connection is closed, so that the write stuck on
+        it returns (else the request is cancelled in it)."""
+        self._record.failed("client_stalled")
+        if not self._client.drop():
+            self.cancel_request("client_stalled")
+
     async def _keep_alive(self, comment: bytes) -> None:
         try:
             await self._client.write_keep_alive(comment)
@@ -129,6 +150,5 @@ class Deadlines:
         self._timer = None
         if self.storing_conversation:  # still storing the conversation: look again
             self._timer = asyncio.get_running_loop().call_later(self._keepalive, self._drop_a_client_still_stuck)
-        elif self._client.writing:
-            self._record.failed("client_stalled")
-            self.cancel_request("client_stalled")
+        elif self._client.writing and not self._client.gone:
+            self._drop_stuck_client()

@@ -12,7 +12,8 @@ head waits for the first body piece, or for the end of the event loop's turn if 
 in one write.
 
 `DirectBody` writes a streamed response's pieces as uvicorn's `send` would, but without a coroutine per piece, when
-the client is reading: the relay writes paced events so, from the upstream connection's read callback.
+the client is reading: the relay writes paced events so, from the upstream connection's read callback. It also
+drops a client that stopped reading, which `send` cannot.
 """
 
 from __future__ import annotations
@@ -129,6 +130,15 @@ class DirectBody:
         """One piece (never empty), once `ready` said so."""
         assert self._cycle is not None
         self._cycle.transport.write(b"%x\r\n%b\r\n" % (len(body), body))
+
+    def abort(self) -> bool:
+        """Close the connection at once, dropping what the client has not read: a `send` waiting for the client
+        returns. False if this response's connection cannot be reached."""
+        cycle = self._cycle
+        if cycle is None:
+            return False
+        cycle.transport.abort()
+        return True
 
 
 def direct_body(send: Send) -> DirectBody | None:

@@ -9,7 +9,10 @@ A retry is matched by its key, scoped to the route and the caller:
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+from collections.abc import Coroutine
+from typing import Any
 
 from starlette.datastructures import Headers
 
@@ -47,7 +50,8 @@ def last_event_id(headers: Headers) -> int | None:
 async def follow(reply: RunReply, writer: ClientWriter, after: int, keepalive: float, patience: float) -> None:
     """Send a client a run's kept reply: the head, the pieces after `after`, then the rest as the run goes, until
     its end. Raises `TapeLost` if the reply is lost before the head went out; after it, the stream just ends. A
-    reply with nothing new for `patience` seconds (longer than the run may be silent) is taken as lost."""
+    reply with nothing new for `patience` seconds (longer than the run may be silent) is taken as lost. A client
+    that takes nothing for `keepalive` seconds is dropped, as the run's own client is: it may come back."""
     start = 0
     head: Head | None = None
     waited = silent = 0.0
@@ -65,17 +69,34 @@ async def follow(reply: RunReply, writer: ClientWriter, after: int, keepalive: f
         if not entries:
             waited += ENTRY_WAIT
             if waited >= keepalive and head is not None and head.keep_alive and writer.started:
-                await writer.write_keep_alive(head.keep_alive)
+                if not await _taken(writer, writer.write_keep_alive(head.keep_alive), keepalive):
+                    return
                 waited = 0.0
             continue
         waited = 0.0
         for seq, data, last in entries:
             if seq == 0:
                 head = Head.load(data)
-                await writer.start(head.status, head.headers)
+                sending = writer.start(head.status, head.headers)
             elif last:
-                await writer.end(data if seq > after else b"")
-                return
+                sending = writer.end(data if seq > after else b"")
             elif seq > after:
-                await writer.write(data)
+                sending = writer.write(data)
+            else:
+                continue
+            if not await _taken(writer, sending, keepalive) or last:
+                return
         start = max(entries[-1].seq + 1, after + 1)
+
+
+async def _taken(writer: ClientWriter, sending: Coroutine[Any, Any, None], stall: float) -> bool:
+    """Whether the client took a piece within `stall` seconds; if not, it is dropped (it holds a stream slot and
+    the run's reply for as long as it is attached)."""
+    try:
+        async with asyncio.timeout(stall):
+            await sending
+    except TimeoutError:
+        if writer.drop():
+            await asyncio.sleep(0)  # the server sees the connection gone before the request ends
+        return False
+    return True
