@@ -11,8 +11,8 @@ import gc
 import logging
 import socket
 import threading
-import tracemalloc
 import time
+import tracemalloc
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -226,7 +226,7 @@ def test_a_stop_ends_the_run_upstream_and_its_stream() -> None:
             for chunk in response.iter_raw():
                 received += chunk
                 if not stopped and received.count(b"\n\n") >= 3:
-                    stopped.append(httpx.post(f"{gateway}/ag-ui/thread-8/stop").status_code)
+                    stopped.append(httpx.post(f"{gateway}/ag-ui/thread-8/stop", headers=JSON).status_code)
         assert stopped == [202]
         events = frames(received)
         last = orjson.loads(events[-1]["data"])
@@ -383,15 +383,17 @@ dropped (the run goes on)."""
 
 
 @contextmanager
-def flooding_gateway(upstream: FaultUpstream, total: float) -> Iterator[str]:
-    """A resumable AG-UI route over an AG-Kit upstream sending ~8 KiB events a millisecond apart, for `total` seconds:
-    more than a client's socket buffers hold, well under the reply's limits."""
+def flooding_gateways(upstream: FaultUpstream, total: float, count: int = 1, store: str = "memory://"
+                      ) -> Iterator[list[str]]:
+    """`count` gateways over `store` with a resumable AG-UI route in front of an AG-Kit upstream sending ~8 KiB
+    events a millisecond apart, for `total` seconds: more than a client's socket buffers hold, well under the
+    reply's limits."""
     flood = {"url": upstream.url("ag-kit", "forever", gap=0.001, pad=8192), "dialect": "ag-kit"}
-    config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "keepalive_seconds": STALL, "routes": [
+    config = GatewayConfig.model_validate({"store": {"url": store}, "keepalive_seconds": STALL, "routes": [
         {"name": "flood", "paths": ["/flood"], "client_dialects": ["ag-ui"], "resumable": True, "upstream": flood,
          "timeouts": {"total": total}, "limits": {"max_resume_bytes": 256 * 2**20}}]})
-    with Served(create_app(config)) as gateway:
-        yield gateway.url
+    with ExitStack() as stack:
+        yield [stack.enter_context(Served(create_app(config))).url for _ in range(count)]
 
 
 def never_reading(url: str, method: str, path: str, body: bytes = b"") -> socket.socket:
@@ -417,18 +419,24 @@ def upstream() -> Iterator[FaultUpstream]:
         yield served
 
 
-def test_a_follower_that_stops_reading_is_dropped_and_holds_nothing(upstream: FaultUpstream) -> None:
-    with flooding_gateway(upstream, total=2.0) as gateway:
-        body = agui_body("thread-f1", "flood")
-        reader = threading.Thread(target=lambda: httpx.post(f"{gateway}/flood", content=body, headers=JSON,
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_a_follower_that_stops_reading_is_dropped_and_holds_nothing(upstream: FaultUpstream, redis: RedisServer,
+                                                                     replicas: int) -> None:
+    """On the replica that runs the run, or on another that reads its reply from Redis."""
+    store = redis.url if replicas == 2 else "memory://"
+    with flooding_gateways(upstream, 2.0, replicas, store) as gateways:
+        running, following = gateways[0], gateways[-1]
+        body = agui_body(f"thread-f1-{replicas}", "flood")
+        headers = {**JSON, "x-request-id": f"flood-{replicas}"}
+        reader = threading.Thread(target=lambda: httpx.post(f"{running}/flood", content=body, headers=headers,
                                                             timeout=10))
         reader.start()
-        assert wait_until(lambda: in_flight(gateway) == 1)
-        follower = never_reading(gateway, "GET", "/flood/thread-f1/stream")
+        upstream.find(f"flood-{replicas}")  # the run has claimed its place: it can be followed
+        follower = never_reading(following, "GET", f"/flood/thread-f1-{replicas}/stream")
         try:
-            assert wait_until(lambda: in_flight(gateway) == 2)
+            assert wait_until(lambda: in_flight(following) == replicas % 2 + 1)
             reader.join(10)
-            assert wait_until(lambda: in_flight(gateway) == 0, STALL + 2), "the follower still holds its slot"
+            assert wait_until(lambda: in_flight(following) == 0, STALL + 2), "the follower still holds its slot"
         finally:
             follower.close()
 
@@ -436,7 +444,7 @@ def test_a_follower_that_stops_reading_is_dropped_and_holds_nothing(upstream: Fa
 def test_a_stalled_client_of_a_resumable_run_is_dropped_and_the_run_goes_on_for_its_followers(
         upstream: FaultUpstream) -> None:
     total = 3.0
-    with flooding_gateway(upstream, total) as gateway:
+    with flooding_gateways(upstream, total) as [gateway]:
         stalled = never_reading(gateway, "POST", "/flood", agui_body("thread-f2", "flood"))
         try:
             assert wait_until(lambda: in_flight(gateway) == 1)

@@ -22,7 +22,7 @@ from inkeep_upstream import create_inkeep_app
 from servers import Served, free_port
 
 from gateway.agent.server import create_agent_app
-from gateway.config import ConfigError, GatewayConfig, parse_config
+from gateway.config import ConfigError, GatewayConfig, key_id, parse_config
 from gateway.conversations.store import MemoryStore
 from gateway.core.events import Interrupt
 from gateway.server import http_server
@@ -315,6 +315,8 @@ def test_a_request_id_that_is_not_short_and_plain_is_replaced(agent: Served) -> 
     {"threadId": "t" * 300, "runId": "r", "messages": []},
     {"threadId": "t\nforged access line", "runId": "r", "messages": []},
     {"threadId": "t", "runId": "r", "messages": [{"id": "m" * 300, "role": "user", "content": "hi"}]},
+    {"threadId": "t\x9b2J", "runId": "r", "messages": []},  # C1 controls: CSI, and NEL below
+    {"threadId": "t", "runId": "r\x85forged", "messages": []},
 ])
 def test_ids_past_their_limit_or_with_control_characters_are_a_422(agent: Served, body: dict[str, object]) -> None:
     with gateway_for(agent) as gateway, httpx.Client(timeout=10) as http:
@@ -324,9 +326,9 @@ def test_ids_past_their_limit_or_with_control_characters_are_a_422(agent: Served
 
 def test_the_human_log_format_escapes_control_characters() -> None:
     record = logging.LogRecord("agent_gateway.access", logging.INFO, "", 0, "request", None, None)
-    record.conversation_id = "c\n12:00:00 INFO    request forged=1\x1b[2J"
+    record.conversation_id = "c\n12:00:00 INFO    request forged=1\x1b[2J\x9b2J\x85\u2028"
     line = HumanFormatter().format(record)
-    assert "\n" not in line and "\x1b" not in line and "c\\n12:00:00" in line
+    assert not any(c in line for c in "\n\x1b\x9b\x85\u2028") and "c\\n12:00:00" in line and "\\x9b2J" in line
 
 
 # -- smaller
@@ -517,3 +519,128 @@ def test_minted_ids_are_128_random_bits_that_say_nothing_of_each_other(agent: Se
         shared = [next(i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y)
                   for a in randoms for b in randoms if a != b]
         assert max(shared) < 8, ids  # the first hex digits two ids share
+
+
+# -- resumable routes' own endpoints, and the smaller rules
+
+
+@contextmanager
+def resumable_gateway(**route: object) -> Iterator[tuple[Served, Served]]:
+    """(the built-in AG-Kit agent, paced so that a "slow" run lasts about a second, and an AG-UI route resumable in
+    front of it)."""
+    with Served(create_agent_app("ag-kit", pace=0.05)) as agent:
+        config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+            {"name": "r", "paths": ["/in"], "client_dialects": ["ag-ui"], "resumable": True,
+             "upstream": {"url": agent.url + "/send-message", "dialect": "ag-kit"}, **route}]})
+        with Served(create_app(config)) as gateway:
+            yield agent, gateway
+
+
+def running(gateway: Served, thread: str, **headers: str) -> threading.Thread:
+    """A slow run of `thread`, read to its end in a thread of its own, once it has started."""
+    body = request_body("ag-ui", [user_message("ag-ui", "slow please")], thread)
+    reader = threading.Thread(target=post, args=(httpx.Client(timeout=10), f"{gateway.url}/in", body, headers))
+    reader.start()
+    with httpx.Client(timeout=10) as http:
+        deadline = time.monotonic() + 5
+        while 'agent_gateway_streams_in_flight{route="r"} 1.0' not in http.get(f"{gateway.url}/metrics").text:
+            assert time.monotonic() < deadline, "the run did not start"
+            time.sleep(0.02)
+    return reader
+
+
+def test_a_stop_a_page_on_another_origin_could_send_is_refused() -> None:
+    """A browser POSTs text/plain (or no content type) cross-origin without asking first: a stop must say JSON."""
+    with resumable_gateway() as (_agent, gateway), httpx.Client(timeout=10) as http:
+        reader = running(gateway, "t-csrf")
+        for headers in ({}, {"content-type": "text/plain"}, {"content-type": "application/x-www-form-urlencoded"}):
+            refused = http.post(f"{gateway.url}/in/t-csrf/stop", content=b"{}", headers=headers)
+            assert refused.status_code == 415, refused.text
+        stopped = http.post(f"{gateway.url}/in/t-csrf/stop", headers={"content-type": "application/json"})
+        reader.join(10)
+        assert stopped.status_code == 202
+
+
+@pytest.mark.parametrize("sent", ["\u00b2", "abc", "-1", "1e3", "0x10", "1 2"])
+def test_a_last_event_id_that_is_not_ascii_digits_is_a_400_and_never_a_second_run(sent: str) -> None:
+    with resumable_gateway() as (agent, gateway), httpx.Client(timeout=10) as http:
+        body = request_body("ag-ui", [user_message("ag-ui", "hello")], "t-lei")
+        assert post(http, f"{gateway.url}/in", body).status_code == 200
+        again = http.post(f"{gateway.url}/in", content=orjson.dumps(body),
+                          headers={"content-type": b"application/json", "last-event-id": sent.encode()})
+        assert again.status_code == 400 and "Last-Event-ID" in again.json()["error"]["message"], again.text
+        far = post(http, f"{gateway.url}/in", body, headers={"last-event-id": "999999999999"})
+        assert far.status_code == 200 and b"RUN_STARTED" not in far.content  # the rest after it: nothing
+        assert len(httpx.get(agent.url + "/_requests").json()) == 1
+
+
+@pytest.mark.parametrize("conversation", ["x" * 300, "a%C2%9Bb", "a%09b"])
+def test_a_conversation_id_in_a_path_is_bounded_as_one_in_a_body_is(conversation: str) -> None:
+    with resumable_gateway() as (_agent, gateway), httpx.Client(timeout=10) as http:
+        for method in ("GET", "DELETE"):
+            response = http.request(method, f"{gateway.url}/in/{conversation}/stream")
+            assert response.status_code == 422 and len(response.content) < 300, response.text[:300]
+
+
+def test_the_conversation_endpoints_log_who_called_them(caplog: pytest.LogCaptureFixture) -> None:
+    with resumable_gateway(auth={"keys": ["key-a"]}) as (_agent, gateway), httpx.Client(timeout=10) as http, \
+            caplog.at_level(logging.INFO, logger="agent_gateway.access"):
+        reader = running(gateway, "t-who", authorization="Bearer key-a")
+        assert http.delete(f"{gateway.url}/in/t-who/stream", headers={"authorization": "Bearer key-a"}
+                           ).status_code == 202
+        reader.join(10)
+        deadline = time.monotonic() + 5
+        while not (stops := [r for r in caplog.records if getattr(r, "outcome", None) == "stopped"]):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+    assert getattr(stops[0], "key_id", None) == key_id("key-a")
+
+
+@pytest.mark.parametrize("headers", [[("x-tenant", "")], [("x-tenant", "one"), ("x-tenant", "two")],
+                                     [("x-tenant", "one"), ("x-tenant", "one")]])
+def test_an_empty_or_repeated_tenant_header_is_a_400(agent: Served, headers: list[tuple[str, str]]) -> None:
+    with ag_kit_gateway(agent, tenant_header="X-Tenant") as gw, httpx.Client(timeout=10) as http:
+        body = orjson.dumps(request_body("ag-kit", [user_message("ag-kit", "x")], "c"))
+        response = http.post(f"{gw.url}/in", content=body, headers=[("content-type", "application/json"), *headers])
+        assert response.status_code == 400 and "x-tenant" in response.json()["error"]["message"].lower()
+
+
+def test_an_agent_card_built_from_the_host_header_varies_by_it(agent: Served) -> None:
+    config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+        {"paths": ["/a2a"], "client_dialects": ["a2a"], "upstream": {"url": agent.url + "/agui", "dialect": "ag-ui"}}]})
+    with Served(create_app(config)) as gateway:
+        card = httpx.get(f"{gateway.url}/a2a/.well-known/agent-card.json", headers={"host": "one.example"})
+    assert "host" in card.headers["vary"].lower() and "one.example" in card.text
+
+
+def test_an_integer_past_64_bits_is_refused_not_rounded(agent: Served) -> None:
+    httpx.delete(agent.url + "/_requests")
+    with gateway_for(agent) as gateway, httpx.Client(timeout=10) as http:
+        exact = (b'{"threadId":"t","runId":"r","messages":[],'
+                 b'"state":{"id":18446744073709551615,"low":-9223372036854775808}}')
+        assert http.post(f"{gateway.url}/in", content=exact, headers={"content-type": "application/json"}
+                         ).status_code == 200
+        assert httpx.get(agent.url + "/_requests").json()[-1]["body"]["state"] == {
+            "id": 18446744073709551615, "low": -9223372036854775808}
+        for number in (b"123456789012345678901234567890", b"18446744073709551616", b"-9223372036854775809"):
+            body = b'{"threadId":"t","runId":"r","messages":[],"state":{"n":%s,"s":"1234567890123456789012"}}' % number
+            refused = http.post(f"{gateway.url}/in", content=body, headers={"content-type": "application/json"})
+            assert refused.status_code == 400 and number.decode() in refused.json()["error"]["message"]
+        digits_in_a_string = b'{"threadId":"t","runId":"r","messages":[],"state":{"s":"1234567890123456789012"}}'
+        assert http.post(f"{gateway.url}/in", content=digits_in_a_string, headers={"content-type": "application/json"}
+                         ).status_code == 200
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_an_upstreams_in_band_error_reaches_its_client_whatever_debug_errors_says(agent: Served, debug: bool
+                                                                                  ) -> None:
+    """An error the agent sent in its stream is the agent's word to its client, as its text is: it passes. What
+    the gateway hides without `debug_errors` is what the agent did not send to a client: an error page's body, an
+    address it could not reach."""
+    route = {"paths": ["/in"], "client_dialects": ["vercel"], "upstream": {"url": agent.url + "/agui",
+                                                                           "dialect": "ag-ui"}}
+    config = GatewayConfig.model_validate({"debug_errors": debug, "store": {"url": "memory://"}, "routes": [route]})
+    with Served(create_app(config)) as gateway, httpx.Client(timeout=10) as http:
+        reply = Reply("vercel", post(http, f"{gateway.url}/in",
+                                     request_body("vercel", [user_message("vercel", "please fail")])))
+    assert reply.error is not None and reply.error.message == "scripted failure"

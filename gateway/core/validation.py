@@ -6,6 +6,7 @@ says what was expected there.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, TypeVar
 
@@ -19,7 +20,9 @@ from gateway.core.turn import Turn
 MAX_ID = 256
 """Longest conversation, run, message, tool call or interrupt id a client may send: ids are stored, logged and sent
 upstream."""
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+"""A run of digits as long as the shortest integer orjson reads as a float, in or out of a string."""
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -35,7 +38,33 @@ def load_json_object(body: bytes, max_depth: int = 64) -> dict[str, Any]:
     # alone, which C makes, and only the rest are walked.
     if body.count(b"{") + body.count(b"[") > max_depth and _deeper_than(value, max_depth):
         raise MalformedRequest(f"request body is nested deeper than {max_depth} levels")
+    if _LONG_DIGITS.search(body) and (number := _integer_past_64_bits(body)) is not None:
+        shown = number if len(number) <= 40 else number[:40] + "..."
+        raise MalformedRequest(f"request body holds the integer {shown}, which is past 64 bits: it would not reach "
+                               "the agent as written. Send it as a string")
     return value
+
+
+def _integer_past_64_bits(body: bytes) -> str | None:
+    """The first integer in `body` that orjson reads as a float (one past the signed and unsigned 64-bit ranges),
+    as written. Read again with the standard library, which keeps every integer: only for bodies with long runs of
+    digits."""
+    found: list[str] = []
+
+    def integer(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:  # past the digits Python reads by default: past 64 bits in any case
+            value = 1 << 64
+        if not found and not -(1 << 63) <= value < 1 << 64:
+            found.append(text)
+        return 0
+
+    try:
+        json.loads(body, parse_int=integer)
+    except ValueError:
+        return None
+    return found[0] if found else None
 
 
 def _deeper_than(value: Any, limit: int) -> bool:
@@ -133,6 +162,11 @@ def _json_type(value: Any) -> str:
     return "a number"
 
 
+def bad_id(value: str) -> bool:
+    """Whether a client's id is past `MAX_ID` characters or holds a control character (C0, DEL or C1)."""
+    return len(value) > MAX_ID or _CONTROL.search(value) is not None
+
+
 def check_ids(turn: Turn, dialect: str) -> None:
     """Every id a client chose is at most `MAX_ID` characters with no control characters, or the request is a 422
     naming each that is not."""
@@ -143,6 +177,6 @@ def check_ids(turn: Turn, dialect: str) -> None:
         named += [("tool call id", call.id) for call in message.tool_calls]
     named += [("interrupt id", resume.interrupt_id) for resume in turn.resume]
     details = [{"field": what, "message": f"must be at most {MAX_ID} characters, without control characters"}
-               for what, value in named if value is not None and (len(value) > MAX_ID or _CONTROL.search(value))]
+               for what, value in named if value is not None and bad_id(value)]
     if details:
         raise InvalidRequest(f"invalid {dialect} request: a {details[0]['field']} {details[0]['message']}", details)

@@ -56,11 +56,12 @@ class Access:
         if self.auth is not None:
             return self._authenticate(headers)
         if self.tenant_header is not None:
-            tenant = headers.get(self.tenant_header)
-            if tenant:
-                if not _TENANT.fullmatch(tenant):
-                    raise MalformedRequest(f"header {self.tenant_header} must be 1-128 letters, digits or ._:@-")
-                return Caller(None, f"tenant:{tenant}")
+            sent = headers.getlist(self.tenant_header)
+            if sent:  # present: exactly one, well formed (a proxy that added its own must not be half-believed)
+                if len(sent) > 1 or not _TENANT.fullmatch(sent[0]):
+                    raise MalformedRequest(f"header {self.tenant_header} must be sent once, with 1-128 letters, "
+                                           "digits or ._:@-")
+                return Caller(None, f"tenant:{sent[0]}")
         return Caller(None, ANONYMOUS)
 
     def admit(self, caller: Caller) -> None:

@@ -214,7 +214,9 @@ def _describer(route: ConfigRoute, path: str, describe: Callable[[AgentDescripti
         url = info.url or f"{request.url.scheme}://{request.url.netloc}{path}"
         card = describe(AgentDescription(name=route.name, description=info.description, url=url,
                                          version=info.version, skills=tuple(s.model_dump() for s in info.skills)))
-        return Response(orjson.dumps(card), media_type="application/json")
+        # A cache in front must not serve one Host's card to another: the URL in it is the Host's.
+        headers = {} if info.url else {"vary": "Host"}
+        return Response(orjson.dumps(card), media_type="application/json", headers=headers)
 
     return endpoint
 

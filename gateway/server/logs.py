@@ -59,7 +59,7 @@ class HumanFormatter(logging.Formatter):
         return text
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def _escaped(text: str) -> str:

@@ -53,6 +53,7 @@ from gateway.core.codec import Dialect, RunQuery, RunRecord, UpstreamRequest
 from gateway.core.errors import (
     CODES,
     GatewayError,
+    InvalidRequest,
     NoRunningRun,
     Overloaded,
     RequestTimeout,
@@ -64,7 +65,7 @@ from gateway.core.errors import (
 )
 from gateway.core.ids import new_id
 from gateway.core.turn import Turn
-from gateway.core.validation import check_ids, load_json_object
+from gateway.core.validation import MAX_ID, bad_id, check_ids, load_json_object
 from gateway.runs.board import RunBoard
 from gateway.runs.tape import RunReply, Tape, TapeLost
 from gateway.server import resume
@@ -231,8 +232,8 @@ class RouteHandler:
         with `Last-Event-ID`) is sent that run's reply; any other is a new run whose reply is kept."""
         route, principal = self.route, call.caller.principal
         key = resume.run_key(route.name, principal, client, turn, headers, body)
-        after = resume.last_event_id(headers)
         try:
+            after = resume.last_event_id(headers)
             if after is not None:  # the client had part of the reply: only the rest will do, never a second run
                 reply = await self.board.find(key)
                 if reply is None:
@@ -339,10 +340,7 @@ class RouteHandler:
         await call.writer.respond(status, {"content-type": "application/json"}, body)
 
     def _parse(self, call: _Call, headers: Headers, body: bytes, path: str) -> tuple[Dialect, Turn | RunQuery]:
-        content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-        if content_type != "application/json" and not content_type.endswith("+json"):
-            # Required: a browser sends a POST without one (or text/plain) cross-origin with no preflight.
-            raise UnsupportedMediaType(f"expected Content-Type: application/json, got {content_type or 'none'}")
+        _check_content_type(headers)
         limits = self.route.limits
         value = call.request_json = load_json_object(body, limits.max_json_depth)
         query = registry.read_query(value, self.route.dialects, path)
@@ -373,7 +371,14 @@ class ConversationEndpoints:
         record = call.record
         try:
             caller = call.caller = handler.access.identify(headers)
-            conversation = record.conversation_id = scope["path_params"]["conversation"]
+            record.key_id = caller.key_id
+            conversation = scope["path_params"]["conversation"]
+            if bad_id(conversation):
+                raise InvalidRequest(f"a conversation id in the path must be at most {MAX_ID} characters, without "
+                                     "control characters")
+            record.conversation_id = conversation
+            if scope["method"] == "POST":
+                _check_content_type(headers)  # as for a run: a page on another origin cannot POST one unasked
             key = conversation_key(handler.route.name, caller.principal, conversation)
             if scope["method"] == "GET":
                 handler.access.admit(caller)
@@ -581,6 +586,14 @@ def _wrong_content_type(upstream: str, outbound: UpstreamRequest, content_type: 
         expected = "text/event-stream" if outbound.streams else "application/json"
         return f"content-type {media}, not the {expected} of {upstream}"
     return None
+
+
+def _check_content_type(headers: Headers) -> None:
+    """A POST must say it is JSON: a browser sends one without a content type (or text/plain, or a form)
+    cross-origin with no preflight, so a page on another origin could start or stop runs in its visitor's name."""
+    content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if content_type != "application/json" and not content_type.endswith("+json"):
+        raise UnsupportedMediaType(f"expected Content-Type: application/json, got {content_type or 'none'}")
 
 
 async def _watch_disconnect(receive: Receive, writer: ClientWriter, deadlines: Deadlines) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 from collections.abc import Coroutine
 from typing import Any
 
@@ -18,6 +19,7 @@ from starlette.datastructures import Headers
 
 from gateway.conversations.mapper import scoped_key
 from gateway.core.codec import Dialect
+from gateway.core.errors import MalformedRequest
 from gateway.core.turn import Turn
 from gateway.runs.tape import Head, RunReply, TapeLost
 from gateway.server.client import ClientWriter
@@ -27,6 +29,7 @@ ENTRY_WAIT = 1.0
 
 
 NOT_KEPT = "the run's reply is no longer kept: start a new run"
+_EVENT_ID = re.compile(r"[0-9]{1,15}")
 
 
 def run_key(route: str, principal: str, client: Dialect, turn: Turn, headers: Headers, body: bytes) -> str:
@@ -42,9 +45,15 @@ def conversation_key(route: str, principal: str, conversation: str) -> str:
 
 
 def last_event_id(headers: Headers) -> int | None:
-    """The sequence number of the last event a reconnecting client had (`Last-Event-ID`), if it sent one."""
+    """The sequence number of the last event a reconnecting client had (`Last-Event-ID`), if it sent one (an empty
+    one is none, as EventSource means it). Anything but ASCII digits is a 400: a client that had part of a reply
+    must never be given a second run."""
     value = headers.get("last-event-id", "").strip()
-    return int(value) if value.isdigit() and len(value) < 12 else None
+    if not value:
+        return None
+    if not _EVENT_ID.fullmatch(value):
+        raise MalformedRequest("Last-Event-ID must be the id of an event of this stream: up to 15 digits, 0-9")
+    return int(value)
 
 
 async def follow(reply: RunReply, writer: ClientWriter, after: int, keepalive: float, patience: float) -> None:
