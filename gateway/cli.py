@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import errno
+import logging
 import os
 import socket
 import sys
 import tempfile
 from importlib import resources
-from typing import TYPE_CHECKING, NoReturn, TextIO
+from typing import TYPE_CHECKING, NoReturn
 
 import orjson
 from pydantic import ValidationError
@@ -31,6 +33,8 @@ from gateway.core.validation import error_message
 
 if TYPE_CHECKING:
     from gateway.conversations.store import ConversationStore
+
+log = logging.getLogger("agent_gateway.serve")
 
 
 def _port(text: str) -> int:
@@ -63,11 +67,32 @@ def _seconds(text: str) -> float:
     return seconds
 
 
+def _pace(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 <= seconds <= 60:
+        raise argparse.ArgumentTypeError(f"{text}: use 0 to 60 seconds")
+    return seconds
+
+
 class _Parser(argparse.ArgumentParser):
-    """Bad flags get one line saying what is wrong, and where to read more."""
+    """Bad flags get one line saying what is wrong, a guess at what was meant, and where to read more."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: {message}{self._guess(message)} (see {self.prog} --help)\n")
+
+    def _guess(self, message: str) -> str:
+        """", did you mean --port?" for a mistyped flag."""
+        if not message.startswith("unrecognized arguments: "):
+            return ""
+        known = {option.lstrip("-"): option for action in self._actions for option in action.option_strings}
+        for word in message.removeprefix("unrecognized arguments: ").split():
+            close = difflib.get_close_matches(word.split("=", 1)[0].lstrip("-"), known, n=1, cutoff=0.6)
+            if word.startswith("-") and close:
+                return f", did you mean {known[close[0]]}?"
+        return ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     agent.add_argument("--dialect", choices=names, required=True, help="the dialect the agent speaks")
     agent.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     agent.add_argument("--port", type=_port, default=8001, help="port to listen on (default: 8001)")
-    agent.add_argument("--pace", type=float, default=0.0, help="seconds between streamed events (default: 0)")
+    agent.add_argument("--pace", type=_pace, default=0.0, help="seconds between streamed events (default: 0)")
 
     translate = commands.add_parser(
         "translate", help="translate a recorded stream from one dialect into another",
@@ -155,7 +180,12 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--timeout", type=_seconds, default=60.0, help="seconds per request (default: 60)")
     check.add_argument("--json", action="store_true", help="a JSON report on stdout, for CI")
 
-    args = parser.parse_args(argv)
+    if not (sys.argv[1:] if argv is None else argv):  # nothing asked: what can be asked
+        parser.print_help()
+        return 2
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's own parser, which knows what the command takes
+        commands.choices[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command == "check":
         return _check_endpoint(check, args)
     if args.command == "serve":
@@ -163,14 +193,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo":
         return _demo(args)
     if args.command == "agent":
-        from gateway.agent.server import KEYWORDS, run
-
-        paths = ", ".join(f"http://{args.host}:{args.port}{path}" for path in registry.get(args.dialect).paths)
-        print(f"agent-gateway agent: speaking {args.dialect} at {paths}\nkeywords: {', '.join(KEYWORDS)}; "
-              "anything else is echoed", file=sys.stderr)
-        run(args.dialect, args.host, args.port, args.pace)
-        return 0
+        return _agent(args)
     return _translate(parser, args)
+
+
+def _agent(args: argparse.Namespace) -> int:
+    from gateway.agent.server import KEYWORDS, run
+    from gateway.server import logs
+    from gateway.server.drain import exit_quietly_when_stopped
+
+    logs.configure("human", "info")
+    sock = _bind(args.host, args.port)
+    if sock is None:
+        return 2
+    paths = ", ".join(f"http://{args.host}:{args.port}{path}" for path in registry.get(args.dialect).paths)
+    print(f"agent-gateway agent: speaking {args.dialect} at {paths}\nkeywords: {', '.join(KEYWORDS)}; "
+          "anything else is echoed", file=sys.stderr)
+    exit_quietly_when_stopped()
+    run(args.dialect, sock, args.pace)
+    return 0
 
 
 def _version() -> str:
@@ -211,12 +252,14 @@ def _demo(args: argparse.Namespace) -> int:
     from gateway.agent.server import KEYWORDS, create_agent_app
     from gateway.server import logs
     from gateway.server.app import create_app
+    from gateway.server.drain import exit_quietly_when_stopped
 
     base = f"http://{args.host}:{args.port}"
     dialect = registry.get(args.agent_dialect)
     agent_url = f"{base}/demo-agent{dialect.paths[0]}"
     config = GatewayConfig(routes=[Route(name="demo", upstream=Upstream(url=agent_url, dialect=dialect.name))],
                            store=Store(url="memory://"))
+    logs.configure("human", "info")  # a person is watching: one readable line per request (tracing's too)
     sock = _bind(args.host, args.port)
     if sock is None:
         return 2
@@ -224,8 +267,8 @@ def _demo(args: argparse.Namespace) -> int:
           f"the gateway answers every dialect at {base}. Try (keywords: {', '.join(KEYWORDS)}):\n")
     for client, (path, body) in DEMO_REQUESTS.items():
         print(f"# {client}\ncurl -N {base}{path} -H 'content-type: application/json' -d '{body}'\n")
-    logs.configure("human", "info")  # a person is watching: one readable line per request (tracing's too)
     app = create_app(config, extra_routes=[Mount("/demo-agent", create_agent_app(dialect.name))])
+    exit_quietly_when_stopped()
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
     return 0
 
@@ -240,7 +283,7 @@ def _bind(host: str, port: int) -> socket.socket | None:
     except OSError as exc:
         sock.close()
         reason = "is in use: try --port" if exc.errno == errno.EADDRINUSE else f"cannot be used: {exc.strerror}"
-        print(f"agent-gateway: {host}:{port} {reason}", file=sys.stderr)
+        log.error("%s:%d %s", host, port, reason)
         return None
     sock.listen(2048)
     sock.set_inheritable(True)
@@ -252,6 +295,7 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
     from gateway.server import http_server, logs, workers
     from gateway.server.app import CONFIG_ENV, create_app
+    from gateway.server.drain import exit_quietly_when_stopped
 
     flags = [flag for flag, value in (("--upstream", args.upstream), ("--upstream-dialect", args.upstream_dialect),
                                       ("--upstream-variant", args.upstream_variant),
@@ -260,6 +304,7 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.config and flags:
         parser.error(f"{', '.join(flags)} describe the route and store without --config; with --config, set them "
                      "in the file")
+    logs.configure(args.log_format, args.log_level)  # from here every line on stderr is a log line, in its format
     try:
         if args.config:
             config = load_config(args.config)
@@ -273,38 +318,36 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             parser.error("serve needs --config FILE, or --upstream URL with --upstream-dialect")
     except ConfigError as exc:
         for line in str(exc).splitlines():  # one line per mistake
-            print(f"agent-gateway: {line}", file=sys.stderr)
+            log.error(line)
         return 2
     except ValidationError as exc:  # from the flags: name each flag and what is wrong with it
-        for error in exc.errors():
-            print(f"agent-gateway: {_flag(error['loc'])}: {error_message(error)}", file=sys.stderr)
-        return 2
+        parser.error("; ".join(f"{_flag(error['loc'])}: {error_message(error)}" for error in exc.errors()))
     if args.check:
         return _check_config(config)
     if args.workers > 1 and config.store.url.startswith("memory:"):
-        print("agent-gateway: --workers > 1 needs a store the workers share: sqlite:///... or redis://...",
-              file=sys.stderr)
+        log.error("--workers > 1 needs a store the workers share: sqlite:///... or redis://...")
         return 2
-    store = _open_store(config, "agent-gateway: the store cannot be opened: {}", sys.stderr)
+    store = _open_store(config)
     if store is None:
         return 2
     if args.workers > 1:  # each worker opens its own: this one only proved it can be opened
         asyncio.run(store.close())
-    for route in config.routes:
-        print(f"{route.name}: {', '.join(route.paths)} ({', '.join(route.dialects)}) -> "
-              f"{route.upstream.url} ({route.upstream.dialect})", file=sys.stderr)
     sock = _bind(args.host, args.port)
     if sock is None:
         asyncio.run(store.close())
         return 2
-    print(_version(), file=sys.stderr)
-    print(f"agent-gateway listening on http://{args.host}:{args.port}", file=sys.stderr)
-    logs.configure(args.log_format, args.log_level)
+    for route in config.routes:
+        log.info("route %s: %s (%s) -> %s (%s)", route.name, ", ".join(route.paths), ", ".join(route.dialects),
+                 route.upstream.url, route.upstream.dialect, extra={"route": route.name})
+    log.info(_version())
+    url = f"http://{args.host}:{args.port}"
     http_server.HEAD_SECONDS = config.header_timeout
     if args.workers == 1:
+        log.info("listening on %s", url, extra={"url": url})
         app = create_app(config, store, log_bodies=args.log_bodies)
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", limit_concurrency=config.max_connections,
                                                http=http_server.HeadDeadlineProtocol))
+        exit_quietly_when_stopped()
         server.run(sockets=[sock])
         return 0
     sock.close()  # it was free: each worker binds its own (gateway/server/workers.py)
@@ -314,27 +357,32 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", metrics_dir)
         workers.run(uvicorn.Config("gateway.server.app:from_environment", factory=True, host=args.host,
                                    port=args.port, workers=args.workers, log_level="warning",
-                                   limit_concurrency=config.max_connections, http=http_server.HeadDeadlineProtocol))
+                                   limit_concurrency=config.max_connections, http=http_server.HeadDeadlineProtocol),
+                    ready=lambda: log.info("listening on %s (%d workers)", url, args.workers,
+                                           extra={"url": url, "workers": args.workers}))
     return 0
 
 
-def _open_store(config: GatewayConfig, failure: str, stream: TextIO) -> ConversationStore | None:
-    """The configured store, or None after one line on `stream` saying why it cannot be opened (a path that
-    cannot be written, the redis package missing), instead of a traceback from deep in the app's startup."""
+def _open_store(config: GatewayConfig) -> ConversationStore | None:
+    """The configured store, or None after one line saying why it cannot be opened (a path that cannot be
+    written, the redis package missing), instead of a traceback from deep in the app's startup."""
     from gateway.conversations.store import StoreError
 
     try:
         return config.store.open()
     except (StoreError, ValueError, OSError) as exc:
-        print(failure.format(exc), file=stream)
+        log.error("the store cannot be opened: %s", exc)
         return None
 
 
 def _check_config(config: GatewayConfig) -> int:
+    from gateway.conversations.store import StoreError
     from gateway.server.probe import probe
 
-    store = _open_store(config, "store: FAILED ({})", sys.stdout)
-    if store is None:
+    try:
+        store = config.store.open()
+    except (StoreError, ValueError, OSError) as exc:
+        print(f"store: FAILED ({exc})")
         return 1
 
     async def run() -> bool:

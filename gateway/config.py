@@ -380,6 +380,8 @@ class GatewayConfig(_Model):
     routes: list[Route] = Field(min_length=1)
     store: Store = Store()
     keepalive_seconds: float = Field(15.0, gt=0, description="idle SSE streams get a comment this often")
+    drain_seconds: float = Field(20.0, ge=0, description="on SIGTERM or Ctrl-C, how long the streams in flight may "
+                                 "run on before each is ended in band; within Kubernetes' 30 s grace period")
     header_timeout: float = Field(10.0, gt=0, description="seconds a client has to send a request's head, from "
                                   "its connection or its first byte; then the connection is closed")
     max_connections: int = Field(10_000, gt=0, description="client connections a worker keeps open at once; past "

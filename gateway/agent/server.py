@@ -29,6 +29,7 @@ real servers do; that is what "turn N" proves. Test hooks: `GET /_requests` (wha
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -195,6 +196,6 @@ def _describer(document: str, describe: Callable[[AgentDescription], dict[str, A
     return endpoint
 
 
-def run(dialect: str, host: str = "127.0.0.1", port: int = 8001, pace: float = 0.0) -> None:
-    """Serve the scripted agent until interrupted (for the CLI)."""
-    uvicorn.run(create_agent_app(dialect, pace=pace), host=host, port=port, log_level="warning")
+def run(dialect: str, sock: socket.socket, pace: float = 0.0) -> None:
+    """Serve the scripted agent on a bound socket until interrupted (for the CLI)."""
+    uvicorn.Server(uvicorn.Config(create_agent_app(dialect, pace=pace), log_level="warning")).run(sockets=[sock])

@@ -13,6 +13,7 @@ GatewayError
  │    ├── HistoryConflict         409  an edited history that an upstream keeping its own cannot be given
  │    └── InvalidRequest          422  valid JSON, wrong shape: `details` name each field and what was expected
  ├── Overloaded                   503  the process holds as many request bodies as it may: retry shortly
+ │    └── ShuttingDown            503  the gateway is draining before it stops: retry, on another replica
  └── UpstreamError                502  the upstream failed: refused, reset, non-2xx, broken stream
       └── UpstreamTimeout         504  the upstream did not answer or went quiet past a timeout
 ```
@@ -80,6 +81,15 @@ class RequestTimeout(RequestError):
 class Overloaded(GatewayError):
     status = 503
     code = "overloaded"
+
+
+class ShuttingDown(Overloaded):
+    """The process is draining: a new run is refused, and a run still going at the drain's end is ended."""
+
+    code = "shutting_down"
+
+    def __init__(self) -> None:
+        super().__init__("the gateway is shutting down: retry, on another replica if there is one")
 
 
 class UnknownDialect(RequestError):

@@ -29,6 +29,7 @@ from gateway.core.codec import AgentDescription
 from gateway.runs.board import KeptLimits, RunBoard
 from gateway.runs.redis import RedisRunBoard
 from gateway.server import http_server, logs
+from gateway.server.drain import Drain
 from gateway.server.metrics import CONTENT_TYPE, Metrics
 from gateway.server.probe import warn_if_unreachable
 from gateway.server.proxy import BodyBudget, ConversationEndpoints, RouteHandler, request_id_of
@@ -89,8 +90,9 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
     routes: list[BaseRoute] = []
     handlers: dict[str, tuple[ASGIApp, frozenset[str]]] = {}
     board = open_board(store, config.store.kept_limits())
+    drain = Drain(config.drain_seconds)
     for route in config.routes:
-        route_handler = RouteHandler(route, pool=pool, mapper=mapper, bodies=bodies, board=board,
+        route_handler = RouteHandler(route, pool=pool, mapper=mapper, bodies=bodies, board=board, drain=drain,
                                      keepalive=config.keepalive_seconds, metrics=metrics, log_bodies=log_bodies,
                                      debug_errors=config.debug_errors, tracing=tracing)
         handler: ASGIApp = route_handler
@@ -110,6 +112,8 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
         return PlainTextResponse("ok")
 
     async def readyz(request: Request) -> Response:
+        if drain.draining:
+            return JSONResponse({"status": "draining"}, status_code=503)
         ready = await store.ping()
         return JSONResponse({"status": "ready" if ready else "store unreachable"}, status_code=200 if ready else 503)
 
@@ -127,9 +131,11 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
         # defaults: higher ones let per-request cycles pile up, and each collection then pauses streams for longer.
         gc.freeze()
         probing = asyncio.create_task(warn_if_unreachable(config, store))
+        drain.install()
         try:
             yield
         finally:
+            drain.uninstall()
             probing.cancel()
             await board.close()
             await pool.close()

@@ -36,8 +36,8 @@ class Deadlines:
         self.request_task: asyncio.Task[Any] | None = None
         """The task the request runs in: what a deadline, or the client leaving, cancels."""
         self.cancelled_because: str | None = None
-        """Why the request's task was cancelled from here: "timeout" (reading stops, the client hears why),
-        "client_gone" or "client_stalled" (the exchange ends)."""
+        """Why the request's task was cancelled from here: "timeout" or "shutdown" (reading stops, the client hears
+        why), "cancelled" (by a query or a stop), "client_gone" or "client_stalled" (the exchange ends)."""
         self.missed_deadline = ""
         """Which deadline passed, as the client is told it."""
         self.storing_conversation = False

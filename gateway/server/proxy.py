@@ -59,6 +59,7 @@ from gateway.core.errors import (
     RequestTimeout,
     RequestTooLarge,
     ResumeUnavailable,
+    ShuttingDown,
     UnsupportedMediaType,
     UpstreamError,
     UpstreamTimeout,
@@ -73,6 +74,7 @@ from gateway.server.access import ANONYMOUS, Access, Caller
 from gateway.server.client import ClientWriter
 from gateway.server.deadlines import Deadlines
 from gateway.server.discovery import Discovery, SideCalls
+from gateway.server.drain import Drain
 from gateway.server.logs import ACCESS
 from gateway.server.metrics import Metrics
 from gateway.server.record import AccessRecord
@@ -124,9 +126,10 @@ class RouteHandler:
     """The ASGI app behind one route's paths."""
 
     def __init__(self, route: Route, *, pool: Pool, mapper: ConversationMapper, bodies: BodyBudget,
-                 keepalive: float, metrics: Metrics, board: RunBoard, log_bodies: bool = False,
+                 keepalive: float, metrics: Metrics, board: RunBoard, drain: Drain, log_bodies: bool = False,
                  debug_errors: bool = False, tracing: Tracing | None = None) -> None:
         self.route = route
+        self.drain = drain
         self.board = board
         """Where the route's resumable runs are (when `route.resumable`)."""
         self.pool = pool
@@ -162,6 +165,7 @@ class RouteHandler:
             call.trace = self.tracing.start(headers, scope["path"], request_id, call.started_at)
             call.record.trace_id = call.trace.trace_id  # left out of the log line when None
         self.in_flight.inc()
+        self.drain.streams.add(call)
         try:
             await self._handle(call, headers, receive, scope["path"])
         finally:
@@ -180,6 +184,8 @@ class RouteHandler:
             if isinstance(turn, RunQuery):
                 await self._answer(call, client, turn)
                 return
+            if self.drain.draining:
+                raise ShuttingDown
             self.access.admit(caller)
         except ClientGone:
             call.record.outcome = "client_gone"
@@ -282,9 +288,13 @@ class RouteHandler:
         except TapeLost:
             await call.writer.fail_before_start(ResumeUnavailable(resume.NOT_KEPT))
         except asyncio.CancelledError:
-            if deadlines.cancelled_because != "client_gone":
+            if deadlines.cancelled_because not in ("client_gone", "shutdown"):
                 raise
             asyncio.current_task().uncancel()  # type: ignore[union-attr]
+            if deadlines.cancelled_because == "shutdown" and call.writer.started:
+                await call.writer.end(b"")  # no end of the run: the client may come back to another replica
+            elif deadlines.cancelled_because == "shutdown":
+                await call.writer.fail_before_start(ShuttingDown())
         finally:
             watcher.cancel()
 
@@ -302,8 +312,11 @@ class RouteHandler:
             if deadlines.cancelled_because is None:  # not ours (the server is shutting down): let it through
                 raise
             task.uncancel()
-            if deadlines.cancelled_because in ("client_gone", "timeout"):
+            if deadlines.cancelled_because in ("client_gone", "timeout", "shutdown"):
                 call.cancel_upstream()
+            if deadlines.cancelled_because == "shutdown":  # before the upstream answered, or after the run
+                deadlines.cancelled_because = None
+                await writer.abort(ShuttingDown(), ShuttingDown.code)
             if deadlines.cancelled_because == "cancelled":  # by a query, before the upstream answered
                 deadlines.cancelled_because = None
                 await writer.abort(UpstreamError("the run was cancelled before the upstream answered"), "cancelled")
@@ -368,6 +381,7 @@ class ConversationEndpoints:
         headers = Headers(scope=scope)
         call = _Call(handler, send, headers, request_id_of(headers))
         handler.in_flight.inc()
+        handler.drain.streams.add(call)
         record = call.record
         try:
             caller = call.caller = handler.access.identify(headers)
@@ -439,6 +453,7 @@ class _Call:
         # not left to the cycle collector.
         self.writer.before_last_byte = None
         self.handler.in_flight.dec()
+        self.handler.drain.streams.discard(self)
         if self.release is not None:
             self.release()
         record, metrics, relay = self.record, self.handler.metrics, self.relay
@@ -531,6 +546,10 @@ class _Call:
         """End the run on a client's word (a query's cancel, a stop on a resumable route), wherever it is."""
         self.cancel_upstream()
         self.deadlines.cancel_request("cancelled")
+
+    def shut_down(self) -> None:
+        """End the exchange in band because the process is stopping (`Drain`)."""
+        self.deadlines.cancel_request("shutdown")
 
     def cancel_upstream(self) -> None:
         """The run is abandoned (the client left, or a deadline passed): tell an upstream that keeps running

@@ -18,6 +18,7 @@ import time
 from gateway.conversations.mapper import ConversationMapper, Exchange
 from gateway.conversations.recorder import RunRecorder
 from gateway.core.codec import Decoder, Dialect, Encoder, RunRecord
+from gateway.core.errors import ShuttingDown
 from gateway.core.events import Event, RunError, RunFinished, RunStarted
 from gateway.core.ids import new_id
 from gateway.core.turn import Message as TurnMessage
@@ -120,15 +121,20 @@ class Relay:
                 events = decoder.fail(f"upstream connection broke: {describe(exc)}", "upstream_error")
         except asyncio.CancelledError:
             reason = deadlines.cancelled_because
-            if reason not in ("timeout", "cancelled"):
+            if reason not in ("timeout", "cancelled", "shutdown"):
                 raise
             missed = deadlines.missed_deadline
             deadlines.carry_on_after_deadline()
             handed, self._handed_back = self._handed_back, None
             if isinstance(handed, list):  # the run ended as the deadline struck: it ended
                 events = handed
+            elif reason == "timeout":
+                events = decoder.fail(missed, "upstream_timeout")
+            elif reason == "shutdown":
+                stopping = ShuttingDown()
+                events = decoder.fail(stopping.message, stopping.code)
             else:
-                events = decoder.fail(missed, "upstream_timeout") if reason == "timeout" else decoder.cancel()
+                events = decoder.cancel()
         finally:
             response.offer = None
         if events:  # empty only if the run already ended when the deadline struck
