@@ -16,6 +16,7 @@ import httpx
 import orjson
 import pytest
 from e2e import request_body, user_message
+from redis_server import RedisServer
 from servers import Served, free_port
 
 from gateway.agent.server import create_agent_app
@@ -31,15 +32,15 @@ def agent() -> Iterator[Served]:
 
 
 @contextmanager
-def serving(tmp_path: Path, agent: Served, *, drain: float, workers: int = 1
-            ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    config = tmp_path / "gateway.yaml"
-    store = f"sqlite:///{tmp_path}/gateway.db" if workers > 1 else "memory://"
-    config.write_text(orjson.dumps({"drain_seconds": drain, "store": {"url": store}, "routes": [
-        {"paths": ["/agui"], "client_dialects": ["ag-ui"],
-         "upstream": {"url": agent.url + "/send-message", "dialect": "ag-kit"}}]}).decode())
+def serving(tmp_path: Path, agent: Served, *, drain: float, workers: int = 1, store: str | None = None,
+            resumable: bool = False) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     port = free_port()
-    log = (tmp_path / "gateway.log").open("wb")
+    config = tmp_path / f"gateway-{port}.yaml"
+    store = store or (f"sqlite:///{tmp_path}/gateway.db" if workers > 1 else "memory://")
+    config.write_text(orjson.dumps({"drain_seconds": drain, "store": {"url": store}, "routes": [
+        {"paths": ["/agui"], "client_dialects": ["ag-ui"], "resumable": resumable,
+         "upstream": {"url": agent.url + "/send-message", "dialect": "ag-kit"}}]}).decode())
+    log = (tmp_path / "gateway.log").open("ab")
     process = subprocess.Popen([sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(port),
                                 "--workers", str(workers), "--log-format", "human"],
                                cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdin=subprocess.DEVNULL,
@@ -70,7 +71,7 @@ class Stream:
         self.body = b""
         self.started = threading.Event()
         self.error: BaseException | None = None
-        payload = orjson.dumps(request_body("ag-ui", [user_message("ag-ui", text)]))
+        payload = self.payload = orjson.dumps(request_body("ag-ui", [user_message("ag-ui", text)]))
         self.thread = threading.Thread(target=self._read, args=(url, payload), daemon=True)
         self.thread.start()
         assert self.started.wait(10), "the stream did not start"
@@ -147,3 +148,19 @@ def test_workers_drain_too(tmp_path: Path, agent: Served) -> None:
     log = (tmp_path / "gateway.log").read_text()
     assert b"tick 20." in body and b"RUN_FINISHED" in body
     assert "draining 1 streams" in log and "Traceback" not in log
+
+
+def test_a_resumable_run_ended_by_the_drain_is_read_whole_from_another_replica(tmp_path: Path, agent: Served
+                                                                               ) -> None:
+    with RedisServer() as redis, \
+            serving(tmp_path, agent, drain=0.5, store=redis.url, resumable=True) as (stopping, process), \
+            serving(tmp_path, agent, drain=0.5, store=redis.url, resumable=True) as (staying, _):
+        stream = Stream(stopping, "hang on")
+        process.send_signal(signal.SIGTERM)
+        body = stream.finished()
+        assert stopped(process, 5) == 0
+        first_id = body.split(b"id: ", 2)[1].split(b"\n", 1)[0]
+        rest = httpx.post(f"{staying}/agui", content=stream.payload, timeout=10,
+                          headers={"content-type": "application/json", "last-event-id": first_id.decode()})
+    assert rest.status_code == 200 and b'"code":"shutting_down"' in rest.content
+    assert body.endswith(rest.content)  # the same reply, from after the first event

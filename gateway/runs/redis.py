@@ -34,6 +34,8 @@ log = logging.getLogger("agent_gateway.runs")
 BEAT = 2.0
 ALIVE = 10.0
 READ_BATCH = 512
+CLOSE_SECONDS = 5.0
+"""How long closing waits for the writes still queued."""
 
 # KEYS: meta, stream, conversation (or meta again when none); ARGV: replica, lifetime ms, alive prefix, run key,
 # whether there is a conversation. Returns the running owner, or nothing once the key is claimed for ARGV[1].
@@ -238,7 +240,11 @@ class RedisRunBoard(RunBoard):
                     await pubsub.aclose()
 
     async def close(self) -> None:
+        """Stop, once what the runs wrote has reached Redis (a drained run's end, for a replica to serve)."""
         await super().close()
+        if self._writing is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(self._writing), CLOSE_SECONDS)
         self._closed = True
         if self._listener is not None:
             self._listener.cancel()
