@@ -105,6 +105,10 @@ class ConversationMapper:
             state = conversation.state  # the upstream gets back the state it last reported
         upstream_turn = replace(turn, messages=messages, history=history,
                                 conversation_id=conversation.upstream_id, run_id=None, resume=resume, state=state)
+        log.debug("conversation %s (%s): the upstream's %s is sent %s, %d of the %d messages it will have seen%s",
+                  key, "stored" if stored else "new" if readable else "store unreadable", conversation.upstream_id,
+                  "the whole history" if history == "full" else "what is new", len(messages), len(known),
+                  f", and {len(resume)} answers to interrupts" if resume else "")
         return Exchange(route, principal, conversation, turn, upstream_turn, known, stored, variant,
                         history_lost=not readable)
 

@@ -18,6 +18,7 @@ from gateway.core.codec import as_text
 from gateway.core.events import (
     Event,
     Interrupt,
+    Raw,
     ReasoningDelta,
     RunStarted,
     StateDelta,
@@ -41,7 +42,7 @@ _MAX_NAME = 256
 
 class RunRecorder:
     __slots__ = ("_args", "_assistant", "_held", "_reasoning", "_reasoning_text", "_text", "interrupts", "max_chars",
-                 "messages", "overflowed", "pending_tools", "state", "upstream_thread_id", "usage")
+                 "messages", "overflowed", "pending_tools", "raw", "state", "upstream_thread_id", "usage")
 
     def __init__(self, state: Any = None, max_chars: int = 1 << 62) -> None:
         self.messages: list[Message] = []
@@ -59,6 +60,8 @@ class RunRecorder:
         self.max_chars = max_chars
         self._held = 0
         self.overflowed = False
+        self.raw = 0
+        """Events of the upstream's that its dialect's decoder did not know (`Raw`)."""
 
     def record(self, events: list[Event]) -> None:
         for e in events:
@@ -118,6 +121,8 @@ class RunRecorder:
                 self.upstream_thread_id = e.thread_id
             elif isinstance(e, Usage):
                 self._add_usage(e)
+            elif isinstance(e, Raw):
+                self.raw += 1
 
     def _add_usage(self, reported: Any) -> None:  # a Usage, as Any: compiled, its fields would be type-checked
         """Token counts summed (each a non-negative integer, else left out: upstreams send what they like), the

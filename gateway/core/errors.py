@@ -30,6 +30,8 @@ from typing import Any
 class GatewayError(Exception):
     status = 500
     code = "gateway_error"
+    headers: dict[str, str] = {}
+    """Headers an HTTP answer of this error carries (a 401's challenge)."""
 
     def __init__(self, message: str, details: list[dict[str, Any]] | None = None) -> None:
         super().__init__(message)
@@ -56,6 +58,7 @@ class MalformedRequest(RequestError):
 class Unauthorized(RequestError):
     status = 401
     code = "unauthorized"
+    headers = {"www-authenticate": 'Bearer realm="agent-gateway"'}
 
 
 class TooManyStreams(RequestError):

@@ -30,9 +30,11 @@ from gateway.runs.board import KeptLimits, RunBoard
 from gateway.runs.redis import RedisRunBoard
 from gateway.server import http_server, logs
 from gateway.server.drain import Drain
+from gateway.server.logs import ACCESS
 from gateway.server.metrics import CONTENT_TYPE, Metrics
 from gateway.server.probe import warn_if_unreachable
 from gateway.server.proxy import BodyBudget, ConversationEndpoints, RouteHandler, request_id_of
+from gateway.server.record import AccessRecord
 from gateway.server.telemetry import Tracing
 from gateway.server.telemetry import from_environment as tracing_from_environment
 from gateway.upstream.http1 import Pool
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
 
 CONFIG_ENV = "AGENT_GATEWAY_CONFIG_JSON"
 log = logging.getLogger("agent_gateway.app")
+log_access = logging.getLogger(ACCESS)
 
 
 class Gateway:
@@ -98,13 +101,12 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
         handler: ASGIApp = route_handler
         if route.resumable:
             routes += conversation_routes(route, ConversationEndpoints(route_handler))
-        methods = ["POST"]
+        methods = ["POST", "OPTIONS"]  # OPTIONS: a CORS preflight (the middleware's) or 204 with Allow, never a run
         if route.cors is not None:
             cors = route.cors
             handler = CORSMiddleware(handler, allow_origins=cors.allow_origins, allow_methods=["POST"],
                                      allow_headers=cors.allow_headers, allow_credentials=cors.allow_credentials,
                                      expose_headers=["x-request-id"], max_age=cors.max_age)
-            methods.append("OPTIONS")  # the browser's preflight, answered by the middleware
         routes += [Route(path, handler, methods=methods) for path in route.paths]  # for their 405s
         handlers.update({path: (handler, frozenset(methods)) for path in route.paths})
 
@@ -146,11 +148,15 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
     served = sorted(handlers)
 
     async def not_found(request: Request, exc: Exception) -> Response:
+        _log_refusal(request, 404, "not_found")
         return _error(404, "not_found", f"nothing is served at {request.url.path}; the gateway serves "
                       f"{', '.join(served)}, /healthz, /readyz and /metrics")
 
     async def not_allowed(request: Request, exc: Exception) -> Response:
-        return _error(405, "method_not_allowed", f"{request.method} is not served at {request.url.path}")
+        _log_refusal(request, 405, "method_not_allowed")
+        allowed = getattr(exc, "headers", None) or {}
+        return _error(405, "method_not_allowed", f"{request.method} is not served at {request.url.path}",
+                      {k: v for k, v in allowed.items() if k.lower() == "allow"})
 
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_allowed})
     app.router.redirect_slashes = False  # its redirect would be built from the client's Host header
@@ -227,13 +233,23 @@ def _describer(route: ConfigRoute, path: str, describe: Callable[[AgentDescripti
     return endpoint
 
 
-def _error(status: int, code: str, message: str) -> Response:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+
+
+def _log_refusal(request: Request, status: int, code: str) -> None:
+    """An access line for a request no route took: a client calling the wrong path is worth seeing."""
+    record = AccessRecord(request_id=request.scope.get("state", {}).get("request_id", ""), route="-",
+                          upstream_dialect="-", status=status, outcome="rejected", error=code)
+    record.note_request(request.scope, "unknown")
+    log_access.info("request", extra=record.log_fields())
 
 
 def _with_request_id(scope: Scope, send: Send) -> Send:
-    """Every response carries an `X-Request-Id`: the client's, when short and plain, or a new one."""
+    """Every response carries an `X-Request-Id`: the client's, when short and plain, or a new one (kept in the
+    scope's state, for the access line)."""
     request_id = request_id_of(Headers(scope=scope))
+    scope.setdefault("state", {})["request_id"] = request_id
 
     async def sending(message: Message) -> None:
         if message["type"] == "http.response.start" and all(name != b"x-request-id"

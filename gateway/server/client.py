@@ -136,11 +136,13 @@ class ClientWriter:
         record = self._record
         record.outcome, record.error = ("rejected" if error.status < 500 else "error"), error.code
         record.error_message = error.message
+        headers = {"content-type": "application/json"}
         if self.error_reply is not None:
             status, body = self.error_reply(error)
         else:
             status, body = error.status, orjson.dumps(error.to_json())
-        await self.respond(status, {"content-type": "application/json"}, body)
+            headers.update(error.headers)
+        await self.respond(status, headers, body)
 
     async def abort(self, error: GatewayError, code: str) -> None:
         """End the exchange with `error`: as the HTTP error if the response has not started, else in band."""

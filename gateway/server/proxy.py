@@ -161,6 +161,7 @@ class RouteHandler:
             await send({"type": "http.response.body", "body": b""})
             return
         call = _Call(self, send, headers, request_id)
+        call.record.note_request(scope, self._dialect_of_path(scope["path"]))
         if self.tracing is not None:
             call.trace = self.tracing.start(headers, scope["path"], request_id, call.started_at)
             call.record.trace_id = call.trace.trace_id  # left out of the log line when None
@@ -170,6 +171,12 @@ class RouteHandler:
             await self._handle(call, headers, receive, scope["path"])
         finally:
             call.report()  # once: usually already done as the last byte went out
+
+    def _dialect_of_path(self, path: str) -> str:
+        """The client dialect a request on `path` must be, when only one may be there: named in its access line
+        even when its body cannot be read."""
+        owners = registry.path_owners(self.route.dialects, path)
+        return owners[0] if len(owners) == 1 else "unknown"
 
     async def _handle(self, call: _Call, headers: Headers, receive: Receive, path: str) -> None:
         """Identify the caller (no slot taken), read and check its body within deadlines, then take a slot: a
@@ -380,13 +387,15 @@ class ConversationEndpoints:
         handler = self.handler
         headers = Headers(scope=scope)
         call = _Call(handler, send, headers, request_id_of(headers))
+        path, conversation = scope["path"], scope["path_params"]["conversation"]
+        base = path.rpartition("/")[0].removesuffix(f"/{conversation}")  # the route's path, without .../{id}/stream
+        call.record.note_request(scope, handler._dialect_of_path(base))
         handler.in_flight.inc()
         handler.drain.streams.add(call)
         record = call.record
         try:
             caller = call.caller = handler.access.identify(headers)
             record.key_id = caller.key_id
-            conversation = scope["path_params"]["conversation"]
             if bad_id(conversation):
                 raise InvalidRequest(f"a conversation id in the path must be at most {MAX_ID} characters, without "
                                      "control characters")
@@ -479,9 +488,17 @@ class _Call:
             series.tokens(usage)
         if relay is not None and relay.encoder.dropped:
             series.dropped(relay.encoder.dropped)
+        if relay is not None and relay.recorder.raw and relay.recorder.raw + 2 >= record.events:
+            # Nothing but the run's start and end made sense of it: a reader of another dialect's stream, most likely.
+            metrics.unread.labels(self.route.name, record.upstream_dialect).inc()
+            log.warning("route %s: the upstream's reply held no event %s knows (%d it did not): is upstream.dialect "
+                        "right? `agent-gateway check URL --dialect ...` tells", self.route.name,
+                        record.upstream_dialect, relay.recorder.raw,
+                        extra={"route": self.route.name, "request_id": self.request_id})
         if self.trace is not None:
             self.trace.end(record, kind, usage, self.deadlines.last_upstream_read)
-        log_access.info("request", extra=record.log_fields())
+        failed_upstream = (record.status or 0) >= 500 or (kind is not None and kind.startswith("upstream_"))
+        log_access.log(logging.WARNING if failed_upstream else logging.INFO, "request", extra=record.log_fields())
 
     async def run(self, client: Dialect, turn: Turn) -> None:
         route, upstream = self.route, self.handler.upstream
@@ -575,16 +592,17 @@ class _Call:
         return headers
 
     async def _upstream_refused(self, response: Response, message: str) -> None:
-        """A 502 that names the upstream's status; its body (which may hold secrets) only with `debug_errors`."""
-        details: list[dict[str, Any]] = []
-        if self.handler.debug_errors:
-            body = b""
-            try:
-                while len(body) < _ERROR_BODY_LIMIT and (chunk := await response.read()):
-                    body += chunk
-            except HTTPError:
-                pass  # what came before the break is what there is to show
-            details.append({"status": response.status, "body": body[:2000].decode("utf-8", "replace").strip()})
+        """A 502 that names the upstream's status. Its body, which may hold secrets, goes to the operator's log,
+        and to the client only with `debug_errors`."""
+        body = b""
+        try:
+            while len(body) < _ERROR_BODY_LIMIT and (chunk := await response.read()):
+                body += chunk
+        except HTTPError:
+            pass  # what came before the break is what there is to show
+        shown = body[:2000].decode("utf-8", "replace").strip()
+        self.record.error_detail = f"HTTP {response.status}: {shown}" if shown else f"HTTP {response.status}"
+        details = [{"status": response.status, "body": shown}] if self.handler.debug_errors else []
         await self.writer.fail_before_start(UpstreamError(message, details))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any
@@ -13,14 +14,19 @@ class AccessRecord:
 
     request_id: str
     route: str
+    method: str | None = None
+    path: str | None = None
+    client: str | None = None
+    """The client's address, as the server saw it (a proxy's, behind one)."""
     client_dialect: str = "unknown"
     """Left as "unknown" until the request's body is read as a dialect's."""
     upstream_dialect: str
     status: int | None = None
     """The HTTP status the client was sent; None if the client left before the response started."""
     outcome: str | None = None
-    """How the request ended: "success" or another run outcome, "error", "rejected" (the client's mistake, a 4xx)
-    or "client_gone"."""
+    """How the request ended: "success" or another run outcome ("interrupt", "cancelled"), "error", "rejected" (the
+    client's mistake, a 4xx), "client_gone", "resumed" (a client sent a run's kept reply), "stopped", "no_run" (a
+    resume with nothing to resume) or "query" (a question about a run)."""
     events: int = 0
     """Canonical events the upstream's run brought."""
     trace_id: str | None = None
@@ -47,6 +53,13 @@ class AccessRecord:
     """Says "unavailable" when the turn went on without the conversation store."""
     duration_ms: float | None = None
     """From the request's arrival to its last byte (or the client leaving)."""
+
+    def note_request(self, scope: MutableMapping[str, Any], client_dialect: str) -> None:
+        """What the request line said, who sent it, and the client dialect when its path says which."""
+        self.method, self.path, self.client_dialect = scope["method"], scope["path"], client_dialect
+        client = scope.get("client")
+        if client:
+            self.client = f"{client[0]}:{client[1]}"
 
     def failed(self, code: str) -> None:
         """The request ended in an error (`code` says which): the client was told, or could not be."""
