@@ -20,6 +20,7 @@ import socket
 import sys
 import tempfile
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 import orjson
@@ -109,7 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--config", help="YAML configuration file (see config/)")
     serve.add_argument("--check", action="store_true",
                        help="check the configuration, reach every upstream and the store, print a line each, and "
-                            "exit (non-zero if anything failed)")
+                            "exit (non-zero if anything failed); nothing is written")
+    serve.add_argument("--send-request", action="store_true",
+                       help="with --check: also send each upstream one real request ('hello') and judge its reply "
+                            "by its dialect's rules (the agent answers it, which may cost a model call)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=_port, default=8080, help="port to listen on (default: 8080)")
     serve.add_argument("--upstream", metavar="URL", help="without --config: the upstream agent's URL")
@@ -120,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--client-dialect", choices=names, action="append",
                        help="without --config: a dialect clients speak (repeat; default: detect any)")
     serve.add_argument("--store", default=None,
-                       help="without --config: conversation store URL (memory://, sqlite:///file.db, redis://...)")
+                       help="without --config: conversation store URL (memory://, sqlite:///file.db, redis://...; "
+                            "default: sqlite:///agent-gateway.db, a file in the working directory)")
     serve.add_argument("--workers", type=_workers, default=1,
                        help="worker processes (default: 1); more than one needs a shared store (sqlite or redis)")
     serve.add_argument("--log-format", choices=["json", "human"], default="json",
@@ -322,8 +327,10 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return 2
     except ValidationError as exc:  # from the flags: name each flag and what is wrong with it
         parser.error("; ".join(f"{_flag(error['loc'])}: {error_message(error)}" for error in exc.errors()))
+    if args.send_request and not args.check:
+        parser.error("--send-request goes with --check")
     if args.check:
-        return _check_config(config)
+        return _check_config(config, args.send_request)
     if args.workers > 1 and config.store.url.startswith("memory:"):
         log.error("--workers > 1 needs a store the workers share: sqlite:///... or redis://...")
         return 2
@@ -375,26 +382,49 @@ def _open_store(config: GatewayConfig) -> ConversationStore | None:
         return None
 
 
-def _check_config(config: GatewayConfig) -> int:
-    from gateway.conversations.store import StoreError
+def _check_config(config: GatewayConfig, ask: bool) -> int:
+    """`serve --check`: what a start would find, found without writing anything (a SQLite store is looked at, not
+    opened: opening creates it)."""
+    from gateway.conversations.store import StoreError, redact_url, sqlite_path, sqlite_problem
     from gateway.server.probe import probe
 
-    try:
-        store = config.store.open()
-    except (StoreError, ValueError, OSError) as exc:
-        print(f"store: FAILED ({exc})")
-        return 1
+    print(f"configuration: ok ({len(config.routes)} route{'s' if len(config.routes) != 1 else ''})")
+    url = config.store.url
+    store: ConversationStore | None = None
+    if url.lower().startswith("sqlite:"):
+        path = sqlite_path(url)
+        problem = sqlite_problem(path)
+        where = path if path == ":memory:" else str(Path(path).absolute())
+        state = "exists" if path != ":memory:" and Path(path).exists() else "would be created"
+        print(f"store {redact_url(url)}: {'FAILED (' + problem + ')' if problem else f'ok ({where} {state})'}")
+        if problem:
+            return 1
+    else:
+        try:
+            store = config.store.open()
+        except (StoreError, ValueError, OSError) as exc:
+            print(f"store: FAILED ({exc})")
+            return 1
 
     async def run() -> bool:
         try:
             results = await probe(config, store)
         finally:
-            await store.close()
+            if store is not None:
+                await store.close()
         for result in results:
             print(result.line())
-        return all(result.ok for result in results)
+        passed = all(result.ok for result in results)
+        if ask:
+            from gateway.check import ask_upstream
 
-    print(f"configuration: ok ({len(config.routes)} route{'s' if len(config.routes) != 1 else ''})")
+            for route in config.routes:
+                ok, detail = await ask_upstream(route)
+                print(f"{route.name}: upstream {route.upstream.url} answers as {route.upstream.dialect}: "
+                      f"{'ok' if ok else 'FAILED'} ({detail})")
+                passed = passed and ok
+        return passed
+
     return 0 if asyncio.run(run()) else 1
 
 

@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from adapters import registry
-from gateway.conversations.store import ConversationStore, StoreError, open_store, redis_exceptions
+from gateway.conversations.store import ConversationStore, StoreError, open_store, redis_exceptions, sqlite_path
 from gateway.core.validation import error_message, field_path, listed
 from gateway.runs.board import KeptLimits
 from gateway.upstream import tls
@@ -352,6 +352,8 @@ class Store(_Model):
         scheme = value.partition("://")[0].lower() if "://" in value else ""
         if scheme not in ("memory", "sqlite", "redis", "rediss"):
             raise ValueError("must be memory://, sqlite:///<path>, redis://host:port/db or rediss://...")
+        if scheme == "sqlite":
+            sqlite_path(value)  # sqlite://relative.db names no file: said now, not when the store opens
         if scheme in ("redis", "rediss"):
             try:
                 redis_exceptions()

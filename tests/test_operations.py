@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -342,3 +343,40 @@ def test_debug_logs_say_what_the_mapping_decided(gateway: str, caplog: pytest.Lo
         post(http, f"{gateway}/agui", request_body("ag-ui", [user_message("ag-ui", "hi")], "conv-debug"))
     decided = [r.getMessage() for r in caplog.records if r.name == "agent_gateway.conversation"]
     assert any("(new)" in m and "what is new, 1 of the 1 messages" in m for m in decided), decided
+
+
+def test_serve_check_writes_nothing_and_says_where_the_store_would_be(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from gateway.cli import main
+
+    with Served(create_agent_app("ag-kit")) as agent:
+        flags = ["serve", "--check", "--upstream", agent.url + "/send-message", "--upstream-dialect", "ag-kit"]
+        missing = tmp_path / "not" / "yet" / "gateway.db"
+        assert main([*flags, "--store", f"sqlite:///{missing}"]) == 0
+        assert f"{missing} would be created" in capsys.readouterr().out
+        assert not (tmp_path / "not").exists()
+        blocker = tmp_path / "file"
+        blocker.write_text("")
+        assert main([*flags, "--store", f"sqlite:///{blocker}/x.db"]) == 1
+        assert "cannot be created" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == [blocker]
+
+
+def test_serve_check_send_request_judges_a_real_reply_and_catches_a_wrong_dialect(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from gateway.cli import main
+
+    with Served(create_agent_app("vercel")) as agent:
+        right = ["serve", "--check", "--send-request", "--store", "memory://", "--upstream", agent.url + "/api/chat"]
+        assert main([*right, "--upstream-dialect", "vercel"]) == 0
+        assert "answers as vercel: ok" in capsys.readouterr().out
+        assert main([*right, "--upstream-dialect", "ag-kit"]) == 1
+        assert "answers as ag-kit: FAILED" in capsys.readouterr().out
+
+
+def test_a_sqlite_url_that_names_no_file_is_a_config_error() -> None:
+    from gateway.config import ConfigError, parse_config
+
+    with pytest.raises(ConfigError, match="sqlite:///<relative path>"):
+        parse_config("routes:\n  - upstream: {url: 'http://a/', dialect: ag-ui}\nstore: {url: 'sqlite://relative.db'}\n",
+                     environ={})

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -471,6 +472,36 @@ class RedisStore:
 SCHEMES = ("memory://", "sqlite:///<path>", "redis://", "rediss://")
 
 
+def sqlite_path(url: str) -> str:
+    """The file a `sqlite://` URL names (raises ValueError for one that names none the way SQLAlchemy does)."""
+    rest = url[len("sqlite://") :]
+    if rest and not rest.startswith("/"):
+        raise ValueError(f"a SQLite store URL is sqlite:///<relative path> or sqlite:////<absolute path>, got "
+                         f"{url!r}")
+    return unquote(rest[1:].partition("?")[0]) or ":memory:"
+
+
+def sqlite_problem(path: str) -> str | None:
+    """Why a SQLite store at `path` could not be opened, found without creating or changing anything; None if it
+    could be."""
+    if path == ":memory:":
+        return None
+    file = Path(path).absolute()
+    if file.exists():
+        try:
+            with contextlib.closing(sqlite3.connect(f"{file.as_uri()}?mode=ro", uri=True)) as conn:
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.Error as exc:
+            return f"{file} cannot be read as SQLite: {exc}"
+        return None if os.access(file, os.W_OK) else f"{file} is not writable"
+    folder = file.parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        return f"{file} cannot be created: {folder} is not a writable directory"
+    return None
+
+
 def open_store(
     url: str,
     *,
@@ -486,11 +517,7 @@ def open_store(
         return MemoryStore(ttl=ttl, max_entries=max_entries, max_value_bytes=max_value_bytes,
                            max_per_group=max_per_group)
     if scheme == "sqlite":
-        rest = url[len("sqlite://") :]
-        if rest and not rest.startswith("/"):
-            raise ValueError(f"SQLite store URL must be sqlite:///<path>, got {url!r}")
-        path = unquote(rest[1:].partition("?")[0]) or ":memory:"
-        return SQLiteStore(path, ttl=ttl, max_entries=max_entries, max_value_bytes=max_value_bytes,
+        return SQLiteStore(sqlite_path(url), ttl=ttl, max_entries=max_entries, max_value_bytes=max_value_bytes,
                            max_per_group=max_per_group)
     if scheme in ("redis", "rediss"):
         return RedisStore(url, ttl=ttl, max_entries=max_entries, max_value_bytes=max_value_bytes,
