@@ -405,11 +405,14 @@ def test_serve_without_the_redis_package_fails_in_one_line(tmp_path: Path, monke
     config.write_text("routes:\n  - upstream: {url: 'http://127.0.0.1:9/agui', dialect: ag-ui}\n"
                       "store:\n  url: redis://127.0.0.1:6379/0\n")
     needs = "the redis store needs the redis package: pip install 'agent-gateway[redis]'"
-    assert main(["serve", "--config", str(config)]) == 2
-    assert capsys.readouterr().err == f"agent-gateway: {config}:4: store.url: {needs}\n"
-    assert main(["serve", "--check", "--upstream", "http://127.0.0.1:9/agui", "--upstream-dialect", "ag-ui",
-                 "--store", "redis://127.0.0.1:6379/0"]) == 2
-    assert capsys.readouterr().err == f"agent-gateway: --store: {needs}\n"
+    assert main(["serve", "--config", str(config), "--log-format", "human"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.endswith(f"ERROR   {config}:4: store.url: {needs}\n"), err
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--check", "--upstream", "http://127.0.0.1:9/agui", "--upstream-dialect", "ag-ui",
+              "--store", "redis://127.0.0.1:6379/0"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == f"agent-gateway serve: --store: {needs} (see agent-gateway serve --help)\n"
 
 
 def test_redact_url() -> None:
