@@ -464,7 +464,7 @@ def parse_config(text: str, source: str = "<config>", environ: dict[str, str] | 
             if message == "unknown key" and isinstance(loc[-1], str):
                 close = difflib.get_close_matches(loc[-1], _KEYS, n=1)
                 message = f"unknown key{f'; did you mean {close[0]}?' if close else ''}"
-            entry = f"{where}: {field_path(loc)}: {message}"
+            entry = f"{where}: {field_path(loc) if loc else 'the file'}: {message}"
             if entry not in lines:
                 lines.append(entry)
         raise ConfigError("\n".join(lines)) from None
