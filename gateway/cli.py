@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from adapters import registry
 from gateway.config import ConfigError, GatewayConfig, Route, Store, Upstream, load_config
-from gateway.core.events import Raw, RunError, RunFinished, RunStarted
+from gateway.core.events import Event, Raw, RunError, RunFinished, RunStarted
 from gateway.core.turn import Turn
 from gateway.core.validation import error_message
 
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         return _demo(args)
     if args.command == "agent":
         return _agent(args)
-    return _translate(parser, args)
+    return _translate(translate, args)
 
 
 def _agent(args: argparse.Namespace) -> int:
@@ -487,18 +487,38 @@ def _translate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     if not encoder.streams:
         sys.stdout.buffer.write(b"\n")
     failed = isinstance(events[-1], RunError)
-    unread = [e.event.get("type", "?") for e in events if isinstance(e, Raw)]
-    read_nothing = bool(unread) and all(isinstance(e, RunStarted | RunFinished | RunError | Raw) for e in events)
-    if read_nothing or (failed and unread):  # most often the wrong --from: say which frames did not read
-        for kind in unread[:20]:
-            print(f"agent-gateway translate: a frame of type {kind!r} is not {args.source}", file=sys.stderr)
-        if len(unread) > 20:
-            print(f"agent-gateway translate: ... and {len(unread) - 20} more", file=sys.stderr)
-        print(f"agent-gateway translate: is --from {args.source} right?", file=sys.stderr)
-    if isinstance(error := events[-1], RunError):
-        print(f"agent-gateway translate: the run failed: {error.message}", file=sys.stderr)
+    unread = [str(e.event.get("type", "?")) for e in events if isinstance(e, Raw)]
+    read_nothing = bool(unread) and _read(events) == 0
+    if read_nothing or (failed and unread):  # most often the wrong --from: say so once, and what it looks like
+        kinds = ", ".join(repr(kind) for kind in list(dict.fromkeys(unread))[:5])
+        likely = _dialect_of(data, args.source)
+        guess = f"the input reads as {likely}: try --from {likely}" if likely else f"is --from {args.source} right?"
+        print(f"agent-gateway translate: {len(unread)} frames are not {args.source} ({kinds}); {guess}",
+              file=sys.stderr)
+    if not data.strip():
+        print("agent-gateway translate: the input is empty", file=sys.stderr)
+    elif isinstance(error := events[-1], RunError):
+        said = "the input ends before its run does" if error.code == "upstream_truncated" else error.message
+        print(f"agent-gateway translate: the run failed: {said}", file=sys.stderr)
     failed = failed or read_nothing
     return 1 if failed else 0
+
+
+def _read(events: list[Event]) -> int:
+    """How many of a run's events its decoder made sense of, beyond the run's start and end."""
+    return sum(not isinstance(e, RunStarted | RunFinished | RunError | Raw) for e in events)
+
+
+def _dialect_of(data: bytes, not_this: str) -> str | None:
+    """The dialect, other than `not_this`, whose decoder reads nearly all of a recording's frames (all but one in
+    ten), the best such; None if none does."""
+    unread: dict[str, float] = {}
+    for name, dialect in registry.DIALECTS.items():
+        events = dialect.new_decoder().feed(data)
+        if name != not_this and events:
+            unread[name] = sum(isinstance(e, Raw) for e in events) / len(events)
+    best = min(unread, key=lambda name: unread[name], default=None)
+    return best if best is not None and unread[best] <= 0.1 else None
 
 
 if __name__ == "__main__":

@@ -187,12 +187,22 @@ def test_a_store_that_cannot_be_opened_is_one_line_before_anything_binds(tmp_pat
         assert len(err.strip().splitlines()) == 1 and "listening" not in err and "Traceback" not in err
 
 
-def test_translate_of_input_in_another_dialect_warns_per_frame_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
+def test_translate_of_input_in_another_dialect_says_so_once_and_what_it_reads_as(
+        capsys: pytest.CaptureFixture[str]) -> None:
     path = str(fixture_path("pydantic_vercel_weather.sse"))
     for target in ("ag-ui", "ag-kit", "agent-respond"):
         assert main(["translate", path, "--from", "ag-ui", "--to", target]) == 1
         err = capsys.readouterr().err
-        assert "a frame of type 'text-start' is not ag-ui" in err and "is --from ag-ui right?" in err
+        assert err.startswith("agent-gateway translate: 17 frames are not ag-ui ('start', 'start-step'"), err
+        assert "the input reads as vercel: try --from vercel" in err and err.count("\n") == 1
+
+
+def test_translate_of_an_empty_input_says_it_is_empty(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty.sse"
+    empty.write_bytes(b"")
+    assert main(["translate", str(empty), "--from", "ag-ui"]) == 1
+    err = capsys.readouterr().err
+    assert err == "agent-gateway translate: the input is empty\n"
 
 
 @pytest.mark.parametrize("target", ["ag-ui", "ag-kit", "vercel", "agent-respond"])
