@@ -161,6 +161,7 @@ class Checker:
     async def run(self, scenarios: Sequence[str] = tuple(SCENARIOS)) -> Report:
         results: list[Result] = []
         try:
+            await self._discover()
             for name in scenarios:
                 result = await _SCENARIOS[name](self, Conversation(self, name))
                 results.append(result)
@@ -169,6 +170,19 @@ class Checker:
         finally:
             await self.pool.close()
         return Report(self.url, self.dialect.name, results)
+
+    async def _discover(self) -> None:
+        """For a dialect whose agents describe themselves (A2A's card), call the endpoint the description names, as
+        the gateway does: a base URL is then enough. Without a readable description, the URL as given."""
+        from gateway.config import Upstream
+        from gateway.server.discovery import Discovery
+
+        if self.variant is not None or self.dialect.discovery_path is None:
+            return
+        route = Route(name="check", upstream=Upstream(url=self.url, dialect=self.dialect.name))
+        discovery = Discovery(route, self.dialect, self.pool)
+        discovery.target = discovery.configured = self.target
+        self.target, self.variant = await discovery.endpoint()
 
     async def exchange(self, turn: Turn, label: str, leave_after_first_event: bool = False) -> Reply:
         request = self.dialect.build_request(turn, self.variant)

@@ -173,7 +173,10 @@ def create_agent_app(dialect: str, *, path: str | None = None, pace: float = 0.0
     routes = [Route(p, agent.respond, methods=["POST"]) for p in paths]
     document, describe = agent.dialect.discovery_path, agent.dialect.describe
     if document is not None and describe is not None:
-        routes += [Route(p.rstrip("/") + document, _describer(document, describe), methods=["GET"]) for p in paths]
+        routes += [Route(p.rstrip("/") + document, _describer(document, describe, p), methods=["GET"])
+                   for p in paths]
+        if len(paths) == 1:  # at the bare URL too, as the gateway serves a lone card: a base URL finds the agent
+            routes.append(Route(document, _describer(document, describe, paths[0]), methods=["GET"]))
     routes += [
         Route("/healthz", _healthz, methods=["GET"]),
         Route("/_requests", agent.requests, methods=["GET", "DELETE"]),
@@ -184,12 +187,12 @@ def create_agent_app(dialect: str, *, path: str | None = None, pace: float = 0.0
     return app
 
 
-def _describer(document: str, describe: Callable[[AgentDescription], dict[str, Any]]
+def _describer(document: str, describe: Callable[[AgentDescription], dict[str, Any]], path: str
                ) -> Callable[[Request], Awaitable[Response]]:
-    """The agent's discovery document (A2A's card), naming the URL it was asked under, less the document's path."""
+    """The agent's discovery document (A2A's card), naming the endpoint at `path` of the host it was asked of."""
 
     async def endpoint(request: Request) -> Response:
-        url = str(request.url.replace(query="")).removesuffix(document)
+        url = f"{request.url.scheme}://{request.url.netloc}{path}"
         return JSONResponse(describe(AgentDescription(
             "scripted-agent", f"The gateway's built-in scripted agent: keywords {', '.join(KEYWORDS)}.", url)))
 
