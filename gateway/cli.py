@@ -254,6 +254,7 @@ def _demo(args: argparse.Namespace) -> int:
     import uvicorn
     from starlette.routing import Mount
 
+    from gateway.agent.script import KEYWORD_HELP
     from gateway.agent.server import KEYWORDS, create_agent_app
     from gateway.server import logs
     from gateway.server.app import create_app
@@ -269,10 +270,14 @@ def _demo(args: argparse.Namespace) -> int:
     if sock is None:
         return 2
     print(f"agent-gateway demo: the built-in agent speaks {dialect.name} at {agent_url};\n"
-          f"the gateway answers every dialect at {base}. Try (keywords: {', '.join(KEYWORDS)}):\n")
+          f"the gateway answers every dialect at {base}. A word in the message picks what the agent does:")
+    for keyword in KEYWORDS:
+        print(f"  {keyword:<10} {KEYWORD_HELP[keyword]}")
+    print("  otherwise  echoes the message, counting the turns of its conversation\n\nTry:\n")
     for client, (path, body) in DEMO_REQUESTS.items():
         print(f"# {client}\ncurl -N {base}{path} -H 'content-type: application/json' -d '{body}'\n")
-    app = create_app(config, extra_routes=[Mount("/demo-agent", create_agent_app(dialect.name))])
+    agent = create_agent_app(dialect.name, test_hooks=False)  # its request log holds what people typed
+    app = create_app(config, extra_routes=[Mount("/demo-agent", agent)])
     exit_quietly_when_stopped()
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
     return 0

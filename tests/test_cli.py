@@ -61,10 +61,12 @@ def test_demo_answers_the_printed_request_of_every_dialect() -> None:
             events = decode(dialect, response.content)
             assert isinstance(events[-1], RunFinished), dialect
             assert "".join(e.delta for e in events if isinstance(e, TextDelta)), dialect
+        assert httpx.get(f"{base}/demo-agent/_requests").status_code == 404  # what people typed stays theirs
     finally:
         process.terminate()
         out, _ = process.communicate(timeout=10)
     assert b"curl -N " + f"http://127.0.0.1:{port}/agui".encode() in out
+    assert b"silent     sends nothing for an hour (through the gateway: a 504" in out
 
 
 def test_bad_flags_and_bad_config_get_one_line_saying_what_and_where(tmp_path: Path,

@@ -35,6 +35,19 @@ SLOW_GAP = 0.05
 
 KEYWORDS = ("silent", "hang", "fail", "approve", "interrupt", "weather", "tool", "state", "think", "slow")
 """In priority order."""
+KEYWORD_HELP = {
+    "silent": "sends nothing for an hour (through the gateway: a 504 once timeouts.first_event passes, 60 s)",
+    "hang": "starts, then goes quiet (through the gateway: an in-band error after timeouts.idle, 120 s)",
+    "fail": "a little text, then the run's error",
+    "approve": "asks approval for a tool call (human in the loop)",
+    "interrupt": "asks the user to confirm (human in the loop)",
+    "weather": "calls its own tool, get_weather, then answers",
+    "tool": "calls the client's first tool (or get_location) and waits for the result",
+    "state": "sends state, then a change to it",
+    "think": "reasons, then answers",
+    "slow": "20 pieces of text, 0.05 s apart",
+}
+"""What each keyword makes the agent do, for the people trying it."""
 
 FALLBACK_TOOL = Tool("get_location", "The user's location, from their device.",
                      {"type": "object", "properties": {}})

@@ -61,9 +61,11 @@ MAX_HISTORY = 1000
 class Agent:
     """One agent server's memory, request log and disconnect count: per app, so that apps in tests share nothing."""
 
-    def __init__(self, dialect: Dialect, pace: float = 0.0) -> None:
+    def __init__(self, dialect: Dialect, pace: float = 0.0, recording: bool = True) -> None:
         self.dialect = dialect
         self.pace = pace
+        self.recording = recording
+        """Whether what reaches it is kept for `/_requests`."""
         self.log: deque[dict[str, Any]] = deque(maxlen=MAX_LOG)
         self.conversations: dict[str, list[Message]] = {}
         self.disconnects = 0
@@ -136,7 +138,8 @@ class Agent:
         return known
 
     def _record(self, request: Request, body: Any) -> None:
-        self.log.append({"path": request.url.path, "headers": dict(request.headers), "body": body})
+        if self.recording:
+            self.log.append({"path": request.url.path, "headers": dict(request.headers), "body": body})
 
     async def requests(self, request: Request) -> Response:
         if request.method == "DELETE":
@@ -166,9 +169,11 @@ def _error(exc: RequestError) -> Response:
     return _json(exc.to_json(), exc.status)
 
 
-def create_agent_app(dialect: str, *, path: str | None = None, pace: float = 0.0) -> Starlette:
-    """An agent server speaking `dialect` on its conventional paths (or `path`), `pace` seconds between events."""
-    agent = Agent(registry.get(dialect), pace)
+def create_agent_app(dialect: str, *, path: str | None = None, pace: float = 0.0, test_hooks: bool = True
+                     ) -> Starlette:
+    """An agent server speaking `dialect` on its conventional paths (or `path`), `pace` seconds between events;
+    with `test_hooks`, what reached it at `/_requests` and its disconnects at `/_disconnects`."""
+    agent = Agent(registry.get(dialect), pace, recording=test_hooks)
     paths = (path,) if path else agent.dialect.paths
     routes = [Route(p, agent.respond, methods=["POST"]) for p in paths]
     document, describe = agent.dialect.discovery_path, agent.dialect.describe
@@ -177,11 +182,10 @@ def create_agent_app(dialect: str, *, path: str | None = None, pace: float = 0.0
                    for p in paths]
         if len(paths) == 1:  # at the bare URL too, as the gateway serves a lone card: a base URL finds the agent
             routes.append(Route(document, _describer(document, describe, paths[0]), methods=["GET"]))
-    routes += [
-        Route("/healthz", _healthz, methods=["GET"]),
-        Route("/_requests", agent.requests, methods=["GET", "DELETE"]),
-        Route("/_disconnects", agent.disconnect_count, methods=["GET"]),
-    ]
+    routes.append(Route("/healthz", _healthz, methods=["GET"]))
+    if test_hooks:
+        routes += [Route("/_requests", agent.requests, methods=["GET", "DELETE"]),
+                   Route("/_disconnects", agent.disconnect_count, methods=["GET"])]
     app = Starlette(routes=routes)
     app.state.agent = agent
     return app
