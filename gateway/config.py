@@ -281,6 +281,10 @@ class Route(_Model):
     resumable: bool = False
     """Runs outlive their client's connection (up to `timeouts.total`): a client that reconnects is sent the rest,
     a retry of the same request attaches to the run, and only an explicit stop ends it early."""
+    ready_needs_upstream: bool = False
+    """`/readyz` answers 503 while this route's upstream cannot be reached: a balancer then sends a replica nothing
+    while its own agent (a sidecar's) is down. Leave it off for an agent every replica shares, or they all go
+    unready together."""
 
     @field_validator("tenant_header")
     @classmethod

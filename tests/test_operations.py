@@ -380,3 +380,22 @@ def test_a_sqlite_url_that_names_no_file_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="sqlite:///<relative path>"):
         parse_config("routes:\n  - upstream: {url: 'http://a/', dialect: ag-ui}\nstore: {url: 'sqlite://relative.db'}\n",
                      environ={})
+
+
+def test_readiness_follows_the_upstreams_of_routes_that_ask_for_it() -> None:
+    """Liveness (/healthz) never depends on an upstream; readiness does for a route that says so."""
+    from servers import free_port
+
+    closed = free_port()
+    config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+        {"name": "sidecar", "paths": ["/a"], "ready_needs_upstream": True,
+         "upstream": {"url": f"http://127.0.0.1:{closed}/agui", "dialect": "ag-ui"}},
+        {"name": "shared", "paths": ["/b"], "upstream": {"url": f"http://127.0.0.1:{closed}/agui", "dialect": "ag-ui"}},
+    ]})
+    with Served(create_app(config)) as gateway:
+        ready = httpx.get(f"{gateway.url}/readyz")
+        alive = httpx.get(f"{gateway.url}/healthz")
+    assert ready.status_code == 503 and ready.json() == {"status": "upstream unreachable", "routes": ["sidecar"]}
+    assert alive.status_code == 200
+    with Served(create_agent_app("ag-ui"), port=closed), Served(create_app(config)) as gateway:
+        assert httpx.get(f"{gateway.url}/readyz").json() == {"status": "ready"}

@@ -32,7 +32,7 @@ from gateway.server import http_server, logs
 from gateway.server.drain import Drain
 from gateway.server.logs import ACCESS
 from gateway.server.metrics import CONTENT_TYPE, Metrics
-from gateway.server.probe import warn_if_unreachable
+from gateway.server.probe import UpstreamReadiness, warn_if_unreachable
 from gateway.server.proxy import BodyBudget, ConversationEndpoints, RouteHandler, request_id_of
 from gateway.server.record import AccessRecord
 from gateway.server.telemetry import Tracing
@@ -113,11 +113,16 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok")
 
+    upstreams = UpstreamReadiness(config.routes, pool)
+
     async def readyz(request: Request) -> Response:
         if drain.draining:
             return JSONResponse({"status": "draining"}, status_code=503)
-        ready = await store.ping()
-        return JSONResponse({"status": "ready" if ready else "store unreachable"}, status_code=200 if ready else 503)
+        if not await store.ping():
+            return JSONResponse({"status": "store unreachable"}, status_code=503)
+        if down := await upstreams.unreachable():
+            return JSONResponse({"status": "upstream unreachable", "routes": down}, status_code=503)
+        return JSONResponse({"status": "ready"})
 
     async def metrics_endpoint(request: Request) -> Response:
         return Response(metrics.exposition(), media_type=CONTENT_TYPE)
