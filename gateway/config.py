@@ -2,7 +2,8 @@
 
 Any string value may name environment variables: `${AGENT_URL}` (an error if unset) or `${AGENT_URL:-default}`;
 that is how secrets and URLs stay out of the file. A mistake is reported once, with the file, the line and the
-key: `gateway.yaml:12: routes[0].upstream.dialect: Input should be 'ag-ui', 'ag-kit', 'vercel' or 'agent-respond'`.
+key: `gateway.yaml:12: routes[0].upstream.dialect: Input should be 'ag-ui', 'ag-kit', 'vercel', 'agent-respond' or
+'a2a'`.
 """
 
 from __future__ import annotations
