@@ -173,8 +173,11 @@ def test_a_port_in_use_is_said_before_anything_says_listening(capsys: pytest.Cap
         port = str(taken.getsockname()[1])
         assert main(["serve", "--port", port, "--store", "memory://", "--upstream", "http://a/x",
                      "--upstream-dialect", "ag-kit"]) == 2
-    err = capsys.readouterr().err
-    assert f"127.0.0.1:{port} is in use: try --port" in err and "listening" not in err
+        err = capsys.readouterr().err
+        assert f"127.0.0.1:{port} is in use: try --port" in err and "listening" not in err
+        assert err.count("\n") == 1, err  # the routes it would have served are not said either
+        assert main(["agent", "--dialect", "ag-ui", "--port", port]) == 2  # the built-in agent: the same
+        assert f"127.0.0.1:{port} is in use: try --port" in capsys.readouterr().err
 
 
 def test_a_store_that_cannot_be_opened_is_one_line_before_anything_binds(tmp_path: Path,
