@@ -163,13 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo":
         return _demo(args)
     if args.command == "agent":
-        from gateway.agent.server import KEYWORDS, run
-
-        paths = ", ".join(f"http://{args.host}:{args.port}{path}" for path in registry.get(args.dialect).paths)
-        print(f"agent-gateway agent: speaking {args.dialect} at {paths}\nkeywords: {', '.join(KEYWORDS)}; "
-              "anything else is echoed", file=sys.stderr)
-        run(args.dialect, args.host, args.port, args.pace)
-        return 0
+        return _agent(args)
     return _translate(parser, args)
 
 
@@ -226,6 +220,43 @@ def _demo(args: argparse.Namespace) -> int:
         print(f"# {client}\ncurl -N {base}{path} -H 'content-type: application/json' -d '{body}'\n")
     logs.configure("human", "info")  # a person is watching: one readable line per request (tracing's too)
     app = create_app(config, extra_routes=[Mount("/demo-agent", create_agent_app(dialect.name))])
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+    return 0
+
+
+AGENT_INSIDE = "/_agent"
+"""Where `agent` mounts the scripted agent it serves through the gateway's own route (a dialect with queries)."""
+
+
+def _agent(args: argparse.Namespace) -> int:
+    """The built-in agent in one dialect. A dialect whose clients ask about their runs after starting them (A2A's
+    tasks) is served by a gateway route in front of the agent speaking AG-UI, in the same process: what a real
+    agent of that dialect answers beyond its runs (GetTask, ListTasks, SubscribeToTask, ...) is then the gateway's,
+    and the agent's runs are the same as in any dialect."""
+    import uvicorn
+
+    from gateway.agent.server import KEYWORDS, create_agent_app, run
+
+    dialect = registry.get(args.dialect)
+    paths = ", ".join(f"http://{args.host}:{args.port}{path}" for path in dialect.paths)
+    print(f"agent-gateway agent: speaking {args.dialect} at {paths}\nkeywords: {', '.join(KEYWORDS)}; "
+          "anything else is echoed", file=sys.stderr)
+    if dialect.queries is None:
+        run(args.dialect, args.host, args.port, args.pace)
+        return 0
+    from starlette.routing import Mount
+
+    from gateway.server.app import create_app
+
+    inside = registry.get("ag-ui")
+    upstream = Upstream(url=f"http://{args.host}:{args.port}{AGENT_INSIDE}{inside.paths[0]}", dialect=inside.name)
+    route = Route(name="scripted-agent", paths=list(dialect.paths), client_dialects=[dialect.name], upstream=upstream,
+                  agent={"description": f"The gateway's built-in scripted agent: keywords {', '.join(KEYWORDS)}."})
+    sock = _bind(args.host, args.port)
+    if sock is None:
+        return 2
+    app = create_app(GatewayConfig(routes=[route], store=Store(url="memory://")),
+                     extra_routes=[Mount(AGENT_INSIDE, create_agent_app(inside.name, pace=args.pace))])
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
     return 0
 

@@ -32,8 +32,8 @@ import orjson
 from pydantic import TypeAdapter
 
 from gateway.conversations.recorder import RunRecorder
-from gateway.conversations.store import ConversationStore, StoreError
-from gateway.core.codec import Dialect, RunRecord
+from gateway.conversations.store import ConversationStore, StoreError, scoped_key
+from gateway.core.codec import Dialect
 from gateway.core.ids import new_id
 from gateway.core.turn import History, Message, Resume, Turn, new_messages
 
@@ -141,26 +141,6 @@ class ConversationMapper:
             exchange.history_lost = True
             log.warning("conversation %s not saved: %s", conversation.key, exc)
 
-    async def save_run(self, exchange: Exchange, record: RunRecord) -> None:
-        """Keep what a run did, for a client that asks about it by id later (on any replica)."""
-        if not record.run_id:
-            return
-        key = scoped_key("run", exchange.route, exchange.principal, record.run_id)
-        try:
-            await self.store.put(key, _RUNS.dump_json(record), scoped_key("principal", exchange.principal))
-        except StoreError as exc:
-            log.warning("run %s not saved: %s", record.run_id, exc)
-
-    async def load_run(self, route: str, principal: str, run_id: str) -> RunRecord | None:
-        """A run this caller made on this route, as `save_run` kept it; None if there is none (or it is not
-        readable)."""
-        try:
-            raw = await self.store.get(scoped_key("run", route, principal, run_id))
-            return _RUNS.validate_json(raw) if raw is not None else None
-        except (StoreError, ValueError) as exc:
-            log.warning("run %s not loaded: %s", run_id, exc)
-            return None
-
     @staticmethod
     def _key(route: str, principal: str, turn: Turn) -> str:
         if turn.conversation_id:
@@ -221,19 +201,6 @@ def _resumes(turn: Turn, conversation: Conversation, stored: bool) -> tuple[list
         elif isinstance(r.payload, str) and r.payload:
             unanswerable.append(r.payload)
     return resumes, unanswerable
-
-
-_RUNS = TypeAdapter(RunRecord)
-
-
-def scoped_key(namespace: str, *parts: str) -> str:
-    """A store key: a hash of its parts, each length-prefixed, under a namespace no client id can write into (the
-    ids clients choose are one part of a "client" key; an eval run's derived keys are "derived" ones)."""
-    digest = hashlib.sha256(namespace.encode())
-    for part in parts:
-        data = part.encode()
-        digest.update(len(data).to_bytes(4, "big") + data)
-    return f"{namespace}:{digest.hexdigest()[:40]}"
 
 
 def _derived_key(route: str, principal: str, turn: Turn, transcript: list[Message]) -> str:

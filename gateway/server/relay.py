@@ -17,11 +17,11 @@ import time
 
 from gateway.conversations.mapper import ConversationMapper, Exchange
 from gateway.conversations.recorder import RunRecorder
-from gateway.core.codec import Decoder, Dialect, Encoder, RunRecord
+from gateway.core.codec import Decoder, Dialect, Encoder
 from gateway.core.events import Event, RunError, RunFinished, RunStarted
 from gateway.core.ids import new_id
 from gateway.core.turn import Message as TurnMessage
-from gateway.core.turn import Turn
+from gateway.runs.watched import WatchedRun
 from gateway.server.client import ClientWriter
 from gateway.server.deadlines import Deadlines
 from gateway.server.record import AccessRecord
@@ -43,12 +43,14 @@ class Relay:
     recorded with: the upstream's decoder, the client's encoder, the recorder and the exchange."""
 
     __slots__ = ("_client", "_deadlines", "_handed_back", "_mapper", "_record", "_started_at", "_streams",
-                 "_upstream_status", "_write", "_writer", "decoder", "encoder", "exchange", "recorder")
+                 "_upstream_status", "_watched", "_write", "_writer", "decoder", "encoder", "exchange", "recorder")
 
     def __init__(self, *, exchange: Exchange, client: Dialect, decoder: Decoder, encoder: Encoder,
                  recorder: RunRecorder, upstream_status: int, mapper: ConversationMapper, record: AccessRecord,
-                 writer: ClientWriter, deadlines: Deadlines) -> None:
+                 writer: ClientWriter, deadlines: Deadlines, watched: WatchedRun | None = None) -> None:
         self.exchange = exchange
+        self._watched = watched
+        """The run's feed, when its clients may ask about it: each batch's updates go on it."""
         self._client = client
         self.decoder = decoder
         self.encoder = encoder
@@ -168,6 +170,8 @@ class Relay:
         else:
             record.events += len(events)
         self.recorder.record(events)
+        if self._watched is not None:
+            self._watched.feed(events)
         return self.encoder.encode(events)
 
     async def _deliver(self, events: list[Event]) -> bool:
@@ -215,18 +219,10 @@ class Relay:
             transcript = exchange.client_turn.messages + _reply_as_client_sees_it(self._client, self.encoder, body,
                                                                                   self.recorder)
         await self._mapper.finish(exchange, self.recorder, transcript)
-        if self._client.read_query is not None:  # its clients ask about runs: keep what this one did
-            await self._mapper.save_run(exchange, _run_record(exchange.client_turn, self.recorder, terminal))
+        if self._watched is not None:  # its clients ask about runs: keep what this one did
+            await self._watched.finish("error" if isinstance(terminal, RunError) else terminal.outcome)
         if exchange.history_lost:  # the turn went on without the store: the operator should see it per request
             self._record.history = "unavailable"
-
-
-def _run_record(turn: Turn, recorder: RunRecorder, terminal: RunFinished | RunError) -> RunRecord:
-    """The run as a query about it is answered (see `Dialect.read_query`)."""
-    return RunRecord(turn.run_id or "", turn.conversation_id,
-                     "error" if isinstance(terminal, RunError) else terminal.outcome, list(recorder.messages),
-                     terminal.message if isinstance(terminal, RunError) else None,
-                     [i.message or i.reason for i in recorder.interrupts])
 
 
 def _reply_as_client_sees_it(client: Dialect, encoder: Encoder | None, body: bytes,

@@ -13,7 +13,7 @@ import hashlib
 
 from starlette.datastructures import Headers
 
-from gateway.conversations.mapper import scoped_key
+from gateway.conversations.store import scoped_key
 from gateway.core.codec import Dialect
 from gateway.core.turn import Turn
 from gateway.runs.tape import Head, RunReply, TapeLost
