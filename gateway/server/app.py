@@ -92,7 +92,7 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
     routes: list[BaseRoute] = []
     handlers: dict[str, tuple[ASGIApp, frozenset[str]]] = {}
     board = open_board(store, config.store.max_resume_kept_bytes)
-    pusher = Pusher()
+    pusher = Pusher(pool)
     for route in config.routes:
         route_handler = RouteHandler(route, pool=pool, mapper=mapper, bodies=bodies, board=board,
                                      keepalive=config.keepalive_seconds, metrics=metrics, log_bodies=log_bodies,

@@ -22,12 +22,11 @@ import logging
 import time
 from urllib.parse import urlsplit
 
-import httpx
-
 from gateway.config import Push
 from gateway.conversations.store import StoreError
 from gateway.core.queries import Webhook
 from gateway.runs.webhooks import CallerWebhooks
+from gateway.upstream.http1 import HTTPError, Pool, Target
 
 log = logging.getLogger("agent_gateway.push")
 
@@ -37,18 +36,14 @@ FIRST_RETRY_SECONDS = 0.5
 
 
 class Pusher:
-    """The process's deliveries, for every route that pushes."""
+    """The process's deliveries, for every route that pushes, on the gateway's own HTTP client (which follows no
+    redirect, and here no environment proxy: the allowed hosts are called directly)."""
 
-    def __init__(self) -> None:
-        self._client: httpx.AsyncClient | None = None
+    def __init__(self, pool: Pool | None = None) -> None:
+        self.pool = pool or Pool()
         self.pending = 0
         """Notifications queued in this process and not yet delivered (or given up)."""
         self._running: set[asyncio.Task[None]] = set()
-
-    def client(self) -> httpx.AsyncClient:
-        if self._client is None:  # no environment proxies: the allowed hosts are called directly
-            self._client = httpx.AsyncClient(follow_redirects=False, trust_env=False)
-        return self._client
 
     def run(self, settings: Push, webhooks: CallerWebhooks, run_id: str, route: str) -> RunPush:
         return RunPush(self, settings, webhooks, run_id, route)
@@ -60,8 +55,17 @@ class Pusher:
     async def close(self) -> None:
         for task in list(self._running):
             task.cancel()
-        if self._client is not None:
-            await self._client.aclose()
+
+    async def post(self, url: str, body: bytes, headers: dict[str, str], timeout: float) -> int:
+        """POST and read the answer's status (raises `HTTPError`, `TimeoutError` or `ValueError` for a URL that is
+        none)."""
+        async with asyncio.timeout(timeout):
+            response = await self.pool.post(Target(url, timeout), body, headers)
+            try:
+                await response.drain(timeout)
+            finally:
+                response.release()
+        return response.status
 
 
 class RunPush:
@@ -144,15 +148,14 @@ class RunPush:
         wait = FIRST_RETRY_SECONDS
         for attempt in range(settings.retries + 1):
             try:
-                response = await self._pusher.client().post(webhook.url, content=update, headers=headers,
-                                                            timeout=settings.delivery_timeout)
-            except httpx.HTTPError as exc:
+                status = await self._pusher.post(webhook.url, update, headers, settings.delivery_timeout)
+            except (HTTPError, TimeoutError, ValueError) as exc:
                 failure = f"{type(exc).__name__}: {exc}"
             else:
-                if response.status_code < 300:
+                if status < 300:
                     return
-                failure = f"HTTP {response.status_code}"
-                if response.status_code < 500 and response.status_code != 429:
+                failure = f"HTTP {status}"
+                if status < 500 and status != 429:
                     break  # the webhook refuses it: sending it again would not change that
             if attempt < settings.retries:
                 await asyncio.sleep(wait)
