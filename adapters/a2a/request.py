@@ -16,7 +16,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.core.codec import UpstreamRequest, as_text, json_or_text
-from gateway.core.errors import InvalidRequest
+from gateway.core.errors import HistoryConflict, InvalidRequest
 from gateway.core.ids import new_id
 from gateway.core.turn import ContentPart, Message, Resume, Turn, approves, media_kind, new_messages
 from gateway.core.validation import validate
@@ -157,6 +157,11 @@ def _file_part(part: dict[str, Any], index: int) -> ContentPart:
 
 
 def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
+    """The one message A2A sends a turn as. A conversation the agent must be given whole (a history edited or
+    regenerated after its first turn: `history == "full"`) cannot be: a message is one turn of the user's, and the
+    agent keeps the rest by `contextId`. It is refused (409 `history_conflict`), never answered without what came
+    before."""
+    _check_history(turn)
     version = V03 if variant == V03 else None
     parts: list[dict[str, Any]] = []
     message: dict[str, Any] = {"messageId": new_id("msg"), "role": role_for(version, "user"),
@@ -189,6 +194,15 @@ def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
         ("SendStreamingMessage" if streams else "SendMessage")
     body = {"jsonrpc": "2.0", "id": new_id("rpc"), "method": method, "params": params}
     return UpstreamRequest(orjson.dumps(body), headers, streams=streams, json_reply=True)
+
+
+def _check_history(turn: Turn) -> None:
+    if turn.history != "full" or turn.resume:
+        return
+    last_user = max((i for i, m in enumerate(turn.messages) if m.role == "user"), default=-1)
+    if any(m.role not in ("system", "reasoning") for m in turn.messages[:last_user]):
+        raise HistoryConflict("this A2A agent keeps the conversation itself and is sent one message a turn, so it "
+                              "cannot be given an edited or regenerated history: start a new conversation")
 
 
 def _parts(version: str | None, message: Message) -> list[dict[str, Any]]:
