@@ -409,6 +409,8 @@ class _Call:
         """The run's relay, once the upstream has answered 2xx."""
         self.target: Target | None = None
         """Where the upstream was called, once it was."""
+        self.reattached: list[Response] = []
+        """What the upstream answered when asked for the rest of a run whose stream broke off."""
         self.upstream_headers: dict[str, str] = {}
         self.request_json: dict[str, Any] | None = None
         """The client's body, once read as JSON: an error reply in its dialect may quote it (a JSON-RPC id)."""
@@ -515,12 +517,30 @@ class _Call:
                 recorder=RunRecorder(exchange.conversation.state, self.handler.mapper.max_bytes),
                 decoder=upstream.new_decoder(max_event_bytes=route.limits.max_event_bytes),
                 upstream_status=response.status, mapper=handler.mapper, record=self.record, writer=writer,
-                deadlines=deadlines)
+                deadlines=deadlines, reattach=self.reattach)
             await relay.run(response, outbound.streams)
             if writer.complete and not writer.gone:
                 await response.drain(_DRAIN_SECONDS)  # the client has its last byte; this keeps the connection
         finally:
             response.release()  # back to the pool if read to its end, else closed
+            for again in self.reattached:
+                again.release()
+
+    async def reattach(self, request: UpstreamRequest) -> Response | None:
+        """Ask the upstream for the rest of a run whose stream broke off (see `Decoder.reattach_request`): its
+        answer, if it is a 2xx."""
+        assert self.target is not None
+        self.record.upstream_reattached = True
+        try:
+            response = await self.handler.pool.post(self.target, request.body,
+                                                    {**self.upstream_headers, **request.headers}, request.path)
+        except HTTPError as exc:
+            log.warning("route %s: the upstream's stream broke off, and asking for the rest failed: %s",
+                        self.route.name, describe(exc), extra={"route": self.route.name,
+                                                               "request_id": self.request_id})
+            return None
+        self.reattached.append(response)
+        return response if response.status < 300 else None
 
     def stop(self) -> None:
         """End the run on a client's word (a query's cancel, a stop on a resumable route), wherever it is."""
