@@ -29,6 +29,7 @@ CARD_FIELDS = {"name", "description", "supportedInterfaces", "version", "capabil
 
 
 def config(upstream: str, **route: Any) -> GatewayConfig:
+    """A2A clients in front of an AG-UI agent at `upstream` (its base URL)."""
     return GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
         {"name": "tasks", "paths": ["/a2a"], "client_dialects": ["a2a"],
          "upstream": {"url": upstream + "/agui", "dialect": "ag-ui"}, **route}]})
@@ -449,3 +450,67 @@ def test_a_message_carrying_a_push_config_on_a_route_without_push_is_refused(gat
     answer = rpc(gateway + "/a2a", "SendMessage", {"message": message("hello"), "configuration": {
         "taskPushNotificationConfig": {"url": "http://127.0.0.1:9/hook"}}})
     assert error_of(answer) == (-32003, "PUSH_NOTIFICATION_NOT_SUPPORTED")
+
+
+# -- an interrupt that declares the shape of its answer ------------------------------------------------------------
+
+APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}, "reason": {"type": "string"}},
+            "required": ["approved"]}
+
+
+class SchemaAgent:
+    """An AG-UI agent whose interrupt declares a `responseSchema`, and that fails a run answered otherwise, as
+    real ones do; an answer that fits is echoed."""
+
+    def __init__(self) -> None:
+        self.payloads: list[Any] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        run = orjson.loads(body)
+        started = {"type": "RUN_STARTED", "threadId": run["threadId"], "runId": run["runId"]}
+        if run.get("resume"):
+            payload = run["resume"][0].get("payload")
+            self.payloads.append(payload)
+            fits = isinstance(payload, dict) and isinstance(payload.get("approved"), bool)
+            events = [started, {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+                      {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m",
+                       "delta": f"got {orjson.dumps(payload).decode()}"},
+                      {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+                      {"type": "RUN_FINISHED", "threadId": run["threadId"], "runId": run["runId"]} if fits else
+                      {"type": "RUN_ERROR", "message": "ResumeEntry payload does not match the responseSchema"}]
+        else:
+            events = [started, {"type": "RUN_FINISHED", "threadId": run["threadId"], "runId": run["runId"],
+                                "outcome": {"type": "interrupt", "interrupts": [
+                                    {"id": "int-1", "reason": "approval", "message": "Delete /tmp/demo?",
+                                     "responseSchema": APPROVAL}]}}]
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": b"".join(b"data: " + orjson.dumps(e) + b"\n\n"
+                                                                   for e in events)})
+
+
+def test_an_answer_is_shaped_as_the_interrupts_schema_asks_and_never_fails_the_task() -> None:
+    agent = SchemaAgent()
+    with Served(agent) as upstream, Served(create_app(config(upstream.url))) as gw:
+        url = gw.url + "/a2a"
+        asked = send(url, "clean up")
+        data = next(p["data"] for p in asked["status"]["message"]["parts"] if "data" in p)
+        maybe = rpc(url, "SendMessage", {"message": message("maybe", taskId=asked["id"])})
+        still = rpc(url, "GetTask", {"id": asked["id"]})["result"]
+        yes = send(url, "Yes", taskId=asked["id"])
+        again = send(url, "clean up again")
+        as_data = rpc(url, "SendMessage", {"message": {**message("", taskId=again["id"]), "parts": [
+            {"data": {"approved": False, "reason": "not now"}}]}})["result"]["task"]
+    assert asked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED" and data["responseSchema"] == APPROVAL
+    assert maybe["error"]["code"] == -32602 and '"approved"' in maybe["error"]["message"]
+    assert still["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"  # the task waits on: the answer never went up
+    assert yes["status"]["state"] == as_data["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert agent.payloads == [{"approved": True}, {"approved": False, "reason": "not now"}]

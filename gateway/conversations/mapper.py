@@ -31,6 +31,7 @@ from typing import Any
 import orjson
 from pydantic import TypeAdapter
 
+from gateway.conversations.answers import shaped
 from gateway.conversations.recorder import RunRecorder
 from gateway.conversations.store import ConversationStore, StoreError, scoped_key
 from gateway.core.codec import Dialect
@@ -55,6 +56,8 @@ class Conversation:
     interrupted_run: str | None = None
     """The client's id of the run that ended in the open `interrupts`: a client that answers a run rather than
     each interrupt (A2A continues a task) resumes them all by naming it."""
+    interrupt_schemas: dict[str, Any] = field(default_factory=dict)
+    """The `responseSchema` of each open interrupt that declared one: what its answer must be."""
 
 
 @dataclass(slots=True)
@@ -121,6 +124,10 @@ class ConversationMapper:
         resumed = {r.interrupt_id for r in exchange.upstream_turn.resume}
         conversation.interrupts = {k: v for k, v in conversation.interrupts.items() if k not in resumed}
         conversation.interrupts.update({i.id: i.tool_call_id for i in recorder.interrupts})
+        conversation.interrupt_schemas = {k: v for k, v in conversation.interrupt_schemas.items()
+                                          if k in conversation.interrupts}
+        conversation.interrupt_schemas.update({i.id: i.response_schema for i in recorder.interrupts
+                                               if i.response_schema is not None})
         if recorder.interrupts:
             conversation.interrupted_run = exchange.client_turn.run_id
         if recorder.state.known:
@@ -200,6 +207,11 @@ def _resumes(turn: Turn, conversation: Conversation, stored: bool) -> tuple[list
             resumes += [replace(r, interrupt_id=id_, tool_call_id=call) for id_, call in open_interrupts.items()]
         elif isinstance(r.payload, str) and r.payload:
             unanswerable.append(r.payload)
+    # An answer that came in a message (A2A) could not know the shape the interrupt asks for: given it, or refused.
+    schemas = conversation.interrupt_schemas
+    resumes = [replace(r, payload=shaped(r.payload, schemas[r.interrupt_id]))
+               if r.message_id is not None and r.status == "resolved" and r.interrupt_id in schemas else r
+               for r in resumes]
     return resumes, unanswerable
 
 
