@@ -265,6 +265,21 @@ def test_get_task_shows_a_running_task_as_it_stands_and_cuts_its_history(gateway
     assert "history" not in none and len(running["history"]) == 1
 
 
+def test_return_immediately_answers_the_task_at_once_and_the_task_goes_on_to_its_end(gateway: str) -> None:
+    started = time.monotonic()
+    answer = rpc(gateway + "/a2a", "SendMessage", {"message": message("hang on"),
+                                                  "configuration": {"returnImmediately": True}})
+    took = time.monotonic() - started
+    task = answer["result"]["task"]
+    time.sleep(0.3)
+    running = rpc(gateway + "/a2a", "GetTask", {"id": task["id"]})["result"]
+    cancelled = rpc(gateway + "/a2a", "CancelTask", {"id": task["id"]})["result"]
+    assert task["status"]["state"] == "TASK_STATE_WORKING" and took < 5  # the agent would hang for an hour
+    assert running["status"]["state"] == "TASK_STATE_WORKING" and "Let me think" in running["artifacts"][0][
+        "parts"][0]["text"]
+    assert cancelled["status"]["state"] == "TASK_STATE_CANCELED"
+
+
 # -- ListTasks -----------------------------------------------------------------------------------------------------
 
 

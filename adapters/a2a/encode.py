@@ -329,9 +329,12 @@ class A2ATaskEncoder:
 
     streams = False
 
-    __slots__ = ("_task", "dropped", "headers", "rpc_id", "status_code", "writer")
+    __slots__ = ("_answered", "_task", "dropped", "headers", "immediately", "rpc_id", "status_code", "writer")
 
     def __init__(self, request: Turn | None = None) -> None:
+        self.immediately = asked(request).get("return_immediately") is True
+        """The client asked for the task as soon as it exists (`returnImmediately`): the run goes on without it."""
+        self._answered = False
         self.status_code = 200
         self.headers = {"content-type": "application/json"}
         self.dropped: dict[str, int] = defaultdict(int)
@@ -351,7 +354,10 @@ class A2ATaskEncoder:
         for e in events:
             for kind, value in self.writer.event(e):
                 fold(task, kind, value)
-            if type(e) in (RunFinished, RunError):
+            if type(e) in (RunFinished, RunError) or (self.immediately and "id" in task):
+                if self._answered:
+                    return b""
+                self._answered = True
                 shown = limit_history(task, self.writer.history_length)
                 result = {"kind": "task", **shown} if self.writer.version == V03 else {"task": shown}
                 return orjson.dumps({"jsonrpc": "2.0", "id": self.rpc_id, "result": result})

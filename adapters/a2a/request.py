@@ -117,6 +117,7 @@ def parse_request(body: dict[str, Any]) -> Turn:
     sent = body["params"]["message"]
     asked = {"id": request.id, "stream": stream, "continues": message.task_id, "message": message_v10(sent),
              "history_length": configuration.history_length if configuration is not None else None,
+             "return_immediately": configuration is not None and configuration.return_immediately,
              "webhooks": request_webhooks(body["params"])}
     # A message naming its task continues it: its context is the task's (the server fills it in when not named).
     return Turn(messages=messages, history="delta",

@@ -17,15 +17,17 @@ from typing import TYPE_CHECKING
 
 from starlette.types import Receive
 
+from adapters import registry
 from gateway.config import Push
 from gateway.conversations.store import StoreError
 from gateway.core.codec import Dialect
-from gateway.core.errors import GatewayError, Overloaded
+from gateway.core.errors import Overloaded
 from gateway.core.queries import Answer, RunQuery, StreamedAnswer
 from gateway.core.turn import Turn
+from gateway.runs.records import RunRecords
 from gateway.runs.tape import TapeLost
 from gateway.runs.watched import RouteRuns, WatchedRun
-from gateway.runs.webhooks import CallerWebhooks
+from gateway.runs.webhooks import CallerWebhooks, RouteWebhooks
 from gateway.server.push import Pusher, RunPush
 
 if TYPE_CHECKING:
@@ -118,8 +120,6 @@ async def watched(handler: RouteHandler, call: _Call, client: Dialect, turn: Tur
         return None
     try:
         run = await handler.runs.start(call.caller.principal, client.queries, turn)
-    except GatewayError:
-        raise
     except StoreError as exc:
         log.warning("route %s: task %s cannot be followed from other replicas, the store failed: %s",
                     handler.route.name, turn.run_id, exc, extra={"route": handler.route.name,
@@ -131,10 +131,6 @@ async def watched(handler: RouteHandler, call: _Call, client: Dialect, turn: Tur
 
 def route_runs(handler: RouteHandler) -> RouteRuns | None:
     """The route's runs that clients ask about, if a dialect of the route has such clients."""
-    from adapters import registry
-    from gateway.runs.records import RunRecords
-    from gateway.runs.webhooks import RouteWebhooks
-
     if not any(registry.get(name).queries is not None for name in handler.route.dialects):
         return None
     route = handler.route

@@ -121,8 +121,8 @@ class Relay:
                                 await self._deliver(events)
                                 return
                             out = self._translate(events)  # most reads: no coroutine made for the batch
-                            if out and streams:
-                                await write(out)
+                            if out:
+                                await (write(out) if streams else self._answered_early(out))
                         if not_yet_offered and self._record.events:
                             not_yet_offered = False
                             response.offer = self._offered
@@ -184,6 +184,17 @@ class Relay:
             return False
         return True
 
+    async def _answered_early(self, body: bytes) -> None:
+        """A one-body reply its client asked for before the run's end (A2A's `returnImmediately`): sent, and the run
+        goes on without the client, to its end, which is stored and reported as any run's."""
+        writer = self._writer
+        if writer.detached:
+            return
+        report, writer.before_last_byte = writer.before_last_byte, None
+        await writer.respond(self.encoder.status_code, self.encoder.headers, body)
+        writer.before_last_byte = report
+        writer.detached = True
+
     def _translate(self, events: list[Event]) -> bytes:
         """Count, record and encode one batch of events: the client's bytes for it."""
         record = self._record
@@ -207,8 +218,8 @@ class Relay:
         out = self._translate(events)
         terminal = events[-1]
         if not isinstance(terminal, RunFinished | RunError):
-            if self._streams and out:
-                await self._write(out)
+            if out:
+                await (self._write(out) if self._streams else self._answered_early(out))
             return False
         record = self._record
         if isinstance(terminal, RunError):
