@@ -280,6 +280,28 @@ def test_return_immediately_answers_the_task_at_once_and_the_task_goes_on_to_its
     assert cancelled["status"]["state"] == "TASK_STATE_CANCELED"
 
 
+def test_a_03_client_reads_and_follows_tasks_in_03(gateway: str) -> None:
+    task = waiting_task(gateway + "/a2a")
+    got = rpc(gateway + "/a2a", "tasks/get", {"id": task["id"]}, {"a2a-version": "0.3"})["result"]
+    followed: list[dict[str, Any]] = []
+    body = {"jsonrpc": "2.0", "id": 5, "method": "tasks/resubscribe", "params": {"id": task["id"]}}
+
+    def resubscribe() -> None:
+        with httpx.stream("POST", gateway + "/a2a", json=body, headers={"a2a-version": "0.3"}, timeout=20) as answer:
+            followed.extend(orjson.loads(line[6:])["result"] for line in answer.iter_lines()
+                            if line.startswith("data: "))
+
+    thread = threading.Thread(target=resubscribe)
+    thread.start()
+    time.sleep(0.5)
+    send(gateway + "/a2a", "yes", taskId=task["id"])
+    thread.join(10)
+    assert got["kind"] == "task" and got["status"]["state"] == "input-required"
+    assert got["history"][0]["kind"] == "message" and got["history"][0]["role"] == "user"
+    assert followed[0]["kind"] == "task" and followed[-1]["kind"] == "status-update"
+    assert followed[-1]["status"]["state"] == "completed" and followed[-1]["final"] is True
+
+
 # -- ListTasks -----------------------------------------------------------------------------------------------------
 
 

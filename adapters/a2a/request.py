@@ -201,7 +201,7 @@ def _check_history(turn: Turn) -> None:
     if turn.history != "full" or turn.resume:
         return
     last_user = max((i for i, m in enumerate(turn.messages) if m.role == "user"), default=-1)
-    if any(m.role not in ("system", "reasoning") for m in turn.messages[:last_user]):
+    if any(m.role in ("assistant", "tool") for m in turn.messages[:last_user]):  # earlier turns were answered
         raise HistoryConflict("this A2A agent keeps the conversation itself and is sent one message a turn, so it "
                               "cannot be given an edited or regenerated history: start a new conversation")
 
