@@ -9,12 +9,13 @@ Params are read as ProtoJSON reads them: `contextId` or `context_id`, a number o
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import orjson
 
 from gateway.core.errors import InvalidRequest, NotSupported, RunNotCancelable, RunNotFound
-from gateway.core.queries import ENDED, Answer, CallerRuns, RunQuery, RunRecord, StreamedAnswer
+from gateway.core.queries import ENDED, Answer, CallerRuns, RunQuery, StreamedAnswer
 
 from .errors import request_id
 from .fold import canceled, limit_history, task_of
@@ -77,7 +78,7 @@ async def _cancel(task_id: str, runs: CallerRuns) -> dict[str, Any]:
     if record.status != "interrupt":
         raise RunNotCancelable(f"task {task_id!r} has already ended ({state(task_of(found)['status']['state'])})")
     task = canceled(record.document)  # nothing runs: the task that waited for its client ends here
-    await runs.save(RunRecord(record.run_id, record.conversation_id, "cancelled", task))
+    await runs.save(replace(record, status="cancelled", document=task))
     return task
 
 
