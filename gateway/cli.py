@@ -202,23 +202,6 @@ def main(argv: list[str] | None = None) -> int:
     return _translate(translate, args)
 
 
-def _agent(args: argparse.Namespace) -> int:
-    from gateway.agent.server import KEYWORDS, run
-    from gateway.server import logs
-    from gateway.server.drain import exit_quietly_when_stopped
-
-    logs.configure("human", "info")
-    sock = _bind(args.host, args.port)
-    if sock is None:
-        return 2
-    paths = ", ".join(f"http://{args.host}:{args.port}{path}" for path in registry.get(args.dialect).paths)
-    print(f"agent-gateway agent: speaking {args.dialect} at {paths}\nkeywords: {', '.join(KEYWORDS)}; "
-          "anything else is echoed", file=sys.stderr)
-    exit_quietly_when_stopped()
-    run(args.dialect, sock, args.pace)
-    return 0
-
-
 def _version() -> str:
     """The version, and whether the per-event modules run compiled (and from a build older than their source)."""
     from gateway import __version__, compiled
@@ -282,6 +265,46 @@ def _demo(args: argparse.Namespace) -> int:
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
     return 0
 
+
+AGENT_INSIDE = "/_agent"
+"""Where `agent` mounts the scripted agent it serves through the gateway's own route (a dialect with queries)."""
+
+
+def _agent(args: argparse.Namespace) -> int:
+    """The built-in agent in one dialect. A dialect whose clients ask about their runs after starting them (A2A's
+    tasks) is served by a gateway route in front of the agent speaking AG-UI, in the same process: what a real
+    agent of that dialect answers beyond its runs (GetTask, ListTasks, SubscribeToTask, ...) is then the gateway's,
+    and the agent's runs are the same as in any dialect."""
+    import uvicorn
+
+    from gateway.agent.server import KEYWORDS, create_agent_app, run
+    from gateway.server import logs
+    from gateway.server.drain import exit_quietly_when_stopped
+
+    logs.configure("human", "info")
+    dialect = registry.get(args.dialect)
+    sock = _bind(args.host, args.port)
+    if sock is None:
+        return 2
+    paths = ", ".join(f"http://{args.host}:{args.port}{path}" for path in dialect.paths)
+    print(f"agent-gateway agent: speaking {args.dialect} at {paths}\nkeywords: {', '.join(KEYWORDS)}; "
+          "anything else is echoed", file=sys.stderr)
+    exit_quietly_when_stopped()
+    if dialect.queries is None:
+        run(args.dialect, sock, args.pace)
+        return 0
+    from starlette.routing import Mount
+
+    from gateway.server.app import create_app
+
+    inside = registry.get("ag-ui")
+    upstream = Upstream(url=f"http://{args.host}:{args.port}{AGENT_INSIDE}{inside.paths[0]}", dialect=inside.name)
+    route = Route(name="scripted-agent", paths=list(dialect.paths), client_dialects=[dialect.name], upstream=upstream,
+                  agent={"description": f"The gateway's built-in scripted agent: keywords {', '.join(KEYWORDS)}."})
+    app = create_app(GatewayConfig(routes=[route], store=Store(url="memory://")),
+                     extra_routes=[Mount(AGENT_INSIDE, create_agent_app(inside.name, pace=args.pace))])
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+    return 0
 
 def _bind(host: str, port: int) -> socket.socket | None:
     """The listening socket, bound before anything says "listening"; a port in use is one line, not a traceback."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import ipaddress
 import os
 import re
 import ssl
@@ -127,6 +128,43 @@ class Cors(_Model):
             raise ValueError("allow_origins '*' with allow_credentials would let every site call with the user's "
                              "cookies: list the origins")
         return self
+
+
+class Push(_Model):
+    """Push notifications (A2A's): a run's updates POSTed to the webhooks its clients register. Off unless set; only
+    the hosts listed are ever called."""
+
+    allow_hosts: list[str] = Field(min_length=1)
+    """Host names or addresses a webhook may name (any port); `*.example.com` takes its subdomains."""
+    delivery_timeout: float = Field(10.0, gt=0)
+    """Seconds one delivery may take."""
+    retries: int = Field(3, ge=0)
+    """Further attempts after a delivery fails (a connection error, a 5xx, a 429), after 0.5 s, 1 s, 2 s, ..."""
+    max_webhooks: int = Field(10, gt=0)
+    """Webhooks one run may have."""
+    max_notifications: int = Field(1000, gt=0)
+    """Deliveries one webhook gets of one run; past it the rest of the run is not sent."""
+    max_bytes: int = Field(1024 * 1024, gt=0)
+    """The largest notification sent; a larger update is left out."""
+    max_pending: int = Field(10_000, gt=0)
+    """Notifications one process holds waiting to be delivered; past it new ones are dropped (logged)."""
+
+    @field_validator("allow_hosts")
+    @classmethod
+    def _plain_hosts(cls, hosts: list[str]) -> list[str]:
+        for host in hosts:
+            bare = host.strip("[]")
+            name = bare.removeprefix("*.")
+            if not name or any(c in name for c in "/@* ") or (":" in bare and not _is_ipv6(bare)):
+                raise ValueError(f"{host!r} is not a host (a name, an address, or *.name for its subdomains; "
+                                 "no port)")
+        return [host.lower().strip("[]") for host in hosts]
+
+    def allows(self, host: str) -> bool:
+        """Whether a webhook may be on `host`."""
+        host = host.lower().strip("[]")
+        return any(host == allowed or (allowed.startswith("*.") and host.endswith(allowed[1:]))
+                   for allowed in self.allow_hosts)
 
 
 class UpstreamTLS(_Model):
@@ -279,6 +317,8 @@ class Route(_Model):
     sets it). Without it, every caller of an open route is one principal, "anonymous"."""
     cors: Cors | None = None
     agent: AgentInfo = AgentInfo()
+    push: Push | None = None
+    """Push notifications to the webhooks clients register (A2A); off unless set."""
     resumable: bool = False
     """Runs outlive their client's connection (up to `timeouts.total`): a client that reconnects is sent the rest,
     a retry of the same request attaches to the run, and only an explicit stop ends it early."""
@@ -321,6 +361,11 @@ class Route(_Model):
             if not path.startswith("/"):
                 raise ValueError(f"path {path!r} must start with /")
         return paths
+
+    @property
+    def served_paths(self) -> list[str]:
+        """The route's paths as requests are matched to them (see `route_path`)."""
+        return [route_path(path) for path in self.paths]
 
     @field_validator("client_dialects")
     @classmethod
@@ -404,29 +449,40 @@ class GatewayConfig(_Model):
     def _resolve_paths(cls, routes: list[Route]) -> list[Route]:
         from adapters import registry
 
-        seen: dict[str, str] = {}
+        seen: dict[str, tuple[str, str]] = {}
         for index, route in enumerate(routes):
             route.name = route.name or f"route{index}"
             if not route.paths:
                 route.paths = sorted({p for d in route.dialects for p in registry.get(d).paths})
             for path in route.paths:
-                if path in seen:
-                    raise ValueError(f"path {path} is served by both {seen[path]} and {route.name}")
-                seen[path] = route.name
-        protected = {p.rstrip("/") or "/": r.name for r in routes if r.auth is not None for p in r.paths}
-        for route in routes:
-            if route.auth is None:
-                for path in route.paths:
-                    twin = protected.get(path.rstrip("/") or "/")
-                    if twin is not None:
-                        raise ValueError(f"path {path} of {route.name} is open, and differs only by a trailing "
-                                         f"slash from a path of {twin}, which needs a key")
+                twin = seen.get(route_path(path))
+                if twin is not None and twin[1] != path:
+                    raise ValueError(f"path {path} of {route.name} differs only by a trailing slash from {twin[1]} "
+                                     f"of {twin[0]}: a path answers with and without one")
+                if twin is not None:
+                    raise ValueError(f"path {path} is served by both {twin[0]} and {route.name}")
+                seen[route_path(path)] = (route.name, path)
         return routes
 
 
-_KEYS = sorted({name for model in (Timeouts, Limits, Auth, Cors, UpstreamTLS, Upstream, Route, Store, GatewayConfig)
+_KEYS = sorted({name for model in (Timeouts, Limits, Auth, Cors, Push, UpstreamTLS, Upstream, Route, Store,
+                                   GatewayConfig)
                 for name in model.model_fields})
 """Every key a configuration may hold, for "did you mean"."""
+
+
+def _is_ipv6(text: str) -> bool:
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def route_path(path: str) -> str:
+    """A path as routes are matched: without its trailing slash (`/a2a/` is `/a2a`; `/` stays). Clients add one
+    to a URL they were given (A2A's TCK posts to the card's URL plus `/`), and a redirect would lose a POST's body."""
+    return path.rstrip("/") or "/"
 
 
 def _dialect(name: str) -> str:

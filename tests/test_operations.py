@@ -18,7 +18,7 @@ from servers import Served
 from adapters import registry
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
-from gateway.conversations.store import MemoryStore, StoreError
+from gateway.conversations.store import Listed, MemoryStore, StoreError
 from gateway.core.events import (
     Data,
     Event,
@@ -238,6 +238,9 @@ class BrokenStore:
         raise StoreError("the store is down")
 
     async def delete(self, key: str) -> None:
+        raise StoreError("the store is down")
+
+    async def newest(self, group: str, after: str | None, limit: int) -> list[Listed]:
         raise StoreError("the store is down")
 
     async def ping(self) -> bool:

@@ -30,6 +30,8 @@ from gateway.core.events import (
 from gateway.core.ids import new_id
 from gateway.core.turn import Message, Tool, ToolCall, Turn
 
+from . import conformance_kit
+
 HANG = 3600.0
 SLOW_GAP = 0.05
 
@@ -110,11 +112,14 @@ def script(turn: Turn, history: list[Message]) -> Script:
     s = Script()
     text = next((m.text for m in reversed(history) if m.role == "user"), "")
     answering = turn.resume or _trailing_results(history)  # the second leg of a round trip: keywords are stale
-    keyword = None if answering else _keyword(text)
+    asked = turn.resume[0].message_id if turn.resume else \
+        None if answering else next((m.id for m in reversed(history) if m.role == "user"), None)
+    kit = conformance_kit.scenario(asked)
+    keyword = None if answering or kit else _keyword(text)
     if keyword == "silent":
         s.pause(HANG)
     s.emit(RunStarted(turn.conversation_id, turn.run_id or new_id("run"), turn.parent_run_id))
-    s.emit(_act(s, turn, history, text, keyword))
+    s.emit(conformance_kit.play(s, kit) if kit else _act(s, turn, history, text, keyword))
     return s
 
 

@@ -21,6 +21,9 @@ in the last user message (case-insensitive), the same in every dialect; the firs
 | `slow`      | 20 text deltas 0.05 s apart                                                                     |
 | otherwise   | "You said: <text>. (turn N)", N = the user messages the agent knows in this conversation        |
 
+Before the keywords, a message (or an answer to an interrupt) whose id starts with `tck-<scenario>` gets that
+scenario of the A2A conformance kit's (`conformance_kit.py`): the kit asks the agent it tests for a behaviour so.
+
 Delta dialects (AG-Kit, Inkeep) send only what is new, so the agent keeps their history by conversation id, as the
 real servers do; that is what "turn N" proves. Test hooks: `GET /_requests` (what reached the agent),
 `DELETE /_requests`, and `GET /_disconnects` (runs cut short by a client leaving, to prove upstreams get cancelled).
@@ -31,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import orjson
@@ -175,7 +178,7 @@ def create_agent_app(dialect: str, *, path: str | None = None, pace: float = 0.0
     with `test_hooks`, what reached it at `/_requests` and its disconnects at `/_disconnects`."""
     agent = Agent(registry.get(dialect), pace, recording=test_hooks)
     paths = (path,) if path else agent.dialect.paths
-    routes = [Route(p, agent.respond, methods=["POST"]) for p in paths]
+    routes = [Route(p, agent.respond, methods=["POST"]) for p in _with_and_without_slash(paths)]
     document, describe = agent.dialect.discovery_path, agent.dialect.describe
     if document is not None and describe is not None:
         routes += [Route(p.rstrip("/") + document, _describer(document, describe, p), methods=["GET"])
@@ -187,18 +190,29 @@ def create_agent_app(dialect: str, *, path: str | None = None, pace: float = 0.0
         routes += [Route("/_requests", agent.requests, methods=["GET", "DELETE"]),
                    Route("/_disconnects", agent.disconnect_count, methods=["GET"])]
     app = Starlette(routes=routes)
+    app.router.redirect_slashes = False  # a redirect loses a POST's body: both spellings are served instead
     app.state.agent = agent
     return app
 
 
-def _describer(document: str, describe: Callable[[AgentDescription], dict[str, Any]], path: str
+def _with_and_without_slash(paths: tuple[str, ...]) -> list[str]:
+    """Each path as written and with its trailing slash the other way: clients add one to the URL they were given."""
+    found: dict[str, None] = {}
+    for path in paths:
+        bare = path.rstrip("/") or "/"
+        found.update({bare: None, bare.rstrip("/") + "/": None})
+    return list(found)
+
+
+def _describer(document: str, describe: Callable[[AgentDescription, Mapping[str, str]], dict[str, Any]], path: str
                ) -> Callable[[Request], Awaitable[Response]]:
     """The agent's discovery document (A2A's card), naming the endpoint at `path` of the host it was asked of."""
 
     async def endpoint(request: Request) -> Response:
         url = f"{request.url.scheme}://{request.url.netloc}{path}"
+        asked = {name.lower(): value for name, value in request.query_params.items()} | dict(request.headers)
         return JSONResponse(describe(AgentDescription(
-            "scripted-agent", f"The gateway's built-in scripted agent: keywords {', '.join(KEYWORDS)}.", url)))
+            "scripted-agent", f"The gateway's built-in scripted agent: keywords {', '.join(KEYWORDS)}.", url), asked))
 
     return endpoint
 

@@ -31,9 +31,10 @@ from typing import Any
 import orjson
 from pydantic import TypeAdapter
 
+from gateway.conversations.answers import shaped
 from gateway.conversations.recorder import RunRecorder
-from gateway.conversations.store import ConversationStore, StoreError
-from gateway.core.codec import Dialect, RunRecord
+from gateway.conversations.store import ConversationStore, StoreError, scoped_digest, scoped_key
+from gateway.core.codec import Dialect
 from gateway.core.ids import new_id
 from gateway.core.turn import History, Message, Resume, Turn, new_messages
 
@@ -55,6 +56,8 @@ class Conversation:
     interrupted_run: str | None = None
     """The client's id of the run that ended in the open `interrupts`: a client that answers a run rather than
     each interrupt (A2A continues a task) resumes them all by naming it."""
+    interrupt_schemas: dict[str, Any] = field(default_factory=dict)
+    """The `responseSchema` of each open interrupt that declared one: what its answer must be."""
 
 
 @dataclass(slots=True)
@@ -127,6 +130,10 @@ class ConversationMapper:
         resumed = {r.interrupt_id for r in exchange.upstream_turn.resume}
         conversation.interrupts = {k: v for k, v in conversation.interrupts.items() if k not in resumed}
         conversation.interrupts.update({i.id: i.tool_call_id for i in recorder.interrupts})
+        conversation.interrupt_schemas = {k: v for k, v in conversation.interrupt_schemas.items()
+                                          if k in conversation.interrupts}
+        conversation.interrupt_schemas.update({i.id: i.response_schema for i in recorder.interrupts
+                                               if i.response_schema is not None})
         if recorder.interrupts:
             conversation.interrupted_run = exchange.client_turn.run_id
         if recorder.state.known:
@@ -146,26 +153,6 @@ class ConversationMapper:
         except StoreError as exc:
             exchange.history_lost = True
             log.warning("conversation %s not saved: %s", conversation.key, exc)
-
-    async def save_run(self, exchange: Exchange, record: RunRecord) -> None:
-        """Keep what a run did, for a client that asks about it by id later (on any replica)."""
-        if not record.run_id:
-            return
-        key = scoped_key("run", exchange.route, exchange.principal, record.run_id)
-        try:
-            await self.store.put(key, _RUNS.dump_json(record), scoped_key("principal", exchange.principal))
-        except StoreError as exc:
-            log.warning("run %s not saved: %s", record.run_id, exc)
-
-    async def load_run(self, route: str, principal: str, run_id: str) -> RunRecord | None:
-        """A run this caller made on this route, as `save_run` kept it; None if there is none (or it is not
-        readable)."""
-        try:
-            raw = await self.store.get(scoped_key("run", route, principal, run_id))
-            return _RUNS.validate_json(raw) if raw is not None else None
-        except (StoreError, ValueError) as exc:
-            log.warning("run %s not loaded: %s", run_id, exc)
-            return None
 
     @staticmethod
     def _key(route: str, principal: str, turn: Turn) -> str:
@@ -221,7 +208,7 @@ def _upstream_id(route: str, principal: str, client_id: str | None, transparent:
         return new_id("conv")
     if transparent:
         return client_id
-    return f"conv_{_digest('upstream', route, principal, client_id)[:32]}"
+    return f"conv_{scoped_digest('upstream', route, principal, client_id)[:32]}"
 
 
 def _resumes(turn: Turn, conversation: Conversation, checked: bool) -> tuple[list[Resume], list[str]]:
@@ -239,24 +226,12 @@ def _resumes(turn: Turn, conversation: Conversation, checked: bool) -> tuple[lis
             resumes += [replace(r, interrupt_id=id_, tool_call_id=call) for id_, call in open_interrupts.items()]
         elif isinstance(r.payload, str) and r.payload:
             unanswerable.append(r.payload)
+    # An answer that came in a message (A2A) could not know the shape the interrupt asks for: given it, or refused.
+    schemas = conversation.interrupt_schemas
+    resumes = [replace(r, payload=shaped(r.payload, schemas[r.interrupt_id]))
+               if r.message_id is not None and r.status == "resolved" and r.interrupt_id in schemas else r
+               for r in resumes]
     return resumes, unanswerable
-
-
-_RUNS = TypeAdapter(RunRecord)
-
-
-def scoped_key(namespace: str, *parts: str) -> str:
-    """A store key: a hash of its parts, each length-prefixed, under a namespace no client id can write into (the
-    ids clients choose are one part of a "client" key; an eval run's derived keys are "derived" ones)."""
-    return f"{namespace}:{_digest(namespace, *parts)[:40]}"
-
-
-def _digest(namespace: str, *parts: str) -> str:
-    digest = hashlib.sha256(namespace.encode())
-    for part in parts:
-        data = part.encode()
-        digest.update(len(data).to_bytes(4, "big") + data)
-    return digest.hexdigest()
 
 
 def _derived_key(route: str, principal: str, turn: Turn, transcript: list[Message]) -> str:

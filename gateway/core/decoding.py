@@ -51,6 +51,11 @@ class Decoder(Protocol):
         """What to send the upstream when the client leaves mid-run (A2A's `CancelTask` for the task this stream
         runs), or None where closing the connection says it."""
 
+    def reattach_request(self) -> UpstreamRequest | None:
+        """The stream broke off before the run ended: what to ask the upstream for the rest of the run (A2A's
+        `SubscribeToTask`, then `GetTask`), whose answer this decoder then reads as the rest of its stream; None
+        where there is no such way, or no more tries."""
+
 
 class NewDecoder(Protocol):
     def __call__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> Decoder:
@@ -108,6 +113,9 @@ class RepairedDecoder:
         return out
 
     def cancel_request(self) -> UpstreamRequest | None:
+        return None
+
+    def reattach_request(self) -> UpstreamRequest | None:
         return None
 
 

@@ -11,7 +11,15 @@ GatewayError
  │    ├── RequestTimeout          408  the body did not arrive in time (`timeouts.request_body`, `min_body_rate`)
  │    ├── UnknownDialect          400  no dialect of the path reads the body, or it belongs on another path
  │    ├── HistoryConflict         409  an edited history that an upstream keeping its own cannot be given
+ │    ├── ResumeUnavailable       410  the rest of a run whose reply is no longer kept
+ │    ├── NoRunningRun            404  a stop or resume for a conversation with no run running
+ │    ├── RunNotFound             404  a request names a run (a task) this caller has none of
+ │    ├── RunNotContinuable       409  a request continues a run that has ended, or is still running
+ │    ├── RunNotCancelable        409  a cancel for a run that has already ended
+ │    ├── NotSupported            400  an operation this route does not offer (a dialect's optional feature)
+ │    │    └── WebhooksNotSupported     push notifications, on a route that sends none
  │    └── InvalidRequest          422  valid JSON, wrong shape: `details` name each field and what was expected
+ │         └── ConversationMismatch    a request continues a run, naming another conversation than the run's
  ├── Overloaded                   503  the process holds as many request bodies as it may: retry shortly
  │    └── ShuttingDown            503  the gateway is draining before it stops: retry, on another replica
  └── UpstreamError                502  the upstream failed: refused, reset, non-2xx, broken stream
@@ -119,9 +127,51 @@ class NoRunningRun(RequestError):
     code = "no_running_run"
 
 
+class RunNotFound(RequestError):
+    """A request named a run (to continue it, ask about it or cancel it) that this caller has none of: unknown,
+    expired, or another principal's."""
+
+    status = 404
+    code = "run_not_found"
+
+
+class RunNotContinuable(RequestError):
+    """A request continues a run that has ended (only a run that waits for its client takes an answer), or that is
+    still running."""
+
+    status = 409
+    code = "run_not_continuable"
+
+
+class RunNotCancelable(RequestError):
+    """A cancel for a run that has already ended."""
+
+    status = 409
+    code = "run_not_cancelable"
+
+
+class NotSupported(RequestError):
+    """An operation of the client's dialect that this route does not offer (a feature the dialect makes optional)."""
+
+    status = 400
+    code = "not_supported"
+
+
+class WebhooksNotSupported(NotSupported):
+    """Webhooks for a run's updates (push notifications), on a route that sends none."""
+
+    code = "push_not_supported"
+
+
 class InvalidRequest(RequestError):
     status = 422
     code = "invalid_request"
+
+
+class ConversationMismatch(InvalidRequest):
+    """A request continues a run of one conversation while naming another."""
+
+    code = "conversation_mismatch"
 
 
 class UpstreamError(GatewayError):

@@ -101,11 +101,25 @@ class RedisRunBoard(RunBoard):
         return None
 
     async def find(self, key: str) -> RunReply | None:
+        running = self._running(key)
+        if running is not None:
+            return running
+        [(state, owner)] = await self._ask(lambda pipe: pipe.hmget(self._meta(key), ["state", "owner"]))
+        kept = _text(state) in ("running", "ended") if state is not None else False
+        if kept and owner is not None and _text(owner) != self.replica:
+            return _RemoteReply(self, key)  # claimed on another replica since this one's reply ended
         local = await super().find(key)
         if local is not None:
             return local
-        state = await self._state(key)
-        return _RemoteReply(self, key) if state in ("running", "ended") else None
+        return _RemoteReply(self, key) if kept else None
+
+    async def running(self, key: str) -> RunReply | None:
+        local = self._running(key)
+        if local is not None:
+            return local
+        # Redis may not have heard yet that a run of this replica's ended: only another replica's counts.
+        owner = await self._owner(key)
+        return _RemoteReply(self, key) if owner is not None and owner != self.replica else None
 
     async def running_in(self, conversation: str) -> RunReply | None:
         local = await super().running_in(conversation)
@@ -138,11 +152,15 @@ class RedisRunBoard(RunBoard):
 
     async def _alive(self, key: str) -> bool:
         """Whether the run is running on a replica that is still there."""
+        return await self._owner(key) is not None
+
+    async def _owner(self, key: str) -> str | None:
+        """The replica running the run, if one is and is still there."""
         [(state, owner)] = await self._ask(lambda pipe: pipe.hmget(self._meta(key), ["state", "owner"]))
         if state is None or _text(state) != "running" or owner is None:
-            return False
+            return None
         [alive] = await self._ask(lambda pipe: pipe.exists(f"{self._prefix}alive:{_text(owner)}"))
-        return bool(alive)
+        return _text(owner) if alive else None
 
     async def _ask(self, commands: Callable[[Any], Any]) -> list[Any]:
         """The replies to the commands `commands` adds to the board's next pipeline (raises `StoreError`)."""

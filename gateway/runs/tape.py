@@ -100,7 +100,11 @@ class Tape:
         self._changed: asyncio.Future[None] | None = None
 
     def open(self, head: Head) -> None:
-        self._append(_at_its_size(head.dump()), False)
+        self.begin(head.dump())
+
+    def begin(self, first: bytes) -> None:
+        """The first entry: a reply's head, or what the readers of a run's feed start from."""
+        self._append(_at_its_size(first), False)
 
     def record(self, body: bytes, last: bool) -> bytes:
         """Keep a piece of the reply; returns it as the client is to be sent it (with each SSE event's `id:`, for a

@@ -49,7 +49,7 @@ from gateway.config import Route
 from gateway.conversations.mapper import ConversationMapper
 from gateway.conversations.recorder import RunRecorder
 from gateway.conversations.store import StoreError
-from gateway.core.codec import Dialect, RunQuery, RunRecord, UpstreamRequest
+from gateway.core.codec import Dialect, UpstreamRequest
 from gateway.core.errors import (
     CODES,
     GatewayError,
@@ -65,11 +65,13 @@ from gateway.core.errors import (
     UpstreamTimeout,
 )
 from gateway.core.ids import new_id
+from gateway.core.queries import RunQuery
 from gateway.core.turn import Turn
 from gateway.core.validation import MAX_ID, bad_id, check_ids, load_json_object
 from gateway.runs.board import RunBoard
 from gateway.runs.tape import RunReply, Tape, TapeLost
-from gateway.server import resume
+from gateway.runs.watched import WatchedRun
+from gateway.server import queries, resume
 from gateway.server.access import ANONYMOUS, Access, Caller
 from gateway.server.client import ClientWriter
 from gateway.server.deadlines import Deadlines
@@ -77,6 +79,7 @@ from gateway.server.discovery import Discovery, SideCalls
 from gateway.server.drain import Drain
 from gateway.server.logs import ACCESS
 from gateway.server.metrics import Metrics
+from gateway.server.push import Pusher
 from gateway.server.record import AccessRecord
 from gateway.server.relay import Relay, describe
 from gateway.server.resume import conversation_key
@@ -127,9 +130,11 @@ class RouteHandler:
 
     def __init__(self, route: Route, *, pool: Pool, mapper: ConversationMapper, bodies: BodyBudget,
                  keepalive: float, metrics: Metrics, board: RunBoard, drain: Drain, log_bodies: bool = False,
-                 debug_errors: bool = False, tracing: Tracing | None = None) -> None:
+                 debug_errors: bool = False, tracing: Tracing | None = None, pusher: Pusher | None = None) -> None:
         self.route = route
         self.drain = drain
+        self.pusher = pusher or Pusher()
+        """Delivers push notifications (A2A's), on a route that sends them."""
         self.board = board
         """Where the route's resumable runs are (when `route.resumable`)."""
         self.pool = pool
@@ -140,8 +145,6 @@ class RouteHandler:
         self.bodies = bodies
         self.debug_errors = debug_errors
         self.upstream = registry.get(route.upstream.dialect)
-        self.running: dict[tuple[str, str], _Call] = {}
-        """Runs in flight whose client may ask about them (see `Dialect.read_query`): (principal, run id) -> call."""
         self.discovery = Discovery(route, self.upstream, pool)
         self.side_calls = SideCalls(pool)
         self.in_flight = metrics.in_flight.labels(route.name)
@@ -151,6 +154,8 @@ class RouteHandler:
         self.tracing = tracing
         self.upstream_span = upstream_attributes(route.upstream.url) if tracing is not None else {}
         """The attributes every upstream call's span of this route has."""
+        self.runs = queries.route_runs(self)
+        """The runs whose clients ask about them (A2A's tasks), when a dialect of the route has such clients."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
@@ -189,10 +194,11 @@ class RouteHandler:
                 call.record.request_body = body[:4096].decode("utf-8", "replace")
             client, turn = self._parse(call, headers, body, path)
             if isinstance(turn, RunQuery):
-                await self._answer(call, client, turn)
+                await queries.answer(self, call, receive, client, turn)
                 return
             if self.drain.draining:
                 raise ShuttingDown
+            turn = await queries.continuing(self, call, client, turn)
             self.access.admit(caller)
         except ClientGone:
             call.record.outcome = "client_gone"
@@ -307,12 +313,14 @@ class RouteHandler:
 
     async def _admitted(self, call: _Call, receive: Receive, client: Dialect, turn: Turn) -> None:
         writer, deadlines = call.writer, call.deadlines
+        try:  # its clients may ask about the run, or cancel it, from any replica
+            watched = call.watched = await queries.watched(self, call, client, turn)
+        except GatewayError as error:
+            await writer.fail_before_start(error)
+            return
         task = deadlines.request_task = asyncio.current_task()
         assert task is not None
         watcher = asyncio.create_task(_watch_disconnect(receive, writer, deadlines))
-        queried = client.read_query is not None and turn.run_id is not None
-        if queried:  # its clients may ask about the run, or cancel it, while it runs
-            self.running[(call.caller.principal, turn.run_id or "")] = call
         try:
             await call.run(client, turn)
         except asyncio.CancelledError:
@@ -339,25 +347,8 @@ class RouteHandler:
         finally:
             deadlines.disarm()
             watcher.cancel()
-            if queried:
-                self.running.pop((call.caller.principal, turn.run_id or ""), None)
-
-    async def _answer(self, call: _Call, client: Dialect, query: RunQuery) -> None:
-        """A query about a run of this caller's: one still running here, or one kept in the store."""
-        assert client.answer_query is not None and call.request_json is not None
-        record = call.record
-        record.client_dialect, record.run_id = client.name, query.run_id
-        running = self.running.get((call.caller.principal, query.run_id))
-        found: RunRecord | None
-        if running is not None:
-            found = RunRecord(query.run_id, running.record.conversation_id, "running")
-            if query.cancel:
-                running.stop()
-        else:
-            found = await self.mapper.load_run(self.route.name, call.caller.principal, query.run_id)
-        status, body = client.answer_query(query, found, call.request_json)
-        record.outcome = "query"
-        await call.writer.respond(status, {"content-type": "application/json"}, body)
+            if watched is not None:
+                await watched.close()
 
     def _parse(self, call: _Call, headers: Headers, body: bytes, path: str) -> tuple[Dialect, Turn | RunQuery]:
         _check_content_type(headers)
@@ -365,8 +356,12 @@ class RouteHandler:
         value = call.request_json = load_json_object(body, limits.max_json_depth)
         query = registry.read_query(value, self.route.dialects, path)
         if query is not None:
+            if query[0].check_request is not None:
+                query[0].check_request(value, headers)
             return query
         client, turn = registry.read_request(value, self.route.dialects, path)
+        if client.check_request is not None:
+            client.check_request(value, headers)
         if len(turn.messages) > limits.max_messages:
             raise RequestTooLarge(f"the request has {len(turn.messages)} messages; this route takes "
                                   f"{limits.max_messages}")
@@ -437,10 +432,14 @@ class _Call:
         self.headers = headers
         self.request_id = request_id
         self.trace: RequestTrace | None = None
+        self.watched: WatchedRun | None = None
+        """The run's feed, when its clients may ask about it (A2A's tasks)."""
         self.relay: Relay | None = None
         """The run's relay, once the upstream has answered 2xx."""
         self.target: Target | None = None
         """Where the upstream was called, once it was."""
+        self.reattached: list[Response] = []
+        """What the upstream answered when asked for the rest of a run whose stream broke off."""
         self.upstream_headers: dict[str, str] = {}
         self.request_json: dict[str, Any] | None = None
         """The client's body, once read as JSON: an error reply in its dialect may quote it (a JSON-RPC id)."""
@@ -509,7 +508,7 @@ class _Call:
                                               self.caller.principal,
                                               transparent_ids=route.upstream.ids == "transparent")
         outbound = upstream.build_request(exchange.upstream_turn, exchange.upstream_variant)
-        headers = self.upstream_headers = self._upstream_headers(outbound.headers)
+        headers = self.upstream_headers = self._upstream_headers(outbound.headers, client)
         self.target = target
         sent_at = writer.last_write = time.monotonic()
         deadlines.arm()
@@ -547,17 +546,40 @@ class _Call:
                 return
             if route.upstream.variant is None and (variant := upstream.variant_of(response.headers)) is not None:
                 handler.learned_variant = exchange.upstream_variant = variant
+            encoder = client.new_encoder(turn)
+            if client is upstream:  # what only a server of the dialect answers goes back to its client
+                encoder.headers.update({h: v for h in client.passed_headers if (v := response.headers.get(h))})
+            if self.watched is not None:
+                await self.watched.answered()
             relay = self.relay = Relay(
-                exchange=exchange, client=client, encoder=client.new_encoder(turn),
+                exchange=exchange, client=client, encoder=encoder, watched=self.watched,
                 recorder=RunRecorder(exchange.conversation.state, self.handler.mapper.max_bytes),
                 decoder=upstream.new_decoder(max_event_bytes=route.limits.max_event_bytes),
                 upstream_status=response.status, mapper=handler.mapper, record=self.record, writer=writer,
-                deadlines=deadlines)
+                deadlines=deadlines, reattach=self.reattach)
             await relay.run(response, outbound.streams)
             if writer.complete and not writer.gone:
                 await response.drain(_DRAIN_SECONDS)  # the client has its last byte; this keeps the connection
         finally:
             response.release()  # back to the pool if read to its end, else closed
+            for again in self.reattached:
+                again.release()
+
+    async def reattach(self, request: UpstreamRequest) -> Response | None:
+        """Ask the upstream for the rest of a run whose stream broke off (see `Decoder.reattach_request`): its
+        answer, if it is a 2xx."""
+        assert self.target is not None
+        self.record.upstream_reattached = True
+        try:
+            response = await self.handler.pool.post(self.target, request.body,
+                                                    {**self.upstream_headers, **request.headers}, request.path)
+        except HTTPError as exc:
+            log.warning("route %s: the upstream's stream broke off, and asking for the rest failed: %s",
+                        self.route.name, describe(exc), extra={"route": self.route.name,
+                                                               "request_id": self.request_id})
+            return None
+        self.reattached.append(response)
+        return response if response.status < 300 else None
 
     def stop(self) -> None:
         """End the run on a client's word (a query's cancel, a stop on a resumable route), wherever it is."""
@@ -580,8 +602,10 @@ class _Call:
             self.handler.side_calls.send(self.target, request, self.upstream_headers,
                                          f"route {self.route.name}: cancelling the upstream's run")
 
-    def _upstream_headers(self, dialect_headers: dict[str, str]) -> dict[str, str]:
+    def _upstream_headers(self, dialect_headers: dict[str, str], client: Dialect) -> dict[str, str]:
         headers = {name: value for name in self.route.forward_headers if (value := self.headers.get(name))}
+        if client is self.handler.upstream:  # what only a server of the dialect reads (A2A-Extensions)
+            headers.update({name: value for name in client.passed_headers if (value := self.headers.get(name))})
         headers.update(self.route.upstream.headers)
         headers.update(dialect_headers)
         headers["x-request-id"] = self.request_id

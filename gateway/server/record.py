@@ -49,6 +49,9 @@ class AccessRecord:
     """Why the upstream could not be reached, for the operator: it may name internal addresses."""
     upstream_cancelled: bool | None = None
     """True when the gateway asked the upstream to stop a run it abandoned (an A2A `CancelTask`)."""
+    upstream_reattached: bool | None = None
+    """True when the upstream's stream broke off mid-run and the gateway asked it for the rest (an A2A
+    `SubscribeToTask`)."""
     history: str | None = None
     """Says "unavailable" when the turn went on without the conversation store."""
     duration_ms: float | None = None

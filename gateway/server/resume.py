@@ -17,7 +17,7 @@ from typing import Any
 
 from starlette.datastructures import Headers
 
-from gateway.conversations.mapper import scoped_key
+from gateway.conversations.store import scoped_key
 from gateway.core.codec import Dialect
 from gateway.core.errors import MalformedRequest
 from gateway.core.turn import Turn
