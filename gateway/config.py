@@ -200,6 +200,9 @@ class Upstream(_Model):
     """An http:// proxy for this upstream, or `false` for none; by default the environment's (HTTP_PROXY,
     HTTPS_PROXY, ALL_PROXY, NO_PROXY), read as httpx reads them."""
     tls: UpstreamTLS | None = None
+    agent: str | None = Field(None, min_length=1, max_length=256)
+    """Which of the agents the upstream's server hosts this route runs (a LangGraph assistant or graph id); unset,
+    the client's own choice, else the dialect's default. Dialects whose URL is one agent ignore it."""
     ids: Literal["scoped", "transparent"] = "scoped"
     """The conversation ids the upstream is sent. `scoped`: derived from the route, the caller's principal and the
     client's id, so two callers naming the same id never share the upstream's conversation. `transparent`: the

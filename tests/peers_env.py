@@ -8,6 +8,8 @@ fully pinned requirements file in `tests/peers/` and started as a subprocess (uv
     agkit-agui `cloudbase-agent-server` 0.1.22, AG-UI over `/send-message` (`tests/peers/agkit_agui_agent.py`)
     a2a        `a2a-sdk[http-server]` 1.3.0, the official A2A SDK, JSON-RPC and HTTP+JSON, 1.0 and 0.3
                (`tests/peers/a2a_agent.py`); its client too (`tests/peers/a2a_client.py`, see `run_a2a_client`)
+    langgraph  `langgraph dev` (`langgraph-cli[inmem]` 0.4.40, langgraph-api 0.16.7) serving a scripted graph
+               (`tests/peers/langgraph/`); `langgraph-sdk` 0.4.14's client too (`tests/peers/langgraph_client.py`)
 
     python tests/peers_env.py            install the venvs (skipped when a venv matches its requirements file)
     python tests/peers_env.py --relock   re-resolve the top-level pins below and rewrite the requirements files
@@ -22,6 +24,7 @@ In a test:
     with agkit_agui_upstream() as url:   # /send-message (AG-UI), /healthz
         ...
     with a2a_upstream() as url:          # the card, JSON-RPC at /, HTTP+JSON, the same under /plain; /healthz
+    with langgraph_upstream() as url:    # a LangGraph server: /assistants, /threads, /runs; /ok
         run = run_a2a_client(url, "hello")   # a2a-sdk's client, in the peer's venv: run.responses, run.error
 """
 
@@ -33,6 +36,7 @@ import hashlib
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -102,7 +106,18 @@ AGKIT_AGUI = Peer("agkit-agui", "agkit_agui_agent",
                   ("cloudbase-agent-server==0.1.22", "cloudbase-agent-core==0.1.13", "ag-ui-protocol==0.1.22",
                    "uvicorn==0.54.0"))
 A2A = Peer("a2a", "a2a_agent", ("a2a-sdk[http-server]==1.3.0", "uvicorn==0.54.0"))
-PEERS = (PYDANTIC, AGKIT, AGKIT_AGUI, A2A)
+LANGGRAPH = Peer("langgraph", "langgraph", ("langgraph-cli[inmem]==0.4.40", "langgraph-api==0.16.7",
+                                            "langgraph-sdk==0.4.14"))
+PEERS = (PYDANTIC, AGKIT, AGKIT_AGUI, A2A, LANGGRAPH)
+LANGGRAPH_LAUNCHER = ("import ctypes, signal, sys\n"
+                      "if sys.platform == 'linux': ctypes.CDLL(None).prctl(1, signal.SIGTERM)\n"
+                      "sys.argv[0] = 'langgraph'\n"
+                      "from langgraph_cli.cli import cli\n"
+                      "cli()\n")
+"""`langgraph dev`, with the same care for a parent that dies as `LAUNCHER`."""
+LANGGRAPH_ENV = {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false", "LANGCHAIN_TRACING_V2": "false",
+                 "LANGSMITH_API_KEY": "", "LANGGRAPH_NO_VERSION_CHECK": "1"}
+"""No analytics, no tracing: nothing leaves the machine."""
 
 
 def _run(*command: str | Path) -> None:
@@ -251,6 +266,39 @@ def a2a_upstream() -> Iterator[str]:
         yield url
 
 
+@contextmanager
+def langgraph_upstream() -> Iterator[str]:
+    """`langgraph dev` (in-memory) serving `tests/peers/langgraph/scripted_graph.py` as the graph `agent`, with no
+    browser, no reload and no analytics; its base URL once `/ok` answers."""
+    _require(LANGGRAPH)
+    with socket.socket() as probe:  # `langgraph dev` takes no port 0: a free one, taken just before it starts
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with tempfile.TemporaryDirectory(prefix="peer-langgraph-") as scratch:
+        # The server keeps its in-memory state under its working directory, and reads graphs relative to it.
+        config = Path(scratch) / "langgraph.json"
+        graph = PEERS_DIR / "langgraph" / "scripted_graph.py"
+        config.write_text(json.dumps({"dependencies": [str(graph.parent)], "graphs": {"agent": f"{graph}:graph"}}))
+        command = [str(LANGGRAPH.python), "-c", LANGGRAPH_LAUNCHER, "dev", "--no-browser", "--no-reload",
+                   "--host", "127.0.0.1", "--port", str(port), "--config", str(config),
+                   "--server-log-level", "warning"]
+        log_path = Path(scratch) / "server.log"
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                       env={**_clean_env(), **LANGGRAPH_ENV}, cwd=scratch)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + START_TIMEOUT
+            while not _healthy(f"{url}/ok"):
+                if process.poll() is not None or time.monotonic() > deadline:
+                    tail = log_path.read_text(errors="replace")[-4000:]
+                    raise RuntimeError(f"the langgraph peer did not start; its log:\n{tail}")
+                time.sleep(0.1)
+            yield url
+        finally:
+            _stop(process)
+
+
 @dataclass
 class A2AClientRun:
     """What `tests/peers/a2a_client.py` (a2a-sdk's own client) saw."""
@@ -318,6 +366,42 @@ def run_a2a_tasks(url: str, operation: str, params: dict[str, Any], timeout: flo
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         run.error = lines[-1] if lines else f"a2a_tasks.py exited with {done.returncode} and said nothing"
+    return run
+
+
+@dataclass
+class LangGraphClientRun:
+    """What `tests/peers/langgraph_client.py` (`langgraph-sdk`'s own client) got."""
+
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    """Each `StreamPart` as {event, data}; for a call that is not a stream, its answer."""
+    error: str | None = None
+
+    def events(self, name: str) -> list[Any]:
+        return [part["data"] for part in self.parts if part.get("event") == name]
+
+    @property
+    def text(self) -> str:
+        """The text of the AI message chunks of `messages` parts."""
+        return "".join(data[0]["content"] for data in self.events("messages")
+                       if data[0].get("type") == "AIMessageChunk" and isinstance(data[0].get("content"), str))
+
+
+def run_langgraph_client(url: str, operation: str, *, timeout: float = 30.0, **options: str | int | list[str]
+                         ) -> LangGraphClientRun:
+    """One call with `langgraph-sdk`'s client to the LangGraph server at `url`: `operation` and options as
+    `tests/peers/langgraph_client.py` takes them (`thread`, `text`, `mode` (a list), `resume` (JSON), ...)."""
+    _require(LANGGRAPH)
+    command = [str(LANGGRAPH.python), str(PEERS_DIR / "langgraph_client.py"), url, operation]
+    for name, value in options.items():
+        for one in value if isinstance(value, list) else [value]:
+            command += [f"--{name.replace('_', '-')}", str(one)]
+    done = subprocess.run(command, capture_output=True, text=True, env=_clean_env(), timeout=timeout + 30,
+                          check=False)
+    run = LangGraphClientRun(parts=[json.loads(line) for line in done.stdout.splitlines() if line.strip()])
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        run.error = lines[-1] if lines else f"langgraph_client.py exited with {done.returncode} and said nothing"
     return run
 
 

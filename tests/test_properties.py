@@ -70,6 +70,9 @@ def semantics(events: list[Event], dialect: str = "ag-ui") -> dict[str, Any]:
         elif isinstance(e, Data) and "data" in carries:
             view["data"].append((e.name, e.data))
         elif isinstance(e, StateSnapshot | StateDelta) and "state" in carries:
+            before = view["state"][-1] if view["state"] else StateSnapshot({})
+            if isinstance(e, StateSnapshot) and isinstance(before, StateSnapshot) and e.snapshot == before.snapshot:
+                continue  # the same state again (or an empty one first): nothing a client can tell apart
             view["state"].append(e)
         elif isinstance(e, Interrupt) and "interrupts" in carries:
             view["interrupts"].append((e.id if "interrupt_ids" in carries else None,

@@ -100,7 +100,7 @@ class A2ADecoder(JsonSSEDecoder):
         return UpstreamRequest(orjson.dumps(body), {"content-type": "application/json", "a2a-version": "1.0"},
                                streams=False)
 
-    def reattach_request(self) -> UpstreamRequest | None:
+    def reattach_request(self, broke: bool = True) -> UpstreamRequest | None:
         """`SubscribeToTask` for the task the stream was running (it answers the task as it stands, then the rest),
         and if that fails too, `GetTask` for where the task got to. JSON-RPC 1.0, as a task's id is only known from
         a stream that began."""

@@ -35,6 +35,7 @@ import asyncio
 import socket
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from functools import partial
 from typing import Any
 
 import orjson
@@ -46,7 +47,7 @@ from starlette.routing import Route
 from starlette.types import Receive
 
 from adapters import registry
-from gateway.core.codec import AgentDescription, Dialect, Encoder
+from gateway.core.codec import AgentDescription, Dialect, Encoder, Resource
 from gateway.core.errors import RequestError
 from gateway.core.turn import Message, Turn
 from gateway.core.validation import load_json_object
@@ -73,15 +74,21 @@ class Agent:
         self.conversations: dict[str, list[Message]] = {}
         self.disconnects = 0
 
-    async def respond(self, request: Request) -> Response:
+    async def respond(self, request: Request, resource: Resource | None = None) -> Response:
         raw = await request.body()
         try:
-            body = load_json_object(raw)
+            body = load_json_object(raw) if raw or resource is None else dict(request.query_params)
         except RequestError as exc:
             self._record(request, None)
             return _error(exc)
         self._record(request, body)
         try:
+            if resource is not None:
+                body = resource.read(request.path_params, body, request.headers)
+                queries = self.dialect.queries
+                if queries is not None and queries.read(body) is not None:  # the agent runs; it keeps no runs
+                    return _json({"error": {"code": "not_found", "message": "the built-in agent answers runs "
+                                            "only"}}, 404)
             turn = self.dialect.parse_request(body)
         except RequestError as exc:
             return _error(exc)
@@ -160,6 +167,10 @@ async def _disconnected(receive: Receive) -> None:
         pass
 
 
+async def _resource(agent: Agent, resource: Resource, request: Request) -> Response:
+    return await agent.respond(request, resource)
+
+
 async def _healthz(request: Request) -> Response:
     return PlainTextResponse("ok")
 
@@ -179,6 +190,8 @@ def create_agent_app(dialect: str, *, path: str | None = None, pace: float = 0.0
     agent = Agent(registry.get(dialect), pace, recording=test_hooks)
     paths = (path,) if path else agent.dialect.paths
     routes = [Route(p, agent.respond, methods=["POST"]) for p in _with_and_without_slash(paths)]
+    routes += [Route(p.rstrip("/") + resource.path, partial(_resource, agent, resource), methods=[resource.method])
+               for p in paths for resource in agent.dialect.resources]
     document, describe = agent.dialect.discovery_path, agent.dialect.describe
     if document is not None and describe is not None:
         routes += [Route(p.rstrip("/") + document, _describer(document, describe, p), methods=["GET"])

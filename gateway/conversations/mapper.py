@@ -36,7 +36,7 @@ from gateway.conversations.recorder import RunRecorder
 from gateway.conversations.store import ConversationStore, StoreError, scoped_digest, scoped_key
 from gateway.core.codec import Dialect
 from gateway.core.ids import new_id
-from gateway.core.turn import History, Message, Resume, Turn, new_messages
+from gateway.core.turn import EVERY_INTERRUPT, History, Message, Resume, Turn, new_messages
 
 log = logging.getLogger("agent_gateway.conversation")
 
@@ -213,16 +213,17 @@ def _upstream_id(route: str, principal: str, client_id: str | None, transparent:
 
 def _resumes(turn: Turn, conversation: Conversation, checked: bool) -> tuple[list[Resume], list[str]]:
     """The client's answers to the conversation's open interrupts, each with the tool call it is about; one that
-    names the interrupted run answers each of its interrupts. Also the text of answers to nothing open. An interrupt
-    id is an upstream's handle (an A2A task id) that only the caller it was given to may answer; unless `checked`
-    (a conversation the gateway does not hold, on a route of transparent ids) an answer passes as sent."""
+    names the interrupted run, or no interrupt (`EVERY_INTERRUPT`), answers each open one. Also the text of answers
+    to nothing open. An interrupt id is an upstream's handle (an A2A task id) that only the caller it was given to
+    may answer; unless `checked` (a conversation the gateway does not hold, on a route of transparent ids) an
+    answer passes as sent."""
     resumes: list[Resume] = []
     unanswerable: list[str] = []
     open_interrupts = conversation.interrupts
     for r in turn.resume:
         if not checked or r.interrupt_id in open_interrupts:
             resumes.append(r if r.tool_call_id else replace(r, tool_call_id=open_interrupts.get(r.interrupt_id)))
-        elif r.interrupt_id == conversation.interrupted_run and open_interrupts:
+        elif r.interrupt_id in (conversation.interrupted_run, EVERY_INTERRUPT) and open_interrupts:
             resumes += [replace(r, interrupt_id=id_, tool_call_id=call) for id_, call in open_interrupts.items()]
         elif isinstance(r.payload, str) and r.payload:
             unanswerable.append(r.payload)

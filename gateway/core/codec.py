@@ -41,6 +41,8 @@ class UpstreamRequest:
     json_reply: bool = False
     """A streaming call may be answered with one JSON body (a JSON-RPC error before the stream starts), which the
     decoder reads, rather than being refused as not a stream."""
+    method: str = "POST"
+    """The HTTP method: a request about a run already started may be a GET (LangGraph's join)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +66,19 @@ class AgentDescription:
     streaming: bool = True
     webhooks: bool = False
     """The route sends run updates to webhooks its clients register (A2A's push notifications)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """A call a dialect's clients make under a route's path by method and path, beside the route's own POST
+    (LangGraph's `POST /threads/{thread_id}/runs/stream`, `GET /threads/{thread_id}/state`)."""
+
+    method: str
+    path: str
+    """Under the route's path; `{name}` stands for one path segment the request is read with."""
+    read: Callable[[Mapping[str, str], dict[str, Any], Mapping[str, str]], dict[str, Any]]
+    """The request as the dialect's `parse_request` or its queries read it, given the path's segments, the JSON
+    body (for a GET, the query parameters) and the headers (lowercase names: LangGraph's `Last-Event-ID`)."""
 
 
 class Likeness(IntEnum):
@@ -153,6 +168,9 @@ class Dialect:
     error_reply: Callable[[GatewayError, Any], tuple[int, bytes]] | None = None
     """A request refused before its reply starts, as this dialect's clients read an error (status, JSON body),
     given the error and the request's JSON (None if it was not JSON); None for the gateway's own error body."""
+    resources: tuple[Resource, ...] = ()
+    """Calls its clients make under a route's path other than a POST to the path itself (LangGraph's threads and
+    runs): each read into a request the dialect reads as a run or a query."""
     event_ids: bool = False
     """Its clients name each run and reconnect with `Last-Event-ID` (AG-UI): on a resumable route every SSE event
     gets an `id:`, and a request for a run that is running attaches to it. Other dialects' retries are matched by

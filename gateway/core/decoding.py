@@ -51,10 +51,14 @@ class Decoder(Protocol):
         """What to send the upstream when the client leaves mid-run (A2A's `CancelTask` for the task this stream
         runs), or None where closing the connection says it."""
 
-    def reattach_request(self) -> UpstreamRequest | None:
-        """The stream broke off before the run ended: what to ask the upstream for the rest of the run (A2A's
-        `SubscribeToTask`, then `GetTask`), whose answer this decoder then reads as the rest of its stream; None
-        where there is no such way, or no more tries."""
+    def reattach_request(self, broke: bool = True) -> UpstreamRequest | None:
+        """The stream broke off (`broke`: the connection failed; else the body ended) before the run ended: what to
+        ask the upstream for the rest of the run (A2A's `SubscribeToTask`, then `GetTask`), whose answer this
+        decoder then reads as the rest of its stream; None where there is no such way, or no more tries."""
+
+    def sent(self, request: UpstreamRequest) -> None:
+        """The request this decoder reads the answer to: a dialect whose later calls about the run name what only
+        the request said (LangGraph's thread, in its path) keeps it."""
 
 
 class NewDecoder(Protocol):
@@ -115,8 +119,11 @@ class RepairedDecoder:
     def cancel_request(self) -> UpstreamRequest | None:
         return None
 
-    def reattach_request(self) -> UpstreamRequest | None:
+    def reattach_request(self, broke: bool = True) -> UpstreamRequest | None:
         return None
+
+    def sent(self, request: UpstreamRequest) -> None:
+        pass
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

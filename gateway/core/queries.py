@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from gateway.core.events import Event
-from gateway.core.turn import Turn
+from gateway.core.turn import Message, Turn
 
 RunStatus = Literal["running", "success", "interrupt", "cancelled", "error"]
 ENDED: frozenset[RunStatus] = frozenset({"success", "cancelled", "error"})
@@ -93,6 +93,17 @@ class Webhooks(Protocol):
         ...
 
 
+@dataclass(slots=True)
+class KeptConversation:
+    """A conversation as the gateway keeps it for its caller: what a dialect whose clients read a thread's state
+    (LangGraph's `GET /threads/{id}/state`) answers with."""
+
+    messages: list[Message]
+    state: Any = None
+    interrupts: list[str] = field(default_factory=list)
+    """The ids of the interrupts it waits on."""
+
+
 class CallerRuns(Protocol):
     """One caller's runs on one route, wherever they run: what a dialect answers a query with."""
 
@@ -121,6 +132,15 @@ class CallerRuns(Protocol):
     def follow(self, run_id: str, after: int) -> AsyncIterator[bytes]:
         """The run's updates from the `after`-th on, as they come, and those of the requests that continue it while
         it waits for its client, until it ends (or nothing comes for as long as a run may last)."""
+        ...
+
+    @property
+    def agent(self) -> str:
+        """The agent the route runs, as a listing of agents names it (the route's `upstream.agent`, or its name)."""
+        ...
+
+    async def conversation(self, conversation_id: str) -> KeptConversation | None:
+        """The caller's conversation of that (client's) id, as the gateway keeps it; None if it keeps none."""
         ...
 
 

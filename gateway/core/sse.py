@@ -1,7 +1,9 @@
 """Server-sent events framing: bytes in, frames out; frames in, bytes out.
 
 Parsing follows the WHATWG rules that matter to agent streams: LF, CRLF and CR line ends, multi-line `data:`
-joined with LF, comments, and the `event:`/`id:`/`retry:` fields (read past; no agent dialect gives them meaning).
+joined with LF, comments, and the `event:`/`id:`/`retry:` fields: `SSEDecoder` reads past them, for the dialects
+that name nothing; `SSEEventDecoder` keeps `event:` and `id:`, for those whose frames are named (LangGraph's stream
+modes) and resumed from an id.
 It works on bytes and splits only on ASCII line ends, so a UTF-8 character cut across two chunks is whole again
 by the time its frame is handed on; JSON decoding validates the UTF-8.
 
@@ -66,6 +68,37 @@ class SSEDecoder:
             return [block[6:] for block in blocks]
         return [data for block in blocks if (data := _frame_data(block)) is not None]
 
+    def feed_blocks(self, chunk: bytes) -> list[bytes]:
+        """The whole frames (their lines, LF-separated) completed by this chunk, fields and all."""
+        buffer = self._buffer
+        if self._pending_cr:
+            chunk = b"\r" + chunk
+            self._pending_cr = False
+        if 13 in chunk:
+            if chunk.endswith(b"\r"):
+                chunk = chunk[:-1]
+                self._pending_cr = True
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        buffer += chunk
+        end = buffer.rfind(b"\n\n", max(self._scanned - 1, 0))
+        if end < 0:
+            self._scanned = len(buffer)
+            if self._scanned > self._max_frame:
+                raise FrameTooLarge(f"an event exceeded {self._max_frame} bytes")
+            return []
+        complete = bytes(buffer[:end])
+        del buffer[: end + 2]
+        self._scanned = 0
+        return [block for block in complete.split(b"\n\n") if block]
+
+    def flush_blocks(self) -> list[bytes]:
+        """The last frame when the stream ends without its blank line."""
+        rest = bytes(self._buffer).strip(b"\n")
+        self._buffer.clear()
+        self._scanned = 0
+        self._pending_cr = False
+        return [rest] if rest else []
+
     def flush(self) -> list[bytes]:
         """Frames left when the stream ends: a last frame whose blank line never came still counts."""
         rest = bytes(self._buffer)
@@ -74,6 +107,59 @@ class SSEDecoder:
         self._pending_cr = False
         data = _frame_data(rest.strip(b"\n"))
         return [] if data is None else [data]
+
+
+class SSEEvent:
+    """One frame with its fields: `event` (empty when unnamed), `data` and the last `id` seen so far."""
+
+    __slots__ = ("data", "event", "id")
+
+    def __init__(self, event: str, data: bytes, id: str | None) -> None:
+        self.event = event
+        self.data = data
+        self.id = id
+
+
+class SSEEventDecoder:
+    """Incremental parser for named frames. `feed()` returns every frame completed by the chunk, with its fields."""
+
+    __slots__ = ("_last_id", "_lines")
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self._lines = SSEDecoder(max_frame)
+        self._last_id: str | None = None
+
+    @property
+    def last_id(self) -> str | None:
+        """The last event id the stream gave: where a client that reconnects asks it to go on from."""
+        return self._last_id
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        return self._events(self._lines.feed_blocks(chunk))
+
+    def flush(self) -> list[SSEEvent]:
+        return self._events(self._lines.flush_blocks())
+
+    def _events(self, blocks: list[bytes]) -> list[SSEEvent]:
+        events: list[SSEEvent] = []
+        for block in blocks:
+            event = ""
+            data: list[bytes] = []
+            for line in block.split(b"\n"):
+                name, colon, value = line.partition(b":")
+                if not colon or not name:
+                    continue  # a comment, or a line without a field
+                if value[:1] == b" ":
+                    value = value[1:]
+                if name == b"data":
+                    data.append(value)
+                elif name == b"event":
+                    event = value.decode("utf-8", "replace")
+                elif name == b"id" and b"\0" not in value:
+                    self._last_id = value.decode("utf-8", "replace")
+            if data:
+                events.append(SSEEvent(event, b"\n".join(data), self._last_id))
+        return events
 
 
 def _frame_data(block: bytes) -> bytes | None:

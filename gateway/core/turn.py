@@ -76,6 +76,11 @@ class Context:
     value: str
 
 
+EVERY_INTERRUPT = "*"
+"""The interrupt a resume names when its client names none (LangGraph's `command.resume` with a plain value): it
+answers every interrupt the conversation has open."""
+
+
 @dataclass(slots=True)
 class Resume:
     """The client's answer to an interrupt."""
@@ -115,6 +120,9 @@ class Turn:
     """Dialect metadata worth keeping across a hop, e.g. agent-respond's `test_case_id` and `turn_index`."""
     variant: str | None = None
     """The request's shape within its dialect (Vercel's "inkeep"), so the reply can take the same shape."""
+    agent: str | None = None
+    """Which of the agents a server hosts the client asked for (LangGraph's `assistant_id`); a route's
+    `upstream.agent` takes its place for the upstream."""
 
 
 def new_messages(turn: Turn) -> list[Message]:

@@ -35,6 +35,7 @@ from gateway.server.probe import UpstreamReadiness, warn_if_unreachable
 from gateway.server.proxy import BodyBudget, ConversationEndpoints, RouteHandler, request_id_of
 from gateway.server.push import Pusher
 from gateway.server.record import AccessRecord
+from gateway.server.resources import resource_routes
 from gateway.server.telemetry import Tracing
 from gateway.server.telemetry import from_environment as tracing_from_environment
 from gateway.upstream.http1 import Pool
@@ -103,6 +104,7 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
                                      keepalive=config.keepalive_seconds, metrics=metrics, log_bodies=log_bodies,
                                      debug_errors=config.debug_errors, tracing=tracing, pusher=pusher)
         handler: ASGIApp = route_handler
+        routes += resource_routes(route, route_handler)  # before the conversation routes, which take any path
         if route.resumable:
             routes += conversation_routes(route, ConversationEndpoints(route_handler))
         methods = ["POST", "OPTIONS"]  # OPTIONS: a CORS preflight (the middleware's) or 204 with Allow, never a run

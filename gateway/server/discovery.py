@@ -113,7 +113,7 @@ class SideCalls:
     async def _send(self, target: Target, request: UpstreamRequest, headers: dict[str, str], what: str) -> None:
         try:
             async with asyncio.timeout(SIDE_CALL_SECONDS):
-                response = await self.pool.post(target, request.body, headers, request.path)
+                response = await self.pool.request(request.method, target, request.body, headers, request.path)
                 try:
                     await response.drain(SIDE_CALL_SECONDS)
                 finally:

@@ -49,7 +49,7 @@ from gateway.config import Route
 from gateway.conversations.mapper import ConversationMapper
 from gateway.conversations.recorder import RunRecorder
 from gateway.conversations.store import StoreError
-from gateway.core.codec import Dialect, UpstreamRequest
+from gateway.core.codec import Decoder, Dialect, UpstreamRequest
 from gateway.core.errors import (
     CODES,
     GatewayError,
@@ -82,6 +82,7 @@ from gateway.server.metrics import Metrics
 from gateway.server.push import Pusher
 from gateway.server.record import AccessRecord
 from gateway.server.relay import Relay, describe
+from gateway.server.resources import Called
 from gateway.server.resume import conversation_key
 from gateway.server.telemetry import RequestTrace, Tracing, pass_trace_context, upstream_attributes
 from gateway.upstream.http1 import ConnectError, ConnectTimeout, HTTPError, Pool, Response, Target
@@ -166,14 +167,16 @@ class RouteHandler:
             await send({"type": "http.response.body", "body": b""})
             return
         call = _Call(self, send, headers, request_id)
-        call.record.note_request(scope, self._dialect_of_path(scope["path"]))
+        called: Called | None = scope.get("resource")
+        path = called.base if called is not None else scope["path"]
+        call.record.note_request(scope, called.dialect if called is not None else self._dialect_of_path(path))
         if self.tracing is not None:
             call.trace = self.tracing.start(headers, scope["path"], request_id, call.started_at)
             call.record.trace_id = call.trace.trace_id  # left out of the log line when None
         self.in_flight.inc()
         self.drain.streams.add(call)
         try:
-            await self._handle(call, headers, receive, scope["path"])
+            await self._handle(call, headers, receive, path, called)
         finally:
             call.report()  # once: usually already done as the last byte went out
 
@@ -183,7 +186,8 @@ class RouteHandler:
         owners = registry.path_owners(self.route.dialects, path)
         return owners[0] if len(owners) == 1 else "unknown"
 
-    async def _handle(self, call: _Call, headers: Headers, receive: Receive, path: str) -> None:
+    async def _handle(self, call: _Call, headers: Headers, receive: Receive, path: str,
+                      called: Called | None = None) -> None:
         """Identify the caller (no slot taken), read and check its body within deadlines, then take a slot: a
         caller that stalls its body holds neither a slot nor more than the process's body budget."""
         try:
@@ -192,7 +196,7 @@ class RouteHandler:
             body = await self._read_body(receive)
             if self.log_bodies:
                 call.record.request_body = body[:4096].decode("utf-8", "replace")
-            client, turn = self._parse(call, headers, body, path)
+            client, turn = self._parse(call, headers, body, path, called)
             if isinstance(turn, RunQuery):
                 await queries.answer(self, call, receive, client, turn)
                 return
@@ -204,7 +208,8 @@ class RouteHandler:
             call.record.outcome = "client_gone"
             return
         except GatewayError as error:
-            call.writer.error_reply = registry.error_reply(call.request_json, self.route.dialects, path)
+            candidates = [called.dialect] if called is not None else self.route.dialects
+            call.writer.error_reply = registry.error_reply(call.request_json, candidates, path)
             await call.writer.fail_before_start(error)
             return
         if client.error_reply is not None:
@@ -350,16 +355,28 @@ class RouteHandler:
             if watched is not None:
                 await watched.close()
 
-    def _parse(self, call: _Call, headers: Headers, body: bytes, path: str) -> tuple[Dialect, Turn | RunQuery]:
-        _check_content_type(headers)
+    def _parse(self, call: _Call, headers: Headers, body: bytes, path: str, called: Called | None = None
+               ) -> tuple[Dialect, Turn | RunQuery]:
         limits = self.route.limits
-        value = call.request_json = load_json_object(body, limits.max_json_depth)
-        query = registry.read_query(value, self.route.dialects, path)
+        candidates = self.route.dialects
+        if called is None:
+            _check_content_type(headers)
+            value = call.request_json = load_json_object(body, limits.max_json_depth)
+        else:  # a call under the path (`Dialect.resources`): read as its dialect says
+            if called.method != "GET":
+                _check_content_type(headers)
+            if any(bad_id(value) for value in called.params.values()):
+                raise InvalidRequest(f"an id in the path must be at most {MAX_ID} characters, without control "
+                                     "characters")
+            given = load_json_object(body, limits.max_json_depth) if body else dict(called.query)
+            value = call.request_json = called.resource.read(called.params, given, headers)
+            candidates = [called.dialect]
+        query = registry.read_query(value, candidates, path)
         if query is not None:
             if query[0].check_request is not None:
                 query[0].check_request(value, headers)
             return query
-        client, turn = registry.read_request(value, self.route.dialects, path)
+        client, turn = registry.read_request(value, candidates, path)
         if client.check_request is not None:
             client.check_request(value, headers)
         if len(turn.messages) > limits.max_messages:
@@ -507,13 +524,15 @@ class _Call:
                                               route.upstream.variant or discovered or handler.learned_variant,
                                               self.caller.principal,
                                               transparent_ids=route.upstream.ids == "transparent")
+        if route.upstream.agent is not None:
+            exchange.upstream_turn.agent = route.upstream.agent
         outbound = upstream.build_request(exchange.upstream_turn, exchange.upstream_variant)
         headers = self.upstream_headers = self._upstream_headers(outbound.headers, client)
         self.target = target
         sent_at = writer.last_write = time.monotonic()
         deadlines.arm()
         try:
-            response = await self.handler.pool.post(target, outbound.body, headers, outbound.path)
+            response = await self.handler.pool.request(outbound.method, target, outbound.body, headers, outbound.path)
             self.record.upstream_ms = round((time.monotonic() - sent_at) * 1000, 3)
             if self.trace is not None:
                 self.trace.upstream_answered(response.status)
@@ -554,7 +573,7 @@ class _Call:
             relay = self.relay = Relay(
                 exchange=exchange, client=client, encoder=encoder, watched=self.watched,
                 recorder=RunRecorder(exchange.conversation.state, self.handler.mapper.max_bytes),
-                decoder=upstream.new_decoder(max_event_bytes=route.limits.max_event_bytes),
+                decoder=self._decoder(outbound),
                 upstream_status=response.status, mapper=handler.mapper, record=self.record, writer=writer,
                 deadlines=deadlines, reattach=self.reattach)
             await relay.run(response, outbound.streams)
@@ -565,14 +584,21 @@ class _Call:
             for again in self.reattached:
                 again.release()
 
+    def _decoder(self, outbound: UpstreamRequest) -> Decoder:
+        decoder = self.handler.upstream.new_decoder(max_event_bytes=self.route.limits.max_event_bytes)
+        sent = getattr(decoder, "sent", None)  # a decoder written before there was a way
+        if sent is not None:
+            sent(outbound)
+        return decoder
+
     async def reattach(self, request: UpstreamRequest) -> Response | None:
         """Ask the upstream for the rest of a run whose stream broke off (see `Decoder.reattach_request`): its
         answer, if it is a 2xx."""
         assert self.target is not None
         self.record.upstream_reattached = True
         try:
-            response = await self.handler.pool.post(self.target, request.body,
-                                                    {**self.upstream_headers, **request.headers}, request.path)
+            response = await self.handler.pool.request(request.method, self.target, request.body,
+                                                       {**self.upstream_headers, **request.headers}, request.path)
         except HTTPError as exc:
             log.warning("route %s: the upstream's stream broke off, and asking for the rest failed: %s",
                         self.route.name, describe(exc), extra={"route": self.route.name,

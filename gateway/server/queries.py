@@ -19,14 +19,15 @@ from starlette.types import Receive
 
 from adapters import registry
 from gateway.config import Push
-from gateway.conversations.store import StoreError
+from gateway.conversations.mapper import decode_conversation
+from gateway.conversations.store import StoreError, scoped_key
 from gateway.core.codec import Dialect
 from gateway.core.errors import Overloaded
-from gateway.core.queries import Answer, RunQuery, StreamedAnswer
+from gateway.core.queries import Answer, KeptConversation, RunQuery, StreamedAnswer
 from gateway.core.turn import Turn
 from gateway.runs.records import RunRecords
 from gateway.runs.tape import TapeLost
-from gateway.runs.watched import RouteRuns, WatchedRun
+from gateway.runs.watched import CallerRuns, RouteRuns, WatchedRun
 from gateway.runs.webhooks import CallerWebhooks, RouteWebhooks
 from gateway.server.push import Pusher, RunPush
 
@@ -44,7 +45,7 @@ async def answer(handler: RouteHandler, call: _Call, receive: Receive, client: D
     record = call.record
     record.client_dialect, record.run_id, record.outcome = client.name, query.run_id, "query"
     try:
-        answered = await client.queries.answer(query, handler.runs.caller(call.caller.principal))
+        answered = await client.queries.answer(query, CallerView(handler, call.caller.principal))
     except StoreError as exc:
         record.error_detail = str(exc)
         raise Overloaded(STORE_DOWN) from exc
@@ -54,6 +55,33 @@ async def answer(handler: RouteHandler, call: _Call, receive: Receive, client: D
     handler.access.admit(call.caller)
     call.release = partial(handler.access.release, call.caller)
     await _stream(call, receive, answered, handler.keepalive)
+
+
+class CallerView(CallerRuns):
+    """A caller's runs on a route, and its conversations there as the store keeps them."""
+
+    def __init__(self, handler: RouteHandler, principal: str) -> None:
+        assert handler.runs is not None
+        super().__init__(handler.runs, principal)
+        self._handler = handler
+        self._principal_of_conversations = principal
+
+    @property
+    def agent(self) -> str:
+        route = self._handler.route
+        return route.upstream.agent or route.name
+
+    async def conversation(self, conversation_id: str) -> KeptConversation | None:
+        handler = self._handler
+        key = scoped_key("client", handler.route.name, self._principal_of_conversations, conversation_id)
+        raw = await handler.mapper.store.get(key)
+        if raw is None:
+            return None
+        try:
+            kept = decode_conversation(raw)
+        except (ValueError, TypeError, KeyError):
+            return None
+        return KeptConversation(kept.history, kept.state, list(kept.interrupts))
 
 
 async def _stream(call: _Call, receive: Receive, answered: StreamedAnswer, keepalive: float) -> None:

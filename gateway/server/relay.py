@@ -129,7 +129,7 @@ class Relay:
                             response.offer = self._offered
                 except HTTPError as exc:
                     broke = exc
-                again = await self._reattach(response)  # a stream that broke off mid-run: asked for the rest
+                again = await self._reattach(response, broke is not None)  # broke off mid-run: ask for the rest
                 if again is None:
                     events = _ended(decoder, broke, first_break)
                     break
@@ -157,11 +157,11 @@ class Relay:
         if events:  # empty only if the run already ended when the deadline struck
             await self._deliver(events)
 
-    async def _reattach(self, response: Response) -> Response | None:
+    async def _reattach(self, response: Response, broke: bool) -> Response | None:
         """The rest of a run whose stream ended or broke before the run did, where its dialect can ask for it (A2A's
-        `SubscribeToTask`, then `GetTask`): the upstream's answer, read on as the stream."""
+        `SubscribeToTask`, then `GetTask`; LangGraph's join): the upstream's answer, read on as the stream."""
         ask = getattr(self.decoder, "reattach_request", None)  # a decoder written before there was a way
-        request = ask() if ask is not None and self._reattach_to is not None else None
+        request = ask(broke) if ask is not None and self._reattach_to is not None else None
         if request is None or self._reattach_to is None:
             return None
         response.offer = None

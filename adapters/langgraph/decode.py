@@ -1,0 +1,325 @@
+"""A LangGraph server's run stream, into canonical events.
+
+The stream is SSE with named frames, one per stream mode the run was asked for (`request.UPSTREAM_MODES`):
+
+| frame | read as |
+|---|---|
+| `metadata` `{run_id}` | the run's start; the run id names it for a cancel or a join |
+| `messages` `[message, metadata]` | an AI message chunk: text, reasoning, `tool_call_chunks`; a whole AI message |
+| | not streamed (a node's own): its text and `tool_calls`; a tool message: the tool's result |
+| `updates` / `values` `{"__interrupt__": [...]}` | interrupts, each with its id and value |
+| `values` | the state as it stands, without its messages (the thread keeps those) |
+| `custom` | the graph's own data (`get_stream_writer()`), as `Data("custom")` |
+| `error` `{error, message}` | the run's error |
+| `end`, or the body's end | the run's end: a LangGraph stream ends when its run does |
+
+A connection that breaks before the body ends is joined again (`GET /threads/{id}/runs/{run_id}/stream` with the
+last event's id: the run's events after it), once, then it is the run's error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from gateway.core.codec import UpstreamRequest
+from gateway.core.decoding import Events, RepairedDecoder
+from gateway.core.events import (
+    Data,
+    Event,
+    Raw,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    RunError,
+    RunFinished,
+    RunStarted,
+    StateSnapshot,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResult,
+    Usage,
+)
+from gateway.core.ids import new_id
+from gateway.core.sse import DEFAULT_MAX_FRAME, FrameTooLarge, SSEEvent, SSEEventDecoder
+
+from .interrupts import interrupt_of
+from .messages import reasoning_of, text_of, tool_content
+
+CANCELLED = frozenset({"CancelledError", "UserInterrupt"})
+"""The errors that say the run was cancelled, not that it failed."""
+HIDDEN_STATE = frozenset({"messages", "__interrupt__"})
+"""Keys of a thread's values that are not its state as clients share it: the history, and what waits."""
+
+
+class LangGraphDecoder(RepairedDecoder):
+    __slots__ = ("_calls", "_current", "_interrupts", "_joins", "_max_event_bytes", "_open_calls", "_reasoning",
+                 "_results", "_run_id", "_seen", "_sse", "_started_calls", "_state", "_text", "_thread_id")
+
+    def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
+        super().__init__()
+        self._max_event_bytes = max_event_bytes
+        self._sse = SSEEventDecoder(max_event_bytes)
+        self._thread_id: str | None = None
+        self._run_id: str | None = None
+        self._joins = 0
+        self._current: str | None = None
+        """The AI message being streamed."""
+        self._text = False
+        self._reasoning = False
+        self._open_calls: list[str] = []
+        self._calls: dict[tuple[str, Any], str] = {}
+        """A streamed call's id, by its message and its chunks' index."""
+        self._started_calls: set[str] = set()
+        self._seen: set[str] = set()
+        """AI messages whose content has been read, so that the whole message after its chunks adds nothing."""
+        self._results: set[str] = set()
+        self._interrupts: set[str] = set()
+        self._state: Any = None
+
+    def sent(self, request: UpstreamRequest) -> None:
+        parts = (request.path or "").split("/")
+        if len(parts) > 2 and parts[1] == "threads":
+            self._thread_id = parts[2]
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        out: list[Event] = []
+        if self.repair.done:
+            return out
+        try:
+            frames = self._sse.feed(chunk)
+        except FrameTooLarge as exc:
+            self.repair.fail(f"upstream sent an oversized event: {exc}", "upstream_event_too_large", out)
+            return out
+        self._frames(frames, out)
+        return out
+
+    def close(self) -> list[Event]:
+        out: list[Event] = []
+        if not self.repair.done:
+            self._frames(self._sse.flush(), out)
+            self.repair.push(RunFinished(), out)  # the body's end is the run's
+        return out
+
+    def cancel_request(self) -> UpstreamRequest | None:
+        if self._thread_id is None or self._run_id is None or self.repair.done:
+            return None
+        return UpstreamRequest(b"{}", {"content-type": "application/json"}, streams=False,
+                               path=f"/threads/{self._thread_id}/runs/{self._run_id}/cancel")
+
+    def reattach_request(self, broke: bool = True) -> UpstreamRequest | None:
+        if not broke or self._thread_id is None or self._run_id is None or self.repair.done or self._joins:
+            return None
+        self._joins += 1
+        last = self._sse.last_id
+        self._sse = SSEEventDecoder(self._max_event_bytes)
+        headers = {"accept": "text/event-stream"}
+        if last is not None:
+            headers["last-event-id"] = last
+        return UpstreamRequest(b"", headers, path=f"/threads/{self._thread_id}/runs/{self._run_id}/stream",
+                               method="GET")
+
+    def _frames(self, frames: list[SSEEvent], out: list[Event]) -> None:
+        repair = self.repair
+        repair.out = out
+        for frame in frames:
+            if repair.done:
+                return
+            try:
+                value = orjson.loads(frame.data)
+            except orjson.JSONDecodeError:
+                preview = frame.data[:80].decode("utf-8", "replace")
+                repair.fail(f"upstream sent invalid JSON in an event: {preview!r}", "upstream_bad_event", out)
+                continue
+            handler = _HANDLERS.get(frame.event.partition("|")[0])  # `mode|namespace` from subgraphs
+            if handler is None:
+                repair.append(Raw("langgraph", {"event": frame.event, "data": value}))
+            else:
+                handler(self, value, repair)
+
+    # messages
+
+    def _message(self, value: Any, out: Events) -> None:
+        message = value[0] if isinstance(value, list) and value else value
+        if not isinstance(message, dict):
+            return
+        kind = message.get("type")
+        if kind in ("tool", "ToolMessageChunk"):
+            self._end_message(out)
+            self._tool_result(message, out)
+        elif kind in ("ai", "AIMessageChunk"):
+            self._ai(message, kind == "AIMessageChunk", out)
+
+    def _complete(self, value: Any, out: Events) -> None:
+        """`messages` mode (not `messages-tuple`): whole messages, as they end."""
+        for message in value if isinstance(value, list) else ():
+            self._message(message, out)
+
+    def _ai(self, message: dict[str, Any], chunk: bool, out: Events) -> None:
+        given = message.get("id")
+        message_id: str = given if isinstance(given, str) else self._current or new_id("msg")
+        if not chunk and message_id in self._seen:  # the whole of a message already streamed
+            if message_id == self._current:
+                self._end_message(out)
+            return
+        if message_id != self._current:
+            self._end_message(out)
+            self._current = message_id
+        self._seen.add(message_id)
+        content = message.get("content")
+        extra = message.get("additional_kwargs")
+        reasoning = reasoning_of(content) or (extra.get("reasoning_content", "") if isinstance(extra, dict) else "")
+        if isinstance(reasoning, str) and reasoning:
+            if not self._reasoning:
+                self._reasoning = True
+                out.append(ReasoningStart(f"{message_id}-reasoning"))
+            out.append(ReasoningDelta(f"{message_id}-reasoning", reasoning))
+        text = text_of(content)
+        if text:
+            if self._reasoning:
+                self._reasoning = False
+                out.append(ReasoningEnd(f"{message_id}-reasoning"))
+            if not self._text:
+                self._text = True
+                out.append(TextStart(message_id))
+            out.append(TextDelta(message_id, text))
+        if chunk:
+            self._call_chunks(message_id, message.get("tool_call_chunks"), out)
+        else:
+            self._whole_calls(message_id, message.get("tool_calls"), out)
+        usage = message.get("usage_metadata")
+        if isinstance(usage, dict):
+            metadata = message.get("response_metadata")
+            model = metadata.get("model_name") if isinstance(metadata, dict) else None
+            out.append(Usage(_int(usage.get("input_tokens")), _int(usage.get("output_tokens")),
+                             _int(usage.get("total_tokens")), model if isinstance(model, str) else None))
+        if not chunk or message.get("chunk_position") == "last":
+            self._end_message(out)
+
+    def _call_chunks(self, message_id: str, chunks: Any, out: Events) -> None:
+        for piece in chunks if isinstance(chunks, list) else ():
+            if not isinstance(piece, dict):
+                continue
+            index = piece.get("index")
+            key = (message_id, index if index is not None else piece.get("id"))
+            call_id = self._calls.get(key)
+            if call_id is None:
+                call_id = piece["id"] if isinstance(piece.get("id"), str) else new_id("call")
+                self._calls[key] = call_id
+                self._started_calls.add(call_id)
+                self._open_calls.append(call_id)
+                name = piece.get("name")
+                out.append(ToolCallStart(call_id, name if isinstance(name, str) else "", message_id))
+            args = piece.get("args")
+            if isinstance(args, str) and args:
+                out.append(ToolCallArgs(call_id, args))
+
+    def _whole_calls(self, message_id: str, calls: Any, out: Events) -> None:
+        for call in calls if isinstance(calls, list) else ():
+            if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+                continue
+            call_id = call["id"] if isinstance(call.get("id"), str) else new_id("call")
+            if call_id in self._started_calls:
+                continue
+            self._started_calls.add(call_id)
+            args = call.get("args")
+            out.append(ToolCallStart(call_id, call["name"], message_id))
+            out.append(ToolCallArgs(call_id, args if isinstance(args, str) else orjson.dumps(args or {}).decode()))
+            out.append(ToolCallEnd(call_id))
+
+    def _tool_result(self, message: dict[str, Any], out: Events) -> None:
+        call_id = message.get("tool_call_id")
+        if not isinstance(call_id, str) or call_id in self._results:
+            return
+        self._results.add(call_id)
+        message_id = message.get("id")
+        out.append(ToolResult(call_id, tool_content(message.get("content")),
+                              message_id if isinstance(message_id, str) else None,
+                              message.get("status") == "error"))
+
+    def _end_message(self, out: Events) -> None:
+        current = self._current
+        if current is None:
+            return
+        if self._reasoning:
+            out.append(ReasoningEnd(f"{current}-reasoning"))
+        if self._text:
+            out.append(TextEnd(current))
+        for call_id in self._open_calls:
+            out.append(ToolCallEnd(call_id))
+        self._open_calls.clear()
+        self._text = self._reasoning = False
+        self._current = None
+
+    # the run, its state and what waits
+
+    def _metadata(self, value: Any, out: Events) -> None:
+        if isinstance(value, dict) and isinstance(value.get("run_id"), str):
+            self._run_id = value["run_id"]
+            out.append(RunStarted(self._thread_id, value["run_id"]))
+
+    def _updates(self, value: Any, out: Events) -> None:
+        if isinstance(value, dict) and "__interrupt__" in value:
+            self._waiting(value["__interrupt__"], out)
+
+    def _values(self, value: Any, out: Events) -> None:
+        if not isinstance(value, dict):
+            return
+        if "__interrupt__" in value:
+            self._waiting(value["__interrupt__"], out)
+        state = {key: item for key, item in value.items() if key not in HIDDEN_STATE}
+        if state != self._state and (state or self._state):
+            self._state = state
+            out.append(StateSnapshot(state))
+
+    def _waiting(self, interrupts: Any, out: Events) -> None:
+        self._end_message(out)
+        for item in interrupts if isinstance(interrupts, list) else ():
+            if isinstance(item, dict):
+                interrupt = interrupt_of(item)
+                if interrupt.id not in self._interrupts:
+                    self._interrupts.add(interrupt.id)
+                    out.append(interrupt)
+
+    def _custom(self, value: Any, out: Events) -> None:
+        """The graph's own data; `{name, data}` is named data as the gateway writes it for LangGraph clients."""
+        if isinstance(value, dict) and value.keys() == {"name", "data"} and isinstance(value["name"], str):
+            out.append(Data(value["name"], value["data"]))
+        else:
+            out.append(Data("custom", value))
+
+    def _error(self, value: Any, out: Events) -> None:
+        self._end_message(out)
+        if isinstance(value, dict) and value.get("error") in CANCELLED:
+            out.append(RunFinished("cancelled"))
+        elif isinstance(value, dict):
+            message, code = value.get("message"), value.get("error")
+            out.append(RunError(message if isinstance(message, str) and message else str(code or "the run failed"),
+                                code if isinstance(code, str) else None))
+        else:
+            out.append(RunError(str(value) or "the run failed"))
+
+    def _end(self, value: Any, out: Events) -> None:
+        self._end_message(out)
+        out.append(RunFinished())
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+_HANDLERS = {
+    "metadata": LangGraphDecoder._metadata,
+    "messages": LangGraphDecoder._message,
+    "messages/complete": LangGraphDecoder._complete,
+    "updates": LangGraphDecoder._updates,
+    "values": LangGraphDecoder._values,
+    "custom": LangGraphDecoder._custom,
+    "error": LangGraphDecoder._error,
+    "end": LangGraphDecoder._end,
+}

@@ -1,0 +1,48 @@
+"""Interrupts as LangGraph writes them: `{"id", "value", "response_schema"?}` under `__interrupt__`.
+
+A graph's `interrupt(value)` puts any JSON value there. The gateway writes a canonical interrupt as a value holding
+its `reason`, `message`, `tool_call_id` and `payload`, and reads that shape back; LangChain's human-in-the-loop
+middleware (`action_requests`) reads as an approval; any other value is the interrupt's payload, its text (a
+string, or a `question` / `message` / `description`) its message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.core.codec import drop_none
+from gateway.core.events import Interrupt
+from gateway.core.ids import new_id
+
+GENERIC_REASON = "interrupt"
+"""The reason of an interrupt whose value gives none: LangGraph's interrupts have no reason of their own."""
+
+_OWN_KEYS = frozenset({"reason", "message", "tool_call_id", "payload"})
+
+
+def interrupt_of(item: dict[str, Any]) -> Interrupt:
+    raw_id = item.get("id", item.get("interrupt_id"))
+    interrupt_id = raw_id if isinstance(raw_id, str) and raw_id else new_id("int").replace("_", "-", 1)
+    value = item.get("value")
+    schema = item.get("response_schema")
+    if isinstance(value, dict) and isinstance(value.get("reason"), str) and value.keys() <= _OWN_KEYS:
+        return Interrupt(interrupt_id, value["reason"], _str(value.get("message")), value.get("payload"),
+                         _str(value.get("tool_call_id")), schema)
+    if isinstance(value, dict) and isinstance(value.get("action_requests"), list):
+        first = next((a for a in value["action_requests"] if isinstance(a, dict)), {})
+        return Interrupt(interrupt_id, "tool_approval", _str(first.get("description")), value, None, schema)
+    message = value if isinstance(value, str) else \
+        next((text for key in ("question", "message", "description")
+              if isinstance(value, dict) and isinstance(text := value.get(key), str)), None)
+    return Interrupt(interrupt_id, GENERIC_REASON, message, value, None, schema)
+
+
+def interrupt_item(event: Interrupt) -> dict[str, Any]:
+    """A canonical interrupt as a LangGraph client reads one under `__interrupt__`."""
+    value = drop_none({"reason": event.reason or GENERIC_REASON, "message": event.message,
+                       "tool_call_id": event.tool_call_id, "payload": event.payload})
+    return drop_none({"id": event.id, "value": value, "response_schema": event.response_schema})
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None

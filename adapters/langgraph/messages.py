@@ -1,0 +1,148 @@
+"""LangChain messages as a LangGraph server reads and writes them, to and from canonical messages.
+
+A server serializes a message as `{"type": "human" | "ai" | "tool" | "system" | "AIMessageChunk", "content", "id",
+"tool_calls", "tool_call_id", "status", ...}`; clients may also send OpenAI's `{"role": "user", ...}`, which the
+server coerces. Content is a string or a list of blocks (`{"type": "text", "text"}`, images, a model's reasoning).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from gateway.core.codec import as_text, json_or_text
+from gateway.core.turn import ContentPart, Message, Role, ToolCall, media_kind
+
+ROLES: dict[str, Role] = {
+    "human": "user", "user": "user", "HumanMessageChunk": "user",
+    "ai": "assistant", "assistant": "assistant", "AIMessageChunk": "assistant",
+    "tool": "tool", "ToolMessageChunk": "tool",
+    "system": "system", "SystemMessageChunk": "system", "developer": "developer",
+}
+"""A message's `type` (or `role`) to its canonical role."""
+
+_TYPES = {"user": "human", "assistant": "ai", "tool": "tool", "system": "system", "developer": "system"}
+
+REASONING_BLOCKS = frozenset({"reasoning", "thinking"})
+"""Content blocks that hold a model's reasoning rather than its answer."""
+
+
+def text_of(content: Any) -> str:
+    """The answer's text in a message's content: the string, or its text blocks joined."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "".join(block["text"] for block in content
+                   if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str))
+
+
+def reasoning_of(content: Any) -> str:
+    """The reasoning blocks' text in a message's content (Anthropic's `thinking`, the standard `reasoning`)."""
+    if not isinstance(content, list):
+        return ""
+    found = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") in REASONING_BLOCKS:
+            text = block.get("reasoning", block.get("thinking", block.get("text")))
+            if isinstance(text, str):
+                found.append(text)
+    return "".join(found)
+
+
+def to_langchain(message: Message) -> dict[str, Any]:
+    """A canonical message as a LangGraph server takes it in `input.messages`."""
+    out: dict[str, Any] = {"type": _TYPES.get(message.role, "human"),
+                           "content": _content(message)}
+    if message.id is not None:
+        out["id"] = message.id
+    if message.role == "assistant" and message.tool_calls:
+        out["tool_calls"] = [{"id": call.id, "name": call.name, "args": _arguments(call.arguments),
+                              "type": "tool_call"} for call in message.tool_calls]
+    if message.role == "tool":
+        out["tool_call_id"] = message.tool_call_id or ""
+        if message.name is not None:
+            out["name"] = message.name
+        if message.error is not None:
+            out["content"], out["status"] = message.error, "error"
+    return out
+
+
+def from_langchain(value: dict[str, Any]) -> Message | None:
+    """A LangChain message as a canonical one; None for one of no role the gateway knows."""
+    kind = value.get("type", value.get("role"))
+    role = ROLES.get(kind) if isinstance(kind, str) else None
+    if role is None:
+        return None
+    content = value.get("content")
+    message = Message(role, _parts(content), _str(value.get("id")), name=_str(value.get("name")))
+    if role == "assistant":
+        for call in value.get("tool_calls") or ():
+            if isinstance(call, dict) and isinstance(call.get("name"), str):
+                args = call.get("args")
+                message.tool_calls.append(ToolCall(_str(call.get("id")) or "", call["name"],
+                                                   args if isinstance(args, str) else as_text(args or {})))
+    elif role == "tool":
+        message.tool_call_id = _str(value.get("tool_call_id"))
+        if value.get("status") == "error":
+            message.error = text_of(content) or "the tool failed"
+    return message
+
+
+def tool_content(content: Any) -> Any:
+    """A tool message's content as a result: its text (JSON read as such), or the blocks as they are."""
+    if isinstance(content, str):
+        return json_or_text(content) if content[:1] in ("{", "[") else content
+    text = text_of(content)
+    return text if text or not content else content
+
+
+def _content(message: Message) -> Any:
+    if message.content is None or isinstance(message.content, str):
+        return message.content or ""
+    blocks: list[dict[str, Any]] = []
+    for part in message.content:
+        if part.type == "text":
+            blocks.append({"type": "text", "text": part.text or ""})
+        elif part.url or part.data:
+            url = part.url or f"data:{part.media_type or 'application/octet-stream'};base64,{part.data}"
+            blocks.append({"type": "image_url", "image_url": {"url": url}} if part.type == "image" else
+                          {"type": "file", "url": url, "mime_type": part.media_type})
+    return blocks
+
+
+def _parts(content: Any) -> str | list[ContentPart] | None:
+    if content is None or isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return as_text(content)
+    parts: list[ContentPart] = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(ContentPart("text", text=block))
+        elif isinstance(block, dict):
+            kind = block.get("type")
+            if kind == "text" and isinstance(block.get("text"), str):
+                parts.append(ContentPart("text", text=block["text"]))
+            elif kind == "image_url":
+                image = block.get("image_url")
+                url = image.get("url") if isinstance(image, dict) else image
+                if isinstance(url, str):
+                    parts.append(ContentPart("image", url=url))
+            elif kind in ("image", "file", "audio", "video") and isinstance(block.get("url"), str):
+                media = _str(block.get("mime_type"))
+                parts.append(ContentPart(media_kind(media) if kind == "file" else kind, url=block["url"],
+                                         media_type=media))
+    return parts
+
+
+def _arguments(arguments: str) -> Any:
+    try:
+        return orjson.loads(arguments or "{}")
+    except orjson.JSONDecodeError:
+        return {"arguments": arguments}
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None

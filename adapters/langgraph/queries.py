@@ -1,0 +1,108 @@
+"""What a LangGraph client asks beside its runs: threads and their state (from the conversation store), its runs
+(the run board and the store: on any replica), joining a run's stream, cancelling it, and the assistants (one per
+route). A thread's runs and state are only ever its caller's: another principal's are not found."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+
+from gateway.core.errors import InvalidRequest, RunNotFound
+from gateway.core.ids import new_id
+from gateway.core.queries import Answer, CallerRuns, RunQuery, RunRecord, StreamedAnswer
+
+from . import threads
+from .request import uuid_of
+from .resources import QUERY
+
+OPERATIONS = frozenset({"create_thread", "search_threads", "get_thread", "state", "history", "list_runs",
+                        "get_run", "join", "cancel", "assistants", "assistant", "info"})
+SSE_HEADERS = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store"}
+LISTED = 100
+"""Runs a thread's listing (and the threads' search) reads, newest first."""
+
+
+def read_query(body: dict[str, Any]) -> RunQuery | None:
+    operation = body.get(QUERY)
+    if not isinstance(operation, str) or operation not in OPERATIONS:
+        return None
+    run_id = body.get("run_id")
+    return RunQuery(operation, run_id if isinstance(run_id, str) else None, body, streams=operation == "join")
+
+
+async def answer_query(query: RunQuery, runs: CallerRuns) -> Answer | StreamedAnswer:
+    operation, asked = query.name, query.request
+    thread_id = asked.get("thread_id")
+    given = asked.get("body")
+    body: dict[str, Any] = given if isinstance(given, dict) else {}
+    if operation == "create_thread":
+        named = body.get("thread_id")
+        created = named if isinstance(named, str) and named else uuid_of(new_id("thread"))
+        return _json(threads.thread(created, await runs.conversation(created), body.get("metadata")))
+    if operation == "search_threads":
+        return _json(await _threads(runs))
+    if operation == "assistants":
+        return _json([threads.assistant(runs.agent)])
+    if operation == "assistant":
+        found = threads.assistant(runs.agent)
+        if asked.get("assistant_id") not in (found["assistant_id"], found["graph_id"]):
+            raise RunNotFound(f"there is no assistant {asked.get('assistant_id')!r}: this route runs "
+                              f"{runs.agent!r}")
+        return _json(found)
+    if operation == "info":
+        return _json({"version": "agent-gateway", "flags": {"assistants": True, "crons": False, "langsmith": False}})
+    if not isinstance(thread_id, str):
+        raise InvalidRequest("the thread's id is missing")
+    if operation in ("get_thread", "state", "history"):
+        kept = await runs.conversation(thread_id)
+        if operation == "get_thread":
+            return _json(threads.thread(thread_id, kept))
+        found_state = threads.state(thread_id, kept)
+        return _json(found_state if operation == "state" else [found_state] if kept is not None else [])
+    if operation == "list_runs":
+        return _json([r.document for r in await runs.newest(None, LISTED) if r.conversation_id == thread_id])
+    return await _about_run(operation, thread_id, asked, runs)
+
+
+async def _about_run(operation: str, thread_id: str, asked: dict[str, Any], runs: CallerRuns
+                     ) -> Answer | StreamedAnswer:
+    run_id = asked.get("run_id")
+    found = await runs.find(run_id) if isinstance(run_id, str) else None
+    if found is None or found.record.conversation_id != thread_id:
+        raise RunNotFound(f"there is no run {run_id!r} on thread {thread_id!r}")
+    if operation == "get_run":
+        return _json(found.record.document)
+    if operation == "cancel":
+        if found.running:
+            await runs.cancel(found.record.run_id)
+        return Answer(b"", 202, {})
+    last = asked.get("last_event_id")
+    resumed = isinstance(last, str) and last.isdigit()
+    after = int(last) + 1 if isinstance(last, str) and resumed else len(found.updates)
+    following = found.running or resumed  # the rest of an ended run, while its feed is kept
+    return StreamedAnswer(_frames(runs.follow(found.record.run_id, after)) if following else _nothing(),
+                          SSE_HEADERS, b": heartbeat\n\n")
+
+
+async def _threads(runs: CallerRuns) -> list[dict[str, Any]]:
+    seen: dict[str, RunRecord] = {}
+    for record in await runs.newest(None, LISTED):
+        if record.conversation_id is not None:
+            seen.setdefault(record.conversation_id, record)
+    return [threads.thread(thread_id, await runs.conversation(thread_id)) for thread_id in seen]
+
+
+async def _frames(updates: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    async for update in updates:
+        yield update
+
+
+async def _nothing() -> AsyncIterator[bytes]:
+    return
+    yield b""
+
+
+def _json(value: Any) -> Answer:
+    return Answer(orjson.dumps(value))

@@ -1,0 +1,83 @@
+"""Threads, their state, runs and assistants as LangGraph's API schema writes them (`Thread`, `ThreadState`, `Run`,
+`Assistant`), from what the gateway keeps: a conversation is a thread, a run's record its `Run`."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from gateway.core.events import Event, RunError, RunFinished
+from gateway.core.queries import KeptConversation
+from gateway.core.turn import Turn
+
+from .encode import LangGraphEncoder
+from .messages import to_langchain
+
+_ASSISTANTS = uuid.UUID("0c6c5c2e-3f5e-4d55-8a7e-2f3d4b5a6c7d")
+"""The namespace of the assistants' UUIDs, one per route."""
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def values_of(kept: KeptConversation | None) -> dict[str, Any]:
+    if kept is None:
+        return {"messages": []}
+    state = kept.state if isinstance(kept.state, dict) else {}
+    return {**state, "messages": [to_langchain(m) for m in kept.messages if m.role != "reasoning"]}
+
+
+def thread(thread_id: str, kept: KeptConversation | None, metadata: Any = None) -> dict[str, Any]:
+    stamp = now()
+    return {"thread_id": thread_id, "created_at": stamp, "updated_at": stamp, "state_updated_at": stamp,
+            "metadata": metadata if isinstance(metadata, dict) else {}, "config": {},
+            "status": "interrupted" if kept is not None and kept.interrupts else "idle",
+            "values": values_of(kept) if kept is not None else None,
+            "interrupts": {i: [{"id": i, "value": {}}] for i in kept.interrupts} if kept is not None else {}}
+
+
+def state(thread_id: str, kept: KeptConversation | None) -> dict[str, Any]:
+    """The thread's state: its messages and shared state as the store keeps them, and what it waits on (the
+    interrupts by id: their values are the stream's, which the store does not keep)."""
+    interrupts = [{"id": i, "value": {}} for i in kept.interrupts] if kept is not None else []
+    tasks = [{"id": f"task-{i['id']}", "name": "agent", "interrupts": [i], "error": None, "state": None}
+             for i in interrupts]
+    return {"values": values_of(kept), "next": ["agent"] if interrupts else [], "tasks": tasks,
+            "checkpoint": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": None},
+            "metadata": {}, "created_at": now(), "parent_checkpoint": None, "interrupts": interrupts}
+
+
+def assistant(name: str) -> dict[str, Any]:
+    stamp = now()
+    return {"assistant_id": str(uuid.uuid5(_ASSISTANTS, name)), "graph_id": name, "name": name,
+            "description": None, "config": {}, "context": {}, "metadata": {}, "version": 1,
+            "created_at": stamp, "updated_at": stamp}
+
+
+class RunLog:
+    """A run as its clients see it after it started (`gateway.core.queries.RunLog`): each frame of its stream an
+    update, numbered as the client's own stream numbers them, so that a join from after a `Last-Event-ID` gets
+    the rest; the `Run` its record keeps."""
+
+    def __init__(self, turn: Turn) -> None:
+        self._encoder = LangGraphEncoder(turn)
+        stamp = now()
+        self._run: dict[str, Any] = {
+            "run_id": turn.run_id, "thread_id": turn.conversation_id, "assistant_id": turn.agent,
+            "created_at": stamp, "updated_at": stamp, "status": "running", "metadata": {}, "kwargs": {},
+            "multitask_strategy": "reject"}
+
+    def feed(self, events: list[Event]) -> list[bytes]:
+        for event in events:
+            if type(event) is RunFinished:
+                self._run["status"] = "success" if event.outcome == "success" else "interrupted"
+            elif type(event) is RunError:
+                self._run["status"] = "error"
+        written = self._encoder.encode(events)
+        return [frame + b"\n\n" for frame in written.split(b"\n\n") if frame]
+
+    def document(self) -> dict[str, Any]:
+        self._run["updated_at"] = now()
+        return dict(self._run)

@@ -1,0 +1,64 @@
+"""The calls a route's client dialects make under its paths by method and path (`Dialect.resources`: LangGraph's
+threads and runs), served by the route's handler as runs or queries like a POST to the path itself."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import parse_qsl
+
+from starlette.middleware.cors import CORSMiddleware
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from adapters import registry
+from gateway.config import Route as ConfigRoute
+from gateway.core.codec import Resource
+
+
+@dataclass(frozen=True, slots=True)
+class Called:
+    """A request to a resource: which, under which of the route's paths, and what its path and query said."""
+
+    dialect: str
+    resource: Resource
+    base: str
+    method: str
+    params: Mapping[str, str]
+    query: Mapping[str, str]
+
+
+class ResourceEndpoint:
+    """One resource of one dialect under one of a route's paths: the route's handler, told which it is (the
+    scope's `resource`)."""
+
+    def __init__(self, handler: ASGIApp, dialect: str, resource: Resource, base: str) -> None:
+        self.handler = handler
+        self.dialect, self.resource, self.base = dialect, resource, base
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        called = Called(self.dialect, self.resource, self.base, scope["method"], scope.get("path_params", {}), query)
+        await self.handler({**scope, "resource": called}, receive, send)
+
+
+def resource_routes(route: ConfigRoute, handler: ASGIApp) -> list[Route]:
+    """Each resource of each of the route's client dialects, under each of its paths."""
+    found: list[Route] = []
+    for name in route.dialects:
+        resources = registry.get(name).resources
+        if not resources:
+            continue
+        for path in route.served_paths:
+            base = path.rstrip("/")
+            for resource in resources:
+                endpoint: ASGIApp = ResourceEndpoint(handler, name, resource, base or "/")
+                if route.cors is not None:
+                    cors = route.cors
+                    endpoint = CORSMiddleware(endpoint, allow_origins=cors.allow_origins,
+                                              allow_methods=[resource.method], allow_headers=cors.allow_headers,
+                                              allow_credentials=cors.allow_credentials,
+                                              expose_headers=["x-request-id", "content-location"],
+                                              max_age=cors.max_age)
+                found.append(Route(base + resource.path, endpoint, methods=[resource.method, "OPTIONS"]))
+    return found

@@ -1,0 +1,208 @@
+"""A real LangGraph server (`langgraph dev`, langgraph-api 0.16.7, in its own venv) behind the gateway, in front of
+clients of every other dialect: a thread per conversation, tokens, tools, interrupts and their answers, errors, a
+cancel when the client leaves, and a join when the connection to the server breaks.
+
+The server runs the scripted graph of `tests/peers/langgraph/scripted_graph.py`; the clients' requests are shaped
+as their real clients send them (`tests/e2e.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from e2e import Reply, post, request_body, user_message
+from peers_env import langgraph_upstream
+from servers import Served, free_port
+
+from gateway.config import GatewayConfig
+from gateway.conversations.store import MemoryStore
+from gateway.core.events import Interrupt, ToolCallStart
+from gateway.server.app import create_app
+
+CLIENTS = ["ag-ui", "vercel", "ag-kit", "a2a", "agent-respond"]
+ASK_USER = {"name": "ask_user", "description": "Ask the human a question",
+            "parameters": {"type": "object", "properties": {"question": {"type": "string"}}}}
+
+
+class World:
+    def __init__(self, server: str, gateway: str, cut: CuttingProxy) -> None:
+        self.server = server
+        self.gateway = gateway
+        self.cut = cut
+        self.http = httpx.Client(timeout=30)
+
+    def ask(self, client: str, text: str, conversation: str, route: str = "", **extra: Any) -> Reply:
+        body = request_body(client, [user_message(client, text)], conversation, **extra)
+        return Reply(client, post(self.http, f"{self.gateway}/{route or client}", body))
+
+    def runs(self) -> list[dict[str, Any]]:
+        """Every run of every thread on the server, newest first per thread."""
+        found = []
+        for thread in self.http.post(f"{self.server}/threads/search", json={"limit": 100}).json():
+            found += self.http.get(f"{self.server}/threads/{thread['thread_id']}/runs").json()
+        return found
+
+
+class CuttingProxy:
+    """A TCP proxy to the server that, while armed, closes the connection of a reply once it has passed `after`
+    bytes of `messages` frames: a connection that breaks mid-run."""
+
+    def __init__(self, target: int) -> None:
+        self.target = target
+        self.port = free_port()
+        self.armed = False
+        self.cuts = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+
+    def __enter__(self) -> CuttingProxy:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._serve(), self._loop).result(5)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+
+    async def _serve(self) -> None:
+        self._server = await asyncio.start_server(self._pipe, "127.0.0.1", self.port)
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self.target)
+        cut = self.armed
+        self.armed = False
+
+        async def forward(source: asyncio.StreamReader, sink: asyncio.StreamWriter, cutting: bool) -> None:
+            seen = 0
+            try:
+                while chunk := await source.read(65536):
+                    seen += chunk.count(b"event: messages")
+                    sink.write(chunk)
+                    await sink.drain()
+                    if cutting and seen >= 3:
+                        self.cuts += 1
+                        sink.transport.abort()  # type: ignore[attr-defined]
+                        upstream_writer.transport.abort()  # type: ignore[attr-defined]
+                        return
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                sink.close()
+
+        await asyncio.gather(forward(reader, upstream_writer, False), forward(upstream_reader, writer, cut))
+
+
+@pytest.fixture(scope="module")
+def world() -> Iterator[World]:
+    with langgraph_upstream() as server:
+        port = int(server.rsplit(":", 1)[1])
+        with CuttingProxy(port) as cut:
+            routes = [{"name": client, "paths": [f"/{client}"], "client_dialects": [client],
+                       "upstream": {"url": server, "dialect": "langgraph", "agent": "agent"},
+                       "timeouts": {"first_event": 20, "idle": 20, "total": 60}} for client in CLIENTS]
+            routes.append({"name": "cut", "paths": ["/cut"], "client_dialects": ["ag-ui"],
+                           "upstream": {"url": f"http://127.0.0.1:{cut.port}", "dialect": "langgraph"}})
+            config = GatewayConfig.model_validate({"routes": routes, "keepalive_seconds": 0.5})
+            with Served(create_app(config, store=MemoryStore())) as gateway:
+                world = World(server, gateway.url, cut)
+                yield world
+                world.http.close()
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_langgraph_agent_answers_every_client_in_its_own_dialect_token_by_token(world: World, client: str) -> None:
+    reply = world.ask(client, "hello there", f"text-{client}")
+    assert reply.response.status_code == 200
+    assert "You said: hello there. (turn 1)" in reply.text
+    assert reply.finished is not None
+    if client != "agent-respond":  # one body: no tokens to count
+        assert len([e for e in reply.events if type(e).__name__ == "TextDelta"]) > 3
+
+
+@pytest.mark.parametrize("client", ["ag-ui", "ag-kit", "a2a"])
+def test_a_second_turn_continues_the_same_thread_whose_id_is_the_callers_own(world: World, client: str) -> None:
+    first = world.ask(client, "hello", f"multi-{client}")
+    if client == "ag-ui":  # the AG-UI client sends the whole history: only what is new goes upstream
+        history = [user_message(client, "hello"), {"id": "a1", "role": "assistant", "content": first.text}]
+        body = request_body(client, [*history, user_message(client, "again")], f"multi-{client}")
+        second = Reply(client, post(world.http, f"{world.gateway}/{client}", body))
+    else:
+        body = request_body(client, [user_message(client, "again")], f"multi-{client}")
+        if client == "a2a":
+            body["params"]["message"]["contextId"] = first.events[0].thread_id  # type: ignore[union-attr]
+        second = Reply(client, post(world.http, f"{world.gateway}/{client}", body))
+    assert "You said: again. (turn 2)" in second.text
+    threads = [t["thread_id"] for t in world.http.post(f"{world.server}/threads/search", json={}).json()]
+    assert f"multi-{client}" not in threads  # a UUID of the gateway's, scoped to the caller
+
+
+@pytest.mark.parametrize("client", ["ag-ui", "vercel", "ag-kit", "a2a"])
+def test_the_graphs_own_tool_reaches_every_client_as_a_call_and_its_result(world: World, client: str) -> None:
+    reply = world.ask(client, "what is the weather", f"weather-{client}")
+    assert reply.tool_calls == ["get_weather"]
+    assert reply.results == ["sunny, 21C in Paris"]
+    assert "It is sunny, 21C in Paris." in reply.text
+
+
+def test_an_ag_ui_client_tool_goes_to_the_graph_and_its_result_comes_back_as_a_tool_message(world: World) -> None:
+    first_message = user_message("ag-ui", "use the tool please")
+    reply = world.ask("ag-ui", "use the tool please", "client-tool", tools=[ASK_USER])
+    call = next(e for e in reply.events if isinstance(e, ToolCallStart))
+    assert call.name == "ask_user" and reply.finished is not None
+    assistant = {"id": "a1", "role": "assistant", "content": "", "toolCalls": [
+        {"id": call.tool_call_id, "type": "function", "function": {"name": "ask_user", "arguments": "{}"}}]}
+    tool = {"id": "t1", "role": "tool", "toolCallId": call.tool_call_id, "content": "Berlin"}
+    body = request_body("ag-ui", [first_message, assistant, tool], "client-tool", tools=[ASK_USER])
+    second = Reply("ag-ui", post(world.http, f"{world.gateway}/ag-ui", body))
+    assert "The tool said: Berlin." in second.text
+
+
+@pytest.mark.parametrize("client", ["ag-ui", "ag-kit"])
+def test_a_langgraph_interrupt_is_the_clients_and_its_answer_is_command_resume(world: World, client: str) -> None:
+    reply = world.ask(client, "please interrupt", f"hitl-{client}")
+    assert reply.finished is not None and reply.finished.outcome == "interrupt"
+    interrupt = next(e for e in reply.events if isinstance(e, Interrupt))
+    assert interrupt.payload == {"question": "Continue?", "options": ["yes", "no"]}
+    if client == "ag-ui":
+        body = request_body("ag-ui", [user_message("ag-ui", "please interrupt")], "hitl-ag-ui",
+                            resume=[{"interruptId": interrupt.id, "status": "resolved", "payload": {"choice": "yes"}}])
+    else:
+        body = request_body("ag-kit", [], "hitl-ag-kit",
+                            resume={"interruptId": interrupt.id, "payload": orjson.dumps({"choice": "yes"}).decode()})
+    second = Reply(client, post(world.http, f"{world.gateway}/{client}", body))
+    assert 'Resumed with {"choice": "yes"}.' in second.text
+
+
+@pytest.mark.parametrize("client", ["ag-ui", "vercel", "a2a"])
+def test_a_failing_graph_is_the_clients_error(world: World, client: str) -> None:
+    reply = world.ask(client, "fail now", f"fail-{client}")
+    assert reply.error is not None and "scripted failure" in reply.error.message
+
+
+def test_a_client_that_leaves_mid_run_cancels_the_run_on_the_server(world: World) -> None:
+    body = request_body("ag-ui", [user_message("ag-ui", "hang on")], "leaver")
+    with world.http.stream("POST", f"{world.gateway}/ag-ui", content=orjson.dumps(body),
+                           headers={"content-type": "application/json"}) as response:
+        for line in response.iter_lines():
+            if "TEXT_MESSAGE_CONTENT" in line:
+                break
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if any(run["status"] == "interrupted" for run in world.runs()):  # how LangGraph says cancelled
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"no run was cancelled: {[run['status'] for run in world.runs()]}")
+
+
+def test_a_connection_that_breaks_mid_run_is_joined_again_from_the_last_event(world: World) -> None:
+    world.cut.armed = True
+    reply = world.ask("ag-ui", "slow please", "joined", route="cut")
+    assert world.cut.cuts == 1
+    assert reply.finished is not None, reply.events[-1]
+    assert reply.text == " ".join(f"w{i}" for i in range(20))  # every word once: the join took the rest
