@@ -420,6 +420,13 @@ class _Answer:
             await self.send(body, count=False)
             call.end = "complete"
             return True
+        if dialect == "langgraph" and "/runs/" in call.path and not call.path.endswith("/runs/stream"):
+            # It keeps no runs either: a join (see `LangGraphDecoder.reattach_request`) or a cancel finds none.
+            body = orjson.dumps({"detail": "run not found"})
+            await self.start(404, "application/json", len(body))
+            await self.send(body, count=False)
+            call.end = "complete"
+            return True
         fault = call.fault
         if fault not in FAULTS:
             body = f"unknown fault {fault!r}; known: {', '.join(FAULTS)}".encode()

@@ -183,6 +183,9 @@ def assert_in_band_error(client: str, response: httpx.Response, code: str, says:
         assert last["state"] == "TASK_STATE_FAILED", f"the task did not end FAILED: {data[-3:]}"
         assert says in last["message"]["parts"][0]["text"], last
         assert not any(b"TASK_STATE_COMPLETED" in d for d in data)
+    elif client == "langgraph":
+        last = orjson.loads(data[-1])
+        assert last.get("error") == code and says in last["message"], f"the stream does not end with its error: {last}"
     elif client == "ag-ui":
         last = orjson.loads(data[-1])
         assert last["type"] == "RUN_ERROR", f"the stream does not end with RUN_ERROR: {data[-3:]}"

@@ -363,7 +363,7 @@ class RouteHandler:
             _check_content_type(headers)
             value = call.request_json = load_json_object(body, limits.max_json_depth)
         else:  # a call under the path (`Dialect.resources`): read as its dialect says
-            if called.method != "GET":
+            if body:  # a POST without a body (the SDKs' cancel) names only an unguessable run: no JSON to check
                 _check_content_type(headers)
             if any(bad_id(value) for value in called.params.values()):
                 raise InvalidRequest(f"an id in the path must be at most {MAX_ID} characters, without control "

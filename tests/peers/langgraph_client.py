@@ -38,6 +38,7 @@ async def main() -> None:
     parser.add_argument("--tools")
     parser.add_argument("--cancel-after", type=int, default=0)
     parser.add_argument("--header", action="append", default=[])
+    parser.add_argument("--last-event-id")
     options = parser.parse_args()
     headers = dict(h.split(":", 1) for h in options.header)
     client = get_client(url=options.url, headers={k.strip(): v.strip() for k, v in headers.items()})
@@ -50,7 +51,7 @@ async def main() -> None:
     elif options.operation == "cancel":
         _out(await client.runs.cancel(options.thread, options.run))
     elif options.operation == "join":
-        async for part in client.runs.join_stream(options.thread, options.run):
+        async for part in client.runs.join_stream(options.thread, options.run, last_event_id=options.last_event_id):
             _out({"event": part.event, "data": part.data})
     else:
         await _stream(client, options)

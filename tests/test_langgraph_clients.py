@@ -1,0 +1,127 @@
+"""LangGraph's own clients pointed at the gateway: `langgraph-sdk` 0.4.14 (Python, in the langgraph peer's venv)
+in front of the built-in agent speaking AG-UI. Assistants from the route, threads as conversations (their state
+from the store), runs streamed in the modes asked, interrupts answered with `command.resume`, cancel, and a join
+that takes the rest of a run after a dropped connection."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from peers_env import LangGraphClientRun, run_langgraph_client
+from servers import Served
+
+from gateway.agent.server import create_agent_app
+from gateway.config import GatewayConfig
+from gateway.conversations.store import MemoryStore
+from gateway.server.app import create_app
+
+
+class World:
+    def __init__(self, gateway: str) -> None:
+        self.gateway = gateway
+        self.url = f"{gateway}/lg"
+
+    def run(self, operation: str, **options: Any) -> LangGraphClientRun:
+        found = run_langgraph_client(self.url, operation, **options)
+        assert found.error is None, found.error
+        return found
+
+    def thread(self) -> str:
+        return str(self.run("create-thread").parts[0]["thread_id"])
+
+
+@pytest.fixture(scope="module")
+def world() -> Iterator[World]:
+    with Served(create_agent_app("ag-ui", pace=0.02)) as agent, Served(create_agent_app("ag-ui", pace=0.2)) as slow:
+        routes = [{"name": name, "paths": [path], "client_dialects": ["langgraph"], "resumable": resumable,
+                   "upstream": {"url": f"{url}/agui", "dialect": "ag-ui"}}
+                  for name, path, resumable, url in (("assistant-one", "/lg", False, agent.url),
+                                                     ("kept", "/kept", True, slow.url))]
+        config = GatewayConfig.model_validate({"routes": routes, "keepalive_seconds": 0.5})
+        with Served(create_app(config, store=MemoryStore())) as gateway:
+            yield World(gateway.url)
+
+
+def test_the_assistants_are_the_routes(world: World) -> None:
+    assistants = world.run("assistants").parts[0]
+    assert [a["graph_id"] for a in assistants] == ["assistant-one"]
+
+
+def test_a_thread_is_a_conversation_its_runs_stream_tokens_and_its_state_is_the_stores(world: World) -> None:
+    thread = world.thread()
+    first = world.run("stream", thread=thread, text="hello there")
+    assert [p["event"] for p in first.parts][0] == "metadata"
+    assert "You said: hello there. (turn 1)" in first.text
+    assert len(first.events("messages")) > 3  # token by token
+    second = world.run("stream", thread=thread, text="again")
+    assert "(turn 2)" in second.text
+    state = world.run("state", thread=thread).parts[0]
+    said = [(m["type"], m["content"]) for m in state["values"]["messages"]]
+    assert said[0] == ("human", "hello there") and said[2] == ("human", "again")
+    assert said[1][0] == said[3][0] == "ai" and "(turn 2)" in said[3][1]
+
+
+def test_values_carry_the_run_and_updates_its_messages(world: World) -> None:
+    run = world.run("stream", thread=world.thread(), text="state please", mode=["values", "updates"])
+    values = run.events("values")
+    assert values[-1]["count"] == 1  # the agent's state: a snapshot, then a patch
+    assert values[-1]["messages"][-1]["type"] == "ai"
+    assert any("agent" in update for update in run.events("updates"))
+    assert not run.events("messages")  # not asked for
+
+
+def test_the_agents_own_tool_streams_its_call_and_its_tool_message(world: World) -> None:
+    run = world.run("stream", thread=world.thread(), text="what is the weather in Paris")
+    chunks = [m[0] for m in run.events("messages")]
+    calls = [c for chunk in chunks for c in chunk.get("tool_call_chunks") or () if c.get("name")]
+    assert [c["name"] for c in calls] == ["get_weather"]
+    tools = [chunk for chunk in chunks if chunk["type"] == "tool"]
+    assert tools[0]["tool_call_id"] == calls[0]["id"] and tools[0]["content"] == "sunny, 21C in Paris"
+
+
+def test_an_interrupt_is_a_langgraph_interrupt_and_command_resume_answers_it(world: World) -> None:
+    thread = world.thread()
+    run = world.run("stream", thread=thread, text="please interrupt")
+    waiting = [u["__interrupt__"] for u in run.events("updates") if "__interrupt__" in u][0]
+    assert waiting[0]["value"]["payload"] == {"options": ["yes", "no"]}
+    assert world.run("state", thread=thread).parts[0]["next"] == ["agent"]
+    resumed = world.run("stream", thread=thread, resume=orjson.dumps({"choice": "yes"}).decode())
+    assert f'Resumed {waiting[0]["id"]}: {{"choice":"yes"}}.' in resumed.text
+
+
+def test_a_failing_run_is_an_error_part(world: World) -> None:
+    run = world.run("stream", thread=world.thread(), text="fail now")
+    assert run.events("error")[-1]["message"] == "scripted failure"
+
+
+def test_a_cancelled_run_ends_cancelled_and_the_thread_takes_the_next(world: World) -> None:
+    thread = world.thread()
+    run = world.run("stream", thread=thread, text="slow please", cancel_after=3, mode=["messages-tuple"])
+    assert run.events("cancelled") and run.events("error")[-1]["error"] == "CancelledError"
+    assert "tick 20." not in run.text
+    assert "You said: next" in world.run("stream", thread=thread, text="next").text
+
+
+def test_a_client_that_lost_its_connection_joins_the_run_from_its_last_event(world: World) -> None:
+    thread = world.thread()
+    seen: list[bytes] = []
+    last = None
+    body = {"assistant_id": "kept", "input": {"messages": [{"type": "human", "content": "slow please"}]},
+            "stream_mode": ["messages-tuple"]}
+    with httpx.Client(timeout=30) as http, http.stream(
+            "POST", f"{world.gateway}/kept/threads/{thread}/runs/stream", json=body) as response:
+        run_id = response.headers["content-location"].rsplit("/", 1)[1]
+        for line in response.iter_lines():
+            seen.append(line.encode())
+            last = line[4:] if line.startswith("id: ") else last
+            if last == "4" and line.startswith("data: "):
+                break  # the connection drops here; the run goes on (a resumable route)
+    joined = run_langgraph_client(f"{world.gateway}/kept", "join", thread=thread, run=run_id, last_event_id="4")
+    assert joined.error is None, joined.error
+    before = "".join(orjson.loads(line[6:])[0]["content"] for line in seen
+                     if line.startswith(b"data: ") and b"AIMessageChunk" in line)
+    assert before + joined.text == "".join(f"tick {i}. " for i in range(1, 21))  # all of it, nothing twice
