@@ -54,7 +54,7 @@ def test_the_assistants_are_the_routes(world: World) -> None:
 def test_a_thread_is_a_conversation_its_runs_stream_tokens_and_its_state_is_the_stores(world: World) -> None:
     thread = world.thread()
     first = world.run("stream", thread=thread, text="hello there")
-    assert [p["event"] for p in first.parts][0] == "metadata"
+    assert next(p["event"] for p in first.parts) == "metadata"
     assert "You said: hello there. (turn 1)" in first.text
     assert len(first.events("messages")) > 3  # token by token
     second = world.run("stream", thread=thread, text="again")
@@ -86,7 +86,7 @@ def test_the_agents_own_tool_streams_its_call_and_its_tool_message(world: World)
 def test_an_interrupt_is_a_langgraph_interrupt_and_command_resume_answers_it(world: World) -> None:
     thread = world.thread()
     run = world.run("stream", thread=thread, text="please interrupt")
-    waiting = [u["__interrupt__"] for u in run.events("updates") if "__interrupt__" in u][0]
+    waiting = next(u["__interrupt__"] for u in run.events("updates") if "__interrupt__" in u)
     assert waiting[0]["value"]["payload"] == {"options": ["yes", "no"]}
     assert world.run("state", thread=thread).parts[0]["next"] == ["agent"]
     resumed = world.run("stream", thread=thread, resume=orjson.dumps({"choice": "yes"}).decode())
