@@ -233,6 +233,21 @@ class A2ASend(TypedDict):
     error: str | None  # "<ErrorName>: <message>" when the client failed
 
 
+def run_langgraph(api_url: str, plan: list[dict[str, Any]], timeout_s: float = 60.0) -> list[dict[str, Any]]:
+    """One conversation through ``@langchain/langgraph-sdk``'s ``Client`` (see ``tests/clients/langgraph-run.mjs``):
+    what each step of ``plan`` got, in order."""
+    node = _require_node()
+    if not (CLIENTS_DIR / "node_modules" / "@langchain" / "langgraph-sdk" / "package.json").is_file():
+        msg = f"@langchain/langgraph-sdk missing in {CLIENTS_DIR}: {_INSTALL_HINT}"
+        raise RuntimeError(msg)
+    proc = subprocess.run([node, "langgraph-run.mjs", api_url, json.dumps(plan)], cwd=CLIENTS_DIR,
+                          capture_output=True, text=True, timeout=timeout_s, check=False)
+    if proc.returncode != 0:
+        msg = f"langgraph-run.mjs failed: {proc.stderr.strip()[-2000:]}"
+        raise RuntimeError(msg)
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+
+
 def run_a2a_send(url: str, text: str, *, context_id: str | None = None, task_id: str | None = None,
                  message_id: str | None = None, stream: bool = True, binding: str = "jsonrpc",
                  version: str = "1.0", cancel_after: int = 0, timeout_s: float = 30.0) -> A2ASend:

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from node_clients import run_langgraph
 from peers_env import LangGraphClientRun, run_langgraph_client
 from servers import Served
 
@@ -125,3 +126,30 @@ def test_a_client_that_lost_its_connection_joins_the_run_from_its_last_event(wor
     before = "".join(orjson.loads(line[6:])[0]["content"] for line in seen
                      if line.startswith(b"data: ") and b"AIMessageChunk" in line)
     assert before + joined.text == "".join(f"tick {i}. " for i in range(1, 21))  # all of it, nothing twice
+
+
+def test_the_js_client_holds_a_conversation_as_use_stream_does(world: World) -> None:
+    """`@langchain/langgraph-sdk` 1.15.0's `Client`, making the calls `useStream` makes."""
+    steps = run_langgraph(world.url, [
+        {"op": "assistants"}, {"op": "thread"},
+        {"op": "stream", "text": "hello there"}, {"op": "stream", "text": "please interrupt"},
+        {"op": "stream", "resume": {"choice": "yes"}}, {"op": "state"}, {"op": "history"},
+        {"op": "stream", "text": "slow please", "cancelAfter": 4, "modes": ["messages-tuple"]},
+    ])
+    assert [s.get("error") for s in steps] == [None] * 8, steps
+    said = [_text(s["parts"]) for s in steps if s["op"] == "stream"]
+    assert "You said: hello there. (turn 1)" in said[0] and said[2].startswith("Resumed ")
+    waiting = [p["data"]["__interrupt__"] for p in steps[3]["parts"] if p["event"] == "updates"
+               and "__interrupt__" in p["data"]]
+    assert waiting and waiting[0][0]["value"]["payload"] == {"options": ["yes", "no"]}
+    final = steps[2]["parts"][-1]
+    assert final["event"] == "values" and final["data"]["messages"][-1]["type"] == "ai"
+    assert [m["type"] for m in steps[5]["result"]["values"]["messages"]] == ["human", "ai", "human", "ai"]
+    assert steps[6]["result"][0]["values"] == steps[5]["result"]["values"]
+    cancelled = steps[7]["parts"]
+    assert cancelled[-1]["event"] == "error" and cancelled[-1]["data"]["error"] == "CancelledError"
+
+
+def _text(parts: list[dict[str, Any]]) -> str:
+    return "".join(p["data"][0]["content"] for p in parts if p["event"] == "messages"
+                   and p["data"][0]["type"] == "AIMessageChunk" and isinstance(p["data"][0]["content"], str))

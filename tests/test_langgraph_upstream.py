@@ -18,6 +18,7 @@ import httpx
 import orjson
 import pytest
 from e2e import Reply, post, request_body, user_message
+from node_clients import run_langgraph
 from peers_env import langgraph_upstream
 from servers import Served, free_port
 
@@ -106,6 +107,8 @@ def world() -> Iterator[World]:
             routes = [{"name": client, "paths": [f"/{client}"], "client_dialects": [client],
                        "upstream": {"url": server, "dialect": "langgraph", "agent": "agent"},
                        "timeouts": {"first_event": 20, "idle": 20, "total": 60}} for client in CLIENTS]
+            routes.append({"name": "langgraph", "paths": ["/langgraph"], "client_dialects": ["langgraph"],
+                           "upstream": {"url": server, "dialect": "langgraph"}})
             routes.append({"name": "cut", "paths": ["/cut"], "client_dialects": ["ag-ui"],
                            "upstream": {"url": f"http://127.0.0.1:{cut.port}", "dialect": "langgraph"}})
             config = GatewayConfig.model_validate({"routes": routes, "keepalive_seconds": 0.5})
@@ -206,3 +209,26 @@ def test_a_connection_that_breaks_mid_run_is_joined_again_from_the_last_event(wo
     assert world.cut.cuts == 1
     assert reply.finished is not None, reply.events[-1]
     assert reply.text == " ".join(f"w{i}" for i in range(20))  # every word once: the join took the rest
+
+
+def test_a_langgraph_client_reaches_a_langgraph_server_through_the_gateway(world: World) -> None:
+    """`@langchain/langgraph-sdk`'s `Client` on both ends of LangGraph: the thread is the gateway's, its
+    upstream thread a UUID of the caller's; tools, interrupts and state cross as LangGraph wrote them."""
+    steps = run_langgraph(f"{world.gateway}/langgraph", [
+        {"op": "thread"}, {"op": "stream", "text": "what is the weather"},
+        {"op": "stream", "text": "please interrupt"}, {"op": "stream", "resume": {"approved": True}},
+        {"op": "state"},
+    ])
+    assert [s.get("error") for s in steps] == [None] * 5, steps
+    chunks = [p["data"][0] for p in steps[1]["parts"] if p["event"] == "messages"]
+    assert [c["name"] for chunk in chunks for c in chunk.get("tool_call_chunks") or () if c.get("name")] == \
+        ["get_weather"]
+    assert [c["content"] for c in chunks if c["type"] == "tool"] == ["sunny, 21C in Paris"]
+    waiting = [p["data"]["__interrupt__"] for p in steps[2]["parts"] if p["event"] == "updates"
+               and "__interrupt__" in p["data"]]
+    assert waiting[0][0]["value"] == {"question": "Continue?", "options": ["yes", "no"]}  # as the graph wrote it
+    resumed = "".join(p["data"][0]["content"] for p in steps[3]["parts"] if p["event"] == "messages"
+                      and p["data"][0]["type"] == "AIMessageChunk")
+    assert resumed == 'Resumed with {"approved": true}.'
+    said = [m["type"] for m in steps[4]["result"]["values"]["messages"]]
+    assert said[:4] == ["human", "ai", "tool", "ai"] and said[-1] == "ai"

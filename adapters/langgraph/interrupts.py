@@ -38,9 +38,13 @@ def interrupt_of(item: dict[str, Any]) -> Interrupt:
 
 
 def interrupt_item(event: Interrupt) -> dict[str, Any]:
-    """A canonical interrupt as a LangGraph client reads one under `__interrupt__`."""
-    value = drop_none({"reason": event.reason or GENERIC_REASON, "message": event.message,
-                       "tool_call_id": event.tool_call_id, "payload": event.payload})
+    """A canonical interrupt as a LangGraph client reads one under `__interrupt__`: a graph's own value as the
+    graph wrote it (what `interrupt_of` read as nothing more than a payload), any other in the gateway's shape."""
+    payload = event.payload
+    graphs_own = (event.reason in ("", GENERIC_REASON) and event.tool_call_id is None and payload is not None) or \
+        (isinstance(payload, dict) and isinstance(payload.get("action_requests"), list))
+    value = payload if graphs_own else drop_none({"reason": event.reason or GENERIC_REASON, "message": event.message,
+                                                  "tool_call_id": event.tool_call_id, "payload": payload})
     return drop_none({"id": event.id, "value": value, "response_schema": event.response_schema})
 
 
