@@ -22,8 +22,10 @@ from node_clients import run_langgraph
 from peers_env import langgraph_upstream
 from servers import Served, free_port
 
+from adapters.langgraph.conformance import judge as langgraph_judge
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
+from gateway.core.conformance import Answer
 from gateway.core.events import Interrupt, ToolCallStart
 from gateway.server.app import create_app
 
@@ -232,3 +234,13 @@ def test_a_langgraph_client_reaches_a_langgraph_server_through_the_gateway(world
     assert resumed == 'Resumed with {"approved": true}.'
     said = [m["type"] for m in steps[4]["result"]["values"]["messages"]]
     assert said[:4] == ["human", "ai", "tool", "ai"] and said[-1] == "ai"
+
+
+@pytest.mark.parametrize("text", ["hello", "what is the weather", "please interrupt", "fail now", "custom state"])
+def test_what_a_real_langgraph_server_streams_passes_the_judge(world: World, text: str) -> None:
+    thread = world.http.post(f"{world.server}/threads", json={}).json()["thread_id"]
+    body = {"assistant_id": "agent", "input": {"messages": [{"type": "human", "content": text}]},
+            "stream_mode": ["values", "updates", "messages-tuple", "custom", "debug", "tasks", "checkpoints"]}
+    response = world.http.post(f"{world.server}/threads/{thread}/runs/stream", json=body)
+    found = langgraph_judge(Answer(response.status_code, dict(response.headers), response.content))
+    assert [v for v in found if not v.convention] == []

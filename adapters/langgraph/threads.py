@@ -42,11 +42,10 @@ def state(thread_id: str, kept: KeptConversation | None) -> dict[str, Any]:
     """The thread's state: its messages and shared state as the store keeps them, and what it waits on (the
     interrupts by id: their values are the stream's, which the store does not keep)."""
     interrupts = [{"id": i, "value": {}} for i in kept.interrupts] if kept is not None else []
-    tasks = [{"id": f"task-{i['id']}", "name": "agent", "interrupts": [i], "error": None, "state": None}
-             for i in interrupts]
+    tasks = [{"id": f"task-{i['id']}", "name": "agent", "interrupts": [i]} for i in interrupts]
     return {"values": values_of(kept), "next": ["agent"] if interrupts else [], "tasks": tasks,
-            "checkpoint": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": None},
-            "metadata": {}, "created_at": now(), "parent_checkpoint": None, "interrupts": interrupts}
+            "checkpoint": {"thread_id": thread_id, "checkpoint_ns": ""}, "metadata": {}, "created_at": now(),
+            "interrupts": interrupts}
 
 
 def assistant(name: str) -> dict[str, Any]:
