@@ -63,6 +63,7 @@ DIALECT = Dialect(
     sample_request=sample_request,
     judge=judge,
     queries=QUERIES_OF_RUNS,
+    encoder_history=True,
     resources=RESOURCES,
     error_reply=error_reply,
     expects="a LangGraph run is {assistant_id, input: {messages}, stream_mode}, as POST /threads/{id}/runs/stream "

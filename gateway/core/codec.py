@@ -171,6 +171,9 @@ class Dialect:
     resources: tuple[Resource, ...] = ()
     """Calls its clients make under a route's path other than a POST to the path itself (LangGraph's threads and
     runs): each read into a request the dialect reads as a run or a query."""
+    encoder_history: bool = False
+    """Its encoder is given the conversation's whole history as the gateway knows it, not only the request's new
+    messages: its replies carry the thread's state with every message (LangGraph's `values`)."""
     event_ids: bool = False
     """Its clients name each run and reconnect with `Last-Event-ID` (AG-UI): on a resumable route every SSE event
     gets an `id:`, and a request for a run that is running attaches to it. Other dialects' retries are matched by

@@ -38,6 +38,7 @@ import logging
 import re
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -565,7 +566,8 @@ class _Call:
                 return
             if route.upstream.variant is None and (variant := upstream.variant_of(response.headers)) is not None:
                 handler.learned_variant = exchange.upstream_variant = variant
-            encoder = client.new_encoder(turn)
+            seen = replace(turn, messages=exchange.known_history) if client.encoder_history else turn
+            encoder = client.new_encoder(seen)
             if client is upstream:  # what only a server of the dialect answers goes back to its client
                 encoder.headers.update({h: v for h in client.passed_headers if (v := response.headers.get(h))})
             if self.watched is not None:
