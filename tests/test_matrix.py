@@ -1,13 +1,15 @@
 """The translation matrix, proven against software nobody here wrote.
 
-Every client dialect in front of every upstream (28 cells, the same-dialect ones included), each with every
+Every client dialect in front of every upstream (54 cells, the same-dialect ones included), each with every
 scenario both sides can express. Clients are the real ones where they can run here (`@ag-ui/client`'s HttpAgent and
 the `ai` package's Chat, in Node), or requests shaped exactly as the real ones send them and replies read by their
 rules (the eval platform, checked against its `AgentResponse` contract; `@cloudbase/agent-ui-web`, checked against
-the AG-Kit server's own event models). Upstreams are real where they install: pydantic-ai's AG-UI adapter and its
-Vercel adapter at AI SDK 6 and 5, cloudbase-agent-server 0.1.1 (AG-Kit) and 0.1.22 (AG-UI before 1.0), each in its
-own venv; Inkeep's Run API is imitated from its document (`tests/inkeep_upstream.py`); agent-respond has only our
-built-in agent. Each route is configured with nothing but the upstream's URL and dialect.
+the AG-Kit server's own event models; `langgraph-sdk`, held to its judge, the SDKs themselves being proven in
+tests/test_langgraph_clients.py). Upstreams are real where they install: pydantic-ai's AG-UI adapter and its
+Vercel adapter at AI SDK 6 and 5, cloudbase-agent-server 0.1.1 (AG-Kit) and 0.1.22 (AG-UI before 1.0), a2a-sdk's
+server and `langgraph dev`, each in its own venv; Inkeep's Run API is imitated from its document
+(`tests/inkeep_upstream.py`); agent-respond has only our built-in agent. Each route is configured with nothing but
+the upstream's URL and dialect.
 
 A scenario one side cannot express is lossy by design; the reason is recorded and shown in the README's matrix,
 which must be the one this run produced (`MATRIX_UPDATE=1` rewrites it).
@@ -27,16 +29,19 @@ import pytest
 from helpers import ROOT, sse_payloads
 from inkeep_upstream import create_inkeep_app
 from node_clients import run_agui, run_vercel_chat, verify_vercel
-from peers_env import a2a_upstream, agkit_agui_upstream, agkit_upstream, pydantic_upstream
+from peers_env import a2a_upstream, agkit_agui_upstream, agkit_upstream, langgraph_upstream, pydantic_upstream
 from servers import Served
 
 from adapters.a2a.conformance import judge as a2a_judge
 from adapters.agent_respond.contract import AgentResponse
+from adapters.langgraph.conformance import judge as langgraph_judge
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
 from gateway.core.codec import as_text
 from gateway.core.conformance import Answer
+from gateway.core.ids import new_id
+from gateway.core.sse import SSEEventDecoder
 from gateway.server.app import create_app
 
 with warnings.catch_warnings():  # the 0.1.1 server still uses pydantic's class-based config
@@ -45,7 +50,7 @@ with warnings.catch_warnings():  # the 0.1.1 server still uses pydantic's class-
     from pydantic import TypeAdapter
 
 AGKIT_EVENT: TypeAdapter[Any] = TypeAdapter(SendMessageEvent)
-DIALECTS = ["ag-ui", "ag-kit", "vercel", "agent-respond", "a2a"]
+DIALECTS = ["ag-ui", "ag-kit", "vercel", "agent-respond", "a2a", "langgraph"]
 """The dialects whose real clients (or their exact request shapes) drive this matrix: `run_scenario` has a driver
 for each. A dialect without one is proven end to end by tests/test_proxy.py, which asks the registry."""
 SCENARIOS = ["text", "reasoning", "server tool", "client tool", "interrupt", "failure", "multi-turn"]
@@ -122,6 +127,14 @@ PEERS = {
          "interrupt": "Resumed with yes", "failure": "scripted upstream failure", "multi-turn": "history=2"},
         {"reasoning": "A2A has no reasoning",
          "client tool": "A2A carries no tool definitions: an A2A agent calls only its own tools"}),
+    "langgraph": Peer(
+        "langgraph", "langgraph dev, langgraph-api 0.16.7",
+        {"text": "hello", "reasoning": "please think", "server tool": "what is the weather",
+         "client tool": "use the tool", "interrupt": "please interrupt", "failure": "please fail",
+         "multi-turn": "hello"},
+        {"text": "You said: hello", "reasoning": "I have thought about it.",
+         "server tool": "It is sunny, 21C in Paris.", "client tool": "The tool said: yes.",
+         "interrupt": "Resumed with", "failure": "scripted failure", "multi-turn": "(turn 2)"}),
 }
 UPSTREAMS = list(PEERS)
 CLIENT_LOSSY = {
@@ -171,8 +184,8 @@ class World:
 def world() -> Iterator[World]:
     with pydantic_upstream() as pydantic, agkit_upstream() as agkit, agkit_agui_upstream() as agkit_agui, \
             Served(create_inkeep_app()) as inkeep, Served(create_agent_app("agent-respond")) as builtin, \
-            a2a_upstream() as a2a:
-        urls = {"ag-ui": f"{pydantic}/ag-ui", "ag-ui 0.x": f"{agkit_agui}/send-message",
+            a2a_upstream() as a2a, langgraph_upstream() as langgraph:
+        urls = {"langgraph": langgraph,"ag-ui": f"{pydantic}/ag-ui", "ag-ui 0.x": f"{agkit_agui}/send-message",
                 "ag-kit": f"{agkit}/send-message", "vercel": f"{pydantic}/vercel", "vercel 5": f"{pydantic}/vercel5",
                 "vercel inkeep": f"{inkeep.url}/run/api/chat", "agent-respond": f"{builtin.url}/agent/respond",
                 "a2a": a2a}
@@ -275,7 +288,7 @@ def a2a_send(world: World, upstream: str, text: str | dict[str, Any], context: s
     rules its client and `@a2a-js/sdk`'s keep (`adapters/a2a/conformance.py`) and read as a task: (what the client
     saw, the task's id)."""
     part = {"text": text} if isinstance(text, str) else {"data": text}
-    message: dict[str, Any] = {"messageId": f"m-{context}-{len(str(text))}", "contextId": context,
+    message: dict[str, Any] = {"messageId": f"m-{context}-{new_id('m')}", "contextId": context,
                                "role": "ROLE_USER", "parts": [part]}
     if task_id is not None:
         message["taskId"] = task_id
@@ -299,6 +312,32 @@ def a2a_send(world: World, upstream: str, text: str | dict[str, Any], context: s
         results=[as_text(d["response"].get("result", d["response"])) for d in tools if "response" in d],
         interrupts=[task] if last.get("state") == "TASK_STATE_INPUT_REQUIRED" else [],
         error=said if last.get("state") == "TASK_STATE_FAILED" else None), task
+
+
+def langgraph_run(world: World, upstream: str, thread: str, body: dict[str, Any]) -> Seen:
+    """A run as `langgraph-sdk`'s `client.runs.stream` sends it, the stream held to the rules its SDKs read it by
+    (`adapters/langgraph/conformance.py`; the SDKs themselves: tests/test_langgraph_clients.py)."""
+    url = f"{world.url('langgraph', upstream)}/threads/{thread}/runs/stream"
+    body = {"assistant_id": "agent", "stream_mode": ["values", "messages-tuple", "updates"], **body}
+    response = world.http.post(url, content=orjson.dumps(body), headers={"content-type": "application/json",
+                                                                          "accept": "text/event-stream"})
+    answer = Answer(response.status_code, {k.lower(): v for k, v in response.headers.items()}, response.content)
+    assert not [v for v in langgraph_judge(answer) if not v.convention], langgraph_judge(answer)
+    decoder = SSEEventDecoder()
+    frames = [(f.event, orjson.loads(f.data)) for f in decoder.feed(response.content) + decoder.flush()]
+    chunks = [data[0] for event, data in frames if event == "messages"]
+    ai = [c for c in chunks if c["type"] == "AIMessageChunk"]
+    calls = {p["id"]: p["name"] for c in ai for p in c.get("tool_call_chunks") or () if p.get("name")}
+    results = {c["tool_call_id"]: c["content"] for c in chunks if c["type"] == "tool"}
+    errors = [data["message"] for event, data in frames if event == "error"]
+    return Seen(
+        text="".join(c["content"] for c in ai if isinstance(c["content"], str)),
+        reasoning="".join(b.get("reasoning", "") for c in ai if isinstance(c["content"], list) for b in c["content"]),
+        tool_calls=list(calls.values()), results=list(results.values()),
+        pending=[call for call in calls if call not in results],
+        interrupts=[i["id"] for event, data in frames if event == "updates" and "__interrupt__" in data
+                    for i in data["__interrupt__"]],
+        error=errors[-1] if errors else None)
 
 
 # -- one scenario, from each client's side
@@ -334,6 +373,19 @@ def run_scenario(world: World, client: str, upstream: str, scenario: str) -> lis
             return [first, a2a_send(world, upstream, {"approved": True}, conversation, task)[0]]
         if scenario == "multi-turn":
             return [first, a2a_send(world, upstream, "again", conversation)[0]]
+        return [first]
+    if client == "langgraph":
+        thread = world.http.post(f"{world.url('langgraph', upstream)}/threads", json={}).json()["thread_id"]
+        given = {"messages": [{"type": "human", "content": prompt}], "tools": [ASK_USER]}
+        first = langgraph_run(world, upstream, thread, {"input": given})
+        if scenario == "client tool" and first.pending:
+            answers = [{"type": "tool", "content": "yes", "tool_call_id": call} for call in first.pending]
+            return [first, langgraph_run(world, upstream, thread, {"input": {"messages": answers}})]
+        if scenario == "interrupt" and first.interrupts:
+            return [first, langgraph_run(world, upstream, thread, {"command": {"resume": {"approved": True}}})]
+        if scenario == "multi-turn":
+            again = {"messages": [{"type": "human", "content": "again"}]}
+            return [first, langgraph_run(world, upstream, thread, {"input": again})]
         return [first]
     if client == "agent-respond":
         first, reply = respond(world, upstream, [{"role": "user", "content": prompt}], conversation)
@@ -632,7 +684,7 @@ def matrix_markdown() -> str:
 
 CLIENT_NAMES = {"ag-ui": "@ag-ui/client 1.0.0 HttpAgent", "ag-kit": "agent-ui-web requests",
                 "vercel": "ai 7.0.173 Chat", "agent-respond": "eval platform requests",
-                "a2a": "a2a-sdk 1.3.0 requests"}
+                "a2a": "a2a-sdk 1.3.0 requests", "langgraph": "langgraph-sdk 0.4.14 requests"}
 START, END = "<!-- matrix:start -->", "<!-- matrix:end -->"
 
 

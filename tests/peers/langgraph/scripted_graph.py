@@ -9,6 +9,7 @@ real token chunks) and `tools` (the server's own tool). What `agent` does with t
     "tool"       calls the client's first tool (`input.tools`), or get_location, and ends: the client runs it
     "interrupt"  `interrupt({"question": "Continue?", "options": ["yes", "no"]})`
     "fail", "error"  raises ValueError("scripted failure")
+    "think"      reasons first (a `reasoning` content block), then "I have thought about it."
     "slow"       20 words, 0.05 s apart
     "hang"       a first word, then waits an hour (for cancels and broken connections)
     "state"      sets `count` to 1 in the state
@@ -36,6 +37,7 @@ class ScriptedModel(BaseChatModel):
     reply: str = ""
     gap: float = 0.0
     hang: float = 0.0
+    reasoning: str = ""
 
     @property
     def _llm_type(self) -> str:
@@ -45,6 +47,12 @@ class ScriptedModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=AIMessage(self.reply))])
 
     async def _astream(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
+        if self.reasoning:
+            thought = ChatGenerationChunk(message=AIMessageChunk(content=[{"type": "reasoning",
+                                                                            "reasoning": self.reasoning}]))
+            if run_manager is not None:
+                await run_manager.on_llm_new_token("", chunk=thought)
+            yield thought
         words = self.reply.split(" ")
         for index, word in enumerate(words):
             if index == 1 and self.hang:
@@ -62,7 +70,7 @@ class State(MessagesState):
     count: int
 
 
-async def _say(state: State, text: str, **options: float) -> dict[str, Any]:
+async def _say(state: State, text: str, **options: Any) -> dict[str, Any]:
     return {"messages": [await ScriptedModel(reply=text, **options).ainvoke(state["messages"])]}
 
 
@@ -91,6 +99,8 @@ async def agent(state: State) -> dict[str, Any]:
         get_stream_writer()({"progress": 50})
     if "state" in lowered:
         return {**await _say(state, "Counted."), "count": 1}
+    if "think" in lowered:
+        return await _say(state, "I have thought about it.", reasoning="The user wants me to think.")
     if "slow" in lowered:
         return await _say(state, " ".join(f"w{i}" for i in range(20)), gap=0.05)
     if "hang" in lowered:
