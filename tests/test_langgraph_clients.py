@@ -5,6 +5,7 @@ that takes the rest of a run after a dropped connection."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -154,3 +155,17 @@ def test_the_js_client_holds_a_conversation_as_use_stream_does(world: World) -> 
 def _text(parts: list[dict[str, Any]]) -> str:
     return "".join(p["data"][0]["content"] for p in parts if p["event"] == "messages"
                    and p["data"][0]["type"] == "AIMessageChunk" and isinstance(p["data"][0]["content"], str))
+
+
+def test_a_join_of_a_run_that_stops_for_an_interrupt_ends_with_it(world: World) -> None:
+    thread = world.thread()
+    body = {"assistant_id": "kept", "input": {"messages": [{"type": "human", "content": "please interrupt"}]},
+            "stream_mode": ["updates"]}
+    with httpx.Client(timeout=30) as http:
+        with http.stream("POST", f"{world.gateway}/kept/threads/{thread}/runs/stream", json=body) as response:
+            run_id = response.headers["content-location"].rsplit("/", 1)[1]
+        started = time.monotonic()
+        joined = http.get(f"{world.gateway}/kept/threads/{thread}/runs/{run_id}/stream",
+                          headers={"last-event-id": "0"})
+    assert b"__interrupt__" in joined.content
+    assert time.monotonic() - started < 5  # not held open for a request that would continue it: none will

@@ -95,8 +95,13 @@ async def _threads(runs: CallerRuns) -> list[dict[str, Any]]:
 
 
 async def _frames(updates: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    async for update in updates:
-        yield update
+    try:
+        async for update in updates:
+            if update == threads.RUN_ENDED:
+                return
+            yield update
+    finally:
+        await updates.aclose()  # type: ignore[attr-defined]
 
 
 async def _nothing() -> AsyncIterator[bytes]:

@@ -55,6 +55,11 @@ def assistant(name: str) -> dict[str, Any]:
             "created_at": stamp, "updated_at": stamp}
 
 
+RUN_ENDED = b": run ended\n\n"
+"""The last update of a run's feed: a run that stopped for its client is not continued by a later request (the
+answer is a run of its own), so whoever follows it stops here."""
+
+
 class RunLog:
     """A run as its clients see it after it started (`gateway.core.queries.RunLog`): each frame of its stream an
     update, numbered as the client's own stream numbers them, so that a join from after a `Last-Event-ID` gets
@@ -69,13 +74,17 @@ class RunLog:
             "multitask_strategy": "reject"}
 
     def feed(self, events: list[Event]) -> list[bytes]:
+        ended = False
         for event in events:
             if type(event) is RunFinished:
                 self._run["status"] = "success" if event.outcome == "success" else "interrupted"
+                ended = True
             elif type(event) is RunError:
                 self._run["status"] = "error"
+                ended = True
         written = self._encoder.encode(events)
-        return [frame + b"\n\n" for frame in written.split(b"\n\n") if frame]
+        frames = [frame + b"\n\n" for frame in written.split(b"\n\n") if frame]
+        return [*frames, RUN_ENDED] if ended else frames
 
     def document(self) -> dict[str, Any]:
         self._run["updated_at"] = now()

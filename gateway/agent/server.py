@@ -190,8 +190,9 @@ def create_agent_app(dialect: str, *, path: str | None = None, pace: float = 0.0
     agent = Agent(registry.get(dialect), pace, recording=test_hooks)
     paths = (path,) if path else agent.dialect.paths
     routes = [Route(p, agent.respond, methods=["POST"]) for p in _with_and_without_slash(paths)]
+    # Under each path, and at the root as a LangGraph server serves them: a base URL finds the agent.
     routes += [Route(p.rstrip("/") + resource.path, partial(_resource, agent, resource), methods=[resource.method])
-               for p in paths for resource in agent.dialect.resources]
+               for p in (*paths, "") for resource in agent.dialect.resources]
     document, describe = agent.dialect.discovery_path, agent.dialect.describe
     if document is not None and describe is not None:
         routes += [Route(p.rstrip("/") + document, _describer(document, describe, p), methods=["GET"])
