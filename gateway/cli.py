@@ -121,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--upstream-variant", choices=list(variants),
                        help=f"without --config: the upstream's variant, when its responses do not show it "
                             f"({variant_help})")
+    serve.add_argument("--upstream-agent", metavar="NAME",
+                       help="without --config: which agent the upstream's server runs, for one that hosts several "
+                            "(a LangGraph assistant id or graph name)")
     serve.add_argument("--client-dialect", choices=names, action="append",
                        help="without --config: a dialect clients speak (repeat; default: detect any)")
     serve.add_argument("--store", default=None,
@@ -211,6 +214,7 @@ def _version() -> str:
 
 _FLAGS = {("routes", "upstream", "url"): "--upstream", ("routes", "upstream", "dialect"): "--upstream-dialect",
           ("routes", "upstream", "variant"): "--upstream-variant", ("routes", "upstream"): "--upstream-variant",
+          ("routes", "upstream", "agent"): "--upstream-agent",
           ("routes", "client_dialects"): "--client-dialect", ("store", "url"): "--store"}
 
 def _flag(loc: tuple[int | str, ...]) -> str:
@@ -332,6 +336,7 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
     flags = [flag for flag, value in (("--upstream", args.upstream), ("--upstream-dialect", args.upstream_dialect),
                                       ("--upstream-variant", args.upstream_variant),
+                                      ("--upstream-agent", args.upstream_agent),
                                       ("--client-dialect", args.client_dialect),
                                       ("--store", args.store)) if value is not None]
     if args.config and flags:
@@ -344,7 +349,7 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         elif args.upstream and args.upstream_dialect:
             config = GatewayConfig.model_validate({
                 "routes": [{"upstream": {"url": args.upstream, "dialect": args.upstream_dialect,
-                                         "variant": args.upstream_variant},
+                                         "variant": args.upstream_variant, "agent": args.upstream_agent},
                             "client_dialects": args.client_dialect or "auto"}],
                 "store": {"url": args.store or "sqlite:///agent-gateway.db"}})
         else:

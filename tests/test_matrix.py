@@ -455,7 +455,8 @@ def test_eval_platform_turns_with_tool_history_agent_first_and_ping(world: World
     probe = world.http.post(url, json={"messages": [{"role": "user", "content": "ping"}]}, timeout=10)
     assert probe.status_code == 200 and AgentResponse.model_validate_json(probe.content).messages
     # Agent-first test cases send no message at all. Each upstream gets that in a form it takes: pydantic-ai
-    # refuses a run without any message, so AG-UI and Vercel upstreams are sent one empty user message.
+    # refuses a run without any message, and a graph reads the last one, so AG-UI, Vercel and LangGraph upstreams
+    # are sent one empty user message.
     agent_first = {"messages": [], "metadata": {"test_case_id": "tc-first", "turn_index": 0}}
     for upstream in UPSTREAMS:
         speaks = world.http.post(world.url("agent-respond", upstream), json=agent_first)

@@ -122,7 +122,8 @@ def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
         body["command"] = {"resume": _resume_value(turn.resume)}
     if sent or not turn.resume:
         given: dict[str, Any] = dict(turn.state) if isinstance(turn.state, dict) else {}
-        given["messages"] = [to_langchain(m) for m in sent]
+        # Nothing to say asks the agent to speak first: graphs read the last message, so it is an empty one.
+        given["messages"] = [to_langchain(m) for m in sent] or [{"type": "human", "content": ""}]
         if turn.tools:
             given["tools"] = [{"name": t.name, "description": t.description,
                                "parameters": t.parameters or {"type": "object"}} for t in turn.tools]
