@@ -25,6 +25,7 @@ MODULES = (
     "adapters.ag_kit.decode",
     "adapters.ag_ui.decode",
     "adapters.agent_respond.decode",
+    "adapters.langgraph.decode",
     "adapters.vercel.decode",
 )
 """One upstream event crosses all of these: SSE framing, the dialect's mapping, repair, and the recorder.

@@ -31,7 +31,7 @@ JUNK: list[Any] = [None, True, False, 0, 1, -3, 1.5, -0.0, 2**70, 10**30, "", "l
                    "TEXT_MESSAGE_CONTENT", [], [1, "x"], {}, {"a": None}, {"type": "text"},
                    [{"type": "text", "text": 3}]]
 READERS = {"ag-ui": ["ag-ui", "ag-kit"], "ag-kit": ["ag-kit"], "vercel": ["vercel"], "a2a": ["a2a"],
-           "agent-respond": ["agent-respond"]}
+           "agent-respond": ["agent-respond"], "langgraph": ["langgraph"]}
 """The decoders that read each dialect's streams (AG-Kit's reads AG-UI too)."""
 GONE = object()
 WALL_CLOCK = re.compile(r'(\\?"timestamp\\?":\\?")[0-9T:.Z-]+')
@@ -54,20 +54,24 @@ class _FromSource:
         return importlib.util.spec_from_file_location(name, spec.origin[: -len(suffix)] + ".py")
 
 
-def _frames(path: Path) -> tuple[bool, list[Any]]:
-    """(whether the body is SSE, its frames' JSON values, or text where a frame is not JSON)."""
+def _frames(path: Path) -> tuple[bool, list[Any], list[bytes]]:
+    """(whether the body is SSE, its frames' JSON values, or text where a frame is not JSON, and their `event:`
+    lines, which name what a frame is in LangGraph's streams)."""
     raw = path.read_bytes()
     if path.suffix == ".json":
-        return False, [json.loads(raw)]
+        return False, [json.loads(raw)], [b""]
     frames: list[Any] = []
+    names: list[bytes] = []
     for block in raw.replace(b"\r\n", b"\n").split(b"\n\n"):
-        data = b"\n".join(line[5:].lstrip() for line in block.split(b"\n") if line.startswith(b"data:"))
+        lines = block.split(b"\n")
+        data = b"\n".join(line[5:].lstrip() for line in lines if line.startswith(b"data:"))
         if data:
             try:
                 frames.append(json.loads(data))
             except ValueError:
                 frames.append(data.decode())
-    return True, frames
+            names.append(b"".join(line + b"\n" for line in lines if line.startswith(b"event:")))
+    return True, frames, names
 
 
 def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
@@ -89,11 +93,12 @@ def _put(value: Any, path: tuple[Any, ...], new: Any) -> None:
         value[path[-1]] = None if new is GONE else new
 
 
-def _body(sse: bool, frames: list[Any]) -> bytes:
+def _body(sse: bool, frames: list[Any], names: list[bytes]) -> bytes:
     def dump(frame: Any) -> bytes:  # json, not orjson: integers past 64 bits are part of the junk
         return frame.encode() if isinstance(frame, str) else json.dumps(frame, separators=(",", ":")).encode()
 
-    return b"".join(b"data: " + dump(frame) + b"\n\n" for frame in frames) if sse else dump(frames[0])
+    return b"".join(name + b"data: " + dump(frame) + b"\n\n" for name, frame in zip(names, frames, strict=True)) \
+        if sse else dump(frames[0])
 
 
 def main(argv: list[str]) -> None:
@@ -133,7 +138,7 @@ def main(argv: list[str]) -> None:
 
     print(f"codecs {compiled.describe()}")
     fixtures = {path: _frames(path) for path in sorted(FIXTURES.glob("*/*")) if path.suffix in (".sse", ".json")}
-    types = {path.parent.name: sorted({frame[key] for other, (_, frames) in fixtures.items()
+    types = {path.parent.name: sorted({frame[key] for other, (_, frames, _) in fixtures.items()
                                        if other.parent == path.parent for frame in frames if isinstance(frame, dict)
                                        for key in ("type", "kind") if isinstance(frame.get(key), str)})
              for path in fixtures}
@@ -141,7 +146,7 @@ def main(argv: list[str]) -> None:
     paths = list(fixtures)
     for case in range(cases):
         path = paths[rng.randrange(len(paths))]
-        sse, frames = copy.deepcopy(fixtures[path])
+        sse, frames, names = copy.deepcopy(fixtures[path])
         dialect = path.parent.name
         for _ in range(rng.choice([1, 1, 2, 3, 6])):
             frame = frames[rng.randrange(len(frames))]
@@ -151,7 +156,7 @@ def main(argv: list[str]) -> None:
                 new = (GONE if draw < 0.15 else rng.choice(types[dialect]) if draw < 0.3 and types[dialect]
                        else copy.deepcopy(rng.choice(JUNK)))
                 _put(frame, where[rng.randrange(len(where))], new)
-        data = _body(sse, frames)
+        data = _body(sse, frames, names)
         for reader in READERS[dialect]:
             print(f"### {case} {dialect}/{path.name} read as {reader}\n  {run(reader, data)}")
 

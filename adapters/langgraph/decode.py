@@ -162,6 +162,14 @@ class LangGraphDecoder(RepairedDecoder):
 
     def _ai(self, message: dict[str, Any], chunk: bool, out: Events) -> None:
         given = message.get("id")
+        content = message.get("content")
+        current = self._current
+        if chunk and self._text and current is not None and given == current and type(content) is str and \
+                not message.get("tool_call_chunks") and message.get("usage_metadata") is None and \
+                message.get("chunk_position") is None and not message.get("additional_kwargs"):
+            if content:  # most of a stream: one more token of the message being streamed
+                out.append(TextDelta(current, content))
+            return
         message_id: str = given if isinstance(given, str) else self._current or new_id("msg")
         if not chunk and message_id in self._seen:  # the whole of a message already streamed
             if message_id == self._current:
@@ -171,7 +179,6 @@ class LangGraphDecoder(RepairedDecoder):
             self._end_message(out)
             self._current = message_id
         self._seen.add(message_id)
-        content = message.get("content")
         extra = message.get("additional_kwargs")
         reasoning = reasoning_of(content) or (extra.get("reasoning_content", "") if isinstance(extra, dict) else "")
         if isinstance(reasoning, str) and reasoning:

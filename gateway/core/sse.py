@@ -135,7 +135,11 @@ class SSEEventDecoder:
         return self._last_id
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
-        return self._events(self._lines.feed_blocks(chunk))
+        lines = self._lines
+        if not lines._buffer and not lines._pending_cr and chunk.endswith(b"\n\n") and 13 not in chunk \
+                and chunk.find(b"\n\n") == len(chunk) - 2:
+            return self._events([chunk[:-2]])  # one whole frame, the usual read of a paced stream: no buffering
+        return self._events(lines.feed_blocks(chunk))
 
     def flush(self) -> list[SSEEvent]:
         return self._events(self._lines.flush_blocks())
@@ -143,23 +147,54 @@ class SSEEventDecoder:
     def _events(self, blocks: list[bytes]) -> list[SSEEvent]:
         events: list[SSEEvent] = []
         for block in blocks:
-            event = ""
-            data: list[bytes] = []
-            for line in block.split(b"\n"):
-                name, colon, value = line.partition(b":")
-                if not colon or not name:
-                    continue  # a comment, or a line without a field
-                if value[:1] == b" ":
-                    value = value[1:]
-                if name == b"data":
-                    data.append(value)
-                elif name == b"event":
-                    event = value.decode("utf-8", "replace")
-                elif name == b"id" and b"\0" not in value:
-                    self._last_id = value.decode("utf-8", "replace")
-            if data:
-                events.append(SSEEvent(event, b"\n".join(data), self._last_id))
+            lines = block.split(b"\n")
+            if len(lines) == 3:  # the shapes servers write: `id`, `event`, `data` (or `event`, `data`, `id`)
+                first, second, third = lines
+                if first.startswith(b"id: ") and second.startswith(b"event: ") and third.startswith(b"data: ") \
+                        and b"\0" not in first:
+                    self._last_id = first[4:].decode("utf-8", "replace")
+                    events.append(SSEEvent(_name(second[7:]), third[6:], self._last_id))
+                    continue
+                if first.startswith(b"event: ") and second.startswith(b"data: ") and third.startswith(b"id: ") \
+                        and b"\0" not in third:
+                    self._last_id = third[4:].decode("utf-8", "replace")
+                    events.append(SSEEvent(_name(first[7:]), second[6:], self._last_id))
+                    continue
+            event = self._fields(lines)
+            if event is not None:
+                events.append(event)
         return events
+
+    def _fields(self, lines: list[bytes]) -> SSEEvent | None:
+        """A frame of any other shape, field by field as the WHATWG rules read it."""
+        event = ""
+        data: list[bytes] = []
+        for line in lines:
+            name, colon, value = line.partition(b":")
+            if not colon or not name:
+                continue  # a comment, or a line without a field
+            if value[:1] == b" ":
+                value = value[1:]
+            if name == b"data":
+                data.append(value)
+            elif name == b"event":
+                event = value.decode("utf-8", "replace")
+            elif name == b"id" and b"\0" not in value:
+                self._last_id = value.decode("utf-8", "replace")
+        return SSEEvent(event, b"\n".join(data), self._last_id) if data else None
+
+
+_NAMES: dict[bytes, str] = {}
+
+
+def _name(raw: bytes) -> str:
+    """An event's name as text: the few a stream uses, decoded once."""
+    name = _NAMES.get(raw)
+    if name is None:
+        name = raw.decode("utf-8", "replace")
+        if len(_NAMES) < 256:
+            _NAMES[raw] = name
+    return name
 
 
 def _frame_data(block: bytes) -> bytes | None:
