@@ -116,8 +116,10 @@ class ClientWriter:
         return True
 
     async def write_keep_alive(self, comment: bytes) -> None:
-        """Send bytes that mean nothing to keep an idle stream open (nothing if the dialect has none)."""
-        await self._write(comment)
+        """Send bytes that mean nothing to keep an idle stream open (nothing if the dialect has none). The timer
+        starts it as a task, which may run after the last byte went: then there is nothing to keep open."""
+        if not self.complete:
+            await self._write(comment)
 
     async def end(self, body: bytes) -> None:
         """Send the last byte, reporting the request as it goes."""
