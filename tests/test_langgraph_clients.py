@@ -16,6 +16,7 @@ from node_clients import run_langgraph
 from peers_env import LangGraphClientRun, run_langgraph_client
 from servers import Served
 
+from adapters import registry
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
@@ -169,3 +170,85 @@ def test_a_join_of_a_run_that_stops_for_an_interrupt_ends_with_it(world: World) 
                           headers={"last-event-id": "0"})
     assert b"__interrupt__" in joined.content
     assert time.monotonic() - started < 5  # not held open for a request that would continue it: none will
+
+
+# -- the same clients in front of every other upstream dialect (the built-in agent speaking each)
+
+UPSTREAMS = ["ag-ui", "ag-kit", "vercel", "agent-respond", "a2a"]
+ASK_USER = {"name": "ask_user", "description": "Ask the human a question",
+            "parameters": {"type": "object", "properties": {"question": {"type": "string"}}}}
+NO_CLIENT_TOOLS = {"vercel": "a Vercel request carries no tool list",
+                   "agent-respond": "the eval platform's contract has no client tools",
+                   "a2a": "A2A carries no tool definitions"}
+NO_INTERRUPTS = {"agent-respond": "the eval platform has no human in the loop"}
+INTERRUPTING = {"vercel": "please approve"}
+"""A Vercel agent stops for a human on a tool call of its stream (an approval): an interrupt about nothing it
+called is answered on a call the gateway never recorded (not built; A2A clients neither: tests/test_a2a_gateway.py)."""
+
+
+@pytest.fixture(scope="module", params=UPSTREAMS)
+def fronted(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
+    """The gateway serving LangGraph in front of the built-in agent speaking another dialect: (its URL, dialect)."""
+    dialect = request.param
+    with Served(create_agent_app(dialect, pace=0.02)) as agent:
+        url = agent.url if dialect == "a2a" else agent.url + registry.get(dialect).paths[0]  # A2A: found by its card
+        config = GatewayConfig.model_validate({"routes": [{
+            "name": "agent", "paths": ["/lg"], "client_dialects": ["langgraph"],
+            "upstream": {"url": url, "dialect": dialect}}], "keepalive_seconds": 0.5})
+        with Served(create_app(config, store=MemoryStore())) as gateway:
+            yield f"{gateway.url}/lg", dialect
+
+
+def test_langgraph_sdk_holds_a_thread_with_an_agent_of_any_dialect(fronted: tuple[str, str]) -> None:
+    url, dialect = fronted
+    thread = str(run_langgraph_client(url, "create-thread").parts[0]["thread_id"])
+    first = run_langgraph_client(url, "stream", thread=thread, text="hello there")
+    second = run_langgraph_client(url, "stream", thread=thread, text="again")
+    assert first.error is None and second.error is None, (first.error, second.error)
+    assert "You said: hello there. (turn 1)" in first.text and "You said: again. (turn 2)" in second.text
+    if dialect != "agent-respond":  # one JSON body upstream: the client gets it as one chunk
+        assert len(first.events("messages")) > 3
+    state = run_langgraph_client(url, "state", thread=thread)
+    assert state.error is None, state.error
+    said = [m["type"] for m in state.parts[0]["values"]["messages"]]
+    assert said == ["human", "ai", "human", "ai"]
+
+
+def test_the_js_client_runs_every_scenario_with_an_agent_of_any_dialect(fronted: tuple[str, str]) -> None:
+    """`@langchain/langgraph-sdk`'s `Client` on one thread: the agent's own tool, a client tool and its result, an
+    interrupt and `command.resume`, a failing run and a cancelled one; each where the dialect behind carries it."""
+    url, dialect = fronted
+    plan: list[dict[str, Any]] = [{"op": "thread"}, {"op": "stream", "text": "what is the weather in Paris"},
+                                  {"op": "stream", "text": "fail now"}]
+    if dialect not in NO_CLIENT_TOOLS:
+        plan += [{"op": "stream", "text": "use the tool please", "tools": [ASK_USER]},
+                 {"op": "stream", "toolResult": "Berlin"}]
+    if dialect not in NO_INTERRUPTS:
+        plan += [{"op": "stream", "text": INTERRUPTING.get(dialect, "please interrupt")},
+                 {"op": "stream", "resume": {"approved": True}}]  # what an approval says (Vercel: no more)
+    if dialect != "agent-respond":  # the whole answer in one body: nothing to leave in the middle of
+        plan.append({"op": "stream", "text": "slow please", "cancelAfter": 4, "modes": ["messages-tuple"]})
+    steps = run_langgraph(url, plan)
+    assert [s.get("error") for s in steps] == [None] * len(plan), steps
+    weather, failed, *rest = [s["parts"] for s in steps[1:]]
+    chunks = [p["data"][0] for p in weather if p["event"] == "messages"]
+    assert [c["name"] for chunk in chunks for c in chunk.get("tool_call_chunks") or () if c.get("name")] == \
+        ["get_weather"]
+    assert [c["content"] for c in chunks if c["type"] == "tool"] == ["sunny, 21C in Paris"]
+    assert "It is sunny, 21C in Paris." in _text(weather)
+    assert failed[-1]["event"] == "error" and failed[-1]["data"]["message"] == "scripted failure"
+    if dialect not in NO_CLIENT_TOOLS:
+        asked, answered, *rest = rest
+        calls = [c for p in asked if p["event"] == "messages" for c in p["data"][0].get("tool_call_chunks") or ()]
+        assert [c["name"] for c in calls if c.get("name")] == ["ask_user"]
+        assert "The tool said: Berlin." in _text(answered)
+    if dialect not in NO_INTERRUPTS:
+        waiting, resumed, *rest = rest
+        (interrupt,) = [i for p in waiting if p["event"] == "updates" for i in p["data"].get("__interrupt__", ())]
+        # The answer as the agent's dialect carries it: the payload (AG-UI, AG-Kit), an approval (Vercel), a reply
+        # (A2A: "yes"); to the interrupt that waited, in each.
+        assert _text(resumed).startswith(f"Resumed {interrupt['id']}: ")
+    if dialect != "agent-respond":
+        (cancelled,) = rest
+        assert cancelled[-1]["event"] == "error" and cancelled[-1]["data"]["error"] == "CancelledError"
+        assert "tick 20." not in _text(cancelled)

@@ -8,6 +8,10 @@
 //   {"op": "thread"}                                       client.threads.create()
 //   {"op": "stream", "text": "...", "modes": [...]}        client.runs.stream(thread, assistant, {input, streamMode})
 //   {"op": "stream", "resume": <any>}                      ... {command: {resume}}
+//   {"op": "stream", "text": "...", "tools": [...]}        ... offering client tools ({name, description, parameters}
+//                                                          as input.tools, which the gateway reads)
+//   {"op": "stream", "toolResult": "..."}                  ... answering the last call the previous run streamed
+//                                                          with a tool message (a client tool's result)
 //   {"op": "stream", "text": "...", "cancelAfter": N}      cancels the run (client.runs.cancel) after N parts
 //   {"op": "state"} / {"op": "history"}                    client.threads.getState / getHistory (useStream's)
 //
@@ -19,16 +23,23 @@ const [apiUrl, planText] = process.argv.slice(2);
 const client = new Client({ apiUrl });
 let threadId;
 let assistantId = "agent";
+let lastCall;
 
 async function stream(step) {
   const payload = { streamMode: step.modes ?? ["values", "messages-tuple", "updates"] };
   if (step.resume !== undefined) payload.command = { resume: step.resume };
-  else payload.input = { messages: [{ type: "human", content: step.text ?? "" }] };
+  else if (step.toolResult !== undefined) {
+    payload.input = { messages: [{ type: "tool", tool_call_id: lastCall, content: step.toolResult }] };
+  } else payload.input = { messages: [{ type: "human", content: step.text ?? "" }] };
+  if (step.tools) payload.input = { ...payload.input, tools: step.tools };
   const parts = [];
   let runId;
   for await (const part of client.runs.stream(threadId, assistantId, payload)) {
     parts.push({ event: part.event, data: part.data });
     if (part.event === "metadata") runId = part.data.run_id;
+    if (part.event === "messages") {
+      for (const chunk of part.data[0]?.tool_call_chunks ?? []) if (chunk.id) lastCall = chunk.id;
+    }
     if (step.cancelAfter && parts.length === step.cancelAfter) {
       await client.runs.cancel(threadId, runId);
       parts.push({ event: "cancelled", data: runId });
