@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 from inkeep_upstream import create_inkeep_app
-from peers_env import agkit_agui_upstream, agkit_upstream, pydantic_upstream
+from peers_env import agkit_agui_upstream, agkit_upstream, langgraph_upstream, pydantic_upstream
 from servers import Served
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -26,7 +26,7 @@ from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
 from gateway.server.app import create_app
 
-DIALECTS = ["ag-ui", "ag-kit", "vercel", "agent-respond"]
+DIALECTS = ["ag-ui", "ag-kit", "vercel", "agent-respond", "langgraph"]
 ALL_PASS = dict.fromkeys(SCENARIOS, "pass")
 
 
@@ -49,6 +49,7 @@ BUILT_IN = {
     "ag-kit": ALL_PASS,
     "vercel": ALL_PASS,
     "agent-respond": {**ALL_PASS, "interrupt": "skip", "cancel": "skip"},
+    "langgraph": ALL_PASS,
 }
 
 
@@ -119,6 +120,17 @@ def test_each_real_agent_passes_what_it_supports(peer: str, peer_urls: dict[str,
     for result in report.results:
         rules = [v.rule for step in result.steps for v in step.violations]
         assert rules == spec.get("violations", {}).get(result.scenario, []), explain(report)
+
+
+def test_a_langgraph_server_passes_every_conversation_from_its_base_url() -> None:
+    """`langgraph dev` serving the scripted graph: the checker makes a thread per conversation and runs on it, as
+    the gateway does, with the default prompts (its graph acts on the built-in agent's words)."""
+    with langgraph_upstream() as url:
+        report = run_check(url, "langgraph")
+    found = outcomes(report)
+    assert found.pop("cancel") in ("pass", FAST_CANCEL), explain(report)
+    assert found == {k: v for k, v in ALL_PASS.items() if k != "cancel"}, explain(report)
+    assert not [v for result in report.results for step in result.steps for v in step.violations], explain(report)
 
 
 def test_the_inkeep_run_api_passes_what_it_supports() -> None:
