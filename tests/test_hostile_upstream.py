@@ -10,8 +10,10 @@ import asyncio
 import gzip
 import os
 import socket
+import threading
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import httpx
 import pytest
@@ -411,3 +413,98 @@ def test_after_a_hostile_answer_the_gateway_serves_the_next_request() -> None:
         assert second.status_code == 200 and Reply("ag-ui", httpx.Response(200, content=second.content)).text == "hi"
 
     run(main)
+
+
+# -- what a client's dialect needs whole is bounded
+
+
+@contextmanager
+def serving(server: Server) -> Iterator[Server]:
+    """`server` on an event loop of its own, in a thread, beside a gateway served in another."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(server.__aenter__(), loop).result(10)
+    try:
+        yield server
+    finally:
+        asyncio.run_coroutine_threadsafe(server.__aexit__(None, None, None), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+
+
+HELD = 1 << 20
+"""The routes below hold at most this many characters of one piece a client needs whole."""
+ARGS = chunk(b'data: {"type":"tool-input-delta","toolCallId":"c1","inputTextDelta":"' + b"x" * 1024 + b'"}\n\n')
+"""1 KiB more of one tool call's arguments, forever."""
+OPENING = chunk(b'data: {"type":"start"}\n\ndata: {"type":"tool-input-start","toolCallId":"c1","toolName":"big"}\n\n')
+TEXT = chunk(b'data: {"type":"text-delta","id":"t1","delta":"' + b"y" * 1024 + b'"}\n\n')
+
+
+@pytest.mark.parametrize("client", ["vercel", "a2a", "agent-respond", "ag-ui"])
+def test_tool_arguments_past_the_bound_end_the_run_in_the_clients_dialect(client: str) -> None:
+    """Every client builds a tool call's arguments whole (Vercel's tool-input-available, A2A's data part, the
+    eval platform's one body, the AG-UI client's state): past `limits.max_held_text` the run ends with an error."""
+    counted = [0]
+    with serving(endless(STREAM_HEAD + OPENING, ARGS, counted)) as upstream:
+        config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+            {"paths": ["/in"], "client_dialects": [client], "limits": {"max_held_text": HELD},
+             "upstream": {"url": upstream.url("/api/chat"), "dialect": "vercel"}}]})
+        with Served(create_app(config)) as gateway:
+            answer = httpx.post(f"{gateway.url}/in", json=request_body(client, [user_message(client, "hi")]),
+                                headers={"a2a-version": "1.0"}, timeout=30)
+    reply = Reply(client, answer) if answer.status_code < 400 or client != "a2a" else None
+    if client == "agent-respond":
+        assert answer.status_code == 502 and "held_too_much" in answer.text
+    else:
+        assert reply is not None and reply.error is not None and "tool call's arguments grew past" in \
+            reply.error.message
+    assert counted[0] < 8 * HELD  # the gateway stopped reading soon after the bound, and let the upstream go
+
+
+def test_a_one_body_reply_past_the_bound_ends_with_a_502() -> None:
+    """The eval platform's reply is one JSON body, built whole: text past the bound is not held."""
+    counted = [0]
+    opening = chunk(b'data: {"type":"start"}\n\ndata: {"type":"text-start","id":"t1"}\n\n')
+    with serving(endless(STREAM_HEAD + opening, TEXT, counted)) as upstream:
+        config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+            {"paths": ["/in"], "client_dialects": ["agent-respond"], "limits": {"max_held_text": HELD},
+             "upstream": {"url": upstream.url("/api/chat"), "dialect": "vercel"}}]})
+        with Served(create_app(config)) as gateway:
+            answer = httpx.post(f"{gateway.url}/in", json=request_body("agent-respond", [
+                user_message("agent-respond", "hi")]), timeout=30)
+    assert answer.status_code == 502 and "held_too_much" in answer.text
+    assert counted[0] < 8 * HELD
+
+
+def test_two_hostile_streams_at_once_hold_what_the_bound_allows_and_no_more() -> None:
+    """Memory by bytes counted (tracemalloc's peak, this process's gateway), not by RSS: two Vercel clients each
+    fed tool arguments without end hold at most a few times the bound each."""
+    import tracemalloc
+
+    counted = [0]
+    with serving(endless(STREAM_HEAD + OPENING, ARGS, counted)) as upstream:
+        config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+            {"paths": ["/in"], "client_dialects": ["vercel"],
+             "upstream": {"url": upstream.url("/api/chat"), "dialect": "vercel"}}]})  # the default bound
+        with Served(create_app(config)) as gateway:
+            tracemalloc.start()
+            try:
+                before = tracemalloc.get_traced_memory()[0]
+                threads = [threading.Thread(target=httpx.post, args=(f"{gateway.url}/in",), kwargs={
+                    "json": request_body("vercel", [user_message("vercel", "hi")]), "timeout": 60})
+                    for _ in range(2)]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join(60)
+                peak = tracemalloc.get_traced_memory()[1] - before
+            finally:
+                tracemalloc.stop()
+    default = GatewayConfig.model_validate({"routes": [{"upstream": {"url": "http://a/", "dialect": "vercel"}}]}
+                                           ).routes[0].limits.max_held_text
+    print(f"\ntwo streams of endless tool arguments: peak {peak / 2**20:.0f} MiB traced, bound {default / 2**20:.0f}"
+          " Mi characters each")
+    assert counted[0] < 1 << 30, "the gateway read the upstream to its end"
+    assert peak < 100 * 2**20, f"held {peak / 2**20:.0f} MiB"  # beside a process of ~60 MiB: under 200 MiB in all

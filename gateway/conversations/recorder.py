@@ -41,8 +41,9 @@ _MAX_NAME = 256
 
 
 class RunRecorder:
-    __slots__ = ("_args", "_assistant", "_held", "_reasoning", "_reasoning_text", "_text", "interrupts", "max_chars",
-                 "messages", "overflowed", "pending_tools", "raw", "state", "upstream_thread_id", "usage")
+    __slots__ = ("_args", "_assistant", "_call_sizes", "_reasoning", "_reasoning_text", "_text", "held",
+                 "interrupts", "largest_call", "max_chars", "messages", "overflowed", "pending_tools", "raw", "state",
+                 "upstream_thread_id", "usage")
 
     def __init__(self, state: Any = None, max_chars: int = 1 << 62) -> None:
         self.messages: list[Message] = []
@@ -58,7 +59,11 @@ class RunRecorder:
         self._reasoning_text: list[str] = []
         self._args: dict[str, list[str]] = {}
         self.max_chars = max_chars
-        self._held = 0
+        self.held = 0
+        """Characters of text, arguments, results and reasoning the run has brought: what a one-body reply holds."""
+        self.largest_call = 0
+        """Characters of the longest tool call's arguments so far: what any client builds whole."""
+        self._call_sizes: dict[str, int] = {}
         self.overflowed = False
         self.raw = 0
         """Events of the upstream's that its dialect's decoder did not know (`Raw`)."""
@@ -68,16 +73,20 @@ class RunRecorder:
             if type(e) is TextDelta:  # most events: checked first, the open message made only when needed
                 if self._assistant is None:
                     self._open()
-                self._held += len(e.delta)
-                if self._held <= self.max_chars:
+                self.held += len(e.delta)
+                if self.held <= self.max_chars:
                     self._text.append(e.delta)
                 elif not self.overflowed:
                     self._overflow()
             elif isinstance(e, ToolCallArgs):
+                size = self._call_sizes.get(e.tool_call_id, 0) + len(e.delta)
+                self._call_sizes[e.tool_call_id] = size
+                if size > self.largest_call:
+                    self.largest_call = size
                 pieces = self._args.get(e.tool_call_id)
                 if pieces is not None:
-                    self._held += len(e.delta)
-                    if self._held <= self.max_chars:
+                    self.held += len(e.delta)
+                    if self.held <= self.max_chars:
                         pieces.append(e.delta)
                     elif not self.overflowed:
                         self._overflow()
@@ -94,8 +103,8 @@ class RunRecorder:
                 self._close()
                 name = self.pending_tools.pop(e.tool_call_id, None)
                 content = as_text(e.content)
-                self._held += len(content)
-                if self._held > self.max_chars:
+                self.held += len(content)
+                if self.held > self.max_chars:
                     if not self.overflowed:
                         self._overflow()
                     content = ""
@@ -106,8 +115,8 @@ class RunRecorder:
                     self._close_reasoning()
                     self._reasoning = Message("reasoning", "", e.message_id)
                     self.messages.append(self._reasoning)
-                self._held += len(e.delta)
-                if self._held <= self.max_chars:
+                self.held += len(e.delta)
+                if self.held <= self.max_chars:
                     self._reasoning_text.append(e.delta)
                 elif not self.overflowed:
                     self._overflow()

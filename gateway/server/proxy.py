@@ -556,7 +556,7 @@ class _Call:
                 recorder=RunRecorder(exchange.conversation.state, self.handler.mapper.max_bytes),
                 decoder=upstream.new_decoder(max_event_bytes=route.limits.max_event_bytes),
                 upstream_status=response.status, mapper=handler.mapper, record=self.record, writer=writer,
-                deadlines=deadlines, reattach=self.reattach)
+                deadlines=deadlines, reattach=self.reattach, max_held=route.limits.max_held_text)
             await relay.run(response, outbound.streams)
             if writer.complete and not writer.gone:
                 await response.drain(_DRAIN_SECONDS)  # the client has its last byte; this keeps the connection
@@ -632,7 +632,7 @@ class _Call:
 
 _ERROR_KINDS = frozenset({
     *CODES, "upstream_timeout", "upstream_bad_event", "upstream_event_too_large",
-    "client_stalled", "gateway_error",
+    "client_stalled", "gateway_error", "held_too_much",
 })
 
 

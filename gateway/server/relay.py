@@ -35,6 +35,11 @@ UNBUFFERED_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 _TERMINAL = frozenset({RunFinished, RunError})
 
+class HeldTooMuch(Exception):
+    """The run brought more of one piece its client needs whole (a tool call's arguments, a one-body reply) than the
+    route lets the gateway hold: it ends with an error rather than grow the process."""
+
+
 FIRST_FRAME_ALONE_PAST = 1024
 """Bytes after the first frame of the first read past which the first frame is sent alone: translating less costs
 the first event less time than a write of its own costs the request."""
@@ -44,15 +49,18 @@ class Relay:
     """One run, from the upstream's 2xx body to the client's last byte. It holds what the run is translated and
     recorded with: the upstream's decoder, the client's encoder, the recorder and the exchange."""
 
-    __slots__ = ("_client", "_deadlines", "_handed_back", "_mapper", "_reattach_to", "_record", "_started_at",
-                 "_streams", "_upstream_status", "_watched", "_write", "_writer", "decoder", "encoder", "exchange",
-                 "recorder")
+    __slots__ = ("_client", "_deadlines", "_handed_back", "_mapper", "_max_held", "_reattach_to", "_record",
+                 "_started_at", "_streams", "_upstream_status", "_watched", "_write", "_writer", "decoder", "encoder",
+                 "exchange", "recorder")
 
     def __init__(self, *, exchange: Exchange, client: Dialect, decoder: Decoder, encoder: Encoder,
                  recorder: RunRecorder, upstream_status: int, mapper: ConversationMapper, record: AccessRecord,
                  writer: ClientWriter, deadlines: Deadlines, watched: WatchedRun | None = None,
-                 reattach: Callable[[UpstreamRequest], Awaitable[Response | None]] | None = None) -> None:
+                 reattach: Callable[[UpstreamRequest], Awaitable[Response | None]] | None = None,
+                 max_held: int = 1 << 62) -> None:
         self.exchange = exchange
+        self._max_held = max_held
+        """Characters of one piece the client needs whole that the run may bring (`limits.max_held_text`)."""
         self._reattach_to = reattach
         """Sends the upstream a request for the rest of a run (see `Decoder.reattach_request`)."""
         self._watched = watched
@@ -136,6 +144,8 @@ class Relay:
                 first_break = first_break or broke
                 response.offer = None
                 response = again
+        except HeldTooMuch as exc:
+            events = decoder.fail(str(exc), "held_too_much")
         except asyncio.CancelledError:
             reason = deadlines.cancelled_because
             if reason not in ("timeout", "cancelled", "shutdown"):
@@ -203,8 +213,11 @@ class Relay:
 
     def _translate(self, events: list[Event]) -> bytes:
         """Count, record and encode one batch of events: the client's bytes for it."""
-        record = self._record
-        self.recorder.record(events)  # before the start is rewritten: the recorder keeps the upstream's thread id
+        record, recorder = self._record, self.recorder
+        recorder.record(events)  # before the start is rewritten: the recorder keeps the upstream's thread id
+        if recorder.largest_call > self._max_held or (recorder.held > self._max_held and not self._streams):
+            too_much, self._max_held = self._too_much(recorder), 1 << 62  # said once: the error itself goes through
+            raise HeldTooMuch(too_much)
         if not record.events:
             self._rewrite_start(events)
             record.ttfe_ms = round((time.monotonic() - self._started_at) * 1000, 3)
@@ -215,6 +228,13 @@ class Relay:
         if self._watched is not None:
             self._watched.feed(events)
         return self.encoder.encode(events)
+
+    def _too_much(self, recorder: RunRecorder) -> str:
+        if recorder.largest_call > self._max_held:
+            return (f"a tool call's arguments grew past {self._max_held} characters, more than the gateway holds for "
+                    "a client (limits.max_held_text)")
+        return (f"the reply grew past {self._max_held} characters, more than the gateway holds for a reply sent in one "
+                "body (limits.max_held_text)")
 
     async def _deliver(self, events: list[Event]) -> bool:
         """Translate and send one batch of events; True once the run's terminal event is out."""
