@@ -662,3 +662,25 @@ routes:
             third = Reply("ag-kit", post(http, f"{gateway.url}/kit", request_body(
                 "ag-kit", [user_message("ag-kit", "thanks")], "restart-tool")))
             assert "You said: thanks. (turn 2)" in third.text
+
+
+# -- an abandoned run is stopped upstream
+
+
+@pytest.mark.parametrize(("fault", "prefix", "why"), [
+    ("hang-between?after=2", "", "idle deadline"),
+    ("forever?gap=0.01", "/tight", "total deadline"),
+    (f"huge?size={TIGHT_EVENT_BYTES * 2}", "/tight", "oversized event"),
+])
+def test_every_abandoned_a2a_task_is_cancelled_upstream(world: World, fault: str, prefix: str, why: str) -> None:
+    """An A2A task outlives its stream: whatever makes the gateway give up on the run (a deadline, a limit, not only
+    the client leaving), the upstream is sent CancelTask for it, once."""
+    request_id = world.request_id("abandon")
+    response, _ = world.ask("ag-ui", "a2a", fault, prefix=prefix, request_id=request_id)
+    assert response.status_code == 200, why
+
+    def cancels() -> list[Call]:
+        return [c for c in list(world.upstream.calls) if c.request_id == request_id and b'"CancelTask"' in c.body]
+
+    assert wait_until(lambda: len(cancels()) == 1, 3), f"no CancelTask after the {why}"
+    assert len(cancels()) == 1

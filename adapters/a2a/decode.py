@@ -94,8 +94,8 @@ class A2ADecoder(JsonSSEDecoder):
         return out
 
     def cancel_request(self) -> UpstreamRequest | None:
-        if self._task_id is None or self.repair.done:
-            return None
+        if self._task_id is None or (self.repair.done and not self.repair.cut):
+            return None  # no task, or it ended by itself
         body = {"jsonrpc": "2.0", "id": new_id("rpc"), "method": "CancelTask", "params": {"id": self._task_id}}
         return UpstreamRequest(orjson.dumps(body), {"content-type": "application/json", "a2a-version": "1.0"},
                                streams=False)

@@ -113,6 +113,8 @@ class RepairedDecoder:
         return out
 
     def cancel_request(self) -> UpstreamRequest | None:
+        """What to send the upstream to stop a run the gateway abandons (its client left, a deadline or a limit
+        ended it here), if its dialect has a way and the run may still be running there."""
         return None
 
     def reattach_request(self) -> UpstreamRequest | None:

@@ -556,7 +556,8 @@ class _Call:
                 recorder=RunRecorder(exchange.conversation.state, self.handler.mapper.max_bytes),
                 decoder=upstream.new_decoder(max_event_bytes=route.limits.max_event_bytes),
                 upstream_status=response.status, mapper=handler.mapper, record=self.record, writer=writer,
-                deadlines=deadlines, reattach=self.reattach, max_held=route.limits.max_held_text)
+                deadlines=deadlines, reattach=self.reattach, max_held=route.limits.max_held_text,
+                abandon=self.cancel_upstream)
             await relay.run(response, outbound.streams)
             if writer.complete and not writer.gone:
                 await response.drain(_DRAIN_SECONDS)  # the client has its last byte; this keeps the connection
@@ -591,10 +592,10 @@ class _Call:
         self.deadlines.cancel_request("shutdown")
 
     def cancel_upstream(self) -> None:
-        """The run is abandoned (the client left, or a deadline passed): tell an upstream that keeps running
-        otherwise (an A2A task), if its dialect has a way to say it."""
+        """The run is abandoned (the client left; a deadline, a limit or a broken stream ended it here): tell an
+        upstream that keeps running otherwise (an A2A task), once, if its dialect has a way to say it."""
         relay = self.relay
-        if relay is None or self.target is None:
+        if relay is None or self.target is None or self.record.upstream_cancelled:
             return
         request = relay.decoder.cancel_request()
         if request is not None:

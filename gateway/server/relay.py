@@ -49,7 +49,7 @@ class Relay:
     """One run, from the upstream's 2xx body to the client's last byte. It holds what the run is translated and
     recorded with: the upstream's decoder, the client's encoder, the recorder and the exchange."""
 
-    __slots__ = ("_client", "_deadlines", "_handed_back", "_mapper", "_max_held", "_reattach_to", "_record",
+    __slots__ = ("_abandon", "_client", "_deadlines", "_handed_back", "_mapper", "_max_held", "_reattach_to", "_record",
                  "_started_at", "_streams", "_upstream_status", "_watched", "_write", "_writer", "decoder", "encoder",
                  "exchange", "recorder")
 
@@ -57,8 +57,10 @@ class Relay:
                  recorder: RunRecorder, upstream_status: int, mapper: ConversationMapper, record: AccessRecord,
                  writer: ClientWriter, deadlines: Deadlines, watched: WatchedRun | None = None,
                  reattach: Callable[[UpstreamRequest], Awaitable[Response | None]] | None = None,
-                 max_held: int = 1 << 62) -> None:
+                 max_held: int = 1 << 62, abandon: Callable[[], None] | None = None) -> None:
         self.exchange = exchange
+        self._abandon = abandon
+        """Tells the upstream to stop a run the gateway ended itself (see `Decoder.cancel_request`)."""
         self._max_held = max_held
         """Characters of one piece the client needs whole that the run may bring (`limits.max_held_text`)."""
         self._reattach_to = reattach
@@ -250,6 +252,8 @@ class Relay:
         record = self._record
         if isinstance(terminal, RunError):
             record.failed(terminal.code or "upstream_error")
+            if self._abandon is not None:  # ended here (a deadline, a limit)? the upstream may run on: stop it
+                self._abandon()
         else:
             record.outcome = terminal.outcome
         # Stored before the last byte goes out: a client may send its next turn the moment it has it. From here
