@@ -66,7 +66,7 @@ class Timeouts(_Model):
 class Limits(_Model):
     max_body_bytes: int = Field(4 * 1024 * 1024, gt=0, description="largest request body accepted")
     max_event_bytes: int = Field(16 * 1024 * 1024, gt=0, description="largest single upstream event")
-    max_held_text: int = Field(2 * 1024 * 1024, gt=0, description="characters of one piece a client needs whole "
+    max_held_text: int = Field(4 * 1024 * 1024, gt=0, description="characters of one piece a client needs whole "
                                "that the gateway may hold (one tool call's arguments; the whole reply of a one-body "
                                "client: agent-respond, A2A's SendMessage); past it the run ends with an error")
     min_body_rate: int = Field(4096, gt=0, description="bytes a second a request body must average once "

@@ -93,7 +93,8 @@ def world() -> Iterator[World]:
             common = {"client_dialects": [client], "forward_headers": ["x-fault"],
                       "upstream": {"url": upstream.url(dialect), "dialect": dialect}}
             routes.append({**common, "name": f"{client}-{dialect}", "paths": [f"/{client}/{dialect}"],
-                           "timeouts": {"connect": 1, "first_event": FIRST_EVENT, "idle": IDLE, "total": TOTAL}})
+                           "timeouts": {"connect": 1, "first_event": FIRST_EVENT, "idle": IDLE, "total": TOTAL},
+                           "limits": {"max_held_text": 2 * HUGE}})  # a one-body reply holding HUGE too
             routes.append({**common, "name": f"tight-{client}-{dialect}", "paths": [f"/tight/{client}/{dialect}"],
                            "timeouts": {"connect": 1, "first_event": FIRST_EVENT, "idle": IDLE,
                                         "total": TIGHT_TOTAL},
