@@ -508,3 +508,58 @@ def test_two_hostile_streams_at_once_hold_what_the_bound_allows_and_no_more() ->
           " Mi characters each")
     assert counted[0] < 1 << 30, "the gateway read the upstream to its end"
     assert peak < 100 * 2**20, f"held {peak / 2**20:.0f} MiB"  # beside a process of ~60 MiB: under 200 MiB in all
+
+
+# -- the idle deadline counts events, not bytes
+
+
+def trickling(head: bytes, pieces: list[bytes], gap: float) -> Server:
+    """A server that writes `head`, then `pieces` in turn forever, `gap` seconds apart, until the client leaves."""
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        if server.requests[-1].startswith(b"GET"):  # an A2A card: there is none, the URL is the endpoint
+            writer.write(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
+            return True
+        writer.write(head)
+        try:
+            for _ in range(int(60 / gap)):
+                for piece in pieces:
+                    writer.write(piece)
+                    await writer.drain()
+                    await asyncio.sleep(gap)
+        except ConnectionError:
+            pass
+        return False
+
+    server = Server(handler)
+    return server
+
+
+AGUI_START = chunk(b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+                   b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi"}\n\n')
+A2A_START = chunk(b'data: {"jsonrpc":"2.0","id":1,"result":{"task":{"id":"t1","contextId":"c1",'
+                  b'"status":{"state":"TASK_STATE_WORKING"}}}}\n\n')
+A2A_WORKING = chunk(b'data: {"jsonrpc":"2.0","id":1,"result":{"statusUpdate":{"taskId":"t1","contextId":"c1",'
+                    b'"status":{"state":"TASK_STATE_WORKING"}}}}\n\n')
+
+
+@pytest.mark.parametrize(("dialect", "head", "pieces"), [
+    ("ag-ui", AGUI_START, [chunk(b": ping\n\n")]),  # comments only
+    ("ag-ui", AGUI_START, [chunk(b"d"), chunk(b"a"), chunk(b"t"), chunk(b"a")]),  # a frame that never ends
+    ("a2a", A2A_START, [A2A_WORKING]),  # "still working", and nothing else
+], ids=["comments", "a-frame-a-byte-at-a-time", "a2a-working-updates"])
+def test_an_upstream_that_only_says_it_is_there_is_cut_at_the_idle_deadline(dialect: str, head: bytes,
+                                                                           pieces: list[bytes]) -> None:
+    import time
+
+    with serving(trickling(STREAM_HEAD + head, pieces, 0.05)) as upstream:
+        config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+            {"paths": ["/in"], "client_dialects": ["ag-ui"], "timeouts": {"idle": 0.5, "total": 30},
+             "upstream": {"url": upstream.url("/agui"), "dialect": dialect, "variant": None}}]})
+        with Served(create_app(config)) as gateway:
+            started = time.monotonic()
+            reply = Reply("ag-ui", httpx.post(f"{gateway.url}/in", timeout=30,
+                                              json=request_body("ag-ui", [user_message("ag-ui", "hi")])))
+            took = time.monotonic() - started
+    assert reply.error is not None and "sent nothing for 0.5s" in reply.error.message, reply.events
+    assert took < 5, f"cut after {took:.1f}s, not at the idle deadline"

@@ -495,7 +495,7 @@ class _Call:
                         record.upstream_dialect, relay.recorder.raw,
                         extra={"route": self.route.name, "request_id": self.request_id})
         if self.trace is not None:
-            self.trace.end(record, kind, usage, self.deadlines.last_upstream_read)
+            self.trace.end(record, kind, usage, self.deadlines.last_upstream_event)
         failed_upstream = (record.status or 0) >= 500 or (kind is not None and kind.startswith("upstream_"))
         log_access.log(logging.WARNING if failed_upstream else logging.INFO, "request", extra=record.log_fields())
 
