@@ -563,3 +563,42 @@ def test_an_upstream_that_only_says_it_is_there_is_cut_at_the_idle_deadline(dial
             took = time.monotonic() - started
     assert reply.error is not None and "sent nothing for 0.5s" in reply.error.message, reply.events
     assert took < 5, f"cut after {took:.1f}s, not at the idle deadline"
+
+
+# -- an A2A stream speaks of its own task only
+
+
+def a2a_frame(result: dict[str, object]) -> bytes:
+    import orjson
+
+    return chunk(b"data: " + orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": result}) + b"\n\n")
+
+
+def a2a_text(task: str, context: str, text: str, last: bool = False) -> bytes:
+    return a2a_frame({"artifactUpdate": {"taskId": task, "contextId": context, "lastChunk": last, "artifact": {
+        "artifactId": f"a-{task}", "name": "response", "parts": [{"text": text}]}}})
+
+
+def test_updates_about_another_task_are_left_out_of_the_run_and_counted() -> None:
+    """An agent (or a proxy before it) that interleaves another task's updates into this stream must not have them
+    read as this run's: another task's question would end the run as an interrupt and drop its real answer."""
+    body = (A2A_START + a2a_text("t1", "c1", "Mine, ")
+            + a2a_text("other-task", "OTHER-CTX", "someone else's secret")
+            + a2a_frame({"statusUpdate": {"taskId": "other-task", "contextId": "OTHER-CTX", "status": {
+                "state": "TASK_STATE_INPUT_REQUIRED", "message": {"messageId": "q", "role": "ROLE_AGENT",
+                                                                   "parts": [{"text": "their question?"}]}}}})
+            + a2a_text("t1", "c1", "all mine.", last=True)
+            + a2a_frame({"statusUpdate": {"taskId": "t1", "contextId": "c1",
+                                          "status": {"state": "TASK_STATE_COMPLETED"}}})
+            + b"0\r\n\r\n")
+    with serving(trickling(STREAM_HEAD + body, [], 0.05)) as upstream:
+        config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+            {"name": "r", "paths": ["/in"], "client_dialects": ["ag-ui"],
+             "upstream": {"url": upstream.url("/a2a"), "dialect": "a2a"}}]})
+        with Served(create_app(config)) as gateway:
+            reply = Reply("ag-ui", httpx.post(f"{gateway.url}/in", timeout=30,
+                                              json=request_body("ag-ui", [user_message("ag-ui", "hi")])))
+            metrics = httpx.get(f"{gateway.url}/metrics").text
+    assert reply.text == "Mine, all mine." and reply.finished is not None and reply.finished.outcome == "success"
+    assert "secret" not in reply.response.text and "their question" not in reply.response.text
+    assert 'kind="upstream_other_run",upstream_dialect="a2a"} 2.0' in metrics  # the text and the question

@@ -487,6 +487,9 @@ class _Call:
             series.tokens(usage)
         if relay is not None and relay.encoder.dropped:
             series.dropped(relay.encoder.dropped)
+        if relay is not None and (ignored := getattr(relay.decoder, "ignored", 0)):
+            series.dropped({"upstream_other_run": ignored})  # the upstream's words about another run
+            record.ignored = ignored
         if relay is not None and relay.recorder.raw and relay.recorder.raw + 2 >= record.events:
             # Nothing but the run's start and end made sense of it: a reader of another dialect's stream, most likely.
             metrics.unread.labels(self.route.name, record.upstream_dialect).inc()

@@ -47,6 +47,8 @@ class AccessRecord:
     """What the client was told, for an error before the response started."""
     error_detail: str | None = None
     """Why the upstream could not be reached, for the operator: it may name internal addresses."""
+    ignored: int | None = None
+    """Frames the upstream sent about another run than this one (another A2A task), left out."""
     upstream_cancelled: bool | None = None
     """True when the gateway asked the upstream to stop a run it abandoned (an A2A `CancelTask`)."""
     upstream_reattached: bool | None = None
