@@ -1,13 +1,36 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+
+import httpx
+import pytest
+from e2e import post, request_body, user_message
+from helpers import encode
+from servers import Served
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from adapters import registry
+from gateway.config import GatewayConfig
 from gateway.conversations.mapper import Conversation, ConversationMapper, decode_conversation, encode_conversation
-from gateway.conversations.recorder import RunRecorder
+from gateway.conversations.recorder import LEFT_OUT, RunRecorder
 from gateway.conversations.store import MemoryStore
-from gateway.core.events import Interrupt, RunFinished, RunStarted, TextDelta, ToolCallEnd, ToolCallStart
+from gateway.core.events import (
+    Interrupt,
+    RunFinished,
+    RunStarted,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCallEnd,
+    ToolCallStart,
+)
 from gateway.core.turn import ContentPart, Message, Resume, ToolCall, Turn
+from gateway.server.app import create_app
+from gateway.server.logs import ACCESS
 
 
 def exchange_once(mapper: ConversationMapper, turn: Turn, client: str, upstream: str, events: list[object],
@@ -177,3 +200,32 @@ def test_an_unreadable_stored_conversation_starts_afresh() -> None:
         return exchange.stored, exchange.upstream_turn.history
 
     assert asyncio.run(run()) == (False, "delta")
+
+
+def test_a_reply_longer_than_the_store_keeps_is_stored_as_left_out_and_the_users_words_kept(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Over real HTTP: an AG-Kit client (it sends only what is new) before an AG-UI agent (it needs the whole
+    history). The first reply is longer than `store.max_conversation_bytes`: the second turn still carries the
+    first question, with the reply marked as left out, and the access line says so."""
+    seen: list[list[str]] = []
+    long_reply = encode("ag-ui", [RunStarted("t", "r"), TextStart("m"), TextDelta("m", "x" * 5000), TextEnd("m"),
+                                  RunFinished()])
+
+    async def agent(request: Request) -> Response:
+        body = await request.json()
+        seen.append([m.get("content") or "" for m in body["messages"]])
+        return Response(long_reply, media_type="text/event-stream")
+
+    with Served(Starlette(routes=[Route("/agui", agent, methods=["POST"])])) as upstream, \
+            caplog.at_level(logging.INFO, logger=ACCESS):
+        config = GatewayConfig.model_validate({"store": {"url": "memory://", "max_conversation_bytes": 2000},
+                                               "routes": [{"paths": ["/in"], "client_dialects": ["ag-kit"],
+                                                           "upstream": {"url": upstream.url + "/agui",
+                                                                        "dialect": "ag-ui"}}]})
+        with Served(create_app(config)) as gateway, httpx.Client(timeout=10) as http:
+            for text in ("q0", "q1"):
+                answer = post(http, f"{gateway.url}/in", request_body("ag-kit", [user_message("ag-kit", text)],
+                                                                      "c-long"))
+                assert answer.status_code == 200
+    assert seen[1] == ["q0", LEFT_OUT, "q1"], seen[1]
+    assert [getattr(r, "history", None) for r in caplog.records if r.name == ACCESS][:1] == ["reply_left_out"]

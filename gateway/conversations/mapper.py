@@ -120,8 +120,8 @@ class ConversationMapper:
         """Store what the run added. `next_transcript` is what a client without ids will send back next turn."""
         conversation = exchange.conversation
         if recorder.overflowed:
-            log.warning("conversation %s not saved: the run was longer than the store keeps", conversation.key)
-            return
+            log.warning("conversation %s: the run was longer than the store keeps; its reply is stored as left out",
+                        conversation.key)
         history = exchange.known_history + recorder.close()
         conversation.history = history[-self.max_messages:]
         answered = {m.tool_call_id for m in exchange.client_turn.messages if m.role == "tool"}

@@ -55,7 +55,8 @@ class AccessRecord:
     """True when the upstream's stream broke off mid-run and the gateway asked it for the rest (an A2A
     `SubscribeToTask`)."""
     history: str | None = None
-    """Says "unavailable" when the turn went on without the conversation store."""
+    """Says "unavailable" when the turn went on without the conversation store, "reply_left_out" when its reply
+    was longer than the store keeps and is stored as a note saying so."""
     duration_ms: float | None = None
     """From the request's arrival to its last byte (or the client leaving)."""
 

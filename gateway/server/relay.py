@@ -292,6 +292,8 @@ class Relay:
             await self._watched.finish("error" if isinstance(terminal, RunError) else terminal.outcome)
         if exchange.history_lost:  # the turn went on without the store: the operator should see it per request
             self._record.history = "unavailable"
+        elif self.recorder.overflowed:
+            self._record.history = "reply_left_out"
 
 
 def _ended(decoder: Decoder, broke: HTTPError | None, first_break: HTTPError | None) -> list[Event]:
