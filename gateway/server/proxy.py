@@ -548,7 +548,9 @@ class _Call:
                 await self._upstream_refused(response, f"upstream answered HTTP {response.status} with {wrong}")
                 return
             if route.upstream.variant is None and (variant := upstream.variant_of(response.headers)) is not None:
-                handler.learned_variant = exchange.upstream_variant = variant
+                # What this reply shows goes for the conversation, and for the route's next new ones: an upstream that
+                # answers as the AI SDK again is plain useChat again.
+                handler.learned_variant = exchange.upstream_variant = variant or None
             encoder = client.new_encoder(turn)
             if client is upstream:  # what only a server of the dialect answers goes back to its client
                 encoder.headers.update({h: v for h in client.passed_headers if (v := response.headers.get(h))})
