@@ -521,3 +521,41 @@ def test_kept_replies_past_the_process_count_go_oldest_first_and_never_another_p
             later = run("key-a", "a-2")  # a fourth kept reply in the process: the oldest goes, A's first
             assert [resumable("key-a", body) for body in (a, later)] == [False, True]
             assert [resumable("key-b", body) for body in b[1:]] == [True, True]
+
+
+def test_a_run_lost_with_its_replica_ends_its_followers_in_band_and_a_late_resume_is_a_410(
+        redis: RedisServer, tmp_path: Path) -> None:
+    """Replica A runs the run and dies (SIGKILL); a follower on replica B is told in its dialect that the run was
+    lost, rather than sent a bare end it would take for a dropped connection and reconnect to, and a client that
+    comes back after the death is told 410, not sent an empty 200."""
+    import os
+    import signal
+
+    from faults import GatewayProcess
+
+    with Served(create_agent_app("ag-kit", pace=0.1)) as agent:
+        config = tmp_path / "resumable.yaml"
+        config.write_text(orjson.dumps({"store": {"url": redis.url}, "routes": [
+            {"name": "r", "paths": ["/agui"], "client_dialects": ["ag-ui"], "resumable": True,
+             "upstream": {"url": f"{agent.url}/send-message", "dialect": "ag-kit"}}]}).decode())
+        with GatewayProcess(config) as running, GatewayProcess(config) as other:
+            body = agui_body("thread-lost")
+            first = frames(read_some(f"{running.url}/agui", body, 3))
+            followed = b""
+            with httpx.Client(timeout=30) as http, \
+                    http.stream("GET", f"{other.url}/agui/thread-lost/stream") as response:
+                for chunk in response.iter_raw():
+                    followed += chunk
+                    if followed.count(b"\n\n") >= 5 and running.process is not None:
+                        os.kill(running.pid, signal.SIGKILL)
+                        running.process.wait()
+                        running.process = None
+            seen = frames(followed)
+            last = orjson.loads(seen[-1]["data"])
+            assert last["type"] == "RUN_ERROR" and "lost with the replica" in last["message"], last
+            behind = httpx.post(f"{other.url}/agui", content=body, timeout=30,
+                                headers={**JSON, "last-event-id": first[-1]["id"]})
+            had_all = httpx.post(f"{other.url}/agui", content=body, timeout=30,
+                                 headers={**JSON, "last-event-id": seen[-2]["id"]})
+    assert behind.status_code == 200 and frames(behind.content)[-1] == seen[-1]  # what was kept, then the loss
+    assert had_all.status_code == 410 and had_all.json()["error"]["code"] == "resume_unavailable", had_all.text

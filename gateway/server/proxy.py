@@ -64,6 +64,7 @@ from gateway.core.errors import (
     UpstreamError,
     UpstreamTimeout,
 )
+from gateway.core.events import RunError
 from gateway.core.ids import new_id
 from gateway.core.queries import RunQuery
 from gateway.core.turn import Turn
@@ -257,7 +258,7 @@ class RouteHandler:
                 reply = await self.board.find(key)
                 if reply is None:
                     raise ResumeUnavailable(resume.NOT_KEPT)
-                await self.follow(call, receive, reply, after)
+                await self.follow(call, receive, reply, after, client)
                 return
             conversation = turn.conversation_id
             tape = Tape(key, event_ids=client.event_ids, max_entries=route.limits.max_resume_events,
@@ -279,7 +280,7 @@ class RouteHandler:
             await self._admitted(call, receive, client, turn)
             return
         if running is not None:
-            await self.follow(call, receive, running, 0)
+            await self.follow(call, receive, running, 0, client)
             return
         call.writer.tape = tape
         tape.stop = call.stop
@@ -288,8 +289,10 @@ class RouteHandler:
         finally:
             self.board.finish(tape)
 
-    async def follow(self, call: _Call, receive: Receive, reply: RunReply, after: int) -> None:
-        """Send a client a run's reply from the board instead of running it again."""
+    async def follow(self, call: _Call, receive: Receive, reply: RunReply, after: int,
+                     client: Dialect | None = None) -> None:
+        """Send a client a run's reply from the board instead of running it again; `client`, its dialect when
+        known, ends a reply lost midway (its replica died) with the dialect's own error."""
         call.record.outcome = "resumed"
         deadlines = call.deadlines
         deadlines.request_task = asyncio.current_task()
@@ -297,7 +300,10 @@ class RouteHandler:
         try:
             timeouts = self.route.timeouts
             patience = max(timeouts.first_event, timeouts.idle) + self.keepalive
-            await resume.follow(reply, call.writer, after, self.keepalive, patience)
+            lost = b""
+            if client is not None:
+                lost = client.new_encoder(None).encode([RunError(resume.LOST, "resume_unavailable")])
+            await resume.follow(reply, call.writer, after, self.keepalive, patience, lost)
         except TapeLost:
             await call.writer.fail_before_start(ResumeUnavailable(resume.NOT_KEPT))
         except asyncio.CancelledError:
@@ -406,7 +412,9 @@ class ConversationEndpoints:
                     record.outcome = "no_run"
                     await call.writer.respond(204, {}, b"")
                     return
-                await handler.follow(call, receive, reply, resume.last_event_id(headers) or 0)
+                dialect = call.record.client_dialect  # the path's, when only one is served there
+                await handler.follow(call, receive, reply, resume.last_event_id(headers) or 0,
+                                     registry.get(dialect) if dialect != "unknown" else None)
                 return
             if not await handler.board.stop_conversation(key):
                 raise NoRunningRun(f"no run of conversation {conversation!r} is running")
