@@ -559,3 +559,42 @@ def test_a_run_lost_with_its_replica_ends_its_followers_in_band_and_a_late_resum
                                  headers={**JSON, "last-event-id": seen[-2]["id"]})
     assert behind.status_code == 200 and frames(behind.content)[-1] == seen[-1]  # what was kept, then the loss
     assert had_all.status_code == 410 and had_all.json()["error"]["code"] == "resume_unavailable", had_all.text
+
+
+def test_connections_redis_dropped_under_a_live_run_cost_its_followers_nothing(redis: RedisServer) -> None:
+    """A Redis restart leaves every pooled connection dead, the blocking readers' too: the next follow on another
+    replica retries them rather than answer 410 for a run that is live (a client that obeys a 410 pays for a
+    second run)."""
+    import subprocess
+
+    with replicas(2, redis.url) as (agent, [one, two]):
+        body = agui_body("thread-r6")
+        with httpx.Client(timeout=10) as http:
+            first = frames(read_some(f"{one}/ag-ui", body, 3))
+            warm = http.post(f"{two}/ag-ui", content=body, headers={**JSON, "last-event-id": first[-1]["id"]})
+            assert warm.status_code == 200  # the other replica's readers have connections now
+            live = agui_body("thread-r7")
+            read_some(f"{one}/ag-ui", live, 3)  # a second run, live while Redis drops them
+            subprocess.run(["redis-cli", "-p", str(redis.port), "CLIENT", "KILL", "TYPE", "normal"], check=True,
+                           capture_output=True)
+            rest = http.post(f"{two}/ag-ui", content=live, headers={**JSON, "last-event-id": "3"})
+        assert rest.status_code == 200, rest.text
+        assert b"tick 20." in rest.content
+        assert len(agent_calls(agent)) == 2
+
+
+def test_a_resume_while_the_store_is_down_is_a_503_never_a_second_run(redis: RedisServer) -> None:
+    """A client that had part of a reply must be sent the rest or told to retry: a store it cannot reach is no
+    reason to run the turn again (and pay the upstream twice)."""
+    with replicas(2, redis.url) as (agent, [one, two]):
+        body = agui_body("thread-r8")
+        seen = frames(read_some(f"{one}/ag-ui", body, 3))
+        redis.stop()
+        try:
+            with httpx.Client(timeout=10) as http:
+                again = http.post(f"{two}/ag-ui", content=body, headers={**JSON, "last-event-id": seen[-1]["id"]})
+        finally:
+            redis.start()
+        assert again.status_code == 503, again.text
+        assert "store" in again.json()["error"]["message"]
+        assert len(agent_calls(agent)) == 1

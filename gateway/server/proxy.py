@@ -252,6 +252,7 @@ class RouteHandler:
         with `Last-Event-ID`) is sent that run's reply; any other is a new run whose reply is kept."""
         route, principal = self.route, call.caller.principal
         key = resume.run_key(route.name, principal, client, turn, headers, body)
+        after: int | None = None
         try:
             after = resume.last_event_id(headers)
             if after is not None:  # the client had part of the reply: only the rest will do, never a second run
@@ -270,6 +271,10 @@ class RouteHandler:
             await call.writer.fail_before_start(error)
             return
         except StoreError as exc:
+            if after is not None:  # the client had part of a reply: a second run is never the answer
+                call.record.error_detail = str(exc)
+                await call.writer.fail_before_start(Overloaded("the gateway's store is unreachable: retry shortly"))
+                return
             log.warning("route %s: the run is not resumable, the store failed: %s", route.name, exc,
                         extra={"route": route.name, "request_id": call.request_id})
             await self._admitted(call, receive, client, turn)
