@@ -15,9 +15,11 @@ from starlette.routing import Route
 
 from adapters import registry
 from gateway.config import GatewayConfig
+from gateway.conversations import mapper as mapper_module
 from gateway.conversations.mapper import Conversation, ConversationMapper, decode_conversation, encode_conversation
 from gateway.conversations.recorder import LEFT_OUT, RunRecorder
-from gateway.conversations.store import MemoryStore
+from gateway.conversations.store import MemoryStore, StoreError
+from gateway.core.errors import StoreUnavailable
 from gateway.core.events import (
     Interrupt,
     RunFinished,
@@ -135,6 +137,48 @@ def test_a_resume_of_an_interrupt_no_longer_waiting_is_not_sent_again() -> None:
     resumed = Turn(turn.messages, conversation_id="t", resume=[Resume("i")])
     assert exchange_once(mapper, resumed, "ag-ui", "ag-kit", [RunStarted(), RunFinished()]).resume == [Resume("i")]
     assert exchange_once(mapper, resumed, "ag-ui", "ag-kit", [RunStarted(), RunFinished()]).resume == []
+
+
+class OutageStore(MemoryStore):
+    """A store that fails every read while `down`, as Redis does while it restarts."""
+
+    down = False
+
+    async def get(self, key: str) -> bytes | None:
+        if self.down:
+            raise StoreError("the store is down")
+        return await super().get(key)
+
+
+def test_an_answer_to_an_interrupt_waits_for_the_store_and_is_refused_past_its_patience(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the store knows which interrupt an answer is for, and that it is this caller's to answer: without it
+    the answer would reach the upstream as a new message."""
+    monkeypatch.setattr(mapper_module, "STORE_PATIENCE", 0.6)
+    store = OutageStore()
+    mapper = ConversationMapper(store)
+    turn = Turn([Message("user", "delete it", "u1")], conversation_id="t")
+    exchange_once(mapper, turn, "ag-ui", "ag-kit", [RunStarted(), Interrupt("i", tool_call_id="c"),
+                                                   RunFinished("interrupt")])
+    answer = Turn(turn.messages, conversation_id="t", resume=[Resume("i", payload="yes")])
+
+    async def answered_after_an_outage_of(seconds: float) -> Turn:
+        store.down = True
+        asyncio.get_running_loop().call_later(seconds, setattr, store, "down", False)
+        exchange = await mapper.begin("r", answer, registry.get("ag-ui"), registry.get("ag-kit"))
+        return exchange.upstream_turn
+
+    assert asyncio.run(answered_after_an_outage_of(0.3)).resume == [Resume("i", payload="yes", tool_call_id="c")]
+    with pytest.raises(StoreUnavailable, match="retry"):
+        asyncio.run(answered_after_an_outage_of(5))
+
+
+def test_a_turn_that_needs_nothing_stored_goes_on_without_the_store() -> None:
+    store = OutageStore()
+    store.down = True
+    sent = exchange_once(ConversationMapper(store), Turn([Message("user", "hi")], conversation_id="t"), "ag-ui",
+                         "ag-kit", [RunStarted(), RunFinished()])
+    assert [m.text for m in sent.messages] == ["hi"]
 
 
 def test_the_upstream_variant_learned_once_is_remembered_by_the_conversation() -> None:
