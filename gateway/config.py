@@ -66,6 +66,9 @@ class Timeouts(_Model):
 class Limits(_Model):
     max_body_bytes: int = Field(4 * 1024 * 1024, gt=0, description="largest request body accepted")
     max_event_bytes: int = Field(16 * 1024 * 1024, gt=0, description="largest single upstream event")
+    max_held_text: int = Field(4 * 1024 * 1024, gt=0, description="characters of one piece a client needs whole "
+                               "that the gateway may hold (one tool call's arguments; the whole reply of a one-body "
+                               "client: agent-respond, A2A's SendMessage); past it the run ends with an error")
     min_body_rate: int = Field(4096, gt=0, description="bytes a second a request body must average once "
                                "timeouts.request_body has passed")
     max_json_depth: int = Field(64, gt=0, le=200, description="deepest nesting accepted in a request body "

@@ -15,10 +15,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
 from gateway.core.codec import as_text, json_or_text
-from gateway.core.encoding import EVENT_TYPES, HOLE, DeltaFrames, SSEEncoder
+from gateway.core.encoding import EVENT_TYPES, HOLE, DeltaFrames, SSEEncoder, json_bytes
 from gateway.core.events import (
     Data,
     Event,
@@ -66,7 +64,7 @@ class TaskWriter:
     reply."""
 
     __slots__ = ("_calls", "_context_id", "_continues", "_dropped", "_interrupts", "_request", "_task_id",
-                 "_unresolved", "history_length", "sent", "version")
+                 "_unresolved", "held_chars", "history_length", "sent", "version")
 
     def __init__(self, request: Turn | None, dropped: dict[str, int], *, spelling_of_client: bool = True) -> None:
         v03 = spelling_of_client and request is not None and request.variant == V03
@@ -80,6 +78,9 @@ class TaskWriter:
         self.sent: dict[str, bool] = {}
         """Text messages being written as artifacts: message id -> whether a chunk went out."""
         self._calls: dict[str, tuple[str, list[str]]] = {}
+        self.held_chars = 0
+        """Characters of text the reply holds whole: a tool call's arguments once gathered, and for a reply in one
+        body all it holds (what its JSON is written by, `json_bytes`, goes by)."""
         self._unresolved: dict[str, dict[str, Any]] = {}
         """Tool calls made and not answered: id -> the call's data part, asked of the client at the end."""
         self._interrupts: list[Interrupt] = []
@@ -191,7 +192,9 @@ class TaskWriter:
         if call is None:
             return []
         name, pieces = call
-        args = json_or_text("".join(pieces)) if pieces else {}
+        text = "".join(pieces)
+        self.held_chars = len(text)
+        args = json_or_text(text) if pieces else {}
         part = data_part(self.version, {"id": e.tool_call_id, "name": name, "args": args},
                          {"adk_type": FUNCTION_CALL})
         self._unresolved[e.tool_call_id] = part
@@ -286,8 +289,9 @@ def asked(request: Turn | None) -> dict[str, Any]:
     return a2a if isinstance(a2a, dict) else {}
 
 
-def _frame(version: str | None, rpc_id: Any, kind: str, value: dict[str, Any]) -> bytes:
-    return b"data: " + orjson.dumps({"jsonrpc": "2.0", "id": rpc_id, "result": wrap(version, kind, value)}) + b"\n\n"
+def _frame(version: str | None, rpc_id: Any, kind: str, value: dict[str, Any], chars: int = 0) -> bytes:
+    response = {"jsonrpc": "2.0", "id": rpc_id, "result": wrap(version, kind, value)}
+    return b"data: " + json_bytes(response, chars) + b"\n\n"
 
 
 def _stream_event(self: A2AStreamEncoder, e: Event) -> bytes:
@@ -295,7 +299,8 @@ def _stream_event(self: A2AStreamEncoder, e: Event) -> bytes:
     if not responses:
         return b""
     version, rpc_id = self.writer.version, self.rpc_id
-    return b"".join([_frame(version, rpc_id, kind, value) for kind, value in responses])
+    held = self.writer.held_chars if type(e) is ToolCallEnd else 0  # a call's arguments, gathered whole
+    return b"".join([_frame(version, rpc_id, kind, value, held) for kind, value in responses])
 
 
 def _stream_text(self: A2AStreamEncoder, e: TextDelta) -> bytes:
@@ -329,12 +334,15 @@ class A2ATaskEncoder:
 
     streams = False
 
-    __slots__ = ("_answered", "_task", "dropped", "headers", "immediately", "rpc_id", "status_code", "writer")
+    __slots__ = ("_answered", "_chars", "_task", "dropped", "headers", "immediately", "rpc_id", "status_code",
+                 "writer")
 
     def __init__(self, request: Turn | None = None) -> None:
         self.immediately = asked(request).get("return_immediately") is True
         """The client asked for the task as soon as it exists (`returnImmediately`): the run goes on without it."""
         self._answered = False
+        self._chars = 0
+        """Characters of text and arguments the task holds, for how its JSON is written (`json_bytes`)."""
         self.status_code = 200
         self.headers = {"content-type": "application/json"}
         self.dropped: dict[str, int] = defaultdict(int)
@@ -352,6 +360,8 @@ class A2ATaskEncoder:
     def encode(self, events: list[Event]) -> bytes:
         task = self._task
         for e in events:
+            if type(e) is TextDelta or type(e) is ToolCallArgs:
+                self._chars += len(e.delta)
             for kind, value in self.writer.event(e):
                 fold(task, kind, value)
             if type(e) in (RunFinished, RunError) or (self.immediately and "id" in task):
@@ -360,7 +370,7 @@ class A2ATaskEncoder:
                 self._answered = True
                 shown = limit_history(task, self.writer.history_length)
                 result = {"kind": "task", **shown} if self.writer.version == V03 else {"task": shown}
-                return orjson.dumps({"jsonrpc": "2.0", "id": self.rpc_id, "result": result})
+                return json_bytes({"jsonrpc": "2.0", "id": self.rpc_id, "result": result}, self._chars)
         return b""
 
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-import orjson
-
 from gateway.core.codec import as_text, drop_none
+from gateway.core.encoding import json_bytes
 from gateway.core.events import (
     Data,
     Event,
@@ -53,8 +52,8 @@ class AgentRespondEncoder:
     streams = False
 
     __slots__ = (
-        "_arguments", "_calls", "_interrupts", "_messages", "_model", "_names", "_pending", "_provider", "_state",
-        "_text", "_usage", "dropped", "headers", "status_code",
+        "_arguments", "_calls", "_chars", "_interrupts", "_messages", "_model", "_names", "_pending", "_provider",
+        "_state", "_text", "_usage", "dropped", "headers", "status_code",
     )
 
     def __init__(self, request: Turn | None = None) -> None:
@@ -72,6 +71,8 @@ class AgentRespondEncoder:
         self._provider: str | None = None
         self._state = StateTracker()
         self.dropped: dict[str, int] = defaultdict(int)
+        self._chars = 0
+        """Characters of text, arguments and results the body holds, for how its JSON is written (`json_bytes`)."""
 
     def keep_alive(self) -> bytes:
         return b""
@@ -80,10 +81,12 @@ class AgentRespondEncoder:
         for e in events:
             if isinstance(e, TextDelta):
                 self._open().append(e.delta)
+                self._chars += len(e.delta)
             elif isinstance(e, ToolCallArgs):
                 pieces = self._arguments.get(e.tool_call_id)
                 if pieces is not None:
                     pieces.append(e.delta)
+                    self._chars += len(e.delta)
             elif isinstance(e, TextStart):
                 if self._calls:
                     self._flush()  # the agent speaks again after calling tools: a new message
@@ -100,7 +103,9 @@ class AgentRespondEncoder:
                     self.dropped["tool_error_as_result"] += 1  # the content holds the error's text
                 self._flush()
                 self._pending.pop(e.tool_call_id, None)
-                self._messages.append(drop_none({"role": "tool", "content": as_text(e.content),
+                content = as_text(e.content)
+                self._chars += len(content)
+                self._messages.append(drop_none({"role": "tool", "content": content,
                                                  "tool_call_id": e.tool_call_id,
                                                  "name": self._names.get(e.tool_call_id)}))
             elif isinstance(e, Interrupt):
@@ -159,7 +164,7 @@ class AgentRespondEncoder:
         body.update(drop_none({"model": self._model, "provider": self._provider, "usage": self._usage or None}))
         if self._state.known:
             body["metadata"] = {"state": self._state.value}
-        return orjson.dumps(body)
+        return json_bytes(body, self._chars)
 
     def _closing_note(self) -> str | None:
         if self._interrupts:
@@ -175,4 +180,4 @@ class AgentRespondEncoder:
         self._flush()
         self.status_code = 504 if e.code == "upstream_timeout" else 502
         error = drop_none({"code": e.code or "upstream_error", "message": e.message})
-        return orjson.dumps({"error": error, "messages": self._messages})
+        return json_bytes({"error": error, "messages": self._messages}, self._chars)

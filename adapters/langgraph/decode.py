@@ -107,8 +107,8 @@ class LangGraphDecoder(RepairedDecoder):
         return out
 
     def cancel_request(self) -> UpstreamRequest | None:
-        if self._thread_id is None or self._run_id is None or self.repair.done:
-            return None
+        if self._thread_id is None or self._run_id is None or (self.repair.done and not self.repair.cut):
+            return None  # no run yet, or it ended by itself
         return UpstreamRequest(b"{}", {"content-type": "application/json"}, streams=False,
                                path=f"/threads/{self._thread_id}/runs/{self._run_id}/cancel")
 

@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from gateway.core.codec import as_text, drop_none, json_or_text
-from gateway.core.encoding import HOLE, SSE_HEADERS, DeltaFrames, SSEEncoder, is_one_of, sse_frame
+from gateway.core.encoding import HOLE, SSE_HEADERS, DeltaFrames, SSEEncoder, is_one_of, json_bytes, sse_frame
 from gateway.core.events import (
     Data,
     Interrupt,
@@ -108,9 +108,10 @@ class VercelEncoder(SSEEncoder):
 
     def _tool_call_end(self, e: ToolCallEnd) -> bytes:
         text = "".join(self._args.pop(e.tool_call_id, ()))
-        return sse_frame({"type": "tool-input-available", "toolCallId": e.tool_call_id,
-                       "toolName": self._names.get(e.tool_call_id, "unknown_tool"),
-                       "input": json_or_text(text) if text else {}})
+        frame = {"type": "tool-input-available", "toolCallId": e.tool_call_id,
+                 "toolName": self._names.get(e.tool_call_id, "unknown_tool"),
+                 "input": json_or_text(text) if text else {}}
+        return b"data: " + json_bytes(frame, len(text)) + b"\n\n"
 
     def _tool_result(self, e: ToolResult) -> bytes:
         self._after_results = True

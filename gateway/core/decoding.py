@@ -101,10 +101,12 @@ class RepairedDecoder:
     Subclasses frame the bytes and hand the frames to the dialect's mapping, with `self.repair` as its `Events`.
     """
 
-    __slots__ = ("repair",)
+    __slots__ = ("ignored", "repair")
 
     def __init__(self) -> None:
         self.repair = RunRepair()
+        self.ignored = 0
+        """Frames about another run than this one (another task's updates on the stream), left out."""
 
     def fail(self, message: str, code: str | None = None) -> list[Event]:
         out: list[Event] = []
@@ -117,6 +119,8 @@ class RepairedDecoder:
         return out
 
     def cancel_request(self) -> UpstreamRequest | None:
+        """What to send the upstream to stop a run the gateway abandons (its client left, a deadline or a limit
+        ended it here), if its dialect has a way and the run may still be running there."""
         return None
 
     def reattach_request(self, broke: bool = True) -> UpstreamRequest | None:

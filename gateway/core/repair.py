@@ -40,6 +40,7 @@ UNKNOWN_TOOL = "unknown_tool"
 
 class RunRepair:
     __slots__ = (
+        "cut",
         "done",
         "interrupted",
         "open_reasoning",
@@ -54,6 +55,9 @@ class RunRepair:
     def __init__(self) -> None:
         self.started = False
         self.done = False
+        self.cut = False
+        """The run was ended here, not by its upstream (a deadline, a limit, a broken stream): it may still be
+        running there."""
         self.interrupted = False
         self.open_text: dict[str, None] = {}
         self.open_reasoning: dict[str, None] = {}
@@ -96,6 +100,8 @@ class RunRepair:
             self.fail("upstream stream ended before the run finished", "upstream_truncated", out)
 
     def fail(self, message: str, code: str | None, out: list[Event]) -> None:
+        if not self.done:
+            self.cut = True
         self.push(RunError(message, code), out)
 
     # text and reasoning

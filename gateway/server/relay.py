@@ -35,6 +35,11 @@ UNBUFFERED_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 _TERMINAL = frozenset({RunFinished, RunError})
 
+class HeldTooMuch(Exception):
+    """The run brought more of one piece its client needs whole (a tool call's arguments, a one-body reply) than the
+    route lets the gateway hold: it ends with an error rather than grow the process."""
+
+
 FIRST_FRAME_ALONE_PAST = 1024
 """Bytes after the first frame of the first read past which the first frame is sent alone: translating less costs
 the first event less time than a write of its own costs the request."""
@@ -44,15 +49,20 @@ class Relay:
     """One run, from the upstream's 2xx body to the client's last byte. It holds what the run is translated and
     recorded with: the upstream's decoder, the client's encoder, the recorder and the exchange."""
 
-    __slots__ = ("_client", "_deadlines", "_handed_back", "_mapper", "_reattach_to", "_record", "_started_at",
-                 "_streams", "_upstream_status", "_watched", "_write", "_writer", "decoder", "encoder", "exchange",
-                 "recorder")
+    __slots__ = ("_abandon", "_client", "_deadlines", "_handed_back", "_mapper", "_max_held", "_reattach_to", "_record",
+                 "_started_at", "_streams", "_upstream_status", "_watched", "_write", "_writer", "decoder", "encoder",
+                 "exchange", "recorder")
 
     def __init__(self, *, exchange: Exchange, client: Dialect, decoder: Decoder, encoder: Encoder,
                  recorder: RunRecorder, upstream_status: int, mapper: ConversationMapper, record: AccessRecord,
                  writer: ClientWriter, deadlines: Deadlines, watched: WatchedRun | None = None,
-                 reattach: Callable[[UpstreamRequest], Awaitable[Response | None]] | None = None) -> None:
+                 reattach: Callable[[UpstreamRequest], Awaitable[Response | None]] | None = None,
+                 max_held: int = 1 << 62, abandon: Callable[[], None] | None = None) -> None:
         self.exchange = exchange
+        self._abandon = abandon
+        """Tells the upstream to stop a run the gateway ended itself (see `Decoder.cancel_request`)."""
+        self._max_held = max_held
+        """Characters of one piece the client needs whole that the run may bring (`limits.max_held_text`)."""
         self._reattach_to = reattach
         """Sends the upstream a request for the rest of a run (see `Decoder.reattach_request`)."""
         self._watched = watched
@@ -80,7 +90,7 @@ class Relay:
         if encoder.streams:
             await writer.start(encoder.status_code, {**encoder.headers, **UNBUFFERED_HEADERS})
         writer.streaming = encoder.streams
-        deadlines.last_upstream_read = writer.last_write = time.monotonic()
+        deadlines.last_upstream_event = writer.last_write = time.monotonic()
         first_frame_alone = encoder.streams and upstream_streams
         not_yet_offered = streams and writer.direct_writes  # offered from the first event on: the start goes as it did
         first_break: HTTPError | None = None
@@ -105,7 +115,6 @@ class Relay:
                             # waiting: the cancel may find no await to land on. Stop here (unless the run is kept
                             # for the client to come back to).
                             return
-                        deadlines.last_upstream_read = time.monotonic()
                         if first_frame_alone:
                             # The first frame goes out alone: the client's first event should not wait for the
                             # translation of everything else the first read brought, when that is much.
@@ -113,11 +122,14 @@ class Relay:
                             cut = chunk.find(b"\n\n") + 2
                             if cut > 1 and len(chunk) - cut > FIRST_FRAME_ALONE_PAST:
                                 events = decoder.feed(chunk[:cut])
-                                if events and await self._deliver(events):
-                                    return
+                                if events:
+                                    deadlines.last_upstream_event = time.monotonic()
+                                    if await self._deliver(events):
+                                        return
                                 chunk = chunk[cut:]
                         events = decoder.feed(chunk)
-                        if events:
+                        if events:  # bytes that finish no event (a frame's first half, a comment) are not news
+                            deadlines.last_upstream_event = time.monotonic()
                             if type(events[-1]) in _TERMINAL:
                                 await self._deliver(events)
                                 return
@@ -136,6 +148,8 @@ class Relay:
                 first_break = first_break or broke
                 response.offer = None
                 response = again
+        except HeldTooMuch as exc:
+            events = decoder.fail(str(exc), "held_too_much")
         except asyncio.CancelledError:
             reason = deadlines.cancelled_because
             if reason not in ("timeout", "cancelled", "shutdown"):
@@ -176,9 +190,10 @@ class Relay:
         if not writer.can_write_now():
             return None
         try:
-            now = self._deadlines.last_upstream_read = time.monotonic()
+            now = time.monotonic()
             events = self.decoder.feed(chunk)
             if events:
+                self._deadlines.last_upstream_event = now
                 if type(events[-1]) in _TERMINAL:
                     self._handed_back = events
                     return False
@@ -203,8 +218,11 @@ class Relay:
 
     def _translate(self, events: list[Event]) -> bytes:
         """Count, record and encode one batch of events: the client's bytes for it."""
-        record = self._record
-        self.recorder.record(events)  # before the start is rewritten: the recorder keeps the upstream's thread id
+        record, recorder = self._record, self.recorder
+        recorder.record(events)  # before the start is rewritten: the recorder keeps the upstream's thread id
+        if recorder.largest_call > self._max_held or (recorder.held > self._max_held and not self._streams):
+            too_much, self._max_held = self._too_much(recorder), 1 << 62  # said once: the error itself goes through
+            raise HeldTooMuch(too_much)
         if not record.events:
             self._rewrite_start(events)
             record.ttfe_ms = round((time.monotonic() - self._started_at) * 1000, 3)
@@ -215,6 +233,13 @@ class Relay:
         if self._watched is not None:
             self._watched.feed(events)
         return self.encoder.encode(events)
+
+    def _too_much(self, recorder: RunRecorder) -> str:
+        if recorder.largest_call > self._max_held:
+            return (f"a tool call's arguments grew past {self._max_held} characters, more than the gateway holds for "
+                    "a client (limits.max_held_text)")
+        return (f"the reply grew past {self._max_held} characters, more than the gateway holds for a reply sent in one "
+                "body (limits.max_held_text)")
 
     async def _deliver(self, events: list[Event]) -> bool:
         """Translate and send one batch of events; True once the run's terminal event is out."""
@@ -230,6 +255,8 @@ class Relay:
         record = self._record
         if isinstance(terminal, RunError):
             record.failed(terminal.code or "upstream_error")
+            if self._abandon is not None:  # ended here (a deadline, a limit)? the upstream may run on: stop it
+                self._abandon()
         else:
             record.outcome = terminal.outcome
         # Stored before the last byte goes out: a client may send its next turn the moment it has it. From here
@@ -265,6 +292,8 @@ class Relay:
             await self._watched.finish("error" if isinstance(terminal, RunError) else terminal.outcome)
         if exchange.history_lost:  # the turn went on without the store: the operator should see it per request
             self._record.history = "unavailable"
+        elif self.recorder.overflowed:
+            self._record.history = "reply_left_out"
 
 
 def _ended(decoder: Decoder, broke: HTTPError | None, first_break: HTTPError | None) -> list[Event]:
