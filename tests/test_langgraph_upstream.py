@@ -111,6 +111,9 @@ def world() -> Iterator[World]:
                        "timeouts": {"first_event": 20, "idle": 20, "total": 60}} for client in CLIENTS]
             routes.append({"name": "langgraph", "paths": ["/langgraph"], "client_dialects": ["langgraph"],
                            "upstream": {"url": server, "dialect": "langgraph"}})
+            routes.append({"name": "deadline", "paths": ["/deadline"], "client_dialects": ["ag-ui"],
+                           "upstream": {"url": server, "dialect": "langgraph"},
+                           "timeouts": {"first_event": 20, "idle": 1, "total": 60}})
             routes.append({"name": "cut", "paths": ["/cut"], "client_dialects": ["ag-ui"],
                            "upstream": {"url": f"http://127.0.0.1:{cut.port}", "dialect": "langgraph"}})
             config = GatewayConfig.model_validate({"routes": routes, "keepalive_seconds": 0.5})
@@ -203,6 +206,21 @@ def test_a_client_that_leaves_mid_run_cancels_the_run_on_the_server(world: World
             return
         time.sleep(0.2)
     raise AssertionError(f"no run was cancelled: {[run['status'] for run in world.runs()]}")
+
+
+def test_a_run_the_gateway_ends_at_a_deadline_is_cancelled_on_the_server(world: World) -> None:
+    """The gateway gives up on a silent run (`timeouts.idle`): the server is told to stop it, as when the client
+    leaves, rather than left running a graph nobody reads."""
+    before = {run["run_id"] for run in world.runs()}
+    reply = world.ask("ag-ui", "hang please", "deadline", route="deadline")
+    assert reply.error is not None and reply.error.code == "upstream_timeout", reply.events[-1]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if [run for run in world.runs() if run["run_id"] not in before and run["status"] == "interrupted"]:
+            return
+        time.sleep(0.2)
+    statuses = [run["status"] for run in world.runs() if run["run_id"] not in before]
+    raise AssertionError(f"the run was not cancelled: {statuses}")
 
 
 def test_a_connection_that_breaks_mid_run_is_joined_again_from_the_last_event(world: World) -> None:
