@@ -6,14 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from adapters import a2a, ag_kit, ag_ui, agent_respond, vercel
+from adapters import a2a, ag_kit, ag_ui, agent_respond, openai_chat, openai_responses, vercel
 from gateway.core.codec import Dialect, Likeness, RunQuery
 from gateway.core.errors import GatewayError, UnknownDialect
 from gateway.core.turn import Turn
 from gateway.core.validation import listed
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (ag_ui.DIALECT, ag_kit.DIALECT, vercel.DIALECT,
-                                                     agent_respond.DIALECT, a2a.DIALECT)}
+                                                     agent_respond.DIALECT, a2a.DIALECT, openai_chat.DIALECT,
+                                                     openai_responses.DIALECT)}
 
 
 def get(name: str) -> Dialect:

@@ -11,6 +11,8 @@ GatewayError
  │    ├── RequestTimeout          408  the body did not arrive in time (`timeouts.request_body`, `min_body_rate`)
  │    ├── UnknownDialect          400  no dialect of the path reads the body, or it belongs on another path
  │    ├── HistoryConflict         409  an edited history that an upstream keeping its own cannot be given
+ │    ├── UnknownRun              404  a run a request continues or asks about is not the caller's, or not kept
+ │    ├── UnknownRoute            404  a request names a route (OpenAI's `model`) the path does not serve
  │    └── InvalidRequest          422  valid JSON, wrong shape: `details` name each field and what was expected
  ├── Overloaded                   503  the process holds as many request bodies as it may: retry shortly
  └── UpstreamError                502  the upstream failed: refused, reset, non-2xx, broken stream
@@ -90,6 +92,21 @@ class UnknownDialect(RequestError):
 class HistoryConflict(RequestError):
     status = 409
     code = "history_conflict"
+
+
+class UnknownRun(RequestError):
+    """A request continues or asks about a run the gateway does not keep for this caller (Responses'
+    `previous_response_id`)."""
+
+    status = 404
+    code = "unknown_run"
+
+
+class UnknownRoute(RequestError):
+    """A request names a route (OpenAI's `model`) that its path does not serve, or not to this caller."""
+
+    status = 404
+    code = "unknown_route"
 
 
 class ResumeUnavailable(RequestError):
