@@ -25,7 +25,8 @@ from gateway.config import GatewayConfig
 from gateway.config import Route as ConfigRoute
 from gateway.conversations.mapper import ConversationMapper
 from gateway.conversations.store import ConversationStore, RedisStore
-from gateway.core.codec import AgentDescription
+from gateway.core.codec import AgentDescription, Dialect, RunPath, RunQuery
+from gateway.core.errors import GatewayError, UnknownRoute
 from gateway.runs.board import KeptLimits, RunBoard
 from gateway.runs.redis import RedisRunBoard
 from gateway.server import http_server, logs
@@ -88,11 +89,14 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
                                 max_bytes=config.store.max_conversation_bytes)
     routes: list[BaseRoute] = []
     handlers: dict[str, tuple[ASGIApp, frozenset[str]]] = {}
+    route_handlers: list[RouteHandler] = []
     board = open_board(store, config.store.kept_limits())
     for route in config.routes:
         route_handler = RouteHandler(route, pool=pool, mapper=mapper, bodies=bodies, board=board,
                                      keepalive=config.keepalive_seconds, metrics=metrics, log_bodies=log_bodies,
                                      debug_errors=config.debug_errors, tracing=tracing)
+        route_handlers.append(route_handler)
+        routes += run_routes(route, route_handler)
         handler: ASGIApp = route_handler
         if route.resumable:
             routes += conversation_routes(route, ConversationEndpoints(route_handler))
@@ -119,6 +123,7 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
     routes += [Route("/healthz", healthz, methods=["GET"]), Route("/readyz", readyz, methods=["GET"]),
                Route("/metrics", metrics_endpoint, methods=["GET"])]
     routes += discovery_routes(config)
+    routes += catalog_routes(route_handlers)
     routes += extra_routes or []
 
     @asynccontextmanager
@@ -166,6 +171,98 @@ def conversation_routes(route: ConfigRoute, endpoints: ASGIApp) -> list[Route]:
         found += [Route(base + "/{conversation:path}/stream", endpoints, methods=["GET", "DELETE", "OPTIONS"]),
                   Route(base + "/{conversation:path}/stop", endpoints, methods=["POST", "OPTIONS"])]
     return found
+
+
+class RunQueries:
+    """Requests about a run at a path under a route's (`Dialect.run_paths`), by method."""
+
+    def __init__(self, handler: RouteHandler, by_method: dict[str, tuple[Dialect, RunPath]]) -> None:
+        self.handler = handler
+        self.by_method = by_method
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        dialect, run_path = self.by_method[scope["method"]]
+        query = RunQuery(scope["path_params"]["run_id"], cancel=run_path.cancel, forget=run_path.forget)
+        await self.handler.query_at(scope, receive, send, dialect, query)
+
+
+def run_routes(route: ConfigRoute, handler: RouteHandler) -> list[Route]:
+    """Under each path where a dialect of the route with `run_paths` reads requests: `<path>/{run_id}<suffix>`
+    (Responses' `GET /v1/responses/{id}`, `POST .../cancel`)."""
+    found: dict[str, dict[str, tuple[Dialect, RunPath]]] = {}
+    for name in route.dialects:
+        dialect = registry.get(name)
+        for path in route.paths:
+            if dialect.run_paths and name in registry.path_owners(route.dialects, path):
+                for run_path in dialect.run_paths:
+                    at = path.rstrip("/") + "/{run_id}" + run_path.suffix
+                    found.setdefault(at, {}).setdefault(run_path.method, (dialect, run_path))
+    out = []
+    for at, by_method in found.items():
+        endpoint: ASGIApp = RunQueries(handler, by_method)
+        methods = list(by_method)
+        if route.cors is not None:
+            cors = route.cors
+            endpoint = CORSMiddleware(endpoint, allow_origins=cors.allow_origins, allow_methods=methods,
+                                      allow_headers=cors.allow_headers, allow_credentials=cors.allow_credentials,
+                                      expose_headers=["x-request-id"], max_age=cors.max_age)
+            methods.append("OPTIONS")
+        out.append(Route(at, endpoint, methods=methods))
+    return out
+
+
+def catalog_routes(handlers: list[RouteHandler]) -> list[Route]:
+    """Where clients list the routes they may use (`Dialect.catalog_path`: OpenAI's `GET /v1/models`), beside
+    each route path that ends in one of the dialect's conventional paths (`/team/v1/chat/completions` lists at
+    `/team/v1/models`), or at the plain catalog path for a route on paths of its own."""
+    listed: dict[str, tuple[Dialect, list[RouteHandler]]] = {}
+    for handler in handlers:
+        for name in handler.route.dialects:
+            dialect = registry.get(name)
+            if dialect.catalog_path is None or dialect.catalog is None:
+                continue
+            prefixes = {path[: -len(own)] for path in handler.route.paths for own in dialect.paths
+                        if path.endswith(own)} or {""}
+            for prefix in prefixes:
+                entry = listed.setdefault(prefix + dialect.catalog_path, (dialect, []))
+                if handler not in entry[1]:
+                    entry[1].append(handler)
+    routes = []
+    for at, (dialect, serving) in listed.items():
+        endpoint = _catalog(dialect, serving)
+        routes += [Route(at, endpoint, methods=["GET"]), Route(at + "/{model}", endpoint, methods=["GET"])]
+    return routes
+
+
+def _catalog(dialect: Dialect, serving: list[RouteHandler]) -> Callable[[Request], Awaitable[Response]]:
+    """The routes this caller may use (an open route, or one its key opens), or the one it names."""
+
+    async def endpoint(request: Request) -> Response:
+        assert dialect.catalog is not None
+        usable = []
+        refused: GatewayError | None = None
+        for handler in serving:
+            try:
+                handler.access.identify(request.headers)
+            except GatewayError as error:
+                refused = error
+                continue
+            usable.append(handler.route)
+        model = request.path_params.get("model")
+        if model is not None:
+            usable = [route for route in usable if route.name == model]
+            if not usable:
+                refused = UnknownRoute(f"The model '{model}' does not exist or you do not have access to it.")
+        if refused is not None and not usable and dialect.error_reply is not None:
+            status, body = dialect.error_reply(refused, None)
+            return Response(body, status, media_type="application/json")
+        described = [AgentDescription(route.name, route.agent.description, route.agent.url or "")
+                     for route in usable]
+        listing = dialect.catalog(described)
+        return Response(orjson.dumps(listing["data"][0] if model is not None else listing),
+                        media_type="application/json")
+
+    return endpoint
 
 
 def open_board(store: ConversationStore, limits: KeptLimits) -> RunBoard:

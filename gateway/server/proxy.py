@@ -293,7 +293,7 @@ class RouteHandler:
         task = deadlines.request_task = asyncio.current_task()
         assert task is not None
         watcher = asyncio.create_task(_watch_disconnect(receive, writer, deadlines))
-        queried = client.read_query is not None and turn.run_id is not None
+        queried = client.answer_query is not None and turn.run_id is not None
         if queried:  # its clients may ask about the run, or cancel it, while it runs
             self.running[(call.caller.principal, turn.run_id or "")] = call
         try:
@@ -322,6 +322,28 @@ class RouteHandler:
             if queried:
                 self.running.pop((call.caller.principal, turn.run_id or ""), None)
 
+    async def query_at(self, scope: Scope, receive: Receive, send: Send, client: Dialect, query: RunQuery) -> None:
+        """A query about a run at a path under the route's (`Dialect.run_paths`): the caller identified, then
+        answered as one that came in a body."""
+        headers = Headers(scope=scope)
+        call = _Call(self, send, headers, request_id_of(headers))
+        self.in_flight.inc()
+        try:
+            call.caller = self.access.identify(headers)
+            call.record.key_id = call.caller.key_id
+            if bad_id(query.run_id):
+                raise InvalidRequest(f"a run id in the path must be at most {MAX_ID} characters, without control "
+                                     "characters")
+            call.request_json = {}
+            await self._answer(call, client, query)
+        except GatewayError as error:
+            if client.error_reply is not None:
+                reply = client.error_reply
+                call.writer.error_reply = lambda e: reply(e, None)
+            await call.writer.fail_before_start(error)
+        finally:
+            call.report()
+
     async def _answer(self, call: _Call, client: Dialect, query: RunQuery) -> None:
         """A query about a run of this caller's: one still running here, or one kept in the store."""
         assert client.answer_query is not None and call.request_json is not None
@@ -335,6 +357,8 @@ class RouteHandler:
                 running.stop()
         else:
             found = await self.mapper.load_run(self.route.name, call.caller.principal, query.run_id)
+        if query.forget and found is not None:
+            await self.mapper.forget_run(self.route.name, call.caller.principal, query.run_id)
         status, body = client.answer_query(query, found, call.request_json)
         record.outcome = "query"
         await call.writer.respond(status, {"content-type": "application/json"}, body)
@@ -476,6 +500,7 @@ class _Call:
                                               route.upstream.variant or discovered or handler.learned_variant,
                                               self.caller.principal,
                                               transparent_ids=route.upstream.ids == "transparent")
+        exchange.upstream_turn.model = route.upstream.model or turn.model or route.name
         outbound = upstream.build_request(exchange.upstream_turn, exchange.upstream_variant)
         headers = self.upstream_headers = self._upstream_headers(outbound.headers)
         self.target = target

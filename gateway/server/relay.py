@@ -211,22 +211,23 @@ class Relay:
         it will send it back next turn."""
         exchange = self.exchange
         transcript: list[TurnMessage] | None = None
-        if exchange.client_turn.conversation_id is None:
+        if exchange.client_turn.conversation_id is None and not exchange.client_turn.chains_runs:
             transcript = exchange.client_turn.messages + _reply_as_client_sees_it(self._client, self.encoder, body,
                                                                                   self.recorder)
         await self._mapper.finish(exchange, self.recorder, transcript)
-        if self._client.read_query is not None:  # its clients ask about runs: keep what this one did
-            await self._mapper.save_run(exchange, _run_record(exchange.client_turn, self.recorder, terminal))
+        if self._client.answer_query is not None:  # its clients ask about runs: keep what this one did
+            started = time.time() - (time.monotonic() - self._started_at)
+            await self._mapper.save_run(exchange, _run_record(exchange.client_turn, self.recorder, terminal, started))
         if exchange.history_lost:  # the turn went on without the store: the operator should see it per request
             self._record.history = "unavailable"
 
 
-def _run_record(turn: Turn, recorder: RunRecorder, terminal: RunFinished | RunError) -> RunRecord:
-    """The run as a query about it is answered (see `Dialect.read_query`)."""
+def _run_record(turn: Turn, recorder: RunRecorder, terminal: RunFinished | RunError, started: float) -> RunRecord:
+    """The run as a query about it is answered (see `Dialect.answer_query`)."""
     return RunRecord(turn.run_id or "", turn.conversation_id,
                      "error" if isinstance(terminal, RunError) else terminal.outcome, list(recorder.messages),
                      terminal.message if isinstance(terminal, RunError) else None,
-                     [i.message or i.reason for i in recorder.interrupts])
+                     [i.message or i.reason for i in recorder.interrupts], started, turn.model, turn.follows)
 
 
 def _reply_as_client_sees_it(client: Dialect, encoder: Encoder | None, body: bytes,
@@ -237,6 +238,8 @@ def _reply_as_client_sees_it(client: Dialect, encoder: Encoder | None, body: byt
         messages = client.reply_messages(body)
         if messages is not None:
             return messages
+    if client.echoed is not None:
+        return client.echoed(recorder.close())
     return recorder.close()
 
 
