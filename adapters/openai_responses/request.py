@@ -201,9 +201,12 @@ def _media(url: str, kind: str) -> ContentPart:
 
 
 def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
-    """The whole history as input items, streamed, stored nowhere upstream."""
-    body: dict[str, Any] = {"model": turn.model or DEFAULT_MODEL, "input": input_items(turn.messages),
-                            "stream": True, "store": False}
+    """The whole history as input items, streamed, stored nowhere upstream; answers to interrupts as the gateway's
+    resume items (which a Responses server of the gateway's reads)."""
+    items = input_items(turn.messages)
+    items += [{"type": RESUME, "interrupt_id": r.interrupt_id, "payload": r.payload,
+               **({"status": "cancelled"} if r.status == "cancelled" else {})} for r in turn.resume]
+    body: dict[str, Any] = {"model": turn.model or DEFAULT_MODEL, "input": items, "stream": True, "store": False}
     if turn.tools:
         body["tools"] = [{"type": "function", "name": t.name, "description": t.description or None,
                           "parameters": t.parameters or {"type": "object", "properties": {}}} for t in turn.tools]
