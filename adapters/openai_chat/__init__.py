@@ -24,11 +24,6 @@ def sniff(body: dict[str, Any]) -> Likeness:
     return Likeness.OWN if isinstance(body.get("model"), str) else Likeness.PLAUSIBLE
 
 
-def names_route(body: dict[str, Any]) -> str | None:
-    model = body.get("model")
-    return model if isinstance(model, str) else None
-
-
 def catalog(routes: list[AgentDescription]) -> dict[str, Any]:
     """`GET /v1/models`: each route a model, as OpenAI lists them."""
     return {"object": "list", "data": [{"id": route.name, "object": "model", "created": 0,
@@ -50,7 +45,6 @@ DIALECT = Dialect(
     expects="a Chat Completions request needs model and messages",
     error_reply=error_reply,
     echoed=echoed,
-    names_route=names_route,
     catalog_path=MODELS_PATH,
     catalog=catalog,
 )

@@ -30,11 +30,6 @@ def sniff(body: dict[str, Any]) -> Likeness:
     return Likeness.FOREIGN
 
 
-def names_route(body: dict[str, Any]) -> str | None:
-    model = body.get("model")
-    return model if isinstance(model, str) else None
-
-
 def catalog(routes: list[AgentDescription]) -> dict[str, Any]:
     return {"object": "list", "data": [{"id": route.name, "object": "model", "created": 0,
                                         "owned_by": "agent-gateway"} for route in routes]}
@@ -63,7 +58,6 @@ DIALECT = Dialect(
     error_reply=error_reply,
     answer_query=answer_query,
     run_paths=RUN_PATHS,
-    names_route=names_route,
     catalog_path=MODELS_PATH,
     catalog=catalog,
 )

@@ -198,8 +198,6 @@ class Dialect:
     """A run's messages (as recorded) as its client will send them back next turn, for a dialect whose clients keep
     the history and name no conversation, and whose replies do not show every message (Chat Completions shows one
     assistant message, no server tool): the gateway finds the conversation again by that history."""
-    names_route: Callable[[dict[str, Any]], str | None] | None = None
-    """The route a request names (OpenAI's `model`), for a path several routes serve."""
     catalog_path: str | None = None
     """Where its clients list the routes they may use (OpenAI's `GET /v1/models`), beside the dialect's paths."""
     catalog: Callable[[list[AgentDescription]], dict[str, Any]] | None = None
