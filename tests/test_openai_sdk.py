@@ -148,7 +148,7 @@ def test_a_conversation_keeps_its_history_and_a_fork_from_an_older_response_forg
 
 @pytest.mark.parametrize("gateway", ["ag-ui"], indirect=True)
 def test_bad_input_is_an_openai_error_naming_the_field(client: openai.OpenAI) -> None:
-    with pytest.raises(openai.BadRequestError) as caught:
+    with pytest.raises(openai.UnprocessableEntityError) as caught:
         client.responses.create(model="agent", input=[{"type": "message", "role": "wizard", "content": "x"}])
     assert caught.value.param == "input[0].role"
     with pytest.raises(openai.APIStatusError) as chat:

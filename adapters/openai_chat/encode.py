@@ -107,6 +107,12 @@ class Completion:
             self.dropped["server_tool"] += 1
             del self.calls[e.tool_call_id]
 
+    def interrupt(self, e: Interrupt) -> None:
+        """An interrupt about a call the agent holds for approval: the call is the agent's, never the client's."""
+        self.interrupts.append(e)
+        if e.tool_call_id is not None and self._held.pop(e.tool_call_id, None) is not None:
+            self.dropped["server_tool"] += 1
+
     def release_held(self) -> list[tuple[int, str, str, str]]:
         """The run ended: held calls with no result are the client's to run (index, id, name, arguments)."""
         out = []
@@ -185,7 +191,7 @@ def _tool_result(self: ChatStreamEncoder, e: ToolResult) -> bytes:
 
 
 def _interrupt(self: ChatStreamEncoder, e: Interrupt) -> bytes:
-    self.completion.interrupts.append(e)
+    self.completion.interrupt(e)
     return b""
 
 
@@ -287,7 +293,7 @@ class ChatBodyEncoder:
             elif isinstance(e, ToolResult):
                 c.result(e)
             elif isinstance(e, Interrupt):
-                c.interrupts.append(e)
+                c.interrupt(e)
             elif isinstance(e, Usage):
                 c.add_usage(e)
             elif isinstance(e, RunFinished):

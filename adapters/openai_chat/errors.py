@@ -27,5 +27,7 @@ def error_reply(error: GatewayError, request: Any) -> tuple[int, bytes]:
     """A refused request as an OpenAI server answers one: the status, and an error object naming the field."""
     param = error.details[0].get("field") if error.details and isinstance(error.details[0], dict) else None
     code = "model_not_found" if isinstance(error, UnknownRoute) else error.code
-    return error.status, orjson.dumps(error_object(error.message, error.status, code,
-                                                   "model" if isinstance(error, UnknownRoute) else param))
+    found = error_object(error.message, error.status, code, "model" if isinstance(error, UnknownRoute) else param)
+    if error.details:
+        found["error"]["details"] = error.details  # the gateway's own: which fields, or what the upstream answered
+    return error.status, orjson.dumps(found)

@@ -165,7 +165,8 @@ class ResponsesDecoder(JsonSSEDecoder):
             out.append(ToolCallStart(call_id, _str(item.get("name")) or "unknown_tool"))
             out.append(ToolCallArgs(call_id, arguments if isinstance(arguments, str) else "{}"))
             out.append(ToolCallEnd(call_id))
-            out.append(ToolResult(call_id, item.get("output"), is_error=item.get("status") == "failed"))
+            if item.get("status") != "in_progress":  # in progress: the agent's call, waiting for an approval
+                out.append(ToolResult(call_id, item.get("output"), is_error=item.get("status") == "failed"))
         elif kind == INTERRUPT:
             message = item.get("message")
             tool_call = item.get("tool_call_id")

@@ -97,5 +97,7 @@ def refusal(error: GatewayError) -> tuple[int, dict[str, Any]]:
         return 404, error_object(error.message, 404, "previous_response_not_found", "previous_response_id")
     if isinstance(error, UnknownRoute):
         return 404, error_object(error.message, 404, "model_not_found", "model")
-    status = 400 if error.status == 422 else error.status
-    return status, error_object(error.message, status, error.code, param)
+    found = error_object(error.message, error.status, error.code, param)
+    if error.details:
+        found["details"] = error.details  # the gateway's own: which fields, or what the upstream answered
+    return error.status, found

@@ -227,10 +227,18 @@ class ResponseWriter:
 
     def _interrupt(self, e: Interrupt) -> list[Semantic]:
         self._interrupts.append(e)
+        out: list[Semantic] = []
+        held = self._held.pop(e.tool_call_id, None) if e.tool_call_id is not None else None
+        if held is not None:  # the agent's own call, waiting for the approval: shown as its, not yet run
+            call = tool_call_item(held.item_id, held.call_id, held.name, "".join(held.pieces) or "{}", None)
+            call["status"] = "in_progress"
+            index = self._add(call)
+            out += [("response.output_item.added", {"output_index": index, "item": call}),
+                    ("response.output_item.done", {"output_index": index, "item": call})]
         item = {"id": e.id, "type": INTERRUPT, "status": "completed", "reason": e.reason, "message": e.message,
                 "payload": e.payload, "tool_call_id": e.tool_call_id, "response_schema": e.response_schema}
         index = self._add(item)
-        return [("response.output_item.added", {"output_index": index, "item": item}),
+        return [*out, ("response.output_item.added", {"output_index": index, "item": item}),
                 ("response.output_item.done", {"output_index": index, "item": item})]
 
     def _usage_event(self, e: Usage) -> list[Semantic]:
