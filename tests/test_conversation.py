@@ -155,7 +155,7 @@ def test_conversations_stored_by_earlier_gateways_still_load_and_are_written_bac
         [Message("user", "use the tool", "u1"), Message("assistant", "", None, [ToolCall("c", "ask", '{"q":1}')])],
         {"c": "ask"}, {"i": "c"}, {"count": 2}, None)
     assert encode_conversation(old) == STORED_BEFORE_VARIANTS[:-1] + \
-        b',"upstream_variant":null,"interrupted_run":null,"interrupt_schemas":{}}'
+        b',"upstream_variant":null,"interrupted_run":null,"interrupt_schemas":{},"continued":false}'
     conversation = decode_conversation(STORED)
     assert conversation == Conversation("derived:9a1e", "conv_cd34", [
         Message("user", [ContentPart("text", text="what is this?"),
@@ -163,7 +163,8 @@ def test_conversations_stored_by_earlier_gateways_still_load_and_are_written_bac
         Message("reasoning", "looking", "r1"),
         Message("tool", "boom", tool_call_id="c", name="ask", error="boom"),
     ], upstream_variant="inkeep")
-    assert encode_conversation(conversation) == STORED[:-1] + b',"interrupted_run":null,"interrupt_schemas":{}}'
+    assert encode_conversation(conversation) == \
+        STORED[:-1] + b',"interrupted_run":null,"interrupt_schemas":{},"continued":false}'  # kept
 
 
 def test_an_unreadable_stored_conversation_starts_afresh() -> None:

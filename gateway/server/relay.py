@@ -281,7 +281,7 @@ class Relay:
         it will send it back next turn."""
         exchange = self.exchange
         transcript: list[TurnMessage] | None = None
-        if exchange.client_turn.conversation_id is None:
+        if exchange.client_turn.conversation_id is None and not exchange.client_turn.chains_runs:
             transcript = exchange.client_turn.messages + _reply_as_client_sees_it(self._client, self.encoder, body,
                                                                                   self.recorder)
         await self._mapper.finish(exchange, self.recorder, transcript)
@@ -311,6 +311,8 @@ def _reply_as_client_sees_it(client: Dialect, encoder: Encoder | None, body: byt
         messages = client.reply_messages(body)
         if messages is not None:
             return messages
+    if client.echoed is not None:
+        return client.echoed(recorder.close())
     return recorder.close()
 
 
