@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from gateway.core.encoding import EVENT_TYPES, HOLE, DeltaFrames, SSEEncoder
+from gateway.core.encoding import EVENT_TYPES, HOLE, DeltaFrames, SSEEncoder, json_bytes
 from gateway.core.events import (
     Data,
     Event,
@@ -151,11 +151,12 @@ class Completion:
 # -- streamed
 
 
-def _chunk(self: ChatStreamEncoder, delta: dict[str, Any], finish: str | None = None) -> bytes:
+def _chunk(self: ChatStreamEncoder, delta: dict[str, Any], finish: str | None = None, chars: int = 0) -> bytes:
+    """One chunk, holding about `chars` characters of text (see `json_bytes`)."""
     c = self.completion
-    return b"data: " + orjson.dumps({"id": c.id, "object": "chat.completion.chunk", "created": c.created,
-                                     "model": c.model, "choices": [{"index": 0, "delta": delta,
-                                                                    "finish_reason": finish}]}) + b"\n\n"
+    return b"data: " + json_bytes({"id": c.id, "object": "chat.completion.chunk", "created": c.created,
+                                   "model": c.model, "choices": [{"index": 0, "delta": delta,
+                                                                  "finish_reason": finish}]}, chars) + b"\n\n"
 
 
 def _run_started(self: ChatStreamEncoder, e: RunStarted) -> bytes:
@@ -182,7 +183,7 @@ def _tool_args(self: ChatStreamEncoder, e: ToolCallArgs) -> bytes:
     index = self.completion.args(e)
     if index is None or not e.delta:
         return b""
-    return _chunk(self, {"tool_calls": [{"index": index, "function": {"arguments": e.delta}}]})
+    return _chunk(self, {"tool_calls": [{"index": index, "function": {"arguments": e.delta}}]}, chars=len(e.delta))
 
 
 def _tool_result(self: ChatStreamEncoder, e: ToolResult) -> bytes:
@@ -203,7 +204,7 @@ def _usage(self: ChatStreamEncoder, e: Usage) -> bytes:
 def _run_finished(self: ChatStreamEncoder, e: RunFinished) -> bytes:
     c = self.completion
     out = [_chunk(self, {"tool_calls": [{"index": index, "id": call_id, "type": "function",
-                                         "function": {"name": name, "arguments": arguments}}]})
+                                         "function": {"name": name, "arguments": arguments}}]}, chars=len(arguments))
            for index, call_id, name, arguments in c.release_held()]
     note = c.note(e)
     if note:
@@ -309,18 +310,21 @@ class ChatBodyEncoder:
         c = self.completion
         c.release_held()
         text = "".join(self._text) + c.note(e)
+        chars = len(text)
         message: dict[str, Any] = {"role": "assistant", "content": text or None}
         if self._reasoning:
-            message["reasoning_content"] = "".join(self._reasoning)
+            message["reasoning_content"] = reasoning = "".join(self._reasoning)
+            chars += len(reasoning)
         if c.calls:
             message["tool_calls"] = [{"id": call_id, "type": "function",
                                       "function": {"name": name, "arguments": "".join(pieces) or "{}"}}
                                      for call_id, (_, name, pieces) in sorted(c.calls.items(), key=lambda i: i[1][0])]
+            chars += sum(len(call["function"]["arguments"]) for call in message["tool_calls"])
         message["refusal"] = None
-        return orjson.dumps({"id": c.id, "object": "chat.completion", "created": c.created, "model": c.model,
-                             "choices": [{"index": 0, "message": message, "finish_reason": c.finish_reason(),
-                                          "logprobs": None}],
-                             "usage": c.usage_object()})
+        return json_bytes({"id": c.id, "object": "chat.completion", "created": c.created, "model": c.model,
+                           "choices": [{"index": 0, "message": message, "finish_reason": c.finish_reason(),
+                                        "logprobs": None}],
+                           "usage": c.usage_object()}, chars)
 
 
 def new_encoder(request: Turn | None = None) -> ChatStreamEncoder | ChatBodyEncoder:

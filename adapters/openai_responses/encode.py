@@ -5,11 +5,13 @@ is `writer.ResponseWriter`'s; this module frames it."""
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 import orjson
 
-from gateway.core.encoding import EVENT_TYPES, SSEEncoder
+from gateway.core.encoding import EVENT_TYPES, LARGE_TEXT, SSEEncoder, json_bytes
 from gateway.core.events import Event, RunError, RunFinished, TextDelta
+from gateway.core.ids import new_id
 from gateway.core.turn import Turn
 
 from .items import error_object
@@ -17,12 +19,61 @@ from .request import echo
 from .writer import ResponseWriter, Semantic
 
 
+class LongTexts:
+    """Each long text of a response written to JSON once (by `json_bytes`): the `.done` events, the item and the
+    whole response repeat a message's text, so a frame holding one is written around a placeholder and the text's
+    JSON spliced in (a 10 MiB message: one encoding, not five)."""
+
+    __slots__ = ("_encoded", "_mark")
+
+    def __init__(self) -> None:
+        self._encoded: dict[int, tuple[str, bytes]] = {}
+        """id of a text -> (the text, kept so that its id stays its own; its JSON)."""
+        self._mark = ""
+        """What stands for a long text while a frame is written: unguessable, so no text of the response is it."""
+
+    def pieces(self, value: dict[str, Any]) -> list[bytes]:
+        """`value` as JSON, in pieces to join: the long texts' JSON as written once, between the rest."""
+        if not self._mark:
+            self._mark = new_id("\x00text")
+        holes: list[bytes] = []
+        rest = orjson.dumps(self._swap(value, holes))  # small: the long texts are placeholders
+        out: list[bytes] = []
+        for number, encoded in enumerate(holes):
+            before, _, rest = rest.partition(orjson.dumps(f"{self._mark}.{number}"))
+            out += (before, encoded)
+        out.append(rest)
+        return out
+
+    def _swap(self, value: Any, holes: list[bytes]) -> Any:
+        """`value` with each long text replaced by a placeholder, and that text's JSON in `holes`."""
+        if isinstance(value, str):
+            if len(value) < LARGE_TEXT:
+                return value
+            found = self._encoded.get(id(value))
+            if found is None or found[0] is not value:
+                found = self._encoded[id(value)] = (value, json_bytes(value, len(value)))
+            holes.append(found[1])
+            return f"{self._mark}.{len(holes) - 1}"
+        if isinstance(value, dict):
+            return {key: self._swap(item, holes) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self._swap(item, holes) for item in value]
+        return value
+
+
 def _frames(self: ResponsesStreamEncoder, events: list[Semantic]) -> bytes:
-    out = []
+    out: list[bytes] = []
+    long_texts = self.writer.chars >= LARGE_TEXT  # joined once: a long text is copied no more than it must be
     for kind, fields in events:
         self.sequence += 1
-        body = orjson.dumps({"type": kind, "sequence_number": self.sequence, **fields})
-        out.append(b"event: " + kind.encode() + b"\ndata: " + body + b"\n\n")
+        frame = {"type": kind, "sequence_number": self.sequence, **fields}
+        out += (b"event: ", kind.encode(), b"\ndata: ")
+        if long_texts:
+            out += self.texts.pieces(frame)
+        else:
+            out.append(orjson.dumps(frame))
+        out.append(b"\n\n")
     if events and events[-1][0] in ("response.completed", "response.incomplete", "response.failed"):
         out.append(b"data: [DONE]\n\n")
     return b"".join(out)
@@ -44,13 +95,15 @@ def _text_delta(self: ResponsesStreamEncoder, e: TextDelta) -> bytes:
         self.delta_middle = (b',"item_id":' + orjson.dumps(text.item_id) + b',"output_index":'
                              + str(text.index).encode() + b',"content_index":0,"logprobs":[],"delta":')
     self.sequence += 1
-    return (b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\","
-            b"\"sequence_number\":" + str(self.sequence).encode() + self.delta_middle + orjson.dumps(e.delta)
-            + b"}\n\n")
+    head = (b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\","
+            b"\"sequence_number\":" + str(self.sequence).encode() + self.delta_middle)
+    if len(e.delta) < LARGE_TEXT:
+        return head + orjson.dumps(e.delta) + b"}\n\n"
+    return b"".join((head, json_bytes(e.delta, len(e.delta)), b"}\n\n"))
 
 
 class ResponsesStreamEncoder(SSEEncoder):
-    __slots__ = ("delta_middle", "delta_of", "sequence", "writer")
+    __slots__ = ("delta_middle", "delta_of", "sequence", "texts", "writer")
 
     handlers = {**dict.fromkeys(EVENT_TYPES, _event), TextDelta: _text_delta}
 
@@ -60,6 +113,7 @@ class ResponsesStreamEncoder(SSEEncoder):
         self.sequence = 0
         self.delta_of: str | None = None
         self.delta_middle = b""
+        self.texts = LongTexts()
 
 
 class ResponsesBodyEncoder:
@@ -86,7 +140,7 @@ class ResponsesBodyEncoder:
                 return orjson.dumps({"error": error_object(e.message, self.status_code, e.code or "upstream_error")})
             semantic = self.writer.event(e)
             if isinstance(e, RunFinished):
-                return orjson.dumps(semantic[-1][1]["response"])
+                return json_bytes(semantic[-1][1]["response"], self.writer.chars)
         return b""
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from gateway.core.encoding import json_bytes
 from gateway.core.events import Event
 from gateway.core.queries import Answer, CallerRuns, RunPath, RunQueries, RunQuery, RunRecord, RunState
 from gateway.core.turn import Turn
@@ -39,7 +40,7 @@ class ResponseLog:
         for e in events:
             for kind, fields in self._writer.event(e):
                 if kind == "response.output_item.done":
-                    updates.append(orjson.dumps(fields["item"]))
+                    updates.append(json_bytes(fields["item"], self._writer.chars))
                 elif kind in _ENDED:
                     self._final = fields["response"]
         return updates

@@ -78,8 +78,8 @@ class _Open:
 
 
 class ResponseWriter:
-    __slots__ = ("_held", "_interrupts", "_offered", "_open", "_usage", "created_at", "dropped", "model", "output",
-                 "request", "response_id", "texts")
+    __slots__ = ("_held", "_interrupts", "_offered", "_open", "_usage", "chars", "created_at", "dropped", "model",
+                 "output", "request", "response_id", "texts")
 
     def __init__(self, request: Turn | None, dropped: dict[str, int]) -> None:
         self.response_id = request.run_id if request is not None and request.run_id else new_id("resp")
@@ -97,6 +97,9 @@ class ResponseWriter:
         self._interrupts: list[Interrupt] = []
         self._usage: dict[str, int] = {}
         self.dropped = dropped
+        self.chars = 0
+        """Characters of text, arguments and results the response holds, for how its JSON is written
+        (`json_bytes`)."""
 
     def event(self, e: Event) -> list[Semantic]:
         handler = _HANDLERS.get(type(e))
@@ -135,6 +138,7 @@ class ResponseWriter:
         text = self.texts.get(e.message_id)
         if text is not None:
             text.pieces.append(e.delta)
+            self.chars += len(e.delta)
         return text
 
     def _text_delta(self, e: TextDelta) -> list[Semantic]:
@@ -168,6 +172,7 @@ class ResponseWriter:
         if text is None:
             return []
         text.pieces.append(e.delta)
+        self.chars += len(e.delta)
         return [("response.reasoning.delta", {"item_id": text.item_id, "output_index": text.index,
                                               "content_index": 0, "delta": e.delta})]
 
@@ -195,11 +200,13 @@ class ResponseWriter:
         held = self._held.get(e.tool_call_id)
         if held is not None:
             held.pieces.append(e.delta)
+            self.chars += len(e.delta)
             return []
         call = self._open.get(e.tool_call_id)
         if call is None or not e.delta:
             return []
         call.pieces.append(e.delta)
+        self.chars += len(e.delta)
         return [("response.function_call_arguments.delta", {"item_id": call.item_id, "output_index": call.index,
                                                             "delta": e.delta})]
 
@@ -219,6 +226,7 @@ class ResponseWriter:
         if held is None:
             return []  # the agent answered a call of the client's own tool itself: the call stands as it went out
         output = json_or_text(e.content) if isinstance(e.content, str) else e.content
+        self.chars += len(e.content) if isinstance(e.content, str) else 0
         item = tool_call_item(held.item_id, held.call_id, held.name, "".join(held.pieces) or "{}", output,
                               e.is_error)
         index = self._add(item)
