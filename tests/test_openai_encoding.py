@@ -1,16 +1,19 @@
 """What the OpenAI encoders write of a long text: the JSON of each long text written once (`json_bytes`, not
-orjson, whose result keeps about 16 bytes a character) and whole in every frame that repeats it."""
+orjson, whose result keeps about 16 bytes a character) and whole in every frame that repeats it. And what their
+decoders make of another dialect's stream: `Raw`, so that a wrong `upstream.dialect` is seen."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import orjson
+import pytest
+from helpers import fixture_path
 
 from adapters import registry
 from gateway.core.conformance import Answer
 from gateway.core.encoding import LARGE_TEXT
-from gateway.core.events import Event, RunFinished, RunStarted, TextDelta, TextEnd, TextStart
+from gateway.core.events import Event, Raw, RunError, RunFinished, RunStarted, TextDelta, TextEnd, TextStart
 from gateway.core.turn import Message, Turn
 
 TEXT = 'a "quoted" line\nand é ' * (LARGE_TEXT // 8)
@@ -46,3 +49,11 @@ def test_a_long_text_in_one_body_is_whole() -> None:
     completion = orjson.loads(registry.get("openai-chat").new_encoder(asked).encode(run(TEXT)))
     assert response["output"][0]["content"][0]["text"] == TEXT
     assert completion["choices"][0]["message"]["content"] == TEXT
+
+
+@pytest.mark.parametrize("dialect", ["openai-chat", "openai-responses"])
+def test_another_dialects_stream_is_raw_to_an_openai_decoder(dialect: str) -> None:
+    decoder = registry.get(dialect).new_decoder()
+    events = decoder.feed(fixture_path("pydantic_vercel_weather.sse").read_bytes()) + decoder.close()
+    read = [e for e in events if not isinstance(e, Raw | RunStarted | RunFinished | RunError)]
+    assert read == [] and sum(isinstance(e, Raw) for e in events) == 17

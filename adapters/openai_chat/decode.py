@@ -7,6 +7,8 @@
   calls are the client's to run: the run ends with them pending.
 - `usage` (the last chunk with `stream_options.include_usage`) is usage; the run ends at `[DONE]`, or at the end of
   a body that gave a finish reason without it. An `error` object, in a frame or as the body, fails the run.
+- A frame that is no chunk (neither `choices` nor `usage`) is kept as `Raw`: a reply of nothing else was not Chat
+  Completions at all (see `agent_gateway_upstream_replies_unread_total`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from gateway.core.decoding import DEFAULT_MAX_BODY, BoundedBody, Events, JsonSSEDecoder
 from gateway.core.events import (
     Event,
+    Raw,
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
@@ -85,6 +88,9 @@ class ChatDecoder(JsonSSEDecoder):
     def on_frame(self, frame: dict[str, Any], out: Events) -> None:
         if frame.get("error"):
             out.append(_error(frame["error"]))
+            return
+        if "choices" not in frame and "usage" not in frame:  # not a chunk: another dialect's, most likely
+            out.append(Raw("openai-chat", frame))
             return
         self._start(frame, out)
         usage = frame.get("usage")

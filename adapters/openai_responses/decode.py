@@ -18,6 +18,7 @@ from gateway.core.decoding import DEFAULT_MAX_BODY, BoundedBody, Events, JsonSSE
 from gateway.core.events import (
     Event,
     Interrupt,
+    Raw,
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
@@ -86,7 +87,8 @@ class ResponsesDecoder(JsonSSEDecoder):
 
     def on_frame(self, frame: dict[str, Any], out: Events) -> None:
         kind = frame.get("type")
-        if not isinstance(kind, str):
+        if not isinstance(kind, str) or not (kind.startswith("response.") or kind == "error"):
+            out.append(Raw("openai-responses", frame))  # no Responses event: another dialect's, most likely
             return
         if kind == "response.output_text.delta":
             found = self._items.get(_str(frame.get("item_id")))
