@@ -15,6 +15,7 @@ from node_clients import run_agui, run_vercel_chat
 from peers_env import LITELLM_KEY, litellm_upstream
 from servers import Served
 
+from adapters import registry
 from gateway.config import GatewayConfig, Route, Store, Upstream
 from gateway.core.events import RunError, RunFinished, Usage
 from gateway.server.app import create_app
@@ -48,6 +49,8 @@ def test_every_client_gets_the_models_answer_over_two_turns(gateway: str, client
             history[1] = {"id": "a1", "role": "assistant", "parts": [{"type": "text", "text": first.text}]}
         elif client == "ag-ui":
             history[1]["id"] = "a1"
+        elif registry.get(client).history == "delta":  # its client sends only what is new (A2A refuses more)
+            history = history[-1:]
         second = Reply(client, post(http, f"{gateway}/text{PATHS[client]}",
                                     request_body(client, history, f"ll-{client}")))
     for reply in (first, second):
