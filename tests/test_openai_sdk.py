@@ -5,13 +5,17 @@ history, `previous_response_id`, `conversation`), client tool round trips, error
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections.abc import Iterator
+from typing import Any
 
 import openai
 import pytest
 from agents import Agent, Runner, function_tool, set_tracing_disabled
 from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
 from agents.models.openai_responses import OpenAIResponsesModel
+from redis_server import RedisServer
 from servers import Served
 
 from adapters import registry
@@ -198,3 +202,83 @@ def test_the_agents_sdk_runs_its_tool_for_the_agent_and_gets_the_answer(gateway:
         return str(result.final_output)
 
     assert asyncio.run(run()) == "The tool said: green."
+
+
+# -- stored responses are runs (gateway.core.queries): found, cancelled and deleted wherever they run
+
+
+def _streaming(client: openai.OpenAI, text: str) -> tuple[list[Any], threading.Thread]:
+    """A response streaming in a thread (what its client gets), once its first text has come."""
+    events: list[Any] = []
+
+    def read() -> None:
+        with client.responses.create(model="agent", input=text, stream=True) as stream:
+            events.extend(stream)
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not any(e.type == "response.output_text.delta" for e in events) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return events, thread
+
+
+@pytest.mark.parametrize("gateway", ["ag-ui"], indirect=True)
+def test_a_running_response_is_in_progress_and_a_cancel_stops_it_for_good(client: openai.OpenAI) -> None:
+    events, thread = _streaming(client, "hang on")
+    response_id = events[0].response.id
+    running = client.responses.retrieve(response_id)
+    cancelled = client.responses.cancel(response_id)
+    thread.join(10)
+    after = client.responses.retrieve(response_id)
+    assert running.status == "in_progress" and cancelled.status == after.status == "cancelled"
+    assert events[-1].type == "response.incomplete" and events[-1].response.incomplete_details.reason == "cancelled"
+    with pytest.raises(openai.BadRequestError):
+        client.responses.cancel(response_id)
+
+
+@pytest.mark.parametrize("gateway", ["ag-ui"], indirect=True)
+def test_a_deleted_response_is_gone_and_cannot_be_continued(client: openai.OpenAI) -> None:
+    first = client.responses.create(model="agent", input="hello")
+    deleted = client.responses.delete(first.id)
+    with pytest.raises(openai.NotFoundError) as caught:
+        client.responses.create(model="agent", input="again", previous_response_id=first.id)
+    assert deleted is None and caught.value.code == "previous_response_not_found"
+    with pytest.raises(openai.NotFoundError):
+        client.responses.delete(first.id)
+
+
+def test_a_response_is_only_its_callers() -> None:
+    with Served(create_agent_app("ag-ui")) as agent:
+        route = Route(name="agent", client_dialects=["openai-responses"], auth=Auth(keys=["key-a", "key-b"]),
+                      upstream=Upstream(url=agent.url + "/agui", dialect="ag-ui"))
+        with Served(create_app(GatewayConfig(routes=[route], store=Store(url="memory://")))) as gw, \
+                openai.OpenAI(base_url=gw.url + "/v1", api_key="key-a", max_retries=0) as a, \
+                openai.OpenAI(base_url=gw.url + "/v1", api_key="key-b", max_retries=0) as b:
+            mine = a.responses.create(model="agent", input="hello")
+            for ask in (lambda: b.responses.retrieve(mine.id), lambda: b.responses.cancel(mine.id),
+                        lambda: b.responses.delete(mine.id),
+                        lambda: b.responses.create(model="agent", input="hi", previous_response_id=mine.id)):
+                with pytest.raises(openai.NotFoundError):
+                    ask()
+            assert a.responses.retrieve(mine.id).output_text == mine.output_text
+
+
+def test_a_response_running_on_one_replica_is_read_and_cancelled_through_another() -> None:
+    with RedisServer() as redis, Served(create_agent_app("ag-ui")) as agent:
+        route = Route(name="agent", client_dialects=["openai-responses"],
+                      upstream=Upstream(url=agent.url + "/agui", dialect="ag-ui"))
+        config = GatewayConfig(routes=[route], store=Store(url=redis.url))
+        with Served(create_app(config)) as one, Served(create_app(config)) as two, \
+                openai.OpenAI(base_url=one.url + "/v1", api_key="unused", max_retries=0) as first, \
+                openai.OpenAI(base_url=two.url + "/v1", api_key="unused", max_retries=0) as second:
+            events, thread = _streaming(first, "hang on")
+            response_id = events[0].response.id
+            running = second.responses.retrieve(response_id)
+            cancelled = second.responses.cancel(response_id)
+            thread.join(10)
+            after = first.responses.retrieve(response_id)
+            continued = second.responses.create(model="agent", input="again", previous_response_id=response_id)
+    assert running.status == "in_progress" and cancelled.status == after.status == "cancelled"
+    assert events[-1].type == "response.incomplete" and not thread.is_alive()
+    assert continued.output_text == "You said: again. (turn 2)"
