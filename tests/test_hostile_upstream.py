@@ -508,3 +508,97 @@ def test_two_hostile_streams_at_once_hold_what_the_bound_allows_and_no_more() ->
           " Mi characters each")
     assert counted[0] < 1 << 30, "the gateway read the upstream to its end"
     assert peak < 100 * 2**20, f"held {peak / 2**20:.0f} MiB"  # beside a process of ~60 MiB: under 200 MiB in all
+
+
+# -- the idle deadline counts events, not bytes
+
+
+def trickling(head: bytes, pieces: list[bytes], gap: float) -> Server:
+    """A server that writes `head`, then `pieces` in turn forever, `gap` seconds apart, until the client leaves."""
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        if server.requests[-1].startswith(b"GET"):  # an A2A card: there is none, the URL is the endpoint
+            writer.write(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
+            return True
+        writer.write(head)
+        try:
+            for _ in range(int(60 / gap)):
+                for piece in pieces:
+                    writer.write(piece)
+                    await writer.drain()
+                    await asyncio.sleep(gap)
+        except ConnectionError:
+            pass
+        return False
+
+    server = Server(handler)
+    return server
+
+
+AGUI_START = chunk(b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+                   b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi"}\n\n')
+A2A_START = chunk(b'data: {"jsonrpc":"2.0","id":1,"result":{"task":{"id":"t1","contextId":"c1",'
+                  b'"status":{"state":"TASK_STATE_WORKING"}}}}\n\n')
+A2A_WORKING = chunk(b'data: {"jsonrpc":"2.0","id":1,"result":{"statusUpdate":{"taskId":"t1","contextId":"c1",'
+                    b'"status":{"state":"TASK_STATE_WORKING"}}}}\n\n')
+
+
+@pytest.mark.parametrize(("dialect", "head", "pieces"), [
+    ("ag-ui", AGUI_START, [chunk(b": ping\n\n")]),  # comments only
+    ("ag-ui", AGUI_START, [chunk(b"d"), chunk(b"a"), chunk(b"t"), chunk(b"a")]),  # a frame that never ends
+    ("a2a", A2A_START, [A2A_WORKING]),  # "still working", and nothing else
+], ids=["comments", "a-frame-a-byte-at-a-time", "a2a-working-updates"])
+def test_an_upstream_that_only_says_it_is_there_is_cut_at_the_idle_deadline(dialect: str, head: bytes,
+                                                                           pieces: list[bytes]) -> None:
+    import time
+
+    with serving(trickling(STREAM_HEAD + head, pieces, 0.05)) as upstream:
+        config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+            {"paths": ["/in"], "client_dialects": ["ag-ui"], "timeouts": {"idle": 0.5, "total": 30},
+             "upstream": {"url": upstream.url("/agui"), "dialect": dialect, "variant": None}}]})
+        with Served(create_app(config)) as gateway:
+            started = time.monotonic()
+            reply = Reply("ag-ui", httpx.post(f"{gateway.url}/in", timeout=30,
+                                              json=request_body("ag-ui", [user_message("ag-ui", "hi")])))
+            took = time.monotonic() - started
+    assert reply.error is not None and "sent nothing for 0.5s" in reply.error.message, reply.events
+    assert took < 5, f"cut after {took:.1f}s, not at the idle deadline"
+
+
+# -- an A2A stream speaks of its own task only
+
+
+def a2a_frame(result: dict[str, object]) -> bytes:
+    import orjson
+
+    return chunk(b"data: " + orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": result}) + b"\n\n")
+
+
+def a2a_text(task: str, context: str, text: str, last: bool = False) -> bytes:
+    return a2a_frame({"artifactUpdate": {"taskId": task, "contextId": context, "lastChunk": last, "artifact": {
+        "artifactId": f"a-{task}", "name": "response", "parts": [{"text": text}]}}})
+
+
+def test_updates_about_another_task_are_left_out_of_the_run_and_counted() -> None:
+    """An agent (or a proxy before it) that interleaves another task's updates into this stream must not have them
+    read as this run's: another task's question would end the run as an interrupt and drop its real answer."""
+    body = (A2A_START + a2a_text("t1", "c1", "Mine, ")
+            + a2a_text("other-task", "OTHER-CTX", "someone else's secret")
+            + a2a_frame({"statusUpdate": {"taskId": "other-task", "contextId": "OTHER-CTX", "status": {
+                "state": "TASK_STATE_INPUT_REQUIRED", "message": {"messageId": "q", "role": "ROLE_AGENT",
+                                                                   "parts": [{"text": "their question?"}]}}}})
+            + a2a_text("t1", "c1", "all mine.", last=True)
+            + a2a_frame({"statusUpdate": {"taskId": "t1", "contextId": "c1",
+                                          "status": {"state": "TASK_STATE_COMPLETED"}}})
+            + b"0\r\n\r\n")
+    with serving(trickling(STREAM_HEAD + body, [], 0.05)) as upstream:
+        config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+            {"name": "r", "paths": ["/in"], "client_dialects": ["ag-ui"],
+             "upstream": {"url": upstream.url("/a2a"), "dialect": "a2a"}}]})
+        with Served(create_app(config)) as gateway:
+            reply = Reply("ag-ui", httpx.post(f"{gateway.url}/in", timeout=30,
+                                              json=request_body("ag-ui", [user_message("ag-ui", "hi")])))
+            metrics = httpx.get(f"{gateway.url}/metrics").text
+    assert reply.text == "Mine, all mine." and reply.finished is not None and reply.finished.outcome == "success"
+    assert "secret" not in reply.response.text and "their question" not in reply.response.text
+    assert 'kind="upstream_other_run",upstream_dialect="a2a"} 2.0' in metrics  # the text and the question

@@ -133,6 +133,9 @@ class A2ADecoder(JsonSSEDecoder):
         if self._attempts and (self._foreign or _task_of(kind, value) not in (None, self._task_id)):
             self._foreign = True
             return
+        if _another(_task_of(kind, value), self._task_id) or _another(value.get("contextId"), self._context_id):
+            self.ignored += 1  # another task's update on this stream: not this run's words
+            return
         if kind == "artifact-update":
             self._artifact(value, out)
         elif kind == "status-update":
@@ -275,6 +278,11 @@ class A2ADecoder(JsonSSEDecoder):
         that never started is an empty reply."""
         if self._context_id is None and self._task_id is None:
             out.append(RunError("upstream answered with no task and no message", "upstream_bad_event"))
+
+
+def _another(named: Any, this: str | None) -> bool:
+    """Whether a response names a task (or context) other than the stream's, once the stream's is known."""
+    return this is not None and isinstance(named, str) and named != this
 
 
 def _task_of(kind: str, value: dict[str, Any]) -> Any:

@@ -19,12 +19,19 @@ is never sent as if it were new: the upstream starts a new conversation that is 
 A client with no conversation id (agent-respond) is keyed by its test case and a hash of the transcript before its
 last user message: the record of a conversation moves to the key of its new transcript after every turn, so the
 next turn of the same eval finds it, and a rerun of the same test case starts afresh.
+
+A store that does not answer never makes a turn look like a first one. A turn that needs what it holds (a delta
+client's turn to a full-history upstream, an answer to an interrupt) waits up to `STORE_PATIENCE` for it, then is
+refused (`StoreUnavailable`, 503); any other goes on, the upstream given all it can be: the client's whole history
+when its conversation upstream is new.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
+import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -35,11 +42,15 @@ from gateway.conversations.answers import shaped
 from gateway.conversations.recorder import RunRecorder
 from gateway.conversations.store import ConversationStore, StoreError, scoped_digest, scoped_key
 from gateway.core.codec import Dialect
-from gateway.core.errors import UnknownRun
+from gateway.core.errors import StoreUnavailable, UnknownRun
 from gateway.core.ids import new_id
 from gateway.core.turn import History, Message, Resume, Turn, new_messages
 
 log = logging.getLogger("agent_gateway.conversation")
+
+STORE_PATIENCE = 5.0
+"""Seconds a turn that needs its history waits for a store that does not answer, before it is refused."""
+STORE_RETRY_SECONDS = 0.25
 
 
 @dataclass(slots=True)
@@ -100,6 +111,11 @@ class ConversationMapper:
         and upstream, unless `transparent_ids` says the upstream is sent the client's own ids."""
         key = self._key(route, principal, turn)
         conversation, readable = await self._load(key)
+        if not readable and _needs_history(turn, upstream.history_of(variant)):
+            conversation, readable = await self._load_within(key, STORE_PATIENCE)
+            if not readable:
+                raise StoreUnavailable("the conversation store did not answer, and this turn needs the history it "
+                                       "keeps: retry shortly")
         stored = conversation is not None
         if turn.follows is not None and conversation is None and readable:
             raise UnknownRun(f"Previous response with id '{turn.follows}' not found.")
@@ -138,8 +154,8 @@ class ConversationMapper:
         """Store what the run added. `next_transcript` is what a client without ids will send back next turn."""
         conversation = exchange.conversation
         if recorder.overflowed:
-            log.warning("conversation %s not saved: the run was longer than the store keeps", conversation.key)
-            return
+            log.warning("conversation %s: the run was longer than the store keeps; its reply is stored as left out",
+                        conversation.key)
         history = exchange.known_history + recorder.close()
         conversation.history = history[-self.max_messages:]
         answered = {m.tool_call_id for m in exchange.client_turn.messages if m.role == "tool"}
@@ -196,12 +212,13 @@ class ConversationMapper:
         last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=len(messages))
         return _derived_key(route, principal, turn, messages[:last_user])
 
-    async def _load(self, key: str) -> tuple[Conversation | None, bool]:
+    async def _load(self, key: str, *, quiet: bool = False) -> tuple[Conversation | None, bool]:
         """The stored conversation, if any, and whether the store could be asked."""
         try:
             raw = await self.store.get(key)
         except StoreError as exc:
-            log.warning("conversation %s not loaded, starting afresh: %s", key, exc)
+            if not quiet:
+                log.warning("conversation %s not loaded: %s", key, exc)
             return None, False
         if raw is None:
             return None, True
@@ -211,6 +228,18 @@ class ConversationMapper:
             log.warning("conversation %s unreadable, starting afresh: %s", key, exc)
             return None, True
 
+    async def _load_within(self, key: str, patience: float) -> tuple[Conversation | None, bool]:
+        """`_load`, asked again until the store answers or `patience` seconds have gone: a store that restarts or
+        stalls for a moment costs the turn a wait, not its history."""
+        deadline = time.monotonic() + patience
+        while (left := deadline - time.monotonic()) > 0:
+            await asyncio.sleep(min(STORE_RETRY_SECONDS, left))
+            conversation, readable = await self._load(key, quiet=True)
+            if readable:
+                log.info("conversation %s loaded once the store answered again", key)
+                return conversation, True
+        return None, False
+
     def _messages_for_upstream(self, turn: Turn, conversation: Conversation, stored: bool, upstream: History
                                ) -> tuple[list[Message], list[Message], History]:
         """(what the upstream is sent, the whole history it will have seen, which of the two the first is)."""
@@ -219,6 +248,8 @@ class ConversationMapper:
             return (known, known, "full") if upstream == "full" else (turn.messages, known, "delta")
         if upstream == "full":
             return turn.messages, turn.messages, "full"
+        if not stored and turn.conversation_id is None:
+            return turn.messages, turn.messages, "full"  # a new upstream conversation: it has heard nothing yet
         if not stored:
             return new_messages(turn), turn.messages, "delta"  # the upstream may know more than we do: what's new
         seen = _common_prefix(turn.messages, conversation.history)
@@ -243,6 +274,13 @@ def _upstream_id(route: str, principal: str, client_id: str | None, transparent:
     if transparent:
         return client_id
     return f"conv_{scoped_digest('upstream', route, principal, client_id)[:32]}"
+
+
+def _needs_history(turn: Turn, upstream: History) -> bool:
+    """Whether the turn cannot be put to the upstream without the conversation the store holds: a delta client's
+    turn to an upstream that must be sent the whole history, answers to interrupts only the store can place, or a
+    turn that continues a stored response (which must not be taken for a first turn)."""
+    return (turn.history == "delta" and upstream == "full") or bool(turn.resume) or turn.follows is not None
 
 
 def _resumes(turn: Turn, conversation: Conversation, checked: bool) -> tuple[list[Resume], list[str]]:

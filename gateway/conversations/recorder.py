@@ -34,6 +34,9 @@ from gateway.core.events import (
 from gateway.core.state import StateTracker
 from gateway.core.turn import Message, ToolCall
 
+LEFT_OUT = "[The agent's reply is left out here: it was longer than the gateway stores of a conversation.]"
+"""What stands for a run's reply in the stored history when the run was longer than the store keeps."""
+
 _MAX_TOKENS = 1 << 53
 """Token counts above this are not believed (and would not fit a span attribute's 64 bits when summed)."""
 _MAX_NAME = 256
@@ -157,9 +160,12 @@ class RunRecorder:
             message.content = ""
 
     def close(self) -> list[Message]:
-        """The messages of the run, the last assistant one included."""
+        """The messages of the run, the last assistant one included; a run longer than the store keeps, as one
+        assistant message saying its reply was left out (the turn, the user's words with it, is still stored)."""
         self._close()
         self._close_reasoning()
+        if self.overflowed:
+            return [Message("assistant", LEFT_OUT)]
         return self.messages
 
     def _close_reasoning(self) -> None:

@@ -496,10 +496,14 @@ class RedisStore:
 
     def blocking_client(self) -> Any:
         """A client of the same Redis for commands that wait (a blocking `XREAD`): its own connections, without the
-        store's short socket timeout."""
+        store's short socket timeout, and the same retry of a connection that died with the server."""
         import redis.asyncio as aioredis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import ExponentialBackoff
 
-        return aioredis.Redis.from_url(self._url, max_connections=10_000, socket_connect_timeout=self._timeout)
+        return aioredis.Redis.from_url(self._url, max_connections=10_000, socket_connect_timeout=self._timeout,
+                                       retry=Retry(ExponentialBackoff(cap=0.1, base=0.01), retries=2,
+                                                   supported_errors=(self._exceptions.ConnectionError,)))
 
     @contextlib.contextmanager
     def errors(self) -> Iterator[None]:

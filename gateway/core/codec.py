@@ -125,7 +125,8 @@ class Dialect:
     variants: Mapping[str, History] = field(default_factory=dict)
     """Named variants of the dialect, and what history their servers expect (Inkeep keeps it itself)."""
     variant_of: Callable[[Mapping[str, str]], str | None] = lambda headers: None
-    """The variant an upstream's response headers show it to be, for an upstream configured without one."""
+    """The variant an upstream's response headers show it to be, for an upstream configured without one: "" when
+    they show it is the dialect's own, None when they do not say."""
     reply_messages: Callable[[bytes], list[Message] | None] | None = None
     """For a dialect that answers in one body to a client that keeps the history: the reply's messages as that
     client will send them back next turn (None if the body cannot be read). Others' replies are recorded from the

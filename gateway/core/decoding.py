@@ -97,10 +97,12 @@ class RepairedDecoder:
     Subclasses frame the bytes and hand the frames to the dialect's mapping, with `self.repair` as its `Events`.
     """
 
-    __slots__ = ("repair",)
+    __slots__ = ("ignored", "repair")
 
     def __init__(self) -> None:
         self.repair = RunRepair()
+        self.ignored = 0
+        """Frames about another run than this one (another task's updates on the stream), left out."""
 
     def fail(self, message: str, code: str | None = None) -> list[Event]:
         out: list[Event] = []

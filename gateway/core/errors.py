@@ -23,7 +23,8 @@ GatewayError
  │    └── InvalidRequest          422  valid JSON, wrong shape: `details` name each field and what was expected
  │         └── ConversationMismatch    a request continues a run, naming another conversation than the run's
  ├── Overloaded                   503  the process holds as many request bodies as it may: retry shortly
- │    └── ShuttingDown            503  the gateway is draining before it stops: retry, on another replica
+ │    ├── ShuttingDown            503  the gateway is draining before it stops: retry, on another replica
+ │    └── StoreUnavailable        503  the conversation store did not answer, and the turn needs what it holds
  └── UpstreamError                502  the upstream failed: refused, reset, non-2xx, broken stream
       └── UpstreamTimeout         504  the upstream did not answer or went quiet past a timeout
 ```
@@ -94,6 +95,7 @@ class RequestTimeout(RequestError):
 class Overloaded(GatewayError):
     status = 503
     code = "overloaded"
+    headers = {"retry-after": "1"}
 
 
 class ShuttingDown(Overloaded):
@@ -103,6 +105,14 @@ class ShuttingDown(Overloaded):
 
     def __init__(self) -> None:
         super().__init__("the gateway is shutting down: retry, on another replica if there is one")
+
+
+class StoreUnavailable(Overloaded):
+    """The turn cannot be put to the upstream without the history the store holds: answering it as a first turn
+    would be a confident wrong answer, so the client is asked to retry."""
+
+    code = "store_unavailable"
+    headers = {"retry-after": "5"}
 
 
 class UnknownDialect(RequestError):

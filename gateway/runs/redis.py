@@ -320,17 +320,20 @@ class _RemoteReply:
         self._key = key
 
     async def read(self, start: int, wait: float) -> list[Entry]:
+        """A store that fails is nothing new for now, not a lost reply: the run may well be running (the reader's
+        patience bounds how long the store may stay away)."""
         board = self._board
         after = "0-0" if start == 0 else f"1-{start - 1}"
         try:
             with board._store.errors():
                 found = await board._readers.xread({board._stream(self._key): after}, count=READ_BATCH,
                                                    block=max(1, round(wait * 1000)))
-        except StoreError as exc:
-            raise TapeLost(str(exc)) from exc
-        if not found:
-            if not await board._alive(self._key) and await board._state(self._key) != "ended":
+            if not found and not await board._alive(self._key) and await board._state(self._key) != "ended":
                 raise TapeLost("the run's replica is gone")
+        except StoreError:
+            await asyncio.sleep(min(wait, 0.5))
+            return []
+        if not found:
             return []
         return [Entry(int(_text(entry_id).rpartition("-")[2]), fields[b"d"], b"e" in fields)
                 for entry_id, fields in found[0][1]]

@@ -64,6 +64,7 @@ from gateway.core.errors import (
     UpstreamError,
     UpstreamTimeout,
 )
+from gateway.core.events import RunError
 from gateway.core.ids import new_id
 from gateway.core.queries import RunPath, RunQuery
 from gateway.core.turn import Turn
@@ -251,13 +252,14 @@ class RouteHandler:
         with `Last-Event-ID`) is sent that run's reply; any other is a new run whose reply is kept."""
         route, principal = self.route, call.caller.principal
         key = resume.run_key(route.name, principal, client, turn, headers, body)
+        after: int | None = None
         try:
             after = resume.last_event_id(headers)
             if after is not None:  # the client had part of the reply: only the rest will do, never a second run
                 reply = await self.board.find(key)
                 if reply is None:
                     raise ResumeUnavailable(resume.NOT_KEPT)
-                await self.follow(call, receive, reply, after)
+                await self.follow(call, receive, reply, after, client)
                 return
             conversation = turn.conversation_id
             tape = Tape(key, event_ids=client.event_ids, max_entries=route.limits.max_resume_events,
@@ -269,6 +271,10 @@ class RouteHandler:
             await call.writer.fail_before_start(error)
             return
         except StoreError as exc:
+            if after is not None:  # the client had part of a reply: a second run is never the answer
+                call.record.error_detail = str(exc)
+                await call.writer.fail_before_start(Overloaded("the gateway's store is unreachable: retry shortly"))
+                return
             log.warning("route %s: the run is not resumable, the store failed: %s", route.name, exc,
                         extra={"route": route.name, "request_id": call.request_id})
             await self._admitted(call, receive, client, turn)
@@ -279,7 +285,7 @@ class RouteHandler:
             await self._admitted(call, receive, client, turn)
             return
         if running is not None:
-            await self.follow(call, receive, running, 0)
+            await self.follow(call, receive, running, 0, client)
             return
         call.writer.tape = tape
         tape.stop = call.stop
@@ -288,8 +294,10 @@ class RouteHandler:
         finally:
             self.board.finish(tape)
 
-    async def follow(self, call: _Call, receive: Receive, reply: RunReply, after: int) -> None:
-        """Send a client a run's reply from the board instead of running it again."""
+    async def follow(self, call: _Call, receive: Receive, reply: RunReply, after: int,
+                     client: Dialect | None = None) -> None:
+        """Send a client a run's reply from the board instead of running it again; `client`, its dialect when
+        known, ends a reply lost midway (its replica died) with the dialect's own error."""
         call.record.outcome = "resumed"
         deadlines = call.deadlines
         deadlines.request_task = asyncio.current_task()
@@ -297,7 +305,10 @@ class RouteHandler:
         try:
             timeouts = self.route.timeouts
             patience = max(timeouts.first_event, timeouts.idle) + self.keepalive
-            await resume.follow(reply, call.writer, after, self.keepalive, patience)
+            lost = b""
+            if client is not None:
+                lost = client.new_encoder(None).encode([RunError(resume.LOST, "resume_unavailable")])
+            await resume.follow(reply, call.writer, after, self.keepalive, patience, lost)
         except TapeLost:
             await call.writer.fail_before_start(ResumeUnavailable(resume.NOT_KEPT))
         except asyncio.CancelledError:
@@ -438,7 +449,9 @@ class ConversationEndpoints:
                     record.outcome = "no_run"
                     await call.writer.respond(204, {}, b"")
                     return
-                await handler.follow(call, receive, reply, resume.last_event_id(headers) or 0)
+                dialect = call.record.client_dialect  # the path's, when only one is served there
+                await handler.follow(call, receive, reply, resume.last_event_id(headers) or 0,
+                                     registry.get(dialect) if dialect != "unknown" else None)
                 return
             if not await handler.board.stop_conversation(key):
                 raise NoRunningRun(f"no run of conversation {conversation!r} is running")
@@ -519,6 +532,9 @@ class _Call:
             series.tokens(usage)
         if relay is not None and relay.encoder.dropped:
             series.dropped(relay.encoder.dropped)
+        if relay is not None and (ignored := getattr(relay.decoder, "ignored", 0)):
+            series.dropped({"upstream_other_run": ignored})  # the upstream's words about another run
+            record.ignored = ignored
         if relay is not None and relay.recorder.raw and relay.recorder.raw + 2 >= record.events:
             # Nothing but the run's start and end made sense of it: a reader of another dialect's stream, most likely.
             metrics.unread.labels(self.route.name, record.upstream_dialect).inc()
@@ -527,7 +543,7 @@ class _Call:
                         record.upstream_dialect, relay.recorder.raw,
                         extra={"route": self.route.name, "request_id": self.request_id})
         if self.trace is not None:
-            self.trace.end(record, kind, usage, self.deadlines.last_upstream_read)
+            self.trace.end(record, kind, usage, self.deadlines.last_upstream_event)
         failed_upstream = (record.status or 0) >= 500 or (kind is not None and kind.startswith("upstream_"))
         log_access.log(logging.WARNING if failed_upstream else logging.INFO, "request", extra=record.log_fields())
 
@@ -578,7 +594,9 @@ class _Call:
                 await self._upstream_refused(response, f"upstream answered HTTP {response.status} with {wrong}")
                 return
             if route.upstream.variant is None and (variant := upstream.variant_of(response.headers)) is not None:
-                handler.learned_variant = exchange.upstream_variant = variant
+                # What this reply shows goes for the conversation, and for the route's next new ones: an upstream that
+                # answers as the AI SDK again is plain useChat again.
+                handler.learned_variant = exchange.upstream_variant = variant or None
             encoder = client.new_encoder(turn)
             if client is upstream:  # what only a server of the dialect answers goes back to its client
                 encoder.headers.update({h: v for h in client.passed_headers if (v := response.headers.get(h))})

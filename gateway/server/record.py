@@ -47,13 +47,16 @@ class AccessRecord:
     """What the client was told, for an error before the response started."""
     error_detail: str | None = None
     """Why the upstream could not be reached, for the operator: it may name internal addresses."""
+    ignored: int | None = None
+    """Frames the upstream sent about another run than this one (another A2A task), left out."""
     upstream_cancelled: bool | None = None
     """True when the gateway asked the upstream to stop a run it abandoned (an A2A `CancelTask`)."""
     upstream_reattached: bool | None = None
     """True when the upstream's stream broke off mid-run and the gateway asked it for the rest (an A2A
     `SubscribeToTask`)."""
     history: str | None = None
-    """Says "unavailable" when the turn went on without the conversation store."""
+    """Says "unavailable" when the turn went on without the conversation store, "reply_left_out" when its reply
+    was longer than the store keeps and is stored as a note saying so."""
     duration_ms: float | None = None
     """From the request's arrival to its last byte (or the client leaving)."""
 

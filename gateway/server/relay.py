@@ -90,7 +90,7 @@ class Relay:
         if encoder.streams:
             await writer.start(encoder.status_code, {**encoder.headers, **UNBUFFERED_HEADERS})
         writer.streaming = encoder.streams
-        deadlines.last_upstream_read = writer.last_write = time.monotonic()
+        deadlines.last_upstream_event = writer.last_write = time.monotonic()
         first_frame_alone = encoder.streams and upstream_streams
         not_yet_offered = streams and writer.direct_writes  # offered from the first event on: the start goes as it did
         first_break: HTTPError | None = None
@@ -115,7 +115,6 @@ class Relay:
                             # waiting: the cancel may find no await to land on. Stop here (unless the run is kept
                             # for the client to come back to).
                             return
-                        deadlines.last_upstream_read = time.monotonic()
                         if first_frame_alone:
                             # The first frame goes out alone: the client's first event should not wait for the
                             # translation of everything else the first read brought, when that is much.
@@ -123,11 +122,14 @@ class Relay:
                             cut = chunk.find(b"\n\n") + 2
                             if cut > 1 and len(chunk) - cut > FIRST_FRAME_ALONE_PAST:
                                 events = decoder.feed(chunk[:cut])
-                                if events and await self._deliver(events):
-                                    return
+                                if events:
+                                    deadlines.last_upstream_event = time.monotonic()
+                                    if await self._deliver(events):
+                                        return
                                 chunk = chunk[cut:]
                         events = decoder.feed(chunk)
-                        if events:
+                        if events:  # bytes that finish no event (a frame's first half, a comment) are not news
+                            deadlines.last_upstream_event = time.monotonic()
                             if type(events[-1]) in _TERMINAL:
                                 await self._deliver(events)
                                 return
@@ -188,9 +190,10 @@ class Relay:
         if not writer.can_write_now():
             return None
         try:
-            now = self._deadlines.last_upstream_read = time.monotonic()
+            now = time.monotonic()
             events = self.decoder.feed(chunk)
             if events:
+                self._deadlines.last_upstream_event = now
                 if type(events[-1]) in _TERMINAL:
                     self._handed_back = events
                     return False
@@ -289,6 +292,8 @@ class Relay:
             await self._watched.finish("error" if isinstance(terminal, RunError) else terminal.outcome)
         if exchange.history_lost:  # the turn went on without the store: the operator should see it per request
             self._record.history = "unavailable"
+        elif self.recorder.overflowed:
+            self._record.history = "reply_left_out"
 
 
 def _ended(decoder: Decoder, broke: HTTPError | None, first_break: HTTPError | None) -> list[Event]:
