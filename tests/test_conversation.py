@@ -116,6 +116,19 @@ def test_clients_without_ids_are_keyed_by_test_case_and_transcript() -> None:
     assert rerun.conversation_id != first.conversation_id  # a new run of the test case starts afresh
 
 
+def test_a_client_without_ids_answering_its_tool_finds_its_conversation() -> None:
+    mapper = ConversationMapper(MemoryStore())
+    one = [Message("user", "use the tool")]
+    call = [Message("assistant", "", tool_calls=[ToolCall("c", "ask", "{}")])]
+    first = exchange_once(mapper, Turn(one), "agent-respond", "ag-kit",
+                          [RunStarted(), ToolCallStart("c", "ask"), ToolCallEnd("c"), RunFinished()],
+                          transcript=one + call)
+    answer = Turn([*one, *call, Message("tool", "blue", tool_call_id="c")])
+    second = exchange_once(mapper, answer, "agent-respond", "ag-kit", [RunStarted(), RunFinished()])
+    assert second.conversation_id == first.conversation_id  # keyed on the transcript before the tool's result
+    assert [(m.role, m.text) for m in second.messages] == [("tool", "blue")] and second.history == "delta"
+
+
 def test_an_edited_history_under_a_delta_upstream_starts_a_new_conversation_holding_it() -> None:
     mapper = ConversationMapper(MemoryStore())
     first = Turn([Message("user", "hi", "u1")], conversation_id="t")

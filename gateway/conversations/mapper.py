@@ -16,9 +16,10 @@ A full history that does not extend what a delta upstream has seen (useChat's `r
 is never sent as if it were new: the upstream starts a new conversation that is given the client's whole history
 (`history="full"`), as far as its dialect can carry it.
 
-A client with no conversation id (agent-respond) is keyed by its test case and a hash of the transcript before its
-last user message: the record of a conversation moves to the key of its new transcript after every turn, so the
-next turn of the same eval finds it, and a rerun of the same test case starts afresh.
+A client with no conversation id (agent-respond) is keyed by its test case and a hash of the transcript up to where
+the agent last spoke (before the new user message, or the results of the client tools it asked for): the record of
+a conversation moves to the key of its new transcript after every turn, so the next turn of the same eval finds it,
+and a rerun of the same test case starts afresh.
 
 A store that does not answer never makes a turn look like a first one. A turn that needs what it holds (a delta
 client's turn to a full-history upstream, an answer to an interrupt) waits up to `STORE_PATIENCE` for it, then is
@@ -208,9 +209,8 @@ class ConversationMapper:
             return scoped_key("after", route, principal, turn.follows)
         if turn.chains_runs and turn.run_id:
             return scoped_key("after", route, principal, turn.run_id)  # a chain's first run: nothing to find
-        messages = turn.messages
-        last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=len(messages))
-        return _derived_key(route, principal, turn, messages[:last_user])
+        said_before = len(turn.messages) - len(new_messages(turn))  # up to where the agent last spoke
+        return _derived_key(route, principal, turn, turn.messages[:said_before])
 
     async def _load(self, key: str, *, quiet: bool = False) -> tuple[Conversation | None, bool]:
         """The stored conversation, if any, and whether the store could be asked."""
