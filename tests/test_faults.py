@@ -101,7 +101,8 @@ def world() -> Iterator[World]:
                                         "total": TIGHT_TOTAL},
                            "limits": {"max_event_bytes": TIGHT_EVENT_BYTES}})
             routes.append({**common, "name": f"load-{client}-{dialect}", "paths": [f"/load/{client}/{dialect}"],
-                           "timeouts": {"connect": 1, "first_event": LOAD_FIRST_EVENT, "idle": 1, "total": 10}})
+                           "timeouts": {"connect": 1, "first_event": LOAD_FIRST_EVENT, "idle": 1, "total": 10},
+                           "limits": {"max_held_text": 2 * HUGE}})
         for client in DIALECTS:
             routes.append({"name": f"refused-{client}", "paths": [f"/refused/{client}/ag-kit"],
                            "client_dialects": [client],
@@ -321,7 +322,8 @@ def test_unknown_event_type_is_passed_over_and_the_run_completes(world: World, c
 
 @pytest.mark.parametrize(("client", "upstream"), list(zip(DIALECTS, DIALECTS[1:] + DIALECTS[:1], strict=True)))
 def test_a_10_mb_event_within_the_limit_arrives_whole(world: World, client: str, upstream: str) -> None:
-    response, _ = world.ask(client, upstream, f"huge?size={HUGE}&n=3")
+    # The load routes' deadlines: this fault upstream encodes 10 MB (50 MB as Responses events) on the gateway's GIL.
+    response, _ = world.ask(client, upstream, f"huge?size={HUGE}&n=3", prefix="/load")
     reply = assert_numbered(client, response, 3)
     assert reply.text.count("x") == HUGE
     world.assert_clean(client, upstream)
