@@ -10,6 +10,8 @@ fully pinned requirements file in `tests/peers/` and started as a subprocess (uv
                (`tests/peers/a2a_agent.py`); its client too (`tests/peers/a2a_client.py`, see `run_a2a_client`)
     langgraph  `langgraph dev` (`langgraph-cli[inmem]` 0.4.40, langgraph-api 0.16.7) serving a scripted graph
                (`tests/peers/langgraph/`); `langgraph-sdk` 0.4.14's client too (`tests/peers/langgraph_client.py`)
+    litellm    LiteLLM's proxy 1.108.7, an OpenAI-compatible server answering with mock responses
+               (`tests/peers/litellm_proxy.py`, `litellm_config.yaml`)
 
     python tests/peers_env.py            install the venvs (skipped when a venv matches its requirements file)
     python tests/peers_env.py --relock   re-resolve the top-level pins below and rewrite the requirements files
@@ -106,9 +108,9 @@ AGKIT_AGUI = Peer("agkit-agui", "agkit_agui_agent",
                   ("cloudbase-agent-server==0.1.22", "cloudbase-agent-core==0.1.13", "ag-ui-protocol==0.1.22",
                    "uvicorn==0.54.0"))
 A2A = Peer("a2a", "a2a_agent", ("a2a-sdk[http-server]==1.3.0", "uvicorn==0.54.0"))
+LITELLM = Peer("litellm", "litellm_proxy", ("litellm[proxy]==1.108.7", "uvicorn==0.54.0"))
 LANGGRAPH = Peer("langgraph", "langgraph", ("langgraph-cli[inmem]==0.4.40", "langgraph-api==0.16.7",
                                             "langgraph-sdk==0.4.14"))
-PEERS = (PYDANTIC, AGKIT, AGKIT_AGUI, A2A, LANGGRAPH)
 LANGGRAPH_LAUNCHER = ("import ctypes, signal, sys\n"
                       "if sys.platform == 'linux': ctypes.CDLL(None).prctl(1, signal.SIGTERM)\n"
                       "sys.argv[0] = 'langgraph'\n"
@@ -118,6 +120,7 @@ LANGGRAPH_LAUNCHER = ("import ctypes, signal, sys\n"
 LANGGRAPH_ENV = {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false", "LANGCHAIN_TRACING_V2": "false",
                  "LANGSMITH_API_KEY": "", "LANGGRAPH_NO_VERSION_CHECK": "1"}
 """No analytics, no tracing: nothing leaves the machine."""
+PEERS = (PYDANTIC, AGKIT, AGKIT_AGUI, A2A, LANGGRAPH, LITELLM)
 
 
 def _run(*command: str | Path) -> None:
@@ -297,6 +300,17 @@ def langgraph_upstream() -> Iterator[str]:
             yield url
         finally:
             _stop(process)
+
+
+LITELLM_KEY = "sk-mock-0123456789abcdef"
+
+
+@contextmanager
+def litellm_upstream() -> Iterator[str]:
+    """LiteLLM's proxy serving `POST /v1/chat/completions` for models `mock-text` and `mock-fail` (key
+    `LITELLM_KEY`)."""
+    with _serve(LITELLM) as url:
+        yield url
 
 
 @dataclass

@@ -29,7 +29,7 @@ from gateway.core.conformance import Answer
 from gateway.core.events import Interrupt, ToolCallStart
 from gateway.server.app import create_app
 
-CLIENTS = ["ag-ui", "vercel", "ag-kit", "a2a", "agent-respond"]
+CLIENTS = ["ag-ui", "vercel", "ag-kit", "a2a", "agent-respond", "openai-chat", "openai-responses"]
 ASK_USER = {"name": "ask_user", "description": "Ask the human a question",
             "parameters": {"type": "object", "properties": {"question": {"type": "string"}}}}
 
@@ -150,7 +150,7 @@ def test_a_second_turn_continues_the_same_thread_whose_id_is_the_callers_own(wor
     assert f"multi-{client}" not in threads  # a UUID of the gateway's, scoped to the caller
 
 
-@pytest.mark.parametrize("client", ["ag-ui", "vercel", "ag-kit", "a2a"])
+@pytest.mark.parametrize("client", ["ag-ui", "vercel", "ag-kit", "a2a", "openai-responses"])
 def test_the_graphs_own_tool_reaches_every_client_as_a_call_and_its_result(world: World, client: str) -> None:
     reply = world.ask(client, "what is the weather", f"weather-{client}")
     assert reply.tool_calls == ["get_weather"]
@@ -187,7 +187,7 @@ def test_a_langgraph_interrupt_is_the_clients_and_its_answer_is_command_resume(w
     assert 'Resumed with {"choice": "yes"}.' in second.text
 
 
-@pytest.mark.parametrize("client", ["ag-ui", "vercel", "a2a"])
+@pytest.mark.parametrize("client", ["ag-ui", "vercel", "a2a", "openai-chat", "openai-responses"])
 def test_a_failing_graph_is_the_clients_error(world: World, client: str) -> None:
     reply = world.ask(client, "fail now", f"fail-{client}")
     assert reply.error is not None and "scripted failure" in reply.error.message
