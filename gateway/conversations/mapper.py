@@ -12,9 +12,14 @@ only what's new  full history     the stored history with the client's new messa
 only what's new  only what's new  the client's messages, as sent
 ```
 
-A full history that does not extend what a delta upstream has seen (useChat's `regenerate()`, an edited message)
-is never sent as if it were new: the upstream starts a new conversation that is given the client's whole history
-(`history="full"`), as far as its dialect can carry it.
+A full history that does not extend what a delta upstream has seen (useChat's `regenerate()`, an edited message),
+or one the gateway has never seen at all (an eval's golden transcript, a client that brings its own), is never sent
+as if only its last message were new: the upstream starts a new conversation that is given the client's whole
+history (`history="full"`), as far as its dialect can carry it.
+
+What "extends" means is what the agent was told and said, not how a client spelled it: clients rename ids, split
+one assistant message around a tool call or a data part, merge several, or add messages of their own (activity,
+reasoning); the comparison reads each history as the turns an agent hears (`heard`).
 
 A client with no conversation id (agent-respond) is keyed by its test case and a hash of the transcript before its
 last user message: the record of a conversation moves to the key of its new transcript after every turn, so the
@@ -34,6 +39,7 @@ from pydantic import TypeAdapter
 from gateway.conversations.recorder import RunRecorder
 from gateway.conversations.store import ConversationStore, StoreError
 from gateway.core.codec import Dialect, RunRecord
+from gateway.core.errors import InterruptAnswered
 from gateway.core.ids import new_id
 from gateway.core.turn import History, Message, Resume, Turn, new_messages
 
@@ -55,6 +61,9 @@ class Conversation:
     interrupted_run: str | None = None
     """The client's id of the run that ended in the open `interrupts`: a client that answers a run rather than
     each interrupt (A2A continues a task) resumes them all by naming it."""
+    answered: list[str] = field(default_factory=list)
+    """The last interrupts (and interrupted runs) the client answered: an answer sent again (a retry, a double
+    click) is dropped rather than passed on or read as something the user said."""
 
 
 @dataclass(slots=True)
@@ -95,11 +104,14 @@ class ConversationMapper:
             conversation = Conversation(key, _upstream_id(route, principal, turn.conversation_id, transparent_ids))
         variant = variant or conversation.upstream_variant
         upstream_history = upstream.history_of(variant)
-        resume, unanswerable = _resumes(turn, conversation, stored or not transparent_ids)
+        resume, unanswerable, repeated = _resumes(turn, conversation, stored or not transparent_ids)
+        if repeated and not resume and not unanswerable and not _says_anything_new(turn, conversation, stored):
+            raise InterruptAnswered(f"interrupt {repeated[0]!r} was already answered; its answer is not sent again")
         if unanswerable and not any(m.role == "user" for m in new_messages(turn)):
             # An answer to a run that waits for nothing any more: what the client said is a new message.
             turn = replace(turn, messages=turn.messages + [Message("user", text) for text in unanswerable])
-        messages, known, history = self._messages_for_upstream(turn, conversation, stored, upstream_history)
+        messages, known, history = self._messages_for_upstream(turn, conversation, stored, upstream_history,
+                                                               transparent_ids)
         state = turn.state
         if state is None and "state" not in client.carries:
             state = conversation.state  # the upstream gets back the state it last reported
@@ -121,6 +133,9 @@ class ConversationMapper:
         conversation.pending_tools = {k: v for k, v in conversation.pending_tools.items() if k not in answered}
         conversation.pending_tools.update(recorder.pending_tools)
         resumed = {r.interrupt_id for r in exchange.upstream_turn.resume}
+        if resumed:
+            answered = [*resumed, *([conversation.interrupted_run] if conversation.interrupted_run else [])]
+            conversation.answered = [*conversation.answered, *answered][-_ANSWERED_KEPT:]
         conversation.interrupts = {k: v for k, v in conversation.interrupts.items() if k not in resumed}
         conversation.interrupts.update({i.id: i.tool_call_id for i in recorder.interrupts})
         if recorder.interrupts:
@@ -186,8 +201,8 @@ class ConversationMapper:
             log.warning("conversation %s unreadable, starting afresh: %s", key, exc)
             return None, True
 
-    def _messages_for_upstream(self, turn: Turn, conversation: Conversation, stored: bool, upstream: History
-                               ) -> tuple[list[Message], list[Message], History]:
+    def _messages_for_upstream(self, turn: Turn, conversation: Conversation, stored: bool, upstream: History,
+                               transparent: bool = False) -> tuple[list[Message], list[Message], History]:
         """(what the upstream is sent, the whole history it will have seen, which of the two the first is)."""
         if turn.history == "delta":
             known = conversation.history + turn.messages
@@ -195,14 +210,25 @@ class ConversationMapper:
         if upstream == "full":
             return turn.messages, turn.messages, "full"
         if not stored:
-            return new_messages(turn), turn.messages, "delta"  # the upstream may know more than we do: what's new
-        seen = _common_prefix(turn.messages, conversation.history)
-        if seen == len([m for m in conversation.history if m.role != "reasoning"]):
-            return [m for m in turn.messages if m.role != "reasoning"][seen:], turn.messages, "delta"
+            new = new_messages(turn)
+            if not heard(turn.messages[:len(turn.messages) - len(new)]):
+                return new, turn.messages, "delta"
+            # A history the gateway never saw (an eval's golden transcript, a client's own): a new upstream
+            # conversation is given all of it. Sent into the derived one, only its last message would be heard.
+            log.info("conversation %s: a history of %d messages the gateway has not seen; starting a new upstream "
+                     "conversation with it", conversation.key, len(turn.messages))
+            if not transparent:
+                conversation.upstream_id = new_id("conv")
+            return turn.messages, turn.messages, "full"
+        client, known = heard(turn.messages), heard(conversation.history)
+        seen = _common_prefix(client, known)
+        if seen == len(known):
+            after = client[seen - 1].end if seen else 0
+            return [m for m in turn.messages[after:] if m.role not in _UNHEARD], turn.messages, "delta"
         # The client's history forks from what the upstream has heard: a regenerated or edited turn. A new
         # upstream conversation, given the whole history, answers it; appending it would answer another question.
-        log.info("conversation %s: the client's history differs from the upstream's at message %d of %d; "
-                 "starting a new upstream conversation", conversation.key, seen, len(turn.messages))
+        log.info("conversation %s: the client's history differs from the upstream's at turn %d of %d; "
+                 "starting a new upstream conversation", conversation.key, seen, len(client))
         conversation.upstream_id = new_id("conv")
         conversation.interrupts = {}
         conversation.pending_tools = {}
@@ -220,23 +246,41 @@ def _upstream_id(route: str, principal: str, client_id: str | None, transparent:
     return f"conv_{_digest('upstream', route, principal, client_id)[:32]}"
 
 
-def _resumes(turn: Turn, conversation: Conversation, checked: bool) -> tuple[list[Resume], list[str]]:
+def _resumes(turn: Turn, conversation: Conversation, checked: bool) -> tuple[list[Resume], list[str], list[str]]:
     """The client's answers to the conversation's open interrupts, each with the tool call it is about; one that
-    names the interrupted run answers each of its interrupts. Also the text of answers to nothing open. An interrupt
-    id is an upstream's handle (an A2A task id) that only the caller it was given to may answer; unless `checked`
-    (a conversation the gateway does not hold, on a route of transparent ids) an answer passes as sent."""
+    names the interrupted run answers each of its interrupts. Also the text of answers to nothing open, and the ids
+    of answers to interrupts answered already (dropped). An interrupt id is an upstream's handle (an A2A task id)
+    that only the caller it was given to may answer; unless `checked` (a conversation the gateway does not hold, on
+    a route of transparent ids) an answer passes as sent."""
     resumes: list[Resume] = []
     unanswerable: list[str] = []
+    repeated: list[str] = []
     open_interrupts = conversation.interrupts
     for r in turn.resume:
         if not checked or r.interrupt_id in open_interrupts:
             resumes.append(r if r.tool_call_id else replace(r, tool_call_id=open_interrupts.get(r.interrupt_id)))
         elif r.interrupt_id == conversation.interrupted_run and open_interrupts:
             resumes += [replace(r, interrupt_id=id_, tool_call_id=call) for id_, call in open_interrupts.items()]
+        elif r.interrupt_id in conversation.answered:
+            repeated.append(r.interrupt_id)
         elif isinstance(r.payload, str) and r.payload:
             unanswerable.append(r.payload)
-    return resumes, unanswerable
+    if repeated:
+        log.info("conversation %s: dropped answers to interrupts already answered: %s", conversation.key,
+                 ", ".join(repeated))
+    return resumes, unanswerable, repeated
 
+
+def _says_anything_new(turn: Turn, conversation: Conversation, stored: bool) -> bool:
+    """Whether a turn holds more than what the upstream has heard: a new message or a tool's result."""
+    if turn.history == "delta" or not stored:
+        return bool(turn.messages) if turn.history == "delta" else bool(new_messages(turn))
+    client = heard(turn.messages)
+    return _common_prefix(client, heard(conversation.history)) < len(client)
+
+
+_ANSWERED_KEPT = 32
+"""How many answered interrupts a conversation remembers, to drop an answer sent again."""
 
 _RUNS = TypeAdapter(RunRecord)
 
@@ -267,12 +311,59 @@ def _signature(message: Message) -> tuple[Any, ...]:
     return (message.role, message.text.strip(), tuple(c.id for c in message.tool_calls), message.tool_call_id)
 
 
-def _common_prefix(client: list[Message], known: list[Message]) -> int:
-    a = [_signature(m) for m in client if m.role != "reasoning"]
-    b = [_signature(m) for m in known if m.role != "reasoning"]
+_UNHEARD = frozenset({"reasoning", "activity"})
+"""Roles of what a client shows but an agent is not told back: its reasoning, activity messages."""
+
+
+@dataclass(frozen=True, slots=True)
+class Heard:
+    """One turn of a conversation as an agent hears it, and where it ends in the client's list of messages."""
+
+    signature: tuple[Any, ...]
+    end: int
+
+
+def heard(messages: list[Message]) -> list[Heard]:
+    """A history as the turns an agent hears, however a client rebuilt it: ids are ignored, consecutive assistant
+    messages are one turn (a client may split one around a tool call or a data part, or join several), whitespace
+    between its pieces does not count, a tool result is known by its call, and reasoning and activity are left out.
+    """
+    out: list[Heard] = []
+    text: list[str] = []
+    calls: list[str] = []
+    end = 0
+
+    def close() -> None:
+        out.append(Heard(("assistant", "".join("".join(text).split()), tuple(calls)), end))
+        text.clear()
+        calls.clear()
+
+    speaking = False
+    for index, message in enumerate(messages):
+        if message.role in _UNHEARD:
+            continue
+        if message.role == "assistant":
+            speaking = True
+            text.append(message.text)
+            calls.extend(c.id for c in message.tool_calls)
+            end = index + 1
+            continue
+        if speaking:
+            close()
+            speaking = False
+        if message.role == "tool":
+            out.append(Heard(("tool", message.tool_call_id), index + 1))
+        else:
+            out.append(Heard((message.role, " ".join(message.text.split())), index + 1))
+    if speaking:
+        close()
+    return out
+
+
+def _common_prefix(client: list[Heard], known: list[Heard]) -> int:
     count = 0
-    for left, right in zip(a, b, strict=False):
-        if left != right:
+    for left, right in zip(client, known, strict=False):
+        if left.signature != right.signature:
             break
         count += 1
     return count

@@ -11,6 +11,7 @@ GatewayError
  │    ├── RequestTimeout          408  the body did not arrive in time (`timeouts.request_body`, `min_body_rate`)
  │    ├── UnknownDialect          400  no dialect of the path reads the body, or it belongs on another path
  │    ├── HistoryConflict         409  an edited history that an upstream keeping its own cannot be given
+ │    ├── InterruptAnswered       409  an answer to an interrupt answered already, with nothing else new
  │    └── InvalidRequest          422  valid JSON, wrong shape: `details` name each field and what was expected
  ├── Overloaded                   503  the process holds as many request bodies as it may: retry shortly
  └── UpstreamError                502  the upstream failed: refused, reset, non-2xx, broken stream
@@ -90,6 +91,14 @@ class UnknownDialect(RequestError):
 class HistoryConflict(RequestError):
     status = 409
     code = "history_conflict"
+
+
+class InterruptAnswered(RequestError):
+    """A request whose only news is an answer to an interrupt the client answered already (a retry, a double
+    click): passed on, the agent would act twice, or read the answer as something new the user said."""
+
+    status = 409
+    code = "interrupt_answered"
 
 
 class ResumeUnavailable(RequestError):
