@@ -58,6 +58,7 @@ class Part(BaseModel):
     output: Any = None
     errorText: str | None = None
     approval: Approval | None = None
+    data: Any = None
 
     @model_validator(mode="after")
     def _required_for_type(self) -> Part:
@@ -89,7 +90,17 @@ class UIMessage(BaseModel):
     def _parts_or_content(self) -> UIMessage:
         if self.parts is None and self.content is None:
             raise ValueError("a message needs `parts` (useChat) or `content` (Inkeep)")
+        if self.role == "user" and self.parts is not None and not (isinstance(self.content, str) and self.content) \
+                and not any(_readable(part.type) for part in self.parts):
+            # Read, it would be an empty message, answered as if the user had said nothing.
+            kinds = ", ".join(sorted({part.type for part in self.parts})) or "none"
+            raise ValueError(f"a user message needs a text, file or data part; its parts are: {kinds}")
         return self
+
+
+def _readable(kind: str) -> bool:
+    """Whether a user message's part says something an agent can be told."""
+    return kind in ("text", "file") or kind.startswith("data-")
 
 
 class ChatRequest(BaseModel):
@@ -163,6 +174,9 @@ def _user_content(parts: list[Part]) -> str | list[ContentPart]:
                 data, url = url.split(";base64,", 1)[1], None
             content.append(ContentPart(media_kind(part.mediaType), url=url, data=data, media_type=part.mediaType,
                                        filename=part.filename))
+        elif part.type.startswith("data-"):
+            # An app's data in a user message (a choice, a form): the agent is told it as JSON text, as A2A's are.
+            content.append(ContentPart("text", text=as_text({part.type[5:]: part.data})))
     if all(p.type == "text" for p in content):
         return "".join(p.text or "" for p in content)
     return content
@@ -265,7 +279,8 @@ def _inkeep_body(turn: Turn) -> dict[str, Any]:
     last_index = max((i for i, m in enumerate(turn.messages) if m.role == "user"), default=-1)
     if turn.history == "full" and any(m.role != "system" for m in turn.messages[:last_index]):
         raise HistoryConflict("this agent keeps the conversation itself and reads only the newest message, so it "
-                              "cannot answer from an edited or regenerated history; start a new conversation")
+                              "cannot be given a history it has not heard (an edited or regenerated one, or one "
+                              "the gateway has never seen); start a new conversation with its first message")
     last = turn.messages[last_index] if last_index >= 0 else None
     body: dict[str, Any] = {"messages": [{"role": "user", "content": last.text if last else ""}]}
     if turn.conversation_id:
