@@ -281,6 +281,20 @@ class Route(_Model):
     resumable: bool = False
     """Runs outlive their client's connection (up to `timeouts.total`): a client that reconnects is sent the rest,
     a retry of the same request attaches to the run, and only an explicit stop ends it early."""
+    client_version: str | None = None
+    """The protocol version this route's clients speak, where their requests do not show it: `5`, `6` or `7` (or
+    a release, `7.0.173`) for AI SDK clients, which send no version (an AI SDK 5 client's route must say so);
+    `1.0` or `0` for AG-UI clients. Replies hold only what that version reads."""
+
+    @field_validator("client_version", mode="before")
+    @classmethod
+    def _version(cls, value: object) -> str | None:
+        if value is None:
+            return None
+        text = str(value)
+        if not re.fullmatch(r"\d+(\.\d+){0,2}", text):
+            raise ValueError(f"{text!r} is not a version: a major (5), or major.minor.patch (7.0.173)")
+        return text
 
     @field_validator("tenant_header")
     @classmethod

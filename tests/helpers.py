@@ -24,6 +24,7 @@ FAILING = {
     "a2a_sdk_jsonrpc_crash.sse",  # the executor raised: an error frame, no final state
     "a2a_sdk_rest_crash.sse",
     "a2a_sdk_v03_jsonrpc_crash.sse",
+    "agui10_failed.sse",  # RUN_ERROR, with the tokens the run used
 }
 
 

@@ -214,8 +214,10 @@ def test_conversations_stored_by_earlier_gateways_still_load_and_are_written_bac
         Message("reasoning", "looking", "r1"),
         Message("tool", "boom", tool_call_id="c", name="ask", error="boom"),
     ], upstream_variant="inkeep")
-    # From before runs and answered interrupts were kept:
-    assert encode_conversation(conversation) == STORED[:-1] + b',"interrupted_run":null,"answered":[]}'
+    # From before runs, answered interrupts and files held by a provider were kept:
+    assert encode_conversation(conversation) == STORED[:-1].replace(
+        b'"filename":null}', b'"filename":null,"file_id":null,"provider":null}') + (
+        b',"interrupted_run":null,"answered":[]}')
 
 
 def test_an_unreadable_stored_conversation_starts_afresh() -> None:

@@ -17,7 +17,8 @@ from gateway.core.ids import new_id
 from gateway.core.turn import ContentPart, Context, Message, Resume, Tool, ToolCall, Turn, media_kind
 from gateway.core.validation import validate
 
-PROTOCOL_VERSION = "1.0"
+from .content import content_to_agui
+from .versions import PROTOCOL_VERSION, declared, resume_of_command
 
 
 class _Model(BaseModel):
@@ -33,6 +34,7 @@ class MediaSource(_Model):
     type: Literal["data", "url", "file"]
     value: str
     mime_type: str | None = None
+    provider: str | None = None
 
 
 class MediaInput(_Model):
@@ -168,14 +170,17 @@ def parse_request(body: dict[str, Any]) -> Turn:
         context=[Context(c.description, c.value) for c in run.context],
         state=run.state,
         forwarded_props=run.forwarded_props,
-        resume=[Resume(r.interrupt_id, r.status, r.payload) for r in run.resume or ()],
+        resume=[Resume(r.interrupt_id, r.status, r.payload) for r in run.resume or ()]
+        or ([] if run.protocol_version else resume_of_command(run.forwarded_props)),
+        client_version=declared(run.protocol_version),
     )
 
 
 def sample_request(text: str, conversation_id: str) -> dict[str, Any]:
     """`HttpAgent.runAgent()`'s first request (`@ag-ui/client` 1.0)."""
-    return {"threadId": conversation_id, "runId": new_id("run"), "state": {}, "tools": [], "context": [],
-            "forwardedProps": {}, "messages": [{"id": new_id("msg"), "role": "user", "content": text}]}
+    return {"threadId": conversation_id, "runId": new_id("run"), "protocolVersion": PROTOCOL_VERSION, "state": {},
+            "tools": [], "context": [], "forwardedProps": {},
+            "messages": [{"id": new_id("msg"), "role": "user", "content": text}]}
 
 
 def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
@@ -265,9 +270,13 @@ def _content_from_agui(content: str | list[Any]) -> str | list[ContentPart]:
             parts.append(ContentPart("text", text=part.text))
         elif isinstance(part, MediaInput):
             source = part.source
-            inline = source.type == "data"
-            parts.append(ContentPart(part.type, url=None if inline else source.value,
-                                     data=source.value if inline else None, media_type=source.mime_type))
+            if source.type == "file":
+                parts.append(ContentPart(part.type, media_type=source.mime_type, file_id=source.value,
+                                         provider=source.provider))
+            else:
+                inline = source.type == "data"
+                parts.append(ContentPart(part.type, url=None if inline else source.value,
+                                         data=source.value if inline else None, media_type=source.mime_type))
         elif isinstance(part, BinaryInput):
             parts.append(ContentPart(media_kind(part.mime_type), url=part.url, data=part.data,
                                      media_type=part.mime_type, filename=part.filename))
@@ -275,19 +284,4 @@ def _content_from_agui(content: str | list[Any]) -> str | list[ContentPart]:
 
 
 def _content_to_agui(content: str | list[ContentPart] | None) -> str | list[dict[str, Any]]:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    out: list[dict[str, Any]] = []
-    for part in content:
-        if part.type == "text":
-            out.append({"type": "text", "text": part.text or ""})
-        elif part.data is not None:
-            out.append({"type": part.type, "source": drop_none({"type": "data", "value": part.data,
-                                                                "mimeType": part.media_type})})
-        elif part.url is not None:
-            out.append({"type": part.type, "source": drop_none({"type": "url", "value": part.url,
-                                                                "mimeType": part.media_type})})
-    return out
-
+    return content_to_agui(content)

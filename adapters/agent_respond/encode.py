@@ -13,11 +13,16 @@ from typing import Any
 
 import orjson
 
+from gateway.core.activity import Activities, Subagents
 from gateway.core.codec import as_text, drop_none
 from gateway.core.events import (
+    ActivityDelta,
+    ActivitySnapshot,
     Data,
+    EncryptedValue,
     Event,
     Interrupt,
+    InterruptResolved,
     MessagesSnapshot,
     Raw,
     ReasoningDelta,
@@ -29,6 +34,9 @@ from gateway.core.events import (
     StateSnapshot,
     StepFinished,
     StepStarted,
+    SubagentError,
+    SubagentFinished,
+    SubagentStarted,
     TextDelta,
     TextStart,
     ToolCallArgs,
@@ -45,6 +53,7 @@ HEADERS = {"content-type": "application/json"}
 _DROPPED: dict[type, str] = {
     ReasoningStart: "reasoning", ReasoningDelta: "reasoning", ReasoningEnd: "reasoning",
     MessagesSnapshot: "messages_snapshot", StepStarted: "step", StepFinished: "step", Data: "data", Raw: "raw",
+    EncryptedValue: "encrypted_value",
 }
 """What the contract has no field for, by the kind counted in `dropped`."""
 
@@ -53,8 +62,9 @@ class AgentRespondEncoder:
     streams = False
 
     __slots__ = (
-        "_arguments", "_calls", "_interrupts", "_messages", "_model", "_names", "_pending", "_provider", "_state",
-        "_text", "_usage", "dropped", "headers", "status_code",
+        "_activities", "_activity", "_arguments", "_calls", "_interrupts", "_messages", "_model", "_names",
+        "_pending", "_provider", "_state", "_subagent", "_subagents", "_text", "_usage", "dropped", "headers",
+        "status_code",
     )
 
     def __init__(self, request: Turn | None = None) -> None:
@@ -71,6 +81,10 @@ class AgentRespondEncoder:
         self._model: str | None = None
         self._provider: str | None = None
         self._state = StateTracker()
+        self._activities = Activities()
+        self._activity: dict[str, Any] = {}  # message id -> the activity as last shown
+        self._subagents = Subagents()
+        self._subagent: dict[str, Any] = {}  # subagent run id -> how it stands
         self.dropped: dict[str, int] = defaultdict(int)
 
     def keep_alive(self) -> bytes:
@@ -78,6 +92,8 @@ class AgentRespondEncoder:
 
     def encode(self, events: list[Event]) -> bytes:
         for e in events:
+            if e.metadata is not None:
+                self.dropped["metadata"] += 1  # no field for an event's metadata
             if isinstance(e, TextDelta):
                 self._open().append(e.delta)
             elif isinstance(e, ToolCallArgs):
@@ -105,12 +121,23 @@ class AgentRespondEncoder:
                                                  "name": self._names.get(e.tool_call_id)}))
             elif isinstance(e, Interrupt):
                 self._interrupts.append(e)
+            elif isinstance(e, InterruptResolved):
+                self._interrupts = [i for i in self._interrupts if i.id != e.interrupt_id]
+                self.dropped["interrupt_resolved"] += 1
             elif isinstance(e, Usage):
                 self._add_usage(e)
             elif isinstance(e, StateSnapshot):
                 self._state.snapshot(e.snapshot)
             elif isinstance(e, StateDelta):
                 self._state.apply(e.patch)
+            elif isinstance(e, ActivitySnapshot | ActivityDelta):
+                shown = self._activities.snapshot(e) if isinstance(e, ActivitySnapshot) else self._activities.delta(e)
+                if shown is None:
+                    self.dropped["activity"] += 1
+                else:
+                    self._activity[e.message_id] = shown.data
+            elif isinstance(e, SubagentStarted | SubagentFinished | SubagentError):
+                self._subagent[e.subagent_run_id] = self._subagents.data(e).data
             elif isinstance(e, RunFinished):
                 if e.outcome == "cancelled":
                     self.dropped["cancelled_as_finish"] += 1
@@ -142,7 +169,9 @@ class AgentRespondEncoder:
 
     def _add_usage(self, e: Usage) -> None:
         for key, value in (("prompt_tokens", e.input_tokens), ("completion_tokens", e.output_tokens),
-                           ("total_tokens", e.total_tokens)):
+                           ("total_tokens", e.total_tokens), ("reasoning_tokens", e.reasoning_tokens),
+                           ("cached_tokens", e.cached_input_tokens),
+                           ("cache_write_tokens", e.cache_write_input_tokens)):
             if isinstance(value, int):
                 self._usage[key] = self._usage.get(key, 0) + value
         self._model = e.model or self._model
@@ -156,10 +185,24 @@ class AgentRespondEncoder:
         elif self._messages and self._messages[-1]["role"] != "assistant":
             self._messages.append({"role": "assistant", "content": ""})
         body: dict[str, Any] = {"messages": self._messages}
-        body.update(drop_none({"model": self._model, "provider": self._provider, "usage": self._usage or None}))
-        if self._state.known:
-            body["metadata"] = {"state": self._state.value}
+        body.update(drop_none({"model": self._model, "provider": self._provider, "usage": self._usage_body()}))
+        metadata = drop_none({"state": self._state.value if self._state.known else None,
+                              "activities": list(self._activity.values()) or None,
+                              "subagents": list(self._subagent.values()) or None})
+        if metadata:
+            body["metadata"] = metadata
         return orjson.dumps(body)
+
+    def _usage_body(self) -> dict[str, Any] | None:
+        """The contract's three counts; the parts of them AG-UI names go as OpenAI names them, in details."""
+        usage: dict[str, Any] = {k: v for k, v in self._usage.items()
+                                 if k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+        if "reasoning_tokens" in self._usage:
+            usage["completion_tokens_details"] = {"reasoning_tokens": self._usage["reasoning_tokens"]}
+        cached = {k: self._usage[k] for k in ("cached_tokens", "cache_write_tokens") if k in self._usage}
+        if cached:
+            usage["prompt_tokens_details"] = cached
+        return usage or None
 
     def _closing_note(self) -> str | None:
         if self._interrupts:

@@ -24,6 +24,8 @@ from gateway.core.ids import new_id
 from gateway.core.turn import ContentPart, Message, Resume, Role, ToolCall, Turn, approves, media_kind
 from gateway.core.validation import validate
 
+from .versions import shown_by
+
 INKEEP = "inkeep"
 INTERRUPT_CALL_PREFIX = "interrupt-"
 """Starts the id of the tool call that stands, for a useChat client, for an interrupt not about a tool call."""
@@ -132,6 +134,7 @@ def parse_request(body: dict[str, Any]) -> Turn:
         forwarded_props=extra or None,
         resume=resume,
         variant=INKEEP if inkeep else None,
+        client_version=shown_by(body.get("messages")),
     )
 
 
@@ -221,9 +224,14 @@ def _read_assistant(message_id: str | None, parts: list[Part], out: list[Message
 
 def _approvals(message: UIMessage) -> list[Resume]:
     """The approvals a continuation answers. One given to a call that stands for an interrupt resumes that
-    interrupt, and names no tool call."""
+    interrupt, and names no tool call; so does the output an AI SDK 5 client, which has no approvals, gives such a
+    call."""
     resume: list[Resume] = []
     for part in message.parts or ():
+        call_id = part.toolCallId or ""
+        if call_id.startswith(INTERRUPT_CALL_PREFIX) and part.state == "output-available" and part.approval is None:
+            resume.append(Resume(call_id[len(INTERRUPT_CALL_PREFIX):], "resolved", part.output))
+            continue
         approval = part.approval
         if part.state != "approval-responded" or approval is None:
             continue

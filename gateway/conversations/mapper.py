@@ -41,7 +41,7 @@ from gateway.conversations.store import ConversationStore, StoreError
 from gateway.core.codec import Dialect, RunRecord
 from gateway.core.errors import InterruptAnswered
 from gateway.core.ids import new_id
-from gateway.core.turn import History, Message, Resume, Turn, new_messages
+from gateway.core.turn import ANY_OPEN_INTERRUPT, History, Message, Resume, Turn, new_messages
 
 log = logging.getLogger("agent_gateway.conversation")
 
@@ -134,8 +134,8 @@ class ConversationMapper:
         conversation.pending_tools.update(recorder.pending_tools)
         resumed = {r.interrupt_id for r in exchange.upstream_turn.resume}
         if resumed:
-            answered = [*resumed, *([conversation.interrupted_run] if conversation.interrupted_run else [])]
-            conversation.answered = [*conversation.answered, *answered][-_ANSWERED_KEPT:]
+            ids = [*resumed, *([conversation.interrupted_run] if conversation.interrupted_run else [])]
+            conversation.answered = [*conversation.answered, *ids][-_ANSWERED_KEPT:]
         conversation.interrupts = {k: v for k, v in conversation.interrupts.items() if k not in resumed}
         conversation.interrupts.update({i.id: i.tool_call_id for i in recorder.interrupts})
         if recorder.interrupts:
@@ -211,7 +211,10 @@ class ConversationMapper:
             return turn.messages, turn.messages, "full"
         if not stored:
             new = new_messages(turn)
-            if not heard(turn.messages[:len(turn.messages) - len(new)]):
+            answers = turn.resume or any(m.role == "tool" for m in new)
+            if answers or not heard(turn.messages[:len(turn.messages) - len(new)]):
+                # What is new answers the upstream (a tool's result, a resume): its conversation is the one that
+                # asked, reached by the derived id even when the store lost it.
                 return new, turn.messages, "delta"
             # A history the gateway never saw (an eval's golden transcript, a client's own): a new upstream
             # conversation is given all of it. Sent into the derived one, only its last message would be heard.
@@ -220,9 +223,9 @@ class ConversationMapper:
             if not transparent:
                 conversation.upstream_id = new_id("conv")
             return turn.messages, turn.messages, "full"
-        client, known = heard(turn.messages), heard(conversation.history)
-        seen = _common_prefix(client, known)
-        if seen == len(known):
+        client, heard_before = heard(turn.messages), heard(conversation.history)
+        seen = _common_prefix(client, heard_before)
+        if seen == len(heard_before):
             after = client[seen - 1].end if seen else 0
             return [m for m in turn.messages[after:] if m.role not in _UNHEARD], turn.messages, "delta"
         # The client's history forks from what the upstream has heard: a regenerated or edited turn. A new
@@ -259,10 +262,12 @@ def _resumes(turn: Turn, conversation: Conversation, checked: bool) -> tuple[lis
     for r in turn.resume:
         if not checked or r.interrupt_id in open_interrupts:
             resumes.append(r if r.tool_call_id else replace(r, tool_call_id=open_interrupts.get(r.interrupt_id)))
-        elif r.interrupt_id == conversation.interrupted_run and open_interrupts:
+        elif r.interrupt_id in (conversation.interrupted_run, ANY_OPEN_INTERRUPT) and open_interrupts:
             resumes += [replace(r, interrupt_id=id_, tool_call_id=call) for id_, call in open_interrupts.items()]
         elif r.interrupt_id in conversation.answered:
             repeated.append(r.interrupt_id)
+        elif r.interrupt_id == ANY_OPEN_INTERRUPT:
+            continue  # an answer to whatever is open, when nothing is
         elif isinstance(r.payload, str) and r.payload:
             unanswerable.append(r.payload)
     if repeated:

@@ -25,6 +25,10 @@ class ContentPart:
     """Base64 payload, when the media is inline."""
     media_type: str | None = None
     filename: str | None = None
+    file_id: str | None = None
+    """A file uploaded to a provider beforehand (AG-UI's `file` source), named by its id there."""
+    provider: str | None = None
+    """Who holds `file_id`."""
 
 
 def media_kind(media_type: str | None) -> str:
@@ -87,6 +91,11 @@ class Resume:
     """The tool call the interrupt asked to approve, when the client says (Vercel approvals do)."""
 
 
+ANY_OPEN_INTERRUPT = ""
+"""The interrupt id of a resume that names none (a client before AG-UI 1.0 answers with LangGraph's
+`Command(resume=...)`): it answers whatever its conversation has open."""
+
+
 def approves(resume: Resume) -> bool:
     """Whether a resume says yes to what the interrupt asked. Clients answer approvals in their own words:
     `{"approved": false}` (Vercel, and what the gateway sends), a bare `false`, or a cancelled status say no."""
@@ -112,6 +121,12 @@ class Turn:
     """Dialect metadata worth keeping across a hop, e.g. agent-respond's `test_case_id` and `turn_index`."""
     variant: str | None = None
     """The request's shape within its dialect (Vercel's "inkeep"), so the reply can take the same shape."""
+    client_version: str | None = None
+    """The version of its protocol the client speaks, as its request shows it (AG-UI's `protocolVersion`, what an
+    AI SDK client's messages hold) or its route says: the reply holds only what that version reads."""
+    accept: str | None = None
+    """The media types the client reads (its `Accept`), for a dialect with more than one wire format (AG-UI's
+    protobuf)."""
 
 
 def new_messages(turn: Turn) -> list[Message]:

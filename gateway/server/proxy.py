@@ -351,6 +351,11 @@ class RouteHandler:
             raise RequestTooLarge(f"the request has {len(turn.messages)} messages; this route takes "
                                   f"{limits.max_messages}")
         check_ids(turn, client.name)
+        route = self.route
+        if route.client_version is not None:
+            turn.client_version = route.client_version  # the operator knows what the requests cannot show
+        if not route.resumable:  # a resumable run's reply is kept, and followed, as SSE
+            turn.accept = headers.get("accept")
         return client, turn
 
 
