@@ -7,6 +7,7 @@ from typing import Any
 from gateway.core.codec import Dialect, Encoder, Likeness
 from gateway.core.turn import Turn
 
+from . import proto
 from .conformance import judge
 from .decode import AguiDecoder
 from .encode import AguiEncoder
@@ -16,8 +17,12 @@ from .versions import writes_legacy
 
 
 def new_encoder(request: Turn | None = None) -> Encoder:
-    """The encoder for the AG-UI the client speaks: 1.0, or what came before."""
-    return LegacyAguiEncoder(request) if writes_legacy(request) else AguiEncoder(request)
+    """The encoder for the AG-UI the client speaks (1.0, or what came before) and the wire it reads: SSE, or
+    protobuf for a client that asks for it, when the `protobuf` runtime is installed."""
+    encoder = LegacyAguiEncoder(request) if writes_legacy(request) else AguiEncoder(request)
+    if request is not None and proto.wants_proto(request.accept) and proto.available():
+        return proto.ProtoEncoder(encoder)
+    return encoder
 
 
 def sniff(body: dict[str, Any]) -> Likeness:
@@ -40,4 +45,6 @@ DIALECT = Dialect(
     judge=judge,
     expects="an AG-UI request (RunAgentInput) needs threadId, runId and messages",
     event_ids=True,
+    variants={proto.VARIANT: "full"},
+    decoder_for=proto.decoder_for,
 )

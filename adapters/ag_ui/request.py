@@ -17,6 +17,7 @@ from gateway.core.ids import new_id
 from gateway.core.turn import ContentPart, Context, Message, Resume, Tool, ToolCall, Turn, media_kind
 from gateway.core.validation import validate
 
+from . import proto
 from .content import content_to_agui
 from .versions import PROTOCOL_VERSION, declared, resume_of_command
 
@@ -208,7 +209,9 @@ def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
             first = turn.resume[0]
             answer = first.payload if first.status == "resolved" else {"cancelled": True}
             body["forwardedProps"] = {**forwarded, "command": {"resume": answer}}
-    return UpstreamRequest(orjson.dumps(body), {"content-type": "application/json", "accept": "text/event-stream"})
+    # An upstream asked for protobuf (variant "proto") still may answer SSE, as the protocol lets it.
+    accept = f"{proto.MEDIA_TYPE}, text/event-stream;q=0.5" if variant == proto.VARIANT else "text/event-stream"
+    return UpstreamRequest(orjson.dumps(body), {"content-type": "application/json", "accept": accept})
 
 
 def _speak_first(turn: Turn) -> list[dict[str, Any]]:

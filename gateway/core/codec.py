@@ -166,6 +166,9 @@ class Dialect:
     error_reply: Callable[[GatewayError, Any], tuple[int, bytes]] | None = None
     """A request refused before its reply starts, as this dialect's clients read an error (status, JSON body),
     given the error and the request's JSON (None if it was not JSON); None for the gateway's own error body."""
+    decoder_for: Callable[[str, int], Decoder | None] | None = None
+    """A decoder for an upstream's reply in another wire format than the dialect's usual one (AG-UI's protobuf),
+    given the reply's content type and `max_event_bytes`; None where `new_decoder` reads it."""
     event_ids: bool = False
     """Its clients name each run and reconnect with `Last-Event-ID` (AG-UI): on a resumable route every SSE event
     gets an `id:`, and a request for a run that is running attaches to it. Other dialects' retries are matched by

@@ -49,7 +49,7 @@ from gateway.config import Route
 from gateway.conversations.mapper import ConversationMapper
 from gateway.conversations.recorder import RunRecorder
 from gateway.conversations.store import StoreError
-from gateway.core.codec import Dialect, RunQuery, RunRecord, UpstreamRequest
+from gateway.core.codec import Decoder, Dialect, RunQuery, RunRecord, UpstreamRequest
 from gateway.core.errors import (
     CODES,
     GatewayError,
@@ -523,7 +523,7 @@ class _Call:
             relay = self.relay = Relay(
                 exchange=exchange, client=client, encoder=client.new_encoder(turn),
                 recorder=RunRecorder(exchange.conversation.state, self.handler.mapper.max_bytes),
-                decoder=upstream.new_decoder(max_event_bytes=route.limits.max_event_bytes),
+                decoder=_decoder(upstream, content_type, route.limits.max_event_bytes),
                 upstream_status=response.status, mapper=handler.mapper, record=self.record, writer=writer,
                 deadlines=deadlines)
             await relay.run(response, outbound.streams)
@@ -578,6 +578,12 @@ _ERROR_KINDS = frozenset({
     *CODES, "upstream_timeout", "upstream_bad_event", "upstream_event_too_large",
     "client_stalled", "gateway_error",
 })
+
+
+def _decoder(upstream: Dialect, content_type: str, max_event_bytes: int) -> Decoder:
+    """The decoder for the upstream's reply: its dialect's, in the wire format the reply says it is in."""
+    other = upstream.decoder_for(content_type, max_event_bytes) if upstream.decoder_for is not None else None
+    return other if other is not None else upstream.new_decoder(max_event_bytes=max_event_bytes)
 
 
 def _wrong_content_type(upstream: str, outbound: UpstreamRequest, content_type: str) -> str | None:
