@@ -154,3 +154,17 @@ def test_the_schema_in_the_tree_is_what_the_pinned_package_gives() -> None:
     result = subprocess.run([sys.executable, "scripts/generate-agui-proto", "--check"], cwd=ROOT, capture_output=True,
                             text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_ag_ui_judge_reads_a_protobuf_answer_as_the_client_does() -> None:
+    from adapters.ag_ui import judge
+    from gateway.core.conformance import Answer
+
+    body = b"".join(proto.encode(e) for e in events_of(EVERYTHING))
+    headers = {"content-type": proto.MEDIA_TYPE}
+    assert judge(Answer(200, headers, body)) == []
+    cut = judge(Answer(200, headers, body[:-3]))
+    assert {v.rule for v in cut} == {"protobuf-truncated", "no-terminal-event"}
+    unknown = proto.frame(b"\x08\x01")  # a field the envelope does not have: no event of this version
+    first = proto.encode(events_of(EVERYTHING)[0])
+    assert [v.rule for v in judge(Answer(200, headers, first + unknown))][0] == "protobuf"
