@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from gateway.core.activity import Activities, Subagents
+from gateway.core.activity import Shown
 from gateway.core.codec import as_text, json_or_text
 from gateway.core.encoding import EVENT_TYPES, HOLE, DeltaFrames, SSEEncoder
 from gateway.core.events import (
@@ -71,8 +71,8 @@ class TaskWriter:
     """The task a run makes, as the responses an A2A server streams; shared by the streamed and the one-body
     reply."""
 
-    __slots__ = ("_activities", "_calls", "_context_id", "_continues", "_dropped", "_interrupts", "_request",
-                 "_subagents", "_task_id", "_unresolved", "sent", "version")
+    __slots__ = ("_calls", "_context_id", "_continues", "_dropped", "_families", "_interrupts", "_request",
+                 "_task_id", "_unresolved", "sent", "version")
 
     def __init__(self, request: Turn | None, dropped: dict[str, int]) -> None:
         self.version = request.variant if request is not None and request.variant == V03 else None
@@ -87,8 +87,7 @@ class TaskWriter:
         self._unresolved: dict[str, dict[str, Any]] = {}
         """Tool calls made and not answered: id -> the call's data part, asked of the client at the end."""
         self._interrupts: list[Interrupt] = []
-        self._activities = Activities()
-        self._subagents = Subagents()
+        self._families: Shown | None = None
         self._dropped = dropped
 
     def event(self, e: Event) -> list[Response]:
@@ -213,16 +212,21 @@ class TaskWriter:
         self._dropped["interrupt_resolved"] += 1
         return []
 
+    def _shown(self) -> Shown:
+        if self._families is None:
+            self._families = Shown()
+        return self._families
+
     def _activity(self, e: ActivitySnapshot | ActivityDelta) -> list[Response]:
         """An activity as a data artifact of its own, replaced whole at each change."""
-        data = self._activities.snapshot(e) if isinstance(e, ActivitySnapshot) else self._activities.delta(e)
+        data = self._shown().activity(e)
         if data is None:
             self._dropped["activity"] += 1
             return []
         return self._data(data)
 
     def _subagent(self, e: SubagentStarted | SubagentFinished | SubagentError) -> list[Response]:
-        return self._data(self._subagents.data(e))
+        return self._data(self._shown().subagent(e))
 
     def _raw(self, e: Raw) -> list[Response]:
         self._dropped["raw"] += 1

@@ -51,6 +51,7 @@ class _Schema:
         self.arm_of_type = {value.name: self.event.DESCRIPTOR.fields_by_name[value.name.lower()]
                             for value in event_type.values}
         """Each event type's arm of the envelope."""
+        self.text_content = event_type.values_by_name["TEXT_MESSAGE_CONTENT"].number
 
 
 def available() -> bool:
@@ -90,6 +91,13 @@ def encode(event: dict[str, Any]) -> bytes:
     """One AG-UI event (its JSON object) as a length-prefixed `ag_ui.Event`."""
     schema = _schema()
     kind = event["type"]
+    if kind == "TEXT_MESSAGE_CONTENT" and len(event) == 3:  # most of a stream: its fields set directly
+        envelope = schema.event()
+        content = envelope.text_message_content
+        content.base_event.type = schema.text_content
+        content.message_id = event["messageId"]
+        content.delta = event["delta"]
+        return frame(envelope.SerializeToString())
     arm = schema.arm_of_type[kind]
     rest = {k: v for k, v in event.items() if k not in ("type", "timestamp", "rawEvent", "metadata")}
     base: dict[str, Any] = {"type": kind}
@@ -192,12 +200,16 @@ def decode(data: bytes) -> dict[str, Any]:
         envelope.ParseFromString(data)
     except Exception as exc:  # the runtime's DecodeError, whose module varies by implementation
         raise ProtoError(f"not an AG-UI protobuf event: {exc}") from None
-    arm = envelope.WhichOneof("event") if envelope.DESCRIPTOR.oneofs else None
-    if arm is None:
-        set_fields = envelope.ListFields()
-        if len(set_fields) != 1:
-            raise ProtoError("an AG-UI protobuf event names no event of this protocol version")
-        arm = set_fields[0][0].name
+    if envelope.HasField("text_message_content"):  # most of a stream: read directly when it is only the delta
+        value = envelope.text_message_content
+        base = value.base_event
+        if base.type == schema.text_content and not value.HasField("subagent_run_id") \
+                and not (base.HasField("metadata") or base.HasField("timestamp") or base.HasField("raw_event")):
+            return {"type": "TEXT_MESSAGE_CONTENT", "messageId": value.message_id, "delta": value.delta}
+    set_fields = envelope.ListFields()
+    if len(set_fields) != 1:
+        raise ProtoError("an AG-UI protobuf event names no event of this protocol version")
+    arm = set_fields[0][0].name
     decoded = _read(getattr(envelope, arm), schema)
     base = decoded.pop("baseEvent", {})
     kind = base.get("type") if isinstance(base, dict) else None

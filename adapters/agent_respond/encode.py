@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from gateway.core.activity import Activities, Subagents
+from gateway.core.activity import Shown
 from gateway.core.codec import as_text, drop_none
 from gateway.core.events import (
     ActivityDelta,
@@ -62,8 +62,22 @@ class AgentRespondEncoder:
     streams = False
 
     __slots__ = (
-        "_activities", "_activity", "_arguments", "_calls", "_interrupts", "_messages", "_model", "_names",
-        "_pending", "_provider", "_state", "_subagent", "_subagents", "_text", "_usage", "dropped", "headers",
+        "_activity",
+        "_arguments",
+        "_calls",
+        "_families",
+        "_interrupts",
+        "_messages",
+        "_model",
+        "_names",
+        "_pending",
+        "_provider",
+        "_state",
+        "_subagent",
+        "_text",
+        "_usage",
+        "dropped",
+        "headers",
         "status_code",
     )
 
@@ -81,9 +95,8 @@ class AgentRespondEncoder:
         self._model: str | None = None
         self._provider: str | None = None
         self._state = StateTracker()
-        self._activities = Activities()
+        self._families: Shown | None = None
         self._activity: dict[str, Any] = {}  # message id -> the activity as last shown
-        self._subagents = Subagents()
         self._subagent: dict[str, Any] = {}  # subagent run id -> how it stands
         self.dropped: dict[str, int] = defaultdict(int)
 
@@ -131,13 +144,13 @@ class AgentRespondEncoder:
             elif isinstance(e, StateDelta):
                 self._state.apply(e.patch)
             elif isinstance(e, ActivitySnapshot | ActivityDelta):
-                shown = self._activities.snapshot(e) if isinstance(e, ActivitySnapshot) else self._activities.delta(e)
+                shown = self._shown().activity(e)
                 if shown is None:
                     self.dropped["activity"] += 1
                 else:
                     self._activity[e.message_id] = shown.data
             elif isinstance(e, SubagentStarted | SubagentFinished | SubagentError):
-                self._subagent[e.subagent_run_id] = self._subagents.data(e).data
+                self._subagent[e.subagent_run_id] = self._shown().subagent(e).data
             elif isinstance(e, RunFinished):
                 if e.outcome == "cancelled":
                     self.dropped["cancelled_as_finish"] += 1
@@ -147,6 +160,11 @@ class AgentRespondEncoder:
             elif (kind := _DROPPED.get(type(e))) is not None:
                 self.dropped[kind] += 1
         return b""
+
+    def _shown(self) -> Shown:
+        if self._families is None:
+            self._families = Shown()
+        return self._families
 
     def _open(self) -> list[str]:
         if self._text is None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gateway.core.activity import Activities, Subagents
+from gateway.core.activity import Shown
 from gateway.core.codec import as_text, drop_none, json_or_text
 from gateway.core.encoding import HOLE, SSE_HEADERS, DeltaFrames, SSEEncoder, sse_frame
 from gateway.core.events import (
@@ -77,8 +77,22 @@ _FINISH_STEP = sse_frame({"type": "finish-step"})
 
 
 class VercelEncoder(SSEEncoder):
-    __slots__ = ("_activities", "_after_results", "_args", "_authors", "_encrypted", "_inkeep", "_names", "_open",
-                 "_own_steps", "_sdk", "_settles", "_state", "_step_open", "_subagents", "_text")
+    __slots__ = (
+        "_after_results",
+        "_args",
+        "_authors",
+        "_encrypted",
+        "_families",
+        "_inkeep",
+        "_names",
+        "_open",
+        "_own_steps",
+        "_sdk",
+        "_settles",
+        "_state",
+        "_step_open",
+        "_text",
+    )
 
     HEADERS = {**SSE_HEADERS, "x-vercel-ai-ui-message-stream": "v1"}
     METADATA = frozenset({TextDelta, ToolCallArgs, ReasoningDelta, TextStart, TextEnd, ReasoningStart, ReasoningEnd,
@@ -100,8 +114,7 @@ class VercelEncoder(SSEEncoder):
         self._after_results = False
         self._own_steps = False  # the upstream says where its steps are (an AI SDK one): none are made up
         self._state = StateTracker()
-        self._activities = Activities()
-        self._subagents = Subagents()
+        self._families: Shown | None = None
         self._text = DeltaFrames(_text_delta)
 
     def _part(self, chunk: dict[str, Any], e: Event, author: str | None = None, encrypted: str | None = None,
@@ -221,18 +234,25 @@ class VercelEncoder(SSEEncoder):
             chunk["transient"] = True
         return sse_frame(chunk)
 
+    def _shown(self) -> Shown:
+        if self._families is None:
+            self._families = Shown()
+        return self._families
+
     def _activity_snapshot(self, e: ActivitySnapshot) -> bytes:
-        return self._data(self._activities.snapshot(e))
+        data = self._shown().activity(e)
+        assert data is not None  # a snapshot always shows
+        return self._data(data)
 
     def _activity_delta(self, e: ActivityDelta) -> bytes:
-        data = self._activities.delta(e)
+        data = self._shown().activity(e)
         if data is None:
             self.dropped["activity"] += 1  # a patch of an activity this stream never showed whole
             return b""
         return self._data(data)
 
     def _subagent(self, e: SubagentStarted | SubagentFinished | SubagentError) -> bytes:
-        return self._data(self._subagents.data(e))
+        return self._data(self._shown().subagent(e))
 
     def _run_started(self, e: RunStarted) -> bytes:
         start = sse_frame(drop_none({"type": "start", "messageId": e.message_id,

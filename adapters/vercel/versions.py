@@ -12,6 +12,7 @@ so: its requests look like a 6 client's.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 DEFAULT = "6"
@@ -26,10 +27,9 @@ class AiSdk:
 
     version: tuple[int, int, int]
 
-    @classmethod
-    def of(cls, declared: str | None) -> AiSdk:
-        parts = [int(p) for p in (declared or DEFAULT).split(".")[:3] if p.isdigit()] or [int(DEFAULT)]
-        return cls((*parts, 0, 0)[:3])  # type: ignore[arg-type]
+    @staticmethod
+    def of(declared: str | None) -> AiSdk:
+        return _parsed(declared or DEFAULT)
 
     def at_least(self, major: int, minor: int = 0, patch: int = 0) -> bool:
         return self.version >= (major, minor, patch)
@@ -71,6 +71,13 @@ class AiSdk:
         if chunk_type == "reset-step":
             return self.at_least(7, 0, 173)
         return False
+
+
+@cache
+def _parsed(declared: str) -> AiSdk:
+    """Made once per version string: an encoder is made per request."""
+    parts = [int(p) for p in declared.split(".")[:3] if p.isdigit()] or [int(DEFAULT)]
+    return AiSdk((*parts, 0, 0)[:3])  # type: ignore[arg-type]
 
 
 def shown_by(messages: Any) -> str | None:

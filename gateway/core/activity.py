@@ -27,47 +27,34 @@ SUBAGENT = "subagent"
 subagent's run id)."""
 
 
-class Activities:
-    """The activities of one run, each one's content as the client would hold it."""
+class Shown:
+    """The activities and subagents of one run, each as the client would hold it. An encoder makes one for the first
+    of them it meets: most runs have none."""
 
-    __slots__ = ("_held",)
+    __slots__ = ("_activities", "_started")
 
     def __init__(self) -> None:
-        self._held: dict[str, tuple[str, StateTracker]] = {}
+        self._activities: dict[str, tuple[str, StateTracker]] = {}
+        self._started: dict[str, dict[str, Any]] = {}
 
-    def snapshot(self, e: ActivitySnapshot) -> Data:
-        held = self._held.get(e.message_id)
+    def activity(self, e: ActivitySnapshot | ActivityDelta) -> Data | None:
+        """The activity as a data part after this event; None for a patch of one this run never showed whole, or one
+        that does not apply (an AG-UI client warns and keeps what it had: so does the data part)."""
+        held = self._activities.get(e.message_id)
+        if isinstance(e, ActivityDelta):
+            if held is None or not held[1].apply(e.patch):
+                return None
+            return _activity(e.message_id, e.activity_type, held[1].value, e.subagent_run_id)
         if held is None or e.replace or not isinstance(held[1].value, dict):
             tracker = StateTracker(e.content)
         else:
             tracker = StateTracker({**held[1].value, **e.content})
-        self._held[e.message_id] = (e.activity_type, tracker)
+        self._activities[e.message_id] = (e.activity_type, tracker)
         return _activity(e.message_id, e.activity_type, tracker.value, e.subagent_run_id)
 
-    def delta(self, e: ActivityDelta) -> Data | None:
-        """The activity after the patch; None for one this run never showed whole, or a patch that does not apply
-        (an AG-UI client warns and keeps what it had: so does the data part)."""
-        held = self._held.get(e.message_id)
-        if held is None or not held[1].apply(e.patch):
-            return None
-        return _activity(e.message_id, e.activity_type, held[1].value, e.subagent_run_id)
-
-
-def _activity(message_id: str, activity_type: str, content: Any, subagent_run_id: str | None) -> Data:
-    value = drop_none({"activityType": activity_type, "content": content, "subagentRunId": subagent_run_id})
-    return Data(ACTIVITY, value, id=message_id)
-
-
-class Subagents:
-    """The subagents of one run, each one's status as a data part replaced in place as it starts, finishes or
-    fails (what it was started as is kept: the part is replaced whole)."""
-
-    __slots__ = ("_started",)
-
-    def __init__(self) -> None:
-        self._started: dict[str, dict[str, Any]] = {}
-
-    def data(self, e: SubagentStarted | SubagentFinished | SubagentError) -> Data:
+    def subagent(self, e: SubagentStarted | SubagentFinished | SubagentError) -> Data:
+        """A subagent's status as a data part, replaced whole as it starts, finishes or fails (what it was started
+        as is kept)."""
         if isinstance(e, SubagentStarted):
             started = self._started[e.subagent_run_id] = drop_none({
                 "subagentRunId": e.subagent_run_id, "name": e.name, "description": e.description,
@@ -80,3 +67,8 @@ class Subagents:
         else:
             status = drop_none({"status": "error", "message": e.message, "code": e.code})
         return Data(SUBAGENT, {**started, **status}, id=e.subagent_run_id)
+
+
+def _activity(message_id: str, activity_type: str, content: Any, subagent_run_id: str | None) -> Data:
+    value = drop_none({"activityType": activity_type, "content": content, "subagentRunId": subagent_run_id})
+    return Data(ACTIVITY, value, id=message_id)
