@@ -167,4 +167,4 @@ def test_the_ag_ui_judge_reads_a_protobuf_answer_as_the_client_does() -> None:
     assert {v.rule for v in cut} == {"protobuf-truncated", "no-terminal-event"}
     unknown = proto.frame(b"\x08\x01")  # a field the envelope does not have: no event of this version
     first = proto.encode(events_of(EVERYTHING)[0])
-    assert [v.rule for v in judge(Answer(200, headers, first + unknown))][0] == "protobuf"
+    assert judge(Answer(200, headers, first + unknown))[0].rule == "protobuf"

@@ -19,7 +19,6 @@ a `data-reasoning-encrypted` part), usage and run metadata in the message's meta
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from gateway.core.activity import Shown
@@ -59,9 +58,10 @@ from gateway.core.events import (
 )
 from gateway.core.sse import DONE
 from gateway.core.state import StateTracker
-from gateway.core.turn import ContentPart, Turn, approves
+from gateway.core.turn import ContentPart, Turn
 
-from .request import INKEEP, INTERRUPT_CALL_PREFIX
+from . import approvals
+from .request import INKEEP
 from .versions import AiSdk
 
 PROVIDER = "agent-gateway"
@@ -202,25 +202,18 @@ class VercelEncoder(SSEEncoder):
         if e.tool_call_id in self._names and self._sdk.approvals:  # the call's part holds the approval
             if e.expires_at is not None:
                 self.dropped["interrupt_expiry"] += 1  # an approval has no deadline
-            return sse_frame(self._approval(e))
+            return sse_frame(approvals.approval(e, self._sdk))
         self.dropped["interrupt_as_tool_call"] += 1
-        return self._interrupt_call(e)
+        call_id, name, chunks = approvals.stand_in(e, self._sdk)
+        self._names[call_id] = name
+        return self._step() + b"".join(sse_frame(chunk) for chunk in chunks)
 
     def _interrupt_resolved(self, e: InterruptResolved) -> bytes:
-        if self._sdk.seven:
-            return sse_frame(drop_none({"type": "tool-approval-response", "approvalId": e.interrupt_id,
-                                        "approved": e.approved, "reason": e.reason}))
-        self.dropped["interrupt_resolved"] += 1  # before 7 an approval is only answered by the client
-        return b""
-
-    def _approval(self, e: Interrupt) -> dict[str, Any]:
-        chunk: dict[str, Any] = {"type": "tool-approval-request", "approvalId": e.id, "toolCallId": e.tool_call_id}
-        said = e.metadata.get("vercel") if isinstance(e.metadata, dict) else None
-        if isinstance(said, dict):  # what an AI SDK upstream said of its approval, as far as this client reads it
-            allowed = {"signature"} | ({"isAutomatic"} if self._sdk.seven else set()) \
-                | ({"reason", "approvalDescriptor", "inputSchemaInput"} if self._sdk.approval_reason else set())
-            chunk.update({k: v for k, v in said.items() if k in allowed})
-        return chunk
+        chunk = approvals.resolved(e, self._sdk)
+        if chunk is None:
+            self.dropped["interrupt_resolved"] += 1  # before 7 an approval is only answered by the client
+            return b""
+        return sse_frame(chunk)
 
     def _data(self, e: Data) -> bytes:
         if e.custom:
@@ -318,33 +311,11 @@ class VercelEncoder(SSEEncoder):
         self.dropped["messages_snapshot"] += 1  # the client owns the history
         return b""
 
-    def _interrupt_call(self, e: Interrupt) -> bytes:
-        """A tool call of the gateway's own that stands for an interrupt not about one, waiting for approval."""
-        call_id = INTERRUPT_CALL_PREFIX + e.id
-        name = re.sub(r"[^A-Za-z0-9_]+", "_", e.reason).strip("_") or "approval"
-        self._names[call_id] = name
-        details = drop_none({"reason": e.reason or None, "message": e.message, "payload": e.payload,
-                             "responseSchema": e.response_schema, "toolCallId": e.tool_call_id,
-                             "expiresAt": e.expires_at, "metadata": e.metadata})
-        call = sse_frame({"type": "tool-input-available", "toolCallId": call_id, "toolName": name, "input": details})
-        if not self._sdk.approvals:  # a 5 client answers the call itself, with addToolResult
-            return self._step() + call
-        return self._step() + call + sse_frame({"type": "tool-approval-request", "approvalId": e.id,
-                                                "toolCallId": call_id})
-
     def _settle(self) -> bytes:
-        """Close the calls that stood for the interrupts this continuation answers, as the client answered them.
-        Only on a continuation of the client's own message (a `start` with no new message id)."""
+        """The calls that stood for the interrupts this continuation answers, settled; only on a continuation of the
+        client's own message (a `start` with no new message id)."""
         self._after_results = True
-        out = []
-        for resume in self._settles:
-            call_id = INTERRUPT_CALL_PREFIX + resume.interrupt_id
-            if approves(resume):
-                out.append(sse_frame({"type": "tool-output-available", "toolCallId": call_id,
-                                      "output": resume.payload}))
-            else:
-                out.append(sse_frame({"type": "tool-output-denied", "toolCallId": call_id}))
-        return b"".join(out)
+        return b"".join(sse_frame(chunk) for chunk in approvals.settled(self._settles))
 
     def _step(self) -> bytes:
         """Open a step before the model's output, and a new one after tool results.
