@@ -7,8 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 from adapters import a2a, ag_kit, ag_ui, agent_respond, vercel
-from gateway.core.codec import Dialect, Likeness, RunQuery
+from gateway.core.codec import Dialect, Likeness
 from gateway.core.errors import GatewayError, UnknownDialect
+from gateway.core.queries import RunQuery
 from gateway.core.turn import Turn
 from gateway.core.validation import listed
 
@@ -74,7 +75,7 @@ def read_query(body: dict[str, Any], candidates: list[str], path: str) -> tuple[
     """A request about a run rather than a new one, and the dialect it is written in; None for a new run."""
     for name in path_owners(candidates, path):
         dialect = DIALECTS[name]
-        if dialect.read_query is not None and (query := dialect.read_query(body)) is not None:
+        if dialect.queries is not None and (query := dialect.queries.read(body)) is not None:
             return dialect, query
     return None
 

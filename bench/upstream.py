@@ -1,4 +1,4 @@
-"""A fast upstream agent for the benchmark: one text message of N deltas, in any of the four dialects.
+"""A fast upstream agent for the benchmark: one text message of N deltas, in any dialect.
 
 Raw asyncio + uvloop + httptools, no framework, so that the upstream costs next to nothing per event. The path picks
 the dialect (`/ag-ui`, `/ag-kit`, `/vercel`, `/agent-respond`; anything after it is ignored), any method works:

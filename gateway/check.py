@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from adapters import registry
+from gateway.config import Route
 from gateway.conversations.recorder import RunRecorder
 from gateway.core.codec import Dialect
 from gateway.core.conformance import Answer, Violation
@@ -145,19 +146,22 @@ class Checker:
     """Talks to one endpoint: a connection pool, the dialect, the headers every request carries."""
 
     def __init__(self, url: str, dialect: Dialect, *, headers: Mapping[str, str] | None = None,
-                 variant: str | None = None, timeout: float = 60.0, prompts: Mapping[str, str] | None = None) -> None:
+                 variant: str | None = None, timeout: float = 60.0, prompts: Mapping[str, str] | None = None,
+                 target: Target | None = None) -> None:
         self.url = url
         self.dialect = dialect
         self.headers = dict(headers or {})
         self.variant = variant
         self.timeout = timeout
         self.prompts = {**PROMPTS, **(prompts or {})}
-        self.target = Target(url, connect_timeout=min(timeout, 10.0))
+        self.target = target or Target(url, connect_timeout=min(timeout, 10.0))
+        """Where requests go: the URL, or a route's upstream as the gateway reaches it (its proxy, its TLS)."""
         self.pool = Pool(user_agent="agent-gateway-check")
 
     async def run(self, scenarios: Sequence[str] = tuple(SCENARIOS)) -> Report:
         results: list[Result] = []
         try:
+            await self._discover()
             for name in scenarios:
                 result = await _SCENARIOS[name](self, Conversation(self, name))
                 results.append(result)
@@ -166,6 +170,19 @@ class Checker:
         finally:
             await self.pool.close()
         return Report(self.url, self.dialect.name, results)
+
+    async def _discover(self) -> None:
+        """For a dialect whose agents describe themselves (A2A's card), call the endpoint the description names, as
+        the gateway does: a base URL is then enough. Without a readable description, the URL as given."""
+        from gateway.config import Upstream
+        from gateway.server.discovery import Discovery
+
+        if self.variant is not None or self.dialect.discovery_path is None:
+            return
+        route = Route(name="check", upstream=Upstream(url=self.url, dialect=self.dialect.name))
+        discovery = Discovery(route, self.dialect, self.pool)
+        discovery.target = discovery.configured = self.target
+        self.target, self.variant = await discovery.endpoint()
 
     async def exchange(self, turn: Turn, label: str, leave_after_first_event: bool = False) -> Reply:
         request = self.dialect.build_request(turn, self.variant)
@@ -369,3 +386,17 @@ _SCENARIOS: dict[str, Scenario] = {
 async def check(url: str, dialect: str, scenarios: Sequence[str] = tuple(SCENARIOS), **options: Any) -> Report:
     """Run the conversations against `url` and judge every answer."""
     return await Checker(url, registry.get(dialect), **options).run(scenarios)
+
+
+async def ask_upstream(route: Route) -> tuple[bool, str]:
+    """`serve --check --send-request`: one real request ("hello") to a route's upstream, as the gateway reaches it,
+    and its reply judged by the dialect's rules, so that a wrong `upstream.dialect` fails here rather than reaching
+    clients as RAW events. Whether it passed, and a line saying why."""
+    upstream = route.upstream
+    report = await check(upstream.url, upstream.dialect, ["text"], headers=upstream.headers,
+                         variant=upstream.variant, timeout=min(route.timeouts.first_event, 30.0),
+                         target=upstream.target(route.timeouts.connect))
+    [result] = report.results
+    problems = [f"{v.rule}: {v.message}" for step in result.steps for v in step.violations]
+    problems += [step.error for step in result.steps if step.error]
+    return result.outcome == "pass", "; ".join([result.detail, *problems[:3]])

@@ -12,25 +12,30 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import errno
+import logging
 import os
 import socket
 import sys
 import tempfile
 from importlib import resources
-from typing import TYPE_CHECKING, NoReturn, TextIO
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 import orjson
 from pydantic import ValidationError
 
 from adapters import registry
 from gateway.config import ConfigError, GatewayConfig, Route, Store, Upstream, load_config
-from gateway.core.events import Raw, RunError, RunFinished, RunStarted
+from gateway.core.events import Event, Raw, RunError, RunFinished, RunStarted
 from gateway.core.turn import Turn
 from gateway.core.validation import error_message
 
 if TYPE_CHECKING:
     from gateway.conversations.store import ConversationStore
+
+log = logging.getLogger("agent_gateway.serve")
 
 
 def _port(text: str) -> int:
@@ -63,11 +68,32 @@ def _seconds(text: str) -> float:
     return seconds
 
 
+def _pace(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 <= seconds <= 60:
+        raise argparse.ArgumentTypeError(f"{text}: use 0 to 60 seconds")
+    return seconds
+
+
 class _Parser(argparse.ArgumentParser):
-    """Bad flags get one line saying what is wrong, and where to read more."""
+    """Bad flags get one line saying what is wrong, a guess at what was meant, and where to read more."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: {message}{self._guess(message)} (see {self.prog} --help)\n")
+
+    def _guess(self, message: str) -> str:
+        """", did you mean --port?" for a mistyped flag."""
+        if not message.startswith("unrecognized arguments: "):
+            return ""
+        known = {option.lstrip("-"): option for action in self._actions for option in action.option_strings}
+        for word in message.removeprefix("unrecognized arguments: ").split():
+            close = difflib.get_close_matches(word.split("=", 1)[0].lstrip("-"), known, n=1, cutoff=0.6)
+            if word.startswith("-") and close:
+                return f", did you mean {known[close[0]]}?"
+        return ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,7 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--config", help="YAML configuration file (see config/)")
     serve.add_argument("--check", action="store_true",
                        help="check the configuration, reach every upstream and the store, print a line each, and "
-                            "exit (non-zero if anything failed)")
+                            "exit (non-zero if anything failed); nothing is written")
+    serve.add_argument("--send-request", action="store_true",
+                       help="with --check: also send each upstream one real request ('hello') and judge its reply "
+                            "by its dialect's rules (the agent answers it, which may cost a model call)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=_port, default=8080, help="port to listen on (default: 8080)")
     serve.add_argument("--upstream", metavar="URL", help="without --config: the upstream agent's URL")
@@ -95,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--client-dialect", choices=names, action="append",
                        help="without --config: a dialect clients speak (repeat; default: detect any)")
     serve.add_argument("--store", default=None,
-                       help="without --config: conversation store URL (memory://, sqlite:///file.db, redis://...)")
+                       help="without --config: conversation store URL (memory://, sqlite:///file.db, redis://...; "
+                            "default: sqlite:///agent-gateway.db, a file in the working directory)")
     serve.add_argument("--workers", type=_workers, default=1,
                        help="worker processes (default: 1); more than one needs a shared store (sqlite or redis)")
     serve.add_argument("--log-format", choices=["json", "human"], default="json",
@@ -124,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     agent.add_argument("--dialect", choices=names, required=True, help="the dialect the agent speaks")
     agent.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     agent.add_argument("--port", type=_port, default=8001, help="port to listen on (default: 8001)")
-    agent.add_argument("--pace", type=float, default=0.0, help="seconds between streamed events (default: 0)")
+    agent.add_argument("--pace", type=_pace, default=0.0, help="seconds between streamed events (default: 0)")
 
     translate = commands.add_parser(
         "translate", help="translate a recorded stream from one dialect into another",
@@ -155,7 +185,12 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--timeout", type=_seconds, default=60.0, help="seconds per request (default: 60)")
     check.add_argument("--json", action="store_true", help="a JSON report on stdout, for CI")
 
-    args = parser.parse_args(argv)
+    if not (sys.argv[1:] if argv is None else argv):  # nothing asked: what can be asked
+        parser.print_help()
+        return 2
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's own parser, which knows what the command takes
+        commands.choices[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command == "check":
         return _check_endpoint(check, args)
     if args.command == "serve":
@@ -163,14 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo":
         return _demo(args)
     if args.command == "agent":
-        from gateway.agent.server import KEYWORDS, run
-
-        paths = ", ".join(f"http://{args.host}:{args.port}{path}" for path in registry.get(args.dialect).paths)
-        print(f"agent-gateway agent: speaking {args.dialect} at {paths}\nkeywords: {', '.join(KEYWORDS)}; "
-              "anything else is echoed", file=sys.stderr)
-        run(args.dialect, args.host, args.port, args.pace)
-        return 0
-    return _translate(parser, args)
+        return _agent(args)
+    return _translate(translate, args)
 
 
 def _version() -> str:
@@ -208,27 +237,74 @@ def _demo(args: argparse.Namespace) -> int:
     import uvicorn
     from starlette.routing import Mount
 
+    from gateway.agent.script import KEYWORD_HELP
     from gateway.agent.server import KEYWORDS, create_agent_app
     from gateway.server import logs
     from gateway.server.app import create_app
+    from gateway.server.drain import exit_quietly_when_stopped
 
     base = f"http://{args.host}:{args.port}"
     dialect = registry.get(args.agent_dialect)
     agent_url = f"{base}/demo-agent{dialect.paths[0]}"
     config = GatewayConfig(routes=[Route(name="demo", upstream=Upstream(url=agent_url, dialect=dialect.name))],
                            store=Store(url="memory://"))
+    logs.configure("human", "info")  # a person is watching: one readable line per request (tracing's too)
     sock = _bind(args.host, args.port)
     if sock is None:
         return 2
     print(f"agent-gateway demo: the built-in agent speaks {dialect.name} at {agent_url};\n"
-          f"the gateway answers every dialect at {base}. Try (keywords: {', '.join(KEYWORDS)}):\n")
+          f"the gateway answers every dialect at {base}. A word in the message picks what the agent does:")
+    for keyword in KEYWORDS:
+        print(f"  {keyword:<10} {KEYWORD_HELP[keyword]}")
+    print("  otherwise  echoes the message, counting the turns of its conversation\n\nTry:\n")
     for client, (path, body) in DEMO_REQUESTS.items():
         print(f"# {client}\ncurl -N {base}{path} -H 'content-type: application/json' -d '{body}'\n")
-    logs.configure("human", "info")  # a person is watching: one readable line per request (tracing's too)
-    app = create_app(config, extra_routes=[Mount("/demo-agent", create_agent_app(dialect.name))])
+    agent = create_agent_app(dialect.name, test_hooks=False)  # its request log holds what people typed
+    app = create_app(config, extra_routes=[Mount("/demo-agent", agent)])
+    exit_quietly_when_stopped()
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
     return 0
 
+
+AGENT_INSIDE = "/_agent"
+"""Where `agent` mounts the scripted agent it serves through the gateway's own route (a dialect with queries)."""
+
+
+def _agent(args: argparse.Namespace) -> int:
+    """The built-in agent in one dialect. A dialect whose clients ask about their runs after starting them (A2A's
+    tasks) is served by a gateway route in front of the agent speaking AG-UI, in the same process: what a real
+    agent of that dialect answers beyond its runs (GetTask, ListTasks, SubscribeToTask, ...) is then the gateway's,
+    and the agent's runs are the same as in any dialect."""
+    import uvicorn
+
+    from gateway.agent.server import KEYWORDS, create_agent_app, run
+    from gateway.server import logs
+    from gateway.server.drain import exit_quietly_when_stopped
+
+    logs.configure("human", "info")
+    dialect = registry.get(args.dialect)
+    sock = _bind(args.host, args.port)
+    if sock is None:
+        return 2
+    paths = ", ".join(f"http://{args.host}:{args.port}{path}" for path in dialect.paths)
+    print(f"agent-gateway agent: speaking {args.dialect} at {paths}\nkeywords: {', '.join(KEYWORDS)}; "
+          "anything else is echoed", file=sys.stderr)
+    exit_quietly_when_stopped()
+    if dialect.queries is None:
+        run(args.dialect, sock, args.pace)
+        return 0
+    from starlette.routing import Mount
+
+    from gateway.server.app import create_app
+
+    inside = registry.get("ag-ui")
+    upstream = Upstream(url=f"http://{args.host}:{args.port}{AGENT_INSIDE}{inside.paths[0]}", dialect=inside.name)
+    route = Route(name="scripted-agent", paths=list(dialect.paths), client_dialects=[dialect.name], upstream=upstream,
+                  agent={"description": f"The gateway's built-in scripted agent: keywords {', '.join(KEYWORDS)}."})
+    app = create_app(GatewayConfig(routes=[route], store=Store(url="memory://")),
+                     extra_routes=[Mount(AGENT_INSIDE, create_agent_app(inside.name, pace=args.pace))])
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+    return 0
 
 def _bind(host: str, port: int) -> socket.socket | None:
     """The listening socket, bound before anything says "listening"; a port in use is one line, not a traceback."""
@@ -240,7 +316,7 @@ def _bind(host: str, port: int) -> socket.socket | None:
     except OSError as exc:
         sock.close()
         reason = "is in use: try --port" if exc.errno == errno.EADDRINUSE else f"cannot be used: {exc.strerror}"
-        print(f"agent-gateway: {host}:{port} {reason}", file=sys.stderr)
+        log.error("%s:%d %s", host, port, reason)
         return None
     sock.listen(2048)
     sock.set_inheritable(True)
@@ -252,6 +328,7 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
     from gateway.server import http_server, logs, workers
     from gateway.server.app import CONFIG_ENV, create_app
+    from gateway.server.drain import exit_quietly_when_stopped
 
     flags = [flag for flag, value in (("--upstream", args.upstream), ("--upstream-dialect", args.upstream_dialect),
                                       ("--upstream-variant", args.upstream_variant),
@@ -260,6 +337,7 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.config and flags:
         parser.error(f"{', '.join(flags)} describe the route and store without --config; with --config, set them "
                      "in the file")
+    logs.configure(args.log_format, args.log_level)  # from here every line on stderr is a log line, in its format
     try:
         if args.config:
             config = load_config(args.config)
@@ -273,38 +351,38 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             parser.error("serve needs --config FILE, or --upstream URL with --upstream-dialect")
     except ConfigError as exc:
         for line in str(exc).splitlines():  # one line per mistake
-            print(f"agent-gateway: {line}", file=sys.stderr)
+            log.error(line)
         return 2
     except ValidationError as exc:  # from the flags: name each flag and what is wrong with it
-        for error in exc.errors():
-            print(f"agent-gateway: {_flag(error['loc'])}: {error_message(error)}", file=sys.stderr)
-        return 2
+        parser.error("; ".join(f"{_flag(error['loc'])}: {error_message(error)}" for error in exc.errors()))
+    if args.send_request and not args.check:
+        parser.error("--send-request goes with --check")
     if args.check:
-        return _check_config(config)
+        return _check_config(config, args.send_request)
     if args.workers > 1 and config.store.url.startswith("memory:"):
-        print("agent-gateway: --workers > 1 needs a store the workers share: sqlite:///... or redis://...",
-              file=sys.stderr)
+        log.error("--workers > 1 needs a store the workers share: sqlite:///... or redis://...")
         return 2
-    store = _open_store(config, "agent-gateway: the store cannot be opened: {}", sys.stderr)
+    store = _open_store(config)
     if store is None:
         return 2
     if args.workers > 1:  # each worker opens its own: this one only proved it can be opened
         asyncio.run(store.close())
-    for route in config.routes:
-        print(f"{route.name}: {', '.join(route.paths)} ({', '.join(route.dialects)}) -> "
-              f"{route.upstream.url} ({route.upstream.dialect})", file=sys.stderr)
     sock = _bind(args.host, args.port)
     if sock is None:
         asyncio.run(store.close())
         return 2
-    print(_version(), file=sys.stderr)
-    print(f"agent-gateway listening on http://{args.host}:{args.port}", file=sys.stderr)
-    logs.configure(args.log_format, args.log_level)
+    for route in config.routes:
+        log.info("route %s: %s (%s) -> %s (%s)", route.name, ", ".join(route.paths), ", ".join(route.dialects),
+                 route.upstream.url, route.upstream.dialect, extra={"route": route.name})
+    log.info(_version())
+    url = f"http://{args.host}:{args.port}"
     http_server.HEAD_SECONDS = config.header_timeout
     if args.workers == 1:
+        log.info("listening on %s", url, extra={"url": url})
         app = create_app(config, store, log_bodies=args.log_bodies)
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", limit_concurrency=config.max_connections,
                                                http=http_server.HeadDeadlineProtocol))
+        exit_quietly_when_stopped()
         server.run(sockets=[sock])
         return 0
     sock.close()  # it was free: each worker binds its own (gateway/server/workers.py)
@@ -314,39 +392,67 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", metrics_dir)
         workers.run(uvicorn.Config("gateway.server.app:from_environment", factory=True, host=args.host,
                                    port=args.port, workers=args.workers, log_level="warning",
-                                   limit_concurrency=config.max_connections, http=http_server.HeadDeadlineProtocol))
+                                   limit_concurrency=config.max_connections, http=http_server.HeadDeadlineProtocol),
+                    ready=lambda: log.info("listening on %s (%d workers)", url, args.workers,
+                                           extra={"url": url, "workers": args.workers}))
     return 0
 
 
-def _open_store(config: GatewayConfig, failure: str, stream: TextIO) -> ConversationStore | None:
-    """The configured store, or None after one line on `stream` saying why it cannot be opened (a path that
-    cannot be written, the redis package missing), instead of a traceback from deep in the app's startup."""
+def _open_store(config: GatewayConfig) -> ConversationStore | None:
+    """The configured store, or None after one line saying why it cannot be opened (a path that cannot be
+    written, the redis package missing), instead of a traceback from deep in the app's startup."""
     from gateway.conversations.store import StoreError
 
     try:
         return config.store.open()
     except (StoreError, ValueError, OSError) as exc:
-        print(failure.format(exc), file=stream)
+        log.error("the store cannot be opened: %s", exc)
         return None
 
 
-def _check_config(config: GatewayConfig) -> int:
+def _check_config(config: GatewayConfig, ask: bool) -> int:
+    """`serve --check`: what a start would find, found without writing anything (a SQLite store is looked at, not
+    opened: opening creates it)."""
+    from gateway.conversations.store import StoreError, redact_url, sqlite_path, sqlite_problem
     from gateway.server.probe import probe
 
-    store = _open_store(config, "store: FAILED ({})", sys.stdout)
-    if store is None:
-        return 1
+    print(f"configuration: ok ({len(config.routes)} route{'s' if len(config.routes) != 1 else ''})")
+    url = config.store.url
+    store: ConversationStore | None = None
+    if url.lower().startswith("sqlite:"):
+        path = sqlite_path(url)
+        problem = sqlite_problem(path)
+        where = path if path == ":memory:" else str(Path(path).absolute())
+        state = "exists" if path != ":memory:" and Path(path).exists() else "would be created"
+        print(f"store {redact_url(url)}: {'FAILED (' + problem + ')' if problem else f'ok ({where} {state})'}")
+        if problem:
+            return 1
+    else:
+        try:
+            store = config.store.open()
+        except (StoreError, ValueError, OSError) as exc:
+            print(f"store: FAILED ({exc})")
+            return 1
 
     async def run() -> bool:
         try:
             results = await probe(config, store)
         finally:
-            await store.close()
+            if store is not None:
+                await store.close()
         for result in results:
             print(result.line())
-        return all(result.ok for result in results)
+        passed = all(result.ok for result in results)
+        if ask:
+            from gateway.check import ask_upstream
 
-    print(f"configuration: ok ({len(config.routes)} route{'s' if len(config.routes) != 1 else ''})")
+            for route in config.routes:
+                ok, detail = await ask_upstream(route)
+                print(f"{route.name}: upstream {route.upstream.url} answers as {route.upstream.dialect}: "
+                      f"{'ok' if ok else 'FAILED'} ({detail})")
+                passed = passed and ok
+        return passed
+
     return 0 if asyncio.run(run()) else 1
 
 
@@ -409,18 +515,38 @@ def _translate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     if not encoder.streams:
         sys.stdout.buffer.write(b"\n")
     failed = isinstance(events[-1], RunError)
-    unread = [e.event.get("type", "?") for e in events if isinstance(e, Raw)]
-    read_nothing = bool(unread) and all(isinstance(e, RunStarted | RunFinished | RunError | Raw) for e in events)
-    if read_nothing or (failed and unread):  # most often the wrong --from: say which frames did not read
-        for kind in unread[:20]:
-            print(f"agent-gateway translate: a frame of type {kind!r} is not {args.source}", file=sys.stderr)
-        if len(unread) > 20:
-            print(f"agent-gateway translate: ... and {len(unread) - 20} more", file=sys.stderr)
-        print(f"agent-gateway translate: is --from {args.source} right?", file=sys.stderr)
-    if isinstance(error := events[-1], RunError):
-        print(f"agent-gateway translate: the run failed: {error.message}", file=sys.stderr)
+    unread = [str(e.event.get("type", "?")) for e in events if isinstance(e, Raw)]
+    read_nothing = bool(unread) and _read(events) == 0
+    if read_nothing or (failed and unread):  # most often the wrong --from: say so once, and what it looks like
+        kinds = ", ".join(repr(kind) for kind in list(dict.fromkeys(unread))[:5])
+        likely = _dialect_of(data, args.source)
+        guess = f"the input reads as {likely}: try --from {likely}" if likely else f"is --from {args.source} right?"
+        print(f"agent-gateway translate: {len(unread)} frames are not {args.source} ({kinds}); {guess}",
+              file=sys.stderr)
+    if not data.strip():
+        print("agent-gateway translate: the input is empty", file=sys.stderr)
+    elif isinstance(error := events[-1], RunError):
+        said = "the input ends before its run does" if error.code == "upstream_truncated" else error.message
+        print(f"agent-gateway translate: the run failed: {said}", file=sys.stderr)
     failed = failed or read_nothing
     return 1 if failed else 0
+
+
+def _read(events: list[Event]) -> int:
+    """How many of a run's events its decoder made sense of, beyond the run's start and end."""
+    return sum(not isinstance(e, RunStarted | RunFinished | RunError | Raw) for e in events)
+
+
+def _dialect_of(data: bytes, not_this: str) -> str | None:
+    """The dialect, other than `not_this`, whose decoder reads nearly all of a recording's frames (all but one in
+    ten), the best such; None if none does."""
+    unread: dict[str, float] = {}
+    for name, dialect in registry.DIALECTS.items():
+        events = dialect.new_decoder().feed(data)
+        if name != not_this and events:
+            unread[name] = sum(isinstance(e, Raw) for e in events) / len(events)
+    best = min(unread, key=lambda name: unread[name], default=None)
+    return best if best is not None and unread[best] <= 0.1 else None
 
 
 if __name__ == "__main__":

@@ -2,13 +2,15 @@
 
 Any string value may name environment variables: `${AGENT_URL}` (an error if unset) or `${AGENT_URL:-default}`;
 that is how secrets and URLs stay out of the file. A mistake is reported once, with the file, the line and the
-key: `gateway.yaml:12: routes[0].upstream.dialect: Input should be 'ag-ui', 'ag-kit', 'vercel' or 'agent-respond'`.
+key: `gateway.yaml:12: routes[0].upstream.dialect: Input should be 'ag-ui', 'ag-kit', 'vercel', 'agent-respond' or
+'a2a'`.
 """
 
 from __future__ import annotations
 
 import difflib
 import hashlib
+import ipaddress
 import os
 import re
 import ssl
@@ -20,7 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from adapters import registry
-from gateway.conversations.store import ConversationStore, StoreError, open_store, redis_exceptions
+from gateway.conversations.store import ConversationStore, StoreError, open_store, redis_exceptions, sqlite_path
 from gateway.core.validation import error_message, field_path, listed
 from gateway.runs.board import KeptLimits
 from gateway.upstream import tls
@@ -64,6 +66,9 @@ class Timeouts(_Model):
 class Limits(_Model):
     max_body_bytes: int = Field(4 * 1024 * 1024, gt=0, description="largest request body accepted")
     max_event_bytes: int = Field(16 * 1024 * 1024, gt=0, description="largest single upstream event")
+    max_held_text: int = Field(4 * 1024 * 1024, gt=0, description="characters of one piece a client needs whole "
+                               "that the gateway may hold (one tool call's arguments; the whole reply of a one-body "
+                               "client: agent-respond, A2A's SendMessage); past it the run ends with an error")
     min_body_rate: int = Field(4096, gt=0, description="bytes a second a request body must average once "
                                "timeouts.request_body has passed")
     max_json_depth: int = Field(64, gt=0, le=200, description="deepest nesting accepted in a request body "
@@ -126,6 +131,43 @@ class Cors(_Model):
             raise ValueError("allow_origins '*' with allow_credentials would let every site call with the user's "
                              "cookies: list the origins")
         return self
+
+
+class Push(_Model):
+    """Push notifications (A2A's): a run's updates POSTed to the webhooks its clients register. Off unless set; only
+    the hosts listed are ever called."""
+
+    allow_hosts: list[str] = Field(min_length=1)
+    """Host names or addresses a webhook may name (any port); `*.example.com` takes its subdomains."""
+    delivery_timeout: float = Field(10.0, gt=0)
+    """Seconds one delivery may take."""
+    retries: int = Field(3, ge=0)
+    """Further attempts after a delivery fails (a connection error, a 5xx, a 429), after 0.5 s, 1 s, 2 s, ..."""
+    max_webhooks: int = Field(10, gt=0)
+    """Webhooks one run may have."""
+    max_notifications: int = Field(1000, gt=0)
+    """Deliveries one webhook gets of one run; past it the rest of the run is not sent."""
+    max_bytes: int = Field(1024 * 1024, gt=0)
+    """The largest notification sent; a larger update is left out."""
+    max_pending: int = Field(10_000, gt=0)
+    """Notifications one process holds waiting to be delivered; past it new ones are dropped (logged)."""
+
+    @field_validator("allow_hosts")
+    @classmethod
+    def _plain_hosts(cls, hosts: list[str]) -> list[str]:
+        for host in hosts:
+            bare = host.strip("[]")
+            name = bare.removeprefix("*.")
+            if not name or any(c in name for c in "/@* ") or (":" in bare and not _is_ipv6(bare)):
+                raise ValueError(f"{host!r} is not a host (a name, an address, or *.name for its subdomains; "
+                                 "no port)")
+        return [host.lower().strip("[]") for host in hosts]
+
+    def allows(self, host: str) -> bool:
+        """Whether a webhook may be on `host`."""
+        host = host.lower().strip("[]")
+        return any(host == allowed or (allowed.startswith("*.") and host.endswith(allowed[1:]))
+                   for allowed in self.allow_hosts)
 
 
 class UpstreamTLS(_Model):
@@ -278,6 +320,8 @@ class Route(_Model):
     sets it). Without it, every caller of an open route is one principal, "anonymous"."""
     cors: Cors | None = None
     agent: AgentInfo = AgentInfo()
+    push: Push | None = None
+    """Push notifications to the webhooks clients register (A2A); off unless set."""
     resumable: bool = False
     """Runs outlive their client's connection (up to `timeouts.total`): a client that reconnects is sent the rest,
     a retry of the same request attaches to the run, and only an explicit stop ends it early."""
@@ -295,6 +339,11 @@ class Route(_Model):
         if not re.fullmatch(r"\d+(\.\d+){0,2}", text):
             raise ValueError(f"{text!r} is not a version: a major (5), or major.minor.patch (7.0.173)")
         return text
+
+    ready_needs_upstream: bool = False
+    """`/readyz` answers 503 while this route's upstream cannot be reached: a balancer then sends a replica nothing
+    while its own agent (a sidecar's) is down. Leave it off for an agent every replica shares, or they all go
+    unready together."""
 
     @field_validator("tenant_header")
     @classmethod
@@ -331,6 +380,11 @@ class Route(_Model):
                 raise ValueError(f"path {path!r} must start with /")
         return paths
 
+    @property
+    def served_paths(self) -> list[str]:
+        """The route's paths as requests are matched to them (see `route_path`)."""
+        return [route_path(path) for path in self.paths]
+
     @field_validator("client_dialects")
     @classmethod
     def _known_dialects(cls, names: list[str] | Literal["auto"]) -> list[str] | Literal["auto"]:
@@ -366,6 +420,8 @@ class Store(_Model):
         scheme = value.partition("://")[0].lower() if "://" in value else ""
         if scheme not in ("memory", "sqlite", "redis", "rediss"):
             raise ValueError("must be memory://, sqlite:///<path>, redis://host:port/db or rediss://...")
+        if scheme == "sqlite":
+            sqlite_path(value)  # sqlite://relative.db names no file: said now, not when the store opens
         if scheme in ("redis", "rediss"):
             try:
                 redis_exceptions()
@@ -394,6 +450,8 @@ class GatewayConfig(_Model):
     routes: list[Route] = Field(min_length=1)
     store: Store = Store()
     keepalive_seconds: float = Field(15.0, gt=0, description="idle SSE streams get a comment this often")
+    drain_seconds: float = Field(20.0, ge=0, description="on SIGTERM or Ctrl-C, how long the streams in flight may "
+                                 "run on before each is ended in band; within Kubernetes' 30 s grace period")
     header_timeout: float = Field(10.0, gt=0, description="seconds a client has to send a request's head, from "
                                   "its connection or its first byte; then the connection is closed")
     max_connections: int = Field(10_000, gt=0, description="client connections a worker keeps open at once; past "
@@ -409,29 +467,40 @@ class GatewayConfig(_Model):
     def _resolve_paths(cls, routes: list[Route]) -> list[Route]:
         from adapters import registry
 
-        seen: dict[str, str] = {}
+        seen: dict[str, tuple[str, str]] = {}
         for index, route in enumerate(routes):
             route.name = route.name or f"route{index}"
             if not route.paths:
                 route.paths = sorted({p for d in route.dialects for p in registry.get(d).paths})
             for path in route.paths:
-                if path in seen:
-                    raise ValueError(f"path {path} is served by both {seen[path]} and {route.name}")
-                seen[path] = route.name
-        protected = {p.rstrip("/") or "/": r.name for r in routes if r.auth is not None for p in r.paths}
-        for route in routes:
-            if route.auth is None:
-                for path in route.paths:
-                    twin = protected.get(path.rstrip("/") or "/")
-                    if twin is not None:
-                        raise ValueError(f"path {path} of {route.name} is open, and differs only by a trailing "
-                                         f"slash from a path of {twin}, which needs a key")
+                twin = seen.get(route_path(path))
+                if twin is not None and twin[1] != path:
+                    raise ValueError(f"path {path} of {route.name} differs only by a trailing slash from {twin[1]} "
+                                     f"of {twin[0]}: a path answers with and without one")
+                if twin is not None:
+                    raise ValueError(f"path {path} is served by both {twin[0]} and {route.name}")
+                seen[route_path(path)] = (route.name, path)
         return routes
 
 
-_KEYS = sorted({name for model in (Timeouts, Limits, Auth, Cors, UpstreamTLS, Upstream, Route, Store, GatewayConfig)
+_KEYS = sorted({name for model in (Timeouts, Limits, Auth, Cors, Push, UpstreamTLS, Upstream, Route, Store,
+                                   GatewayConfig)
                 for name in model.model_fields})
 """Every key a configuration may hold, for "did you mean"."""
+
+
+def _is_ipv6(text: str) -> bool:
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def route_path(path: str) -> str:
+    """A path as routes are matched: without its trailing slash (`/a2a/` is `/a2a`; `/` stays). Clients add one
+    to a URL they were given (A2A's TCK posts to the card's URL plus `/`), and a redirect would lose a POST's body."""
+    return path.rstrip("/") or "/"
 
 
 def _dialect(name: str) -> str:
@@ -474,7 +543,7 @@ def parse_config(text: str, source: str = "<config>", environ: dict[str, str] | 
             if message == "unknown key" and isinstance(loc[-1], str):
                 close = difflib.get_close_matches(loc[-1], _KEYS, n=1)
                 message = f"unknown key{f'; did you mean {close[0]}?' if close else ''}"
-            entry = f"{where}: {field_path(loc)}: {message}"
+            entry = f"{where}: {field_path(loc) if loc else 'the file'}: {message}"
             if entry not in lines:
                 lines.append(entry)
         raise ConfigError("\n".join(lines)) from None

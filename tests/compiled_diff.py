@@ -17,6 +17,7 @@ import importlib.machinery
 import importlib.util
 import json
 import random
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from importlib.machinery import EXTENSION_SUFFIXES, ModuleSpec
@@ -33,6 +34,8 @@ READERS = {"ag-ui": ["ag-ui", "ag-kit"], "ag-kit": ["ag-kit"], "vercel": ["verce
            "agent-respond": ["agent-respond"]}
 """The decoders that read each dialect's streams (AG-Kit's reads AG-UI too)."""
 GONE = object()
+WALL_CLOCK = re.compile(r'(\\?"timestamp\\?":\\?")[0-9T:.Z-]+')
+"""An A2A status's `timestamp`: the time it was written, which two runs do not share."""
 
 
 class _FromSource:
@@ -126,7 +129,7 @@ def main(argv: list[str]) -> None:
                 out.append(f"{name}: {target.new_encoder(None).encode(events)!r}")
             except Exception as exc:
                 out.append(f"encode {name}: {type(exc).__name__}: {exc}")
-        return "\n  ".join(out)
+        return WALL_CLOCK.sub(r"\1<now>", "\n  ".join(out))
 
     print(f"codecs {compiled.describe()}")
     fixtures = {path: _frames(path) for path in sorted(FIXTURES.glob("*/*")) if path.suffix in (".sse", ".json")}

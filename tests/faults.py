@@ -200,7 +200,8 @@ class FaultUpstream:
         return f"{self.base}/{dialect}/{fault}{query}"
 
     def find(self, request_id: str, timeout: float = 5.0) -> Call:
-        """The call that carried this X-Request-Id (the gateway forwards the client's)."""
+        """The first call that carried this X-Request-Id (the gateway forwards the client's): the run's own, before
+        any the gateway made for it (an A2A run's re-attach after a broken stream)."""
         found: list[Call] = []
 
         def seen() -> bool:
@@ -209,7 +210,7 @@ class FaultUpstream:
 
         if not wait_until(seen, timeout):
             raise AssertionError(f"the upstream never got a request with x-request-id {request_id}")
-        return found[-1]
+        return found[0]
 
     # lifecycle
 
@@ -296,6 +297,16 @@ class FaultUpstream:
                 writer.close()
                 with contextlib.suppress(Exception):
                     await writer.wait_closed()
+
+
+def _method(body: bytes) -> str | None:
+    """A JSON-RPC request's method, if the body is one."""
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    method = value.get("method") if isinstance(value, dict) else None
+    return method if isinstance(method, str) else None
 
 
 async def _read_request(reader: asyncio.StreamReader, leftover: bytes) -> Call | None:
@@ -399,6 +410,14 @@ class _Answer:
         if call.path in ("/healthz", "/_healthz"):
             await self.start(200, "text/plain", 2)
             await self.send(b"ok", count=False)
+            call.end = "complete"
+            return True
+        if dialect == "a2a" and _method(call.body) in ("SubscribeToTask", "GetTask"):
+            # It keeps no tasks: a re-attach to the run that broke off (see `A2ADecoder.reattach_request`) is "not
+            # found", and the gateway reports the break itself.
+            body = orjson.dumps({"jsonrpc": "2.0", "id": 1, "error": {"code": -32001, "message": "task not found"}})
+            await self.start(200, "application/json", len(body))
+            await self.send(body, count=False)
             call.end = "complete"
             return True
         fault = call.fault

@@ -295,6 +295,29 @@ def run_a2a_send(url: str, text: str, *, context_id: str | None = None, task_id:
     return A2ASend(responses=responses, requests=requests, error=error)
 
 
+class A2ATasks(TypedDict):
+    """What ``a2a-tasks.mjs`` (``@a2a-js/sdk``'s client, asking about tasks) got."""
+
+    answers: list[dict[str, Any]]  # the answer in its JSON form; for "subscribe", each StreamResponse
+    error: str | None  # "<ErrorName>: <message>"; the SDK names A2A's errors by their code
+
+
+def run_a2a_tasks_js(url: str, operation: str, params: dict[str, Any], timeout_s: float = 30.0) -> A2ATasks:
+    """Ask the A2A agent at `url` about its tasks with the real ``@a2a-js/sdk`` client (see
+    ``tests/clients/a2a-tasks.mjs``); `url` needs its trailing slash, as for ``run_a2a_send``."""
+    node = _require_node()
+    command = [node, "a2a-tasks.mjs", url, operation, json.dumps(params), "--timeout-ms", str(int(timeout_s * 1000))]
+    try:
+        proc = subprocess.run(command, cwd=CLIENTS_DIR, capture_output=True, text=True, timeout=timeout_s + 30,
+                              check=False)
+    except subprocess.TimeoutExpired as exc:
+        msg = f"a2a-tasks.mjs timed out after {timeout_s + 30:.0f} s"
+        raise RuntimeError(msg) from exc
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    error = (lines[-1] if lines else f"a2a-tasks.mjs exited with {proc.returncode}") if proc.returncode else None
+    return A2ATasks(answers=[json.loads(line) for line in proc.stdout.splitlines() if line.strip()], error=error)
+
+
 class VercelResumeRequest(TypedDict):
     """One HTTP request ``vercel-resume.mjs`` made."""
 

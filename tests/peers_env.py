@@ -296,6 +296,31 @@ def run_a2a_client(url: str, text: str, *, context_id: str | None = None, task_i
     return run
 
 
+@dataclass
+class A2ATasksRun:
+    """What `tests/peers/a2a_tasks.py` (a2a-sdk's own client, asking about tasks) got."""
+
+    answers: list[dict[str, Any]] = field(default_factory=list)
+    """The answer in the SDK's JSON form; for "subscribe", each `StreamResponse`."""
+    error: str | None = None
+    """"<ExceptionType>: <message>": the SDK raises A2A's errors as their own types (`TaskNotFoundError`, ...)."""
+
+
+def run_a2a_tasks(url: str, operation: str, params: dict[str, Any], timeout: float = 30.0) -> A2ATasksRun:
+    """Ask the A2A agent at `url` (its base) about its tasks with a2a-sdk's client: `operation` is get, cancel,
+    list, subscribe, push-create, push-get, push-list or push-delete, with the request's `params` (JSON form)."""
+    _require(A2A)
+    command = [str(A2A.python), str(PEERS_DIR / "a2a_tasks.py"), url, operation, json.dumps(params), "--timeout",
+               str(timeout)]
+    done = subprocess.run(command, capture_output=True, text=True, env=_clean_env(), timeout=timeout + 30,
+                          check=False)
+    run = A2ATasksRun(answers=[json.loads(line) for line in done.stdout.splitlines() if line.strip()])
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        run.error = lines[-1] if lines else f"a2a_tasks.py exited with {done.returncode} and said nothing"
+    return run
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Install the venvs of the third-party agents the tests run.")
     parser.add_argument("--relock", nargs="*", metavar="PEER", choices=[peer.name for peer in PEERS],

@@ -294,3 +294,74 @@ def test_a_browsers_client_reads_the_card_cross_origin_on_a_route_with_cors() ->
     assert preflight.status_code == 200 and "GET" in preflight.headers["access-control-allow-methods"]
     assert "access-control-allow-origin" not in other.headers
     assert posted.status_code == 405
+
+
+# -- an A2A upstream whose stream breaks off
+
+
+class DroppingAgent:
+    """An A2A agent whose stream breaks off after "Hello ": `SubscribeToTask` then answers the task as it stands
+    ("Hello wor") and the rest ("ld", completed); with `ended`, the task has ended by then: `SubscribeToTask` is
+    refused and `GetTask` answers it whole."""
+
+    def __init__(self, ended: bool = False) -> None:
+        self.ended = ended
+        self.methods: list[str] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        if scope["method"] == "GET":  # the card: none, so the configured URL is called as JSON-RPC 1.0
+            await send({"type": "http.response.start", "status": 404, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        request = orjson.loads(body)
+        self.methods.append(request["method"])
+        rpc_id, task = request["id"], {"id": "t-1", "contextId": "c-1"}
+
+        def frame(result: dict[str, Any]) -> dict[str, Any]:
+            return {"type": "http.response.body", "more_body": True,
+                    "body": b"data: " + orjson.dumps({"jsonrpc": "2.0", "id": rpc_id, "result": result}) + b"\n\n"}
+
+        def chunk(text: str, append: bool, last: bool) -> dict[str, Any]:
+            return frame({"artifactUpdate": {"taskId": "t-1", "contextId": "c-1", "append": append, "lastChunk": last,
+                                             "artifact": {"artifactId": "a-1", "parts": [{"text": text}]}}})
+
+        done = {"state": "TASK_STATE_COMPLETED"}
+        sse = [(b"content-type", b"text/event-stream")]
+        if request["method"] == "SendStreamingMessage":
+            await send({"type": "http.response.start", "status": 200, "headers": sse})
+            await send(frame({"task": {**task, "status": {"state": "TASK_STATE_WORKING"}}}))
+            await send(chunk("Hello ", False, False))
+            return  # no end of the body: the connection breaks off
+        if request["method"] == "SubscribeToTask" and not self.ended:
+            await send({"type": "http.response.start", "status": 200, "headers": sse})
+            await send(frame({"task": {**task, "status": {"state": "TASK_STATE_WORKING"},
+                                       "artifacts": [{"artifactId": "a-1", "parts": [{"text": "Hello wor"}]}]}}))
+            await send(chunk("ld", True, True))
+            await send(frame({"statusUpdate": {"taskId": "t-1", "contextId": "c-1", "status": done}}))
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if request["method"] == "SubscribeToTask":
+            answer = {"jsonrpc": "2.0", "id": rpc_id, "error": {"code": -32004, "message": "task has ended"}}
+        else:
+            answer = {"jsonrpc": "2.0", "id": rpc_id, "result": {
+                **task, "status": done, "artifacts": [{"artifactId": "a-1", "parts": [{"text": "Hello world"}]}]}}
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": orjson.dumps(answer)})
+
+
+@pytest.mark.parametrize("ended", [False, True], ids=["subscribed", "read-whole"])
+def test_a_stream_that_breaks_off_mid_task_is_reattached_before_it_is_an_error(ended: bool) -> None:
+    agent = DroppingAgent(ended)
+    with Served(agent) as upstream, gateway(upstream.url + "/", "a2a") as gw, httpx.Client(timeout=30) as http:
+        reply = ask(http, gw.url, "ag-ui", "hello", f"drop-{ended}")
+    assert reply.error is None and isinstance(reply.events[-1], RunFinished), reply.events
+    assert reply.text == "Hello world"  # what came before the break, then only the rest
+    assert agent.methods == ["SendStreamingMessage", "SubscribeToTask", *(["GetTask"] if ended else [])]

@@ -266,3 +266,11 @@ def test_usage_mistakes_are_one_line_and_exit_2(argv: list[str], message: str,
         main(["check", "http://127.0.0.1:9/agent", "--dialect", "ag-kit", *argv])
     err = capsys.readouterr().err
     assert exited.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_a2a_agent_is_checked_from_its_base_url_as_the_gateway_finds_it(capsys: pytest.CaptureFixture[str]
+                                                                           ) -> None:
+    """The card at `<url>/.well-known/agent-card.json` names the endpoint, as it does for a gateway route."""
+    with Served(create_agent_app("a2a")) as agent:
+        assert main(["check", agent.url, "--dialect", "a2a", "--scenario", "text"]) == 0
+    assert "PASS  text" in capsys.readouterr().out

@@ -4,6 +4,7 @@ import contextlib
 import socket
 from pathlib import Path
 
+import orjson
 import pytest
 from helpers import fixture_path
 
@@ -60,10 +61,12 @@ def test_demo_answers_the_printed_request_of_every_dialect() -> None:
             events = decode(dialect, response.content)
             assert isinstance(events[-1], RunFinished), dialect
             assert "".join(e.delta for e in events if isinstance(e, TextDelta)), dialect
+        assert httpx.get(f"{base}/demo-agent/_requests").status_code == 404  # what people typed stays theirs
     finally:
         process.terminate()
         out, _ = process.communicate(timeout=10)
     assert b"curl -N " + f"http://127.0.0.1:{port}/agui".encode() in out
+    assert b"silent     sends nothing for an hour (through the gateway: a 504" in out
 
 
 def test_bad_flags_and_bad_config_get_one_line_saying_what_and_where(tmp_path: Path,
@@ -71,12 +74,34 @@ def test_bad_flags_and_bad_config_get_one_line_saying_what_and_where(tmp_path: P
     with pytest.raises(SystemExit) as caught:
         main(["serve", "--bogus"])
     assert caught.value.code == 2
-    assert capsys.readouterr().err == "agent-gateway: unrecognized arguments: --bogus (see agent-gateway --help)\n"
+    assert capsys.readouterr().err == ("agent-gateway serve: unrecognized arguments: --bogus "
+                                       "(see agent-gateway serve --help)\n")
     config = tmp_path / "bad.yaml"
     config.write_text("routes:\n  - upstream: {url: 'http://x', dialect: acp}\n")
     assert main(["serve", "--config", str(config)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{config}:2: routes[0].upstream.dialect: Input should be" in err
+    line = orjson.loads(err)  # the default log format: every line on stderr is JSON
+    assert line["level"] == "error" and line["msg"].startswith(f"{config}:2:")
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["serve", "--prot", "9"], "unrecognized arguments: --prot 9, did you mean --port?"),
+    (["agent", "--dialect", "ag-ui", "--pace", "-1"], "argument --pace: -1: use 0 to 60 seconds"),
+    (["check", "http://a/x", "--dialect", "ag-ui", "--time-out", "3"], "did you mean --timeout?"),
+])
+def test_a_mistyped_or_impossible_flag_is_named_with_a_guess(argv: list[str], expected: str,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    err = capsys.readouterr().err
+    assert caught.value.code == 2 and expected in err and err.count("\n") == 1, err
+
+
+def test_the_bare_command_shows_what_it_can_do(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("usage: agent-gateway") and "serve" in out and "demo" in out
 
 
 def test_serve_with_workers_shares_the_work_and_sums_the_metrics(tmp_path: Path) -> None:
@@ -129,9 +154,9 @@ def test_serve_with_workers_shares_the_work_and_sums_the_metrics(tmp_path: Path)
     (["serve", "--workers", "0", "--upstream", "http://a/x", "--upstream-dialect", "ag-kit"],
      "argument --workers: 0: at least 1 worker"),
     (["serve", "--upstream", "not-a-url", "--upstream-dialect", "ag-kit"],
-     "agent-gateway: --upstream: must be an http:// or https:// URL with a host"),
+     "agent-gateway serve: --upstream: must be an http:// or https:// URL with a host"),
     (["serve", "--upstream", "http://a/x", "--upstream-dialect", "ag-kit", "--store", "mysql://x"],
-     "agent-gateway: --store: must be memory://, sqlite:///<path>"),
+     "agent-gateway serve: --store: must be memory://, sqlite:///<path>"),
 ])
 def test_a_flag_mistake_is_one_line_naming_the_flag(argv: list[str], expected: str,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
@@ -148,8 +173,11 @@ def test_a_port_in_use_is_said_before_anything_says_listening(capsys: pytest.Cap
         port = str(taken.getsockname()[1])
         assert main(["serve", "--port", port, "--store", "memory://", "--upstream", "http://a/x",
                      "--upstream-dialect", "ag-kit"]) == 2
-    err = capsys.readouterr().err
-    assert f"127.0.0.1:{port} is in use: try --port" in err and "listening" not in err
+        err = capsys.readouterr().err
+        assert f"127.0.0.1:{port} is in use: try --port" in err and "listening" not in err
+        assert err.count("\n") == 1, err  # the routes it would have served are not said either
+        assert main(["agent", "--dialect", "ag-ui", "--port", port]) == 2  # the built-in agent: the same
+        assert f"127.0.0.1:{port} is in use: try --port" in capsys.readouterr().err
 
 
 def test_a_store_that_cannot_be_opened_is_one_line_before_anything_binds(tmp_path: Path,
@@ -158,18 +186,28 @@ def test_a_store_that_cannot_be_opened_is_one_line_before_anything_binds(tmp_pat
     blocker.write_text("")
     for workers in ("1", "2"):
         assert main(["serve", "--port", "9", "--workers", workers, "--store", f"sqlite:///{blocker}/x.db",
-                     "--upstream", "http://a/x", "--upstream-dialect", "ag-kit"]) == 2
+                     "--upstream", "http://a/x", "--upstream-dialect", "ag-kit", "--log-format", "human"]) == 2
         err = capsys.readouterr().err
-        assert err.startswith("agent-gateway: the store cannot be opened: cannot open SQLite store"), err
+        assert "ERROR   the store cannot be opened: cannot open SQLite store" in err, err
         assert len(err.strip().splitlines()) == 1 and "listening" not in err and "Traceback" not in err
 
 
-def test_translate_of_input_in_another_dialect_warns_per_frame_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
+def test_translate_of_input_in_another_dialect_says_so_once_and_what_it_reads_as(
+        capsys: pytest.CaptureFixture[str]) -> None:
     path = str(fixture_path("pydantic_vercel_weather.sse"))
     for target in ("ag-ui", "ag-kit", "agent-respond"):
         assert main(["translate", path, "--from", "ag-ui", "--to", target]) == 1
         err = capsys.readouterr().err
-        assert "a frame of type 'text-start' is not ag-ui" in err and "is --from ag-ui right?" in err
+        assert err.startswith("agent-gateway translate: 17 frames are not ag-ui ('start', 'start-step'"), err
+        assert "the input reads as vercel: try --from vercel" in err and err.count("\n") == 1
+
+
+def test_translate_of_an_empty_input_says_it_is_empty(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty.sse"
+    empty.write_bytes(b"")
+    assert main(["translate", str(empty), "--from", "ag-ui"]) == 1
+    err = capsys.readouterr().err
+    assert err == "agent-gateway translate: the input is empty\n"
 
 
 @pytest.mark.parametrize("target", ["ag-ui", "ag-kit", "vercel", "agent-respond"])

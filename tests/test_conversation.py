@@ -1,14 +1,25 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
+import httpx
 import pytest
+from e2e import post, request_body, user_message
+from helpers import encode
+from servers import Served
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from adapters import registry
+from gateway.config import GatewayConfig
+from gateway.conversations import mapper as mapper_module
 from gateway.conversations.mapper import Conversation, ConversationMapper, decode_conversation, encode_conversation
-from gateway.conversations.recorder import RunRecorder
-from gateway.conversations.store import MemoryStore
-from gateway.core.errors import InterruptAnswered
+from gateway.conversations.recorder import LEFT_OUT, RunRecorder
+from gateway.conversations.store import MemoryStore, StoreError
+from gateway.core.errors import InterruptAnswered, StoreUnavailable
 from gateway.core.events import (
     Interrupt,
     RunFinished,
@@ -21,6 +32,8 @@ from gateway.core.events import (
     ToolResult,
 )
 from gateway.core.turn import ContentPart, Message, Resume, ToolCall, Turn
+from gateway.server.app import create_app
+from gateway.server.logs import ACCESS
 
 
 def exchange_once(mapper: ConversationMapper, turn: Turn, client: str, upstream: str, events: list[object],
@@ -165,6 +178,48 @@ def test_a_client_that_splits_or_joins_the_agents_messages_is_still_heard_as_the
     assert sent.history == "delta" and [m.text for m in sent.messages] == ["next"]
 
 
+class OutageStore(MemoryStore):
+    """A store that fails every read while `down`, as Redis does while it restarts."""
+
+    down = False
+
+    async def get(self, key: str) -> bytes | None:
+        if self.down:
+            raise StoreError("the store is down")
+        return await super().get(key)
+
+
+def test_an_answer_to_an_interrupt_waits_for_the_store_and_is_refused_past_its_patience(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the store knows which interrupt an answer is for, and that it is this caller's to answer: without it
+    the answer would reach the upstream as a new message."""
+    monkeypatch.setattr(mapper_module, "STORE_PATIENCE", 0.6)
+    store = OutageStore()
+    mapper = ConversationMapper(store)
+    turn = Turn([Message("user", "delete it", "u1")], conversation_id="t")
+    exchange_once(mapper, turn, "ag-ui", "ag-kit", [RunStarted(), Interrupt("i", tool_call_id="c"),
+                                                   RunFinished("interrupt")])
+    answer = Turn(turn.messages, conversation_id="t", resume=[Resume("i", payload="yes")])
+
+    async def answered_after_an_outage_of(seconds: float) -> Turn:
+        store.down = True
+        asyncio.get_running_loop().call_later(seconds, setattr, store, "down", False)
+        exchange = await mapper.begin("r", answer, registry.get("ag-ui"), registry.get("ag-kit"))
+        return exchange.upstream_turn
+
+    assert asyncio.run(answered_after_an_outage_of(0.3)).resume == [Resume("i", payload="yes", tool_call_id="c")]
+    with pytest.raises(StoreUnavailable, match="retry"):
+        asyncio.run(answered_after_an_outage_of(5))
+
+
+def test_a_turn_that_needs_nothing_stored_goes_on_without_the_store() -> None:
+    store = OutageStore()
+    store.down = True
+    sent = exchange_once(ConversationMapper(store), Turn([Message("user", "hi")], conversation_id="t"), "ag-ui",
+                         "ag-kit", [RunStarted(), RunFinished()])
+    assert [m.text for m in sent.messages] == ["hi"]
+
+
 def test_the_upstream_variant_learned_once_is_remembered_by_the_conversation() -> None:
     async def run() -> tuple[str | None, str]:
         mapper = ConversationMapper(MemoryStore())
@@ -206,7 +261,7 @@ def test_conversations_stored_by_earlier_gateways_still_load_and_are_written_bac
         [Message("user", "use the tool", "u1"), Message("assistant", "", None, [ToolCall("c", "ask", '{"q":1}')])],
         {"c": "ask"}, {"i": "c"}, {"count": 2}, None)
     assert encode_conversation(old) == STORED_BEFORE_VARIANTS[:-1] + (
-        b',"upstream_variant":null,"interrupted_run":null,"answered":[]}')
+        b',"upstream_variant":null,"interrupted_run":null,"answered":[],"interrupt_schemas":{}}')
     conversation = decode_conversation(STORED)
     assert conversation == Conversation("derived:9a1e", "conv_cd34", [
         Message("user", [ContentPart("text", text="what is this?"),
@@ -214,10 +269,10 @@ def test_conversations_stored_by_earlier_gateways_still_load_and_are_written_bac
         Message("reasoning", "looking", "r1"),
         Message("tool", "boom", tool_call_id="c", name="ask", error="boom"),
     ], upstream_variant="inkeep")
-    # From before runs, answered interrupts and files held by a provider were kept:
+    # From before runs, answered interrupts, answers' schemas and files held by a provider were kept:
     assert encode_conversation(conversation) == STORED[:-1].replace(
         b'"filename":null}', b'"filename":null,"file_id":null,"provider":null}') + (
-        b',"interrupted_run":null,"answered":[]}')
+        b',"interrupted_run":null,"answered":[],"interrupt_schemas":{}}')
 
 
 def test_an_unreadable_stored_conversation_starts_afresh() -> None:
@@ -231,3 +286,32 @@ def test_an_unreadable_stored_conversation_starts_afresh() -> None:
         return exchange.stored, exchange.upstream_turn.history
 
     assert asyncio.run(run()) == (False, "delta")
+
+
+def test_a_reply_longer_than_the_store_keeps_is_stored_as_left_out_and_the_users_words_kept(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Over real HTTP: an AG-Kit client (it sends only what is new) before an AG-UI agent (it needs the whole
+    history). The first reply is longer than `store.max_conversation_bytes`: the second turn still carries the
+    first question, with the reply marked as left out, and the access line says so."""
+    seen: list[list[str]] = []
+    long_reply = encode("ag-ui", [RunStarted("t", "r"), TextStart("m"), TextDelta("m", "x" * 5000), TextEnd("m"),
+                                  RunFinished()])
+
+    async def agent(request: Request) -> Response:
+        body = await request.json()
+        seen.append([m.get("content") or "" for m in body["messages"]])
+        return Response(long_reply, media_type="text/event-stream")
+
+    with Served(Starlette(routes=[Route("/agui", agent, methods=["POST"])])) as upstream, \
+            caplog.at_level(logging.INFO, logger=ACCESS):
+        config = GatewayConfig.model_validate({"store": {"url": "memory://", "max_conversation_bytes": 2000},
+                                               "routes": [{"paths": ["/in"], "client_dialects": ["ag-kit"],
+                                                           "upstream": {"url": upstream.url + "/agui",
+                                                                        "dialect": "ag-ui"}}]})
+        with Served(create_app(config)) as gateway, httpx.Client(timeout=10) as http:
+            for text in ("q0", "q1"):
+                answer = post(http, f"{gateway.url}/in", request_body("ag-kit", [user_message("ag-kit", text)],
+                                                                      "c-long"))
+                assert answer.status_code == 200
+    assert seen[1] == ["q0", LEFT_OUT, "q1"], seen[1]
+    assert [getattr(r, "history", None) for r in caplog.records if r.name == ACCESS][:1] == ["reply_left_out"]

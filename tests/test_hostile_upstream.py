@@ -10,8 +10,10 @@ import asyncio
 import gzip
 import os
 import socket
+import threading
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import httpx
 import pytest
@@ -411,3 +413,192 @@ def test_after_a_hostile_answer_the_gateway_serves_the_next_request() -> None:
         assert second.status_code == 200 and Reply("ag-ui", httpx.Response(200, content=second.content)).text == "hi"
 
     run(main)
+
+
+# -- what a client's dialect needs whole is bounded
+
+
+@contextmanager
+def serving(server: Server) -> Iterator[Server]:
+    """`server` on an event loop of its own, in a thread, beside a gateway served in another."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(server.__aenter__(), loop).result(10)
+    try:
+        yield server
+    finally:
+        asyncio.run_coroutine_threadsafe(server.__aexit__(None, None, None), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+
+
+HELD = 1 << 20
+"""The routes below hold at most this many characters of one piece a client needs whole."""
+ARGS = chunk(b'data: {"type":"tool-input-delta","toolCallId":"c1","inputTextDelta":"' + b"x" * 1024 + b'"}\n\n')
+"""1 KiB more of one tool call's arguments, forever."""
+OPENING = chunk(b'data: {"type":"start"}\n\ndata: {"type":"tool-input-start","toolCallId":"c1","toolName":"big"}\n\n')
+TEXT = chunk(b'data: {"type":"text-delta","id":"t1","delta":"' + b"y" * 1024 + b'"}\n\n')
+
+
+@pytest.mark.parametrize("client", ["vercel", "a2a", "agent-respond", "ag-ui"])
+def test_tool_arguments_past_the_bound_end_the_run_in_the_clients_dialect(client: str) -> None:
+    """Every client builds a tool call's arguments whole (Vercel's tool-input-available, A2A's data part, the
+    eval platform's one body, the AG-UI client's state): past `limits.max_held_text` the run ends with an error."""
+    counted = [0]
+    with serving(endless(STREAM_HEAD + OPENING, ARGS, counted)) as upstream:
+        config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+            {"paths": ["/in"], "client_dialects": [client], "limits": {"max_held_text": HELD},
+             "upstream": {"url": upstream.url("/api/chat"), "dialect": "vercel"}}]})
+        with Served(create_app(config)) as gateway:
+            answer = httpx.post(f"{gateway.url}/in", json=request_body(client, [user_message(client, "hi")]),
+                                headers={"a2a-version": "1.0"}, timeout=30)
+    reply = Reply(client, answer) if answer.status_code < 400 or client != "a2a" else None
+    if client == "agent-respond":
+        assert answer.status_code == 502 and "held_too_much" in answer.text
+    else:
+        assert reply is not None and reply.error is not None and "tool call's arguments grew past" in \
+            reply.error.message
+    assert counted[0] < 8 * HELD  # the gateway stopped reading soon after the bound, and let the upstream go
+
+
+def test_a_one_body_reply_past_the_bound_ends_with_a_502() -> None:
+    """The eval platform's reply is one JSON body, built whole: text past the bound is not held."""
+    counted = [0]
+    opening = chunk(b'data: {"type":"start"}\n\ndata: {"type":"text-start","id":"t1"}\n\n')
+    with serving(endless(STREAM_HEAD + opening, TEXT, counted)) as upstream:
+        config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+            {"paths": ["/in"], "client_dialects": ["agent-respond"], "limits": {"max_held_text": HELD},
+             "upstream": {"url": upstream.url("/api/chat"), "dialect": "vercel"}}]})
+        with Served(create_app(config)) as gateway:
+            answer = httpx.post(f"{gateway.url}/in", json=request_body("agent-respond", [
+                user_message("agent-respond", "hi")]), timeout=30)
+    assert answer.status_code == 502 and "held_too_much" in answer.text
+    assert counted[0] < 8 * HELD
+
+
+def test_two_hostile_streams_at_once_hold_what_the_bound_allows_and_no_more() -> None:
+    """Memory by bytes counted (tracemalloc's peak, this process's gateway), not by RSS: two Vercel clients each
+    fed tool arguments without end hold at most a few times the bound each."""
+    import tracemalloc
+
+    counted = [0]
+    with serving(endless(STREAM_HEAD + OPENING, ARGS, counted)) as upstream:
+        config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+            {"paths": ["/in"], "client_dialects": ["vercel"],
+             "upstream": {"url": upstream.url("/api/chat"), "dialect": "vercel"}}]})  # the default bound
+        with Served(create_app(config)) as gateway:
+            tracemalloc.start()
+            try:
+                before = tracemalloc.get_traced_memory()[0]
+                threads = [threading.Thread(target=httpx.post, args=(f"{gateway.url}/in",), kwargs={
+                    "json": request_body("vercel", [user_message("vercel", "hi")]), "timeout": 60})
+                    for _ in range(2)]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join(60)
+                peak = tracemalloc.get_traced_memory()[1] - before
+            finally:
+                tracemalloc.stop()
+    default = GatewayConfig.model_validate({"routes": [{"upstream": {"url": "http://a/", "dialect": "vercel"}}]}
+                                           ).routes[0].limits.max_held_text
+    print(f"\ntwo streams of endless tool arguments: peak {peak / 2**20:.0f} MiB traced, bound {default / 2**20:.0f}"
+          " Mi characters each")
+    assert counted[0] < 1 << 30, "the gateway read the upstream to its end"
+    assert peak < 100 * 2**20, f"held {peak / 2**20:.0f} MiB"  # beside a process of ~60 MiB: under 200 MiB in all
+
+
+# -- the idle deadline counts events, not bytes
+
+
+def trickling(head: bytes, pieces: list[bytes], gap: float) -> Server:
+    """A server that writes `head`, then `pieces` in turn forever, `gap` seconds apart, until the client leaves."""
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        if server.requests[-1].startswith(b"GET"):  # an A2A card: there is none, the URL is the endpoint
+            writer.write(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
+            return True
+        writer.write(head)
+        try:
+            for _ in range(int(60 / gap)):
+                for piece in pieces:
+                    writer.write(piece)
+                    await writer.drain()
+                    await asyncio.sleep(gap)
+        except ConnectionError:
+            pass
+        return False
+
+    server = Server(handler)
+    return server
+
+
+AGUI_START = chunk(b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+                   b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi"}\n\n')
+A2A_START = chunk(b'data: {"jsonrpc":"2.0","id":1,"result":{"task":{"id":"t1","contextId":"c1",'
+                  b'"status":{"state":"TASK_STATE_WORKING"}}}}\n\n')
+A2A_WORKING = chunk(b'data: {"jsonrpc":"2.0","id":1,"result":{"statusUpdate":{"taskId":"t1","contextId":"c1",'
+                    b'"status":{"state":"TASK_STATE_WORKING"}}}}\n\n')
+
+
+@pytest.mark.parametrize(("dialect", "head", "pieces"), [
+    ("ag-ui", AGUI_START, [chunk(b": ping\n\n")]),  # comments only
+    ("ag-ui", AGUI_START, [chunk(b"d"), chunk(b"a"), chunk(b"t"), chunk(b"a")]),  # a frame that never ends
+    ("a2a", A2A_START, [A2A_WORKING]),  # "still working", and nothing else
+], ids=["comments", "a-frame-a-byte-at-a-time", "a2a-working-updates"])
+def test_an_upstream_that_only_says_it_is_there_is_cut_at_the_idle_deadline(dialect: str, head: bytes,
+                                                                           pieces: list[bytes]) -> None:
+    import time
+
+    with serving(trickling(STREAM_HEAD + head, pieces, 0.05)) as upstream:
+        config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+            {"paths": ["/in"], "client_dialects": ["ag-ui"], "timeouts": {"idle": 0.5, "total": 30},
+             "upstream": {"url": upstream.url("/agui"), "dialect": dialect, "variant": None}}]})
+        with Served(create_app(config)) as gateway:
+            started = time.monotonic()
+            reply = Reply("ag-ui", httpx.post(f"{gateway.url}/in", timeout=30,
+                                              json=request_body("ag-ui", [user_message("ag-ui", "hi")])))
+            took = time.monotonic() - started
+    assert reply.error is not None and "sent nothing for 0.5s" in reply.error.message, reply.events
+    assert took < 5, f"cut after {took:.1f}s, not at the idle deadline"
+
+
+# -- an A2A stream speaks of its own task only
+
+
+def a2a_frame(result: dict[str, object]) -> bytes:
+    import orjson
+
+    return chunk(b"data: " + orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": result}) + b"\n\n")
+
+
+def a2a_text(task: str, context: str, text: str, last: bool = False) -> bytes:
+    return a2a_frame({"artifactUpdate": {"taskId": task, "contextId": context, "lastChunk": last, "artifact": {
+        "artifactId": f"a-{task}", "name": "response", "parts": [{"text": text}]}}})
+
+
+def test_updates_about_another_task_are_left_out_of_the_run_and_counted() -> None:
+    """An agent (or a proxy before it) that interleaves another task's updates into this stream must not have them
+    read as this run's: another task's question would end the run as an interrupt and drop its real answer."""
+    body = (A2A_START + a2a_text("t1", "c1", "Mine, ")
+            + a2a_text("other-task", "OTHER-CTX", "someone else's secret")
+            + a2a_frame({"statusUpdate": {"taskId": "other-task", "contextId": "OTHER-CTX", "status": {
+                "state": "TASK_STATE_INPUT_REQUIRED", "message": {"messageId": "q", "role": "ROLE_AGENT",
+                                                                   "parts": [{"text": "their question?"}]}}}})
+            + a2a_text("t1", "c1", "all mine.", last=True)
+            + a2a_frame({"statusUpdate": {"taskId": "t1", "contextId": "c1",
+                                          "status": {"state": "TASK_STATE_COMPLETED"}}})
+            + b"0\r\n\r\n")
+    with serving(trickling(STREAM_HEAD + body, [], 0.05)) as upstream:
+        config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+            {"name": "r", "paths": ["/in"], "client_dialects": ["ag-ui"],
+             "upstream": {"url": upstream.url("/a2a"), "dialect": "a2a"}}]})
+        with Served(create_app(config)) as gateway:
+            reply = Reply("ag-ui", httpx.post(f"{gateway.url}/in", timeout=30,
+                                              json=request_body("ag-ui", [user_message("ag-ui", "hi")])))
+            metrics = httpx.get(f"{gateway.url}/metrics").text
+    assert reply.text == "Mine, all mine." and reply.finished is not None and reply.finished.outcome == "success"
+    assert "secret" not in reply.response.text and "their question" not in reply.response.text
+    assert 'kind="upstream_other_run",upstream_dialect="a2a"} 2.0' in metrics  # the text and the question

@@ -152,3 +152,46 @@ def test_stream_false_and_approval_fast_path(url: str) -> None:
     assert answered.status_code == 200 and answered.json()["results"][0]["approved"] is True
     assert chat(url, {"messages": [approval]}).status_code == 400
     assert len(httpx.get(f"{url}/conversations/conv-plain").json()) == 2  # no run started
+
+
+def test_an_upstream_that_answers_as_the_ai_sdk_again_is_sent_useChat_again() -> None:
+    """Inkeep is learned from a reply's headers; a later reply with the AI SDK's own header unlearns it, so the
+    next conversations get their whole history again rather than Inkeep's last message alone."""
+    from e2e import post, request_body
+    from helpers import encode
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from gateway.config import GatewayConfig
+    from gateway.core.events import RunFinished, RunStarted, TextDelta, TextEnd, TextStart
+    from gateway.server.app import create_app
+
+    bodies: list[dict[str, Any]] = []
+    run = encode("vercel", [RunStarted(), TextStart("m"), TextDelta("m", "ok"), TextEnd("m"), RunFinished()])
+
+    async def chat(request: Request) -> Response:
+        body = await request.json()
+        bodies.append(body)
+        inkeep = "inkeep" in str(body["messages"][-1])
+        header = {"x-vercel-ai-data-stream": "v2"} if inkeep else {"x-vercel-ai-ui-message-stream": "v1"}
+        return Response(run, media_type="text/event-stream", headers=header)
+
+    with Served(Starlette(routes=[Route("/api/chat", chat, methods=["POST"])])) as upstream:
+        config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+            {"paths": ["/in"], "client_dialects": ["ag-ui"], "upstream": {"url": upstream.url + "/api/chat",
+                                                                          "dialect": "vercel"}}]})
+        with Served(create_app(config)) as gateway, httpx.Client(timeout=10) as http:
+            def say(thread: str, *texts: str) -> None:
+                messages = []
+                for index, text in enumerate(texts):
+                    if index:
+                        messages.append({"id": f"a{index}", "role": "assistant", "content": "ok"})
+                    messages.append({"id": f"u{index}", "role": "user", "content": text})
+                post(http, f"{gateway.url}/in", request_body("ag-ui", messages, thread))
+
+            say("one", "hello inkeep")  # answered as Inkeep: learned
+            say("two", "first")  # sent as to Inkeep, answered as the AI SDK: unlearned
+            say("two", "first", "second")
+    assert len(bodies[-1]["messages"]) == 3, bodies[-1]  # the whole history, as useChat sends it

@@ -550,6 +550,19 @@ def test_use_chat_regenerate_under_inkeep_redoes_a_first_turn_and_refuses_a_late
     assert "start a new conversation" in (later["steps"][-1]["error"] or ""), later["steps"][-1]
 
 
+def test_use_chat_regenerate_under_an_a2a_agent_redoes_a_first_turn_and_refuses_a_later_one(world: World) -> None:
+    """An A2A agent keeps the conversation by context and is sent one message a turn: a new context cannot be given
+    the history a later regenerated turn needs. Refused with why, never answered without what came before."""
+    url = world.url("vercel", "a2a")
+    first = run_vercel_chat({"url": url, "chatId": "regen-a2a-1", "steps": [{"send": "hello"}, {"regenerate": True}]})
+    text = "".join(p.get("text", "") for p in first["steps"][-1]["messages"][-1]["parts"] if p["type"] == "text")
+    assert first["steps"][-1]["error"] is None and "echo: hello" in text and "history=1" in text, text
+    later = run_vercel_chat({"url": url, "chatId": "regen-a2a-2",
+                             "steps": [{"send": "hello"}, {"send": "again"}, {"regenerate": True}]})
+    assert later["steps"][1]["error"] is None
+    assert "start a new conversation" in (later["steps"][-1]["error"] or ""), later["steps"][-1]
+
+
 @pytest.mark.parametrize("client", ["ag-ui", "agent-respond"])
 def test_state_from_a_vercel_upstream_reaches_clients_that_carry_state(client: str) -> None:
     with Served(create_agent_app("vercel")) as agent:

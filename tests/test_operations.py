@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
@@ -16,7 +18,7 @@ from servers import Served
 from adapters import registry
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
-from gateway.conversations.store import MemoryStore, StoreError
+from gateway.conversations.store import Listed, MemoryStore, StoreError
 from gateway.core.events import (
     Data,
     Event,
@@ -75,8 +77,8 @@ def test_metrics_count_requests_events_errors_and_latencies(gateway: str) -> Non
     assert samples["agent_gateway_upstream_latency_seconds_count", ids] == 1
     assert samples["agent_gateway_errors_total", (("kind", "upstream_error"), ("route", "ops"))] == 1
     assert samples["agent_gateway_errors_total", (("kind", "invalid_request"), ("route", "ops"))] == 1
-    assert samples["agent_gateway_requests_total", (("client_dialect", "unknown"), ("route", "ops"),
-                                                     ("status", "422"), ids[2])] == 1
+    assert samples["agent_gateway_requests_total", (("client_dialect", "ag-ui"), ("route", "ops"),
+                                                     ("status", "422"), ids[2])] == 1  # /agui's: its body unread
     assert samples["agent_gateway_streams_in_flight", (("route", "ops"),)] == 0
 
 
@@ -238,6 +240,9 @@ class BrokenStore:
     async def delete(self, key: str) -> None:
         raise StoreError("the store is down")
 
+    async def newest(self, group: str, after: str | None, limit: int) -> list[Listed]:
+        raise StoreError("the store is down")
+
     async def ping(self) -> bool:
         return False
 
@@ -260,3 +265,140 @@ def test_a_turn_without_its_history_says_so_in_the_access_log_and_readyz(caplog:
             ready = http.get(f"{gw.url}/readyz")
     assert getattr(records[0], "history", None) == "unavailable"
     assert ready.status_code == 503
+
+
+def access_lines(caplog: pytest.LogCaptureFixture, request_id: str) -> list[logging.LogRecord]:
+    deadline = time.monotonic() + 5  # a line is written once its reply is out: wait for it
+    while not (records := [r for r in caplog.records
+                            if r.name == ACCESS and getattr(r, "request_id", "") == request_id]):
+        assert time.monotonic() < deadline, f"no access line for {request_id}"
+        time.sleep(0.01)
+    return records
+
+
+def test_access_lines_say_who_asked_what_and_refusals_are_logged_too(gateway: str,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger=ACCESS), httpx.Client(timeout=10) as http:
+        post(http, f"{gateway}/agui", request_body("ag-ui", [user_message("ag-ui", "hi")]), {"x-request-id": "ops-a"})
+        http.get(f"{gateway}/agiu", headers={"x-request-id": "ops-404"})
+        wrong = http.get(f"{gateway}/agui", headers={"x-request-id": "ops-405"})
+        http.post(f"{gateway}/agui", content=b'{"threadId": "t"}', headers={"content-type": "application/json",
+                                                                          "x-request-id": "ops-422"})
+        [ran] = access_lines(caplog, "ops-a")
+        [missing] = access_lines(caplog, "ops-404")
+        [refused] = access_lines(caplog, "ops-405")
+        [invalid] = access_lines(caplog, "ops-422")
+    assert (ran.method, ran.path, ran.client.startswith("127.0.0.1:")) == ("POST", "/agui", True)  # type: ignore[attr-defined]
+    assert (missing.status, missing.path, missing.error) == (404, "/agiu", "not_found")  # type: ignore[attr-defined]
+    assert (refused.status, refused.method) == (405, "GET")  # type: ignore[attr-defined]
+    assert "POST" in wrong.headers["allow"]
+    assert (invalid.status, invalid.client_dialect) == (422, "ag-ui")  # type: ignore[attr-defined]
+
+
+def test_options_without_cors_is_204_with_allow_and_a_401_names_its_scheme() -> None:
+    with Served(create_agent_app("ag-ui")) as agent:
+        config = GatewayConfig.model_validate({"routes": [{"paths": ["/in"], "auth": {"keys": ["k"]}, "upstream": {
+            "url": agent.url + "/agui", "dialect": "ag-ui"}}], "store": {"url": "memory://"}})
+        with Served(create_app(config)) as gateway:
+            options = httpx.options(f"{gateway.url}/in")
+            refused = httpx.post(f"{gateway.url}/in", json={})
+    assert options.status_code == 204 and "POST" in options.headers["allow"]
+    assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_upstream_failures_are_warnings_with_what_the_upstream_said(caplog: pytest.LogCaptureFixture) -> None:
+    """The client is told "upstream answered HTTP 500" (its body only with debug_errors); the operator sees the
+    body, bounded and escaped, and at warning."""
+    async def failing(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            await send({"type": "http.response.start", "status": 500, "headers": [(b"content-type", b"text/plain")]})
+            await send({"type": "http.response.body", "body": b"database is down\n\x1b[2J" + b"x" * 5000})
+
+    with Served(failing) as upstream, \
+            Served(create_app(route_to(upstream.url, "ag-ui"), store=MemoryStore())) as gateway, \
+            caplog.at_level(logging.INFO, logger=ACCESS):
+        answer = post(httpx.Client(timeout=10), f"{gateway.url}/agui",
+                      request_body("ag-ui", [user_message("ag-ui", "hi")]), {"x-request-id": "ops-502"})
+        [line] = access_lines(caplog, "ops-502")
+    assert answer.status_code == 502 and "database" not in answer.text
+    assert line.levelno == logging.WARNING and line.error_detail.startswith("HTTP 500: database is down")  # type: ignore[attr-defined]
+    assert len(line.error_detail) < 2100 and "\x1b" not in HumanFormatter().format(line)  # type: ignore[attr-defined]
+
+
+def test_a_reply_the_upstream_dialect_reads_nothing_of_is_warned_and_counted(caplog: pytest.LogCaptureFixture
+                                                                           ) -> None:
+    """An AG-Kit reader in front of a Vercel agent (a wrong --upstream-dialect) turns every frame into RAW."""
+    with Served(create_agent_app("vercel")) as agent, \
+            Served(create_app(route_to(agent.url + "/api/chat", "ag-kit"), store=MemoryStore())) as gateway, \
+            httpx.Client(timeout=10) as http, caplog.at_level(logging.WARNING, logger="agent_gateway.proxy"):
+        post(http, f"{gateway.url}/agui", request_body("ag-ui", [user_message("ag-ui", "hello")]))
+        deadline = time.monotonic() + 5
+        while not any("is upstream.dialect right?" in r.getMessage() for r in caplog.records):
+            assert time.monotonic() < deadline, "no warning"
+            time.sleep(0.01)
+        samples = metric_samples(http, gateway.url)
+    assert samples["agent_gateway_upstream_replies_unread_total", (("route", "ops"),
+                                                                   ("upstream_dialect", "ag-kit"))] == 1
+
+
+def test_debug_logs_say_what_the_mapping_decided(gateway: str, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG, logger="agent_gateway.conversation"), httpx.Client(timeout=10) as http:
+        post(http, f"{gateway}/agui", request_body("ag-ui", [user_message("ag-ui", "hi")], "conv-debug"))
+    decided = [r.getMessage() for r in caplog.records if r.name == "agent_gateway.conversation"]
+    assert any("(new)" in m and "what is new, 1 of the 1 messages" in m for m in decided), decided
+
+
+def test_serve_check_writes_nothing_and_says_where_the_store_would_be(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from gateway.cli import main
+
+    with Served(create_agent_app("ag-kit")) as agent:
+        flags = ["serve", "--check", "--upstream", agent.url + "/send-message", "--upstream-dialect", "ag-kit"]
+        missing = tmp_path / "not" / "yet" / "gateway.db"
+        assert main([*flags, "--store", f"sqlite:///{missing}"]) == 0
+        assert f"{missing} would be created" in capsys.readouterr().out
+        assert not (tmp_path / "not").exists()
+        blocker = tmp_path / "file"
+        blocker.write_text("")
+        assert main([*flags, "--store", f"sqlite:///{blocker}/x.db"]) == 1
+        assert "cannot be created" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == [blocker]
+
+
+def test_serve_check_send_request_judges_a_real_reply_and_catches_a_wrong_dialect(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from gateway.cli import main
+
+    with Served(create_agent_app("vercel")) as agent:
+        right = ["serve", "--check", "--send-request", "--store", "memory://", "--upstream", agent.url + "/api/chat"]
+        assert main([*right, "--upstream-dialect", "vercel"]) == 0
+        assert "answers as vercel: ok" in capsys.readouterr().out
+        assert main([*right, "--upstream-dialect", "ag-kit"]) == 1
+        assert "answers as ag-kit: FAILED" in capsys.readouterr().out
+
+
+def test_a_sqlite_url_that_names_no_file_is_a_config_error() -> None:
+    from gateway.config import ConfigError, parse_config
+
+    with pytest.raises(ConfigError, match="sqlite:///<relative path>"):
+        parse_config("routes:\n  - upstream: {url: 'http://a/', dialect: ag-ui}\nstore: {url: 'sqlite://relative.db'}\n",
+                     environ={})
+
+
+def test_readiness_follows_the_upstreams_of_routes_that_ask_for_it() -> None:
+    """Liveness (/healthz) never depends on an upstream; readiness does for a route that says so."""
+    from servers import free_port
+
+    closed = free_port()
+    config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+        {"name": "sidecar", "paths": ["/a"], "ready_needs_upstream": True,
+         "upstream": {"url": f"http://127.0.0.1:{closed}/agui", "dialect": "ag-ui"}},
+        {"name": "shared", "paths": ["/b"], "upstream": {"url": f"http://127.0.0.1:{closed}/agui", "dialect": "ag-ui"}},
+    ]})
+    with Served(create_app(config)) as gateway:
+        ready = httpx.get(f"{gateway.url}/readyz")
+        alive = httpx.get(f"{gateway.url}/healthz")
+    assert ready.status_code == 503 and ready.json() == {"status": "upstream unreachable", "routes": ["sidecar"]}
+    assert alive.status_code == 200
+    with Served(create_agent_app("ag-ui"), port=closed), Served(create_app(config)) as gateway:
+        assert httpx.get(f"{gateway.url}/readyz").json() == {"status": "ready"}

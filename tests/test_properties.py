@@ -66,7 +66,9 @@ def semantics(events: list[Event], dialect: str = "ag-ui") -> dict[str, Any]:
         elif isinstance(e, ToolCallArgs):
             tools[e.tool_call_id][1] += e.delta
         elif isinstance(e, ToolResult):
-            view["results"].append((e.tool_call_id, as_text(e.content), e.is_error and "tool_errors" in carries))
+            # A result that reads as JSON is the same result however it is spelled ("0E0", "0\r" and 0.0): dialects
+            # that carry any JSON carry it as a value.
+            view["results"].append((e.tool_call_id, _json(as_text(e.content)), e.is_error and "tool_errors" in carries))
         elif isinstance(e, Data) and "data" in carries:
             view["data"].append((e.name, e.data))
         elif isinstance(e, StateSnapshot | StateDelta) and "state" in carries:

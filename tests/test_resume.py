@@ -521,3 +521,80 @@ def test_kept_replies_past_the_process_count_go_oldest_first_and_never_another_p
             later = run("key-a", "a-2")  # a fourth kept reply in the process: the oldest goes, A's first
             assert [resumable("key-a", body) for body in (a, later)] == [False, True]
             assert [resumable("key-b", body) for body in b[1:]] == [True, True]
+
+
+def test_a_run_lost_with_its_replica_ends_its_followers_in_band_and_a_late_resume_is_a_410(
+        redis: RedisServer, tmp_path: Path) -> None:
+    """Replica A runs the run and dies (SIGKILL); a follower on replica B is told in its dialect that the run was
+    lost, rather than sent a bare end it would take for a dropped connection and reconnect to, and a client that
+    comes back after the death is told 410, not sent an empty 200."""
+    import os
+    import signal
+
+    from faults import GatewayProcess
+
+    with Served(create_agent_app("ag-kit", pace=0.1)) as agent:
+        config = tmp_path / "resumable.yaml"
+        config.write_text(orjson.dumps({"store": {"url": redis.url}, "routes": [
+            {"name": "r", "paths": ["/agui"], "client_dialects": ["ag-ui"], "resumable": True,
+             "upstream": {"url": f"{agent.url}/send-message", "dialect": "ag-kit"}}]}).decode())
+        with GatewayProcess(config) as running, GatewayProcess(config) as other:
+            body = agui_body("thread-lost")
+            first = frames(read_some(f"{running.url}/agui", body, 3))
+            followed = b""
+            with httpx.Client(timeout=30) as http, \
+                    http.stream("GET", f"{other.url}/agui/thread-lost/stream") as response:
+                for chunk in response.iter_raw():
+                    followed += chunk
+                    if followed.count(b"\n\n") >= 5 and running.process is not None:
+                        os.kill(running.pid, signal.SIGKILL)
+                        running.process.wait()
+                        running.process = None
+            seen = frames(followed)
+            last = orjson.loads(seen[-1]["data"])
+            assert last["type"] == "RUN_ERROR" and "lost with the replica" in last["message"], last
+            behind = httpx.post(f"{other.url}/agui", content=body, timeout=30,
+                                headers={**JSON, "last-event-id": first[-1]["id"]})
+            had_all = httpx.post(f"{other.url}/agui", content=body, timeout=30,
+                                 headers={**JSON, "last-event-id": seen[-2]["id"]})
+    assert behind.status_code == 200 and frames(behind.content)[-1] == seen[-1]  # what was kept, then the loss
+    assert had_all.status_code == 410 and had_all.json()["error"]["code"] == "resume_unavailable", had_all.text
+
+
+def test_connections_redis_dropped_under_a_live_run_cost_its_followers_nothing(redis: RedisServer) -> None:
+    """A Redis restart leaves every pooled connection dead, the blocking readers' too: the next follow on another
+    replica retries them rather than answer 410 for a run that is live (a client that obeys a 410 pays for a
+    second run)."""
+    import subprocess
+
+    with replicas(2, redis.url) as (agent, [one, two]):
+        body = agui_body("thread-r6")
+        with httpx.Client(timeout=10) as http:
+            first = frames(read_some(f"{one}/ag-ui", body, 3))
+            warm = http.post(f"{two}/ag-ui", content=body, headers={**JSON, "last-event-id": first[-1]["id"]})
+            assert warm.status_code == 200  # the other replica's readers have connections now
+            live = agui_body("thread-r7")
+            read_some(f"{one}/ag-ui", live, 3)  # a second run, live while Redis drops them
+            subprocess.run(["redis-cli", "-p", str(redis.port), "CLIENT", "KILL", "TYPE", "normal"], check=True,
+                           capture_output=True)
+            rest = http.post(f"{two}/ag-ui", content=live, headers={**JSON, "last-event-id": "3"})
+        assert rest.status_code == 200, rest.text
+        assert b"tick 20." in rest.content
+        assert len(agent_calls(agent)) == 2
+
+
+def test_a_resume_while_the_store_is_down_is_a_503_never_a_second_run(redis: RedisServer) -> None:
+    """A client that had part of a reply must be sent the rest or told to retry: a store it cannot reach is no
+    reason to run the turn again (and pay the upstream twice)."""
+    with replicas(2, redis.url) as (agent, [one, two]):
+        body = agui_body("thread-r8")
+        seen = frames(read_some(f"{one}/ag-ui", body, 3))
+        redis.stop()
+        try:
+            with httpx.Client(timeout=10) as http:
+                again = http.post(f"{two}/ag-ui", content=body, headers={**JSON, "last-event-id": seen[-1]["id"]})
+        finally:
+            redis.start()
+        assert again.status_code == 503, again.text
+        assert "store" in again.json()["error"]["message"]
+        assert len(agent_calls(agent)) == 1

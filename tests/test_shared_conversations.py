@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -116,3 +117,54 @@ def test_sqlite_store_survives_a_gateway_restart(tmp_path: Path, agents: dict[st
                                      request_body("ag-kit", [user_message("ag-kit", "again")], "restart")))
     assert "(turn 2)" in reply.text
     assert (tmp_path / "conversations.db").exists()
+
+
+def test_a_redis_pause_holds_a_turn_that_needs_its_history_until_redis_answers(tmp_path: Path,
+                                                                              agents: dict[str, str]) -> None:
+    """A delta client (AG-Kit) in front of a full-history upstream (AG-UI): the turn waits out a 3 s pause rather
+    than reach the upstream as a first turn."""
+    with RedisServer() as redis:
+        config = write_config(tmp_path, redis.url, agents)
+        with gateway_process(config) as first, gateway_process(config) as second, httpx.Client(timeout=20) as http:
+            post(http, f"{first}/kit", request_body("ag-kit", [user_message("ag-kit", "hi")], "paused"))
+            redis.freeze()
+            thaw = threading.Timer(3.0, redis.thaw)
+            thaw.start()
+            try:
+                two = Reply("ag-kit", post(http, f"{second}/kit",
+                                           request_body("ag-kit", [user_message("ag-kit", "again")], "paused")))
+            finally:
+                thaw.join()
+    assert "(turn 2)" in two.text, two.text
+
+
+def test_a_redis_outage_refuses_a_turn_that_needs_its_history_never_answers_it_as_a_first(
+        tmp_path: Path, agents: dict[str, str]) -> None:
+    with RedisServer() as redis:
+        config = write_config(tmp_path, redis.url, agents)
+        with gateway_process(config) as gateway, httpx.Client(timeout=20) as http:
+            post(http, f"{gateway}/kit", request_body("ag-kit", [user_message("ag-kit", "hi")], "outage"))
+            calls = len(httpx.get(f"{agents['ag-ui']}/_requests").json())
+            redis.stop()
+            refused = http.post(f"{gateway}/kit", json=request_body("ag-kit", [user_message("ag-kit", "again")],
+                                                                    "outage"))
+    assert refused.status_code == 503 and refused.headers["retry-after"] == "5", refused.text
+    assert refused.json()["error"]["code"] == "store_unavailable", refused.text
+    assert "history" in refused.json()["error"]["message"]
+    assert len(httpx.get(f"{agents['ag-ui']}/_requests").json()) == calls  # the upstream never heard of it
+
+
+def test_an_eval_with_its_store_down_gives_a_new_upstream_conversation_the_whole_transcript(
+        tmp_path: Path, agents: dict[str, str]) -> None:
+    """A client with no conversation ids (agent-respond) in front of a delta upstream (AG-Kit): without the store,
+    the upstream conversation is new, so it is sent every message, not only the newest."""
+    with RedisServer() as redis:
+        config = write_config(tmp_path, redis.url, agents)
+        with gateway_process(config) as gateway, httpx.Client(timeout=20) as http:
+            history = [{"role": "user", "content": "hello"}]
+            body = {"messages": history, "metadata": {"test_case_id": "tc-outage", "turn_index": 0}}
+            history += [*post(http, f"{gateway}/eval", body).json()["messages"], {"role": "user", "content": "more"}]
+            redis.stop()
+            body = {"messages": history, "metadata": {"test_case_id": "tc-outage", "turn_index": 2}}
+            reply = post(http, f"{gateway}/eval", body).json()["messages"]
+    assert "(turn 2)" in reply[-1]["content"], reply

@@ -133,6 +133,36 @@ def test_evicts_the_least_recently_written(make_store: MakeStore) -> None:
     run(_closing(make_store(max_entries=3), body))
 
 
+def test_a_group_lists_newest_first_in_pages_that_never_repeat_or_skip(make_store: MakeStore) -> None:
+    async def body(store: ConversationStore) -> None:
+        for key in "abcdefg":
+            await store.put(key, key.encode(), group="mine")
+            await asyncio.sleep(0.002)  # distinct write times on every backend
+        await store.put("other", b"x", group="theirs")
+        await store.put("c", b"c2", group="mine")  # written again: now the newest
+        await store.delete("e")
+        seen: list[tuple[str, bytes]] = []
+        after = None
+        while page := await store.newest("mine", after, 2):
+            seen += [(item.key, item.value) for item in page]
+            after = page[-1].cursor
+        assert seen == [("c", b"c2"), ("g", b"g"), ("f", b"f"), ("d", b"d"), ("b", b"b"), ("a", b"a")]
+        assert await store.newest("nobody", None, 5) == []
+        assert [item.key for item in await store.newest("mine", "not a cursor", 1)] == ["c"]
+
+    run(_closing(make_store(), body))
+
+
+def test_a_group_listing_leaves_out_what_expired(make_store: MakeStore) -> None:
+    async def body(store: ConversationStore) -> None:
+        await store.put("old", b"1", group="g")
+        await asyncio.sleep(0.35)
+        await store.put("new", b"2", group="g")
+        assert [item.key for item in await store.newest("g", None, 10)] == ["new"]
+
+    run(_closing(make_store(ttl=0.3), body))
+
+
 def test_a_group_over_its_quota_evicts_its_own_oldest_and_nobody_elses(make_store: MakeStore) -> None:
     async def body(store: ConversationStore) -> None:
         await store.put("kept", b"k", group="protected")
@@ -405,11 +435,14 @@ def test_serve_without_the_redis_package_fails_in_one_line(tmp_path: Path, monke
     config.write_text("routes:\n  - upstream: {url: 'http://127.0.0.1:9/agui', dialect: ag-ui}\n"
                       "store:\n  url: redis://127.0.0.1:6379/0\n")
     needs = "the redis store needs the redis package: pip install 'agent-gateway[redis]'"
-    assert main(["serve", "--config", str(config)]) == 2
-    assert capsys.readouterr().err == f"agent-gateway: {config}:4: store.url: {needs}\n"
-    assert main(["serve", "--check", "--upstream", "http://127.0.0.1:9/agui", "--upstream-dialect", "ag-ui",
-                 "--store", "redis://127.0.0.1:6379/0"]) == 2
-    assert capsys.readouterr().err == f"agent-gateway: --store: {needs}\n"
+    assert main(["serve", "--config", str(config), "--log-format", "human"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.endswith(f"ERROR   {config}:4: store.url: {needs}\n"), err
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--check", "--upstream", "http://127.0.0.1:9/agui", "--upstream-dialect", "ag-ui",
+              "--store", "redis://127.0.0.1:6379/0"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == f"agent-gateway serve: --store: {needs} (see agent-gateway serve --help)\n"
 
 
 def test_redact_url() -> None:

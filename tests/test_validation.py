@@ -11,7 +11,7 @@ def test_body_that_is_not_json_or_not_an_object_is_malformed() -> None:
         load_json_object(b"{nope")
     with pytest.raises(MalformedRequest, match="must be a JSON object, got an array"):
         load_json_object(b"[1]")
-    with pytest.raises(MalformedRequest, match="not valid JSON"):
+    with pytest.raises(MalformedRequest, match="not UTF-8 text"):
         load_json_object(b'{"a": "\xff"}')  # invalid UTF-8
 
 
@@ -33,3 +33,44 @@ def test_a_field_pydantic_tried_as_several_types_is_one_message_without_type_nam
                                     "a valid list")
     assert caught.value.details == [{"field": "messages[0].content",
                                      "message": "Input should be a valid string or a valid list"}]
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    (b"", "the request body is empty: send a JSON object"),
+    (b"   ", "the request body is empty: send a JSON object"),
+    (b'{"a": "\\ud800"}', "half of a UTF-16 surrogate pair"),
+    (b'\xff\xfe', "the request body is not UTF-8 text (line 1 column 1)"),
+    (b'{"a":', "the request body is not valid JSON: unexpected end of data at line 1 column 6"),
+])
+def test_a_body_that_does_not_parse_is_described_not_the_parser(body: bytes, said: str) -> None:
+    with pytest.raises(MalformedRequest) as caught:
+        load_json_object(body)
+    message = str(caught.value)
+    assert said in message and "zero-length" not in message and "surrogates not allowed" not in message
+    assert "char " not in message  # the parser's own offsets
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    ({"threadId": "t", "runId": "r", "messages": [{"id": "m", "role": "human", "content": "hi"}]},
+     "messages[0]: role must be one of"),
+    ({"conversationId": "c", "messages": []}, None),  # AG-Kit takes an empty delta
+])
+def test_pydantics_own_words_never_reach_a_client(body: dict[str, object], said: str | None) -> None:
+    from adapters import registry
+    from gateway.core.errors import InvalidRequest
+
+    try:
+        registry.read_request(body, list(registry.DIALECTS), "/send-message")
+    except InvalidRequest as exc:
+        assert said is not None and said in exc.message and "Input tag" not in exc.message, exc.message
+    else:
+        assert said is None
+
+
+def test_a_config_file_that_is_no_mapping_or_an_empty_list_is_said_in_its_terms() -> None:
+    from gateway.config import ConfigError, parse_config
+
+    with pytest.raises(ConfigError, match=r"gw\.yaml:1: the file: must be an object"):
+        parse_config("- a\n- b\n", "gw.yaml", environ={})
+    with pytest.raises(ConfigError, match=r"gw\.yaml:1: routes: must not be empty"):
+        parse_config("routes: []\n", "gw.yaml", environ={})

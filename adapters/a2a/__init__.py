@@ -1,22 +1,38 @@
 """A2A (Agent2Agent) 1.0, and 0.3 where still common: JSON-RPC over HTTP, a task per run, an agent card to find
 the agent by. As an upstream the gateway calls `SendStreamingMessage` (or `SendMessage`, or the HTTP+JSON binding,
-as the card says); as a server it answers both methods and publishes a card of its own."""
+as the card says); as a server it answers both, the requests about tasks (`queries.py`), and publishes a card of
+its own (`card.py`).
+
+```
+request.py   a client's request to a turn; a turn to an upstream's request     versions.py  A2A-Version
+encode.py    canonical events to a task's responses (streamed, or one body)   errors.py    JSON-RPC errors
+decode.py    an agent's responses to canonical events                          card.py      the agent card
+document.py  a task as its watchers see it; fold.py, a task from its responses
+queries.py   GetTask, CancelTask, SubscribeToTask; listing.py ListTasks; push.py push notification configs
+wire.py      the spellings of 1.0 and 0.3
+```
+"""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-import orjson
+from gateway.core.codec import Dialect, Endpoint, Likeness
+from gateway.core.queries import RunQueries, RunRecord, Webhook
+from gateway.core.turn import Turn
 
-from gateway.core.codec import AgentDescription, Dialect, Endpoint, Likeness
-from gateway.core.errors import GatewayError, InvalidRequest, MalformedRequest, UnknownDialect
-
+from .card import VARIES, describe
 from .conformance import judge
 from .decode import A2ADecoder
-from .encode import new_encoder
-from .request import MethodNotFound, build_request, parse_request, sample_request
-from .tasks import QUERIES, answer_query, read_query
-from .wire import METHODS, REST, SEND, V03
+from .document import TaskLog
+from .encode import asked, new_encoder
+from .errors import error_reply
+from .push import webhook_of
+from .queries import answer_query, read_query
+from .request import build_request, parse_request, sample_request
+from .versions import check_request
+from .wire import METHODS, QUERIES, REST, SEND, V03
 
 CARD_PATH = "/.well-known/agent-card.json"
 
@@ -52,42 +68,25 @@ def read_discovery(card: Any, url: str) -> Endpoint | None:
     return None
 
 
-def describe(agent: AgentDescription) -> dict[str, Any]:
-    """The card of a gateway route: JSON-RPC 1.0 at the route's URL, and the fields a 0.3 client reads."""
-    skills = [dict(skill) for skill in agent.skills] or [
-        {"id": "chat", "name": agent.name, "description": agent.description or f"Talk to {agent.name}.",
-         "tags": ["chat"]}]
-    return {
-        "name": agent.name,
-        "description": agent.description or f"{agent.name}, through agent-gateway",
-        "supportedInterfaces": [{"url": agent.url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
-                                {"url": agent.url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}],
-        "version": agent.version,
-        "capabilities": {"streaming": agent.streaming, "pushNotifications": False},
-        "defaultInputModes": ["text/plain", "application/json"],
-        "defaultOutputModes": ["text/plain", "application/json"],
-        "skills": skills,
-        "url": agent.url, "preferredTransport": "JSONRPC", "protocolVersion": "0.3",
-    }
+def continues(turn: Turn) -> str | None:
+    """A message naming its task continues it."""
+    task_id = asked(turn).get("continues")
+    return task_id if isinstance(task_id, str) else None
 
 
-_RPC_CODES: list[tuple[type[GatewayError], int]] = [
-    (MethodNotFound, -32601), (MalformedRequest, -32700), (InvalidRequest, -32602), (UnknownDialect, -32600),
-]
+def continued(turn: Turn, record: RunRecord) -> Turn:
+    """A message to a task that waits for it: in the task's context, and answered with the whole task."""
+    return replace(turn, conversation_id=turn.conversation_id or record.conversation_id,
+                   metadata={**turn.metadata, "a2a": {**asked(turn), "task": record.document}})
 
 
-def error_reply(error: GatewayError, request: Any) -> tuple[int, bytes]:
-    """A JSON-RPC error in an HTTP 200, as A2A servers answer: parse errors -32700, unknown methods -32601, invalid
-    params -32602; whatever else stopped the request (limits, the upstream) -32603, with the gateway's code as the
-    reason."""
-    code = next((rpc for kind, rpc in _RPC_CODES if isinstance(error, kind)), -32603)
-    rpc_id = request.get("id") if isinstance(request, dict) else None
-    data: dict[str, Any] = {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": error.code.upper(),
-                            "domain": "agent-gateway", "metadata": {"status": str(error.status)}}
-    if error.details:
-        data["metadata"]["details"] = orjson.dumps(error.details).decode()
-    return 200, orjson.dumps({"jsonrpc": "2.0", "id": rpc_id if isinstance(rpc_id, str | int) else None,
-                              "error": {"code": code, "message": error.message, "data": [data]}})
+def webhooks(turn: Turn) -> list[Webhook]:
+    """The push notification config a message carries for its task."""
+    return [webhook_of(config, turn.run_id or "") for config in asked(turn).get("webhooks") or ()]
+
+
+QUERIES_OF_TASKS = RunQueries(read=read_query, answer=answer_query, new_log=TaskLog, continues=continues,
+                              continued=continued, webhooks=webhooks)
 
 
 DIALECT = Dialect(
@@ -107,7 +106,9 @@ DIALECT = Dialect(
     discovery_path=CARD_PATH,
     read_discovery=read_discovery,
     describe=describe,
+    discovery_varies=VARIES,
     error_reply=error_reply,
-    read_query=read_query,
-    answer_query=answer_query,
+    queries=QUERIES_OF_TASKS,
+    check_request=check_request,
+    passed_headers=("a2a-extensions",),
 )

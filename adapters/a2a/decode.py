@@ -35,7 +35,7 @@ from gateway.core.events import (
     ToolResult,
 )
 from gateway.core.ids import new_id
-from gateway.core.sse import DEFAULT_MAX_FRAME
+from gateway.core.sse import DEFAULT_MAX_FRAME, SSEDecoder
 
 from .request import FUNCTION_CALL, FUNCTION_RESPONSE
 from .wire import PAUSED, part_kind, response_kind, state, text_of
@@ -44,10 +44,12 @@ _FAILED_CODES = {"failed": "upstream_error", "rejected": "upstream_rejected"}
 
 
 class A2ADecoder(JsonSSEDecoder):
-    __slots__ = ("_body", "_context_id", "_mode", "_open_text", "_task_id")
+    __slots__ = ("_attempts", "_body", "_context_id", "_foreign", "_max_event_bytes", "_mode", "_open_text",
+                 "_said", "_task_id", "_whole_task")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__(max_event_bytes)
+        self._max_event_bytes = max_event_bytes
         self._mode: str | None = None
         """`sse` or `json`, once the body's first byte tells."""
         self._body = BoundedBody(max(max_event_bytes, DEFAULT_MAX_BODY))
@@ -55,6 +57,13 @@ class A2ADecoder(JsonSSEDecoder):
         self._context_id: str | None = None
         self._open_text: dict[str, str] = {}
         """Artifacts being written as text: artifact id -> the message id they stream into."""
+        self._said: dict[str, int] = {}
+        """Characters of each text artifact passed on: a task read again after a re-attach adds only the rest."""
+        self._attempts = 0
+        self._whole_task = False
+        """The body being read is `GetTask`'s: its result is the task itself."""
+        self._foreign = False
+        """The body read after a re-attach is about another task (an agent that ran the request anew): ignored."""
 
     def feed(self, chunk: bytes) -> list[Event]:
         if self._mode is None:
@@ -85,22 +94,48 @@ class A2ADecoder(JsonSSEDecoder):
         return out
 
     def cancel_request(self) -> UpstreamRequest | None:
-        if self._task_id is None or self.repair.done:
-            return None
+        if self._task_id is None or (self.repair.done and not self.repair.cut):
+            return None  # no task, or it ended by itself
         body = {"jsonrpc": "2.0", "id": new_id("rpc"), "method": "CancelTask", "params": {"id": self._task_id}}
         return UpstreamRequest(orjson.dumps(body), {"content-type": "application/json", "a2a-version": "1.0"},
                                streams=False)
 
+    def reattach_request(self) -> UpstreamRequest | None:
+        """`SubscribeToTask` for the task the stream was running (it answers the task as it stands, then the rest),
+        and if that fails too, `GetTask` for where the task got to. JSON-RPC 1.0, as a task's id is only known from
+        a stream that began."""
+        if self._task_id is None or self.repair.done or self._attempts >= 2:
+            return None
+        self._attempts += 1
+        self._foreign = False
+        self._mode, self._sse = None, SSEDecoder(self._max_event_bytes)
+        self._body = BoundedBody(max(self._max_event_bytes, DEFAULT_MAX_BODY))
+        self._whole_task = self._attempts == 2
+        method = "GetTask" if self._whole_task else "SubscribeToTask"
+        body = {"jsonrpc": "2.0", "id": new_id("rpc"), "method": method, "params": {"id": self._task_id}}
+        accept = "application/json" if self._whole_task else "text/event-stream"
+        return UpstreamRequest(orjson.dumps(body), {"content-type": "application/json", "accept": accept,
+                                                    "a2a-version": "1.0"}, streams=not self._whole_task,
+                               json_reply=True)
+
     def on_frame(self, frame: dict[str, Any], out: Events) -> None:
         error = frame.get("error")
         if error is not None:
+            if self._attempts:
+                return  # a re-attach the agent refused: the next is tried, or the break is the run's error
             out.append(_rpc_error(error))
             return
         result = frame.get("result", frame)
         if not isinstance(result, dict):
             out.append(RunError("upstream sent a JSON-RPC result that is not an object", "upstream_bad_event"))
             return
-        kind, value = response_kind(result)
+        kind, value = ("task", result) if self._whole_task else response_kind(result)
+        if self._attempts and (self._foreign or _task_of(kind, value) not in (None, self._task_id)):
+            self._foreign = True
+            return
+        if _another(_task_of(kind, value), self._task_id) or _another(value.get("contextId"), self._context_id):
+            self.ignored += 1  # another task's update on this stream: not this run's words
+            return
         if kind == "artifact-update":
             self._artifact(value, out)
         elif kind == "status-update":
@@ -109,8 +144,8 @@ class A2ADecoder(JsonSSEDecoder):
         elif kind == "task":
             self._started(value.get("contextId"), value.get("id"), out)
             for artifact in value.get("artifacts") or ():
-                if isinstance(artifact, dict):
-                    self._artifact({"artifact": artifact, "lastChunk": True}, out)
+                if isinstance(artifact, dict):  # after a re-attach, an artifact may go on streaming: left open
+                    self._artifact({"artifact": artifact, "lastChunk": not self._attempts}, out, whole=True)
             self._status(value.get("status"), out)
         elif kind == "message":
             self._started(value.get("contextId"), value.get("taskId"), out)
@@ -130,7 +165,9 @@ class A2ADecoder(JsonSSEDecoder):
             self._context_id = context_id if isinstance(context_id, str) else None
             out.append(RunStarted(self._context_id, self._task_id))
 
-    def _artifact(self, update: dict[str, Any], out: Events) -> None:
+    def _artifact(self, update: dict[str, Any], out: Events, whole: bool = False) -> None:
+        """An artifact update; `whole`, an artifact as a task holds it (all its chunks so far): only what was not
+        passed on already."""
         artifact = update.get("artifact")
         if not isinstance(artifact, dict):
             return
@@ -138,21 +175,31 @@ class A2ADecoder(JsonSSEDecoder):
         artifact_id = artifact.get("artifactId")
         artifact_id = artifact_id if isinstance(artifact_id, str) else new_id("artifact")
         name = _str(artifact.get("name"), "artifact")
+        seen = artifact_id in self._said
+        said = self._said.get(artifact_id, 0) if whole else 0
         for part in _parts(artifact):
             if not isinstance(part, dict):
                 continue
             kind = part_kind(part)
             if kind == "text" and isinstance(part.get("text"), str):
+                text = part["text"][said:]
+                said = max(0, said - len(part["text"]))
+                if not text and whole and seen:
+                    continue
                 message_id = self._open_text.get(artifact_id)
                 if message_id is None:
                     message_id = self._open_text[artifact_id] = new_id("msg")
                     out.append(TextStart(message_id))
-                if part["text"]:
-                    out.append(TextDelta(message_id, part["text"]))
+                if text:
+                    self._said[artifact_id] = self._said.get(artifact_id, 0) + len(text)
+                    out.append(TextDelta(message_id, text))
+            elif whole and seen:
+                continue  # data and files of an artifact already passed on
             elif kind == "data":
                 out.append(Data(name, part.get("data"), artifact_id))
             elif kind == "file":
                 out.append(Data("file", part.get("file", part), artifact_id))
+        self._said.setdefault(artifact_id, 0)
         if update.get("lastChunk") is True and artifact_id in self._open_text:
             out.append(TextEnd(self._open_text.pop(artifact_id)))
 
@@ -231,6 +278,16 @@ class A2ADecoder(JsonSSEDecoder):
         that never started is an empty reply."""
         if self._context_id is None and self._task_id is None:
             out.append(RunError("upstream answered with no task and no message", "upstream_bad_event"))
+
+
+def _another(named: Any, this: str | None) -> bool:
+    """Whether a response names a task (or context) other than the stream's, once the stream's is known."""
+    return this is not None and isinstance(named, str) and named != this
+
+
+def _task_of(kind: str, value: dict[str, Any]) -> Any:
+    """The task a response names."""
+    return value.get("id") if kind == "task" else value.get("taskId")
 
 
 def _rpc_error(error: Any) -> RunError:

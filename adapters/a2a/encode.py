@@ -10,15 +10,14 @@ a task and are left out (counted in `dropped`).
 
 from __future__ import annotations
 
+import copy
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
 from gateway.core.activity import Shown
 from gateway.core.codec import as_text, json_or_text
-from gateway.core.encoding import EVENT_TYPES, HOLE, DeltaFrames, SSEEncoder
+from gateway.core.encoding import EVENT_TYPES, HOLE, DeltaFrames, SSEEncoder, json_bytes
 from gateway.core.events import (
     ActivityDelta,
     ActivitySnapshot,
@@ -54,8 +53,9 @@ from gateway.core.events import (
 from gateway.core.ids import new_id
 from gateway.core.turn import Turn
 
+from .fold import fold, limit_history
 from .request import FUNCTION_CALL, FUNCTION_RESPONSE
-from .wire import V03, data_part, role_for, state_for, text_part, wrap
+from .wire import V03, data_part, message_v03, now, part_v03, part_v10, role_for, state_for, task_v03, text_part, wrap
 
 Response = tuple[str, dict[str, Any]]
 """One stream response: its kind (`task`, `status-update`, `artifact-update`) and its object."""
@@ -72,10 +72,12 @@ class TaskWriter:
     reply."""
 
     __slots__ = ("_calls", "_context_id", "_continues", "_dropped", "_families", "_interrupts", "_request",
-                 "_task_id", "_unresolved", "sent", "version")
+                 "_task_id", "_unresolved", "held_chars", "history_length", "sent", "version")
 
-    def __init__(self, request: Turn | None, dropped: dict[str, int]) -> None:
-        self.version = request.variant if request is not None and request.variant == V03 else None
+    def __init__(self, request: Turn | None, dropped: dict[str, int], *, spelling_of_client: bool = True) -> None:
+        v03 = spelling_of_client and request is not None and request.variant == V03
+        self.version = V03 if v03 else None
+        """The version the responses are written in: the client's, or 1.0 (a task's record)."""
         self._request = request
         self._continues = bool(asked(request).get("continues"))
         self._task_id = request.run_id if request is not None and request.run_id else new_id("task")
@@ -84,11 +86,17 @@ class TaskWriter:
         self.sent: dict[str, bool] = {}
         """Text messages being written as artifacts: message id -> whether a chunk went out."""
         self._calls: dict[str, tuple[str, list[str]]] = {}
+        self.held_chars = 0
+        """Characters of text the reply holds whole: a tool call's arguments once gathered, and for a reply in one
+        body all it holds (what its JSON is written by, `json_bytes`, goes by)."""
         self._unresolved: dict[str, dict[str, Any]] = {}
         """Tool calls made and not answered: id -> the call's data part, asked of the client at the end."""
         self._interrupts: list[Interrupt] = []
         self._families: Shown | None = None
         self._dropped = dropped
+        length = asked(request).get("history_length")
+        self.history_length: int | None = length if isinstance(length, int) else None
+        """How much of the task's history the client asked to see (`configuration.historyLength`)."""
 
     def event(self, e: Event) -> list[Response]:
         if e.metadata is not None:
@@ -102,7 +110,7 @@ class TaskWriter:
         return []
 
     def _status(self, name: str, parts: list[dict[str, Any]] | None = None, final: bool = False) -> Response:
-        status: dict[str, Any] = {"state": state_for(self.version, name)}
+        status: dict[str, Any] = {"state": state_for(self.version, name), "timestamp": now()}
         if parts:
             status["message"] = {"messageId": new_id("msg"), "contextId": self._context_id, "taskId": self._task_id,
                                  "role": role_for(self.version, "agent"), "parts": parts}
@@ -131,16 +139,25 @@ class TaskWriter:
         working = self._status("working")
         if self._continues:
             return [working]  # a continued task's stream starts with its new status, as the SDK's does
+        return [("task", self.new_task()), working]
+
+    def new_task(self) -> dict[str, Any]:
+        """The task the request starts, as it is submitted."""
         task: dict[str, Any] = {"id": self._task_id, "contextId": self._context_id,
-                                "status": {"state": state_for(self.version, "submitted")}}
-        history = self._history()
+                                "status": {"state": state_for(self.version, "submitted"), "timestamp": now()}}
+        history = self.history()
         if history:
             task["history"] = history
-        return [("task", task), working]
+        return task
 
-    def _history(self) -> list[dict[str, Any]]:
+    def history(self) -> list[dict[str, Any]]:
+        """What the client said in this request, for the task's history: its message as sent."""
         if self._request is None:
             return []
+        sent = asked(self._request).get("message")
+        if isinstance(sent, dict):
+            message = {**sent, "contextId": self._context_id, "taskId": self._task_id}
+            return [message_v03(message) if self.version == V03 else message]
         messages = []
         for m in self._request.messages:
             if m.role == "user" and m.text:
@@ -186,7 +203,9 @@ class TaskWriter:
         if call is None:
             return []
         name, pieces = call
-        args = json_or_text("".join(pieces)) if pieces else {}
+        text = "".join(pieces)
+        self.held_chars = len(text)
+        args = json_or_text(text) if pieces else {}
         part = data_part(self.version, {"id": e.tool_call_id, "name": name, "args": args},
                          {"adk_type": FUNCTION_CALL})
         self._unresolved[e.tool_call_id] = part
@@ -205,7 +224,14 @@ class TaskWriter:
         return []
 
     def _data(self, e: Data) -> list[Response]:
-        return [self._artifact(e.id or new_id("artifact"), e.name, [data_part(self.version, e.data)], False, True)]
+        """Named data as an artifact named after it; a file (the decoder's `file` data: a 1.0 file part, or 0.3's
+        file object) as a file part."""
+        data = e.data
+        if e.name == "file" and isinstance(data, dict) and ({"raw", "url", "bytes", "uri"} & data.keys()):
+            part = part_v10(data if "raw" in data or "url" in data else {"kind": "file", "file": data})
+            return [self._artifact(e.id or new_id("artifact"), e.name,
+                                   [part_v03(part) if self.version == V03 else part], False, True)]
+        return [self._artifact(e.id or new_id("artifact"), e.name, [data_part(self.version, data)], False, True)]
 
     def _interrupt_resolved(self, e: InterruptResolved) -> list[Response]:
         self._interrupts = [i for i in self._interrupts if i.id != e.interrupt_id]
@@ -301,8 +327,9 @@ def asked(request: Turn | None) -> dict[str, Any]:
     return a2a if isinstance(a2a, dict) else {}
 
 
-def _frame(version: str | None, rpc_id: Any, kind: str, value: dict[str, Any]) -> bytes:
-    return b"data: " + orjson.dumps({"jsonrpc": "2.0", "id": rpc_id, "result": wrap(version, kind, value)}) + b"\n\n"
+def _frame(version: str | None, rpc_id: Any, kind: str, value: dict[str, Any], chars: int = 0) -> bytes:
+    response = {"jsonrpc": "2.0", "id": rpc_id, "result": wrap(version, kind, value)}
+    return b"data: " + json_bytes(response, chars) + b"\n\n"
 
 
 def _stream_event(self: A2AStreamEncoder, e: Event) -> bytes:
@@ -310,7 +337,8 @@ def _stream_event(self: A2AStreamEncoder, e: Event) -> bytes:
     if not responses:
         return b""
     version, rpc_id = self.writer.version, self.rpc_id
-    return b"".join([_frame(version, rpc_id, kind, value) for kind, value in responses])
+    held = self.writer.held_chars if type(e) is ToolCallEnd else 0  # a call's arguments, gathered whole
+    return b"".join([_frame(version, rpc_id, kind, value, held) for kind, value in responses])
 
 
 def _stream_text(self: A2AStreamEncoder, e: TextDelta) -> bytes:
@@ -340,62 +368,49 @@ class A2AStreamEncoder(SSEEncoder):
 
 
 class A2ATaskEncoder:
-    """`SendMessage`'s reply: the task as it stands when the run ends (or pauses), in one JSON-RPC response."""
+    """`SendMessage`'s reply: the task as it stands when the run ends (or pauses), in one JSON-RPC response; a task
+    that the request continues, whole (with what its earlier requests made)."""
 
     streams = False
 
-    __slots__ = ("_task", "dropped", "headers", "rpc_id", "status_code", "writer")
+    __slots__ = ("_answered", "_chars", "_task", "dropped", "headers", "immediately", "rpc_id", "status_code",
+                 "writer")
 
     def __init__(self, request: Turn | None = None) -> None:
+        self.immediately = asked(request).get("return_immediately") is True
+        """The client asked for the task as soon as it exists (`returnImmediately`): the run goes on without it."""
+        self._answered = False
+        self._chars = 0
+        """Characters of text and arguments the task holds, for how its JSON is written (`json_bytes`)."""
         self.status_code = 200
         self.headers = {"content-type": "application/json"}
         self.dropped: dict[str, int] = defaultdict(int)
         self.writer = TaskWriter(request, self.dropped)
         self.rpc_id = asked(request).get("id")
+        earlier = asked(request).get("task")
         self._task: dict[str, Any] = {}
+        if isinstance(earlier, dict):
+            self._task = task_v03(earlier) if self.writer.version == V03 else copy.deepcopy(earlier)
+            self._task.setdefault("history", []).extend(self.writer.history())
 
     def keep_alive(self) -> bytes:
         return b""
 
     def encode(self, events: list[Event]) -> bytes:
-        for e in events:
-            for kind, value in self.writer.event(e):
-                self._fold(kind, value)
-            if type(e) in (RunFinished, RunError):
-                task = self._task
-                result = {"kind": "task", **task} if self.writer.version == V03 else {"task": task}
-                return orjson.dumps({"jsonrpc": "2.0", "id": self.rpc_id, "result": result})
-        return b""
-
-    def _fold(self, kind: str, value: dict[str, Any]) -> None:
         task = self._task
-        if kind == "task":
-            task.update(value)
-        elif kind == "status-update":
-            task.setdefault("id", value["taskId"])
-            task.setdefault("contextId", value["contextId"])
-            task["status"] = value["status"]
-            message = value["status"].get("message")
-            if message is not None and value["status"]["state"] == state_for(self.writer.version, "working"):
-                task.setdefault("history", []).append(message)
-                del value["status"]["message"]
-        elif kind == "artifact-update":
-            artifact = value["artifact"]
-            artifacts = task.setdefault("artifacts", [])
-            for existing in artifacts:
-                if existing["artifactId"] == artifact["artifactId"]:
-                    _extend(existing["parts"], artifact["parts"])
-                    return
-            artifacts.append({**artifact, "parts": list(artifact["parts"])})
-
-
-def _extend(parts: list[dict[str, Any]], more: list[dict[str, Any]]) -> None:
-    """Chunks of an artifact, joined: text onto the text before it (an empty closing chunk adds nothing)."""
-    for part in more:
-        if "text" in part and parts and "text" in parts[-1]:
-            parts[-1] = {**parts[-1], "text": parts[-1]["text"] + part["text"]}
-        else:
-            parts.append(part)
+        for e in events:
+            if type(e) is TextDelta or type(e) is ToolCallArgs:
+                self._chars += len(e.delta)
+            for kind, value in self.writer.event(e):
+                fold(task, kind, value)
+            if type(e) in (RunFinished, RunError) or (self.immediately and "id" in task):
+                if self._answered:
+                    return b""
+                self._answered = True
+                shown = limit_history(task, self.writer.history_length)
+                result = {"kind": "task", **shown} if self.writer.version == V03 else {"task": shown}
+                return json_bytes({"jsonrpc": "2.0", "id": self.rpc_id, "result": result}, self._chars)
+        return b""
 
 
 def new_encoder(request: Turn | None = None) -> A2AStreamEncoder | A2ATaskEncoder:

@@ -16,21 +16,17 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.core.codec import UpstreamRequest, as_text, json_or_text
-from gateway.core.errors import InvalidRequest
+from gateway.core.errors import HistoryConflict, InvalidRequest
 from gateway.core.ids import new_id
 from gateway.core.turn import ContentPart, Message, Resume, Turn, approves, media_kind, new_messages
 from gateway.core.validation import validate
 
-from .wire import METHODS, REST, SEND, V03, data_part, is_user, part_kind, role_for, text_part
+from .errors import InvalidRpcRequest, MethodNotFound
+from .push import request_webhooks
+from .wire import METHODS, REST, SEND, SERVED, V03, data_part, is_user, message_v10, part_kind, role_for, text_part
 
 FUNCTION_CALL, FUNCTION_RESPONSE = "function_call", "function_response"
 """Google ADK's marks (`metadata.adk_type`) on the data parts that carry tool activity over A2A."""
-
-
-class MethodNotFound(InvalidRequest):
-    """A JSON-RPC method the gateway does not serve."""
-
-    code = "method_not_found"
 
 
 class _Model(BaseModel):
@@ -45,8 +41,14 @@ class MessageModel(_Model):
     task_id: str | None = Field(None, alias="taskId")
 
 
+class Configuration(_Model):
+    history_length: int | None = Field(None, ge=0, alias="historyLength")
+    return_immediately: bool = Field(False, alias="returnImmediately")
+
+
 class SendParams(_Model):
     message: MessageModel
+    configuration: Configuration | None = None
 
 
 class RpcRequest(_Model):
@@ -56,11 +58,25 @@ class RpcRequest(_Model):
     id: str | int | None = None
 
 
-def parse_request(body: dict[str, Any]) -> Turn:
+def check_envelope(body: dict[str, Any]) -> str:
+    """The method of a JSON-RPC 2.0 request; anything that is not one is refused (-32600)."""
+    if body.get("jsonrpc") != "2.0":
+        raise InvalidRpcRequest('a JSON-RPC request says "jsonrpc": "2.0"')
     method = body.get("method")
-    if isinstance(method, str) and body.get("jsonrpc") == "2.0" and method not in METHODS:
-        raise MethodNotFound(f"the gateway serves {', '.join(METHODS)}, GetTask and CancelTask on this path, not "
-                             f"{method}")
+    if not isinstance(method, str) or not method:
+        raise InvalidRpcRequest("a JSON-RPC request names its method")
+    rpc_id = body.get("id")
+    if rpc_id is not None and (isinstance(rpc_id, bool) or not isinstance(rpc_id, str | int)):
+        raise InvalidRpcRequest("a JSON-RPC request's id is a string, a number or null")
+    return method
+
+
+def parse_request(body: dict[str, Any]) -> Turn:
+    method = check_envelope(body)
+    if method not in METHODS:
+        raise MethodNotFound(f"{method} is not an A2A method the gateway serves: {', '.join(SERVED)}")
+    if not isinstance(body.get("params"), dict):
+        raise InvalidRequest(f"{method} needs params, an object")
     request = validate(RpcRequest, body, "a2a")
     stream, version = METHODS[request.method]
     message = request.params.message
@@ -92,14 +108,21 @@ def parse_request(body: dict[str, Any]) -> Turn:
     if message.task_id is not None and not tools:
         # The answer to a task waiting for the client: what it said, as the payload of the task's resume.
         payload = answer[0] if len(answer) == 1 else "".join(as_text(a) for a in answer)
-        resume.append(Resume(message.task_id, payload=payload))
+        resume.append(Resume(message.task_id, payload=payload, message_id=message.message_id))
     elif content:
         only_text = all(p.type == "text" for p in content)
         messages.append(Message("user", "".join(p.text or "" for p in content) if only_text else content,
                                 message.message_id))
-    return Turn(messages=messages, history="delta", conversation_id=message.context_id or new_id("ctx"),
-                run_id=message.task_id or new_id("task"), resume=resume, variant=version,
-                metadata={"a2a": {"id": request.id, "stream": stream, "continues": message.task_id is not None}})
+    configuration = request.params.configuration
+    sent = body["params"]["message"]
+    asked = {"id": request.id, "stream": stream, "continues": message.task_id, "message": message_v10(sent),
+             "history_length": configuration.history_length if configuration is not None else None,
+             "return_immediately": configuration is not None and configuration.return_immediately,
+             "webhooks": request_webhooks(body["params"])}
+    # A message naming its task continues it: its context is the task's (the server fills it in when not named).
+    return Turn(messages=messages, history="delta",
+                conversation_id=message.context_id or (None if message.task_id else new_id("ctx")),
+                run_id=message.task_id or new_id("task"), resume=resume, variant=version, metadata={"a2a": asked})
 
 
 def _tool_message(data: dict[str, Any]) -> Message:
@@ -135,6 +158,11 @@ def _file_part(part: dict[str, Any], index: int) -> ContentPart:
 
 
 def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
+    """The one message A2A sends a turn as. A conversation the agent must be given whole (a history edited or
+    regenerated after its first turn: `history == "full"`) cannot be: a message is one turn of the user's, and the
+    agent keeps the rest by `contextId`. It is refused (409 `history_conflict`), never answered without what came
+    before."""
+    _check_history(turn)
     version = V03 if variant == V03 else None
     parts: list[dict[str, Any]] = []
     message: dict[str, Any] = {"messageId": new_id("msg"), "role": role_for(version, "user"),
@@ -167,6 +195,16 @@ def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
         ("SendStreamingMessage" if streams else "SendMessage")
     body = {"jsonrpc": "2.0", "id": new_id("rpc"), "method": method, "params": params}
     return UpstreamRequest(orjson.dumps(body), headers, streams=streams, json_reply=True)
+
+
+def _check_history(turn: Turn) -> None:
+    if turn.history != "full" or turn.resume:
+        return
+    last_user = max((i for i, m in enumerate(turn.messages) if m.role == "user"), default=-1)
+    if any(m.role in ("assistant", "tool") for m in turn.messages[:last_user]):  # earlier turns were answered
+        raise HistoryConflict("this A2A agent keeps the conversation itself and is sent one message a turn, so it "
+                              "cannot be given a history it has not heard (an edited or regenerated one, or one the "
+                              "gateway has never seen): start a new conversation")
 
 
 def _parts(version: str | None, message: Message) -> list[dict[str, Any]]:

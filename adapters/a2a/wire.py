@@ -4,6 +4,7 @@ a stream response's kind by its one key) and 0.3 (lowercase kebab-case states an
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 V03 = "0.3"
@@ -24,6 +25,16 @@ METHODS = {
     "message/stream": (True, V03), "message/send": (False, V03),
 }
 """The JSON-RPC methods that run a task: whether the reply streams, and the version they belong to."""
+
+QUERIES = {
+    "GetTask": None, "CancelTask": None, "ListTasks": None, "SubscribeToTask": None,
+    "CreateTaskPushNotificationConfig": None, "GetTaskPushNotificationConfig": None,
+    "ListTaskPushNotificationConfigs": None, "DeleteTaskPushNotificationConfig": None, "GetExtendedAgentCard": None,
+    "tasks/get": V03, "tasks/cancel": V03, "tasks/resubscribe": V03,
+}
+"""The JSON-RPC methods about tasks already started, and the version they belong to."""
+
+SERVED = (*METHODS, *QUERIES)
 
 
 def state(value: Any) -> str:
@@ -100,3 +111,68 @@ def text_of(parts: Any) -> str:
     if not isinstance(parts, list):
         return ""
     return "".join(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str))
+
+
+def now() -> str:
+    """A status timestamp: ISO 8601 in UTC, to the millisecond."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def message_v10(message: dict[str, Any]) -> dict[str, Any]:
+    """A client's message in 1.0's spelling, whichever version wrote it: the task's history keeps it so."""
+    out = {k: v for k, v in message.items() if k not in ("kind", "role", "parts")}
+    out["role"] = role_for(None, "user" if is_user(message.get("role")) else "agent")
+    out["parts"] = [part_v10(p) for p in message.get("parts") or () if isinstance(p, dict)]
+    return out
+
+
+def part_v10(part: dict[str, Any]) -> dict[str, Any]:
+    """A part in 1.0's spelling: its kind told by its one key (`text`, `data`, `raw`, `url`)."""
+    kind = part_kind(part)
+    file = part.get("file")
+    if kind != "file" or not isinstance(file, dict):
+        return {k: v for k, v in part.items() if k != "kind"}
+    out: dict[str, Any] = {"raw": file["bytes"]} if "bytes" in file else {"url": file.get("uri")}
+    if file.get("mimeType"):
+        out["mediaType"] = file["mimeType"]
+    if file.get("name"):
+        out["filename"] = file["name"]
+    return out
+
+
+def task_v03(task: dict[str, Any]) -> dict[str, Any]:
+    """A task kept in 1.0's spelling, for a 0.3 client: `kind` on each object, lowercase states and roles, 0.3's
+    file parts."""
+    out = {**task, "kind": "task"}
+    status = task.get("status")
+    if isinstance(status, dict):
+        out["status"] = {**status, "state": state(status.get("state"))}
+        if isinstance(status.get("message"), dict):
+            out["status"]["message"] = message_v03(status["message"])
+    if isinstance(task.get("history"), list):
+        out["history"] = [message_v03(m) for m in task["history"] if isinstance(m, dict)]
+    if isinstance(task.get("artifacts"), list):
+        out["artifacts"] = [{**a, "parts": [part_v03(p) for p in a.get("parts") or () if isinstance(p, dict)]}
+                            for a in task["artifacts"] if isinstance(a, dict)]
+    return out
+
+
+def message_v03(message: dict[str, Any]) -> dict[str, Any]:
+    return {**message, "kind": "message", "role": "user" if is_user(message.get("role")) else "agent",
+            "parts": [part_v03(p) for p in message.get("parts") or () if isinstance(p, dict)]}
+
+
+def part_v03(part: dict[str, Any]) -> dict[str, Any]:
+    kind = part_kind(part)
+    if kind == "text":
+        return {**part, "kind": "text"}
+    if kind == "data":
+        return {**part, "kind": "data"}
+    if kind == "file" and "file" not in part:
+        file = {"bytes": part["raw"]} if "raw" in part else {"uri": part.get("url")}
+        if part.get("mediaType"):
+            file["mimeType"] = part["mediaType"]
+        if part.get("filename"):
+            file["name"] = part["filename"]
+        return {"kind": "file", "file": file}
+    return part

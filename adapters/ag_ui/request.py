@@ -141,6 +141,7 @@ class ResumeModel(_Model):
     interrupt_id: str
     status: Literal["resolved", "cancelled"]
     payload: Any = None
+    metadata: dict[str, Any] | None = None
 
 
 class RunAgentInput(_Model):
@@ -171,10 +172,15 @@ def parse_request(body: dict[str, Any]) -> Turn:
         context=[Context(c.description, c.value) for c in run.context],
         state=run.state,
         forwarded_props=run.forwarded_props,
-        resume=[Resume(r.interrupt_id, r.status, r.payload) for r in run.resume or ()]
+        resume=[Resume(r.interrupt_id, r.status, r.payload, message_id=_message_id(r)) for r in run.resume or ()]
         or ([] if run.protocol_version else resume_of_command(run.forwarded_props)),
         client_version=declared(run.protocol_version),
     )
+
+
+def _message_id(resume: ResumeModel) -> str | None:
+    found = (resume.metadata or {}).get("messageId")
+    return found if isinstance(found, str) else None
 
 
 def sample_request(text: str, conversation_id: str) -> dict[str, Any]:
@@ -199,7 +205,8 @@ def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
     if turn.parent_run_id:
         body["parentRunId"] = turn.parent_run_id
     if turn.resume:
-        body["resume"] = [drop_none({"interruptId": r.interrupt_id, "status": r.status, "payload": r.payload})
+        body["resume"] = [drop_none({"interruptId": r.interrupt_id, "status": r.status, "payload": r.payload,
+                                     "metadata": {"messageId": r.message_id} if r.message_id else None})
                           for r in turn.resume]
         forwarded = body["forwardedProps"]
         if isinstance(forwarded, dict) and "command" not in forwarded:

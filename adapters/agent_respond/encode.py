@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-import orjson
-
 from gateway.core.activity import Shown
 from gateway.core.codec import as_text, drop_none
+from gateway.core.encoding import json_bytes
 from gateway.core.events import (
     ActivityDelta,
     ActivitySnapshot,
@@ -65,6 +64,7 @@ class AgentRespondEncoder:
         "_activity",
         "_arguments",
         "_calls",
+        "_chars",
         "_families",
         "_interrupts",
         "_messages",
@@ -99,6 +99,8 @@ class AgentRespondEncoder:
         self._activity: dict[str, Any] = {}  # message id -> the activity as last shown
         self._subagent: dict[str, Any] = {}  # subagent run id -> how it stands
         self.dropped: dict[str, int] = defaultdict(int)
+        self._chars = 0
+        """Characters of text, arguments and results the body holds, for how its JSON is written (`json_bytes`)."""
 
     def keep_alive(self) -> bytes:
         return b""
@@ -109,10 +111,12 @@ class AgentRespondEncoder:
                 self.dropped["metadata"] += 1  # no field for an event's metadata
             if isinstance(e, TextDelta):
                 self._open().append(e.delta)
+                self._chars += len(e.delta)
             elif isinstance(e, ToolCallArgs):
                 pieces = self._arguments.get(e.tool_call_id)
                 if pieces is not None:
                     pieces.append(e.delta)
+                    self._chars += len(e.delta)
             elif isinstance(e, TextStart):
                 if self._calls:
                     self._flush()  # the agent speaks again after calling tools: a new message
@@ -129,7 +133,9 @@ class AgentRespondEncoder:
                     self.dropped["tool_error_as_result"] += 1  # the content holds the error's text
                 self._flush()
                 self._pending.pop(e.tool_call_id, None)
-                self._messages.append(drop_none({"role": "tool", "content": as_text(e.content),
+                content = as_text(e.content)
+                self._chars += len(content)
+                self._messages.append(drop_none({"role": "tool", "content": content,
                                                  "tool_call_id": e.tool_call_id,
                                                  "name": self._names.get(e.tool_call_id)}))
             elif isinstance(e, Interrupt):
@@ -209,7 +215,7 @@ class AgentRespondEncoder:
                               "subagents": list(self._subagent.values()) or None})
         if metadata:
             body["metadata"] = metadata
-        return orjson.dumps(body)
+        return json_bytes(body, self._chars)
 
     def _usage_body(self) -> dict[str, Any] | None:
         """The contract's three counts; the parts of them AG-UI names go as OpenAI names them, in details."""
@@ -236,4 +242,4 @@ class AgentRespondEncoder:
         self._flush()
         self.status_code = 504 if e.code == "upstream_timeout" else 502
         error = drop_none({"code": e.code or "upstream_error", "message": e.message})
-        return orjson.dumps({"error": error, "messages": self._messages})
+        return json_bytes({"error": error, "messages": self._messages}, self._chars)

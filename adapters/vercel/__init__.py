@@ -30,7 +30,9 @@ def sniff(body: dict[str, Any]) -> Likeness:
 def variant_of(headers: Mapping[str, str]) -> str | None:
     """Inkeep's Run API answers with `x-vercel-ai-data-stream: v2` where the AI SDK sends
     `x-vercel-ai-ui-message-stream: v1`."""
-    return INKEEP if "x-vercel-ai-data-stream" in headers else None
+    if "x-vercel-ai-data-stream" in headers:
+        return INKEEP
+    return "" if "x-vercel-ai-ui-message-stream" in headers else None
 
 
 DIALECT = Dialect(

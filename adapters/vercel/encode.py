@@ -23,7 +23,7 @@ from typing import Any
 
 from gateway.core.activity import Shown
 from gateway.core.codec import as_text, drop_none, json_or_text
-from gateway.core.encoding import HOLE, SSE_HEADERS, DeltaFrames, SSEEncoder, sse_frame
+from gateway.core.encoding import HOLE, SSE_HEADERS, DeltaFrames, SSEEncoder, json_bytes, sse_frame
 from gateway.core.events import (
     ActivityDelta,
     ActivitySnapshot,
@@ -131,7 +131,8 @@ class VercelEncoder(SSEEncoder):
     def _text_delta(self, e: TextDelta) -> bytes:
         if e.metadata is None:
             return self._text.frame(e.delta, e.message_id)
-        return sse_frame(self._part({"type": "text-delta", "id": e.message_id, "delta": e.delta}, e))
+        chunk = self._part({"type": "text-delta", "id": e.message_id, "delta": e.delta}, e)
+        return b"data: " + json_bytes(chunk, len(e.delta)) + b"\n\n"
 
     def _tool_call_args(self, e: ToolCallArgs) -> bytes:
         args = self._args.get(e.tool_call_id)
@@ -183,7 +184,8 @@ class VercelEncoder(SSEEncoder):
         chunk = {"type": "tool-input-available", "toolCallId": e.tool_call_id,
                  "toolName": self._names.get(e.tool_call_id, "unknown_tool"),
                  "input": json_or_text(text) if text else {}}
-        return sse_frame(self._part(chunk, e, self._authors.pop(e.tool_call_id, None), encrypted))
+        chunk = self._part(chunk, e, self._authors.pop(e.tool_call_id, None), encrypted)
+        return b"data: " + json_bytes(chunk, len(text)) + b"\n\n"  # the arguments, gathered whole
 
     def _tool_result(self, e: ToolResult) -> bytes:
         self._after_results = True

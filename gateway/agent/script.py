@@ -30,11 +30,26 @@ from gateway.core.events import (
 from gateway.core.ids import new_id
 from gateway.core.turn import Message, Tool, ToolCall, Turn
 
+from . import conformance_kit
+
 HANG = 3600.0
 SLOW_GAP = 0.05
 
 KEYWORDS = ("silent", "hang", "fail", "approve", "interrupt", "weather", "tool", "state", "think", "slow")
 """In priority order."""
+KEYWORD_HELP = {
+    "silent": "sends nothing for an hour (through the gateway: a 504 once timeouts.first_event passes, 60 s)",
+    "hang": "starts, then goes quiet (through the gateway: an in-band error after timeouts.idle, 120 s)",
+    "fail": "a little text, then the run's error",
+    "approve": "asks approval for a tool call (human in the loop)",
+    "interrupt": "asks the user to confirm (human in the loop)",
+    "weather": "calls its own tool, get_weather, then answers",
+    "tool": "calls the client's first tool (or get_location) and waits for the result",
+    "state": "sends state, then a change to it",
+    "think": "reasons, then answers",
+    "slow": "20 pieces of text, 0.05 s apart",
+}
+"""What each keyword makes the agent do, for the people trying it."""
 
 FALLBACK_TOOL = Tool("get_location", "The user's location, from their device.",
                      {"type": "object", "properties": {}})
@@ -97,11 +112,14 @@ def script(turn: Turn, history: list[Message]) -> Script:
     s = Script()
     text = next((m.text for m in reversed(history) if m.role == "user"), "")
     answering = turn.resume or _trailing_results(history)  # the second leg of a round trip: keywords are stale
-    keyword = None if answering else _keyword(text)
+    asked = turn.resume[0].message_id if turn.resume else \
+        None if answering else next((m.id for m in reversed(history) if m.role == "user"), None)
+    kit = conformance_kit.scenario(asked)
+    keyword = None if answering or kit else _keyword(text)
     if keyword == "silent":
         s.pause(HANG)
     s.emit(RunStarted(turn.conversation_id, turn.run_id or new_id("run"), turn.parent_run_id))
-    s.emit(_act(s, turn, history, text, keyword))
+    s.emit(conformance_kit.play(s, kit) if kit else _act(s, turn, history, text, keyword))
     return s
 
 

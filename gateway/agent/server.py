@@ -21,6 +21,9 @@ in the last user message (case-insensitive), the same in every dialect; the firs
 | `slow`      | 20 text deltas 0.05 s apart                                                                     |
 | otherwise   | "You said: <text>. (turn N)", N = the user messages the agent knows in this conversation        |
 
+Before the keywords, a message (or an answer to an interrupt) whose id starts with `tck-<scenario>` gets that
+scenario of the A2A conformance kit's (`conformance_kit.py`): the kit asks the agent it tests for a behaviour so.
+
 Delta dialects (AG-Kit, Inkeep) send only what is new, so the agent keeps their history by conversation id, as the
 real servers do; that is what "turn N" proves. Test hooks: `GET /_requests` (what reached the agent),
 `DELETE /_requests`, and `GET /_disconnects` (runs cut short by a client leaving, to prove upstreams get cancelled).
@@ -29,8 +32,9 @@ real servers do; that is what "turn N" proves. Test hooks: `GET /_requests` (wha
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import orjson
@@ -60,9 +64,11 @@ MAX_HISTORY = 1000
 class Agent:
     """One agent server's memory, request log and disconnect count: per app, so that apps in tests share nothing."""
 
-    def __init__(self, dialect: Dialect, pace: float = 0.0) -> None:
+    def __init__(self, dialect: Dialect, pace: float = 0.0, recording: bool = True) -> None:
         self.dialect = dialect
         self.pace = pace
+        self.recording = recording
+        """Whether what reaches it is kept for `/_requests`."""
         self.log: deque[dict[str, Any]] = deque(maxlen=MAX_LOG)
         self.conversations: dict[str, list[Message]] = {}
         self.disconnects = 0
@@ -135,7 +141,8 @@ class Agent:
         return known
 
     def _record(self, request: Request, body: Any) -> None:
-        self.log.append({"path": request.url.path, "headers": dict(request.headers), "body": body})
+        if self.recording:
+            self.log.append({"path": request.url.path, "headers": dict(request.headers), "body": body})
 
     async def requests(self, request: Request) -> Response:
         if request.method == "DELETE":
@@ -165,36 +172,51 @@ def _error(exc: RequestError) -> Response:
     return _json(exc.to_json(), exc.status)
 
 
-def create_agent_app(dialect: str, *, path: str | None = None, pace: float = 0.0) -> Starlette:
-    """An agent server speaking `dialect` on its conventional paths (or `path`), `pace` seconds between events."""
-    agent = Agent(registry.get(dialect), pace)
+def create_agent_app(dialect: str, *, path: str | None = None, pace: float = 0.0, test_hooks: bool = True
+                     ) -> Starlette:
+    """An agent server speaking `dialect` on its conventional paths (or `path`), `pace` seconds between events;
+    with `test_hooks`, what reached it at `/_requests` and its disconnects at `/_disconnects`."""
+    agent = Agent(registry.get(dialect), pace, recording=test_hooks)
     paths = (path,) if path else agent.dialect.paths
-    routes = [Route(p, agent.respond, methods=["POST"]) for p in paths]
+    routes = [Route(p, agent.respond, methods=["POST"]) for p in _with_and_without_slash(paths)]
     document, describe = agent.dialect.discovery_path, agent.dialect.describe
     if document is not None and describe is not None:
-        routes += [Route(p.rstrip("/") + document, _describer(document, describe), methods=["GET"]) for p in paths]
-    routes += [
-        Route("/healthz", _healthz, methods=["GET"]),
-        Route("/_requests", agent.requests, methods=["GET", "DELETE"]),
-        Route("/_disconnects", agent.disconnect_count, methods=["GET"]),
-    ]
+        routes += [Route(p.rstrip("/") + document, _describer(document, describe, p), methods=["GET"])
+                   for p in paths]
+        if len(paths) == 1:  # at the bare URL too, as the gateway serves a lone card: a base URL finds the agent
+            routes.append(Route(document, _describer(document, describe, paths[0]), methods=["GET"]))
+    routes.append(Route("/healthz", _healthz, methods=["GET"]))
+    if test_hooks:
+        routes += [Route("/_requests", agent.requests, methods=["GET", "DELETE"]),
+                   Route("/_disconnects", agent.disconnect_count, methods=["GET"])]
     app = Starlette(routes=routes)
+    app.router.redirect_slashes = False  # a redirect loses a POST's body: both spellings are served instead
     app.state.agent = agent
     return app
 
 
-def _describer(document: str, describe: Callable[[AgentDescription], dict[str, Any]]
+def _with_and_without_slash(paths: tuple[str, ...]) -> list[str]:
+    """Each path as written and with its trailing slash the other way: clients add one to the URL they were given."""
+    found: dict[str, None] = {}
+    for path in paths:
+        bare = path.rstrip("/") or "/"
+        found.update({bare: None, bare.rstrip("/") + "/": None})
+    return list(found)
+
+
+def _describer(document: str, describe: Callable[[AgentDescription, Mapping[str, str]], dict[str, Any]], path: str
                ) -> Callable[[Request], Awaitable[Response]]:
-    """The agent's discovery document (A2A's card), naming the URL it was asked under, less the document's path."""
+    """The agent's discovery document (A2A's card), naming the endpoint at `path` of the host it was asked of."""
 
     async def endpoint(request: Request) -> Response:
-        url = str(request.url.replace(query="")).removesuffix(document)
+        url = f"{request.url.scheme}://{request.url.netloc}{path}"
+        asked = {name.lower(): value for name, value in request.query_params.items()} | dict(request.headers)
         return JSONResponse(describe(AgentDescription(
-            "scripted-agent", f"The gateway's built-in scripted agent: keywords {', '.join(KEYWORDS)}.", url)))
+            "scripted-agent", f"The gateway's built-in scripted agent: keywords {', '.join(KEYWORDS)}.", url), asked))
 
     return endpoint
 
 
-def run(dialect: str, host: str = "127.0.0.1", port: int = 8001, pace: float = 0.0) -> None:
-    """Serve the scripted agent until interrupted (for the CLI)."""
-    uvicorn.run(create_agent_app(dialect, pace=pace), host=host, port=port, log_level="warning")
+def run(dialect: str, sock: socket.socket, pace: float = 0.0) -> None:
+    """Serve the scripted agent on a bound socket until interrupted (for the CLI)."""
+    uvicorn.Server(uvicorn.Config(create_agent_app(dialect, pace=pace), log_level="warning")).run(sockets=[sock])

@@ -24,26 +24,38 @@ reasoning); the comparison reads each history as the turns an agent hears (`hear
 A client with no conversation id (agent-respond) is keyed by its test case and a hash of the transcript before its
 last user message: the record of a conversation moves to the key of its new transcript after every turn, so the
 next turn of the same eval finds it, and a rerun of the same test case starts afresh.
+
+A store that does not answer never makes a turn look like a first one. A turn that needs what it holds (a delta
+client's turn to a full-history upstream, an answer to an interrupt) waits up to `STORE_PATIENCE` for it, then is
+refused (`StoreUnavailable`, 503); any other goes on, the upstream given all it can be: the client's whole history
+when its conversation upstream is new.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
+import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
 from pydantic import TypeAdapter
 
+from gateway.conversations.answers import shaped
 from gateway.conversations.recorder import RunRecorder
-from gateway.conversations.store import ConversationStore, StoreError
-from gateway.core.codec import Dialect, RunRecord
-from gateway.core.errors import InterruptAnswered
+from gateway.conversations.store import ConversationStore, StoreError, scoped_digest, scoped_key
+from gateway.core.codec import Dialect
+from gateway.core.errors import InterruptAnswered, StoreUnavailable
 from gateway.core.ids import new_id
 from gateway.core.turn import ANY_OPEN_INTERRUPT, History, Message, Resume, Turn, new_messages
 
 log = logging.getLogger("agent_gateway.conversation")
+
+STORE_PATIENCE = 5.0
+"""Seconds a turn that needs its history waits for a store that does not answer, before it is refused."""
+STORE_RETRY_SECONDS = 0.25
 
 
 @dataclass(slots=True)
@@ -64,6 +76,8 @@ class Conversation:
     answered: list[str] = field(default_factory=list)
     """The last interrupts (and interrupted runs) the client answered: an answer sent again (a retry, a double
     click) is dropped rather than passed on or read as something the user said."""
+    interrupt_schemas: dict[str, Any] = field(default_factory=dict)
+    """The `responseSchema` of each open interrupt that declared one: what its answer must be."""
 
 
 @dataclass(slots=True)
@@ -99,6 +113,11 @@ class ConversationMapper:
         and upstream, unless `transparent_ids` says the upstream is sent the client's own ids."""
         key = self._key(route, principal, turn)
         conversation, readable = await self._load(key)
+        if not readable and _needs_history(turn, upstream.history_of(variant)):
+            conversation, readable = await self._load_within(key, STORE_PATIENCE)
+            if not readable:
+                raise StoreUnavailable("the conversation store did not answer, and this turn needs the history it "
+                                       "keeps: retry shortly")
         stored = conversation is not None
         if conversation is None:
             conversation = Conversation(key, _upstream_id(route, principal, turn.conversation_id, transparent_ids))
@@ -117,6 +136,10 @@ class ConversationMapper:
             state = conversation.state  # the upstream gets back the state it last reported
         upstream_turn = replace(turn, messages=messages, history=history,
                                 conversation_id=conversation.upstream_id, run_id=None, resume=resume, state=state)
+        log.debug("conversation %s (%s): the upstream's %s is sent %s, %d of the %d messages it will have seen%s",
+                  key, "stored" if stored else "new" if readable else "store unreadable", conversation.upstream_id,
+                  "the whole history" if history == "full" else "what is new", len(messages), len(known),
+                  f", and {len(resume)} answers to interrupts" if resume else "")
         return Exchange(route, principal, conversation, turn, upstream_turn, known, stored, variant,
                         history_lost=not readable)
 
@@ -125,8 +148,8 @@ class ConversationMapper:
         """Store what the run added. `next_transcript` is what a client without ids will send back next turn."""
         conversation = exchange.conversation
         if recorder.overflowed:
-            log.warning("conversation %s not saved: the run was longer than the store keeps", conversation.key)
-            return
+            log.warning("conversation %s: the run was longer than the store keeps; its reply is stored as left out",
+                        conversation.key)
         history = exchange.known_history + recorder.close()
         conversation.history = history[-self.max_messages:]
         answered = {m.tool_call_id for m in exchange.client_turn.messages if m.role == "tool"}
@@ -138,6 +161,10 @@ class ConversationMapper:
             conversation.answered = [*conversation.answered, *ids][-_ANSWERED_KEPT:]
         conversation.interrupts = {k: v for k, v in conversation.interrupts.items() if k not in resumed}
         conversation.interrupts.update({i.id: i.tool_call_id for i in recorder.interrupts})
+        conversation.interrupt_schemas = {k: v for k, v in conversation.interrupt_schemas.items()
+                                          if k in conversation.interrupts}
+        conversation.interrupt_schemas.update({i.id: i.response_schema for i in recorder.interrupts
+                                               if i.response_schema is not None})
         if recorder.interrupts:
             conversation.interrupted_run = exchange.client_turn.run_id
         if recorder.state.known:
@@ -158,26 +185,6 @@ class ConversationMapper:
             exchange.history_lost = True
             log.warning("conversation %s not saved: %s", conversation.key, exc)
 
-    async def save_run(self, exchange: Exchange, record: RunRecord) -> None:
-        """Keep what a run did, for a client that asks about it by id later (on any replica)."""
-        if not record.run_id:
-            return
-        key = scoped_key("run", exchange.route, exchange.principal, record.run_id)
-        try:
-            await self.store.put(key, _RUNS.dump_json(record), scoped_key("principal", exchange.principal))
-        except StoreError as exc:
-            log.warning("run %s not saved: %s", record.run_id, exc)
-
-    async def load_run(self, route: str, principal: str, run_id: str) -> RunRecord | None:
-        """A run this caller made on this route, as `save_run` kept it; None if there is none (or it is not
-        readable)."""
-        try:
-            raw = await self.store.get(scoped_key("run", route, principal, run_id))
-            return _RUNS.validate_json(raw) if raw is not None else None
-        except (StoreError, ValueError) as exc:
-            log.warning("run %s not loaded: %s", run_id, exc)
-            return None
-
     @staticmethod
     def _key(route: str, principal: str, turn: Turn) -> str:
         if turn.conversation_id:
@@ -186,12 +193,13 @@ class ConversationMapper:
         last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=len(messages))
         return _derived_key(route, principal, turn, messages[:last_user])
 
-    async def _load(self, key: str) -> tuple[Conversation | None, bool]:
+    async def _load(self, key: str, *, quiet: bool = False) -> tuple[Conversation | None, bool]:
         """The stored conversation, if any, and whether the store could be asked."""
         try:
             raw = await self.store.get(key)
         except StoreError as exc:
-            log.warning("conversation %s not loaded, starting afresh: %s", key, exc)
+            if not quiet:
+                log.warning("conversation %s not loaded: %s", key, exc)
             return None, False
         if raw is None:
             return None, True
@@ -201,6 +209,18 @@ class ConversationMapper:
             log.warning("conversation %s unreadable, starting afresh: %s", key, exc)
             return None, True
 
+    async def _load_within(self, key: str, patience: float) -> tuple[Conversation | None, bool]:
+        """`_load`, asked again until the store answers or `patience` seconds have gone: a store that restarts or
+        stalls for a moment costs the turn a wait, not its history."""
+        deadline = time.monotonic() + patience
+        while (left := deadline - time.monotonic()) > 0:
+            await asyncio.sleep(min(STORE_RETRY_SECONDS, left))
+            conversation, readable = await self._load(key, quiet=True)
+            if readable:
+                log.info("conversation %s loaded once the store answered again", key)
+                return conversation, True
+        return None, False
+
     def _messages_for_upstream(self, turn: Turn, conversation: Conversation, stored: bool, upstream: History,
                                transparent: bool = False) -> tuple[list[Message], list[Message], History]:
         """(what the upstream is sent, the whole history it will have seen, which of the two the first is)."""
@@ -209,6 +229,8 @@ class ConversationMapper:
             return (known, known, "full") if upstream == "full" else (turn.messages, known, "delta")
         if upstream == "full":
             return turn.messages, turn.messages, "full"
+        if not stored and turn.conversation_id is None:
+            return turn.messages, turn.messages, "full"  # a new upstream conversation: it has heard nothing yet
         if not stored:
             new = new_messages(turn)
             answers = turn.resume or any(m.role == "tool" for m in new)
@@ -246,7 +268,13 @@ def _upstream_id(route: str, principal: str, client_id: str | None, transparent:
         return new_id("conv")
     if transparent:
         return client_id
-    return f"conv_{_digest('upstream', route, principal, client_id)[:32]}"
+    return f"conv_{scoped_digest('upstream', route, principal, client_id)[:32]}"
+
+
+def _needs_history(turn: Turn, upstream: History) -> bool:
+    """Whether the turn cannot be put to the upstream without the conversation the store holds: a delta client's
+    turn to an upstream that must be sent the whole history, or answers to interrupts only the store can place."""
+    return (turn.history == "delta" and upstream == "full") or bool(turn.resume)
 
 
 def _resumes(turn: Turn, conversation: Conversation, checked: bool) -> tuple[list[Resume], list[str], list[str]]:
@@ -270,6 +298,11 @@ def _resumes(turn: Turn, conversation: Conversation, checked: bool) -> tuple[lis
             continue  # an answer to whatever is open, when nothing is
         elif isinstance(r.payload, str) and r.payload:
             unanswerable.append(r.payload)
+    # An answer that came in a message (A2A) could not know the shape the interrupt asks for: given it, or refused.
+    schemas = conversation.interrupt_schemas
+    resumes = [replace(r, payload=shaped(r.payload, schemas[r.interrupt_id]))
+               if r.message_id is not None and r.status == "resolved" and r.interrupt_id in schemas else r
+               for r in resumes]
     if repeated:
         log.info("conversation %s: dropped answers to interrupts already answered: %s", conversation.key,
                  ", ".join(repeated))
@@ -286,23 +319,6 @@ def _says_anything_new(turn: Turn, conversation: Conversation, stored: bool) -> 
 
 _ANSWERED_KEPT = 32
 """How many answered interrupts a conversation remembers, to drop an answer sent again."""
-
-_RUNS = TypeAdapter(RunRecord)
-
-
-def scoped_key(namespace: str, *parts: str) -> str:
-    """A store key: a hash of its parts, each length-prefixed, under a namespace no client id can write into (the
-    ids clients choose are one part of a "client" key; an eval run's derived keys are "derived" ones)."""
-    return f"{namespace}:{_digest(namespace, *parts)[:40]}"
-
-
-def _digest(namespace: str, *parts: str) -> str:
-    digest = hashlib.sha256(namespace.encode())
-    for part in parts:
-        data = part.encode()
-        digest.update(len(data).to_bytes(4, "big") + data)
-    return digest.hexdigest()
-
 
 def _derived_key(route: str, principal: str, turn: Turn, transcript: list[Message]) -> str:
     digest = hashlib.sha256(str(turn.metadata.get("test_case_id", "")).encode())

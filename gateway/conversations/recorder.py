@@ -19,6 +19,7 @@ from gateway.core.events import (
     Event,
     Interrupt,
     InterruptResolved,
+    Raw,
     ReasoningDelta,
     RunStarted,
     StateDelta,
@@ -34,6 +35,9 @@ from gateway.core.events import (
 from gateway.core.state import StateTracker
 from gateway.core.turn import Message, ToolCall
 
+LEFT_OUT = "[The agent's reply is left out here: it was longer than the gateway stores of a conversation.]"
+"""What stands for a run's reply in the stored history when the run was longer than the store keeps."""
+
 _MAX_TOKENS = 1 << 53
 """Token counts above this are not believed (and would not fit a span attribute's 64 bits when summed)."""
 _MAX_NAME = 256
@@ -41,8 +45,9 @@ _MAX_NAME = 256
 
 
 class RunRecorder:
-    __slots__ = ("_args", "_assistant", "_held", "_reasoning", "_reasoning_text", "_text", "interrupts", "max_chars",
-                 "messages", "overflowed", "pending_tools", "state", "upstream_thread_id", "usage")
+    __slots__ = ("_args", "_assistant", "_call_sizes", "_reasoning", "_reasoning_text", "_text", "held",
+                 "interrupts", "largest_call", "max_chars", "messages", "overflowed", "pending_tools", "raw", "state",
+                 "upstream_thread_id", "usage")
 
     def __init__(self, state: Any = None, max_chars: int = 1 << 62) -> None:
         self.messages: list[Message] = []
@@ -58,24 +63,34 @@ class RunRecorder:
         self._reasoning_text: list[str] = []
         self._args: dict[str, list[str]] = {}
         self.max_chars = max_chars
-        self._held = 0
+        self.held = 0
+        """Characters of text, arguments, results and reasoning the run has brought: what a one-body reply holds."""
+        self.largest_call = 0
+        """Characters of the longest tool call's arguments so far: what any client builds whole."""
+        self._call_sizes: dict[str, int] = {}
         self.overflowed = False
+        self.raw = 0
+        """Events of the upstream's that its dialect's decoder did not know (`Raw`)."""
 
     def record(self, events: list[Event]) -> None:
         for e in events:
             if type(e) is TextDelta:  # most events: checked first, the open message made only when needed
                 if self._assistant is None:
                     self._open()
-                self._held += len(e.delta)
-                if self._held <= self.max_chars:
+                self.held += len(e.delta)
+                if self.held <= self.max_chars:
                     self._text.append(e.delta)
                 elif not self.overflowed:
                     self._overflow()
             elif isinstance(e, ToolCallArgs):
+                size = self._call_sizes.get(e.tool_call_id, 0) + len(e.delta)
+                self._call_sizes[e.tool_call_id] = size
+                if size > self.largest_call:
+                    self.largest_call = size
                 pieces = self._args.get(e.tool_call_id)
                 if pieces is not None:
-                    self._held += len(e.delta)
-                    if self._held <= self.max_chars:
+                    self.held += len(e.delta)
+                    if self.held <= self.max_chars:
                         pieces.append(e.delta)
                     elif not self.overflowed:
                         self._overflow()
@@ -92,8 +107,8 @@ class RunRecorder:
                 self._close()
                 name = self.pending_tools.pop(e.tool_call_id, None)
                 content = as_text(e.content)
-                self._held += len(content)
-                if self._held > self.max_chars:
+                self.held += len(content)
+                if self.held > self.max_chars:
                     if not self.overflowed:
                         self._overflow()
                     content = ""
@@ -104,8 +119,8 @@ class RunRecorder:
                     self._close_reasoning()
                     self._reasoning = Message("reasoning", "", e.message_id)
                     self.messages.append(self._reasoning)
-                self._held += len(e.delta)
-                if self._held <= self.max_chars:
+                self.held += len(e.delta)
+                if self.held <= self.max_chars:
                     self._reasoning_text.append(e.delta)
                 elif not self.overflowed:
                     self._overflow()
@@ -121,6 +136,8 @@ class RunRecorder:
                 self.upstream_thread_id = e.thread_id
             elif isinstance(e, Usage):
                 self._add_usage(e)
+            elif isinstance(e, Raw):
+                self.raw += 1
 
     def _add_usage(self, reported: Any) -> None:  # a Usage, as Any: compiled, its fields would be type-checked
         """Token counts summed (each a non-negative integer, else left out: upstreams send what they like), the
@@ -146,9 +163,12 @@ class RunRecorder:
             message.content = ""
 
     def close(self) -> list[Message]:
-        """The messages of the run, the last assistant one included."""
+        """The messages of the run, the last assistant one included; a run longer than the store keeps, as one
+        assistant message saying its reply was left out (the turn, the user's words with it, is still stored)."""
         self._close()
         self._close_reasoning()
+        if self.overflowed:
+            return [Message("assistant", LEFT_OUT)]
         return self.messages
 
     def _close_reasoning(self) -> None:

@@ -11,9 +11,9 @@ redis://host:6379/0         RedisStore    shared by every gateway replica pointe
 Every backend is bounded three ways, because clients choose the keys and the values grow with each turn: a TTL, a
 maximum number of conversations (the least recently written go first) and a maximum value size. A put may name a
 `group` (the gateway passes the caller's principal): a group holds at most `max_per_group` conversations, its own
-least recently written going first, so one caller filling the store evicts its own history before anyone else's.
-Backend failures come out as `StoreError` and nothing else, so the caller decides whether a dead store fails the
-request.
+least recently written going first, so one caller filling the store evicts its own history before anyone else's,
+and a group's values can be listed, most recently written first (`newest`). Backend failures come out as
+`StoreError` and nothing else, so the caller decides whether a dead store fails the request.
 """
 
 from __future__ import annotations
@@ -21,13 +21,15 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import hashlib
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 DEFAULT_TTL = 7 * 24 * 3600.0
@@ -37,6 +39,30 @@ REDIS_MAX_CONNECTIONS = 64
 """Per gateway process. A store call takes well under a millisecond, so 64 serve thousands of turns a second."""
 
 _T = TypeVar("_T")
+
+
+class Listed(NamedTuple):
+    """One value of a group's listing, and where the next page of the listing starts after it."""
+
+    key: str
+    value: bytes
+    cursor: str
+    """Opaque: pass it back as `after` to go on past this value."""
+
+
+def _cursor(position: float, key: str) -> str:
+    return f"{position!r}|{key}"
+
+
+def _read_cursor(cursor: str | None) -> tuple[float, str] | None:
+    """A cursor's (position, key), or None for the start of the listing (or a cursor this store never gave)."""
+    if not cursor:
+        return None
+    position, _, key = cursor.partition("|")
+    try:
+        return float(position), key
+    except ValueError:
+        return None
 
 
 class StoreError(Exception):
@@ -68,6 +94,11 @@ class ConversationStore(Protocol):
         ...
 
     async def delete(self, key: str) -> None: ...
+
+    async def newest(self, group: str, after: str | None, limit: int) -> list[Listed]:
+        """Up to `limit` values of `group`, most recently written first, starting after the cursor `after` (None:
+        from the newest)."""
+        ...
 
     async def ping(self) -> bool:
         """Whether the backend answers, for /readyz. Never raises."""
@@ -108,8 +139,10 @@ class MemoryStore:
         self.max_entries = max_entries
         self.max_value_bytes = max_value_bytes
         self.max_per_group = max_per_group or max_entries
-        self._entries: collections.OrderedDict[str, tuple[float, bytes, str]] = collections.OrderedDict()
+        self._entries: collections.OrderedDict[str, tuple[float, bytes, str, int]] = collections.OrderedDict()
+        """key -> (expires at, value, group, write number)"""
         self._groups: dict[str, collections.OrderedDict[str, None]] = {}
+        self._writes = 0
         self._closed = False
 
     def _check_open(self) -> None:
@@ -121,7 +154,7 @@ class MemoryStore:
         entry = self._entries.get(key)
         if entry is None:
             return None
-        expires_at, value, _ = entry
+        expires_at, value, _, _ = entry
         if expires_at <= time.monotonic():
             self._forget(key)
             return None
@@ -132,14 +165,15 @@ class MemoryStore:
         _check_size(value, self.max_value_bytes)
         now = time.monotonic()
         self._entries.pop(key, None)
-        self._entries[key] = (now + self.ttl, value, group)
+        self._writes += 1
+        self._entries[key] = (now + self.ttl, value, group, self._writes)
         members = self._groups.setdefault(group, collections.OrderedDict())
         members.pop(key, None)
         members[key] = None
         while len(members) > self.max_per_group:
             self._forget(next(iter(members)))
         while self._entries:
-            oldest_key, (expires_at, _, _) = next(iter(self._entries.items()))
+            oldest_key, (expires_at, _, _, _) = next(iter(self._entries.items()))
             if expires_at > now and len(self._entries) <= self.max_entries:
                 break
             self._forget(oldest_key)
@@ -155,6 +189,20 @@ class MemoryStore:
     async def delete(self, key: str) -> None:
         self._check_open()
         self._forget(key)
+
+    async def newest(self, group: str, after: str | None, limit: int) -> list[Listed]:
+        self._check_open()
+        start = _read_cursor(after)
+        now = time.monotonic()
+        found: list[Listed] = []
+        for key in reversed(self._groups.get(group, {})):
+            expires_at, value, _, written = self._entries[key]
+            if expires_at <= now or (start is not None and written >= start[0]):
+                continue
+            found.append(Listed(key, value, _cursor(written, key)))
+            if len(found) >= limit:
+                break
+        return found
 
     async def ping(self) -> bool:
         return not self._closed
@@ -290,6 +338,20 @@ class SQLiteStore:
 
         await self._run(delete)
 
+    async def newest(self, group: str, after: str | None, limit: int) -> list[Listed]:
+        start = _read_cursor(after)
+
+        def newest() -> list[Listed]:
+            query = "SELECT key, value, updated_at FROM conversations WHERE grp = ? AND expires_at > ?"
+            args: list[Any] = [group, time.time()]
+            if start is not None:
+                query += " AND (updated_at < ? OR (updated_at = ? AND key < ?))"
+                args += [start[0], start[0], start[1]]
+            rows = self._conn.execute(query + " ORDER BY updated_at DESC, key DESC LIMIT ?", (*args, limit))
+            return [Listed(key, bytes(value), _cursor(written, key)) for key, value, written in rows]
+
+        return await self._run(newest)
+
     async def ping(self) -> bool:
         try:
             await self._run(lambda: self._conn.execute("SELECT 1").fetchone())
@@ -335,6 +397,25 @@ trim(KEYS[3], tonumber(ARGV[4]))
 trim(KEYS[2], tonumber(ARGV[3]))
 return 0
 """
+
+
+def scoped_key(namespace: str, *parts: str) -> str:
+    """A store key: a hash of its parts, each length-prefixed, under a namespace no client id can write into (the
+    ids clients choose are one part of a "client" key; an eval run's derived keys are "derived" ones)."""
+    return f"{namespace}:{scoped_digest(namespace, *parts)[:40]}"
+
+
+def scoped_digest(namespace: str, *parts: str) -> str:
+    """The SHA-256 of a namespace and its parts, each length-prefixed (so no two lists of parts collide)."""
+    digest = hashlib.sha256(namespace.encode())
+    for part in parts:
+        data = part.encode()
+        digest.update(len(data).to_bytes(4, "big") + data)
+    return digest.hexdigest()
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def redact_url(url: str) -> str:
@@ -415,10 +496,14 @@ class RedisStore:
 
     def blocking_client(self) -> Any:
         """A client of the same Redis for commands that wait (a blocking `XREAD`): its own connections, without the
-        store's short socket timeout."""
+        store's short socket timeout, and the same retry of a connection that died with the server."""
         import redis.asyncio as aioredis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import ExponentialBackoff
 
-        return aioredis.Redis.from_url(self._url, max_connections=10_000, socket_connect_timeout=self._timeout)
+        return aioredis.Redis.from_url(self._url, max_connections=10_000, socket_connect_timeout=self._timeout,
+                                       retry=Retry(ExponentialBackoff(cap=0.1, base=0.01), retries=2,
+                                                   supported_errors=(self._exceptions.ConnectionError,)))
 
     @contextlib.contextmanager
     def errors(self) -> Iterator[None]:
@@ -453,6 +538,34 @@ class RedisStore:
                 pipe.zrem(self._index, self._key(key))
                 await pipe.execute()
 
+    async def newest(self, group: str, after: str | None, limit: int) -> list[Listed]:
+        position = _read_cursor(after)
+        index, prefix = f"{self.prefix}group:{group}", self._key("")
+        found: list[Listed] = []
+        batch = limit + 64
+        with self.errors():
+            while len(found) < limit:
+                top = "+inf" if position is None else repr(position[0])
+                listed: list[Any] = await self._redis.zrevrangebyscore(index, top, "-inf", start=0, num=batch,
+                                                                       withscores=True)
+                members = [(_text(name)[len(prefix):], float(score)) for name, score in listed]
+                # Ties on the position's score come again: those at or before its key were listed already.
+                fresh = [(key, score) for key, score in members if position is None or score < position[0]
+                         or (score == position[0] and key < position[1])]
+                if not fresh:
+                    break
+                values = await self._redis.mget([prefix + key for key, _ in fresh])
+                for (key, score), value in zip(fresh, values, strict=True):
+                    position = (score, key)
+                    if value is not None:  # else expired, its index entry not yet trimmed
+                        found.append(Listed(key, value.encode() if isinstance(value, str) else value,
+                                            _cursor(score, key)))
+                        if len(found) >= limit:
+                            break
+                if len(members) < batch:
+                    break
+        return found
+
     async def ping(self) -> bool:
         if self._closed:
             return False
@@ -471,6 +584,36 @@ class RedisStore:
 SCHEMES = ("memory://", "sqlite:///<path>", "redis://", "rediss://")
 
 
+def sqlite_path(url: str) -> str:
+    """The file a `sqlite://` URL names (raises ValueError for one that names none the way SQLAlchemy does)."""
+    rest = url[len("sqlite://") :]
+    if rest and not rest.startswith("/"):
+        raise ValueError(f"a SQLite store URL is sqlite:///<relative path> or sqlite:////<absolute path>, got "
+                         f"{url!r}")
+    return unquote(rest[1:].partition("?")[0]) or ":memory:"
+
+
+def sqlite_problem(path: str) -> str | None:
+    """Why a SQLite store at `path` could not be opened, found without creating or changing anything; None if it
+    could be."""
+    if path == ":memory:":
+        return None
+    file = Path(path).absolute()
+    if file.exists():
+        try:
+            with contextlib.closing(sqlite3.connect(f"{file.as_uri()}?mode=ro", uri=True)) as conn:
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.Error as exc:
+            return f"{file} cannot be read as SQLite: {exc}"
+        return None if os.access(file, os.W_OK) else f"{file} is not writable"
+    folder = file.parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        return f"{file} cannot be created: {folder} is not a writable directory"
+    return None
+
+
 def open_store(
     url: str,
     *,
@@ -486,11 +629,7 @@ def open_store(
         return MemoryStore(ttl=ttl, max_entries=max_entries, max_value_bytes=max_value_bytes,
                            max_per_group=max_per_group)
     if scheme == "sqlite":
-        rest = url[len("sqlite://") :]
-        if rest and not rest.startswith("/"):
-            raise ValueError(f"SQLite store URL must be sqlite:///<path>, got {url!r}")
-        path = unquote(rest[1:].partition("?")[0]) or ":memory:"
-        return SQLiteStore(path, ttl=ttl, max_entries=max_entries, max_value_bytes=max_value_bytes,
+        return SQLiteStore(sqlite_path(url), ttl=ttl, max_entries=max_entries, max_value_bytes=max_value_bytes,
                            max_per_group=max_per_group)
     if scheme in ("redis", "rediss"):
         return RedisStore(url, ttl=ttl, max_entries=max_entries, max_value_bytes=max_value_bytes,

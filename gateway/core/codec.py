@@ -24,6 +24,7 @@ from gateway.core.decoding import Decoder as Decoder
 from gateway.core.decoding import NewDecoder
 from gateway.core.encoding import Encoder as Encoder
 from gateway.core.errors import GatewayError
+from gateway.core.queries import RunQueries
 from gateway.core.turn import History, Message, Turn
 
 
@@ -40,28 +41,6 @@ class UpstreamRequest:
     json_reply: bool = False
     """A streaming call may be answered with one JSON body (a JSON-RPC error before the stream starts), which the
     decoder reads, rather than being refused as not a stream."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunQuery:
-    """A request about a run the gateway served, rather than a new run (A2A's `GetTask` and `CancelTask`)."""
-
-    run_id: str
-    cancel: bool = False
-
-
-@dataclass(slots=True)
-class RunRecord:
-    """A run as the gateway knows it, for a query about it: still running, or how it ended and what it said."""
-
-    run_id: str
-    conversation_id: str | None
-    status: Literal["running", "success", "interrupt", "cancelled", "error"]
-    messages: list[Message] = field(default_factory=list)
-    """What the run added to the conversation: the agent's messages and the results of its tools."""
-    error: str | None = None
-    questions: list[str] = field(default_factory=list)
-    """What the run's interrupts asked, for a run that waits for the client."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +62,8 @@ class AgentDescription:
     version: str = "1.0.0"
     skills: tuple[Mapping[str, Any], ...] = ()
     streaming: bool = True
+    webhooks: bool = False
+    """The route sends run updates to webhooks its clients register (A2A's push notifications)."""
 
 
 class Likeness(IntEnum):
@@ -143,7 +124,8 @@ class Dialect:
     variants: Mapping[str, History] = field(default_factory=dict)
     """Named variants of the dialect, and what history their servers expect (Inkeep keeps it itself)."""
     variant_of: Callable[[Mapping[str, str]], str | None] = lambda headers: None
-    """The variant an upstream's response headers show it to be, for an upstream configured without one."""
+    """The variant an upstream's response headers show it to be, for an upstream configured without one: "" when
+    they show it is the dialect's own, None when they do not say."""
     reply_messages: Callable[[bytes], list[Message] | None] | None = None
     """For a dialect that answers in one body to a client that keeps the history: the reply's messages as that
     client will send them back next turn (None if the body cannot be read). Others' replies are recorded from the
@@ -156,13 +138,19 @@ class Dialect:
     read_discovery: Callable[[Any, str], Endpoint | None] | None = None
     """The endpoint an upstream's discovery document names, given the document and the URL it came from; None if
     the document names none this dialect can call."""
-    describe: Callable[[AgentDescription], dict[str, Any]] | None = None
-    """The discovery document for a route of the gateway's that serves this dialect."""
-    read_query: Callable[[dict[str, Any]], RunQuery | None] | None = None
-    """A request about a run rather than a new one (A2A's `GetTask`, `CancelTask`), or None for a run."""
-    answer_query: Callable[[RunQuery, RunRecord | None, dict[str, Any]], tuple[int, bytes]] | None = None
-    """The reply to a query (status, JSON body), given the run as the gateway knows it (None: not at all, or not
-    for this caller) and the query's JSON."""
+    describe: Callable[[AgentDescription, Mapping[str, str]], dict[str, Any]] | None = None
+    """The discovery document for a route of the gateway's that serves this dialect, given what the request for it
+    asked (its headers and query parameters, names lowercased: A2A's `A2A-Version`)."""
+    discovery_varies: tuple[str, ...] = ()
+    """The request headers the document depends on, for caches (`Vary`)."""
+    queries: RunQueries | None = None
+    """Its clients ask about runs after starting them (A2A's tasks): see `gateway.core.queries`."""
+    check_request: Callable[[dict[str, Any], Mapping[str, str]], None] | None = None
+    """Refuse, before anything runs, a request (a run or a query) that its headers make one the dialect does not
+    serve (A2A: an `A2A-Version` it does not speak): raises a `GatewayError` its `error_reply` writes."""
+    passed_headers: tuple[str, ...] = ()
+    """Request headers that mean something only to a server of this dialect (A2A's `A2A-Extensions`): passed to an
+    upstream of the same dialect, and the same headers of its answer passed back to the client."""
     error_reply: Callable[[GatewayError, Any], tuple[int, bytes]] | None = None
     """A request refused before its reply starts, as this dialect's clients read an error (status, JSON body),
     given the error and the request's JSON (None if it was not JSON); None for the gateway's own error body."""

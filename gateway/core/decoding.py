@@ -51,6 +51,11 @@ class Decoder(Protocol):
         """What to send the upstream when the client leaves mid-run (A2A's `CancelTask` for the task this stream
         runs), or None where closing the connection says it."""
 
+    def reattach_request(self) -> UpstreamRequest | None:
+        """The stream broke off before the run ended: what to ask the upstream for the rest of the run (A2A's
+        `SubscribeToTask`, then `GetTask`), whose answer this decoder then reads as the rest of its stream; None
+        where there is no such way, or no more tries."""
+
 
 class NewDecoder(Protocol):
     def __call__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> Decoder:
@@ -92,10 +97,12 @@ class RepairedDecoder:
     Subclasses frame the bytes and hand the frames to the dialect's mapping, with `self.repair` as its `Events`.
     """
 
-    __slots__ = ("repair",)
+    __slots__ = ("ignored", "repair")
 
     def __init__(self) -> None:
         self.repair = RunRepair()
+        self.ignored = 0
+        """Frames about another run than this one (another task's updates on the stream), left out."""
 
     def fail(self, message: str, code: str | None = None) -> list[Event]:
         out: list[Event] = []
@@ -108,6 +115,11 @@ class RepairedDecoder:
         return out
 
     def cancel_request(self) -> UpstreamRequest | None:
+        """What to send the upstream to stop a run the gateway abandons (its client left, a deadline or a limit
+        ended it here), if its dialect has a way and the run may still be running there."""
+        return None
+
+    def reattach_request(self) -> UpstreamRequest | None:
         return None
 
 

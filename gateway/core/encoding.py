@@ -7,6 +7,7 @@ dialect's encoder writes one method per event type, each returning that event's 
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Protocol, get_args
@@ -38,6 +39,19 @@ class Encoder(Protocol):
 
     def keep_alive(self) -> bytes:
         """Bytes that keep an idle connection open without meaning anything, or empty if the dialect has none."""
+
+
+LARGE_TEXT = 1 << 16
+"""Characters of text past which a value is written to JSON by the standard library (see `json_bytes`)."""
+
+
+def json_bytes(value: Any, chars: int) -> bytes:
+    """`value` as JSON, holding about `chars` characters of text (as the caller counts them). orjson keeps about 16
+    bytes for each character it writes, in the bytes it returns (4 Mi characters: 63 MiB); the standard library
+    needs about two, so a value holding much text is written by it."""
+    if chars < LARGE_TEXT:
+        return orjson.dumps(value)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def sse_frame(event: dict[str, Any]) -> bytes:
@@ -77,7 +91,8 @@ class DeltaFrames:
         if id is not self._id and id != self._id:
             self._before, _, self._after = self._render(id).rpartition(_HOLE_JSON)
             self._id = id
-        return self._before + orjson.dumps(delta) + self._after
+        text = orjson.dumps(delta) if len(delta) < LARGE_TEXT else json_bytes(delta, len(delta))
+        return self._before + text + self._after
 
 
 class SSEEncoder:

@@ -12,8 +12,18 @@ GatewayError
  │    ├── UnknownDialect          400  no dialect of the path reads the body, or it belongs on another path
  │    ├── HistoryConflict         409  an edited history that an upstream keeping its own cannot be given
  │    ├── InterruptAnswered       409  an answer to an interrupt answered already, with nothing else new
+ │    ├── ResumeUnavailable       410  the rest of a run whose reply is no longer kept
+ │    ├── NoRunningRun            404  a stop or resume for a conversation with no run running
+ │    ├── RunNotFound             404  a request names a run (a task) this caller has none of
+ │    ├── RunNotContinuable       409  a request continues a run that has ended, or is still running
+ │    ├── RunNotCancelable        409  a cancel for a run that has already ended
+ │    ├── NotSupported            400  an operation this route does not offer (a dialect's optional feature)
+ │    │    └── WebhooksNotSupported     push notifications, on a route that sends none
  │    └── InvalidRequest          422  valid JSON, wrong shape: `details` name each field and what was expected
+ │         └── ConversationMismatch    a request continues a run, naming another conversation than the run's
  ├── Overloaded                   503  the process holds as many request bodies as it may: retry shortly
+ │    ├── ShuttingDown            503  the gateway is draining before it stops: retry, on another replica
+ │    └── StoreUnavailable        503  the conversation store did not answer, and the turn needs what it holds
  └── UpstreamError                502  the upstream failed: refused, reset, non-2xx, broken stream
       └── UpstreamTimeout         504  the upstream did not answer or went quiet past a timeout
 ```
@@ -30,6 +40,8 @@ from typing import Any
 class GatewayError(Exception):
     status = 500
     code = "gateway_error"
+    headers: dict[str, str] = {}
+    """Headers an HTTP answer of this error carries (a 401's challenge)."""
 
     def __init__(self, message: str, details: list[dict[str, Any]] | None = None) -> None:
         super().__init__(message)
@@ -56,6 +68,7 @@ class MalformedRequest(RequestError):
 class Unauthorized(RequestError):
     status = 401
     code = "unauthorized"
+    headers = {"www-authenticate": 'Bearer realm="agent-gateway"'}
 
 
 class TooManyStreams(RequestError):
@@ -81,6 +94,24 @@ class RequestTimeout(RequestError):
 class Overloaded(GatewayError):
     status = 503
     code = "overloaded"
+    headers = {"retry-after": "1"}
+
+
+class ShuttingDown(Overloaded):
+    """The process is draining: a new run is refused, and a run still going at the drain's end is ended."""
+
+    code = "shutting_down"
+
+    def __init__(self) -> None:
+        super().__init__("the gateway is shutting down: retry, on another replica if there is one")
+
+
+class StoreUnavailable(Overloaded):
+    """The turn cannot be put to the upstream without the history the store holds: answering it as a first turn
+    would be a confident wrong answer, so the client is asked to retry."""
+
+    code = "store_unavailable"
+    headers = {"retry-after": "5"}
 
 
 class UnknownDialect(RequestError):
@@ -115,9 +146,51 @@ class NoRunningRun(RequestError):
     code = "no_running_run"
 
 
+class RunNotFound(RequestError):
+    """A request named a run (to continue it, ask about it or cancel it) that this caller has none of: unknown,
+    expired, or another principal's."""
+
+    status = 404
+    code = "run_not_found"
+
+
+class RunNotContinuable(RequestError):
+    """A request continues a run that has ended (only a run that waits for its client takes an answer), or that is
+    still running."""
+
+    status = 409
+    code = "run_not_continuable"
+
+
+class RunNotCancelable(RequestError):
+    """A cancel for a run that has already ended."""
+
+    status = 409
+    code = "run_not_cancelable"
+
+
+class NotSupported(RequestError):
+    """An operation of the client's dialect that this route does not offer (a feature the dialect makes optional)."""
+
+    status = 400
+    code = "not_supported"
+
+
+class WebhooksNotSupported(NotSupported):
+    """Webhooks for a run's updates (push notifications), on a route that sends none."""
+
+    code = "push_not_supported"
+
+
 class InvalidRequest(RequestError):
     status = 422
     code = "invalid_request"
+
+
+class ConversationMismatch(InvalidRequest):
+    """A request continues a run of one conversation while naming another."""
+
+    code = "conversation_mismatch"
 
 
 class UpstreamError(GatewayError):

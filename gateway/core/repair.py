@@ -47,6 +47,7 @@ UNKNOWN_TOOL = "unknown_tool"
 
 class RunRepair:
     __slots__ = (
+        "cut",
         "done",
         "interrupted",
         "open_reasoning",
@@ -63,6 +64,9 @@ class RunRepair:
     def __init__(self) -> None:
         self.started = False
         self.done = False
+        self.cut = False
+        """The run was ended here, not by its upstream (a deadline, a limit, a broken stream): it may still be
+        running there."""
         self.interrupted: dict[str, None] = {}
         """The interrupts the run asked and has not resolved itself."""
         self.open_text: dict[str, None] = {}
@@ -108,6 +112,8 @@ class RunRepair:
             self.fail("upstream stream ended before the run finished", "upstream_truncated", out)
 
     def fail(self, message: str, code: str | None, out: list[Event]) -> None:
+        if not self.done:
+            self.cut = True
         self.push(RunError(message, code), out)
 
     # text and reasoning

@@ -89,6 +89,9 @@ class Resume:
     payload: Any = None
     tool_call_id: str | None = None
     """The tool call the interrupt asked to approve, when the client says (Vercel approvals do)."""
+    message_id: str | None = None
+    """The id of the client's message the answer came in, when it came in one (A2A answers with a message to the
+    task); AG-UI carries it in the resume entry's `metadata`."""
 
 
 ANY_OPEN_INTERRUPT = ""

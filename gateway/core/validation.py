@@ -31,7 +31,7 @@ def load_json_object(body: bytes, max_depth: int = 64) -> dict[str, Any]:
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        raise MalformedRequest(f"request body is not valid JSON: {exc}") from None
+        raise MalformedRequest(_not_json(body, exc)) from None
     if not isinstance(value, dict):
         raise MalformedRequest(f"request body must be a JSON object, got {_json_type(value)}")
     # A body nests no deeper than it has brackets (strings' included): most are far from the limit by that count
@@ -65,6 +65,19 @@ def _integer_past_64_bits(body: bytes) -> str | None:
     except ValueError:
         return None
     return found[0] if found else None
+
+
+def _not_json(body: bytes, exc: orjson.JSONDecodeError) -> str:
+    """What is wrong with a body that does not parse, in words about the body rather than the parser."""
+    if not body.strip():
+        return "the request body is empty: send a JSON object"
+    where = f"line {exc.lineno} column {exc.colno}"
+    if "valid UTF-8" in exc.msg:
+        return f"the request body is not UTF-8 text ({where})"
+    if "surrogate" in exc.msg:
+        return (f"the request body holds half of a UTF-16 surrogate pair, an escape between \\ud800 and \\udfff "
+                f"with no partner ({where}): that is not text")
+    return f"the request body is not valid JSON: {exc.msg} at {where}"
 
 
 def _deeper_than(value: Any, limit: int) -> bool:
@@ -119,8 +132,18 @@ def _either(messages: list[str]) -> str:
 def error_message(error: ErrorDetails) -> str:
     """pydantic's message, without the "Value error, " it puts before our own validators' words; an unknown key is
     named as such."""
-    if error["type"] == "extra_forbidden":
+    kind, context = error["type"], error.get("ctx") or {}
+    if kind == "extra_forbidden":
         return "unknown key"
+    if kind == "union_tag_invalid":  # "Input tag 'human' found using 'role' does not match any of the expected tags"
+        return f"{str(context['discriminator']).strip(chr(39))} must be one of {context['expected_tags']}, not " \
+               f"{context['tag']!r}"
+    if kind == "too_short" and context.get("min_length") == 1:
+        return "must not be empty"
+    if kind == "too_short":
+        return f"must have at least {context.get('min_length')} items, not {context.get('actual_length')}"
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        return "must be an object (keys and values)"
     message = error["msg"]
     return message.removeprefix("Value error, ")
 

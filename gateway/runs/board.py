@@ -127,6 +127,10 @@ class RunBoard:
         tape = self.tapes.get(key)
         return tape if tape is not None and not tape.lost else None
 
+    async def running(self, key: str) -> RunReply | None:
+        """The reply of the run `key` names, if it is running."""
+        return self._running(key)
+
     async def running_in(self, conversation: str) -> RunReply | None:
         """The reply of the conversation's run, if one is running."""
         key = self.conversations.get(conversation)

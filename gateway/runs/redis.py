@@ -34,6 +34,8 @@ log = logging.getLogger("agent_gateway.runs")
 BEAT = 2.0
 ALIVE = 10.0
 READ_BATCH = 512
+CLOSE_SECONDS = 5.0
+"""How long closing waits for the writes still queued."""
 
 # KEYS: meta, stream, conversation (or meta again when none); ARGV: replica, lifetime ms, alive prefix, run key,
 # whether there is a conversation. Returns the running owner, or nothing once the key is claimed for ARGV[1].
@@ -99,11 +101,25 @@ class RedisRunBoard(RunBoard):
         return None
 
     async def find(self, key: str) -> RunReply | None:
+        running = self._running(key)
+        if running is not None:
+            return running
+        [(state, owner)] = await self._ask(lambda pipe: pipe.hmget(self._meta(key), ["state", "owner"]))
+        kept = _text(state) in ("running", "ended") if state is not None else False
+        if kept and owner is not None and _text(owner) != self.replica:
+            return _RemoteReply(self, key)  # claimed on another replica since this one's reply ended
         local = await super().find(key)
         if local is not None:
             return local
-        state = await self._state(key)
-        return _RemoteReply(self, key) if state in ("running", "ended") else None
+        return _RemoteReply(self, key) if kept else None
+
+    async def running(self, key: str) -> RunReply | None:
+        local = self._running(key)
+        if local is not None:
+            return local
+        # Redis may not have heard yet that a run of this replica's ended: only another replica's counts.
+        owner = await self._owner(key)
+        return _RemoteReply(self, key) if owner is not None and owner != self.replica else None
 
     async def running_in(self, conversation: str) -> RunReply | None:
         local = await super().running_in(conversation)
@@ -136,11 +152,15 @@ class RedisRunBoard(RunBoard):
 
     async def _alive(self, key: str) -> bool:
         """Whether the run is running on a replica that is still there."""
+        return await self._owner(key) is not None
+
+    async def _owner(self, key: str) -> str | None:
+        """The replica running the run, if one is and is still there."""
         [(state, owner)] = await self._ask(lambda pipe: pipe.hmget(self._meta(key), ["state", "owner"]))
         if state is None or _text(state) != "running" or owner is None:
-            return False
+            return None
         [alive] = await self._ask(lambda pipe: pipe.exists(f"{self._prefix}alive:{_text(owner)}"))
-        return bool(alive)
+        return _text(owner) if alive else None
 
     async def _ask(self, commands: Callable[[Any], Any]) -> list[Any]:
         """The replies to the commands `commands` adds to the board's next pipeline (raises `StoreError`)."""
@@ -238,7 +258,11 @@ class RedisRunBoard(RunBoard):
                     await pubsub.aclose()
 
     async def close(self) -> None:
+        """Stop, once what the runs wrote has reached Redis (a drained run's end, for a replica to serve)."""
         await super().close()
+        if self._writing is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(self._writing), CLOSE_SECONDS)
         self._closed = True
         if self._listener is not None:
             self._listener.cancel()
@@ -296,17 +320,20 @@ class _RemoteReply:
         self._key = key
 
     async def read(self, start: int, wait: float) -> list[Entry]:
+        """A store that fails is nothing new for now, not a lost reply: the run may well be running (the reader's
+        patience bounds how long the store may stay away)."""
         board = self._board
         after = "0-0" if start == 0 else f"1-{start - 1}"
         try:
             with board._store.errors():
                 found = await board._readers.xread({board._stream(self._key): after}, count=READ_BATCH,
                                                    block=max(1, round(wait * 1000)))
-        except StoreError as exc:
-            raise TapeLost(str(exc)) from exc
-        if not found:
-            if not await board._alive(self._key) and await board._state(self._key) != "ended":
+            if not found and not await board._alive(self._key) and await board._state(self._key) != "ended":
                 raise TapeLost("the run's replica is gone")
+        except StoreError:
+            await asyncio.sleep(min(wait, 0.5))
+            return []
+        if not found:
             return []
         return [Entry(int(_text(entry_id).rpartition("-")[2]), fields[b"d"], b"e" in fields)
                 for entry_id, fields in found[0][1]]

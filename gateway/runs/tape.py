@@ -8,8 +8,9 @@ seq n       the last piece is flagged: the reply ended there
 ```
 
 A tape's `size` is what it costs the process, not only its bytes: each piece costs its bytes and a Python object,
-and the tape its bookkeeping. Pieces are kept at their own size: orjson's output, which a whole-body reply is, sits
-in a 4 KiB buffer whatever it holds, so such a piece is copied.
+and the tape its bookkeeping. Pieces are kept at their own size: orjson's output (a whole-body reply, a task's
+update) sits in a buffer larger than it, 4 KiB for a small one and several times it for a large one, so a piece
+that may be one is copied.
 """
 
 from __future__ import annotations
@@ -100,7 +101,11 @@ class Tape:
         self._changed: asyncio.Future[None] | None = None
 
     def open(self, head: Head) -> None:
-        self._append(_at_its_size(head.dump()), False)
+        self.begin(head.dump())
+
+    def begin(self, first: bytes) -> None:
+        """The first entry: a reply's head, or what the readers of a run's feed start from."""
+        self._append(_at_its_size(first), False)
 
     def record(self, body: bytes, last: bool) -> bytes:
         """Keep a piece of the reply; returns it as the client is to be sent it (with each SSE event's `id:`, for a
@@ -108,7 +113,7 @@ class Tape:
         if self.lost:
             return body
         if not self.event_ids or not body:
-            self._append(_at_its_size(body) if last else body, last)  # a last piece may be a whole orjson body
+            self._append(_at_its_size(body), last)  # it may be orjson's output, in a buffer of 4 KiB or many MiB
             return body
         frames = body.split(b"\n\n")
         tail = frames.pop()  # b"" when the body is whole frames, as encoders write them

@@ -6,9 +6,9 @@ import asyncio
 import gc
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 from starlette.applications import Starlette
@@ -16,22 +16,25 @@ from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import BaseRoute, Route, request_response
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from adapters import registry
 from gateway import __version__
-from gateway.config import GatewayConfig
+from gateway.config import GatewayConfig, route_path
 from gateway.config import Route as ConfigRoute
 from gateway.conversations.mapper import ConversationMapper
 from gateway.conversations.store import ConversationStore, RedisStore
-from gateway.core.codec import AgentDescription
 from gateway.runs.board import KeptLimits, RunBoard
 from gateway.runs.redis import RedisRunBoard
 from gateway.server import http_server, logs
+from gateway.server.documents import discovery_routes
+from gateway.server.drain import Drain
+from gateway.server.logs import ACCESS
 from gateway.server.metrics import CONTENT_TYPE, Metrics
-from gateway.server.probe import warn_if_unreachable
+from gateway.server.probe import UpstreamReadiness, warn_if_unreachable
 from gateway.server.proxy import BodyBudget, ConversationEndpoints, RouteHandler, request_id_of
+from gateway.server.push import Pusher
+from gateway.server.record import AccessRecord
 from gateway.server.telemetry import Tracing
 from gateway.server.telemetry import from_environment as tracing_from_environment
 from gateway.upstream.http1 import Pool
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
 
 CONFIG_ENV = "AGENT_GATEWAY_CONFIG_JSON"
 log = logging.getLogger("agent_gateway.app")
+log_access = logging.getLogger(ACCESS)
 
 
 class Gateway:
@@ -54,7 +58,10 @@ class Gateway:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            handler = self.handlers.get(scope["path"])
+            path = route_path(scope["path"])
+            if path != scope["path"]:  # every path answers with and without a trailing slash, never a redirect
+                scope = {**scope, "path": path}
+            handler = self.handlers.get(path)
             if handler is not None and scope["method"] in handler[1]:
                 await handler[0](scope, receive, send)
                 return
@@ -89,29 +96,37 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
     routes: list[BaseRoute] = []
     handlers: dict[str, tuple[ASGIApp, frozenset[str]]] = {}
     board = open_board(store, config.store.kept_limits())
+    drain = Drain(config.drain_seconds)
+    pusher = Pusher(pool)
     for route in config.routes:
-        route_handler = RouteHandler(route, pool=pool, mapper=mapper, bodies=bodies, board=board,
+        route_handler = RouteHandler(route, pool=pool, mapper=mapper, bodies=bodies, board=board, drain=drain,
                                      keepalive=config.keepalive_seconds, metrics=metrics, log_bodies=log_bodies,
-                                     debug_errors=config.debug_errors, tracing=tracing)
+                                     debug_errors=config.debug_errors, tracing=tracing, pusher=pusher)
         handler: ASGIApp = route_handler
         if route.resumable:
             routes += conversation_routes(route, ConversationEndpoints(route_handler))
-        methods = ["POST"]
+        methods = ["POST", "OPTIONS"]  # OPTIONS: a CORS preflight (the middleware's) or 204 with Allow, never a run
         if route.cors is not None:
             cors = route.cors
             handler = CORSMiddleware(handler, allow_origins=cors.allow_origins, allow_methods=["POST"],
                                      allow_headers=cors.allow_headers, allow_credentials=cors.allow_credentials,
                                      expose_headers=["x-request-id"], max_age=cors.max_age)
-            methods.append("OPTIONS")  # the browser's preflight, answered by the middleware
-        routes += [Route(path, handler, methods=methods) for path in route.paths]  # for their 405s
-        handlers.update({path: (handler, frozenset(methods)) for path in route.paths})
+        routes += [Route(path, handler, methods=methods) for path in route.served_paths]  # for their 405s
+        handlers.update({path: (handler, frozenset(methods)) for path in route.served_paths})
 
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok")
 
+    upstreams = UpstreamReadiness(config.routes, pool)
+
     async def readyz(request: Request) -> Response:
-        ready = await store.ping()
-        return JSONResponse({"status": "ready" if ready else "store unreachable"}, status_code=200 if ready else 503)
+        if drain.draining:
+            return JSONResponse({"status": "draining"}, status_code=503)
+        if not await store.ping():
+            return JSONResponse({"status": "store unreachable"}, status_code=503)
+        if down := await upstreams.unreachable():
+            return JSONResponse({"status": "upstream unreachable", "routes": down}, status_code=503)
+        return JSONResponse({"status": "ready"})
 
     async def metrics_endpoint(request: Request) -> Response:
         return Response(metrics.exposition(), media_type=CONTENT_TYPE)
@@ -127,10 +142,13 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
         # defaults: higher ones let per-request cycles pile up, and each collection then pauses streams for longer.
         gc.freeze()
         probing = asyncio.create_task(warn_if_unreachable(config, store))
+        drain.install()
         try:
             yield
         finally:
+            drain.uninstall()
             probing.cancel()
+            await pusher.close()
             await board.close()
             await pool.close()
             await store.close()
@@ -140,11 +158,15 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
     served = sorted(handlers)
 
     async def not_found(request: Request, exc: Exception) -> Response:
+        _log_refusal(request, 404, "not_found")
         return _error(404, "not_found", f"nothing is served at {request.url.path}; the gateway serves "
                       f"{', '.join(served)}, /healthz, /readyz and /metrics")
 
     async def not_allowed(request: Request, exc: Exception) -> Response:
-        return _error(405, "method_not_allowed", f"{request.method} is not served at {request.url.path}")
+        _log_refusal(request, 405, "method_not_allowed")
+        allowed = getattr(exc, "headers", None) or {}
+        return _error(405, "method_not_allowed", f"{request.method} is not served at {request.url.path}",
+                      {k: v for k, v in allowed.items() if k.lower() == "allow"})
 
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_allowed})
     app.router.redirect_slashes = False  # its redirect would be built from the client's Host header
@@ -161,7 +183,7 @@ def conversation_routes(route: ConfigRoute, endpoints: ASGIApp) -> list[Route]:
                                    allow_credentials=cors.allow_credentials, expose_headers=["x-request-id"],
                                    max_age=cors.max_age)
     found: list[Route] = []
-    for path in route.paths:
+    for path in route.served_paths:
         base = path.rstrip("/")
         found += [Route(base + "/{conversation:path}/stream", endpoints, methods=["GET", "DELETE", "OPTIONS"]),
                   Route(base + "/{conversation:path}/stop", endpoints, methods=["POST", "OPTIONS"])]
@@ -175,59 +197,23 @@ def open_board(store: ConversationStore, limits: KeptLimits) -> RunBoard:
     return RunBoard(limits)
 
 
-def discovery_routes(config: GatewayConfig) -> list[Route]:
-    """The documents clients discover a route's agent by (A2A's agent card), at `<path><document path>` for each
-    path where the route reads that dialect's requests, and at the bare document path when only one path has one."""
-    found: list[tuple[str, str, ASGIApp | Callable[[Request], Awaitable[Response]]]] = []
-    for route in config.routes:
-        for name in route.dialects:
-            dialect = registry.get(name)
-            document, describe = dialect.discovery_path, dialect.describe
-            if document is None or describe is None:
-                continue
-            for path in route.paths:
-                if name not in registry.path_owners(route.dialects, path):
-                    continue  # another dialect's own path: this dialect's requests are refused there
-                card = _describer(route, path, describe)
-                endpoint: ASGIApp | Callable[[Request], Awaitable[Response]] = card
-                if route.cors is not None:  # a browser's A2A client reads the card cross-origin too
-                    endpoint = CORSMiddleware(request_response(card), allow_origins=route.cors.allow_origins,
-                                              allow_methods=["GET"], allow_headers=route.cors.allow_headers,
-                                              max_age=route.cors.max_age)
-                found.append((path.rstrip("/") + document, document, endpoint))
-    routes = [Route(at, endpoint, methods=["GET", "OPTIONS"]) for at, _, endpoint in found]
-    bare = {document for _, document, _ in found}
-    if len(found) == 1:
-        routes.append(Route(found[0][1], found[0][2], methods=["GET", "OPTIONS"]))
-    elif len(bare) == 1 and found:
-        log.info("%d routes publish %s under their paths; none at %s itself", len(found), *bare, *bare)
-    return routes
+def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
 
 
-def _describer(route: ConfigRoute, path: str, describe: Callable[[AgentDescription], dict[str, Any]]
-               ) -> Callable[[Request], Awaitable[Response]]:
-    info = route.agent
-
-    async def endpoint(request: Request) -> Response:
-        if request.method != "GET":
-            return _error(405, "method_not_allowed", f"{request.method} is not served at {request.url.path}")
-        url = info.url or f"{request.url.scheme}://{request.url.netloc}{path}"
-        card = describe(AgentDescription(name=route.name, description=info.description, url=url,
-                                         version=info.version, skills=tuple(s.model_dump() for s in info.skills)))
-        # A cache in front must not serve one Host's card to another: the URL in it is the Host's.
-        headers = {} if info.url else {"vary": "Host"}
-        return Response(orjson.dumps(card), media_type="application/json", headers=headers)
-
-    return endpoint
-
-
-def _error(status: int, code: str, message: str) -> Response:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+def _log_refusal(request: Request, status: int, code: str) -> None:
+    """An access line for a request no route took: a client calling the wrong path is worth seeing."""
+    record = AccessRecord(request_id=request.scope.get("state", {}).get("request_id", ""), route="-",
+                          upstream_dialect="-", status=status, outcome="rejected", error=code)
+    record.note_request(request.scope, "unknown")
+    log_access.info("request", extra=record.log_fields())
 
 
 def _with_request_id(scope: Scope, send: Send) -> Send:
-    """Every response carries an `X-Request-Id`: the client's, when short and plain, or a new one."""
+    """Every response carries an `X-Request-Id`: the client's, when short and plain, or a new one (kept in the
+    scope's state, for the access line)."""
     request_id = request_id_of(Headers(scope=scope))
+    scope.setdefault("state", {})["request_id"] = request_id
 
     async def sending(message: Message) -> None:
         if message["type"] == "http.response.start" and all(name != b"x-request-id"

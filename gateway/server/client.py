@@ -26,8 +26,8 @@ log = logging.getLogger("agent_gateway.proxy")
 class ClientWriter:
     """The client's side of one request: what it has been sent, and whether it is still there to be sent more."""
 
-    __slots__ = ("_direct", "_record", "_request_id", "_send", "before_last_byte", "complete", "encoder", "error_reply",
-                 "gone", "last_write", "started", "streaming", "tape", "writing")
+    __slots__ = ("_direct", "_record", "_request_id", "_send", "before_last_byte", "complete", "detached", "encoder",
+                 "error_reply", "gone", "last_write", "started", "streaming", "tape", "writing")
 
     def __init__(self, send: Send, request_id: str, record: AccessRecord,
                  before_last_byte: Callable[[], None]) -> None:
@@ -58,6 +58,9 @@ class ClientWriter:
         self.tape: Tape | None = None
         """On a resumable route, where everything the client is sent is kept for it to come back to: the run goes
         on when the client has gone."""
+        self.detached = False
+        """The client had its whole reply before the run's end (it asked for that): the run goes on, sending it
+        nothing more."""
 
     async def start(self, status: int, headers: dict[str, str]) -> None:
         if self.tape is not None:
@@ -127,6 +130,10 @@ class ClientWriter:
 
     async def respond(self, status: int, headers: dict[str, str], body: bytes) -> None:
         """The whole response at once (a one-body reply, or an error before the head)."""
+        if self.detached:  # answered already: the run's end is only reported
+            if self.before_last_byte is not None:
+                self.before_last_byte()
+            return
         if self.gone and self.tape is None:
             return
         await self.start(status, headers)
@@ -136,11 +143,13 @@ class ClientWriter:
         record = self._record
         record.outcome, record.error = ("rejected" if error.status < 500 else "error"), error.code
         record.error_message = error.message
+        headers = {"content-type": "application/json"}
         if self.error_reply is not None:
             status, body = self.error_reply(error)
         else:
             status, body = error.status, orjson.dumps(error.to_json())
-        await self.respond(status, {"content-type": "application/json"}, body)
+            headers.update(error.headers)
+        await self.respond(status, headers, body)
 
     async def abort(self, error: GatewayError, code: str) -> None:
         """End the exchange with `error`: as the HTTP error if the response has not started, else in band."""

@@ -1,7 +1,7 @@
 """A request's deadlines (first event, idle, total) and the client's keep-alive, kept by one timer.
 
 The timer is moved only when it fires, so nothing is scheduled per chunk: the relay only notes the time of each
-read (`last_upstream_read`), the client writer that of each write (`ClientWriter.last_write`).
+batch of events (`last_upstream_event`), the client writer that of each write (`ClientWriter.last_write`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ class Deadlines:
     `cancelled_because`; the client leaving cancels it the same way."""
 
     __slots__ = ("_client", "_keep_alive_in_flight", "_keepalive", "_record", "_timeouts", "_timer",
-                 "cancelled_because", "last_upstream_read", "missed_deadline", "request_task", "started_at",
+                 "cancelled_because", "last_upstream_event", "missed_deadline", "request_task", "started_at",
                  "storing_conversation", "wake_at")
 
     def __init__(self, timeouts: Timeouts, keepalive: float, client: ClientWriter, record: AccessRecord,
@@ -31,13 +31,15 @@ class Deadlines:
         self._record = record
         self.started_at = started_at
         """When the request arrived (monotonic): the first-event and total deadlines count from it."""
-        self.last_upstream_read = 0.0
-        """When the upstream's body last brought bytes (monotonic): the idle deadline counts from it."""
+        self.last_upstream_event = 0.0
+        """When the upstream's body last brought an event (monotonic): the idle deadline counts from it. Bytes
+        that finish none (a comment, a frame that never ends) do not count: an upstream saying only that it is
+        there is as quiet as one saying nothing."""
         self.request_task: asyncio.Task[Any] | None = None
         """The task the request runs in: what a deadline, or the client leaving, cancels."""
         self.cancelled_because: str | None = None
-        """Why the request's task was cancelled from here: "timeout" (reading stops, the client hears why),
-        "client_gone" or "client_stalled" (the exchange ends)."""
+        """Why the request's task was cancelled from here: "timeout" or "shutdown" (reading stops, the client hears
+        why), "cancelled" (by a query or a stop), "client_gone" or "client_stalled" (the exchange ends)."""
         self.missed_deadline = ""
         """Which deadline passed, as the client is told it."""
         self.storing_conversation = False
@@ -63,7 +65,7 @@ class Deadlines:
     def first_event_came(self) -> None:
         """From the first event on, the idle deadline counts instead of the first-event one: if it comes before the
         timer would wake, move the timer."""
-        if self.last_upstream_read + self._timeouts.idle < self.wake_at:
+        if self.last_upstream_event + self._timeouts.idle < self.wake_at:
             self.arm()
 
     def cancel_request(self, reason: str) -> None:
@@ -92,11 +94,11 @@ class Deadlines:
         now = time.monotonic()
         deadline, total = self._next_deadline()
         stuck = client.writing and not client.gone
-        stuck_since = max(self.last_upstream_read, client.last_write)  # what the run read last, or wrote
+        stuck_since = max(self.last_upstream_event, client.last_write)  # the run's last event, or its last write
         if stuck and client.tape is not None and (now >= deadline or now - stuck_since >= keepalive) \
                 and client.drop():
             stuck = False
-            self.last_upstream_read = now  # the upstream was not read while the client held the run back
+            self.last_upstream_event = now  # the upstream was not read while the client held the run back
             deadline, total = self._next_deadline()
         if now >= deadline and not self.storing_conversation:
             started = bool(self._record.events)
@@ -126,7 +128,7 @@ class Deadlines:
         """When the next deadline passes (monotonic), and whether it is the total one."""
         timeouts = self._timeouts
         started = bool(self._record.events)
-        deadline = self.last_upstream_read + timeouts.idle if started else self.started_at + timeouts.first_event
+        deadline = self.last_upstream_event + timeouts.idle if started else self.started_at + timeouts.first_event
         if self.started_at + timeouts.total <= deadline:
             return self.started_at + timeouts.total, True
         return deadline, False

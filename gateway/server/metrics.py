@@ -80,6 +80,10 @@ class Metrics:
             "approximated (the kind says which).", ["client_dialect", "upstream_dialect", "kind"],
             registry=self.registry)
 
+        self.unread = Counter("agent_gateway_upstream_replies_unread", "Upstream replies of which the route's "
+                              "upstream dialect read no event: is upstream.dialect right?",
+                              ["route", "upstream_dialect"], registry=self.registry)
+
         self._series: dict[tuple[str, str, str], Series] = {}
 
     def series(self, route: str, client: str, upstream: str) -> Series:

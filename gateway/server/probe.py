@@ -29,13 +29,16 @@ class Probe:
         return f"{self.what}: {'ok' if self.ok else 'FAILED'} ({self.detail})"
 
 
-async def probe(config: GatewayConfig, store: ConversationStore) -> list[Probe]:
+async def probe(config: GatewayConfig, store: ConversationStore | None) -> list[Probe]:
+    """Each upstream reached, then the store pinged (unless it is None: looked at elsewhere)."""
     pool = Pool()
     try:
         checks = [_upstream(pool, route) for route in config.routes]
         results = list(await asyncio.gather(*checks))
     finally:
         await pool.close()
+    if store is None:
+        return results
     started = time.monotonic()
     ready = await store.ping()
     took = f"{(time.monotonic() - started) * 1000:.0f} ms"
@@ -53,6 +56,29 @@ async def _upstream(pool: Pool, route: Route) -> Probe:
     except HTTPError as exc:
         return Probe(what, False, str(exc))
     return Probe(what, True, f"connected in {(time.monotonic() - started) * 1000:.0f} ms")
+
+
+READINESS_SECONDS = 2.0
+"""How long a look at the upstreams answers `/readyz` before it looks again: probes come every few seconds, from
+several places."""
+
+
+class UpstreamReadiness:
+    """Whether the routes that say so (`ready_needs_upstream`) reach their upstreams, looked at once in a while."""
+
+    def __init__(self, routes: list[Route], pool: Pool) -> None:
+        self.routes = [route for route in routes if route.ready_needs_upstream]
+        self.pool = pool
+        self._down: list[str] = []
+        self._looked_at = -READINESS_SECONDS
+
+    async def unreachable(self) -> list[str]:
+        """The names of the routes whose upstream cannot be reached."""
+        if self.routes and time.monotonic() - self._looked_at >= READINESS_SECONDS:
+            results = await asyncio.gather(*[_upstream(self.pool, route) for route in self.routes])
+            self._down = [route.name for route, result in zip(self.routes, results, strict=True) if not result.ok]
+            self._looked_at = time.monotonic()
+        return self._down
 
 
 async def warn_if_unreachable(config: GatewayConfig, store: ConversationStore) -> None:

@@ -49,7 +49,7 @@ from gateway.config import Route
 from gateway.conversations.mapper import ConversationMapper
 from gateway.conversations.recorder import RunRecorder
 from gateway.conversations.store import StoreError
-from gateway.core.codec import Decoder, Dialect, RunQuery, RunRecord, UpstreamRequest
+from gateway.core.codec import Decoder, Dialect, UpstreamRequest
 from gateway.core.errors import (
     CODES,
     GatewayError,
@@ -59,22 +59,28 @@ from gateway.core.errors import (
     RequestTimeout,
     RequestTooLarge,
     ResumeUnavailable,
+    ShuttingDown,
     UnsupportedMediaType,
     UpstreamError,
     UpstreamTimeout,
 )
+from gateway.core.events import RunError
 from gateway.core.ids import new_id
+from gateway.core.queries import RunQuery
 from gateway.core.turn import Turn
 from gateway.core.validation import MAX_ID, bad_id, check_ids, load_json_object
 from gateway.runs.board import RunBoard
 from gateway.runs.tape import RunReply, Tape, TapeLost
-from gateway.server import resume
+from gateway.runs.watched import WatchedRun
+from gateway.server import queries, resume
 from gateway.server.access import ANONYMOUS, Access, Caller
 from gateway.server.client import ClientWriter
 from gateway.server.deadlines import Deadlines
 from gateway.server.discovery import Discovery, SideCalls
+from gateway.server.drain import Drain
 from gateway.server.logs import ACCESS
 from gateway.server.metrics import Metrics
+from gateway.server.push import Pusher
 from gateway.server.record import AccessRecord
 from gateway.server.relay import Relay, describe
 from gateway.server.resume import conversation_key
@@ -124,9 +130,12 @@ class RouteHandler:
     """The ASGI app behind one route's paths."""
 
     def __init__(self, route: Route, *, pool: Pool, mapper: ConversationMapper, bodies: BodyBudget,
-                 keepalive: float, metrics: Metrics, board: RunBoard, log_bodies: bool = False,
-                 debug_errors: bool = False, tracing: Tracing | None = None) -> None:
+                 keepalive: float, metrics: Metrics, board: RunBoard, drain: Drain, log_bodies: bool = False,
+                 debug_errors: bool = False, tracing: Tracing | None = None, pusher: Pusher | None = None) -> None:
         self.route = route
+        self.drain = drain
+        self.pusher = pusher or Pusher()
+        """Delivers push notifications (A2A's), on a route that sends them."""
         self.board = board
         """Where the route's resumable runs are (when `route.resumable`)."""
         self.pool = pool
@@ -137,8 +146,6 @@ class RouteHandler:
         self.bodies = bodies
         self.debug_errors = debug_errors
         self.upstream = registry.get(route.upstream.dialect)
-        self.running: dict[tuple[str, str], _Call] = {}
-        """Runs in flight whose client may ask about them (see `Dialect.read_query`): (principal, run id) -> call."""
         self.discovery = Discovery(route, self.upstream, pool)
         self.side_calls = SideCalls(pool)
         self.in_flight = metrics.in_flight.labels(route.name)
@@ -148,6 +155,8 @@ class RouteHandler:
         self.tracing = tracing
         self.upstream_span = upstream_attributes(route.upstream.url) if tracing is not None else {}
         """The attributes every upstream call's span of this route has."""
+        self.runs = queries.route_runs(self)
+        """The runs whose clients ask about them (A2A's tasks), when a dialect of the route has such clients."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
@@ -158,14 +167,22 @@ class RouteHandler:
             await send({"type": "http.response.body", "body": b""})
             return
         call = _Call(self, send, headers, request_id)
+        call.record.note_request(scope, self._dialect_of_path(scope["path"]))
         if self.tracing is not None:
             call.trace = self.tracing.start(headers, scope["path"], request_id, call.started_at)
             call.record.trace_id = call.trace.trace_id  # left out of the log line when None
         self.in_flight.inc()
+        self.drain.streams.add(call)
         try:
             await self._handle(call, headers, receive, scope["path"])
         finally:
             call.report()  # once: usually already done as the last byte went out
+
+    def _dialect_of_path(self, path: str) -> str:
+        """The client dialect a request on `path` must be, when only one may be there: named in its access line
+        even when its body cannot be read."""
+        owners = registry.path_owners(self.route.dialects, path)
+        return owners[0] if len(owners) == 1 else "unknown"
 
     async def _handle(self, call: _Call, headers: Headers, receive: Receive, path: str) -> None:
         """Identify the caller (no slot taken), read and check its body within deadlines, then take a slot: a
@@ -178,8 +195,11 @@ class RouteHandler:
                 call.record.request_body = body[:4096].decode("utf-8", "replace")
             client, turn = self._parse(call, headers, body, path)
             if isinstance(turn, RunQuery):
-                await self._answer(call, client, turn)
+                await queries.answer(self, call, receive, client, turn)
                 return
+            if self.drain.draining:
+                raise ShuttingDown
+            turn = await queries.continuing(self, call, client, turn)
             self.access.admit(caller)
         except ClientGone:
             call.record.outcome = "client_gone"
@@ -232,13 +252,14 @@ class RouteHandler:
         with `Last-Event-ID`) is sent that run's reply; any other is a new run whose reply is kept."""
         route, principal = self.route, call.caller.principal
         key = resume.run_key(route.name, principal, client, turn, headers, body)
+        after: int | None = None
         try:
             after = resume.last_event_id(headers)
             if after is not None:  # the client had part of the reply: only the rest will do, never a second run
                 reply = await self.board.find(key)
                 if reply is None:
                     raise ResumeUnavailable(resume.NOT_KEPT)
-                await self.follow(call, receive, reply, after)
+                await self.follow(call, receive, reply, after, client)
                 return
             conversation = turn.conversation_id
             tape = Tape(key, event_ids=client.event_ids, max_entries=route.limits.max_resume_events,
@@ -250,6 +271,10 @@ class RouteHandler:
             await call.writer.fail_before_start(error)
             return
         except StoreError as exc:
+            if after is not None:  # the client had part of a reply: a second run is never the answer
+                call.record.error_detail = str(exc)
+                await call.writer.fail_before_start(Overloaded("the gateway's store is unreachable: retry shortly"))
+                return
             log.warning("route %s: the run is not resumable, the store failed: %s", route.name, exc,
                         extra={"route": route.name, "request_id": call.request_id})
             await self._admitted(call, receive, client, turn)
@@ -260,7 +285,7 @@ class RouteHandler:
             await self._admitted(call, receive, client, turn)
             return
         if running is not None:
-            await self.follow(call, receive, running, 0)
+            await self.follow(call, receive, running, 0, client)
             return
         call.writer.tape = tape
         tape.stop = call.stop
@@ -269,8 +294,10 @@ class RouteHandler:
         finally:
             self.board.finish(tape)
 
-    async def follow(self, call: _Call, receive: Receive, reply: RunReply, after: int) -> None:
-        """Send a client a run's reply from the board instead of running it again."""
+    async def follow(self, call: _Call, receive: Receive, reply: RunReply, after: int,
+                     client: Dialect | None = None) -> None:
+        """Send a client a run's reply from the board instead of running it again; `client`, its dialect when
+        known, ends a reply lost midway (its replica died) with the dialect's own error."""
         call.record.outcome = "resumed"
         deadlines = call.deadlines
         deadlines.request_task = asyncio.current_task()
@@ -278,32 +305,44 @@ class RouteHandler:
         try:
             timeouts = self.route.timeouts
             patience = max(timeouts.first_event, timeouts.idle) + self.keepalive
-            await resume.follow(reply, call.writer, after, self.keepalive, patience)
+            lost = b""
+            if client is not None:
+                lost = client.new_encoder(None).encode([RunError(resume.LOST, "resume_unavailable")])
+            await resume.follow(reply, call.writer, after, self.keepalive, patience, lost)
         except TapeLost:
             await call.writer.fail_before_start(ResumeUnavailable(resume.NOT_KEPT))
         except asyncio.CancelledError:
-            if deadlines.cancelled_because != "client_gone":
+            if deadlines.cancelled_because not in ("client_gone", "shutdown"):
                 raise
             asyncio.current_task().uncancel()  # type: ignore[union-attr]
+            if deadlines.cancelled_because == "shutdown" and call.writer.started:
+                await call.writer.end(b"")  # no end of the run: the client may come back to another replica
+            elif deadlines.cancelled_because == "shutdown":
+                await call.writer.fail_before_start(ShuttingDown())
         finally:
             watcher.cancel()
 
     async def _admitted(self, call: _Call, receive: Receive, client: Dialect, turn: Turn) -> None:
         writer, deadlines = call.writer, call.deadlines
+        try:  # its clients may ask about the run, or cancel it, from any replica
+            watched = call.watched = await queries.watched(self, call, client, turn)
+        except GatewayError as error:
+            await writer.fail_before_start(error)
+            return
         task = deadlines.request_task = asyncio.current_task()
         assert task is not None
         watcher = asyncio.create_task(_watch_disconnect(receive, writer, deadlines))
-        queried = client.read_query is not None and turn.run_id is not None
-        if queried:  # its clients may ask about the run, or cancel it, while it runs
-            self.running[(call.caller.principal, turn.run_id or "")] = call
         try:
             await call.run(client, turn)
         except asyncio.CancelledError:
             if deadlines.cancelled_because is None:  # not ours (the server is shutting down): let it through
                 raise
             task.uncancel()
-            if deadlines.cancelled_because in ("client_gone", "timeout"):
+            if deadlines.cancelled_because in ("client_gone", "timeout", "shutdown"):
                 call.cancel_upstream()
+            if deadlines.cancelled_because == "shutdown":  # before the upstream answered, or after the run
+                deadlines.cancelled_because = None
+                await writer.abort(ShuttingDown(), ShuttingDown.code)
             if deadlines.cancelled_because == "cancelled":  # by a query, before the upstream answered
                 deadlines.cancelled_because = None
                 await writer.abort(UpstreamError("the run was cancelled before the upstream answered"), "cancelled")
@@ -319,25 +358,8 @@ class RouteHandler:
         finally:
             deadlines.disarm()
             watcher.cancel()
-            if queried:
-                self.running.pop((call.caller.principal, turn.run_id or ""), None)
-
-    async def _answer(self, call: _Call, client: Dialect, query: RunQuery) -> None:
-        """A query about a run of this caller's: one still running here, or one kept in the store."""
-        assert client.answer_query is not None and call.request_json is not None
-        record = call.record
-        record.client_dialect, record.run_id = client.name, query.run_id
-        running = self.running.get((call.caller.principal, query.run_id))
-        found: RunRecord | None
-        if running is not None:
-            found = RunRecord(query.run_id, running.record.conversation_id, "running")
-            if query.cancel:
-                running.stop()
-        else:
-            found = await self.mapper.load_run(self.route.name, call.caller.principal, query.run_id)
-        status, body = client.answer_query(query, found, call.request_json)
-        record.outcome = "query"
-        await call.writer.respond(status, {"content-type": "application/json"}, body)
+            if watched is not None:
+                await watched.close()
 
     def _parse(self, call: _Call, headers: Headers, body: bytes, path: str) -> tuple[Dialect, Turn | RunQuery]:
         _check_content_type(headers)
@@ -345,8 +367,12 @@ class RouteHandler:
         value = call.request_json = load_json_object(body, limits.max_json_depth)
         query = registry.read_query(value, self.route.dialects, path)
         if query is not None:
+            if query[0].check_request is not None:
+                query[0].check_request(value, headers)
             return query
         client, turn = registry.read_request(value, self.route.dialects, path)
+        if client.check_request is not None:
+            client.check_request(value, headers)
         if len(turn.messages) > limits.max_messages:
             raise RequestTooLarge(f"the request has {len(turn.messages)} messages; this route takes "
                                   f"{limits.max_messages}")
@@ -372,12 +398,15 @@ class ConversationEndpoints:
         handler = self.handler
         headers = Headers(scope=scope)
         call = _Call(handler, send, headers, request_id_of(headers))
+        path, conversation = scope["path"], scope["path_params"]["conversation"]
+        base = path.rpartition("/")[0].removesuffix(f"/{conversation}")  # the route's path, without .../{id}/stream
+        call.record.note_request(scope, handler._dialect_of_path(base))
         handler.in_flight.inc()
+        handler.drain.streams.add(call)
         record = call.record
         try:
             caller = call.caller = handler.access.identify(headers)
             record.key_id = caller.key_id
-            conversation = scope["path_params"]["conversation"]
             if bad_id(conversation):
                 raise InvalidRequest(f"a conversation id in the path must be at most {MAX_ID} characters, without "
                                      "control characters")
@@ -393,7 +422,9 @@ class ConversationEndpoints:
                     record.outcome = "no_run"
                     await call.writer.respond(204, {}, b"")
                     return
-                await handler.follow(call, receive, reply, resume.last_event_id(headers) or 0)
+                dialect = call.record.client_dialect  # the path's, when only one is served there
+                await handler.follow(call, receive, reply, resume.last_event_id(headers) or 0,
+                                     registry.get(dialect) if dialect != "unknown" else None)
                 return
             if not await handler.board.stop_conversation(key):
                 raise NoRunningRun(f"no run of conversation {conversation!r} is running")
@@ -419,10 +450,14 @@ class _Call:
         self.headers = headers
         self.request_id = request_id
         self.trace: RequestTrace | None = None
+        self.watched: WatchedRun | None = None
+        """The run's feed, when its clients may ask about it (A2A's tasks)."""
         self.relay: Relay | None = None
         """The run's relay, once the upstream has answered 2xx."""
         self.target: Target | None = None
         """Where the upstream was called, once it was."""
+        self.reattached: list[Response] = []
+        """What the upstream answered when asked for the rest of a run whose stream broke off."""
         self.upstream_headers: dict[str, str] = {}
         self.request_json: dict[str, Any] | None = None
         """The client's body, once read as JSON: an error reply in its dialect may quote it (a JSON-RPC id)."""
@@ -444,6 +479,7 @@ class _Call:
         # not left to the cycle collector.
         self.writer.before_last_byte = None
         self.handler.in_flight.dec()
+        self.handler.drain.streams.discard(self)
         if self.release is not None:
             self.release()
         record, metrics, relay = self.record, self.handler.metrics, self.relay
@@ -469,9 +505,20 @@ class _Call:
             series.tokens(usage)
         if relay is not None and relay.encoder.dropped:
             series.dropped(relay.encoder.dropped)
+        if relay is not None and (ignored := getattr(relay.decoder, "ignored", 0)):
+            series.dropped({"upstream_other_run": ignored})  # the upstream's words about another run
+            record.ignored = ignored
+        if relay is not None and relay.recorder.raw and relay.recorder.raw + 2 >= record.events:
+            # Nothing but the run's start and end made sense of it: a reader of another dialect's stream, most likely.
+            metrics.unread.labels(self.route.name, record.upstream_dialect).inc()
+            log.warning("route %s: the upstream's reply held no event %s knows (%d it did not): is upstream.dialect "
+                        "right? `agent-gateway check URL --dialect ...` tells", self.route.name,
+                        record.upstream_dialect, relay.recorder.raw,
+                        extra={"route": self.route.name, "request_id": self.request_id})
         if self.trace is not None:
-            self.trace.end(record, kind, usage, self.deadlines.last_upstream_read)
-        log_access.info("request", extra=record.log_fields())
+            self.trace.end(record, kind, usage, self.deadlines.last_upstream_event)
+        failed_upstream = (record.status or 0) >= 500 or (kind is not None and kind.startswith("upstream_"))
+        log_access.log(logging.WARNING if failed_upstream else logging.INFO, "request", extra=record.log_fields())
 
     async def run(self, client: Dialect, turn: Turn) -> None:
         route, upstream = self.route, self.handler.upstream
@@ -482,7 +529,7 @@ class _Call:
                                               self.caller.principal,
                                               transparent_ids=route.upstream.ids == "transparent")
         outbound = upstream.build_request(exchange.upstream_turn, exchange.upstream_variant)
-        headers = self.upstream_headers = self._upstream_headers(outbound.headers)
+        headers = self.upstream_headers = self._upstream_headers(outbound.headers, client)
         self.target = target
         sent_at = writer.last_write = time.monotonic()
         deadlines.arm()
@@ -519,29 +566,59 @@ class _Call:
                 await self._upstream_refused(response, f"upstream answered HTTP {response.status} with {wrong}")
                 return
             if route.upstream.variant is None and (variant := upstream.variant_of(response.headers)) is not None:
-                handler.learned_variant = exchange.upstream_variant = variant
+                # What this reply shows goes for the conversation, and for the route's next new ones: an upstream that
+                # answers as the AI SDK again is plain useChat again.
+                handler.learned_variant = exchange.upstream_variant = variant or None
+            encoder = client.new_encoder(turn)
+            if client is upstream:  # what only a server of the dialect answers goes back to its client
+                encoder.headers.update({h: v for h in client.passed_headers if (v := response.headers.get(h))})
+            if self.watched is not None:
+                await self.watched.answered()
             relay = self.relay = Relay(
-                exchange=exchange, client=client, encoder=client.new_encoder(turn),
+                exchange=exchange, client=client, encoder=encoder, watched=self.watched,
                 recorder=RunRecorder(exchange.conversation.state, self.handler.mapper.max_bytes),
                 decoder=_decoder(upstream, content_type, route.limits.max_event_bytes),
                 upstream_status=response.status, mapper=handler.mapper, record=self.record, writer=writer,
-                deadlines=deadlines)
+                deadlines=deadlines, reattach=self.reattach, max_held=route.limits.max_held_text,
+                abandon=self.cancel_upstream)
             await relay.run(response, outbound.streams)
             if writer.complete and not writer.gone:
                 await response.drain(_DRAIN_SECONDS)  # the client has its last byte; this keeps the connection
         finally:
             response.release()  # back to the pool if read to its end, else closed
+            for again in self.reattached:
+                again.release()
+
+    async def reattach(self, request: UpstreamRequest) -> Response | None:
+        """Ask the upstream for the rest of a run whose stream broke off (see `Decoder.reattach_request`): its
+        answer, if it is a 2xx."""
+        assert self.target is not None
+        self.record.upstream_reattached = True
+        try:
+            response = await self.handler.pool.post(self.target, request.body,
+                                                    {**self.upstream_headers, **request.headers}, request.path)
+        except HTTPError as exc:
+            log.warning("route %s: the upstream's stream broke off, and asking for the rest failed: %s",
+                        self.route.name, describe(exc), extra={"route": self.route.name,
+                                                               "request_id": self.request_id})
+            return None
+        self.reattached.append(response)
+        return response if response.status < 300 else None
 
     def stop(self) -> None:
         """End the run on a client's word (a query's cancel, a stop on a resumable route), wherever it is."""
         self.cancel_upstream()
         self.deadlines.cancel_request("cancelled")
 
+    def shut_down(self) -> None:
+        """End the exchange in band because the process is stopping (`Drain`)."""
+        self.deadlines.cancel_request("shutdown")
+
     def cancel_upstream(self) -> None:
-        """The run is abandoned (the client left, or a deadline passed): tell an upstream that keeps running
-        otherwise (an A2A task), if its dialect has a way to say it."""
+        """The run is abandoned (the client left; a deadline, a limit or a broken stream ended it here): tell an
+        upstream that keeps running otherwise (an A2A task), once, if its dialect has a way to say it."""
         relay = self.relay
-        if relay is None or self.target is None:
+        if relay is None or self.target is None or self.record.upstream_cancelled:
             return
         request = relay.decoder.cancel_request()
         if request is not None:
@@ -549,8 +626,10 @@ class _Call:
             self.handler.side_calls.send(self.target, request, self.upstream_headers,
                                          f"route {self.route.name}: cancelling the upstream's run")
 
-    def _upstream_headers(self, dialect_headers: dict[str, str]) -> dict[str, str]:
+    def _upstream_headers(self, dialect_headers: dict[str, str], client: Dialect) -> dict[str, str]:
         headers = {name: value for name in self.route.forward_headers if (value := self.headers.get(name))}
+        if client is self.handler.upstream:  # what only a server of the dialect reads (A2A-Extensions)
+            headers.update({name: value for name in client.passed_headers if (value := self.headers.get(name))})
         headers.update(self.route.upstream.headers)
         headers.update(dialect_headers)
         headers["x-request-id"] = self.request_id
@@ -561,22 +640,23 @@ class _Call:
         return headers
 
     async def _upstream_refused(self, response: Response, message: str) -> None:
-        """A 502 that names the upstream's status; its body (which may hold secrets) only with `debug_errors`."""
-        details: list[dict[str, Any]] = []
-        if self.handler.debug_errors:
-            body = b""
-            try:
-                while len(body) < _ERROR_BODY_LIMIT and (chunk := await response.read()):
-                    body += chunk
-            except HTTPError:
-                pass  # what came before the break is what there is to show
-            details.append({"status": response.status, "body": body[:2000].decode("utf-8", "replace").strip()})
+        """A 502 that names the upstream's status. Its body, which may hold secrets, goes to the operator's log,
+        and to the client only with `debug_errors`."""
+        body = b""
+        try:
+            while len(body) < _ERROR_BODY_LIMIT and (chunk := await response.read()):
+                body += chunk
+        except HTTPError:
+            pass  # what came before the break is what there is to show
+        shown = body[:2000].decode("utf-8", "replace").strip()
+        self.record.error_detail = f"HTTP {response.status}: {shown}" if shown else f"HTTP {response.status}"
+        details = [{"status": response.status, "body": shown}] if self.handler.debug_errors else []
         await self.writer.fail_before_start(UpstreamError(message, details))
 
 
 _ERROR_KINDS = frozenset({
     *CODES, "upstream_timeout", "upstream_bad_event", "upstream_event_too_large",
-    "client_stalled", "gateway_error",
+    "client_stalled", "gateway_error", "held_too_much",
 })
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any
@@ -13,14 +14,19 @@ class AccessRecord:
 
     request_id: str
     route: str
+    method: str | None = None
+    path: str | None = None
+    client: str | None = None
+    """The client's address, as the server saw it (a proxy's, behind one)."""
     client_dialect: str = "unknown"
     """Left as "unknown" until the request's body is read as a dialect's."""
     upstream_dialect: str
     status: int | None = None
     """The HTTP status the client was sent; None if the client left before the response started."""
     outcome: str | None = None
-    """How the request ended: "success" or another run outcome, "error", "rejected" (the client's mistake, a 4xx)
-    or "client_gone"."""
+    """How the request ended: "success" or another run outcome ("interrupt", "cancelled"), "error", "rejected" (the
+    client's mistake, a 4xx), "client_gone", "resumed" (a client sent a run's kept reply), "stopped", "no_run" (a
+    resume with nothing to resume) or "query" (a question about a run)."""
     events: int = 0
     """Canonical events the upstream's run brought."""
     trace_id: str | None = None
@@ -41,12 +47,25 @@ class AccessRecord:
     """What the client was told, for an error before the response started."""
     error_detail: str | None = None
     """Why the upstream could not be reached, for the operator: it may name internal addresses."""
+    ignored: int | None = None
+    """Frames the upstream sent about another run than this one (another A2A task), left out."""
     upstream_cancelled: bool | None = None
     """True when the gateway asked the upstream to stop a run it abandoned (an A2A `CancelTask`)."""
+    upstream_reattached: bool | None = None
+    """True when the upstream's stream broke off mid-run and the gateway asked it for the rest (an A2A
+    `SubscribeToTask`)."""
     history: str | None = None
-    """Says "unavailable" when the turn went on without the conversation store."""
+    """Says "unavailable" when the turn went on without the conversation store, "reply_left_out" when its reply
+    was longer than the store keeps and is stored as a note saying so."""
     duration_ms: float | None = None
     """From the request's arrival to its last byte (or the client leaving)."""
+
+    def note_request(self, scope: MutableMapping[str, Any], client_dialect: str) -> None:
+        """What the request line said, who sent it, and the client dialect when its path says which."""
+        self.method, self.path, self.client_dialect = scope["method"], scope["path"], client_dialect
+        client = scope.get("client")
+        if client:
+            self.client = f"{client[0]}:{client[1]}"
 
     def failed(self, code: str) -> None:
         """The request ended in an error (`code` says which): the client was told, or could not be."""

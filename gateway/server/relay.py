@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 
 from gateway.conversations.mapper import ConversationMapper, Exchange
 from gateway.conversations.recorder import RunRecorder
-from gateway.core.codec import Decoder, Dialect, Encoder, RunRecord
+from gateway.core.codec import Decoder, Dialect, Encoder, UpstreamRequest
+from gateway.core.errors import ShuttingDown
 from gateway.core.events import Event, RunError, RunFinished, RunStarted
 from gateway.core.ids import new_id
 from gateway.core.turn import Message as TurnMessage
-from gateway.core.turn import Turn
+from gateway.runs.watched import WatchedRun
 from gateway.server.client import ClientWriter
 from gateway.server.deadlines import Deadlines
 from gateway.server.record import AccessRecord
@@ -33,6 +35,11 @@ UNBUFFERED_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 _TERMINAL = frozenset({RunFinished, RunError})
 
+class HeldTooMuch(Exception):
+    """The run brought more of one piece its client needs whole (a tool call's arguments, a one-body reply) than the
+    route lets the gateway hold: it ends with an error rather than grow the process."""
+
+
 FIRST_FRAME_ALONE_PAST = 1024
 """Bytes after the first frame of the first read past which the first frame is sent alone: translating less costs
 the first event less time than a write of its own costs the request."""
@@ -42,13 +49,24 @@ class Relay:
     """One run, from the upstream's 2xx body to the client's last byte. It holds what the run is translated and
     recorded with: the upstream's decoder, the client's encoder, the recorder and the exchange."""
 
-    __slots__ = ("_client", "_deadlines", "_handed_back", "_mapper", "_record", "_started_at", "_streams",
-                 "_upstream_status", "_write", "_writer", "decoder", "encoder", "exchange", "recorder")
+    __slots__ = ("_abandon", "_client", "_deadlines", "_handed_back", "_mapper", "_max_held", "_reattach_to", "_record",
+                 "_started_at", "_streams", "_upstream_status", "_watched", "_write", "_writer", "decoder", "encoder",
+                 "exchange", "recorder")
 
     def __init__(self, *, exchange: Exchange, client: Dialect, decoder: Decoder, encoder: Encoder,
                  recorder: RunRecorder, upstream_status: int, mapper: ConversationMapper, record: AccessRecord,
-                 writer: ClientWriter, deadlines: Deadlines) -> None:
+                 writer: ClientWriter, deadlines: Deadlines, watched: WatchedRun | None = None,
+                 reattach: Callable[[UpstreamRequest], Awaitable[Response | None]] | None = None,
+                 max_held: int = 1 << 62, abandon: Callable[[], None] | None = None) -> None:
         self.exchange = exchange
+        self._abandon = abandon
+        """Tells the upstream to stop a run the gateway ended itself (see `Decoder.cancel_request`)."""
+        self._max_held = max_held
+        """Characters of one piece the client needs whole that the run may bring (`limits.max_held_text`)."""
+        self._reattach_to = reattach
+        """Sends the upstream a request for the rest of a run (see `Decoder.reattach_request`)."""
+        self._watched = watched
+        """The run's feed, when its clients may ask about it: each batch's updates go on it."""
         self._client = client
         self.decoder = decoder
         self.encoder = encoder
@@ -72,67 +90,96 @@ class Relay:
         if encoder.streams:
             await writer.start(encoder.status_code, {**encoder.headers, **UNBUFFERED_HEADERS})
         writer.streaming = encoder.streams
-        deadlines.last_upstream_read = writer.last_write = time.monotonic()
+        deadlines.last_upstream_event = writer.last_write = time.monotonic()
         first_frame_alone = encoder.streams and upstream_streams
         not_yet_offered = streams and writer.direct_writes  # offered from the first event on: the start goes as it did
+        first_break: HTTPError | None = None
+        """How the upstream's stream broke, for the error when what was asked for next brought nothing more."""
         try:
-            try:
-                while True:
-                    chunk = await response.read()
-                    handed = self._handed_back
-                    if handed is not None:  # what `_offered` took but could not finish without awaiting
-                        self._handed_back = None
-                        if isinstance(handed, Exception):
-                            raise handed
-                        await self._deliver(handed)
-                        return
-                    if not chunk:
-                        break
-                    if writer.gone and writer.tape is None:
-                        # Sends to a departed client return at once and buffered upstream data comes without
-                        # waiting: the cancel may find no await to land on. Stop here (unless the run is kept
-                        # for the client to come back to).
-                        return
-                    deadlines.last_upstream_read = time.monotonic()
-                    if first_frame_alone:
-                        # The first frame goes out alone: the client's first event should not wait for the
-                        # translation of everything else the first read brought, when that is much.
-                        first_frame_alone = False
-                        cut = chunk.find(b"\n\n") + 2
-                        if cut > 1 and len(chunk) - cut > FIRST_FRAME_ALONE_PAST:
-                            events = decoder.feed(chunk[:cut])
-                            if events and await self._deliver(events):
-                                return
-                            chunk = chunk[cut:]
-                    events = decoder.feed(chunk)
-                    if events:
-                        if type(events[-1]) in _TERMINAL:
-                            await self._deliver(events)
+            while True:
+                broke: HTTPError | None = None
+                try:
+                    while True:
+                        chunk = await response.read()
+                        handed = self._handed_back
+                        if handed is not None:  # what `_offered` took but could not finish without awaiting
+                            self._handed_back = None
+                            if isinstance(handed, Exception):
+                                raise handed
+                            await self._deliver(handed)
                             return
-                        out = self._translate(events)  # most reads: no coroutine made for the batch
-                        if out and streams:
-                            await write(out)
-                    if not_yet_offered and self._record.events:
-                        not_yet_offered = False
-                        response.offer = self._offered
-                events = decoder.close()
-            except HTTPError as exc:
-                events = decoder.fail(f"upstream connection broke: {describe(exc)}", "upstream_error")
+                        if not chunk:
+                            break
+                        if writer.gone and writer.tape is None:
+                            # Sends to a departed client return at once and buffered upstream data comes without
+                            # waiting: the cancel may find no await to land on. Stop here (unless the run is kept
+                            # for the client to come back to).
+                            return
+                        if first_frame_alone:
+                            # The first frame goes out alone: the client's first event should not wait for the
+                            # translation of everything else the first read brought, when that is much.
+                            first_frame_alone = False
+                            cut = chunk.find(b"\n\n") + 2
+                            if cut > 1 and len(chunk) - cut > FIRST_FRAME_ALONE_PAST:
+                                events = decoder.feed(chunk[:cut])
+                                if events:
+                                    deadlines.last_upstream_event = time.monotonic()
+                                    if await self._deliver(events):
+                                        return
+                                chunk = chunk[cut:]
+                        events = decoder.feed(chunk)
+                        if events:  # bytes that finish no event (a frame's first half, a comment) are not news
+                            deadlines.last_upstream_event = time.monotonic()
+                            if type(events[-1]) in _TERMINAL:
+                                await self._deliver(events)
+                                return
+                            out = self._translate(events)  # most reads: no coroutine made for the batch
+                            if out:
+                                await (write(out) if streams else self._answered_early(out))
+                        if not_yet_offered and self._record.events:
+                            not_yet_offered = False
+                            response.offer = self._offered
+                except HTTPError as exc:
+                    broke = exc
+                again = await self._reattach(response)  # a stream that broke off mid-run: asked for the rest
+                if again is None:
+                    events = _ended(decoder, broke, first_break)
+                    break
+                first_break = first_break or broke
+                response.offer = None
+                response = again
+        except HeldTooMuch as exc:
+            events = decoder.fail(str(exc), "held_too_much")
         except asyncio.CancelledError:
             reason = deadlines.cancelled_because
-            if reason not in ("timeout", "cancelled"):
+            if reason not in ("timeout", "cancelled", "shutdown"):
                 raise
             missed = deadlines.missed_deadline
             deadlines.carry_on_after_deadline()
             handed, self._handed_back = self._handed_back, None
             if isinstance(handed, list):  # the run ended as the deadline struck: it ended
                 events = handed
+            elif reason == "timeout":
+                events = decoder.fail(missed, "upstream_timeout")
+            elif reason == "shutdown":
+                stopping = ShuttingDown()
+                events = decoder.fail(stopping.message, stopping.code)
             else:
-                events = decoder.fail(missed, "upstream_timeout") if reason == "timeout" else decoder.cancel()
+                events = decoder.cancel()
         finally:
             response.offer = None
         if events:  # empty only if the run already ended when the deadline struck
             await self._deliver(events)
+
+    async def _reattach(self, response: Response) -> Response | None:
+        """The rest of a run whose stream ended or broke before the run did, where its dialect can ask for it (A2A's
+        `SubscribeToTask`, then `GetTask`): the upstream's answer, read on as the stream."""
+        ask = getattr(self.decoder, "reattach_request", None)  # a decoder written before there was a way
+        request = ask() if ask is not None and self._reattach_to is not None else None
+        if request is None or self._reattach_to is None:
+            return None
+        response.offer = None
+        return await self._reattach_to(request)
 
     def _offered(self, chunk: bytes) -> bool | None:
         """The upstream's bytes, in its connection's callback while the run waits for them (`Response.offer`):
@@ -143,9 +190,10 @@ class Relay:
         if not writer.can_write_now():
             return None
         try:
-            now = self._deadlines.last_upstream_read = time.monotonic()
+            now = time.monotonic()
             events = self.decoder.feed(chunk)
             if events:
+                self._deadlines.last_upstream_event = now
                 if type(events[-1]) in _TERMINAL:
                     self._handed_back = events
                     return False
@@ -157,10 +205,24 @@ class Relay:
             return False
         return True
 
+    async def _answered_early(self, body: bytes) -> None:
+        """A one-body reply its client asked for before the run's end (A2A's `returnImmediately`): sent, and the run
+        goes on without the client, to its end, which is stored and reported as any run's."""
+        writer = self._writer
+        if writer.detached:
+            return
+        report, writer.before_last_byte = writer.before_last_byte, None
+        await writer.respond(self.encoder.status_code, self.encoder.headers, body)
+        writer.before_last_byte = report
+        writer.detached = True
+
     def _translate(self, events: list[Event]) -> bytes:
         """Count, record and encode one batch of events: the client's bytes for it."""
-        record = self._record
-        self.recorder.record(events)  # before the start is rewritten: the recorder keeps the upstream's thread id
+        record, recorder = self._record, self.recorder
+        recorder.record(events)  # before the start is rewritten: the recorder keeps the upstream's thread id
+        if recorder.largest_call > self._max_held or (recorder.held > self._max_held and not self._streams):
+            too_much, self._max_held = self._too_much(recorder), 1 << 62  # said once: the error itself goes through
+            raise HeldTooMuch(too_much)
         if not record.events:
             self._rewrite_start(events)
             record.ttfe_ms = round((time.monotonic() - self._started_at) * 1000, 3)
@@ -168,7 +230,16 @@ class Relay:
             self._deadlines.first_event_came()
         else:
             record.events += len(events)
+        if self._watched is not None:
+            self._watched.feed(events)
         return self.encoder.encode(events)
+
+    def _too_much(self, recorder: RunRecorder) -> str:
+        if recorder.largest_call > self._max_held:
+            return (f"a tool call's arguments grew past {self._max_held} characters, more than the gateway holds for "
+                    "a client (limits.max_held_text)")
+        return (f"the reply grew past {self._max_held} characters, more than the gateway holds for a reply sent in one "
+                "body (limits.max_held_text)")
 
     async def _deliver(self, events: list[Event]) -> bool:
         """Translate and send one batch of events; True once the run's terminal event is out."""
@@ -178,12 +249,14 @@ class Relay:
         out = self._translate(events)
         terminal = events[-1]
         if not isinstance(terminal, RunFinished | RunError):
-            if self._streams and out:
-                await self._write(out)
+            if out:
+                await (self._write(out) if self._streams else self._answered_early(out))
             return False
         record = self._record
         if isinstance(terminal, RunError):
             record.failed(terminal.code or "upstream_error")
+            if self._abandon is not None:  # ended here (a deadline, a limit)? the upstream may run on: stop it
+                self._abandon()
         else:
             record.outcome = terminal.outcome
         # Stored before the last byte goes out: a client may send its next turn the moment it has it. From here
@@ -215,18 +288,24 @@ class Relay:
             transcript = exchange.client_turn.messages + _reply_as_client_sees_it(self._client, self.encoder, body,
                                                                                   self.recorder)
         await self._mapper.finish(exchange, self.recorder, transcript)
-        if self._client.read_query is not None:  # its clients ask about runs: keep what this one did
-            await self._mapper.save_run(exchange, _run_record(exchange.client_turn, self.recorder, terminal))
+        if self._watched is not None:  # its clients ask about runs: keep what this one did
+            await self._watched.finish("error" if isinstance(terminal, RunError) else terminal.outcome)
         if exchange.history_lost:  # the turn went on without the store: the operator should see it per request
             self._record.history = "unavailable"
+        elif self.recorder.overflowed:
+            self._record.history = "reply_left_out"
 
 
-def _run_record(turn: Turn, recorder: RunRecorder, terminal: RunFinished | RunError) -> RunRecord:
-    """The run as a query about it is answered (see `Dialect.read_query`)."""
-    return RunRecord(turn.run_id or "", turn.conversation_id,
-                     "error" if isinstance(terminal, RunError) else terminal.outcome, list(recorder.messages),
-                     terminal.message if isinstance(terminal, RunError) else None,
-                     [i.message or i.reason for i in recorder.interrupts])
+def _ended(decoder: Decoder, broke: HTTPError | None, first_break: HTTPError | None) -> list[Event]:
+    """The run's last events once the upstream has nothing more: its stream broke, or it ended (a stream read after
+    an earlier one broke off that brought nothing more says the first break)."""
+    if broke is not None:
+        return decoder.fail(f"upstream connection broke: {describe(broke)}", "upstream_error")
+    events = decoder.close()
+    if first_break is not None and events and isinstance(events[-1], RunError) and \
+            events[-1].code == "upstream_truncated":
+        events[-1] = RunError(f"upstream connection broke: {describe(first_break)}", "upstream_error")
+    return events
 
 
 def _reply_as_client_sees_it(client: Dialect, encoder: Encoder | None, body: bytes,

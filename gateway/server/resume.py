@@ -17,7 +17,7 @@ from typing import Any
 
 from starlette.datastructures import Headers
 
-from gateway.conversations.mapper import scoped_key
+from gateway.conversations.store import scoped_key
 from gateway.core.codec import Dialect
 from gateway.core.errors import MalformedRequest
 from gateway.core.turn import Turn
@@ -29,6 +29,7 @@ ENTRY_WAIT = 1.0
 
 
 NOT_KEPT = "the run's reply is no longer kept: start a new run"
+LOST = "the run was lost with the replica that ran it: start it again"
 _EVENT_ID = re.compile(r"[0-9]{1,15}")
 
 
@@ -56,11 +57,15 @@ def last_event_id(headers: Headers) -> int | None:
     return int(value)
 
 
-async def follow(reply: RunReply, writer: ClientWriter, after: int, keepalive: float, patience: float) -> None:
+async def follow(reply: RunReply, writer: ClientWriter, after: int, keepalive: float, patience: float,
+                 lost: bytes = b"") -> None:
     """Send a client a run's kept reply: the head, the pieces after `after`, then the rest as the run goes, until
-    its end. Raises `TapeLost` if the reply is lost before the head went out; after it, the stream just ends. A
-    reply with nothing new for `patience` seconds (longer than the run may be silent) is taken as lost. A client
-    that takes nothing for `keepalive` seconds is dropped, as the run's own client is: it may come back."""
+    its end. The head goes out with the first piece, or once the run has been seen alive and quiet: a reply lost
+    before then (its replica died) raises `TapeLost`, for the client to be told so rather than sent an empty 200.
+    One lost after it ends with `lost`, the client dialect's in-band error, rather than a bare end a client would
+    take for a dropped connection and reconnect to forever. A reply with nothing new for `patience` seconds
+    (longer than the run may be silent) is taken as lost. A client that takes nothing for `keepalive` seconds is
+    dropped, as the run's own client is: it may come back."""
     start = 0
     head: Head | None = None
     waited = silent = 0.0
@@ -73,9 +78,13 @@ async def follow(reply: RunReply, writer: ClientWriter, after: int, keepalive: f
         except TapeLost:
             if not writer.started:
                 raise
-            await writer.end(b"")  # no terminator: the client sees a stream cut short, and may come back
+            await writer.end(lost)
             return
         if not entries:
+            quiet = head is not None and not writer.started  # alive and quiet: the client has its head meanwhile
+            if quiet and head is not None and not await _taken(writer, writer.start(head.status, head.headers),
+                                                                keepalive):
+                return
             waited += ENTRY_WAIT
             if waited >= keepalive and head is not None and head.keep_alive and writer.started:
                 if not await _taken(writer, writer.write_keep_alive(head.keep_alive), keepalive):
@@ -86,13 +95,13 @@ async def follow(reply: RunReply, writer: ClientWriter, after: int, keepalive: f
         for seq, data, last in entries:
             if seq == 0:
                 head = Head.load(data)
-                sending = writer.start(head.status, head.headers)
-            elif last:
-                sending = writer.end(data if seq > after else b"")
-            elif seq > after:
-                sending = writer.write(data)
-            else:
                 continue
+            if not last and seq <= after:
+                continue
+            if not writer.started and head is not None and \
+                    not await _taken(writer, writer.start(head.status, head.headers), keepalive):
+                return
+            sending = writer.end(data if seq > after else b"") if last else writer.write(data)
             if not await _taken(writer, sending, keepalive) or last:
                 return
         start = max(entries[-1].seq + 1, after + 1)

@@ -10,13 +10,18 @@ not spread connections (outside Linux), the workers share one socket, as uvicorn
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
+from collections.abc import Callable
 from typing import cast
 
 import uvicorn
+from setproctitle import setproctitle
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
+
+from gateway.server.drain import exit_quietly_when_stopped
 
 
 class OwnSocket:
@@ -27,7 +32,18 @@ class OwnSocket:
         self.host, self.port, self.backlog = host, port, backlog
 
     def __reduce__(self) -> tuple[object, tuple[str, int, int]]:
-        return bind_reuse_port, (self.host, self.port, self.backlog)
+        return start_worker, (self.host, self.port, self.backlog)
+
+
+def start_worker(host: str, port: int, backlog: int) -> socket.socket:
+    """What a worker does first, as it unpickles its socket, before its server runs. It leaves the terminal's
+    process group, so that only its supervisor stops it: a Ctrl-C would otherwise reach it twice (from the
+    terminal, and as the supervisor's SIGTERM), which ends a drain at once. It names itself for `ps`, and makes its
+    exit once drained quiet (see `exit_quietly_when_stopped`)."""
+    os.setpgrp()
+    setproctitle(f"agent-gateway worker {host}:{port}")
+    exit_quietly_when_stopped()
+    return bind_reuse_port(host, port, backlog)
 
 
 def bind_reuse_port(host: str, port: int, backlog: int) -> socket.socket:
@@ -53,11 +69,43 @@ def spreads_connections() -> bool:
     return sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
 
 
-def run(config: uvicorn.Config) -> None:
-    """Serve `config` (its `workers` processes, its app a factory import string) until a signal stops them. The
-    port was checked free by the caller, which bound and closed it."""
+class Supervisor(Multiprocess):
+    """uvicorn's supervisor, which says when its workers serve: `ready` is called once every worker has started
+    (its app loaded, its socket accepting), not when they have only been spawned."""
+
+    def __init__(self, config: uvicorn.Config, sockets: list[socket.socket], ready: Callable[[], None]) -> None:
+        super().__init__(config, sockets=sockets)
+        self.ready = ready
+
+    def init_processes(self) -> None:
+        super().init_processes()
+        for process in self.processes:
+            if not process.wait_until_ready(self.config.timeout_worker_healthcheck + STARTUP_SECONDS,
+                                            self.should_exit):
+                return  # it failed to start: the supervisor's loop says so and stops
+        self.ready()
+
+    def join_all(self) -> None:
+        """Wait while the workers drain; another signal meanwhile has them end their streams now."""
+        self.signal_queue.clear()
+        while any(process.process.is_alive() for process in self.processes):
+            for process in self.processes:
+                process.process.join(0.1)
+            if self.signal_queue:
+                self.signal_queue.clear()
+                self.terminate_all()
+
+
+STARTUP_SECONDS = 30.0
+"""How long a worker may take to load the app and start serving."""
+
+
+def run(config: uvicorn.Config, ready: Callable[[], None]) -> None:
+    """Serve `config` (its `workers` processes, its app a factory import string) until a signal stops them, and
+    call `ready` once they all serve. The port was checked free by the caller, which bound and closed it."""
     if spreads_connections():
         sockets = [cast(socket.socket, OwnSocket(config.host, config.port, config.backlog))]
     else:
         sockets = [config.bind_socket()]
-    Multiprocess(config, sockets=sockets).run()
+    setproctitle(f"agent-gateway supervisor {config.host}:{config.port} ({config.workers} workers)")
+    Supervisor(config, sockets, ready).run()

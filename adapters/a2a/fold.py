@@ -1,0 +1,88 @@
+"""A task as the sum of its stream responses, as the SDK's task store makes it:
+
+- a `task` response is the task; a status update replaces its status, the status message it replaces going to the
+  history (so the last question, or the failure, stays in `status.message`);
+- an artifact update adds an artifact, or (`append`) adds to one: text onto the text before it;
+- a message goes to the history.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import orjson
+
+from gateway.core.queries import RunState
+
+from .wire import now, response_kind, state_for
+
+
+def fold(task: dict[str, Any], kind: str, value: dict[str, Any]) -> None:
+    """One stream response (0.3's names for its kind, `response_kind`) applied to the task it is about."""
+    if kind == "task":
+        task.update(copy.deepcopy(value))
+    elif kind == "status-update":
+        task.setdefault("id", value.get("taskId"))
+        task.setdefault("contextId", value.get("contextId"))
+        previous = task.get("status")
+        if isinstance(previous, dict) and isinstance(previous.get("message"), dict):
+            task.setdefault("history", []).append(previous["message"])
+        task["status"] = copy.deepcopy(value.get("status"))
+    elif kind == "artifact-update":
+        artifact = value.get("artifact")
+        if not isinstance(artifact, dict):
+            return
+        artifacts = task.setdefault("artifacts", [])
+        for index, existing in enumerate(artifacts):
+            if existing.get("artifactId") == artifact.get("artifactId"):
+                if value.get("append"):
+                    _extend(existing.setdefault("parts", []), artifact.get("parts") or [])
+                else:
+                    artifacts[index] = copy.deepcopy(artifact)
+                return
+        artifacts.append({**artifact, "parts": list(artifact.get("parts") or [])})
+    elif kind == "message":
+        task.setdefault("history", []).append(copy.deepcopy(value))
+
+
+def fold_updates(task: dict[str, Any], updates: list[bytes]) -> dict[str, Any]:
+    """The task with a running run's updates (1.0 stream responses) applied."""
+    task = copy.deepcopy(task)
+    for update in updates:
+        kind, value = response_kind(orjson.loads(update))
+        fold(task, kind, value)
+    return task
+
+
+def _extend(parts: list[dict[str, Any]], more: list[dict[str, Any]]) -> None:
+    """Chunks of an artifact, joined: text onto the text before it (an empty closing chunk adds nothing)."""
+    for part in more:
+        if "text" in part and parts and "text" in parts[-1] and set(part) <= {"text", "kind"}:
+            parts[-1] = {**parts[-1], "text": parts[-1]["text"] + part["text"]}
+        else:
+            parts.append(part)
+
+
+def canceled(task: dict[str, Any]) -> dict[str, Any]:
+    """A task that waited for its client, cancelled: its question goes to the history."""
+    task = copy.deepcopy(task)
+    fold(task, "status-update", {"taskId": task.get("id"), "contextId": task.get("contextId"),
+                                 "status": {"state": state_for(None, "canceled"), "timestamp": now()}})
+    return task
+
+
+def limit_history(task: dict[str, Any], length: int | None) -> dict[str, Any]:
+    """The task with at most the last `length` messages of its history (None: all of it; 0: none, and no field)."""
+    history = task.get("history")
+    if length is None or not isinstance(history, list) or (len(history) <= length and length > 0):
+        return task
+    shown = {k: v for k, v in task.items() if k != "history"}
+    if length > 0:
+        shown["history"] = history[-length:]
+    return shown
+
+
+def task_of(found: RunState) -> dict[str, Any]:
+    """The task as it stands: its record, with what a running task has said since."""
+    return fold_updates(found.record.document, found.updates) if found.updates else found.record.document

@@ -1,0 +1,173 @@
+"""Runs a client asks about after starting them: get one as it stands, cancel it, list them, follow one as it goes
+(A2A's `GetTask`, `CancelTask`, `ListTasks`, `SubscribeToTask`). The server keeps the runs (this process's, every
+replica's over Redis, and the store's); the client's dialect says what a query is, what a run looks like to its
+clients, and how an answer is written.
+
+```
+run's events ──RunLog.feed──▶ updates (what a watcher is sent) ──▶ the run's feed, read on any replica
+                    └──────document──▶ RunRecord in the store ──▶ later queries and listings
+client's query ──read──▶ RunQuery ──answer(query, CallerRuns)──▶ one body, or a stream of frames
+```
+
+A run may take several requests: one that stops for its client (an interrupt) is continued by a later request
+naming it (`continued`), and the run's record and feed carry on across them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from gateway.core.events import Event
+from gateway.core.turn import Turn
+
+RunStatus = Literal["running", "success", "interrupt", "cancelled", "error"]
+ENDED: frozenset[RunStatus] = frozenset({"success", "cancelled", "error"})
+"""A run in one of these takes no more requests; one that is `interrupt` waits for its client."""
+
+
+@dataclass(slots=True)
+class RunRecord:
+    """A run as the store keeps it: written when it starts and when it stops."""
+
+    run_id: str
+    conversation_id: str | None
+    status: RunStatus
+    document: dict[str, Any] = field(default_factory=dict)
+    """The run as the dialect's clients see it (A2A: the task), as of this record."""
+    requests: int = 1
+    """How many requests the run has taken: the one that started it, and each that continued it."""
+    cursor: str | None = None
+    """Where a listing goes on after this record; set on records a listing returned."""
+
+
+@dataclass(slots=True)
+class RunState:
+    """A run as it stands: its record, and the updates it has made since (while it runs, on any replica)."""
+
+    record: RunRecord
+    updates: list[bytes] = field(default_factory=list)
+    running: bool = False
+
+
+class RunLog(Protocol):
+    """One run (or one request of it) as its watchers see it, made from its events by the client's dialect."""
+
+    def feed(self, events: list[Event]) -> list[bytes]:
+        """The updates these events make, each as a watcher is sent it (the dialect frames it per watcher)."""
+        ...
+
+    def document(self) -> dict[str, Any]:
+        """The run as it stands, for its record."""
+        ...
+
+
+@dataclass(slots=True)
+class Webhook:
+    """Where a client asked for a run's updates to be pushed (A2A's push notification config)."""
+
+    id: str
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    """What each delivery carries beside the update: the client's token and credentials, as its dialect says."""
+    document: dict[str, Any] = field(default_factory=dict)
+    """The webhook as the client registered it, to read back."""
+
+
+class Webhooks(Protocol):
+    """The webhooks of one caller's runs on a route that pushes updates (kept in the store, so any replica reads
+    them; the replica running a run delivers its updates)."""
+
+    async def add(self, run_id: str, webhook: Webhook) -> None:
+        """Register (or replace, by id) a webhook of the run; raises `InvalidRequest` for a host the route does not
+        call, or for one webhook more than a run may have."""
+        ...
+
+    async def get(self, run_id: str, webhook_id: str) -> Webhook | None: ...
+
+    async def all(self, run_id: str) -> list[Webhook]: ...
+
+    async def delete(self, run_id: str, webhook_id: str) -> bool:
+        """Remove it; False if there was none."""
+        ...
+
+
+class CallerRuns(Protocol):
+    """One caller's runs on one route, wherever they run: what a dialect answers a query with."""
+
+    @property
+    def webhooks(self) -> Webhooks | None:
+        """The runs' webhooks, on a route that pushes updates; else None."""
+        ...
+
+    async def find(self, run_id: str) -> RunState | None:
+        """The run as it stands, or None if the caller has no such run."""
+        ...
+
+    async def cancel(self, run_id: str) -> RunState | None:
+        """Stop the run if it is running (on whichever replica), and the run once it has stopped (or as it stands
+        after a few seconds); a run that is not running, as it stands."""
+        ...
+
+    async def save(self, record: RunRecord) -> None:
+        """Keep a changed record (a run that waited, cancelled)."""
+        ...
+
+    async def newest(self, after: str | None, limit: int) -> list[RunRecord]:
+        """The caller's runs, most recently changed first, after the cursor of an earlier answer's last record."""
+        ...
+
+    def follow(self, run_id: str, after: int) -> AsyncIterator[bytes]:
+        """The run's updates from the `after`-th on, as they come, and those of the requests that continue it while
+        it waits for its client, until it ends (or nothing comes for as long as a run may last)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RunQuery:
+    """A request about runs rather than a new run."""
+
+    name: str
+    """What it asks, in the dialect's words (A2A's method)."""
+    run_id: str | None
+    """The run it is about, if one (for the access log)."""
+    request: dict[str, Any]
+    streams: bool = False
+    """Whether the answer is a stream (a watcher): it takes a stream slot like a run."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A query's answer in one body."""
+
+    body: bytes
+    status: int = 200
+    headers: Mapping[str, str] = field(default_factory=lambda: {"content-type": "application/json"})
+
+
+@dataclass(frozen=True, slots=True)
+class StreamedAnswer:
+    """A query's answer as a stream: the frames as they come, a keep-alive when none does."""
+
+    frames: AsyncIterator[bytes]
+    headers: Mapping[str, str]
+    keep_alive: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class RunQueries:
+    """What a dialect whose clients ask about their runs says about them."""
+
+    read: Callable[[dict[str, Any]], RunQuery | None]
+    """A request about runs, or None for a new run."""
+    answer: Callable[[RunQuery, CallerRuns], Awaitable[Answer | StreamedAnswer]]
+    new_log: Callable[[Turn], RunLog]
+    """A log for a run (or the request that continues it) that `turn` starts."""
+    continues: Callable[[Turn], str | None]
+    """The run a request continues, if it names one: the run must exist and wait for its client."""
+    continued: Callable[[Turn, RunRecord], Turn]
+    """A request that continues a run, given the run's record: its conversation the run's when it named none, and
+    what its reply builds on."""
+    webhooks: Callable[[Turn], list[Webhook]] = lambda turn: []
+    """The webhooks a request registers for its run as it starts it (A2A's `configuration.pushNotificationConfig`)."""

@@ -1,0 +1,108 @@
+"""The documents clients discover a route's agent by (A2A's agent card), served at `<path><document path>` for each
+path where the route reads that dialect's requests, and at the bare document path when only one path has one.
+
+A document is built per request (its URL is the one it was asked under, unless the route names one) and cached by
+clients the HTTP way: a weak `ETag` of its bytes, `Last-Modified` the time the gateway loaded its configuration,
+`Cache-Control: public, max-age=300`, a 304 to a conditional GET that already has it, and `Vary` naming what it
+was built from (`Host`, when the URL comes from it; the headers the dialect reads, such as `A2A-Version`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from email.utils import formatdate, parsedate_to_datetime
+
+import orjson
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route, request_response
+from starlette.types import ASGIApp
+
+from adapters import registry
+from gateway.config import GatewayConfig
+from gateway.config import Route as ConfigRoute
+from gateway.core.codec import AgentDescription, Dialect
+
+log = logging.getLogger("agent_gateway.app")
+
+MAX_AGE = 300
+"""Seconds a client may use a document without asking again; a conditional GET after that costs a 304."""
+
+
+def discovery_routes(config: GatewayConfig) -> list[Route]:
+    published = time.time()
+    found: list[tuple[str, str, ASGIApp | Callable[[Request], Awaitable[Response]]]] = []
+    for route in config.routes:
+        for name in route.dialects:
+            dialect = registry.get(name)
+            document = dialect.discovery_path
+            if document is None or dialect.describe is None:
+                continue
+            for path in route.served_paths:
+                if name not in registry.path_owners(route.dialects, path):
+                    continue  # another dialect's own path: this dialect's requests are refused there
+                card = _describer(route, path, dialect, published)
+                endpoint: ASGIApp | Callable[[Request], Awaitable[Response]] = card
+                if route.cors is not None:  # a browser's A2A client reads the card cross-origin too
+                    endpoint = CORSMiddleware(request_response(card), allow_origins=route.cors.allow_origins,
+                                              allow_methods=["GET"], allow_headers=route.cors.allow_headers,
+                                              expose_headers=["etag", "last-modified"], max_age=route.cors.max_age)
+                found.append((path.rstrip("/") + document, document, endpoint))
+    routes = [Route(at, endpoint, methods=["GET", "HEAD", "OPTIONS"]) for at, _, endpoint in found]
+    bare = {document for _, document, _ in found}
+    if len(found) == 1:
+        routes.append(Route(found[0][1], found[0][2], methods=["GET", "HEAD", "OPTIONS"]))
+    elif len(bare) == 1 and found:
+        log.info("%d routes publish %s under their paths; none at %s itself", len(found), *bare, *bare)
+    return routes
+
+
+def _describer(route: ConfigRoute, path: str, dialect: Dialect, published: float
+               ) -> Callable[[Request], Awaitable[Response]]:
+    info = route.agent
+    describe = dialect.describe
+    assert describe is not None
+    varies = [*dialect.discovery_varies, *(() if info.url else ("host",))]
+    last_modified = formatdate(int(published), usegmt=True)
+
+    async def endpoint(request: Request) -> Response:
+        if request.method not in ("GET", "HEAD"):
+            return JSONResponse({"error": {"code": "method_not_allowed",
+                                           "message": f"{request.method} is not served at {request.url.path}"}},
+                                status_code=405)
+        url = info.url or f"{request.url.scheme}://{request.url.netloc}{path}"
+        asked = {name.lower(): value for name, value in request.query_params.items()}
+        asked.update(request.headers)
+        document = describe(AgentDescription(name=route.name, description=info.description, url=url,
+                                             version=info.version, skills=tuple(s.model_dump() for s in info.skills),
+                                             webhooks=route.push is not None), asked)
+        body = orjson.dumps(document)
+        headers = {"etag": f'W/"{hashlib.sha256(body).hexdigest()[:40]}"', "last-modified": last_modified,
+                   "cache-control": f"public, max-age={MAX_AGE}"}
+        if varies:
+            headers["vary"] = ", ".join(varies)
+        if _not_modified(request, headers["etag"], int(published)):
+            return Response(status_code=304, headers=headers)
+        return Response(body, media_type="application/json", headers=headers)
+
+    return endpoint
+
+
+def _not_modified(request: Request, etag: str, published: int) -> bool:
+    """Whether a conditional GET already has this document (RFC 9110 13.1.2 and 13.1.3: `If-None-Match`, by weak
+    comparison, and only without it `If-Modified-Since`)."""
+    if_none_match = request.headers.get("if-none-match")
+    if if_none_match is not None:
+        tags = {tag.strip().removeprefix("W/") for tag in if_none_match.split(",")}
+        return "*" in tags or etag.removeprefix("W/") in tags
+    since = request.headers.get("if-modified-since")
+    if since is None:
+        return False
+    try:
+        return published <= parsedate_to_datetime(since).timestamp()
+    except (TypeError, ValueError):
+        return False

@@ -1,0 +1,148 @@
+"""Requests about runs rather than new runs (`gateway.core.queries`), and the runs their clients may ask about:
+the route's side of both.
+
+A query is answered with the caller's runs on the route (never another principal's), wherever they run. An answer
+that streams (a watcher) takes a stream slot like a run, and gets the dialect's keep-alive when nothing comes for
+the route's keep-alive interval. A run of such a dialect is started with its feed claimed, so that queries on any
+replica find it and a cancel from any replica stops it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from functools import partial
+from typing import TYPE_CHECKING
+
+from starlette.types import Receive
+
+from adapters import registry
+from gateway.config import Push
+from gateway.conversations.store import StoreError
+from gateway.core.codec import Dialect
+from gateway.core.errors import Overloaded
+from gateway.core.queries import Answer, RunQuery, StreamedAnswer
+from gateway.core.turn import Turn
+from gateway.runs.records import RunRecords
+from gateway.runs.tape import TapeLost
+from gateway.runs.watched import RouteRuns, WatchedRun
+from gateway.runs.webhooks import CallerWebhooks, RouteWebhooks
+from gateway.server.push import Pusher, RunPush
+
+if TYPE_CHECKING:
+    from gateway.server.proxy import RouteHandler, _Call
+
+log = logging.getLogger("agent_gateway.queries")
+
+STORE_DOWN = "the gateway's store is unreachable: retry shortly"
+
+
+async def answer(handler: RouteHandler, call: _Call, receive: Receive, client: Dialect, query: RunQuery) -> None:
+    """Answer a query about the caller's runs, in one body or as a stream."""
+    assert client.queries is not None and handler.runs is not None
+    record = call.record
+    record.client_dialect, record.run_id, record.outcome = client.name, query.run_id, "query"
+    try:
+        answered = await client.queries.answer(query, handler.runs.caller(call.caller.principal))
+    except StoreError as exc:
+        record.error_detail = str(exc)
+        raise Overloaded(STORE_DOWN) from exc
+    if isinstance(answered, Answer):
+        await call.writer.respond(answered.status, dict(answered.headers), answered.body)
+        return
+    handler.access.admit(call.caller)
+    call.release = partial(handler.access.release, call.caller)
+    await _stream(call, receive, answered, handler.keepalive)
+
+
+async def _stream(call: _Call, receive: Receive, answered: StreamedAnswer, keepalive: float) -> None:
+    """Write the answer's frames as they come, a keep-alive when none does, until they end or the client leaves."""
+    writer = call.writer
+    frames = answered.frames
+    leaving: asyncio.Future[bytes] = asyncio.ensure_future(_disconnect(receive))
+    pending: asyncio.Future[bytes] | None = None
+    await writer.start(200, dict(answered.headers))
+    writer.streaming = True
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(anext(frames))
+            done, _ = await asyncio.wait({pending, leaving}, timeout=keepalive,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if leaving in done:
+                writer.gone = True
+                return
+            if not done:
+                await writer.write_keep_alive(answered.keep_alive)
+                continue
+            try:
+                frame = pending.result()
+            except StopAsyncIteration:
+                break
+            except (StoreError, TapeLost) as exc:  # what follows the run failed: the stream ends short
+                call.record.error_detail = str(exc)
+                break
+            pending = None
+            await writer.write(frame)
+    finally:
+        leaving.cancel()
+        if pending is not None:
+            pending.cancel()
+        with contextlib.suppress(Exception):
+            await frames.aclose()  # type: ignore[attr-defined]
+        if not writer.gone and not writer.complete:
+            await writer.end(b"")
+
+
+async def _disconnect(receive: Receive) -> bytes:
+    """Returns (nothing to write) when the client has gone."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    return b""
+
+
+async def continuing(handler: RouteHandler, call: _Call, client: Dialect, turn: Turn) -> Turn:
+    """A turn that continues a run, checked against it (see `RouteRuns.continuing`); any other as it is."""
+    if client.queries is None or handler.runs is None:
+        return turn
+    try:
+        return await handler.runs.continuing(call.caller.principal, client.queries, turn)
+    except StoreError as exc:
+        call.record.error_detail = str(exc)
+        raise Overloaded(STORE_DOWN) from exc
+
+
+async def watched(handler: RouteHandler, call: _Call, client: Dialect, turn: Turn) -> WatchedRun | None:
+    """The feed of a run its clients may ask about, claimed, and stopped by a cancel from any replica; None for a
+    run of another dialect (or when the board could not be reached: the run goes on unwatched)."""
+    if client.queries is None or handler.runs is None or not turn.run_id:
+        return None
+    try:
+        run = await handler.runs.start(call.caller.principal, client.queries, turn)
+    except StoreError as exc:
+        log.warning("route %s: task %s cannot be followed from other replicas, the store failed: %s",
+                    handler.route.name, turn.run_id, exc, extra={"route": handler.route.name,
+                                                                 "request_id": call.request_id})
+        return None
+    run.tape.stop = call.stop
+    return run
+
+
+def route_runs(handler: RouteHandler) -> RouteRuns | None:
+    """The route's runs that clients ask about, if a dialect of the route has such clients."""
+    if not any(registry.get(name).queries is not None for name in handler.route.dialects):
+        return None
+    route = handler.route
+    timeouts, limits, push = route.timeouts, route.limits, route.push
+    webhooks = None if push is None else \
+        RouteWebhooks(route.name, handler.mapper.store, allows=push.allows, max_webhooks=push.max_webhooks)
+    pushes = None if push is None else partial(_pushes, handler.pusher, push, route.name)
+    return RouteRuns(route.name, handler.board, RunRecords(handler.mapper.store), lifetime=timeouts.total,
+                     patience=max(timeouts.first_event, timeouts.idle) + handler.keepalive,
+                     max_entries=limits.max_resume_events, max_bytes=limits.max_resume_bytes, webhooks=webhooks,
+                     pushes=pushes)
+
+
+def _pushes(pusher: Pusher, push: Push, route: str, webhooks: CallerWebhooks, run_id: str) -> RunPush:
+    return pusher.run(push, webhooks, run_id, route)

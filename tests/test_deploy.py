@@ -1,0 +1,68 @@
+"""The deployment examples: deploy/kubernetes/ against the Kubernetes API schemas, and each against what the gateway
+does (its config loads, its probes ask the right endpoints, its grace period fits the drain), and docker-compose.yml
+the same way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+from helpers import ROOT
+
+from gateway.config import parse_config
+
+KUBERNETES = "1.32.0"
+"""The oldest Kubernetes the manifests are for: preStop's `sleep` action is stable from 1.32."""
+MANIFESTS = sorted((ROOT / "deploy" / "kubernetes").glob("*.yaml"))
+
+
+def documents() -> list[dict[str, Any]]:
+    return [doc for path in MANIFESTS for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+def find(kind: str, name: str) -> dict[str, Any]:
+    return next(doc for doc in documents() if doc["kind"] == kind and doc["metadata"]["name"] == name)
+
+
+@pytest.mark.parametrize("document", documents(), ids=lambda doc: f"{doc['kind']}/{doc['metadata']['name']}")
+def test_every_manifest_is_valid_kubernetes_to_the_letter(document: dict[str, Any]) -> None:
+    kubernetes_validate.validate(document, KUBERNETES, strict=True)  # unknown fields fail too
+
+
+def gateway_container() -> dict[str, Any]:
+    pod = find("Deployment", "agent-gateway")["spec"]["template"]["spec"]
+    return next(c for c in pod["containers"] if c["name"] == "gateway")
+
+
+def test_the_configmap_is_a_gateway_config_that_loads_with_the_pods_environment() -> None:
+    environment = {e["name"]: e["value"] for e in gateway_container()["env"]}
+    config = parse_config(find("ConfigMap", "agent-gateway")["data"]["gateway.yaml"], "configmap", environ=environment)
+    assert config.store.url.startswith("redis://") and config.routes[0].ready_needs_upstream
+
+
+def test_liveness_asks_healthz_and_readiness_readyz_on_the_gateways_port() -> None:
+    container = gateway_container()
+    port = container["ports"][0]["name"]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": port}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": port}
+    assert "--port" in container["args"] and container["ports"][0]["containerPort"] == int(
+        container["args"][container["args"].index("--port") + 1])
+
+
+def test_the_grace_period_holds_the_prestop_wait_and_the_whole_drain() -> None:
+    pod = find("Deployment", "agent-gateway")["spec"]["template"]["spec"]
+    drain = parse_config(find("ConfigMap", "agent-gateway")["data"]["gateway.yaml"], "configmap",
+                         environ={"AGENT_URL": "http://a/", "AGENT_GATEWAY_STORE": "memory://"}).drain_seconds
+    wait = gateway_container()["lifecycle"]["preStop"]["sleep"]["seconds"]
+    assert wait + drain + 3 <= pod["terminationGracePeriodSeconds"]  # 3 s to end the rest in band and exit
+
+
+def test_compose_gives_the_gateway_time_to_drain_and_checks_its_readiness() -> None:
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    gateway = compose["services"]["gateway"]
+    drain = parse_config(Path(ROOT / "config" / "compose.yaml").read_text(), "compose.yaml", environ={}).drain_seconds
+    assert int(gateway["stop_grace_period"].removesuffix("s")) >= drain + 3
+    assert "/readyz" in " ".join(gateway["healthcheck"]["test"])
