@@ -168,3 +168,17 @@ def test_the_ag_ui_judge_reads_a_protobuf_answer_as_the_client_does() -> None:
     unknown = proto.frame(b"\x08\x01")  # a field the envelope does not have: no event of this version
     first = proto.encode(events_of(EVERYTHING)[0])
     assert judge(Answer(200, headers, first + unknown))[0].rule == "protobuf"
+
+
+def test_a_run_lost_midway_ends_in_the_wire_format_of_its_reply() -> None:
+    """A follower's reply is the run's, as the run's own client asked for it: the error for a run lost with its
+    replica is written in that reply's wire format (its head's content type), not in SSE into a protobuf stream."""
+    from adapters import registry
+    from gateway.server.proxy import _lost_run_error
+
+    lost = _lost_run_error(registry.get("ag-ui"))
+    in_proto = lost({"content-type": proto.MEDIA_TYPE})
+    event = proto.decode(in_proto[4:])
+    assert event["type"] == "RUN_ERROR" and event["code"] == "resume_unavailable", event
+    in_sse = lost({"content-type": "text/event-stream"})
+    assert [orjson.loads(p)["type"] for p in sse_payloads(in_sse)] == ["RUN_ERROR"]

@@ -305,10 +305,8 @@ class RouteHandler:
         try:
             timeouts = self.route.timeouts
             patience = max(timeouts.first_event, timeouts.idle) + self.keepalive
-            lost = b""
-            if client is not None:
-                lost = client.new_encoder(None).encode([RunError(resume.LOST, "resume_unavailable")])
-            await resume.follow(reply, call.writer, after, self.keepalive, patience, lost)
+            await resume.follow(reply, call.writer, after, self.keepalive, patience,
+                                _lost_run_error(client) if client is not None else None)
         except TapeLost:
             await call.writer.fail_before_start(ResumeUnavailable(resume.NOT_KEPT))
         except asyncio.CancelledError:
@@ -658,6 +656,17 @@ _ERROR_KINDS = frozenset({
     *CODES, "upstream_timeout", "upstream_bad_event", "upstream_event_too_large",
     "client_stalled", "gateway_error", "held_too_much",
 })
+
+
+def _lost_run_error(client: Dialect) -> Callable[[dict[str, str]], bytes]:
+    """The client dialect's error for a run lost midway, written as the run's reply is: in the wire format its head
+    says (AG-UI's protobuf or SSE), whatever the follower asked for."""
+
+    def lost(headers: dict[str, str]) -> bytes:
+        wire = Turn(accept=headers.get("content-type"))
+        return client.new_encoder(wire).encode([RunError(resume.LOST, "resume_unavailable")])
+
+    return lost
 
 
 def _decoder(upstream: Dialect, content_type: str, max_event_bytes: int) -> Decoder:
