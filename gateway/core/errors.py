@@ -13,8 +13,10 @@ GatewayError
  │    ├── HistoryConflict         409  an edited history that an upstream keeping its own cannot be given
  │    ├── InterruptAnswered       409  an answer to an interrupt answered already, with nothing else new
  │    ├── ResumeUnavailable       410  the rest of a run whose reply is no longer kept
+ │    ├── UnknownRoute            404  a request names a route (OpenAI's `model`) the path does not serve
  │    ├── NoRunningRun            404  a stop or resume for a conversation with no run running
  │    ├── RunNotFound             404  a request names a run (a task) this caller has none of
+ │    │    └── UnknownRun              a run a request continues from (Responses' previous_response_id)
  │    ├── RunNotContinuable       409  a request continues a run that has ended, or is still running
  │    ├── RunNotCancelable        409  a cancel for a run that has already ended
  │    ├── NotSupported            400  an operation this route does not offer (a dialect's optional feature)
@@ -132,6 +134,13 @@ class InterruptAnswered(RequestError):
     code = "interrupt_answered"
 
 
+class UnknownRoute(RequestError):
+    """A request names a route (OpenAI's `model`) that its path does not serve, or not to this caller."""
+
+    status = 404
+    code = "unknown_route"
+
+
 class ResumeUnavailable(RequestError):
     """A client asked for the rest of a run whose reply the gateway no longer keeps (or never did)."""
 
@@ -152,6 +161,13 @@ class RunNotFound(RequestError):
 
     status = 404
     code = "run_not_found"
+
+
+class UnknownRun(RunNotFound):
+    """A request continues from a run by its id (Responses' `previous_response_id`) that the gateway does not keep
+    for this caller: its client names the field, not the run."""
+
+    code = "unknown_run"
 
 
 class RunNotContinuable(RequestError):

@@ -130,6 +130,15 @@ class Turn:
     accept: str | None = None
     """The media types the client reads (its `Accept`), for a dialect with more than one wire format (AG-UI's
     protobuf)."""
+    model: str | None = None
+    """The model or agent the request names (OpenAI's `model`): the client's, echoed in replies that name one; the
+    upstream's, for an upstream whose requests name one."""
+    follows: str | None = None
+    """The run this turn continues, for a client that names a run rather than a conversation (Responses'
+    `previous_response_id`): the conversation is as that run left it."""
+    chains_runs: bool = False
+    """The client continues runs by their ids (`follows`) rather than by naming a conversation: the gateway keeps
+    the conversation as each run leaves it, under the run's id, so any run of it can be continued (a fork)."""
 
 
 def new_messages(turn: Turn) -> list[Message]:
