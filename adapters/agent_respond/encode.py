@@ -46,6 +46,7 @@ from gateway.core.events import (
 )
 from gateway.core.state import StateTracker
 from gateway.core.turn import Turn
+from gateway.core.usage import UsageTotals
 
 HEADERS = {"content-type": "application/json"}
 
@@ -68,10 +69,8 @@ class AgentRespondEncoder:
         "_families",
         "_interrupts",
         "_messages",
-        "_model",
         "_names",
         "_pending",
-        "_provider",
         "_state",
         "_subagent",
         "_text",
@@ -91,9 +90,7 @@ class AgentRespondEncoder:
         self._names: dict[str, str] = {}
         self._pending: dict[str, str] = {}
         self._interrupts: list[Interrupt] = []
-        self._usage: dict[str, int] = {}
-        self._model: str | None = None
-        self._provider: str | None = None
+        self._usage = UsageTotals()
         self._state = StateTracker()
         self._families: Shown | None = None
         self._activity: dict[str, Any] = {}  # message id -> the activity as last shown
@@ -144,7 +141,7 @@ class AgentRespondEncoder:
                 self._interrupts = [i for i in self._interrupts if i.id != e.interrupt_id]
                 self.dropped["interrupt_resolved"] += 1
             elif isinstance(e, Usage):
-                self._add_usage(e)
+                self._usage.add(e)
             elif isinstance(e, StateSnapshot):
                 self._state.snapshot(e.snapshot)
             elif isinstance(e, StateDelta):
@@ -191,16 +188,6 @@ class AgentRespondEncoder:
         self._text = None
         self._calls = {}
 
-    def _add_usage(self, e: Usage) -> None:
-        for key, value in (("prompt_tokens", e.input_tokens), ("completion_tokens", e.output_tokens),
-                           ("total_tokens", e.total_tokens), ("reasoning_tokens", e.reasoning_tokens),
-                           ("cached_tokens", e.cached_input_tokens),
-                           ("cache_write_tokens", e.cache_write_input_tokens)):
-            if isinstance(value, int):
-                self._usage[key] = self._usage.get(key, 0) + value
-        self._model = e.model or self._model
-        self._provider = e.provider or self._provider
-
     def _finished(self) -> bytes:
         self._flush()
         closing = self._closing_note()
@@ -209,24 +196,14 @@ class AgentRespondEncoder:
         elif self._messages and self._messages[-1]["role"] != "assistant":
             self._messages.append({"role": "assistant", "content": ""})
         body: dict[str, Any] = {"messages": self._messages}
-        body.update(drop_none({"model": self._model, "provider": self._provider, "usage": self._usage_body()}))
+        usage = self._usage
+        body.update(drop_none({"model": usage.model, "provider": usage.provider, "usage": usage.openai("chat")}))
         metadata = drop_none({"state": self._state.value if self._state.known else None,
                               "activities": list(self._activity.values()) or None,
                               "subagents": list(self._subagent.values()) or None})
         if metadata:
             body["metadata"] = metadata
         return json_bytes(body, self._chars)
-
-    def _usage_body(self) -> dict[str, Any] | None:
-        """The contract's three counts; the parts of them AG-UI names go as OpenAI names them, in details."""
-        usage: dict[str, Any] = {k: v for k, v in self._usage.items()
-                                 if k in ("prompt_tokens", "completion_tokens", "total_tokens")}
-        if "reasoning_tokens" in self._usage:
-            usage["completion_tokens_details"] = {"reasoning_tokens": self._usage["reasoning_tokens"]}
-        cached = {k: self._usage[k] for k in ("cached_tokens", "cache_write_tokens") if k in self._usage}
-        if cached:
-            usage["prompt_tokens_details"] = cached
-        return usage or None
 
     def _closing_note(self) -> str | None:
         if self._interrupts:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.core.activity import Shown
-from gateway.core.codec import as_text, drop_none, json_or_text
+from gateway.core.codec import as_text, drop_none, json_or_text, output_of
 from gateway.core.encoding import HOLE, SSE_HEADERS, DeltaFrames, SSEEncoder, json_bytes, sse_frame
 from gateway.core.events import (
     ActivityDelta,
@@ -58,7 +58,7 @@ from gateway.core.events import (
 )
 from gateway.core.sse import DONE
 from gateway.core.state import StateTracker
-from gateway.core.turn import ContentPart, Turn
+from gateway.core.turn import Turn
 
 from . import approvals
 from .request import INKEEP
@@ -383,11 +383,3 @@ class VercelEncoder(SSEEncoder):
         Raw: _raw,
         MessagesSnapshot: _messages_snapshot,
     }
-
-
-def output_of(content: Any) -> Any:
-    """A tool's output as useChat holds it: any JSON; content parts (AG-UI's) as their JSON objects."""
-    if isinstance(content, list) and content and all(isinstance(part, ContentPart) for part in content):
-        return [drop_none({"type": p.type, "text": p.text, "url": p.url, "data": p.data, "mediaType": p.media_type,
-                           "filename": p.filename, "fileId": p.file_id, "provider": p.provider}) for p in content]
-    return content

@@ -25,7 +25,7 @@ from gateway.core.decoding import NewDecoder
 from gateway.core.encoding import Encoder as Encoder
 from gateway.core.errors import GatewayError
 from gateway.core.queries import RunQueries
-from gateway.core.turn import History, Message, Turn
+from gateway.core.turn import ContentPart, History, Message, Turn
 
 
 @dataclass(slots=True)
@@ -190,6 +190,14 @@ def as_text(value: Any) -> str:
         return value
     return orjson.dumps(value).decode()
 
+
+def output_of(content: Any) -> Any:
+    """A tool's output as a dialect that carries JSON holds it (useChat, Responses' items): any JSON; content parts
+    (AG-UI's) as their JSON objects."""
+    if isinstance(content, list) and content and all(isinstance(part, ContentPart) for part in content):
+        return [drop_none({"type": p.type, "text": p.text, "url": p.url, "data": p.data, "mediaType": p.media_type,
+                           "filename": p.filename, "fileId": p.file_id, "provider": p.provider}) for p in content]
+    return content
 
 
 def drop_none(mapping: Mapping[str, Any]) -> dict[str, Any]:
