@@ -110,6 +110,10 @@ class RunCapture:
         """The upstream's conversation id: a recording's file per conversation is named after it."""
         self.rows: list[Row] = []
         self.client_frames: list[tuple[float, bytes]] = []
+        self.client_done = False
+        """The response's last byte has been sent (or its send failed)."""
+        self.when_done: Callable[[], None] | None = None
+        """Called once the last byte is sent, for what needs all of it (a recording)."""
         self._unwritten = 0
         """The first row whose output may not have been written yet."""
         self._batches: dict[int, tuple[list[Event], list[tuple[Row, int]]]] = {}
@@ -197,6 +201,13 @@ class RunCapture:
             if row.written_at is None and any(e.out for e in row.events):
                 row.written_at = now
         self._unwritten = len(rows)
+
+    def done(self) -> None:
+        self.client_done = True
+        self.version += 1
+        when_done, self.when_done = self.when_done, None
+        if when_done is not None:
+            when_done()
 
     def client_started(self, status: int, headers: Iterable[tuple[bytes, bytes]]) -> None:
         self.version += 1

@@ -23,6 +23,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 from starlette.datastructures import Headers
@@ -132,8 +133,11 @@ class Replay:
         raise NoRecording(f"no recording matches this request: it asks {_said(wanted)}, which is not {where}")
 
     def _bind(self, conversation: str, recorded_id: str, index: int) -> None:
-        self._bound[conversation] = (recorded_id, index)
-        self._bound.move_to_end(conversation)
+        """The conversation goes on at `index` of the recorded one; so does the recorded id itself, which the
+        recorded replies name, and a client may take up (an A2A context the agent's answer named)."""
+        for name in {conversation, recorded_id}:
+            self._bound[name] = (recorded_id, index)
+            self._bound.move_to_end(name)
         while len(self._bound) > MAX_CONVERSATIONS:
             self._bound.popitem(last=False)
 
@@ -179,7 +183,9 @@ class ReplayApp:
             await _answer(send, 200, {"content-type": "text/plain"}, b"ok")
             return
         if method == "GET" and path in self.documents:
-            await _answer(send, 200, {"content-type": "application/json"}, orjson.dumps(self.documents[path]))
+            here = f"http://{Headers(scope=scope).get('host', 'localhost')}{scope.get('root_path', '')}"
+            await _answer(send, 200, {"content-type": "application/json"},
+                          orjson.dumps(_pointing_at(self.documents[path], here)))
             return
         if method != "POST":
             await _answer(send, 405, {"content-type": "application/json"},
@@ -244,9 +250,18 @@ class ReplayApp:
             await asyncio.sleep(delay)
 
 
-def _path_of(url: str, path: str | None) -> str:
-    from urllib.parse import urlsplit
+def _pointing_at(document: Any, here: str) -> Any:
+    """A recorded discovery document whose URLs name this replay (at `here`) instead of the recorded agent."""
+    if isinstance(document, dict):
+        return {key: here + (urlsplit(value).path or "/") if key == "url" and isinstance(value, str)
+                and value.startswith(("http://", "https://")) else _pointing_at(value, here)
+                for key, value in document.items()}
+    if isinstance(document, list):
+        return [_pointing_at(item, here) for item in document]
+    return document
 
+
+def _path_of(url: str, path: str | None) -> str:
     base = urlsplit(url).path or "/"
     if path:
         return base.rstrip("/") + "/" + path.lstrip("/")

@@ -68,11 +68,16 @@ class ClientWriter:
         send = self._send
 
         async def sending(message: Message) -> None:
-            await send(message)
-            if message["type"] == "http.response.start":
-                capture.client_started(message["status"], message.get("headers", ()))
-            elif body := message.get("body"):
-                capture.wrote(body)
+            try:
+                await send(message)
+            finally:
+                if message["type"] == "http.response.start":
+                    capture.client_started(message["status"], message.get("headers", ()))
+                else:
+                    if body := message.get("body"):
+                        capture.wrote(body)
+                    if not message.get("more_body", False):
+                        capture.done()
 
         self._send = sending
         if self._direct is not None:

@@ -61,9 +61,16 @@ class Observer:
             log.warning("route %s: the exchange %s was larger than record.max_file_bytes: not recorded",
                         self.route.name, call.request_id)
             return
-        record = call.record
-        exchange = capture.exchange(record, record.client_dialect, record.upstream_dialect)
-        self.files.add(dumps(exchange), capture.conversation or call.request_id)
+        files, record = self.files, call.record
+
+        def write() -> None:
+            exchange = capture.exchange(record, record.client_dialect, record.upstream_dialect)
+            files.add(dumps(exchange), capture.conversation or call.request_id)
+
+        if call.writer.complete and not capture.client_done:
+            capture.when_done = write  # the report comes as the last byte goes: recorded once it has
+        else:
+            write()
 
 
 def recording_of(run: InspectedRun) -> dict[str, Any] | None:
