@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import PlainTextResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Mount, Route
 
 from gateway.inspector.ring import InspectedRun, RunRing
@@ -88,8 +88,6 @@ class InspectorApp:
             return response
         if not self._allowed(request):
             return _refused("open the address the gateway printed, with its ?key=")
-        if request.url.path != f"{self.path}/":
-            return RedirectResponse(f"{self.path}/", status_code=303, headers=SECURITY_HEADERS)
         return Response(self._page, media_type="text/html; charset=utf-8", headers=SECURITY_HEADERS)
 
     async def asset(self, request: Request) -> Response:
@@ -153,6 +151,7 @@ class InspectorApp:
         ring.watch()
         shown: dict[int, bytes] = {}
         version = -1
+        whole_sent = False
         started = last = time.monotonic()
         try:
             yield b"retry: 1000\n\n"
@@ -164,29 +163,33 @@ class InspectorApp:
                     if shown.get(run.number) != packed:
                         shown[run.number] = packed
                         changed.append(line)
-                if changed:
-                    yield b"event: runs\ndata: " + orjson.dumps(changed) + b"\n\n"
+                for gone in set(shown) - set(ring.runs):
+                    del shown[gone]
+                news = [b"event: runs\ndata: " + orjson.dumps(changed) + b"\n\n"] if changed else []
                 followed = ring.get(number) if number else None
                 capture = followed.capture if followed is not None else None
                 if followed is not None and capture is not None and capture.version != version:
                     version = capture.version
-                    view = detail(followed, after)
-                    after += len(view.get("rows", ()))
-                    yield b"event: run\ndata: " + orjson.dumps(view) + b"\n\n"
-                if changed or followed is not None:
+                    # The last row shown may have been written since; once the run has ended, every row may have
+                    # been (a one-body reply is written at its end): then the whole timeline, once.
+                    start = 0 if capture.client_done and not whole_sent else max(0, after - 1)
+                    whole_sent = whole_sent or capture.client_done
+                    view = detail(followed, start)
+                    after = start + len(view.get("rows", ()))
+                    news.append(b"event: run\ndata: " + orjson.dumps(view) + b"\n\n")
+                if news:
                     last = time.monotonic()
+                    yield b"".join(news)
                 elif time.monotonic() - last > PING_SECONDS:
                     last = time.monotonic()
                     yield b": ping\n\n"
-                for gone in set(shown) - {run.number for run in ring}:
-                    del shown[gone]
                 await asyncio.sleep(LIVE_TICK)
         finally:
             ring.unwatch()
 
 
 def _json(value: Any, status: int = 200) -> Response:
-    return JSONResponse(value, status_code=status, headers=SECURITY_HEADERS)
+    return Response(orjson.dumps(value), status_code=status, media_type="application/json", headers=SECURITY_HEADERS)
 
 
 def _refused(why: str) -> Response:
