@@ -111,6 +111,9 @@ def test_past_max_bytes_the_oldest_captures_go_and_a_run_too_large_is_cut(agent:
         assert big["captured"] and big["truncated"]
         detail = http.get(f"{gateway.url}/_inspector/api/runs/{big['id']}", headers=AUTH).json()
         assert detail["truncated"] and len(detail["rows"]) < big["events_in"]
+        # What was not kept is still counted: a cut run's line says how many frames and events it had.
+        assert big["frames_in"] > len([row for row in detail["rows"] if row["source"] == "upstream"])
+        assert big["events_out"] == big["events_in"]
 
 
 def test_runs_are_captured_only_while_the_page_watches(agent: str) -> None:

@@ -32,11 +32,8 @@ def summary(run: InspectedRun) -> dict[str, Any]:
     record, capture = run.record, run.capture
     dropped = run.losses()
     left_out = sum(count for kind, count in dropped.items() if not approximated(kind))
-    frames_in = events_out = None
-    if capture is not None:
-        rows = capture.rows
-        frames_in = sum(1 for row in rows if row.source == "upstream")
-        events_out = sum(1 for row in rows for event in row.events if event.out)
+    frames_in = capture.frames if capture is not None else None
+    events_out = capture.events_out if capture is not None else None
     return {
         "id": run.number, "request_id": record.request_id, "started": run.started, "route": record.route,
         "path": record.path, "client_dialect": record.client_dialect, "upstream_dialect": record.upstream_dialect,

@@ -98,6 +98,10 @@ class RunCapture:
         self.configured = frozenset(name.lower() for name in configured_headers)
         """The route's own upstream headers: never kept."""
         self.size = 0
+        self.frames = 0
+        """Upstream frames read, kept or not."""
+        self.events_out = 0
+        """Events that gave the client bytes, kept or not."""
         self.truncated = False
         self.version = 0
         self.client_request: dict[str, Any] | None = None
@@ -157,6 +161,8 @@ class RunCapture:
 
     def frame(self, at: float, data: bytes, events: list[Event], rows: list[tuple[Row, int]],
               source: str = "upstream") -> None:
+        if source == "upstream":
+            self.frames += 1
         row = Row(at - self.origin, data if self._keep(len(data) + EVENT_OVERHEAD) else b"", source)
         if not self.truncated:
             self.rows.append(row)
@@ -183,6 +189,8 @@ class RunCapture:
         return found
 
     def encoded(self, row: Row, event: Event, out: bytes, dropped: tuple[str, ...]) -> None:
+        if out:
+            self.events_out += 1
         body = orjson.dumps(event, default=repr)
         if self._keep(len(body) + len(out) + EVENT_OVERHEAD):
             captured = CapturedEvent(type(event).__name__, body)
