@@ -4,6 +4,7 @@ shown only where the route allows it. The page itself is tested in a browser (te
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import threading
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from e2e import post, request_body, user_message
 from helpers import ROOT
@@ -19,9 +21,15 @@ from servers import Served
 
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
+from gateway.inspector import app as inspector_app
+from gateway.inspector.app import InspectorApp
 from gateway.inspector.options import InspectorOptions
+from gateway.inspector.ring import InspectedRun, RunRing
+from gateway.inspector.views import summary
+from gateway.recordings.capture import RunCapture
 from gateway.server.app import create_app
 from gateway.server.proxy import RouteHandler
+from gateway.server.record import AccessRecord
 
 KEY = "the-inspectors-own-key-0123"
 AUTH = {"authorization": f"Bearer {KEY}"}
@@ -164,3 +172,47 @@ def test_without_bodies_the_inspector_shows_what_was_said_as_its_shape(agent: st
         assert detail.json()["client_request"]["body"]["messages"][0]["content"] == "[16 characters]"
         download = http.get(f"{gateway.url}/_inspector/api/runs/1/recording", headers=AUTH)
         assert download.status_code == 403 and "private" not in download.text
+
+
+def test_a_live_view_sends_an_ended_runs_line_once_until_its_capture_is_freed(monkeypatch: pytest.MonkeyPatch
+                                                                               ) -> None:
+    ring = RunRing(10, 1_000_000)
+    app = InspectorApp(ring, KEY, "/_inspector", lambda run: None)
+    ended = ring.begin(_record("r1"), RunCapture("r1", "r", limit=1000), False)
+    going = ring.begin(_record("r2"), None, False)
+    built: list[int] = []
+
+    def counted(run: InspectedRun) -> dict[str, Any]:
+        built.append(run.number)
+        return summary(run)
+
+    monkeypatch.setattr(inspector_app, "summary", counted)
+    monkeypatch.setattr(inspector_app, "LIVE_TICK", 0.01)
+
+    async def watch() -> None:
+        feed = app._feed(0, 0)
+        assert await anext(feed) == b"retry: 1000\n\n"
+        first = orjson.loads((await anext(feed)).split(b"data: ")[1])
+        assert {line["id"]: line["in_flight"] for line in first} == {1: True, 2: True}
+        ended.end()
+        assert [(line["id"], line["in_flight"]) for line in _lines(await anext(feed))] == [(1, False)]
+        built.clear()
+        for events in range(1, 4):  # the other run changes, tick after tick: the ended one is not built again
+            going.record.events = events
+            assert [line["id"] for line in _lines(await anext(feed))] == [2]
+        assert 1 not in built
+        ended.capture = None  # what the ring does past max_bytes: the line says it is no longer captured
+        assert [(line["id"], line["captured"]) for line in _lines(await anext(feed))] == [(1, False)]
+        await feed.aclose()
+
+    asyncio.run(watch())
+    assert ring.watchers == 0
+
+
+def _record(request_id: str) -> AccessRecord:
+    return AccessRecord(request_id=request_id, route="r", upstream_dialect="ag-ui")
+
+
+def _lines(chunk: bytes) -> list[dict[str, Any]]:
+    assert chunk.startswith(b"event: runs\n")
+    return list(orjson.loads(chunk.split(b"data: ", 1)[1]))

@@ -150,6 +150,9 @@ class InspectorApp:
         ring = self.ring
         ring.watch()
         shown: dict[int, bytes] = {}
+        # Ended runs whose last line was sent, with the capture it showed: such a line changes no more unless the
+        # ring frees that capture, so it is not built again each tick.
+        settled: dict[int, object] = {}
         version = -1
         whole_sent = False
         started = last = time.monotonic()
@@ -158,6 +161,10 @@ class InspectorApp:
             while time.monotonic() - started < LIVE_SECONDS:
                 changed = []
                 for run in ring:
+                    if run.ended:
+                        if run.number in settled and settled[run.number] is run.capture:
+                            continue
+                        settled[run.number] = run.capture
                     line = summary(run)
                     packed = orjson.dumps(line)
                     if shown.get(run.number) != packed:
@@ -165,6 +172,7 @@ class InspectorApp:
                         changed.append(line)
                 for gone in set(shown) - set(ring.runs):
                     del shown[gone]
+                    settled.pop(gone, None)
                 news = [b"event: runs\ndata: " + orjson.dumps(changed) + b"\n\n"] if changed else []
                 followed = ring.get(number) if number else None
                 capture = followed.capture if followed is not None else None
