@@ -33,11 +33,11 @@ def agent() -> Iterator[str]:
         yield served.url
 
 
-def _gateway(agent: str, record: dict[str, Any], **route: Any) -> Served:
+def _gateway(agent: str, record: dict[str, Any], inspector: dict[str, Any] | None = None, **route: Any) -> Served:
     config = GatewayConfig.model_validate({"routes": [{
         "name": "rec", "paths": ["/agui"], "client_dialects": ["ag-ui"],
         "upstream": {"url": f"{agent}/agui", "dialect": "ag-ui"}, "record": record, **route}],
-        "store": {"url": "memory://"}})
+        "store": {"url": "memory://"}, **({"inspector": inspector} if inspector is not None else {})})
     return Served(create_app(config, store=MemoryStore()))
 
 
@@ -108,6 +108,18 @@ def test_a_log_rotates_at_max_file_bytes_and_keeps_max_files(agent: str, tmp_pat
     assert all(size <= limit for size in sizes.values())
     kept = read(sorted((tmp_path / "log").glob("*.jsonl")))
     assert {e.raw["conversation"] for e in kept} <= {"log-3", "log-4"}
+
+
+def test_the_inspectors_bytes_never_cut_a_recorded_run(agent: str, tmp_path: Path) -> None:
+    inspector = {"key": "the-inspectors-own-key-0123", "max_bytes": 4000, "capture": "always"}
+    with _gateway(agent, {"dir": str(tmp_path)}, inspector, inspector_bodies=True) as gateway:
+        response = _ask(gateway, "hello " + "x" * 20_000, "big")  # its capture alone is past the inspector's bytes
+        assert response.status_code == 200
+        runs = httpx.get(f"{gateway.url}/_inspector/api/runs", headers={"x-inspector-key": inspector["key"]})
+        assert not runs.json()["runs"][0]["truncated"]
+    (exchange,) = read(sorted(tmp_path.glob("*.jsonl")))
+    assert not exchange.raw["truncated"]
+    assert exchange.client_response.body == response.content
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -5,7 +5,8 @@ client was written to.
 A run is captured by wrapping its decoder, its encoder and its writer's send (`RunCapture.tap`,
 `ClientWriter.tap`) when it starts, and only then: a run nobody watches or records runs the relay's own objects, so
 capture costs the per-event path nothing unless it is on. A capture holds at most `limit` bytes (and takes from a
-shared `Budget`); past either it keeps counting but stops keeping (`truncated`).
+shared `Budget`); past either it keeps counting but stops keeping (`truncated`). A capture the route records leaves
+the budget instead of stopping, as its recording needs all of it: `limit` still bounds it.
 
 ```
 upstream chunk ─▶ TappedDecoder: cut into frames, each fed alone ─▶ Row(frame, at) + its events
@@ -85,12 +86,14 @@ class RunCapture:
     """What one run's capture holds; `version` moves on each change, for live views."""
 
     def __init__(self, request_id: str, route: str, *, limit: int, budget: Budget | None = None,
-                 configured_headers: Iterable[str] = (), clock: Callable[[], float] = time.monotonic,
-                 origin: float | None = None) -> None:
+                 recorded: bool = False, configured_headers: Iterable[str] = (),
+                 clock: Callable[[], float] = time.monotonic, origin: float | None = None) -> None:
         self.request_id = request_id
         self.route = route
         self.limit = limit
         self.budget = budget
+        self.recorded = recorded
+        """The route records the run: only `limit` (its `max_file_bytes`) may cut it, never the shared budget."""
         self.clock = clock
         self.origin = clock() if origin is None else origin
         """When the request came (monotonic): every time kept is seconds from it."""
@@ -133,7 +136,11 @@ class RunCapture:
         if budget is not None:
             budget.used += size
             if budget.used > budget.limit and budget.over():
-                self.truncated = True
+                if self.recorded:  # the budget lets this capture go: its own limit bounds it, as unwatched
+                    budget.used -= self.size
+                    self.budget = None
+                else:
+                    self.truncated = True
         if self.size > self.limit:
             self.truncated = True
         return not self.truncated

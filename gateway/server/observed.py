@@ -43,6 +43,7 @@ class Observer:
                 limits.append(ring.budget.limit)
             capture = RunCapture(call.request_id, self.route.name, limit=max(limits),
                                  budget=ring.budget if watched and ring is not None else None,
+                                 recorded=files is not None,
                                  configured_headers=self.route.upstream.headers, origin=call.started_at)
             call.writer.tap(capture)
             call.capture = capture
