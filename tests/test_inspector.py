@@ -216,3 +216,15 @@ def _record(request_id: str) -> AccessRecord:
 def _lines(chunk: bytes) -> list[dict[str, Any]]:
     assert chunk.startswith(b"event: runs\n")
     return list(orjson.loads(chunk.split(b"data: ", 1)[1]))
+
+
+def test_past_the_live_views_it_allows_the_inspector_refuses_another(agent: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(inspector_app, "MAX_WATCHERS", 1)
+    monkeypatch.setattr(inspector_app, "LIVE_SECONDS", 5.0)  # a view let in by mistake ends soon
+    with Served(create_app(_config(agent, {"key": KEY}))) as gateway, httpx.Client(timeout=30) as http, \
+            http.stream("GET", f"{gateway.url}/_inspector/api/live", headers=AUTH) as first:
+        pieces = first.iter_raw()  # kept: a reader let go closes its stream, and the view with it
+        assert next(pieces).startswith(b"retry:")  # watching now
+        refused = http.get(f"{gateway.url}/_inspector/api/live", headers=AUTH)
+        assert refused.status_code == 429 and refused.json()["error"]["code"] == "too_many_watchers"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,10 @@ from servers import Served
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
+from gateway.recordings import files as files_module
 from gateway.recordings.exchange import read
+from gateway.recordings.files import RecordingFiles
+from gateway.recordings.options import RecordOptions
 from gateway.server.app import create_app
 
 CLIENT_KEY = "client-key-that-must-never-be-recorded"
@@ -172,3 +176,27 @@ def test_what_is_not_a_recording_is_one_line_naming_the_file(tmp_path: Path) -> 
     assert "Traceback" not in result.stderr
     result = _cli("check", "--recording", str(tmp_path / "missing.jsonl"))
     assert result.returncode == 2 and "cannot read it" in result.stderr
+
+
+def test_exchanges_waiting_for_the_disk_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(files_module, "MAX_QUEUED_BYTES", 100)
+    disk = threading.Event()
+    write = RecordingFiles._write
+
+    def slow(self: RecordingFiles, line: bytes, name: str) -> None:
+        disk.wait(10)
+        write(self, line, name)
+
+    monkeypatch.setattr(RecordingFiles, "_write", slow)
+    files = RecordingFiles(RecordOptions(dir=str(tmp_path)), "slow")
+    try:
+        assert files.add(b"x" * 60 + b"\n", "one")
+        assert not files.add(b"y" * 60 + b"\n", "two")  # no run waits for the disk: this one is not recorded
+        assert "written slower than they come" in caplog.text
+        disk.set()
+        files.flush()
+    finally:
+        disk.set()
+        files.close()
+    assert [path.read_bytes() for path in tmp_path.glob("*.jsonl")] == [b"x" * 60 + b"\n"]
