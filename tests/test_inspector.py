@@ -192,30 +192,57 @@ def test_a_live_view_sends_an_ended_runs_line_once_until_its_capture_is_freed(mo
     async def watch() -> None:
         feed = app._feed(0, 0)
         assert await anext(feed) == b"retry: 1000\n\n"
-        first = orjson.loads((await anext(feed)).split(b"data: ")[1])
-        assert {line["id"]: line["in_flight"] for line in first} == {1: True, 2: True}
+        first = _events(await anext(feed))
+        assert {line["id"]: line["in_flight"] for line in first["runs"]} == {1: True, 2: True}
         ended.end()
-        assert [(line["id"], line["in_flight"]) for line in _lines(await anext(feed))] == [(1, False)]
+        assert [(line["id"], line["in_flight"]) for line in _runs_of(await anext(feed))] == [(1, False)]
         built.clear()
         for events in range(1, 4):  # the other run changes, tick after tick: the ended one is not built again
             going.record.events = events
-            assert [line["id"] for line in _lines(await anext(feed))] == [2]
+            assert [line["id"] for line in _runs_of(await anext(feed))] == [2]
         assert 1 not in built
         ended.capture = None  # what the ring does past max_bytes: the line says it is no longer captured
-        assert [(line["id"], line["captured"]) for line in _lines(await anext(feed))] == [(1, False)]
+        assert [(line["id"], line["captured"]) for line in _runs_of(await anext(feed))] == [(1, False)]
         await feed.aclose()
 
     asyncio.run(watch())
     assert ring.watchers == 0
 
 
+def test_a_live_view_tells_the_page_which_runs_the_ring_forgot() -> None:
+    ring = RunRing(2, 1_000_000)
+    app = InspectorApp(ring, KEY, "/_inspector", lambda run: None)
+    for request_id in ("r1", "r2"):
+        ring.begin(_record(request_id), None, False)
+
+    async def watch() -> None:
+        feed = app._feed(0, 0)
+        await anext(feed)
+        assert _events(await anext(feed))["kept"] == [1, 2]  # a page holding runs from before drops the others
+        ring.begin(_record("r3"), None, False)  # past max_runs: run 1 is forgotten
+        news = _events(await anext(feed))
+        assert news["gone"] == [1] and [line["id"] for line in news["runs"]] == [3]
+        await feed.aclose()
+
+    asyncio.run(watch())
+
+
 def _record(request_id: str) -> AccessRecord:
     return AccessRecord(request_id=request_id, route="r", upstream_dialect="ag-ui")
 
 
-def _lines(chunk: bytes) -> list[dict[str, Any]]:
-    assert chunk.startswith(b"event: runs\n")
-    return list(orjson.loads(chunk.split(b"data: ", 1)[1]))
+def _events(chunk: bytes) -> dict[str, Any]:
+    """A live view's chunk: each event's name and its data."""
+    found = {}
+    for message in chunk.decode().split("\n\n"):
+        if message.startswith("event: "):
+            name, _, data = message.partition("\ndata: ")
+            found[name.removeprefix("event: ")] = orjson.loads(data)
+    return found
+
+
+def _runs_of(chunk: bytes) -> list[dict[str, Any]]:
+    return list(_events(chunk)["runs"])
 
 
 def test_past_the_live_views_it_allows_the_inspector_refuses_another(agent: str,

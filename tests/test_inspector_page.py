@@ -198,3 +198,27 @@ def test_a_run_downloads_as_a_recording_that_reads_back(page: Page, gateway: Gat
     raw: Any = orjson.loads(saved.read_bytes())
     assert "upstream-secret-value" not in saved.read_text()
     assert "x-agent-secret" not in raw["upstream"]["headers"]
+
+
+def test_runs_the_inspector_forgot_leave_the_list(browser: Browser) -> None:
+    with Served(create_agent_app("ag-ui", test_hooks=False)) as agent:
+        config = GatewayConfig.model_validate({
+            "routes": [{"name": "short", "paths": ["/agui"], "client_dialects": ["ag-ui"],
+                        "upstream": {"url": f"{agent.url}/agui", "dialect": "ag-ui"}}],
+            "store": {"url": "memory://"}, "inspector": {"key": KEY, "max_runs": 2}})
+        with Served(create_app(config, store=MemoryStore())) as served:
+            gateway = Gateway(served.url)
+            context = browser.new_context()
+            page = context.new_page()
+            page.goto(f"{gateway.url}/_inspector/?key={KEY}")
+            expect(page.locator("#live")).to_have_text("live")
+            rows = page.locator("#runs tbody tr")
+            for shown, conversation in enumerate(("first", "second"), 1):
+                gateway.ask("/agui", "ag-ui", "hello", conversation)
+                expect(rows).to_have_count(shown)
+            gateway.ask("/agui", "ag-ui", "hello", "third")
+            expect(page.locator('#runs tbody tr[data-id="3"]')).to_have_count(1)
+            expect(page.locator('#runs tbody tr[data-id="1"]')).to_have_count(0)  # the ring keeps two
+            expect(rows).to_have_count(2)  # the page shows no run it could no longer open
+            context.close()
+            gateway.http.close()

@@ -145,8 +145,9 @@ class InspectorApp:
                                  headers={**SECURITY_HEADERS, "x-accel-buffering": "no"})
 
     async def _feed(self, number: int, after: int) -> AsyncIterator[bytes]:
-        """What changed, as it changes: run lines (`runs`), and the followed run's new rows (`run`). Bounded by
-        `LIVE_SECONDS`; the page comes back for more."""
+        """What changed, as it changes: first the numbers of the runs kept (`kept`), then run lines (`runs`), runs
+        the ring forgot (`gone`), and the followed run's new rows (`run`). Bounded by `LIVE_SECONDS`; the page comes
+        back for more."""
         ring = self.ring
         ring.watch()
         shown: dict[int, bytes] = {}
@@ -155,6 +156,7 @@ class InspectorApp:
         settled: dict[int, object] = {}
         version = -1
         whole_sent = False
+        first = True
         started = last = time.monotonic()
         try:
             yield b"retry: 1000\n\n"
@@ -170,10 +172,18 @@ class InspectorApp:
                     if shown.get(run.number) != packed:
                         shown[run.number] = packed
                         changed.append(line)
-                for gone in set(shown) - set(ring.runs):
-                    del shown[gone]
-                    settled.pop(gone, None)
-                news = [b"event: runs\ndata: " + orjson.dumps(changed) + b"\n\n"] if changed else []
+                news = []
+                if first:  # the page may hold runs the ring has forgotten since it last looked
+                    news.append(b"event: kept\ndata: " + orjson.dumps(list(ring.runs)) + b"\n\n")
+                    first = False
+                gone = sorted(set(shown) - set(ring.runs))
+                for forgotten in gone:
+                    del shown[forgotten]
+                    settled.pop(forgotten, None)
+                if gone:
+                    news.append(b"event: gone\ndata: " + orjson.dumps(gone) + b"\n\n")
+                if changed:
+                    news.append(b"event: runs\ndata: " + orjson.dumps(changed) + b"\n\n")
                 followed = ring.get(number) if number else None
                 capture = followed.capture if followed is not None else None
                 if followed is not None and capture is not None and capture.version != version:

@@ -242,6 +242,15 @@ function listen() {
     for (const run of JSON.parse(message.data)) state.runs.set(run.id, run);
     if (!state.open) renderList();
   });
+  const forget = (ids) => {
+    for (const id of ids) state.runs.delete(id);
+    if (!state.open) renderList();
+  };
+  source.addEventListener("kept", (message) => {
+    const kept = new Set(JSON.parse(message.data));
+    forget([...state.runs.keys()].filter((id) => !kept.has(id)));
+  });
+  source.addEventListener("gone", (message) => forget(JSON.parse(message.data)));
   source.addEventListener("run", (message) => {
     const view = JSON.parse(message.data);
     if (view.run.id === state.open) renderRun(view, false);
