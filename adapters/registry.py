@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from adapters import a2a, ag_kit, ag_ui, agent_respond, vercel
+from adapters import a2a, ag_kit, ag_ui, agent_respond, openai_chat, openai_responses, vercel
 from gateway.core.codec import Dialect, Likeness
 from gateway.core.errors import GatewayError, UnknownDialect
 from gateway.core.queries import RunQuery
@@ -14,7 +14,8 @@ from gateway.core.turn import Turn
 from gateway.core.validation import listed
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (ag_ui.DIALECT, ag_kit.DIALECT, vercel.DIALECT,
-                                                     agent_respond.DIALECT, a2a.DIALECT)}
+                                                     agent_respond.DIALECT, a2a.DIALECT, openai_chat.DIALECT,
+                                                     openai_responses.DIALECT)}
 
 
 def get(name: str) -> Dialect:

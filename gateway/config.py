@@ -198,6 +198,8 @@ class Upstream(_Model):
     dialect: str
     variant: str | None = None
     """Detected from the upstream's responses when left out; say it for a server that does not show it."""
+    model: str | None = Field(None, min_length=1, description="the model or agent the upstream is asked for, where "
+                              "its dialect names one (OpenAI's model); default: the client's, else the route's name")
     headers: dict[str, str] = {}
     max_connections: int | None = Field(None, gt=0, description="connections to the upstream at once; past it, "
                                         "requests wait their turn (default: no cap)")

@@ -8,7 +8,8 @@ It also drives the real clients against a live HTTP URL: ``run_agui`` (``agui-ru
 ``HttpAgent`` doing several ``runAgent`` calls), ``run_vercel_chat`` (``vercel-chat.mjs``, the
 ``AbstractChat`` + ``DefaultChatTransport`` state machine that ``useChat`` wraps), ``run_vercel_resume``
 (``vercel-resume.mjs``, that chat dropped on one replica and resumed or stopped through another) and
-``run_a2a_send`` (``a2a-send.mjs``, ``@a2a-js/sdk`` 1.3.0's ``Client`` sending one message). Each call is one
+``run_a2a_send`` (``a2a-send.mjs``, ``@a2a-js/sdk`` 1.3.0's ``Client`` sending one message) and ``run_openai_js``
+(``openai-run.mjs``, the official ``openai`` 7.57.0 SDK through Chat Completions and Responses). Each call is one
 ``node`` process; the plan formats and options are documented at the top of the scripts.
 
 Install once with ``npm ci --prefix tests/clients``. When the install is missing the
@@ -344,3 +345,19 @@ def run_vercel_resume(plan: dict[str, Any]) -> VercelResumeRun:
         msg = f"vercel-resume.mjs answered {str(result)[:500]}, expected an object with messages and requests"
         raise RuntimeError(msg)
     return cast(VercelResumeRun, result)
+
+
+def run_openai_js(base_url: str, steps: list[str], timeout_s: float = 30.0) -> dict[str, Any]:
+    """Run `steps` of ``openai-run.mjs`` with the official ``openai`` npm SDK against `base_url` (the ``/v1`` an
+    OpenAI client is given), all in one node process; each step's result under its name (see the script), or
+    ``{"thrown": error}`` when the SDK threw where the step expected an answer."""
+    node = _require_node()
+    if not (CLIENTS_DIR / "node_modules" / "openai" / "package.json").is_file():
+        msg = f"openai missing in {CLIENTS_DIR}: {_INSTALL_HINT}"
+        raise RuntimeError(msg)
+    plan = {"baseURL": base_url, "steps": steps, "timeoutMs": int(timeout_s * 1000)}
+    result = _node_json(node, "openai-run.mjs", plan, timeout_s * len(steps) + 30)
+    if not isinstance(result, dict) or sorted(result) != sorted(steps):
+        msg = f"openai-run.mjs answered {str(result)[:500]}, expected the steps {steps}"
+        raise RuntimeError(msg)
+    return cast(dict[str, Any], result)

@@ -8,6 +8,8 @@ fully pinned requirements file in `tests/peers/` and started as a subprocess (uv
     agkit-agui `cloudbase-agent-server` 0.1.22, AG-UI over `/send-message` (`tests/peers/agkit_agui_agent.py`)
     a2a        `a2a-sdk[http-server]` 1.3.0, the official A2A SDK, JSON-RPC and HTTP+JSON, 1.0 and 0.3
                (`tests/peers/a2a_agent.py`); its client too (`tests/peers/a2a_client.py`, see `run_a2a_client`)
+    litellm    LiteLLM's proxy 1.108.7, an OpenAI-compatible server answering with mock responses
+               (`tests/peers/litellm_proxy.py`, `litellm_config.yaml`)
 
     python tests/peers_env.py            install the venvs (skipped when a venv matches its requirements file)
     python tests/peers_env.py --relock   re-resolve the top-level pins below and rewrite the requirements files
@@ -102,7 +104,8 @@ AGKIT_AGUI = Peer("agkit-agui", "agkit_agui_agent",
                   ("cloudbase-agent-server==0.1.22", "cloudbase-agent-core==0.1.13", "ag-ui-protocol==0.1.22",
                    "uvicorn==0.54.0"))
 A2A = Peer("a2a", "a2a_agent", ("a2a-sdk[http-server]==1.3.0", "uvicorn==0.54.0"))
-PEERS = (PYDANTIC, AGKIT, AGKIT_AGUI, A2A)
+LITELLM = Peer("litellm", "litellm_proxy", ("litellm[proxy]==1.108.7", "uvicorn==0.54.0"))
+PEERS = (PYDANTIC, AGKIT, AGKIT_AGUI, A2A, LITELLM)
 
 
 def _run(*command: str | Path) -> None:
@@ -248,6 +251,17 @@ def a2a_upstream() -> Iterator[str]:
     """a2a-sdk 1.3.0 serving A2A 1.0 (and 0.3 through its compat layer) over JSON-RPC (`POST /`) and HTTP+JSON
     (`POST /message:stream`, ...), its card at `/.well-known/agent-card.json`; a non-streaming twin under `/plain`."""
     with _serve(A2A) as url:
+        yield url
+
+
+LITELLM_KEY = "sk-mock-0123456789abcdef"
+
+
+@contextmanager
+def litellm_upstream() -> Iterator[str]:
+    """LiteLLM's proxy serving `POST /v1/chat/completions` for models `mock-text` and `mock-fail` (key
+    `LITELLM_KEY`)."""
+    with _serve(LITELLM) as url:
         yield url
 
 

@@ -45,6 +45,8 @@ EXPECTED_TEXT = {
     "vercel": "It is sunny, 21C in Berlin.",
     "agent-respond": "It is sunny, 21C in Rome.",
     "a2a": "After some thought: think.",
+    "openai-chat": "[interrupted] The agent paused for human input: Delete /tmp/demo?",
+    "openai-responses": "It is sunny, 21C in Paris.",
 }
 
 

@@ -7,7 +7,8 @@ import pytest
 from gateway.config import ConfigError, load_config, parse_config
 
 CLIENT_PATHS = {"ag-ui": ["/agui", "/send-message"], "ag-kit": ["/send-message"], "vercel": ["/api/chat"],
-                "agent-respond": ["/agent/respond"], "a2a": ["/a2a"]}
+                "agent-respond": ["/agent/respond"], "a2a": ["/a2a"], "openai-chat": ["/v1/chat/completions"],
+                "openai-responses": ["/v1/responses"]}
 CONFIGS = sorted((Path(__file__).parent.parent / "config").glob("*.yaml"))
 
 MINIMAL = """
@@ -26,7 +27,8 @@ def test_every_example_config_loads(path: Path) -> None:
 
 def test_defaults_mount_the_client_dialects_conventional_paths() -> None:
     route = parse_config(MINIMAL, environ={}).routes[0]
-    assert route.paths == ["/a2a", "/agent/respond", "/agui", "/api/chat", "/send-message"]
+    assert route.paths == ["/a2a", "/agent/respond", "/agui", "/api/chat", "/send-message", "/v1/chat/completions",
+                           "/v1/responses"]
     assert route.name == "route0" and route.timeouts.first_event == 60
 
 

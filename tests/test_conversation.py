@@ -116,6 +116,19 @@ def test_clients_without_ids_are_keyed_by_test_case_and_transcript() -> None:
     assert rerun.conversation_id != first.conversation_id  # a new run of the test case starts afresh
 
 
+def test_a_client_without_ids_answering_its_tool_finds_its_conversation() -> None:
+    mapper = ConversationMapper(MemoryStore())
+    one = [Message("user", "use the tool")]
+    call = [Message("assistant", "", tool_calls=[ToolCall("c", "ask", "{}")])]
+    first = exchange_once(mapper, Turn(one), "agent-respond", "ag-kit",
+                          [RunStarted(), ToolCallStart("c", "ask"), ToolCallEnd("c"), RunFinished()],
+                          transcript=one + call)
+    answer = Turn([*one, *call, Message("tool", "blue", tool_call_id="c")])
+    second = exchange_once(mapper, answer, "agent-respond", "ag-kit", [RunStarted(), RunFinished()])
+    assert second.conversation_id == first.conversation_id  # keyed on the transcript before the tool's result
+    assert [(m.role, m.text) for m in second.messages] == [("tool", "blue")] and second.history == "delta"
+
+
 def test_an_edited_history_under_a_delta_upstream_starts_a_new_conversation_holding_it() -> None:
     mapper = ConversationMapper(MemoryStore())
     first = Turn([Message("user", "hi", "u1")], conversation_id="t")
@@ -222,7 +235,7 @@ def test_conversations_stored_by_earlier_gateways_still_load_and_are_written_bac
         [Message("user", "use the tool", "u1"), Message("assistant", "", None, [ToolCall("c", "ask", '{"q":1}')])],
         {"c": "ask"}, {"i": "c"}, {"count": 2}, None)
     assert encode_conversation(old) == STORED_BEFORE_VARIANTS[:-1] + \
-        b',"upstream_variant":null,"interrupted_run":null,"interrupt_schemas":{}}'
+        b',"upstream_variant":null,"interrupted_run":null,"interrupt_schemas":{},"continued":false}'
     conversation = decode_conversation(STORED)
     assert conversation == Conversation("derived:9a1e", "conv_cd34", [
         Message("user", [ContentPart("text", text="what is this?"),
@@ -230,7 +243,8 @@ def test_conversations_stored_by_earlier_gateways_still_load_and_are_written_bac
         Message("reasoning", "looking", "r1"),
         Message("tool", "boom", tool_call_id="c", name="ask", error="boom"),
     ], upstream_variant="inkeep")
-    assert encode_conversation(conversation) == STORED[:-1] + b',"interrupted_run":null,"interrupt_schemas":{}}'
+    assert encode_conversation(conversation) == \
+        STORED[:-1] + b',"interrupted_run":null,"interrupt_schemas":{},"continued":false}'  # kept
 
 
 def test_an_unreadable_stored_conversation_starts_afresh() -> None:

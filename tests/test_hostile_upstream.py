@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import httpx
+import orjson
 import pytest
 from e2e import Reply, request_body, user_message
 from scripted_http import STREAM_HEAD, Server, chunk, read_all, run
@@ -476,6 +477,36 @@ def test_a_one_body_reply_past_the_bound_ends_with_a_502() -> None:
                 user_message("agent-respond", "hi")]), timeout=30)
     assert answer.status_code == 502 and "held_too_much" in answer.text
     assert counted[0] < 8 * HELD
+
+
+@pytest.mark.parametrize("client", ["agent-respond", "ag-ui", "vercel", "a2a"])
+@pytest.mark.parametrize("past", ["text", "tool arguments"])
+def test_a_one_body_upstreams_whole_reply_past_the_bound_is_the_clients_error(client: str, past: str) -> None:
+    """A one-body upstream's reply comes as one batch that also ends the run: past the bound, the client is still
+    told why, where it got a bare 500 (or a run with no error) as the batch was refused after the run had ended."""
+    if past == "text":
+        message = {"role": "assistant", "content": "x" * (2 * HELD)}
+    else:
+        arguments = '{"a": "' + "y" * (2 * HELD) + '"}'
+        message = {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "big", "arguments": arguments}}]}
+    body = orjson.dumps({"messages": [message]})
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(body)
+    with serving(answering(head, body)) as upstream:
+        config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+            {"paths": ["/in"], "client_dialects": [client], "limits": {"max_held_text": HELD},
+             "upstream": {"url": upstream.url("/agent/respond"), "dialect": "agent-respond"}}]})
+        with Served(create_app(config)) as gateway:
+            answer = httpx.post(f"{gateway.url}/in", json=request_body(client, [user_message(client, "hi")]),
+                                headers={"a2a-version": "1.0"}, timeout=30)
+    if client == "agent-respond":
+        assert answer.status_code == 502 and "held_too_much" in answer.text
+    elif past == "text":  # a stream carries text as it comes: nothing is held
+        reply = Reply(client, answer)
+        assert reply.error is None and reply.text.count("x") == 2 * HELD
+    else:
+        reply = Reply(client, answer)
+        assert reply.error is not None and "tool call's arguments grew past" in reply.error.message
 
 
 def test_two_hostile_streams_at_once_hold_what_the_bound_allows_and_no_more() -> None:

@@ -80,6 +80,11 @@ def semantics(events: list[Event], dialect: str = "ag-ui") -> dict[str, Any]:
             view["terminal"] = ("finished", e.outcome if "cancel" in carries or e.outcome != "cancelled" else "success")
         elif isinstance(e, RunError):
             view["terminal"] = ("error", e.message)
+    if "server_tools" not in carries:  # the tools the agent ran itself are not shown: only the client's calls
+        ran = {call for call, _, _ in view["results"]}
+        view["results"] = []
+        for call in ran:
+            tools.pop(call, None)
     view["texts"] = [t for t in texts if t]
     if "messages" not in carries:
         view["texts"] = "".join(texts)  # no message boundaries on the wire: only the words survive

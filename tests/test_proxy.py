@@ -92,8 +92,11 @@ def test_basic_chat_crosses_every_pair(world: World, client: str, upstream: str)
 @pytest.mark.parametrize(("client", "upstream"), PAIRS)
 def test_server_tool_call_and_result_cross_every_pair(world: World, client: str, upstream: str) -> None:
     reply = world.ask(client, upstream, "what is the weather in Paris", conversation=f"wx-{client}-{upstream}")
-    assert reply.tool_calls == ["get_weather"]
-    assert reply.results == ["sunny, 21C in Paris"]
+    if all("server_tools" in registry.get(d).carries for d in (client, upstream)):
+        assert reply.tool_calls == ["get_weather"]
+        assert reply.results == ["sunny, 21C in Paris"]
+    else:  # a dialect with no place for a tool the agent ran (counted as dropped): its words still come
+        assert reply.tool_calls == [] and reply.results == []
     assert "It is sunny, 21C in Paris." in reply.text
 
 

@@ -22,7 +22,7 @@ DIALECT = Dialect(
     history="full",
     paths=("/agui", "/send-message"),
     carries=frozenset({"messages", "reasoning", "state", "data", "interrupts", "interrupt_ids", "interrupt_tool_call",
-                       "tool_definitions", "client_tools", "errors", "cancel"}),
+                       "tool_definitions", "client_tools", "errors", "cancel", "server_tools"}),
     parse_request=parse_request,
     build_request=build_request,
     new_decoder=AguiDecoder,

@@ -21,6 +21,8 @@ def sniff(body: dict[str, Any]) -> Likeness:
     if isinstance(metadata, dict) and ("test_case_id" in metadata or "turn_index" in metadata):
         return Likeness.OWN
     messages = body.get("messages")
+    if "model" in body:  # an OpenAI client's: readable here, but not surely the eval platform's
+        return Likeness.PLAUSIBLE if isinstance(messages, list) else Likeness.FOREIGN
     if isinstance(messages, list) and all(isinstance(m, dict) and "parts" not in m and "id" not in m
                                           for m in messages):
         return Likeness.OWN
@@ -31,7 +33,7 @@ DIALECT = Dialect(
     name="agent-respond",
     history="full",
     paths=("/agent/respond",),
-    carries=frozenset(),
+    carries=frozenset({"server_tools"}),
     parse_request=parse_request,
     build_request=build_request,
     new_decoder=AgentRespondDecoder,

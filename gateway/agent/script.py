@@ -149,6 +149,8 @@ def _act(s: Script, turn: Turn, history: list[Message], text: str, keyword: str 
     elif keyword == "interrupt":
         s.emit(Interrupt(_interrupt_id(), "confirm", "Continue?", payload={"options": ["yes", "no"]}))
         return RunFinished("interrupt")
+    elif keyword == "weather" and any(t.name == "get_weather" for t in turn.tools):
+        s.call("get_weather", {"location": _city(text)})  # the client offers its own: the agent asks it
     elif keyword == "weather":
         city = _city(text)
         said = s.say("Let me check the weather.")

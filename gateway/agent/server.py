@@ -14,7 +14,8 @@ in the last user message (case-insensitive), the same in every dialect; the firs
 | `fail`      | a little text, then `RunError("scripted failure", "agent_error")`                               |
 | `approve`   | tool call `delete_file` awaiting approval: an `Interrupt` with `reason="tool_approval"`         |
 | `interrupt` | an `Interrupt` with `reason="confirm"`, payload `{"options": ["yes", "no"]}`                    |
-| `weather`   | server tool `get_weather`, its result, then "It is sunny, 21C in <city>."                       |
+| `weather`   | server tool `get_weather`, its result, then "It is sunny, 21C in <city>."; when the client offers |
+|             | a `get_weather` of its own, that one, left to the client                                        |
 | `tool`      | the first client tool offered (or `get_location`, which it declares itself), left to the client |
 | `state`     | state snapshot `{"count": 0}`, a patch to 1, then text                                          |
 | `think`     | reasoning, then text                                                                            |

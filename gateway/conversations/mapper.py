@@ -16,9 +16,10 @@ A full history that does not extend what a delta upstream has seen (useChat's `r
 is never sent as if it were new: the upstream starts a new conversation that is given the client's whole history
 (`history="full"`), as far as its dialect can carry it.
 
-A client with no conversation id (agent-respond) is keyed by its test case and a hash of the transcript before its
-last user message: the record of a conversation moves to the key of its new transcript after every turn, so the
-next turn of the same eval finds it, and a rerun of the same test case starts afresh.
+A client with no conversation id (agent-respond) is keyed by its test case and a hash of the transcript up to where
+the agent last spoke (before the new user message, or the results of the client tools it asked for): the record of
+a conversation moves to the key of its new transcript after every turn, so the next turn of the same eval finds it,
+and a rerun of the same test case starts afresh.
 
 A store that does not answer never makes a turn look like a first one. A turn that needs what it holds (a delta
 client's turn to a full-history upstream, an answer to an interrupt) waits up to `STORE_PATIENCE` for it, then is
@@ -42,7 +43,7 @@ from gateway.conversations.answers import shaped
 from gateway.conversations.recorder import RunRecorder
 from gateway.conversations.store import ConversationStore, StoreError, scoped_digest, scoped_key
 from gateway.core.codec import Dialect
-from gateway.core.errors import StoreUnavailable
+from gateway.core.errors import StoreUnavailable, UnknownRun
 from gateway.core.ids import new_id
 from gateway.core.turn import History, Message, Resume, Turn, new_messages
 
@@ -70,6 +71,9 @@ class Conversation:
     each interrupt (A2A continues a task) resumes them all by naming it."""
     interrupt_schemas: dict[str, Any] = field(default_factory=dict)
     """The `responseSchema` of each open interrupt that declared one: what its answer must be."""
+    continued: bool = False
+    """A later run continued this record of a chain of runs (`Turn.chains_runs`): an upstream that keeps the
+    history has moved past it, so continuing from here again is a fork."""
 
 
 @dataclass(slots=True)
@@ -89,6 +93,9 @@ class Exchange:
     """The store failed this turn (it could not be read, or the turn not saved): the access log says so."""
     decision: str = ""
     """What the upstream was sent this turn and why, in a sentence (the inspector shows it)."""
+    followed: Conversation | None = None
+    """The record of a chain's run this turn continues, as it was read: marked continued once this turn is stored,
+    when the upstream keeps the history."""
 
 
 class ConversationMapper:
@@ -113,15 +120,26 @@ class ConversationMapper:
                 raise StoreUnavailable("the conversation store did not answer, and this turn needs the history it "
                                        "keeps: retry shortly")
         stored = conversation is not None
+        if turn.follows is not None and conversation is None and readable:
+            raise UnknownRun(f"Previous response with id '{turn.follows}' not found.")
+        followed = replace(conversation) if turn.follows is not None and conversation is not None else None
         if conversation is None:
             conversation = Conversation(key, _upstream_id(route, principal, turn.conversation_id, transparent_ids))
         variant = variant or conversation.upstream_variant
         upstream_history = upstream.history_of(variant)
+        forked = followed is not None and followed.continued and upstream_history == "delta"
+        if forked:
+            # A second run from the same point of a chain: the upstream's copy has moved on, so this branch is a
+            # new upstream conversation, given the whole history.
+            conversation.upstream_id = new_id("conv")
         resume, unanswerable = _resumes(turn, conversation, stored or not transparent_ids)
         if unanswerable and not any(m.role == "user" for m in new_messages(turn)):
             # An answer to a run that waits for nothing any more: what the client said is a new message.
             turn = replace(turn, messages=turn.messages + [Message("user", text) for text in unanswerable])
         messages, known, history, why = self._messages_for_upstream(turn, conversation, stored, upstream_history)
+        if forked:
+            history, messages = "full", known
+            why = "a second run from the same point of a chain: a new upstream conversation, given the whole history"
         state = turn.state
         if state is None and "state" not in client.carries:
             state = conversation.state  # the upstream gets back the state it last reported
@@ -135,7 +153,8 @@ class ConversationMapper:
             why = "a new upstream conversation: the upstream takes the whole history each turn"
         return Exchange(route, principal, conversation, turn, upstream_turn, known, stored, variant,
                         history_lost=not readable,
-                        decision=f"{_DECISION[history]} ({len(messages)} of {len(known)} messages): {why}")
+                        decision=f"{_DECISION[history]} ({len(messages)} of {len(known)} messages): {why}",
+                        followed=followed if upstream_history == "delta" else None)
 
     async def finish(self, exchange: Exchange, recorder: RunRecorder, next_transcript: list[Message] | None = None
                      ) -> None:
@@ -165,24 +184,39 @@ class ConversationMapper:
             # Some AG-UI servers mint their own thread id: follow it, or the next turn starts a new thread.
             conversation.upstream_id = recorder.upstream_thread_id
         old_key = conversation.key
+        client_turn = exchange.client_turn
         if next_transcript is not None:
-            conversation.key = _derived_key(exchange.route, exchange.principal, exchange.client_turn, next_transcript)
+            conversation.key = _derived_key(exchange.route, exchange.principal, client_turn, next_transcript)
+        elif client_turn.chains_runs and client_turn.run_id:
+            # Kept as this run leaves it, under the run's id; the record it continued stays, for a fork.
+            conversation.key = scoped_key("after", exchange.route, exchange.principal, client_turn.run_id)
+        group = scoped_key("principal", exchange.principal)
         try:
-            await self.store.put(conversation.key, encode_conversation(conversation), scoped_key("principal",
-                                                                                             exchange.principal))
-            if conversation.key != old_key and exchange.stored:
+            await self.store.put(conversation.key, encode_conversation(conversation), group)
+            if exchange.followed is not None and not exchange.followed.continued:
+                exchange.followed.continued = True
+                await self.store.put(old_key, encode_conversation(exchange.followed), group)
+            elif conversation.key != old_key and exchange.stored and not client_turn.chains_runs:
                 await self.store.delete(old_key)
         except StoreError as exc:
             exchange.history_lost = True
             log.warning("conversation %s not saved: %s", conversation.key, exc)
 
+    async def forget_chain(self, route: str, principal: str, run_id: str) -> None:
+        """Delete the conversation as a run of a chain left it (`Turn.chains_runs`), if it was kept (raises
+        `StoreError`)."""
+        await self.store.delete(scoped_key("after", route, principal, run_id))
+
     @staticmethod
     def _key(route: str, principal: str, turn: Turn) -> str:
         if turn.conversation_id:
             return scoped_key("client", route, principal, turn.conversation_id)
-        messages = turn.messages
-        last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=len(messages))
-        return _derived_key(route, principal, turn, messages[:last_user])
+        if turn.follows is not None:
+            return scoped_key("after", route, principal, turn.follows)
+        if turn.chains_runs and turn.run_id:
+            return scoped_key("after", route, principal, turn.run_id)  # a chain's first run: nothing to find
+        said_before = len(turn.messages) - len(new_messages(turn))  # up to where the agent last spoke
+        return _derived_key(route, principal, turn, turn.messages[:said_before])
 
     async def _load(self, key: str, *, quiet: bool = False) -> tuple[Conversation | None, bool]:
         """The stored conversation, if any, and whether the store could be asked."""
@@ -262,8 +296,9 @@ def _upstream_id(route: str, principal: str, client_id: str | None, transparent:
 
 def _needs_history(turn: Turn, upstream: History) -> bool:
     """Whether the turn cannot be put to the upstream without the conversation the store holds: a delta client's
-    turn to an upstream that must be sent the whole history, or answers to interrupts only the store can place."""
-    return (turn.history == "delta" and upstream == "full") or bool(turn.resume)
+    turn to an upstream that must be sent the whole history, answers to interrupts only the store can place, or a
+    turn that continues a stored response (which must not be taken for a first turn)."""
+    return (turn.history == "delta" and upstream == "full") or bool(turn.resume) or turn.follows is not None
 
 
 def _resumes(turn: Turn, conversation: Conversation, checked: bool) -> tuple[list[Resume], list[str]]:

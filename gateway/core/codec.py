@@ -87,13 +87,14 @@ Feature = Literal[
     "interrupts",  # a run can stop for a human, and the next request can answer it
     "interrupt_tool_call",  # an interrupt can name the tool call it is about
     "interrupt_ids",  # each interrupt keeps its own id (A2A names what waits by its task)
+    "server_tools",  # a reply shows the tools the agent ran itself, with their results
     "tool_definitions",  # a request offers the client's tools to the agent
     "client_tools",  # a run can end on a tool call for the client to run, whose result comes next request
     "tool_errors",  # a tool result can say it failed
     "errors",  # a streamed reply can end in an error the client shows
     "cancel",  # a run can end as cancelled rather than finished
 ]
-"""What a dialect carries beyond text and server tool calls with their results. What a client's dialect lacks is
+"""What a dialect carries beyond text and the client's tool calls. What a client's dialect lacks is
 approximated or left out (and counted in `Encoder.dropped`)."""
 
 
@@ -158,6 +159,14 @@ class Dialect:
     """Its clients name each run and reconnect with `Last-Event-ID` (AG-UI): on a resumable route every SSE event
     gets an `id:`, and a request for a run that is running attaches to it. Other dialects' retries are matched by
     their body."""
+    echoed: Callable[[list[Message]], list[Message]] | None = None
+    """A run's messages (as recorded) as its client will send them back next turn, for a dialect whose clients keep
+    the history and name no conversation, and whose replies do not show every message (Chat Completions shows one
+    assistant message, no server tool): the gateway finds the conversation again by that history."""
+    catalog_path: str | None = None
+    """Where its clients list the routes they may use (OpenAI's `GET /v1/models`), beside the dialect's paths."""
+    catalog: Callable[[list[AgentDescription]], dict[str, Any]] | None = None
+    """That list, in the dialect's shape."""
 
     def history_of(self, variant: str | None) -> History:
         """What history a server of this dialect, or of its `variant`, expects."""

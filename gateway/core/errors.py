@@ -12,8 +12,10 @@ GatewayError
  │    ├── UnknownDialect          400  no dialect of the path reads the body, or it belongs on another path
  │    ├── HistoryConflict         409  an edited history that an upstream keeping its own cannot be given
  │    ├── ResumeUnavailable       410  the rest of a run whose reply is no longer kept
+ │    ├── UnknownRoute            404  a request names a route (OpenAI's `model`) the path does not serve
  │    ├── NoRunningRun            404  a stop or resume for a conversation with no run running
  │    ├── RunNotFound             404  a request names a run (a task) this caller has none of
+ │    │    └── UnknownRun              a run a request continues from (Responses' previous_response_id)
  │    ├── RunNotContinuable       409  a request continues a run that has ended, or is still running
  │    ├── RunNotCancelable        409  a cancel for a run that has already ended
  │    ├── NotSupported            400  an operation this route does not offer (a dialect's optional feature)
@@ -123,6 +125,13 @@ class HistoryConflict(RequestError):
     code = "history_conflict"
 
 
+class UnknownRoute(RequestError):
+    """A request names a route (OpenAI's `model`) that its path does not serve, or not to this caller."""
+
+    status = 404
+    code = "unknown_route"
+
+
 class ResumeUnavailable(RequestError):
     """A client asked for the rest of a run whose reply the gateway no longer keeps (or never did)."""
 
@@ -143,6 +152,13 @@ class RunNotFound(RequestError):
 
     status = 404
     code = "run_not_found"
+
+
+class UnknownRun(RunNotFound):
+    """A request continues from a run by its id (Responses' `previous_response_id`) that the gateway does not keep
+    for this caller: its client names the field, not the run."""
+
+    code = "unknown_run"
 
 
 class RunNotContinuable(RequestError):

@@ -1,12 +1,13 @@
-"""Runs a client asks about after starting them: get one as it stands, cancel it, list them, follow one as it goes
-(A2A's `GetTask`, `CancelTask`, `ListTasks`, `SubscribeToTask`). The server keeps the runs (this process's, every
-replica's over Redis, and the store's); the client's dialect says what a query is, what a run looks like to its
-clients, and how an answer is written.
+"""Runs a client asks about after starting them: get one as it stands, cancel it, delete it, list them, follow one
+as it goes (A2A's `GetTask`, `CancelTask`, `ListTasks`, `SubscribeToTask`; Responses' `GET`, `DELETE` and `cancel`
+of a response). The server keeps the runs (this process's, every replica's over Redis, and the store's); the
+client's dialect says what a query is, what a run looks like to its clients, and how an answer is written.
 
 ```
 run's events ──RunLog.feed──▶ updates (what a watcher is sent) ──▶ the run's feed, read on any replica
                     └──────document──▶ RunRecord in the store ──▶ later queries and listings
-client's query ──read──▶ RunQuery ──answer(query, CallerRuns)──▶ one body, or a stream of frames
+client's query ──read (a body), or paths (a run's id in the path)──▶ RunQuery ──answer(query, CallerRuns)──▶
+    one body, or a stream of frames
 ```
 
 A run may take several requests: one that stops for its client (an interrupt) is continued by a later request
@@ -114,6 +115,11 @@ class CallerRuns(Protocol):
         """Keep a changed record (a run that waited, cancelled)."""
         ...
 
+    async def forget(self, run_id: str) -> bool:
+        """Delete what the gateway keeps of a run that is not running: its record, and the conversation as the run
+        left it (`Turn.chains_runs`); False if the caller had no such run."""
+        ...
+
     async def newest(self, after: str | None, limit: int) -> list[RunRecord]:
         """The caller's runs, most recently changed first, after the cursor of an earlier answer's last record."""
         ...
@@ -129,12 +135,25 @@ class RunQuery:
     """A request about runs rather than a new run."""
 
     name: str
-    """What it asks, in the dialect's words (A2A's method)."""
+    """What it asks, in the dialect's words (A2A's method; a `RunPath`'s name)."""
     run_id: str | None
     """The run it is about, if one (for the access log)."""
     request: dict[str, Any]
+    """The query's JSON body, or a `RunPath` query's query string parameters."""
     streams: bool = False
     """Whether the answer is a stream (a watcher): it takes a stream slot like a run."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunPath:
+    """A query at a path under the dialect's own, the run's id in the path (Responses' `GET /v1/responses/{id}`,
+    `POST /v1/responses/{id}/cancel`): read as a `RunQuery` named `name`, whose request is the query string's
+    parameters."""
+
+    method: str
+    name: str
+    suffix: str = ""
+    """What follows the run's id in the path ("" or "/cancel")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,3 +190,6 @@ class RunQueries:
     what its reply builds on."""
     webhooks: Callable[[Turn], list[Webhook]] = lambda turn: []
     """The webhooks a request registers for its run as it starts it (A2A's `configuration.pushNotificationConfig`)."""
+    paths: tuple[RunPath, ...] = ()
+    """Queries at paths under the dialect's own, the run's id in the path (Responses'); `read` reads those that come
+    in a body (A2A's)."""

@@ -115,6 +115,15 @@ class Turn:
     """Dialect metadata worth keeping across a hop, e.g. agent-respond's `test_case_id` and `turn_index`."""
     variant: str | None = None
     """The request's shape within its dialect (Vercel's "inkeep"), so the reply can take the same shape."""
+    model: str | None = None
+    """The model or agent the request names (OpenAI's `model`): the client's, echoed in replies that name one; the
+    upstream's, for an upstream whose requests name one."""
+    follows: str | None = None
+    """The run this turn continues, for a client that names a run rather than a conversation (Responses'
+    `previous_response_id`): the conversation is as that run left it."""
+    chains_runs: bool = False
+    """The client continues runs by their ids (`follows`) rather than by naming a conversation: the gateway keeps
+    the conversation as each run leaves it, under the run's id, so any run of it can be continued (a fork)."""
 
 
 def new_messages(turn: Turn) -> list[Message]:

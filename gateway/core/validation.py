@@ -199,6 +199,7 @@ def check_ids(turn: Turn, dialect: str) -> None:
         named.append(("tool call id", message.tool_call_id))
         named += [("tool call id", call.id) for call in message.tool_calls]
     named += [("interrupt id", resume.interrupt_id) for resume in turn.resume]
+    named += [("previous run id", turn.follows), ("model", turn.model)]
     details = [{"field": what, "message": f"must be at most {MAX_ID} characters, without control characters"}
                for what, value in named if value is not None and bad_id(value)]
     if details:

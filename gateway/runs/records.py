@@ -38,6 +38,10 @@ class RunRecords:
             log.warning("run %s unreadable: %s", run_id, exc)
             return None
 
+    async def delete(self, route: str, principal: str, run_id: str) -> None:
+        """Forget the caller's run of that id on the route (raises `StoreError`)."""
+        await self.store.delete(_key(route, principal, run_id))
+
     async def newest(self, route: str, principal: str, after: str | None, limit: int) -> list[RunRecord]:
         """The caller's runs on the route, most recently changed first (raises `StoreError`)."""
         found: list[RunRecord] = []

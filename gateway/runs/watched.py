@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Protocol
 
 from pydantic import TypeAdapter
@@ -58,7 +58,8 @@ class RouteRuns:
 
     def __init__(self, route: str, board: RunBoard, records: RunRecords, *, lifetime: float, patience: float,
                  max_entries: int, max_bytes: int, webhooks: RouteWebhooks | None = None,
-                 pushes: Callable[[CallerWebhooks, str], UpdateSink] | None = None) -> None:
+                 pushes: Callable[[CallerWebhooks, str], UpdateSink] | None = None,
+                 leftovers: Callable[[str, str], Awaitable[None]] | None = None) -> None:
         self.route = route
         self.board = board
         self.records = records
@@ -66,6 +67,9 @@ class RouteRuns:
         """The runs' webhooks, on a route that pushes updates."""
         self.pushes = pushes
         """A run's deliveries to its webhooks, given them and the run's id."""
+        self.leftovers = leftovers
+        """Deletes what else the gateway keeps of a run, given its caller and its id (the conversation as a run of a
+        chain left it), when the run is forgotten."""
         self.lifetime = lifetime
         """How long a run may last (the route's total timeout)."""
         self.patience = patience
@@ -234,6 +238,15 @@ class CallerRuns:
 
     async def save(self, record: RunRecord) -> None:
         await self._runs.records.save(self._runs.route, self._principal, record)
+
+    async def forget(self, run_id: str) -> bool:
+        runs = self._runs
+        if await runs.records.load(runs.route, self._principal, run_id) is None:
+            return False
+        await runs.records.delete(runs.route, self._principal, run_id)
+        if runs.leftovers is not None:
+            await runs.leftovers(self._principal, run_id)
+        return True
 
     async def newest(self, after: str | None, limit: int) -> list[RunRecord]:
         return await self._runs.records.newest(self._runs.route, self._principal, after, limit)

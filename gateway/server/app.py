@@ -29,8 +29,8 @@ from gateway.inspector.ring import RunRing
 from gateway.recordings.files import RecordingFiles
 from gateway.runs.board import KeptLimits, RunBoard
 from gateway.runs.redis import RedisRunBoard
-from gateway.server import http_server, logs
-from gateway.server.documents import discovery_routes
+from gateway.server import http_server, logs, queries
+from gateway.server.documents import catalog_routes, discovery_routes
 from gateway.server.drain import Drain
 from gateway.server.logs import ACCESS
 from gateway.server.metrics import CONTENT_TYPE, Metrics
@@ -99,6 +99,7 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
                                 max_bytes=config.store.max_conversation_bytes)
     routes: list[BaseRoute] = []
     handlers: dict[str, tuple[ASGIApp, frozenset[str]]] = {}
+    route_handlers: list[RouteHandler] = []
     board = open_board(store, config.store.kept_limits())
     drain = Drain(config.drain_seconds)
     pusher = Pusher(pool)
@@ -118,6 +119,8 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
                                      keepalive=config.keepalive_seconds, metrics=metrics, log_bodies=log_bodies,
                                      debug_errors=config.debug_errors, tracing=tracing, pusher=pusher,
                                      observer=observer)
+        route_handlers.append(route_handler)
+        routes += queries.path_routes(route_handler)
         handler: ASGIApp = route_handler
         if route.resumable:
             routes += conversation_routes(route, ConversationEndpoints(route_handler))
@@ -150,6 +153,7 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
     routes += [Route("/healthz", healthz, methods=["GET"]), Route("/readyz", readyz, methods=["GET"]),
                Route("/metrics", metrics_endpoint, methods=["GET"])]
     routes += discovery_routes(config)
+    routes += catalog_routes(route_handlers)
     routes += extra_routes or []
 
     @asynccontextmanager

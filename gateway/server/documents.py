@@ -1,5 +1,6 @@
 """The documents clients discover a route's agent by (A2A's agent card), served at `<path><document path>` for each
-path where the route reads that dialect's requests, and at the bare document path when only one path has one.
+path where the route reads that dialect's requests, and at the bare document path when only one path has one; and
+the lists of the routes a caller may use (OpenAI's `GET /v1/models`: `catalog_routes`).
 
 A document is built per request (its URL is the one it was asked under, unless the route names one) and cached by
 clients the HTTP way: a weak `ETag` of its bytes, `Last-Modified` the time the gateway loaded its configuration,
@@ -14,6 +15,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from email.utils import formatdate, parsedate_to_datetime
+from typing import TYPE_CHECKING
 
 import orjson
 from starlette.middleware.cors import CORSMiddleware
@@ -26,6 +28,10 @@ from adapters import registry
 from gateway.config import GatewayConfig
 from gateway.config import Route as ConfigRoute
 from gateway.core.codec import AgentDescription, Dialect
+from gateway.core.errors import GatewayError, UnknownRoute
+
+if TYPE_CHECKING:
+    from gateway.server.proxy import RouteHandler
 
 log = logging.getLogger("agent_gateway.app")
 
@@ -106,3 +112,57 @@ def _not_modified(request: Request, etag: str, published: int) -> bool:
         return published <= parsedate_to_datetime(since).timestamp()
     except (TypeError, ValueError):
         return False
+
+
+def catalog_routes(handlers: list[RouteHandler]) -> list[Route]:
+    """Where clients list the routes they may use (`Dialect.catalog_path`: OpenAI's `GET /v1/models`), beside
+    each route path that ends in one of the dialect's conventional paths (`/team/v1/chat/completions` lists at
+    `/team/v1/models`), or at the plain catalog path for a route on paths of its own."""
+    listed: dict[str, tuple[Dialect, list[RouteHandler]]] = {}
+    for handler in handlers:
+        for name in handler.route.dialects:
+            dialect = registry.get(name)
+            if dialect.catalog_path is None or dialect.catalog is None:
+                continue
+            prefixes = {path[: -len(own)] for path in handler.route.served_paths for own in dialect.paths
+                        if path.endswith(own)} or {""}
+            for prefix in prefixes:
+                entry = listed.setdefault(prefix + dialect.catalog_path, (dialect, []))
+                if handler not in entry[1]:
+                    entry[1].append(handler)
+    routes = []
+    for at, (dialect, serving) in listed.items():
+        endpoint = _catalog(dialect, serving)
+        routes += [Route(at, endpoint, methods=["GET"]), Route(at + "/{model}", endpoint, methods=["GET"])]
+    return routes
+
+
+def _catalog(dialect: Dialect, serving: list[RouteHandler]) -> Callable[[Request], Awaitable[Response]]:
+    """The routes this caller may use (an open route, or one its key opens), or the one it names."""
+
+    async def endpoint(request: Request) -> Response:
+        assert dialect.catalog is not None
+        usable = []
+        refused: GatewayError | None = None
+        for handler in serving:
+            try:
+                handler.access.identify(request.headers)
+            except GatewayError as error:
+                refused = error
+                continue
+            usable.append(handler.route)
+        model = request.path_params.get("model")
+        if model is not None:
+            usable = [route for route in usable if route.name == model]
+            if not usable:
+                refused = UnknownRoute(f"The model '{model}' does not exist or you do not have access to it.")
+        if refused is not None and not usable and dialect.error_reply is not None:
+            status, body = dialect.error_reply(refused, None)
+            return Response(body, status, media_type="application/json")
+        described = [AgentDescription(route.name, route.agent.description, route.agent.url or "")
+                     for route in usable]
+        listing = dialect.catalog(described)
+        return Response(orjson.dumps(listing["data"][0] if model is not None else listing),
+                        media_type="application/json")
+
+    return endpoint

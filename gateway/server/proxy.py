@@ -41,7 +41,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from starlette.datastructures import Headers
+from starlette.datastructures import Headers, QueryParams
 from starlette.types import Message, Receive, Scope, Send
 
 from adapters import registry
@@ -66,7 +66,7 @@ from gateway.core.errors import (
 )
 from gateway.core.events import RunError
 from gateway.core.ids import new_id
-from gateway.core.queries import RunQuery
+from gateway.core.queries import RunPath, RunQuery
 from gateway.core.turn import Turn
 from gateway.core.validation import MAX_ID, bad_id, check_ids, load_json_object
 from gateway.inspector.ring import InspectedRun
@@ -371,6 +371,38 @@ class RouteHandler:
             if watched is not None:
                 await watched.close()
 
+    async def query_at(self, scope: Scope, receive: Receive, send: Send, client: Dialect, run_path: RunPath
+                       ) -> None:
+        """A query at a path under the route's, the run's id in the path (`RunQueries.paths`): the caller
+        identified, then answered as a query that came in a body is; refused in the client's dialect."""
+        headers = Headers(scope=scope)
+        call = _Call(self, send, headers, request_id_of(headers))
+        call.record.note_request(scope, client.name)
+        if self.tracing is not None:
+            call.trace = self.tracing.start(headers, scope["path"], call.request_id, call.started_at)
+            call.record.trace_id = call.trace.trace_id
+        if client.error_reply is not None:
+            reply = client.error_reply
+            call.writer.error_reply = lambda error: reply(error, None)
+        self.in_flight.inc()
+        self.drain.streams.add(call)
+        try:
+            call.caller = self.access.identify(headers)
+            call.record.key_id = call.caller.key_id
+            run_id = scope["path_params"]["run_id"]
+            if bad_id(run_id):
+                raise InvalidRequest(f"a run id in the path must be at most {MAX_ID} characters, without control "
+                                     "characters")
+            if scope["method"] == "POST":
+                _check_content_type(headers)  # as for a run: a page on another origin cannot POST one unasked
+            call.request_json = {}
+            parameters = dict(QueryParams(scope.get("query_string", b"")))
+            await queries.answer(self, call, receive, client, RunQuery(run_path.name, run_id, parameters))
+        except GatewayError as error:
+            await call.writer.fail_before_start(error)
+        finally:
+            call.report()
+
     def _parse(self, call: _Call, headers: Headers, body: bytes, path: str) -> tuple[Dialect, Turn | RunQuery]:
         _check_content_type(headers)
         limits = self.route.limits
@@ -541,6 +573,7 @@ class _Call:
                                               route.upstream.variant or discovered or handler.learned_variant,
                                               self.caller.principal,
                                               transparent_ids=route.upstream.ids == "transparent")
+        exchange.upstream_turn.model = route.upstream.model or turn.model or route.name
         outbound = upstream.build_request(exchange.upstream_turn, exchange.upstream_variant)
         headers = self.upstream_headers = self._upstream_headers(outbound.headers, client)
         self.target = target

@@ -1,10 +1,11 @@
 """Requests about runs rather than new runs (`gateway.core.queries`), and the runs their clients may ask about:
 the route's side of both.
 
-A query is answered with the caller's runs on the route (never another principal's), wherever they run. An answer
-that streams (a watcher) takes a stream slot like a run, and gets the dialect's keep-alive when nothing comes for
-the route's keep-alive interval. A run of such a dialect is started with its feed claimed, so that queries on any
-replica find it and a cancel from any replica stops it.
+A query comes in a request's body (A2A's), or at a path under the route's that names the run (Responses'
+`GET /v1/responses/{id}`: `path_routes`). It is answered with the caller's runs on the route (never another
+principal's), wherever they run. An answer that streams (a watcher) takes a stream slot like a run, and gets the
+dialect's keep-alive when nothing comes for the route's keep-alive interval. A run of such a dialect is started
+with its feed claimed, so that queries on any replica find it and a cancel from any replica stops it.
 """
 
 from __future__ import annotations
@@ -15,14 +16,16 @@ import logging
 from functools import partial
 from typing import TYPE_CHECKING
 
-from starlette.types import Receive
+from starlette.middleware.cors import CORSMiddleware
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from adapters import registry
 from gateway.config import Push
 from gateway.conversations.store import StoreError
 from gateway.core.codec import Dialect
 from gateway.core.errors import Overloaded
-from gateway.core.queries import Answer, RunQuery, StreamedAnswer
+from gateway.core.queries import Answer, RunPath, RunQuery, StreamedAnswer
 from gateway.core.turn import Turn
 from gateway.runs.records import RunRecords
 from gateway.runs.tape import TapeLost
@@ -141,7 +144,47 @@ def route_runs(handler: RouteHandler) -> RouteRuns | None:
     return RouteRuns(route.name, handler.board, RunRecords(handler.mapper.store), lifetime=timeouts.total,
                      patience=max(timeouts.first_event, timeouts.idle) + handler.keepalive,
                      max_entries=limits.max_resume_events, max_bytes=limits.max_resume_bytes, webhooks=webhooks,
-                     pushes=pushes)
+                     pushes=pushes, leftovers=partial(handler.mapper.forget_chain, route.name))
+
+
+class PathQueries:
+    """The queries at one path under a route's, the run's id in the path (`RunQueries.paths`), by method."""
+
+    def __init__(self, handler: RouteHandler, by_method: dict[str, tuple[Dialect, RunPath]]) -> None:
+        self.handler = handler
+        self.by_method = by_method
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        dialect, run_path = self.by_method[scope["method"]]
+        await self.handler.query_at(scope, receive, send, dialect, run_path)
+
+
+def path_routes(handler: RouteHandler) -> list[Route]:
+    """Under each path where a dialect of the route with queries at paths reads requests: `<path>/{run_id}<suffix>`
+    (Responses' `GET /v1/responses/{id}`, `POST .../cancel`)."""
+    route = handler.route
+    found: dict[str, dict[str, tuple[Dialect, RunPath]]] = {}
+    for name in route.dialects:
+        dialect = registry.get(name)
+        if dialect.queries is None or not dialect.queries.paths:
+            continue
+        for path in route.served_paths:
+            if name in registry.path_owners(route.dialects, path):
+                for run_path in dialect.queries.paths:
+                    at = path.rstrip("/") + "/{run_id}" + run_path.suffix
+                    found.setdefault(at, {}).setdefault(run_path.method, (dialect, run_path))
+    out = []
+    for at, by_method in found.items():
+        endpoint: ASGIApp = PathQueries(handler, by_method)
+        methods = list(by_method)
+        if route.cors is not None:
+            cors = route.cors
+            endpoint = CORSMiddleware(endpoint, allow_origins=cors.allow_origins, allow_methods=methods,
+                                      allow_headers=cors.allow_headers, allow_credentials=cors.allow_credentials,
+                                      expose_headers=["x-request-id"], max_age=cors.max_age)
+            methods.append("OPTIONS")
+        out.append(Route(at, endpoint, methods=methods))
+    return out
 
 
 def _pushes(pusher: Pusher, push: Push, route: str, webhooks: CallerWebhooks, run_id: str) -> RunPush:

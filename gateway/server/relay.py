@@ -149,7 +149,7 @@ class Relay:
                 response.offer = None
                 response = again
         except HeldTooMuch as exc:
-            events = decoder.fail(str(exc), "held_too_much")
+            events = _held_too_much(decoder, exc)
         except asyncio.CancelledError:
             reason = deadlines.cancelled_because
             if reason not in ("timeout", "cancelled", "shutdown"):
@@ -169,7 +169,10 @@ class Relay:
         finally:
             response.offer = None
         if events:  # empty only if the run already ended when the deadline struck
-            await self._deliver(events)
+            try:
+                await self._deliver(events)
+            except HeldTooMuch as exc:  # the run's last batch went past the bound (a one-body upstream's whole reply)
+                await self._deliver(_held_too_much(decoder, exc))
 
     async def _reattach(self, response: Response) -> Response | None:
         """The rest of a run whose stream ended or broke before the run did, where its dialect can ask for it (A2A's
@@ -284,7 +287,7 @@ class Relay:
         it will send it back next turn."""
         exchange = self.exchange
         transcript: list[TurnMessage] | None = None
-        if exchange.client_turn.conversation_id is None:
+        if exchange.client_turn.conversation_id is None and not exchange.client_turn.chains_runs:
             transcript = exchange.client_turn.messages + _reply_as_client_sees_it(self._client, self.encoder, body,
                                                                                   self.recorder)
         await self._mapper.finish(exchange, self.recorder, transcript)
@@ -294,6 +297,12 @@ class Relay:
             self._record.history = "unavailable"
         elif self.recorder.overflowed:
             self._record.history = "reply_left_out"
+
+
+def _held_too_much(decoder: Decoder, exc: HeldTooMuch) -> list[Event]:
+    """The end of a run that brought more than its client can be given whole. The batch that went past the bound
+    may have ended the run in the decoder, which then adds nothing; the client has been told nothing of it yet."""
+    return decoder.fail(str(exc), "held_too_much") or [RunError(str(exc), "held_too_much")]
 
 
 def _ended(decoder: Decoder, broke: HTTPError | None, first_break: HTTPError | None) -> list[Event]:
@@ -316,6 +325,8 @@ def _reply_as_client_sees_it(client: Dialect, encoder: Encoder | None, body: byt
         messages = client.reply_messages(body)
         if messages is not None:
             return messages
+    if client.echoed is not None:
+        return client.echoed(recorder.close())
     return recorder.close()
 
 

@@ -1,0 +1,50 @@
+"""OpenAI Chat Completions: `POST /v1/chat/completions`, the whole history every call, a reply streamed as
+`chat.completion.chunk`s or sent as one `chat.completion`. As an upstream, any OpenAI-compatible server (a model
+server, or an agent behind the API); as a face, what every OpenAI SDK and most eval tools speak."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.core.codec import AgentDescription, Dialect, Likeness
+
+from .conformance import judge
+from .decode import ChatDecoder
+from .encode import new_encoder
+from .errors import error_reply
+from .request import build_request, echoed, parse_request, sample_request
+
+MODELS_PATH = "/v1/models"
+
+
+def sniff(body: dict[str, Any]) -> Likeness:
+    """OpenAI clients name a `model` beside `messages`; none of the agent dialects does."""
+    if not isinstance(body.get("messages"), list):
+        return Likeness.FOREIGN
+    return Likeness.OWN if isinstance(body.get("model"), str) else Likeness.PLAUSIBLE
+
+
+def catalog(routes: list[AgentDescription]) -> dict[str, Any]:
+    """`GET /v1/models`: each route a model, as OpenAI lists them."""
+    return {"object": "list", "data": [{"id": route.name, "object": "model", "created": 0,
+                                        "owned_by": "agent-gateway"} for route in routes]}
+
+
+DIALECT = Dialect(
+    name="openai-chat",
+    history="full",
+    paths=("/v1/chat/completions",),
+    carries=frozenset({"reasoning", "tool_definitions", "client_tools", "errors"}),
+    parse_request=parse_request,
+    build_request=build_request,
+    new_decoder=ChatDecoder,
+    new_encoder=new_encoder,
+    sniff=sniff,
+    sample_request=sample_request,
+    judge=judge,
+    expects="a Chat Completions request needs model and messages",
+    error_reply=error_reply,
+    echoed=echoed,
+    catalog_path=MODELS_PATH,
+    catalog=catalog,
+)

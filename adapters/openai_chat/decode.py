@@ -1,0 +1,213 @@
+"""An OpenAI-compatible server's reply into canonical events: `chat.completion.chunk`s over SSE, or one
+`chat.completion` body (a server that does not stream, or an error object sent before any stream).
+
+- `delta.content` is one text message until a tool call interrupts it; `delta.reasoning_content` (DeepSeek, vLLM,
+  LiteLLM) or `delta.reasoning` (OpenRouter, Ollama) is reasoning.
+- `delta.tool_calls` are kept apart by `index`: the first piece of each names its id and function. A model's tool
+  calls are the client's to run: the run ends with them pending.
+- `usage` (the last chunk with `stream_options.include_usage`) is usage; the run ends at `[DONE]`, or at the end of
+  a body that gave a finish reason without it. An `error` object, in a frame or as the body, fails the run.
+- A frame that is no chunk (neither `choices` nor `usage`) is kept as `Raw`: a reply of nothing else was not Chat
+  Completions at all (see `agent_gateway_upstream_replies_unread_total`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.core.decoding import DEFAULT_MAX_BODY, BoundedBody, Events, JsonSSEDecoder
+from gateway.core.events import (
+    Event,
+    Raw,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    RunError,
+    RunFinished,
+    RunStarted,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+)
+from gateway.core.ids import new_id
+from gateway.core.sse import DEFAULT_MAX_FRAME
+
+_REASONING_KEYS = ("reasoning_content", "reasoning")
+
+
+class ChatDecoder(JsonSSEDecoder):
+    __slots__ = ("_body", "_calls", "_finished", "_mode", "_model", "_reasoning", "_started", "_text")
+
+    def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
+        super().__init__(max_event_bytes)
+        self._mode: str | None = None
+        """`sse` or `json`, once the body's first byte tells."""
+        self._body = BoundedBody(max(max_event_bytes, DEFAULT_MAX_BODY))
+        self._started = False
+        self._text: str | None = None
+        self._reasoning: str | None = None
+        self._calls: dict[int, str] = {}
+        """Tool calls open by their index in the message: index -> id."""
+        self._finished = False
+        """A finish reason came: the stream may end without `[DONE]`."""
+        self._model: str | None = None
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        if self._mode is None:
+            head = chunk.lstrip()
+            if not head:
+                return []
+            self._mode = "json" if head[:1] == b"{" else "sse"
+        if self._mode == "sse":
+            return super().feed(chunk)
+        out: list[Event] = []
+        if not self.repair.done:
+            self._body.add(chunk, self.repair, out)
+        return out
+
+    def close(self) -> list[Event]:
+        out: list[Event] = []
+        repair = self.repair
+        repair.out = out
+        if self._mode == "json" and not repair.done:
+            parsed, body = self._body.json(repair, out)
+            if parsed:
+                self._completion(body, repair)
+        elif not repair.done:
+            self._frames(self._sse.flush(), out)
+            if self._finished and not repair.done:
+                self._end(repair)
+                repair.push(RunFinished(), out)
+        repair.end_of_stream(out)
+        return out
+
+    def on_frame(self, frame: dict[str, Any], out: Events) -> None:
+        if frame.get("error"):
+            out.append(_error(frame["error"]))
+            return
+        if "choices" not in frame and "usage" not in frame:  # not a chunk: another dialect's, most likely
+            out.append(Raw("openai-chat", frame))
+            return
+        self._start(frame, out)
+        usage = frame.get("usage")
+        if isinstance(usage, dict):
+            out.append(_usage(usage, self._model))
+        choices = frame.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+        if choice is None:
+            return
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            self._delta(delta, out)
+        if choice.get("finish_reason"):
+            self._end(out)
+            self._finished = True
+
+    def on_done(self, out: Events) -> None:
+        self._end(out)
+        out.append(RunFinished())
+
+    def _start(self, frame: dict[str, Any], out: Events) -> None:
+        if not self._started:
+            self._started = True
+            model = frame.get("model")
+            self._model = model if isinstance(model, str) else None
+            run_id = frame.get("id")
+            out.append(RunStarted(None, run_id if isinstance(run_id, str) else None))
+
+    def _delta(self, delta: dict[str, Any], out: Events) -> None:
+        reasoning = next((delta[k] for k in _REASONING_KEYS if isinstance(delta.get(k), str) and delta[k]), None)
+        if reasoning is not None:
+            if self._reasoning is None:
+                self._reasoning = new_id("reasoning")
+                out.append(ReasoningStart(self._reasoning))
+            out.append(ReasoningDelta(self._reasoning, reasoning))
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            self._close_reasoning(out)
+            if self._text is None:
+                self._text = new_id("msg")
+                out.append(TextStart(self._text))
+            out.append(TextDelta(self._text, content))
+        calls = delta.get("tool_calls")
+        for call in calls if isinstance(calls, list) else ():
+            if isinstance(call, dict):
+                self._call(call, out)
+
+    def _call(self, call: dict[str, Any], out: Events) -> None:
+        index = call.get("index")
+        index = index if isinstance(index, int) else len(self._calls)
+        function = call.get("function")
+        function = function if isinstance(function, dict) else {}
+        call_id = self._calls.get(index)
+        if call_id is None or (isinstance(call.get("id"), str) and call["id"] != call_id):
+            self._close_reasoning(out)
+            parent = self._text
+            if self._text is not None:
+                out.append(TextEnd(self._text))
+                self._text = None
+            call_id = call["id"] if isinstance(call.get("id"), str) and call["id"] else new_id("call")
+            self._calls[index] = call_id
+            name = function.get("name")
+            out.append(ToolCallStart(call_id, name if isinstance(name, str) and name else "unknown_tool", parent))
+        arguments = function.get("arguments")
+        if isinstance(arguments, str) and arguments:
+            out.append(ToolCallArgs(call_id, arguments))
+
+    def _close_reasoning(self, out: Events) -> None:
+        if self._reasoning is not None:
+            out.append(ReasoningEnd(self._reasoning))
+            self._reasoning = None
+
+    def _end(self, out: Events) -> None:
+        """Close what is open: the finish reason, or the end of the stream."""
+        self._close_reasoning(out)
+        if self._text is not None:
+            out.append(TextEnd(self._text))
+            self._text = None
+        for call_id in self._calls.values():
+            out.append(ToolCallEnd(call_id))
+        self._calls.clear()
+
+    def _completion(self, body: Any, out: Events) -> None:
+        """One `chat.completion` body (or an error object): its message as the events of a run."""
+        if not isinstance(body, dict):
+            out.append(RunError("upstream returned JSON that is not an object", "upstream_bad_event"))
+            return
+        if body.get("error"):
+            out.append(_error(body["error"]))
+            return
+        self._start(body, out)
+        choices = body.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+        message = choice.get("message")
+        if isinstance(message, dict):
+            self._delta({**message, "tool_calls": [{**c, "index": i} for i, c in
+                                                   enumerate(message.get("tool_calls") or []) if isinstance(c, dict)]},
+                        out)
+        self._end(out)
+        usage = body.get("usage")
+        if isinstance(usage, dict):
+            out.append(_usage(usage, self._model))
+        if not isinstance(message, dict):
+            out.append(RunError("upstream answered with no message", "upstream_bad_event"))
+            return
+        out.append(RunFinished())
+
+
+def _usage(usage: dict[str, Any], model: str | None) -> Usage:
+    return Usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), usage.get("total_tokens"), model)
+
+
+def _error(error: Any) -> RunError:
+    """An OpenAI error object (or a bare message)."""
+    if isinstance(error, dict):
+        message = error.get("message")
+        code = error.get("code")
+        return RunError(message if isinstance(message, str) and message else "upstream error",
+                        code if isinstance(code, str) and code else "upstream_error")
+    return RunError(str(error), "upstream_error")

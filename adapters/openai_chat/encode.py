@@ -1,0 +1,335 @@
+"""Canonical events as a Chat Completions reply: `chat.completion.chunk`s over SSE ending in `data: [DONE]`, or one
+`chat.completion` body, as the client's `stream` asked.
+
+A completion is one assistant message: the run's text is its `content` (messages joined as they came), reasoning
+its `reasoning_content` (where DeepSeek, vLLM and LiteLLM put it), and the calls left for the client its
+`tool_calls`, the finish reason then `tool_calls`. Calls to tools the client offered stream as they come; any other
+call waits for its result, and a call with a result is a tool the agent ran itself, which a completion has no place
+for: it is left out (counted as `server_tool`), as are state, named data, steps and snapshots. An interrupt becomes
+a closing note in the text (`interrupt_as_note`). A failed run is an `error` frame in the stream, as OpenAI sends
+one, or a 502 (504 on a timeout) with an OpenAI error object.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from typing import Any
+
+import orjson
+
+from gateway.core.encoding import EVENT_TYPES, HOLE, DeltaFrames, SSEEncoder, json_bytes
+from gateway.core.events import (
+    Data,
+    Event,
+    Interrupt,
+    MessagesSnapshot,
+    Raw,
+    ReasoningDelta,
+    RunError,
+    RunFinished,
+    RunStarted,
+    StateDelta,
+    StateSnapshot,
+    StepFinished,
+    StepStarted,
+    TextDelta,
+    ToolCallArgs,
+    ToolCallStart,
+    ToolResult,
+    Usage,
+)
+from gateway.core.ids import new_id
+from gateway.core.turn import Turn
+
+from .errors import error_object, error_type
+
+_DROPPED: dict[type, str] = {
+    StateSnapshot: "state", StateDelta: "state", MessagesSnapshot: "messages_snapshot", StepStarted: "step",
+    StepFinished: "step", Data: "data", Raw: "raw",
+}
+"""What a completion has no place for, by the kind counted in `dropped`."""
+
+
+def asked(request: Turn | None) -> dict[str, Any]:
+    """What the client's request asked of the reply (`stream`, `include_usage`); empty for another dialect's."""
+    openai = request.metadata.get("openai") if request is not None else None
+    return openai if isinstance(openai, dict) else {}
+
+
+class Completion:
+    """What both replies share: the completion's id and model, the tool calls and how each turns out, the usage
+    and the finish reason."""
+
+    __slots__ = ("_held", "_offered", "_streamed", "calls", "created", "dropped", "id", "interrupts", "model",
+                 "usage")
+
+    def __init__(self, request: Turn | None, dropped: dict[str, int]) -> None:
+        self.id = new_id("chatcmpl")
+        self.created = int(time.time())
+        self.model = (request.model if request is not None else None) or "agent-gateway"
+        self._offered = {tool.name for tool in request.tools} if request is not None else set()
+        self.calls: dict[str, tuple[int, str, list[str]]] = {}
+        """Tool calls the client will see: id -> (index, name, argument pieces)."""
+        self._held: dict[str, tuple[str, list[str]]] = {}
+        """Calls to tools the client did not offer: shown only if no result comes."""
+        self._streamed: set[str] = set()
+        self.interrupts: list[Interrupt] = []
+        self.usage: dict[str, int] = {}
+        self.dropped = dropped
+
+    def start_call(self, e: ToolCallStart) -> int | None:
+        """The call's index in the message if it is shown now; None while it is held."""
+        if e.name in self._offered:
+            index = len(self.calls)
+            self.calls[e.tool_call_id] = (index, e.name, [])
+            self._streamed.add(e.tool_call_id)
+            return index
+        self._held[e.tool_call_id] = (e.name, [])
+        return None
+
+    def args(self, e: ToolCallArgs) -> int | None:
+        held = self._held.get(e.tool_call_id)
+        if held is not None:
+            held[1].append(e.delta)
+            return None
+        call = self.calls.get(e.tool_call_id)
+        if call is None:
+            return None
+        call[2].append(e.delta)
+        return call[0]
+
+    def result(self, e: ToolResult) -> None:
+        """A tool the agent ran itself: its call and result are left out (a call already shown stays)."""
+        if self._held.pop(e.tool_call_id, None) is not None:
+            self.dropped["server_tool"] += 1
+        elif e.tool_call_id in self.calls:
+            self.dropped["server_tool"] += 1
+            del self.calls[e.tool_call_id]
+
+    def interrupt(self, e: Interrupt) -> None:
+        """An interrupt about a call the agent holds for approval: the call is the agent's, never the client's."""
+        self.interrupts.append(e)
+        if e.tool_call_id is not None and self._held.pop(e.tool_call_id, None) is not None:
+            self.dropped["server_tool"] += 1
+
+    def release_held(self) -> list[tuple[int, str, str, str]]:
+        """The run ended: held calls with no result are the client's to run (index, id, name, arguments)."""
+        out = []
+        for call_id, (name, pieces) in self._held.items():
+            index = max((i for i, _, _ in self.calls.values()), default=-1) + 1
+            self.calls[call_id] = (index, name, pieces)
+            out.append((index, call_id, name, "".join(pieces)))
+        self._held.clear()
+        return out
+
+    def add_usage(self, e: Usage) -> None:
+        for key, value in (("prompt_tokens", e.input_tokens), ("completion_tokens", e.output_tokens),
+                           ("total_tokens", e.total_tokens)):
+            if isinstance(value, int):
+                self.usage[key] = self.usage.get(key, 0) + value
+
+    def usage_object(self) -> dict[str, int]:
+        usage = {"prompt_tokens": 0, "completion_tokens": 0, **self.usage}
+        usage.setdefault("total_tokens", usage["prompt_tokens"] + usage["completion_tokens"])
+        return usage
+
+    def finish_reason(self) -> str:
+        return "tool_calls" if self.calls else "stop"
+
+    def note(self, e: RunFinished) -> str:
+        """What the text says of an ending a completion cannot: an interrupt, a cancelled run."""
+        if e.outcome == "cancelled":
+            self.dropped["cancelled_as_finish"] += 1
+        if not self.interrupts:
+            return ""
+        self.dropped["interrupt_as_note"] += len(self.interrupts)
+        asks = "; ".join(i.message or i.reason or i.id for i in self.interrupts)
+        return f"[interrupted] The agent paused for human input: {asks}"
+
+
+# -- streamed
+
+
+def _chunk(self: ChatStreamEncoder, delta: dict[str, Any], finish: str | None = None, chars: int = 0) -> bytes:
+    """One chunk, holding about `chars` characters of text (see `json_bytes`)."""
+    c = self.completion
+    return b"data: " + json_bytes({"id": c.id, "object": "chat.completion.chunk", "created": c.created,
+                                   "model": c.model, "choices": [{"index": 0, "delta": delta,
+                                                                  "finish_reason": finish}]}, chars) + b"\n\n"
+
+
+def _run_started(self: ChatStreamEncoder, e: RunStarted) -> bytes:
+    return _chunk(self, {"role": "assistant", "content": ""})
+
+
+def _text_delta(self: ChatStreamEncoder, e: TextDelta) -> bytes:
+    return self.text.frame(e.delta)
+
+
+def _reasoning_delta(self: ChatStreamEncoder, e: ReasoningDelta) -> bytes:
+    return self.reasoning.frame(e.delta)
+
+
+def _tool_start(self: ChatStreamEncoder, e: ToolCallStart) -> bytes:
+    index = self.completion.start_call(e)
+    if index is None:
+        return b""
+    return _chunk(self, {"tool_calls": [{"index": index, "id": e.tool_call_id, "type": "function",
+                                         "function": {"name": e.name, "arguments": ""}}]})
+
+
+def _tool_args(self: ChatStreamEncoder, e: ToolCallArgs) -> bytes:
+    index = self.completion.args(e)
+    if index is None or not e.delta:
+        return b""
+    return _chunk(self, {"tool_calls": [{"index": index, "function": {"arguments": e.delta}}]}, chars=len(e.delta))
+
+
+def _tool_result(self: ChatStreamEncoder, e: ToolResult) -> bytes:
+    self.completion.result(e)
+    return b""
+
+
+def _interrupt(self: ChatStreamEncoder, e: Interrupt) -> bytes:
+    self.completion.interrupt(e)
+    return b""
+
+
+def _usage(self: ChatStreamEncoder, e: Usage) -> bytes:
+    self.completion.add_usage(e)
+    return b""
+
+
+def _run_finished(self: ChatStreamEncoder, e: RunFinished) -> bytes:
+    c = self.completion
+    out = [_chunk(self, {"tool_calls": [{"index": index, "id": call_id, "type": "function",
+                                         "function": {"name": name, "arguments": arguments}}]}, chars=len(arguments))
+           for index, call_id, name, arguments in c.release_held()]
+    note = c.note(e)
+    if note:
+        out.append(_chunk(self, {"content": note}))
+    out.append(_chunk(self, {}, c.finish_reason()))
+    if self.include_usage:
+        out.append(b"data: " + orjson.dumps({"id": c.id, "object": "chat.completion.chunk", "created": c.created,
+                                             "model": c.model, "choices": [],
+                                             "usage": c.usage_object()}) + b"\n\n")
+    out.append(b"data: [DONE]\n\n")
+    return b"".join(out)
+
+
+def _run_error(self: ChatStreamEncoder, e: RunError) -> bytes:
+    error = {"message": e.message, "type": error_type(502), "param": None, "code": e.code or "upstream_error"}
+    return b"data: " + orjson.dumps({"error": error}) + b"\n\ndata: [DONE]\n\n"
+
+
+def _dropped(self: ChatStreamEncoder, e: Event) -> bytes:
+    kind = _DROPPED.get(type(e))
+    if kind is not None:
+        self.dropped[kind] += 1
+    return b""
+
+
+def _nothing(self: ChatStreamEncoder, e: Event) -> bytes:
+    return b""  # message and call boundaries: a completion's chunks have none
+
+
+class ChatStreamEncoder(SSEEncoder):
+    __slots__ = ("completion", "include_usage", "reasoning", "text")
+
+    handlers = {
+        **dict.fromkeys(EVENT_TYPES, _nothing), **dict.fromkeys(_DROPPED, _dropped),
+        RunStarted: _run_started, TextDelta: _text_delta, ReasoningDelta: _reasoning_delta,
+        ToolCallStart: _tool_start, ToolCallArgs: _tool_args, ToolResult: _tool_result, Interrupt: _interrupt,
+        Usage: _usage, RunFinished: _run_finished, RunError: _run_error,
+    }
+
+    def __init__(self, request: Turn | None = None) -> None:
+        super().__init__(request)
+        self.completion = Completion(request, self.dropped)
+        self.include_usage = bool(asked(request).get("include_usage"))
+        c = self.completion
+        head = {"id": c.id, "object": "chat.completion.chunk", "created": c.created, "model": c.model}
+        self.text = DeltaFrames(lambda _: _frame(head, {"content": HOLE}))
+        self.reasoning = DeltaFrames(lambda _: _frame(head, {"reasoning_content": HOLE}))
+
+
+def _frame(head: dict[str, Any], delta: dict[str, Any]) -> bytes:
+    return b"data: " + orjson.dumps({**head, "choices": [{"index": 0, "delta": delta,
+                                                          "finish_reason": None}]}) + b"\n\n"
+
+
+# -- one body
+
+
+class ChatBodyEncoder:
+    """`stream: false`: the run gathered into one `chat.completion`."""
+
+    streams = False
+
+    __slots__ = ("_reasoning", "_text", "completion", "dropped", "headers", "status_code")
+
+    def __init__(self, request: Turn | None = None) -> None:
+        self.status_code = 200
+        self.headers = {"content-type": "application/json"}
+        self.dropped: dict[str, int] = defaultdict(int)
+        self.completion = Completion(request, self.dropped)
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+
+    def keep_alive(self) -> bytes:
+        return b""
+
+    def encode(self, events: list[Event]) -> bytes:
+        c = self.completion
+        for e in events:
+            if isinstance(e, TextDelta):
+                self._text.append(e.delta)
+            elif isinstance(e, ReasoningDelta):
+                self._reasoning.append(e.delta)
+            elif isinstance(e, ToolCallStart):
+                c.start_call(e)
+            elif isinstance(e, ToolCallArgs):
+                c.args(e)
+            elif isinstance(e, ToolResult):
+                c.result(e)
+            elif isinstance(e, Interrupt):
+                c.interrupt(e)
+            elif isinstance(e, Usage):
+                c.add_usage(e)
+            elif isinstance(e, RunFinished):
+                return self._finished(e)
+            elif isinstance(e, RunError):
+                self.status_code = 504 if e.code == "upstream_timeout" else 502
+                return orjson.dumps(error_object(e.message, self.status_code, e.code or "upstream_error"))
+            elif (kind := _DROPPED.get(type(e))) is not None:
+                self.dropped[kind] += 1
+        return b""
+
+    def _finished(self, e: RunFinished) -> bytes:
+        c = self.completion
+        c.release_held()
+        text = "".join(self._text) + c.note(e)
+        chars = len(text)
+        message: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if self._reasoning:
+            message["reasoning_content"] = reasoning = "".join(self._reasoning)
+            chars += len(reasoning)
+        if c.calls:
+            message["tool_calls"] = [{"id": call_id, "type": "function",
+                                      "function": {"name": name, "arguments": "".join(pieces) or "{}"}}
+                                     for call_id, (_, name, pieces) in sorted(c.calls.items(), key=lambda i: i[1][0])]
+            chars += sum(len(call["function"]["arguments"]) for call in message["tool_calls"])
+        message["refusal"] = None
+        return json_bytes({"id": c.id, "object": "chat.completion", "created": c.created, "model": c.model,
+                           "choices": [{"index": 0, "message": message, "finish_reason": c.finish_reason(),
+                                        "logprobs": None}],
+                           "usage": c.usage_object()}, chars)
+
+
+def new_encoder(request: Turn | None = None) -> ChatStreamEncoder | ChatBodyEncoder:
+    """The reply the request asked for: chunks for `stream: true` (and for another dialect's request), else one
+    body."""
+    if request is not None and asked(request).get("stream") is False:
+        return ChatBodyEncoder(request)
+    return ChatStreamEncoder(request)

@@ -1,0 +1,62 @@
+"""OpenAI Responses / Open Responses: `POST /v1/responses` with `input` items, the history kept by the server
+(`previous_response_id`, `conversation`), semantic events with sequence numbers; `GET`, `DELETE` and `cancel` on a
+stored response. As an upstream, any Responses server, sent the whole history each call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from gateway.core.codec import AgentDescription, Dialect, Likeness
+from gateway.core.errors import GatewayError
+
+from .conformance import judge
+from .decode import ResponsesDecoder
+from .encode import new_encoder
+from .items import refusal
+from .queries import QUERIES_OF_RESPONSES
+from .request import build_request, parse_request, sample_request
+
+MODELS_PATH = "/v1/models"
+
+
+def sniff(body: dict[str, Any]) -> Likeness:
+    """Responses clients send `input` (or continue a response) and never `messages`."""
+    if "messages" in body:
+        return Likeness.FOREIGN
+    if "input" in body or "previous_response_id" in body:
+        return Likeness.OWN if isinstance(body.get("model"), str) else Likeness.PLAUSIBLE
+    return Likeness.FOREIGN
+
+
+def catalog(routes: list[AgentDescription]) -> dict[str, Any]:
+    return {"object": "list", "data": [{"id": route.name, "object": "model", "created": 0,
+                                        "owned_by": "agent-gateway"} for route in routes]}
+
+
+def error_reply(error: GatewayError, request: Any) -> tuple[int, bytes]:
+    status, error_object = refusal(error)
+    return status, orjson.dumps({"error": error_object})
+
+
+DIALECT = Dialect(
+    name="openai-responses",
+    history="full",
+    paths=("/v1/responses",),
+    carries=frozenset({"messages", "reasoning", "server_tools", "interrupts", "interrupt_ids",
+                       "interrupt_tool_call", "tool_definitions", "client_tools", "tool_errors", "errors",
+                       "cancel"}),
+    parse_request=parse_request,
+    build_request=build_request,
+    new_decoder=ResponsesDecoder,
+    new_encoder=new_encoder,
+    sniff=sniff,
+    sample_request=sample_request,
+    judge=judge,
+    expects="a Responses request needs model and input",
+    error_reply=error_reply,
+    queries=QUERIES_OF_RESPONSES,
+    catalog_path=MODELS_PATH,
+    catalog=catalog,
+)

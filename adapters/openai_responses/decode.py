@@ -1,0 +1,228 @@
+"""A Responses server's reply into canonical events: semantic events over SSE, or one response object (a server
+that does not stream, or an error object before any stream).
+
+Items open and close runs of events: a `message` item is a text message, `reasoning` reasoning (OpenAI's
+`response.reasoning_text.delta` and summaries, and Open Responses' `response.reasoning.delta`), a `function_call` a
+tool call left for the client, the gateway's `agent_gateway:tool_call` a tool the agent ran with its result, and
+`agent_gateway:interrupt` an interrupt. `response.completed` ends the run (with its usage), `incomplete` ends it
+(interrupted, cancelled or cut short), `failed` and `error` fail it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from gateway.core.decoding import DEFAULT_MAX_BODY, BoundedBody, Events, JsonSSEDecoder
+from gateway.core.events import (
+    Event,
+    Interrupt,
+    Raw,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    RunError,
+    RunFinished,
+    RunStarted,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResult,
+    Usage,
+)
+from gateway.core.ids import new_id
+from gateway.core.sse import DEFAULT_MAX_FRAME
+
+from .items import INTERRUPT, TOOL_CALL
+
+_REASONING_DELTAS = frozenset({"response.reasoning.delta", "response.reasoning_text.delta",
+                               "response.reasoning_summary_text.delta"})
+_ENDS = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+class ResponsesDecoder(JsonSSEDecoder):
+    __slots__ = ("_body", "_items", "_mode", "_streamed")
+
+    def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
+        super().__init__(max_event_bytes)
+        self._mode: str | None = None
+        self._body = BoundedBody(max(max_event_bytes, DEFAULT_MAX_BODY))
+        self._items: dict[str, tuple[str, str]] = {}
+        """Items open: item id -> (kind, the canonical id: the message's, or the call's)."""
+        self._streamed: set[str] = set()
+        """Calls whose arguments came as deltas."""
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        if self._mode is None:
+            head = chunk.lstrip()
+            if not head:
+                return []
+            self._mode = "json" if head[:1] == b"{" else "sse"
+        if self._mode == "sse":
+            return super().feed(chunk)
+        out: list[Event] = []
+        if not self.repair.done:
+            self._body.add(chunk, self.repair, out)
+        return out
+
+    def close(self) -> list[Event]:
+        if self._mode != "json":
+            return super().close()
+        out: list[Event] = []
+        repair = self.repair
+        repair.out = out
+        if not repair.done:
+            parsed, body = self._body.json(repair, out)
+            if parsed:
+                self._whole(body, repair)
+        repair.end_of_stream(out)
+        return out
+
+    def on_done(self, out: Events) -> None:
+        """`[DONE]` follows the terminal event; before one, the stream was cut short (repair says so)."""
+
+    def on_frame(self, frame: dict[str, Any], out: Events) -> None:
+        kind = frame.get("type")
+        if not isinstance(kind, str) or not (kind.startswith("response.") or kind == "error"):
+            out.append(Raw("openai-responses", frame))  # no Responses event: another dialect's, most likely
+            return
+        if kind == "response.output_text.delta":
+            found = self._items.get(_str(frame.get("item_id")))
+            if found is not None and isinstance(frame.get("delta"), str):
+                out.append(TextDelta(found[1], frame["delta"]))
+        elif kind == "response.function_call_arguments.delta":
+            item_id = _str(frame.get("item_id"))
+            found = self._items.get(item_id)
+            if found is not None and isinstance(frame.get("delta"), str) and frame["delta"]:
+                self._streamed.add(item_id)
+                out.append(ToolCallArgs(found[1], frame["delta"]))
+        elif kind in _REASONING_DELTAS:
+            found = self._items.get(_str(frame.get("item_id")))
+            if found is not None and isinstance(frame.get("delta"), str):
+                out.append(ReasoningDelta(found[1], frame["delta"]))
+        elif kind == "response.output_item.added":
+            self._added(frame.get("item"), out)
+        elif kind == "response.output_item.done":
+            self._done(frame.get("item"), out)
+        elif kind in ("response.created", "response.in_progress", "response.queued"):
+            self._started(frame.get("response"), out)
+        elif kind in _ENDS:
+            response = frame.get("response")
+            self._started(response, out)
+            self._end(kind, response if isinstance(response, dict) else {}, out)
+        elif kind == "error":
+            out.append(_error(frame.get("error") or frame))
+
+    def _started(self, response: Any, out: Events) -> None:
+        if not self.repair.started:
+            response_id = response.get("id") if isinstance(response, dict) else None
+            out.append(RunStarted(None, response_id if isinstance(response_id, str) else None))
+
+    def _added(self, item: Any, out: Events) -> None:
+        if not isinstance(item, dict):
+            return
+        self._started(None, out)
+        kind, item_id = item.get("type"), _str(item.get("id")) or new_id("item")
+        if kind == "message":
+            self._items[item_id] = ("message", item_id)
+            out.append(TextStart(item_id))
+        elif kind == "reasoning":
+            self._items[item_id] = ("reasoning", item_id)
+            out.append(ReasoningStart(item_id))
+        elif kind == "function_call":
+            call_id = _str(item.get("call_id")) or item_id
+            self._items[item_id] = ("function_call", call_id)
+            out.append(ToolCallStart(call_id, _str(item.get("name")) or "unknown_tool"))
+
+    def _done(self, item: Any, out: Events) -> None:
+        if not isinstance(item, dict):
+            return
+        self._started(None, out)
+        item_id = _str(item.get("id"))
+        found = self._items.pop(item_id, None)
+        kind = item.get("type")
+        if found is None and kind in ("message", "reasoning", "function_call"):
+            self._added(item, out)  # a server that sends only the finished item: its content comes with it
+            found = self._items.pop(_str(item.get("id")) or "", None)
+            if found is None:
+                return
+            self._content(item, found[1], out)
+        if kind == "message" and found is not None:
+            out.append(TextEnd(found[1]))
+        elif kind == "reasoning" and found is not None:
+            out.append(ReasoningEnd(found[1]))
+        elif kind == "function_call" and found is not None:
+            arguments = item.get("arguments")
+            if item_id not in self._streamed and isinstance(arguments, str) and arguments:
+                out.append(ToolCallArgs(found[1], arguments))
+            self._streamed.discard(item_id)
+            out.append(ToolCallEnd(found[1]))
+        elif kind == TOOL_CALL:
+            call_id = _str(item.get("call_id")) or new_id("call")
+            arguments = item.get("arguments")
+            out.append(ToolCallStart(call_id, _str(item.get("name")) or "unknown_tool"))
+            out.append(ToolCallArgs(call_id, arguments if isinstance(arguments, str) else "{}"))
+            out.append(ToolCallEnd(call_id))
+            if item.get("status") != "in_progress":  # in progress: the agent's call, waiting for an approval
+                out.append(ToolResult(call_id, item.get("output"), is_error=item.get("status") == "failed"))
+        elif kind == INTERRUPT:
+            message = item.get("message")
+            tool_call = item.get("tool_call_id")
+            out.append(Interrupt(item_id or new_id("int"), _str(item.get("reason")),
+                                 message if isinstance(message, str) else None, item.get("payload"),
+                                 tool_call if isinstance(tool_call, str) else None, item.get("response_schema")))
+
+    def _content(self, item: dict[str, Any], canonical: str, out: Events) -> None:
+        """The text of an item that came whole."""
+        for part in item.get("content") or ():
+            if isinstance(part, dict) and isinstance(part.get("text"), str) and part["text"]:
+                out.append(ReasoningDelta(canonical, part["text"]) if item.get("type") == "reasoning"
+                           else TextDelta(canonical, part["text"]))
+
+    def _end(self, kind: str, response: dict[str, Any], out: Events) -> None:
+        usage = response.get("usage")
+        if isinstance(usage, dict):
+            model = response.get("model")
+            out.append(Usage(usage.get("input_tokens"), usage.get("output_tokens"), usage.get("total_tokens"),
+                             model if isinstance(model, str) else None))
+        if kind == "response.failed":
+            out.append(_error(response.get("error") or {"message": "upstream response failed"}))
+            return
+        details = response.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        if reason == "interrupt":
+            out.append(RunFinished("interrupt"))
+        else:
+            out.append(RunFinished("cancelled" if reason == "cancelled" else "success"))
+
+    def _whole(self, body: Any, out: Events) -> None:
+        """One response object (or an error object): its items as the events of a run."""
+        if not isinstance(body, dict):
+            out.append(RunError("upstream returned JSON that is not an object", "upstream_bad_event"))
+            return
+        if body.get("error") and body.get("object") != "response":
+            out.append(_error(body["error"]))
+            return
+        self._started(body, out)
+        for item in body.get("output") or ():
+            self._done(item, out)
+        status = body.get("status")
+        kind = {"failed": "response.failed", "incomplete": "response.incomplete"}.get(str(status),
+                                                                                        "response.completed")
+        self._end(kind, body, out)
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _error(error: Any) -> RunError:
+    if isinstance(error, dict):
+        message, code = error.get("message"), error.get("code")
+        return RunError(message if isinstance(message, str) and message else "upstream error",
+                        code if isinstance(code, str) and code else "upstream_error")
+    return RunError(orjson.dumps(error).decode() if error is not None else "upstream error", "upstream_error")

@@ -1,0 +1,150 @@
+"""A run as a Responses reply: semantic events over SSE (`event:` naming each, a `sequence_number` in each, then
+`data: [DONE]`), or the response object in one body when the client did not ask to stream. What each event becomes
+is `writer.ResponseWriter`'s; this module frames it."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import orjson
+
+from gateway.core.encoding import EVENT_TYPES, LARGE_TEXT, SSEEncoder, json_bytes
+from gateway.core.events import Event, RunError, RunFinished, TextDelta
+from gateway.core.ids import new_id
+from gateway.core.turn import Turn
+
+from .items import error_object
+from .request import echo
+from .writer import ResponseWriter, Semantic
+
+
+class LongTexts:
+    """Each long text of a response written to JSON once (by `json_bytes`): the `.done` events, the item and the
+    whole response repeat a message's text, so a frame holding one is written around a placeholder and the text's
+    JSON spliced in (a 10 MiB message: one encoding, not five)."""
+
+    __slots__ = ("_encoded", "_mark")
+
+    def __init__(self) -> None:
+        self._encoded: dict[int, tuple[str, bytes]] = {}
+        """id of a text -> (the text, kept so that its id stays its own; its JSON)."""
+        self._mark = ""
+        """What stands for a long text while a frame is written: unguessable, so no text of the response is it."""
+
+    def pieces(self, value: dict[str, Any]) -> list[bytes]:
+        """`value` as JSON, in pieces to join: the long texts' JSON as written once, between the rest."""
+        if not self._mark:
+            self._mark = new_id("\x00text")
+        holes: list[bytes] = []
+        rest = orjson.dumps(self._swap(value, holes))  # small: the long texts are placeholders
+        out: list[bytes] = []
+        for number, encoded in enumerate(holes):
+            before, _, rest = rest.partition(orjson.dumps(f"{self._mark}.{number}"))
+            out += (before, encoded)
+        out.append(rest)
+        return out
+
+    def _swap(self, value: Any, holes: list[bytes]) -> Any:
+        """`value` with each long text replaced by a placeholder, and that text's JSON in `holes`."""
+        if isinstance(value, str):
+            if len(value) < LARGE_TEXT:
+                return value
+            found = self._encoded.get(id(value))
+            if found is None or found[0] is not value:
+                found = self._encoded[id(value)] = (value, json_bytes(value, len(value)))
+            holes.append(found[1])
+            return f"{self._mark}.{len(holes) - 1}"
+        if isinstance(value, dict):
+            return {key: self._swap(item, holes) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self._swap(item, holes) for item in value]
+        return value
+
+
+def _frames(self: ResponsesStreamEncoder, events: list[Semantic]) -> bytes:
+    out: list[bytes] = []
+    long_texts = self.writer.chars >= LARGE_TEXT  # joined once: a long text is copied no more than it must be
+    for kind, fields in events:
+        self.sequence += 1
+        frame = {"type": kind, "sequence_number": self.sequence, **fields}
+        out += (b"event: ", kind.encode(), b"\ndata: ")
+        if long_texts:
+            out += self.texts.pieces(frame)
+        else:
+            out.append(orjson.dumps(frame))
+        out.append(b"\n\n")
+    if events and events[-1][0] in ("response.completed", "response.incomplete", "response.failed"):
+        out.append(b"data: [DONE]\n\n")
+    return b"".join(out)
+
+
+def _event(self: ResponsesStreamEncoder, e: Event) -> bytes:
+    events = self.writer.event(e)
+    return _frames(self, events) if events else b""
+
+
+def _text_delta(self: ResponsesStreamEncoder, e: TextDelta) -> bytes:
+    """Most of a stream: the frame around the delta is the message's, made once; only the number and the delta
+    change."""
+    text = self.writer.text_delta(e)
+    if text is None:
+        return b""
+    if self.delta_of != e.message_id:
+        self.delta_of = e.message_id
+        self.delta_middle = (b',"item_id":' + orjson.dumps(text.item_id) + b',"output_index":'
+                             + str(text.index).encode() + b',"content_index":0,"logprobs":[],"delta":')
+    self.sequence += 1
+    head = (b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\","
+            b"\"sequence_number\":" + str(self.sequence).encode() + self.delta_middle)
+    if len(e.delta) < LARGE_TEXT:
+        return head + orjson.dumps(e.delta) + b"}\n\n"
+    return b"".join((head, json_bytes(e.delta, len(e.delta)), b"}\n\n"))
+
+
+class ResponsesStreamEncoder(SSEEncoder):
+    __slots__ = ("delta_middle", "delta_of", "sequence", "texts", "writer")
+
+    handlers = {**dict.fromkeys(EVENT_TYPES, _event), TextDelta: _text_delta}
+
+    def __init__(self, request: Turn | None = None) -> None:
+        super().__init__(request)
+        self.writer = ResponseWriter(request, self.dropped)
+        self.sequence = 0
+        self.delta_of: str | None = None
+        self.delta_middle = b""
+        self.texts = LongTexts()
+
+
+class ResponsesBodyEncoder:
+    """`stream: false`: the response object once the run ends; a failed run is an HTTP 502 (504 on a timeout)
+    with an error object, as the `openai` SDKs raise it."""
+
+    streams = False
+
+    __slots__ = ("dropped", "headers", "status_code", "writer")
+
+    def __init__(self, request: Turn | None = None) -> None:
+        self.status_code = 200
+        self.headers = {"content-type": "application/json"}
+        self.dropped: dict[str, int] = defaultdict(int)
+        self.writer = ResponseWriter(request, self.dropped)
+
+    def keep_alive(self) -> bytes:
+        return b""
+
+    def encode(self, events: list[Event]) -> bytes:
+        for e in events:
+            if isinstance(e, RunError):
+                self.status_code = 504 if e.code == "upstream_timeout" else 502
+                return orjson.dumps({"error": error_object(e.message, self.status_code, e.code or "upstream_error")})
+            semantic = self.writer.event(e)
+            if isinstance(e, RunFinished):
+                return json_bytes(semantic[-1][1]["response"], self.writer.chars)
+        return b""
+
+
+def new_encoder(request: Turn | None = None) -> ResponsesStreamEncoder | ResponsesBodyEncoder:
+    if request is not None and echo(request).get("stream") is False:
+        return ResponsesBodyEncoder(request)
+    return ResponsesStreamEncoder(request)

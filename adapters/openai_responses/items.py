@@ -1,0 +1,103 @@
+"""The Responses shapes both directions share: the response object (every field the Open Responses schema
+requires), output items, the gateway's extension items, and OpenAI error objects.
+
+Two things an agent does have no item in the specification, so they are extension items under the gateway's slug
+(the specification's rule for items of one implementation):
+
+- `agent_gateway:tool_call`: a tool the agent ran itself, with its arguments and its output. A `function_call`
+  would be a call for the client to run: agent loops (the OpenAI Agents SDK) run every one, or fail on a tool they
+  do not have.
+- `agent_gateway:interrupt`: the agent stopped for a human (`reason`, `message`, `payload`, `tool_call_id`,
+  `response_schema`); the response is then `incomplete` with the reason `interrupt`. The client answers with an input
+  item `{"type": "agent_gateway:resume", "interrupt_id", "payload"}`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from gateway.core.errors import GatewayError, UnknownRoute, UnknownRun
+
+SLUG = "agent_gateway"
+TOOL_CALL = f"{SLUG}:tool_call"
+INTERRUPT = f"{SLUG}:interrupt"
+RESUME = f"{SLUG}:resume"
+
+_TYPES = {401: "authentication_error", 403: "permission_error", 404: "not_found", 429: "too_many_requests"}
+
+
+def response_object(response_id: str, *, status: str, model: str, created_at: int, output: list[dict[str, Any]],
+                    request: dict[str, Any], usage: dict[str, int] | None = None,
+                    error: dict[str, Any] | None = None, incomplete: str | None = None) -> dict[str, Any]:
+    """A response resource with every field the Open Responses schema requires; `request` is what the client's
+    request said of it (`openai` metadata of the turn: tools, instructions, previous response, store, metadata)."""
+    done = status in ("completed", "failed", "incomplete", "cancelled")
+    return {
+        "id": response_id, "object": "response", "created_at": created_at,
+        "completed_at": int(time.time()) if done else None, "status": status,
+        "incomplete_details": {"reason": incomplete} if incomplete else None, "model": model,
+        "previous_response_id": request.get("previous_response_id"), "instructions": request.get("instructions"),
+        "output": output, "error": error, "tools": request.get("tools", []), "tool_choice": "auto",
+        "truncation": "disabled", "parallel_tool_calls": True, "text": {"format": {"type": "text"}}, "top_p": 1.0,
+        "presence_penalty": 0.0, "frequency_penalty": 0.0, "top_logprobs": 0, "temperature": 1.0,
+        "reasoning": None, "usage": usage_object(usage) if usage is not None else None, "max_output_tokens": None,
+        "max_tool_calls": None, "store": request.get("store", True), "background": False,
+        "service_tier": "default", "metadata": request.get("metadata") or {}, "safety_identifier": None,
+        "prompt_cache_key": None,
+        **({"conversation": {"id": request["conversation"]}} if request.get("conversation") else {}),
+    }
+
+
+def usage_object(usage: dict[str, int]) -> dict[str, Any]:
+    input_tokens, output_tokens = usage.get("input_tokens", 0), usage.get("output_tokens", 0)
+    return {"input_tokens": input_tokens, "output_tokens": output_tokens,
+            "total_tokens": usage.get("total_tokens", input_tokens + output_tokens),
+            "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}
+
+
+def message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
+    content = [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}] if status != "in_progress" \
+        else []
+    return {"id": item_id, "type": "message", "status": status, "role": "assistant", "content": content}
+
+
+def function_call_item(item_id: str, call_id: str, name: str, arguments: str,
+                       status: str = "completed") -> dict[str, Any]:
+    return {"id": item_id, "type": "function_call", "status": status, "call_id": call_id, "name": name,
+            "arguments": arguments}
+
+
+def reasoning_item(item_id: str, text: str | None) -> dict[str, Any]:
+    content = [{"type": "reasoning_text", "text": text}] if text is not None else []
+    return {"id": item_id, "type": "reasoning", "summary": [], "content": content}
+
+
+def tool_call_item(item_id: str, call_id: str, name: str, arguments: str, output: Any,
+                   failed: bool = False) -> dict[str, Any]:
+    return {"id": item_id, "type": TOOL_CALL, "status": "failed" if failed else "completed", "call_id": call_id,
+            "name": name, "arguments": arguments, "output": output}
+
+
+def error_type(status: int) -> str:
+    """The Open Responses error type of an HTTP status (the `openai` SDKs read the status)."""
+    if status in _TYPES:
+        return _TYPES[status]
+    return "invalid_request_error" if 400 <= status < 500 else "server_error"
+
+
+def error_object(message: str, status: int, code: str | None, param: str | None = None) -> dict[str, Any]:
+    return {"message": message, "type": error_type(status), "param": param, "code": code}
+
+
+def refusal(error: GatewayError) -> tuple[int, dict[str, Any]]:
+    """A refused request's status and error object, in the codes Open Responses clients test for."""
+    param = error.details[0].get("field") if error.details and isinstance(error.details[0], dict) else None
+    if isinstance(error, UnknownRun):
+        return 404, error_object(error.message, 404, "previous_response_not_found", "previous_response_id")
+    if isinstance(error, UnknownRoute):
+        return 404, error_object(error.message, 404, "model_not_found", "model")
+    found = error_object(error.message, error.status, error.code, param)
+    if error.details:
+        found["details"] = error.details  # the gateway's own: which fields, or what the upstream answered
+    return error.status, found

@@ -1,0 +1,261 @@
+"""Responses requests: `POST /v1/responses` with `input` (a string, or items: messages, `function_call`s and their
+`function_call_output`s, reasoning, the gateway's extension items), `instructions`, function `tools`, and the
+history kept on the server: `previous_response_id` (the conversation as that response left it) or `conversation`
+(a conversation by id, like AG-Kit's). Without either, `input` is the whole history.
+
+As an upstream, any Responses server is sent the whole history each call (`store: false`): every server takes that,
+and no id of the gateway's or a client's reaches it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+from gateway.core.codec import UpstreamRequest, as_text
+from gateway.core.errors import InvalidRequest
+from gateway.core.ids import new_id
+from gateway.core.turn import ContentPart, Message, Resume, Tool, ToolCall, Turn, media_kind
+from gateway.core.validation import validate
+
+from .items import RESUME, TOOL_CALL
+
+DEFAULT_MODEL = "agent-gateway"
+_IGNORED_ITEMS = frozenset({"agent_gateway:interrupt", "item_reference"})
+"""Items a client sends back that say nothing new: the question it answers with a resume item; a reference to an
+item the gateway already holds."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class FunctionTool(_Model):
+    type: str
+    name: str | None = Field(None, min_length=1)
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+
+
+class ResponsesRequest(_Model):
+    model: str = Field(min_length=1)
+    input: str | list[dict[str, Any]] = ""
+    instructions: str | None = None
+    tools: list[FunctionTool] | None = None
+    previous_response_id: str | None = Field(None, min_length=1)
+    conversation: str | dict[str, Any] | None = None
+    store: bool | None = True
+    stream: bool | None = False
+    background: bool | None = False
+    metadata: dict[str, Any] | None = None
+
+
+def parse_request(body: dict[str, Any]) -> Turn:
+    request = validate(ResponsesRequest, body, "openai-responses")
+    if request.background:
+        raise InvalidRequest("background: true is not served: a response runs while its request is open (use "
+                             "stream, and GET /v1/responses/{id} for a stored one)",
+                             [{"field": "background", "message": "Input should be false"}])
+    conversation = _conversation(request.conversation)
+    if conversation is not None and request.previous_response_id is not None:
+        raise InvalidRequest("previous_response_id and conversation cannot both be given",
+                             [{"field": "previous_response_id", "message": "not with conversation"}])
+    tools = []
+    for index, tool in enumerate(request.tools or ()):
+        if tool.type != "function" or not tool.name:
+            raise InvalidRequest(f"tools[{index}]: only function tools can be offered to an agent here, not "
+                                 f"{tool.type!r}", [{"field": f"tools[{index}].type", "message":
+                                                     "Input should be 'function' (with a name)"}])
+        tools.append(Tool(tool.name, tool.description or "", tool.parameters))
+    messages, resume = read_input(request.input)
+    delta = conversation is not None or request.previous_response_id is not None
+    store = request.store is not False
+    echo = {"stream": bool(request.stream), "store": store, "instructions": request.instructions,
+            "previous_response_id": request.previous_response_id, "conversation": conversation,
+            "metadata": request.metadata or {},
+            "tools": [{"type": "function", "name": t.name, "description": t.description or None,
+                       "parameters": t.parameters, "strict": t.strict} for t in request.tools or ()]}
+    if request.instructions:
+        messages.insert(0, Message("system", request.instructions))
+    return Turn(messages=messages, history="delta" if delta else "full", conversation_id=conversation,
+                run_id=new_id("resp"), tools=tools, resume=resume, model=request.model,
+                follows=request.previous_response_id, chains_runs=store and conversation is None,
+                metadata={"openai_responses": echo})
+
+
+def _conversation(value: str | dict[str, Any] | None) -> str | None:
+    if isinstance(value, dict):
+        found = value.get("id")
+        if not isinstance(found, str) or not found:
+            raise InvalidRequest("conversation.id must be a string", [{"field": "conversation.id",
+                                                                      "message": "Input should be a valid string"}])
+        return found
+    return value or None
+
+
+def read_input(value: str | list[dict[str, Any]]) -> tuple[list[Message], list[Resume]]:
+    """`input` as canonical messages (a run of function calls joins the assistant message before it) and the
+    answers to interrupts it holds."""
+    if isinstance(value, str):
+        return ([Message("user", value)] if value else []), []
+    messages: list[Message] = []
+    resume: list[Resume] = []
+    for index, item in enumerate(value):
+        kind = item.get("type", "message")
+        where = f"input[{index}]"
+        if kind == "message":
+            messages.append(_message(item, where))
+        elif kind == "function_call":
+            call = ToolCall(_str(item, "call_id", where), _str(item, "name", where), _arguments(item))
+            _assistant(messages).tool_calls.append(call)
+        elif kind == "function_call_output":
+            output = item.get("output")
+            messages.append(Message("tool", output if isinstance(output, str) else as_text(output),
+                                    tool_call_id=_str(item, "call_id", where)))
+        elif kind == TOOL_CALL:
+            call_id = _str(item, "call_id", where)
+            _assistant(messages).tool_calls.append(ToolCall(call_id, _str(item, "name", where), _arguments(item)))
+            output = item.get("output")
+            failed = item.get("status") == "failed"
+            messages.append(Message("tool", as_text(output), tool_call_id=call_id,
+                                    error=as_text(output) if failed else None))
+        elif kind == "reasoning":
+            text = "".join(p.get("text", "") for p in [*(item.get("content") or ()), *(item.get("summary") or ())]
+                           if isinstance(p, dict) and isinstance(p.get("text"), str))
+            messages.append(Message("reasoning", text))
+        elif kind == RESUME:
+            resume.append(Resume(_str(item, "interrupt_id", where), payload=item.get("payload"),
+                                 status="cancelled" if item.get("status") == "cancelled" else "resolved"))
+        elif kind not in _IGNORED_ITEMS:
+            raise InvalidRequest(f"{where}.type: {kind!r} is not an input item the gateway reads (message, "
+                                 "function_call, function_call_output, reasoning, agent_gateway:resume)",
+                                 [{"field": f"{where}.type", "message": f"unknown item type {kind!r}"}])
+    return messages, resume
+
+
+def _assistant(messages: list[Message]) -> Message:
+    """The assistant message a function call belongs to: the one just before it, or a new one."""
+    if messages and messages[-1].role == "assistant":
+        return messages[-1]
+    messages.append(Message("assistant", None))
+    return messages[-1]
+
+
+def _str(item: dict[str, Any], key: str, where: str) -> str:
+    value = item.get(key)
+    if not isinstance(value, str) or not value:
+        raise InvalidRequest(f"{where}.{key} must be a non-empty string",
+                             [{"field": f"{where}.{key}", "message": "Input should be a valid string"}])
+    return value
+
+
+def _arguments(item: dict[str, Any]) -> str:
+    arguments = item.get("arguments")
+    return arguments if isinstance(arguments, str) and arguments else "{}"
+
+
+def _message(item: dict[str, Any], where: str) -> Message:
+    role = item.get("role")
+    if role not in ("user", "system", "developer", "assistant"):
+        raise InvalidRequest(f"{where}.role must be user, system, developer or assistant",
+                             [{"field": f"{where}.role", "message": "Input should be 'user', 'system', "
+                               "'developer' or 'assistant'"}])
+    content = item.get("content")
+    if isinstance(content, str):
+        return Message(role, content, item.get("id") if isinstance(item.get("id"), str) else None)
+    if not isinstance(content, list):
+        raise InvalidRequest(f"{where}.content must be a string or a list of parts",
+                             [{"field": f"{where}.content", "message": "Input should be a string or a list"}])
+    parts: list[ContentPart] = []
+    for number, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in ("input_text", "output_text", "text", "summary_text", "reasoning_text"):
+            parts.append(ContentPart("text", str(part.get("text") or "")))
+        elif kind == "refusal":
+            parts.append(ContentPart("text", str(part.get("refusal") or "")))
+        elif kind == "input_image" and isinstance(part.get("image_url"), str):
+            parts.append(_media(part["image_url"], "image"))
+        elif kind == "input_file" and isinstance(part, dict):
+            data, url = part.get("file_data"), part.get("file_url")
+            name = part.get("filename") if isinstance(part.get("filename"), str) else None
+            media = _media(data, "document") if isinstance(data, str) else ContentPart(
+                "document", url=url if isinstance(url, str) else None)
+            media.filename = name
+            parts.append(media)
+        else:
+            raise InvalidRequest(f"{where}.content[{number}] is not an input_text, input_image or input_file part",
+                                 [{"field": f"{where}.content[{number}].type", "message": "unknown content part"}])
+    only_text = all(p.type == "text" for p in parts)
+    return Message(role, "".join(p.text or "" for p in parts) if only_text else parts,
+                   item.get("id") if isinstance(item.get("id"), str) else None)
+
+
+def _media(url: str, kind: str) -> ContentPart:
+    if url.startswith("data:") and ";base64," in url:
+        media_type, _, data = url[5:].partition(";base64,")
+        return ContentPart(media_kind(media_type), data=data, media_type=media_type)
+    return ContentPart(kind, url=url)
+
+
+def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
+    """The whole history as input items, streamed, stored nowhere upstream; answers to interrupts as the gateway's
+    resume items (which a Responses server of the gateway's reads)."""
+    items = input_items(turn.messages)
+    items += [{"type": RESUME, "interrupt_id": r.interrupt_id, "payload": r.payload,
+               **({"status": "cancelled"} if r.status == "cancelled" else {})} for r in turn.resume]
+    body: dict[str, Any] = {"model": turn.model or DEFAULT_MODEL, "input": items, "stream": True, "store": False}
+    if turn.tools:
+        body["tools"] = [{"type": "function", "name": t.name, "description": t.description or None,
+                          "parameters": t.parameters or {"type": "object", "properties": {}}} for t in turn.tools]
+    return UpstreamRequest(orjson.dumps(body), {"content-type": "application/json", "accept": "text/event-stream"},
+                           json_reply=True)
+
+
+def input_items(messages: list[Message]) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "tool":
+            items.append({"type": "function_call_output", "call_id": m.tool_call_id or "", "output": m.text})
+        elif m.role == "reasoning":
+            continue  # a server's reasoning goes back only as its own encrypted item, which the gateway has not
+        elif m.role == "assistant":
+            if m.text:
+                items.append({"type": "message", "role": "assistant", "content": m.text})
+            items += [{"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}
+                      for c in m.tool_calls]
+        else:
+            items.append({"type": "message", "role": m.role, "content": _content(m)})
+    return items
+
+
+def _content(message: Message) -> str | list[dict[str, Any]]:
+    if not isinstance(message.content, list):
+        return message.text
+    parts: list[dict[str, Any]] = []
+    for part in message.content:
+        if part.type == "text":
+            parts.append({"type": "input_text", "text": part.text or ""})
+        elif part.type == "image":
+            url = part.url or f"data:{part.media_type or 'image/png'};base64,{part.data or ''}"
+            parts.append({"type": "input_image", "image_url": url})
+        elif part.data is not None:
+            parts.append({"type": "input_file", "file_data": f"data:{part.media_type};base64,{part.data}",
+                          "filename": part.filename or "file"})
+        else:
+            parts.append({"type": "input_file", "file_url": part.url})
+    return parts
+
+
+def sample_request(text: str, conversation_id: str) -> dict[str, Any]:
+    """What `client.responses.create(model=..., input=..., stream=True)` sends."""
+    return {"model": DEFAULT_MODEL, "input": text, "stream": True}
+
+
+def echo(turn: Turn | None) -> dict[str, Any]:
+    """What the client's request said that its response repeats (see `parse_request`); empty for another
+    dialect's."""
+    found = turn.metadata.get("openai_responses") if turn is not None else None
+    return found if isinstance(found, dict) else {}
