@@ -24,6 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from adapters import registry
 from gateway.conversations.store import ConversationStore, StoreError, open_store, redis_exceptions, sqlite_path
 from gateway.core.validation import error_message, field_path, listed
+from gateway.inspector.options import InspectorOptions
+from gateway.recordings.options import RecordOptions
 from gateway.runs.board import KeptLimits
 from gateway.upstream import tls
 from gateway.upstream.http1 import Target
@@ -346,6 +348,11 @@ class Route(_Model):
     """`/readyz` answers 503 while this route's upstream cannot be reached: a balancer then sends a replica nothing
     while its own agent (a sidecar's) is down. Leave it off for an agent every replica shares, or they all go
     unready together."""
+    record: RecordOptions | None = None
+    """Each exchange written to a file (`gateway.recordings`): for replaying the agent, judging and translating."""
+    inspector_bodies: bool = False
+    """The inspector shows what this route's runs said (request bodies, frames, event fields); otherwise their
+    shape only."""
 
     @field_validator("tenant_header")
     @classmethod
@@ -463,6 +470,8 @@ class GatewayConfig(_Model):
     Off by default: both can hold secrets. The operator's log has them either way."""
     max_body_bytes_in_flight: int = Field(256 * 1024 * 1024, gt=0, description="request body bytes a worker holds "
                                           "while bodies are read; past it, 503")
+    inspector: InspectorOptions | None = None
+    """The inspector's page (`gateway.inspector`); off unless set."""
 
     @field_validator("routes")
     @classmethod
@@ -486,7 +495,7 @@ class GatewayConfig(_Model):
 
 
 _KEYS = sorted({name for model in (Timeouts, Limits, Auth, Cors, Push, UpstreamTLS, Upstream, Route, Store,
-                                   GatewayConfig)
+                                   GatewayConfig, InspectorOptions, RecordOptions)
                 for name in model.model_fields})
 """Every key a configuration may hold, for "did you mean"."""
 

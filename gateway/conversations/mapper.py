@@ -99,6 +99,8 @@ class Exchange:
     upstream_variant: str | None
     history_lost: bool = False
     """The store failed this turn (it could not be read, or the turn not saved): the access log says so."""
+    decision: str = ""
+    """What the upstream was sent this turn and why, in a sentence (the inspector shows it)."""
     followed: Conversation | None = None
     """The record of a chain's run this turn continues, as it was read: marked continued once this turn is stored,
     when the upstream keeps the history."""
@@ -144,11 +146,11 @@ class ConversationMapper:
         if unanswerable and not any(m.role == "user" for m in new_messages(turn)):
             # An answer to a run that waits for nothing any more: what the client said is a new message.
             turn = replace(turn, messages=turn.messages + [Message("user", text) for text in unanswerable])
-        messages, known, history = self._messages_for_upstream(turn, conversation, stored, upstream_history,
-                                                               transparent_ids)
+        messages, known, history, why = self._messages_for_upstream(turn, conversation, stored, upstream_history,
+                                                                    transparent_ids)
         if forked:
-            history = "full"
-            messages = known
+            history, messages = "full", known
+            why = "a second run from the same point of a chain: a new upstream conversation, given the whole history"
         state = turn.state
         if state is None and "state" not in client.carries:
             state = conversation.state  # the upstream gets back the state it last reported
@@ -158,8 +160,12 @@ class ConversationMapper:
                   key, "stored" if stored else "new" if readable else "store unreadable", conversation.upstream_id,
                   "the whole history" if history == "full" else "what is new", len(messages), len(known),
                   f", and {len(resume)} answers to interrupts" if resume else "")
+        if not stored and why == _FULL_ASKED:
+            why = "a new upstream conversation: the upstream takes the whole history each turn"
         return Exchange(route, principal, conversation, turn, upstream_turn, known, stored, variant,
-                        history_lost=not readable, followed=followed if upstream_history == "delta" else None)
+                        history_lost=not readable,
+                        decision=f"{_DECISION[history]} ({len(messages)} of {len(known)} messages): {why}",
+                        followed=followed if upstream_history == "delta" else None)
 
     async def finish(self, exchange: Exchange, recorder: RunRecorder, next_transcript: list[Message] | None = None
                      ) -> None:
@@ -255,34 +261,41 @@ class ConversationMapper:
         return None, False
 
     def _messages_for_upstream(self, turn: Turn, conversation: Conversation, stored: bool, upstream: History,
-                               transparent: bool = False) -> tuple[list[Message], list[Message], History]:
-        """(what the upstream is sent, the whole history it will have seen, which of the two the first is)."""
+                               transparent: bool = False) -> tuple[list[Message], list[Message], History, str]:
+        """(what the upstream is sent, the whole history it will have seen, which of the two the first is, why)."""
         if turn.history == "delta":
             known = conversation.history + turn.messages
-            return (known, known, "full") if upstream == "full" else (turn.messages, known, "delta")
+            if upstream == "full":
+                return known, known, "full", ("the client sends only what is new and the upstream takes the whole "
+                                              "history: the stored history with the new messages")
+            return turn.messages, known, "delta", "client and upstream both keep the history: the new messages"
         if upstream == "full":
-            return turn.messages, turn.messages, "full"
+            return turn.messages, turn.messages, "full", _FULL_ASKED
         if not stored and turn.conversation_id is None:
-            return turn.messages, turn.messages, "full"  # a new upstream conversation: it has heard nothing yet
+            # a new upstream conversation: it has heard nothing yet
+            return turn.messages, turn.messages, "full", "a new upstream conversation, given the client's history"
         if not stored:
             new = new_messages(turn)
             answers = turn.resume or any(m.role == "tool" for m in new)
             if answers or not heard(turn.messages[:len(turn.messages) - len(new)]):
                 # What is new answers the upstream (a tool's result, a resume): its conversation is the one that
                 # asked, reached by the derived id even when the store lost it.
-                return new, turn.messages, "delta"
+                return new, turn.messages, "delta", ("no stored conversation for this id: what is new since the "
+                                                     "agent last spoke")
             # A history the gateway never saw (an eval's golden transcript, a client's own): a new upstream
             # conversation is given all of it. Sent into the derived one, only its last message would be heard.
             log.info("conversation %s: a history of %d messages the gateway has not seen; starting a new upstream "
                      "conversation with it", conversation.key, len(turn.messages))
             if not transparent:
                 conversation.upstream_id = new_id("conv")
-            return turn.messages, turn.messages, "full"
+            return turn.messages, turn.messages, "full", ("a history the gateway has not seen: a new upstream "
+                                                          "conversation, given all of it")
         client, heard_before = heard(turn.messages), heard(conversation.history)
         seen = _common_prefix(client, heard_before)
         if seen == len(heard_before):
             after = client[seen - 1].end if seen else 0
-            return [m for m in turn.messages[after:] if m.role not in _UNHEARD], turn.messages, "delta"
+            return ([m for m in turn.messages[after:] if m.role not in _UNHEARD], turn.messages, "delta",
+                    f"the upstream keeps the history and has heard {seen} of these turns: the rest")
         # The client's history forks from what the upstream has heard: a regenerated or edited turn. A new
         # upstream conversation, given the whole history, answers it; appending it would answer another question.
         log.info("conversation %s: the client's history differs from the upstream's at turn %d of %d; "
@@ -290,7 +303,13 @@ class ConversationMapper:
         conversation.upstream_id = new_id("conv")
         conversation.interrupts = {}
         conversation.pending_tools = {}
-        return turn.messages, turn.messages, "full"
+        return turn.messages, turn.messages, "full", (f"fork: the client's history differs from what the upstream "
+                                                      f"heard at turn {seen + 1}: a new upstream "
+                                                      f"conversation, given the whole history")
+
+
+_FULL_ASKED = "the upstream takes the whole history each turn: the client's, as sent"
+_DECISION = {"full": "whole history", "delta": "delta"}
 
 
 def _upstream_id(route: str, principal: str, client_id: str | None, transparent: bool) -> str:

@@ -69,6 +69,8 @@ from gateway.core.ids import new_id
 from gateway.core.queries import RunPath, RunQuery
 from gateway.core.turn import Turn
 from gateway.core.validation import MAX_ID, bad_id, check_ids, load_json_object
+from gateway.inspector.ring import InspectedRun
+from gateway.recordings.capture import RunCapture
 from gateway.runs.board import RunBoard
 from gateway.runs.tape import RunReply, Tape, TapeLost
 from gateway.runs.watched import WatchedRun
@@ -80,6 +82,7 @@ from gateway.server.discovery import Discovery, SideCalls
 from gateway.server.drain import Drain
 from gateway.server.logs import ACCESS
 from gateway.server.metrics import Metrics
+from gateway.server.observed import Observer
 from gateway.server.push import Pusher
 from gateway.server.record import AccessRecord
 from gateway.server.relay import Relay, describe
@@ -131,8 +134,11 @@ class RouteHandler:
 
     def __init__(self, route: Route, *, pool: Pool, mapper: ConversationMapper, bodies: BodyBudget,
                  keepalive: float, metrics: Metrics, board: RunBoard, drain: Drain, log_bodies: bool = False,
-                 debug_errors: bool = False, tracing: Tracing | None = None, pusher: Pusher | None = None) -> None:
+                 debug_errors: bool = False, tracing: Tracing | None = None, pusher: Pusher | None = None,
+                 observer: Observer | None = None) -> None:
         self.route = route
+        self.observer = observer
+        """The inspector and the route's recordings, when either is on: None costs the route's runs nothing."""
         self.drain = drain
         self.pusher = pusher or Pusher()
         """Delivers push notifications (A2A's), on a route that sends them."""
@@ -168,6 +174,8 @@ class RouteHandler:
             return
         call = _Call(self, send, headers, request_id)
         call.record.note_request(scope, self._dialect_of_path(scope["path"]))
+        if self.observer is not None:
+            self.observer.begin(call)
         if self.tracing is not None:
             call.trace = self.tracing.start(headers, scope["path"], request_id, call.started_at)
             call.record.trace_id = call.trace.trace_id  # left out of the log line when None
@@ -191,6 +199,8 @@ class RouteHandler:
             caller = call.caller = self.access.identify(headers)
             call.record.key_id = caller.key_id
             body = await self._read_body(receive)
+            if call.capture is not None:
+                call.capture.client_said("POST", path, headers.items(), body)
             if self.log_bodies:
                 call.record.request_body = body[:4096].decode("utf-8", "replace")
             client, turn = self._parse(call, headers, body, path)
@@ -431,6 +441,8 @@ class ConversationEndpoints:
         path, conversation = scope["path"], scope["path_params"]["conversation"]
         base = path.rpartition("/")[0].removesuffix(f"/{conversation}")  # the route's path, without .../{id}/stream
         call.record.note_request(scope, handler._dialect_of_path(base))
+        if handler.observer is not None:
+            handler.observer.begin(call)
         handler.in_flight.inc()
         handler.drain.streams.add(call)
         record = call.record
@@ -484,6 +496,10 @@ class _Call:
         """The run's feed, when its clients may ask about it (A2A's tasks)."""
         self.relay: Relay | None = None
         """The run's relay, once the upstream has answered 2xx."""
+        self.capture: RunCapture | None = None
+        """What the run is captured in, when the inspector watches or the route records."""
+        self.inspected: InspectedRun | None = None
+        """The run's line in the inspector, while it runs."""
         self.target: Target | None = None
         """Where the upstream was called, once it was."""
         self.reattached: list[Response] = []
@@ -549,6 +565,8 @@ class _Call:
             self.trace.end(record, kind, usage, self.deadlines.last_upstream_event)
         failed_upstream = (record.status or 0) >= 500 or (kind is not None and kind.startswith("upstream_"))
         log_access.log(logging.WARNING if failed_upstream else logging.INFO, "request", extra=record.log_fields())
+        if self.handler.observer is not None:
+            self.handler.observer.end(self)
 
     async def run(self, client: Dialect, turn: Turn) -> None:
         route, upstream = self.route, self.handler.upstream
@@ -562,11 +580,17 @@ class _Call:
         outbound = upstream.build_request(exchange.upstream_turn, exchange.upstream_variant)
         headers = self.upstream_headers = self._upstream_headers(outbound.headers, client)
         self.target = target
+        capture = self.capture
+        if capture is not None:
+            capture.upstream_asked(target.url, outbound, headers, exchange.upstream_variant, handler.discovery.document)
+            capture.mapping, capture.conversation = exchange.decision, exchange.conversation.upstream_id
         sent_at = writer.last_write = time.monotonic()
         deadlines.arm()
         try:
             response = await self.handler.pool.post(target, outbound.body, headers, outbound.path)
             self.record.upstream_ms = round((time.monotonic() - sent_at) * 1000, 3)
+            if capture is not None:
+                capture.upstream_answered(response.status, response.headers.items())
             if self.trace is not None:
                 self.trace.upstream_answered(response.status)
         except asyncio.CancelledError:
@@ -605,10 +629,13 @@ class _Call:
                 encoder.headers.update({h: v for h in client.passed_headers if (v := response.headers.get(h))})
             if self.watched is not None:
                 await self.watched.answered()
+            decoder = _decoder(upstream, content_type, route.limits.max_event_bytes)
+            if capture is not None:
+                decoder, encoder = capture.tap(decoder, encoder)
             relay = self.relay = Relay(
                 exchange=exchange, client=client, encoder=encoder, watched=self.watched,
                 recorder=RunRecorder(exchange.conversation.state, self.handler.mapper.max_bytes),
-                decoder=_decoder(upstream, content_type, route.limits.max_event_bytes),
+                decoder=decoder,
                 upstream_status=response.status, mapper=handler.mapper, record=self.record, writer=writer,
                 deadlines=deadlines, reattach=self.reattach, max_held=route.limits.max_held_text,
                 abandon=self.cancel_upstream)
