@@ -22,6 +22,10 @@ agent-respond source carries those N deltas already joined into one message (it 
 so its row reads "the run's N tokens' worth per second" and is not comparable with the streamed rows. The process
 is pinned to one core (`--core`, default 0) so the numbers are single-core numbers.
 
+AG-UI over protobuf is one more source and target, `ag-ui/proto`, when the `protobuf` runtime is installed: the
+AG-UI dialect asked for (and answering in) `application/vnd.ag-ui.event+proto`, fed one length-prefixed event per
+piece.
+
 Run it with the project's interpreter (the script puts the repository root on `sys.path` itself):
 
     python bench/codecs.py                  # Markdown tables, about 20 s
@@ -44,7 +48,7 @@ import platform
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +73,11 @@ from gateway.core.events import (  # noqa: E402
     ToolCallStart,
     ToolResult,
 )
+from gateway.core.sse import DEFAULT_MAX_FRAME  # noqa: E402
+from gateway.core.turn import Turn  # noqa: E402
 
 HEADLINE = ("ag-kit", "ag-ui")
+PROTO = "ag-ui/proto"
 TARGET_NOW = 300_000
 TARGET_LATER = 1_000_000
 ROUNDS = 10
@@ -138,12 +145,39 @@ def split_fixed(body: bytes, size: int) -> list[bytes]:
     return [body[i:i + size] for i in range(0, len(body), size)]
 
 
+def split_proto(body: bytes) -> list[bytes]:
+    """One piece per length-prefixed protobuf event."""
+    pieces, at = [], 0
+    while at < len(body):
+        end = at + 4 + int.from_bytes(body[at:at + 4], "big")
+        pieces.append(body[at:end])
+        at = end
+    return pieces
+
+
+def protobuf_ag_ui() -> Dialect | None:
+    """AG-UI over protobuf as a dialect of its own, for the tables; None without the `protobuf` runtime."""
+    from adapters.ag_ui import proto
+
+    if not proto.available():
+        return None
+    ag_ui = registry.get("ag-ui")
+    asked = Turn(accept=proto.MEDIA_TYPE)
+
+    def new_decoder(max_event_bytes: int = DEFAULT_MAX_FRAME) -> Any:
+        return proto.decoder_for(proto.MEDIA_TYPE, max_event_bytes)
+
+    return replace(ag_ui, name=PROTO, new_encoder=lambda request: ag_ui.new_encoder(asked), new_decoder=new_decoder)
+
+
 def make_workload(dialect: Dialect, n: int, chunk: int | None) -> Workload:
     body = encode_upstream(dialect, canonical_run(n))
     if not dialect.new_encoder(None).streams:
         chunks = [body]
     elif chunk:
         chunks = split_fixed(body, chunk)
+    elif dialect.name == PROTO:
+        chunks = split_proto(body)
     else:
         chunks = split_frames(body)
     if b"".join(chunks) != body:
@@ -279,7 +313,9 @@ def main(argv: list[str] | None = None) -> int:
     pinned = pin(args.core)
     n: int = args.events
     stat: str = args.stat
-    dialects = registry.DIALECTS
+    dialects = dict(registry.DIALECTS)
+    if (protobuf := protobuf_ag_ui()) is not None:
+        dialects[PROTO] = protobuf
     names = list(dialects)
     workloads = {name: make_workload(dialects[name], n, args.chunk) for name in names}
 

@@ -325,7 +325,11 @@ class Bench:
                 })
         store = {"memory": "memory://", "sqlite": f"sqlite:///{self.tmp / 'conversations.db'}",
                  "redis": f"redis://127.0.0.1:{self.redis_port}/0"}[self.gw_store]
-        config = {"routes": routes, "store": {"url": store, "max_conversations": 2000}}
+        config: dict[str, Any] = {"routes": routes, "store": {"url": store, "max_conversations": 2000}}
+        if self.args.inspector:  # every run captured, as when the page is open
+            config["inspector"] = {"key": "bench-inspector-key-0123456789", "capture": "always"}
+            for route in routes:
+                route["inspector_bodies"] = True
         path = self.out / "gateway.yaml"
         path.write_text(json.dumps(config, indent=2) + "\n")  # JSON is YAML
         return path
@@ -814,6 +818,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="experiment: gc.set_threshold() in the gateway process (implies the GC shim)")
     parser.add_argument("--gateway-gc-freeze", action="store_true",
                         help="experiment: gc.freeze() in the gateway 3 s after it starts (implies the GC shim)")
+    parser.add_argument("--inspector", action="store_true",
+                        help="the inspector on, capturing every run (its cost when the page is open)")
     parser.add_argument("--resumable", action="store_true",
                         help="every gateway route resumable (its replies kept for reconnecting clients)")
     parser.add_argument("--gateway-log-level", default="info", choices=["debug", "info", "warning", "error"])

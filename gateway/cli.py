@@ -5,7 +5,9 @@
 - `agent` runs the built-in scripted agent in any dialect;
 - `translate` re-encodes a recorded stream from one dialect into another with the proxy's own codecs (with no
   input it translates a built-in AG-Kit run, so it works on a fresh install with no agent anywhere);
-- `check` sends an agent endpoint the standard conversations and judges its answers by its dialect's rules.
+- `check` sends an agent endpoint the standard conversations and judges its answers by its dialect's rules, or
+  judges the replies of recordings (`--recording`);
+- `replay` serves recordings as an agent in the recorded upstream's dialect (`gateway/recording_commands.py`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from gateway.config import ConfigError, GatewayConfig, Route, Store, Upstream, l
 from gateway.core.events import Event, Raw, RunError, RunFinished, RunStarted
 from gateway.core.turn import Turn
 from gateway.core.validation import error_message
+from gateway.inspector.options import InspectorOptions
+from gateway.recordings.options import RecordOptions
 
 if TYPE_CHECKING:
     from gateway.conversations.store import ConversationStore
@@ -66,6 +70,16 @@ def _seconds(text: str) -> float:
     if not 0 < seconds <= 3600:
         raise argparse.ArgumentTypeError(f"{text}: use more than 0 and at most 3600 seconds")
     return seconds
+
+
+def _speed(text: str) -> float:
+    try:
+        speed = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < speed <= 1000:
+        raise argparse.ArgumentTypeError(f"{text}: use more than 0 and at most 1000 (--at-once for no waiting)")
+    return speed
 
 
 def _pace(text: str) -> float:
@@ -137,6 +151,13 @@ def main(argv: list[str] | None = None) -> int:
                        help="least severe level logged (default: info)")
     serve.add_argument("--log-bodies", action="store_true",
                        help="debugging only: put request bodies (users' words) in the access log")
+    serve.add_argument("--inspector", action="store_true",
+                       help="serve the inspector's page at /_inspector (with inspector.key, or a key made now and "
+                            "printed: loopback listeners only)")
+    serve.add_argument("--inspector-bodies", action="store_true",
+                       help="let the inspector show what every route's runs said (routes[].inspector_bodies)")
+    serve.add_argument("--record", metavar="DIR",
+                       help="record every route's exchanges into DIR, a file per conversation (routes[].record)")
 
     demo = commands.add_parser(
         "demo", help="run the gateway in front of the built-in agent (no external agent needed)",
@@ -162,9 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     translate = commands.add_parser(
         "translate", help="translate a recorded stream from one dialect into another",
         description="Decode INPUT as the --from dialect and write it re-encoded in the --to dialect on stdout.")
-    translate.add_argument("input", nargs="?", help="a file, or - for stdin; default: a built-in AG-Kit sample run")
-    translate.add_argument("--from", dest="source", choices=names, default="ag-kit",
-                           help="the dialect the input is in (default: ag-kit)")
+    translate.add_argument("input", nargs="?", help="a file (a stream, or a recording), or - for stdin; default: a "
+                           "built-in AG-Kit sample run")
+    translate.add_argument("--from", dest="source", choices=names, default=None,
+                           help="the dialect the input is in (default: ag-kit; a recording says its own)")
     translate.add_argument("--to", dest="target", choices=names, default="ag-ui",
                            help="the dialect to write (default: ag-ui)")
     translate.add_argument("--variant", choices=list(variants), help=f"the target's variant ({variant_help})")
@@ -176,8 +198,11 @@ def main(argv: list[str] | None = None) -> int:
         description="Send URL the standard conversations (" + ", ".join(SCENARIOS) + ") in its dialect, and judge "
                     "every answer by the rules a real client of that dialect holds it to. A conversation the agent "
                     "shows nothing of (no tool called, no interrupt) is skipped. Exits 1 on any violation.")
-    check.add_argument("url", help="the agent endpoint, e.g. http://127.0.0.1:8001/agui")
-    check.add_argument("--dialect", choices=names, required=True, help="the dialect the endpoint speaks")
+    check.add_argument("url", nargs="?", help="the agent endpoint, e.g. http://127.0.0.1:8001/agui")
+    check.add_argument("--dialect", choices=names, help="the dialect the endpoint speaks")
+    check.add_argument("--recording", action="append", metavar="FILE",
+                       help="instead of an endpoint: judge the replies a recording holds, the upstream's and the "
+                            "client's, each by its own dialect's rules (repeatable)")
     check.add_argument("--scenario", choices=list(SCENARIOS), action="append",
                        help="a conversation to run (repeat for several; default: all)")
     check.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
@@ -187,6 +212,19 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--variant", choices=list(variants), help=f"the endpoint's variant ({variant_help})")
     check.add_argument("--timeout", type=_seconds, default=60.0, help="seconds per request (default: 60)")
     check.add_argument("--json", action="store_true", help="a JSON report on stdout, for CI")
+
+    replay = commands.add_parser(
+        "replay", help="serve recordings as an agent",
+        description="Serve the exchanges recorded in FILEs as an agent in the recorded upstream's dialect: each "
+                    "request, matched by its conversation and turn, gets the recorded reply, frame by frame, with "
+                    "its timing. A request nothing was recorded for gets the dialect's own error.")
+    replay.add_argument("files", nargs="+", metavar="FILE", help="recordings (routes[].record, serve --record, or "
+                        "downloaded from the inspector)")
+    replay.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    replay.add_argument("--port", type=_port, default=8001, help="port to listen on (default: 8001)")
+    replay.add_argument("--speed", type=_speed, default=1.0,
+                        help="how much faster than recorded (default: 1, the recorded timing)")
+    replay.add_argument("--at-once", action="store_true", help="every frame at once, no waiting")
 
     if not (sys.argv[1:] if argv is None else argv):  # nothing asked: what can be asked
         parser.print_help()
@@ -202,6 +240,10 @@ def main(argv: list[str] | None = None) -> int:
         return _demo(args)
     if args.command == "agent":
         return _agent(args)
+    if args.command == "replay":
+        from gateway import recording_commands
+
+        return recording_commands.replay(replay, args)
     return _translate(translate, args)
 
 
@@ -250,17 +292,23 @@ def _demo(args: argparse.Namespace) -> int:
     base = f"http://{args.host}:{args.port}"
     dialect = registry.get(args.agent_dialect)
     agent_url = f"{base}/demo-agent{dialect.paths[0]}"
-    config = GatewayConfig(routes=[Route(name="demo", upstream=Upstream(url=agent_url, dialect=dialect.name))],
-                           store=Store(url="memory://"))
+    inspector = InspectorOptions()
+    inspector.key = inspector.key_for(args.host) if _loopback(args.host) else None  # beyond loopback: no page
+    config = GatewayConfig(routes=[Route(name="demo", upstream=Upstream(url=agent_url, dialect=dialect.name),
+                                         inspector_bodies=True)],
+                           store=Store(url="memory://"), inspector=inspector if inspector.key else None)
     logs.configure("human", "info")  # a person is watching: one readable line per request (tracing's too)
-    sock = _bind(args.host, args.port)
+    sock = bind(args.host, args.port)
     if sock is None:
         return 2
     print(f"agent-gateway demo: the built-in agent speaks {dialect.name} at {agent_url};\n"
           f"the gateway answers every dialect at {base}. A word in the message picks what the agent does:")
     for keyword in KEYWORDS:
         print(f"  {keyword:<10} {KEYWORD_HELP[keyword]}")
-    print("  otherwise  echoes the message, counting the turns of its conversation\n\nTry:\n")
+    print("  otherwise  echoes the message, counting the turns of its conversation\n")
+    if config.inspector is not None:
+        print(f"See each translation in the inspector: {base}{inspector.path}/?key={inspector.key}\n")
+    print("Try:\n")
     for client, (path, body) in DEMO_REQUESTS.items():
         print(f"# {client}\ncurl -N {base}{path} -H 'content-type: application/json' -d '{body}'\n")
     agent = create_agent_app(dialect.name, test_hooks=False)  # its request log holds what people typed
@@ -268,6 +316,12 @@ def _demo(args: argparse.Namespace) -> int:
     exit_quietly_when_stopped()
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
     return 0
+
+
+def _loopback(host: str) -> bool:
+    from gateway.inspector.options import is_loopback
+
+    return is_loopback(host)
 
 
 AGENT_INSIDE = "/_agent"
@@ -287,7 +341,7 @@ def _agent(args: argparse.Namespace) -> int:
 
     logs.configure("human", "info")
     dialect = registry.get(args.dialect)
-    sock = _bind(args.host, args.port)
+    sock = bind(args.host, args.port)
     if sock is None:
         return 2
     paths = ", ".join(f"http://{args.host}:{args.port}{path}" for path in dialect.paths)
@@ -310,7 +364,7 @@ def _agent(args: argparse.Namespace) -> int:
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
     return 0
 
-def _bind(host: str, port: int) -> socket.socket | None:
+def bind(host: str, port: int) -> socket.socket | None:
     """The listening socket, bound before anything says "listening"; a port in use is one line, not a traceback."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -362,6 +416,22 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         parser.error("; ".join(f"{_flag(error['loc'])}: {error_message(error)}" for error in exc.errors()))
     if args.send_request and not args.check:
         parser.error("--send-request goes with --check")
+    for route in config.routes:
+        route.inspector_bodies = route.inspector_bodies or args.inspector_bodies
+        if args.record:
+            route.record = route.record or RecordOptions(dir=args.record)
+    if args.inspector and config.inspector is None:
+        config.inspector = InspectorOptions()
+    inspector_made_key = config.inspector is not None and not config.inspector.key
+    if config.inspector is not None:
+        if args.workers > 1:
+            log.error("the inspector keeps the runs of the process that ran them: use --workers 1 with it")
+            return 2
+        try:
+            config.inspector.key = config.inspector.key_for(args.host)
+        except ValueError as exc:
+            log.error("%s", exc)
+            return 2
     if args.check:
         return _check_config(config, args.send_request)
     if args.workers > 1 and config.store.url.startswith("memory:"):
@@ -372,7 +442,7 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return 2
     if args.workers > 1:  # each worker opens its own: this one only proved it can be opened
         asyncio.run(store.close())
-    sock = _bind(args.host, args.port)
+    sock = bind(args.host, args.port)
     if sock is None:
         asyncio.run(store.close())
         return 2
@@ -382,6 +452,9 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     log.info(_version())
     url = f"http://{args.host}:{args.port}"
     http_server.HEAD_SECONDS = config.header_timeout
+    if config.inspector is not None:
+        shown = f"?key={config.inspector.key}" if inspector_made_key else " (with inspector.key)"
+        log.info("inspector at %s%s/%s", url, config.inspector.path, shown)
     if args.workers == 1:
         log.info("listening on %s", url, extra={"url": url})
         app = create_app(config, store, log_bodies=args.log_bodies)
@@ -465,6 +538,15 @@ def _check_endpoint(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     from gateway.check import SCENARIOS, check
     from gateway.upstream.url import UpstreamURL
 
+    if args.recording:
+        if args.url is not None or args.dialect is not None:
+            parser.error("--recording judges recorded replies: give no URL and no --dialect (each reply is judged "
+                         "by its own dialect)")
+        from gateway import recording_commands
+
+        return recording_commands.check(parser, args.recording, args.json)
+    if args.url is None or args.dialect is None:
+        parser.error("check needs URL and --dialect, or --recording FILE")
     try:
         UpstreamURL.parse(args.url)
     except ValueError as exc:
@@ -495,7 +577,10 @@ def _check_endpoint(parser: argparse.ArgumentParser, args: argparse.Namespace) -
 
 
 def _translate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from gateway.recordings.exchange import is_recording
+
     if args.input is None:
+        args.source = args.source or "ag-kit"
         samples = {path.name.removesuffix(".sse"): path for path in resources.files("gateway.samples").iterdir()
                    if path.name.endswith(".sse")}
         if args.source not in samples:
@@ -513,6 +598,11 @@ def _translate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     if args.variant is not None and args.variant not in registry.get(args.target).variants:
         owner = registry.variants()[args.variant]
         parser.error(f"--variant {args.variant} is a {owner} variant: use it with --to {owner}")
+    if is_recording(data):
+        from gateway import recording_commands
+
+        return recording_commands.translate(parser, args, data)
+    args.source = args.source or "ag-kit"
     decoder = registry.get(args.source).new_decoder()
     encoder = registry.get(args.target).new_encoder(Turn(variant=args.variant))
     events = decoder.feed(data) + decoder.close()

@@ -24,6 +24,7 @@ MODULES = (
     "adapters.a2a.decode",
     "adapters.ag_kit.decode",
     "adapters.ag_ui.decode",
+    "adapters.ag_ui.proto_decode",
     "adapters.agent_respond.decode",
     "adapters.langgraph.decode",
     "adapters.vercel.decode",

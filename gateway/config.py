@@ -24,6 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from adapters import registry
 from gateway.conversations.store import ConversationStore, StoreError, open_store, redis_exceptions, sqlite_path
 from gateway.core.validation import error_message, field_path, listed
+from gateway.inspector.options import InspectorOptions
+from gateway.recordings.options import RecordOptions
 from gateway.runs.board import KeptLimits
 from gateway.upstream import tls
 from gateway.upstream.http1 import Target
@@ -330,10 +332,30 @@ class Route(_Model):
     resumable: bool = False
     """Runs outlive their client's connection (up to `timeouts.total`): a client that reconnects is sent the rest,
     a retry of the same request attaches to the run, and only an explicit stop ends it early."""
+    client_version: str | None = None
+    """The protocol version this route's clients speak, where their requests do not show it: `5`, `6` or `7` (or
+    a release, `7.0.173`) for AI SDK clients, which send no version (an AI SDK 5 client's route must say so);
+    `1.0` or `0` for AG-UI clients. Replies hold only what that version reads."""
+
+    @field_validator("client_version", mode="before")
+    @classmethod
+    def _version(cls, value: object) -> str | None:
+        if value is None:
+            return None
+        text = str(value)
+        if not re.fullmatch(r"\d+(\.\d+){0,2}", text):
+            raise ValueError(f"{text!r} is not a version: a major (5), or major.minor.patch (7.0.173)")
+        return text
+
     ready_needs_upstream: bool = False
     """`/readyz` answers 503 while this route's upstream cannot be reached: a balancer then sends a replica nothing
     while its own agent (a sidecar's) is down. Leave it off for an agent every replica shares, or they all go
     unready together."""
+    record: RecordOptions | None = None
+    """Each exchange written to a file (`gateway.recordings`): for replaying the agent, judging and translating."""
+    inspector_bodies: bool = False
+    """The inspector shows what this route's runs said (request bodies, frames, event fields); otherwise their
+    shape only."""
 
     @field_validator("tenant_header")
     @classmethod
@@ -451,6 +473,8 @@ class GatewayConfig(_Model):
     Off by default: both can hold secrets. The operator's log has them either way."""
     max_body_bytes_in_flight: int = Field(256 * 1024 * 1024, gt=0, description="request body bytes a worker holds "
                                           "while bodies are read; past it, 503")
+    inspector: InspectorOptions | None = None
+    """The inspector's page (`gateway.inspector`); off unless set."""
 
     @field_validator("routes")
     @classmethod
@@ -474,7 +498,7 @@ class GatewayConfig(_Model):
 
 
 _KEYS = sorted({name for model in (Timeouts, Limits, Auth, Cors, Push, UpstreamTLS, Upstream, Route, Store,
-                                   GatewayConfig)
+                                   GatewayConfig, InspectorOptions, RecordOptions)
                 for name in model.model_fields})
 """Every key a configuration may hold, for "did you mean"."""
 

@@ -25,6 +25,7 @@ FAILING = {
     "a2a_sdk_rest_crash.sse",
     "a2a_sdk_v03_jsonrpc_crash.sse",
     "langgraph_dev_fail.sse",  # the graph raised: an `error` frame
+    "agui10_failed.sse",  # RUN_ERROR, with the tokens the run used
 }
 
 

@@ -40,6 +40,8 @@ Scripts, picked from the last user text (case-insensitive), first match wins:
 |           | agent: "qa", severity: "error", code: "agent_failed", timestamp}`, then [DONE] (no completion)       |
 | `weather` | data-summary, text "Let me check.", tool `get_weather` {"city": "Paris"} -> "sunny, 21C in Paris",     |
 |           | data-operation tool_call, data-artifact, text "It is sunny, 21C in Paris." (same text id)            |
+| `plan`    | text "Planning.", data-summary, text "Searching.", data-summary, text "Done." (one text id: three     |
+|           | segments split by status updates alone, no tool call between them)                                   |
 | otherwise | "You said: <text>. This is user turn <n>.", n = user messages stored in this conversation, this one  |
 |           | included: turn 2 proves the gateway kept ONE upstream conversation                                  |
 
@@ -297,6 +299,12 @@ def script(reply: Reply, text: str, turn: int, conversation_id: str) -> None:
             "description": "Current weather in Paris", "type": "document",
             "artifactSummary": {"city": "Paris", "sky": "sunny", "tempC": 21}}})
         reply.text("It is sunny, 21C in Paris.")
+        return
+    if "plan" in lowered:
+        for index, segment in enumerate(("Planning.", "Searching.", "Done.")):
+            if index:
+                reply.write({"type": "data-summary", "data": {"type": "progress", "label": segment}})
+            reply.text(segment)
         return
     reply.text(f"You said: {text}. This is user turn {turn}.")
 

@@ -27,7 +27,7 @@ from typing import Any, NotRequired, TypedDict, cast
 CLIENTS_DIR = Path(__file__).resolve().parent / "clients"
 TIMEOUT_S = 120.0
 DRIVER_TIMEOUT_S = 60.0
-_REQUIRED_PACKAGES = ("@ag-ui/client", "ai", "ai-strict", "rxjs")
+_REQUIRED_PACKAGES = ("@ag-ui/client", "@ag-ui/proto", "ai", "ai-strict", "ai5", "ai7-strict", "rxjs")
 _INSTALL_HINT = "run `npm ci --prefix tests/clients` (Node >= 20) from the repo root"
 
 
@@ -136,6 +136,27 @@ def verify_vercel(streams: dict[str, bytes]) -> dict[str, VercelResult]:
     All streams go to a single node process.
     """
     return cast(dict[str, VercelResult], _run("verify-vercel.mjs", streams))
+
+
+class AiVersionResult(TypedDict):
+    """Outcome of one UI message stream under one `ai` release's strict schema and state machine."""
+
+    ok: bool
+    error: str | None
+    in_band_error: str | None
+    message: dict[str, Any] | None  # final UIMessage
+    types: list[str]
+    package: str  # e.g. "ai@5.0.216"
+
+
+def verify_ai_versions(streams: dict[str, tuple[bytes, str]]) -> dict[str, AiVersionResult]:
+    """Run each body through the `ai` release its client version runs (`"5"`, `"6"`, `"7"`: the oldest, strict,
+    release of the major; `"7.0.173"`: the newest 7). All streams go to a single node process."""
+    node = _require_node()
+    if not streams:
+        return {}
+    payload = [{"name": name, "sse": body.decode(), "sdk": sdk} for name, (body, sdk) in streams.items()]
+    return cast(dict[str, AiVersionResult], _node_json(node, "verify-ai-versions.mjs", payload, TIMEOUT_S))
 
 
 # --------------------------------------------------------------------------- live drivers

@@ -63,8 +63,8 @@ def body(dialect: str, messages: list[dict[str, Any]], conversation: str = "conv
          tools: bool = False, **extra: Any) -> dict[str, Any]:
     """A request body; `tools` offers SEARCH where the dialect can carry tools."""
     if dialect == "ag-ui":
-        out: dict[str, Any] = {"threadId": conversation, "runId": "run-1", "messages": messages,
-                               "tools": [SEARCH] if tools else []}
+        out: dict[str, Any] = {"threadId": conversation, "runId": "run-1", "protocolVersion": "1.0",
+                               "messages": messages, "tools": [SEARCH] if tools else []}
     elif dialect == "ag-kit":
         out = {"conversationId": conversation, "messages": messages,
                "tools": [{**SEARCH, "parameters": orjson.dumps(SEARCH["parameters"]).decode()}] if tools else []}

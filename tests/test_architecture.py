@@ -94,9 +94,17 @@ def test_the_built_in_agent_knows_dialects_only_through_the_registry() -> None:
     assert _breaking("gateway.agent", ("gateway.core", "gateway.agent", "adapters.registry")) == {}
 
 
+def test_recordings_import_only_the_core_the_registry_and_themselves() -> None:
+    assert _breaking("gateway.recordings", ("gateway.core", "gateway.recordings", "adapters.registry")) == {}
+
+
+def test_the_inspector_imports_only_recordings_the_core_and_itself() -> None:
+    assert _breaking("gateway.inspector", ("gateway.core", "gateway.recordings", "gateway.inspector")) == {}
+
+
 def test_the_server_does_not_reach_into_the_tools_above_it() -> None:
     allowed = ("gateway.core", "gateway.upstream", "gateway.conversations", "gateway.runs", "gateway.server",
-               "gateway.config", "adapters.registry")
+               "gateway.config", "adapters.registry", "gateway.inspector", "gateway.recordings")
     assert _breaking("gateway.server", allowed) == {}
 
 

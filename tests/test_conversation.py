@@ -19,7 +19,7 @@ from gateway.conversations import mapper as mapper_module
 from gateway.conversations.mapper import Conversation, ConversationMapper, decode_conversation, encode_conversation
 from gateway.conversations.recorder import LEFT_OUT, RunRecorder
 from gateway.conversations.store import MemoryStore, StoreError
-from gateway.core.errors import StoreUnavailable
+from gateway.core.errors import InterruptAnswered, StoreUnavailable
 from gateway.core.events import (
     Interrupt,
     RunFinished,
@@ -29,6 +29,7 @@ from gateway.core.events import (
     TextStart,
     ToolCallEnd,
     ToolCallStart,
+    ToolResult,
 )
 from gateway.core.turn import ContentPart, Message, Resume, ToolCall, Turn
 from gateway.server.app import create_app
@@ -86,9 +87,11 @@ def test_resume_with_nothing_new_sends_no_messages_again() -> None:
     resumed = exchange_once(mapper, Turn(turn.messages, conversation_id="t", resume=[Resume("i")]), "ag-ui",
                             "vercel", [RunStarted(), RunFinished()])
     assert resumed.resume == [Resume("i", tool_call_id="c")]  # the tool call comes from the stored interrupt
-    sent = exchange_once(mapper, Turn(turn.messages, conversation_id="t", resume=[Resume("i")]), "ag-ui", "ag-kit",
+    other = Turn([Message("user", "delete it", "u1")], conversation_id="t2")
+    exchange_once(mapper, other, "ag-ui", "ag-kit", [RunStarted(), Interrupt("j"), RunFinished("interrupt")])
+    sent = exchange_once(mapper, Turn(other.messages, conversation_id="t2", resume=[Resume("j")]), "ag-ui", "ag-kit",
                          [RunStarted(), RunFinished()])
-    assert sent.messages == []
+    assert sent.messages == [] and sent.resume == [Resume("j")]
 
 
 def test_delta_client_gets_its_history_filled_in_for_a_full_history_upstream() -> None:
@@ -147,9 +150,45 @@ def test_a_resume_of_an_interrupt_no_longer_waiting_is_not_sent_again() -> None:
     mapper = ConversationMapper(MemoryStore())
     turn = Turn([Message("user", "delete it", "u1")], conversation_id="t")
     exchange_once(mapper, turn, "ag-ui", "ag-kit", [RunStarted(), Interrupt("i"), RunFinished("interrupt")])
-    resumed = Turn(turn.messages, conversation_id="t", resume=[Resume("i")])
-    assert exchange_once(mapper, resumed, "ag-ui", "ag-kit", [RunStarted(), RunFinished()]).resume == [Resume("i")]
-    assert exchange_once(mapper, resumed, "ag-ui", "ag-kit", [RunStarted(), RunFinished()]).resume == []
+    resumed = Turn(turn.messages, conversation_id="t", resume=[Resume("i", payload="yes")])
+    assert exchange_once(mapper, resumed, "ag-ui", "ag-kit", [RunStarted(), RunFinished()]).resume == [
+        Resume("i", payload="yes")]
+    with pytest.raises(InterruptAnswered):  # nothing else new: refused, neither sent nor read as "yes"
+        exchange_once(mapper, resumed, "ag-ui", "ag-kit", [RunStarted(), RunFinished()])
+    with_news = Turn([*turn.messages, Message("user", "and the other one", "u2")], conversation_id="t",
+                     resume=[Resume("i", payload="yes")])
+    sent = exchange_once(mapper, with_news, "ag-ui", "ag-kit", [RunStarted(), RunFinished()])
+    assert sent.resume == [] and [m.text for m in sent.messages] == ["and the other one"]
+
+
+def test_a_history_the_gateway_never_saw_starts_a_delta_upstream_conversation_with_all_of_it() -> None:
+    mapper = ConversationMapper(MemoryStore())
+    brought = Turn([Message("user", "My name is Ada."), Message("assistant", "Hello Ada."),
+                    Message("user", "What is my name?")], conversation_id="t")
+    sent = exchange_once(mapper, brought, "ag-ui", "ag-kit", [RunStarted(), TextDelta("m", "Ada."), RunFinished()])
+    assert sent.history == "full" and sent.messages == brought.messages
+    assert sent.conversation_id != exchange_once(  # a fresh upstream conversation, not the one derived from "t"
+        ConversationMapper(MemoryStore()), Turn([Message("user", "hi")], conversation_id="t"), "ag-ui", "ag-kit",
+        [RunStarted(), RunFinished()]).conversation_id
+    later = Turn([*brought.messages, Message("assistant", "Ada."), Message("user", "Thanks")], conversation_id="t")
+    then = exchange_once(mapper, later, "ag-ui", "ag-kit", [RunStarted(), RunFinished()])
+    assert then.history == "delta" and then.conversation_id == sent.conversation_id
+    assert [m.text for m in then.messages] == ["Thanks"]
+
+
+def test_a_client_that_splits_or_joins_the_agents_messages_is_still_heard_as_the_same_history() -> None:
+    mapper = ConversationMapper(MemoryStore())
+    exchange_once(mapper, Turn([Message("user", "plan", "u1")], conversation_id="t"), "ag-ui", "ag-kit", [
+        RunStarted(), TextStart("m"), TextDelta("m", "Planning. "), TextDelta("m", "Searching."), TextEnd("m"),
+        ToolCallStart("c", "search", "m"), ToolCallEnd("c"), ToolResult("c", "found"),
+        TextStart("n"), TextDelta("n", "Done."), TextEnd("n"), RunFinished()])
+    rebuilt = [Message("user", "plan", "renamed-u1"), Message("activity", "", "a0"),
+               Message("assistant", "Planning.", "m"), Message("reasoning", "hmm", "r"),
+               Message("assistant", "Searching.", "m-1-0", [ToolCall("c", "search")]),
+               Message("tool", '{"found": true}', "x", tool_call_id="c"),
+               Message("assistant", "Done.", "n"), Message("user", "next", "u2")]
+    sent = exchange_once(mapper, Turn(rebuilt, conversation_id="t"), "ag-ui", "ag-kit", [RunStarted(), RunFinished()])
+    assert sent.history == "delta" and [m.text for m in sent.messages] == ["next"]
 
 
 class OutageStore(MemoryStore):
@@ -234,8 +273,8 @@ def test_conversations_stored_by_earlier_gateways_still_load_and_are_written_bac
         "client:5f0c", "conv_ab12",
         [Message("user", "use the tool", "u1"), Message("assistant", "", None, [ToolCall("c", "ask", '{"q":1}')])],
         {"c": "ask"}, {"i": "c"}, {"count": 2}, None)
-    assert encode_conversation(old) == STORED_BEFORE_VARIANTS[:-1] + \
-        b',"upstream_variant":null,"interrupted_run":null,"interrupt_schemas":{},"continued":false}'
+    assert encode_conversation(old) == STORED_BEFORE_VARIANTS[:-1] + (
+        b',"upstream_variant":null,"interrupted_run":null,"answered":[],"interrupt_schemas":{},"continued":false}')
     conversation = decode_conversation(STORED)
     assert conversation == Conversation("derived:9a1e", "conv_cd34", [
         Message("user", [ContentPart("text", text="what is this?"),
@@ -243,8 +282,10 @@ def test_conversations_stored_by_earlier_gateways_still_load_and_are_written_bac
         Message("reasoning", "looking", "r1"),
         Message("tool", "boom", tool_call_id="c", name="ask", error="boom"),
     ], upstream_variant="inkeep")
-    assert encode_conversation(conversation) == \
-        STORED[:-1] + b',"interrupted_run":null,"interrupt_schemas":{},"continued":false}'  # kept
+    # From before runs, answered interrupts, answers' schemas, files held by a provider and chains were kept:
+    assert encode_conversation(conversation) == STORED[:-1].replace(
+        b'"filename":null}', b'"filename":null,"file_id":null,"provider":null}') + (
+        b',"interrupted_run":null,"answered":[],"interrupt_schemas":{},"continued":false}')
 
 
 def test_an_unreadable_stored_conversation_starts_afresh() -> None:

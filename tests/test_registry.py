@@ -16,7 +16,8 @@ def test_send_message_tells_ag_ui_from_ag_kit_by_the_body(body: dict[str, object
 
 
 @pytest.mark.parametrize(("body", "dialect"), [
-    ({"id": "c", "trigger": "submit-message", "messages": [{"id": "u", "role": "user", "parts": []}]}, "vercel"),
+    ({"id": "c", "trigger": "submit-message",
+      "messages": [{"id": "u", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]}, "vercel"),
     ({"messages": [{"role": "user", "content": "hi"}], "metadata": {"test_case_id": "t"}}, "agent-respond"),
     ({"messages": [{"role": "user", "content": "ping"}]}, "agent-respond"),
 ])

@@ -15,12 +15,17 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from gateway.core.activity import Shown
 from gateway.core.codec import as_text, json_or_text
 from gateway.core.encoding import EVENT_TYPES, HOLE, DeltaFrames, SSEEncoder, json_bytes
 from gateway.core.events import (
+    ActivityDelta,
+    ActivitySnapshot,
     Data,
+    EncryptedValue,
     Event,
     Interrupt,
+    InterruptResolved,
     MessagesSnapshot,
     Raw,
     ReasoningDelta,
@@ -33,6 +38,9 @@ from gateway.core.events import (
     StateSnapshot,
     StepFinished,
     StepStarted,
+    SubagentError,
+    SubagentFinished,
+    SubagentStarted,
     TextDelta,
     TextEnd,
     TextStart,
@@ -54,7 +62,7 @@ Response = tuple[str, dict[str, Any]]
 
 _DROPPED: dict[type, str] = {
     ReasoningStart: "reasoning", ReasoningDelta: "reasoning", ReasoningEnd: "reasoning", StateSnapshot: "state",
-    StateDelta: "state", MessagesSnapshot: "messages_snapshot", Usage: "usage",
+    StateDelta: "state", MessagesSnapshot: "messages_snapshot", Usage: "usage", EncryptedValue: "encrypted_value",
 }
 """What a task has no place for, by the kind counted in `dropped`."""
 
@@ -63,8 +71,8 @@ class TaskWriter:
     """The task a run makes, as the responses an A2A server streams; shared by the streamed and the one-body
     reply."""
 
-    __slots__ = ("_calls", "_context_id", "_continues", "_dropped", "_interrupts", "_request", "_task_id",
-                 "_unresolved", "held_chars", "history_length", "sent", "version")
+    __slots__ = ("_calls", "_context_id", "_continues", "_dropped", "_families", "_interrupts", "_request",
+                 "_task_id", "_unresolved", "held_chars", "history_length", "sent", "version")
 
     def __init__(self, request: Turn | None, dropped: dict[str, int], *, spelling_of_client: bool = True) -> None:
         v03 = spelling_of_client and request is not None and request.variant == V03
@@ -84,12 +92,15 @@ class TaskWriter:
         self._unresolved: dict[str, dict[str, Any]] = {}
         """Tool calls made and not answered: id -> the call's data part, asked of the client at the end."""
         self._interrupts: list[Interrupt] = []
+        self._families: Shown | None = None
         self._dropped = dropped
         length = asked(request).get("history_length")
         self.history_length: int | None = length if isinstance(length, int) else None
         """How much of the task's history the client asked to see (`configuration.historyLength`)."""
 
     def event(self, e: Event) -> list[Response]:
+        if e.metadata is not None:
+            self._dropped["metadata"] += 1
         handler = _HANDLERS.get(type(e))
         if handler is not None:
             return handler(self, e)
@@ -222,6 +233,27 @@ class TaskWriter:
                                    [part_v03(part) if self.version == V03 else part], False, True)]
         return [self._artifact(e.id or new_id("artifact"), e.name, [data_part(self.version, data)], False, True)]
 
+    def _interrupt_resolved(self, e: InterruptResolved) -> list[Response]:
+        self._interrupts = [i for i in self._interrupts if i.id != e.interrupt_id]
+        self._dropped["interrupt_resolved"] += 1
+        return []
+
+    def _shown(self) -> Shown:
+        if self._families is None:
+            self._families = Shown()
+        return self._families
+
+    def _activity(self, e: ActivitySnapshot | ActivityDelta) -> list[Response]:
+        """An activity as a data artifact of its own, replaced whole at each change."""
+        data = self._shown().activity(e)
+        if data is None:
+            self._dropped["activity"] += 1
+            return []
+        return self._data(data)
+
+    def _subagent(self, e: SubagentStarted | SubagentFinished | SubagentError) -> list[Response]:
+        return self._data(self._shown().subagent(e))
+
     def _raw(self, e: Raw) -> list[Response]:
         self._dropped["raw"] += 1
         return []
@@ -274,7 +306,13 @@ _HANDLERS: dict[type, Callable[[TaskWriter, Any], list[Response]]] = {
     ToolCallEnd: TaskWriter._tool_end,
     ToolResult: TaskWriter._tool_result,
     Interrupt: TaskWriter._interrupt,
+    InterruptResolved: TaskWriter._interrupt_resolved,
     Data: TaskWriter._data,
+    ActivitySnapshot: TaskWriter._activity,
+    ActivityDelta: TaskWriter._activity,
+    SubagentStarted: TaskWriter._subagent,
+    SubagentFinished: TaskWriter._subagent,
+    SubagentError: TaskWriter._subagent,
     Raw: TaskWriter._raw,
     RunFinished: TaskWriter._run_finished,
     RunError: TaskWriter._run_error,
@@ -305,7 +343,7 @@ def _stream_event(self: A2AStreamEncoder, e: Event) -> bytes:
 
 def _stream_text(self: A2AStreamEncoder, e: TextDelta) -> bytes:
     """Most of a stream: each chunk after a message's first is the same envelope around a new delta."""
-    if self.writer.sent.get(e.message_id):
+    if self.writer.sent.get(e.message_id) and e.metadata is None:
         return self.chunks.frame(e.delta, e.message_id)
     return _stream_event(self, e)
 
@@ -316,6 +354,7 @@ class A2AStreamEncoder(SSEEncoder):
     __slots__ = ("chunks", "rpc_id", "writer")
 
     handlers = {**dict.fromkeys(EVENT_TYPES, _stream_event), TextDelta: _stream_text}
+    METADATA = EVENT_TYPES  # the writer counts what it leaves out
 
     def __init__(self, request: Turn | None = None) -> None:
         super().__init__(request)

@@ -203,7 +203,8 @@ def _check_history(turn: Turn) -> None:
     last_user = max((i for i, m in enumerate(turn.messages) if m.role == "user"), default=-1)
     if any(m.role in ("assistant", "tool") for m in turn.messages[:last_user]):  # earlier turns were answered
         raise HistoryConflict("this A2A agent keeps the conversation itself and is sent one message a turn, so it "
-                              "cannot be given an edited or regenerated history: start a new conversation")
+                              "cannot be given a history it has not heard (an edited or regenerated one, or one the "
+                              "gateway has never seen): start a new conversation")
 
 
 def _parts(version: str | None, message: Message) -> list[dict[str, Any]]:

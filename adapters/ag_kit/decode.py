@@ -107,7 +107,11 @@ def _interrupt(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
         return False
     d._end_text(out)
     reason = f.get("reason")
-    out.append(Interrupt(interrupt_id, reason if isinstance(reason, str) else "", payload=f.get("payload")))
+    payload = f.get("payload")
+    # An interrupt about a tool call names it in its payload (as the gateway writes one for an AG-Kit client).
+    call = payload.get("toolCallId") if isinstance(payload, dict) else None
+    out.append(Interrupt(interrupt_id, reason if isinstance(reason, str) else "", payload=payload,
+                         tool_call_id=call if isinstance(call, str) and call else None))
     return True
 
 

@@ -12,9 +12,13 @@ from collections.abc import Callable
 from gateway.core.codec import as_text, drop_none
 from gateway.core.encoding import HOLE, DeltaFrames, SSEEncoder, sse_frame
 from gateway.core.events import (
+    ActivityDelta,
+    ActivitySnapshot,
     Data,
+    EncryptedValue,
     Event,
     Interrupt,
+    InterruptResolved,
     MessagesSnapshot,
     Raw,
     ReasoningDelta,
@@ -27,6 +31,9 @@ from gateway.core.events import (
     StateSnapshot,
     StepFinished,
     StepStarted,
+    SubagentError,
+    SubagentFinished,
+    SubagentStarted,
     TextDelta,
     TextEnd,
     TextStart,
@@ -42,6 +49,9 @@ _DROPPED: dict[type, str] = {
     ReasoningStart: "reasoning", ReasoningDelta: "reasoning", ReasoningEnd: "reasoning",
     StateSnapshot: "state", StateDelta: "state", MessagesSnapshot: "messages_snapshot",
     StepStarted: "step", StepFinished: "step", Data: "data", Usage: "usage", Raw: "raw",
+    ActivitySnapshot: "activity", ActivityDelta: "activity", EncryptedValue: "encrypted_value",
+    SubagentStarted: "subagent", SubagentFinished: "subagent", SubagentError: "subagent",
+    InterruptResolved: "interrupt_resolved",  # its `interrupt` went out already: the client still sees it asked
 }
 """What the dialect has no word for, by the kind counted in `dropped`. Run starts and message boundaries are
 left out too, but lose nothing: the client knows its ids, and a message ends where something else begins."""
@@ -51,10 +61,14 @@ _TEXT = DeltaFrames(lambda _: sse_frame({"type": "text", "content": HOLE}))
 
 
 def _text(self: AgKitEncoder, e: TextDelta) -> bytes:
+    if e.metadata is not None:
+        self.dropped["metadata"] += 1
     return _TEXT.frame(e.delta) if e.delta else b""
 
 
 def _tool_args(self: AgKitEncoder, e: ToolCallArgs) -> bytes:
+    if e.metadata is not None:
+        self.dropped["metadata"] += 1
     return sse_frame({"type": "tool-call-args", "toolCallId": e.tool_call_id, "delta": e.delta})
 
 
@@ -111,6 +125,8 @@ def _dropped(kind: str) -> Callable[[AgKitEncoder, Event], bytes]:
 
 class AgKitEncoder(SSEEncoder):
     __slots__ = ()
+
+    METADATA = frozenset({TextDelta, ToolCallArgs, *_DROPPED})  # deltas count theirs; the dropped are counted whole
 
     handlers = {
         TextDelta: _text,

@@ -4,12 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.core.codec import Dialect, Likeness
+from gateway.core.codec import Dialect, Encoder, Likeness
+from gateway.core.turn import Turn
 
+from . import proto
 from .conformance import judge
 from .decode import AguiDecoder
 from .encode import AguiEncoder
+from .legacy import LegacyAguiEncoder
 from .request import build_request, parse_request, sample_request
+from .versions import writes_legacy
+
+
+def new_encoder(request: Turn | None = None) -> Encoder:
+    """The encoder for the AG-UI the client speaks (1.0, or what came before) and the wire it reads: SSE, or
+    protobuf for a client that asks for it, when the `protobuf` runtime is installed."""
+    encoder = LegacyAguiEncoder(request) if writes_legacy(request) else AguiEncoder(request)
+    if request is not None and proto.wants_proto(request.accept) and proto.available():
+        return proto.ProtoEncoder(encoder)
+    return encoder
 
 
 def sniff(body: dict[str, Any]) -> Likeness:
@@ -26,10 +39,12 @@ DIALECT = Dialect(
     parse_request=parse_request,
     build_request=build_request,
     new_decoder=AguiDecoder,
-    new_encoder=AguiEncoder,
+    new_encoder=new_encoder,
     sniff=sniff,
     sample_request=sample_request,
     judge=judge,
     expects="an AG-UI request (RunAgentInput) needs threadId, runId and messages",
     event_ids=True,
+    variants={proto.VARIANT: "full"},
+    decoder_for=proto.decoder_for,
 )

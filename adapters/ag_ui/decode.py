@@ -1,7 +1,10 @@
 """AG-UI SSE from an upstream, into canonical events.
 
-Lenient on the way in: `*_CHUNK` events are expanded, pre-1.0 `THINKING_*` events read as reasoning, LangGraph's
-`CUSTOM on_interrupt` read as an interrupt, and events with no canonical meaning kept as `Raw`.
+Every 1.0 family is read (activity, subagents, encrypted reasoning, usage, metadata on any event, tool results as
+content parts, interrupts with their expiry). Lenient on the way in: `*_CHUNK` events are expanded, pre-1.0
+`THINKING_*` events read as reasoning, and events with no canonical meaning kept as `Raw`. The upstream's version is
+read from `RUN_STARTED.protocolVersion`: from one before 1.0 (which declares none), LangGraph's `CUSTOM on_interrupt`
+is an interrupt, as such servers meant it; from a 1.0 one, which has `RUN_FINISHED.outcome` for that, it is data.
 """
 
 from __future__ import annotations
@@ -12,7 +15,10 @@ from typing import Any
 from gateway.core.codec import json_or_text
 from gateway.core.decoding import Events, JsonSSEDecoder
 from gateway.core.events import (
+    ActivityDelta,
+    ActivitySnapshot,
     Data,
+    EncryptedValue,
     Interrupt,
     MessagesSnapshot,
     Raw,
@@ -26,6 +32,9 @@ from gateway.core.events import (
     StateSnapshot,
     StepFinished,
     StepStarted,
+    SubagentError,
+    SubagentFinished,
+    SubagentStarted,
     TextDelta,
     TextEnd,
     TextStart,
@@ -38,6 +47,7 @@ from gateway.core.events import (
 from gateway.core.ids import new_id
 from gateway.core.sse import DEFAULT_MAX_FRAME
 
+from .content import parts_from_agui
 from .request import message_from_agui
 
 Handler = Callable[["AguiDecoder", dict[str, Any], Events], None]
@@ -46,7 +56,7 @@ _CHUNKS = ("TEXT_MESSAGE_CHUNK", "TOOL_CALL_CHUNK", "REASONING_MESSAGE_CHUNK")
 
 
 class AguiDecoder(JsonSSEDecoder):
-    __slots__ = ("_chunk_reasoning", "_chunk_text", "_chunk_tool", "_thinking")
+    __slots__ = ("_chunk_reasoning", "_chunk_text", "_chunk_tool", "_spans", "_thinking", "version")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__(max_event_bytes)
@@ -54,6 +64,11 @@ class AguiDecoder(JsonSSEDecoder):
         self._chunk_tool: str | None = None
         self._chunk_reasoning: str | None = None
         self._thinking: str | None = None
+        self._spans: dict[str, bool] = {}
+        """Open `REASONING_START` spans: id -> whether the reasoning message of the same id has ended. Its end
+        waits for the span's, so what the span holds after the message (its encrypted value) still belongs to it."""
+        self.version: str | None = None
+        """The protocol version the upstream declared in `RUN_STARTED`; None if it declared none (before 1.0)."""
 
     def on_frame(self, frame: dict[str, Any], out: Events) -> None:
         kind = frame.get("type")
@@ -96,8 +111,20 @@ def _opt(frame: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _meta(frame: dict[str, Any]) -> dict[str, Any] | None:
+    """An event's `metadata`, when it is the object AG-UI says it is."""
+    value = frame.get("metadata")
+    return value if type(value) is dict else None
+
+
+def _int(mapping: dict[str, Any], key: str) -> int | None:
+    value = mapping.get(key)
+    return value if type(value) is int else None
+
+
 def _run_started(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(RunStarted(_opt(f, "threadId"), _opt(f, "runId"), _opt(f, "parentRunId")))
+    d.version = _opt(f, "protocolVersion")
+    out.append(RunStarted(_opt(f, "threadId"), _opt(f, "runId"), _opt(f, "parentRunId"), metadata=_meta(f)))
 
 
 def _run_finished(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -109,38 +136,57 @@ def _run_finished(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     if kind == "interrupt":
         for item in outcome.get("interrupts") or ():  # type: ignore[union-attr]
             if isinstance(item, dict) and isinstance(item.get("id"), str):
-                metadata = item.get("metadata")
-                payload = metadata.get("payload") if isinstance(metadata, dict) else None
-                out.append(Interrupt(item["id"], _opt(item, "reason") or "", _opt(item, "message"), payload,
-                               _opt(item, "toolCallId"), item.get("responseSchema")))
-        out.append(RunFinished("interrupt", f.get("result")))
+                out.append(_interrupt(item))
+        out.append(RunFinished("interrupt", f.get("result"), _meta(f)))
     else:
-        out.append(RunFinished("cancelled" if kind == "cancelled" else "success", f.get("result")))
+        out.append(RunFinished("cancelled" if kind == "cancelled" else "success", f.get("result"), _meta(f)))
+
+
+def _interrupt(item: dict[str, Any]) -> Interrupt:
+    """One interrupt of an outcome; the gateway's own payload travels in its `metadata.payload`."""
+    metadata = item.get("metadata")
+    payload = None
+    if type(metadata) is dict:
+        payload = metadata.get("payload")
+        metadata = {k: v for k, v in metadata.items() if k != "payload"} or None
+    else:
+        metadata = None
+    schema = item.get("responseSchema")
+    return Interrupt(item["id"], _opt(item, "reason") or "", _opt(item, "message"), payload, _opt(item, "toolCallId"),
+                     schema if type(schema) is dict else None, _opt(item, "expiresAt"), _opt(item, "subagentRunId"),
+                     metadata)
 
 
 def _usage(usage: dict[str, Any]) -> Usage:
-    return Usage(usage.get("inputTokens"), usage.get("outputTokens"), usage.get("totalTokens"),
-                 usage.get("model"), usage.get("provider"))
+    return Usage(_int(usage, "inputTokens"), _int(usage, "outputTokens"), _int(usage, "totalTokens"),
+                 _opt(usage, "model"), _opt(usage, "provider"), _int(usage, "reasoningTokens"),
+                 _int(usage, "cachedInputTokens"), _int(usage, "cacheWriteInputTokens"))
 
 
 def _run_error(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
+    for usage in f.get("usage") or ():
+        if isinstance(usage, dict):
+            out.append(_usage(usage))
     message = f.get("message")
-    out.append(RunError(message if isinstance(message, str) else "upstream run failed", _opt(f, "code")))
+    out.append(RunError(message if isinstance(message, str) else "upstream run failed", _opt(f, "code"),
+                        _meta(f)))
 
 
 def _text_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(TextStart(_str(f, "messageId"), _opt(f, "role") or "assistant"))
+    out.append(TextStart(_str(f, "messageId"), _opt(f, "role") or "assistant", _opt(f, "subagentRunId"),
+                         _opt(f, "name"), _meta(f)))
 
 
 def _text_content(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     message_id, delta = f["messageId"], f["delta"]  # the hot path: `_str` inlined
     if type(message_id) is not str or type(delta) is not str:
         raise TypeError("messageId and delta must be strings")
-    out.append(TextDelta(message_id, delta))
+    # type, messageId and delta: nothing else to read (a subagent's tag repeats its opener's)
+    out.append(TextDelta(message_id, delta) if len(f) == 3 else TextDelta(message_id, delta, _meta(f)))
 
 
 def _text_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(TextEnd(_str(f, "messageId")))
+    out.append(TextEnd(_str(f, "messageId"), _meta(f)))
 
 
 def _text_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -149,25 +195,27 @@ def _text_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
         if d._chunk_text:
             out.append(TextEnd(d._chunk_text))
         d._chunk_text = message_id
-        out.append(TextStart(message_id, _opt(f, "role") or "assistant"))
+        out.append(TextStart(message_id, _opt(f, "role") or "assistant", _opt(f, "subagentRunId"), _opt(f, "name")))
     elif d._chunk_text is None:
         d._chunk_text = new_id("msg")
-        out.append(TextStart(d._chunk_text, _opt(f, "role") or "assistant"))
+        out.append(TextStart(d._chunk_text, _opt(f, "role") or "assistant", _opt(f, "subagentRunId"),
+                             _opt(f, "name")))
     delta = _opt(f, "delta")
     if delta:
         out.append(TextDelta(d._chunk_text, delta))
 
 
 def _tool_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ToolCallStart(_str(f, "toolCallId"), _str(f, "toolCallName"), _opt(f, "parentMessageId")))
+    out.append(ToolCallStart(_str(f, "toolCallId"), _str(f, "toolCallName"), _opt(f, "parentMessageId"),
+                             _opt(f, "subagentRunId"), _meta(f)))
 
 
 def _tool_args(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ToolCallArgs(_str(f, "toolCallId"), _str(f, "delta")))
+    out.append(ToolCallArgs(_str(f, "toolCallId"), _str(f, "delta"), _meta(f)))
 
 
 def _tool_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ToolCallEnd(_str(f, "toolCallId")))
+    out.append(ToolCallEnd(_str(f, "toolCallId"), _meta(f)))
 
 
 def _tool_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -177,7 +225,7 @@ def _tool_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
             out.append(ToolCallEnd(d._chunk_tool))
         d._chunk_tool = tool_call_id
         out.append(ToolCallStart(tool_call_id, _opt(f, "toolCallName") or "unknown_tool",
-                                    _opt(f, "parentMessageId")))
+                                 _opt(f, "parentMessageId"), _opt(f, "subagentRunId")))
     if d._chunk_tool is None:
         return  # a continuation with no call open: nothing to attach it to
     delta = _opt(f, "delta")
@@ -186,24 +234,37 @@ def _tool_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
 
 
 def _tool_result(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    content = f.get("content")
+    content: Any = f.get("content")
     if isinstance(content, list):
-        content = "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+        content = parts_from_agui(content)  # text, images, documents: kept as parts
     elif not isinstance(content, str):
         raise TypeError("content")
-    out.append(ToolResult(_str(f, "toolCallId"), content, _opt(f, "messageId")))
+    out.append(ToolResult(_str(f, "toolCallId"), content, _opt(f, "messageId"),
+                          subagent_run_id=_opt(f, "subagentRunId"), metadata=_meta(f)))
 
 
 def _reasoning_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ReasoningStart(_str(f, "messageId")))
+    out.append(ReasoningStart(_str(f, "messageId"), _opt(f, "subagentRunId"), _meta(f)))
 
 
 def _reasoning_content(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ReasoningDelta(_str(f, "messageId"), _str(f, "delta")))
+    out.append(ReasoningDelta(_str(f, "messageId"), _str(f, "delta"), _meta(f)))
 
 
 def _reasoning_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ReasoningEnd(_str(f, "messageId")))
+    message_id = _str(f, "messageId")
+    if message_id in d._spans:
+        d._spans[message_id] = True
+        return
+    out.append(ReasoningEnd(message_id, _meta(f)))
+
+
+def _encrypted(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
+    subtype = f.get("subtype")
+    if subtype != "message" and subtype != "tool-call":
+        raise ValueError("subtype")
+    out.append(EncryptedValue(subtype, _str(f, "entityId"), _str(f, "encryptedValue"), _opt(f, "subagentRunId"),
+                              _meta(f)))
 
 
 def _reasoning_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -214,14 +275,25 @@ def _reasoning_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
         d._chunk_reasoning = message_id
     elif d._chunk_reasoning is None:
         d._chunk_reasoning = new_id("reasoning")
-    out.append(ReasoningStart(d._chunk_reasoning))
+    out.append(ReasoningStart(d._chunk_reasoning, _opt(f, "subagentRunId")))
     delta = _opt(f, "delta")
     if delta:
         out.append(ReasoningDelta(d._chunk_reasoning, delta))
 
 
+def _span_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
+    """REASONING_START/END bracket reasoning messages, which carry the content."""
+    d._spans[_str(f, "messageId")] = False
+
+
+def _span_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
+    message_id = _str(f, "messageId")
+    if d._spans.pop(message_id, False):
+        out.append(ReasoningEnd(message_id, _meta(f)))
+
+
 def _span(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    """REASONING_START/END bracket reasoning messages; the messages themselves carry everything."""
+    """THINKING_START/END bracket the thinking messages, which carry everything."""
 
 
 def _thinking_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -242,44 +314,87 @@ def _thinking_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
 
 
 def _state_snapshot(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(StateSnapshot(f["snapshot"]))
+    out.append(StateSnapshot(f["snapshot"], _opt(f, "subagentRunId"), _meta(f)))
 
 
 def _state_delta(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     patch = f["delta"]
     if not isinstance(patch, list):
         raise TypeError("delta")
-    out.append(StateDelta(patch))
+    out.append(StateDelta(patch, _opt(f, "subagentRunId"), _meta(f)))
 
 
 def _messages_snapshot(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     messages = [m for value in f["messages"] if (m := message_from_agui(value)) is not None]
-    out.append(MessagesSnapshot(messages))
+    out.append(MessagesSnapshot(messages, _meta(f)))
+
+
+def _activity_snapshot(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
+    content = f["content"]
+    if type(content) is not dict:
+        raise TypeError("content")
+    out.append(ActivitySnapshot(_str(f, "messageId"), _str(f, "activityType"), content, f.get("replace") is not False,
+                                _opt(f, "subagentRunId"), _meta(f)))
+
+
+def _activity_delta(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
+    patch = f["patch"]
+    if not isinstance(patch, list):
+        raise TypeError("patch")
+    out.append(ActivityDelta(_str(f, "messageId"), _str(f, "activityType"), patch, _opt(f, "subagentRunId"),
+                             _meta(f)))
+
+
+def _subagent_started(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(SubagentStarted(_str(f, "subagentRunId"), _str(f, "name"), _opt(f, "description"),
+                               _opt(f, "parentSubagentRunId"), _opt(f, "parentToolCallId"), _opt(f, "parentMessageId"),
+                               _meta(f)))
+
+
+def _subagent_finished(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
+    outcome = f.get("outcome")
+    kind = outcome.get("type") if type(outcome) is dict else None
+    ids = outcome.get("interruptIds") if type(outcome) is dict else None
+    out.append(SubagentFinished(_str(f, "subagentRunId"), f.get("result"),
+                                "suspended" if kind == "suspended" else "success" if kind == "success" else None,
+                                [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else None, _meta(f)))
+
+
+def _subagent_error(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
+    out.append(SubagentError(_str(f, "subagentRunId"), _str(f, "message"), _opt(f, "code"), _meta(f)))
 
 
 def _step_started(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(StepStarted(_str(f, "stepName")))
+    out.append(StepStarted(_str(f, "stepName"), _opt(f, "subagentRunId"), _meta(f)))
 
 
 def _step_finished(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(StepFinished(_str(f, "stepName")))
+    out.append(StepFinished(_str(f, "stepName"), _opt(f, "subagentRunId"), _meta(f)))
 
 
 def _custom(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     name = _str(f, "name")
     value = f.get("value")
-    if name == "on_interrupt":
+    if name == "on_interrupt" and not _speaks_1_0(d.version):
         # LangGraph's (and cloudbase-agent-server's) interrupt: a JSON string value, the id in rawEvent if anywhere.
         raw = f.get("rawEvent")
         interrupt_id = raw if isinstance(raw, str) else new_id("interrupt")
         payload = json_or_text(value) if isinstance(value, str) else value
         out.append(Interrupt(interrupt_id, "agent requested interrupt", payload=payload))
         return
-    out.append(Data(name, value))
+    out.append(Data(name, value, None, False, _opt(f, "subagentRunId"), False, _meta(f)))
+
+
+def _speaks_1_0(version: str | None) -> bool:
+    """Whether a declared protocol version is 1.0 or later (None: declared none, so before 1.0)."""
+    if version is None:
+        return False
+    major = version.split(".", 1)[0]
+    return major.isdigit() and int(major) >= 1
 
 
 def _raw(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(Raw("ag-ui", f))
+    out.append(Raw("ag-ui", f, _opt(f, "subagentRunId"), _meta(f)))
 
 
 _HANDLERS: dict[str, Handler] = {
@@ -293,8 +408,8 @@ _HANDLERS: dict[str, Handler] = {
     "TOOL_CALL_END": _tool_end,
     "TOOL_CALL_CHUNK": _tool_chunk,
     "TOOL_CALL_RESULT": _tool_result,
-    "REASONING_START": _span,
-    "REASONING_END": _span,
+    "REASONING_START": _span_start,
+    "REASONING_END": _span_end,
     "REASONING_MESSAGE_START": _reasoning_start,
     "REASONING_MESSAGE_END": _reasoning_end,
     "REASONING_MESSAGE_CHUNK": _reasoning_chunk,
@@ -310,6 +425,12 @@ _HANDLERS: dict[str, Handler] = {
     "STEP_FINISHED": _step_finished,
     "CUSTOM": _custom,
     "RAW": _raw,
+    "ACTIVITY_SNAPSHOT": _activity_snapshot,
+    "ACTIVITY_DELTA": _activity_delta,
+    "REASONING_ENCRYPTED_VALUE": _encrypted,
+    "SUBAGENT_STARTED": _subagent_started,
+    "SUBAGENT_FINISHED": _subagent_finished,
+    "SUBAGENT_ERROR": _subagent_error,
     "RUN_STARTED": _run_started,
     "RUN_FINISHED": _run_finished,
     "RUN_ERROR": _run_error,

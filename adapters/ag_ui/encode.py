@@ -2,7 +2,9 @@
 
 Its rules, all enforced here: LF framing, camelCase, no `null` for an optional field, `protocolVersion` on
 `RUN_STARTED`, a tool call's `parentMessageId` naming a message already started, interrupts carried in
-`RUN_FINISHED.outcome`, and client tools left without a result listed in `outcome.pendingToolCallIds`.
+`RUN_FINISHED.outcome`, client tools left without a result listed in `outcome.pendingToolCallIds`, and a subagent's
+content tagged with its `subagentRunId` from the event that opens it to the one that closes it (the client refuses a
+continuation whose tag differs from its opener's). A client before 1.0 gets `legacy.LegacyAguiEncoder` instead.
 """
 
 from __future__ import annotations
@@ -10,10 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.core.codec import as_text, drop_none
-from gateway.core.encoding import HOLE, DeltaFrames, SSEEncoder, is_one_of, sse_frame
+from gateway.core.encoding import EVENT_TYPES, HOLE, DeltaFrames, SSEEncoder, is_one_of, sse_frame
 from gateway.core.events import (
+    ActivityDelta,
+    ActivitySnapshot,
     Data,
+    EncryptedValue,
+    Event,
     Interrupt,
+    InterruptResolved,
     MessagesSnapshot,
     Raw,
     ReasoningDelta,
@@ -26,6 +33,9 @@ from gateway.core.events import (
     StateSnapshot,
     StepFinished,
     StepStarted,
+    SubagentError,
+    SubagentFinished,
+    SubagentStarted,
     TextDelta,
     TextEnd,
     TextStart,
@@ -36,48 +46,81 @@ from gateway.core.events import (
     Usage,
 )
 from gateway.core.ids import new_id
-from gateway.core.turn import Turn
+from gateway.core.turn import ContentPart, Turn
 
-from .request import PROTOCOL_VERSION, message_to_agui
+from .content import content_to_agui
+from .request import message_to_agui
+from .versions import PROTOCOL_VERSION
 
 _ROLES = frozenset({"developer", "system", "assistant", "user"})
 
 # AG-UI events that a `Raw` from an AG-UI upstream may carry through as they are; anything else goes in a RAW.
-_PASSTHROUGH = frozenset({
-    "RAW", "ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "REASONING_ENCRYPTED_VALUE",
-})
+_PASSTHROUGH = frozenset({"RAW"})
 
 
 def _text_content(message_id: str) -> bytes:
     return sse_frame({"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": HOLE})
 
 
+def tagged(event: dict[str, Any], e: Event, owner: str | None = None) -> dict[str, Any]:
+    """An event's frame with what every AG-UI event may carry: its metadata, and the subagent it belongs to."""
+    metadata = e.metadata
+    if metadata is not None:
+        event["metadata"] = metadata
+    if owner is not None:
+        event["subagentRunId"] = owner
+    return event
+
+
+def usage_entry(e: Usage) -> dict[str, Any]:
+    return drop_none({"inputTokens": e.input_tokens, "outputTokens": e.output_tokens, "totalTokens": e.total_tokens,
+                      "reasoningTokens": e.reasoning_tokens, "cachedInputTokens": e.cached_input_tokens,
+                      "cacheWriteInputTokens": e.cache_write_input_tokens, "model": e.model, "provider": e.provider})
+
+
 class AguiEncoder(SSEEncoder):
-    __slots__ = ("_announced", "_interrupts", "_parent", "_pending", "_run_id", "_text", "_thread_id", "_usage")
+    METADATA = EVENT_TYPES
+
+    __slots__ = ("_announced", "_interrupts", "_owners", "_parent", "_pending", "_run_id", "_text", "_thread_id",
+                 "_usage")
 
     def __init__(self, request: Turn | None = None) -> None:
         super().__init__(request)
         self._thread_id = ""
         self._run_id = ""
-        self._announced: set[str] = set()
+        self._announced: dict[str, str | None] = {}
+        """Each message started in this run, and the subagent it belongs to (None: the agent's own)."""
         self._parent: str | None = None
         self._pending: dict[str, None] = {}
         self._interrupts: list[dict[str, Any]] = []
         self._usage: list[dict[str, Any]] = []
+        self._owners: dict[str, str] = {}
+        """The subagent each open message, reasoning message and tool call belongs to, when not the agent's own."""
         self._text = DeltaFrames(_text_content)
+
+    def tag(self, event: dict[str, Any], e: Event, owner: str | None = None) -> dict[str, Any]:
+        return tagged(event, e, owner)
+
+    def _open(self, entity_id: str, owner: str | None) -> str | None:
+        if owner is not None:
+            self._owners[entity_id] = owner
+        return owner
+
+    def _close(self, entity_id: str) -> str | None:
+        return self._owners.pop(entity_id, None) if self._owners else None
 
     # lifecycle
 
     def _run_started(self, e: RunStarted) -> bytes:
         self._thread_id = e.thread_id or new_id("thread")
         self._run_id = e.run_id or new_id("run")
-        return sse_frame(drop_none({
+        return sse_frame(self.tag(drop_none({
             "type": "RUN_STARTED",
             "threadId": self._thread_id,
             "runId": self._run_id,
             "parentRunId": e.parent_run_id,
             "protocolVersion": PROTOCOL_VERSION,
-        }))
+        }), e))
 
     def _run_finished(self, e: RunFinished) -> bytes:
         event: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": self._thread_id, "runId": self._run_id}
@@ -93,112 +136,176 @@ class AguiEncoder(SSEEncoder):
             event["result"] = e.result
         if self._usage:
             event["usage"] = self._usage
-        return sse_frame(event)
+        return sse_frame(self.tag(event, e))
 
     def _run_error(self, e: RunError) -> bytes:
-        return sse_frame(drop_none({"type": "RUN_ERROR", "message": e.message, "code": e.code}))
+        event = drop_none({"type": "RUN_ERROR", "message": e.message, "code": e.code})
+        if self._usage:
+            event["usage"] = self._usage
+        return sse_frame(self.tag(event, e))
 
     # text and reasoning
 
     def _text_start(self, e: TextStart) -> bytes:
-        self._announced.add(e.message_id)
+        self._announced[e.message_id] = e.subagent_run_id
         self._parent = e.message_id
         role = e.role if e.role in _ROLES else "assistant"
-        return sse_frame({"type": "TEXT_MESSAGE_START", "messageId": e.message_id, "role": role})
+        event = {"type": "TEXT_MESSAGE_START", "messageId": e.message_id, "role": role}
+        if e.name is not None:
+            event["name"] = e.name
+        return sse_frame(self.tag(event, e, self._open(e.message_id, e.subagent_run_id)))
 
     def _text_delta(self, e: TextDelta) -> bytes:
-        return self._text.frame(e.delta, e.message_id)
+        if e.metadata is None and not self._owners:
+            return self._text.frame(e.delta, e.message_id)
+        return sse_frame(self.tag({"type": "TEXT_MESSAGE_CONTENT", "messageId": e.message_id, "delta": e.delta}, e,
+                                self._owners.get(e.message_id)))
 
     def _text_end(self, e: TextEnd) -> bytes:
-        return sse_frame({"type": "TEXT_MESSAGE_END", "messageId": e.message_id})
+        return sse_frame(self.tag({"type": "TEXT_MESSAGE_END", "messageId": e.message_id}, e,
+                                  self._close(e.message_id)))
 
     def _reasoning_start(self, e: ReasoningStart) -> bytes:
-        return sse_frame({"type": "REASONING_START", "messageId": e.message_id}) + sse_frame(
-            {"type": "REASONING_MESSAGE_START", "messageId": e.message_id, "role": "reasoning"})
+        owner = self._open(e.message_id, e.subagent_run_id)
+        return sse_frame(self.tag({"type": "REASONING_START", "messageId": e.message_id}, e, owner)) + sse_frame(
+            self.tag({"type": "REASONING_MESSAGE_START", "messageId": e.message_id, "role": "reasoning"}, e, owner))
 
     def _reasoning_delta(self, e: ReasoningDelta) -> bytes:
-        return sse_frame({"type": "REASONING_MESSAGE_CONTENT", "messageId": e.message_id, "delta": e.delta})
+        return sse_frame(self.tag({"type": "REASONING_MESSAGE_CONTENT", "messageId": e.message_id, "delta": e.delta},
+                                e, self._owners.get(e.message_id)))
 
     def _reasoning_end(self, e: ReasoningEnd) -> bytes:
-        return sse_frame({"type": "REASONING_MESSAGE_END", "messageId": e.message_id}) + sse_frame(
-            {"type": "REASONING_END", "messageId": e.message_id})
+        owner = self._close(e.message_id)
+        return sse_frame(self.tag({"type": "REASONING_MESSAGE_END", "messageId": e.message_id}, e, owner)) + sse_frame(
+            self.tag({"type": "REASONING_END", "messageId": e.message_id}, e, owner))
+
+    def _encrypted(self, e: EncryptedValue) -> bytes:
+        return sse_frame(self.tag({"type": "REASONING_ENCRYPTED_VALUE", "subtype": e.subtype, "entityId": e.entity_id,
+                                 "encryptedValue": e.value}, e, e.subagent_run_id))
 
     # tool calls
 
     def _tool_start(self, e: ToolCallStart) -> bytes:
         out = b""
         parent = e.parent_message_id if e.parent_message_id in self._announced else self._parent
-        if parent is None:
-            # The client makes one assistant message per tool call without a parent; give it one to hang on.
+        owner = e.subagent_run_id
+        if parent is None or self._announced.get(parent) != owner:
+            # The client makes one assistant message per tool call without a parent; give it one to hang on, of
+            # the call's own subagent (a call inherits its owner from its parent message).
             parent = new_id("msg")
-            out = self._text_start(TextStart(parent)) + self._text_end(TextEnd(parent))
+            out = self._text_start(TextStart(parent, subagent_run_id=owner)) + self._text_end(TextEnd(parent))
         self._parent = parent
-        return out + sse_frame({"type": "TOOL_CALL_START", "toolCallId": e.tool_call_id, "toolCallName": e.name,
-                             "parentMessageId": parent})
+        return out + sse_frame(self.tag({"type": "TOOL_CALL_START", "toolCallId": e.tool_call_id,
+                                       "toolCallName": e.name, "parentMessageId": parent}, e,
+                                      self._open(e.tool_call_id, owner)))
 
     def _tool_args(self, e: ToolCallArgs) -> bytes:
-        return sse_frame({"type": "TOOL_CALL_ARGS", "toolCallId": e.tool_call_id, "delta": e.delta})
+        return sse_frame(self.tag({"type": "TOOL_CALL_ARGS", "toolCallId": e.tool_call_id, "delta": e.delta}, e,
+                                self._owners.get(e.tool_call_id) if self._owners else None))
 
     def _tool_end(self, e: ToolCallEnd) -> bytes:
         self._pending[e.tool_call_id] = None
-        return sse_frame({"type": "TOOL_CALL_END", "toolCallId": e.tool_call_id})
+        return sse_frame(self.tag({"type": "TOOL_CALL_END", "toolCallId": e.tool_call_id}, e,
+                                self._close(e.tool_call_id)))
 
     def _tool_result(self, e: ToolResult) -> bytes:
         if e.is_error:
             self.dropped["tool_error_as_result"] += 1  # AG-UI results have no error flag
         self._pending.pop(e.tool_call_id, None)
         self._parent = None  # what the agent says after a result is a new assistant message
-        return sse_frame({"type": "TOOL_CALL_RESULT", "messageId": e.message_id or new_id("result"),
-                       "toolCallId": e.tool_call_id, "content": as_text(e.content), "role": "tool"})
+        content = content_to_agui(e.content) if isinstance(e.content, list) and _all_parts(e.content) \
+            else as_text(e.content)
+        return sse_frame(self.tag({"type": "TOOL_CALL_RESULT", "messageId": e.message_id or new_id("result"),
+                                 "toolCallId": e.tool_call_id, "content": content, "role": "tool"}, e,
+                                e.subagent_run_id))
 
     def _interrupt(self, e: Interrupt) -> bytes:
         if e.tool_call_id:
             self._pending.pop(e.tool_call_id, None)  # the interrupt, not the client, settles this call
+        metadata = e.metadata if e.payload is None else {**(e.metadata or {}), "payload": e.payload}
         self._interrupts.append(drop_none({
             "id": e.id,
             "reason": e.reason or "interrupt",
             "message": e.message,
             "toolCallId": e.tool_call_id,
-            "responseSchema": e.response_schema,
-            "metadata": None if e.payload is None else {"payload": e.payload},
+            "responseSchema": e.response_schema if isinstance(e.response_schema, dict) else None,
+            "expiresAt": e.expires_at,
+            "metadata": metadata or None,
+            "subagentRunId": e.subagent_run_id,
         }))
         return b""
 
-    # state, steps, data
+    def _interrupt_resolved(self, e: InterruptResolved) -> bytes:
+        # Asked and answered within the run: the client is not asked. That it happened has no event here.
+        self._interrupts = [i for i in self._interrupts if i["id"] != e.interrupt_id]
+        self.dropped["interrupt_resolved"] += 1
+        return b""
+
+    # state, activity, steps, data
 
     def _state_snapshot(self, e: StateSnapshot) -> bytes:
-        return sse_frame({"type": "STATE_SNAPSHOT", "snapshot": e.snapshot})
+        return sse_frame(self.tag({"type": "STATE_SNAPSHOT", "snapshot": e.snapshot}, e, e.subagent_run_id))
 
     def _state_delta(self, e: StateDelta) -> bytes:
-        return sse_frame({"type": "STATE_DELTA", "delta": e.patch})
+        return sse_frame(self.tag({"type": "STATE_DELTA", "delta": e.patch}, e, e.subagent_run_id))
 
     def _messages_snapshot(self, e: MessagesSnapshot) -> bytes:
-        return sse_frame({"type": "MESSAGES_SNAPSHOT", "messages": [message_to_agui(m) for m in e.messages]})
+        return sse_frame(self.tag({"type": "MESSAGES_SNAPSHOT", "messages": [message_to_agui(m) for m in e.messages]},
+                                e))
+
+    def _activity_snapshot(self, e: ActivitySnapshot) -> bytes:
+        event: dict[str, Any] = {"type": "ACTIVITY_SNAPSHOT", "messageId": e.message_id,
+                                 "activityType": e.activity_type, "content": e.content}
+        if not e.replace:
+            event["replace"] = False
+        return sse_frame(self.tag(event, e, e.subagent_run_id))
+
+    def _activity_delta(self, e: ActivityDelta) -> bytes:
+        return sse_frame(self.tag({"type": "ACTIVITY_DELTA", "messageId": e.message_id, "activityType": e.activity_type,
+                                 "patch": e.patch}, e, e.subagent_run_id))
+
+    def _subagent_started(self, e: SubagentStarted) -> bytes:
+        return sse_frame(self.tag(drop_none({
+            "type": "SUBAGENT_STARTED", "subagentRunId": e.subagent_run_id, "name": e.name,
+            "description": e.description, "parentSubagentRunId": e.parent_subagent_run_id,
+            "parentToolCallId": e.parent_tool_call_id, "parentMessageId": e.parent_message_id}), e))
+
+    def _subagent_finished(self, e: SubagentFinished) -> bytes:
+        event = drop_none({"type": "SUBAGENT_FINISHED", "subagentRunId": e.subagent_run_id, "result": e.result})
+        if e.outcome is not None:
+            event["outcome"] = drop_none({"type": e.outcome, "interruptIds": e.interrupt_ids
+                                          if e.outcome == "suspended" else None})
+        return sse_frame(self.tag(event, e))
+
+    def _subagent_error(self, e: SubagentError) -> bytes:
+        return sse_frame(self.tag(drop_none({"type": "SUBAGENT_ERROR", "subagentRunId": e.subagent_run_id,
+                                           "message": e.message, "code": e.code}), e))
 
     def _step_started(self, e: StepStarted) -> bytes:
         if e.name:
-            return sse_frame({"type": "STEP_STARTED", "stepName": e.name})
+            return sse_frame(self.tag({"type": "STEP_STARTED", "stepName": e.name}, e, e.subagent_run_id))
         self.dropped["step"] += 1  # an AG-UI step must have a name
         return b""
 
     def _step_finished(self, e: StepFinished) -> bytes:
         if e.name:
-            return sse_frame({"type": "STEP_FINISHED", "stepName": e.name})
+            return sse_frame(self.tag({"type": "STEP_FINISHED", "stepName": e.name}, e, e.subagent_run_id))
         self.dropped["step"] += 1
         return b""
 
     def _data(self, e: Data) -> bytes:
-        return sse_frame({"type": "CUSTOM", "name": e.name, "value": e.data})
+        if e.id is not None or e.transient:
+            self.dropped["data_id"] += 1  # a CUSTOM event has no id to be replaced by, and is never transient
+        return sse_frame(self.tag({"type": "CUSTOM", "name": e.name, "value": e.data}, e, e.subagent_run_id))
 
     def _usage_event(self, e: Usage) -> bytes:
-        self._usage.append(drop_none({"inputTokens": e.input_tokens, "outputTokens": e.output_tokens,
-                                      "totalTokens": e.total_tokens, "model": e.model, "provider": e.provider}))
+        self._usage.append(usage_entry(e))
         return b""
 
     def _raw(self, e: Raw) -> bytes:
         if e.dialect == "ag-ui" and is_one_of(e.event.get("type"), _PASSTHROUGH):
             return sse_frame(e.event)
-        return sse_frame({"type": "RAW", "event": e.event, "source": e.dialect})
+        return sse_frame(self.tag({"type": "RAW", "event": e.event, "source": e.dialect}, e, e.subagent_run_id))
 
     handlers = {
         TextDelta: _text_delta,
@@ -211,10 +318,17 @@ class AguiEncoder(SSEEncoder):
         ToolResult: _tool_result,
         ReasoningStart: _reasoning_start,
         ReasoningEnd: _reasoning_end,
+        EncryptedValue: _encrypted,
         Interrupt: _interrupt,
+        InterruptResolved: _interrupt_resolved,
         StateSnapshot: _state_snapshot,
         StateDelta: _state_delta,
         MessagesSnapshot: _messages_snapshot,
+        ActivitySnapshot: _activity_snapshot,
+        ActivityDelta: _activity_delta,
+        SubagentStarted: _subagent_started,
+        SubagentFinished: _subagent_finished,
+        SubagentError: _subagent_error,
         StepStarted: _step_started,
         StepFinished: _step_finished,
         Data: _data,
@@ -224,3 +338,7 @@ class AguiEncoder(SSEEncoder):
         RunFinished: _run_finished,
         RunError: _run_error,
     }
+
+
+def _all_parts(content: list[Any]) -> bool:
+    return all(isinstance(part, ContentPart) for part in content)

@@ -17,7 +17,9 @@ from gateway.core.ids import new_id
 from gateway.core.turn import ContentPart, Context, Message, Resume, Tool, ToolCall, Turn, media_kind
 from gateway.core.validation import validate
 
-PROTOCOL_VERSION = "1.0"
+from . import proto
+from .content import content_to_agui
+from .versions import PROTOCOL_VERSION, declared, resume_of_command
 
 
 class _Model(BaseModel):
@@ -33,6 +35,7 @@ class MediaSource(_Model):
     type: Literal["data", "url", "file"]
     value: str
     mime_type: str | None = None
+    provider: str | None = None
 
 
 class MediaInput(_Model):
@@ -169,7 +172,9 @@ def parse_request(body: dict[str, Any]) -> Turn:
         context=[Context(c.description, c.value) for c in run.context],
         state=run.state,
         forwarded_props=run.forwarded_props,
-        resume=[Resume(r.interrupt_id, r.status, r.payload, message_id=_message_id(r)) for r in run.resume or ()],
+        resume=[Resume(r.interrupt_id, r.status, r.payload, message_id=_message_id(r)) for r in run.resume or ()]
+        or ([] if run.protocol_version else resume_of_command(run.forwarded_props)),
+        client_version=declared(run.protocol_version),
     )
 
 
@@ -180,8 +185,9 @@ def _message_id(resume: ResumeModel) -> str | None:
 
 def sample_request(text: str, conversation_id: str) -> dict[str, Any]:
     """`HttpAgent.runAgent()`'s first request (`@ag-ui/client` 1.0)."""
-    return {"threadId": conversation_id, "runId": new_id("run"), "state": {}, "tools": [], "context": [],
-            "forwardedProps": {}, "messages": [{"id": new_id("msg"), "role": "user", "content": text}]}
+    return {"threadId": conversation_id, "runId": new_id("run"), "protocolVersion": PROTOCOL_VERSION, "state": {},
+            "tools": [], "context": [], "forwardedProps": {},
+            "messages": [{"id": new_id("msg"), "role": "user", "content": text}]}
 
 
 def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
@@ -210,7 +216,9 @@ def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
             first = turn.resume[0]
             answer = first.payload if first.status == "resolved" else {"cancelled": True}
             body["forwardedProps"] = {**forwarded, "command": {"resume": answer}}
-    return UpstreamRequest(orjson.dumps(body), {"content-type": "application/json", "accept": "text/event-stream"})
+    # An upstream asked for protobuf (variant "proto") still may answer SSE, as the protocol lets it.
+    accept = f"{proto.MEDIA_TYPE}, text/event-stream;q=0.5" if variant == proto.VARIANT else "text/event-stream"
+    return UpstreamRequest(orjson.dumps(body), {"content-type": "application/json", "accept": accept})
 
 
 def _speak_first(turn: Turn) -> list[dict[str, Any]]:
@@ -272,9 +280,13 @@ def _content_from_agui(content: str | list[Any]) -> str | list[ContentPart]:
             parts.append(ContentPart("text", text=part.text))
         elif isinstance(part, MediaInput):
             source = part.source
-            inline = source.type == "data"
-            parts.append(ContentPart(part.type, url=None if inline else source.value,
-                                     data=source.value if inline else None, media_type=source.mime_type))
+            if source.type == "file":
+                parts.append(ContentPart(part.type, media_type=source.mime_type, file_id=source.value,
+                                         provider=source.provider))
+            else:
+                inline = source.type == "data"
+                parts.append(ContentPart(part.type, url=None if inline else source.value,
+                                         data=source.value if inline else None, media_type=source.mime_type))
         elif isinstance(part, BinaryInput):
             parts.append(ContentPart(media_kind(part.mime_type), url=part.url, data=part.data,
                                      media_type=part.mime_type, filename=part.filename))
@@ -282,19 +294,4 @@ def _content_from_agui(content: str | list[Any]) -> str | list[ContentPart]:
 
 
 def _content_to_agui(content: str | list[ContentPart] | None) -> str | list[dict[str, Any]]:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    out: list[dict[str, Any]] = []
-    for part in content:
-        if part.type == "text":
-            out.append({"type": "text", "text": part.text or ""})
-        elif part.data is not None:
-            out.append({"type": part.type, "source": drop_none({"type": "data", "value": part.data,
-                                                                "mimeType": part.media_type})})
-        elif part.url is not None:
-            out.append({"type": part.type, "source": drop_none({"type": "url", "value": part.url,
-                                                                "mimeType": part.media_type})})
-    return out
-
+    return content_to_agui(content)

@@ -16,9 +16,9 @@ from gateway.core.events import (
     ToolCallEnd,
     ToolCallStart,
     ToolResult,
-    Usage,
 )
 from gateway.core.ids import new_id
+from gateway.core.usage import read_openai
 
 
 class AgentRespondDecoder(JsonBodyDecoder):
@@ -39,9 +39,9 @@ class AgentRespondDecoder(JsonBodyDecoder):
         model, provider = body.get("model"), body.get("provider")
         if isinstance(usage, dict) or model or provider:
             usage = usage if isinstance(usage, dict) else {}
-            out.append(Usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), usage.get("total_tokens"),
-                             model if isinstance(model, str) else None,
-                             provider if isinstance(provider, str) else None))
+            read = read_openai(usage, "chat", model if isinstance(model, str) else None)
+            read.provider = provider if isinstance(provider, str) else None
+            out.append(read)
         if error:
             # An agent's error body (a 502 with the messages it had made): what it said, then why it stopped.
             out.append(RunError(error[0], error[1]))

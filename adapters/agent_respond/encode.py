@@ -11,12 +11,17 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from gateway.core.activity import Shown
 from gateway.core.codec import as_text, drop_none
 from gateway.core.encoding import json_bytes
 from gateway.core.events import (
+    ActivityDelta,
+    ActivitySnapshot,
     Data,
+    EncryptedValue,
     Event,
     Interrupt,
+    InterruptResolved,
     MessagesSnapshot,
     Raw,
     ReasoningDelta,
@@ -28,6 +33,9 @@ from gateway.core.events import (
     StateSnapshot,
     StepFinished,
     StepStarted,
+    SubagentError,
+    SubagentFinished,
+    SubagentStarted,
     TextDelta,
     TextStart,
     ToolCallArgs,
@@ -38,12 +46,14 @@ from gateway.core.events import (
 )
 from gateway.core.state import StateTracker
 from gateway.core.turn import Turn
+from gateway.core.usage import UsageTotals
 
 HEADERS = {"content-type": "application/json"}
 
 _DROPPED: dict[type, str] = {
     ReasoningStart: "reasoning", ReasoningDelta: "reasoning", ReasoningEnd: "reasoning",
     MessagesSnapshot: "messages_snapshot", StepStarted: "step", StepFinished: "step", Data: "data", Raw: "raw",
+    EncryptedValue: "encrypted_value",
 }
 """What the contract has no field for, by the kind counted in `dropped`."""
 
@@ -52,8 +62,22 @@ class AgentRespondEncoder:
     streams = False
 
     __slots__ = (
-        "_arguments", "_calls", "_chars", "_interrupts", "_messages", "_model", "_names", "_pending", "_provider",
-        "_state", "_text", "_usage", "dropped", "headers", "status_code",
+        "_activity",
+        "_arguments",
+        "_calls",
+        "_chars",
+        "_families",
+        "_interrupts",
+        "_messages",
+        "_names",
+        "_pending",
+        "_state",
+        "_subagent",
+        "_text",
+        "_usage",
+        "dropped",
+        "headers",
+        "status_code",
     )
 
     def __init__(self, request: Turn | None = None) -> None:
@@ -66,10 +90,11 @@ class AgentRespondEncoder:
         self._names: dict[str, str] = {}
         self._pending: dict[str, str] = {}
         self._interrupts: list[Interrupt] = []
-        self._usage: dict[str, int] = {}
-        self._model: str | None = None
-        self._provider: str | None = None
+        self._usage = UsageTotals()
         self._state = StateTracker()
+        self._families: Shown | None = None
+        self._activity: dict[str, Any] = {}  # message id -> the activity as last shown
+        self._subagent: dict[str, Any] = {}  # subagent run id -> how it stands
         self.dropped: dict[str, int] = defaultdict(int)
         self._chars = 0
         """Characters of text, arguments and results the body holds, for how its JSON is written (`json_bytes`)."""
@@ -79,6 +104,8 @@ class AgentRespondEncoder:
 
     def encode(self, events: list[Event]) -> bytes:
         for e in events:
+            if e.metadata is not None:
+                self.dropped["metadata"] += 1  # no field for an event's metadata
             if isinstance(e, TextDelta):
                 self._open().append(e.delta)
                 self._chars += len(e.delta)
@@ -110,12 +137,23 @@ class AgentRespondEncoder:
                                                  "name": self._names.get(e.tool_call_id)}))
             elif isinstance(e, Interrupt):
                 self._interrupts.append(e)
+            elif isinstance(e, InterruptResolved):
+                self._interrupts = [i for i in self._interrupts if i.id != e.interrupt_id]
+                self.dropped["interrupt_resolved"] += 1
             elif isinstance(e, Usage):
-                self._add_usage(e)
+                self._usage.add(e)
             elif isinstance(e, StateSnapshot):
                 self._state.snapshot(e.snapshot)
             elif isinstance(e, StateDelta):
                 self._state.apply(e.patch)
+            elif isinstance(e, ActivitySnapshot | ActivityDelta):
+                shown = self._shown().activity(e)
+                if shown is None:
+                    self.dropped["activity"] += 1
+                else:
+                    self._activity[e.message_id] = shown.data
+            elif isinstance(e, SubagentStarted | SubagentFinished | SubagentError):
+                self._subagent[e.subagent_run_id] = self._shown().subagent(e).data
             elif isinstance(e, RunFinished):
                 if e.outcome == "cancelled":
                     self.dropped["cancelled_as_finish"] += 1
@@ -125,6 +163,11 @@ class AgentRespondEncoder:
             elif (kind := _DROPPED.get(type(e))) is not None:
                 self.dropped[kind] += 1
         return b""
+
+    def _shown(self) -> Shown:
+        if self._families is None:
+            self._families = Shown()
+        return self._families
 
     def _open(self) -> list[str]:
         if self._text is None:
@@ -145,14 +188,6 @@ class AgentRespondEncoder:
         self._text = None
         self._calls = {}
 
-    def _add_usage(self, e: Usage) -> None:
-        for key, value in (("prompt_tokens", e.input_tokens), ("completion_tokens", e.output_tokens),
-                           ("total_tokens", e.total_tokens)):
-            if isinstance(value, int):
-                self._usage[key] = self._usage.get(key, 0) + value
-        self._model = e.model or self._model
-        self._provider = e.provider or self._provider
-
     def _finished(self) -> bytes:
         self._flush()
         closing = self._closing_note()
@@ -161,9 +196,13 @@ class AgentRespondEncoder:
         elif self._messages and self._messages[-1]["role"] != "assistant":
             self._messages.append({"role": "assistant", "content": ""})
         body: dict[str, Any] = {"messages": self._messages}
-        body.update(drop_none({"model": self._model, "provider": self._provider, "usage": self._usage or None}))
-        if self._state.known:
-            body["metadata"] = {"state": self._state.value}
+        usage = self._usage
+        body.update(drop_none({"model": usage.model, "provider": usage.provider, "usage": usage.openai("chat")}))
+        metadata = drop_none({"state": self._state.value if self._state.known else None,
+                              "activities": list(self._activity.values()) or None,
+                              "subagents": list(self._subagent.values()) or None})
+        if metadata:
+            body["metadata"] = metadata
         return json_bytes(body, self._chars)
 
     def _closing_note(self) -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from gateway.core.codec import UpstreamRequest, drop_none
 from gateway.core.errors import GatewayError
@@ -39,6 +39,14 @@ class ChatMessage(_Model):
     tool_calls: list[ToolCallModel] | None = None
     tool_call_id: str | None = None
     name: str | None = None
+
+    @model_validator(mode="after")
+    def _user_text(self) -> ChatMessage:
+        """A user message with no `content` would reach the agent as an empty one, and be answered as if the user
+        had said nothing: a body of another dialect (a UIMessage's `parts`) is the usual cause."""
+        if self.role == "user" and self.content is None:
+            raise ValueError("a user message needs its text in `content`, a string")
+        return self
 
 
 class RequestMetadata(_Model):

@@ -24,9 +24,13 @@ import orjson
 from gateway.core.codec import as_text
 from gateway.core.encoding import HOLE, DeltaFrames, SSEEncoder
 from gateway.core.events import (
+    ActivityDelta,
+    ActivitySnapshot,
     Data,
+    EncryptedValue,
     Event,
     Interrupt,
+    InterruptResolved,
     MessagesSnapshot,
     Raw,
     ReasoningDelta,
@@ -39,6 +43,9 @@ from gateway.core.events import (
     StateSnapshot,
     StepFinished,
     StepStarted,
+    SubagentError,
+    SubagentFinished,
+    SubagentStarted,
     TextDelta,
     TextEnd,
     TextStart,
@@ -256,6 +263,10 @@ class LangGraphEncoder(SSEEncoder):
         Interrupt: _interrupt, StateSnapshot: _state_snapshot, StateDelta: _state_delta, Data: _data, Raw: _raw,
         MessagesSnapshot: _dropped_as("messages_snapshot"), StepStarted: _dropped_as("step"),
         StepFinished: _dropped_as("step"), Usage: _dropped_as("usage"),
+        ActivitySnapshot: _dropped_as("activity"), ActivityDelta: _dropped_as("activity"),
+        SubagentStarted: _dropped_as("subagent"), SubagentFinished: _dropped_as("subagent"),
+        SubagentError: _dropped_as("subagent"), EncryptedValue: _dropped_as("encrypted_value"),
+        InterruptResolved: _dropped_as("interrupt_resolved"),
     }
     KEEP_ALIVE = b": heartbeat\n\n"
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from gateway.core.codec import UpstreamRequest
 from gateway.core.errors import InvalidRequest
 from gateway.core.ids import new_id
-from gateway.core.turn import EVERY_INTERRUPT, Message, Resume, Tool, Turn
+from gateway.core.turn import ANY_OPEN_INTERRUPT, Message, Resume, Tool, Turn
 from gateway.core.validation import validate
 
 from .messages import from_langchain, to_langchain
@@ -167,12 +167,12 @@ def _resumes(command: CommandModel | None) -> list[Resume]:
     value = command.resume
     if isinstance(value, dict) and value and all(_INTERRUPT_ID.fullmatch(key) for key in value):
         return [Resume(key, "resolved", answer) for key, answer in value.items()]
-    return [Resume(EVERY_INTERRUPT, "resolved", value)]
+    return [Resume(ANY_OPEN_INTERRUPT, "resolved", value)]
 
 
 def _resume_value(resumes: list[Resume]) -> Any:
     """One answer as it is; several as a map by interrupt id, which the server gives each interrupt."""
     answers = {r.interrupt_id: r.payload if r.status == "resolved" else {"cancelled": True} for r in resumes}
-    if len(answers) == 1 or EVERY_INTERRUPT in answers:
+    if len(answers) == 1 or ANY_OPEN_INTERRUPT in answers:
         return next(iter(answers.values()))
     return answers

@@ -73,9 +73,8 @@ class _Stream:
         if not isinstance(choices, list):
             return [*found, ("chunk-field", f"choices must be an array, got {json_type(choices)}")]
         usage = chunk.get("usage")
-        if usage is not None and not (isinstance(usage, dict) and all(
-                isinstance(usage.get(k), int) for k in ("prompt_tokens", "completion_tokens", "total_tokens"))):
-            found.append(("usage", "usage holds prompt_tokens, completion_tokens and total_tokens as integers"))
+        if usage is not None:
+            found += _usage(usage)
         for choice in choices:
             found += self._choice(choice)
         return found
@@ -135,7 +134,22 @@ def _completion(answer: Answer) -> list[Violation]:
             found.append(Violation("completion-message", "message.content is a string or null", body, 0))
         if isinstance(choice, dict) and choice.get("finish_reason") not in FINISH_REASONS:
             found.append(Violation("finish-reason", "each choice has a finish_reason", body, 0))
+    found += [Violation(rule, message, body, 0) for rule, message in _usage(value.get("usage"))]
     return found
+
+
+def _usage(usage: Any) -> list[tuple[str, str]]:
+    """`CompletionUsage`: three counts, and the details of two of them (reasoning and cached tokens) as objects of
+    counts."""
+    if not (isinstance(usage, dict) and all(
+            isinstance(usage.get(k), int) for k in ("prompt_tokens", "completion_tokens", "total_tokens"))):
+        return [("usage", "usage holds prompt_tokens, completion_tokens and total_tokens as integers")]
+    for key in ("prompt_tokens_details", "completion_tokens_details"):
+        details = usage.get(key)
+        if details is not None and not (isinstance(details, dict) and all(
+                isinstance(v, int) and not isinstance(v, bool) for v in details.values())):
+            return [("usage-details", f"usage.{key} is an object of token counts (integers)")]
+    return []
 
 
 def _error_body(answer: Answer) -> list[Violation]:

@@ -5,8 +5,9 @@
   LiteLLM) or `delta.reasoning` (OpenRouter, Ollama) is reasoning.
 - `delta.tool_calls` are kept apart by `index`: the first piece of each names its id and function. A model's tool
   calls are the client's to run: the run ends with them pending.
-- `usage` (the last chunk with `stream_options.include_usage`) is usage; the run ends at `[DONE]`, or at the end of
-  a body that gave a finish reason without it. An `error` object, in a frame or as the body, fails the run.
+- `usage` (the last chunk with `stream_options.include_usage`) is usage, its details' reasoning and cached tokens
+  included; the run ends at `[DONE]`, or at the end of a body that gave a finish reason without it. An `error`
+  object, in a frame or as the body, fails the run.
 - A frame that is no chunk (neither `choices` nor `usage`) is kept as `Raw`: a reply of nothing else was not Chat
   Completions at all (see `agent_gateway_upstream_replies_unread_total`).
 """
@@ -35,6 +36,7 @@ from gateway.core.events import (
 )
 from gateway.core.ids import new_id
 from gateway.core.sse import DEFAULT_MAX_FRAME
+from gateway.core.usage import read_openai
 
 _REASONING_KEYS = ("reasoning_content", "reasoning")
 
@@ -200,7 +202,7 @@ class ChatDecoder(JsonSSEDecoder):
 
 
 def _usage(usage: dict[str, Any], model: str | None) -> Usage:
-    return Usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), usage.get("total_tokens"), model)
+    return read_openai(usage, "chat", model)  # with its details: reasoning and cached tokens
 
 
 def _error(error: Any) -> RunError:

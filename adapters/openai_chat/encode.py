@@ -5,9 +5,12 @@ A completion is one assistant message: the run's text is its `content` (messages
 its `reasoning_content` (where DeepSeek, vLLM and LiteLLM put it), and the calls left for the client its
 `tool_calls`, the finish reason then `tool_calls`. Calls to tools the client offered stream as they come; any other
 call waits for its result, and a call with a result is a tool the agent ran itself, which a completion has no place
-for: it is left out (counted as `server_tool`), as are state, named data, steps and snapshots. An interrupt becomes
-a closing note in the text (`interrupt_as_note`). A failed run is an `error` frame in the stream, as OpenAI sends
-one, or a 502 (504 on a timeout) with an OpenAI error object.
+for: it is left out (counted as `server_tool`), as are state, named data, steps, snapshots, activities, subagents'
+lifecycles and encrypted reasoning. A subagent's text is the message's like the agent's own (`subagent`, once per
+thing it opens). An interrupt becomes a closing note in the text (`interrupt_as_note`); one the run answered itself
+is not noted (`interrupt_resolved`). Usage keeps its reasoning and cached tokens in OpenAI's details. An event's
+`metadata` has no place (`metadata`). A failed run is an `error` frame in the stream, as OpenAI sends one, or a 502
+(504 on a timeout) with an OpenAI error object.
 """
 
 from __future__ import annotations
@@ -20,12 +23,17 @@ import orjson
 
 from gateway.core.encoding import EVENT_TYPES, HOLE, DeltaFrames, SSEEncoder, json_bytes
 from gateway.core.events import (
+    ActivityDelta,
+    ActivitySnapshot,
     Data,
+    EncryptedValue,
     Event,
     Interrupt,
+    InterruptResolved,
     MessagesSnapshot,
     Raw,
     ReasoningDelta,
+    ReasoningStart,
     RunError,
     RunFinished,
     RunStarted,
@@ -33,7 +41,11 @@ from gateway.core.events import (
     StateSnapshot,
     StepFinished,
     StepStarted,
+    SubagentError,
+    SubagentFinished,
+    SubagentStarted,
     TextDelta,
+    TextStart,
     ToolCallArgs,
     ToolCallStart,
     ToolResult,
@@ -41,12 +53,15 @@ from gateway.core.events import (
 )
 from gateway.core.ids import new_id
 from gateway.core.turn import Turn
+from gateway.core.usage import UsageTotals
 
 from .errors import error_object, error_type
 
 _DROPPED: dict[type, str] = {
     StateSnapshot: "state", StateDelta: "state", MessagesSnapshot: "messages_snapshot", StepStarted: "step",
-    StepFinished: "step", Data: "data", Raw: "raw",
+    StepFinished: "step", Data: "data", Raw: "raw", ActivitySnapshot: "activity", ActivityDelta: "activity",
+    SubagentStarted: "subagent", SubagentFinished: "subagent", SubagentError: "subagent",
+    EncryptedValue: "encrypted_value",
 }
 """What a completion has no place for, by the kind counted in `dropped`."""
 
@@ -75,11 +90,19 @@ class Completion:
         """Calls to tools the client did not offer: shown only if no result comes."""
         self._streamed: set[str] = set()
         self.interrupts: list[Interrupt] = []
-        self.usage: dict[str, int] = {}
+        self.usage = UsageTotals()
         self.dropped = dropped
+
+    def opened(self, e: TextStart | ReasoningStart | ToolCallStart) -> None:
+        """A message or call opens: a subagent's is the completion's like the agent's own, which is not said."""
+        if e.subagent_run_id is not None:
+            self.dropped["subagent"] += 1
+        if e.metadata is not None:
+            self.dropped["metadata"] += 1
 
     def start_call(self, e: ToolCallStart) -> int | None:
         """The call's index in the message if it is shown now; None while it is held."""
+        self.opened(e)
         if e.name in self._offered:
             index = len(self.calls)
             self.calls[e.tool_call_id] = (index, e.name, [])
@@ -110,8 +133,15 @@ class Completion:
     def interrupt(self, e: Interrupt) -> None:
         """An interrupt about a call the agent holds for approval: the call is the agent's, never the client's."""
         self.interrupts.append(e)
+        if e.expires_at is not None:
+            self.dropped["interrupt_expiry"] += 1  # the note says what is asked, not until when
         if e.tool_call_id is not None and self._held.pop(e.tool_call_id, None) is not None:
             self.dropped["server_tool"] += 1
+
+    def resolved(self, e: InterruptResolved) -> None:
+        """An interrupt the run answered itself: nobody is asked, so the text says nothing of it."""
+        self.interrupts = [i for i in self.interrupts if i.id != e.interrupt_id]
+        self.dropped["interrupt_resolved"] += 1
 
     def release_held(self) -> list[tuple[int, str, str, str]]:
         """The run ended: held calls with no result are the client's to run (index, id, name, arguments)."""
@@ -123,16 +153,8 @@ class Completion:
         self._held.clear()
         return out
 
-    def add_usage(self, e: Usage) -> None:
-        for key, value in (("prompt_tokens", e.input_tokens), ("completion_tokens", e.output_tokens),
-                           ("total_tokens", e.total_tokens)):
-            if isinstance(value, int):
-                self.usage[key] = self.usage.get(key, 0) + value
-
-    def usage_object(self) -> dict[str, int]:
-        usage = {"prompt_tokens": 0, "completion_tokens": 0, **self.usage}
-        usage.setdefault("total_tokens", usage["prompt_tokens"] + usage["completion_tokens"])
-        return usage
+    def usage_object(self) -> dict[str, Any]:
+        return self.usage.openai("chat", whole=True) or {}
 
     def finish_reason(self) -> str:
         return "tool_calls" if self.calls else "stop"
@@ -164,11 +186,20 @@ def _run_started(self: ChatStreamEncoder, e: RunStarted) -> bytes:
 
 
 def _text_delta(self: ChatStreamEncoder, e: TextDelta) -> bytes:
+    if e.metadata is not None:  # inline, not by the base's wrapper: most of a stream is text deltas
+        self.dropped["metadata"] += 1
     return self.text.frame(e.delta)
 
 
 def _reasoning_delta(self: ChatStreamEncoder, e: ReasoningDelta) -> bytes:
+    if e.metadata is not None:
+        self.dropped["metadata"] += 1
     return self.reasoning.frame(e.delta)
+
+
+def _opened(self: ChatStreamEncoder, e: TextStart | ReasoningStart) -> bytes:
+    self.completion.opened(e)
+    return b""
 
 
 def _tool_start(self: ChatStreamEncoder, e: ToolCallStart) -> bytes:
@@ -180,6 +211,8 @@ def _tool_start(self: ChatStreamEncoder, e: ToolCallStart) -> bytes:
 
 
 def _tool_args(self: ChatStreamEncoder, e: ToolCallArgs) -> bytes:
+    if e.metadata is not None:
+        self.dropped["metadata"] += 1
     index = self.completion.args(e)
     if index is None or not e.delta:
         return b""
@@ -196,8 +229,13 @@ def _interrupt(self: ChatStreamEncoder, e: Interrupt) -> bytes:
     return b""
 
 
+def _resolved(self: ChatStreamEncoder, e: InterruptResolved) -> bytes:
+    self.completion.resolved(e)
+    return b""
+
+
 def _usage(self: ChatStreamEncoder, e: Usage) -> bytes:
-    self.completion.add_usage(e)
+    self.completion.usage.add(e)
     return b""
 
 
@@ -239,10 +277,14 @@ class ChatStreamEncoder(SSEEncoder):
 
     handlers = {
         **dict.fromkeys(EVENT_TYPES, _nothing), **dict.fromkeys(_DROPPED, _dropped),
-        RunStarted: _run_started, TextDelta: _text_delta, ReasoningDelta: _reasoning_delta,
-        ToolCallStart: _tool_start, ToolCallArgs: _tool_args, ToolResult: _tool_result, Interrupt: _interrupt,
-        Usage: _usage, RunFinished: _run_finished, RunError: _run_error,
+        RunStarted: _run_started, TextStart: _opened, TextDelta: _text_delta, ReasoningStart: _opened,
+        ReasoningDelta: _reasoning_delta, ToolCallStart: _tool_start, ToolCallArgs: _tool_args,
+        ToolResult: _tool_result, Interrupt: _interrupt, InterruptResolved: _resolved, Usage: _usage,
+        RunFinished: _run_finished, RunError: _run_error,
     }
+    METADATA = frozenset({TextStart, TextDelta, ReasoningStart, ReasoningDelta, ToolCallStart, ToolCallArgs,
+                          *_DROPPED})
+    """Deltas and openers count theirs themselves; what is dropped is counted whole."""
 
     def __init__(self, request: Turn | None = None) -> None:
         super().__init__(request)
@@ -260,6 +302,9 @@ def _frame(head: dict[str, Any], delta: dict[str, Any]) -> bytes:
 
 
 # -- one body
+
+_OPENERS = (TextStart, ReasoningStart, ToolCallStart)
+"""What counts its own metadata (`Completion.opened`)."""
 
 
 class ChatBodyEncoder:
@@ -283,20 +328,26 @@ class ChatBodyEncoder:
     def encode(self, events: list[Event]) -> bytes:
         c = self.completion
         for e in events:
+            if e.metadata is not None and type(e) not in _DROPPED and not isinstance(e, _OPENERS):
+                self.dropped["metadata"] += 1  # no field for an event's metadata
             if isinstance(e, TextDelta):
                 self._text.append(e.delta)
             elif isinstance(e, ReasoningDelta):
                 self._reasoning.append(e.delta)
             elif isinstance(e, ToolCallStart):
                 c.start_call(e)
+            elif isinstance(e, TextStart | ReasoningStart):
+                c.opened(e)
             elif isinstance(e, ToolCallArgs):
                 c.args(e)
             elif isinstance(e, ToolResult):
                 c.result(e)
             elif isinstance(e, Interrupt):
                 c.interrupt(e)
+            elif isinstance(e, InterruptResolved):
+                c.resolved(e)
             elif isinstance(e, Usage):
-                c.add_usage(e)
+                c.usage.add(e)
             elif isinstance(e, RunFinished):
                 return self._finished(e)
             elif isinstance(e, RunError):

@@ -115,10 +115,12 @@ def _content(content: str | list[dict[str, Any]] | None, index: int) -> str | li
                                      media_type=f"audio/{audio.get('format', 'wav')}"))
         elif kind == "file" and isinstance(part.get("file"), dict):
             file = part["file"]
-            data = file.get("file_data")
-            parts.append(_media(data, "document") if isinstance(data, str) and data.startswith("data:") else
-                         ContentPart("document", data=data if isinstance(data, str) else None,
-                                     filename=file.get("filename") if isinstance(file.get("filename"), str) else None))
+            data, file_id = file.get("file_data"), file.get("file_id")
+            media = _media(data, "document") if isinstance(data, str) and data.startswith("data:") else \
+                ContentPart("document", data=data if isinstance(data, str) else None)
+            media.filename = file.get("filename") if isinstance(file.get("filename"), str) else None
+            media.file_id = file_id if isinstance(file_id, str) and media.data is None else None  # uploaded before
+            parts.append(media)
         else:
             raise InvalidRequest(f"{where} is not a text, image_url, input_audio or file part",
                                  [{"field": f"{where}.type", "message": "Input should be 'text', 'image_url', "
@@ -180,6 +182,10 @@ def chat_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
+def _named(part: ContentPart) -> dict[str, str]:
+    return {"filename": part.filename} if part.filename else {}
+
+
 def _parts(message: Message) -> str | list[dict[str, Any]]:
     if isinstance(message.content, str) or message.content is None:
         return message.content or ""
@@ -187,9 +193,11 @@ def _parts(message: Message) -> str | list[dict[str, Any]]:
     for part in message.content:
         if part.type == "text":
             parts.append({"type": "text", "text": part.text or ""})
-        elif part.type == "image":
+        elif part.type == "image" and (part.url is not None or part.data is not None):
             url = part.url or f"data:{part.media_type or 'image/png'};base64,{part.data or ''}"
             parts.append({"type": "image_url", "image_url": {"url": url}})
+        elif part.file_id is not None and part.data is None:
+            parts.append({"type": "file", "file": {"file_id": part.file_id, **_named(part)}})
         elif part.data is not None:
             parts.append({"type": "file", "file": {"file_data": f"data:{part.media_type};base64,{part.data}",
                                                    "filename": part.filename or "file"}})

@@ -117,7 +117,23 @@ def _response(response: Any, where: str) -> list[tuple[str, str]]:
     found = [("response-fields", f"the response lacks {', '.join(missing)}")] if missing else []
     if response.get("object") != "response" or not isinstance(response.get("output"), list):
         found.append(("response-object", "a response has object 'response' and an output array"))
+    usage = response.get("usage")
+    if usage is not None and not _usage(usage):
+        found.append(("usage", "usage holds input_tokens, output_tokens, total_tokens, "
+                               "input_tokens_details.cached_tokens and output_tokens_details.reasoning_tokens as "
+                               "integers"))
     return found
+
+
+def _usage(usage: Any) -> bool:
+    """The schema's `Usage`: every count and both details required."""
+    if not isinstance(usage, dict):
+        return False
+    inputs, outputs = usage.get("input_tokens_details"), usage.get("output_tokens_details")
+    counts = [usage.get("input_tokens"), usage.get("output_tokens"), usage.get("total_tokens"),
+              inputs.get("cached_tokens") if isinstance(inputs, dict) else None,
+              outputs.get("reasoning_tokens") if isinstance(outputs, dict) else None]
+    return all(isinstance(c, int) and not isinstance(c, bool) for c in counts)
 
 
 def _body(answer: Answer) -> list[Violation]:

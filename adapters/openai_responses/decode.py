@@ -3,9 +3,11 @@ that does not stream, or an error object before any stream).
 
 Items open and close runs of events: a `message` item is a text message, `reasoning` reasoning (OpenAI's
 `response.reasoning_text.delta` and summaries, and Open Responses' `response.reasoning.delta`), a `function_call` a
-tool call left for the client, the gateway's `agent_gateway:tool_call` a tool the agent ran with its result, and
-`agent_gateway:interrupt` an interrupt. `response.completed` ends the run (with its usage), `incomplete` ends it
-(interrupted, cancelled or cut short), `failed` and `error` fail it.
+tool call left for the client, the gateway's `agent_gateway:tool_call` a tool the agent ran with its result,
+`agent_gateway:interrupt` an interrupt (and `agent_gateway:interrupt_resolved` one answered in the run),
+`agent_gateway:activity` an activity's snapshot and `agent_gateway:subagent` a subagent's start and end. A reasoning
+item's `encrypted_content` is encrypted reasoning. `response.completed` ends the run (with its usage), `incomplete`
+ends it (interrupted, cancelled or cut short), `failed` and `error` fail it.
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ import orjson
 
 from gateway.core.decoding import DEFAULT_MAX_BODY, BoundedBody, Events, JsonSSEDecoder
 from gateway.core.events import (
+    ActivitySnapshot,
+    EncryptedValue,
     Event,
     Interrupt,
+    InterruptResolved,
     Raw,
     ReasoningDelta,
     ReasoningEnd,
@@ -25,6 +30,9 @@ from gateway.core.events import (
     RunError,
     RunFinished,
     RunStarted,
+    SubagentError,
+    SubagentFinished,
+    SubagentStarted,
     TextDelta,
     TextEnd,
     TextStart,
@@ -32,12 +40,12 @@ from gateway.core.events import (
     ToolCallEnd,
     ToolCallStart,
     ToolResult,
-    Usage,
 )
 from gateway.core.ids import new_id
 from gateway.core.sse import DEFAULT_MAX_FRAME
+from gateway.core.usage import read_openai
 
-from .items import INTERRUPT, TOOL_CALL
+from .items import ACTIVITY, INTERRUPT, INTERRUPT_RESOLVED, SUBAGENT, TOOL_CALL
 
 _REASONING_DELTAS = frozenset({"response.reasoning.delta", "response.reasoning_text.delta",
                                "response.reasoning_summary_text.delta"})
@@ -45,7 +53,7 @@ _ENDS = frozenset({"response.completed", "response.incomplete", "response.failed
 
 
 class ResponsesDecoder(JsonSSEDecoder):
-    __slots__ = ("_body", "_items", "_mode", "_streamed")
+    __slots__ = ("_body", "_calls", "_items", "_mode", "_streamed")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__(max_event_bytes)
@@ -55,6 +63,8 @@ class ResponsesDecoder(JsonSSEDecoder):
         """Items open: item id -> (kind, the canonical id: the message's, or the call's)."""
         self._streamed: set[str] = set()
         """Calls whose arguments came as deltas."""
+        self._calls: set[str] = set()
+        """The agent's calls read (`agent_gateway:tool_call`): one again is its result after an approval."""
 
     def feed(self, chunk: bytes) -> list[Event]:
         if self._mode is None:
@@ -137,6 +147,8 @@ class ResponsesDecoder(JsonSSEDecoder):
             call_id = _str(item.get("call_id")) or item_id
             self._items[item_id] = ("function_call", call_id)
             out.append(ToolCallStart(call_id, _str(item.get("name")) or "unknown_tool"))
+        elif kind == SUBAGENT:
+            _subagent_started(item, out)  # what it says comes before its item is done
 
     def _done(self, item: Any, out: Events) -> None:
         if not isinstance(item, dict):
@@ -154,6 +166,9 @@ class ResponsesDecoder(JsonSSEDecoder):
         if kind == "message" and found is not None:
             out.append(TextEnd(found[1]))
         elif kind == "reasoning" and found is not None:
+            encrypted = item.get("encrypted_content")
+            if isinstance(encrypted, str) and encrypted:
+                out.append(EncryptedValue("message", found[1], encrypted))
             out.append(ReasoningEnd(found[1]))
         elif kind == "function_call" and found is not None:
             arguments = item.get("arguments")
@@ -163,18 +178,16 @@ class ResponsesDecoder(JsonSSEDecoder):
             out.append(ToolCallEnd(found[1]))
         elif kind == TOOL_CALL:
             call_id = _str(item.get("call_id")) or new_id("call")
-            arguments = item.get("arguments")
-            out.append(ToolCallStart(call_id, _str(item.get("name")) or "unknown_tool"))
-            out.append(ToolCallArgs(call_id, arguments if isinstance(arguments, str) else "{}"))
-            out.append(ToolCallEnd(call_id))
+            if call_id not in self._calls:  # else: the call shown waiting for approval, now with its result
+                self._calls.add(call_id)
+                arguments = item.get("arguments")
+                out.append(ToolCallStart(call_id, _str(item.get("name")) or "unknown_tool"))
+                out.append(ToolCallArgs(call_id, arguments if isinstance(arguments, str) else "{}"))
+                out.append(ToolCallEnd(call_id))
             if item.get("status") != "in_progress":  # in progress: the agent's call, waiting for an approval
                 out.append(ToolResult(call_id, item.get("output"), is_error=item.get("status") == "failed"))
-        elif kind == INTERRUPT:
-            message = item.get("message")
-            tool_call = item.get("tool_call_id")
-            out.append(Interrupt(item_id or new_id("int"), _str(item.get("reason")),
-                                 message if isinstance(message, str) else None, item.get("payload"),
-                                 tool_call if isinstance(tool_call, str) else None, item.get("response_schema")))
+        elif kind is not None and kind in _EXTENSIONS:
+            _EXTENSIONS[kind](item, item_id, out)
 
     def _content(self, item: dict[str, Any], canonical: str, out: Events) -> None:
         """The text of an item that came whole."""
@@ -187,8 +200,7 @@ class ResponsesDecoder(JsonSSEDecoder):
         usage = response.get("usage")
         if isinstance(usage, dict):
             model = response.get("model")
-            out.append(Usage(usage.get("input_tokens"), usage.get("output_tokens"), usage.get("total_tokens"),
-                             model if isinstance(model, str) else None))
+            out.append(read_openai(usage, "responses", model if isinstance(model, str) else None))
         if kind == "response.failed":
             out.append(_error(response.get("error") or {"message": "upstream response failed"}))
             return
@@ -218,6 +230,60 @@ class ResponsesDecoder(JsonSSEDecoder):
 
 def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+def _opt(item: dict[str, Any], key: str) -> str | None:
+    value = item.get(key)
+    return value if isinstance(value, str) else None
+
+
+def _interrupt(item: dict[str, Any], item_id: str, out: Events) -> None:
+    out.append(Interrupt(item_id or new_id("int"), _str(item.get("reason")), _opt(item, "message"),
+                         item.get("payload"), _opt(item, "tool_call_id"), item.get("response_schema"),
+                         _opt(item, "expires_at")))
+
+
+def _interrupt_resolved(item: dict[str, Any], item_id: str, out: Events) -> None:
+    interrupt_id = _opt(item, "interrupt_id")
+    if interrupt_id is not None:
+        out.append(InterruptResolved(interrupt_id, item.get("approved") is not False, _opt(item, "reason")))
+
+
+def _activity(item: dict[str, Any], item_id: str, out: Events) -> None:
+    content = item.get("content")
+    if isinstance(content, dict):
+        out.append(ActivitySnapshot(_opt(item, "activity_id") or item_id, _str(item.get("activity_type")), content,
+                                    subagent_run_id=_opt(item, "subagent_run_id")))
+
+
+def _subagent_started(item: dict[str, Any], out: Events) -> str | None:
+    run_id = _opt(item, "subagent_run_id")
+    if run_id is not None:
+        out.append(SubagentStarted(run_id, _str(item.get("name")), _opt(item, "description"),
+                                   _opt(item, "parent_subagent_run_id"), _opt(item, "parent_tool_call_id"),
+                                   _opt(item, "parent_message_id")))
+    return run_id
+
+
+def _subagent(item: dict[str, Any], item_id: str, out: Events) -> None:
+    """A subagent's item, done: it started (repair drops a second start) and ended as its status says."""
+    run_id = _subagent_started(item, out)
+    if run_id is None:
+        return
+    status = item.get("status")
+    if status == "failed":
+        error = item.get("error")
+        error = error if isinstance(error, dict) else {}
+        out.append(SubagentError(run_id, _str(error.get("message")), _opt(error, "code")))
+    elif status in ("completed", "incomplete"):
+        ids = item.get("interrupt_ids")
+        out.append(SubagentFinished(run_id, item.get("result"), "suspended" if status == "incomplete" else "success",
+                                    [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else None))
+
+
+_EXTENSIONS = {INTERRUPT: _interrupt, INTERRUPT_RESOLVED: _interrupt_resolved, ACTIVITY: _activity,
+               SUBAGENT: _subagent}
+"""The gateway's own items (see `items`), read when done."""
 
 
 def _error(error: Any) -> RunError:

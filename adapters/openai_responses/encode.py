@@ -87,11 +87,13 @@ def _event(self: ResponsesStreamEncoder, e: Event) -> bytes:
 def _text_delta(self: ResponsesStreamEncoder, e: TextDelta) -> bytes:
     """Most of a stream: the frame around the delta is the message's, made once; only the number and the delta
     change."""
+    if e.metadata is not None:  # inline, not by the base's wrapper: most of a stream is text deltas
+        self.dropped["metadata"] += 1
     text = self.writer.text_delta(e)
     if text is None:
         return b""
-    if self.delta_of != e.message_id:
-        self.delta_of = e.message_id
+    if self.delta_of is not text:  # by the item, not the message id: an id may come back as a new message
+        self.delta_of = text
         self.delta_middle = (b',"item_id":' + orjson.dumps(text.item_id) + b',"output_index":'
                              + str(text.index).encode() + b',"content_index":0,"logprobs":[],"delta":')
     self.sequence += 1
@@ -106,12 +108,14 @@ class ResponsesStreamEncoder(SSEEncoder):
     __slots__ = ("delta_middle", "delta_of", "sequence", "texts", "writer")
 
     handlers = {**dict.fromkeys(EVENT_TYPES, _event), TextDelta: _text_delta}
+    METADATA = frozenset({TextDelta})  # counts its own
 
     def __init__(self, request: Turn | None = None) -> None:
         super().__init__(request)
         self.writer = ResponseWriter(request, self.dropped)
         self.sequence = 0
-        self.delta_of: str | None = None
+        self.delta_of: object = None
+        """The open message whose delta frame `delta_middle` is."""
         self.delta_middle = b""
         self.texts = LongTexts()
 
@@ -135,6 +139,8 @@ class ResponsesBodyEncoder:
 
     def encode(self, events: list[Event]) -> bytes:
         for e in events:
+            if e.metadata is not None:
+                self.dropped["metadata"] += 1  # no item has a place for an event's metadata
             if isinstance(e, RunError):
                 self.status_code = 504 if e.code == "upstream_timeout" else 502
                 return orjson.dumps({"error": error_object(e.message, self.status_code, e.code or "upstream_error")})

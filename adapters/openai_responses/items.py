@@ -1,15 +1,24 @@
 """The Responses shapes both directions share: the response object (every field the Open Responses schema
 requires), output items, the gateway's extension items, and OpenAI error objects.
 
-Two things an agent does have no item in the specification, so they are extension items under the gateway's slug
-(the specification's rule for items of one implementation):
+What an agent does beyond a model's reply has no item in the specification, so it is an extension item under the
+gateway's slug (the specification's rule for items of one implementation):
 
 - `agent_gateway:tool_call`: a tool the agent ran itself, with its arguments and its output. A `function_call`
   would be a call for the client to run: agent loops (the OpenAI Agents SDK) run every one, or fail on a tool they
   do not have.
 - `agent_gateway:interrupt`: the agent stopped for a human (`reason`, `message`, `payload`, `tool_call_id`,
-  `response_schema`); the response is then `incomplete` with the reason `interrupt`. The client answers with an input
-  item `{"type": "agent_gateway:resume", "interrupt_id", "payload"}`.
+  `response_schema`, `expires_at`); the response is then `incomplete` with the reason `interrupt`. The client answers
+  with an input item `{"type": "agent_gateway:resume", "interrupt_id", "payload"}`.
+- `agent_gateway:interrupt_resolved`: an interrupt the run answered itself (`interrupt_id`, `approved`, `reason`);
+  the response does not wait for it.
+- `agent_gateway:activity`: an activity (a plan, a search's progress; AG-UI's activity messages) as it stands after
+  each change, whole (`activity_id`, `activity_type`, `content`): the last item of an `activity_id` is how it is.
+- `agent_gateway:subagent`: an agent the agent called (`subagent_run_id`, `name`, `description`, its parents), added
+  `in_progress` when it starts and done when it ends (`completed` with its `result`, `incomplete` when suspended,
+  `failed` with its `error`).
+
+Encrypted reasoning has the specification's own place: a `reasoning` item's `encrypted_content`.
 """
 
 from __future__ import annotations
@@ -18,17 +27,21 @@ import time
 from typing import Any
 
 from gateway.core.errors import GatewayError, UnknownRoute, UnknownRun
+from gateway.core.usage import UsageTotals
 
 SLUG = "agent_gateway"
 TOOL_CALL = f"{SLUG}:tool_call"
 INTERRUPT = f"{SLUG}:interrupt"
+INTERRUPT_RESOLVED = f"{SLUG}:interrupt_resolved"
+ACTIVITY = f"{SLUG}:activity"
+SUBAGENT = f"{SLUG}:subagent"
 RESUME = f"{SLUG}:resume"
 
 _TYPES = {401: "authentication_error", 403: "permission_error", 404: "not_found", 429: "too_many_requests"}
 
 
 def response_object(response_id: str, *, status: str, model: str, created_at: int, output: list[dict[str, Any]],
-                    request: dict[str, Any], usage: dict[str, int] | None = None,
+                    request: dict[str, Any], usage: UsageTotals | None = None,
                     error: dict[str, Any] | None = None, incomplete: str | None = None) -> dict[str, Any]:
     """A response resource with every field the Open Responses schema requires; `request` is what the client's
     request said of it (`openai` metadata of the turn: tools, instructions, previous response, store, metadata)."""
@@ -41,19 +54,13 @@ def response_object(response_id: str, *, status: str, model: str, created_at: in
         "output": output, "error": error, "tools": request.get("tools", []), "tool_choice": "auto",
         "truncation": "disabled", "parallel_tool_calls": True, "text": {"format": {"type": "text"}}, "top_p": 1.0,
         "presence_penalty": 0.0, "frequency_penalty": 0.0, "top_logprobs": 0, "temperature": 1.0,
-        "reasoning": None, "usage": usage_object(usage) if usage is not None else None, "max_output_tokens": None,
+        "reasoning": None, "usage": usage.openai("responses", whole=True) if usage is not None else None,
+        "max_output_tokens": None,
         "max_tool_calls": None, "store": request.get("store", True), "background": False,
         "service_tier": "default", "metadata": request.get("metadata") or {}, "safety_identifier": None,
         "prompt_cache_key": None,
         **({"conversation": {"id": request["conversation"]}} if request.get("conversation") else {}),
     }
-
-
-def usage_object(usage: dict[str, int]) -> dict[str, Any]:
-    input_tokens, output_tokens = usage.get("input_tokens", 0), usage.get("output_tokens", 0)
-    return {"input_tokens": input_tokens, "output_tokens": output_tokens,
-            "total_tokens": usage.get("total_tokens", input_tokens + output_tokens),
-            "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}
 
 
 def message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
@@ -68,9 +75,12 @@ def function_call_item(item_id: str, call_id: str, name: str, arguments: str,
             "arguments": arguments}
 
 
-def reasoning_item(item_id: str, text: str | None) -> dict[str, Any]:
+def reasoning_item(item_id: str, text: str | None, encrypted: str | None = None) -> dict[str, Any]:
     content = [{"type": "reasoning_text", "text": text}] if text is not None else []
-    return {"id": item_id, "type": "reasoning", "summary": [], "content": content}
+    item = {"id": item_id, "type": "reasoning", "summary": [], "content": content}
+    if encrypted is not None:
+        item["encrypted_content"] = encrypted
+    return item
 
 
 def tool_call_item(item_id: str, call_id: str, name: str, arguments: str, output: Any,

@@ -178,11 +178,14 @@ def _message(item: dict[str, Any], where: str) -> Message:
             parts.append(ContentPart("text", str(part.get("refusal") or "")))
         elif kind == "input_image" and isinstance(part.get("image_url"), str):
             parts.append(_media(part["image_url"], "image"))
+        elif kind == "input_image" and isinstance(part.get("file_id"), str):
+            parts.append(ContentPart("image", file_id=part["file_id"]))
         elif kind == "input_file" and isinstance(part, dict):
-            data, url = part.get("file_data"), part.get("file_url")
+            data, url, file_id = part.get("file_data"), part.get("file_url"), part.get("file_id")
             name = part.get("filename") if isinstance(part.get("filename"), str) else None
             media = _media(data, "document") if isinstance(data, str) else ContentPart(
-                "document", url=url if isinstance(url, str) else None)
+                "document", url=url if isinstance(url, str) else None,
+                file_id=file_id if isinstance(file_id, str) and not isinstance(url, str) else None)
             media.filename = name
             parts.append(media)
         else:
@@ -238,9 +241,13 @@ def _content(message: Message) -> str | list[dict[str, Any]]:
     for part in message.content:
         if part.type == "text":
             parts.append({"type": "input_text", "text": part.text or ""})
-        elif part.type == "image":
+        elif part.type == "image" and (part.url is not None or part.data is not None):
             url = part.url or f"data:{part.media_type or 'image/png'};base64,{part.data or ''}"
             parts.append({"type": "input_image", "image_url": url})
+        elif part.file_id is not None and part.data is None and part.url is None:  # uploaded to a provider before
+            kind = "input_image" if part.type == "image" else "input_file"
+            parts.append({"type": kind, "file_id": part.file_id,
+                          **({"filename": part.filename} if part.filename and kind == "input_file" else {})})
         elif part.data is not None:
             parts.append({"type": "input_file", "file_data": f"data:{part.media_type};base64,{part.data}",
                           "filename": part.filename or "file"})

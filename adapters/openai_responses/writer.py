@@ -5,8 +5,10 @@ Text is a `message` item per message, reasoning a `reasoning` item (`reasoning_t
 client offered are `function_call` items as they come; any other call waits for its result: with one it is a tool
 the agent ran itself (`agent_gateway:tool_call`, see `items`), without one by the run's end it is the client's to
 run after all. An interrupt is an `agent_gateway:interrupt` item and the response ends `incomplete` (reason
-`interrupt`); a cancelled run ends `incomplete` (reason `cancelled`). State, named data, steps and snapshots have no
-item and are left out (counted in `dropped`).
+`interrupt`), unless the run answered it itself (an `agent_gateway:interrupt_resolved` item); a cancelled run ends
+`incomplete` (reason `cancelled`). Activities and subagents are the gateway's items too (see `items`); encrypted
+reasoning is its reasoning item's `encrypted_content`. State, named data, steps and snapshots have no item and are
+left out, as are an event's `metadata` and which subagent a message or call is of (counted in `dropped`).
 """
 
 from __future__ import annotations
@@ -15,11 +17,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from gateway.core.codec import json_or_text
+from gateway.core.activity import Shown
+from gateway.core.codec import as_text, json_or_text, output_of
+from gateway.core.encoding import EVENT_TYPES
 from gateway.core.events import (
+    ActivityDelta,
+    ActivitySnapshot,
     Data,
+    EncryptedValue,
     Event,
     Interrupt,
+    InterruptResolved,
     MessagesSnapshot,
     Raw,
     ReasoningDelta,
@@ -32,6 +40,9 @@ from gateway.core.events import (
     StateSnapshot,
     StepFinished,
     StepStarted,
+    SubagentError,
+    SubagentFinished,
+    SubagentStarted,
     TextDelta,
     TextEnd,
     TextStart,
@@ -43,9 +54,13 @@ from gateway.core.events import (
 )
 from gateway.core.ids import new_id
 from gateway.core.turn import Turn
+from gateway.core.usage import UsageTotals
 
 from .items import (
+    ACTIVITY,
     INTERRUPT,
+    INTERRUPT_RESOLVED,
+    SUBAGENT,
     error_object,
     function_call_item,
     message_item,
@@ -78,8 +93,8 @@ class _Open:
 
 
 class ResponseWriter:
-    __slots__ = ("_held", "_interrupts", "_offered", "_open", "_usage", "chars", "created_at", "dropped", "model",
-                 "output", "request", "response_id", "texts")
+    __slots__ = ("_approving", "_encrypted", "_families", "_held", "_interrupts", "_offered", "_open", "_subagents",
+                 "_usage", "chars", "created_at", "dropped", "model", "output", "request", "response_id", "texts")
 
     def __init__(self, request: Turn | None, dropped: dict[str, int]) -> None:
         self.response_id = request.run_id if request is not None and request.run_id else new_id("resp")
@@ -95,7 +110,14 @@ class ResponseWriter:
         self._held: dict[str, _Open] = {}
         """Calls to tools the client did not offer, by call id: shown once the run tells whose they are."""
         self._interrupts: list[Interrupt] = []
-        self._usage: dict[str, int] = {}
+        self._approving: dict[str, _Open] = {}
+        """The agent's calls an interrupt asks to approve, by call id: shown again with their result, if it comes."""
+        self._encrypted: dict[str, str] = {}
+        """Encrypted reasoning for a reasoning item still open, by its canonical id."""
+        self._families: Shown | None = None
+        self._subagents: dict[str, int] = {}
+        """Subagents running: run id -> the index of their item."""
+        self._usage = UsageTotals()
         self.dropped = dropped
         self.chars = 0
         """Characters of text, arguments and results the response holds, for how its JSON is written
@@ -111,7 +133,7 @@ class ResponseWriter:
         return []
 
     def response(self, status: str, **extra: Any) -> dict[str, Any]:
-        usage = self._usage if self._usage else None
+        usage = self._usage if self._usage.counts else None
         return response_object(self.response_id, status=status, model=self.model, created_at=self.created_at,
                                output=list(self.output), request=self.request, usage=usage, **extra)
 
@@ -123,7 +145,18 @@ class ResponseWriter:
         response = self.response("in_progress")
         return [("response.created", {"response": response}), ("response.in_progress", {"response": response})]
 
+    def _added_done(self, item: dict[str, Any]) -> list[Semantic]:
+        """An item that comes whole."""
+        index = self._add(item)
+        return [("response.output_item.added", {"output_index": index, "item": item}),
+                ("response.output_item.done", {"output_index": index, "item": item})]
+
+    def _opened(self, e: TextStart | ReasoningStart | ToolCallStart) -> None:
+        if e.subagent_run_id is not None:
+            self.dropped["subagent"] += 1  # a message or a call has no author but the agent: whose it is, is lost
+
     def _text_start(self, e: TextStart) -> list[Semantic]:
+        self._opened(e)
         item_id = new_id("msg")
         item = message_item(item_id, "", "in_progress")
         index = self._add(item)
@@ -160,6 +193,7 @@ class ResponseWriter:
                 ("response.output_item.done", {"output_index": text.index, "item": item})]
 
     def _reasoning_start(self, e: ReasoningStart) -> list[Semantic]:
+        self._opened(e)
         item_id = new_id("rs")
         index = self._add(reasoning_item(item_id, None))
         self.texts[e.message_id] = _Open(index, item_id)
@@ -181,13 +215,26 @@ class ResponseWriter:
         if text is None:
             return []
         whole = "".join(text.pieces)
-        item = self.output[text.index] = reasoning_item(text.item_id, whole)
+        item = self.output[text.index] = reasoning_item(text.item_id, whole, self._encrypted.pop(e.message_id, None))
         where = {"item_id": text.item_id, "output_index": text.index, "content_index": 0}
         return [("response.reasoning.done", {**where, "text": whole}),
                 ("response.content_part.done", {**where, "part": item["content"][0]}),
                 ("response.output_item.done", {"output_index": text.index, "item": item})]
 
+    def _encrypted_value(self, e: EncryptedValue) -> list[Semantic]:
+        """Encrypted reasoning: its reasoning item's `encrypted_content`; a reasoning item of its own when its
+        reasoning was written already (or never). A tool call's has no place."""
+        if e.subtype != "message":
+            self.dropped["encrypted_value"] += 1
+            return []
+        text = self.texts.get(e.entity_id)
+        if text is not None and self.output[text.index]["type"] == "reasoning":
+            self._encrypted[e.entity_id] = e.value
+            return []
+        return self._added_done(reasoning_item(new_id("rs"), None, e.value))
+
     def _tool_start(self, e: ToolCallStart) -> list[Semantic]:
+        self._opened(e)
         if e.name not in self._offered:
             self._held[e.tool_call_id] = _Open(-1, new_id("fc"), e.name, e.tool_call_id)
             return []
@@ -223,39 +270,81 @@ class ResponseWriter:
 
     def _tool_result(self, e: ToolResult) -> list[Semantic]:
         held = self._held.pop(e.tool_call_id, None)
+        item_id = held.item_id if held is not None else new_id("fc")
+        if held is None:
+            # The result of a call shown waiting for approval (approved within the run): the call again, done.
+            held = self._approving.pop(e.tool_call_id, None)
         if held is None:
             return []  # the agent answered a call of the client's own tool itself: the call stands as it went out
-        output = json_or_text(e.content) if isinstance(e.content, str) else e.content
-        self.chars += len(e.content) if isinstance(e.content, str) else 0
-        item = tool_call_item(held.item_id, held.call_id, held.name, "".join(held.pieces) or "{}", output,
-                              e.is_error)
-        index = self._add(item)
-        return [("response.output_item.added", {"output_index": index, "item": item}),
-                ("response.output_item.done", {"output_index": index, "item": item})]
+        if isinstance(e.content, str):
+            output = json_or_text(e.content)
+            self.chars += len(e.content)
+        else:
+            output = output_of(e.content)  # content parts as JSON objects
+            self.chars += len(as_text(output))
+        return self._added_done(tool_call_item(item_id, held.call_id, held.name, "".join(held.pieces) or "{}",
+                                               output, e.is_error))
 
     def _interrupt(self, e: Interrupt) -> list[Semantic]:
         self._interrupts.append(e)
         out: list[Semantic] = []
         held = self._held.pop(e.tool_call_id, None) if e.tool_call_id is not None else None
         if held is not None:  # the agent's own call, waiting for the approval: shown as its, not yet run
+            self._approving[held.call_id] = held
             call = tool_call_item(held.item_id, held.call_id, held.name, "".join(held.pieces) or "{}", None)
             call["status"] = "in_progress"
-            index = self._add(call)
-            out += [("response.output_item.added", {"output_index": index, "item": call}),
-                    ("response.output_item.done", {"output_index": index, "item": call})]
+            out += self._added_done(call)
         item = {"id": e.id, "type": INTERRUPT, "status": "completed", "reason": e.reason, "message": e.message,
                 "payload": e.payload, "tool_call_id": e.tool_call_id, "response_schema": e.response_schema}
-        index = self._add(item)
-        return [*out, ("response.output_item.added", {"output_index": index, "item": item}),
-                ("response.output_item.done", {"output_index": index, "item": item})]
+        if e.expires_at is not None:
+            item["expires_at"] = e.expires_at
+        return [*out, *self._added_done(item)]
+
+    def _interrupt_resolved(self, e: InterruptResolved) -> list[Semantic]:
+        """Answered within the run: the response does not wait for it."""
+        self._interrupts = [i for i in self._interrupts if i.id != e.interrupt_id]
+        return self._added_done({"id": new_id("ir"), "type": INTERRUPT_RESOLVED, "status": "completed",
+                                 "interrupt_id": e.interrupt_id, "approved": e.approved, "reason": e.reason})
+
+    def _activity(self, e: ActivitySnapshot | ActivityDelta) -> list[Semantic]:
+        """The activity whole, as it stands after this change."""
+        if self._families is None:
+            self._families = Shown()
+        shown = self._families.activity(e)
+        if shown is None:  # a patch of an activity never shown whole, or one that does not apply
+            self.dropped["activity"] += 1
+            return []
+        item = {"id": new_id("act"), "type": ACTIVITY, "status": "completed", "activity_id": e.message_id,
+                "activity_type": e.activity_type, "content": shown.data["content"]}
+        if e.subagent_run_id is not None:
+            item["subagent_run_id"] = e.subagent_run_id
+        return self._added_done(item)
+
+    def _subagent_started(self, e: SubagentStarted) -> list[Semantic]:
+        item = {"id": new_id("sub"), "type": SUBAGENT, "status": "in_progress", "subagent_run_id": e.subagent_run_id,
+                "name": e.name, "description": e.description, "parent_subagent_run_id": e.parent_subagent_run_id,
+                "parent_tool_call_id": e.parent_tool_call_id, "parent_message_id": e.parent_message_id}
+        index = self._subagents[e.subagent_run_id] = self._add(item)
+        return [("response.output_item.added", {"output_index": index, "item": item})]
+
+    def _subagent_ended(self, e: SubagentFinished | SubagentError) -> list[Semantic]:
+        out: list[Semantic] = []
+        index = self._subagents.pop(e.subagent_run_id, None)
+        if index is None:  # its start was not seen (repair lets an end through only for one it saw)
+            out = self._subagent_started(SubagentStarted(e.subagent_run_id, ""))
+            index = self._subagents.pop(e.subagent_run_id)
+        item = dict(self.output[index])
+        if isinstance(e, SubagentFinished):
+            item.update(status="incomplete" if e.outcome == "suspended" else "completed", result=e.result)
+            if e.interrupt_ids:
+                item["interrupt_ids"] = e.interrupt_ids
+        else:
+            item.update(status="failed", error={"message": e.message, "code": e.code})
+        self.output[index] = item
+        return [*out, ("response.output_item.done", {"output_index": index, "item": item})]
 
     def _usage_event(self, e: Usage) -> list[Semantic]:
-        for key, value in (("input_tokens", e.input_tokens), ("output_tokens", e.output_tokens),
-                           ("total_tokens", e.total_tokens)):
-            if isinstance(value, int):
-                self._usage[key] = self._usage.get(key, 0) + value
-        if e.model:
-            self.model = self.model or e.model
+        self._usage.add(e)
         return []
 
     def _close(self) -> list[Semantic]:
@@ -280,6 +369,7 @@ class ResponseWriter:
 
     def _run_error(self, e: RunError) -> list[Semantic]:
         self._held.clear()
+        self._approving.clear()
         error = error_object(e.message, 502, e.code or "upstream_error")
         failed = self.response("failed", error={"code": error["code"], "message": e.message})
         return [("error", {"error": error}), ("response.failed", {"response": failed})]
@@ -298,7 +388,18 @@ _HANDLERS: dict[type, Callable[[ResponseWriter, Any], list[Semantic]]] = {
     ToolCallEnd: ResponseWriter._tool_end,
     ToolResult: ResponseWriter._tool_result,
     Interrupt: ResponseWriter._interrupt,
+    InterruptResolved: ResponseWriter._interrupt_resolved,
+    EncryptedValue: ResponseWriter._encrypted_value,
+    ActivitySnapshot: ResponseWriter._activity,
+    ActivityDelta: ResponseWriter._activity,
+    SubagentStarted: ResponseWriter._subagent_started,
+    SubagentFinished: ResponseWriter._subagent_ended,
+    SubagentError: ResponseWriter._subagent_ended,
     Usage: ResponseWriter._usage_event,
     RunFinished: ResponseWriter._run_finished,
     RunError: ResponseWriter._run_error,
 }
+
+_UNPLACED = EVENT_TYPES - _HANDLERS.keys() - DROPPED.keys()
+if _UNPLACED:  # an event type added to the model: say what it becomes, or what it is counted as, before it is lost
+    raise TypeError(f"ResponseWriter has no place for {sorted(t.__name__ for t in _UNPLACED)}")

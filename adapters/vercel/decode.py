@@ -17,6 +17,7 @@ from gateway.core.decoding import Events, JsonSSEDecoder
 from gateway.core.events import (
     Data,
     Interrupt,
+    InterruptResolved,
     Raw,
     ReasoningDelta,
     ReasoningEnd,
@@ -194,11 +195,32 @@ def _tool_output_error(d: VercelDecoder, f: dict[str, Any], out: Events) -> None
 
 
 def _tool_output_denied(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ToolResult(_s(f, "toolCallId"), DENIED, is_error=True))
+    out.append(ToolResult(_s(f, "toolCallId"), DENIED, is_error=True, denied=True))
+
+
+_APPROVAL_EXTRAS = ("signature", "isAutomatic", "reason", "approvalDescriptor", "inputSchemaInput")
 
 
 def _tool_approval_request(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(Interrupt(_s(f, "approvalId"), "tool_approval", tool_call_id=_s(f, "toolCallId")))
+    # What AI SDK 6 and 7 say beyond the ids (a signature, an automatic approval, why) is kept for a client that
+    # reads it; `reason` is also the interrupt's message, for one that does not.
+    said = {key: f[key] for key in _APPROVAL_EXTRAS if key in f}
+    reason = f.get("reason")
+    out.append(Interrupt(_s(f, "approvalId"), "tool_approval", reason if isinstance(reason, str) else None,
+                         tool_call_id=_s(f, "toolCallId"), metadata={"vercel": said} if said else None))
+
+
+def _tool_approval_response(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
+    """AI SDK 7: an approval the agent answered itself, in the stream (an automatic one): the run does not wait."""
+    approved, reason = f.get("approved"), f.get("reason")
+    out.append(InterruptResolved(_s(f, "approvalId"), approved is not False,
+                                 reason if isinstance(reason, str) else None))
+
+
+def _custom(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
+    """AI SDK 7's provider-specific part: named by its `kind`, its provider metadata the data."""
+    metadata = f.get("providerMetadata")
+    out.append(Data(_s(f, "kind"), metadata if isinstance(metadata, dict) else {}, custom=True))
 
 
 def _start(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
@@ -248,4 +270,6 @@ _HANDLERS: dict[str, Handler] = {
     "finish": _finish,
     "abort": _abort,
     "error": _error,
+    "custom": _custom,
+    "tool-approval-response": _tool_approval_response,
 }

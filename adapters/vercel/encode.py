@@ -1,26 +1,37 @@
-"""Canonical events into a Vercel UI message stream that every `ai` 5, 6 and 7 client accepts.
+"""Canonical events into a Vercel UI message stream that the client's `ai` release accepts (see `versions`).
 
-Chunks carry only keys of the `ai` schema (clients before 5.0.217 / 6.0.231 / 7.0.32 reject any other key),
+Chunks carry only keys of that release's schema (clients before 5.0.217 / 6.0.231 / 7.0.32 reject any other key),
 always carry the keys the schema requires even where they are typed `unknown` (`input`, `output`, `data`), and the
 stream ends with `data: [DONE]`. A tool call's `input` is only known when its arguments are complete, so it is sent
 with `tool-input-available` at the call's end.
 
-An interrupt is always a tool approval for the client, the one human-in-the-loop answer useChat has
+An interrupt is a tool approval for a 6 or 7 client, the one human-in-the-loop answer useChat has
 (`addToolApprovalResponse`): of the tool call it is about, or else of a call that stands for it (see
 `request.INTERRUPT_CALL_PREFIX`), named after its reason. The continuation that answers such a call settles it
-first, so the client shows the answer and never sends it again.
+first, so the client shows the answer and never sends it again. A 5 client has no approvals: it gets the call that
+stands for the interrupt, to answer with `addToolResult`.
+
+What AG-UI adds beyond the AI SDK's words goes where the SDK has room: activities and subagents as data parts
+replaced in place (`data-activity`, `data-subagent`), event metadata and a subagent's authorship in a part's
+`providerMetadata` under `agent-gateway`, encrypted reasoning on its reasoning part (or, once that part has ended,
+a `data-reasoning-encrypted` part), usage and run metadata in the message's metadata.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from gateway.core.codec import as_text, drop_none, json_or_text
-from gateway.core.encoding import HOLE, SSE_HEADERS, DeltaFrames, SSEEncoder, is_one_of, json_bytes, sse_frame
+from gateway.core.activity import Shown
+from gateway.core.codec import as_text, drop_none, json_or_text, output_of
+from gateway.core.encoding import HOLE, SSE_HEADERS, DeltaFrames, SSEEncoder, json_bytes, sse_frame
 from gateway.core.events import (
+    ActivityDelta,
+    ActivitySnapshot,
     Data,
+    EncryptedValue,
+    Event,
     Interrupt,
+    InterruptResolved,
     MessagesSnapshot,
     Raw,
     ReasoningDelta,
@@ -33,6 +44,9 @@ from gateway.core.events import (
     StateSnapshot,
     StepFinished,
     StepStarted,
+    SubagentError,
+    SubagentFinished,
+    SubagentStarted,
     TextDelta,
     TextEnd,
     TextStart,
@@ -44,12 +58,14 @@ from gateway.core.events import (
 )
 from gateway.core.sse import DONE
 from gateway.core.state import StateTracker
-from gateway.core.turn import Turn, approves
+from gateway.core.turn import Turn
 
-from .request import INKEEP, INTERRUPT_CALL_PREFIX
+from . import approvals
+from .request import INKEEP
+from .versions import AiSdk
 
-# Chunk types a `Raw` from a Vercel upstream may carry to a Vercel client: those every supported `ai` accepts.
-_PASSTHROUGH = frozenset({"message-metadata", "source-url", "source-document", "file"})
+PROVIDER = "agent-gateway"
+"""The `providerMetadata` key under which a part carries what AG-UI said of it (its metadata, its subagent)."""
 
 
 def _text_delta(message_id: str) -> bytes:
@@ -61,72 +77,151 @@ _FINISH_STEP = sse_frame({"type": "finish-step"})
 
 
 class VercelEncoder(SSEEncoder):
-    __slots__ = ("_after_results", "_args", "_inkeep", "_names", "_settles", "_state", "_step_open", "_text")
+    __slots__ = (
+        "_after_results",
+        "_args",
+        "_authors",
+        "_encrypted",
+        "_families",
+        "_inkeep",
+        "_names",
+        "_open",
+        "_own_steps",
+        "_sdk",
+        "_settles",
+        "_state",
+        "_step_open",
+        "_text",
+    )
 
     HEADERS = {**SSE_HEADERS, "x-vercel-ai-ui-message-stream": "v1"}
+    METADATA = frozenset({TextDelta, ToolCallArgs, ReasoningDelta, TextStart, TextEnd, ReasoningStart, ReasoningEnd,
+                          ToolCallStart, ToolCallEnd, ToolResult, RunStarted, RunFinished})
+    """Their handlers put it in a part's `providerMetadata` or the message's metadata, or count it."""
 
     def __init__(self, request: Turn | None = None) -> None:
         super().__init__(request)
+        self._sdk = AiSdk.of(request.client_version if request is not None else None)
         self._inkeep = request is not None and request.variant == INKEEP
-        self._settles = [r for r in request.resume if r.tool_call_id is None] if request is not None else []
+        self._settles = [r for r in request.resume if r.tool_call_id is None] \
+            if request is not None and self._sdk.approvals else []
         self._args: dict[str, list[str]] = {}
         self._names: dict[str, str] = {}
+        self._authors: dict[str, str] = {}  # tool call id -> the subagent that made it, said when its input is
+        self._open: set[str] = set()  # reasoning parts not yet ended, whose encrypted value can still join them
+        self._encrypted: dict[str, str] = {}  # reasoning id or tool call id -> its encrypted value, held to its end
         self._step_open = False
         self._after_results = False
+        self._own_steps = False  # the upstream says where its steps are (an AI SDK one): none are made up
         self._state = StateTracker()
+        self._families: Shown | None = None
         self._text = DeltaFrames(_text_delta)
 
+    def _part(self, chunk: dict[str, Any], e: Event, author: str | None = None, encrypted: str | None = None,
+              carried: bool = True) -> dict[str, Any]:
+        """A chunk with what AG-UI said of its part, in its `providerMetadata` where its schema has one."""
+        extra = drop_none({"metadata": e.metadata, "subagentRunId": author, "encryptedValue": encrypted})
+        if extra:
+            if carried:
+                chunk["providerMetadata"] = {PROVIDER: extra}
+            elif e.metadata is not None:
+                self.dropped["metadata"] += 1
+        return chunk
+
     def _text_delta(self, e: TextDelta) -> bytes:
-        return self._text.frame(e.delta, e.message_id)
+        if e.metadata is None:
+            return self._text.frame(e.delta, e.message_id)
+        chunk = self._part({"type": "text-delta", "id": e.message_id, "delta": e.delta}, e)
+        return b"data: " + json_bytes(chunk, len(e.delta)) + b"\n\n"
 
     def _tool_call_args(self, e: ToolCallArgs) -> bytes:
         args = self._args.get(e.tool_call_id)
         if args is not None:
             args.append(e.delta)
+        if e.metadata is not None:
+            self.dropped["metadata"] += 1
         return sse_frame({"type": "tool-input-delta", "toolCallId": e.tool_call_id, "inputTextDelta": e.delta})
 
     def _reasoning_delta(self, e: ReasoningDelta) -> bytes:
-        return sse_frame({"type": "reasoning-delta", "id": e.message_id, "delta": e.delta})
+        return sse_frame(self._part({"type": "reasoning-delta", "id": e.message_id, "delta": e.delta}, e))
 
     def _text_start(self, e: TextStart) -> bytes:
-        return self._step() + sse_frame({"type": "text-start", "id": e.message_id})
+        return self._step() + sse_frame(self._part({"type": "text-start", "id": e.message_id}, e,
+                                                   e.subagent_run_id))
 
     def _text_end(self, e: TextEnd) -> bytes:
-        return sse_frame({"type": "text-end", "id": e.message_id})
+        return sse_frame(self._part({"type": "text-end", "id": e.message_id}, e))
 
     def _reasoning_start(self, e: ReasoningStart) -> bytes:
-        return self._step() + sse_frame({"type": "reasoning-start", "id": e.message_id})
+        self._open.add(e.message_id)
+        return self._step() + sse_frame(self._part({"type": "reasoning-start", "id": e.message_id}, e,
+                                                   e.subagent_run_id))
 
     def _reasoning_end(self, e: ReasoningEnd) -> bytes:
-        return sse_frame({"type": "reasoning-end", "id": e.message_id})
+        self._open.discard(e.message_id)
+        encrypted = self._encrypted.pop(e.message_id, None) if self._encrypted else None
+        return sse_frame(self._part({"type": "reasoning-end", "id": e.message_id}, e, encrypted=encrypted))
+
+    def _encrypted_value(self, e: EncryptedValue) -> bytes:
+        if e.entity_id in self._open or e.entity_id in self._args:
+            self._encrypted[e.entity_id] = e.value  # said on the part's last chunk
+            return b""
+        data = drop_none({"subtype": e.subtype, "entityId": e.entity_id, "encryptedValue": e.value,
+                          "subagentRunId": e.subagent_run_id})
+        return sse_frame({"type": "data-reasoning-encrypted", "id": e.entity_id, "data": data})
 
     def _tool_call_start(self, e: ToolCallStart) -> bytes:
         self._args[e.tool_call_id] = []
         self._names[e.tool_call_id] = e.name
-        return self._step() + sse_frame({"type": "tool-input-start", "toolCallId": e.tool_call_id,
-                                      "toolName": e.name})
+        if e.subagent_run_id is not None:
+            self._authors[e.tool_call_id] = e.subagent_run_id
+        chunk = {"type": "tool-input-start", "toolCallId": e.tool_call_id, "toolName": e.name}
+        return self._step() + sse_frame(self._part(chunk, e, carried=self._sdk.tool_metadata))
 
     def _tool_call_end(self, e: ToolCallEnd) -> bytes:
         text = "".join(self._args.pop(e.tool_call_id, ()))
-        frame = {"type": "tool-input-available", "toolCallId": e.tool_call_id,
+        encrypted = self._encrypted.pop(e.tool_call_id, None) if self._encrypted else None
+        chunk = {"type": "tool-input-available", "toolCallId": e.tool_call_id,
                  "toolName": self._names.get(e.tool_call_id, "unknown_tool"),
                  "input": json_or_text(text) if text else {}}
-        return b"data: " + json_bytes(frame, len(text)) + b"\n\n"
+        chunk = self._part(chunk, e, self._authors.pop(e.tool_call_id, None), encrypted)
+        return b"data: " + json_bytes(chunk, len(text)) + b"\n\n"  # the arguments, gathered whole
 
     def _tool_result(self, e: ToolResult) -> bytes:
         self._after_results = True
-        if e.is_error:
+        carried = self._sdk.tool_metadata
+        if e.denied and self._sdk.approvals:
+            chunk = {"type": "tool-output-denied", "toolCallId": e.tool_call_id}
+            carried = False
+        elif e.is_error:
             error_text = as_text(e.content)
-            return sse_frame({"type": "tool-output-error", "toolCallId": e.tool_call_id, "errorText": error_text})
-        return sse_frame({"type": "tool-output-available", "toolCallId": e.tool_call_id, "output": e.content})
+            chunk = {"type": "tool-output-error", "toolCallId": e.tool_call_id, "errorText": error_text}
+        else:
+            chunk = {"type": "tool-output-available", "toolCallId": e.tool_call_id, "output": output_of(e.content)}
+        return sse_frame(self._part(chunk, e, e.subagent_run_id, carried=carried))
 
     def _interrupt(self, e: Interrupt) -> bytes:
-        if e.tool_call_id in self._names:  # the client needs the call's part to hang the approval on
-            return sse_frame({"type": "tool-approval-request", "approvalId": e.id, "toolCallId": e.tool_call_id})
+        if e.tool_call_id in self._names and self._sdk.approvals:  # the call's part holds the approval
+            if e.expires_at is not None:
+                self.dropped["interrupt_expiry"] += 1  # an approval has no deadline
+            return sse_frame(approvals.approval(e, self._sdk))
         self.dropped["interrupt_as_tool_call"] += 1
-        return self._interrupt_call(e)
+        call_id, name, chunks = approvals.stand_in(e, self._sdk)
+        self._names[call_id] = name
+        return self._step() + b"".join(sse_frame(chunk) for chunk in chunks)
+
+    def _interrupt_resolved(self, e: InterruptResolved) -> bytes:
+        chunk = approvals.resolved(e, self._sdk)
+        if chunk is None:
+            self.dropped["interrupt_resolved"] += 1  # before 7 an approval is only answered by the client
+            return b""
+        return sse_frame(chunk)
 
     def _data(self, e: Data) -> bytes:
+        if e.custom:
+            if self._sdk.seven and isinstance(e.data, dict):
+                return sse_frame({"type": "custom", "kind": e.name, "providerMetadata": e.data})
+            self.dropped["custom_as_data"] += 1  # before 7 a custom part is a data part named after its kind
         chunk: dict[str, Any] = {"type": f"data-{e.name}", "data": e.data}  # `data` is required, null or not
         if e.id is not None:
             chunk["id"] = e.id
@@ -134,8 +229,29 @@ class VercelEncoder(SSEEncoder):
             chunk["transient"] = True
         return sse_frame(chunk)
 
+    def _shown(self) -> Shown:
+        if self._families is None:
+            self._families = Shown()
+        return self._families
+
+    def _activity_snapshot(self, e: ActivitySnapshot) -> bytes:
+        data = self._shown().activity(e)
+        assert data is not None  # a snapshot always shows
+        return self._data(data)
+
+    def _activity_delta(self, e: ActivityDelta) -> bytes:
+        data = self._shown().activity(e)
+        if data is None:
+            self.dropped["activity"] += 1  # a patch of an activity this stream never showed whole
+            return b""
+        return self._data(data)
+
+    def _subagent(self, e: SubagentStarted | SubagentFinished | SubagentError) -> bytes:
+        return self._data(self._shown().subagent(e))
+
     def _run_started(self, e: RunStarted) -> bytes:
-        start = sse_frame(drop_none({"type": "start", "messageId": e.message_id}))
+        start = sse_frame(drop_none({"type": "start", "messageId": e.message_id,
+                                     "messageMetadata": None if e.metadata is None else {"metadata": e.metadata}}))
         return start + self._settle() if self._settles and e.message_id is None else start
 
     def _step_started(self, e: StepStarted) -> bytes:
@@ -144,7 +260,7 @@ class VercelEncoder(SSEEncoder):
             if e.name is not None:
                 self.dropped["step"] += 1
             return b""
-        self._step_open, self._after_results = True, False
+        self._step_open, self._after_results, self._own_steps = True, False, True
         return _START_STEP
 
     def _step_finished(self, e: StepFinished) -> bytes:
@@ -164,18 +280,32 @@ class VercelEncoder(SSEEncoder):
 
     def _usage(self, e: Usage) -> bytes:
         usage = drop_none({"inputTokens": e.input_tokens, "outputTokens": e.output_tokens,
-                           "totalTokens": e.total_tokens, "model": e.model, "provider": e.provider})
+                           "totalTokens": e.total_tokens, "reasoningTokens": e.reasoning_tokens,
+                           "cachedInputTokens": e.cached_input_tokens,
+                           "cacheWriteInputTokens": e.cache_write_input_tokens, "model": e.model,
+                           "provider": e.provider})
         return sse_frame({"type": "message-metadata", "messageMetadata": {"usage": usage}})
 
     def _run_finished(self, e: RunFinished) -> bytes:
-        return self._end_step() + sse_frame({"type": "abort" if e.outcome == "cancelled" else "finish"}) + DONE
+        if e.outcome == "cancelled":
+            if e.metadata is not None:
+                self.dropped["metadata"] += 1
+            return self._end_step() + sse_frame({"type": "abort"}) + DONE
+        finish = {"type": "finish"} if e.metadata is None else {"type": "finish",
+                                                                "messageMetadata": {"metadata": e.metadata}}
+        return self._end_step() + sse_frame(finish) + DONE
 
     def _run_error(self, e: RunError) -> bytes:
         return self._end_step() + self._error(e) + DONE
 
     def _raw(self, e: Raw) -> bytes:
-        if e.dialect == "vercel" and is_one_of(e.event.get("type"), _PASSTHROUGH):
-            return sse_frame(e.event)
+        kind = e.event.get("type")
+        if e.dialect == "vercel" and isinstance(kind, str):
+            if self._sdk.passes(kind):
+                return sse_frame(e.event)
+            if kind == "reasoning-file" and "url" in e.event and "mediaType" in e.event:
+                self.dropped["reasoning_file_as_file"] += 1  # before 7, a file of the message's
+                return sse_frame({"type": "file", "url": e.event["url"], "mediaType": e.event["mediaType"]})
         self.dropped["raw"] += 1
         return b""
 
@@ -183,30 +313,11 @@ class VercelEncoder(SSEEncoder):
         self.dropped["messages_snapshot"] += 1  # the client owns the history
         return b""
 
-    def _interrupt_call(self, e: Interrupt) -> bytes:
-        """A tool call of the gateway's own that stands for an interrupt not about one, waiting for approval."""
-        call_id = INTERRUPT_CALL_PREFIX + e.id
-        name = re.sub(r"[^A-Za-z0-9_]+", "_", e.reason).strip("_") or "approval"
-        self._names[call_id] = name
-        details = drop_none({"reason": e.reason or None, "message": e.message, "payload": e.payload,
-                             "responseSchema": e.response_schema})
-        return (self._step()
-                + sse_frame({"type": "tool-input-available", "toolCallId": call_id, "toolName": name, "input": details})
-                + sse_frame({"type": "tool-approval-request", "approvalId": e.id, "toolCallId": call_id}))
-
     def _settle(self) -> bytes:
-        """Close the calls that stood for the interrupts this continuation answers, as the client answered them.
-        Only on a continuation of the client's own message (a `start` with no new message id)."""
+        """The calls that stood for the interrupts this continuation answers, settled; only on a continuation of the
+        client's own message (a `start` with no new message id)."""
         self._after_results = True
-        out = []
-        for resume in self._settles:
-            call_id = INTERRUPT_CALL_PREFIX + resume.interrupt_id
-            if approves(resume):
-                out.append(sse_frame({"type": "tool-output-available", "toolCallId": call_id,
-                                      "output": resume.payload}))
-            else:
-                out.append(sse_frame({"type": "tool-output-denied", "toolCallId": call_id}))
-        return b"".join(out)
+        return b"".join(sse_frame(chunk) for chunk in approvals.settled(self._settles))
 
     def _step(self) -> bytes:
         """Open a step before the model's output, and a new one after tool results.
@@ -215,7 +326,7 @@ class VercelEncoder(SSEEncoder):
         looks at the last step of the message only: without step boundaries a settled tool call stays in "the last
         step" and the client posts again and again.
         """
-        if self._after_results and self._step_open:
+        if self._after_results and self._step_open and not self._own_steps:
             self._after_results = False
             return _FINISH_STEP + _START_STEP
         self._after_results = False
@@ -249,10 +360,17 @@ class VercelEncoder(SSEEncoder):
         TextEnd: _text_end,
         ReasoningStart: _reasoning_start,
         ReasoningEnd: _reasoning_end,
+        EncryptedValue: _encrypted_value,
+        ActivitySnapshot: _activity_snapshot,
+        ActivityDelta: _activity_delta,
+        SubagentStarted: _subagent,
+        SubagentFinished: _subagent,
+        SubagentError: _subagent,
         ToolCallStart: _tool_call_start,
         ToolCallEnd: _tool_call_end,
         ToolResult: _tool_result,
         Interrupt: _interrupt,
+        InterruptResolved: _interrupt_resolved,
         Data: _data,
         RunStarted: _run_started,
         StepStarted: _step_started,

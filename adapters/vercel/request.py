@@ -24,6 +24,8 @@ from gateway.core.ids import new_id
 from gateway.core.turn import ContentPart, Message, Resume, Role, ToolCall, Turn, approves, media_kind
 from gateway.core.validation import validate
 
+from .versions import shown_by
+
 INKEEP = "inkeep"
 INTERRUPT_CALL_PREFIX = "interrupt-"
 """Starts the id of the tool call that stands, for a useChat client, for an interrupt not about a tool call."""
@@ -58,6 +60,7 @@ class Part(BaseModel):
     output: Any = None
     errorText: str | None = None
     approval: Approval | None = None
+    data: Any = None
 
     @model_validator(mode="after")
     def _required_for_type(self) -> Part:
@@ -89,7 +92,17 @@ class UIMessage(BaseModel):
     def _parts_or_content(self) -> UIMessage:
         if self.parts is None and self.content is None:
             raise ValueError("a message needs `parts` (useChat) or `content` (Inkeep)")
+        if self.role == "user" and self.parts is not None and not (isinstance(self.content, str) and self.content) \
+                and not any(_readable(part.type) for part in self.parts):
+            # Read, it would be an empty message, answered as if the user had said nothing.
+            kinds = ", ".join(sorted({part.type for part in self.parts})) or "none"
+            raise ValueError(f"a user message needs a text, file or data part; its parts are: {kinds}")
         return self
+
+
+def _readable(kind: str) -> bool:
+    """Whether a user message's part says something an agent can be told."""
+    return kind in ("text", "file") or kind.startswith("data-")
 
 
 class ChatRequest(BaseModel):
@@ -121,6 +134,7 @@ def parse_request(body: dict[str, Any]) -> Turn:
         forwarded_props=extra or None,
         resume=resume,
         variant=INKEEP if inkeep else None,
+        client_version=shown_by(body.get("messages")),
     )
 
 
@@ -163,6 +177,9 @@ def _user_content(parts: list[Part]) -> str | list[ContentPart]:
                 data, url = url.split(";base64,", 1)[1], None
             content.append(ContentPart(media_kind(part.mediaType), url=url, data=data, media_type=part.mediaType,
                                        filename=part.filename))
+        elif part.type.startswith("data-"):
+            # An app's data in a user message (a choice, a form): the agent is told it as JSON text, as A2A's are.
+            content.append(ContentPart("text", text=as_text({part.type[5:]: part.data})))
     if all(p.type == "text" for p in content):
         return "".join(p.text or "" for p in content)
     return content
@@ -207,9 +224,14 @@ def _read_assistant(message_id: str | None, parts: list[Part], out: list[Message
 
 def _approvals(message: UIMessage) -> list[Resume]:
     """The approvals a continuation answers. One given to a call that stands for an interrupt resumes that
-    interrupt, and names no tool call."""
+    interrupt, and names no tool call; so does the output an AI SDK 5 client, which has no approvals, gives such a
+    call."""
     resume: list[Resume] = []
     for part in message.parts or ():
+        call_id = part.toolCallId or ""
+        if call_id.startswith(INTERRUPT_CALL_PREFIX) and part.state == "output-available" and part.approval is None:
+            resume.append(Resume(call_id[len(INTERRUPT_CALL_PREFIX):], "resolved", part.output))
+            continue
         approval = part.approval
         if part.state != "approval-responded" or approval is None:
             continue
@@ -265,7 +287,8 @@ def _inkeep_body(turn: Turn) -> dict[str, Any]:
     last_index = max((i for i, m in enumerate(turn.messages) if m.role == "user"), default=-1)
     if turn.history == "full" and any(m.role != "system" for m in turn.messages[:last_index]):
         raise HistoryConflict("this agent keeps the conversation itself and reads only the newest message, so it "
-                              "cannot answer from an edited or regenerated history; start a new conversation")
+                              "cannot be given a history it has not heard (an edited or regenerated one, or one "
+                              "the gateway has never seen); start a new conversation with its first message")
     last = turn.messages[last_index] if last_index >= 0 else None
     body: dict[str, Any] = {"messages": [{"role": "user", "content": last.text if last else ""}]}
     if turn.conversation_id:

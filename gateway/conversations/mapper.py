@@ -12,9 +12,14 @@ only what's new  full history     the stored history with the client's new messa
 only what's new  only what's new  the client's messages, as sent
 ```
 
-A full history that does not extend what a delta upstream has seen (useChat's `regenerate()`, an edited message)
-is never sent as if it were new: the upstream starts a new conversation that is given the client's whole history
-(`history="full"`), as far as its dialect can carry it.
+A full history that does not extend what a delta upstream has seen (useChat's `regenerate()`, an edited message),
+or one the gateway has never seen at all (an eval's golden transcript, a client that brings its own), is never sent
+as if only its last message were new: the upstream starts a new conversation that is given the client's whole
+history (`history="full"`), as far as its dialect can carry it.
+
+What "extends" means is what the agent was told and said, not how a client spelled it: clients rename ids, split
+one assistant message around a tool call or a data part, merge several, or add messages of their own (activity,
+reasoning); the comparison reads each history as the turns an agent hears (`heard`).
 
 A client with no conversation id (agent-respond) is keyed by its test case and a hash of the transcript up to where
 the agent last spoke (before the new user message, or the results of the client tools it asked for): the record of
@@ -43,9 +48,9 @@ from gateway.conversations.answers import shaped
 from gateway.conversations.recorder import RunRecorder
 from gateway.conversations.store import ConversationStore, StoreError, scoped_digest, scoped_key
 from gateway.core.codec import Dialect
-from gateway.core.errors import StoreUnavailable, UnknownRun
+from gateway.core.errors import InterruptAnswered, StoreUnavailable, UnknownRun
 from gateway.core.ids import new_id
-from gateway.core.turn import EVERY_INTERRUPT, History, Message, Resume, Turn, new_messages
+from gateway.core.turn import ANY_OPEN_INTERRUPT, History, Message, Resume, Turn, new_messages
 
 log = logging.getLogger("agent_gateway.conversation")
 
@@ -69,6 +74,9 @@ class Conversation:
     interrupted_run: str | None = None
     """The client's id of the run that ended in the open `interrupts`: a client that answers a run rather than
     each interrupt (A2A continues a task) resumes them all by naming it."""
+    answered: list[str] = field(default_factory=list)
+    """The last interrupts (and interrupted runs) the client answered: an answer sent again (a retry, a double
+    click) is dropped rather than passed on or read as something the user said."""
     interrupt_schemas: dict[str, Any] = field(default_factory=dict)
     """The `responseSchema` of each open interrupt that declared one: what its answer must be."""
     continued: bool = False
@@ -91,6 +99,8 @@ class Exchange:
     upstream_variant: str | None
     history_lost: bool = False
     """The store failed this turn (it could not be read, or the turn not saved): the access log says so."""
+    decision: str = ""
+    """What the upstream was sent this turn and why, in a sentence (the inspector shows it)."""
     followed: Conversation | None = None
     """The record of a chain's run this turn continues, as it was read: marked continued once this turn is stored,
     when the upstream keeps the history."""
@@ -130,14 +140,17 @@ class ConversationMapper:
             # A second run from the same point of a chain: the upstream's copy has moved on, so this branch is a
             # new upstream conversation, given the whole history.
             conversation.upstream_id = new_id("conv")
-        resume, unanswerable = _resumes(turn, conversation, stored or not transparent_ids)
+        resume, unanswerable, repeated = _resumes(turn, conversation, stored or not transparent_ids)
+        if repeated and not resume and not unanswerable and not _says_anything_new(turn, conversation, stored):
+            raise InterruptAnswered(f"interrupt {repeated[0]!r} was already answered; its answer is not sent again")
         if unanswerable and not any(m.role == "user" for m in new_messages(turn)):
             # An answer to a run that waits for nothing any more: what the client said is a new message.
             turn = replace(turn, messages=turn.messages + [Message("user", text) for text in unanswerable])
-        messages, known, history = self._messages_for_upstream(turn, conversation, stored, upstream_history)
+        messages, known, history, why = self._messages_for_upstream(turn, conversation, stored, upstream_history,
+                                                                    transparent_ids)
         if forked:
-            history = "full"
-            messages = known
+            history, messages = "full", known
+            why = "a second run from the same point of a chain: a new upstream conversation, given the whole history"
         state = turn.state
         if state is None and "state" not in client.carries:
             state = conversation.state  # the upstream gets back the state it last reported
@@ -147,8 +160,12 @@ class ConversationMapper:
                   key, "stored" if stored else "new" if readable else "store unreadable", conversation.upstream_id,
                   "the whole history" if history == "full" else "what is new", len(messages), len(known),
                   f", and {len(resume)} answers to interrupts" if resume else "")
+        if not stored and why == _FULL_ASKED:
+            why = "a new upstream conversation: the upstream takes the whole history each turn"
         return Exchange(route, principal, conversation, turn, upstream_turn, known, stored, variant,
-                        history_lost=not readable, followed=followed if upstream_history == "delta" else None)
+                        history_lost=not readable,
+                        decision=f"{_DECISION[history]} ({len(messages)} of {len(known)} messages): {why}",
+                        followed=followed if upstream_history == "delta" else None)
 
     async def finish(self, exchange: Exchange, recorder: RunRecorder, next_transcript: list[Message] | None = None
                      ) -> None:
@@ -163,6 +180,9 @@ class ConversationMapper:
         conversation.pending_tools = {k: v for k, v in conversation.pending_tools.items() if k not in answered}
         conversation.pending_tools.update(recorder.pending_tools)
         resumed = {r.interrupt_id for r in exchange.upstream_turn.resume}
+        if resumed:
+            ids = [*resumed, *([conversation.interrupted_run] if conversation.interrupted_run else [])]
+            conversation.answered = [*conversation.answered, *ids][-_ANSWERED_KEPT:]
         conversation.interrupts = {k: v for k, v in conversation.interrupts.items() if k not in resumed}
         conversation.interrupts.update({i.id: i.tool_call_id for i in recorder.interrupts})
         conversation.interrupt_schemas = {k: v for k, v in conversation.interrupt_schemas.items()
@@ -240,29 +260,56 @@ class ConversationMapper:
                 return conversation, True
         return None, False
 
-    def _messages_for_upstream(self, turn: Turn, conversation: Conversation, stored: bool, upstream: History
-                               ) -> tuple[list[Message], list[Message], History]:
-        """(what the upstream is sent, the whole history it will have seen, which of the two the first is)."""
+    def _messages_for_upstream(self, turn: Turn, conversation: Conversation, stored: bool, upstream: History,
+                               transparent: bool = False) -> tuple[list[Message], list[Message], History, str]:
+        """(what the upstream is sent, the whole history it will have seen, which of the two the first is, why)."""
         if turn.history == "delta":
             known = conversation.history + turn.messages
-            return (known, known, "full") if upstream == "full" else (turn.messages, known, "delta")
+            if upstream == "full":
+                return known, known, "full", ("the client sends only what is new and the upstream takes the whole "
+                                              "history: the stored history with the new messages")
+            return turn.messages, known, "delta", "client and upstream both keep the history: the new messages"
         if upstream == "full":
-            return turn.messages, turn.messages, "full"
+            return turn.messages, turn.messages, "full", _FULL_ASKED
         if not stored and turn.conversation_id is None:
-            return turn.messages, turn.messages, "full"  # a new upstream conversation: it has heard nothing yet
+            # a new upstream conversation: it has heard nothing yet
+            return turn.messages, turn.messages, "full", "a new upstream conversation, given the client's history"
         if not stored:
-            return new_messages(turn), turn.messages, "delta"  # the upstream may know more than we do: what's new
-        seen = _common_prefix(turn.messages, conversation.history)
-        if seen == len([m for m in conversation.history if m.role != "reasoning"]):
-            return [m for m in turn.messages if m.role != "reasoning"][seen:], turn.messages, "delta"
+            new = new_messages(turn)
+            answers = turn.resume or any(m.role == "tool" for m in new)
+            if answers or not heard(turn.messages[:len(turn.messages) - len(new)]):
+                # What is new answers the upstream (a tool's result, a resume): its conversation is the one that
+                # asked, reached by the derived id even when the store lost it.
+                return new, turn.messages, "delta", ("no stored conversation for this id: what is new since the "
+                                                     "agent last spoke")
+            # A history the gateway never saw (an eval's golden transcript, a client's own): a new upstream
+            # conversation is given all of it. Sent into the derived one, only its last message would be heard.
+            log.info("conversation %s: a history of %d messages the gateway has not seen; starting a new upstream "
+                     "conversation with it", conversation.key, len(turn.messages))
+            if not transparent:
+                conversation.upstream_id = new_id("conv")
+            return turn.messages, turn.messages, "full", ("a history the gateway has not seen: a new upstream "
+                                                          "conversation, given all of it")
+        client, heard_before = heard(turn.messages), heard(conversation.history)
+        seen = _common_prefix(client, heard_before)
+        if seen == len(heard_before):
+            after = client[seen - 1].end if seen else 0
+            return ([m for m in turn.messages[after:] if m.role not in _UNHEARD], turn.messages, "delta",
+                    f"the upstream keeps the history and has heard {seen} of these turns: the rest")
         # The client's history forks from what the upstream has heard: a regenerated or edited turn. A new
         # upstream conversation, given the whole history, answers it; appending it would answer another question.
-        log.info("conversation %s: the client's history differs from the upstream's at message %d of %d; "
-                 "starting a new upstream conversation", conversation.key, seen, len(turn.messages))
+        log.info("conversation %s: the client's history differs from the upstream's at turn %d of %d; "
+                 "starting a new upstream conversation", conversation.key, seen, len(client))
         conversation.upstream_id = new_id("conv")
         conversation.interrupts = {}
         conversation.pending_tools = {}
-        return turn.messages, turn.messages, "full"
+        return turn.messages, turn.messages, "full", (f"fork: the client's history differs from what the upstream "
+                                                      f"heard at turn {seen + 1}: a new upstream "
+                                                      f"conversation, given the whole history")
+
+
+_FULL_ASKED = "the upstream takes the whole history each turn: the client's, as sent"
+_DECISION = {"full": "whole history", "delta": "delta"}
 
 
 def _upstream_id(route: str, principal: str, client_id: str | None, transparent: bool) -> str:
@@ -283,20 +330,25 @@ def _needs_history(turn: Turn, upstream: History) -> bool:
     return (turn.history == "delta" and upstream == "full") or bool(turn.resume) or turn.follows is not None
 
 
-def _resumes(turn: Turn, conversation: Conversation, checked: bool) -> tuple[list[Resume], list[str]]:
+def _resumes(turn: Turn, conversation: Conversation, checked: bool) -> tuple[list[Resume], list[str], list[str]]:
     """The client's answers to the conversation's open interrupts, each with the tool call it is about; one that
-    names the interrupted run, or no interrupt (`EVERY_INTERRUPT`), answers each open one. Also the text of answers
-    to nothing open. An interrupt id is an upstream's handle (an A2A task id) that only the caller it was given to
-    may answer; unless `checked` (a conversation the gateway does not hold, on a route of transparent ids) an
-    answer passes as sent."""
+    names the interrupted run, or no interrupt (`ANY_OPEN_INTERRUPT`), answers each open one. Also the text of
+    answers to nothing open, and the ids of answers to interrupts answered already (dropped). An interrupt id is an
+    upstream's handle (an A2A task id) that only the caller it was given to may answer; unless `checked` (a
+    conversation the gateway does not hold, on a route of transparent ids) an answer passes as sent."""
     resumes: list[Resume] = []
     unanswerable: list[str] = []
+    repeated: list[str] = []
     open_interrupts = conversation.interrupts
     for r in turn.resume:
         if not checked or r.interrupt_id in open_interrupts:
             resumes.append(r if r.tool_call_id else replace(r, tool_call_id=open_interrupts.get(r.interrupt_id)))
-        elif r.interrupt_id in (conversation.interrupted_run, EVERY_INTERRUPT) and open_interrupts:
+        elif r.interrupt_id in (conversation.interrupted_run, ANY_OPEN_INTERRUPT) and open_interrupts:
             resumes += [replace(r, interrupt_id=id_, tool_call_id=call) for id_, call in open_interrupts.items()]
+        elif r.interrupt_id in conversation.answered:
+            repeated.append(r.interrupt_id)
+        elif r.interrupt_id == ANY_OPEN_INTERRUPT:
+            continue  # an answer to whatever is open, when nothing is
         elif isinstance(r.payload, str) and r.payload:
             unanswerable.append(r.payload)
     # An answer that came in a message (A2A) could not know the shape the interrupt asks for: given it, or refused.
@@ -304,8 +356,22 @@ def _resumes(turn: Turn, conversation: Conversation, checked: bool) -> tuple[lis
     resumes = [replace(r, payload=shaped(r.payload, schemas[r.interrupt_id]))
                if r.message_id is not None and r.status == "resolved" and r.interrupt_id in schemas else r
                for r in resumes]
-    return resumes, unanswerable
+    if repeated:
+        log.info("conversation %s: dropped answers to interrupts already answered: %s", conversation.key,
+                 ", ".join(repeated))
+    return resumes, unanswerable, repeated
 
+
+def _says_anything_new(turn: Turn, conversation: Conversation, stored: bool) -> bool:
+    """Whether a turn holds more than what the upstream has heard: a new message or a tool's result."""
+    if turn.history == "delta" or not stored:
+        return bool(turn.messages) if turn.history == "delta" else bool(new_messages(turn))
+    client = heard(turn.messages)
+    return _common_prefix(client, heard(conversation.history)) < len(client)
+
+
+_ANSWERED_KEPT = 32
+"""How many answered interrupts a conversation remembers, to drop an answer sent again."""
 
 def _derived_key(route: str, principal: str, turn: Turn, transcript: list[Message]) -> str:
     digest = hashlib.sha256(str(turn.metadata.get("test_case_id", "")).encode())
@@ -319,12 +385,59 @@ def _signature(message: Message) -> tuple[Any, ...]:
     return (message.role, message.text.strip(), tuple(c.id for c in message.tool_calls), message.tool_call_id)
 
 
-def _common_prefix(client: list[Message], known: list[Message]) -> int:
-    a = [_signature(m) for m in client if m.role != "reasoning"]
-    b = [_signature(m) for m in known if m.role != "reasoning"]
+_UNHEARD = frozenset({"reasoning", "activity"})
+"""Roles of what a client shows but an agent is not told back: its reasoning, activity messages."""
+
+
+@dataclass(frozen=True, slots=True)
+class Heard:
+    """One turn of a conversation as an agent hears it, and where it ends in the client's list of messages."""
+
+    signature: tuple[Any, ...]
+    end: int
+
+
+def heard(messages: list[Message]) -> list[Heard]:
+    """A history as the turns an agent hears, however a client rebuilt it: ids are ignored, consecutive assistant
+    messages are one turn (a client may split one around a tool call or a data part, or join several), whitespace
+    between its pieces does not count, a tool result is known by its call, and reasoning and activity are left out.
+    """
+    out: list[Heard] = []
+    text: list[str] = []
+    calls: list[str] = []
+    end = 0
+
+    def close() -> None:
+        out.append(Heard(("assistant", "".join("".join(text).split()), tuple(calls)), end))
+        text.clear()
+        calls.clear()
+
+    speaking = False
+    for index, message in enumerate(messages):
+        if message.role in _UNHEARD:
+            continue
+        if message.role == "assistant":
+            speaking = True
+            text.append(message.text)
+            calls.extend(c.id for c in message.tool_calls)
+            end = index + 1
+            continue
+        if speaking:
+            close()
+            speaking = False
+        if message.role == "tool":
+            out.append(Heard(("tool", message.tool_call_id), index + 1))
+        else:
+            out.append(Heard((message.role, " ".join(message.text.split())), index + 1))
+    if speaking:
+        close()
+    return out
+
+
+def _common_prefix(client: list[Heard], known: list[Heard]) -> int:
     count = 0
-    for left, right in zip(a, b, strict=False):
-        if left != right:
+    for left, right in zip(client, known, strict=False):
+        if left.signature != right.signature:
             break
         count += 1
     return count

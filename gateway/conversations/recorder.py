@@ -18,6 +18,7 @@ from gateway.core.codec import as_text
 from gateway.core.events import (
     Event,
     Interrupt,
+    InterruptResolved,
     Raw,
     ReasoningDelta,
     RunStarted,
@@ -125,6 +126,8 @@ class RunRecorder:
                     self._overflow()
             elif isinstance(e, Interrupt):
                 self.interrupts.append(e)
+            elif isinstance(e, InterruptResolved):
+                self.interrupts = [i for i in self.interrupts if i.id != e.interrupt_id]
             elif isinstance(e, StateSnapshot):
                 self.state.snapshot(e.snapshot)
             elif isinstance(e, StateDelta):

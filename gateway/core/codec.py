@@ -25,7 +25,7 @@ from gateway.core.decoding import NewDecoder
 from gateway.core.encoding import Encoder as Encoder
 from gateway.core.errors import GatewayError
 from gateway.core.queries import RunQueries
-from gateway.core.turn import History, Message, Turn
+from gateway.core.turn import ContentPart, History, Message, Turn
 
 
 @dataclass(slots=True)
@@ -176,6 +176,9 @@ class Dialect:
     encoder_history: bool = False
     """Its encoder is given the conversation's whole history as the gateway knows it, not only the request's new
     messages: its replies carry the thread's state with every message (LangGraph's `values`)."""
+    decoder_for: Callable[[str, int], Decoder | None] | None = None
+    """A decoder for an upstream's reply in another wire format than the dialect's usual one (AG-UI's protobuf),
+    given the reply's content type and `max_event_bytes`; None where `new_decoder` reads it."""
     event_ids: bool = False
     """Its clients name each run and reconnect with `Last-Event-ID` (AG-UI): on a resumable route every SSE event
     gets an `id:`, and a request for a run that is running attaches to it. Other dialects' retries are matched by
@@ -208,6 +211,14 @@ def as_text(value: Any) -> str:
         return value
     return orjson.dumps(value).decode()
 
+
+def output_of(content: Any) -> Any:
+    """A tool's output as a dialect that carries JSON holds it (useChat, Responses' items): any JSON; content parts
+    (AG-UI's) as their JSON objects."""
+    if isinstance(content, list) and content and all(isinstance(part, ContentPart) for part in content):
+        return [drop_none({"type": p.type, "text": p.text, "url": p.url, "data": p.data, "mediaType": p.media_type,
+                           "filename": p.filename, "fileId": p.file_id, "provider": p.provider}) for p in content]
+    return content
 
 
 def drop_none(mapping: Mapping[str, Any]) -> dict[str, Any]:

@@ -112,13 +112,18 @@ class SSEEncoder:
     KEEP_ALIVE: ClassVar[bytes] = KEEP_ALIVE
     """What an idle stream is sent, or empty for a dialect whose clients take no comment."""
     handlers: ClassVar[Mapping[type, Callable[[Any, Any], bytes]]] = {}
+    METADATA: ClassVar[frozenset[type]] = frozenset()
+    """Event types whose `metadata` this dialect carries, or whose handler counts it as dropped itself (a delta's,
+    checked inline where every microsecond counts): any other event's is counted in `dropped["metadata"]`."""
 
     def __init_subclass__(cls) -> None:
         super().__init_subclass__()
         missing = EVENT_TYPES - cls.handlers.keys()
         if missing:
             raise TypeError(f"{cls.__name__}.handlers has no entry for {sorted(t.__name__ for t in missing)}")
-        cls.encode = _dispatching(dict(cls.handlers))  # type: ignore[method-assign, assignment]
+        table = {kind: handler if kind in cls.METADATA else _counting_metadata(handler)
+                 for kind, handler in cls.handlers.items()}
+        cls.encode = _dispatching(table)  # type: ignore[method-assign, assignment]
 
     def __init__(self, request: Turn | None = None) -> None:
         self.status_code = 200
@@ -131,6 +136,15 @@ class SSEEncoder:
 
     def keep_alive(self) -> bytes:
         return self.KEEP_ALIVE
+
+
+def _counting_metadata(handler: Callable[[Any, Any], bytes]) -> Callable[[Any, Any], bytes]:
+    def counting(self: Any, event: Any) -> bytes:
+        if event.metadata is not None:
+            self.dropped["metadata"] += 1
+        return handler(self, event)
+
+    return counting
 
 
 def _dispatching(handlers: dict[type, Callable[[Any, Any], bytes]]) -> Callable[[Any, list[Event]], bytes]:

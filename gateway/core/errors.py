@@ -11,6 +11,7 @@ GatewayError
  │    ├── RequestTimeout          408  the body did not arrive in time (`timeouts.request_body`, `min_body_rate`)
  │    ├── UnknownDialect          400  no dialect of the path reads the body, or it belongs on another path
  │    ├── HistoryConflict         409  an edited history that an upstream keeping its own cannot be given
+ │    ├── InterruptAnswered       409  an answer to an interrupt answered already, with nothing else new
  │    ├── ResumeUnavailable       410  the rest of a run whose reply is no longer kept
  │    ├── UnknownRoute            404  a request names a route (OpenAI's `model`) the path does not serve
  │    ├── NoRunningRun            404  a stop or resume for a conversation with no run running
@@ -123,6 +124,14 @@ class UnknownDialect(RequestError):
 class HistoryConflict(RequestError):
     status = 409
     code = "history_conflict"
+
+
+class InterruptAnswered(RequestError):
+    """A request whose only news is an answer to an interrupt the client answered already (a retry, a double
+    click): passed on, the agent would act twice, or read the answer as something new the user said."""
+
+    status = 409
+    code = "interrupt_answered"
 
 
 class UnknownRoute(RequestError):

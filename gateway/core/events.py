@@ -6,6 +6,11 @@ and stay simple.
 
 Events are plain slotted dataclasses: they are created once per upstream frame on the hot path, so they carry no
 validation and no methods.
+
+Every event may carry `metadata`, an open JSON object (AG-UI's `metadata` on any event; the key `ag-ui` is
+reserved): a client that keeps it folds it into what the event builds, a message or a tool call. Content an agent's
+subagent produced names it on the event that opens it (`subagent_run_id`); its deltas and end belong to the same
+subagent.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Outcome = Literal["success", "interrupt", "cancelled"]
+Metadata = dict[str, Any] | None
 
 
 @dataclass(slots=True)
@@ -21,53 +27,79 @@ class RunStarted:
     thread_id: str | None = None
     run_id: str | None = None
     parent_run_id: str | None = None
+    """The run this one branches from (AG-UI `parentRunId`): a retry or an edit that forks the conversation."""
     message_id: str | None = None
     """Id the upstream gave the assistant message it is producing (Vercel `start.messageId`), if any."""
+    metadata: Metadata = None
 
 
 @dataclass(slots=True)
 class RunFinished:
     outcome: Outcome = "success"
     result: Any = None
+    metadata: Metadata = None
 
 
 @dataclass(slots=True)
 class RunError:
     message: str
     code: str | None = None
+    metadata: Metadata = None
 
 
 @dataclass(slots=True)
 class TextStart:
     message_id: str
     role: str = "assistant"
+    subagent_run_id: str | None = None
+    name: str | None = None
+    """The author's display name, where a role has several participants."""
+    metadata: Metadata = None
 
 
 @dataclass(slots=True)
 class TextDelta:
     message_id: str
     delta: str
+    metadata: Metadata = None
 
 
 @dataclass(slots=True)
 class TextEnd:
     message_id: str
+    metadata: Metadata = None
 
 
 @dataclass(slots=True)
 class ReasoningStart:
     message_id: str
+    subagent_run_id: str | None = None
+    metadata: Metadata = None
 
 
 @dataclass(slots=True)
 class ReasoningDelta:
     message_id: str
     delta: str
+    metadata: Metadata = None
 
 
 @dataclass(slots=True)
 class ReasoningEnd:
     message_id: str
+    metadata: Metadata = None
+
+
+@dataclass(slots=True)
+class EncryptedValue:
+    """Reasoning a model keeps encrypted (AG-UI `REASONING_ENCRYPTED_VALUE`), attached to the reasoning message or
+    tool call `entity_id` it belongs to: the agent needs it back next turn, and nobody else can read it."""
+
+    subtype: Literal["message", "tool-call"]
+    entity_id: str
+    value: str
+    subagent_run_id: str | None = None
+    metadata: Metadata = None
 
 
 @dataclass(slots=True)
@@ -75,27 +107,36 @@ class ToolCallStart:
     tool_call_id: str
     name: str
     parent_message_id: str | None = None
+    subagent_run_id: str | None = None
+    metadata: Metadata = None
 
 
 @dataclass(slots=True)
 class ToolCallArgs:
     tool_call_id: str
     delta: str
+    metadata: Metadata = None
 
 
 @dataclass(slots=True)
 class ToolCallEnd:
     tool_call_id: str
+    metadata: Metadata = None
 
 
 @dataclass(slots=True)
 class ToolResult:
-    """A tool's output. `content` is a string, or any JSON value where the dialect carries structure (Vercel)."""
+    """A tool's output. `content` is a string; any JSON value where the dialect carries structure (Vercel); or a list
+    of `gateway.core.turn.ContentPart` (AG-UI's content parts: text, images, files)."""
 
     tool_call_id: str
     content: Any
     message_id: str | None = None
     is_error: bool = False
+    subagent_run_id: str | None = None
+    denied: bool = False
+    """The call never ran: the user said no to it (an error, where a dialect has no word for a denial)."""
+    metadata: Metadata = None
 
 
 @dataclass(slots=True)
@@ -108,43 +149,127 @@ class Interrupt:
     payload: Any = None
     tool_call_id: str | None = None
     response_schema: Any = None
+    expires_at: str | None = None
+    """When the question lapses (ISO 8601); an expired interrupt can only be cancelled."""
+    subagent_run_id: str | None = None
+    metadata: Metadata = None
+
+
+@dataclass(slots=True)
+class InterruptResolved:
+    """An interrupt of this run answered within it (an AI SDK 7 approval the agent decided itself): the run does not
+    wait for it any more."""
+
+    interrupt_id: str
+    approved: bool = True
+    reason: str | None = None
+    metadata: Metadata = None
 
 
 @dataclass(slots=True)
 class StateSnapshot:
     snapshot: Any
+    subagent_run_id: str | None = None
+    metadata: Metadata = None
 
 
 @dataclass(slots=True)
 class StateDelta:
     patch: list[Any]
     """An RFC 6902 JSON Patch."""
+    subagent_run_id: str | None = None
+    metadata: Metadata = None
 
 
 @dataclass(slots=True)
 class MessagesSnapshot:
     messages: list[Any]
     """Canonical `gateway.core.turn.Message` objects."""
+    metadata: Metadata = None
+
+
+@dataclass(slots=True)
+class ActivitySnapshot:
+    """A message the client shows that is not chat (a plan, a search's progress), in full: AG-UI's activity
+    messages. `replace` false merges it into one the client holds instead."""
+
+    message_id: str
+    activity_type: str
+    content: dict[str, Any]
+    replace: bool = True
+    subagent_run_id: str | None = None
+    metadata: Metadata = None
+
+
+@dataclass(slots=True)
+class ActivityDelta:
+    message_id: str
+    activity_type: str
+    patch: list[Any]
+    """An RFC 6902 JSON Patch of the activity's content."""
+    subagent_run_id: str | None = None
+    metadata: Metadata = None
+
+
+@dataclass(slots=True)
+class SubagentStarted:
+    """An agent the run's agent called runs under its own id; what it says names that id."""
+
+    subagent_run_id: str
+    name: str
+    description: str | None = None
+    parent_subagent_run_id: str | None = None
+    parent_tool_call_id: str | None = None
+    parent_message_id: str | None = None
+    metadata: Metadata = None
+
+
+@dataclass(slots=True)
+class SubagentFinished:
+    subagent_run_id: str
+    result: Any = None
+    outcome: Literal["success", "suspended"] | None = None
+    interrupt_ids: list[str] | None = None
+    """For a suspended subagent: the run's interrupts it waits on."""
+    metadata: Metadata = None
+
+
+@dataclass(slots=True)
+class SubagentError:
+    """A subagent failed; the run goes on."""
+
+    subagent_run_id: str
+    message: str
+    code: str | None = None
+    metadata: Metadata = None
 
 
 @dataclass(slots=True)
 class StepStarted:
     name: str | None = None
+    subagent_run_id: str | None = None
+    metadata: Metadata = None
 
 
 @dataclass(slots=True)
 class StepFinished:
     name: str | None = None
+    subagent_run_id: str | None = None
+    metadata: Metadata = None
 
 
 @dataclass(slots=True)
 class Data:
-    """Named application data: Vercel `data-<name>` parts, AG-UI `CUSTOM` events."""
+    """Named application data: Vercel `data-<name>` parts, AG-UI `CUSTOM` events, AI SDK 7 `custom` parts
+    (`custom`: the name is the part's `kind`, the data its provider metadata)."""
 
     name: str
     data: Any
     id: str | None = None
     transient: bool = False
+    subagent_run_id: str | None = None
+    custom: bool = False
+    metadata: Metadata = None
 
 
 @dataclass(slots=True)
@@ -154,6 +279,11 @@ class Usage:
     total_tokens: int | None = None
     model: str | None = None
     provider: str | None = None
+    reasoning_tokens: int | None = None
+    """Part of `output_tokens`, never in addition to it; so are the cached counts of `input_tokens`."""
+    cached_input_tokens: int | None = None
+    cache_write_input_tokens: int | None = None
+    metadata: Metadata = None
 
 
 @dataclass(slots=True)
@@ -162,6 +292,8 @@ class Raw:
 
     dialect: str
     event: dict[str, Any] = field(default_factory=dict)
+    subagent_run_id: str | None = None
+    metadata: Metadata = None
 
 
 Event = (
@@ -174,14 +306,21 @@ Event = (
     | ReasoningStart
     | ReasoningDelta
     | ReasoningEnd
+    | EncryptedValue
     | ToolCallStart
     | ToolCallArgs
     | ToolCallEnd
     | ToolResult
     | Interrupt
+    | InterruptResolved
     | StateSnapshot
     | StateDelta
     | MessagesSnapshot
+    | ActivitySnapshot
+    | ActivityDelta
+    | SubagentStarted
+    | SubagentFinished
+    | SubagentError
     | StepStarted
     | StepFinished
     | Data

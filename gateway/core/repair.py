@@ -6,7 +6,10 @@ Every decoder's mapping appends what it parsed to one `RunRepair` (see `gateway.
 - a delta for a message or tool call nobody started starts it; an end for one that is not open is dropped;
 - before the terminal event, whatever is still open is closed; before an error, tool calls still waiting for a
   result are failed, so no client shows them running forever;
-- a run that paused on an interrupt finishes with outcome "interrupt", and only such a run does.
+- a run that paused on an interrupt it did not resolve itself finishes with outcome "interrupt", and only such a run
+  does;
+- a subagent starts once per run, under a parent that is running, and ends once: those still running when the run
+  ends are finished (or failed, before an error).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 from gateway.core.events import (
     Event,
     Interrupt,
+    InterruptResolved,
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
@@ -25,6 +29,9 @@ from gateway.core.events import (
     RunStarted,
     StepFinished,
     StepStarted,
+    SubagentError,
+    SubagentFinished,
+    SubagentStarted,
     TextDelta,
     TextEnd,
     TextStart,
@@ -45,9 +52,11 @@ class RunRepair:
         "interrupted",
         "open_reasoning",
         "open_steps",
+        "open_subagents",
         "open_text",
         "open_tools",
         "out",
+        "seen_subagents",
         "started",
         "unresolved_tools",
     )
@@ -58,12 +67,15 @@ class RunRepair:
         self.cut = False
         """The run was ended here, not by its upstream (a deadline, a limit, a broken stream): it may still be
         running there."""
-        self.interrupted = False
+        self.interrupted: dict[str, None] = {}
+        """The interrupts the run asked and has not resolved itself."""
         self.open_text: dict[str, None] = {}
         self.open_reasoning: dict[str, None] = {}
         self.open_tools: dict[str, None] = {}
         self.unresolved_tools: dict[str, None] = {}
         self.open_steps: list[str | None] = []
+        self.open_subagents: dict[str, None] = {}
+        self.seen_subagents: set[str] = set()
         self.out: list[Event] = []
         """Where `append` writes: the list of events a decoder is about to return."""
 
@@ -176,15 +188,34 @@ class RunRepair:
                 if name == event.name:
                     break
 
-    def _interrupt(self, event: Interrupt, out: list[Event]) -> None:
-        self.interrupted = True
+    def _subagent_started(self, event: SubagentStarted, out: list[Event]) -> None:
+        if event.subagent_run_id in self.seen_subagents:
+            return  # an id names one invocation: a second start is not another
+        self.seen_subagents.add(event.subagent_run_id)
+        if event.parent_subagent_run_id is not None and event.parent_subagent_run_id not in self.open_subagents:
+            event.parent_subagent_run_id = None
+        self.open_subagents[event.subagent_run_id] = None
         out.append(event)
+
+    def _subagent_ended(self, event: SubagentFinished | SubagentError, out: list[Event]) -> None:
+        if self.open_subagents.pop(event.subagent_run_id, 0) is None:
+            out.append(event)
+
+    def _interrupt(self, event: Interrupt, out: list[Event]) -> None:
+        self.interrupted[event.id] = None
+        out.append(event)
+
+    def _interrupt_resolved(self, event: InterruptResolved, out: list[Event]) -> None:
+        if self.interrupted.pop(event.interrupt_id, 0) is None:
+            out.append(event)
 
     def _run_started(self, event: RunStarted, out: list[Event]) -> None:
         """A second start is dropped: one upstream request is one run."""
 
     def _run_finished(self, event: RunFinished, out: list[Event]) -> None:
         self._close_open(out)
+        out.extend(SubagentFinished(subagent_run_id) for subagent_run_id in reversed(self.open_subagents))
+        self.open_subagents.clear()
         if self.interrupted:
             event.outcome = "interrupt"
         elif event.outcome == "interrupt":
@@ -197,6 +228,9 @@ class RunRepair:
         for tool_call_id in self.unresolved_tools:
             out.append(ToolResult(tool_call_id, INTERRUPTED_TOOL, is_error=True))
         self.unresolved_tools.clear()
+        out.extend(SubagentError(subagent_run_id, event.message, event.code)
+                   for subagent_run_id in reversed(self.open_subagents))
+        self.open_subagents.clear()
         self.done = True
         out.append(event)
 
@@ -227,6 +261,10 @@ _HANDLERS: dict[type, Callable[[RunRepair, Any, list[Event]], None]] = {
     StepStarted: RunRepair._step_started,
     StepFinished: RunRepair._step_finished,
     Interrupt: RunRepair._interrupt,
+    InterruptResolved: RunRepair._interrupt_resolved,
+    SubagentStarted: RunRepair._subagent_started,
+    SubagentFinished: RunRepair._subagent_ended,
+    SubagentError: RunRepair._subagent_ended,
     RunStarted: RunRepair._run_started,
     RunFinished: RunRepair._run_finished,
     RunError: RunRepair._run_error,

@@ -25,6 +25,10 @@ class ContentPart:
     """Base64 payload, when the media is inline."""
     media_type: str | None = None
     filename: str | None = None
+    file_id: str | None = None
+    """A file uploaded to a provider beforehand (AG-UI's `file` source), named by its id there."""
+    provider: str | None = None
+    """Who holds `file_id`."""
 
 
 def media_kind(media_type: str | None) -> str:
@@ -76,11 +80,6 @@ class Context:
     value: str
 
 
-EVERY_INTERRUPT = "*"
-"""The interrupt a resume names when its client names none (LangGraph's `command.resume` with a plain value): it
-answers every interrupt the conversation has open."""
-
-
 @dataclass(slots=True)
 class Resume:
     """The client's answer to an interrupt."""
@@ -93,6 +92,12 @@ class Resume:
     message_id: str | None = None
     """The id of the client's message the answer came in, when it came in one (A2A answers with a message to the
     task); AG-UI carries it in the resume entry's `metadata`."""
+
+
+ANY_OPEN_INTERRUPT = ""
+"""The interrupt id of a resume that names none (a client before AG-UI 1.0 answers with LangGraph's
+`Command(resume=...)`, a LangGraph client with `command.resume` of a plain value): it answers whatever its
+conversation has open."""
 
 
 def approves(resume: Resume) -> bool:
@@ -123,6 +128,12 @@ class Turn:
     agent: str | None = None
     """Which of the agents a server hosts the client asked for (LangGraph's `assistant_id`); a route's
     `upstream.agent` takes its place for the upstream."""
+    client_version: str | None = None
+    """The version of its protocol the client speaks, as its request shows it (AG-UI's `protocolVersion`, what an
+    AI SDK client's messages hold) or its route says: the reply holds only what that version reads."""
+    accept: str | None = None
+    """The media types the client reads (its `Accept`), for a dialect with more than one wire format (AG-UI's
+    protobuf)."""
     model: str | None = None
     """The model or agent the request names (OpenAI's `model`): the client's, echoed in replies that name one; the
     upstream's, for an upstream whose requests name one."""

@@ -24,6 +24,9 @@ from gateway.config import GatewayConfig, route_path
 from gateway.config import Route as ConfigRoute
 from gateway.conversations.mapper import ConversationMapper
 from gateway.conversations.store import ConversationStore, RedisStore
+from gateway.inspector.app import InspectorApp
+from gateway.inspector.ring import RunRing
+from gateway.recordings.files import RecordingFiles
 from gateway.runs.board import KeptLimits, RunBoard
 from gateway.runs.redis import RedisRunBoard
 from gateway.server import http_server, logs, queries
@@ -31,6 +34,7 @@ from gateway.server.documents import catalog_routes, discovery_routes
 from gateway.server.drain import Drain
 from gateway.server.logs import ACCESS
 from gateway.server.metrics import CONTENT_TYPE, Metrics
+from gateway.server.observed import Observer, recording_of
 from gateway.server.probe import UpstreamReadiness, warn_if_unreachable
 from gateway.server.proxy import BodyBudget, ConversationEndpoints, RouteHandler, request_id_of
 from gateway.server.push import Pusher
@@ -100,10 +104,22 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
     board = open_board(store, config.store.kept_limits())
     drain = Drain(config.drain_seconds)
     pusher = Pusher(pool)
+    ring, recordings = None, []
+    if config.inspector is not None:
+        inspector = config.inspector
+        if not inspector.key:
+            raise ValueError("the inspector needs its key (InspectorOptions.key_for makes one)")
+        ring = RunRing(inspector.max_runs, inspector.max_bytes, always=inspector.capture == "always")
+        routes += InspectorApp(ring, inspector.key, inspector.path, recording_of).routes()
     for route in config.routes:
+        files = RecordingFiles(route.record, route.name) if route.record is not None else None
+        if files is not None:
+            recordings.append(files)
+        observer = Observer(route, ring, files) if ring is not None or files is not None else None
         route_handler = RouteHandler(route, pool=pool, mapper=mapper, bodies=bodies, board=board, drain=drain,
                                      keepalive=config.keepalive_seconds, metrics=metrics, log_bodies=log_bodies,
-                                     debug_errors=config.debug_errors, tracing=tracing, pusher=pusher)
+                                     debug_errors=config.debug_errors, tracing=tracing, pusher=pusher,
+                                     observer=observer)
         route_handlers.append(route_handler)
         routes += queries.path_routes(route_handler)
         handler: ASGIApp = route_handler
@@ -155,6 +171,8 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
             drain.uninstall()
             probing.cancel()
             await pusher.close()
+            for files in recordings:
+                await asyncio.to_thread(files.close)  # what is queued is written
             await board.close()
             await pool.close()
             await store.close()

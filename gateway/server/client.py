@@ -11,11 +11,12 @@ import time
 from collections.abc import Callable
 
 import orjson
-from starlette.types import Send
+from starlette.types import Message, Send
 
 from gateway.core.codec import Encoder
 from gateway.core.errors import GatewayError
 from gateway.core.events import RunError
+from gateway.recordings.capture import RunCapture
 from gateway.runs.tape import Head, Tape
 from gateway.server.http_server import direct_body
 from gateway.server.record import AccessRecord
@@ -61,6 +62,26 @@ class ClientWriter:
         self.detached = False
         """The client had its whole reply before the run's end (it asked for that): the run goes on, sending it
         nothing more."""
+
+    def tap(self, capture: RunCapture) -> None:
+        """Show `capture` everything the client is sent, as it goes: once, before anything is."""
+        send = self._send
+
+        async def sending(message: Message) -> None:
+            try:
+                await send(message)
+            finally:
+                if message["type"] == "http.response.start":
+                    capture.client_started(message["status"], message.get("headers", ()))
+                else:
+                    if body := message.get("body"):
+                        capture.wrote(body)
+                    if not message.get("more_body", False):
+                        capture.done()
+
+        self._send = sending
+        if self._direct is not None:
+            self._direct = capture.direct(self._direct)  # type: ignore[assignment]
 
     async def start(self, status: int, headers: dict[str, str]) -> None:
         if self.tape is not None:

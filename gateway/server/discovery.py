@@ -39,6 +39,8 @@ class Discovery:
         self.target = self.configured
         self.variant: str | None = None
         """The variant the document showed the upstream to be."""
+        self.document: object = None
+        """The document as the upstream served it, once read: recordings keep it, for a replay to serve."""
         self._next_attempt = 0.0
         self._done = dialect.discovery_path is None or dialect.read_discovery is None
         self._lock = asyncio.Lock()
@@ -58,6 +60,7 @@ class Discovery:
             async with asyncio.timeout(min(self.route.timeouts.first_event, 10.0)):
                 document = await self._get(path)
             endpoint = self.dialect.read_discovery(document, url)
+            self.document = document
         except (HTTPError, TimeoutError, ValueError) as exc:
             self._next_attempt = time.monotonic() + RETRY_SECONDS
             log.warning("route %s: the upstream's %s could not be read (%s); calling %s as configured",

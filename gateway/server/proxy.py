@@ -70,6 +70,8 @@ from gateway.core.ids import new_id
 from gateway.core.queries import RunPath, RunQuery
 from gateway.core.turn import Turn
 from gateway.core.validation import MAX_ID, bad_id, check_ids, load_json_object
+from gateway.inspector.ring import InspectedRun
+from gateway.recordings.capture import RunCapture
 from gateway.runs.board import RunBoard
 from gateway.runs.tape import RunReply, Tape, TapeLost
 from gateway.runs.watched import WatchedRun
@@ -81,6 +83,7 @@ from gateway.server.discovery import Discovery, SideCalls
 from gateway.server.drain import Drain
 from gateway.server.logs import ACCESS
 from gateway.server.metrics import Metrics
+from gateway.server.observed import Observer
 from gateway.server.push import Pusher
 from gateway.server.record import AccessRecord
 from gateway.server.relay import Relay, describe
@@ -133,8 +136,11 @@ class RouteHandler:
 
     def __init__(self, route: Route, *, pool: Pool, mapper: ConversationMapper, bodies: BodyBudget,
                  keepalive: float, metrics: Metrics, board: RunBoard, drain: Drain, log_bodies: bool = False,
-                 debug_errors: bool = False, tracing: Tracing | None = None, pusher: Pusher | None = None) -> None:
+                 debug_errors: bool = False, tracing: Tracing | None = None, pusher: Pusher | None = None,
+                 observer: Observer | None = None) -> None:
         self.route = route
+        self.observer = observer
+        """The inspector and the route's recordings, when either is on: None costs the route's runs nothing."""
         self.drain = drain
         self.pusher = pusher or Pusher()
         """Delivers push notifications (A2A's), on a route that sends them."""
@@ -172,6 +178,8 @@ class RouteHandler:
         called: Called | None = scope.get("resource")
         path = called.base if called is not None else scope["path"]
         call.record.note_request(scope, called.dialect if called is not None else self._dialect_of_path(path))
+        if self.observer is not None:
+            self.observer.begin(call)
         if self.tracing is not None:
             call.trace = self.tracing.start(headers, scope["path"], request_id, call.started_at)
             call.record.trace_id = call.trace.trace_id  # left out of the log line when None
@@ -196,6 +204,8 @@ class RouteHandler:
             caller = call.caller = self.access.identify(headers)
             call.record.key_id = caller.key_id
             body = await self._read_body(receive)
+            if call.capture is not None:
+                call.capture.client_said("POST", path, headers.items(), body)
             if self.log_bodies:
                 call.record.request_body = body[:4096].decode("utf-8", "replace")
             client, turn = self._parse(call, headers, body, path, called)
@@ -311,10 +321,8 @@ class RouteHandler:
         try:
             timeouts = self.route.timeouts
             patience = max(timeouts.first_event, timeouts.idle) + self.keepalive
-            lost = b""
-            if client is not None:
-                lost = client.new_encoder(None).encode([RunError(resume.LOST, "resume_unavailable")])
-            await resume.follow(reply, call.writer, after, self.keepalive, patience, lost)
+            await resume.follow(reply, call.writer, after, self.keepalive, patience,
+                                _lost_run_error(client) if client is not None else None)
         except TapeLost:
             await call.writer.fail_before_start(ResumeUnavailable(resume.NOT_KEPT))
         except asyncio.CancelledError:
@@ -427,6 +435,11 @@ class RouteHandler:
             raise RequestTooLarge(f"the request has {len(turn.messages)} messages; this route takes "
                                   f"{limits.max_messages}")
         check_ids(turn, client.name)
+        route = self.route
+        if route.client_version is not None:
+            turn.client_version = route.client_version  # the operator knows what the requests cannot show
+        if not route.resumable:  # a resumable run's reply is kept, and followed, as SSE
+            turn.accept = headers.get("accept")
         return client, turn
 
 
@@ -446,6 +459,8 @@ class ConversationEndpoints:
         path, conversation = scope["path"], scope["path_params"]["conversation"]
         base = path.rpartition("/")[0].removesuffix(f"/{conversation}")  # the route's path, without .../{id}/stream
         call.record.note_request(scope, handler._dialect_of_path(base))
+        if handler.observer is not None:
+            handler.observer.begin(call)
         handler.in_flight.inc()
         handler.drain.streams.add(call)
         record = call.record
@@ -499,6 +514,10 @@ class _Call:
         """The run's feed, when its clients may ask about it (A2A's tasks)."""
         self.relay: Relay | None = None
         """The run's relay, once the upstream has answered 2xx."""
+        self.capture: RunCapture | None = None
+        """What the run is captured in, when the inspector watches or the route records."""
+        self.inspected: InspectedRun | None = None
+        """The run's line in the inspector, while it runs."""
         self.target: Target | None = None
         """Where the upstream was called, once it was."""
         self.reattached: list[Response] = []
@@ -564,6 +583,8 @@ class _Call:
             self.trace.end(record, kind, usage, self.deadlines.last_upstream_event)
         failed_upstream = (record.status or 0) >= 500 or (kind is not None and kind.startswith("upstream_"))
         log_access.log(logging.WARNING if failed_upstream else logging.INFO, "request", extra=record.log_fields())
+        if self.handler.observer is not None:
+            self.handler.observer.end(self)
 
     async def run(self, client: Dialect, turn: Turn) -> None:
         route, upstream = self.route, self.handler.upstream
@@ -579,11 +600,17 @@ class _Call:
         outbound = upstream.build_request(exchange.upstream_turn, exchange.upstream_variant)
         headers = self.upstream_headers = self._upstream_headers(outbound.headers, client)
         self.target = target
+        capture = self.capture
+        if capture is not None:
+            capture.upstream_asked(target.url, outbound, headers, exchange.upstream_variant, handler.discovery.document)
+            capture.mapping, capture.conversation = exchange.decision, exchange.conversation.upstream_id
         sent_at = writer.last_write = time.monotonic()
         deadlines.arm()
         try:
             response = await self.handler.pool.request(outbound.method, target, outbound.body, headers, outbound.path)
             self.record.upstream_ms = round((time.monotonic() - sent_at) * 1000, 3)
+            if capture is not None:
+                capture.upstream_answered(response.status, response.headers.items())
             if self.trace is not None:
                 self.trace.upstream_answered(response.status)
         except asyncio.CancelledError:
@@ -623,10 +650,13 @@ class _Call:
                 encoder.headers.update({h: v for h in client.passed_headers if (v := response.headers.get(h))})
             if self.watched is not None:
                 await self.watched.answered()
+            decoder = self._decoder(outbound, content_type)
+            if capture is not None:
+                decoder, encoder = capture.tap(decoder, encoder)
             relay = self.relay = Relay(
                 exchange=exchange, client=client, encoder=encoder, watched=self.watched,
                 recorder=RunRecorder(exchange.conversation.state, self.handler.mapper.max_bytes),
-                decoder=self._decoder(outbound),
+                decoder=decoder,
                 upstream_status=response.status, mapper=handler.mapper, record=self.record, writer=writer,
                 deadlines=deadlines, reattach=self.reattach, max_held=route.limits.max_held_text,
                 abandon=self.cancel_upstream)
@@ -638,8 +668,8 @@ class _Call:
             for again in self.reattached:
                 again.release()
 
-    def _decoder(self, outbound: UpstreamRequest) -> Decoder:
-        decoder = self.handler.upstream.new_decoder(max_event_bytes=self.route.limits.max_event_bytes)
+    def _decoder(self, outbound: UpstreamRequest, content_type: str) -> Decoder:
+        decoder = _reply_decoder(self.handler.upstream, content_type, self.route.limits.max_event_bytes)
         sent = getattr(decoder, "sent", None)  # a decoder written before there was a way
         if sent is not None:
             sent(outbound)
@@ -714,6 +744,23 @@ _ERROR_KINDS = frozenset({
     *CODES, "upstream_timeout", "upstream_bad_event", "upstream_event_too_large",
     "client_stalled", "gateway_error", "held_too_much",
 })
+
+
+def _lost_run_error(client: Dialect) -> Callable[[dict[str, str]], bytes]:
+    """The client dialect's error for a run lost midway, written as the run's reply is: in the wire format its head
+    says (AG-UI's protobuf or SSE), whatever the follower asked for."""
+
+    def lost(headers: dict[str, str]) -> bytes:
+        wire = Turn(accept=headers.get("content-type"))
+        return client.new_encoder(wire).encode([RunError(resume.LOST, "resume_unavailable")])
+
+    return lost
+
+
+def _reply_decoder(upstream: Dialect, content_type: str, max_event_bytes: int) -> Decoder:
+    """The decoder for the upstream's reply: its dialect's, in the wire format the reply says it is in."""
+    other = upstream.decoder_for(content_type, max_event_bytes) if upstream.decoder_for is not None else None
+    return other if other is not None else upstream.new_decoder(max_event_bytes=max_event_bytes)
 
 
 def _wrong_content_type(upstream: str, outbound: UpstreamRequest, content_type: str) -> str | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from starlette.datastructures import Headers
@@ -58,11 +58,12 @@ def last_event_id(headers: Headers) -> int | None:
 
 
 async def follow(reply: RunReply, writer: ClientWriter, after: int, keepalive: float, patience: float,
-                 lost: bytes = b"") -> None:
+                 lost: Callable[[dict[str, str]], bytes] | None = None) -> None:
     """Send a client a run's kept reply: the head, the pieces after `after`, then the rest as the run goes, until
     its end. The head goes out with the first piece, or once the run has been seen alive and quiet: a reply lost
     before then (its replica died) raises `TapeLost`, for the client to be told so rather than sent an empty 200.
-    One lost after it ends with `lost`, the client dialect's in-band error, rather than a bare end a client would
+    One lost after it ends with `lost` (given the head's headers: the error in the reply's own wire format), the
+    client dialect's in-band error, rather than a bare end a client would
     take for a dropped connection and reconnect to forever. A reply with nothing new for `patience` seconds
     (longer than the run may be silent) is taken as lost. A client that takes nothing for `keepalive` seconds is
     dropped, as the run's own client is: it may come back."""
@@ -78,7 +79,7 @@ async def follow(reply: RunReply, writer: ClientWriter, after: int, keepalive: f
         except TapeLost:
             if not writer.started:
                 raise
-            await writer.end(lost)
+            await writer.end(lost(head.headers) if lost is not None and head is not None else b"")
             return
         if not entries:
             quiet = head is not None and not writer.started  # alive and quiet: the client has its head meanwhile

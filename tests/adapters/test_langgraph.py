@@ -22,7 +22,7 @@ from gateway.core.events import (
     ToolResult,
     Usage,
 )
-from gateway.core.turn import EVERY_INTERRUPT, Message, Resume, Turn
+from gateway.core.turn import ANY_OPEN_INTERRUPT, Message, Resume, Turn
 
 
 def frames(*parts: tuple[str, object]) -> bytes:
@@ -58,7 +58,7 @@ def test_an_upstream_run_sends_only_what_is_new_and_an_answer_as_command_resume(
 
 def test_a_clients_resume_names_its_interrupts_by_id_or_answers_whatever_waits() -> None:
     plain = parse_request({"assistant_id": "a", "command": {"resume": {"approved": True}}})
-    assert [(r.interrupt_id, r.payload) for r in plain.resume] == [(EVERY_INTERRUPT, {"approved": True})]
+    assert [(r.interrupt_id, r.payload) for r in plain.resume] == [(ANY_OPEN_INTERRUPT, {"approved": True})]
     mapped = parse_request({"assistant_id": "a", "command": {"resume": {"e92e9bf94ef92c5855d760aec43eb6b9": "yes"}}})
     assert [(r.interrupt_id, r.payload) for r in mapped.resume] == [("e92e9bf94ef92c5855d760aec43eb6b9", "yes")]
 

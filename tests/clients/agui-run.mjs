@@ -8,6 +8,9 @@
 //     "headers"?: {...},                 // extra request headers
 //     "tools"?: [...],                   // default `tools` for every step (a step's own `tools` wins)
 //     "timeoutMs"?: 20000,               // per step; on expiry the run is aborted (agent.abortRun())
+//     "proto"?: true,                    // ask for protobuf (Accept: application/vnd.ag-ui.event+proto), as an
+//                                        //   app does with the package's own requestInit override; the client
+//                                        //   picks its reader by the reply's content type
 //     "steps": [{
 //       "messages"?: [{id?, role, content, ...}],  // added (agent.addMessages) before the run; id generated if absent
 //       "tools"?: [{name, description, parameters}],
@@ -32,6 +35,7 @@
 //   "timedOut": bool,
 //   "warnings": [...],                   // console.warn from the client during the step
 //   "requests": [{...RunAgentInput}],    // the POST bodies the agent sent in this step
+//   "contentTypes": [...],               // the replies' content types
 //   "newMessages": [...],                // messages the run added (runAgent's newMessages, or by id on failure)
 //   "toolMessages": [...],               // role "tool" messages added by toolResults
 //   "messages": [...], "state": ..., "pendingInterrupts": [...]   // agent.* after the step
@@ -40,6 +44,7 @@
 import { format } from "node:util";
 import { randomUUID } from "node:crypto";
 import { HttpAgent } from "@ag-ui/client";
+import { AGUI_MEDIA_TYPE } from "@ag-ui/proto";
 
 // Must not be set, or the compatibility layer silences its warnings.
 delete process.env.SUPPRESS_TRANSFORMATION_WARNINGS;
@@ -57,7 +62,16 @@ for await (const chunk of process.stdin) input += chunk;
 const plan = JSON.parse(input);
 
 let requests = [];
-const agent = new HttpAgent({
+let contentTypes = [];
+// HttpAgent asks for SSE; an app that wants protobuf overrides requestInit, as @ag-ui/proto's docs show.
+class ProtoHttpAgent extends HttpAgent {
+  requestInit(input) {
+    const init = super.requestInit(input);
+    return { ...init, headers: { ...init.headers, Accept: `${AGUI_MEDIA_TYPE}, text/event-stream;q=0.5` } };
+  }
+}
+const Agent = plan.proto ? ProtoHttpAgent : HttpAgent;
+const agent = new Agent({
   url: plan.url,
   threadId: plan.threadId ?? "thread-1",
   headers: plan.headers ?? {},
@@ -69,7 +83,10 @@ const agent = new HttpAgent({
     } catch {
       requests.push(init.body ?? null);
     }
-    return fetch(url, init);
+    return fetch(url, init).then((response) => {
+      contentTypes.push(response.headers.get("content-type"));
+      return response;
+    });
   },
 });
 
@@ -108,6 +125,7 @@ function answerTools(toolResults, newMessages) {
 async function runStep(step) {
   warnings = [];
   requests = [];
+  contentTypes = [];
   const events = [];
   let finished = null;
   let runError = null;
@@ -165,6 +183,7 @@ async function runStep(step) {
     timedOut,
     warnings,
     requests,
+    contentTypes,
     newMessages: clone(newMessages),
     toolMessages,
     messages: clone(agent.messages),

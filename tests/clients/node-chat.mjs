@@ -1,6 +1,7 @@
 // The AI SDK's chat state machine in Node: `AbstractChat` with a minimal ChatState (what @ai-sdk/react's
-// ReactChatState does, minus React). Shared by the drivers that run the real chat.
-import { AbstractChat } from "ai";
+// ReactChatState does, minus React). Shared by the drivers that run the real chat; `nodeChatOf(lib)` builds it on
+// another `ai` release (ai5, ai-strict, ai7-strict).
+import * as latest from "ai";
 
 class NodeChatState {
   constructor(messages = []) {
@@ -20,9 +21,13 @@ class NodeChatState {
   snapshot = (x) => structuredClone(x);
 }
 
-export class NodeChat extends AbstractChat {
-  constructor({ messages, ...init }) {
-    super({ ...init, state: new NodeChatState(messages) });
-  }
+export function nodeChatOf(lib) {
+  return class NodeChat extends lib.AbstractChat {
+    constructor({ messages, ...init }) {
+      super({ ...init, state: new NodeChatState(messages) });
+    }
+  };
 }
+
+export const NodeChat = nodeChatOf(latest);
 

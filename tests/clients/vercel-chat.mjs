@@ -12,6 +12,8 @@
 //     "timeoutMs"?: 20000,     // per step, for the chat to go idle; then chat.stop() and `timedOut`
 //     "maxRequests"?: 10,      // loop guard: the transport's fetch fails after this many POSTs in total
 //     "autoSend"?: "both",     // "both" | "tools" | "approvals" | "none": which predicate(s) sendAutomaticallyWhen uses
+//     "sdk"?: "ai",            // the `ai` release to run: "ai" (7.0.173), "ai7-strict" (7.0.31), "ai-strict"
+//                              //   (6.0.230), "ai5" (5.0.216); 5 has no approvals (its autoSend is tools only)
 //     "steps": [
 //       {"send": "text", "body"?: {...}}   // chat.sendMessage({text}, {body})
 //       {"toolOutputs": {"<toolName>": <output JSON>}}   // chat.addToolOutput for every tool part of that name
@@ -43,13 +45,7 @@
 //   "loopGuardTripped": bool
 // }
 // Always exits 0; the Python caller decides.
-import {
-  DefaultChatTransport,
-  lastAssistantMessageIsCompleteWithApprovalResponses,
-  lastAssistantMessageIsCompleteWithToolCalls,
-} from "ai";
-
-import { NodeChat } from "./node-chat.mjs";
+import { nodeChatOf } from "./node-chat.mjs";
 
 const clone = (x) => (x === undefined ? null : JSON.parse(JSON.stringify(x)));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -59,6 +55,11 @@ const toolName = (p) => (p.type === "dynamic-tool" ? p.toolName : p.type.slice("
 let input = "";
 for await (const chunk of process.stdin) input += chunk;
 const plan = JSON.parse(input);
+const sdk = await import(plan.sdk ?? "ai");
+const { DefaultChatTransport, lastAssistantMessageIsCompleteWithToolCalls } = sdk;
+const lastAssistantMessageIsCompleteWithApprovalResponses =
+  sdk.lastAssistantMessageIsCompleteWithApprovalResponses ?? (() => false);
+const NodeChat = nodeChatOf(sdk);
 const maxRequests = plan.maxRequests ?? 10;
 const autoSend = plan.autoSend ?? "both";
 if (!["both", "tools", "approvals", "none"].includes(autoSend)) throw new Error(`bad autoSend: ${autoSend}`);
@@ -133,8 +134,8 @@ async function act(step) {
     );
     for (const part of parts) {
       current.answered.push(part.toolCallId);
-      await chat.addToolOutput({ tool: toolName(part), toolCallId: part.toolCallId,
-                                 output: step.toolOutputs[toolName(part)] });
+      const addOutput = (chat.addToolOutput ?? chat.addToolResult).bind(chat); // 5 named it addToolResult
+      await addOutput({ tool: toolName(part), toolCallId: part.toolCallId, output: step.toolOutputs[toolName(part)] });
     }
     return;
   }

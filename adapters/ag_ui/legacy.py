@@ -1,0 +1,124 @@
+"""What an AG-UI client before 1.0 is written: a client that declares no `protocolVersion`, or one below 1.0 (see
+`versions`, the gate).
+
+A 1.0 client declares `protocolVersion: "1.0"` in every `RunAgentInput`; clients before it declared nothing and read
+what servers of their day sent:
+
+- reasoning as `THINKING_START`, `THINKING_TEXT_MESSAGE_START/CONTENT/END`, `THINKING_END` (no ids);
+- `RUN_FINISHED` with no `outcome` and no `usage`, and no `protocolVersion` on `RUN_STARTED`;
+- an interrupt as LangGraph's `CUSTOM on_interrupt` (its question as a JSON string, its id as `rawEvent`), answered
+  with `forwardedProps.command.resume`, which names no interrupt;
+- no subagents: their lifecycle events are left out and their content is the agent's own, as `@ag-ui/client`'s own
+  downgrade for a peer before 0.0.57 does; no event metadata, no encrypted reasoning.
+
+What is left out is counted in `dropped`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from gateway.core.codec import drop_none
+from gateway.core.encoding import sse_frame
+from gateway.core.events import (
+    EncryptedValue,
+    Event,
+    Interrupt,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    RunError,
+    RunFinished,
+    RunStarted,
+    SubagentError,
+    SubagentFinished,
+    SubagentStarted,
+)
+
+from .encode import AguiEncoder
+
+
+class LegacyAguiEncoder(AguiEncoder):
+    __slots__ = ()
+
+    METADATA = frozenset()  # none carried: every event's is counted
+
+    def tag(self, event: dict[str, Any], e: Event, owner: str | None = None) -> dict[str, Any]:
+        return event
+
+    def _open(self, entity_id: str, owner: str | None) -> str | None:
+        if owner is not None:
+            self.dropped["subagent"] += 1  # the subagent's content is the agent's own
+        return None
+
+    def _run_started(self, e: RunStarted) -> bytes:
+        frame = super()._run_started(e)
+        return frame.replace(b',"protocolVersion":"1.0"', b"", 1)
+
+    def _run_finished(self, e: RunFinished) -> bytes:
+        out = []
+        if e.outcome == "interrupt":
+            for interrupt in self._interrupts:
+                out.append(sse_frame({"type": "CUSTOM", "name": "on_interrupt",
+                                      "value": orjson.dumps(_question(interrupt)).decode(),
+                                      "rawEvent": interrupt["id"]}))
+        elif e.outcome == "cancelled":
+            self.dropped["cancelled_as_finish"] += 1
+        if self._usage:
+            self.dropped["usage"] += len(self._usage)
+        event: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": self._thread_id, "runId": self._run_id}
+        if e.result is not None:
+            event["result"] = e.result
+        return b"".join(out) + sse_frame(event)
+
+    def _run_error(self, e: RunError) -> bytes:
+        if self._usage:
+            self.dropped["usage"] += len(self._usage)
+        return sse_frame(drop_none({"type": "RUN_ERROR", "message": e.message, "code": e.code}))
+
+    def _interrupt(self, e: Interrupt) -> bytes:
+        self.dropped["interrupt_as_custom"] += 1
+        return super()._interrupt(e)
+
+    def _reasoning_start(self, e: ReasoningStart) -> bytes:
+        self._open(e.message_id, e.subagent_run_id)
+        return sse_frame({"type": "THINKING_START"}) + sse_frame({"type": "THINKING_TEXT_MESSAGE_START"})
+
+    def _reasoning_delta(self, e: ReasoningDelta) -> bytes:
+        return sse_frame({"type": "THINKING_TEXT_MESSAGE_CONTENT", "delta": e.delta})
+
+    def _reasoning_end(self, e: ReasoningEnd) -> bytes:
+        return sse_frame({"type": "THINKING_TEXT_MESSAGE_END"}) + sse_frame({"type": "THINKING_END"})
+
+    def _encrypted(self, e: EncryptedValue) -> bytes:
+        self.dropped["encrypted_value"] += 1
+        return b""
+
+    def _subagent_event(self, e: SubagentStarted | SubagentFinished | SubagentError) -> bytes:
+        return b""  # counted where its content is written as the agent's own
+
+    handlers = {
+        **AguiEncoder.handlers,
+        ReasoningStart: _reasoning_start,
+        ReasoningDelta: _reasoning_delta,
+        ReasoningEnd: _reasoning_end,
+        EncryptedValue: _encrypted,
+        Interrupt: _interrupt,
+        SubagentStarted: _subagent_event,
+        SubagentFinished: _subagent_event,
+        SubagentError: _subagent_event,
+        RunStarted: _run_started,
+        RunFinished: _run_finished,
+        RunError: _run_error,
+    }
+
+
+def _question(interrupt: dict[str, Any]) -> Any:
+    """What LangGraph put in `on_interrupt`: the interrupt's value, here its payload, or what it asks."""
+    metadata = interrupt.get("metadata")
+    if isinstance(metadata, dict) and "payload" in metadata:
+        return metadata["payload"]
+    return drop_none({"reason": interrupt.get("reason"), "message": interrupt.get("message"),
+                      "toolCallId": interrupt.get("toolCallId")})

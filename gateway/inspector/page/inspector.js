@@ -1,0 +1,300 @@
+// The inspector's page: the run list and one run, kept live by one EventSource. Everything shown is set as text
+// (never as HTML), so nothing a run carries can become markup.
+"use strict";
+
+const base = document.body.dataset.base;
+const state = { runs: new Map(), selected: 0, open: 0, rows: [], run: null, source: null, after: 0 };
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") node.className = value;
+    else node.setAttribute(key, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+const ms = (value) => (value === null || value === undefined ? "–" : `${value.toFixed(1)} ms`);
+const clock = (epoch) => new Date(epoch * 1000).toLocaleTimeString([], { hour12: false });
+
+function statusPill(run) {
+  if (run.in_flight) return el("span", { class: "pill warn" }, "running");
+  const status = run.status === null ? "no reply" : String(run.status);
+  return el("span", { class: `pill ${run.status !== null && run.status < 400 ? "ok" : "bad"}` }, status);
+}
+
+function outcomePill(run) {
+  if (!run.outcome) return "–";
+  const bad = run.outcome === "error" || run.outcome === "rejected" || run.outcome === "client_gone";
+  const text = run.error ? `${run.outcome}: ${run.error}` : run.outcome;
+  return el("span", { class: `pill ${bad ? "bad" : run.outcome === "success" ? "ok" : "warn"}` }, text);
+}
+
+function lossPills(dropped) {
+  const kinds = Object.entries(dropped || {});
+  if (!kinds.length) return "–";
+  return kinds.map(([kind, count]) => el("span", {
+    class: `pill ${kind.includes("_as_") ? "approx" : "drop"}`,
+    title: kind.includes("_as_") ? "said another way in the client's dialect" : "left out: the client's dialect has no place for it",
+  }, `${kind.includes("_as_") ? "≈" : "−"} ${kind} ×${count}`));
+}
+
+function flags(run) {
+  const found = [];
+  if (run.resumed) found.push(el("span", { class: "pill warn" }, "resumed"));
+  if (run.stopped) found.push(el("span", { class: "pill warn" }, "stopped"));
+  if (run.reattached) found.push(el("span", { class: "pill warn" }, "reattached"));
+  if (run.truncated) found.push(el("span", { class: "pill bad" }, "capture cut"));
+  if (!run.captured) found.push(el("span", { class: "pill", title: "runs are captured while the page is open" }, "summary only"));
+  return found.length ? found : "–";
+}
+
+// The run list
+
+function matches(run, words) {
+  const text = [run.route, run.client_dialect, run.upstream_dialect, run.status, run.outcome, run.error, run.key_id,
+    run.path, run.conversation_id, run.request_id, run.in_flight ? "running" : "", run.resumed ? "resumed" : "",
+    run.stopped ? "stopped" : "", Object.keys(run.dropped || {}).join(" ")].join(" ").toLowerCase();
+  return words.every((word) => text.includes(word));
+}
+
+function visibleRuns() {
+  const words = $("filter").value.toLowerCase().split(/\s+/).filter(Boolean);
+  return [...state.runs.values()].sort((a, b) => b.id - a.id).filter((run) => matches(run, words));
+}
+
+function renderList() {
+  const runs = visibleRuns();
+  const body = $("runs").tBodies[0];
+  if (!runs.some((run) => run.id === state.selected)) state.selected = runs.length ? runs[0].id : 0;
+  const focused = document.activeElement && document.activeElement.closest && document.activeElement.closest("#runs");
+  body.replaceChildren(...runs.map((run) => {
+    const row = el("tr", {
+      "data-id": run.id, tabindex: run.id === state.selected ? "0" : "-1", class: run.in_flight ? "running" : "",
+      "aria-selected": run.id === state.selected ? "true" : "false",
+    },
+    el("td", { class: "num" }, clock(run.started)),
+    el("td", {}, run.route),
+    el("td", { class: "dialects" }, `${run.client_dialect} ← ${run.upstream_dialect}`),
+    el("td", {}, run.key_id ? `key ${run.key_id}` : "anonymous"),
+    el("td", {}, statusPill(run)),
+    el("td", {}, outcomePill(run)),
+    el("td", { class: "num" }, ms(run.ttfe_ms)),
+    el("td", { class: "num" }, `${run.events_in} / ${run.events_out}`),
+    el("td", {}, lossPills(run.dropped)),
+    el("td", {}, flags(run)));
+    row.addEventListener("click", () => openRun(run.id));
+    return row;
+  }));
+  $("empty").hidden = state.runs.size > 0;
+  $("count").textContent = state.runs.size ? `${runs.length} of ${state.runs.size}` : "";
+  if (focused) focusSelected();
+}
+
+function focusSelected() {
+  const row = $("runs").querySelector(`tr[data-id="${state.selected}"]`);
+  if (row) { row.focus(); row.scrollIntoView({ block: "nearest" }); }
+}
+
+function move(step) {
+  const runs = visibleRuns();
+  if (!runs.length) return;
+  const at = Math.max(0, runs.findIndex((run) => run.id === state.selected));
+  state.selected = runs[Math.min(runs.length - 1, Math.max(0, at + step))].id;
+  renderList();
+  focusSelected();
+}
+
+// One run
+
+function headers(values) {
+  const names = Object.keys(values || {});
+  if (!names.length) return null;
+  return el("details", {}, el("summary", {}, `${names.length} headers`),
+    el("pre", {}, names.map((name) => `${name}: ${values[name]}`).join("\n")));
+}
+
+function body(value) {
+  return el("pre", {}, typeof value === "string" ? value : JSON.stringify(value, null, 2));
+}
+
+function renderRequest(target, request, response, dialect, side) {
+  if (!request) {
+    target.replaceChildren(el("p", { class: "muted" }, side === "upstream" ? "The upstream was not called." : "Not captured."));
+    return;
+  }
+  const where = side === "upstream"
+    ? `POST ${request.url}${request.path || ""}${request.variant ? ` (${request.variant})` : ""}`
+    : `${request.method} ${request.path}`;
+  const answer = response ? `answered ${response.status}${response.at_ms !== null && response.at_ms !== undefined ? ` at ${ms(response.at_ms)}` : ""}` : "";
+  target.replaceChildren(
+    el("p", { class: "meta" }, `${dialect} · ${where}`),
+    answer ? el("p", { class: "meta" }, answer) : null,
+    headers(request.headers),
+    body(request.body));
+}
+
+function eventLine(event) {
+  const fields = typeof event.fields === "object" && event.fields !== null
+    ? Object.entries(event.fields).filter(([, v]) => v !== null && v !== "" && !(Array.isArray(v) && !v.length))
+      .map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`).join(" ")
+    : String(event.fields);
+  return el("div", { class: "event" },
+    el("span", { class: "kind" }, event.kind),
+    el("span", { class: "fields" }, fields),
+    event.dropped.map((loss) => el("span", {
+      class: `pill ${loss.approximated ? "approx" : "drop"}`,
+    }, loss.approximated ? `approximated: ${loss.kind}` : `dropped: ${loss.kind}`)));
+}
+
+function timelineRow(row) {
+  const outs = row.events.map((event) => event.out).filter(Boolean).join("");
+  return el("tr", { class: row.source.startsWith("gateway") ? "gateway" : "" },
+    el("td", { class: "num" }, row.at_ms.toFixed(1)),
+    el("td", { class: "frame" }, row.frame ? el("pre", {}, row.frame.trimEnd()) : el("span", { class: "source" }, row.source)),
+    el("td", {}, row.events.length ? row.events.map(eventLine) : el("span", { class: "source" }, "no event")),
+    el("td", { class: "out" }, outs ? el("pre", {}, outs.trimEnd()) : el("span", { class: "source" }, row.events.length ? "nothing written" : "")),
+    el("td", { class: "num" }, row.took_ms === null ? "–" : ms(row.took_ms)));
+}
+
+function renderRun(view, fresh) {
+  const run = view.run;
+  state.run = run;
+  $("run-title").textContent = `Run ${run.id} · ${run.route} · ${run.client_dialect} ← ${run.upstream_dialect}`;
+  const facts = [
+    ["Status", statusPill(run)], ["Outcome", outcomePill(run)], ["First event", ms(run.ttfe_ms)],
+    ["Duration", run.in_flight ? "running…" : ms(run.duration_ms)],
+    ["Events in / out", `${run.events_in} / ${run.events_out}${run.frames_in !== null ? ` (${run.frames_in} upstream frames)` : ""}`],
+    ["Dropped or approximated", lossPills(run.dropped)], ["Principal", run.key_id ? `key ${run.key_id}` : "anonymous"],
+    ["Conversation", run.conversation_id || "–"], ["Request", run.request_id], ["Also", flags(run)],
+  ];
+  $("facts").replaceChildren(...facts.map(([name, value]) => el("div", {}, el("dt", {}, name), el("dd", {}, value))));
+  const download = $("download");
+  download.href = `${base}/api/runs/${run.id}/recording`;
+  const downloadable = view.captured && run.bodies && !run.in_flight;
+  download.setAttribute("aria-disabled", downloadable ? "false" : "true");
+  download.title = downloadable ? "" : !view.captured ? "this run was not captured" : !run.bodies ? "this route does not show bodies" : "the run has not ended";
+  $("not-captured").hidden = view.captured;
+  $("not-captured").textContent = view.captured ? "" : "This run started while nobody watched: only its summary was kept. Runs that start while this page is open are captured whole.";
+  $("mapping").hidden = !view.mapping;
+  if (view.mapping) $("mapping").replaceChildren(el("strong", {}, "Conversation mapping: "), view.mapping);
+  if (!view.captured) {
+    $("client-request").replaceChildren(); $("upstream-request").replaceChildren();
+    $("timeline").tBodies[0].replaceChildren();
+    return;
+  }
+  renderRequest($("client-request"), view.client_request, view.client_response, run.client_dialect, "client");
+  renderRequest($("upstream-request"), view.upstream_request, view.upstream_response, run.upstream_dialect, "upstream");
+  $("upstream-col").textContent = `Upstream frame (${run.upstream_dialect})`;
+  $("client-col").textContent = `Client frames (${run.client_dialect})`;
+  const tbody = $("timeline").tBodies[0];
+  if (fresh) { tbody.replaceChildren(); state.rows = []; }
+  // A live update resends the rows from the last one it had shown, which may have changed since (its write time).
+  const first = view.after || 0;
+  for (const [index, row] of (view.rows || []).entries()) {
+    const at = first + index;
+    const node = timelineRow(row);
+    if (at < tbody.rows.length) tbody.rows[at].replaceWith(node); else tbody.append(node);
+  }
+  state.after = Math.max(0, tbody.rows.length - 1);
+}
+
+async function openRun(id, push = true) {
+  state.open = id;
+  state.selected = id;
+  if (push && location.hash !== `#run/${id}`) history.pushState(null, "", `#run/${id}`);
+  $("list-view").hidden = true;
+  $("run-view").hidden = false;
+  const response = await fetch(`${base}/api/runs/${id}`, { credentials: "same-origin" });
+  if (!response.ok) {
+    $("run-title").textContent = `Run ${id}: ${response.status === 404 ? "forgotten (the inspector keeps the last runs)" : `error ${response.status}`}`;
+    return;
+  }
+  renderRun(await response.json(), true);
+  listen();
+  $("back").focus();
+}
+
+function showList(push = true) {
+  state.open = 0;
+  if (push && location.hash) history.pushState(null, "", location.pathname);
+  $("run-view").hidden = true;
+  $("list-view").hidden = false;
+  renderList();
+  listen();
+  focusSelected();
+}
+
+// Live updates
+
+function listen() {
+  if (state.source) state.source.close();
+  const source = new EventSource(`${base}/api/live?run=${state.open || 0}&after=${state.open ? state.after : 0}`);
+  state.source = source;
+  source.addEventListener("open", () => { $("live").textContent = "live"; $("live").className = "live on"; });
+  source.addEventListener("runs", (message) => {
+    for (const run of JSON.parse(message.data)) state.runs.set(run.id, run);
+    if (!state.open) renderList();
+  });
+  const forget = (ids) => {
+    for (const id of ids) state.runs.delete(id);
+    if (!state.open) renderList();
+  };
+  source.addEventListener("kept", (message) => {
+    const kept = new Set(JSON.parse(message.data));
+    forget([...state.runs.keys()].filter((id) => !kept.has(id)));
+  });
+  source.addEventListener("gone", (message) => forget(JSON.parse(message.data)));
+  source.addEventListener("run", (message) => {
+    const view = JSON.parse(message.data);
+    if (view.run.id === state.open) renderRun(view, false);
+  });
+  source.addEventListener("error", () => {
+    $("live").textContent = "reconnecting…";
+    $("live").className = "live off";
+    source.close();
+    if (state.source === source) setTimeout(listen, 1000);  // from where the page is, not where the stream began
+  });
+}
+
+// Keys
+
+document.addEventListener("keydown", (event) => {
+  if (event.altKey || event.ctrlKey || event.metaKey) return;
+  const typing = event.target instanceof HTMLInputElement;
+  if (typing) {
+    if (event.key === "Escape") { event.target.blur(); focusSelected(); }
+    if (event.key === "ArrowDown" || event.key === "Enter") { event.preventDefault(); focusSelected(); }
+    return;
+  }
+  if (event.key === "/") { event.preventDefault(); if (state.open) showList(); $("filter").focus(); return; }
+  if (state.open) {
+    if (event.key === "Escape" || event.key === "Backspace") { event.preventDefault(); showList(); }
+    if (event.key === "d" && $("download").getAttribute("aria-disabled") !== "true") $("download").click();
+    return;
+  }
+  if (event.key === "j" || event.key === "ArrowDown") { event.preventDefault(); move(1); }
+  if (event.key === "k" || event.key === "ArrowUp") { event.preventDefault(); move(-1); }
+  if (event.key === "Enter" && state.selected) { event.preventDefault(); openRun(state.selected); }
+});
+
+$("filter").addEventListener("input", renderList);
+$("back").addEventListener("click", () => showList());
+window.addEventListener("popstate", () => route(false));
+
+function route(push) {
+  const found = /^#run\/(\d+)$/.exec(location.hash);
+  if (found) openRun(Number(found[1]), push); else showList(push);
+}
+
+(async function start() {
+  const response = await fetch(`${base}/api/runs`, { credentials: "same-origin" });
+  if (response.ok) for (const run of (await response.json()).runs) state.runs.set(run.id, run);
+  route(false);
+})();

@@ -1,0 +1,108 @@
+"""The runs the inspector keeps: the last `max_runs`, their captures within `max_bytes` in all.
+
+Every run on a route gets an entry when it starts (its access record, read live: a dozen fields, nothing per event).
+A run that starts while the page is watched (a live view is open, or was within `GRACE_SECONDS`) is also captured
+(`gateway.recordings.capture`); others cost their events nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from gateway.recordings.capture import Budget, RunCapture
+
+GRACE_SECONDS = 10.0
+"""How long after the last live view closed runs are still captured: a page that reloads misses nothing."""
+
+
+class InspectedRun:
+    """One run as the inspector lists it."""
+
+    __slots__ = ("_dropped_now", "bodies", "capture", "dropped", "ended", "number", "record", "started")
+
+    def __init__(self, number: int, record: Any, capture: RunCapture | None, bodies: bool,
+                 dropped_now: Callable[[], dict[str, int]] | None) -> None:
+        self.number = number
+        self.record = record
+        """The run's access record (`gateway.server.record.AccessRecord`): read as it fills in."""
+        self.capture = capture
+        self.bodies = bodies
+        """The route lets the inspector show what was said (request bodies, frames, event fields)."""
+        self.started = time.time()
+        self.ended = False
+        self.dropped: dict[str, int] = {}
+        self._dropped_now = dropped_now
+        """What the client's dialect has dropped so far, while the run runs."""
+
+    def losses(self) -> dict[str, int]:
+        if not self.ended and self._dropped_now is not None:
+            return dict(self._dropped_now())
+        return self.dropped
+
+    def end(self) -> None:
+        if self._dropped_now is not None:
+            self.dropped = dict(self._dropped_now())
+        self._dropped_now = None  # the run's objects are not kept past its end
+        self.ended = True
+
+
+class RunRing:
+    """The inspector's runs, and whether anyone is watching."""
+
+    def __init__(self, max_runs: int, max_bytes: int, always: bool = False) -> None:
+        self.max_runs = max_runs
+        self.budget = Budget(max_bytes, self._free)
+        self.always = always
+        self.runs: OrderedDict[int, InspectedRun] = OrderedDict()
+        self._next = 1
+        self.watchers = 0
+        self.watched_until = 0.0
+
+    @property
+    def watched(self) -> bool:
+        return self.always or self.watchers > 0 or time.monotonic() < self.watched_until
+
+    def watch(self) -> None:
+        self.watchers += 1
+
+    def unwatch(self) -> None:
+        self.watchers -= 1
+        self.watched_until = time.monotonic() + GRACE_SECONDS
+
+    def begin(self, record: Any, capture: RunCapture | None, bodies: bool,
+              dropped_now: Callable[[], dict[str, int]] | None = None) -> InspectedRun:
+        run = InspectedRun(self._next, record, capture, bodies, dropped_now)
+        self._next += 1
+        self.runs[run.number] = run
+        while len(self.runs) > self.max_runs:
+            self._forget(next(iter(self.runs)))
+        return run
+
+    def get(self, number: int) -> InspectedRun | None:
+        return self.runs.get(number)
+
+    def __iter__(self) -> Iterator[InspectedRun]:
+        return iter(reversed(self.runs.values()))
+
+    def _forget(self, number: int) -> None:
+        run = self.runs.pop(number)
+        capture = run.capture
+        if capture is not None and capture.budget is self.budget:
+            self.budget.used -= capture.size
+            capture.budget = None  # a run still going keeps counting against nothing of the ring's
+
+    def _free(self) -> bool:
+        """Drop the captures of the oldest ended runs until the ring is within its bytes; whether still over."""
+        budget = self.budget
+        for run in list(self.runs.values()):
+            if budget.used <= budget.limit:
+                break
+            capture = run.capture
+            if run.ended and capture is not None and capture.budget is budget:
+                budget.used -= capture.size
+                capture.budget = None
+                run.capture = None
+        return budget.used > budget.limit

@@ -1,0 +1,257 @@
+"""The inspector's server side: never reachable without its key, refused beyond loopback without one, bounded in
+runs and bytes, nothing kept (and nothing added to a run) when it is off or nobody watches, and what people said
+shown only where the route allows it. The page itself is tested in a browser (test_inspector_page.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from e2e import post, request_body, user_message
+from helpers import ROOT
+from servers import Served
+
+from gateway.agent.server import create_agent_app
+from gateway.config import GatewayConfig
+from gateway.inspector import app as inspector_app
+from gateway.inspector.app import InspectorApp
+from gateway.inspector.options import InspectorOptions
+from gateway.inspector.ring import InspectedRun, RunRing
+from gateway.inspector.views import summary
+from gateway.recordings.capture import RunCapture
+from gateway.server.app import create_app
+from gateway.server.proxy import RouteHandler
+from gateway.server.record import AccessRecord
+
+KEY = "the-inspectors-own-key-0123"
+AUTH = {"authorization": f"Bearer {KEY}"}
+
+
+@pytest.fixture(scope="module")
+def agent() -> Iterator[str]:
+    with Served(create_agent_app("ag-ui", test_hooks=False)) as served:
+        yield served.url
+
+
+def _config(agent: str, inspector: dict[str, Any] | None, **route: Any) -> GatewayConfig:
+    return GatewayConfig.model_validate({
+        "routes": [{"name": "r", "paths": ["/agui"], "client_dialects": ["ag-ui"],
+                    "upstream": {"url": f"{agent}/agui", "dialect": "ag-ui"}, **route}],
+        "store": {"url": "memory://"}, **({"inspector": inspector} if inspector is not None else {})})
+
+
+def _ask(http: httpx.Client, gateway: Served, text: str = "hello", conversation: str = "c") -> None:
+    response = post(http, f"{gateway.url}/agui", request_body("ag-ui", [user_message("ag-ui", text)], conversation))
+    assert response.status_code == 200
+
+
+def _runs(http: httpx.Client, gateway: Served) -> list[dict[str, Any]]:
+    response = http.get(f"{gateway.url}/_inspector/api/runs", headers=AUTH)
+    assert response.status_code == 200
+    return list(response.json()["runs"])
+
+
+def test_without_its_key_the_inspector_answers_nothing(agent: str) -> None:
+    with Served(create_app(_config(agent, {"key": KEY, "capture": "always"}))) as gateway, httpx.Client() as http:
+        _ask(http, gateway)
+        paths = ["/_inspector", "/_inspector/", "/_inspector/assets/inspector.js", "/_inspector/api/runs",
+                 "/_inspector/api/runs/1", "/_inspector/api/runs/1/recording", "/_inspector/api/live"]
+        for path in paths:
+            for headers in ({}, {"authorization": "Bearer not-the-key"}, {"x-inspector-key": KEY[:-1]},
+                            {"cookie": "agent_gateway_inspector=forged"}):
+                response = http.get(f"{gateway.url}{path}", headers=headers)
+                assert response.status_code == 401, (path, headers)
+                assert b"hello" not in response.content
+        assert http.get(f"{gateway.url}/_inspector/api/runs/1", headers=AUTH).status_code == 200
+        entered = http.get(f"{gateway.url}/_inspector/?key={KEY}", follow_redirects=False)
+        assert entered.status_code == 303 and KEY not in entered.headers["location"]
+        cookie = entered.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie and "path=/_inspector" in cookie
+        assert KEY not in cookie
+        page = http.get(f"{gateway.url}/_inspector/")  # the cookie it set
+        assert page.status_code == 200 and "script-src 'self'" in page.headers["content-security-policy"]
+        assert b"http://" not in page.content and b"https://" not in page.content  # nothing from elsewhere
+
+
+def test_a_listener_beyond_loopback_refuses_an_inspector_without_a_key() -> None:
+    with pytest.raises(ValueError, match=r"inspector\.key"):
+        InspectorOptions().key_for("0.0.0.0")
+    assert len(InspectorOptions().key_for("127.0.0.1")) >= 16
+    assert InspectorOptions(key=KEY).key_for("0.0.0.0") == KEY
+    with pytest.raises(ValueError, match="16 characters"):
+        InspectorOptions(key="short")
+    result = subprocess.run([sys.executable, "-m", "gateway", "serve", "--inspector", "--host", "0.0.0.0",
+                             "--upstream", "http://127.0.0.1:9/agui", "--upstream-dialect", "ag-ui",
+                             "--store", "memory://", "--log-format", "human"],
+                            capture_output=True, text=True, timeout=60, cwd=ROOT,
+                            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 2
+    assert "needs inspector.key" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_inspector_keeps_the_last_max_runs(agent: str) -> None:
+    config = _config(agent, {"key": KEY, "max_runs": 3, "capture": "always"})
+    with Served(create_app(config)) as gateway, httpx.Client(timeout=30) as http:
+        for index in range(5):
+            _ask(http, gateway, f"hello {index}", f"c{index}")
+        runs = _runs(http, gateway)
+    assert [run["id"] for run in runs] == [5, 4, 3]
+    assert [run["conversation_id"] for run in runs] == ["c4", "c3", "c2"]
+
+
+def test_past_max_bytes_the_oldest_captures_go_and_a_run_too_large_is_cut(agent: str) -> None:
+    config = _config(agent, {"key": KEY, "max_bytes": 12_000, "capture": "always"}, inspector_bodies=True)
+    with Served(create_app(config)) as gateway, httpx.Client(timeout=30) as http:
+        for index in range(6):
+            _ask(http, gateway, f"hello {index}", f"c{index}")
+        runs = _runs(http, gateway)
+        assert runs[0]["captured"] and not runs[-1]["captured"]  # the newest kept whole, the oldest's freed
+        _ask(http, gateway, "hello " + "x" * 20_000, "big")
+        big = _runs(http, gateway)[0]
+        assert big["captured"] and big["truncated"]
+        detail = http.get(f"{gateway.url}/_inspector/api/runs/{big['id']}", headers=AUTH).json()
+        assert detail["truncated"] and len(detail["rows"]) < big["events_in"]
+        # What was not kept is still counted: a cut run's line says how many frames and events it had.
+        assert big["frames_in"] > len([row for row in detail["rows"] if row["source"] == "upstream"])
+        assert big["events_out"] == big["events_in"]
+
+
+def test_runs_are_captured_only_while_the_page_watches(agent: str) -> None:
+    with Served(create_app(_config(agent, {"key": KEY}))) as gateway, httpx.Client(timeout=30) as http:
+        _ask(http, gateway, "unwatched", "c1")
+        assert not _runs(http, gateway)[0]["captured"]
+        watching = threading.Event()
+        stop = threading.Event()
+
+        def watch() -> None:
+            with httpx.Client(timeout=30) as viewer, \
+                    viewer.stream("GET", f"{gateway.url}/_inspector/api/live", headers=AUTH) as feed:
+                watching.set()
+                for _ in feed.iter_raw():
+                    if stop.is_set():
+                        return
+
+        thread = threading.Thread(target=watch, daemon=True)
+        thread.start()
+        assert watching.wait(10)
+        time.sleep(0.3)
+        _ask(http, gateway, "watched", "c2")
+        stop.set()
+        thread.join(10)
+        runs = _runs(http, gateway)
+    assert runs[0]["conversation_id"] == "c2" and runs[0]["captured"]
+    assert runs[1]["conversation_id"] == "c1" and not runs[1]["captured"]
+    assert runs[1]["events_in"] > 0 and runs[1]["status"] == 200  # its line is all there is of it
+
+
+def test_nothing_is_kept_or_added_to_a_run_when_the_inspector_is_off(agent: str) -> None:
+    app = create_app(_config(agent, None))
+    handlers = [handler for handler, _ in app.handlers.values()]
+    assert handlers and all(isinstance(h, RouteHandler) and h.observer is None for h in handlers)
+    with Served(app) as gateway, httpx.Client(timeout=30) as http:
+        _ask(http, gateway)
+        assert http.get(f"{gateway.url}/_inspector/", headers=AUTH).status_code == 404
+
+
+def test_without_bodies_the_inspector_shows_what_was_said_as_its_shape(agent: str) -> None:
+    config = _config(agent, {"key": KEY, "capture": "always"})
+    with Served(create_app(config)) as gateway, httpx.Client(timeout=30) as http:
+        _ask(http, gateway, "my private words", "c1")
+        detail = http.get(f"{gateway.url}/_inspector/api/runs/1", headers=AUTH)
+        text = detail.text
+        assert "private words" not in text and "You said" not in text
+        assert '\\"type\\":\\"TEXT_MESSAGE_CONTENT\\"' in text and "TextDelta" in text
+        assert detail.json()["client_request"]["body"]["messages"][0]["content"] == "[16 characters]"
+        download = http.get(f"{gateway.url}/_inspector/api/runs/1/recording", headers=AUTH)
+        assert download.status_code == 403 and "private" not in download.text
+
+
+def test_a_live_view_sends_an_ended_runs_line_once_until_its_capture_is_freed(monkeypatch: pytest.MonkeyPatch
+                                                                               ) -> None:
+    ring = RunRing(10, 1_000_000)
+    app = InspectorApp(ring, KEY, "/_inspector", lambda run: None)
+    ended = ring.begin(_record("r1"), RunCapture("r1", "r", limit=1000), False)
+    going = ring.begin(_record("r2"), None, False)
+    built: list[int] = []
+
+    def counted(run: InspectedRun) -> dict[str, Any]:
+        built.append(run.number)
+        return summary(run)
+
+    monkeypatch.setattr(inspector_app, "summary", counted)
+    monkeypatch.setattr(inspector_app, "LIVE_TICK", 0.01)
+
+    async def watch() -> None:
+        feed = app._feed(0, 0)
+        assert await anext(feed) == b"retry: 1000\n\n"
+        first = _events(await anext(feed))
+        assert {line["id"]: line["in_flight"] for line in first["runs"]} == {1: True, 2: True}
+        ended.end()
+        assert [(line["id"], line["in_flight"]) for line in _runs_of(await anext(feed))] == [(1, False)]
+        built.clear()
+        for events in range(1, 4):  # the other run changes, tick after tick: the ended one is not built again
+            going.record.events = events
+            assert [line["id"] for line in _runs_of(await anext(feed))] == [2]
+        assert 1 not in built
+        ended.capture = None  # what the ring does past max_bytes: the line says it is no longer captured
+        assert [(line["id"], line["captured"]) for line in _runs_of(await anext(feed))] == [(1, False)]
+        await feed.aclose()
+
+    asyncio.run(watch())
+    assert ring.watchers == 0
+
+
+def test_a_live_view_tells_the_page_which_runs_the_ring_forgot() -> None:
+    ring = RunRing(2, 1_000_000)
+    app = InspectorApp(ring, KEY, "/_inspector", lambda run: None)
+    for request_id in ("r1", "r2"):
+        ring.begin(_record(request_id), None, False)
+
+    async def watch() -> None:
+        feed = app._feed(0, 0)
+        await anext(feed)
+        assert _events(await anext(feed))["kept"] == [1, 2]  # a page holding runs from before drops the others
+        ring.begin(_record("r3"), None, False)  # past max_runs: run 1 is forgotten
+        news = _events(await anext(feed))
+        assert news["gone"] == [1] and [line["id"] for line in news["runs"]] == [3]
+        await feed.aclose()
+
+    asyncio.run(watch())
+
+
+def _record(request_id: str) -> AccessRecord:
+    return AccessRecord(request_id=request_id, route="r", upstream_dialect="ag-ui")
+
+
+def _events(chunk: bytes) -> dict[str, Any]:
+    """A live view's chunk: each event's name and its data."""
+    found = {}
+    for message in chunk.decode().split("\n\n"):
+        if message.startswith("event: "):
+            name, _, data = message.partition("\ndata: ")
+            found[name.removeprefix("event: ")] = orjson.loads(data)
+    return found
+
+
+def _runs_of(chunk: bytes) -> list[dict[str, Any]]:
+    return list(_events(chunk)["runs"])
+
+
+def test_past_the_live_views_it_allows_the_inspector_refuses_another(agent: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(inspector_app, "MAX_WATCHERS", 1)
+    monkeypatch.setattr(inspector_app, "LIVE_SECONDS", 5.0)  # a view let in by mistake ends soon
+    with Served(create_app(_config(agent, {"key": KEY}))) as gateway, httpx.Client(timeout=30) as http, \
+            http.stream("GET", f"{gateway.url}/_inspector/api/live", headers=AUTH) as first:
+        pieces = first.iter_raw()  # kept: a reader let go closes its stream, and the view with it
+        assert next(pieces).startswith(b"retry:")  # watching now
+        refused = http.get(f"{gateway.url}/_inspector/api/live", headers=AUTH)
+        assert refused.status_code == 429 and refused.json()["error"]["code"] == "too_many_watchers"

@@ -1,0 +1,224 @@
+"""The inspector's page in a real browser: Debian's Chromium, driven by Playwright, against a gateway on 127.0.0.1
+in front of the built-in agent. What is checked is what a person sees: the runs appearing live, a run in flight
+filling its timeline, the translation side by side with what was dropped, the keyboard, the filter, the download,
+and a browser without the key seeing nothing.
+
+`INSPECTOR_SCREENSHOT=docs/inspector.png` also saves the run view (the README's picture)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from e2e import post, request_body, user_message
+from servers import Served
+
+from gateway.agent.server import create_agent_app
+from gateway.config import GatewayConfig
+from gateway.conversations.store import MemoryStore
+from gateway.recordings.exchange import read
+from gateway.server.app import create_app
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
+                  "--disable-background-networking", "--disable-component-update"]
+"""As root here, and without reaching for the network that is not there."""
+KEY = "inspector-key-for-the-browser-test"
+
+
+def _browser_missing(why: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{why}: CI installs it (scripts/test)")
+    pytest.skip(f"{why} (scripts/test installs it; CI fails without it)")
+
+
+try:
+    from playwright.sync_api import Browser, Page, expect, sync_playwright
+except ImportError:  # pragma: no cover - what scripts/test installs
+    sync_playwright = None
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if sync_playwright is None:
+        _browser_missing("the playwright package is not installed (pip install -e '.[test]')")
+    if not Path(CHROMIUM).exists():
+        _browser_missing(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()
+
+
+class Gateway:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.http = httpx.Client(timeout=30)
+
+    def ask(self, path: str, dialect: str, text: str, conversation: str) -> httpx.Response:
+        body = request_body(dialect, [user_message(dialect, text)], conversation)
+        return post(self.http, f"{self.url}{path}", body)
+
+    def ask_later(self, path: str, dialect: str, text: str, conversation: str) -> threading.Thread:
+        thread = threading.Thread(target=self.ask, args=(path, dialect, text, conversation), daemon=True)
+        thread.start()
+        return thread
+
+
+@pytest.fixture(scope="module")
+def gateway() -> Iterator[Gateway]:
+    with Served(create_agent_app("ag-kit", pace=0.08, test_hooks=False)) as agkit, \
+            Served(create_agent_app("ag-ui", test_hooks=False)) as agui:
+        config = GatewayConfig.model_validate({
+            "routes": [
+                {"name": "chat", "paths": ["/agui"], "client_dialects": ["ag-ui"], "inspector_bodies": True,
+                 "upstream": {"url": f"{agkit.url}/send-message", "dialect": "ag-kit",
+                              "headers": {"X-Agent-Secret": "upstream-secret-value"}}},
+                {"name": "eval", "paths": ["/agent/respond"], "client_dialects": ["agent-respond"],
+                 "inspector_bodies": True, "upstream": {"url": f"{agui.url}/agui", "dialect": "ag-ui"}},
+            ],
+            "store": {"url": "memory://"}, "inspector": {"key": KEY}})
+        with Served(create_app(config, store=MemoryStore())) as served:
+            gateway = Gateway(served.url)
+            yield gateway
+            gateway.http.close()
+
+
+@pytest.fixture
+def page(browser: Browser, gateway: Gateway) -> Iterator[Page]:
+    context = browser.new_context(accept_downloads=True, viewport={"width": 1440, "height": 1000})
+    page = context.new_page()
+    page.goto(f"{gateway.url}/_inspector/?key={KEY}")
+    expect(page.locator("#live")).to_have_text("live")
+    yield page
+    context.close()
+
+
+def test_a_browser_without_the_key_sees_nothing_but_how_to_get_in(browser: Browser, gateway: Gateway) -> None:
+    context = browser.new_context()
+    page = context.new_page()
+    for path in ("/_inspector/", "/_inspector/api/runs", "/_inspector/assets/inspector.js"):
+        response = page.goto(f"{gateway.url}{path}")
+        assert response is not None and response.status == 401
+        expect(page.locator("body")).to_contain_text("the inspector needs its key")
+    page.goto(f"{gateway.url}/_inspector/?key=not-the-key-at-all")
+    expect(page.locator("body")).to_contain_text("that is not the inspector's key")
+    context.close()
+
+
+def test_the_key_is_taken_out_of_the_address_bar(page: Page) -> None:
+    assert page.url.endswith("/_inspector/")
+    assert KEY not in page.url
+
+
+def test_a_run_shows_up_live_and_its_translation_side_by_side(page: Page, gateway: Gateway) -> None:
+    gateway.ask("/agui", "ag-ui", "What is the weather in Paris?", "browser-1")
+    row = page.locator("#runs tbody tr", has_text="chat").first
+    expect(row).to_contain_text("ag-ui ← ag-kit")
+    expect(row).to_contain_text("200")
+    expect(row).to_contain_text("success")
+    row.click()
+    expect(page.locator("#run-title")).to_contain_text("chat · ag-ui ← ag-kit")
+    expect(page.locator("#mapping")).to_contain_text("Conversation mapping: delta")
+    expect(page.locator("#client-request")).to_contain_text("What is the weather in Paris?")
+    expect(page.locator("#upstream-request")).to_contain_text('"conversationId"')
+    expect(page.locator("#upstream-request")).not_to_contain_text("upstream-secret-value")
+    expect(page.locator("#upstream-request")).not_to_contain_text("x-agent-secret")
+    timeline = page.locator("#timeline")
+    expect(timeline).to_contain_text('"type":"tool-call-start"')  # the upstream's AG-Kit frame
+    expect(timeline).to_contain_text("ToolCallStart")  # the canonical event
+    expect(timeline).to_contain_text('"type":"TOOL_CALL_START"')  # what the AG-UI client got
+    expect(timeline.locator("tbody tr").first.locator("td").last).to_contain_text("ms")
+    if (target := os.environ.get("INSPECTOR_SCREENSHOT")):
+        page.set_viewport_size({"width": 1440, "height": 1700})
+        page.screenshot(path=target, full_page=False)
+
+
+def test_what_the_clients_dialect_dropped_is_marked_with_its_reason(page: Page, gateway: Gateway) -> None:
+    gateway.ask("/agent/respond", "agent-respond", "think about it", "browser-2")
+    row = page.locator("#runs tbody tr", has_text="eval").first
+    expect(row).to_contain_text("agent-respond ← ag-ui")
+    expect(row).to_contain_text("reasoning")
+    row.click()
+    expect(page.locator("#timeline .pill", has_text="dropped: reasoning").first).to_be_visible()
+
+
+def test_the_keyboard_moves_opens_goes_back_and_filters(page: Page, gateway: Gateway) -> None:
+    gateway.ask("/agui", "ag-ui", "hello", "browser-3")
+    gateway.ask("/agent/respond", "agent-respond", "hello", "browser-4")
+    rows = page.locator("#runs tbody tr")
+    expect(rows.first).to_contain_text("eval")
+    page.keyboard.press("j")
+    expect(page.locator("#runs tbody tr[aria-selected=true]")).to_contain_text("chat")
+    page.keyboard.press("Enter")
+    expect(page.locator("#run-view")).to_be_visible()
+    expect(page.locator("#run-title")).to_contain_text("chat")
+    page.keyboard.press("Escape")
+    expect(page.locator("#list-view")).to_be_visible()
+    page.keyboard.press("/")
+    page.keyboard.type("agent-respond")
+    expect(page.locator("#runs tbody tr")).not_to_have_count(0)
+    for text in page.locator("#runs tbody tr").all_inner_texts():
+        assert "agent-respond ← ag-ui" in text
+    expect(page.locator("#count")).to_contain_text(" of ")
+
+
+def test_a_run_in_flight_fills_its_timeline_as_it_goes(page: Page, gateway: Gateway) -> None:
+    thread = gateway.ask_later("/agui", "ag-ui", "What is the weather in Berlin?", "browser-5")
+    running = page.locator("#runs tbody tr.running", has_text="chat").first
+    running.click()
+    expect(page.locator("#facts")).to_contain_text("running")
+    rows = page.locator("#timeline tbody tr")
+    expect(rows).not_to_have_count(0)
+    early = rows.count()
+    thread.join(30)
+    expect(page.locator("#facts")).to_contain_text("success")
+    expect(rows).not_to_have_count(early)
+    assert rows.count() > early
+
+
+def test_a_run_downloads_as_a_recording_that_reads_back(page: Page, gateway: Gateway, tmp_path: Path) -> None:
+    gateway.ask("/agui", "ag-ui", "hello there", "browser-6")
+    page.locator("#runs tbody tr", has_text="chat").first.click()
+    expect(page.locator("#download")).to_have_attribute("aria-disabled", "false")
+    with page.expect_download() as download:
+        page.keyboard.press("d")
+    saved = tmp_path / "run.jsonl"
+    download.value.save_as(saved)
+    (exchange,) = read([saved])
+    assert exchange.client_dialect == "ag-ui" and exchange.upstream_dialect == "ag-kit"
+    assert b"hello there" in exchange.client_body
+    raw: Any = orjson.loads(saved.read_bytes())
+    assert "upstream-secret-value" not in saved.read_text()
+    assert "x-agent-secret" not in raw["upstream"]["headers"]
+
+
+def test_runs_the_inspector_forgot_leave_the_list(browser: Browser) -> None:
+    with Served(create_agent_app("ag-ui", test_hooks=False)) as agent:
+        config = GatewayConfig.model_validate({
+            "routes": [{"name": "short", "paths": ["/agui"], "client_dialects": ["ag-ui"],
+                        "upstream": {"url": f"{agent.url}/agui", "dialect": "ag-ui"}}],
+            "store": {"url": "memory://"}, "inspector": {"key": KEY, "max_runs": 2}})
+        with Served(create_app(config, store=MemoryStore())) as served:
+            gateway = Gateway(served.url)
+            context = browser.new_context()
+            page = context.new_page()
+            page.goto(f"{gateway.url}/_inspector/?key={KEY}")
+            expect(page.locator("#live")).to_have_text("live")
+            rows = page.locator("#runs tbody tr")
+            for shown, conversation in enumerate(("first", "second"), 1):
+                gateway.ask("/agui", "ag-ui", "hello", conversation)
+                expect(rows).to_have_count(shown)
+            gateway.ask("/agui", "ag-ui", "hello", "third")
+            expect(page.locator('#runs tbody tr[data-id="3"]')).to_have_count(1)
+            expect(page.locator('#runs tbody tr[data-id="1"]')).to_have_count(0)  # the ring keeps two
+            expect(rows).to_have_count(2)  # the page shows no run it could no longer open
+            context.close()
+            gateway.http.close()

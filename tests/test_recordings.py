@@ -1,0 +1,202 @@
+"""Recordings on disk: credentials never in them, bounded in the size and number of files, and what the command
+line does with them (judge them offline, translate them, refuse what is not one)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from e2e import post, request_body, user_message
+from helpers import ROOT
+from replaying import converse
+from servers import Served
+
+from gateway.agent.server import create_agent_app
+from gateway.config import GatewayConfig
+from gateway.conversations.store import MemoryStore
+from gateway.recordings import files as files_module
+from gateway.recordings.exchange import read
+from gateway.recordings.files import RecordingFiles
+from gateway.recordings.options import RecordOptions
+from gateway.server.app import create_app
+
+CLIENT_KEY = "client-key-that-must-never-be-recorded"
+UPSTREAM_SECRET = "upstream-secret-that-must-never-be-recorded"
+
+
+@pytest.fixture(scope="module")
+def agent() -> Iterator[str]:
+    with Served(create_agent_app("ag-ui", test_hooks=False)) as served:
+        yield served.url
+
+
+def _gateway(agent: str, record: dict[str, Any], inspector: dict[str, Any] | None = None, **route: Any) -> Served:
+    config = GatewayConfig.model_validate({"routes": [{
+        "name": "rec", "paths": ["/agui"], "client_dialects": ["ag-ui"],
+        "upstream": {"url": f"{agent}/agui", "dialect": "ag-ui"}, "record": record, **route}],
+        "store": {"url": "memory://"}, **({"inspector": inspector} if inspector is not None else {})})
+    return Served(create_app(config, store=MemoryStore()))
+
+
+def _ask(gateway: Served, text: str, conversation: str, headers: dict[str, str] | None = None) -> httpx.Response:
+    with httpx.Client(timeout=30) as http:
+        return post(http, f"{gateway.url}/agui", request_body("ag-ui", [user_message("ag-ui", text)], conversation),
+                    headers)
+
+
+def test_credentials_and_the_routes_upstream_headers_never_reach_a_recording(agent: str, tmp_path: Path) -> None:
+    route = {"auth": {"keys": [CLIENT_KEY]}, "forward_headers": ["x-session-token", "x-user-id"],
+             "upstream": {"url": f"{agent}/agui?signature=query-secret", "dialect": "ag-ui",
+                          "headers": {"X-Agent-Auth": UPSTREAM_SECRET, "X-Plain": "also-configured"}}}
+    with _gateway(agent, {"dir": str(tmp_path)}, **route) as gateway:
+        response = _ask(gateway, "hello", "secret-1", {"authorization": f"Bearer {CLIENT_KEY}",
+                                                       "cookie": "session=cookie-secret",
+                                                       "x-session-token": "token-secret", "x-user-id": "u-7"})
+        assert response.status_code == 200
+    text = b"".join(path.read_bytes() for path in tmp_path.glob("*.jsonl")).decode()
+    for secret in (CLIENT_KEY, UPSTREAM_SECRET, "also-configured", "cookie-secret", "token-secret", "query-secret"):
+        assert secret not in text
+    (exchange,) = read(sorted(tmp_path.glob("*.jsonl")))
+    upstream = exchange.raw["upstream"]
+    assert "x-agent-auth" not in upstream["headers"] and "x-plain" not in upstream["headers"]
+    assert upstream["headers"]["x-session-token"] == "[redacted]"
+    assert upstream["headers"]["x-user-id"] == "u-7"
+    assert upstream["url"] == f"{agent}/agui"
+    assert "authorization" not in exchange.raw["client"]["headers"]
+    assert b"hello" in exchange.client_body  # bodies are kept: replaying needs them
+
+
+def _sizes(folder: Path) -> dict[str, int]:
+    return {path.name: path.stat().st_size for path in folder.glob("*.jsonl")}
+
+
+def test_past_max_files_the_oldest_conversations_file_goes(agent: str, tmp_path: Path) -> None:
+    with _gateway(agent, {"dir": str(tmp_path), "max_files": 2}) as gateway:
+        for conversation in ("first", "second", "third"):
+            _ask(gateway, f"hello from {conversation}", conversation)
+    kept = read(sorted(tmp_path.glob("*.jsonl")))
+    assert sorted(e.raw["conversation"] for e in kept) == ["second", "third"]
+
+
+def test_a_conversations_file_stops_growing_at_max_file_bytes(agent: str, tmp_path: Path) -> None:
+    with _gateway(agent, {"dir": str(tmp_path / "measure")}) as gateway:
+        _ask(gateway, "hello", "measure")
+    one = sum(_sizes(tmp_path / "measure").values())
+    limit = int(one * 1.5)
+    with _gateway(agent, {"dir": str(tmp_path / "bounded"), "max_file_bytes": limit}) as gateway, \
+            httpx.Client(timeout=30) as http:
+        converse(http, f"{gateway.url}/agui", "ag-ui", "long", ("hello", "again", "and again"))
+    sizes = _sizes(tmp_path / "bounded")
+    assert len(sizes) == 1 and 0 < next(iter(sizes.values())) <= limit
+    assert len(read(sorted((tmp_path / "bounded").glob("*.jsonl")))) == 1
+
+
+def test_a_log_rotates_at_max_file_bytes_and_keeps_max_files(agent: str, tmp_path: Path) -> None:
+    with _gateway(agent, {"dir": str(tmp_path / "measure"), "per": "log"}) as gateway:
+        _ask(gateway, "hello 0", "log-0")
+    one = sum(_sizes(tmp_path / "measure").values())
+    limit = int(one * 1.5)
+    with _gateway(agent, {"dir": str(tmp_path / "log"), "per": "log", "max_file_bytes": limit,
+                          "max_files": 2}) as gateway:
+        for index in range(5):
+            _ask(gateway, f"hello {index}", f"log-{index}")
+    sizes = _sizes(tmp_path / "log")
+    assert len(sizes) == 2 and "rec.jsonl" in sizes
+    assert all(size <= limit for size in sizes.values())
+    kept = read(sorted((tmp_path / "log").glob("*.jsonl")))
+    assert {e.raw["conversation"] for e in kept} <= {"log-3", "log-4"}
+
+
+def test_the_inspectors_bytes_never_cut_a_recorded_run(agent: str, tmp_path: Path) -> None:
+    inspector = {"key": "the-inspectors-own-key-0123", "max_bytes": 4000, "capture": "always"}
+    with _gateway(agent, {"dir": str(tmp_path)}, inspector, inspector_bodies=True) as gateway:
+        response = _ask(gateway, "hello " + "x" * 20_000, "big")  # its capture alone is past the inspector's bytes
+        assert response.status_code == 200
+        runs = httpx.get(f"{gateway.url}/_inspector/api/runs", headers={"x-inspector-key": inspector["key"]})
+        assert not runs.json()["runs"][0]["truncated"]
+    (exchange,) = read(sorted(tmp_path.glob("*.jsonl")))
+    assert not exchange.raw["truncated"]
+    assert exchange.client_response.body == response.content
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gateway", *args], capture_output=True, text=True, timeout=60,
+                          cwd=ROOT, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("cli")
+    with Served(create_agent_app("ag-kit", test_hooks=False)) as agkit:
+        config = GatewayConfig.model_validate({"routes": [{
+            "name": "cli", "paths": ["/agui"], "client_dialects": ["ag-ui"],
+            "upstream": {"url": f"{agkit.url}/send-message", "dialect": "ag-kit"}, "record": {"dir": str(folder)}}],
+            "store": {"url": "memory://"}})
+        with Served(create_app(config, store=MemoryStore())) as gateway:
+            _ask(gateway, "What is the weather in Paris?", "cli")
+    (path,) = folder.glob("*.jsonl")
+    return path
+
+
+def test_check_recording_judges_both_replies_by_their_own_dialects(recording: Path, tmp_path: Path) -> None:
+    result = _cli("check", "--recording", str(recording))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "PASS" in result.stdout and "upstream (ag-kit)" in result.stdout and "client (ag-ui)" in result.stdout
+    broken: Any = orjson.loads(recording.read_bytes())
+    broken["client_response"]["frames"] = broken["client_response"]["frames"][1:]  # no RUN_STARTED
+    tampered = tmp_path / "broken.jsonl"
+    tampered.write_bytes(orjson.dumps(broken) + b"\n")
+    result = _cli("check", "--recording", str(tampered), "--json")
+    assert result.returncode == 1
+    report = orjson.loads(result.stdout)
+    assert report["fail"] == 1 and report["results"][1]["outcome"] == "fail"
+
+
+def test_translate_reads_a_recording_in_its_recorded_dialect(recording: Path) -> None:
+    result = _cli("translate", str(recording), "--to", "vercel")
+    assert result.returncode == 0, result.stderr
+    assert '"type":"tool-input-available"' in result.stdout and "data: [DONE]" in result.stdout
+    wrong = _cli("translate", str(recording), "--from", "vercel", "--to", "ag-ui")
+    assert wrong.returncode == 2 and "the recording's upstream spoke ag-kit" in wrong.stderr
+
+
+def test_what_is_not_a_recording_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    stream = tmp_path / "stream.sse"
+    stream.write_text('data: {"type":"text","content":"hi"}\n\n')
+    result = _cli("replay", str(stream))
+    assert result.returncode == 2
+    assert f"{stream}:1: not JSON: not a recording" in result.stderr
+    assert "Traceback" not in result.stderr
+    result = _cli("check", "--recording", str(tmp_path / "missing.jsonl"))
+    assert result.returncode == 2 and "cannot read it" in result.stderr
+
+
+def test_exchanges_waiting_for_the_disk_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(files_module, "MAX_QUEUED_BYTES", 100)
+    disk = threading.Event()
+    write = RecordingFiles._write
+
+    def slow(self: RecordingFiles, line: bytes, name: str) -> None:
+        disk.wait(10)
+        write(self, line, name)
+
+    monkeypatch.setattr(RecordingFiles, "_write", slow)
+    files = RecordingFiles(RecordOptions(dir=str(tmp_path)), "slow")
+    try:
+        assert files.add(b"x" * 60 + b"\n", "one")
+        assert not files.add(b"y" * 60 + b"\n", "two")  # no run waits for the disk: this one is not recorded
+        assert "written slower than they come" in caplog.text
+        disk.set()
+        files.flush()
+    finally:
+        disk.set()
+        files.close()
+    assert [path.read_bytes() for path in tmp_path.glob("*.jsonl")] == [b"x" * 60 + b"\n"]
