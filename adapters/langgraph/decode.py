@@ -4,12 +4,15 @@ The stream is SSE with named frames, one per stream mode the run was asked for (
 
 | frame | read as |
 |---|---|
-| `metadata` `{run_id}` | the run's start; the run id names it for a cancel or a join |
+| `metadata` `{run_id}` | the run's start; the run id names it for a cancel or a join; its `metadata` the run's |
 | `messages` `[message, metadata]` | an AI message chunk: text, reasoning, `tool_call_chunks`; a whole AI message |
 | | not streamed (a node's own): its text and `tool_calls`; a tool message: the tool's result |
+| | a message's `name` and `response_metadata.agent_gateway` `{metadata, subagent_run_id}`: its opening's |
+| | `usage_metadata` with its details: usage; reasoning blocks' encrypted content: encrypted reasoning |
 | `updates` / `values` `{"__interrupt__": [...]}` | interrupts, each with its id and value |
 | `values` | the state as it stands, without its messages (the thread keeps those) |
-| `custom` | the graph's own data (`get_stream_writer()`), as `Data("custom")` |
+| `custom` | the graph's own data (`get_stream_writer()`), as `Data("custom")`; `{name, data, id?}` as the gateway |
+| | writes named data, activities (`activity`) and subagents (`subagent`) for LangGraph clients, read back as such |
 | `error` `{error, message}` | the run's error |
 | `end`, or the body's end | the run's end: a LangGraph stream ends when its run does |
 
@@ -26,7 +29,9 @@ import orjson
 from gateway.core.codec import UpstreamRequest
 from gateway.core.decoding import Events, RepairedDecoder
 from gateway.core.events import (
+    ActivitySnapshot,
     Data,
+    EncryptedValue,
     Event,
     Raw,
     ReasoningDelta,
@@ -36,6 +41,9 @@ from gateway.core.events import (
     RunFinished,
     RunStarted,
     StateSnapshot,
+    SubagentError,
+    SubagentFinished,
+    SubagentStarted,
     TextDelta,
     TextEnd,
     TextStart,
@@ -49,7 +57,7 @@ from gateway.core.ids import new_id
 from gateway.core.sse import DEFAULT_MAX_FRAME, FrameTooLarge, SSEEvent, SSEEventDecoder
 
 from .interrupts import interrupt_of
-from .messages import reasoning_of, text_of, tool_content
+from .messages import encrypted_of, reasoning_of, text_of, tool_content
 
 CANCELLED = frozenset({"CancelledError", "UserInterrupt"})
 """The errors that say the run was cancelled, not that it failed."""
@@ -59,7 +67,7 @@ HIDDEN_STATE = frozenset({"messages", "__interrupt__"})
 
 class LangGraphDecoder(RepairedDecoder):
     __slots__ = ("_calls", "_current", "_interrupts", "_joins", "_max_event_bytes", "_open_calls", "_reasoning",
-                 "_results", "_run_id", "_seen", "_sse", "_started_calls", "_state", "_text", "_thread_id")
+                 "_results", "_run_id", "_seen", "_sse", "_started_calls", "_state", "_tagged", "_text", "_thread_id")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__()
@@ -79,6 +87,8 @@ class LangGraphDecoder(RepairedDecoder):
         self._seen: set[str] = set()
         """AI messages whose content has been read, so that the whole message after its chunks adds nothing."""
         self._results: set[str] = set()
+        self._tagged: dict[str, Tags] = {}
+        """What a message said of itself in a chunk before its content (the gateway's LangGraph encoder does)."""
         self._interrupts: set[str] = set()
         self._state: Any = None
 
@@ -179,13 +189,19 @@ class LangGraphDecoder(RepairedDecoder):
             self._end_message(out)
             self._current = message_id
         self._seen.add(message_id)
+        tags = _tags_of(message)
+        if tags is not None:
+            self._tagged[message_id] = tags
         extra = message.get("additional_kwargs")
         reasoning = reasoning_of(content) or (extra.get("reasoning_content", "") if isinstance(extra, dict) else "")
         if isinstance(reasoning, str) and reasoning:
             if not self._reasoning:
                 self._reasoning = True
-                out.append(ReasoningStart(f"{message_id}-reasoning"))
+                _, subagent, metadata = self._tagged.get(message_id, _UNTAGGED)
+                out.append(ReasoningStart(f"{message_id}-reasoning", subagent, metadata))
             out.append(ReasoningDelta(f"{message_id}-reasoning", reasoning))
+        for value in encrypted_of(content):
+            out.append(EncryptedValue("message", f"{message_id}-reasoning", value))
         text = text_of(content)
         if text:
             if self._reasoning:
@@ -193,7 +209,8 @@ class LangGraphDecoder(RepairedDecoder):
                 out.append(ReasoningEnd(f"{message_id}-reasoning"))
             if not self._text:
                 self._text = True
-                out.append(TextStart(message_id))
+                name, subagent, metadata = self._tagged.pop(message_id, _UNTAGGED)
+                out.append(TextStart(message_id, subagent_run_id=subagent, name=name, metadata=metadata))
             out.append(TextDelta(message_id, text))
         if chunk:
             self._call_chunks(message_id, message.get("tool_call_chunks"), out)
@@ -201,10 +218,7 @@ class LangGraphDecoder(RepairedDecoder):
             self._whole_calls(message_id, message.get("tool_calls"), out)
         usage = message.get("usage_metadata")
         if isinstance(usage, dict):
-            metadata = message.get("response_metadata")
-            model = metadata.get("model_name") if isinstance(metadata, dict) else None
-            out.append(Usage(_int(usage.get("input_tokens")), _int(usage.get("output_tokens")),
-                             _int(usage.get("total_tokens")), model if isinstance(model, str) else None))
+            out.append(_usage(usage, message.get("response_metadata")))
         if not chunk or message.get("chunk_position") == "last":
             self._end_message(out)
 
@@ -245,9 +259,10 @@ class LangGraphDecoder(RepairedDecoder):
             return
         self._results.add(call_id)
         message_id = message.get("id")
+        _, subagent, metadata = _tags_of(message) or _UNTAGGED
         out.append(ToolResult(call_id, tool_content(message.get("content")),
                               message_id if isinstance(message_id, str) else None,
-                              message.get("status") == "error"))
+                              message.get("status") == "error", subagent, metadata=metadata))
 
     def _end_message(self, out: Events) -> None:
         current = self._current
@@ -268,7 +283,9 @@ class LangGraphDecoder(RepairedDecoder):
     def _metadata(self, value: Any, out: Events) -> None:
         if isinstance(value, dict) and isinstance(value.get("run_id"), str):
             self._run_id = value["run_id"]
-            out.append(RunStarted(self._thread_id, value["run_id"]))
+            metadata = value.get("metadata")
+            out.append(RunStarted(self._thread_id, value["run_id"],
+                                  metadata=metadata if isinstance(metadata, dict) and metadata else None))
 
     def _updates(self, value: Any, out: Events) -> None:
         if isinstance(value, dict) and "__interrupt__" in value:
@@ -294,11 +311,16 @@ class LangGraphDecoder(RepairedDecoder):
                     out.append(interrupt)
 
     def _custom(self, value: Any, out: Events) -> None:
-        """The graph's own data; `{name, data}` is named data as the gateway writes it for LangGraph clients."""
-        if isinstance(value, dict) and value.keys() == {"name", "data"} and isinstance(value["name"], str):
-            out.append(Data(value["name"], value["data"]))
-        else:
+        """The graph's own data; `{name, data, id?, transient?}` is named data as the gateway writes it for LangGraph
+        clients, and its activities and subagents among them."""
+        if not (isinstance(value, dict) and {"name", "data"} <= value.keys() <= _NAMED_DATA
+                and isinstance(value["name"], str)):
             out.append(Data("custom", value))
+            return
+        name, data, given = value["name"], value["data"], value.get("id")
+        data_id = given if isinstance(given, str) else None
+        family = _family(name, data_id, data) if data_id is not None else None
+        out.append(family or Data(name, data, data_id, value.get("transient") is True))
 
     def _error(self, value: Any, out: Events) -> None:
         self._end_message(out)
@@ -318,6 +340,61 @@ class LangGraphDecoder(RepairedDecoder):
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+Tags = tuple[str | None, str | None, Any]
+"""What a message says of itself: its author's name, the subagent that wrote it, its metadata."""
+_UNTAGGED: Tags = (None, None, None)
+_NAMED_DATA = frozenset({"name", "data", "id", "transient"})
+
+
+def _tags_of(message: dict[str, Any]) -> Tags | None:
+    name = message.get("name")
+    said = message.get("response_metadata")
+    ours = said.get("agent_gateway") if isinstance(said, dict) else None
+    ours = ours if isinstance(ours, dict) else {}
+    subagent, metadata = ours.get("subagent_run_id"), ours.get("metadata")
+    tags = (name if isinstance(name, str) and name else None, subagent if isinstance(subagent, str) else None,
+            metadata if isinstance(metadata, dict) else None)
+    return tags if tags != _UNTAGGED else None
+
+
+def _usage(usage: dict[str, Any], said: Any) -> Usage:
+    """LangChain's `usage_metadata`, its details (`input_token_details`, `output_token_details`) included."""
+    said = said if isinstance(said, dict) else {}
+    inputs, outputs = usage.get("input_token_details"), usage.get("output_token_details")
+    inputs, outputs = (inputs if isinstance(inputs, dict) else {}), (outputs if isinstance(outputs, dict) else {})
+    model, provider = said.get("model_name"), said.get("model_provider")
+    return Usage(_int(usage.get("input_tokens")), _int(usage.get("output_tokens")), _int(usage.get("total_tokens")),
+                 model if isinstance(model, str) else None, provider if isinstance(provider, str) else None,
+                 reasoning_tokens=_int(outputs.get("reasoning")), cached_input_tokens=_int(inputs.get("cache_read")),
+                 cache_write_input_tokens=_int(inputs.get("cache_creation")))
+
+
+def _family(name: str, data_id: str, data: Any) -> Event | None:
+    """An activity or a subagent as the gateway writes them for LangGraph clients (`gateway.core.activity`): the
+    whole activity after each change, the subagent's status as it runs, finishes or fails."""
+    if not isinstance(data, dict):
+        return None
+    if name == "activity" and isinstance(data.get("activityType"), str) and isinstance(data.get("content"), dict):
+        return ActivitySnapshot(data_id, data["activityType"], data["content"],
+                                subagent_run_id=_text(data.get("subagentRunId")))
+    status = data.get("status")
+    if name != "subagent" or data.get("subagentRunId") != data_id or not isinstance(status, str):
+        return None
+    if status == "running":
+        return SubagentStarted(data_id, _text(data.get("name")) or "", _text(data.get("description")),
+                               _text(data.get("parentSubagentRunId")), _text(data.get("parentToolCallId")),
+                               _text(data.get("parentMessageId")))
+    if status == "error":
+        return SubagentError(data_id, _text(data.get("message")) or "the subagent failed", _text(data.get("code")))
+    ids = data.get("interruptIds")
+    return SubagentFinished(data_id, data.get("result"), "suspended" if status == "suspended" else "success",
+                            [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else None)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 _HANDLERS = {

@@ -2,14 +2,27 @@
 
 | canonical | frame |
 |---|---|
-| run started | `metadata {run_id, attempt}` (the request's run id: the one a join or a cancel names) |
+| run started | `metadata {run_id, attempt}` (the request's run id: the one a join or a cancel names), its `metadata` |
 | text, reasoning, tool calls | `messages` `[AIMessageChunk, metadata]` (`messages-tuple`); a last chunk ends each |
-| tool result | `messages` `[ToolMessage, metadata]`, `status: "error"` for a failed tool |
-| interrupt | `updates {"__interrupt__": [...]}` and the last `values` with it |
+| a message's author, | the AI message's `name`; `response_metadata.agent_gateway {metadata, subagent_run_id}`, |
+| metadata, subagent | in a chunk before its content and on the whole message |
+| encrypted reasoning | a reasoning block's `extras.encrypted_content`, in a chunk of its reasoning message |
+| tool result | `messages` `[ToolMessage, metadata]`, `status: "error"` for a failed or denied tool; content |
+| | parts as LangChain's blocks |
+| usage | `usage_metadata` (`input_token_details.cache_read`/`cache_creation`, |
+| | `output_token_details.reasoning`) on the run's last AI message: in a last chunk of it, and added up in |
+| | `values`; the model in its `response_metadata.model_name` |
+| interrupt | `updates {"__interrupt__": [...]}` and the last `values` with it; its `expires_at` in its value |
+| interrupt answered in the run | left out of the last `values` (LangGraph has no word for it: `interrupt_resolved`) |
 | state | `values`: the state with this run's messages (the thread's history is the server's: see `GET .../state`) |
-| named data | `custom` (its value as is for `custom`, else `{name, data}`) |
+| named data | `custom` (its value as is for `custom`, else `{name, data}` and its `id`, `transient`) |
+| activity, subagent | `custom {name: "activity" / "subagent", id, data}`, whole after each change |
+| | (`gateway.core.activity`) |
 | error | `error {error, message}` |
 | the end | the stream's end, after the last `values` |
+
+What has no place is counted in `dropped`: a tool call's subagent and encrypted reasoning, metadata on any event but
+a run's start, a message's opening and a tool result, usage that comes before the run's first AI message.
 
 Modes the client did not ask for are not written; `messages` (whole messages, not tuples) is written as
 `messages-tuple` is, under the names the SDKs read (`messages/partial` is left out: its chunks are whole messages).
@@ -21,7 +34,8 @@ from typing import Any
 
 import orjson
 
-from gateway.core.codec import as_text
+from gateway.core.activity import Shown
+from gateway.core.codec import drop_none
 from gateway.core.encoding import HOLE, DeltaFrames, SSEEncoder
 from gateway.core.events import (
     ActivityDelta,
@@ -58,9 +72,10 @@ from gateway.core.events import (
 from gateway.core.ids import new_id
 from gateway.core.state import StateTracker
 from gateway.core.turn import Turn
+from gateway.core.usage import UsageTotals
 
 from .interrupts import interrupt_item
-from .messages import to_langchain
+from .messages import result_content, to_langchain
 from .request import UPSTREAM_MODES
 
 NODE = "agent"
@@ -110,21 +125,38 @@ def _ai_message(self: LangGraphEncoder, message_id: str) -> dict[str, Any]:
     if current is None or current["id"] != message_id:
         current = self._current = {"type": "ai", "content": "", "id": message_id, "tool_calls": []}
         self._messages.append(current)
+    self._last_ai = current
     return current
+
+
+def _tags(name: str | None, subagent_run_id: str | None, metadata: Any) -> dict[str, Any]:
+    """What a message says of itself beyond its content: its author's `name`, and the gateway's part of its
+    `response_metadata` (the event's metadata, the subagent that wrote it); empty for most messages."""
+    ours = drop_none({"metadata": metadata, "subagent_run_id": subagent_run_id})
+    return drop_none({"name": name, "response_metadata": {"agent_gateway": ours} if ours else None})
 
 
 def _run_started(self: LangGraphEncoder, e: RunStarted) -> bytes:
     run_id = self._run_id or e.run_id or new_id("run")
-    return _emit(self, "metadata", {"run_id": run_id, "attempt": 1}) + _values(self)
+    head: dict[str, Any] = {"run_id": run_id, "attempt": 1}
+    if e.metadata is not None:
+        head["metadata"] = e.metadata
+    return _emit(self, "metadata", head) + _values(self)
 
 
 def _text_start(self: LangGraphEncoder, e: TextStart) -> bytes:
     self._texts[e.message_id] = []
-    _ai_message(self, e.message_id)
-    return b""
+    message = _ai_message(self, e.message_id)
+    tags = _tags(e.name, e.subagent_run_id, e.metadata)
+    if not tags:
+        return b""
+    message.update(tags)  # said first, so that a reader knows the message by them before its text
+    return _tuple(self, _chunk(e.message_id, "", **tags))
 
 
 def _text_delta(self: LangGraphEncoder, e: TextDelta) -> bytes:
+    if e.metadata is not None:  # inline, not by the base's wrapper: most of a stream is text deltas
+        self.dropped["metadata"] += 1
     if not e.delta:
         return b""
     self._texts.setdefault(e.message_id, []).append(e.delta)
@@ -142,11 +174,27 @@ def _text_end(self: LangGraphEncoder, e: TextEnd) -> bytes:
 
 
 def _reasoning_start(self: LangGraphEncoder, e: ReasoningStart) -> bytes:
+    tags = _tags(None, e.subagent_run_id, e.metadata)
+    if tags:
+        self._reasoning_tags[e.message_id] = tags
     return b""
 
 
 def _reasoning_delta(self: LangGraphEncoder, e: ReasoningDelta) -> bytes:
-    return _tuple(self, _chunk(e.message_id, [{"type": "reasoning", "reasoning": e.delta}]))
+    if e.metadata is not None:
+        self.dropped["metadata"] += 1
+    tags = self._reasoning_tags.get(e.message_id, {}) if self._reasoning_tags else {}
+    return _tuple(self, _chunk(e.message_id, [{"type": "reasoning", "reasoning": e.delta}], **tags))
+
+
+def _encrypted(self: LangGraphEncoder, e: EncryptedValue) -> bytes:
+    """Reasoning kept encrypted, where LangChain's reasoning blocks keep a provider's extras; a tool call's has no
+    place."""
+    if e.subtype != "message":
+        self.dropped["encrypted_value"] += 1
+        return b""
+    block = {"type": "reasoning", "reasoning": "", "extras": {"encrypted_content": e.value}}
+    return _tuple(self, _chunk(e.entity_id, [block]))
 
 
 def _reasoning_end(self: LangGraphEncoder, e: ReasoningEnd) -> bytes:
@@ -154,6 +202,8 @@ def _reasoning_end(self: LangGraphEncoder, e: ReasoningEnd) -> bytes:
 
 
 def _tool_start(self: LangGraphEncoder, e: ToolCallStart) -> bytes:
+    if e.subagent_run_id is not None:  # the call is the agent's message's: who made it is not said
+        self.dropped["subagent"] += 1
     parent = e.parent_message_id or (self._current["id"] if self._current is not None else f"msg-{e.tool_call_id}")
     message = _ai_message(self, parent)
     index = len(message["tool_calls"])
@@ -164,6 +214,8 @@ def _tool_start(self: LangGraphEncoder, e: ToolCallStart) -> bytes:
 
 
 def _tool_args(self: LangGraphEncoder, e: ToolCallArgs) -> bytes:
+    if e.metadata is not None:
+        self.dropped["metadata"] += 1
     call = self._calls.get(e.tool_call_id)
     if call is None or not e.delta:
         return b""
@@ -188,9 +240,12 @@ def _tool_end(self: LangGraphEncoder, e: ToolCallEnd) -> bytes:
 def _tool_result(self: LangGraphEncoder, e: ToolResult) -> bytes:
     call = self._calls.get(e.tool_call_id)
     message: dict[str, Any] = {
-        "content": as_text(e.content), "additional_kwargs": {}, "response_metadata": {}, "type": "tool",
+        "content": result_content(e.content), "additional_kwargs": {}, "response_metadata": {}, "type": "tool",
         "name": call["name"] if call is not None else None, "id": e.message_id or new_id("msg"),
-        "tool_call_id": e.tool_call_id, "artifact": None, "status": "error" if e.is_error else "success"}
+        "tool_call_id": e.tool_call_id, "artifact": None, "status": "error" if e.is_error or e.denied else "success"}
+    tags = _tags(None, e.subagent_run_id, e.metadata)
+    if tags:
+        message.update(tags)
     self._messages.append(message)
     self._current = None  # what the agent says next is a message of its own
     return _tuple(self, message) + _update(self, "tools", {"messages": [message]})
@@ -198,8 +253,53 @@ def _tool_result(self: LangGraphEncoder, e: ToolResult) -> bytes:
 
 def _interrupt(self: LangGraphEncoder, e: Interrupt) -> bytes:
     item = interrupt_item(e)
+    if e.expires_at is not None and not (isinstance(item["value"], dict) and "expires_at" in item["value"]):
+        self.dropped["interrupt_expiry"] += 1  # a graph's own value that is not an object has no room for it
     self._interrupts.append(item)
     return _emit(self, "updates", {"__interrupt__": [item]}) if "updates" in self._modes else b""
+
+
+def _resolved(self: LangGraphEncoder, e: InterruptResolved) -> bytes:
+    """An interrupt the run answered itself: it no longer waits in the thread's `values`; its `updates` went out."""
+    self._interrupts = [item for item in self._interrupts if item.get("id") != e.interrupt_id]
+    self.dropped["interrupt_resolved"] += 1
+    return b""
+
+
+def _usage(self: LangGraphEncoder, e: Usage) -> bytes:
+    """Usage on the run's last AI message, as a model's last chunk carries it (chunks' counts add up, as
+    LangChain adds them) and, added up, on the whole message `values` carry."""
+    message = self._last_ai
+    if message is None:
+        self.dropped["usage"] += 1  # no AI message yet to hold it
+        return b""
+    totals = self._usage_totals
+    if totals is None:
+        totals = self._usage_totals = UsageTotals()
+    totals.add(e)
+    message["usage_metadata"] = usage_metadata(totals.counts)
+    this = UsageTotals()
+    this.add(e)
+    fields: dict[str, Any] = {"usage_metadata": usage_metadata(this.counts), "chunk_position": "last"}
+    model = drop_none({"model_name": totals.model, "model_provider": totals.provider})
+    if model:
+        message["response_metadata"] = {**message.get("response_metadata", {}), **model}
+        fields["response_metadata"] = model
+    return _tuple(self, _chunk(message["id"], "", **fields))
+
+
+def usage_metadata(counts: dict[str, int]) -> dict[str, Any]:
+    """Counts as LangChain's `UsageMetadata` holds them: the three totals, then details within them."""
+    inputs, outputs = counts.get("input_tokens", 0), counts.get("output_tokens", 0)
+    usage: dict[str, Any] = {"input_tokens": inputs, "output_tokens": outputs,
+                             "total_tokens": counts.get("total_tokens", inputs + outputs)}
+    cached = drop_none({"cache_read": counts.get("cached_input_tokens"),
+                        "cache_creation": counts.get("cache_write_input_tokens")})
+    if cached:
+        usage["input_token_details"] = cached
+    if "reasoning_tokens" in counts:
+        usage["output_token_details"] = {"reasoning": counts["reasoning_tokens"]}
+    return usage
 
 
 def _state_snapshot(self: LangGraphEncoder, e: StateSnapshot) -> bytes:
@@ -220,9 +320,39 @@ def _state_delta(self: LangGraphEncoder, e: StateDelta) -> bytes:
 
 
 def _data(self: LangGraphEncoder, e: Data) -> bytes:
+    if e.custom:
+        self.dropped["custom_as_data"] += 1  # an AI SDK 7 `custom` part is named data like any other
     if "custom" not in self._modes:
         return b""
-    return _emit(self, "custom", e.data if e.name == "custom" else {"name": e.name, "data": e.data})
+    if e.name == "custom":
+        if e.id is not None or e.transient:
+            self.dropped["data_id"] += 1  # a graph's own value, written as it is
+        return _emit(self, "custom", e.data)
+    value: dict[str, Any] = {"name": e.name, "data": e.data}
+    if e.id is not None:
+        value["id"] = e.id
+    if e.transient:
+        value["transient"] = True
+    return _emit(self, "custom", value)
+
+
+def _shown(self: LangGraphEncoder) -> Shown:
+    shown = self._families
+    if shown is None:  # most runs have neither activities nor subagents
+        shown = self._families = Shown()
+    return shown
+
+
+def _activity(self: LangGraphEncoder, e: ActivitySnapshot | ActivityDelta) -> bytes:
+    data = _shown(self).activity(e)
+    if data is None:
+        self.dropped["activity"] += 1  # a patch of an activity never shown whole
+        return b""
+    return _data(self, data)
+
+
+def _subagent(self: LangGraphEncoder, e: SubagentStarted | SubagentFinished | SubagentError) -> bytes:
+    return _data(self, _shown(self).subagent(e))
 
 
 def _run_finished(self: LangGraphEncoder, e: RunFinished) -> bytes:
@@ -251,8 +381,8 @@ def _dropped_as(kind: str) -> Any:
 
 
 class LangGraphEncoder(SSEEncoder):
-    __slots__ = ("_calls", "_current", "_interrupts", "_messages", "_modes", "_next", "_run_id", "_state",
-                 "_texts", "_thread_id")
+    __slots__ = ("_calls", "_current", "_families", "_interrupts", "_last_ai", "_messages", "_modes", "_next",
+                 "_reasoning_tags", "_run_id", "_state", "_texts", "_thread_id", "_usage_totals")
 
     HEADERS = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store"}
     handlers = {
@@ -262,12 +392,14 @@ class LangGraphEncoder(SSEEncoder):
         ToolCallStart: _tool_start, ToolCallArgs: _tool_args, ToolCallEnd: _tool_end, ToolResult: _tool_result,
         Interrupt: _interrupt, StateSnapshot: _state_snapshot, StateDelta: _state_delta, Data: _data, Raw: _raw,
         MessagesSnapshot: _dropped_as("messages_snapshot"), StepStarted: _dropped_as("step"),
-        StepFinished: _dropped_as("step"), Usage: _dropped_as("usage"),
-        ActivitySnapshot: _dropped_as("activity"), ActivityDelta: _dropped_as("activity"),
-        SubagentStarted: _dropped_as("subagent"), SubagentFinished: _dropped_as("subagent"),
-        SubagentError: _dropped_as("subagent"), EncryptedValue: _dropped_as("encrypted_value"),
-        InterruptResolved: _dropped_as("interrupt_resolved"),
+        StepFinished: _dropped_as("step"), Usage: _usage, EncryptedValue: _encrypted, InterruptResolved: _resolved,
+        ActivitySnapshot: _activity, ActivityDelta: _activity,
+        SubagentStarted: _subagent, SubagentFinished: _subagent, SubagentError: _subagent,
     }
+    METADATA = frozenset({RunStarted, TextStart, TextDelta, ReasoningStart, ReasoningDelta, ToolCallArgs,
+                          ToolResult})
+    """Where an event's metadata goes (a run's start, a message's opening, a tool result), or counted inline on the
+    deltas; any other event's is counted by the base."""
     KEEP_ALIVE = b": heartbeat\n\n"
 
     def __init__(self, request: Turn | None = None) -> None:
@@ -292,5 +424,10 @@ class LangGraphEncoder(SSEEncoder):
         self._current: dict[str, Any] | None = None
         """The AI message the calls of the stream belong to."""
         self._interrupts: list[dict[str, Any]] = []
+        self._last_ai: dict[str, Any] | None = None
+        """The run's last AI message: where usage goes."""
+        self._usage_totals: UsageTotals | None = None
+        self._reasoning_tags: dict[str, dict[str, Any]] = {}
+        self._families: Shown | None = None
         self._next = 0
         """The id of the next frame."""

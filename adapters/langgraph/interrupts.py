@@ -1,7 +1,8 @@
 """Interrupts as LangGraph writes them: `{"id", "value", "response_schema"?}` under `__interrupt__`.
 
 A graph's `interrupt(value)` puts any JSON value there. The gateway writes a canonical interrupt as a value holding
-its `reason`, `message`, `tool_call_id` and `payload`, and reads that shape back; LangChain's human-in-the-loop
+its `reason`, `message`, `tool_call_id`, `payload` and `expires_at`, and reads that shape back (and `expires_at` in
+a graph's own object); LangChain's human-in-the-loop
 middleware (`action_requests`) reads as an approval; any other value is the interrupt's payload, its text (a
 string, or a `question` / `message` / `description`) its message.
 """
@@ -17,7 +18,7 @@ from gateway.core.ids import new_id
 GENERIC_REASON = "interrupt"
 """The reason of an interrupt whose value gives none: LangGraph's interrupts have no reason of their own."""
 
-_OWN_KEYS = frozenset({"reason", "message", "tool_call_id", "payload"})
+_OWN_KEYS = frozenset({"reason", "message", "tool_call_id", "payload", "expires_at"})
 
 
 def interrupt_of(item: dict[str, Any]) -> Interrupt:
@@ -25,16 +26,17 @@ def interrupt_of(item: dict[str, Any]) -> Interrupt:
     interrupt_id = raw_id if isinstance(raw_id, str) and raw_id else new_id("int").replace("_", "-", 1)
     value = item.get("value")
     schema = item.get("response_schema")
+    expires = _str(value.get("expires_at")) if isinstance(value, dict) else None
     if isinstance(value, dict) and isinstance(value.get("reason"), str) and value.keys() <= _OWN_KEYS:
         return Interrupt(interrupt_id, value["reason"], _str(value.get("message")), value.get("payload"),
-                         _str(value.get("tool_call_id")), schema)
+                         _str(value.get("tool_call_id")), schema, expires)
     if isinstance(value, dict) and isinstance(value.get("action_requests"), list):
         first = next((a for a in value["action_requests"] if isinstance(a, dict)), {})
-        return Interrupt(interrupt_id, "tool_approval", _str(first.get("description")), value, None, schema)
+        return Interrupt(interrupt_id, "tool_approval", _str(first.get("description")), value, None, schema, expires)
     message = value if isinstance(value, str) else \
         next((text for key in ("question", "message", "description")
               if isinstance(value, dict) and isinstance(text := value.get(key), str)), None)
-    return Interrupt(interrupt_id, GENERIC_REASON, message, value, None, schema)
+    return Interrupt(interrupt_id, GENERIC_REASON, message, value, None, schema, expires)
 
 
 def interrupt_item(event: Interrupt) -> dict[str, Any]:
@@ -43,8 +45,13 @@ def interrupt_item(event: Interrupt) -> dict[str, Any]:
     payload = event.payload
     graphs_own = (event.reason in ("", GENERIC_REASON) and event.tool_call_id is None and payload is not None) or \
         (isinstance(payload, dict) and isinstance(payload.get("action_requests"), list))
-    value = payload if graphs_own else drop_none({"reason": event.reason or GENERIC_REASON, "message": event.message,
-                                                  "tool_call_id": event.tool_call_id, "payload": payload})
+    if not graphs_own:
+        value = drop_none({"reason": event.reason or GENERIC_REASON, "message": event.message,
+                           "tool_call_id": event.tool_call_id, "payload": payload, "expires_at": event.expires_at})
+    elif event.expires_at is not None and isinstance(payload, dict):
+        value = {**payload, "expires_at": event.expires_at}  # when it lapses, beside what the graph asked
+    else:
+        value = payload  # not an object: no room for when it lapses (the encoder counts it)
     return drop_none({"id": event.id, "value": value, "response_schema": event.response_schema})
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from gateway.core.codec import as_text, json_or_text
+from gateway.core.codec import as_text, drop_none, json_or_text
 from gateway.core.turn import ContentPart, Message, Role, ToolCall, media_kind
 
 ROLES: dict[str, Role] = {
@@ -49,6 +49,21 @@ def reasoning_of(content: Any) -> str:
             if isinstance(text, str):
                 found.append(text)
     return "".join(found)
+
+
+def encrypted_of(content: Any) -> list[str]:
+    """Reasoning a model keeps encrypted in a message's content: a reasoning block's `extras.encrypted_content` (as
+    the gateway writes it, and LangChain keeps OpenAI's), Anthropic's `redacted_thinking` data."""
+    found: list[str] = []
+    for block in content if isinstance(content, list) else ():
+        if not isinstance(block, dict):
+            continue
+        extras = block.get("extras")
+        value = extras.get("encrypted_content") if block.get("type") == "reasoning" and isinstance(extras, dict) \
+            else block.get("data") if block.get("type") == "redacted_thinking" else None
+        if isinstance(value, str) and value:
+            found.append(value)
+    return found
 
 
 def to_langchain(message: Message) -> dict[str, Any]:
@@ -91,24 +106,45 @@ def from_langchain(value: dict[str, Any]) -> Message | None:
 
 
 def tool_content(content: Any) -> Any:
-    """A tool message's content as a result: its text (JSON read as such), or the blocks as they are."""
+    """A tool message's content as a result: its text (JSON read as such); blocks with media in them as content
+    parts; other blocks as they are."""
     if isinstance(content, str):
         return json_or_text(content) if content[:1] in ("{", "[") else content
+    if isinstance(content, list) and any(isinstance(block, dict) and block.get("type") != "text"
+                                         for block in content):
+        parts = _parts(content)
+        if isinstance(parts, list) and any(part.type != "text" for part in parts):
+            return parts
     text = text_of(content)
     return text if text or not content else content
+
+
+def result_content(content: Any) -> Any:
+    """A tool's result as a ToolMessage's content: a string, or content parts (AG-UI's) as LangChain's blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and content and all(isinstance(part, ContentPart) for part in content):
+        return _blocks(content)
+    return as_text(content)
 
 
 def _content(message: Message) -> Any:
     if message.content is None or isinstance(message.content, str):
         return message.content or ""
+    return _blocks(message.content)
+
+
+def _blocks(parts: list[ContentPart]) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
-    for part in message.content:
+    for part in parts:
         if part.type == "text":
             blocks.append({"type": "text", "text": part.text or ""})
         elif part.url or part.data:
             url = part.url or f"data:{part.media_type or 'application/octet-stream'};base64,{part.data}"
             blocks.append({"type": "image_url", "image_url": {"url": url}} if part.type == "image" else
                           {"type": "file", "url": url, "mime_type": part.media_type})
+        elif part.file_id:  # a file uploaded to a provider: LangChain's file block names it by id
+            blocks.append(drop_none({"type": "file", "file_id": part.file_id, "mime_type": part.media_type}))
     return blocks
 
 
@@ -134,6 +170,8 @@ def _parts(content: Any) -> str | list[ContentPart] | None:
                 media = _str(block.get("mime_type"))
                 parts.append(ContentPart(media_kind(media) if kind == "file" else kind, url=block["url"],
                                          media_type=media))
+            elif kind == "file" and isinstance(block.get("file_id"), str):
+                parts.append(ContentPart("file", media_type=_str(block.get("mime_type")), file_id=block["file_id"]))
     return parts
 
 
