@@ -15,7 +15,7 @@ import httpx
 import orjson
 import pytest
 from e2e import post, request_body, user_message
-from peers_env import a2a_upstream, agkit_agui_upstream, agkit_upstream, pydantic_upstream
+from peers_env import a2a_upstream, agkit_agui_upstream, agkit_upstream, langgraph_upstream, pydantic_upstream
 from replaying import Replays, converse, normalized, text_of
 from servers import Served
 
@@ -45,6 +45,7 @@ UPSTREAMS: dict[str, tuple[Callable[[], AbstractContextManager[str]], str, str]]
     "cloudbase-ag-kit": (agkit_upstream, "/send-message", "ag-kit"),
     "cloudbase-ag-ui": (agkit_agui_upstream, "/send-message", "ag-ui"),
     "a2a-sdk": (a2a_upstream, "/", "a2a"),
+    "langgraph-dev": (langgraph_upstream, "", "langgraph"),
     **{f"built-in-{d}": (_built_in(d), registry.get(d).paths[0], d) for d in registry.DIALECTS},
 }
 """Each upstream: how to run it, the path of its endpoint, its dialect."""
