@@ -1,6 +1,7 @@
 """OpenAI Responses / Open Responses: `POST /v1/responses` with `input` items, the history kept by the server
 (`previous_response_id`, `conversation`), semantic events with sequence numbers; `GET`, `DELETE` and `cancel` on a
-stored response. As an upstream, any Responses server, sent the whole history each call."""
+stored response; the same over a WebSocket at `/v1/responses` (`socket`); `POST /v1/responses/compact`
+(`compaction`). As an upstream, any Responses server, sent the whole history each call."""
 
 from __future__ import annotations
 
@@ -8,15 +9,19 @@ from typing import Any
 
 import orjson
 
-from gateway.core.codec import AgentDescription, Dialect, Likeness
+from gateway.core.codec import AgentDescription, Compaction, Dialect, Likeness
 from gateway.core.errors import GatewayError
+from gateway.core.sockets import SocketMode
 
+from . import compaction
 from .conformance import judge
 from .decode import ResponsesDecoder
 from .encode import new_encoder
 from .items import refusal
 from .queries import QUERIES_OF_RESPONSES
 from .request import build_request, parse_request, sample_request
+from .socket import ResponsesSession
+from .socket import refusal as socket_refusal
 
 MODELS_PATH = "/v1/models"
 
@@ -59,4 +64,6 @@ DIALECT = Dialect(
     queries=QUERIES_OF_RESPONSES,
     catalog_path=MODELS_PATH,
     catalog=catalog,
+    socket=SocketMode(ResponsesSession, socket_refusal),
+    compaction=Compaction("/compact", compaction.answer),
 )

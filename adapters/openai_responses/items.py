@@ -23,10 +23,14 @@ Encrypted reasoning has the specification's own place: a `reasoning` item's `enc
 
 from __future__ import annotations
 
+import base64
+import binascii
 import time
 from typing import Any
 
-from gateway.core.errors import GatewayError, UnknownRoute, UnknownRun
+import orjson
+
+from gateway.core.errors import GatewayError, InvalidRequest, UnknownRoute, UnknownRun
 from gateway.core.usage import UsageTotals
 
 SLUG = "agent_gateway"
@@ -36,6 +40,8 @@ INTERRUPT_RESOLVED = f"{SLUG}:interrupt_resolved"
 ACTIVITY = f"{SLUG}:activity"
 SUBAGENT = f"{SLUG}:subagent"
 RESUME = f"{SLUG}:resume"
+COMPACTED = "agw1."
+"""What begins a compaction item's `encrypted_content` made by the gateway: the version of its encoding."""
 
 _TYPES = {401: "authentication_error", 403: "permission_error", 404: "not_found", 429: "too_many_requests"}
 
@@ -111,3 +117,26 @@ def refusal(error: GatewayError) -> tuple[int, dict[str, Any]]:
     if error.details:
         found["details"] = error.details  # the gateway's own: which fields, or what the upstream answered
     return error.status, found
+
+
+def compacted(items: list[dict[str, Any]]) -> str:
+    """Input items as a compaction item's `encrypted_content`: encoded, not encrypted, since they hold nothing its
+    client could not send as input itself (see `compaction`)."""
+    return COMPACTED + base64.urlsafe_b64encode(orjson.dumps(items)).decode()
+
+
+def expanded(item: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    """The input items a compaction item of the gateway's stands for; refused if it is not one."""
+    content = item.get("encrypted_content")
+    refused = InvalidRequest(f"{where}.encrypted_content is not a compaction this gateway made (POST "
+                             "/v1/responses/compact makes one)",
+                             [{"field": f"{where}.encrypted_content", "message": "not a compaction of this gateway"}])
+    if not isinstance(content, str) or not content.startswith(COMPACTED):
+        raise refused
+    try:
+        items = orjson.loads(base64.urlsafe_b64decode(content[len(COMPACTED):]))
+    except (binascii.Error, ValueError):
+        raise refused from None
+    if not isinstance(items, list) or not all(isinstance(i, dict) and i.get("type") != "compaction" for i in items):
+        raise refused
+    return items

@@ -20,7 +20,7 @@ from gateway.core.ids import new_id
 from gateway.core.turn import ContentPart, Message, Resume, Tool, ToolCall, Turn, media_kind
 from gateway.core.validation import validate
 
-from .items import RESUME, TOOL_CALL
+from .items import RESUME, TOOL_CALL, expanded
 
 DEFAULT_MODEL = "agent-gateway"
 _IGNORED_ITEMS = frozenset({"agent_gateway:interrupt", "item_reference"})
@@ -126,12 +126,14 @@ def read_input(value: str | list[dict[str, Any]]) -> tuple[list[Message], list[R
             text = "".join(p.get("text", "") for p in [*(item.get("content") or ()), *(item.get("summary") or ())]
                            if isinstance(p, dict) and isinstance(p.get("text"), str))
             messages.append(Message("reasoning", text))
+        elif kind == "compaction":  # the history it stands for, where it stands
+            messages += read_input(expanded(item, where))[0]
         elif kind == RESUME:
             resume.append(Resume(_str(item, "interrupt_id", where), payload=item.get("payload"),
                                  status="cancelled" if item.get("status") == "cancelled" else "resolved"))
         elif kind not in _IGNORED_ITEMS:
             raise InvalidRequest(f"{where}.type: {kind!r} is not an input item the gateway reads (message, "
-                                 "function_call, function_call_output, reasoning, agent_gateway:resume)",
+                                 "function_call, function_call_output, reasoning, compaction, agent_gateway:resume)",
                                  [{"field": f"{where}.type", "message": f"unknown item type {kind!r}"}])
     return messages, resume
 

@@ -216,6 +216,17 @@ class ConversationMapper:
             exchange.history_lost = True
             log.warning("conversation %s not saved: %s", conversation.key, exc)
 
+    async def history_after(self, route: str, principal: str, run_id: str) -> list[Message]:
+        """The whole history as a run of a chain left it (`Turn.chains_runs`): raises `UnknownRun` when the store
+        keeps no such run of the caller's, `StoreError` when it cannot be asked."""
+        key = scoped_key("after", route, principal, run_id)
+        conversation, readable = await self._load(key)
+        if not readable:
+            raise StoreError(f"conversation {key} could not be read")
+        if conversation is None:
+            raise UnknownRun(f"Previous response with id '{run_id}' not found.")
+        return conversation.history
+
     async def forget_chain(self, route: str, principal: str, run_id: str) -> None:
         """Delete the conversation as a run of a chain left it (`Turn.chains_runs`), if it was kept (raises
         `StoreError`)."""

@@ -25,6 +25,7 @@ from gateway.core.decoding import NewDecoder
 from gateway.core.encoding import Encoder as Encoder
 from gateway.core.errors import GatewayError
 from gateway.core.queries import RunQueries
+from gateway.core.sockets import SocketMode
 from gateway.core.turn import ContentPart, History, Message, Turn
 
 
@@ -114,6 +115,18 @@ approximated or left out (and counted in `Encoder.dropped`)."""
 
 
 @dataclass(frozen=True, slots=True)
+class Compaction:
+    """Its clients ask the server to compact a conversation into an item they send back as input later, instead of
+    the history (Open Responses' `POST /v1/responses/compact`)."""
+
+    suffix: str
+    """Where, under the dialect's path, the request goes ("/compact")."""
+    answer: Callable[[Turn, list[Message]], dict[str, Any]]
+    """The answer's JSON, given the request read as a turn and the whole history: the stored one of the run it
+    continues, if it names one, then the request's messages."""
+
+
+@dataclass(frozen=True, slots=True)
 class Dialect:
     name: str
     history: History
@@ -191,6 +204,10 @@ class Dialect:
     """Where its clients list the routes they may use (OpenAI's `GET /v1/models`), beside the dialect's paths."""
     catalog: Callable[[list[AgentDescription]], dict[str, Any]] | None = None
     """That list, in the dialect's shape."""
+    socket: SocketMode | None = None
+    """Its clients may also hold a WebSocket at its paths, a request per message (`gateway.core.sockets`)."""
+    compaction: Compaction | None = None
+    """Its clients may have a conversation compacted into an item (see `Compaction`)."""
 
     def history_of(self, variant: str | None) -> History:
         """What history a server of this dialect, or of its `variant`, expects."""

@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from adapters import registry
 from gateway import __version__
 from gateway.config import GatewayConfig, route_path
 from gateway.config import Route as ConfigRoute
@@ -40,6 +41,7 @@ from gateway.server.proxy import BodyBudget, ConversationEndpoints, RouteHandler
 from gateway.server.push import Pusher
 from gateway.server.record import AccessRecord
 from gateway.server.resources import resource_routes
+from gateway.server.sockets import SocketEndpoint
 from gateway.server.telemetry import Tracing
 from gateway.server.telemetry import from_environment as tracing_from_environment
 from gateway.upstream.http1 import Pool
@@ -57,9 +59,12 @@ class Gateway:
     404s and 405s) to Starlette. Starlette's router and middleware cost more per request than a dict lookup,
     and the proxied requests are the ones that count."""
 
-    def __init__(self, handlers: dict[str, tuple[ASGIApp, frozenset[str]]], app: Starlette) -> None:
+    def __init__(self, handlers: dict[str, tuple[ASGIApp, frozenset[str]]], app: Starlette,
+                 sockets: dict[str, ASGIApp] | None = None) -> None:
         self.handlers = handlers
         self.app = app
+        self.sockets = sockets or {}
+        """The WebSocket at a route's path, for a client dialect that has one (`gateway.server.sockets`)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -71,6 +76,9 @@ class Gateway:
                 await handler[0](scope, receive, send)
                 return
             await self.app(scope, receive, _with_request_id(scope, send))
+            return
+        if scope["type"] == "websocket" and (socket := self.sockets.get(route_path(scope["path"]))) is not None:
+            await socket(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
@@ -101,6 +109,7 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
     routes: list[BaseRoute] = []
     handlers: dict[str, tuple[ASGIApp, frozenset[str]]] = {}
     route_handlers: list[RouteHandler] = []
+    sockets: dict[str, ASGIApp] = {}
     board = open_board(store, config.store.kept_limits())
     drain = Drain(config.drain_seconds)
     pusher = Pusher(pool)
@@ -121,7 +130,13 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
                                      debug_errors=config.debug_errors, tracing=tracing, pusher=pusher,
                                      observer=observer)
         route_handlers.append(route_handler)
+        routes += queries.compaction_routes(route_handler)
         routes += queries.path_routes(route_handler)
+        for path in route.served_paths:
+            owners = [registry.get(name) for name in registry.path_owners(route.dialects, path)]
+            with_socket = [dialect for dialect in owners if dialect.socket is not None]
+            if with_socket:
+                sockets.setdefault(path, SocketEndpoint(route_handler, with_socket[0]))
         handler: ASGIApp = route_handler
         routes += resource_routes(route, route_handler)  # before the conversation routes, which take any path
         if route.resumable:
@@ -194,7 +209,7 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
 
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_allowed})
     app.router.redirect_slashes = False  # its redirect would be built from the client's Host header
-    return Gateway(handlers, app)
+    return Gateway(handlers, app, sockets)
 
 
 def conversation_routes(route: ConfigRoute, endpoints: ASGIApp) -> list[Route]:

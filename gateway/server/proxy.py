@@ -42,6 +42,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
+import orjson
 from starlette.datastructures import Headers, QueryParams
 from starlette.types import Message, Receive, Scope, Send
 
@@ -167,6 +168,12 @@ class RouteHandler:
         """The runs whose clients ask about them (A2A's tasks), when a dialect of the route has such clients."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.serve(scope, receive, send)
+
+    async def serve(self, scope: Scope, receive: Receive, send: Send,
+                    continued: Callable[[Turn], Turn] | None = None) -> None:
+        """A request; `continued` makes its turn what the client's connection remembers (a WebSocket's runs,
+        `gateway.server.sockets`) before it goes upstream."""
         headers = Headers(scope=scope)
         request_id = request_id_of(headers)
         if scope["method"] == "OPTIONS":  # not a CORS preflight (the middleware answers those): never a run
@@ -175,6 +182,7 @@ class RouteHandler:
             await send({"type": "http.response.body", "body": b""})
             return
         call = _Call(self, send, headers, request_id)
+        call.continued = continued
         called: Called | None = scope.get("resource")
         path = called.base if called is not None else scope["path"]
         call.record.note_request(scope, called.dialect if called is not None else self._dialect_of_path(path))
@@ -214,6 +222,9 @@ class RouteHandler:
                 return
             if self.drain.draining:
                 raise ShuttingDown
+            if call.continued is not None:
+                turn = call.continued(turn)
+                self._check_size(turn)
             turn = await queries.continuing(self, call, client, turn)
             self.access.admit(caller)
         except ClientGone:
@@ -431,9 +442,7 @@ class RouteHandler:
         client, turn = registry.read_request(value, candidates, path)
         if client.check_request is not None:
             client.check_request(value, headers)
-        if len(turn.messages) > limits.max_messages:
-            raise RequestTooLarge(f"the request has {len(turn.messages)} messages; this route takes "
-                                  f"{limits.max_messages}")
+        self._check_size(turn)
         check_ids(turn, client.name)
         route = self.route
         if route.client_version is not None:
@@ -441,6 +450,48 @@ class RouteHandler:
         if not route.resumable:  # a resumable run's reply is kept, and followed, as SSE
             turn.accept = headers.get("accept")
         return client, turn
+
+
+    def _check_size(self, turn: Turn) -> None:
+        if len(turn.messages) > self.route.limits.max_messages:
+            raise RequestTooLarge(f"the request has {len(turn.messages)} messages; this route takes "
+                                  f"{self.route.limits.max_messages}")
+
+    async def compact_at(self, scope: Scope, receive: Receive, send: Send, client: Dialect) -> None:
+        """A request to compact a conversation (`Dialect.compaction`): the caller identified and its body read as
+        for a run, the history it names found in the store; answered here, the upstream never asked."""
+        assert client.compaction is not None
+        headers = Headers(scope=scope)
+        call = _Call(self, send, headers, request_id_of(headers))
+        call.record.note_request(scope, client.name)
+        call.record.client_dialect, call.record.outcome = client.name, "compaction"
+        if client.error_reply is not None:
+            reply = client.error_reply
+            call.writer.error_reply = lambda error: reply(error, None)
+        self.in_flight.inc()
+        self.drain.streams.add(call)
+        try:
+            caller = call.caller = self.access.identify(headers)
+            call.record.key_id = caller.key_id
+            _check_content_type(headers)
+            body = await self._read_body(receive)
+            turn = client.parse_request(load_json_object(body, self.route.limits.max_json_depth))
+            self._check_size(turn)
+            history = turn.messages
+            if turn.follows is not None:
+                history = await self.mapper.history_after(self.route.name, caller.principal, turn.follows)
+                history = history + turn.messages
+            answer = client.compaction.answer(turn, history)
+            await call.writer.respond(200, {"content-type": "application/json"}, orjson.dumps(answer))
+        except ClientGone:
+            call.record.outcome = "client_gone"
+        except GatewayError as error:
+            await call.writer.fail_before_start(error)
+        except StoreError as exc:
+            call.record.error_detail = str(exc)
+            await call.writer.fail_before_start(Overloaded("the gateway's store is unreachable: retry shortly"))
+        finally:
+            call.report()
 
 
 class ConversationEndpoints:
@@ -523,6 +574,8 @@ class _Call:
         self.reattached: list[Response] = []
         """What the upstream answered when asked for the rest of a run whose stream broke off."""
         self.upstream_headers: dict[str, str] = {}
+        self.continued: Callable[[Turn], Turn] | None = None
+        """What the client's connection makes of the turn, for a request on a WebSocket (`RouteHandler.serve`)."""
         self.request_json: dict[str, Any] | None = None
         """The client's body, once read as JSON: an error reply in its dialect may quote it (a JSON-RPC id)."""
         self.reported = False

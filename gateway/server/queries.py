@@ -215,5 +215,42 @@ def path_routes(handler: RouteHandler) -> list[Route]:
     return out
 
 
+class CompactionEndpoint:
+    """`<path><suffix>` of a dialect whose clients have conversations compacted (`Dialect.compaction`)."""
+
+    def __init__(self, handler: RouteHandler, dialect: Dialect) -> None:
+        self.handler = handler
+        self.dialect = dialect
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.handler.compact_at(scope, receive, send, self.dialect)
+
+
+def compaction_routes(handler: RouteHandler) -> list[Route]:
+    """Under each path where a dialect of the route that compacts conversations reads requests: `<path>/compact`
+    (Responses'), a POST."""
+    route = handler.route
+    found: dict[str, Dialect] = {}
+    for name in route.dialects:
+        dialect = registry.get(name)
+        if dialect.compaction is None:
+            continue
+        for path in route.served_paths:
+            if name in registry.path_owners(route.dialects, path):
+                found.setdefault(path.rstrip("/") + dialect.compaction.suffix, dialect)
+    out = []
+    for at, dialect in found.items():
+        endpoint: ASGIApp = CompactionEndpoint(handler, dialect)
+        methods = ["POST"]
+        if route.cors is not None:
+            cors = route.cors
+            endpoint = CORSMiddleware(endpoint, allow_origins=cors.allow_origins, allow_methods=methods,
+                                      allow_headers=cors.allow_headers, allow_credentials=cors.allow_credentials,
+                                      expose_headers=["x-request-id"], max_age=cors.max_age)
+            methods = [*methods, "OPTIONS"]
+        out.append(Route(at, endpoint, methods=methods))
+    return out
+
+
 def _pushes(pusher: Pusher, push: Push, route: str, webhooks: CallerWebhooks, run_id: str) -> RunPush:
     return pusher.run(push, webhooks, run_id, route)

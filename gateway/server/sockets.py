@@ -1,0 +1,230 @@
+"""A route's WebSocket, for a client dialect with a WebSocket mode (`gateway.core.sockets`): each message is a
+request that the route's handler runs exactly as a POST, one at a time, its reply sent back as messages.
+
+```
+            ┌─────────────────────────────┐
+ client ──▶ │ reader (task): messages into │── websocket.disconnect ──▶ the running request's client is gone:
+            │ a short queue               │   its run is cancelled as an HTTP client's is
+            ├─────────────────────────────┤
+            │ the connection: the next     │── RouteHandler.serve(POST scope, the message as its body,
+            │ message, within the route's  │   session.continued) ──▶ auth, limits, deadlines, conversation
+            │ idle time and the connection │   mapping, the upstream call and its translation
+            │ limit                        │
+            ├─────────────────────────────┤
+ client ◀── │ _TurnSend: the HTTP reply's  │◀── http.response.start / body: its events, one message each
+            │ pieces as messages           │    (session.frames), or an error envelope (session.refused)
+            └─────────────────────────────┘
+```
+
+A message larger than the route takes, that is not JSON, or that the dialect refuses gets the dialect's error
+message and the connection goes on. A browser's handshake from an origin the route's CORS does not allow is
+refused (a WebSocket is not bound by CORS, and a page on any origin could otherwise run requests in its visitor's
+name, which the JSON content type stops for a POST).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import TYPE_CHECKING
+
+import orjson
+from starlette.datastructures import Headers
+from starlette.types import Message, Receive, Scope, Send
+
+from gateway.core.codec import Dialect
+from gateway.core.errors import GatewayError, RequestTooLarge
+from gateway.core.sockets import SocketMode, SocketSession
+from gateway.core.validation import load_json_object
+
+if TYPE_CHECKING:
+    from gateway.server.proxy import RouteHandler
+
+log = logging.getLogger("agent_gateway.sockets")
+
+CONNECTION_SECONDS = 3600.0
+"""How long one connection may serve requests (Open Responses: 60 minutes); then it ends with an error that says
+so, and the client opens another."""
+MAX_WAITING = 8
+"""Messages a client may send ahead of the one that runs: they run in turn; past this the connection is closed."""
+_DROPPED_HEADERS = frozenset({b"content-type", b"content-length", b"accept", b"x-request-id", b"upgrade",
+                              b"connection", b"sec-websocket-key", b"sec-websocket-version",
+                              b"sec-websocket-extensions", b"sec-websocket-protocol"})
+"""The handshake's headers that say nothing of the requests it carries (each gets an id of its own)."""
+_POLICY = 1008
+_NORMAL = 1000
+
+
+class SocketEndpoint:
+    """The ASGI app of a route's WebSocket at one path."""
+
+    def __init__(self, handler: RouteHandler, dialect: Dialect) -> None:
+        assert dialect.socket is not None
+        self.handler = handler
+        self.dialect = dialect
+        self.mode: SocketMode = dialect.socket
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (await receive())["type"] != "websocket.connect":
+            return
+        headers = Headers(scope=scope)
+        if not self._origin_allowed(headers.get("origin")):
+            await send({"type": "websocket.close", "code": _POLICY})  # before the accept: a 403
+            return
+        await send({"type": "websocket.accept"})
+        try:
+            self.handler.access.identify(headers)
+        except GatewayError as error:
+            await send({"type": "websocket.send", "text": self.mode.refusal(error.status, error.code,
+                                                                            error.message).decode()})
+            await send({"type": "websocket.close", "code": _POLICY})
+            return
+        await _Connection(self, scope, receive, send).serve()
+
+    def _origin_allowed(self, origin: str | None) -> bool:
+        """A handshake from a browser page (it sends `Origin`) only from an origin the route's CORS allows."""
+        if origin is None:
+            return True
+        cors = self.handler.route.cors
+        return cors is not None and ("*" in cors.allow_origins or origin in cors.allow_origins)
+
+
+class _Connection:
+    """One client's connection: its messages, run in turn."""
+
+    def __init__(self, endpoint: SocketEndpoint, scope: Scope, receive: Receive, send: Send) -> None:
+        self.endpoint = endpoint
+        self.scope = scope
+        self._receive = receive
+        self._send = send
+        self.session: SocketSession = endpoint.mode.new_session()
+        self.waiting: asyncio.Queue[str | bytes | None] = asyncio.Queue()
+        self.gone = asyncio.Event()
+        self.opened = time.monotonic()
+
+    async def serve(self) -> None:
+        reader = asyncio.create_task(self._read())
+        route = self.endpoint.handler.route
+        try:
+            while not self.gone.is_set():
+                left = self.opened + CONNECTION_SECONDS - time.monotonic()
+                try:
+                    async with asyncio.timeout(max(0.0, min(route.timeouts.idle, left))):
+                        message = await self.waiting.get()
+                except TimeoutError:
+                    if left <= route.timeouts.idle:
+                        await self.send(self.endpoint.mode.refusal(
+                            400, "websocket_connection_limit_reached",
+                            f"this connection has served requests for {CONNECTION_SECONDS:g}s: open another"))
+                    await self._close(_NORMAL)
+                    return
+                if message is None:
+                    return
+                await self._request(message)
+        finally:
+            reader.cancel()
+
+    async def _request(self, message: str | bytes) -> None:
+        """One message, run as a POST; a message refused before that gets the dialect's error."""
+        handler, limits = self.endpoint.handler, self.endpoint.handler.route.limits
+        raw = message.encode() if isinstance(message, str) else message
+        try:
+            if len(raw) > limits.max_body_bytes:
+                raise RequestTooLarge(f"the message is larger than {limits.max_body_bytes} bytes")
+            body = self.session.request(load_json_object(raw, limits.max_json_depth))
+        except GatewayError as error:
+            await self.send(self._refused(error))
+            return
+        await handler.serve(self._post_scope(), _Body(orjson.dumps(body), self.gone), _TurnSend(self),
+                            continued=self.session.continued)
+
+    def _refused(self, error: GatewayError) -> bytes:
+        reply = self.endpoint.dialect.error_reply
+        if reply is not None:
+            return self.session.refused(*reply(error, None))
+        return self.session.refused(error.status, orjson.dumps(error.to_json()))
+
+    def _post_scope(self) -> Scope:
+        """The scope of a POST of the message at the socket's path, with the handshake's headers (its key)."""
+        scope = self.scope
+        headers = [(k, v) for k, v in scope["headers"] if k.lower() not in _DROPPED_HEADERS]
+        headers += [(b"content-type", b"application/json"), (b"accept", b"text/event-stream")]
+        return {**scope, "type": "http", "method": "POST", "http_version": "1.1", "headers": headers,
+                "scheme": "https" if scope.get("scheme") == "wss" else "http"}
+
+    async def _read(self) -> None:
+        """The client's messages, queued in turn, until it goes."""
+        try:
+            while True:
+                message = await self._receive()
+                if message["type"] == "websocket.disconnect":
+                    return
+                if message["type"] != "websocket.receive":
+                    continue
+                if self.waiting.qsize() >= MAX_WAITING:
+                    log.info("route %s: a WebSocket client sent %d messages ahead of its running one; closed",
+                             self.endpoint.handler.route.name, MAX_WAITING,
+                             extra={"route": self.endpoint.handler.route.name})
+                    await self._close(_POLICY)
+                    return
+                self.waiting.put_nowait(message.get("text") or message.get("bytes") or b"")
+        finally:
+            self.gone.set()
+            self.waiting.put_nowait(None)
+
+    async def send(self, text: bytes) -> None:
+        if self.gone.is_set():
+            return
+        try:
+            await self._send({"type": "websocket.send", "text": text.decode()})
+        except (OSError, RuntimeError):  # closed under the send: the reader hears it too
+            self.gone.set()
+
+    async def _close(self, code: int) -> None:
+        with contextlib.suppress(OSError, RuntimeError):
+            await self._send({"type": "websocket.close", "code": code})
+        self.gone.set()
+
+
+class _Body:
+    """A request's `receive`: its body, then nothing until the client's connection is gone."""
+
+    __slots__ = ("body", "gone")
+
+    def __init__(self, body: bytes, gone: asyncio.Event) -> None:
+        self.body: bytes | None = body
+        self.gone = gone
+
+    async def __call__(self) -> Message:
+        if self.body is not None:
+            body, self.body = self.body, None
+            return {"type": "http.request", "body": body, "more_body": False}
+        await self.gone.wait()
+        return {"type": "http.disconnect"}
+
+
+class _TurnSend:
+    """A request's `send`: its streamed reply's events as messages, or an error before it started as one."""
+
+    __slots__ = ("connection", "error", "status")
+
+    def __init__(self, connection: _Connection) -> None:
+        self.connection = connection
+        self.status = 200
+        self.error = bytearray()
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+            return
+        body = message.get("body", b"")
+        connection = self.connection
+        if self.status >= 300:
+            self.error += body
+            if not message.get("more_body", False):
+                await connection.send(connection.session.refused(self.status, bytes(self.error)))
+            return
+        for frame in connection.session.frames(body):
+            await connection.send(frame)
