@@ -18,6 +18,7 @@ import orjson
 
 from gateway.core.codec import UpstreamRequest
 from gateway.core.decoding import DEFAULT_MAX_BODY, BoundedBody, Events, JsonSSEDecoder
+from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     Data,
     Event,
@@ -40,7 +41,7 @@ from gateway.core.sse import DEFAULT_MAX_FRAME, SSEDecoder
 from .request import FUNCTION_CALL, FUNCTION_RESPONSE
 from .wire import PAUSED, part_kind, response_kind, state, text_of
 
-_FAILED_CODES = {"failed": "upstream_error", "rejected": "upstream_rejected"}
+_FAILED_CODES = {"failed": ErrorCode.UPSTREAM_ERROR, "rejected": "upstream_rejected"}
 
 
 class A2ADecoder(JsonSSEDecoder):
@@ -89,7 +90,7 @@ class A2ADecoder(JsonSSEDecoder):
             if parsed and isinstance(body, dict):
                 self.on_frame(body, repair)
             elif parsed:
-                repair.fail("upstream returned JSON that is not an object", "upstream_bad_event", out)
+                repair.fail("upstream returned JSON that is not an object", ErrorCode.UPSTREAM_BAD_EVENT, out)
         repair.end_of_stream(out)
         return out
 
@@ -127,7 +128,7 @@ class A2ADecoder(JsonSSEDecoder):
             return
         result = frame.get("result", frame)
         if not isinstance(result, dict):
-            out.append(RunError("upstream sent a JSON-RPC result that is not an object", "upstream_bad_event"))
+            out.append(RunError("upstream sent a JSON-RPC result that is not an object", ErrorCode.UPSTREAM_BAD_EVENT))
             return
         kind, value = ("task", result) if self._whole_task else response_kind(result)
         if self._attempts and (self._foreign or _task_of(kind, value) not in (None, self._task_id)):
@@ -277,7 +278,7 @@ class A2ADecoder(JsonSSEDecoder):
         """The stream ended with no final state: a task still working is a truncated run (repair says so); one
         that never started is an empty reply."""
         if self._context_id is None and self._task_id is None:
-            out.append(RunError("upstream answered with no task and no message", "upstream_bad_event"))
+            out.append(RunError("upstream answered with no task and no message", ErrorCode.UPSTREAM_BAD_EVENT))
 
 
 def _another(named: Any, this: str | None) -> bool:
@@ -292,13 +293,14 @@ def _task_of(kind: str, value: dict[str, Any]) -> Any:
 
 def _rpc_error(error: Any) -> RunError:
     if not isinstance(error, dict):
-        return RunError("upstream answered with a JSON-RPC error", "upstream_error")
+        return RunError("upstream answered with a JSON-RPC error", ErrorCode.UPSTREAM_ERROR)
     message = _str(error.get("message"), "upstream error")
     code = error.get("code")
     data = error.get("data")
     info = data[0] if isinstance(data, list) and data and isinstance(data[0], dict) else {}
     reason = _str(info.get("reason")).lower()  # google.rpc.ErrorInfo's: the gateway's own code, past a gateway
-    return RunError(f"{message} (A2A error {code})" if code is not None else message, reason or "upstream_error")
+    return RunError(f"{message} (A2A error {code})" if code is not None else message,
+                    reason or ErrorCode.UPSTREAM_ERROR)
 
 
 def _str(value: Any, default: str = "") -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 from adapters.ag_ui.decode import AguiDecoder
 from gateway.core.decoding import Events
+from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     Interrupt,
     Raw,
@@ -120,7 +121,7 @@ def _error(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
     message = str(f.get("error") or "upstream agent failed")
     if f.get("details"):
         message = f"{message}: {f['details']}"
-    out.append(RunError(message, "upstream_error"))
+    out.append(RunError(message, ErrorCode.UPSTREAM_ERROR))
     return True
 
 

@@ -3,6 +3,7 @@ object the SSE binding carries, then mapped as that one is (`decode.AguiDecoder`
 
 from __future__ import annotations
 
+from gateway.core.errors import ErrorCode
 from gateway.core.events import Event
 from gateway.core.sse import DEFAULT_MAX_FRAME
 
@@ -25,7 +26,7 @@ class AguiProtoDecoder(AguiDecoder):
         repair.out = out
         if not available():
             repair.fail("upstream answered in protobuf, and the gateway has no protobuf runtime (install "
-                        "agent-gateway[proto])", "upstream_bad_event", out)
+                        "agent-gateway[proto])", ErrorCode.UPSTREAM_BAD_EVENT, out)
             return out
         try:
             for message in self._framer.feed(chunk):
@@ -33,7 +34,7 @@ class AguiProtoDecoder(AguiDecoder):
                     break
                 self.on_frame(decode(message), repair)
         except ProtoError as exc:
-            repair.fail(f"upstream sent an invalid protobuf event: {exc}", "upstream_bad_event", out)
+            repair.fail(f"upstream sent an invalid protobuf event: {exc}", ErrorCode.UPSTREAM_BAD_EVENT, out)
         return out
 
     def close(self) -> list[Event]:

@@ -6,6 +6,7 @@ from typing import Any
 
 from gateway.core.codec import as_text
 from gateway.core.decoding import Events, JsonBodyDecoder
+from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     RunError,
     RunFinished,
@@ -30,7 +31,7 @@ class AgentRespondDecoder(JsonBodyDecoder):
         messages = body.get("messages") if isinstance(body, dict) else None
         error = _error(body)
         if not isinstance(messages, list):
-            out.append(RunError(error[0] if error else "upstream returned no messages", "upstream_bad_event"))
+            out.append(RunError(error[0] if error else "upstream returned no messages", ErrorCode.UPSTREAM_BAD_EVENT))
             return
         for message in messages:
             if isinstance(message, dict):
@@ -78,8 +79,8 @@ def _error(body: Any) -> tuple[str, str] | None:
     if not error:
         return None
     if isinstance(error, dict):
-        return str(error.get("message") or error), str(error.get("code") or "upstream_error")
-    return str(error), "upstream_error"
+        return str(error.get("message") or error), str(error.get("code") or ErrorCode.UPSTREAM_ERROR)
+    return str(error), ErrorCode.UPSTREAM_ERROR
 
 
 def _text(content: Any) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 from gateway.core.activity import Shown
 from gateway.core.codec import as_text, drop_none
 from gateway.core.encoding import json_bytes
+from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     ActivityDelta,
     ActivitySnapshot,
@@ -217,6 +218,6 @@ class AgentRespondEncoder:
 
     def _failed(self, e: RunError) -> bytes:
         self._flush()
-        self.status_code = 504 if e.code == "upstream_timeout" else 502
-        error = drop_none({"code": e.code or "upstream_error", "message": e.message})
+        self.status_code = 504 if e.code == ErrorCode.UPSTREAM_TIMEOUT else 502
+        error = drop_none({"code": e.code or ErrorCode.UPSTREAM_ERROR, "message": e.message})
         return json_bytes({"error": error, "messages": self._messages}, self._chars)

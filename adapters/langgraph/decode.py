@@ -28,6 +28,7 @@ import orjson
 
 from gateway.core.codec import UpstreamRequest
 from gateway.core.decoding import Events, RepairedDecoder
+from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     ActivitySnapshot,
     Data,
@@ -104,7 +105,7 @@ class LangGraphDecoder(RepairedDecoder):
         try:
             frames = self._sse.feed(chunk)
         except FrameTooLarge as exc:
-            self.repair.fail(f"upstream sent an oversized event: {exc}", "upstream_event_too_large", out)
+            self.repair.fail(f"upstream sent an oversized event: {exc}", ErrorCode.UPSTREAM_EVENT_TOO_LARGE, out)
             return out
         self._frames(frames, out)
         return out
@@ -144,7 +145,7 @@ class LangGraphDecoder(RepairedDecoder):
                 value = orjson.loads(frame.data)
             except orjson.JSONDecodeError:
                 preview = frame.data[:80].decode("utf-8", "replace")
-                repair.fail(f"upstream sent invalid JSON in an event: {preview!r}", "upstream_bad_event", out)
+                repair.fail(f"upstream sent invalid JSON in an event: {preview!r}", ErrorCode.UPSTREAM_BAD_EVENT, out)
                 continue
             handler = _HANDLERS.get(frame.event.partition("|")[0])  # `mode|namespace` from subgraphs
             if handler is None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.core.decoding import DEFAULT_MAX_BODY, BoundedBody, Events, JsonSSEDecoder
+from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     Event,
     Raw,
@@ -178,7 +179,7 @@ class ChatDecoder(JsonSSEDecoder):
     def _completion(self, body: Any, out: Events) -> None:
         """One `chat.completion` body (or an error object): its message as the events of a run."""
         if not isinstance(body, dict):
-            out.append(RunError("upstream returned JSON that is not an object", "upstream_bad_event"))
+            out.append(RunError("upstream returned JSON that is not an object", ErrorCode.UPSTREAM_BAD_EVENT))
             return
         if body.get("error"):
             out.append(_error(body["error"]))
@@ -196,7 +197,7 @@ class ChatDecoder(JsonSSEDecoder):
         if isinstance(usage, dict):
             out.append(_usage(usage, self._model))
         if not isinstance(message, dict):
-            out.append(RunError("upstream answered with no message", "upstream_bad_event"))
+            out.append(RunError("upstream answered with no message", ErrorCode.UPSTREAM_BAD_EVENT))
             return
         out.append(RunFinished())
 
@@ -211,5 +212,5 @@ def _error(error: Any) -> RunError:
         message = error.get("message")
         code = error.get("code")
         return RunError(message if isinstance(message, str) and message else "upstream error",
-                        code if isinstance(code, str) and code else "upstream_error")
-    return RunError(str(error), "upstream_error")
+                        code if isinstance(code, str) and code else ErrorCode.UPSTREAM_ERROR)
+    return RunError(str(error), ErrorCode.UPSTREAM_ERROR)

@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from gateway.core.encoding import EVENT_TYPES, HOLE, DeltaFrames, SSEEncoder, json_bytes
+from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     ActivityDelta,
     ActivitySnapshot,
@@ -257,7 +258,7 @@ def _run_finished(self: ChatStreamEncoder, e: RunFinished) -> bytes:
 
 
 def _run_error(self: ChatStreamEncoder, e: RunError) -> bytes:
-    error = {"message": e.message, "type": error_type(502), "param": None, "code": e.code or "upstream_error"}
+    error = {"message": e.message, "type": error_type(502), "param": None, "code": e.code or ErrorCode.UPSTREAM_ERROR}
     return b"data: " + orjson.dumps({"error": error}) + b"\n\ndata: [DONE]\n\n"
 
 
@@ -351,8 +352,8 @@ class ChatBodyEncoder:
             elif isinstance(e, RunFinished):
                 return self._finished(e)
             elif isinstance(e, RunError):
-                self.status_code = 504 if e.code == "upstream_timeout" else 502
-                return orjson.dumps(error_object(e.message, self.status_code, e.code or "upstream_error"))
+                self.status_code = 504 if e.code == ErrorCode.UPSTREAM_TIMEOUT else 502
+                return orjson.dumps(error_object(e.message, self.status_code, e.code or ErrorCode.UPSTREAM_ERROR))
             elif (kind := _DROPPED.get(type(e))) is not None:
                 self.dropped[kind] += 1
         return b""

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from gateway.core.decoding import DEFAULT_MAX_BODY, BoundedBody, Events, JsonSSEDecoder
+from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     ActivitySnapshot,
     EncryptedValue,
@@ -214,7 +215,7 @@ class ResponsesDecoder(JsonSSEDecoder):
     def _whole(self, body: Any, out: Events) -> None:
         """One response object (or an error object): its items as the events of a run."""
         if not isinstance(body, dict):
-            out.append(RunError("upstream returned JSON that is not an object", "upstream_bad_event"))
+            out.append(RunError("upstream returned JSON that is not an object", ErrorCode.UPSTREAM_BAD_EVENT))
             return
         if body.get("error") and body.get("object") != "response":
             out.append(_error(body["error"]))
@@ -290,5 +291,5 @@ def _error(error: Any) -> RunError:
     if isinstance(error, dict):
         message, code = error.get("message"), error.get("code")
         return RunError(message if isinstance(message, str) and message else "upstream error",
-                        code if isinstance(code, str) and code else "upstream_error")
-    return RunError(orjson.dumps(error).decode() if error is not None else "upstream error", "upstream_error")
+                        code if isinstance(code, str) and code else ErrorCode.UPSTREAM_ERROR)
+    return RunError(orjson.dumps(error).decode() if error is not None else "upstream error", ErrorCode.UPSTREAM_ERROR)

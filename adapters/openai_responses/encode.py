@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from gateway.core.encoding import EVENT_TYPES, LARGE_TEXT, SSEEncoder, json_bytes
+from gateway.core.errors import ErrorCode
 from gateway.core.events import Event, RunError, RunFinished, TextDelta
 from gateway.core.ids import new_id
 from gateway.core.turn import Turn
@@ -142,8 +143,9 @@ class ResponsesBodyEncoder:
             if e.metadata is not None:
                 self.dropped["metadata"] += 1  # no item has a place for an event's metadata
             if isinstance(e, RunError):
-                self.status_code = 504 if e.code == "upstream_timeout" else 502
-                return orjson.dumps({"error": error_object(e.message, self.status_code, e.code or "upstream_error")})
+                self.status_code = 504 if e.code == ErrorCode.UPSTREAM_TIMEOUT else 502
+                error = error_object(e.message, self.status_code, e.code or ErrorCode.UPSTREAM_ERROR)
+                return orjson.dumps({"error": error})
             semantic = self.writer.event(e)
             if isinstance(e, RunFinished):
                 return json_bytes(semantic[-1][1]["response"], self.writer.chars)

@@ -20,6 +20,7 @@ from typing import Any
 from gateway.core.activity import Shown
 from gateway.core.codec import as_text, json_or_text, output_of
 from gateway.core.encoding import EVENT_TYPES
+from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     ActivityDelta,
     ActivitySnapshot,
@@ -370,7 +371,7 @@ class ResponseWriter:
     def _run_error(self, e: RunError) -> list[Semantic]:
         self._held.clear()
         self._approving.clear()
-        error = error_object(e.message, 502, e.code or "upstream_error")
+        error = error_object(e.message, 502, e.code or ErrorCode.UPSTREAM_ERROR)
         failed = self.response("failed", error={"code": error["code"], "message": e.message})
         return [("error", {"error": error}), ("response.failed", {"response": failed})]
 

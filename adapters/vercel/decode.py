@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from gateway.core.decoding import Events, JsonSSEDecoder
+from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     Data,
     Interrupt,
@@ -76,7 +77,7 @@ class VercelDecoder(JsonSSEDecoder):
             elif type(kind) is str and kind.startswith("data-"):
                 self._data(kind[5:], frame, out)
             elif kind is None and "error" in frame:
-                out.append(RunError(str(frame["error"]), "upstream_error"))
+                out.append(RunError(str(frame["error"]), ErrorCode.UPSTREAM_ERROR))
             else:
                 out.append(Raw("vercel", frame))
         except (KeyError, TypeError):
@@ -114,7 +115,7 @@ class VercelDecoder(JsonSSEDecoder):
         if name == "operation" and isinstance(data, dict) and data.get("type") == "error" \
                 and data.get("severity", "error") == "error":
             out.append(RunError(str(data.get("message") or "upstream agent failed"),
-                                data.get("code") if isinstance(data.get("code"), str) else "upstream_error"))
+                                data.get("code") if isinstance(data.get("code"), str) else ErrorCode.UPSTREAM_ERROR))
             return
         if name == "state" and frame.get("id") == "state":
             out.append(StateSnapshot(data))  # how our encoder carries the whole state
@@ -247,7 +248,7 @@ def _abort(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
 
 
 def _error(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(RunError(str(f["errorText"]), "upstream_error"))
+    out.append(RunError(str(f["errorText"]), ErrorCode.UPSTREAM_ERROR))
 
 
 _HANDLERS: dict[str, Handler] = {

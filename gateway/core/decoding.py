@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
+from gateway.core.errors import ErrorCode
 from gateway.core.events import Event, RunFinished
 from gateway.core.native import mypyc_attr
 from gateway.core.repair import RunRepair
@@ -81,7 +82,7 @@ class BoundedBody:
         self._size += len(chunk)
         if self._size > self.limit:
             self._chunks.clear()
-            repair.fail(f"upstream response exceeded {self.limit} bytes", "upstream_event_too_large", out)
+            repair.fail(f"upstream response exceeded {self.limit} bytes", ErrorCode.UPSTREAM_EVENT_TOO_LARGE, out)
         else:
             self._chunks.append(chunk)
 
@@ -90,7 +91,7 @@ class BoundedBody:
         try:
             return True, orjson.loads(b"".join(self._chunks))
         except orjson.JSONDecodeError:
-            repair.fail("upstream returned a body that is not JSON", "upstream_bad_event", out)
+            repair.fail("upstream returned a body that is not JSON", ErrorCode.UPSTREAM_BAD_EVENT, out)
             return False, None
 
 
@@ -151,7 +152,7 @@ class JsonSSEDecoder(RepairedDecoder):
         try:
             frames = self._sse.feed(chunk)
         except FrameTooLarge as exc:
-            self.repair.fail(f"upstream sent an oversized event: {exc}", "upstream_event_too_large", out)
+            self.repair.fail(f"upstream sent an oversized event: {exc}", ErrorCode.UPSTREAM_EVENT_TOO_LARGE, out)
             return out
         self._frames(frames, out)
         return out
@@ -181,12 +182,13 @@ class JsonSSEDecoder(RepairedDecoder):
                     self.on_done(repair)
                 else:
                     preview = data[:80].decode("utf-8", "replace")
-                    repair.fail(f"upstream sent invalid JSON in an event: {preview!r}", "upstream_bad_event", out)
+                    repair.fail(f"upstream sent invalid JSON in an event: {preview!r}", ErrorCode.UPSTREAM_BAD_EVENT,
+                                out)
                 continue
             if type(frame) is dict:
                 self.on_frame(frame, repair)
             else:
-                repair.fail("upstream sent an event that is not a JSON object", "upstream_bad_event", out)
+                repair.fail("upstream sent an event that is not a JSON object", ErrorCode.UPSTREAM_BAD_EVENT, out)
 
     def on_frame(self, frame: dict[str, Any], out: Events) -> None:
         raise NotImplementedError

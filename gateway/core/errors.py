@@ -36,12 +36,60 @@ the error into that dialect's in-band error event (see `gateway.core.events.RunE
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
+
+
+class ErrorCode(StrEnum):
+    """Every code the gateway itself gives, in one place: a `StrEnum`, so the wire, the logs and the metrics labels
+    carry the same strings they always did."""
+
+    GATEWAY_ERROR = "gateway_error"
+    BAD_REQUEST = "bad_request"
+    MALFORMED_REQUEST = "malformed_request"
+    UNAUTHORIZED = "unauthorized"
+    TOO_MANY_STREAMS = "too_many_streams"
+    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
+    REQUEST_TOO_LARGE = "request_too_large"
+    REQUEST_TIMEOUT = "request_timeout"
+    UNKNOWN_DIALECT = "unknown_dialect"
+    HISTORY_CONFLICT = "history_conflict"
+    INTERRUPT_ANSWERED = "interrupt_answered"
+    RESUME_UNAVAILABLE = "resume_unavailable"
+    UNKNOWN_ROUTE = "unknown_route"
+    NO_RUNNING_RUN = "no_running_run"
+    RUN_NOT_FOUND = "run_not_found"
+    UNKNOWN_RUN = "unknown_run"
+    RUN_NOT_CONTINUABLE = "run_not_continuable"
+    RUN_NOT_CANCELABLE = "run_not_cancelable"
+    NOT_SUPPORTED = "not_supported"
+    PUSH_NOT_SUPPORTED = "push_not_supported"
+    INVALID_REQUEST = "invalid_request"
+    CONVERSATION_MISMATCH = "conversation_mismatch"
+    OVERLOADED = "overloaded"
+    SHUTTING_DOWN = "shutting_down"
+    STORE_UNAVAILABLE = "store_unavailable"
+    UPSTREAM_ERROR = "upstream_error"
+    UPSTREAM_TIMEOUT = "upstream_timeout"
+    UPSTREAM_BAD_EVENT = "upstream_bad_event"
+    """In-band: an upstream event the gateway cannot read (not JSON, not an object, not a valid protobuf)."""
+    UPSTREAM_EVENT_TOO_LARGE = "upstream_event_too_large"
+    """In-band: an upstream event or body over its limit."""
+    HELD_TOO_MUCH = "held_too_much"
+    """In-band: the decoder held more of a run than it may while waiting to make sense of it."""
+    CLIENT_STALLED = "client_stalled"
+    """Logged and counted only: the client stopped reading, so nothing reaches it."""
+
+
+UPSTREAM_CODES = frozenset({ErrorCode.UPSTREAM_ERROR, ErrorCode.UPSTREAM_TIMEOUT, ErrorCode.UPSTREAM_BAD_EVENT,
+                            ErrorCode.UPSTREAM_EVENT_TOO_LARGE})
+"""The codes that say the upstream failed: telemetry marks the upstream's span failed with these."""
 
 
 class GatewayError(Exception):
     status = 500
-    code = "gateway_error"
+    code: str = ErrorCode.GATEWAY_ERROR
+    """One of `ErrorCode`; typed `str` so that a dialect's own errors (A2A's) may give codes of their own."""
     headers: dict[str, str] = {}
     """Headers an HTTP answer of this error carries (a 401's challenge)."""
 
@@ -59,50 +107,50 @@ class GatewayError(Exception):
 
 class RequestError(GatewayError):
     status = 400
-    code = "bad_request"
+    code: str = ErrorCode.BAD_REQUEST
 
 
 class MalformedRequest(RequestError):
     status = 400
-    code = "malformed_request"
+    code: str = ErrorCode.MALFORMED_REQUEST
 
 
 class Unauthorized(RequestError):
     status = 401
-    code = "unauthorized"
+    code: str = ErrorCode.UNAUTHORIZED
     headers = {"www-authenticate": 'Bearer realm="agent-gateway"'}
 
 
 class TooManyStreams(RequestError):
     status = 429
-    code = "too_many_streams"
+    code: str = ErrorCode.TOO_MANY_STREAMS
 
 
 class UnsupportedMediaType(RequestError):
     status = 415
-    code = "unsupported_media_type"
+    code: str = ErrorCode.UNSUPPORTED_MEDIA_TYPE
 
 
 class RequestTooLarge(RequestError):
     status = 413
-    code = "request_too_large"
+    code: str = ErrorCode.REQUEST_TOO_LARGE
 
 
 class RequestTimeout(RequestError):
     status = 408
-    code = "request_timeout"
+    code: str = ErrorCode.REQUEST_TIMEOUT
 
 
 class Overloaded(GatewayError):
     status = 503
-    code = "overloaded"
+    code: str = ErrorCode.OVERLOADED
     headers = {"retry-after": "1"}
 
 
 class ShuttingDown(Overloaded):
     """The process is draining: a new run is refused, and a run still going at the drain's end is ended."""
 
-    code = "shutting_down"
+    code: str = ErrorCode.SHUTTING_DOWN
 
     def __init__(self) -> None:
         super().__init__("the gateway is shutting down: retry, on another replica if there is one")
@@ -112,18 +160,18 @@ class StoreUnavailable(Overloaded):
     """The turn cannot be put to the upstream without the history the store holds: answering it as a first turn
     would be a confident wrong answer, so the client is asked to retry."""
 
-    code = "store_unavailable"
+    code: str = ErrorCode.STORE_UNAVAILABLE
     headers = {"retry-after": "5"}
 
 
 class UnknownDialect(RequestError):
     status = 400
-    code = "unknown_dialect"
+    code: str = ErrorCode.UNKNOWN_DIALECT
 
 
 class HistoryConflict(RequestError):
     status = 409
-    code = "history_conflict"
+    code: str = ErrorCode.HISTORY_CONFLICT
 
 
 class InterruptAnswered(RequestError):
@@ -131,28 +179,28 @@ class InterruptAnswered(RequestError):
     click): passed on, the agent would act twice, or read the answer as something new the user said."""
 
     status = 409
-    code = "interrupt_answered"
+    code: str = ErrorCode.INTERRUPT_ANSWERED
 
 
 class UnknownRoute(RequestError):
     """A request names a route (OpenAI's `model`) that its path does not serve, or not to this caller."""
 
     status = 404
-    code = "unknown_route"
+    code: str = ErrorCode.UNKNOWN_ROUTE
 
 
 class ResumeUnavailable(RequestError):
     """A client asked for the rest of a run whose reply the gateway no longer keeps (or never did)."""
 
     status = 410
-    code = "resume_unavailable"
+    code: str = ErrorCode.RESUME_UNAVAILABLE
 
 
 class NoRunningRun(RequestError):
     """A stop or resume named a conversation with no run running."""
 
     status = 404
-    code = "no_running_run"
+    code: str = ErrorCode.NO_RUNNING_RUN
 
 
 class RunNotFound(RequestError):
@@ -160,14 +208,14 @@ class RunNotFound(RequestError):
     expired, or another principal's."""
 
     status = 404
-    code = "run_not_found"
+    code: str = ErrorCode.RUN_NOT_FOUND
 
 
 class UnknownRun(RunNotFound):
     """A request continues from a run by its id (Responses' `previous_response_id`) that the gateway does not keep
     for this caller: its client names the field, not the run."""
 
-    code = "unknown_run"
+    code: str = ErrorCode.UNKNOWN_RUN
 
 
 class RunNotContinuable(RequestError):
@@ -175,53 +223,46 @@ class RunNotContinuable(RequestError):
     still running."""
 
     status = 409
-    code = "run_not_continuable"
+    code: str = ErrorCode.RUN_NOT_CONTINUABLE
 
 
 class RunNotCancelable(RequestError):
     """A cancel for a run that has already ended."""
 
     status = 409
-    code = "run_not_cancelable"
+    code: str = ErrorCode.RUN_NOT_CANCELABLE
 
 
 class NotSupported(RequestError):
     """An operation of the client's dialect that this route does not offer (a feature the dialect makes optional)."""
 
     status = 400
-    code = "not_supported"
+    code: str = ErrorCode.NOT_SUPPORTED
 
 
 class WebhooksNotSupported(NotSupported):
     """Webhooks for a run's updates (push notifications), on a route that sends none."""
 
-    code = "push_not_supported"
+    code: str = ErrorCode.PUSH_NOT_SUPPORTED
 
 
 class InvalidRequest(RequestError):
     status = 422
-    code = "invalid_request"
+    code: str = ErrorCode.INVALID_REQUEST
 
 
 class ConversationMismatch(InvalidRequest):
     """A request continues a run of one conversation while naming another."""
 
-    code = "conversation_mismatch"
+    code: str = ErrorCode.CONVERSATION_MISMATCH
 
 
 class UpstreamError(GatewayError):
     status = 502
-    code = "upstream_error"
+    code: str = ErrorCode.UPSTREAM_ERROR
 
 
 class UpstreamTimeout(UpstreamError):
     status = 504
-    code = "upstream_timeout"
+    code: str = ErrorCode.UPSTREAM_TIMEOUT
 
-
-def _codes(cls: type[GatewayError]) -> set[str]:
-    return {cls.code}.union(*(_codes(sub) for sub in cls.__subclasses__()))
-
-
-CODES = frozenset(_codes(GatewayError))
-"""Every code the tree above can give."""

@@ -14,7 +14,7 @@ import orjson
 from starlette.types import Message, Send
 
 from gateway.core.codec import Encoder
-from gateway.core.errors import GatewayError
+from gateway.core.errors import ErrorCode, GatewayError
 from gateway.core.events import RunError
 from gateway.recordings.capture import RunCapture
 from gateway.runs.tape import Head, Tape
@@ -130,7 +130,7 @@ class ClientWriter:
             return False
         self.gone = True
         record = self._record
-        record.error = "client_stalled"
+        record.error = ErrorCode.CLIENT_STALLED
         log.info("the client took nothing for too long and was dropped%s",
                  "; the run goes on" if self.tape is not None else "",
                  extra={"route": record.route, "request_id": record.request_id})

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 from gateway.config import Timeouts
+from gateway.core.errors import ErrorCode
 from gateway.server.client import ClientWriter
 from gateway.server.record import AccessRecord
 
@@ -136,7 +137,7 @@ class Deadlines:
     def _drop_stuck_client(self) -> None:
         """End the exchange of a client that stopped reading: its connection is closed, so that the write stuck on
         it returns (else the request is cancelled in it)."""
-        self._record.failed("client_stalled")
+        self._record.failed(ErrorCode.CLIENT_STALLED)
         if not self._client.drop():
             self.cancel_request("client_stalled")
 

@@ -53,7 +53,7 @@ from gateway.conversations.recorder import RunRecorder
 from gateway.conversations.store import StoreError
 from gateway.core.codec import Decoder, Dialect, UpstreamRequest
 from gateway.core.errors import (
-    CODES,
+    ErrorCode,
     GatewayError,
     InvalidRequest,
     NoRunningRun,
@@ -373,13 +373,14 @@ class RouteHandler:
                 await writer.abort(UpstreamError("the run was cancelled before the upstream answered"), "cancelled")
             if deadlines.cancelled_because == "timeout":  # a deadline outside the relay, e.g. reading an error body
                 deadlines.cancelled_because = None
-                await writer.abort(UpstreamTimeout(deadlines.missed_deadline), "upstream_timeout")
+                await writer.abort(UpstreamTimeout(deadlines.missed_deadline), ErrorCode.UPSTREAM_TIMEOUT)
         except GatewayError as error:  # the turn cannot be put to this upstream (see HistoryConflict)
             await writer.abort(error, error.code)
         except Exception:
             log.exception("the gateway failed", extra={"route": self.route.name, "request_id": call.request_id})
-            call.record.failed("gateway_error")
-            await writer.abort(GatewayError("the gateway failed to handle this request; see its log"), "gateway_error")
+            call.record.failed(ErrorCode.GATEWAY_ERROR)
+            failed = GatewayError("the gateway failed to handle this request; see its log")
+            await writer.abort(failed, failed.code)
         finally:
             deadlines.disarm()
             watcher.cancel()
@@ -615,7 +616,7 @@ class _Call:
         kind = None
         if record.error:
             # Codes an upstream chose are counted as upstream errors: a label per code would let it grow the metrics.
-            kind = record.error if record.error in _ERROR_KINDS else "upstream_error"
+            kind = record.error if record.error in _ERROR_KINDS else ErrorCode.UPSTREAM_ERROR
             metrics.errors.labels(self.route.name, kind).inc()
         usage = relay.recorder.usage if relay is not None else None
         if usage is not None:
@@ -793,10 +794,8 @@ class _Call:
         await self.writer.fail_before_start(UpstreamError(message, details))
 
 
-_ERROR_KINDS = frozenset({
-    *CODES, "upstream_timeout", "upstream_bad_event", "upstream_event_too_large",
-    "client_stalled", "gateway_error", "held_too_much",
-})
+_ERROR_KINDS = frozenset(ErrorCode)
+"""The error kinds counted under their own metrics label: the gateway's codes, never one an upstream chose."""
 
 
 def _lost_run_error(client: Dialect) -> Callable[[dict[str, str]], bytes]:

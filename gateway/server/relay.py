@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from gateway.conversations.mapper import ConversationMapper, Exchange
 from gateway.conversations.recorder import RunRecorder
 from gateway.core.codec import Decoder, Dialect, Encoder, UpstreamRequest
-from gateway.core.errors import ShuttingDown
+from gateway.core.errors import ErrorCode, ShuttingDown
 from gateway.core.events import Event, RunError, RunFinished, RunStarted
 from gateway.core.ids import new_id
 from gateway.core.turn import Message as TurnMessage
@@ -160,7 +160,7 @@ class Relay:
             if isinstance(handed, list):  # the run ended as the deadline struck: it ended
                 events = handed
             elif reason == "timeout":
-                events = decoder.fail(missed, "upstream_timeout")
+                events = decoder.fail(missed, ErrorCode.UPSTREAM_TIMEOUT)
             elif reason == "shutdown":
                 stopping = ShuttingDown()
                 events = decoder.fail(stopping.message, stopping.code)
@@ -248,7 +248,7 @@ class Relay:
         """Translate and send one batch of events; True once the run's terminal event is out."""
         if self._upstream_status >= 300 and isinstance(events[-1], RunFinished):
             # A one-body upstream answered non-2xx with a body that says nothing went wrong.
-            events[-1] = RunError(f"upstream answered HTTP {self._upstream_status}", "upstream_error")
+            events[-1] = RunError(f"upstream answered HTTP {self._upstream_status}", ErrorCode.UPSTREAM_ERROR)
         out = self._translate(events)
         terminal = events[-1]
         if not isinstance(terminal, RunFinished | RunError):
@@ -257,7 +257,7 @@ class Relay:
             return False
         record = self._record
         if isinstance(terminal, RunError):
-            record.failed(terminal.code or "upstream_error")
+            record.failed(terminal.code or ErrorCode.UPSTREAM_ERROR)
             if self._abandon is not None:  # ended here (a deadline, a limit)? the upstream may run on: stop it
                 self._abandon()
         else:
@@ -302,18 +302,18 @@ class Relay:
 def _held_too_much(decoder: Decoder, exc: HeldTooMuch) -> list[Event]:
     """The end of a run that brought more than its client can be given whole. The batch that went past the bound
     may have ended the run in the decoder, which then adds nothing; the client has been told nothing of it yet."""
-    return decoder.fail(str(exc), "held_too_much") or [RunError(str(exc), "held_too_much")]
+    return decoder.fail(str(exc), ErrorCode.HELD_TOO_MUCH) or [RunError(str(exc), ErrorCode.HELD_TOO_MUCH)]
 
 
 def _ended(decoder: Decoder, broke: HTTPError | None, first_break: HTTPError | None) -> list[Event]:
     """The run's last events once the upstream has nothing more: its stream broke, or it ended (a stream read after
     an earlier one broke off that brought nothing more says the first break)."""
     if broke is not None:
-        return decoder.fail(f"upstream connection broke: {describe(broke)}", "upstream_error")
+        return decoder.fail(f"upstream connection broke: {describe(broke)}", ErrorCode.UPSTREAM_ERROR)
     events = decoder.close()
     if first_break is not None and events and isinstance(events[-1], RunError) and \
             events[-1].code == "upstream_truncated":
-        events[-1] = RunError(f"upstream connection broke: {describe(first_break)}", "upstream_error")
+        events[-1] = RunError(f"upstream connection broke: {describe(first_break)}", ErrorCode.UPSTREAM_ERROR)
     return events
 
 

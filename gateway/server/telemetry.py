@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.datastructures import Headers
 
 from gateway import __version__
+from gateway.core.errors import UPSTREAM_CODES
 from gateway.core.events import Usage
 from gateway.upstream.url import UpstreamURL
 
@@ -47,7 +48,6 @@ ATTRIBUTE = "agent_gateway."
 _TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}(-[ -~]*)?")
 _MAX_TRACESTATE = 512
 """The length W3C Trace Context asks every participant to pass on whole; a longer tracestate is not passed on."""
-_UPSTREAM_ERRORS = frozenset({"upstream_error", "upstream_timeout", "upstream_bad_event", "upstream_event_too_large"})
 _RECORD_ATTRIBUTES = ("route", "client_dialect", "upstream_dialect", "conversation_id", "run_id", "outcome",
                       "events", "upstream_ms", "history")
 """Access record fields a span carries as they are, under `agent_gateway.`: all ids and figures, no free text."""
@@ -197,7 +197,7 @@ class RequestTrace:
         now = time.monotonic()
         upstream = self._upstream
         if upstream is not None:
-            if error in _UPSTREAM_ERRORS:
+            if error in UPSTREAM_CODES:
                 upstream.set_attribute("error.type", error)
                 upstream.set_status(trace.StatusCode.ERROR, error)
             upstream.end(self._at(upstream_read if upstream_read > self._upstream_sent else now))
