@@ -27,6 +27,7 @@ GatewayError
  │    ├── ShuttingDown            503  the gateway is draining before it stops: retry, on another replica
  │    └── StoreUnavailable        503  the conversation store did not answer, and the turn needs what it holds
  └── UpstreamError                502  the upstream failed: refused, reset, non-2xx, broken stream
+      ├── UpstreamRefused         502  the upstream answered a status (or a content type) the gateway cannot relay
       └── UpstreamTimeout         504  the upstream did not answer or went quiet past a timeout
 ```
 
@@ -260,6 +261,16 @@ class ConversationMismatch(InvalidRequest):
 class UpstreamError(GatewayError):
     status = 502
     code: str = ErrorCode.UPSTREAM_ERROR
+
+
+class UpstreamRefused(UpstreamError):
+    """The upstream answered non-2xx, or 2xx in a content type its dialect does not use: the status it names is the
+    client's one clue to what the upstream said, since its body may hold secrets."""
+
+    def __init__(self, status: int, wrong: str | None = None, details: list[dict[str, Any]] | None = None) -> None:
+        message = f"upstream answered HTTP {status} with {wrong}" if wrong else f"upstream answered HTTP {status}"
+        super().__init__(message, details)
+        self.upstream_status = status
 
 
 class UpstreamTimeout(UpstreamError):

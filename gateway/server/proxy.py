@@ -64,6 +64,7 @@ from gateway.core.errors import (
     ShuttingDown,
     UnsupportedMediaType,
     UpstreamError,
+    UpstreamRefused,
     UpstreamTimeout,
 )
 from gateway.core.events import RunError
@@ -689,10 +690,10 @@ class _Call:
             failed = response.status >= 300
             content_type = response.headers.get("content-type", "")
             if failed and ((outbound.streams and not outbound.json_reply) or "json" not in content_type):
-                await self._upstream_refused(response, f"upstream answered HTTP {response.status}")
+                await self._upstream_refused(response)
                 return
             if not failed and (wrong := _wrong_content_type(upstream.name, outbound, content_type)):
-                await self._upstream_refused(response, f"upstream answered HTTP {response.status} with {wrong}")
+                await self._upstream_refused(response, wrong)
                 return
             if route.upstream.variant is None and (variant := upstream.variant_of(response.headers)) is not None:
                 # What this reply shows goes for the conversation, and for the route's next new ones: an upstream that
@@ -779,7 +780,7 @@ class _Call:
             pass_trace_context(self.headers, headers)
         return headers
 
-    async def _upstream_refused(self, response: Response, message: str) -> None:
+    async def _upstream_refused(self, response: Response, wrong: str | None = None) -> None:
         """A 502 that names the upstream's status. Its body, which may hold secrets, goes to the operator's log,
         and to the client only with `debug_errors`."""
         body = b""
@@ -791,7 +792,7 @@ class _Call:
         shown = body[:2000].decode("utf-8", "replace").strip()
         self.record.error_detail = f"HTTP {response.status}: {shown}" if shown else f"HTTP {response.status}"
         details = [{"status": response.status, "body": shown}] if self.handler.debug_errors else []
-        await self.writer.fail_before_start(UpstreamError(message, details))
+        await self.writer.fail_before_start(UpstreamRefused(response.status, wrong, details))
 
 
 _ERROR_KINDS = frozenset(ErrorCode)

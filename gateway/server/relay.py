@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from gateway.conversations.mapper import ConversationMapper, Exchange
 from gateway.conversations.recorder import RunRecorder
 from gateway.core.codec import Decoder, Dialect, Encoder, UpstreamRequest
-from gateway.core.errors import ErrorCode, ShuttingDown
+from gateway.core.errors import ErrorCode, ShuttingDown, UpstreamRefused
 from gateway.core.events import Event, RunError, RunFinished, RunStarted
 from gateway.core.ids import new_id
 from gateway.core.turn import Message as TurnMessage
@@ -248,7 +248,8 @@ class Relay:
         """Translate and send one batch of events; True once the run's terminal event is out."""
         if self._upstream_status >= 300 and isinstance(events[-1], RunFinished):
             # A one-body upstream answered non-2xx with a body that says nothing went wrong.
-            events[-1] = RunError(f"upstream answered HTTP {self._upstream_status}", ErrorCode.UPSTREAM_ERROR)
+            refused = UpstreamRefused(self._upstream_status)
+            events[-1] = RunError(refused.message, refused.code)
         out = self._translate(events)
         terminal = events[-1]
         if not isinstance(terminal, RunFinished | RunError):
