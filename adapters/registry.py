@@ -30,6 +30,17 @@ def variants() -> dict[str, str]:
     return {variant: dialect.name for dialect in DIALECTS.values() for variant in dialect.variants}
 
 
+def variant_mismatch(variant: str | None, dialect: str, *, flag: str | None = None) -> str | None:
+    """Why `variant` cannot go with `dialect` (it is another dialect's), or None when it can: the CLI and the config
+    refuse it in these words. `flag` is the CLI option that names the dialect; the config has none to point at."""
+    if variant is None or variant in get(dialect).variants:
+        return None
+    owner = variants()[variant]
+    if flag is None:
+        return f"variant {variant} is a {owner} variant, not one of {dialect}"
+    return f"--variant {variant} is a {owner} variant: use it with {flag} {owner}"
+
+
 def path_owners(candidates: list[str], path: str) -> list[str]:
     """The candidates that may read a request on `path`: those whose own path it is, or all of them on a path no
     candidate owns."""

@@ -563,9 +563,8 @@ def _check_endpoint(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         if not equals or scenario not in SCENARIOS:
             parser.error(f"--prompt {prompt!r}: write it as SCENARIO=TEXT, SCENARIO one of {', '.join(SCENARIOS)}")
         prompts[scenario] = text
-    if args.variant is not None and args.variant not in registry.get(args.dialect).variants:
-        owner = registry.variants()[args.variant]
-        parser.error(f"--variant {args.variant} is a {owner} variant: use it with --dialect {owner}")
+    if mismatch := registry.variant_mismatch(args.variant, args.dialect, flag="--dialect"):
+        parser.error(mismatch)
     scenarios = list(dict.fromkeys(args.scenario or SCENARIOS))
     report = asyncio.run(check(args.url, args.dialect, scenarios, headers=headers, variant=args.variant,
                                timeout=args.timeout, prompts=prompts))
@@ -595,9 +594,8 @@ def _translate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
                 data = handle.read()
         except OSError as exc:
             parser.error(f"cannot read {args.input}: {exc.strerror}")
-    if args.variant is not None and args.variant not in registry.get(args.target).variants:
-        owner = registry.variants()[args.variant]
-        parser.error(f"--variant {args.variant} is a {owner} variant: use it with --to {owner}")
+    if mismatch := registry.variant_mismatch(args.variant, args.target, flag="--to"):
+        parser.error(mismatch)
     if is_recording(data):
         from gateway import recording_commands
 

@@ -278,9 +278,8 @@ class Upstream(_Model):
 
     @model_validator(mode="after")
     def _variant_of_the_dialect(self) -> Upstream:
-        if self.variant is not None and self.variant not in registry.get(self.dialect).variants:
-            raise ValueError(f"variant {self.variant} is a {registry.variants()[self.variant]} variant, "
-                             f"not one of {self.dialect}")
+        if mismatch := registry.variant_mismatch(self.variant, self.dialect):
+            raise ValueError(mismatch)
         return self
 
     @field_validator("url")
