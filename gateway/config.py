@@ -28,22 +28,19 @@ from gateway.inspector.options import InspectorOptions
 from gateway.recordings.options import RecordOptions
 from gateway.runs.board import KeptLimits
 from gateway.upstream import tls
-from gateway.upstream.http1 import Target
+from gateway.upstream.http1 import FRAMING_HEADERS, HOP_BY_HOP_HEADERS, Target
 from gateway.upstream.proxies import Proxy, parse_proxy, proxy_for
 from gateway.upstream.url import UpstreamURL
 
-# Headers the gateway writes itself on every upstream request; a config may not set them.
-RESERVED_UPSTREAM_HEADERS = frozenset({
-    "host", "content-length", "transfer-encoding", "connection", "keep-alive", "proxy-connection", "te", "trailer",
-    "upgrade",
-})
+RESERVED_UPSTREAM_HEADERS = FRAMING_HEADERS | HOP_BY_HOP_HEADERS
+"""Headers the gateway writes itself on every upstream request, or that speak of its connection: a route's
+`upstream.headers` may not set them."""
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _FIELD_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
-# Hop-by-hop and framing headers: never forwarded, whatever a route says.
-HOP_BY_HOP = frozenset({
-    "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "host", "content-length",
-    "content-type", "accept", "accept-encoding",
-})
+NEVER_FORWARDED = (RESERVED_UPSTREAM_HEADERS - {"proxy-connection"}) | {"content-type", "accept", "accept-encoding"}
+"""Headers a route's `forward_headers` may not name: the framing and hop-by-hop ones, and those the dialect sets
+for its own body. proxy-connection is left out as it always was: refusing it now would break a config that
+forwards it."""
 
 
 class ConfigError(ValueError):
@@ -405,7 +402,7 @@ class Route(_Model):
     @classmethod
     def _forwardable(cls, headers: list[str]) -> list[str]:
         lowered = [h.lower() for h in headers]
-        bad = [h for h in lowered if h in HOP_BY_HOP]
+        bad = [h for h in lowered if h in NEVER_FORWARDED]
         if bad:
             raise ValueError(f"{', '.join(bad)} cannot be forwarded: the gateway sets them for each hop")
         return lowered

@@ -51,6 +51,13 @@ MAX_LINE = 16 * 1024
 grow by concatenation, so an endless line would cost time quadratic in its length."""
 INFLATE_STEP = 64 * 1024
 """Most bytes a compressed body inflates to per read: a small gzip bomb stays a trickle."""
+FRAMING_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
+"""Headers the client writes itself on every request, from the target and the body: any a caller passes are
+dropped, so that no header can say other than the request does."""
+HOP_BY_HOP_HEADERS = frozenset({"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
+                                "upgrade"})
+"""RFC 9110's hop-by-hop headers (with the old proxy-connection): they speak of one connection, which is the
+client's to manage, not of the request."""
 _CONTENT_CODINGS = {"gzip": 47, "x-gzip": 47, "deflate": 15}  # zlib wbits: 47 reads gzip or zlib
 
 
@@ -599,7 +606,7 @@ class Pool:
         if target.proxy is not None and target.ssl is None:
             lines += [f"{name}: {value}" for name, value in target.proxy.headers]
         for name, value in headers.items():
-            if name in ("host", "content-length", "transfer-encoding", "connection"):
+            if name in FRAMING_HEADERS:
                 continue
             if "\r" in value or "\n" in value or "\r" in name or "\n" in name or ":" in name:
                 raise ValueError(f"header {name!r} has a line break or a colon in it")
