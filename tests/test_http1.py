@@ -17,7 +17,15 @@ from pathlib import Path
 import pytest
 from scripted_http import STREAM_HEAD, Server, chunk, read_all, run
 
-from gateway.upstream.http1 import ConnectError, ConnectionBroken, Pool, ProtocolError, Target
+from gateway.upstream.http1 import (
+    ConnectError,
+    ConnectionBroken,
+    HTTPError,
+    InvalidRequestHead,
+    Pool,
+    ProtocolError,
+    Target,
+)
 
 
 def test_a_chunked_stream_is_read_as_it_arrives_not_when_it_ends() -> None:
@@ -488,3 +496,23 @@ def test_https_upstreams_are_verified_against_the_trusted_certificates(certifica
     asyncio.run(main(trusted=False))
     monkeypatch.setenv("SSL_CERT_FILE", os.fspath(cert))
     asyncio.run(main(trusted=True))
+
+
+@pytest.mark.parametrize(("headers", "match"), [
+    ({"x-note": "one\r\nx-injected: two"}, "header 'x-note' has a line break or a colon in it"),
+    ({"x-bad:name": "value"}, "header 'x-bad:name' has a line break or a colon in it"),
+    ({"x-note": "\u2713"}, "a character outside Latin-1"),
+])
+def test_a_head_that_cannot_be_written_is_the_clients_own_error_and_nothing_is_sent(
+        headers: dict[str, str], match: str) -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        raise AssertionError("nothing should reach the server")
+
+    async def main() -> None:
+        async with Server(handler) as server:
+            with pytest.raises(InvalidRequestHead, match=match) as raised:
+                await Pool().post(Target(server.url(), 5), b"{}", headers)
+            assert isinstance(raised.value, HTTPError)
+            assert server.connections == 0
+
+    run(main)

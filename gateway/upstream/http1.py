@@ -21,7 +21,8 @@ HTTPError
  ├── ConnectError            no connection could be made (refused, unresolvable, TLS, proxy)
  │    └── ConnectTimeout     ... within the connect timeout
  ├── ConnectionBroken        the connection closed or failed before the response was whole
- └── ProtocolError           the bytes are not an HTTP/1.1 response we can read (framing, limits, encoding)
+ ├── ProtocolError           the bytes are not an HTTP/1.1 response we can read (framing, limits, encoding)
+ └── InvalidRequestHead      a header or path the caller passed cannot be written in a request; nothing sent
 ```
 """
 
@@ -83,6 +84,12 @@ class ConnectionBroken(HTTPError):
 
 class ProtocolError(HTTPError):
     """The upstream's bytes are not a valid HTTP/1.1 response."""
+
+
+class InvalidRequestHead(HTTPError, ValueError):
+    """The request's head cannot be written as asked: a header with a line break, or a colon in its name, would end
+    the head early or add headers nobody set, and a head is Latin-1. Nothing was sent. Still a ValueError, as it was
+    before it joined the tree, for callers that catch that."""
 
 
 class _AfterTheResponse(Exception):
@@ -609,6 +616,9 @@ class Pool:
             if name in FRAMING_HEADERS:
                 continue
             if "\r" in value or "\n" in value or "\r" in name or "\n" in name or ":" in name:
-                raise ValueError(f"header {name!r} has a line break or a colon in it")
+                raise InvalidRequestHead(f"header {name!r} has a line break or a colon in it")
             lines.append(f"{name}: {value}")
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        try:
+            return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        except UnicodeEncodeError as exc:
+            raise InvalidRequestHead(f"the request's head has a character outside Latin-1: {exc}") from exc
