@@ -46,6 +46,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +57,7 @@ PEERS_DIR = ROOT / "tests" / "peers"
 VENVS_DIR = ROOT / ".peers"
 START_TIMEOUT = 60.0  # seconds for a peer to import, bind and answer /healthz
 STOP_TIMEOUT = 5.0  # seconds between SIGTERM and SIGKILL
+INSTALLS_AT_ONCE = 3
 # Variables that would make a peer's interpreter see something other than its own venv, or move its routes
 # (cloudbase-agent-server serves under /v1/aibot/bots when TENCENTCLOUD_RUNENV=SCF).
 SCRUBBED_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "TENCENTCLOUD_RUNENV")
@@ -151,17 +153,23 @@ def _locked(peer: Peer) -> Iterator[None]:
 
 
 def ensure_peer_envs(peers: tuple[Peer, ...] = PEERS) -> None:
-    """Create or update each peer's venv from its requirements file; a venv that matches it is left alone."""
-    for peer in peers:
-        with _locked(peer):
-            if peer.installed():
-                continue
-            print(f"peers_env: installing {peer.name} into {peer.venv}", file=sys.stderr, flush=True)
-            started = time.monotonic()
-            _run(sys.executable, "-m", "venv", "--clear", peer.venv)  # from scratch: no leftovers of older pins
-            _pip_install(peer.python, "-r", peer.requirements)
-            peer.stamp.write_text(peer.fingerprint() + "\n")
-            print(f"peers_env: {peer.name} installed in {time.monotonic() - started:.1f} s", file=sys.stderr)
+    """Create or update each peer's venv from its requirements file; a venv that matches it is left alone. The
+    venvs are installed side by side: pip spends most of its time waiting on downloads and unpacking."""
+    with ThreadPoolExecutor(max_workers=INSTALLS_AT_ONCE) as pool:
+        for installed in [pool.submit(_ensure_peer_env, peer) for peer in peers]:
+            installed.result()
+
+
+def _ensure_peer_env(peer: Peer) -> None:
+    with _locked(peer):
+        if peer.installed():
+            return
+        print(f"peers_env: installing {peer.name} into {peer.venv}", file=sys.stderr, flush=True)
+        started = time.monotonic()
+        _run(sys.executable, "-m", "venv", "--clear", peer.venv)  # from scratch: no leftovers of older pins
+        _pip_install(peer.python, "-r", peer.requirements)
+        peer.stamp.write_text(peer.fingerprint() + "\n")
+        print(f"peers_env: {peer.name} installed in {time.monotonic() - started:.1f} s", file=sys.stderr)
 
 
 def relock(peers: tuple[Peer, ...] = PEERS) -> None:
