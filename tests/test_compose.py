@@ -32,7 +32,7 @@ from servers import free_port
 
 from gateway.cli import DEMO_REQUESTS
 from gateway.config import load_config
-from gateway.core.events import RunFinished, TextDelta
+from gateway.core.events import Interrupt, RunFinished, TextDelta
 
 COMPOSE: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES: dict[str, dict[str, Any]] = COMPOSE["services"]
@@ -45,8 +45,9 @@ EXPECTED_TEXT = {
     "vercel": "It is sunny, 21C in Berlin.",
     "agent-respond": "It is sunny, 21C in Rome.",
     "a2a": "After some thought: think.",
-    "openai-chat": "[interrupted] The agent paused for human input: Delete /tmp/demo?",
-    "openai-responses": "It is sunny, 21C in Paris.",
+    "langgraph": "Delete /tmp/demo?",  # an interrupt: what it asks
+    "openai-chat": "It is sunny, 21C in Paris.",
+    "openai-responses": "You said: hello. (turn 1)",
 }
 
 
@@ -348,7 +349,9 @@ def test_the_compose_services_run_here_with_their_own_commands_and_answer_every_
             assert response.status_code == 200, (dialect, response.text)
             events = decode(dialect, response.content)
             assert isinstance(events[-1], RunFinished), (dialect, events[-1])
-            assert EXPECTED_TEXT[dialect] in "".join(e.delta for e in events if isinstance(e, TextDelta)), dialect
+            said = "".join(e.delta if isinstance(e, TextDelta) else e.message or "" for e in events
+                           if isinstance(e, TextDelta | Interrupt))
+            assert EXPECTED_TEXT[dialect] in said, (dialect, said)
         # The conversations are in the Redis the compose environment names, not in some default store.
         client = redis.Redis.from_url(redis_url)
         try:
