@@ -10,7 +10,8 @@ The stream is SSE with named frames, one per stream mode the run was asked for (
 | | a message's `name` and `response_metadata.agent_gateway` `{metadata, subagent_run_id}`: its opening's |
 | | `usage_metadata` with its details: usage; reasoning blocks' encrypted content: encrypted reasoning |
 | `updates` / `values` `{"__interrupt__": [...]}` | interrupts, each with its id and value |
-| `values` | the state as it stands, without its messages (the thread keeps those) |
+| `values` | the state as it stands, without its messages (the thread keeps those); the messages that came after |
+| | the run's first `values` and were not streamed (a stream asked for `values` alone): read as `messages` are |
 | `custom` | the graph's own data (`get_stream_writer()`), as `Data("custom")`; `{name, data, id?}` as the gateway |
 | | writes named data, activities (`activity`) and subagents (`subagent`) for LangGraph clients, read back as such |
 | `error` `{error, message}` | the run's error |
@@ -67,8 +68,9 @@ HIDDEN_STATE = frozenset({"messages", "__interrupt__"})
 
 
 class LangGraphDecoder(RepairedDecoder):
-    __slots__ = ("_calls", "_current", "_interrupts", "_joins", "_max_event_bytes", "_open_calls", "_reasoning",
-                 "_results", "_run_id", "_seen", "_sse", "_started_calls", "_state", "_tagged", "_text", "_thread_id")
+    __slots__ = ("_calls", "_current", "_heard", "_interrupts", "_joins", "_max_event_bytes", "_open_calls",
+                 "_reasoning", "_results", "_run_id", "_seen", "_sse", "_started_calls", "_state", "_tagged", "_text",
+                 "_thread_id")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__()
@@ -92,6 +94,9 @@ class LangGraphDecoder(RepairedDecoder):
         """What a message said of itself in a chunk before its content (the gateway's LangGraph encoder does)."""
         self._interrupts: set[str] = set()
         self._state: Any = None
+        self._heard: int | None = None
+        """How many of the thread's messages the run's `values` held that were read: at first its input and the
+        history before it, which are not the run's to say."""
 
     def sent(self, request: UpstreamRequest) -> None:
         parts = (request.path or "").split("/")
@@ -295,12 +300,25 @@ class LangGraphDecoder(RepairedDecoder):
     def _values(self, value: Any, out: Events) -> None:
         if not isinstance(value, dict):
             return
+        messages = value.get("messages")
+        if isinstance(messages, list):
+            self._unstreamed(messages, out)
         if "__interrupt__" in value:
             self._waiting(value["__interrupt__"], out)
         state = {key: item for key, item in value.items() if key not in HIDDEN_STATE}
         if state != self._state and (state or self._state):
             self._state = state
             out.append(StateSnapshot(state))
+
+    def _unstreamed(self, messages: list[Any], out: Events) -> None:
+        """The run's messages as `values` holds them, for a stream asked without `messages` (LangGraph's default
+        stream mode is `values` alone): those after the run's first `values`, each once (those streamed already
+        add nothing). By place, not id: a thread's messages only grow within a run, and an id may repeat."""
+        heard, self._heard = self._heard, len(messages)
+        if heard is None:
+            return
+        for message in messages[heard:]:
+            self._message(message, out)
 
     def _waiting(self, interrupts: Any, out: Events) -> None:
         self._end_message(out)

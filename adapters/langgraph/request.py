@@ -68,7 +68,7 @@ class RunCreate(_Model):
 
 def parse_request(body: dict[str, Any]) -> Turn:
     request = validate(RunCreate, body, "langgraph")
-    modes = [request.stream_mode] if isinstance(request.stream_mode, str) else request.stream_mode
+    modes = [request.stream_mode] if isinstance(request.stream_mode, str) else request.stream_mode or ["values"]
     unknown = [mode for mode in modes if mode not in STREAM_MODES]
     if unknown:
         raise InvalidRequest(f"invalid langgraph request: stream_mode: {unknown[0]!r} is not one of "

@@ -128,6 +128,20 @@ def test_text_streams_as_deltas_of_one_message() -> None:
     assert [(e.message_id, e.delta) for e in events if isinstance(e, TextDelta)] == [("m1", "a "), ("m1", "b")]
 
 
+def test_a_stream_of_values_alone_reads_the_runs_new_messages_once() -> None:
+    """LangGraph's default stream mode is `values` alone: the run's answer is in the messages after its first."""
+    before = [{"type": "human", "id": "h0", "content": "hi"}, {"type": "ai", "id": "a0", "content": "earlier"},
+              {"type": "human", "id": "h1", "content": "again"}]
+    answer = {"type": "ai", "id": "a1", "content": "the answer", "tool_calls": []}
+    events = LangGraphDecoder().feed(frames(("values", {"messages": before}),
+                                            ("values", {"messages": [*before, answer]}),
+                                            ("values", {"messages": [*before, answer]})))
+    assert [(e.message_id, e.delta) for e in events if isinstance(e, TextDelta)] == [("a1", "the answer")]
+    streamed = LangGraphDecoder().feed(frames(("values", {"messages": before}), ("messages", chunk("the answer", "a1")),
+                                              ("values", {"messages": [*before, answer]})))
+    assert [e.delta for e in streamed if isinstance(e, TextDelta)] == ["the answer"]
+
+
 def test_only_a_body_that_names_an_assistant_is_langgraphs() -> None:
     assert DIALECT.sniff({"assistant_id": "a", "input": {}}) == 2
     assert DIALECT.sniff({"messages": []}) == 0
