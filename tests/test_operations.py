@@ -316,9 +316,9 @@ def test_upstream_failures_are_warnings_with_what_the_upstream_said(caplog: pyte
 
     with Served(failing) as upstream, \
             Served(create_app(route_to(upstream.url, "ag-ui"), store=MemoryStore())) as gateway, \
-            caplog.at_level(logging.INFO, logger=ACCESS):
-        answer = post(httpx.Client(timeout=10), f"{gateway.url}/agui",
-                      request_body("ag-ui", [user_message("ag-ui", "hi")]), {"x-request-id": "ops-502"})
+            caplog.at_level(logging.INFO, logger=ACCESS), httpx.Client(timeout=10) as http:
+        answer = post(http, f"{gateway.url}/agui", request_body("ag-ui", [user_message("ag-ui", "hi")]),
+                      {"x-request-id": "ops-502"})
         [line] = access_lines(caplog, "ops-502")
     assert answer.status_code == 502 and "database" not in answer.text
     assert line.levelno == logging.WARNING and line.error_detail.startswith("HTTP 500: database is down")  # type: ignore[attr-defined]
