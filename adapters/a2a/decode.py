@@ -131,10 +131,13 @@ class A2ADecoder(JsonSSEDecoder):
             out.append(RunError("upstream sent a JSON-RPC result that is not an object", ErrorCode.UPSTREAM_BAD_EVENT))
             return
         kind, value = ("task", result) if self._whole_task else response_kind(result)
-        if self._attempts and (self._foreign or _task_of(kind, value) not in (None, self._task_id)):
+        task_id = value.get("id") if kind == "task" else value.get("taskId")
+        if self._attempts and (self._foreign or task_id not in (None, self._task_id)):
             self._foreign = True
             return
-        if _another(_task_of(kind, value), self._task_id) or _another(value.get("contextId"), self._context_id):
+        context_id = value.get("contextId")
+        if ((task_id != self._task_id and _another(task_id, self._task_id))
+                or (context_id != self._context_id and _another(context_id, self._context_id))):
             self.ignored += 1  # another task's update on this stream: not this run's words
             return
         if kind == "artifact-update":
@@ -176,31 +179,34 @@ class A2ADecoder(JsonSSEDecoder):
         artifact_id = artifact.get("artifactId")
         artifact_id = artifact_id if isinstance(artifact_id, str) else new_id("artifact")
         name = _str(artifact.get("name"), "artifact")
-        seen = artifact_id in self._said
-        said = self._said.get(artifact_id, 0) if whole else 0
+        said_before = self._said.get(artifact_id)
+        seen = whole and said_before is not None
+        skip = (said_before or 0) if whole else 0
+        passed = 0
         for part in _parts(artifact):
             if not isinstance(part, dict):
                 continue
             kind = part_kind(part)
             if kind == "text" and isinstance(part.get("text"), str):
-                text = part["text"][said:]
-                said = max(0, said - len(part["text"]))
-                if not text and whole and seen:
+                text = part["text"]
+                if skip:
+                    text, skip = text[skip:], max(0, skip - len(text))
+                if not text and seen:
                     continue
                 message_id = self._open_text.get(artifact_id)
                 if message_id is None:
                     message_id = self._open_text[artifact_id] = new_id("msg")
                     out.append(TextStart(message_id))
                 if text:
-                    self._said[artifact_id] = self._said.get(artifact_id, 0) + len(text)
+                    passed += len(text)
                     out.append(TextDelta(message_id, text))
-            elif whole and seen:
+            elif seen:
                 continue  # data and files of an artifact already passed on
             elif kind == "data":
                 out.append(Data(name, part.get("data"), artifact_id))
             elif kind == "file":
                 out.append(Data("file", part.get("file", part), artifact_id))
-        self._said.setdefault(artifact_id, 0)
+        self._said[artifact_id] = (said_before or 0) + passed
         if update.get("lastChunk") is True and artifact_id in self._open_text:
             out.append(TextEnd(self._open_text.pop(artifact_id)))
 
@@ -284,11 +290,6 @@ class A2ADecoder(JsonSSEDecoder):
 def _another(named: Any, this: str | None) -> bool:
     """Whether a response names a task (or context) other than the stream's, once the stream's is known."""
     return this is not None and isinstance(named, str) and named != this
-
-
-def _task_of(kind: str, value: dict[str, Any]) -> Any:
-    """The task a response names."""
-    return value.get("id") if kind == "task" else value.get("taskId")
 
 
 def _rpc_error(error: Any) -> RunError:
