@@ -5,6 +5,9 @@ Its rules, all enforced here: LF framing, camelCase, no `null` for an optional f
 `RUN_FINISHED.outcome`, client tools left without a result listed in `outcome.pendingToolCallIds`, and a subagent's
 content tagged with its `subagentRunId` from the event that opens it to the one that closes it (the client refuses a
 continuation whose tag differs from its opener's). A client before 1.0 gets `legacy.LegacyAguiEncoder` instead.
+
+Each event type's handler is a function of the encoder and the event, written before the class that lists them in
+`handlers`, as the decoders' are: the class keeps the stream's state and what several handlers share.
 """
 
 from __future__ import annotations
@@ -78,6 +81,225 @@ def usage_entry(e: Usage) -> dict[str, Any]:
                       "cacheWriteInputTokens": e.cache_write_input_tokens, "model": e.model, "provider": e.provider})
 
 
+def _run_started(enc: AguiEncoder, e: RunStarted) -> bytes:
+    enc._thread_id = e.thread_id or new_id("thread")
+    enc._run_id = e.run_id or new_id("run")
+    return sse_frame(enc.tag(drop_none({
+        "type": "RUN_STARTED",
+        "threadId": enc._thread_id,
+        "runId": enc._run_id,
+        "parentRunId": e.parent_run_id,
+        "protocolVersion": PROTOCOL_VERSION,
+    }), e))
+
+
+def _run_finished(enc: AguiEncoder, e: RunFinished) -> bytes:
+    event: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": enc._thread_id, "runId": enc._run_id}
+    if e.outcome == "interrupt" and enc._interrupts:
+        event["outcome"] = {"type": "interrupt", "interrupts": enc._interrupts}
+    elif e.outcome == "cancelled":
+        event["outcome"] = {"type": "cancelled"}
+    elif enc._pending:
+        event["outcome"] = {"type": "success", "pendingToolCallIds": list(enc._pending)}
+    else:
+        event["outcome"] = {"type": "success"}
+    if e.result is not None:
+        event["result"] = e.result
+    if enc._usage:
+        event["usage"] = enc._usage
+    return sse_frame(enc.tag(event, e))
+
+
+def _run_error(enc: AguiEncoder, e: RunError) -> bytes:
+    event = drop_none({"type": "RUN_ERROR", "message": e.message, "code": e.code})
+    if enc._usage:
+        event["usage"] = enc._usage
+    return sse_frame(enc.tag(event, e))
+
+
+def _text_start(enc: AguiEncoder, e: TextStart) -> bytes:
+    enc._announced[e.message_id] = e.subagent_run_id
+    enc._parent = e.message_id
+    role = e.role if e.role in _ROLES else "assistant"
+    event = {"type": "TEXT_MESSAGE_START", "messageId": e.message_id, "role": role}
+    if e.name is not None:
+        event["name"] = e.name
+    return sse_frame(enc.tag(event, e, enc._open(e.message_id, e.subagent_run_id)))
+
+
+def _text_delta(enc: AguiEncoder, e: TextDelta) -> bytes:
+    if e.metadata is None and not enc._owners:
+        return enc._text.frame(e.delta, e.message_id)
+    return sse_frame(enc.tag({"type": "TEXT_MESSAGE_CONTENT", "messageId": e.message_id, "delta": e.delta}, e,
+                             enc._owners.get(e.message_id)))
+
+
+def _text_end(enc: AguiEncoder, e: TextEnd) -> bytes:
+    return sse_frame(enc.tag({"type": "TEXT_MESSAGE_END", "messageId": e.message_id}, e,
+                             enc._close(e.message_id)))
+
+
+def _reasoning_start(enc: AguiEncoder, e: ReasoningStart) -> bytes:
+    owner = enc._open(e.message_id, e.subagent_run_id)
+    return sse_frame(enc.tag({"type": "REASONING_START", "messageId": e.message_id}, e, owner)) + sse_frame(
+        enc.tag({"type": "REASONING_MESSAGE_START", "messageId": e.message_id, "role": "reasoning"}, e, owner))
+
+
+def _reasoning_delta(enc: AguiEncoder, e: ReasoningDelta) -> bytes:
+    return sse_frame(enc.tag({"type": "REASONING_MESSAGE_CONTENT", "messageId": e.message_id, "delta": e.delta},
+                             e, enc._owners.get(e.message_id)))
+
+
+def _reasoning_end(enc: AguiEncoder, e: ReasoningEnd) -> bytes:
+    owner = enc._close(e.message_id)
+    return sse_frame(enc.tag({"type": "REASONING_MESSAGE_END", "messageId": e.message_id}, e, owner)) + sse_frame(
+        enc.tag({"type": "REASONING_END", "messageId": e.message_id}, e, owner))
+
+
+def _encrypted(enc: AguiEncoder, e: EncryptedValue) -> bytes:
+    return sse_frame(enc.tag({"type": "REASONING_ENCRYPTED_VALUE", "subtype": e.subtype, "entityId": e.entity_id,
+                             "encryptedValue": e.value}, e, e.subagent_run_id))
+
+
+def _tool_start(enc: AguiEncoder, e: ToolCallStart) -> bytes:
+    out = b""
+    parent = e.parent_message_id if e.parent_message_id in enc._announced else enc._parent
+    owner = e.subagent_run_id
+    if parent is None or enc._announced.get(parent) != owner:
+        # The client makes one assistant message per tool call without a parent; give it one to hang on, of
+        # the call's own subagent (a call inherits its owner from its parent message).
+        parent = new_id("msg")
+        out = _text_start(enc, TextStart(parent, subagent_run_id=owner)) + _text_end(enc, TextEnd(parent))
+    enc._parent = parent
+    return out + sse_frame(enc.tag({"type": "TOOL_CALL_START", "toolCallId": e.tool_call_id,
+                                   "toolCallName": e.name, "parentMessageId": parent}, e,
+                                   enc._open(e.tool_call_id, owner)))
+
+
+def _tool_args(enc: AguiEncoder, e: ToolCallArgs) -> bytes:
+    return sse_frame(enc.tag({"type": "TOOL_CALL_ARGS", "toolCallId": e.tool_call_id, "delta": e.delta}, e,
+                             enc._owners.get(e.tool_call_id) if enc._owners else None))
+
+
+def _tool_end(enc: AguiEncoder, e: ToolCallEnd) -> bytes:
+    enc._pending[e.tool_call_id] = None
+    return sse_frame(enc.tag({"type": "TOOL_CALL_END", "toolCallId": e.tool_call_id}, e,
+                             enc._close(e.tool_call_id)))
+
+
+def _tool_result(enc: AguiEncoder, e: ToolResult) -> bytes:
+    if e.is_error:
+        enc.dropped["tool_error_as_result"] += 1  # AG-UI results have no error flag
+    enc._pending.pop(e.tool_call_id, None)
+    enc._parent = None  # what the agent says after a result is a new assistant message
+    content = content_to_agui(e.content) if isinstance(e.content, list) and _all_parts(e.content) \
+        else as_text(e.content)
+    return sse_frame(enc.tag({"type": "TOOL_CALL_RESULT", "messageId": e.message_id or new_id("result"),
+                             "toolCallId": e.tool_call_id, "content": content, "role": "tool"}, e,
+                             e.subagent_run_id))
+
+
+def _interrupt(enc: AguiEncoder, e: Interrupt) -> bytes:
+    if e.tool_call_id:
+        enc._pending.pop(e.tool_call_id, None)  # the interrupt, not the client, settles this call
+    metadata = e.metadata if e.payload is None else {**(e.metadata or {}), "payload": e.payload}
+    enc._interrupts.append(drop_none({
+        "id": e.id,
+        "reason": e.reason or "interrupt",
+        "message": e.message,
+        "toolCallId": e.tool_call_id,
+        "responseSchema": e.response_schema if isinstance(e.response_schema, dict) else None,
+        "expiresAt": e.expires_at,
+        "metadata": metadata or None,
+        "subagentRunId": e.subagent_run_id,
+    }))
+    return b""
+
+
+def _interrupt_resolved(enc: AguiEncoder, e: InterruptResolved) -> bytes:
+    # Asked and answered within the run: the client is not asked. That it happened has no event here.
+    enc._interrupts = [i for i in enc._interrupts if i["id"] != e.interrupt_id]
+    enc.dropped["interrupt_resolved"] += 1
+    return b""
+
+
+def _state_snapshot(enc: AguiEncoder, e: StateSnapshot) -> bytes:
+    return sse_frame(enc.tag({"type": "STATE_SNAPSHOT", "snapshot": e.snapshot}, e, e.subagent_run_id))
+
+
+def _state_delta(enc: AguiEncoder, e: StateDelta) -> bytes:
+    return sse_frame(enc.tag({"type": "STATE_DELTA", "delta": e.patch}, e, e.subagent_run_id))
+
+
+def _messages_snapshot(enc: AguiEncoder, e: MessagesSnapshot) -> bytes:
+    return sse_frame(enc.tag({"type": "MESSAGES_SNAPSHOT", "messages": [message_to_agui(m) for m in e.messages]},
+                             e))
+
+
+def _activity_snapshot(enc: AguiEncoder, e: ActivitySnapshot) -> bytes:
+    event: dict[str, Any] = {"type": "ACTIVITY_SNAPSHOT", "messageId": e.message_id,
+                             "activityType": e.activity_type, "content": e.content}
+    if not e.replace:
+        event["replace"] = False
+    return sse_frame(enc.tag(event, e, e.subagent_run_id))
+
+
+def _activity_delta(enc: AguiEncoder, e: ActivityDelta) -> bytes:
+    return sse_frame(enc.tag({"type": "ACTIVITY_DELTA", "messageId": e.message_id, "activityType": e.activity_type,
+                             "patch": e.patch}, e, e.subagent_run_id))
+
+
+def _subagent_started(enc: AguiEncoder, e: SubagentStarted) -> bytes:
+    return sse_frame(enc.tag(drop_none({
+        "type": "SUBAGENT_STARTED", "subagentRunId": e.subagent_run_id, "name": e.name,
+        "description": e.description, "parentSubagentRunId": e.parent_subagent_run_id,
+        "parentToolCallId": e.parent_tool_call_id, "parentMessageId": e.parent_message_id}), e))
+
+
+def _subagent_finished(enc: AguiEncoder, e: SubagentFinished) -> bytes:
+    event = drop_none({"type": "SUBAGENT_FINISHED", "subagentRunId": e.subagent_run_id, "result": e.result})
+    if e.outcome is not None:
+        event["outcome"] = drop_none({"type": e.outcome, "interruptIds": e.interrupt_ids
+                                      if e.outcome == "suspended" else None})
+    return sse_frame(enc.tag(event, e))
+
+
+def _subagent_error(enc: AguiEncoder, e: SubagentError) -> bytes:
+    return sse_frame(enc.tag(drop_none({"type": "SUBAGENT_ERROR", "subagentRunId": e.subagent_run_id,
+                                       "message": e.message, "code": e.code}), e))
+
+
+def _step_started(enc: AguiEncoder, e: StepStarted) -> bytes:
+    if e.name:
+        return sse_frame(enc.tag({"type": "STEP_STARTED", "stepName": e.name}, e, e.subagent_run_id))
+    enc.dropped["step"] += 1  # an AG-UI step must have a name
+    return b""
+
+
+def _step_finished(enc: AguiEncoder, e: StepFinished) -> bytes:
+    if e.name:
+        return sse_frame(enc.tag({"type": "STEP_FINISHED", "stepName": e.name}, e, e.subagent_run_id))
+    enc.dropped["step"] += 1
+    return b""
+
+
+def _data(enc: AguiEncoder, e: Data) -> bytes:
+    if e.id is not None or e.transient:
+        enc.dropped["data_id"] += 1  # a CUSTOM event has no id to be replaced by, and is never transient
+    return sse_frame(enc.tag({"type": "CUSTOM", "name": e.name, "value": e.data}, e, e.subagent_run_id))
+
+
+def _usage_event(enc: AguiEncoder, e: Usage) -> bytes:
+    enc._usage.append(usage_entry(e))
+    return b""
+
+
+def _raw(enc: AguiEncoder, e: Raw) -> bytes:
+    if e.dialect == "ag-ui" and is_one_of(e.event.get("type"), _PASSTHROUGH):
+        return sse_frame(e.event)
+    return sse_frame(enc.tag({"type": "RAW", "event": e.event, "source": e.dialect}, e, e.subagent_run_id))
+
+
 class AguiEncoder(SSEEncoder):
     METADATA = EVENT_TYPES
 
@@ -108,204 +330,6 @@ class AguiEncoder(SSEEncoder):
 
     def _close(self, entity_id: str) -> str | None:
         return self._owners.pop(entity_id, None) if self._owners else None
-
-    # lifecycle
-
-    def _run_started(self, e: RunStarted) -> bytes:
-        self._thread_id = e.thread_id or new_id("thread")
-        self._run_id = e.run_id or new_id("run")
-        return sse_frame(self.tag(drop_none({
-            "type": "RUN_STARTED",
-            "threadId": self._thread_id,
-            "runId": self._run_id,
-            "parentRunId": e.parent_run_id,
-            "protocolVersion": PROTOCOL_VERSION,
-        }), e))
-
-    def _run_finished(self, e: RunFinished) -> bytes:
-        event: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": self._thread_id, "runId": self._run_id}
-        if e.outcome == "interrupt" and self._interrupts:
-            event["outcome"] = {"type": "interrupt", "interrupts": self._interrupts}
-        elif e.outcome == "cancelled":
-            event["outcome"] = {"type": "cancelled"}
-        elif self._pending:
-            event["outcome"] = {"type": "success", "pendingToolCallIds": list(self._pending)}
-        else:
-            event["outcome"] = {"type": "success"}
-        if e.result is not None:
-            event["result"] = e.result
-        if self._usage:
-            event["usage"] = self._usage
-        return sse_frame(self.tag(event, e))
-
-    def _run_error(self, e: RunError) -> bytes:
-        event = drop_none({"type": "RUN_ERROR", "message": e.message, "code": e.code})
-        if self._usage:
-            event["usage"] = self._usage
-        return sse_frame(self.tag(event, e))
-
-    # text and reasoning
-
-    def _text_start(self, e: TextStart) -> bytes:
-        self._announced[e.message_id] = e.subagent_run_id
-        self._parent = e.message_id
-        role = e.role if e.role in _ROLES else "assistant"
-        event = {"type": "TEXT_MESSAGE_START", "messageId": e.message_id, "role": role}
-        if e.name is not None:
-            event["name"] = e.name
-        return sse_frame(self.tag(event, e, self._open(e.message_id, e.subagent_run_id)))
-
-    def _text_delta(self, e: TextDelta) -> bytes:
-        if e.metadata is None and not self._owners:
-            return self._text.frame(e.delta, e.message_id)
-        return sse_frame(self.tag({"type": "TEXT_MESSAGE_CONTENT", "messageId": e.message_id, "delta": e.delta}, e,
-                                self._owners.get(e.message_id)))
-
-    def _text_end(self, e: TextEnd) -> bytes:
-        return sse_frame(self.tag({"type": "TEXT_MESSAGE_END", "messageId": e.message_id}, e,
-                                  self._close(e.message_id)))
-
-    def _reasoning_start(self, e: ReasoningStart) -> bytes:
-        owner = self._open(e.message_id, e.subagent_run_id)
-        return sse_frame(self.tag({"type": "REASONING_START", "messageId": e.message_id}, e, owner)) + sse_frame(
-            self.tag({"type": "REASONING_MESSAGE_START", "messageId": e.message_id, "role": "reasoning"}, e, owner))
-
-    def _reasoning_delta(self, e: ReasoningDelta) -> bytes:
-        return sse_frame(self.tag({"type": "REASONING_MESSAGE_CONTENT", "messageId": e.message_id, "delta": e.delta},
-                                e, self._owners.get(e.message_id)))
-
-    def _reasoning_end(self, e: ReasoningEnd) -> bytes:
-        owner = self._close(e.message_id)
-        return sse_frame(self.tag({"type": "REASONING_MESSAGE_END", "messageId": e.message_id}, e, owner)) + sse_frame(
-            self.tag({"type": "REASONING_END", "messageId": e.message_id}, e, owner))
-
-    def _encrypted(self, e: EncryptedValue) -> bytes:
-        return sse_frame(self.tag({"type": "REASONING_ENCRYPTED_VALUE", "subtype": e.subtype, "entityId": e.entity_id,
-                                 "encryptedValue": e.value}, e, e.subagent_run_id))
-
-    # tool calls
-
-    def _tool_start(self, e: ToolCallStart) -> bytes:
-        out = b""
-        parent = e.parent_message_id if e.parent_message_id in self._announced else self._parent
-        owner = e.subagent_run_id
-        if parent is None or self._announced.get(parent) != owner:
-            # The client makes one assistant message per tool call without a parent; give it one to hang on, of
-            # the call's own subagent (a call inherits its owner from its parent message).
-            parent = new_id("msg")
-            out = self._text_start(TextStart(parent, subagent_run_id=owner)) + self._text_end(TextEnd(parent))
-        self._parent = parent
-        return out + sse_frame(self.tag({"type": "TOOL_CALL_START", "toolCallId": e.tool_call_id,
-                                       "toolCallName": e.name, "parentMessageId": parent}, e,
-                                      self._open(e.tool_call_id, owner)))
-
-    def _tool_args(self, e: ToolCallArgs) -> bytes:
-        return sse_frame(self.tag({"type": "TOOL_CALL_ARGS", "toolCallId": e.tool_call_id, "delta": e.delta}, e,
-                                self._owners.get(e.tool_call_id) if self._owners else None))
-
-    def _tool_end(self, e: ToolCallEnd) -> bytes:
-        self._pending[e.tool_call_id] = None
-        return sse_frame(self.tag({"type": "TOOL_CALL_END", "toolCallId": e.tool_call_id}, e,
-                                self._close(e.tool_call_id)))
-
-    def _tool_result(self, e: ToolResult) -> bytes:
-        if e.is_error:
-            self.dropped["tool_error_as_result"] += 1  # AG-UI results have no error flag
-        self._pending.pop(e.tool_call_id, None)
-        self._parent = None  # what the agent says after a result is a new assistant message
-        content = content_to_agui(e.content) if isinstance(e.content, list) and _all_parts(e.content) \
-            else as_text(e.content)
-        return sse_frame(self.tag({"type": "TOOL_CALL_RESULT", "messageId": e.message_id or new_id("result"),
-                                 "toolCallId": e.tool_call_id, "content": content, "role": "tool"}, e,
-                                e.subagent_run_id))
-
-    def _interrupt(self, e: Interrupt) -> bytes:
-        if e.tool_call_id:
-            self._pending.pop(e.tool_call_id, None)  # the interrupt, not the client, settles this call
-        metadata = e.metadata if e.payload is None else {**(e.metadata or {}), "payload": e.payload}
-        self._interrupts.append(drop_none({
-            "id": e.id,
-            "reason": e.reason or "interrupt",
-            "message": e.message,
-            "toolCallId": e.tool_call_id,
-            "responseSchema": e.response_schema if isinstance(e.response_schema, dict) else None,
-            "expiresAt": e.expires_at,
-            "metadata": metadata or None,
-            "subagentRunId": e.subagent_run_id,
-        }))
-        return b""
-
-    def _interrupt_resolved(self, e: InterruptResolved) -> bytes:
-        # Asked and answered within the run: the client is not asked. That it happened has no event here.
-        self._interrupts = [i for i in self._interrupts if i["id"] != e.interrupt_id]
-        self.dropped["interrupt_resolved"] += 1
-        return b""
-
-    # state, activity, steps, data
-
-    def _state_snapshot(self, e: StateSnapshot) -> bytes:
-        return sse_frame(self.tag({"type": "STATE_SNAPSHOT", "snapshot": e.snapshot}, e, e.subagent_run_id))
-
-    def _state_delta(self, e: StateDelta) -> bytes:
-        return sse_frame(self.tag({"type": "STATE_DELTA", "delta": e.patch}, e, e.subagent_run_id))
-
-    def _messages_snapshot(self, e: MessagesSnapshot) -> bytes:
-        return sse_frame(self.tag({"type": "MESSAGES_SNAPSHOT", "messages": [message_to_agui(m) for m in e.messages]},
-                                e))
-
-    def _activity_snapshot(self, e: ActivitySnapshot) -> bytes:
-        event: dict[str, Any] = {"type": "ACTIVITY_SNAPSHOT", "messageId": e.message_id,
-                                 "activityType": e.activity_type, "content": e.content}
-        if not e.replace:
-            event["replace"] = False
-        return sse_frame(self.tag(event, e, e.subagent_run_id))
-
-    def _activity_delta(self, e: ActivityDelta) -> bytes:
-        return sse_frame(self.tag({"type": "ACTIVITY_DELTA", "messageId": e.message_id, "activityType": e.activity_type,
-                                 "patch": e.patch}, e, e.subagent_run_id))
-
-    def _subagent_started(self, e: SubagentStarted) -> bytes:
-        return sse_frame(self.tag(drop_none({
-            "type": "SUBAGENT_STARTED", "subagentRunId": e.subagent_run_id, "name": e.name,
-            "description": e.description, "parentSubagentRunId": e.parent_subagent_run_id,
-            "parentToolCallId": e.parent_tool_call_id, "parentMessageId": e.parent_message_id}), e))
-
-    def _subagent_finished(self, e: SubagentFinished) -> bytes:
-        event = drop_none({"type": "SUBAGENT_FINISHED", "subagentRunId": e.subagent_run_id, "result": e.result})
-        if e.outcome is not None:
-            event["outcome"] = drop_none({"type": e.outcome, "interruptIds": e.interrupt_ids
-                                          if e.outcome == "suspended" else None})
-        return sse_frame(self.tag(event, e))
-
-    def _subagent_error(self, e: SubagentError) -> bytes:
-        return sse_frame(self.tag(drop_none({"type": "SUBAGENT_ERROR", "subagentRunId": e.subagent_run_id,
-                                           "message": e.message, "code": e.code}), e))
-
-    def _step_started(self, e: StepStarted) -> bytes:
-        if e.name:
-            return sse_frame(self.tag({"type": "STEP_STARTED", "stepName": e.name}, e, e.subagent_run_id))
-        self.dropped["step"] += 1  # an AG-UI step must have a name
-        return b""
-
-    def _step_finished(self, e: StepFinished) -> bytes:
-        if e.name:
-            return sse_frame(self.tag({"type": "STEP_FINISHED", "stepName": e.name}, e, e.subagent_run_id))
-        self.dropped["step"] += 1
-        return b""
-
-    def _data(self, e: Data) -> bytes:
-        if e.id is not None or e.transient:
-            self.dropped["data_id"] += 1  # a CUSTOM event has no id to be replaced by, and is never transient
-        return sse_frame(self.tag({"type": "CUSTOM", "name": e.name, "value": e.data}, e, e.subagent_run_id))
-
-    def _usage_event(self, e: Usage) -> bytes:
-        self._usage.append(usage_entry(e))
-        return b""
-
-    def _raw(self, e: Raw) -> bytes:
-        if e.dialect == "ag-ui" and is_one_of(e.event.get("type"), _PASSTHROUGH):
-            return sse_frame(e.event)
-        return sse_frame(self.tag({"type": "RAW", "event": e.event, "source": e.dialect}, e, e.subagent_run_id))
 
     handlers = {
         TextDelta: _text_delta,

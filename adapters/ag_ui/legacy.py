@@ -37,7 +37,63 @@ from gateway.core.events import (
     SubagentStarted,
 )
 
+from . import encode
 from .encode import AguiEncoder
+
+
+def _run_started(enc: LegacyAguiEncoder, e: RunStarted) -> bytes:
+    frame = encode._run_started(enc, e)
+    return frame.replace(b',"protocolVersion":"1.0"', b"", 1)
+
+
+def _run_finished(enc: LegacyAguiEncoder, e: RunFinished) -> bytes:
+    out = []
+    if e.outcome == "interrupt":
+        for interrupt in enc._interrupts:
+            out.append(sse_frame({"type": "CUSTOM", "name": "on_interrupt",
+                                  "value": orjson.dumps(_question(interrupt)).decode(),
+                                  "rawEvent": interrupt["id"]}))
+    elif e.outcome == "cancelled":
+        enc.dropped["cancelled_as_finish"] += 1
+    if enc._usage:
+        enc.dropped["usage"] += len(enc._usage)
+    event: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": enc._thread_id, "runId": enc._run_id}
+    if e.result is not None:
+        event["result"] = e.result
+    return b"".join(out) + sse_frame(event)
+
+
+def _run_error(enc: LegacyAguiEncoder, e: RunError) -> bytes:
+    if enc._usage:
+        enc.dropped["usage"] += len(enc._usage)
+    return sse_frame(drop_none({"type": "RUN_ERROR", "message": e.message, "code": e.code}))
+
+
+def _interrupt(enc: LegacyAguiEncoder, e: Interrupt) -> bytes:
+    enc.dropped["interrupt_as_custom"] += 1
+    return encode._interrupt(enc, e)
+
+
+def _reasoning_start(enc: LegacyAguiEncoder, e: ReasoningStart) -> bytes:
+    enc._open(e.message_id, e.subagent_run_id)
+    return sse_frame({"type": "THINKING_START"}) + sse_frame({"type": "THINKING_TEXT_MESSAGE_START"})
+
+
+def _reasoning_delta(enc: LegacyAguiEncoder, e: ReasoningDelta) -> bytes:
+    return sse_frame({"type": "THINKING_TEXT_MESSAGE_CONTENT", "delta": e.delta})
+
+
+def _reasoning_end(enc: LegacyAguiEncoder, e: ReasoningEnd) -> bytes:
+    return sse_frame({"type": "THINKING_TEXT_MESSAGE_END"}) + sse_frame({"type": "THINKING_END"})
+
+
+def _encrypted(enc: LegacyAguiEncoder, e: EncryptedValue) -> bytes:
+    enc.dropped["encrypted_value"] += 1
+    return b""
+
+
+def _subagent_event(enc: LegacyAguiEncoder, e: SubagentStarted | SubagentFinished | SubagentError) -> bytes:
+    return b""  # counted where its content is written as the agent's own
 
 
 class LegacyAguiEncoder(AguiEncoder):
@@ -52,52 +108,6 @@ class LegacyAguiEncoder(AguiEncoder):
         if owner is not None:
             self.dropped["subagent"] += 1  # the subagent's content is the agent's own
         return None
-
-    def _run_started(self, e: RunStarted) -> bytes:
-        frame = super()._run_started(e)
-        return frame.replace(b',"protocolVersion":"1.0"', b"", 1)
-
-    def _run_finished(self, e: RunFinished) -> bytes:
-        out = []
-        if e.outcome == "interrupt":
-            for interrupt in self._interrupts:
-                out.append(sse_frame({"type": "CUSTOM", "name": "on_interrupt",
-                                      "value": orjson.dumps(_question(interrupt)).decode(),
-                                      "rawEvent": interrupt["id"]}))
-        elif e.outcome == "cancelled":
-            self.dropped["cancelled_as_finish"] += 1
-        if self._usage:
-            self.dropped["usage"] += len(self._usage)
-        event: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": self._thread_id, "runId": self._run_id}
-        if e.result is not None:
-            event["result"] = e.result
-        return b"".join(out) + sse_frame(event)
-
-    def _run_error(self, e: RunError) -> bytes:
-        if self._usage:
-            self.dropped["usage"] += len(self._usage)
-        return sse_frame(drop_none({"type": "RUN_ERROR", "message": e.message, "code": e.code}))
-
-    def _interrupt(self, e: Interrupt) -> bytes:
-        self.dropped["interrupt_as_custom"] += 1
-        return super()._interrupt(e)
-
-    def _reasoning_start(self, e: ReasoningStart) -> bytes:
-        self._open(e.message_id, e.subagent_run_id)
-        return sse_frame({"type": "THINKING_START"}) + sse_frame({"type": "THINKING_TEXT_MESSAGE_START"})
-
-    def _reasoning_delta(self, e: ReasoningDelta) -> bytes:
-        return sse_frame({"type": "THINKING_TEXT_MESSAGE_CONTENT", "delta": e.delta})
-
-    def _reasoning_end(self, e: ReasoningEnd) -> bytes:
-        return sse_frame({"type": "THINKING_TEXT_MESSAGE_END"}) + sse_frame({"type": "THINKING_END"})
-
-    def _encrypted(self, e: EncryptedValue) -> bytes:
-        self.dropped["encrypted_value"] += 1
-        return b""
-
-    def _subagent_event(self, e: SubagentStarted | SubagentFinished | SubagentError) -> bytes:
-        return b""  # counted where its content is written as the agent's own
 
     handlers = {
         **AguiEncoder.handlers,

@@ -15,6 +15,9 @@ What AG-UI adds beyond the AI SDK's words goes where the SDK has room: activitie
 replaced in place (`data-activity`, `data-subagent`), event metadata and a subagent's authorship in a part's
 `providerMetadata` under `agent-gateway`, encrypted reasoning on its reasoning part (or, once that part has ended,
 a `data-reasoning-encrypted` part), usage and run metadata in the message's metadata.
+
+Each event type's handler is a function of the encoder and the event, written before the class that lists them in
+`handlers`, as the decoders' are: the class keeps the stream's state and what several handlers share.
 """
 
 from __future__ import annotations
@@ -68,12 +71,217 @@ PROVIDER = "agent-gateway"
 """The `providerMetadata` key under which a part carries what AG-UI said of it (its metadata, its subagent)."""
 
 
-def _text_delta(message_id: str) -> bytes:
+def _text_delta_frame(message_id: str) -> bytes:
     return sse_frame({"type": "text-delta", "id": message_id, "delta": HOLE})
 
 
 _START_STEP = sse_frame({"type": "start-step"})
 _FINISH_STEP = sse_frame({"type": "finish-step"})
+
+
+def _text_delta(enc: VercelEncoder, e: TextDelta) -> bytes:
+    if e.metadata is None:
+        return enc._text.frame(e.delta, e.message_id)
+    chunk = enc._part({"type": "text-delta", "id": e.message_id, "delta": e.delta}, e)
+    return b"data: " + json_bytes(chunk, len(e.delta)) + b"\n\n"
+
+
+def _tool_call_args(enc: VercelEncoder, e: ToolCallArgs) -> bytes:
+    args = enc._args.get(e.tool_call_id)
+    if args is not None:
+        args.append(e.delta)
+    if e.metadata is not None:
+        enc.dropped["metadata"] += 1
+    return sse_frame({"type": "tool-input-delta", "toolCallId": e.tool_call_id, "inputTextDelta": e.delta})
+
+
+def _reasoning_delta(enc: VercelEncoder, e: ReasoningDelta) -> bytes:
+    return sse_frame(enc._part({"type": "reasoning-delta", "id": e.message_id, "delta": e.delta}, e))
+
+
+def _text_start(enc: VercelEncoder, e: TextStart) -> bytes:
+    return enc._step() + sse_frame(enc._part({"type": "text-start", "id": e.message_id}, e, e.subagent_run_id))
+
+
+def _text_end(enc: VercelEncoder, e: TextEnd) -> bytes:
+    return sse_frame(enc._part({"type": "text-end", "id": e.message_id}, e))
+
+
+def _reasoning_start(enc: VercelEncoder, e: ReasoningStart) -> bytes:
+    enc._open.add(e.message_id)
+    return enc._step() + sse_frame(enc._part({"type": "reasoning-start", "id": e.message_id}, e, e.subagent_run_id))
+
+
+def _reasoning_end(enc: VercelEncoder, e: ReasoningEnd) -> bytes:
+    enc._open.discard(e.message_id)
+    encrypted = enc._encrypted.pop(e.message_id, None) if enc._encrypted else None
+    return sse_frame(enc._part({"type": "reasoning-end", "id": e.message_id}, e, encrypted=encrypted))
+
+
+def _encrypted_value(enc: VercelEncoder, e: EncryptedValue) -> bytes:
+    if e.entity_id in enc._open or e.entity_id in enc._args:
+        enc._encrypted[e.entity_id] = e.value  # said on the part's last chunk
+        return b""
+    data = drop_none({"subtype": e.subtype, "entityId": e.entity_id, "encryptedValue": e.value,
+                      "subagentRunId": e.subagent_run_id})
+    return sse_frame({"type": "data-reasoning-encrypted", "id": e.entity_id, "data": data})
+
+
+def _tool_call_start(enc: VercelEncoder, e: ToolCallStart) -> bytes:
+    enc._args[e.tool_call_id] = []
+    enc._names[e.tool_call_id] = e.name
+    if e.subagent_run_id is not None:
+        enc._authors[e.tool_call_id] = e.subagent_run_id
+    chunk = {"type": "tool-input-start", "toolCallId": e.tool_call_id, "toolName": e.name}
+    return enc._step() + sse_frame(enc._part(chunk, e, carried=enc._sdk.tool_metadata))
+
+
+def _tool_call_end(enc: VercelEncoder, e: ToolCallEnd) -> bytes:
+    text = "".join(enc._args.pop(e.tool_call_id, ()))
+    encrypted = enc._encrypted.pop(e.tool_call_id, None) if enc._encrypted else None
+    chunk = {"type": "tool-input-available", "toolCallId": e.tool_call_id,
+             "toolName": enc._names.get(e.tool_call_id, "unknown_tool"),
+             "input": json_or_text(text) if text else {}}
+    chunk = enc._part(chunk, e, enc._authors.pop(e.tool_call_id, None), encrypted)
+    return b"data: " + json_bytes(chunk, len(text)) + b"\n\n"  # the arguments, gathered whole
+
+
+def _tool_result(enc: VercelEncoder, e: ToolResult) -> bytes:
+    enc._after_results = True
+    carried = enc._sdk.tool_metadata
+    if e.denied and enc._sdk.approvals:
+        chunk = {"type": "tool-output-denied", "toolCallId": e.tool_call_id}
+        carried = False
+    elif e.is_error:
+        error_text = as_text(e.content)
+        chunk = {"type": "tool-output-error", "toolCallId": e.tool_call_id, "errorText": error_text}
+    else:
+        chunk = {"type": "tool-output-available", "toolCallId": e.tool_call_id, "output": output_of(e.content)}
+    return sse_frame(enc._part(chunk, e, e.subagent_run_id, carried=carried))
+
+
+def _interrupt(enc: VercelEncoder, e: Interrupt) -> bytes:
+    if e.tool_call_id in enc._names and enc._sdk.approvals:  # the call's part holds the approval
+        if e.expires_at is not None:
+            enc.dropped["interrupt_expiry"] += 1  # an approval has no deadline
+        return sse_frame(approvals.approval(e, enc._sdk))
+    enc.dropped["interrupt_as_tool_call"] += 1
+    call_id, name, chunks = approvals.stand_in(e, enc._sdk)
+    enc._names[call_id] = name
+    return enc._step() + b"".join(sse_frame(chunk) for chunk in chunks)
+
+
+def _interrupt_resolved(enc: VercelEncoder, e: InterruptResolved) -> bytes:
+    chunk = approvals.resolved(e, enc._sdk)
+    if chunk is None:
+        enc.dropped["interrupt_resolved"] += 1  # before 7 an approval is only answered by the client
+        return b""
+    return sse_frame(chunk)
+
+
+def _data(enc: VercelEncoder, e: Data) -> bytes:
+    if e.custom:
+        if enc._sdk.seven and isinstance(e.data, dict):
+            return sse_frame({"type": "custom", "kind": e.name, "providerMetadata": e.data})
+        enc.dropped["custom_as_data"] += 1  # before 7 a custom part is a data part named after its kind
+    chunk: dict[str, Any] = {"type": f"data-{e.name}", "data": e.data}  # `data` is required, null or not
+    if e.id is not None:
+        chunk["id"] = e.id
+    if e.transient:
+        chunk["transient"] = True
+    return sse_frame(chunk)
+
+
+def _activity_snapshot(enc: VercelEncoder, e: ActivitySnapshot) -> bytes:
+    data = enc._shown().activity(e)
+    assert data is not None  # a snapshot always shows
+    return _data(enc, data)
+
+
+def _activity_delta(enc: VercelEncoder, e: ActivityDelta) -> bytes:
+    data = enc._shown().activity(e)
+    if data is None:
+        enc.dropped["activity"] += 1  # a patch of an activity this stream never showed whole
+        return b""
+    return _data(enc, data)
+
+
+def _subagent(enc: VercelEncoder, e: SubagentStarted | SubagentFinished | SubagentError) -> bytes:
+    return _data(enc, enc._shown().subagent(e))
+
+
+def _run_started(enc: VercelEncoder, e: RunStarted) -> bytes:
+    start = sse_frame(drop_none({"type": "start", "messageId": e.message_id,
+                                 "messageMetadata": None if e.metadata is None else {"metadata": e.metadata}}))
+    return start + enc._settle() if enc._settles and e.message_id is None else start
+
+
+def _step_started(enc: VercelEncoder, e: StepStarted) -> bytes:
+    # A Vercel upstream's own steps pass through; named (AG-UI) steps are not model steps: left out.
+    if e.name is not None or enc._step_open:
+        if e.name is not None:
+            enc.dropped["step"] += 1
+        return b""
+    enc._step_open, enc._after_results, enc._own_steps = True, False, True
+    return _START_STEP
+
+
+def _step_finished(enc: VercelEncoder, e: StepFinished) -> bytes:
+    if e.name is not None or not enc._step_open:
+        if e.name is not None:
+            enc.dropped["step"] += 1
+        return b""
+    enc._step_open = False
+    return _FINISH_STEP
+
+
+def _state_snapshot(enc: VercelEncoder, e: StateSnapshot) -> bytes:
+    enc._state.snapshot(e.snapshot)
+    return enc._state_part()
+
+
+def _state_delta(enc: VercelEncoder, e: StateDelta) -> bytes:
+    return enc._state_part() if enc._state.apply(e.patch) else b""
+
+
+def _usage(enc: VercelEncoder, e: Usage) -> bytes:
+    usage = drop_none({"inputTokens": e.input_tokens, "outputTokens": e.output_tokens,
+                       "totalTokens": e.total_tokens, "reasoningTokens": e.reasoning_tokens,
+                       "cachedInputTokens": e.cached_input_tokens,
+                       "cacheWriteInputTokens": e.cache_write_input_tokens, "model": e.model,
+                       "provider": e.provider})
+    return sse_frame({"type": "message-metadata", "messageMetadata": {"usage": usage}})
+
+
+def _run_finished(enc: VercelEncoder, e: RunFinished) -> bytes:
+    if e.outcome == "cancelled":
+        if e.metadata is not None:
+            enc.dropped["metadata"] += 1
+        return enc._end_step() + sse_frame({"type": "abort"}) + DONE
+    finish = {"type": "finish"} if e.metadata is None else {"type": "finish",
+                                                            "messageMetadata": {"metadata": e.metadata}}
+    return enc._end_step() + sse_frame(finish) + DONE
+
+
+def _run_error(enc: VercelEncoder, e: RunError) -> bytes:
+    return enc._end_step() + enc._error(e) + DONE
+
+
+def _raw(enc: VercelEncoder, e: Raw) -> bytes:
+    kind = e.event.get("type")
+    if e.dialect == "vercel" and isinstance(kind, str):
+        if enc._sdk.passes(kind):
+            return sse_frame(e.event)
+        if kind == "reasoning-file" and "url" in e.event and "mediaType" in e.event:
+            enc.dropped["reasoning_file_as_file"] += 1  # before 7, a file of the message's
+            return sse_frame({"type": "file", "url": e.event["url"], "mediaType": e.event["mediaType"]})
+    enc.dropped["raw"] += 1
+    return b""
+
+
+def _messages_snapshot(enc: VercelEncoder, e: MessagesSnapshot) -> bytes:
+    enc.dropped["messages_snapshot"] += 1  # the client owns the history
+    return b""
 
 
 class VercelEncoder(SSEEncoder):
@@ -115,7 +323,7 @@ class VercelEncoder(SSEEncoder):
         self._own_steps = False  # the upstream says where its steps are (an AI SDK one): none are made up
         self._state = StateTracker()
         self._families: Shown | None = None
-        self._text = DeltaFrames(_text_delta)
+        self._text = DeltaFrames(_text_delta_frame)
 
     def _part(self, chunk: dict[str, Any], e: Event, author: str | None = None, encrypted: str | None = None,
               carried: bool = True) -> dict[str, Any]:
@@ -128,190 +336,10 @@ class VercelEncoder(SSEEncoder):
                 self.dropped["metadata"] += 1
         return chunk
 
-    def _text_delta(self, e: TextDelta) -> bytes:
-        if e.metadata is None:
-            return self._text.frame(e.delta, e.message_id)
-        chunk = self._part({"type": "text-delta", "id": e.message_id, "delta": e.delta}, e)
-        return b"data: " + json_bytes(chunk, len(e.delta)) + b"\n\n"
-
-    def _tool_call_args(self, e: ToolCallArgs) -> bytes:
-        args = self._args.get(e.tool_call_id)
-        if args is not None:
-            args.append(e.delta)
-        if e.metadata is not None:
-            self.dropped["metadata"] += 1
-        return sse_frame({"type": "tool-input-delta", "toolCallId": e.tool_call_id, "inputTextDelta": e.delta})
-
-    def _reasoning_delta(self, e: ReasoningDelta) -> bytes:
-        return sse_frame(self._part({"type": "reasoning-delta", "id": e.message_id, "delta": e.delta}, e))
-
-    def _text_start(self, e: TextStart) -> bytes:
-        return self._step() + sse_frame(self._part({"type": "text-start", "id": e.message_id}, e,
-                                                   e.subagent_run_id))
-
-    def _text_end(self, e: TextEnd) -> bytes:
-        return sse_frame(self._part({"type": "text-end", "id": e.message_id}, e))
-
-    def _reasoning_start(self, e: ReasoningStart) -> bytes:
-        self._open.add(e.message_id)
-        return self._step() + sse_frame(self._part({"type": "reasoning-start", "id": e.message_id}, e,
-                                                   e.subagent_run_id))
-
-    def _reasoning_end(self, e: ReasoningEnd) -> bytes:
-        self._open.discard(e.message_id)
-        encrypted = self._encrypted.pop(e.message_id, None) if self._encrypted else None
-        return sse_frame(self._part({"type": "reasoning-end", "id": e.message_id}, e, encrypted=encrypted))
-
-    def _encrypted_value(self, e: EncryptedValue) -> bytes:
-        if e.entity_id in self._open or e.entity_id in self._args:
-            self._encrypted[e.entity_id] = e.value  # said on the part's last chunk
-            return b""
-        data = drop_none({"subtype": e.subtype, "entityId": e.entity_id, "encryptedValue": e.value,
-                          "subagentRunId": e.subagent_run_id})
-        return sse_frame({"type": "data-reasoning-encrypted", "id": e.entity_id, "data": data})
-
-    def _tool_call_start(self, e: ToolCallStart) -> bytes:
-        self._args[e.tool_call_id] = []
-        self._names[e.tool_call_id] = e.name
-        if e.subagent_run_id is not None:
-            self._authors[e.tool_call_id] = e.subagent_run_id
-        chunk = {"type": "tool-input-start", "toolCallId": e.tool_call_id, "toolName": e.name}
-        return self._step() + sse_frame(self._part(chunk, e, carried=self._sdk.tool_metadata))
-
-    def _tool_call_end(self, e: ToolCallEnd) -> bytes:
-        text = "".join(self._args.pop(e.tool_call_id, ()))
-        encrypted = self._encrypted.pop(e.tool_call_id, None) if self._encrypted else None
-        chunk = {"type": "tool-input-available", "toolCallId": e.tool_call_id,
-                 "toolName": self._names.get(e.tool_call_id, "unknown_tool"),
-                 "input": json_or_text(text) if text else {}}
-        chunk = self._part(chunk, e, self._authors.pop(e.tool_call_id, None), encrypted)
-        return b"data: " + json_bytes(chunk, len(text)) + b"\n\n"  # the arguments, gathered whole
-
-    def _tool_result(self, e: ToolResult) -> bytes:
-        self._after_results = True
-        carried = self._sdk.tool_metadata
-        if e.denied and self._sdk.approvals:
-            chunk = {"type": "tool-output-denied", "toolCallId": e.tool_call_id}
-            carried = False
-        elif e.is_error:
-            error_text = as_text(e.content)
-            chunk = {"type": "tool-output-error", "toolCallId": e.tool_call_id, "errorText": error_text}
-        else:
-            chunk = {"type": "tool-output-available", "toolCallId": e.tool_call_id, "output": output_of(e.content)}
-        return sse_frame(self._part(chunk, e, e.subagent_run_id, carried=carried))
-
-    def _interrupt(self, e: Interrupt) -> bytes:
-        if e.tool_call_id in self._names and self._sdk.approvals:  # the call's part holds the approval
-            if e.expires_at is not None:
-                self.dropped["interrupt_expiry"] += 1  # an approval has no deadline
-            return sse_frame(approvals.approval(e, self._sdk))
-        self.dropped["interrupt_as_tool_call"] += 1
-        call_id, name, chunks = approvals.stand_in(e, self._sdk)
-        self._names[call_id] = name
-        return self._step() + b"".join(sse_frame(chunk) for chunk in chunks)
-
-    def _interrupt_resolved(self, e: InterruptResolved) -> bytes:
-        chunk = approvals.resolved(e, self._sdk)
-        if chunk is None:
-            self.dropped["interrupt_resolved"] += 1  # before 7 an approval is only answered by the client
-            return b""
-        return sse_frame(chunk)
-
-    def _data(self, e: Data) -> bytes:
-        if e.custom:
-            if self._sdk.seven and isinstance(e.data, dict):
-                return sse_frame({"type": "custom", "kind": e.name, "providerMetadata": e.data})
-            self.dropped["custom_as_data"] += 1  # before 7 a custom part is a data part named after its kind
-        chunk: dict[str, Any] = {"type": f"data-{e.name}", "data": e.data}  # `data` is required, null or not
-        if e.id is not None:
-            chunk["id"] = e.id
-        if e.transient:
-            chunk["transient"] = True
-        return sse_frame(chunk)
-
     def _shown(self) -> Shown:
         if self._families is None:
             self._families = Shown()
         return self._families
-
-    def _activity_snapshot(self, e: ActivitySnapshot) -> bytes:
-        data = self._shown().activity(e)
-        assert data is not None  # a snapshot always shows
-        return self._data(data)
-
-    def _activity_delta(self, e: ActivityDelta) -> bytes:
-        data = self._shown().activity(e)
-        if data is None:
-            self.dropped["activity"] += 1  # a patch of an activity this stream never showed whole
-            return b""
-        return self._data(data)
-
-    def _subagent(self, e: SubagentStarted | SubagentFinished | SubagentError) -> bytes:
-        return self._data(self._shown().subagent(e))
-
-    def _run_started(self, e: RunStarted) -> bytes:
-        start = sse_frame(drop_none({"type": "start", "messageId": e.message_id,
-                                     "messageMetadata": None if e.metadata is None else {"metadata": e.metadata}}))
-        return start + self._settle() if self._settles and e.message_id is None else start
-
-    def _step_started(self, e: StepStarted) -> bytes:
-        # A Vercel upstream's own steps pass through; named (AG-UI) steps are not model steps: left out.
-        if e.name is not None or self._step_open:
-            if e.name is not None:
-                self.dropped["step"] += 1
-            return b""
-        self._step_open, self._after_results, self._own_steps = True, False, True
-        return _START_STEP
-
-    def _step_finished(self, e: StepFinished) -> bytes:
-        if e.name is not None or not self._step_open:
-            if e.name is not None:
-                self.dropped["step"] += 1
-            return b""
-        self._step_open = False
-        return _FINISH_STEP
-
-    def _state_snapshot(self, e: StateSnapshot) -> bytes:
-        self._state.snapshot(e.snapshot)
-        return self._state_part()
-
-    def _state_delta(self, e: StateDelta) -> bytes:
-        return self._state_part() if self._state.apply(e.patch) else b""
-
-    def _usage(self, e: Usage) -> bytes:
-        usage = drop_none({"inputTokens": e.input_tokens, "outputTokens": e.output_tokens,
-                           "totalTokens": e.total_tokens, "reasoningTokens": e.reasoning_tokens,
-                           "cachedInputTokens": e.cached_input_tokens,
-                           "cacheWriteInputTokens": e.cache_write_input_tokens, "model": e.model,
-                           "provider": e.provider})
-        return sse_frame({"type": "message-metadata", "messageMetadata": {"usage": usage}})
-
-    def _run_finished(self, e: RunFinished) -> bytes:
-        if e.outcome == "cancelled":
-            if e.metadata is not None:
-                self.dropped["metadata"] += 1
-            return self._end_step() + sse_frame({"type": "abort"}) + DONE
-        finish = {"type": "finish"} if e.metadata is None else {"type": "finish",
-                                                                "messageMetadata": {"metadata": e.metadata}}
-        return self._end_step() + sse_frame(finish) + DONE
-
-    def _run_error(self, e: RunError) -> bytes:
-        return self._end_step() + self._error(e) + DONE
-
-    def _raw(self, e: Raw) -> bytes:
-        kind = e.event.get("type")
-        if e.dialect == "vercel" and isinstance(kind, str):
-            if self._sdk.passes(kind):
-                return sse_frame(e.event)
-            if kind == "reasoning-file" and "url" in e.event and "mediaType" in e.event:
-                self.dropped["reasoning_file_as_file"] += 1  # before 7, a file of the message's
-                return sse_frame({"type": "file", "url": e.event["url"], "mediaType": e.event["mediaType"]})
-        self.dropped["raw"] += 1
-        return b""
-
-    def _messages_snapshot(self, e: MessagesSnapshot) -> bytes:
-        self.dropped["messages_snapshot"] += 1  # the client owns the history
-        return b""
 
     def _settle(self) -> bytes:
         """The calls that stood for the interrupts this continuation answers, settled; only on a continuation of the

@@ -1,8 +1,8 @@
 """Encoders: canonical events into a client's bytes.
 
 `SSEEncoder` owns what every streaming dialect shares (framing, headers, keep-alive, batching and dispatch); a
-dialect's encoder writes one method per event type, each returning that event's frames, and lists them in
-`handlers`.
+dialect's encoder writes one function per event type, of the encoder and the event (a method, or in the larger
+encoders a module function before the class), each returning that event's frames, and lists them in `handlers`.
 """
 
 from __future__ import annotations
