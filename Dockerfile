@@ -12,12 +12,19 @@
 
 # Build stage: the project and every dependency as wheels, so the final stage installs without build tools. The
 # extras: [redis] for the default store (compose's Redis service), [otel] so tracing is one environment variable away.
+# The project's wheel is the compiled build (mypyc compiles the per-event modules into C extensions, which needs a C
+# compiler here and nothing in the final stage); `--build-arg COMPILE=0` builds pure Python instead.
+# `agent-gateway --version` says which build runs.
 FROM python:3.11-slim AS builder
+ARG COMPILE=1
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md setup.py ./
 COPY gateway/ gateway/
 COPY adapters/ adapters/
-RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[otel,redis]"
+RUN AGENT_GATEWAY_COMPILE=$COMPILE pip wheel --no-cache-dir --wheel-dir /wheels ".[otel,redis]"
 
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 \

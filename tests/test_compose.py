@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
+import zipfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from fnmatch import fnmatch
@@ -30,6 +31,7 @@ from helpers import ROOT, decode
 from redis_server import RedisServer
 from servers import free_port
 
+from gateway import compiled
 from gateway.cli import DEMO_REQUESTS
 from gateway.config import load_config
 from gateway.core.events import Interrupt, RunFinished, TextDelta
@@ -209,9 +211,43 @@ def test_the_image_is_slim_runs_as_non_root_and_checks_its_own_health() -> None:
 def test_the_image_installs_the_extras_its_default_config_uses() -> None:
     """The default store is compose's Redis (the [redis] extra), and tracing is one variable away (the [otel] one)."""
     (builder, final) = dockerfile_stages()
-    assert ("RUN", 'pip wheel --no-cache-dir --wheel-dir /wheels ".[otel,redis]"') in builder
+    assert ("RUN", 'AGENT_GATEWAY_COMPILE=$COMPILE pip wheel --no-cache-dir --wheel-dir /wheels ".[otel,redis]"') \
+        in builder
     assert any(name == "RUN" and args.endswith('"agent-gateway[otel,redis]"') for name, args in final)
     assert load_config(ROOT / "config" / "compose.yaml", environ={}).store.url.startswith("redis://")
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler: the compiled build cannot be made here")
+def test_the_images_builder_makes_the_compiled_build_by_default(tmp_path: Path) -> None:
+    """The builder stage's own commands, run outside Docker on what it copies: the project's wheel holds a C
+    extension for every module the compiled build lists, and nothing of the final stage needs a compiler."""
+    (builder, final) = dockerfile_stages()
+    compile_default = next(args.partition("=")[2] for name, args in builder if name == "ARG"
+                           and args.startswith("COMPILE="))
+    assert compile_default == "1"
+    context = tmp_path / "src"
+    for name, args in builder:
+        if name == "COPY":
+            *sources, target = args.split()
+            for source in sources:
+                destination = context / target / (source.rstrip("/") if target.endswith("/") else "")
+                if (ROOT / source).is_dir():
+                    shutil.copytree(ROOT / source, context / target.rstrip("/"),
+                                    ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+                else:
+                    destination.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(ROOT / source, destination)
+    (command,) = [args for name, args in builder if name == "RUN" and "pip wheel" in args]
+    argv = shlex.split(command.replace("$COMPILE", compile_default).replace("/wheels", str(tmp_path / "wheels")))
+    environ = dict(os.environ, **dict(word.split("=", 1) for word in argv if "=" in word.split("/")[0]))
+    argv = [sys.executable, "-m", *[word for word in argv if "=" not in word.split("/")[0]]]
+    subprocess.run(argv, cwd=context, env=environ, check=True, capture_output=True, timeout=900)
+    (wheel,) = (tmp_path / "wheels").glob("agent_gateway-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    for module in compiled.MODULES:
+        stem = module.replace(".", "/")
+        assert any(name.startswith(stem + ".") and name.endswith(".so") for name in names), module
+    assert not any("apt-get" in args for name, args in final)
 
 
 def test_the_build_context_leaves_out_local_state_but_keeps_what_the_image_copies() -> None:
