@@ -251,7 +251,7 @@ def _version() -> str:
     """The version, and whether the per-event modules run compiled (and from a build older than their source)."""
     from gateway import __version__, compiled
 
-    return f"agent-gateway {__version__}, codecs {compiled.describe()}"
+    return f"agent-gateway {__version__}, codecs {compiled.summary()}"
 
 
 _FLAGS = {("routes", "upstream", "url"): "--upstream", ("routes", "upstream", "dialect"): "--upstream-dialect",
