@@ -28,7 +28,7 @@ def replay(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """Serve the recordings as an agent, until stopped."""
     import uvicorn
 
-    from gateway.cli import bind
+    from gateway.commands import bind
     from gateway.recordings.replay import ReplayApp
     from gateway.server import logs
     from gateway.server.drain import exit_quietly_when_stopped
