@@ -177,7 +177,7 @@ class Checker:
         from gateway.config import Upstream
         from gateway.server.discovery import Discovery
 
-        if self.variant is not None or self.dialect.discovery_path is None:
+        if self.variant is not None or self.dialect.discovery is None:
             return
         route = Route(name="check", upstream=Upstream(url=self.url, dialect=self.dialect.name))
         discovery = Discovery(route, self.dialect, self.pool)

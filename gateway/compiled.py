@@ -3,7 +3,7 @@
 `AGENT_GATEWAY_COMPILE=1 pip install .` (`setup.py`) and `scripts/compile` (in place, in a checkout) compile
 `MODULES` into C extensions; a plain install runs the same modules as Python. An extension in place is imported
 before its `.py`, so a module edited after `scripts/compile` runs its old compiled code until the next
-`scripts/compile` (or `scripts/compile --clean`): `describe()` says so, in `agent-gateway --version` and when
+`scripts/compile` (or `scripts/compile --clean`): `summary()` says so, in `agent-gateway --version` and when
 `serve` starts.
 
 This file is read by `setup.py` before the package is installed: it imports nothing of ours.
@@ -79,7 +79,7 @@ def stale() -> list[str]:
     return found
 
 
-def describe() -> str:
+def summary() -> str:
     """One line: pure Python, compiled, or compiled but stale (and what to run)."""
     done, extra = compiled(), unlisted()
     if extra:

@@ -139,7 +139,7 @@ def main(argv: list[str]) -> None:
                 out.append(f"encode {name}: {type(exc).__name__}: {exc}")
         return WALL_CLOCK.sub(r"\1<now>", "\n  ".join(out))
 
-    print(f"codecs {compiled.describe()}")
+    print(f"codecs {compiled.summary()}")
     fixtures = {path: _frames(path) for path in sorted(FIXTURES.glob("*/*")) if path.suffix in (".sse", ".json")}
     types = {path.parent.name: sorted({frame[key] for other, (_, frames, _) in fixtures.items()
                                        if other.parent == path.parent for frame in frames if isinstance(frame, dict)

@@ -39,7 +39,7 @@ def test_demo_answers_the_printed_request_of_every_dialect() -> None:
     from helpers import ROOT, decode
     from servers import free_port
 
-    from gateway.cli import DEMO_REQUESTS
+    from gateway.commands.demo import DEMO_REQUESTS
     from gateway.core.events import RunFinished, TextDelta
 
     port = free_port()

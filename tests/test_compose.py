@@ -32,7 +32,7 @@ from redis_server import RedisServer
 from servers import free_port
 
 from gateway import compiled
-from gateway.cli import DEMO_REQUESTS
+from gateway.commands.demo import DEMO_REQUESTS
 from gateway.config import load_config
 from gateway.core.events import Interrupt, RunFinished, TextDelta
 

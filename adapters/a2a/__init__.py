@@ -18,11 +18,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from gateway.core.codec import Dialect, Endpoint, Likeness
+from gateway.core.codec import Dialect, Discovery, Endpoint, Likeness
 from gateway.core.queries import RunQueries, RunRecord, Webhook
 from gateway.core.turn import Turn
 
-from .card import VARIES, describe
+from .card import VARIES, agent_card
 from .conformance import judge
 from .decode import A2ADecoder
 from .document import TaskLog
@@ -46,7 +46,7 @@ def sniff(body: dict[str, Any]) -> Likeness:
         Likeness.PLAUSIBLE
 
 
-def read_discovery(card: Any, url: str) -> Endpoint | None:
+def read_card(card: Any, url: str) -> Endpoint | None:
     """The interface to call, best first: JSON-RPC 1.0 (`SendMessage` if the agent does not stream), HTTP+JSON
     1.0, JSON-RPC 0.3. A card without `supportedInterfaces` is 0.3's: its `url` and `preferredTransport`."""
     if not isinstance(card, dict):
@@ -103,10 +103,7 @@ DIALECT = Dialect(
     judge=judge,
     variants={V03: "delta", REST: "delta", SEND: "delta"},
     expects="an A2A request is JSON-RPC 2.0 calling SendStreamingMessage or SendMessage with params.message",
-    discovery_path=CARD_PATH,
-    read_discovery=read_discovery,
-    describe=describe,
-    discovery_varies=VARIES,
+    discovery=Discovery(path=CARD_PATH, read=read_card, document=agent_card, varies=VARIES),
     error_reply=error_reply,
     queries=QUERIES_OF_TASKS,
     check_request=check_request,

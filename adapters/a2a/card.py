@@ -17,7 +17,7 @@ from .versions import HEADER, stated
 MODES = ["text/plain", "application/json"]
 
 
-def describe(agent: AgentDescription, asked: Mapping[str, str]) -> dict[str, Any]:
+def agent_card(agent: AgentDescription, asked: Mapping[str, str]) -> dict[str, Any]:
     skills = [dict(skill) for skill in agent.skills] or [
         {"id": "chat", "name": agent.name, "description": agent.description or f"Talk to {agent.name}.",
          "tags": ["chat"]}]

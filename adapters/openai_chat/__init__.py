@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.core.codec import AgentDescription, Dialect, Likeness
+from gateway.core.codec import AgentDescription, Catalog, Dialect, Likeness
 
 from .conformance import judge
 from .decode import ChatDecoder
@@ -24,7 +24,7 @@ def sniff(body: dict[str, Any]) -> Likeness:
     return Likeness.OWN if isinstance(body.get("model"), str) else Likeness.PLAUSIBLE
 
 
-def catalog(routes: list[AgentDescription]) -> dict[str, Any]:
+def models(routes: list[AgentDescription]) -> dict[str, Any]:
     """`GET /v1/models`: each route a model, as OpenAI lists them."""
     return {"object": "list", "data": [{"id": route.name, "object": "model", "created": 0,
                                         "owned_by": "agent-gateway"} for route in routes]}
@@ -45,6 +45,5 @@ DIALECT = Dialect(
     expects="a Chat Completions request needs model and messages",
     error_reply=error_reply,
     echoed=echoed,
-    catalog_path=MODELS_PATH,
-    catalog=catalog,
+    catalog=Catalog(path=MODELS_PATH, listing=models),
 )

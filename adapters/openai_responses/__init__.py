@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from gateway.core.codec import AgentDescription, Compaction, Dialect, Likeness
+from gateway.core.codec import AgentDescription, Catalog, Compaction, Dialect, Likeness
 from gateway.core.errors import GatewayError
 from gateway.core.sockets import SocketMode
 
@@ -35,7 +35,7 @@ def sniff(body: dict[str, Any]) -> Likeness:
     return Likeness.FOREIGN
 
 
-def catalog(routes: list[AgentDescription]) -> dict[str, Any]:
+def models(routes: list[AgentDescription]) -> dict[str, Any]:
     return {"object": "list", "data": [{"id": route.name, "object": "model", "created": 0,
                                         "owned_by": "agent-gateway"} for route in routes]}
 
@@ -62,8 +62,7 @@ DIALECT = Dialect(
     expects="a Responses request needs model and input",
     error_reply=error_reply,
     queries=QUERIES_OF_RESPONSES,
-    catalog_path=MODELS_PATH,
-    catalog=catalog,
+    catalog=Catalog(path=MODELS_PATH, listing=models),
     socket=SocketMode(ResponsesSession, socket_refusal),
     compaction=Compaction("/compact", compaction.answer),
 )

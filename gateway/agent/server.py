@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from typing import Any
 
@@ -48,7 +48,7 @@ from starlette.routing import Route
 from starlette.types import Receive
 
 from adapters import registry
-from gateway.core.codec import AgentDescription, Dialect, Encoder, Resource
+from gateway.core.codec import AgentDescription, Dialect, Discovery, Encoder, Resource
 from gateway.core.errors import RequestError
 from gateway.core.turn import Message, Turn
 from gateway.core.validation import load_json_object
@@ -194,12 +194,12 @@ def create_agent_app(dialect: str, *, path: str | None = None, pace: float = 0.0
     # Under each path, and at the root as a LangGraph server serves them: a base URL finds the agent.
     routes += [Route(p.rstrip("/") + resource.path, partial(_resource, agent, resource), methods=[resource.method])
                for p in (*paths, "") for resource in agent.dialect.resources]
-    document, describe = agent.dialect.discovery_path, agent.dialect.describe
-    if document is not None and describe is not None:
-        routes += [Route(p.rstrip("/") + document, _describer(document, describe, p), methods=["GET"])
+    discovery = agent.dialect.discovery
+    if discovery is not None:
+        routes += [Route(p.rstrip("/") + discovery.path, _document_endpoint(discovery, p), methods=["GET"])
                    for p in paths]
         if len(paths) == 1:  # at the bare URL too, as the gateway serves a lone card: a base URL finds the agent
-            routes.append(Route(document, _describer(document, describe, paths[0]), methods=["GET"]))
+            routes.append(Route(discovery.path, _document_endpoint(discovery, paths[0]), methods=["GET"]))
     routes.append(Route("/healthz", _healthz, methods=["GET"]))
     if test_hooks:
         routes += [Route("/_requests", agent.requests, methods=["GET", "DELETE"]),
@@ -219,14 +219,13 @@ def _with_and_without_slash(paths: tuple[str, ...]) -> list[str]:
     return list(found)
 
 
-def _describer(document: str, describe: Callable[[AgentDescription, Mapping[str, str]], dict[str, Any]], path: str
-               ) -> Callable[[Request], Awaitable[Response]]:
+def _document_endpoint(discovery: Discovery, path: str) -> Callable[[Request], Awaitable[Response]]:
     """The agent's discovery document (A2A's card), naming the endpoint at `path` of the host it was asked of."""
 
     async def endpoint(request: Request) -> Response:
         url = f"{request.url.scheme}://{request.url.netloc}{path}"
         asked = {name.lower(): value for name, value in request.query_params.items()} | dict(request.headers)
-        return JSONResponse(describe(AgentDescription(
+        return JSONResponse(discovery.document(AgentDescription(
             "scripted-agent", f"The gateway's built-in scripted agent: keywords {', '.join(KEYWORDS)}.", url), asked))
 
     return endpoint

@@ -115,6 +115,35 @@ approximated or left out (and counted in `Encoder.dropped`)."""
 
 
 @dataclass(frozen=True, slots=True)
+class Discovery:
+    """A document, at one path under an agent's URL, that describes the agent (A2A's agent card): the gateway reads
+    an upstream's to find where and how to call it, and serves one for each of its own routes. Its parts only work
+    together (a path with no reader or writer is of no use), so a dialect has all of them or none."""
+
+    path: str
+    """Where, under an agent's URL, the document is published ("/.well-known/agent-card.json")."""
+    read: Callable[[Any, str], Endpoint | None]
+    """The endpoint an upstream's document names, given the document and the URL it came from; None if the
+    document names none this dialect can call."""
+    document: Callable[[AgentDescription, Mapping[str, str]], dict[str, Any]]
+    """The document for a route of the gateway's that serves this dialect, given what the request for it asked (its
+    headers and query parameters, names lowercased: A2A's `A2A-Version`)."""
+    varies: tuple[str, ...] = ()
+    """The request headers the document depends on, for caches (`Vary`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    """Where a dialect's clients list the routes they may use, and the list in the dialect's shape (OpenAI's
+    `GET /v1/models`): the gateway serves it beside the dialect's paths. A path without a list is of no use."""
+
+    path: str
+    """Where, beside the dialect's own paths, its clients ask ("/v1/models")."""
+    listing: Callable[[list[AgentDescription]], dict[str, Any]]
+    """The list of the routes the caller may use, in the dialect's shape."""
+
+
+@dataclass(frozen=True, slots=True)
 class Compaction:
     """Its clients ask the server to compact a conversation into an item they send back as input later, instead of
     the history (Open Responses' `POST /v1/responses/compact`)."""
@@ -161,17 +190,8 @@ class Dialect:
     run's events."""
     expects: str = ""
     """What a request of this dialect must hold, in a client's words, for an error that names every dialect."""
-    discovery_path: str | None = None
-    """Where, under an agent's URL, this dialect publishes a document describing the agent (A2A's agent card): the
-    gateway reads an upstream's to find its endpoint, and serves one for its own routes."""
-    read_discovery: Callable[[Any, str], Endpoint | None] | None = None
-    """The endpoint an upstream's discovery document names, given the document and the URL it came from; None if
-    the document names none this dialect can call."""
-    describe: Callable[[AgentDescription, Mapping[str, str]], dict[str, Any]] | None = None
-    """The discovery document for a route of the gateway's that serves this dialect, given what the request for it
-    asked (its headers and query parameters, names lowercased: A2A's `A2A-Version`)."""
-    discovery_varies: tuple[str, ...] = ()
-    """The request headers the document depends on, for caches (`Vary`)."""
+    discovery: Discovery | None = None
+    """Its agents publish a document describing themselves (A2A's agent card): see `Discovery`."""
     queries: RunQueries | None = None
     """Its clients ask about runs after starting them (A2A's tasks): see `gateway.core.queries`."""
     check_request: Callable[[dict[str, Any], Mapping[str, str]], None] | None = None
@@ -200,10 +220,8 @@ class Dialect:
     """A run's messages (as recorded) as its client will send them back next turn, for a dialect whose clients keep
     the history and name no conversation, and whose replies do not show every message (Chat Completions shows one
     assistant message, no server tool): the gateway finds the conversation again by that history."""
-    catalog_path: str | None = None
-    """Where its clients list the routes they may use (OpenAI's `GET /v1/models`), beside the dialect's paths."""
-    catalog: Callable[[list[AgentDescription]], dict[str, Any]] | None = None
-    """That list, in the dialect's shape."""
+    catalog: Catalog | None = None
+    """Its clients list the routes they may use (OpenAI's `GET /v1/models`): see `Catalog`."""
     socket: SocketMode | None = None
     """Its clients may also hold a WebSocket at its paths, a request per message (`gateway.core.sockets`)."""
     compaction: Compaction | None = None

@@ -166,13 +166,14 @@ class ReplayApp:
             upstream = exchange.raw["upstream"]
             path = _path_of(upstream.get("url") or "", upstream.get("path"))
             self.paths.setdefault(path, exchange.upstream_dialect)
-            dialect = registry.get(exchange.upstream_dialect)
-            if upstream.get("discovery") is not None and dialect.discovery_path:
+            discovery = registry.get(exchange.upstream_dialect).discovery
+            if upstream.get("discovery") is not None and discovery is not None:
                 base = _path_of(upstream.get("url") or "", None).rstrip("/")
-                for where in (base + dialect.discovery_path, dialect.discovery_path):
+                for where in (base + discovery.path, discovery.path):
                     self.documents.setdefault(where, upstream["discovery"])
 
-    def describe(self) -> list[str]:
+    def turns(self) -> list[str]:
+        """How many turns were recorded of each dialect, for the line the command starts with."""
         return [f"{name}: {replay.size} recorded turns" for name, replay in self.replays.items()]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 import orjson
 
 from gateway.config import Route
+from gateway.core import codec
 from gateway.core.codec import Dialect, Endpoint, UpstreamRequest
 from gateway.upstream.http1 import HTTPError, Pool, Target
 
@@ -42,24 +43,24 @@ class Discovery:
         self.document: object = None
         """The document as the upstream served it, once read: recordings keep it, for a replay to serve."""
         self._next_attempt = 0.0
-        self._done = dialect.discovery_path is None or dialect.read_discovery is None
+        self._done = dialect.discovery is None
         self._lock = asyncio.Lock()
 
     async def endpoint(self) -> tuple[Target, str | None]:
-        if not self._done and time.monotonic() >= self._next_attempt:
+        discovery = self.dialect.discovery
+        if discovery is not None and not self._done and time.monotonic() >= self._next_attempt:
             async with self._lock:
                 if not self._done and time.monotonic() >= self._next_attempt:
-                    await self._discover()
+                    await self._discover(discovery)
         return self.target, self.variant
 
-    async def _discover(self) -> None:
-        path = self.dialect.discovery_path
-        assert path is not None and self.dialect.read_discovery is not None
+    async def _discover(self, discovery: codec.Discovery) -> None:
+        path = discovery.path
         url = self.route.upstream.url
         try:
             async with asyncio.timeout(min(self.route.timeouts.first_event, 10.0)):
                 document = await self._get(path)
-            endpoint = self.dialect.read_discovery(document, url)
+            endpoint = discovery.read(document, url)
             self.document = document
         except (HTTPError, TimeoutError, ValueError) as exc:
             self._next_attempt = time.monotonic() + RETRY_SECONDS

@@ -27,7 +27,7 @@ from starlette.types import ASGIApp
 from adapters import registry
 from gateway.config import GatewayConfig
 from gateway.config import Route as ConfigRoute
-from gateway.core.codec import AgentDescription, Dialect
+from gateway.core.codec import AgentDescription, Catalog, Dialect, Discovery
 from gateway.core.errors import GatewayError, UnknownRoute
 
 if TYPE_CHECKING:
@@ -44,20 +44,19 @@ def discovery_routes(config: GatewayConfig) -> list[Route]:
     found: list[tuple[str, str, ASGIApp | Callable[[Request], Awaitable[Response]]]] = []
     for route in config.routes:
         for name in route.dialects:
-            dialect = registry.get(name)
-            document = dialect.discovery_path
-            if document is None or dialect.describe is None:
+            discovery = registry.get(name).discovery
+            if discovery is None:
                 continue
             for path in route.served_paths:
                 if name not in registry.path_owners(route.dialects, path):
                     continue  # another dialect's own path: this dialect's requests are refused there
-                card = _describer(route, path, dialect, published)
+                card = _document_endpoint(route, path, discovery, published)
                 endpoint: ASGIApp | Callable[[Request], Awaitable[Response]] = card
                 if route.cors is not None:  # a browser's A2A client reads the card cross-origin too
                     endpoint = CORSMiddleware(request_response(card), allow_origins=route.cors.allow_origins,
                                               allow_methods=["GET"], allow_headers=route.cors.allow_headers,
                                               expose_headers=["etag", "last-modified"], max_age=route.cors.max_age)
-                found.append((path.rstrip("/") + document, document, endpoint))
+                found.append((path.rstrip("/") + discovery.path, discovery.path, endpoint))
     routes = [Route(at, endpoint, methods=["GET", "HEAD", "OPTIONS"]) for at, _, endpoint in found]
     bare = {document for _, document, _ in found}
     if len(found) == 1:
@@ -67,12 +66,10 @@ def discovery_routes(config: GatewayConfig) -> list[Route]:
     return routes
 
 
-def _describer(route: ConfigRoute, path: str, dialect: Dialect, published: float
-               ) -> Callable[[Request], Awaitable[Response]]:
+def _document_endpoint(route: ConfigRoute, path: str, discovery: Discovery, published: float
+                       ) -> Callable[[Request], Awaitable[Response]]:
     info = route.agent
-    describe = dialect.describe
-    assert describe is not None
-    varies = [*dialect.discovery_varies, *(() if info.url else ("host",))]
+    varies = [*discovery.varies, *(() if info.url else ("host",))]
     last_modified = formatdate(int(published), usegmt=True)
 
     async def endpoint(request: Request) -> Response:
@@ -83,7 +80,7 @@ def _describer(route: ConfigRoute, path: str, dialect: Dialect, published: float
         url = info.url or f"{request.url.scheme}://{request.url.netloc}{path}"
         asked = {name.lower(): value for name, value in request.query_params.items()}
         asked.update(request.headers)
-        document = describe(AgentDescription(name=route.name, description=info.description, url=url,
+        document = discovery.document(AgentDescription(name=route.name, description=info.description, url=url,
                                              version=info.version, skills=tuple(s.model_dump() for s in info.skills),
                                              webhooks=route.push is not None), asked)
         body = orjson.dumps(document)
@@ -115,33 +112,34 @@ def _not_modified(request: Request, etag: str, published: int) -> bool:
 
 
 def catalog_routes(handlers: list[RouteHandler]) -> list[Route]:
-    """Where clients list the routes they may use (`Dialect.catalog_path`: OpenAI's `GET /v1/models`), beside
+    """Where clients list the routes they may use (`Dialect.catalog`: OpenAI's `GET /v1/models`), beside
     each route path that ends in one of the dialect's conventional paths (`/team/v1/chat/completions` lists at
     `/team/v1/models`), or at the plain catalog path for a route on paths of its own."""
-    listed: dict[str, tuple[Dialect, list[RouteHandler]]] = {}
+    listed: dict[str, tuple[Dialect, Catalog, list[RouteHandler]]] = {}
     for handler in handlers:
         for name in handler.route.dialects:
             dialect = registry.get(name)
-            if dialect.catalog_path is None or dialect.catalog is None:
+            catalog = dialect.catalog
+            if catalog is None:
                 continue
             prefixes = {path[: -len(own)] for path in handler.route.served_paths for own in dialect.paths
                         if path.endswith(own)} or {""}
             for prefix in prefixes:
-                entry = listed.setdefault(prefix + dialect.catalog_path, (dialect, []))
-                if handler not in entry[1]:
-                    entry[1].append(handler)
+                entry = listed.setdefault(prefix + catalog.path, (dialect, catalog, []))
+                if handler not in entry[2]:
+                    entry[2].append(handler)
     routes = []
-    for at, (dialect, serving) in listed.items():
-        endpoint = _catalog(dialect, serving)
+    for at, (dialect, catalog, serving) in listed.items():
+        endpoint = _catalog(dialect, catalog, serving)
         routes += [Route(at, endpoint, methods=["GET"]), Route(at + "/{model}", endpoint, methods=["GET"])]
     return routes
 
 
-def _catalog(dialect: Dialect, serving: list[RouteHandler]) -> Callable[[Request], Awaitable[Response]]:
+def _catalog(dialect: Dialect, catalog: Catalog, serving: list[RouteHandler]
+             ) -> Callable[[Request], Awaitable[Response]]:
     """The routes this caller may use (an open route, or one its key opens), or the one it names."""
 
     async def endpoint(request: Request) -> Response:
-        assert dialect.catalog is not None
         usable = []
         refused: GatewayError | None = None
         for handler in serving:
@@ -161,7 +159,7 @@ def _catalog(dialect: Dialect, serving: list[RouteHandler]) -> Callable[[Request
             return Response(body, status, media_type="application/json")
         described = [AgentDescription(route.name, route.agent.description, route.agent.url or "")
                      for route in usable]
-        listing = dialect.catalog(described)
+        listing = catalog.listing(described)
         return Response(orjson.dumps(listing["data"][0] if model is not None else listing),
                         media_type="application/json")
 

@@ -28,7 +28,7 @@ def replay(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """Serve the recordings as an agent, until stopped."""
     import uvicorn
 
-    from gateway.cli import bind
+    from gateway.commands import bind
     from gateway.recordings.replay import ReplayApp
     from gateway.server import logs
     from gateway.server.drain import exit_quietly_when_stopped
@@ -42,7 +42,7 @@ def replay(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return 2
     timing = "at once" if speed is None else "with the recorded timing" if speed == 1 else f"{speed:g} times as fast"
     paths = ", ".join(f"http://{args.host}:{args.port}{path}" for path in sorted(app.paths))
-    print(f"agent-gateway replay: {len(recorded)} exchanges ({'; '.join(app.describe())}), {timing}, at {paths}",
+    print(f"agent-gateway replay: {len(recorded)} exchanges ({'; '.join(app.turns())}), {timing}, at {paths}",
           file=sys.stderr)
     exit_quietly_when_stopped()
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])

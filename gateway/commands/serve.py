@@ -1,0 +1,193 @@
+"""`agent-gateway serve`: the gateway, from a config file or, for one route, from flags; and `serve --check`, what
+a start would find, found without writing anything."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import orjson
+from pydantic import ValidationError
+
+from gateway.commands import bind, version
+from gateway.config import ConfigError, GatewayConfig, load_config
+from gateway.core.validation import error_message
+from gateway.inspector.options import InspectorOptions
+from gateway.recordings.options import RecordOptions
+
+if TYPE_CHECKING:
+    from gateway.conversations.store import ConversationStore
+
+log = logging.getLogger("agent_gateway.serve")
+
+
+_FLAGS = {("routes", "upstream", "url"): "--upstream", ("routes", "upstream", "dialect"): "--upstream-dialect",
+          ("routes", "upstream", "variant"): "--upstream-variant", ("routes", "upstream"): "--upstream-variant",
+          ("routes", "upstream", "agent"): "--upstream-agent",
+          ("routes", "client_dialects"): "--client-dialect", ("store", "url"): "--store"}
+
+def _flag(loc: tuple[int | str, ...]) -> str:
+    """The flag a configuration error's location came from."""
+    names = tuple(str(part) for part in loc if not isinstance(part, int))
+    for end in range(len(names), 0, -1):
+        if names[:end] in _FLAGS:
+            return _FLAGS[names[:end]]
+    return "the flags"
+
+
+def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from gateway.server import http_server, logs, workers
+    from gateway.server.app import CONFIG_ENV, create_app
+    from gateway.server.drain import exit_quietly_when_stopped
+
+    flags = [flag for flag, value in (("--upstream", args.upstream), ("--upstream-dialect", args.upstream_dialect),
+                                      ("--upstream-variant", args.upstream_variant),
+                                      ("--upstream-agent", args.upstream_agent),
+                                      ("--client-dialect", args.client_dialect),
+                                      ("--store", args.store)) if value is not None]
+    if args.config and flags:
+        parser.error(f"{', '.join(flags)} describe the route and store without --config; with --config, set them "
+                     "in the file")
+    logs.configure(args.log_format, args.log_level)  # from here every line on stderr is a log line, in its format
+    try:
+        if args.config:
+            config = load_config(args.config)
+        elif args.upstream and args.upstream_dialect:
+            config = GatewayConfig.model_validate({
+                "routes": [{"upstream": {"url": args.upstream, "dialect": args.upstream_dialect,
+                                         "variant": args.upstream_variant, "agent": args.upstream_agent},
+                            "client_dialects": args.client_dialect or "auto"}],
+                "store": {"url": args.store or "sqlite:///agent-gateway.db"}})
+        else:
+            parser.error("serve needs --config FILE, or --upstream URL with --upstream-dialect")
+    except ConfigError as exc:
+        for line in str(exc).splitlines():  # one line per mistake
+            log.error(line)
+        return 2
+    except ValidationError as exc:  # from the flags: name each flag and what is wrong with it
+        parser.error("; ".join(f"{_flag(error['loc'])}: {error_message(error)}" for error in exc.errors()))
+    if args.send_request and not args.check:
+        parser.error("--send-request goes with --check")
+    for route in config.routes:
+        route.inspector_bodies = route.inspector_bodies or args.inspector_bodies
+        if args.record:
+            route.record = route.record or RecordOptions(dir=args.record)
+    if args.inspector and config.inspector is None:
+        config.inspector = InspectorOptions()
+    inspector_made_key = config.inspector is not None and not config.inspector.key
+    if config.inspector is not None:
+        if args.workers > 1:
+            log.error("the inspector keeps the runs of the process that ran them: use --workers 1 with it")
+            return 2
+        try:
+            config.inspector.key = config.inspector.key_for(args.host)
+        except ValueError as exc:
+            log.error("%s", exc)
+            return 2
+    if args.check:
+        return _check_config(config, args.send_request)
+    if args.workers > 1 and config.store.url.startswith("memory:"):
+        log.error("--workers > 1 needs a store the workers share: sqlite:///... or redis://...")
+        return 2
+    store = _open_store(config)
+    if store is None:
+        return 2
+    if args.workers > 1:  # each worker opens its own: this one only proved it can be opened
+        asyncio.run(store.close())
+    sock = bind(args.host, args.port)
+    if sock is None:
+        asyncio.run(store.close())
+        return 2
+    for route in config.routes:
+        log.info("route %s: %s (%s) -> %s (%s)", route.name, ", ".join(route.paths), ", ".join(route.dialects),
+                 route.upstream.url, route.upstream.dialect, extra={"route": route.name})
+    log.info(version())
+    url = f"http://{args.host}:{args.port}"
+    http_server.HEAD_SECONDS = config.header_timeout
+    if config.inspector is not None:
+        shown = f"?key={config.inspector.key}" if inspector_made_key else " (with inspector.key)"
+        log.info("inspector at %s%s/%s", url, config.inspector.path, shown)
+    if args.workers == 1:
+        log.info("listening on %s", url, extra={"url": url})
+        app = create_app(config, store, log_bodies=args.log_bodies)
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", limit_concurrency=config.max_connections,
+                                               http=http_server.HeadDeadlineProtocol))
+        exit_quietly_when_stopped()
+        server.run(sockets=[sock])
+        return 0
+    sock.close()  # it was free: each worker binds its own (gateway/server/workers.py)
+    os.environ[CONFIG_ENV] = orjson.dumps({"config": config.model_dump(mode="json"), "log_format": args.log_format,
+                                           "log_level": args.log_level, "log_bodies": args.log_bodies}).decode()
+    with tempfile.TemporaryDirectory(prefix="agent-gateway-metrics-") as metrics_dir:
+        os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", metrics_dir)
+        workers.run(uvicorn.Config("gateway.server.app:from_environment", factory=True, host=args.host,
+                                   port=args.port, workers=args.workers, log_level="warning",
+                                   limit_concurrency=config.max_connections, http=http_server.HeadDeadlineProtocol),
+                    ready=lambda: log.info("listening on %s (%d workers)", url, args.workers,
+                                           extra={"url": url, "workers": args.workers}))
+    return 0
+
+
+def _open_store(config: GatewayConfig) -> ConversationStore | None:
+    """The configured store, or None after one line saying why it cannot be opened (a path that cannot be
+    written, the redis package missing), instead of a traceback from deep in the app's startup."""
+    from gateway.conversations.store import StoreError
+
+    try:
+        return config.store.open()
+    except (StoreError, ValueError, OSError) as exc:
+        log.error("the store cannot be opened: %s", exc)
+        return None
+
+
+def _check_config(config: GatewayConfig, ask: bool) -> int:
+    """`serve --check`: what a start would find, found without writing anything (a SQLite store is looked at, not
+    opened: opening creates it)."""
+    from gateway.conversations.store import StoreError, redact_url, sqlite_path, sqlite_problem
+    from gateway.server.probe import probe
+
+    print(f"configuration: ok ({len(config.routes)} route{'s' if len(config.routes) != 1 else ''})")
+    url = config.store.url
+    store: ConversationStore | None = None
+    if url.lower().startswith("sqlite:"):
+        path = sqlite_path(url)
+        problem = sqlite_problem(path)
+        where = path if path == ":memory:" else str(Path(path).absolute())
+        state = "exists" if path != ":memory:" and Path(path).exists() else "would be created"
+        print(f"store {redact_url(url)}: {'FAILED (' + problem + ')' if problem else f'ok ({where} {state})'}")
+        if problem:
+            return 1
+    else:
+        try:
+            store = config.store.open()
+        except (StoreError, ValueError, OSError) as exc:
+            print(f"store: FAILED ({exc})")
+            return 1
+
+    async def run() -> bool:
+        try:
+            results = await probe(config, store)
+        finally:
+            if store is not None:
+                await store.close()
+        for result in results:
+            print(result.line())
+        passed = all(result.ok for result in results)
+        if ask:
+            from gateway.check import ask_upstream
+
+            for route in config.routes:
+                ok, detail = await ask_upstream(route)
+                print(f"{route.name}: upstream {route.upstream.url} answers as {route.upstream.dialect}: "
+                      f"{'ok' if ok else 'FAILED'} ({detail})")
+                passed = passed and ok
+        return passed
+
+    return 0 if asyncio.run(run()) else 1

@@ -1,0 +1,281 @@
+"""A route: where clients call and in which dialects, the upstream it sends their runs to, and how the gateway
+treats them on the way (timeouts, limits, keys, CORS, push notifications, the agent's card, resuming, recording)."""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from adapters import registry
+from gateway.config.model import TOKEN, Model, known_dialect
+from gateway.config.upstream import RESERVED_UPSTREAM_HEADERS, Upstream
+from gateway.recordings.options import RecordOptions
+
+NEVER_FORWARDED = (RESERVED_UPSTREAM_HEADERS - {"proxy-connection"}) | {"content-type", "accept", "accept-encoding"}
+"""Headers a route's `forward_headers` may not name: the framing and hop-by-hop ones, and those the dialect sets
+for its own body. proxy-connection is left out as it always was: refusing it now would break a config that
+forwards it."""
+
+
+class Timeouts(Model):
+    connect: float = Field(5.0, gt=0, description="seconds to connect to the upstream")
+    first_event: float = Field(60.0, gt=0, description="seconds from the request to the upstream's first event")
+    idle: float = Field(120.0, gt=0, description="seconds the upstream may stay silent between events")
+    total: float = Field(900.0, gt=0, description="seconds a whole run may take")
+    request_body: float = Field(10.0, gt=0, description="seconds a client may take to send its body (then it must "
+                                "keep up limits.min_body_rate), and may leave between two pieces of it")
+    resume_keep: float = Field(300.0, ge=0, description="seconds a resumable run's reply is kept after the run "
+                               "ends, for a client that reconnects late (Last-Event-ID)")
+
+
+
+class Limits(Model):
+    max_body_bytes: int = Field(4 * 1024 * 1024, gt=0, description="largest request body accepted")
+    max_event_bytes: int = Field(16 * 1024 * 1024, gt=0, description="largest single upstream event")
+    max_held_text: int = Field(4 * 1024 * 1024, gt=0, description="characters of one piece a client needs whole "
+                               "that the gateway may hold (one tool call's arguments; the whole reply of a one-body "
+                               "client: agent-respond, A2A's SendMessage); past it the run ends with an error")
+    min_body_rate: int = Field(4096, gt=0, description="bytes a second a request body must average once "
+                               "timeouts.request_body has passed")
+    max_json_depth: int = Field(64, gt=0, le=200, description="deepest nesting accepted in a request body "
+                                "(at most 200: orjson writes no deeper than 254 levels, and bodies are re-encoded)")
+    max_messages: int = Field(2000, gt=0, description="most messages accepted in one request")
+    max_streams: int = Field(10_000, gt=0, description="concurrent requests on this route")
+    max_streams_per_key: int = Field(100, gt=0, description="concurrent requests per API key (with auth)")
+    max_resume_events: int = Field(100_000, gt=0, description="pieces of a resumable run's reply kept for resuming; "
+                                   "past it the run goes on, no longer resumable")
+    max_resume_bytes: int = Field(16 * 1024 * 1024, gt=0, description="bytes of a resumable run's reply kept for "
+                                  "resuming; past it the run goes on, no longer resumable")
+
+
+class Auth(Model):
+    """Who may call a route: an API key, sent as `Authorization: Bearer <key>` or `X-API-Key: <key>`."""
+
+    keys: list[str] = []
+    """Keys, usually `${VAR}` from the environment; empty values are ignored."""
+    keys_file: str | None = None
+    """A file with one key per line (a mounted secret); `#` starts a comment. Re-read when it changes."""
+    tenants: dict[str, list[str]] = {}
+    """Keys that share their conversations, by tenant name. Any other key sees only its own."""
+
+    def principals(self) -> dict[str, str]:
+        """Each key, and whose conversations it reaches: its tenant's, or its own (by its id, never itself)."""
+        owners = {key: f"key:{key_id(key)}" for key in self.load_keys()}
+        for tenant, keys in self.tenants.items():
+            owners.update({key.strip(): f"tenant:{tenant}" for key in keys if key.strip()})
+        return owners
+
+    def load_keys(self) -> list[str]:
+        keys = [k.strip() for k in self.keys if k.strip()]
+        if self.keys_file:
+            try:
+                lines = Path(self.keys_file).read_text().splitlines()
+            except OSError as exc:
+                raise ValueError(f"cannot read keys_file {self.keys_file}: {exc.strerror}") from None
+            keys += [line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()]
+        if not keys and not any(k.strip() for ks in self.tenants.values() for k in ks):
+            raise ValueError("auth needs at least one key (keys, keys_file or tenants)")
+        return keys
+
+
+def key_id(key: str) -> str:
+    """What logs, metrics and conversation scopes call a key: a hash, never the key."""
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+class Cors(Model):
+    """Browser clients (AG-UI and Vercel frontends) calling from another origin."""
+
+    allow_origins: list[str] = Field(min_length=1)
+    allow_headers: list[str] = ["content-type", "authorization", "x-api-key", "x-request-id"]
+    allow_credentials: bool = False
+    max_age: int = 600
+
+    @model_validator(mode="after")
+    def _no_credentials_for_everyone(self) -> Cors:
+        if self.allow_credentials and "*" in self.allow_origins:
+            raise ValueError("allow_origins '*' with allow_credentials would let every site call with the user's "
+                             "cookies: list the origins")
+        return self
+
+
+class Push(Model):
+    """Push notifications (A2A's): a run's updates POSTed to the webhooks its clients register. Off unless set; only
+    the hosts listed are ever called."""
+
+    allow_hosts: list[str] = Field(min_length=1)
+    """Host names or addresses a webhook may name (any port); `*.example.com` takes its subdomains."""
+    delivery_timeout: float = Field(10.0, gt=0)
+    """Seconds one delivery may take."""
+    retries: int = Field(3, ge=0)
+    """Further attempts after a delivery fails (a connection error, a 5xx, a 429), after 0.5 s, 1 s, 2 s, ..."""
+    max_webhooks: int = Field(10, gt=0)
+    """Webhooks one run may have."""
+    max_notifications: int = Field(1000, gt=0)
+    """Deliveries one webhook gets of one run; past it the rest of the run is not sent."""
+    max_bytes: int = Field(1024 * 1024, gt=0)
+    """The largest notification sent; a larger update is left out."""
+    max_pending: int = Field(10_000, gt=0)
+    """Notifications one process holds waiting to be delivered; past it new ones are dropped (logged)."""
+
+    @field_validator("allow_hosts")
+    @classmethod
+    def _plain_hosts(cls, hosts: list[str]) -> list[str]:
+        for host in hosts:
+            bare = host.strip("[]")
+            name = bare.removeprefix("*.")
+            if not name or any(c in name for c in "/@* ") or (":" in bare and not _is_ipv6(bare)):
+                raise ValueError(f"{host!r} is not a host (a name, an address, or *.name for its subdomains; "
+                                 "no port)")
+        return [host.lower().strip("[]") for host in hosts]
+
+    def allows(self, host: str) -> bool:
+        """Whether a webhook may be on `host`."""
+        host = host.lower().strip("[]")
+        return any(host == allowed or (allowed.startswith("*.") and host.endswith(allowed[1:]))
+                   for allowed in self.allow_hosts)
+
+
+def _is_ipv6(text: str) -> bool:
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return True
+
+
+class Skill(Model):
+    id: str
+    name: str
+    description: str = ""
+    tags: list[str] = []
+    examples: list[str] = []
+
+
+class AgentInfo(Model):
+    """The route's agent as clients that discover agents see it (A2A's agent card at
+    `<path>/.well-known/agent-card.json`); the name is the route's."""
+
+    description: str = ""
+    version: str = "1.0.0"
+    skills: list[Skill] = []
+    url: str | None = None
+    """Where clients reach the route, when the gateway is behind a proxy that changes it; else the URL the card
+    was asked for, less the card's own path."""
+
+
+class Route(Model):
+    name: str = ""
+    paths: list[str] = []
+    """Where clients call; empty means the conventional paths of the client dialects."""
+    client_dialects: list[str] | Literal["auto"] = "auto"
+    """The dialects clients may speak here; `auto` is every dialect the gateway knows."""
+    upstream: Upstream
+    forward_headers: list[str] = []
+    """Inbound headers passed to the upstream. `Authorization` and cookies only if listed here."""
+    timeouts: Timeouts = Timeouts()
+    limits: Limits = Limits()
+    auth: Auth | None = None
+    tenant_header: str | None = None
+    """On a route without keys: a header that names whose conversations a request reaches (a trusted front end
+    sets it). Without it, every caller of an open route is one principal, "anonymous"."""
+    cors: Cors | None = None
+    agent: AgentInfo = AgentInfo()
+    push: Push | None = None
+    """Push notifications to the webhooks clients register (A2A); off unless set."""
+    resumable: bool = False
+    """Runs outlive their client's connection (up to `timeouts.total`): a client that reconnects is sent the rest,
+    a retry of the same request attaches to the run, and only an explicit stop ends it early."""
+    client_version: str | None = None
+    """The protocol version this route's clients speak, where their requests do not show it: `5`, `6` or `7` (or
+    a release, `7.0.173`) for AI SDK clients, which send no version (an AI SDK 5 client's route must say so);
+    `1.0` or `0` for AG-UI clients. Replies hold only what that version reads."""
+
+    @field_validator("client_version", mode="before")
+    @classmethod
+    def _version(cls, value: object) -> str | None:
+        if value is None:
+            return None
+        text = str(value)
+        if not re.fullmatch(r"\d+(\.\d+){0,2}", text):
+            raise ValueError(f"{text!r} is not a version: a major (5), or major.minor.patch (7.0.173)")
+        return text
+
+    ready_needs_upstream: bool = False
+    """`/readyz` answers 503 while this route's upstream cannot be reached: a balancer then sends a replica nothing
+    while its own agent (a sidecar's) is down. Leave it off for an agent every replica shares, or they all go
+    unready together."""
+    record: RecordOptions | None = None
+    """Each exchange written to a file (`gateway.recordings`): for replaying the agent, judging and translating."""
+    inspector_bodies: bool = False
+    """The inspector shows what this route's runs said (request bodies, frames, event fields); otherwise their
+    shape only."""
+
+    @field_validator("tenant_header")
+    @classmethod
+    def _header_name(cls, value: str | None) -> str | None:
+        if value is not None and not TOKEN.fullmatch(value):
+            raise ValueError(f"{value!r} is not a valid HTTP header name")
+        return value.lower() if value else None
+
+    @model_validator(mode="after")
+    def _one_way_to_name_the_caller(self) -> Route:
+        if self.tenant_header and self.auth is not None:
+            raise ValueError("tenant_header is for routes without auth: with auth, the key says who the caller is "
+                             "(group keys with auth.tenants)")
+        if self.auth is not None:
+            leaked = [h for h in self.forward_headers if h in ("authorization", "x-api-key")]
+            if leaked:
+                raise ValueError(f"forward_headers: {', '.join(leaked)} carries the gateway's own API key on this "
+                                 "route; it is never sent upstream (set the upstream's credentials in "
+                                 "upstream.headers)")
+        return self
+
+    @field_validator("auth")
+    @classmethod
+    def _keys_readable(cls, auth: Auth | None) -> Auth | None:
+        if auth is not None:
+            auth.load_keys()
+        return auth
+
+    @field_validator("paths")
+    @classmethod
+    def _absolute(cls, paths: list[str]) -> list[str]:
+        for path in paths:
+            if not path.startswith("/"):
+                raise ValueError(f"path {path!r} must start with /")
+        return paths
+
+    @property
+    def served_paths(self) -> list[str]:
+        """The route's paths as requests are matched to them (see `route_path`)."""
+        return [route_path(path) for path in self.paths]
+
+    @field_validator("client_dialects")
+    @classmethod
+    def _known_dialects(cls, names: list[str] | Literal["auto"]) -> list[str] | Literal["auto"]:
+        return names if names == "auto" else [known_dialect(name) for name in names]
+
+    @field_validator("forward_headers")
+    @classmethod
+    def _forwardable(cls, headers: list[str]) -> list[str]:
+        lowered = [h.lower() for h in headers]
+        bad = [h for h in lowered if h in NEVER_FORWARDED]
+        if bad:
+            raise ValueError(f"{', '.join(bad)} cannot be forwarded: the gateway sets them for each hop")
+        return lowered
+
+    @property
+    def dialects(self) -> list[str]:
+        return list(registry.DIALECTS) if self.client_dialects == "auto" else list(self.client_dialects)
+
+
+def route_path(path: str) -> str:
+    """A path as routes are matched: without its trailing slash (`/a2a/` is `/a2a`; `/` stays). Clients add one
+    to a URL they were given (A2A's TCK posts to the card's URL plus `/`), and a redirect would lose a POST's body."""
+    return path.rstrip("/") or "/"

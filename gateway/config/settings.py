@@ -1,0 +1,93 @@
+"""The whole configuration: its routes, the conversation store, and what holds for the gateway as a whole
+(keep-alives, draining, connection limits, the inspector)."""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+
+from gateway.config.model import Model
+from gateway.config.route import Route, route_path
+from gateway.conversations.store import ConversationStore, StoreError, open_store, redis_exceptions, sqlite_path
+from gateway.inspector.options import InspectorOptions
+from gateway.runs.board import KeptLimits
+
+
+class Store(Model):
+    url: str = "sqlite:///agent-gateway.db"
+    """`memory://`, `sqlite:///path/to/file.db` or `redis://host:6379/0`."""
+
+    def open(self) -> ConversationStore:
+        """The store these settings name (raises `StoreError` or ValueError when it cannot be opened)."""
+        return open_store(self.url, ttl=self.ttl_seconds, max_entries=self.max_conversations,
+                          max_value_bytes=self.max_conversation_bytes,
+                          max_per_group=self.max_conversations_per_principal)
+
+    @field_validator("url")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        scheme = value.partition("://")[0].lower() if "://" in value else ""
+        if scheme not in ("memory", "sqlite", "redis", "rediss"):
+            raise ValueError("must be memory://, sqlite:///<path>, redis://host:port/db or rediss://...")
+        if scheme == "sqlite":
+            sqlite_path(value)  # sqlite://relative.db names no file: said now, not when the store opens
+        if scheme in ("redis", "rediss"):
+            try:
+                redis_exceptions()
+            except StoreError as exc:  # said while the configuration loads, not at the first request
+                raise ValueError(str(exc)) from None
+        return value
+    ttl_seconds: float = Field(7 * 24 * 3600, gt=0)
+    max_conversations: int = Field(100_000, gt=0)
+    max_conversations_per_principal: int = Field(10_000, gt=0, description="conversations one caller (a key, a "
+                                                 "tenant, or all anonymous callers together) may hold; its oldest go "
+                                                 "first, so it cannot evict anyone else's")
+    max_conversation_bytes: int = Field(1024 * 1024, gt=0)
+    max_messages: int = Field(1000, gt=0, description="history kept per conversation; the oldest go first")
+    max_resume_kept_bytes: int = Field(256 * 1024 * 1024, gt=0, description="memory the ended resumable runs' "
+                                       "replies one process keeps for late resumes may cost; the oldest go first")
+    max_resume_kept: int = Field(10_000, gt=0, description="ended resumable runs' replies one process keeps; the "
+                                 "oldest go first")
+    max_resume_kept_per_principal: int = Field(1_000, gt=0, description="of those, one caller's (a key, a tenant, "
+                                               "or all anonymous callers together); its oldest go first")
+
+    def kept_limits(self) -> KeptLimits:
+        return KeptLimits(self.max_resume_kept_bytes, self.max_resume_kept, self.max_resume_kept_per_principal)
+
+
+class GatewayConfig(Model):
+    routes: list[Route] = Field(min_length=1)
+    store: Store = Store()
+    keepalive_seconds: float = Field(15.0, gt=0, description="idle SSE streams get a comment this often")
+    drain_seconds: float = Field(20.0, ge=0, description="on SIGTERM or Ctrl-C, how long the streams in flight may "
+                                 "run on before each is ended in band; within Kubernetes' 30 s grace period")
+    header_timeout: float = Field(10.0, gt=0, description="seconds a client has to send a request's head, from "
+                                  "its connection or its first byte; then the connection is closed")
+    max_connections: int = Field(10_000, gt=0, description="client connections a worker keeps open at once; past "
+                                 "it, new ones are answered 503")
+    debug_errors: bool = False
+    """Put what an upstream answered (its error body) and where it is (its address) in clients' error responses.
+    Off by default: both can hold secrets. The operator's log has them either way."""
+    max_body_bytes_in_flight: int = Field(256 * 1024 * 1024, gt=0, description="request body bytes a worker holds "
+                                          "while bodies are read; past it, 503")
+    inspector: InspectorOptions | None = None
+    """The inspector's page (`gateway.inspector`); off unless set."""
+
+    @field_validator("routes")
+    @classmethod
+    def _resolve_paths(cls, routes: list[Route]) -> list[Route]:
+        from adapters import registry
+
+        seen: dict[str, tuple[str, str]] = {}
+        for index, route in enumerate(routes):
+            route.name = route.name or f"route{index}"
+            if not route.paths:
+                route.paths = sorted({p for d in route.dialects for p in registry.get(d).paths})
+            for path in route.paths:
+                twin = seen.get(route_path(path))
+                if twin is not None and twin[1] != path:
+                    raise ValueError(f"path {path} of {route.name} differs only by a trailing slash from {twin[1]} "
+                                     f"of {twin[0]}: a path answers with and without one")
+                if twin is not None:
+                    raise ValueError(f"path {path} is served by both {twin[0]} and {route.name}")
+                seen[route_path(path)] = (route.name, path)
+        return routes
