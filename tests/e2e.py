@@ -30,17 +30,18 @@ from gateway.core.events import (
 from gateway.core.ids import new_id
 from gateway.core.turn import Message, Tool, Turn
 from gateway.server.relay import Relay
+from gateway.upstream.http1 import Offer
 
 DIALECTS = list(registry.DIALECTS)
 
 
-def watch_offers(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bool | None, object]]:
-    """Every outcome of `Relay._offered` from now on (True: written in the upstream's read callback; None: left to
-    the run's task; False: handed to it), with what was handed. For gateways served in this process."""
-    seen: list[tuple[bool | None, object]] = []
+def watch_offers(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Offer, object]]:
+    """Every outcome of `Relay._offered` from now on (TAKEN: written in the upstream's read callback; DECLINED: left
+    to the run's task; TAKEN_AND_WAKE: handed to it), with what was handed. For gateways served in this process."""
+    seen: list[tuple[Offer, object]] = []
     offered = Relay._offered
 
-    def watching(relay: Relay, chunk: bytes) -> bool | None:
+    def watching(relay: Relay, chunk: bytes) -> Offer:
         took = offered(relay, chunk)
         seen.append((took, relay._handed_back))
         return took

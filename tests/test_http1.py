@@ -22,6 +22,7 @@ from gateway.upstream.http1 import (
     ConnectionBroken,
     HTTPError,
     InvalidRequestHead,
+    Offer,
     Pool,
     ProtocolError,
     Target,
@@ -302,12 +303,12 @@ def test_a_waiting_reader_is_offered_the_bytes_and_woken_only_when_it_declines()
             response = await pool.post(Target(server.url(), 5), b"{}", {})
             offered: list[bytes] = []
 
-            def offer(data: bytes) -> bool:
+            def offer(data: bytes) -> Offer:
                 offered.append(data)
                 if data == b"no":
-                    return False
+                    return Offer.TAKEN_AND_WAKE
                 step.set()
-                return True
+                return Offer.TAKEN
 
             response.offer = offer
             asyncio.get_running_loop().call_later(0.05, step.set)
@@ -341,11 +342,11 @@ def test_bytes_that_come_between_a_decline_and_the_readers_turn_are_read_and_not
             pool = Pool()
             response = await pool.post(Target(server.url(), 5), b"{}", {})
 
-            def offer(data: bytes) -> bool:
+            def offer(data: bytes) -> Offer:
                 # Bytes the connection reads before the reader's task runs (uvloop reads a socket more than once
                 # a turn): scheduled now, so they land before the wake-up the decline schedules.
                 asyncio.get_running_loop().call_soon(lambda: (response.on_body(b"late"), response.fed()))
-                return False
+                return Offer.TAKEN_AND_WAKE
 
             response.offer = offer
             asyncio.get_running_loop().call_later(0.05, step.set)
@@ -379,10 +380,10 @@ def test_bytes_an_offer_leaves_wait_for_read_and_come_before_any_that_follow() -
             response = await pool.post(Target(server.url(), 5), b"{}", {})
             offered: list[bytes] = []
 
-            def leave(data: bytes) -> None:
+            def leave(data: bytes) -> Offer:
                 offered.append(data)
                 more.set()
-                return None
+                return Offer.DECLINED
 
             response.offer = leave
             asyncio.get_running_loop().call_later(0.05, step.set)

@@ -22,6 +22,7 @@ from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
 from gateway.server import client as client_module
 from gateway.server.app import create_app
+from gateway.upstream.http1 import Offer
 
 PAIRS = [(c, u) for c in DIALECTS for u in DIALECTS]
 WEATHER_TOOL = {"name": "get_location", "description": "Where the user is",
@@ -413,7 +414,8 @@ def test_a_bug_of_ours_mid_stream_ends_the_reply_in_band(world: World, monkeypat
     offers = watch_offers(monkeypatch)
     streamed = Reply("ag-ui", post(world.http, world.url("ag-ui", "ag-kit"), request_body("ag-ui", [
         user_message("ag-ui", "slow please")])))
-    assert any(took is False and isinstance(handed, RuntimeError) for took, handed in offers)  # on the direct path
+    # on the direct path
+    assert any(took is Offer.TAKEN_AND_WAKE and isinstance(handed, RuntimeError) for took, handed in offers)
     assert streamed.text.startswith("tick 1. ") and "tick 20." not in streamed.text
     assert streamed.error is not None and streamed.error.code == "gateway_error"
     monkeypatch.undo()
@@ -439,7 +441,7 @@ def test_a_paced_stream_is_written_from_the_upstreams_callback_and_reads_the_sam
     and the client reads what it reads when every piece goes through the task."""
     offers = watch_offers(monkeypatch)
     direct = world.ask(client, "ag-kit", "slow please", f"direct-{client}")
-    assert sum(took is True for took, _ in offers) >= 10
+    assert sum(took is Offer.TAKEN for took, _ in offers) >= 10
     offers.clear()
     monkeypatch.setattr(client_module, "direct_body", lambda send: None)
     through_the_task = world.ask(client, "ag-kit", "slow please", f"task-{client}")

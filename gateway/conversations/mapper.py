@@ -19,7 +19,7 @@ history (`history="full"`), as far as its dialect can carry it.
 
 What "extends" means is what the agent was told and said, not how a client spelled it: clients rename ids, split
 one assistant message around a tool call or a data part, merge several, or add messages of their own (activity,
-reasoning); the comparison reads each history as the turns an agent hears (`heard`).
+reasoning); the comparison reads each history as the turns an agent hears (`history.heard`).
 
 A client with no conversation id (agent-respond) is keyed by its test case and a hash of the transcript up to where
 the agent last spoke (before the new user message, or the results of the client tools it asked for): the record of
@@ -38,72 +38,29 @@ import asyncio
 import hashlib
 import logging
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import orjson
-from pydantic import TypeAdapter
 
 from gateway.conversations.answers import shaped
+from gateway.conversations.conversation import Conversation, Exchange, decode_conversation, encode_conversation
+from gateway.conversations.history import DECISION, FULL_ASKED, needs_history, says_anything_new, sent_upstream
 from gateway.conversations.recorder import RunRecorder
 from gateway.conversations.store import ConversationStore, StoreError, scoped_digest, scoped_key
 from gateway.core.codec import Dialect
 from gateway.core.errors import InterruptAnswered, StoreUnavailable, UnknownRun
 from gateway.core.ids import new_id
-from gateway.core.turn import ANY_OPEN_INTERRUPT, History, Message, Resume, Turn, new_messages
+from gateway.core.turn import ANY_OPEN_INTERRUPT, Message, Resume, Turn, new_messages
+
+__all__ = ["STORE_PATIENCE", "Conversation", "ConversationMapper", "Exchange", "decode_conversation",
+           "encode_conversation"]
 
 log = logging.getLogger("agent_gateway.conversation")
 
 STORE_PATIENCE = 5.0
 """Seconds a turn that needs its history waits for a store that does not answer, before it is refused."""
 STORE_RETRY_SECONDS = 0.25
-
-
-@dataclass(slots=True)
-class Conversation:
-    key: str
-    upstream_id: str
-    history: list[Message] = field(default_factory=list)
-    pending_tools: dict[str, str] = field(default_factory=dict)
-    """Client tool calls waiting for a result: id -> tool name."""
-    interrupts: dict[str, str | None] = field(default_factory=dict)
-    """Interrupts waiting for a resume: id -> the tool call they are about, if any."""
-    state: Any = None
-    upstream_variant: str | None = None
-    """What the upstream showed itself to be (Inkeep, by its response headers), for the next turn on any replica."""
-    interrupted_run: str | None = None
-    """The client's id of the run that ended in the open `interrupts`: a client that answers a run rather than
-    each interrupt (A2A continues a task) resumes them all by naming it."""
-    answered: list[str] = field(default_factory=list)
-    """The last interrupts (and interrupted runs) the client answered: an answer sent again (a retry, a double
-    click) is dropped rather than passed on or read as something the user said."""
-    interrupt_schemas: dict[str, Any] = field(default_factory=dict)
-    """The `responseSchema` of each open interrupt that declared one: what its answer must be."""
-    continued: bool = False
-    """A later run continued this record of a chain of runs (`Turn.chains_runs`): an upstream that keeps the
-    history has moved past it, so continuing from here again is a fork."""
-
-
-@dataclass(slots=True)
-class Exchange:
-    """One turn in flight: the conversation as it was, and what goes upstream."""
-
-    route: str
-    principal: str
-    conversation: Conversation
-    client_turn: Turn
-    upstream_turn: Turn
-    known_history: list[Message]
-    """The history the upstream will have seen once it reads this turn: the base the run's messages extend."""
-    stored: bool
-    upstream_variant: str | None
-    history_lost: bool = False
-    """The store failed this turn (it could not be read, or the turn not saved): the access log says so."""
-    decision: str = ""
-    """What the upstream was sent this turn and why, in a sentence (the inspector shows it)."""
-    followed: Conversation | None = None
-    """The record of a chain's run this turn continues, as it was read: marked continued once this turn is stored,
-    when the upstream keeps the history."""
 
 
 class ConversationMapper:
@@ -122,7 +79,7 @@ class ConversationMapper:
         and upstream, unless `transparent_ids` says the upstream is sent the client's own ids."""
         key = self._key(route, principal, turn)
         conversation, readable = await self._load(key)
-        if not readable and _needs_history(turn, upstream.history_of(variant)):
+        if not readable and needs_history(turn, upstream.history_of(variant)):
             conversation, readable = await self._load_within(key, STORE_PATIENCE)
             if not readable:
                 raise StoreUnavailable("the conversation store did not answer, and this turn needs the history it "
@@ -141,13 +98,12 @@ class ConversationMapper:
             # new upstream conversation, given the whole history.
             conversation.upstream_id = new_id("conv")
         resume, unanswerable, repeated = _resumes(turn, conversation, stored or not transparent_ids)
-        if repeated and not resume and not unanswerable and not _says_anything_new(turn, conversation, stored):
+        if repeated and not resume and not unanswerable and not says_anything_new(turn, conversation, stored):
             raise InterruptAnswered(f"interrupt {repeated[0]!r} was already answered; its answer is not sent again")
         if unanswerable and not any(m.role == "user" for m in new_messages(turn)):
             # An answer to a run that waits for nothing any more: what the client said is a new message.
             turn = replace(turn, messages=turn.messages + [Message("user", text) for text in unanswerable])
-        messages, known, history, why = self._messages_for_upstream(turn, conversation, stored, upstream_history,
-                                                                    transparent_ids)
+        messages, known, history, why = sent_upstream(turn, conversation, stored, upstream_history, transparent_ids)
         if forked:
             history, messages = "full", known
             why = "a second run from the same point of a chain: a new upstream conversation, given the whole history"
@@ -160,11 +116,11 @@ class ConversationMapper:
                   key, "stored" if stored else "new" if readable else "store unreadable", conversation.upstream_id,
                   "the whole history" if history == "full" else "what is new", len(messages), len(known),
                   f", and {len(resume)} answers to interrupts" if resume else "")
-        if not stored and why == _FULL_ASKED:
+        if not stored and why == FULL_ASKED:
             why = "a new upstream conversation: the upstream takes the whole history each turn"
         return Exchange(route, principal, conversation, turn, upstream_turn, known, stored, variant,
                         history_lost=not readable,
-                        decision=f"{_DECISION[history]} ({len(messages)} of {len(known)} messages): {why}",
+                        decision=f"{DECISION[history]} ({len(messages)} of {len(known)} messages): {why}",
                         followed=followed if upstream_history == "delta" else None)
 
     async def finish(self, exchange: Exchange, recorder: RunRecorder, next_transcript: list[Message] | None = None
@@ -271,58 +227,6 @@ class ConversationMapper:
                 return conversation, True
         return None, False
 
-    def _messages_for_upstream(self, turn: Turn, conversation: Conversation, stored: bool, upstream: History,
-                               transparent: bool = False) -> tuple[list[Message], list[Message], History, str]:
-        """(what the upstream is sent, the whole history it will have seen, which of the two the first is, why)."""
-        if turn.history == "delta":
-            known = conversation.history + turn.messages
-            if upstream == "full":
-                return known, known, "full", ("the client sends only what is new and the upstream takes the whole "
-                                              "history: the stored history with the new messages")
-            return turn.messages, known, "delta", "client and upstream both keep the history: the new messages"
-        if upstream == "full":
-            return turn.messages, turn.messages, "full", _FULL_ASKED
-        if not stored and turn.conversation_id is None:
-            # a new upstream conversation: it has heard nothing yet
-            return turn.messages, turn.messages, "full", "a new upstream conversation, given the client's history"
-        if not stored:
-            new = new_messages(turn)
-            answers = turn.resume or any(m.role == "tool" for m in new)
-            if answers or not heard(turn.messages[:len(turn.messages) - len(new)]):
-                # What is new answers the upstream (a tool's result, a resume): its conversation is the one that
-                # asked, reached by the derived id even when the store lost it.
-                return new, turn.messages, "delta", ("no stored conversation for this id: what is new since the "
-                                                     "agent last spoke")
-            # A history the gateway never saw (an eval's golden transcript, a client's own): a new upstream
-            # conversation is given all of it. Sent into the derived one, only its last message would be heard.
-            log.info("conversation %s: a history of %d messages the gateway has not seen; starting a new upstream "
-                     "conversation with it", conversation.key, len(turn.messages))
-            if not transparent:
-                conversation.upstream_id = new_id("conv")
-            return turn.messages, turn.messages, "full", ("a history the gateway has not seen: a new upstream "
-                                                          "conversation, given all of it")
-        client, heard_before = heard(turn.messages), heard(conversation.history)
-        seen = _common_prefix(client, heard_before)
-        if seen == len(heard_before):
-            after = client[seen - 1].end if seen else 0
-            return ([m for m in turn.messages[after:] if m.role not in _UNHEARD], turn.messages, "delta",
-                    f"the upstream keeps the history and has heard {seen} of these turns: the rest")
-        # The client's history forks from what the upstream has heard: a regenerated or edited turn. A new
-        # upstream conversation, given the whole history, answers it; appending it would answer another question.
-        log.info("conversation %s: the client's history differs from the upstream's at turn %d of %d; "
-                 "starting a new upstream conversation", conversation.key, seen, len(client))
-        conversation.upstream_id = new_id("conv")
-        conversation.interrupts = {}
-        conversation.pending_tools = {}
-        return turn.messages, turn.messages, "full", (f"fork: the client's history differs from what the upstream "
-                                                      f"heard at turn {seen + 1}: a new upstream "
-                                                      f"conversation, given the whole history")
-
-
-_FULL_ASKED = "the upstream takes the whole history each turn: the client's, as sent"
-_DECISION = {"full": "whole history", "delta": "delta"}
-
-
 def _upstream_id(route: str, principal: str, client_id: str | None, transparent: bool) -> str:
     """The id a new conversation has upstream. Derived, not minted, so that a conversation the store lost still
     reaches the upstream's copy of it; and from the principal, so that another caller naming the same client id
@@ -332,13 +236,6 @@ def _upstream_id(route: str, principal: str, client_id: str | None, transparent:
     if transparent:
         return client_id
     return f"conv_{scoped_digest('upstream', route, principal, client_id)[:32]}"
-
-
-def _needs_history(turn: Turn, upstream: History) -> bool:
-    """Whether the turn cannot be put to the upstream without the conversation the store holds: a delta client's
-    turn to an upstream that must be sent the whole history, answers to interrupts only the store can place, or a
-    turn that continues a stored response (which must not be taken for a first turn)."""
-    return (turn.history == "delta" and upstream == "full") or bool(turn.resume) or turn.follows is not None
 
 
 def _resumes(turn: Turn, conversation: Conversation, checked: bool) -> tuple[list[Resume], list[str], list[str]]:
@@ -373,14 +270,6 @@ def _resumes(turn: Turn, conversation: Conversation, checked: bool) -> tuple[lis
     return resumes, unanswerable, repeated
 
 
-def _says_anything_new(turn: Turn, conversation: Conversation, stored: bool) -> bool:
-    """Whether a turn holds more than what the upstream has heard: a new message or a tool's result."""
-    if turn.history == "delta" or not stored:
-        return bool(turn.messages) if turn.history == "delta" else bool(new_messages(turn))
-    client = heard(turn.messages)
-    return _common_prefix(client, heard(conversation.history)) < len(client)
-
-
 _ANSWERED_KEPT = 32
 """How many answered interrupts a conversation remembers, to drop an answer sent again."""
 
@@ -396,72 +285,3 @@ def _signature(message: Message) -> tuple[Any, ...]:
     return (message.role, message.text.strip(), tuple(c.id for c in message.tool_calls), message.tool_call_id)
 
 
-_UNHEARD = frozenset({"reasoning", "activity"})
-"""Roles of what a client shows but an agent is not told back: its reasoning, activity messages."""
-
-
-@dataclass(frozen=True, slots=True)
-class Heard:
-    """One turn of a conversation as an agent hears it, and where it ends in the client's list of messages."""
-
-    signature: tuple[Any, ...]
-    end: int
-
-
-def heard(messages: list[Message]) -> list[Heard]:
-    """A history as the turns an agent hears, however a client rebuilt it: ids are ignored, consecutive assistant
-    messages are one turn (a client may split one around a tool call or a data part, or join several), whitespace
-    between its pieces does not count, a tool result is known by its call, and reasoning and activity are left out.
-    """
-    out: list[Heard] = []
-    text: list[str] = []
-    calls: list[str] = []
-    end = 0
-
-    def close() -> None:
-        out.append(Heard(("assistant", "".join("".join(text).split()), tuple(calls)), end))
-        text.clear()
-        calls.clear()
-
-    speaking = False
-    for index, message in enumerate(messages):
-        if message.role in _UNHEARD:
-            continue
-        if message.role == "assistant":
-            speaking = True
-            text.append(message.text)
-            calls.extend(c.id for c in message.tool_calls)
-            end = index + 1
-            continue
-        if speaking:
-            close()
-            speaking = False
-        if message.role == "tool":
-            out.append(Heard(("tool", message.tool_call_id), index + 1))
-        else:
-            out.append(Heard((message.role, " ".join(message.text.split())), index + 1))
-    if speaking:
-        close()
-    return out
-
-
-def _common_prefix(client: list[Heard], known: list[Heard]) -> int:
-    count = 0
-    for left, right in zip(client, known, strict=False):
-        if left.signature != right.signature:
-            break
-        count += 1
-    return count
-
-
-_STORED = TypeAdapter(Conversation)
-"""How a conversation is stored: its dataclasses as a JSON object per dataclass, keys named as the fields. Reading a
-record, a field it lacks takes its default and a key no field has is ignored; anything else wrong is a ValueError."""
-
-
-def encode_conversation(conversation: Conversation) -> bytes:
-    return _STORED.dump_json(conversation)
-
-
-def decode_conversation(raw: bytes) -> Conversation:
-    return _STORED.validate_json(raw)

@@ -9,9 +9,10 @@ stopped from any.
 {prefix}stop             the channel a stop is published on; the owner's listener stops the run
 ```
 
-The replica running a run writes its entries to the stream in the background, in batches, as they go to its own
-client: Redis is never waited on between the upstream and that client. If Redis fails, the run goes on and is
-resumable only on its own replica; a claim that fails leaves the run unresumable. Both are logged.
+The replica running a run writes its entries to the stream in the background, in batches (`redis_writes.py`: one
+pipeline for every command the board has), as they go to its own client: Redis is never waited on between the
+upstream and that client. If Redis fails, the run goes on and is resumable only on its own replica; a claim that
+fails leaves the run unresumable. Both are logged.
 """
 
 from __future__ import annotations
@@ -20,13 +21,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from gateway.conversations.store import RedisStore, StoreError
 from gateway.core.ids import new_id
 from gateway.runs.board import KeptLimits, RunBoard
+from gateway.runs.redis_writes import RedisMirror, RedisWrites
 from gateway.runs.tape import Entry, RunReply, Tape, TapeLost
 
 log = logging.getLogger("agent_gateway.runs")
@@ -65,9 +65,7 @@ class RedisRunBoard(RunBoard):
         """Followers on other replicas block reading the stream: on their own connections, not the store's."""
         self._listener: asyncio.Task[None] | None = None
         self._closed = False
-        self._pending: list[tuple[Callable[[Any], Any], asyncio.Future[list[Any]] | None, _RedisMirror | None]] = []
-        self._writing: asyncio.Task[None] | None = None
-        self._write_failing = False
+        self._writes = RedisWrites(store)
 
     def _meta(self, key: str) -> str:
         return f"{self._prefix}{key}:m"
@@ -93,18 +91,19 @@ class RedisRunBoard(RunBoard):
             pipe.scripts.add(self._claim)  # loaded by the pipeline if Redis does not have it yet
             pipe.evalsha(self._claim.sha, len(keys), *keys, *args)
 
-        [owner] = await self._ask(claiming)
+        [owner] = await self._writes.ask(claiming)
         if owner:
             return self._running(tape.key) or _RemoteReply(self, tape.key)
         self._register(tape)
-        tape.mirror = _RedisMirror(self, tape.key, lifetime_ms, max(1, round(tape.keep * 1000)))
+        tape.mirror = RedisMirror(self._writes, self._meta(tape.key), self._stream(tape.key), lifetime_ms,
+                                  max(1, round(tape.keep * 1000)))
         return None
 
     async def find(self, key: str) -> RunReply | None:
         running = self._running(key)
         if running is not None:
             return running
-        [(state, owner)] = await self._ask(lambda pipe: pipe.hmget(self._meta(key), ["state", "owner"]))
+        [(state, owner)] = await self._writes.ask(lambda pipe: pipe.hmget(self._meta(key), ["state", "owner"]))
         kept = _text(state) in ("running", "ended") if state is not None else False
         if kept and owner is not None and _text(owner) != self.replica:
             return _RemoteReply(self, key)  # claimed on another replica since this one's reply ended
@@ -133,7 +132,7 @@ class RedisRunBoard(RunBoard):
             return True
         if not await self._alive(key):
             return False
-        await self._ask(lambda pipe: pipe.publish(f"{self._prefix}stop", key))
+        await self._writes.ask(lambda pipe: pipe.publish(f"{self._prefix}stop", key))
         return True
 
     async def stop_conversation(self, conversation: str) -> bool:
@@ -143,11 +142,11 @@ class RedisRunBoard(RunBoard):
         return key is not None and await self.stop(key)
 
     async def _run_of(self, conversation: str) -> str | None:
-        [key] = await self._ask(lambda pipe: pipe.get(self._conversation(conversation)))
+        [key] = await self._writes.ask(lambda pipe: pipe.get(self._conversation(conversation)))
         return _text(key) if key is not None else None
 
     async def _state(self, key: str) -> str | None:
-        [state] = await self._ask(lambda pipe: pipe.hget(self._meta(key), "state"))
+        [state] = await self._writes.ask(lambda pipe: pipe.hget(self._meta(key), "state"))
         return _text(state) if state is not None else None
 
     async def _alive(self, key: str) -> bool:
@@ -156,69 +155,11 @@ class RedisRunBoard(RunBoard):
 
     async def _owner(self, key: str) -> str | None:
         """The replica running the run, if one is and is still there."""
-        [(state, owner)] = await self._ask(lambda pipe: pipe.hmget(self._meta(key), ["state", "owner"]))
+        [(state, owner)] = await self._writes.ask(lambda pipe: pipe.hmget(self._meta(key), ["state", "owner"]))
         if state is None or _text(state) != "running" or owner is None:
             return None
-        [alive] = await self._ask(lambda pipe: pipe.exists(f"{self._prefix}alive:{_text(owner)}"))
+        [alive] = await self._writes.ask(lambda pipe: pipe.exists(f"{self._prefix}alive:{_text(owner)}"))
         return _text(owner) if alive else None
-
-    async def _ask(self, commands: Callable[[Any], Any]) -> list[Any]:
-        """The replies to the commands `commands` adds to the board's next pipeline (raises `StoreError`)."""
-        future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
-        self._queue(commands, future, None)
-        return await future
-
-    def _queue(self, commands: Callable[[Any], Any], future: asyncio.Future[list[Any]] | None,
-               mirror: _RedisMirror | None) -> None:
-        self._pending.append((commands, future, mirror))
-        if self._writing is None:
-            self._writing = asyncio.create_task(self._write())
-
-    async def _write(self) -> None:
-        """Every command the board's runs and requests have for Redis, in one pipeline, again while more came
-        meanwhile: a burst of a thousand claims or replies is a few round trips on one connection, not a thousand
-        callers waiting for the store's connections."""
-        try:
-            while self._pending:
-                batch, self._pending = self._pending, []
-                try:
-                    with self._store.errors():
-                        async with self._redis.pipeline(transaction=False) as pipe:
-                            sizes = []
-                            for commands, _, mirror in batch:
-                                before = len(pipe.command_stack)
-                                if mirror is None or not mirror.failed:  # a failed one's stream has a gap
-                                    commands(pipe)
-                                sizes.append(len(pipe.command_stack) - before)
-                            replies = await pipe.execute(raise_on_error=False)
-                except StoreError as exc:
-                    self._failed(batch, exc)
-                    continue
-                self._write_failing = False
-                at = 0
-                for (_, future, mirror), size in zip(batch, sizes, strict=True):
-                    part, at = replies[at:at + size], at + size
-                    error = next((r for r in part if isinstance(r, Exception)), None)
-                    if error is not None:
-                        self._failed([(lambda pipe: None, future, mirror)], StoreError(f"Redis failed: {error}"))
-                    elif future is not None and not future.done():
-                        future.set_result(part)
-        finally:
-            self._writing = None
-
-    def _failed(self, batch: list[tuple[Callable[[Any], Any], asyncio.Future[list[Any]] | None,
-                                  _RedisMirror | None]], error: StoreError) -> None:
-        mirrors = {mirror for _, _, mirror in batch if mirror is not None and not mirror.failed}
-        for _, future, _mirror in batch:
-            if future is not None and not future.done():
-                future.set_exception(error)
-        for mirror in mirrors:
-            mirror.failed = True
-            # So that no replica waits for what will not come (if Redis takes it).
-            self._queue(partial(_mark_lost, self._meta(mirror.key)), None, None)
-        if mirrors and not self._write_failing:
-            log.warning("%s: %d runs go on, resumable only on their replica", error, len(mirrors))
-            self._write_failing = True
 
     def _listen(self) -> None:
         if self._listener is None and not self._closed:
@@ -260,9 +201,10 @@ class RedisRunBoard(RunBoard):
     async def close(self) -> None:
         """Stop, once what the runs wrote has reached Redis (a drained run's end, for a replica to serve)."""
         await super().close()
-        if self._writing is not None:
+        writing = self._writes.writing
+        if writing is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(self._writing), CLOSE_SECONDS)
+                await asyncio.wait_for(asyncio.shield(writing), CLOSE_SECONDS)
         self._closed = True
         if self._listener is not None:
             self._listener.cancel()
@@ -270,46 +212,6 @@ class RedisRunBoard(RunBoard):
                 await self._listener
         with contextlib.suppress(Exception):
             await self._readers.aclose()
-
-
-class _RedisMirror:
-    """Copies one tape's entries to its stream, through the board's one writer."""
-
-    __slots__ = ("board", "failed", "keep_ms", "key", "lifetime_ms")
-
-    def __init__(self, board: RedisRunBoard, key: str, lifetime_ms: int, keep_ms: int) -> None:
-        self.board = board
-        self.key = key
-        self.lifetime_ms = lifetime_ms
-        self.keep_ms = keep_ms
-        self.failed = False
-
-    def append(self, seq: int, data: bytes, last: bool) -> None:
-        if not self.failed:
-            self.board._queue(lambda pipe: _mirror_commands(pipe, self, seq, data, last), None, self)
-
-    def lose(self) -> None:
-        self.append(-1, b"", True)
-
-
-def _mirror_commands(pipe: Any, mirror: _RedisMirror, seq: int, data: bytes, last: bool) -> None:
-    meta, stream = mirror.board._meta(mirror.key), mirror.board._stream(mirror.key)
-    if seq < 0:  # lost: past the limits
-        pipe.hset(meta, "state", "lost")
-        pipe.delete(stream)
-        pipe.pexpire(meta, mirror.keep_ms)
-        return
-    pipe.xadd(stream, {"d": data, "e": b"1"} if last else {"d": data}, id=f"1-{seq}")
-    if seq == 0:
-        pipe.pexpire(stream, mirror.lifetime_ms)
-    if last:
-        pipe.hset(meta, "state", "ended")
-        pipe.pexpire(meta, mirror.keep_ms)
-        pipe.pexpire(stream, mirror.keep_ms)
-
-
-def _mark_lost(meta: str, pipe: Any) -> None:
-    pipe.hset(meta, "state", "lost")
 
 
 class _RemoteReply:

@@ -27,7 +27,7 @@ from gateway.runs.watched import WatchedRun
 from gateway.server.client import ClientWriter
 from gateway.server.deadlines import Deadlines
 from gateway.server.record import AccessRecord
-from gateway.upstream.http1 import HTTPError, Response
+from gateway.upstream.http1 import DECLINED, TAKEN, TAKEN_AND_WAKE, HTTPError, Offer, Response
 
 UNBUFFERED_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 """Asks caches and buffering proxies (nginx) in front of the gateway to pass a stream on as it is written."""
@@ -184,14 +184,14 @@ class Relay:
         response.offer = None
         return await self._reattach_to(request)
 
-    def _offered(self, chunk: bytes) -> bool | None:
+    def _offered(self, chunk: bytes) -> Offer:
         """The upstream's bytes, in its connection's callback while the run waits for them (`Response.offer`):
         translated and written at once when the client takes them without a wait and they do not end the run, which
         spares the run's task a wake-up per read. A client that is slow or gone leaves them to the task's `read()`;
         the run's end, or an error, is handed to the task decoded."""
         writer = self._writer
         if not writer.can_write_now():
-            return None
+            return DECLINED
         try:
             now = time.monotonic()
             events = self.decoder.feed(chunk)
@@ -199,14 +199,14 @@ class Relay:
                 self._deadlines.last_upstream_event = now
                 if type(events[-1]) in _TERMINAL:
                     self._handed_back = events
-                    return False
+                    return TAKEN_AND_WAKE
                 out = self._translate(events)
                 if out:
                     writer.write_now(out, now)
         except Exception as exc:  # raised in the task, as it would have been there
             self._handed_back = exc
-            return False
-        return True
+            return TAKEN_AND_WAKE
+        return TAKEN
 
     async def _answered_early(self, body: bytes) -> None:
         """A one-body reply its client asked for before the run's end (A2A's `returnImmediately`): sent, and the run

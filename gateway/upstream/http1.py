@@ -14,456 +14,47 @@ of at most 64 KiB, no line of it longer than 16 KiB, a compressed body inflated 
 than 64 KiB at a time, a response that ends where llhttp says it ends (a connection with anything after it is
 closed, never pooled), `Transfer-Encoding` other than `chunked` and statuses outside 100-599 refused.
 
-Every failure is one of these, and nothing else escapes a call:
+Every failure is an `HTTPError` (`errors.py` draws the tree), and nothing else escapes a call.
 
 ```
-HTTPError
- ├── ConnectError            no connection could be made (refused, unresolvable, TLS, proxy)
- │    └── ConnectTimeout     ... within the connect timeout
- ├── ConnectionBroken        the connection closed or failed before the response was whole
- ├── ProtocolError           the bytes are not an HTTP/1.1 response we can read (framing, limits, encoding)
- └── InvalidRequestHead      a header or path the caller passed cannot be written in a request; nothing sent
+http1.py        the pool: connections by origin, made on demand, kept alive, capped per target
+request.py      a route's Target, and the request head written for it
+connection.py   one socket and httptools' parser over it
+response.py     one response read as it arrives (and Offer, what a reader does with bytes offered to it)
+errors.py       the error tree
 ```
 """
 
 from __future__ import annotations
 
 import asyncio
-import select
-import ssl
-import zlib
 from collections import deque
-from collections.abc import Callable
-from typing import cast
 
-import httptools
+from gateway.upstream.connection import MAX_LINE, Connection
+from gateway.upstream.errors import (
+    ConnectError,
+    ConnectionBroken,
+    ConnectTimeout,
+    HTTPError,
+    InvalidRequestHead,
+    ProtocolError,
+)
+from gateway.upstream.proxies import ProxyError, open_tunnel
+from gateway.upstream.request import FRAMING_HEADERS, HOP_BY_HOP_HEADERS, Target, request_head
+from gateway.upstream.response import (
+    DECLINED,
+    HIGH_WATER,
+    INFLATE_STEP,
+    MAX_HEAD,
+    TAKEN,
+    TAKEN_AND_WAKE,
+    Offer,
+    Response,
+)
 
-from gateway.upstream import tls
-from gateway.upstream.proxies import Proxy, ProxyError, absolute_target, open_tunnel
-from gateway.upstream.url import UpstreamURL
-
-HIGH_WATER = 256 * 1024
-"""Unread response bytes held per connection before it stops reading from the socket: past that, a client that
-reads slowly makes the upstream's writes block instead of the gateway's memory grow."""
-MAX_HEAD = 64 * 1024
-"""Bytes of a response's head, and again of its trailers, that are read; more is a protocol error."""
-MAX_LINE = 16 * 1024
-"""Bytes the parser may take without finishing anything (a header line, a chunk size line): llhttp's headers
-grow by concatenation, so an endless line would cost time quadratic in its length."""
-INFLATE_STEP = 64 * 1024
-"""Most bytes a compressed body inflates to per read: a small gzip bomb stays a trickle."""
-FRAMING_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
-"""Headers the client writes itself on every request, from the target and the body: any a caller passes are
-dropped, so that no header can say other than the request does."""
-HOP_BY_HOP_HEADERS = frozenset({"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
-                                "upgrade"})
-"""RFC 9110's hop-by-hop headers (with the old proxy-connection): they speak of one connection, which is the
-client's to manage, not of the request."""
-_CONTENT_CODINGS = {"gzip": 47, "x-gzip": 47, "deflate": 15}  # zlib wbits: 47 reads gzip or zlib
-
-
-class HTTPError(Exception):
-    """Any failure of an upstream call: connecting, the connection breaking, or an answer that is not HTTP."""
-
-
-class ConnectError(HTTPError):
-    """No connection could be made."""
-
-
-class ConnectTimeout(ConnectError):
-    """No connection could be made within the connect timeout."""
-
-
-class ConnectionBroken(HTTPError):
-    """The connection closed, or failed, before the response was whole."""
-
-    def __init__(self, cause: Exception | None) -> None:
-        super().__init__("the upstream closed the connection" if cause is None else f"the connection failed: {cause}")
-        self.clean = cause is None
-
-
-class ProtocolError(HTTPError):
-    """The upstream's bytes are not a valid HTTP/1.1 response."""
-
-
-class InvalidRequestHead(HTTPError, ValueError):
-    """The request's head cannot be written as asked: a header with a line break, or a colon in its name, would end
-    the head early or add headers nobody set, and a head is Latin-1. Nothing was sent. Still a ValueError, as it was
-    before it joined the tree, for callers that catch that."""
-
-
-class _AfterTheResponse(Exception):
-    """The upstream sent bytes after a whole response: stop parsing them."""
-
-
-class Target:
-    """A URL checked and normalised once per route (see `UpstreamURL`), and how to reach it: directly or through
-    an HTTP proxy (a CONNECT tunnel for https), with the route's TLS context. Connections are pooled by all of
-    these, so routes that differ in any never share one."""
-
-    __slots__ = ("authorization", "connect_timeout", "host", "host_header", "key", "max_connections", "path", "port",
-                 "proxy", "ssl", "tls", "url")
-
-    def __init__(self, url: str, connect_timeout: float, max_connections: int | None = None, *,
-                 proxy: Proxy | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
-        parsed = UpstreamURL.parse(url)
-        self.url = url
-        self.tls = parsed.tls
-        self.host = parsed.host
-        self.port = parsed.port
-        self.host_header = parsed.host_header
-        self.authorization = parsed.authorization
-        self.proxy = proxy
-        self.ssl = (ssl_context or tls.client_context()) if self.tls else None
-        # A plain-HTTP upstream behind a proxy is asked for by its absolute URL; a tunnel carries the path alone.
-        self.path = absolute_target("http", parsed.host_header, parsed.target) if proxy and not self.tls \
-            else parsed.target
-        self.key: tuple[object, ...] = (self.tls, self.host, self.port, proxy, self.ssl)
-        self.connect_timeout = connect_timeout
-        self.max_connections = max_connections
-
-    def under(self, path: str) -> str:
-        """The request target for `path` under this target's URL (`/a2a` + `/message:stream`), its query dropped."""
-        base = self.path.partition("?")[0].rstrip("/")
-        return base + (path if path.startswith("/") else "/" + path)
-
-
-class Response:
-    """One response, read as it arrives: `await read()` gives whatever body bytes came since the last call
-    (b"" once the body is whole). `release()` when done: a connection whose response was read to the end goes
-    back to the pool, any other is closed.
-
-    A reader that can handle body bytes without awaiting sets `offer`: while it waits in `read()`, the bytes are
-    offered to it in the connection's callback as they arrive, which spares its task a wake-up per read. `offer`
-    returns True when it took them; None when it did not, and they wait for `read()`; False when it took them but
-    its task must go on: `read()` then returns b"" though the body may not have ended, or the bytes that came since
-    (the reader knows why; `complete` says whether the body has ended)."""
-
-    __slots__ = ("_chunks", "_coding", "_connection", "_decompress", "_error", "_head", "_head_bytes", "_inflated_any",
-                 "_interim", "_paused", "_raw_headers", "_recalled", "_size", "_tail", "_until_close", "_waiter",
-                 "complete", "headers", "keep_alive", "offer", "status")
-
-    def __init__(self, connection: Connection) -> None:
-        self._connection = connection
-        self._raw_headers: list[tuple[bytes, bytes]] = []
-        self._chunks: list[bytes] = []
-        self._size = 0
-        self._paused = False
-        self._until_close = False
-        self._interim = False
-        self._decompress: zlib._Decompress | None = None
-        self._coding = ""
-        self._tail = b""  # compressed bytes read but not inflated yet
-        self._inflated_any = False
-        self._head_bytes = 0
-        self._error: HTTPError | None = None
-        self._head: asyncio.Future[None] = connection.loop.create_future()
-        self._waiter: asyncio.Future[None] | None = None
-        self.complete = False
-        self.keep_alive = False
-        self.status = 0
-        self.headers: dict[str, str] = {}
-        self.offer: Callable[[bytes], bool | None] | None = None
-        self._recalled = False
-
-    async def read(self) -> bytes:
-        if self._decompress is not None:
-            return await self._read_inflated()
-        while not self._chunks:  # the common case, data already here, awaits nothing
-            if self._recalled:
-                self._recalled = False
-                return b""
-            if self.complete:
-                return b""
-            if self._error is not None:
-                raise self._error
-            waiter = self._waiter = self._connection.loop.create_future()  # `_wait()` inline: once per chunk
-            try:
-                await waiter
-            finally:
-                self._waiter = None
-        self._recalled = False  # bytes came after the reader declined and before it ran: they are the answer
-        return self._take()
-
-    async def _wait(self) -> None:
-        if self._error is not None:
-            raise self._error
-        self._waiter = self._connection.loop.create_future()
-        try:
-            await self._waiter
-        finally:
-            self._waiter = None
-
-    def _take(self) -> bytes:
-        chunks = self._chunks
-        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        chunks.clear()
-        self._size = 0
-        if self._paused:
-            self._paused = False
-            self._connection.resume_reading()
-        return data
-
-    async def _read_inflated(self) -> bytes:
-        """At most `INFLATE_STEP` bytes a call: what is left compressed waits in `_tail`, counted as read."""
-        decompress = self._decompress
-        assert decompress is not None
-        while True:
-            while not self._tail and not self._chunks and not self.complete:
-                await self._wait()
-            data = self._tail or (self._take() if self._chunks else b"")
-            if not data:
-                if decompress.eof or not self._inflated_any:
-                    return b""
-                raise ProtocolError(f"upstream's {self._coding} body ended before its end")
-            try:
-                out = decompress.decompress(data, INFLATE_STEP)
-            except zlib.error as exc:
-                if self._coding == "deflate" and not self._inflated_any:  # raw deflate, as some servers send it
-                    decompress = self._decompress = zlib.decompressobj(-zlib.MAX_WBITS)
-                    self._inflated_any = True
-                    self._tail = data
-                    continue
-                raise ProtocolError(f"upstream sent an invalid {self._coding} body: {exc}") from None
-            self._inflated_any = True
-            self._tail = decompress.unconsumed_tail
-            if out or decompress.eof:
-                return out
-
-    async def drain(self, timeout: float, limit: int = 65536) -> None:
-        """Read what is left of the body for up to `timeout` seconds and `limit` bytes, so the connection can go
-        back to the pool: a streaming server writes its body's end (the chunked terminator) after the last event."""
-        if self.complete or self._error is not None:
-            return
-        try:
-            async with asyncio.timeout(timeout):
-                left = limit
-                while left > 0 and (chunk := await self.read()):
-                    left -= len(chunk)
-        except (TimeoutError, HTTPError):
-            pass
-
-    def release(self) -> None:
-        self._connection.finished(self)
-
-    # fed by the connection
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self._head_bytes += len(name) + len(value) + 4
-        if self._head_bytes > MAX_HEAD:
-            what = "trailers" if self.status else "head"
-            raise ProtocolError(f"upstream's response {what} is larger than {MAX_HEAD // 1024} KiB")
-        if not self.status:  # trailers carry nothing the gateway reads
-            self._raw_headers.append((name, value))
-
-    def on_headers_complete(self) -> None:
-        headers: dict[str, str] = {}
-        for raw_name, raw_value in self._raw_headers:
-            name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
-            headers[name] = f"{headers[name]}, {value}" if name in headers else value
-        self._raw_headers.clear()
-        parser = self._connection.parser
-        status = parser.get_status_code()
-        if not 100 <= status <= 599:
-            raise ProtocolError(f"upstream answered with status {status}, which HTTP does not have")
-        if status < 200:  # an interim answer (103 Early Hints): the real one follows
-            self._interim = True
-            self._head_bytes = 0
-            return
-        self.headers = headers
-        self.status = status
-        self._head_bytes = 0  # the trailers, if any, get their own allowance
-        self.keep_alive = parser.should_keep_alive()  # known now; once the message is complete, llhttp forgets
-        transfer = headers.get("transfer-encoding")
-        if transfer is not None and [c.strip().lower() for c in transfer.split(",")] != ["chunked"]:
-            raise ProtocolError(f"upstream sent transfer-encoding {transfer!r}; only chunked is supported")
-        coding = headers.get("content-encoding", "identity").strip().lower()
-        if coding in _CONTENT_CODINGS:  # never asked for, but some servers compress anyway
-            self._coding = coding
-            self._decompress = zlib.decompressobj(_CONTENT_CODINGS[coding])
-        elif coding not in ("identity", ""):
-            raise ProtocolError(f"upstream sent content-encoding {coding!r}, which the gateway cannot read")
-        self._until_close = (transfer is None and "content-length" not in headers and status not in (204, 304))
-        if not self._head.done():
-            self._head.set_result(None)
-
-    def on_body(self, body: bytes) -> None:
-        self._chunks.append(body)
-        self._size += len(body)
-
-    def on_message_complete(self) -> None:
-        if self._interim:
-            self._interim = False
-        else:
-            self.complete = True
-
-    def fed(self) -> None:
-        """After each read from the socket: wake the reader, and stop reading while it lags far behind."""
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            offer = self.offer
-            if offer is not None and self._chunks and not self.complete and self._error is None \
-                    and self._decompress is None:
-                data = self._take()
-                taken = offer(data)
-                if taken:
-                    return
-                if taken is None:
-                    self._chunks.append(data)
-                    self._size += len(data)
-                else:
-                    self._recalled = True
-            waiter.set_result(None)
-        if self._size > HIGH_WATER and not self._paused and not self.complete:
-            self._paused = True
-            self._connection.pause_reading()
-
-    def fail(self, error: HTTPError) -> None:
-        """The first failure is the one reported; a connection closed after it adds nothing."""
-        if self.complete or self._error is not None:
-            return
-        if self._until_close and self._head.done() and isinstance(error, ConnectionBroken) and error.clean:
-            self.complete = True  # a body without a length ends where the connection does
-        else:
-            self._error = error
-            if not self._head.done():
-                self._head.set_exception(error)
-                self._head.exception()  # retrieved: nobody may be waiting any more
-        self.fed()
-
-
-class Connection(asyncio.Protocol):
-    """One socket to an origin, and httptools' parser over it, which routes the parse to the current response."""
-
-    def __init__(self, pool: Pool, key: tuple[object, ...]) -> None:
-        self.pool = pool
-        self.key = key
-        self.loop = asyncio.get_running_loop()
-        self.parser = httptools.HttpResponseParser(self)
-        self.transport: asyncio.Transport | None = None
-        self.response: Response | None = None
-        self.closed = False
-        self.expiry: asyncio.TimerHandle | None = None
-        self.moved = False
-        """Whether the parser finished anything (a header, a body piece) during the current read."""
-        self.unfinished = 0
-        """Bytes read since the parser last finished anything."""
-
-    # asyncio.Protocol
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.Transport, transport)  # uvloop's transports don't subclass asyncio's
-        self.pool.opened(self)
-
-    def data_received(self, data: bytes) -> None:
-        response = self.response
-        if response is None or response.complete:  # bytes nobody asked for: the connection can't be trusted
-            self.close()
-            return
-        self.moved = False
-        try:
-            self.parser.feed_data(data)
-        except httptools.HttpParserCallbackError as exc:
-            cause = exc.__context__
-            if isinstance(cause, _AfterTheResponse):
-                self.close()  # the response is whole; whatever follows it is not ours to read
-            else:
-                response.fail(cause if isinstance(cause, HTTPError) else ProtocolError(f"invalid HTTP response: {exc}"))
-                self.close()
-        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
-            response.fail(ProtocolError(f"invalid HTTP response: {exc}"))
-            self.close()
-        else:
-            if self.moved:
-                self.unfinished = 0
-            else:
-                self.unfinished += len(data)
-                if self.unfinished > MAX_LINE:
-                    response.fail(ProtocolError(f"upstream sent a line longer than {MAX_LINE // 1024} KiB"))
-                    self.close()
-        response.fed()
-
-    def eof_received(self) -> bool:
-        return False  # close our side too
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
-        self.pool.forget(self)
-        if self.response is not None:
-            self.response.fail(ConnectionBroken(exc))
-
-    # httptools callbacks, for the response in flight
-
-    def on_message_begin(self) -> None:
-        if self.response is None or self.response.complete:
-            raise _AfterTheResponse
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self.moved = True
-        if self.response is not None:
-            self.response.on_header(name, value)
-
-    def on_headers_complete(self) -> None:
-        self.moved = True
-        if self.response is not None:
-            self.response.on_headers_complete()
-
-    def on_body(self, body: bytes) -> None:
-        self.moved = True
-        if self.response is not None:
-            self.response.on_body(body)
-
-    def on_message_complete(self) -> None:
-        self.moved = True
-        if self.response is not None:
-            self.response.on_message_complete()
-
-    # used by the pool and the response
-
-    def send(self, head: bytes, body: bytes) -> Response:
-        assert self.transport is not None
-        response = self.response = Response(self)
-        self.transport.write(head + body)
-        return response
-
-    def finished(self, response: Response) -> None:
-        if self.response is not response:
-            return
-        self.response = None
-        if response.complete and response.keep_alive and not self.closed:
-            self.pool.keep(self)
-        else:
-            self.close()
-
-    def readable(self) -> bool:
-        """Whether an idle connection has something to read: the server closed it, or sent what nobody asked."""
-        assert self.transport is not None
-        sock = self.transport.get_extra_info("socket")
-        if sock is None:
-            return True
-        try:
-            poller = select.poll()  # not select.select: it fails for descriptors numbered 1024 and up
-            poller.register(sock.fileno(), select.POLLIN)
-            return bool(poller.poll(0))
-        except (OSError, ValueError):
-            return True
-
-    def pause_reading(self) -> None:
-        if self.transport is not None and not self.closed:
-            self.transport.pause_reading()
-
-    def resume_reading(self) -> None:
-        if self.transport is not None and not self.closed:
-            self.transport.resume_reading()
-
-    def close(self, abort: bool = False) -> None:
-        self.closed = True
-        self.pool.forget(self)
-        if self.transport is not None:
-            if abort:
-                self.transport.abort()
-            else:
-                self.transport.close()
+__all__ = ["DECLINED", "FRAMING_HEADERS", "HIGH_WATER", "HOP_BY_HOP_HEADERS", "INFLATE_STEP", "MAX_HEAD", "MAX_LINE",
+           "TAKEN", "TAKEN_AND_WAKE", "ConnectError", "ConnectTimeout", "Connection", "ConnectionBroken", "HTTPError",
+           "InvalidRequestHead", "Offer", "Pool", "ProtocolError", "Response", "Target"]
 
 
 class Pool:
@@ -488,7 +79,7 @@ class Pool:
     async def request(self, method: str, target: Target, body: bytes, headers: dict[str, str],
                       path: str | None = None) -> Response:
         """Any method; `post` is the proxy's one."""
-        head = self._head(method, target, body, headers, path)
+        head = request_head(method, target, body, headers, path, self.user_agent)
         connection = self._take(target.key) or await self._new_connection(target)
         response = connection.send(head, body)
         try:
@@ -602,23 +193,3 @@ class Pool:
         except OSError as exc:  # refused, unresolvable, TLS (ssl.SSLError is an OSError)
             raise ConnectError(f"cannot connect to {target.host_header}: {exc}") from exc
         return connection
-
-    def _head(self, method: str, target: Target, body: bytes, headers: dict[str, str], path: str | None) -> bytes:
-        lines = [f"{method} {target.path if path is None else target.under(path)} HTTP/1.1",
-                 f"host: {target.host_header}", f"content-length: {len(body)}"]
-        if "user-agent" not in headers:
-            lines.append(f"user-agent: {self.user_agent}")
-        if target.authorization is not None and "authorization" not in headers:
-            lines.append(f"authorization: {target.authorization}")
-        if target.proxy is not None and target.ssl is None:
-            lines += [f"{name}: {value}" for name, value in target.proxy.headers]
-        for name, value in headers.items():
-            if name in FRAMING_HEADERS:
-                continue
-            if "\r" in value or "\n" in value or "\r" in name or "\n" in name or ":" in name:
-                raise InvalidRequestHead(f"header {name!r} has a line break or a colon in it")
-            lines.append(f"{name}: {value}")
-        try:
-            return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-        except UnicodeEncodeError as exc:
-            raise InvalidRequestHead(f"the request's head has a character outside Latin-1: {exc}") from exc

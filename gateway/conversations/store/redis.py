@@ -1,0 +1,221 @@
+"""Conversations in Redis, shared by every gateway replica pointed at it (the `redis` extra)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+from types import ModuleType
+from typing import Any
+
+from gateway.conversations.store.base import (
+    DEFAULT_MAX_ENTRIES,
+    DEFAULT_MAX_VALUE_BYTES,
+    DEFAULT_TTL,
+    Listed,
+    StoreError,
+    _check_bounds,
+    _check_size,
+    _cursor,
+    _read_cursor,
+    redact_url,
+)
+
+REDIS_MAX_CONNECTIONS = 64
+"""Per gateway process. A store call takes well under a millisecond, so 64 serve thousands of turns a second."""
+
+REDIS_MISSING = "the redis store needs the redis package: pip install 'agent-gateway[redis]'"
+
+
+def redis_exceptions() -> ModuleType:
+    """`redis.exceptions`, importing the redis package (an optional extra) on first use; raises `StoreError` saying
+    how to install it when it is missing."""
+    try:
+        import redis.exceptions
+    except ImportError:
+        raise StoreError(REDIS_MISSING) from None
+    return redis.exceptions
+
+
+# Write, index, purge and trim in one atomic step: replicas sharing the Redis never see a half-trimmed index, and a
+# key rewritten by one replica cannot be deleted by another that had just picked it as the oldest. Scores come from
+# the Redis clock (microseconds) so replicas with skewed clocks still agree on the order.
+# A group's index holds its keys likewise; a key evicted by the other index leaves a stale member there, which ages
+# out with the TTL or goes first when the group is trimmed.
+# KEYS[1] value key, KEYS[2] index, KEYS[3] group index; ARGV[1] value, ARGV[2] TTL in ms, ARGV[3] max entries,
+# ARGV[4] max per group.
+_PUT_SCRIPT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local ttl_ms = tonumber(ARGV[2])
+local function trim(index, limit)
+  redis.call('ZREMRANGEBYSCORE', index, '-inf', now - ttl_ms * 1000)
+  local excess = redis.call('ZCARD', index) - limit
+  while excess > 0 do
+    local n = math.min(excess, 1000)
+    local oldest = redis.call('ZRANGE', index, 0, n - 1)
+    redis.call('DEL', unpack(oldest))
+    redis.call('ZREM', index, unpack(oldest))
+    excess = excess - n
+  end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl_ms)
+redis.call('ZADD', KEYS[2], now, KEYS[1])
+redis.call('ZADD', KEYS[3], now, KEYS[1])
+trim(KEYS[3], tonumber(ARGV[4]))
+trim(KEYS[2], tonumber(ARGV[3]))
+return 0
+"""
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class RedisStore:
+    """Conversations in Redis, shared by every gateway replica using the same URL and prefix.
+
+    Values live at `{prefix}v:{key}` with a PX expiry; the sorted set `{prefix}index` scores each by its last write
+    so the oldest can be trimmed beyond `max_entries`, and `{prefix}group:{group}` does the same per group for
+    `max_per_group`. Index entries of expired values are dropped on the next put.
+    redis-py reconnects by itself after an outage; the client retries a command a few times, quickly, so a pooled
+    connection that died with the server costs a retry rather than an error.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        ttl: float = DEFAULT_TTL,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+        max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+        prefix: str = "agw:conv:",
+        *,
+        timeout: float = 1.0,
+        max_per_group: int | None = None,
+    ) -> None:
+        _check_bounds(ttl, max_entries, max_value_bytes, max_per_group)
+        self._exceptions = redis_exceptions()
+        import redis.asyncio as aioredis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import ExponentialBackoff
+
+        self.url = redact_url(url)
+        self._url = url
+        self.ttl = ttl
+        self.max_entries = max_entries
+        self.max_value_bytes = max_value_bytes
+        self.max_per_group = max_per_group or max_entries
+        self.prefix = prefix
+        self._ttl_ms = max(1, round(ttl * 1000))
+        self._index = f"{prefix}index"
+        self._timeout = timeout
+        self._closed = False
+        pool = aioredis.BlockingConnectionPool.from_url(
+            url,
+            # A burst of turns waits for one of these (at most `timeout`) instead of failing: redis-py's default
+            # pool refuses the 101st concurrent caller. `?max_connections=` in the URL wins over this.
+            max_connections=REDIS_MAX_CONNECTIONS,
+            timeout=timeout,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            # A dropped connection is retried (Redis restarted); a timeout is not: a hung Redis must cost a turn
+            # one timeout per call, not three.
+            retry=Retry(ExponentialBackoff(cap=0.1, base=0.01), retries=2,
+                        supported_errors=(self._exceptions.ConnectionError,)),
+        )
+        self._redis = aioredis.Redis.from_pool(pool)
+        self._put_script = self._redis.register_script(_PUT_SCRIPT)
+
+    def _key(self, key: str) -> str:
+        return f"{self.prefix}v:{key}"
+
+    @property
+    def client(self) -> Any:
+        """The store's Redis client, for what else the gateway keeps in the same Redis (resumable runs)."""
+        return self._redis
+
+    def blocking_client(self) -> Any:
+        """A client of the same Redis for commands that wait (a blocking `XREAD`): its own connections, without the
+        store's short socket timeout, and the same retry of a connection that died with the server."""
+        import redis.asyncio as aioredis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import ExponentialBackoff
+
+        return aioredis.Redis.from_url(self._url, max_connections=10_000, socket_connect_timeout=self._timeout,
+                                       retry=Retry(ExponentialBackoff(cap=0.1, base=0.01), retries=2,
+                                                   supported_errors=(self._exceptions.ConnectionError,)))
+
+    @contextlib.contextmanager
+    def errors(self) -> Iterator[None]:
+        """Redis's failures as `StoreError`."""
+        if self._closed:
+            raise StoreError(f"Redis store for {self.url} is closed")
+        errors = self._exceptions
+        try:
+            yield
+        except (errors.AuthenticationError, errors.AuthorizationError) as exc:
+            raise StoreError(f"Redis at {self.url} refused the credentials: {exc}") from exc
+        except (errors.ConnectionError, errors.TimeoutError, OSError) as exc:
+            raise StoreError(f"Redis at {self.url} is unreachable: {exc}") from exc
+        except errors.RedisError as exc:
+            raise StoreError(f"Redis at {self.url} failed: {exc}") from exc
+
+    async def get(self, key: str) -> bytes | None:
+        with self.errors():
+            value = await self._redis.get(self._key(key))
+        return value.encode() if isinstance(value, str) else value
+
+    async def put(self, key: str, value: bytes, group: str = "") -> None:
+        _check_size(value, self.max_value_bytes)
+        with self.errors():
+            await self._put_script(keys=[self._key(key), self._index, f"{self.prefix}group:{group}"],
+                                   args=[value, self._ttl_ms, self.max_entries, self.max_per_group])
+
+    async def delete(self, key: str) -> None:
+        with self.errors():
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.delete(self._key(key))
+                pipe.zrem(self._index, self._key(key))
+                await pipe.execute()
+
+    async def newest(self, group: str, after: str | None, limit: int) -> list[Listed]:
+        position = _read_cursor(after)
+        index, prefix = f"{self.prefix}group:{group}", self._key("")
+        found: list[Listed] = []
+        batch = limit + 64
+        with self.errors():
+            while len(found) < limit:
+                top = "+inf" if position is None else repr(position[0])
+                listed: list[Any] = await self._redis.zrevrangebyscore(index, top, "-inf", start=0, num=batch,
+                                                                       withscores=True)
+                members = [(_text(name)[len(prefix):], float(score)) for name, score in listed]
+                # Ties on the position's score come again: those at or before its key were listed already.
+                fresh = [(key, score) for key, score in members if position is None or score < position[0]
+                         or (score == position[0] and key < position[1])]
+                if not fresh:
+                    break
+                values = await self._redis.mget([prefix + key for key, _ in fresh])
+                for (key, score), value in zip(fresh, values, strict=True):
+                    position = (score, key)
+                    if value is not None:  # else expired, its index entry not yet trimmed
+                        found.append(Listed(key, value.encode() if isinstance(value, str) else value,
+                                            _cursor(score, key)))
+                        if len(found) >= limit:
+                            break
+                if len(members) < batch:
+                    break
+        return found
+
+    async def ping(self) -> bool:
+        if self._closed:
+            return False
+        try:
+            async with asyncio.timeout(self._timeout):
+                return bool(await self._redis.ping())
+        except Exception:
+            return False
+
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await self._redis.aclose()

@@ -1,0 +1,213 @@
+"""The embedded default: one SQLite file, which survives a restart, on one host."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sqlite3
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import unquote
+
+from gateway.conversations.store.base import (
+    DEFAULT_MAX_ENTRIES,
+    DEFAULT_MAX_VALUE_BYTES,
+    DEFAULT_TTL,
+    Listed,
+    StoreError,
+    _check_bounds,
+    _check_size,
+    _cursor,
+    _read_cursor,
+)
+
+_T = TypeVar("_T")
+
+
+class SQLiteStore:
+    """One SQLite file, WAL mode, wall-clock expiry so a restart keeps both the data and its deadlines.
+
+    One connection, used only from one dedicated thread: sqlite3 blocks, and a single writer needs no locking of
+    its own. The row count is tracked in memory so trimming costs an index lookup per put, not a scan; it is
+    recounted every `_RECOUNT_EVERY` puts in case another process writes the same file.
+    """
+
+    _RECOUNT_EVERY = 1000
+
+    def __init__(
+        self,
+        path: str | Path,
+        ttl: float = DEFAULT_TTL,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+        max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+        max_per_group: int | None = None,
+    ) -> None:
+        _check_bounds(ttl, max_entries, max_value_bytes, max_per_group)
+        self.path = str(path)
+        self.ttl = ttl
+        self.max_entries = max_entries
+        self.max_value_bytes = max_value_bytes
+        self.max_per_group = max_per_group or max_entries
+        self._puts = 0
+        self._closed = False
+        try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot open SQLite store at {self.path}: {exc}") from exc
+        try:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable across crashes, not power loss
+            self._conn.execute("PRAGMA busy_timeout=5000")
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS conversations"
+                "(key TEXT PRIMARY KEY, value BLOB NOT NULL, expires_at REAL NOT NULL, updated_at REAL NOT NULL)"
+            )
+            columns = {row[1] for row in self._conn.execute("PRAGMA table_info(conversations)")}
+            if "grp" not in columns:  # a file from before groups
+                self._conn.execute("ALTER TABLE conversations ADD COLUMN grp TEXT NOT NULL DEFAULT ''")
+            self._conn.execute("CREATE INDEX IF NOT EXISTS conversations_updated_at ON conversations(updated_at)")
+            self._conn.execute("CREATE INDEX IF NOT EXISTS conversations_grp ON conversations(grp, updated_at)")
+            self._conn.execute("CREATE INDEX IF NOT EXISTS conversations_expires_at ON conversations(expires_at)")
+            self._rows = self._count()
+        except sqlite3.Error as exc:
+            self._conn.close()
+            raise StoreError(f"cannot open SQLite store at {self.path}: {exc}") from exc
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agw-sqlite")
+
+    def _count(self) -> int:
+        row = self._conn.execute("SELECT count(*) FROM conversations").fetchone()
+        return int(row[0])
+
+    async def _run(self, fn: Callable[[], _T]) -> _T:
+        if self._closed:
+            raise StoreError(f"SQLite store at {self.path} is closed")
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite store at {self.path} failed: {exc}") from exc
+        except RuntimeError as exc:  # the executor was shut down by a concurrent close()
+            raise StoreError(f"SQLite store at {self.path} is closed") from exc
+
+    async def get(self, key: str) -> bytes | None:
+        def get() -> bytes | None:
+            row = self._conn.execute(
+                "SELECT value FROM conversations WHERE key = ? AND expires_at > ?", (key, time.time())
+            ).fetchone()
+            return None if row is None else bytes(row[0])
+
+        return await self._run(get)
+
+    async def put(self, key: str, value: bytes, group: str = "") -> None:
+        _check_size(value, self.max_value_bytes)
+
+        def put() -> None:
+            now = time.time()
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                rows = self._rows
+                if conn.execute("SELECT 1 FROM conversations WHERE key = ?", (key,)).fetchone() is None:
+                    rows += 1
+                conn.execute(
+                    "INSERT INTO conversations (key, value, expires_at, updated_at, grp) VALUES (?, ?, ?, ?, ?) "
+                    "ON CONFLICT (key) DO UPDATE SET "
+                    "value = excluded.value, expires_at = excluded.expires_at, updated_at = excluded.updated_at",
+                    (key, value, now + self.ttl, now, group),
+                )
+                in_group = conn.execute("SELECT count(*) FROM conversations WHERE grp = ?", (group,)).fetchone()[0]
+                if in_group > self.max_per_group:
+                    rows -= conn.execute(
+                        "DELETE FROM conversations WHERE key IN "
+                        "(SELECT key FROM conversations WHERE grp = ? ORDER BY updated_at LIMIT ?)",
+                        (group, in_group - self.max_per_group),
+                    ).rowcount
+                # Both are index range scans that touch only the rows they delete.
+                rows -= conn.execute("DELETE FROM conversations WHERE expires_at <= ?", (now,)).rowcount
+                if (self._puts + 1) % self._RECOUNT_EVERY == 0:
+                    rows = self._count()
+                if rows > self.max_entries:
+                    rows -= conn.execute(
+                        "DELETE FROM conversations WHERE key IN "
+                        "(SELECT key FROM conversations ORDER BY updated_at LIMIT ?)",
+                        (rows - self.max_entries,),
+                    ).rowcount
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            self._rows = rows
+            self._puts += 1
+
+        await self._run(put)
+
+    async def delete(self, key: str) -> None:
+        def delete() -> None:
+            self._rows -= self._conn.execute("DELETE FROM conversations WHERE key = ?", (key,)).rowcount
+
+        await self._run(delete)
+
+    async def newest(self, group: str, after: str | None, limit: int) -> list[Listed]:
+        start = _read_cursor(after)
+
+        def newest() -> list[Listed]:
+            query = "SELECT key, value, updated_at FROM conversations WHERE grp = ? AND expires_at > ?"
+            args: list[Any] = [group, time.time()]
+            if start is not None:
+                query += " AND (updated_at < ? OR (updated_at = ? AND key < ?))"
+                args += [start[0], start[0], start[1]]
+            rows = self._conn.execute(query + " ORDER BY updated_at DESC, key DESC LIMIT ?", (*args, limit))
+            return [Listed(key, bytes(value), _cursor(written, key)) for key, value, written in rows]
+
+        return await self._run(newest)
+
+    async def ping(self) -> bool:
+        try:
+            await self._run(lambda: self._conn.execute("SELECT 1").fetchone())
+        except StoreError:
+            return False
+        return True
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        # Queued behind any operation still running, so none of them sees a closed connection.
+        await asyncio.get_running_loop().run_in_executor(self._executor, self._conn.close)
+        self._executor.shutdown(wait=False)
+
+
+def sqlite_path(url: str) -> str:
+    """The file a `sqlite://` URL names (raises ValueError for one that names none the way SQLAlchemy does)."""
+    rest = url[len("sqlite://") :]
+    if rest and not rest.startswith("/"):
+        raise ValueError(f"a SQLite store URL is sqlite:///<relative path> or sqlite:////<absolute path>, got "
+                         f"{url!r}")
+    return unquote(rest[1:].partition("?")[0]) or ":memory:"
+
+
+def sqlite_problem(path: str) -> str | None:
+    """Why a SQLite store at `path` could not be opened, found without creating or changing anything; None if it
+    could be."""
+    if path == ":memory:":
+        return None
+    file = Path(path).absolute()
+    if file.exists():
+        try:
+            with contextlib.closing(sqlite3.connect(f"{file.as_uri()}?mode=ro", uri=True)) as conn:
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.Error as exc:
+            return f"{file} cannot be read as SQLite: {exc}"
+        return None if os.access(file, os.W_OK) else f"{file} is not writable"
+    folder = file.parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        return f"{file} cannot be created: {folder} is not a writable directory"
+    return None

@@ -1,0 +1,157 @@
+"""One socket to an origin, and httptools' parser over it, feeding the response in flight."""
+
+from __future__ import annotations
+
+import asyncio
+import select
+from typing import TYPE_CHECKING, cast
+
+import httptools
+
+from gateway.upstream.errors import ConnectionBroken, HTTPError, ProtocolError
+from gateway.upstream.response import Response
+
+if TYPE_CHECKING:
+    from gateway.upstream.http1 import Pool
+
+MAX_LINE = 16 * 1024
+"""Bytes the parser may take without finishing anything (a header line, a chunk size line): llhttp's headers
+grow by concatenation, so an endless line would cost time quadratic in its length."""
+
+
+class _AfterTheResponse(Exception):
+    """The upstream sent bytes after a whole response: stop parsing them."""
+
+
+class Connection(asyncio.Protocol):
+    """One socket to an origin, and httptools' parser over it, which routes the parse to the current response."""
+
+    def __init__(self, pool: Pool, key: tuple[object, ...]) -> None:
+        self.pool = pool
+        self.key = key
+        self.loop = asyncio.get_running_loop()
+        self.parser = httptools.HttpResponseParser(self)
+        self.transport: asyncio.Transport | None = None
+        self.response: Response | None = None
+        self.closed = False
+        self.expiry: asyncio.TimerHandle | None = None
+        self.moved = False
+        """Whether the parser finished anything (a header, a body piece) during the current read."""
+        self.unfinished = 0
+        """Bytes read since the parser last finished anything."""
+
+    # asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's transports don't subclass asyncio's
+        self.pool.opened(self)
+
+    def data_received(self, data: bytes) -> None:
+        response = self.response
+        if response is None or response.complete:  # bytes nobody asked for: the connection can't be trusted
+            self.close()
+            return
+        self.moved = False
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserCallbackError as exc:
+            cause = exc.__context__
+            if isinstance(cause, _AfterTheResponse):
+                self.close()  # the response is whole; whatever follows it is not ours to read
+            else:
+                response.fail(cause if isinstance(cause, HTTPError) else ProtocolError(f"invalid HTTP response: {exc}"))
+                self.close()
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
+            response.fail(ProtocolError(f"invalid HTTP response: {exc}"))
+            self.close()
+        else:
+            if self.moved:
+                self.unfinished = 0
+            else:
+                self.unfinished += len(data)
+                if self.unfinished > MAX_LINE:
+                    response.fail(ProtocolError(f"upstream sent a line longer than {MAX_LINE // 1024} KiB"))
+                    self.close()
+        response.fed()
+
+    def eof_received(self) -> bool:
+        return False  # close our side too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.pool.forget(self)
+        if self.response is not None:
+            self.response.fail(ConnectionBroken(exc))
+
+    # httptools callbacks, for the response in flight
+
+    def on_message_begin(self) -> None:
+        if self.response is None or self.response.complete:
+            raise _AfterTheResponse
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.moved = True
+        if self.response is not None:
+            self.response.on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        self.moved = True
+        if self.response is not None:
+            self.response.on_headers_complete()
+
+    def on_body(self, body: bytes) -> None:
+        self.moved = True
+        if self.response is not None:
+            self.response.on_body(body)
+
+    def on_message_complete(self) -> None:
+        self.moved = True
+        if self.response is not None:
+            self.response.on_message_complete()
+
+    # used by the pool and the response
+
+    def send(self, head: bytes, body: bytes) -> Response:
+        assert self.transport is not None
+        response = self.response = Response(self)
+        self.transport.write(head + body)
+        return response
+
+    def finished(self, response: Response) -> None:
+        if self.response is not response:
+            return
+        self.response = None
+        if response.complete and response.keep_alive and not self.closed:
+            self.pool.keep(self)
+        else:
+            self.close()
+
+    def readable(self) -> bool:
+        """Whether an idle connection has something to read: the server closed it, or sent what nobody asked."""
+        assert self.transport is not None
+        sock = self.transport.get_extra_info("socket")
+        if sock is None:
+            return True
+        try:
+            poller = select.poll()  # not select.select: it fails for descriptors numbered 1024 and up
+            poller.register(sock.fileno(), select.POLLIN)
+            return bool(poller.poll(0))
+        except (OSError, ValueError):
+            return True
+
+    def pause_reading(self) -> None:
+        if self.transport is not None and not self.closed:
+            self.transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        if self.transport is not None and not self.closed:
+            self.transport.resume_reading()
+
+    def close(self, abort: bool = False) -> None:
+        self.closed = True
+        self.pool.forget(self)
+        if self.transport is not None:
+            if abort:
+                self.transport.abort()
+            else:
+                self.transport.close()
