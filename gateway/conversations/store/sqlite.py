@@ -120,7 +120,10 @@ class SQLiteStore:
                     "value = excluded.value, expires_at = excluded.expires_at, updated_at = excluded.updated_at",
                     (key, value, now + self.ttl, now, group),
                 )
-                in_group = conn.execute("SELECT count(*) FROM conversations WHERE grp = ?", (group,)).fetchone()[0]
+                # A group holds no more rows than the store: counting it, a scan of the group's index, is needed
+                # only once the store holds more than a group may.
+                in_group = conn.execute("SELECT count(*) FROM conversations WHERE grp = ?", (group,)).fetchone()[0] \
+                    if rows > self.max_per_group else 0
                 if in_group > self.max_per_group:
                     rows -= conn.execute(
                         "DELETE FROM conversations WHERE key IN "
