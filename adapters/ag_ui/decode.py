@@ -49,6 +49,7 @@ from gateway.core.sse import DEFAULT_MAX_FRAME
 
 from .content import parts_from_agui
 from .request import message_from_agui
+from .versions import declared, speaks_1_0
 
 Handler = Callable[["AguiDecoder", dict[str, Any], Events], None]
 
@@ -375,22 +376,14 @@ def _step_finished(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
 def _custom(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     name = _str(f, "name")
     value = f.get("value")
-    if name == "on_interrupt" and not _speaks_1_0(d.version):
+    if name == "on_interrupt" and not speaks_1_0(declared(d.version)):
         # LangGraph's (and cloudbase-agent-server's) interrupt: a JSON string value, the id in rawEvent if anywhere.
         raw = f.get("rawEvent")
         interrupt_id = raw if isinstance(raw, str) else new_id("interrupt")
         payload = json_or_text(value) if isinstance(value, str) else value
         out.append(Interrupt(interrupt_id, "agent requested interrupt", payload=payload))
         return
-    out.append(Data(name, value, None, False, _opt(f, "subagentRunId"), False, _meta(f)))
-
-
-def _speaks_1_0(version: str | None) -> bool:
-    """Whether a declared protocol version is 1.0 or later (None: declared none, so before 1.0)."""
-    if version is None:
-        return False
-    major = version.split(".", 1)[0]
-    return major.isdigit() and int(major) >= 1
+    out.append(Data(name, value, subagent_run_id=_opt(f, "subagentRunId"), metadata=_meta(f)))
 
 
 def _raw(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:

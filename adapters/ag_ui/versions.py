@@ -1,4 +1,5 @@
-"""Which AG-UI a client speaks: the one gate behind which versions differ (`legacy` holds what differs).
+"""Which AG-UI a client or an upstream speaks: the one gate behind which versions differ (`legacy` holds what a
+client before 1.0 is written).
 
 A 1.0 client declares `protocolVersion: "1.0"` in every `RunAgentInput` (`@ag-ui/client` 1.0 does, unless pinned to
 an older peer); clients before 1.0 declare nothing. A version the client declares is the ceiling of what it is sent.
