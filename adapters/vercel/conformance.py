@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from enum import Enum
 from typing import Any
 
 from gateway.core.conformance import MAX_VIOLATIONS, Answer, Violation, preview, sse_head, sse_json_frames
@@ -29,6 +30,21 @@ from .message_reader import Reader
 
 CONVENTION = "convention-"
 """The prefix of every rule a real client does not enforce."""
+
+
+class Client(Enum):
+    """Where `useChat` is in the stream it reads."""
+
+    READING = "reading"
+    ABORTED = "reading on after an abort chunk: parts it leaves open are not unfinished"
+    STOPPED = "stopped at an error chunk: nothing after it reaches the message"
+    STOPPED_TOLD = "stopped, and the judge has said so of a chunk after the error"
+
+
+_AFTER_CHUNK = {(Client.READING, "error"): Client.STOPPED, (Client.ABORTED, "error"): Client.STOPPED,
+                (Client.READING, "abort"): Client.ABORTED}
+"""The client's state after a chunk the schema takes, by its state before and the chunk's type; any other chunk
+leaves it where it is. The one other transition, to STOPPED_TOLD, is the judge's (`_Stream.chunk`)."""
 
 
 def _not_json(constant: str) -> object:
@@ -100,9 +116,9 @@ class _Stream:
                 self.not_json[index] = violation
         self.readers = (Reader(6), Reader(7))
         self.found: list[Violation] = []
-        self.error_at: int | None = None
-        self.said_after_error = False
-        self.aborted = False
+        self.client = Client.READING
+        self.error_at = -1
+        """The frame of the error chunk the client stopped at."""
 
     def add(self, rule: str, message: str, data: bytes | None = None, index: int | None = None) -> None:
         self.found.append(Violation(rule, message, preview(data) if data is not None else None, index))
@@ -141,8 +157,8 @@ class _Stream:
             self.add("json-prototype-key", "the client's JSON parser refuses a __proto__ key, or a constructor "
                      "with a prototype key, anywhere in a chunk", data, index)
             return
-        if self.error_at is not None and not self.said_after_error and _adds_to_message(value):
-            self.said_after_error = True
+        if self.client is Client.STOPPED and _adds_to_message(value):
+            self.client = Client.STOPPED_TOLD
             self.add(CONVENTION + "after-error", f"useChat stops reading at the error chunk (frame {self.error_at}): "
                      f"this chunk, and any after it, never reach the message", data, index)
         problems, usable = chunk_problems(value)
@@ -150,11 +166,13 @@ class _Stream:
             self.add(rule, message, data, index)
         if not usable or not isinstance(value, dict):
             return
-        if self.error_at is None:  # as the client, which stops at the first error chunk
+        if self.client in (Client.READING, Client.ABORTED):  # as the client, which stops at the first error chunk
             self.state(index, data, value)
-            if value["type"] == "error":
+        after = _AFTER_CHUNK.get((self.client, value["type"]))
+        if after is not None:
+            self.client = after
+            if after is Client.STOPPED:
                 self.error_at = index
-        self.aborted = self.aborted or value["type"] == "abort"
 
     def state(self, index: int, data: bytes, chunk: dict[str, Any]) -> None:
         failures = {reader.version: reader.read(chunk, index) for reader in self.readers
@@ -177,7 +195,7 @@ class _Stream:
             self.found.append(Violation(CONVENTION + "done", "the stream does not end with data: [DONE], as the "
                                         "protocol and the AI SDK's server end it (useChat does not need it)",
                                         last[1] if last else None, last[0] if last else None))
-        if self.error_at is not None or self.aborted:
+        if self.client is not Client.READING:
             return
         reader = self.readers[1]
         for what, opened, end in (("text part", reader.text, "text-end"),
