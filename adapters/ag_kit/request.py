@@ -16,21 +16,11 @@ from gateway.core.codec import UpstreamRequest, as_text, json_or_text
 from gateway.core.ids import new_id
 from gateway.core.turn import Message, Resume, Tool, ToolCall, Turn
 from gateway.core.validation import validate
+from gateway.core.wire import ToolCallModel
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(populate_by_name=True, extra="ignore")
-
-
-class FunctionCall(_Model):
-    name: str
-    arguments: str
-
-
-class ToolCallModel(_Model):
-    id: str
-    type: Literal["function"] = "function"
-    function: FunctionCall
 
 
 class SystemMessage(_Model):

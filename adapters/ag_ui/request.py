@@ -16,6 +16,7 @@ from gateway.core.codec import UpstreamRequest, drop_none
 from gateway.core.ids import new_id
 from gateway.core.turn import ContentPart, Context, Message, Resume, Tool, ToolCall, Turn, media_kind
 from gateway.core.validation import validate
+from gateway.core.wire import ToolCallModel
 
 from . import proto
 from .content import content_to_agui
@@ -54,17 +55,6 @@ class BinaryInput(_Model):
 
 
 InputContent = Annotated[TextInput | MediaInput | BinaryInput, Field(discriminator="type")]
-
-
-class FunctionCall(_Model):
-    name: str
-    arguments: str
-
-
-class ToolCallModel(_Model):
-    id: str
-    type: Literal["function"] = "function"
-    function: FunctionCall
 
 
 class DeveloperMessage(_Model):

@@ -16,21 +16,11 @@ from gateway.core.codec import UpstreamRequest, drop_none
 from gateway.core.errors import GatewayError
 from gateway.core.turn import Message, ToolCall, Turn
 from gateway.core.validation import validate
+from gateway.core.wire import ToolCallModel
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore")
-
-
-class FunctionCall(_Model):
-    name: str
-    arguments: str
-
-
-class ToolCallModel(_Model):
-    id: str
-    type: Literal["function"] = "function"
-    function: FunctionCall
 
 
 class ChatMessage(_Model):

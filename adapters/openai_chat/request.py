@@ -14,6 +14,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from gateway.core import wire
 from gateway.core.codec import UpstreamRequest, as_text
 from gateway.core.errors import InvalidRequest
 from gateway.core.turn import ContentPart, Message, Tool, ToolCall, Turn, media_kind
@@ -27,14 +28,12 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-class FunctionCall(_Model):
-    name: str
+class FunctionCall(wire.FunctionCall):
     arguments: str = ""
+    """Chat Completions clients may leave it out: the call is read as one without arguments."""
 
 
-class ToolCallModel(_Model):
-    id: str
-    type: Literal["function"] = "function"
+class ToolCallModel(wire.ToolCallModel):
     function: FunctionCall
 
 

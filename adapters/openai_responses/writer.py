@@ -1,14 +1,18 @@
 """A run as the output items and semantic events of one response, shared by the streamed reply and the one-body
 one (and by answers about a stored response).
 
-Text is a `message` item per message, reasoning a `reasoning` item (`reasoning_text` content). Calls to tools the
-client offered are `function_call` items as they come; any other call waits for its result: with one it is a tool
-the agent ran itself (`agent_gateway:tool_call`, see `items`), without one by the run's end it is the client's to
-run after all. An interrupt is an `agent_gateway:interrupt` item and the response ends `incomplete` (reason
-`interrupt`), unless the run answered it itself (an `agent_gateway:interrupt_resolved` item); a cancelled run ends
-`incomplete` (reason `cancelled`). Activities and subagents are the gateway's items too (see `items`); encrypted
-reasoning is its reasoning item's `encrypted_content`. State, named data, steps and snapshots have no item and are
-left out, as are an event's `metadata` and which subagent a message or call is of (counted in `dropped`).
+Text is a `message` item per message, reasoning a `reasoning` item (`reasoning_text` content). Tool calls and
+interrupts are `calls`' to write: a call to a tool the client offered is a `function_call` item, one the agent ran
+itself an `agent_gateway:tool_call` (see `items`); an interrupt the run leaves open ends the response `incomplete`
+(reason `interrupt`), as a cancelled run does (reason `cancelled`). Activities and subagents are the gateway's items
+too (see `items`); encrypted reasoning is its reasoning item's `encrypted_content`. State, named data, steps and
+snapshots have no item and are left out, as are an event's `metadata` and which subagent a message or call is of
+(counted in `dropped`).
+
+    ResponseWriter      the response object (id, model, status, usage); messages, reasoning, activities and
+      │                 subagents; which part writes each event
+      ├── is an Output  the output items in order, and the characters of text they hold (output.py)
+      └── calls: Calls  tool calls and interrupts, held until the run tells whose a call is (calls.py)
 """
 
 from __future__ import annotations
@@ -18,7 +22,6 @@ from collections.abc import Callable
 from typing import Any
 
 from gateway.core.activity import Shown
-from gateway.core.codec import as_text, json_or_text, output_of
 from gateway.core.encoding import EVENT_TYPES
 from gateway.core.errors import ErrorCode
 from gateway.core.events import (
@@ -57,22 +60,11 @@ from gateway.core.ids import new_id
 from gateway.core.turn import Turn
 from gateway.core.usage import UsageTotals
 
-from .items import (
-    ACTIVITY,
-    INTERRUPT,
-    INTERRUPT_RESOLVED,
-    SUBAGENT,
-    error_object,
-    function_call_item,
-    message_item,
-    reasoning_item,
-    response_object,
-    tool_call_item,
-)
+from .calls import Calls
+from .items import ACTIVITY, SUBAGENT, error_object, message_item, reasoning_item, response_object
+from .output import OpenItem, Output
+from .output import Semantic as Semantic
 from .request import echo
-
-Semantic = tuple[str, dict[str, Any]]
-"""One streaming event: its type and its fields (without `type` and `sequence_number`)."""
 
 DROPPED: dict[type, str] = {
     StateSnapshot: "state", StateDelta: "state", MessagesSnapshot: "messages_snapshot", StepStarted: "step",
@@ -80,49 +72,25 @@ DROPPED: dict[type, str] = {
 }
 
 
-class _Open:
-    """An item being written: where it is in the output, and its text or arguments so far."""
-
-    __slots__ = ("call_id", "index", "item_id", "name", "pieces")
-
-    def __init__(self, index: int, item_id: str, name: str = "", call_id: str = "") -> None:
-        self.index = index
-        self.item_id = item_id
-        self.name = name
-        self.call_id = call_id
-        self.pieces: list[str] = []
-
-
-class ResponseWriter:
-    __slots__ = ("_approving", "_encrypted", "_families", "_held", "_interrupts", "_offered", "_open", "_subagents",
-                 "_usage", "chars", "created_at", "dropped", "model", "output", "request", "response_id", "texts")
+class ResponseWriter(Output):
+    __slots__ = ("_encrypted", "_families", "_subagents", "_usage", "calls", "created_at", "model", "request",
+                 "response_id", "texts")
 
     def __init__(self, request: Turn | None, dropped: dict[str, int]) -> None:
         self.response_id = request.run_id if request is not None and request.run_id else new_id("resp")
         self.model = (request.model if request is not None else None) or "agent-gateway"
         self.request = echo(request)
         self.created_at = int(time.time())
-        self._offered = {t.name for t in request.tools} if request is not None else set()
-        self.output: list[dict[str, Any]] = []
-        self.texts: dict[str, _Open] = {}
+        super().__init__(dropped)
+        self.calls = Calls({t.name for t in request.tools} if request is not None else set())
+        self.texts: dict[str, OpenItem] = {}
         """Messages and reasoning being written, by their canonical id."""
-        self._open: dict[str, _Open] = {}
-        """Function calls being written, by call id."""
-        self._held: dict[str, _Open] = {}
-        """Calls to tools the client did not offer, by call id: shown once the run tells whose they are."""
-        self._interrupts: list[Interrupt] = []
-        self._approving: dict[str, _Open] = {}
-        """The agent's calls an interrupt asks to approve, by call id: shown again with their result, if it comes."""
         self._encrypted: dict[str, str] = {}
         """Encrypted reasoning for a reasoning item still open, by its canonical id."""
         self._families: Shown | None = None
         self._subagents: dict[str, int] = {}
         """Subagents running: run id -> the index of their item."""
         self._usage = UsageTotals()
-        self.dropped = dropped
-        self.chars = 0
-        """Characters of text, arguments and results the response holds, for how its JSON is written
-        (`json_bytes`)."""
 
     def event(self, e: Event) -> list[Semantic]:
         handler = _HANDLERS.get(type(e))
@@ -138,36 +106,22 @@ class ResponseWriter:
         return response_object(self.response_id, status=status, model=self.model, created_at=self.created_at,
                                output=list(self.output), request=self.request, usage=usage, **extra)
 
-    def _add(self, item: dict[str, Any]) -> int:
-        self.output.append(item)
-        return len(self.output) - 1
-
     def _run_started(self, e: RunStarted) -> list[Semantic]:
         response = self.response("in_progress")
         return [("response.created", {"response": response}), ("response.in_progress", {"response": response})]
 
-    def _added_done(self, item: dict[str, Any]) -> list[Semantic]:
-        """An item that comes whole."""
-        index = self._add(item)
-        return [("response.output_item.added", {"output_index": index, "item": item}),
-                ("response.output_item.done", {"output_index": index, "item": item})]
-
-    def _opened(self, e: TextStart | ReasoningStart | ToolCallStart) -> None:
-        if e.subagent_run_id is not None:
-            self.dropped["subagent"] += 1  # a message or a call has no author but the agent: whose it is, is lost
-
     def _text_start(self, e: TextStart) -> list[Semantic]:
-        self._opened(e)
+        self.opened(e)
         item_id = new_id("msg")
         item = message_item(item_id, "", "in_progress")
-        index = self._add(item)
-        self.texts[e.message_id] = _Open(index, item_id)
+        index = self.add(item)
+        self.texts[e.message_id] = OpenItem(index, item_id)
         part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
         return [("response.output_item.added", {"output_index": index, "item": dict(item, content=[])}),
                 ("response.content_part.added", {"item_id": item_id, "output_index": index, "content_index": 0,
                                                  "part": part})]
 
-    def text_delta(self, e: TextDelta) -> _Open | None:
+    def text_delta(self, e: TextDelta) -> OpenItem | None:
         """The open message a delta belongs to, its delta kept; None for a delta of no open message."""
         text = self.texts.get(e.message_id)
         if text is not None:
@@ -194,10 +148,10 @@ class ResponseWriter:
                 ("response.output_item.done", {"output_index": text.index, "item": item})]
 
     def _reasoning_start(self, e: ReasoningStart) -> list[Semantic]:
-        self._opened(e)
+        self.opened(e)
         item_id = new_id("rs")
-        index = self._add(reasoning_item(item_id, None))
-        self.texts[e.message_id] = _Open(index, item_id)
+        index = self.add(reasoning_item(item_id, None))
+        self.texts[e.message_id] = OpenItem(index, item_id)
         return [("response.output_item.added", {"output_index": index, "item": reasoning_item(item_id, None)}),
                 ("response.content_part.added", {"item_id": item_id, "output_index": index, "content_index": 0,
                                                  "part": {"type": "reasoning_text", "text": ""}})]
@@ -216,7 +170,8 @@ class ResponseWriter:
         if text is None:
             return []
         whole = "".join(text.pieces)
-        item = self.output[text.index] = reasoning_item(text.item_id, whole, self._encrypted.pop(e.message_id, None))
+        item = self.output[text.index] = reasoning_item(text.item_id, whole,
+                                                           self._encrypted.pop(e.message_id, None))
         where = {"item_id": text.item_id, "output_index": text.index, "content_index": 0}
         return [("response.reasoning.done", {**where, "text": whole}),
                 ("response.content_part.done", {**where, "part": item["content"][0]}),
@@ -232,80 +187,7 @@ class ResponseWriter:
         if text is not None and self.output[text.index]["type"] == "reasoning":
             self._encrypted[e.entity_id] = e.value
             return []
-        return self._added_done(reasoning_item(new_id("rs"), None, e.value))
-
-    def _tool_start(self, e: ToolCallStart) -> list[Semantic]:
-        self._opened(e)
-        if e.name not in self._offered:
-            self._held[e.tool_call_id] = _Open(-1, new_id("fc"), e.name, e.tool_call_id)
-            return []
-        call = _Open(-1, new_id("fc"), e.name, e.tool_call_id)
-        call.index = self._add(function_call_item(call.item_id, e.tool_call_id, e.name, "", "in_progress"))
-        self._open[e.tool_call_id] = call
-        return [("response.output_item.added", {"output_index": call.index, "item": self.output[call.index]})]
-
-    def _tool_args(self, e: ToolCallArgs) -> list[Semantic]:
-        held = self._held.get(e.tool_call_id)
-        if held is not None:
-            held.pieces.append(e.delta)
-            self.chars += len(e.delta)
-            return []
-        call = self._open.get(e.tool_call_id)
-        if call is None or not e.delta:
-            return []
-        call.pieces.append(e.delta)
-        self.chars += len(e.delta)
-        return [("response.function_call_arguments.delta", {"item_id": call.item_id, "output_index": call.index,
-                                                            "delta": e.delta})]
-
-    def _tool_end(self, e: ToolCallEnd) -> list[Semantic]:
-        call = self._open.pop(e.tool_call_id, None)
-        return self._call_done(call) if call is not None else []
-
-    def _call_done(self, call: _Open) -> list[Semantic]:
-        arguments = "".join(call.pieces) or "{}"
-        item = self.output[call.index] = function_call_item(call.item_id, call.call_id, call.name, arguments)
-        return [("response.function_call_arguments.done", {"item_id": call.item_id, "output_index": call.index,
-                                                           "arguments": arguments}),
-                ("response.output_item.done", {"output_index": call.index, "item": item})]
-
-    def _tool_result(self, e: ToolResult) -> list[Semantic]:
-        held = self._held.pop(e.tool_call_id, None)
-        item_id = held.item_id if held is not None else new_id("fc")
-        if held is None:
-            # The result of a call shown waiting for approval (approved within the run): the call again, done.
-            held = self._approving.pop(e.tool_call_id, None)
-        if held is None:
-            return []  # the agent answered a call of the client's own tool itself: the call stands as it went out
-        if isinstance(e.content, str):
-            output = json_or_text(e.content)
-            self.chars += len(e.content)
-        else:
-            output = output_of(e.content)  # content parts as JSON objects
-            self.chars += len(as_text(output))
-        return self._added_done(tool_call_item(item_id, held.call_id, held.name, "".join(held.pieces) or "{}",
-                                               output, e.is_error))
-
-    def _interrupt(self, e: Interrupt) -> list[Semantic]:
-        self._interrupts.append(e)
-        out: list[Semantic] = []
-        held = self._held.pop(e.tool_call_id, None) if e.tool_call_id is not None else None
-        if held is not None:  # the agent's own call, waiting for the approval: shown as its, not yet run
-            self._approving[held.call_id] = held
-            call = tool_call_item(held.item_id, held.call_id, held.name, "".join(held.pieces) or "{}", None)
-            call["status"] = "in_progress"
-            out += self._added_done(call)
-        item = {"id": e.id, "type": INTERRUPT, "status": "completed", "reason": e.reason, "message": e.message,
-                "payload": e.payload, "tool_call_id": e.tool_call_id, "response_schema": e.response_schema}
-        if e.expires_at is not None:
-            item["expires_at"] = e.expires_at
-        return [*out, *self._added_done(item)]
-
-    def _interrupt_resolved(self, e: InterruptResolved) -> list[Semantic]:
-        """Answered within the run: the response does not wait for it."""
-        self._interrupts = [i for i in self._interrupts if i.id != e.interrupt_id]
-        return self._added_done({"id": new_id("ir"), "type": INTERRUPT_RESOLVED, "status": "completed",
-                                 "interrupt_id": e.interrupt_id, "approved": e.approved, "reason": e.reason})
+        return self.added_done(reasoning_item(new_id("rs"), None, e.value))
 
     def _activity(self, e: ActivitySnapshot | ActivityDelta) -> list[Semantic]:
         """The activity whole, as it stands after this change."""
@@ -319,13 +201,13 @@ class ResponseWriter:
                 "activity_type": e.activity_type, "content": shown.data["content"]}
         if e.subagent_run_id is not None:
             item["subagent_run_id"] = e.subagent_run_id
-        return self._added_done(item)
+        return self.added_done(item)
 
     def _subagent_started(self, e: SubagentStarted) -> list[Semantic]:
         item = {"id": new_id("sub"), "type": SUBAGENT, "status": "in_progress", "subagent_run_id": e.subagent_run_id,
                 "name": e.name, "description": e.description, "parent_subagent_run_id": e.parent_subagent_run_id,
                 "parent_tool_call_id": e.parent_tool_call_id, "parent_message_id": e.parent_message_id}
-        index = self._subagents[e.subagent_run_id] = self._add(item)
+        index = self._subagents[e.subagent_run_id] = self.add(item)
         return [("response.output_item.added", {"output_index": index, "item": item})]
 
     def _subagent_ended(self, e: SubagentFinished | SubagentError) -> list[Semantic]:
@@ -348,29 +230,15 @@ class ResponseWriter:
         self._usage.add(e)
         return []
 
-    def _close(self) -> list[Semantic]:
-        """Calls held to the end are the client's to run; calls still open are closed."""
-        out: list[Semantic] = []
-        for call in self._held.values():
-            call.index = self._add(function_call_item(call.item_id, call.call_id, call.name, "", "in_progress"))
-            out.append(("response.output_item.added", {"output_index": call.index, "item": self.output[call.index]}))
-            out += self._call_done(call)
-        self._held.clear()
-        for call in self._open.values():
-            out += self._call_done(call)
-        self._open.clear()
-        return out
-
     def _run_finished(self, e: RunFinished) -> list[Semantic]:
-        out = self._close()
-        if self._interrupts or e.outcome == "cancelled":
-            reason = "interrupt" if self._interrupts else "cancelled"
+        out = self.calls.close(self)
+        if self.calls.interrupts or e.outcome == "cancelled":
+            reason = "interrupt" if self.calls.interrupts else "cancelled"
             return [*out, ("response.incomplete", {"response": self.response("incomplete", incomplete=reason)})]
         return [*out, ("response.completed", {"response": self.response("completed")})]
 
     def _run_error(self, e: RunError) -> list[Semantic]:
-        self._held.clear()
-        self._approving.clear()
+        self.calls.fail()
         error = error_object(e.message, 502, e.code or ErrorCode.UPSTREAM_ERROR)
         failed = self.response("failed", error={"code": error["code"], "message": e.message})
         return [("error", {"error": error}), ("response.failed", {"response": failed})]
@@ -384,12 +252,12 @@ _HANDLERS: dict[type, Callable[[ResponseWriter, Any], list[Semantic]]] = {
     ReasoningStart: ResponseWriter._reasoning_start,
     ReasoningDelta: ResponseWriter._reasoning_delta,
     ReasoningEnd: ResponseWriter._reasoning_end,
-    ToolCallStart: ResponseWriter._tool_start,
-    ToolCallArgs: ResponseWriter._tool_args,
-    ToolCallEnd: ResponseWriter._tool_end,
-    ToolResult: ResponseWriter._tool_result,
-    Interrupt: ResponseWriter._interrupt,
-    InterruptResolved: ResponseWriter._interrupt_resolved,
+    ToolCallStart: lambda writer, e: writer.calls.start(writer, e),
+    ToolCallArgs: lambda writer, e: writer.calls.args(writer, e),
+    ToolCallEnd: lambda writer, e: writer.calls.end(writer, e),
+    ToolResult: lambda writer, e: writer.calls.result(writer, e),
+    Interrupt: lambda writer, e: writer.calls.interrupt(writer, e),
+    InterruptResolved: lambda writer, e: writer.calls.interrupt_resolved(writer, e),
     EncryptedValue: ResponseWriter._encrypted_value,
     ActivitySnapshot: ResponseWriter._activity,
     ActivityDelta: ResponseWriter._activity,

@@ -1,4 +1,7 @@
-"""`verifyEvents`: the run lifecycle, start/content/end pairing per id, steps, subagents and who owns what."""
+"""`verifyEvents`: the run lifecycle, start/content/end pairing per id, steps, subagents and who owns what.
+
+The lifecycle is one state whose transitions are `lifecycle`'s; steps and subagents are `scopes`'; the pairing and
+the owners are kept here."""
 
 from __future__ import annotations
 
@@ -6,6 +9,8 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from .common import ABSENT, Event, Report, who
+from .lifecycle import OVER, Run, after, mistakes
+from .scopes import Scopes
 
 
 class _Streamed(NamedTuple):
@@ -35,8 +40,7 @@ class Verifier:
 
     def __init__(self, fail: Report) -> None:
         self._fail = fail
-        self._first = True
-        self._started = self._finished = self._errored = False
+        self._run = Run.NO_EVENT
         self._reset()
 
     def _reset(self) -> None:
@@ -44,35 +48,18 @@ class Verifier:
         self._ended: dict[str, set[str]] = {kind: set() for kind in _STREAMED}
         owners = ("message", "tool call", "activity", "reasoning message")
         self._owners: dict[str, dict[str, str | None]] = {kind: {} for kind in owners}
-        self._steps: dict[str | None, dict[str, None]] = {}
-        self._subagents: dict[str, None] = {}
-        self._closed_subagents: set[str] = set()
+        self._scopes = Scopes(self._fail)
 
     def check(self, event: Event) -> None:
         kind = event["type"]
-        if self._errored and kind != "RUN_STARTED":
-            self._fail("event-after-run-error", f"{kind} after RUN_ERROR: a run that errored is over, and only a new "
-                                                f"RUN_STARTED may follow")
-            self._errored = False
-        if self._finished and kind not in ("RUN_STARTED", "RUN_ERROR"):
-            self._fail("event-after-run-finished", f"{kind} after RUN_FINISHED: the run is over; start a new one "
-                                                   f"with RUN_STARTED first")
-            self._finished = False
-        if self._first:
-            self._first = False
-            if kind not in ("RUN_STARTED", "RUN_ERROR"):
-                self._fail("first-event-not-run-started", f"the first event must be RUN_STARTED (or RUN_ERROR), "
-                                                          f"got {kind}")
-        elif kind == "RUN_STARTED":
-            if self._started and not self._finished and not self._errored:
-                self._fail("run-started-while-active", "RUN_STARTED while a run is still active: end it with "
-                                                       "RUN_FINISHED or RUN_ERROR first")
-            if self._finished or self._errored:
-                self._reset()
-                self._finished = self._errored = False
+        for rule, message in mistakes(self._run, kind):
+            self._fail(rule, message)
+        if kind == "RUN_STARTED" and self._run in OVER:
+            self._reset()
         handler = _VERIFY.get(kind)
         if handler is not None:
             handler(self, event)
+        self._run = after(self._run, kind)
 
     def _disagrees(self, event: Event, kind: str, entity_id: str, owner: Any = ABSENT) -> bool:
         tag = event.get("subagentRunId")
@@ -164,29 +151,6 @@ class Verifier:
     def _tool_result(self, event: Event) -> None:
         self._owners["message"][event["messageId"]] = event.get("subagentRunId")
 
-    def _step_started(self, event: Event) -> None:
-        name, owner = event["stepName"], event.get("subagentRunId")
-        where = "" if owner is None else f" in subagent '{owner}'"
-        steps = self._steps.setdefault(owner, {})
-        if name in steps:
-            self._fail("step-start-duplicate", f'STEP_STARTED for step "{name}"{where}, which is already active')
-            return
-        steps[name] = None
-
-    def _step_finished(self, event: Event) -> None:
-        name, owner = event["stepName"], event.get("subagentRunId")
-        steps = self._steps.setdefault(owner, {})
-        if name in steps:
-            del steps[name]
-            return
-        others = [o for o, names in self._steps.items() if o != owner and name in names]
-        if others:
-            self._fail("step-owner-mismatch", f'STEP_FINISHED for step "{name}" comes from {who(owner)}, but '
-                                              f"{who(others[0])} started it: a step is finished by whoever started it")
-        else:
-            self._fail("step-finished-without-start", f'STEP_FINISHED for step "{name}", which was never started '
-                                                      f"(STEP_STARTED)")
-
     def _activity_snapshot(self, event: Event) -> None:
         activity = event["messageId"]
         if activity not in self._owners["activity"] or event.get("replace") is not False:
@@ -203,29 +167,6 @@ class Verifier:
             kind = "message"
             owner = self._owners["message"].get(entity, self._owners["reasoning message"].get(entity, ABSENT))
         self._disagrees(event, kind, entity, owner)
-
-    def _subagent_started(self, event: Event) -> None:
-        subagent, parent = event["subagentRunId"], event.get("parentSubagentRunId")
-        if subagent in self._subagents:
-            self._fail("subagent-start-duplicate", f"SUBAGENT_STARTED for subagent '{subagent}', which is already "
-                                                   f"active: finish it with SUBAGENT_FINISHED first")
-        elif subagent in self._closed_subagents:
-            self._fail("subagent-id-reused", f"SUBAGENT_STARTED for subagent '{subagent}', which already finished in "
-                                             f"this run: a subagentRunId names one invocation")
-        elif parent is not None and parent not in self._subagents and parent not in self._closed_subagents:
-            self._fail("subagent-parent-unknown", f"SUBAGENT_STARTED names parentSubagentRunId '{parent}', which has "
-                                                  f"not started in this run")
-        else:
-            self._subagents[subagent] = None
-
-    def _subagent_finished(self, event: Event) -> None:
-        subagent = event["subagentRunId"]
-        if subagent not in self._subagents:
-            self._fail("subagent-end-without-start", f"{event['type']} for subagent '{subagent}', which is not active "
-                                                     f"(SUBAGENT_STARTED)")
-            return
-        del self._subagents[subagent]
-        self._closed_subagents.add(subagent)
 
     def _seed(self, messages: Any, authoritative: bool) -> None:
         """Messages replayed on the wire (a snapshot, RUN_STARTED.input) have owners later events must agree with."""
@@ -246,17 +187,14 @@ class Verifier:
         self._seed(event["messages"], authoritative=True)
 
     def _run_started(self, event: Event) -> None:
-        self._started = True
         run = event.get("input")
         self._seed(run.get("messages") if isinstance(run, dict) else None, authoritative=False)
 
     def _run_finished(self, event: Event) -> None:
-        steps = [name if owner is None else f"{name} (subagent '{owner}')"
-                 for owner, names in self._steps.items() for name in names]
-        still_open = [("steps", steps)] + [
+        still_open = [("steps", self._scopes.open_steps())] + [
             (f"{_STREAMED[kind].noun}s", list(self._open[kind]))
             for kind in ("message", "reasoning message", "reasoning span", "tool call")
-        ] + [("subagents", list(self._subagents))]
+        ] + [("subagents", self._scopes.open_subagents())]
         for noun, names in still_open:
             if names:
                 self._fail(f"run-finished-with-open-{noun.replace(' ', '-')}", f"RUN_FINISHED while {noun} are still "
@@ -264,12 +202,7 @@ class Verifier:
                                                                                f"one before the run")
         for kind in self._open:
             self._open[kind].clear()
-        self._steps.clear()
-        self._subagents.clear()
-        self._finished = True
-
-    def _run_error(self, event: Event) -> None:
-        self._errored = True
+        self._scopes.end_run()
 
 
 _VERIFY: dict[str, Callable[[Verifier, Event], None]] = {
@@ -286,15 +219,14 @@ _VERIFY: dict[str, Callable[[Verifier, Event], None]] = {
     "REASONING_MESSAGE_END": Verifier._reasoning,
     "REASONING_END": Verifier._reasoning,
     "REASONING_ENCRYPTED_VALUE": Verifier._encrypted,
-    "STEP_STARTED": Verifier._step_started,
-    "STEP_FINISHED": Verifier._step_finished,
+    "STEP_STARTED": lambda verifier, event: verifier._scopes.step_started(event),
+    "STEP_FINISHED": lambda verifier, event: verifier._scopes.step_finished(event),
     "ACTIVITY_SNAPSHOT": Verifier._activity_snapshot,
     "ACTIVITY_DELTA": Verifier._activity_delta,
-    "SUBAGENT_STARTED": Verifier._subagent_started,
-    "SUBAGENT_FINISHED": Verifier._subagent_finished,
-    "SUBAGENT_ERROR": Verifier._subagent_finished,
+    "SUBAGENT_STARTED": lambda verifier, event: verifier._scopes.subagent_started(event),
+    "SUBAGENT_FINISHED": lambda verifier, event: verifier._scopes.subagent_finished(event),
+    "SUBAGENT_ERROR": lambda verifier, event: verifier._scopes.subagent_finished(event),
     "MESSAGES_SNAPSHOT": Verifier._messages_snapshot,
     "RUN_STARTED": Verifier._run_started,
     "RUN_FINISHED": Verifier._run_finished,
-    "RUN_ERROR": Verifier._run_error,
 }

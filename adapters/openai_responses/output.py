@@ -1,0 +1,51 @@
+"""A response's output as it is written: the items in order, what an item still being written holds so far, and
+how many characters of text the response holds (for how its JSON is written, `encode.json_bytes`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.core.events import ReasoningStart, TextStart, ToolCallStart
+
+Semantic = tuple[str, dict[str, Any]]
+"""One streaming event: its type and its fields (without `type` and `sequence_number`)."""
+
+
+class OpenItem:
+    """An item being written: where it is in the output, and its text or arguments so far."""
+
+    __slots__ = ("call_id", "index", "item_id", "name", "pieces")
+
+    def __init__(self, index: int, item_id: str, name: str = "", call_id: str = "") -> None:
+        self.index = index
+        self.item_id = item_id
+        self.name = name
+        self.call_id = call_id
+        self.pieces: list[str] = []
+
+
+class Output:
+    """The output items, and what the run sent that none of them shows (`dropped`, counted by kind). The writer is
+    one, and hands itself to the parts that write into it."""
+
+    __slots__ = ("chars", "dropped", "output")
+
+    def __init__(self, dropped: dict[str, int]) -> None:
+        self.output: list[dict[str, Any]] = []
+        self.dropped = dropped
+        self.chars = 0
+        """Characters of text, arguments and results the response holds."""
+
+    def add(self, item: dict[str, Any]) -> int:
+        self.output.append(item)
+        return len(self.output) - 1
+
+    def added_done(self, item: dict[str, Any]) -> list[Semantic]:
+        """An item that comes whole."""
+        index = self.add(item)
+        return [("response.output_item.added", {"output_index": index, "item": item}),
+                ("response.output_item.done", {"output_index": index, "item": item})]
+
+    def opened(self, e: TextStart | ReasoningStart | ToolCallStart) -> None:
+        if e.subagent_run_id is not None:
+            self.dropped["subagent"] += 1  # a message or a call has no author but the agent: whose it is, is lost
