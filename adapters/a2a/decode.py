@@ -17,11 +17,10 @@ from typing import Any
 import orjson
 
 from gateway.core.codec import UpstreamRequest
-from gateway.core.decoding import DEFAULT_MAX_BODY, BoundedBody, Events, JsonSSEDecoder
+from gateway.core.decoding import Events, JsonSSEOrBodyDecoder
 from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     Data,
-    Event,
     Interrupt,
     Raw,
     RunError,
@@ -36,7 +35,7 @@ from gateway.core.events import (
     ToolResult,
 )
 from gateway.core.ids import new_id
-from gateway.core.sse import DEFAULT_MAX_FRAME, SSEDecoder
+from gateway.core.sse import DEFAULT_MAX_FRAME
 
 from .request import FUNCTION_CALL, FUNCTION_RESPONSE
 from .wire import PAUSED, part_kind, response_kind, state, text_of
@@ -44,16 +43,11 @@ from .wire import PAUSED, part_kind, response_kind, state, text_of
 _FAILED_CODES = {"failed": ErrorCode.UPSTREAM_ERROR, "rejected": "upstream_rejected"}
 
 
-class A2ADecoder(JsonSSEDecoder):
-    __slots__ = ("_attempts", "_body", "_context_id", "_foreign", "_max_event_bytes", "_mode", "_open_text",
-                 "_said", "_task_id", "_whole_task")
+class A2ADecoder(JsonSSEOrBodyDecoder):
+    __slots__ = ("_attempts", "_context_id", "_foreign", "_open_text", "_said", "_task_id", "_whole_task")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
-        super().__init__(max_event_bytes)
-        self._max_event_bytes = max_event_bytes
-        self._mode: str | None = None
-        """`sse` or `json`, once the body's first byte tells."""
-        self._body = BoundedBody(max(max_event_bytes, DEFAULT_MAX_BODY))
+        super().__init__(max_event_bytes, json_starts=b"{[")
         self._task_id: str | None = None
         self._context_id: str | None = None
         self._open_text: dict[str, str] = {}
@@ -65,34 +59,6 @@ class A2ADecoder(JsonSSEDecoder):
         """The body being read is `GetTask`'s: its result is the task itself."""
         self._foreign = False
         """The body read after a re-attach is about another task (an agent that ran the request anew): ignored."""
-
-    def feed(self, chunk: bytes) -> list[Event]:
-        if self._mode is None:
-            head = chunk.lstrip()
-            if not head:
-                return []
-            self._mode = "json" if head[:1] in (b"{", b"[") else "sse"
-        if self._mode == "sse":
-            return super().feed(chunk)
-        out: list[Event] = []
-        if not self.repair.done:
-            self._body.add(chunk, self.repair, out)
-        return out
-
-    def close(self) -> list[Event]:
-        if self._mode != "json":
-            return super().close()
-        out: list[Event] = []
-        repair = self.repair
-        repair.out = out
-        if not repair.done:
-            parsed, body = self._body.json(repair, out)
-            if parsed and isinstance(body, dict):
-                self.on_frame(body, repair)
-            elif parsed:
-                repair.fail("upstream returned JSON that is not an object", ErrorCode.UPSTREAM_BAD_EVENT, out)
-        repair.end_of_stream(out)
-        return out
 
     def cancel_request(self) -> UpstreamRequest | None:
         if self._task_id is None or (self.repair.done and not self.repair.cut):
@@ -109,8 +75,7 @@ class A2ADecoder(JsonSSEDecoder):
             return None
         self._attempts += 1
         self._foreign = False
-        self._mode, self._sse = None, SSEDecoder(self._max_event_bytes)
-        self._body = BoundedBody(max(self._max_event_bytes, DEFAULT_MAX_BODY))
+        self.restart()
         self._whole_task = self._attempts == 2
         method = "GetTask" if self._whole_task else "SubscribeToTask"
         body = {"jsonrpc": "2.0", "id": new_id("rpc"), "method": method, "params": {"id": self._task_id}}
@@ -118,6 +83,13 @@ class A2ADecoder(JsonSSEDecoder):
         return UpstreamRequest(orjson.dumps(body), {"content-type": "application/json", "accept": accept,
                                                     "a2a-version": "1.0"}, streams=not self._whole_task,
                                json_reply=True)
+
+    def on_body(self, body: Any, out: Events) -> None:
+        if isinstance(body, dict):
+            self.on_frame(body, out)
+        else:
+            self.repair.fail("upstream returned JSON that is not an object", ErrorCode.UPSTREAM_BAD_EVENT,
+                             self.repair.out)
 
     def on_frame(self, frame: dict[str, Any], out: Events) -> None:
         error = frame.get("error")

@@ -16,12 +16,11 @@ from typing import Any
 
 import orjson
 
-from gateway.core.decoding import DEFAULT_MAX_BODY, BoundedBody, Events, JsonSSEDecoder
+from gateway.core.decoding import Events, JsonSSEOrBodyDecoder
 from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     ActivitySnapshot,
     EncryptedValue,
-    Event,
     Interrupt,
     InterruptResolved,
     Raw,
@@ -53,45 +52,17 @@ _REASONING_DELTAS = frozenset({"response.reasoning.delta", "response.reasoning_t
 _ENDS = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
 
-class ResponsesDecoder(JsonSSEDecoder):
-    __slots__ = ("_body", "_calls", "_items", "_mode", "_streamed")
+class ResponsesDecoder(JsonSSEOrBodyDecoder):
+    __slots__ = ("_calls", "_items", "_streamed")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__(max_event_bytes)
-        self._mode: str | None = None
-        self._body = BoundedBody(max(max_event_bytes, DEFAULT_MAX_BODY))
         self._items: dict[str, tuple[str, str]] = {}
         """Items open: item id -> (kind, the canonical id: the message's, or the call's)."""
         self._streamed: set[str] = set()
         """Calls whose arguments came as deltas."""
         self._calls: set[str] = set()
         """The agent's calls read (`agent_gateway:tool_call`): one again is its result after an approval."""
-
-    def feed(self, chunk: bytes) -> list[Event]:
-        if self._mode is None:
-            head = chunk.lstrip()
-            if not head:
-                return []
-            self._mode = "json" if head[:1] == b"{" else "sse"
-        if self._mode == "sse":
-            return super().feed(chunk)
-        out: list[Event] = []
-        if not self.repair.done:
-            self._body.add(chunk, self.repair, out)
-        return out
-
-    def close(self) -> list[Event]:
-        if self._mode != "json":
-            return super().close()
-        out: list[Event] = []
-        repair = self.repair
-        repair.out = out
-        if not repair.done:
-            parsed, body = self._body.json(repair, out)
-            if parsed:
-                self._whole(body, repair)
-        repair.end_of_stream(out)
-        return out
 
     def on_done(self, out: Events) -> None:
         """`[DONE]` follows the terminal event; before one, the stream was cut short (repair says so)."""
@@ -212,7 +183,7 @@ class ResponsesDecoder(JsonSSEDecoder):
         else:
             out.append(RunFinished("cancelled" if reason == "cancelled" else "success"))
 
-    def _whole(self, body: Any, out: Events) -> None:
+    def on_body(self, body: Any, out: Events) -> None:
         """One response object (or an error object): its items as the events of a run."""
         if not isinstance(body, dict):
             out.append(RunError("upstream returned JSON that is not an object", ErrorCode.UPSTREAM_BAD_EVENT))
