@@ -22,6 +22,7 @@ MODULES = (
     "gateway.core.decoding",
     "gateway.conversations.recorder",
     "adapters.a2a.decode",
+    "adapters.a2a.reading",
     "adapters.ag_kit.decode",
     "adapters.ag_ui.decode",
     "adapters.ag_ui.proto_decode",

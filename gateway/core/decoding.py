@@ -31,6 +31,16 @@ if TYPE_CHECKING:
 DEFAULT_MAX_BODY = 32 * 1024 * 1024
 
 
+def str_or(value: Any, default: str = "") -> str:
+    """`value` where an upstream sent a string, else `default`: for a field whose absence and emptiness are one."""
+    return value if isinstance(value, str) else default
+
+
+def str_or_none(value: Any) -> str | None:
+    """`value` where an upstream sent a string, else None: for a field whose absence the event keeps."""
+    return value if isinstance(value, str) else None
+
+
 class Events(Protocol):
     """Where a dialect's mapping puts the events it reads: the decoder's `RunRepair`, which repairs them on the way
     into the list `feed()` returns. A mapping appends to it as to a list and never needs to know more."""
