@@ -26,11 +26,12 @@ from .card import VARIES, describe
 from .conformance import judge
 from .decode import A2ADecoder
 from .document import TaskLog
-from .encode import asked, new_encoder
+from .encode import new_encoder
 from .errors import error_reply
 from .push import webhook_of
 from .queries import answer_query, read_query
 from .request import build_request, parse_request, sample_request
+from .updates import client_call
 from .versions import check_request
 from .wire import METHODS, QUERIES, REST, SEND, V03
 
@@ -70,19 +71,19 @@ def read_discovery(card: Any, url: str) -> Endpoint | None:
 
 def continues(turn: Turn) -> str | None:
     """A message naming its task continues it."""
-    task_id = asked(turn).get("continues")
+    task_id = client_call(turn).get("continues")
     return task_id if isinstance(task_id, str) else None
 
 
 def continued(turn: Turn, record: RunRecord) -> Turn:
     """A message to a task that waits for it: in the task's context, and answered with the whole task."""
     return replace(turn, conversation_id=turn.conversation_id or record.conversation_id,
-                   metadata={**turn.metadata, "a2a": {**asked(turn), "task": record.document}})
+                   metadata={**turn.metadata, "a2a": {**client_call(turn), "task": record.document}})
 
 
 def webhooks(turn: Turn) -> list[Webhook]:
     """The push notification config a message carries for its task."""
-    return [webhook_of(config, turn.run_id or "") for config in asked(turn).get("webhooks") or ()]
+    return [webhook_of(config, turn.run_id or "") for config in client_call(turn).get("webhooks") or ()]
 
 
 QUERIES_OF_TASKS = RunQueries(read=read_query, answer=answer_query, new_log=TaskLog, continues=continues,
