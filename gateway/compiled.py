@@ -28,6 +28,7 @@ MODULES = (
     "adapters.ag_ui.proto_decode",
     "adapters.agent_respond.decode",
     "adapters.langgraph.decode",
+    "adapters.langgraph.reading",
     "adapters.vercel.decode",
 )
 """One upstream event crosses all of these: SSE framing, the dialect's mapping, repair, and the recorder.
