@@ -6,7 +6,9 @@ its own (`card.py`).
 ```
 request.py   a client's request to a turn; a turn to an upstream's request     versions.py  A2A-Version
 encode.py    canonical events to a task's responses (streamed, or one body)   errors.py    JSON-RPC errors
+updates.py   the task, status and artifact updates encode.py writes; the client's call
 decode.py    an agent's responses to canonical events                          card.py      the agent card
+reading.py   an agent's messages and parts, for decode.py
 document.py  a task as its watchers see it; fold.py, a task from its responses
 queries.py   GetTask, CancelTask, SubscribeToTask; listing.py ListTasks; push.py push notification configs
 wire.py      the spellings of 1.0 and 0.3

@@ -132,7 +132,7 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
             self._context_id = context_id if isinstance(context_id, str) else None
             out.append(RunStarted(self._context_id, self._task_id))
 
-    def _artifact(self, update: dict[str, Any], out: Events, whole: bool = False) -> None:
+    def _artifact(self, update: dict[str, Any], out: Events, *, whole: bool = False) -> None:
         """An artifact update; `whole`, an artifact as a task holds it (all its chunks so far): only what was not
         passed on already."""
         artifact = update.get("artifact")

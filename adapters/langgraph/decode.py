@@ -186,7 +186,7 @@ class LangGraphDecoder(MessageReader):
         name, data, given = value["name"], value["data"], value.get("id")
         data_id = given if isinstance(given, str) else None
         family = _family(name, data_id, data) if data_id is not None else None
-        out.append(family or Data(name, data, data_id, value.get("transient") is True))
+        out.append(family or Data(name, data, data_id, transient=value.get("transient") is True))
 
     def _error(self, value: Any, out: Events) -> None:
         self._end_message(out)

@@ -68,14 +68,14 @@ class MessageReader(RepairedDecoder):
             self._end_message(out)
             self._tool_result(message, out)
         elif kind in ("ai", "AIMessageChunk"):
-            self._ai(message, kind == "AIMessageChunk", out)
+            self._ai(message, out, chunk=kind == "AIMessageChunk")
 
     def _complete(self, value: Any, out: Events) -> None:
         """`messages` mode (not `messages-tuple`): whole messages, as they end."""
         for message in value if isinstance(value, list) else ():
             self._message(message, out)
 
-    def _ai(self, message: dict[str, Any], chunk: bool, out: Events) -> None:
+    def _ai(self, message: dict[str, Any], out: Events, *, chunk: bool) -> None:
         given = message.get("id")
         content = message.get("content")
         current = self._current
@@ -167,7 +167,8 @@ class MessageReader(RepairedDecoder):
         _, subagent, metadata = _tags_of(message) or _UNTAGGED
         out.append(ToolResult(call_id, tool_content(message.get("content")),
                               message_id if isinstance(message_id, str) else None,
-                              message.get("status") == "error", subagent, metadata=metadata))
+                              is_error=message.get("status") == "error", subagent_run_id=subagent,
+                              metadata=metadata))
 
     def _end_message(self, out: Events) -> None:
         current = self._current

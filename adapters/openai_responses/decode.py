@@ -215,7 +215,8 @@ def _interrupt(item: dict[str, Any], item_id: str, out: Events) -> None:
 def _interrupt_resolved(item: dict[str, Any], item_id: str, out: Events) -> None:
     interrupt_id = _str_at(item, "interrupt_id")
     if interrupt_id is not None:
-        out.append(InterruptResolved(interrupt_id, item.get("approved") is not False, _str_at(item, "reason")))
+        out.append(InterruptResolved(interrupt_id, approved=item.get("approved") is not False,
+                                     reason=_str_at(item, "reason")))
 
 
 def _activity(item: dict[str, Any], item_id: str, out: Events) -> None:
