@@ -22,11 +22,13 @@ MODULES = (
     "gateway.core.decoding",
     "gateway.conversations.recorder",
     "adapters.a2a.decode",
+    "adapters.a2a.reading",
     "adapters.ag_kit.decode",
     "adapters.ag_ui.decode",
     "adapters.ag_ui.proto_decode",
     "adapters.agent_respond.decode",
     "adapters.langgraph.decode",
+    "adapters.langgraph.reading",
     "adapters.vercel.decode",
 )
 """One upstream event crosses all of these: SSE framing, the dialect's mapping, repair, and the recorder.

@@ -6,7 +6,9 @@ its own (`card.py`).
 ```
 request.py   a client's request to a turn; a turn to an upstream's request     versions.py  A2A-Version
 encode.py    canonical events to a task's responses (streamed, or one body)   errors.py    JSON-RPC errors
+updates.py   the task, status and artifact updates encode.py writes; the client's call
 decode.py    an agent's responses to canonical events                          card.py      the agent card
+reading.py   an agent's messages and parts, for decode.py
 document.py  a task as its watchers see it; fold.py, a task from its responses
 queries.py   GetTask, CancelTask, SubscribeToTask; listing.py ListTasks; push.py push notification configs
 wire.py      the spellings of 1.0 and 0.3
@@ -26,11 +28,12 @@ from .card import VARIES, agent_card
 from .conformance import judge
 from .decode import A2ADecoder
 from .document import TaskLog
-from .encode import asked, new_encoder
+from .encode import new_encoder
 from .errors import error_reply
 from .push import webhook_of
 from .queries import answer_query, read_query
 from .request import build_request, parse_request, sample_request
+from .updates import client_call
 from .versions import check_request
 from .wire import METHODS, QUERIES, REST, SEND, V03
 
@@ -70,19 +73,19 @@ def read_card(card: Any, url: str) -> Endpoint | None:
 
 def continues(turn: Turn) -> str | None:
     """A message naming its task continues it."""
-    task_id = asked(turn).get("continues")
+    task_id = client_call(turn).get("continues")
     return task_id if isinstance(task_id, str) else None
 
 
 def continued(turn: Turn, record: RunRecord) -> Turn:
     """A message to a task that waits for it: in the task's context, and answered with the whole task."""
     return replace(turn, conversation_id=turn.conversation_id or record.conversation_id,
-                   metadata={**turn.metadata, "a2a": {**asked(turn), "task": record.document}})
+                   metadata={**turn.metadata, "a2a": {**client_call(turn), "task": record.document}})
 
 
 def webhooks(turn: Turn) -> list[Webhook]:
     """The push notification config a message carries for its task."""
-    return [webhook_of(config, turn.run_id or "") for config in asked(turn).get("webhooks") or ()]
+    return [webhook_of(config, turn.run_id or "") for config in client_call(turn).get("webhooks") or ()]
 
 
 QUERIES_OF_TASKS = RunQueries(read=read_query, answer=answer_query, new_log=TaskLog, continues=continues,

@@ -17,11 +17,10 @@ from typing import Any
 import orjson
 
 from gateway.core.codec import UpstreamRequest
-from gateway.core.decoding import DEFAULT_MAX_BODY, BoundedBody, Events, JsonSSEDecoder
+from gateway.core.decoding import Events, JsonSSEOrBodyDecoder, str_or
 from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     Data,
-    Event,
     Interrupt,
     Raw,
     RunError,
@@ -30,30 +29,21 @@ from gateway.core.events import (
     TextDelta,
     TextEnd,
     TextStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolResult,
 )
 from gateway.core.ids import new_id
-from gateway.core.sse import DEFAULT_MAX_FRAME, SSEDecoder
+from gateway.core.sse import DEFAULT_MAX_FRAME
 
-from .request import FUNCTION_CALL, FUNCTION_RESPONSE
+from .reading import close_texts, data_of, parts_of, read_message
 from .wire import PAUSED, part_kind, response_kind, state, text_of
 
 _FAILED_CODES = {"failed": ErrorCode.UPSTREAM_ERROR, "rejected": "upstream_rejected"}
 
 
-class A2ADecoder(JsonSSEDecoder):
-    __slots__ = ("_attempts", "_body", "_context_id", "_foreign", "_max_event_bytes", "_mode", "_open_text",
-                 "_said", "_task_id", "_whole_task")
+class A2ADecoder(JsonSSEOrBodyDecoder):
+    __slots__ = ("_attempts", "_context_id", "_foreign", "_open_text", "_said", "_task_id", "_whole_task")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
-        super().__init__(max_event_bytes)
-        self._max_event_bytes = max_event_bytes
-        self._mode: str | None = None
-        """`sse` or `json`, once the body's first byte tells."""
-        self._body = BoundedBody(max(max_event_bytes, DEFAULT_MAX_BODY))
+        super().__init__(max_event_bytes, json_starts=b"{[")
         self._task_id: str | None = None
         self._context_id: str | None = None
         self._open_text: dict[str, str] = {}
@@ -66,58 +56,31 @@ class A2ADecoder(JsonSSEDecoder):
         self._foreign = False
         """The body read after a re-attach is about another task (an agent that ran the request anew): ignored."""
 
-    def feed(self, chunk: bytes) -> list[Event]:
-        if self._mode is None:
-            head = chunk.lstrip()
-            if not head:
-                return []
-            self._mode = "json" if head[:1] in (b"{", b"[") else "sse"
-        if self._mode == "sse":
-            return super().feed(chunk)
-        out: list[Event] = []
-        if not self.repair.done:
-            self._body.add(chunk, self.repair, out)
-        return out
-
-    def close(self) -> list[Event]:
-        if self._mode != "json":
-            return super().close()
-        out: list[Event] = []
-        repair = self.repair
-        repair.out = out
-        if not repair.done:
-            parsed, body = self._body.json(repair, out)
-            if parsed and isinstance(body, dict):
-                self.on_frame(body, repair)
-            elif parsed:
-                repair.fail("upstream returned JSON that is not an object", ErrorCode.UPSTREAM_BAD_EVENT, out)
-        repair.end_of_stream(out)
-        return out
-
     def cancel_request(self) -> UpstreamRequest | None:
         if self._task_id is None or (self.repair.done and not self.repair.cut):
             return None  # no task, or it ended by itself
-        body = {"jsonrpc": "2.0", "id": new_id("rpc"), "method": "CancelTask", "params": {"id": self._task_id}}
-        return UpstreamRequest(orjson.dumps(body), {"content-type": "application/json", "a2a-version": "1.0"},
-                               streams=False)
+        return _task_call("CancelTask", self._task_id, streams=False)
 
     def reattach_request(self, broke: bool = True) -> UpstreamRequest | None:
         """`SubscribeToTask` for the task the stream was running (it answers the task as it stands, then the rest),
-        and if that fails too, `GetTask` for where the task got to. JSON-RPC 1.0, as a task's id is only known from
-        a stream that began."""
+        and if that fails too, `GetTask` for where the task got to."""
         if self._task_id is None or self.repair.done or self._attempts >= 2:
             return None
         self._attempts += 1
         self._foreign = False
-        self._mode, self._sse = None, SSEDecoder(self._max_event_bytes)
-        self._body = BoundedBody(max(self._max_event_bytes, DEFAULT_MAX_BODY))
+        self.restart()
         self._whole_task = self._attempts == 2
-        method = "GetTask" if self._whole_task else "SubscribeToTask"
-        body = {"jsonrpc": "2.0", "id": new_id("rpc"), "method": method, "params": {"id": self._task_id}}
-        accept = "application/json" if self._whole_task else "text/event-stream"
-        return UpstreamRequest(orjson.dumps(body), {"content-type": "application/json", "accept": accept,
-                                                    "a2a-version": "1.0"}, streams=not self._whole_task,
-                               json_reply=True)
+        if self._whole_task:
+            return _task_call("GetTask", self._task_id, streams=False, accept="application/json", json_reply=True)
+        return _task_call("SubscribeToTask", self._task_id, streams=True, accept="text/event-stream",
+                          json_reply=True)
+
+    def on_body(self, body: Any, out: Events) -> None:
+        if isinstance(body, dict):
+            self.on_frame(body, out)
+        else:
+            self.repair.fail("upstream returned JSON that is not an object", ErrorCode.UPSTREAM_BAD_EVENT,
+                             self.repair.out)
 
     def on_frame(self, frame: dict[str, Any], out: Events) -> None:
         error = frame.get("error")
@@ -153,7 +116,7 @@ class A2ADecoder(JsonSSEDecoder):
             self._status(value.get("status"), out)
         elif kind == "message":
             self._started(value.get("contextId"), value.get("taskId"), out)
-            self._message(value, out)
+            read_message(value, self._open_text, out)
             if value.get("taskId") is None:  # a reply without a task: the run is this message
                 out.append(RunFinished())
         else:
@@ -169,7 +132,7 @@ class A2ADecoder(JsonSSEDecoder):
             self._context_id = context_id if isinstance(context_id, str) else None
             out.append(RunStarted(self._context_id, self._task_id))
 
-    def _artifact(self, update: dict[str, Any], out: Events, whole: bool = False) -> None:
+    def _artifact(self, update: dict[str, Any], out: Events, *, whole: bool = False) -> None:
         """An artifact update; `whole`, an artifact as a task holds it (all its chunks so far): only what was not
         passed on already."""
         artifact = update.get("artifact")
@@ -178,12 +141,12 @@ class A2ADecoder(JsonSSEDecoder):
         self._started(update.get("contextId"), update.get("taskId"), out)
         artifact_id = artifact.get("artifactId")
         artifact_id = artifact_id if isinstance(artifact_id, str) else new_id("artifact")
-        name = _str(artifact.get("name"), "artifact")
+        name = str_or(artifact.get("name"), "artifact")
         said_before = self._said.get(artifact_id)
         seen = whole and said_before is not None
         skip = (said_before or 0) if whole else 0
         passed = 0
-        for part in _parts(artifact):
+        for part in parts_of(artifact):
             if not isinstance(part, dict):
                 continue
             kind = part_kind(part)
@@ -216,69 +179,25 @@ class A2ADecoder(JsonSSEDecoder):
         name = state(status.get("state"))
         message = status.get("message")
         if name in PAUSED:
-            self._close_text(out)
-            text = text_of(_parts(message))
+            close_texts(self._open_text, out)
+            text = text_of(parts_of(message))
             out.append(Interrupt(self._task_id or new_id("task"), name.replace("-", "_"), text or None,
-                                 _data_of(message)))
+                                 data_of(message)))
             out.append(RunFinished("interrupt"))
             return
         if name in _FAILED_CODES:
-            self._close_text(out)
-            text = text_of(_parts(message))
+            close_texts(self._open_text, out)
+            text = text_of(parts_of(message))
             out.append(RunError(text or f"upstream task {name}", _FAILED_CODES[name]))
             return
         if isinstance(message, dict):
-            self._message(message, out)
+            read_message(message, self._open_text, out)
         if name == "completed":
-            self._close_text(out)
+            close_texts(self._open_text, out)
             out.append(RunFinished())
         elif name == "canceled":
-            self._close_text(out)
+            close_texts(self._open_text, out)
             out.append(RunFinished("cancelled"))
-
-    def _message(self, message: dict[str, Any], out: Events) -> None:
-        """An agent's message: its text as one message, its ADK-marked data parts as tool calls and results, and
-        any other data part as named data."""
-        message_id = _str(message.get("messageId")) or new_id("msg")
-        text_open = False
-        for part in _parts(message):
-            if not isinstance(part, dict):
-                continue
-            kind = part_kind(part)
-            if kind == "text" and isinstance(part.get("text"), str):
-                if not text_open:
-                    self._close_text(out)
-                    out.append(TextStart(message_id))
-                    text_open = True
-                out.append(TextDelta(message_id, part["text"]))
-                continue
-            if text_open:
-                out.append(TextEnd(message_id))
-                text_open = False
-            metadata = part.get("metadata")
-            mark = metadata.get("adk_type") if isinstance(metadata, dict) else None
-            data = part.get("data")
-            if mark == FUNCTION_CALL and isinstance(data, dict):
-                call_id = _str(data.get("id")) or new_id("call")
-                out.append(ToolCallStart(call_id, str(data.get("name") or "unknown_tool"), message_id))
-                out.append(ToolCallArgs(call_id, orjson.dumps(data.get("args") or {}).decode()))
-                out.append(ToolCallEnd(call_id))
-            elif mark == FUNCTION_RESPONSE and isinstance(data, dict) and isinstance(data.get("id"), str):
-                response = data.get("response")
-                if isinstance(response, dict) and set(response) == {"result"}:
-                    response = response["result"]
-                out.append(ToolResult(data["id"], response))
-            elif kind == "data":
-                out.append(Data("data", data, message_id))
-            elif kind == "file":
-                out.append(Data("file", part.get("file", part), message_id))
-        if text_open:
-            out.append(TextEnd(message_id))
-
-    def _close_text(self, out: Events) -> None:
-        for message_id in self._open_text.values():
-            out.append(TextEnd(message_id))
-        self._open_text.clear()
 
     def _end_without_state(self, out: Events) -> None:
         """The stream ended with no final state: a task still working is a truncated run (repair says so); one
@@ -292,31 +211,24 @@ def _another(named: Any, this: str | None) -> bool:
     return this is not None and isinstance(named, str) and named != this
 
 
+def _task_call(method: str, task_id: str, *, streams: bool, accept: str | None = None,
+               json_reply: bool = False) -> UpstreamRequest:
+    """A JSON-RPC 1.0 call about the task (a task's id is only known from a stream that began, which 1.0 spoke)."""
+    body = {"jsonrpc": "2.0", "id": new_id("rpc"), "method": method, "params": {"id": task_id}}
+    headers = {"content-type": "application/json"}
+    if accept is not None:
+        headers["accept"] = accept
+    headers["a2a-version"] = "1.0"
+    return UpstreamRequest(orjson.dumps(body), headers, streams=streams, json_reply=json_reply)
+
+
 def _rpc_error(error: Any) -> RunError:
     if not isinstance(error, dict):
         return RunError("upstream answered with a JSON-RPC error", ErrorCode.UPSTREAM_ERROR)
-    message = _str(error.get("message"), "upstream error")
+    message = str_or(error.get("message"), "upstream error")
     code = error.get("code")
     data = error.get("data")
     info = data[0] if isinstance(data, list) and data and isinstance(data[0], dict) else {}
-    reason = _str(info.get("reason")).lower()  # google.rpc.ErrorInfo's: the gateway's own code, past a gateway
+    reason = str_or(info.get("reason")).lower()  # google.rpc.ErrorInfo's: the gateway's own code, past a gateway
     return RunError(f"{message} (A2A error {code})" if code is not None else message,
                     reason or ErrorCode.UPSTREAM_ERROR)
-
-
-def _str(value: Any, default: str = "") -> str:
-    return value if isinstance(value, str) else default
-
-
-def _parts(message: Any) -> list[Any]:
-    """A message's parts; 0.3's HTTP+JSON binding calls them `content`."""
-    if not isinstance(message, dict):
-        return []
-    parts = message.get("parts") or message.get("content")
-    return parts if isinstance(parts, list) else []
-
-
-def _data_of(message: Any) -> Any:
-    """The data parts of a status message, for an interrupt's payload (what the agent asks for, as data)."""
-    data = [p.get("data") for p in _parts(message) if isinstance(p, dict) and part_kind(p) == "data"]
-    return data[0] if len(data) == 1 else (data or None)

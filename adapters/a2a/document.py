@@ -12,8 +12,9 @@ import orjson
 from gateway.core.events import Event
 from gateway.core.turn import Turn
 
-from .encode import TaskWriter, asked
+from .encode import TaskWriter
 from .fold import fold
+from .updates import client_call
 from .wire import wrap
 
 
@@ -25,7 +26,7 @@ class TaskLog:
 
     def __init__(self, turn: Turn) -> None:
         self._writer = TaskWriter(turn, defaultdict(int), spelling_of_client=False)
-        earlier = asked(turn).get("task")
+        earlier = client_call(turn).get("task")
         if isinstance(earlier, dict):  # the request continues a task: its history gets the new message
             self._task = copy.deepcopy(earlier)
             self._task.setdefault("history", []).extend(self._writer.history())

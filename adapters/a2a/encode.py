@@ -55,10 +55,8 @@ from gateway.core.turn import Turn
 
 from .fold import fold, limit_history
 from .request import FUNCTION_CALL, FUNCTION_RESPONSE
-from .wire import V03, data_part, message_v03, now, part_v03, part_v10, role_for, state_for, task_v03, text_part, wrap
-
-Response = tuple[str, dict[str, Any]]
-"""One stream response: its kind (`task`, `status-update`, `artifact-update`) and its object."""
+from .updates import Response, TaskUpdates, client_call
+from .wire import V03, data_part, part_v03, part_v10, task_v03, text_part, wrap
 
 _DROPPED: dict[type, str] = {
     ReasoningStart: "reasoning", ReasoningDelta: "reasoning", ReasoningEnd: "reasoning", StateSnapshot: "state",
@@ -67,22 +65,15 @@ _DROPPED: dict[type, str] = {
 """What a task has no place for, by the kind counted in `dropped`."""
 
 
-class TaskWriter:
+class TaskWriter(TaskUpdates):
     """The task a run makes, as the responses an A2A server streams; shared by the streamed and the one-body
     reply."""
 
-    __slots__ = ("_calls", "_context_id", "_continues", "_dropped", "_families", "_interrupts", "_request",
-                 "_task_id", "_unresolved", "held_chars", "history_length", "sent", "version")
+    __slots__ = ("_calls", "_continues", "_dropped", "_families", "_interrupts", "_unresolved", "held_chars", "sent")
 
     def __init__(self, request: Turn | None, dropped: dict[str, int], *, spelling_of_client: bool = True) -> None:
-        v03 = spelling_of_client and request is not None and request.variant == V03
-        self.version = V03 if v03 else None
-        """The version the responses are written in: the client's, or 1.0 (a task's record)."""
-        self._request = request
-        self._continues = bool(asked(request).get("continues"))
-        self._task_id = request.run_id if request is not None and request.run_id else new_id("task")
-        self._context_id = request.conversation_id if request is not None and request.conversation_id \
-            else new_id("ctx")
+        super().__init__(request, spelling_of_client=spelling_of_client)
+        self._continues = bool(client_call(request).get("continues"))
         self.sent: dict[str, bool] = {}
         """Text messages being written as artifacts: message id -> whether a chunk went out."""
         self._calls: dict[str, tuple[str, list[str]]] = {}
@@ -94,9 +85,6 @@ class TaskWriter:
         self._interrupts: list[Interrupt] = []
         self._families: Shown | None = None
         self._dropped = dropped
-        length = asked(request).get("history_length")
-        self.history_length: int | None = length if isinstance(length, int) else None
-        """How much of the task's history the client asked to see (`configuration.historyLength`)."""
 
     def event(self, e: Event) -> list[Response]:
         if e.metadata is not None:
@@ -109,28 +97,6 @@ class TaskWriter:
             self._dropped[kind] += 1
         return []
 
-    def _status(self, name: str, parts: list[dict[str, Any]] | None = None, final: bool = False) -> Response:
-        status: dict[str, Any] = {"state": state_for(self.version, name), "timestamp": now()}
-        if parts:
-            status["message"] = {"messageId": new_id("msg"), "contextId": self._context_id, "taskId": self._task_id,
-                                 "role": role_for(self.version, "agent"), "parts": parts}
-            if self.version == V03:
-                status["message"]["kind"] = "message"
-        update: dict[str, Any] = {"taskId": self._task_id, "contextId": self._context_id, "status": status}
-        if self.version == V03:
-            update["final"] = final
-        return "status-update", update
-
-    def _artifact(self, artifact_id: str, name: str, parts: list[dict[str, Any]], append: bool,
-                  last: bool) -> Response:
-        update: dict[str, Any] = {"taskId": self._task_id, "contextId": self._context_id,
-                                  "artifact": {"artifactId": artifact_id, "name": name, "parts": parts}}
-        if append or self.version == V03:
-            update["append"] = append
-        if last or self.version == V03:
-            update["lastChunk"] = last
-        return "artifact-update", update
-
     def _run_started(self, e: RunStarted) -> list[Response]:
         if e.run_id:
             self._task_id = e.run_id
@@ -141,34 +107,6 @@ class TaskWriter:
             return [working]  # a continued task's stream starts with its new status, as the SDK's does
         return [("task", self.new_task()), working]
 
-    def new_task(self) -> dict[str, Any]:
-        """The task the request starts, as it is submitted."""
-        task: dict[str, Any] = {"id": self._task_id, "contextId": self._context_id,
-                                "status": {"state": state_for(self.version, "submitted"), "timestamp": now()}}
-        history = self.history()
-        if history:
-            task["history"] = history
-        return task
-
-    def history(self) -> list[dict[str, Any]]:
-        """What the client said in this request, for the task's history: its message as sent."""
-        if self._request is None:
-            return []
-        sent = asked(self._request).get("message")
-        if isinstance(sent, dict):
-            message = {**sent, "contextId": self._context_id, "taskId": self._task_id}
-            return [message_v03(message) if self.version == V03 else message]
-        messages = []
-        for m in self._request.messages:
-            if m.role == "user" and m.text:
-                message = {"messageId": m.id or new_id("msg"), "contextId": self._context_id,
-                           "taskId": self._task_id, "role": role_for(self.version, "user"),
-                           "parts": [text_part(self.version, m.text)]}
-                if self.version == V03:
-                    message["kind"] = "message"
-                messages.append(message)
-        return messages
-
     def _text_start(self, e: TextStart) -> list[Response]:
         self.sent[e.message_id] = False
         return []
@@ -177,16 +115,12 @@ class TaskWriter:
         if self.sent.get(e.message_id):
             return [self.text_chunk(e.message_id, e.delta)]
         self.sent[e.message_id] = True
-        return [self._artifact(e.message_id, "response", [text_part(self.version, e.delta)], False, False)]
-
-    def text_chunk(self, message_id: str, text: str) -> Response:
-        """A chunk of a message's artifact after its first."""
-        return self._artifact(message_id, "response", [text_part(self.version, text)], True, False)
+        return [self._text(e.message_id, e.delta, append=False, last=False)]
 
     def _text_end(self, e: TextEnd) -> list[Response]:
         if not self.sent.pop(e.message_id, False):
             return []
-        return [self._artifact(e.message_id, "response", [text_part(self.version, "")], True, True)]
+        return [self._text(e.message_id, "", append=True, last=True)]
 
     def _tool_start(self, e: ToolCallStart) -> list[Response]:
         self._calls[e.tool_call_id] = (e.name, [])
@@ -230,8 +164,9 @@ class TaskWriter:
         if e.name == "file" and isinstance(data, dict) and ({"raw", "url", "bytes", "uri"} & data.keys()):
             part = part_v10(data if "raw" in data or "url" in data else {"kind": "file", "file": data})
             return [self._artifact(e.id or new_id("artifact"), e.name,
-                                   [part_v03(part) if self.version == V03 else part], False, True)]
-        return [self._artifact(e.id or new_id("artifact"), e.name, [data_part(self.version, data)], False, True)]
+                                   [part_v03(part) if self.version == V03 else part], append=False, last=True)]
+        return [self._artifact(e.id or new_id("artifact"), e.name, [data_part(self.version, data)], append=False,
+                               last=True)]
 
     def _interrupt_resolved(self, e: InterruptResolved) -> list[Response]:
         self._interrupts = [i for i in self._interrupts if i.id != e.interrupt_id]
@@ -290,8 +225,7 @@ class TaskWriter:
         return [*self._close_text(), self._status("failed", [text_part(self.version, e.message)], final=True)]
 
     def _close_text(self) -> list[Response]:
-        out = [self._artifact(message_id, "response", [text_part(self.version, "")], True, True)
-               for message_id, sent in self.sent.items() if sent]
+        out = [self._text(message_id, "", append=True, last=True) for message_id, sent in self.sent.items() if sent]
         self.sent.clear()
         return out
 
@@ -318,13 +252,6 @@ _HANDLERS: dict[type, Callable[[TaskWriter, Any], list[Response]]] = {
     RunError: TaskWriter._run_error,
 }
 _HANDLERS[StepStarted] = _HANDLERS[StepFinished] = TaskWriter._steps
-
-
-def asked(request: Turn | None) -> dict[str, Any]:
-    """What the client's JSON-RPC call asked of the reply: its id, whether it streams, whether it continues a task
-    (see `request.parse_request`); empty for a request of another dialect."""
-    a2a = request.metadata.get("a2a") if request is not None else None
-    return a2a if isinstance(a2a, dict) else {}
 
 
 def _frame(version: str | None, rpc_id: Any, kind: str, value: dict[str, Any], chars: int = 0) -> bytes:
@@ -359,7 +286,7 @@ class A2AStreamEncoder(SSEEncoder):
     def __init__(self, request: Turn | None = None) -> None:
         super().__init__(request)
         self.writer = TaskWriter(request, self.dropped)
-        self.rpc_id = asked(request).get("id")
+        self.rpc_id = client_call(request).get("id")
         writer, rpc_id = self.writer, self.rpc_id
         self.chunks = DeltaFrames(lambda message_id: _frame(writer.version, rpc_id,
                                                             *writer.text_chunk(message_id, HOLE)))
@@ -377,7 +304,7 @@ class A2ATaskEncoder:
                  "writer")
 
     def __init__(self, request: Turn | None = None) -> None:
-        self.immediately = asked(request).get("return_immediately") is True
+        self.immediately = client_call(request).get("return_immediately") is True
         """The client asked for the task as soon as it exists (`returnImmediately`): the run goes on without it."""
         self._answered = False
         self._chars = 0
@@ -386,8 +313,8 @@ class A2ATaskEncoder:
         self.headers = {"content-type": "application/json"}
         self.dropped: dict[str, int] = defaultdict(int)
         self.writer = TaskWriter(request, self.dropped)
-        self.rpc_id = asked(request).get("id")
-        earlier = asked(request).get("task")
+        self.rpc_id = client_call(request).get("id")
+        earlier = client_call(request).get("task")
         self._task: dict[str, Any] = {}
         if isinstance(earlier, dict):
             self._task = task_v03(earlier) if self.writer.version == V03 else copy.deepcopy(earlier)
@@ -415,6 +342,6 @@ class A2ATaskEncoder:
 
 def new_encoder(request: Turn | None = None) -> A2AStreamEncoder | A2ATaskEncoder:
     """The reply the request asked for: streamed for `SendStreamingMessage`, one task for `SendMessage`."""
-    if asked(request).get("stream") is False:
+    if client_call(request).get("stream") is False:
         return A2ATaskEncoder(request)
     return A2AStreamEncoder(request)

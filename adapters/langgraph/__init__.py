@@ -6,8 +6,9 @@ run its client abandons and joins one whose connection broke; as a server it tak
 
 ```
 request.py     a client's run to a turn; a turn to an upstream's run        messages.py    LangChain messages
-decode.py      a run stream to canonical events                             interrupts.py  `__interrupt__`
+decode.py      a run stream to canonical events; reading.py its messages    interrupts.py  `__interrupt__`
 encode.py      canonical events to a run stream, in the modes asked         conformance.py the judge
+shapes.py      the LangChain objects the encoder writes messages as
 resources.py   the SDKs' calls under the server's URL                       queries.py     threads, runs, assistants
 threads.py     `Thread`, `ThreadState`, `Run`, `Assistant`; a run's log
 ```

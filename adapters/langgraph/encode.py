@@ -77,6 +77,7 @@ from gateway.core.usage import UsageTotals
 from .interrupts import interrupt_item
 from .messages import result_content, to_langchain
 from .request import UPSTREAM_MODES
+from .shapes import ai_chunk, message_tags, usage_metadata
 
 NODE = "agent"
 """The node a message is said to come from: the gateway sees runs, not the graph that made them."""
@@ -87,13 +88,7 @@ def frame(event: str, value: Any) -> bytes:
     return b"event: " + event.encode() + b"\ndata: " + orjson.dumps(value) + b"\n\n"
 
 
-def _chunk(message_id: str, content: Any, **fields: Any) -> dict[str, Any]:
-    return {"content": content, "additional_kwargs": {}, "response_metadata": {}, "type": "AIMessageChunk",
-            "name": None, "id": message_id, "tool_calls": [], "invalid_tool_calls": [], "usage_metadata": None,
-            "tool_call_chunks": [], **fields}
-
-
-_TEXT = DeltaFrames(lambda message_id: frame("messages", [_chunk(message_id, HOLE), _META]))
+_TEXT = DeltaFrames(lambda message_id: frame("messages", [ai_chunk(message_id, HOLE), _META]))
 
 
 def _emit(self: LangGraphEncoder, event: str, value: Any) -> bytes:
@@ -129,13 +124,6 @@ def _ai_message(self: LangGraphEncoder, message_id: str) -> dict[str, Any]:
     return current
 
 
-def _tags(name: str | None, subagent_run_id: str | None, metadata: Any) -> dict[str, Any]:
-    """What a message says of itself beyond its content: its author's `name`, and the gateway's part of its
-    `response_metadata` (the event's metadata, the subagent that wrote it); empty for most messages."""
-    ours = drop_none({"metadata": metadata, "subagent_run_id": subagent_run_id})
-    return drop_none({"name": name, "response_metadata": {"agent_gateway": ours} if ours else None})
-
-
 def _run_started(self: LangGraphEncoder, e: RunStarted) -> bytes:
     run_id = self._run_id or e.run_id or new_id("run")
     head: dict[str, Any] = {"run_id": run_id, "attempt": 1}
@@ -147,11 +135,11 @@ def _run_started(self: LangGraphEncoder, e: RunStarted) -> bytes:
 def _text_start(self: LangGraphEncoder, e: TextStart) -> bytes:
     self._texts[e.message_id] = []
     message = _ai_message(self, e.message_id)
-    tags = _tags(e.name, e.subagent_run_id, e.metadata)
+    tags = message_tags(e.name, e.subagent_run_id, e.metadata)
     if not tags:
         return b""
     message.update(tags)  # said first, so that a reader knows the message by them before its text
-    return _tuple(self, _chunk(e.message_id, "", **tags))
+    return _tuple(self, ai_chunk(e.message_id, "", **tags))
 
 
 def _text_delta(self: LangGraphEncoder, e: TextDelta) -> bytes:
@@ -170,11 +158,12 @@ def _text_delta(self: LangGraphEncoder, e: TextDelta) -> bytes:
 def _text_end(self: LangGraphEncoder, e: TextEnd) -> bytes:
     message = _ai_message(self, e.message_id)
     message["content"] = "".join(self._texts.pop(e.message_id, ()))
-    return _tuple(self, _chunk(e.message_id, "", chunk_position="last")) + _update(self, NODE, {"messages": [message]})
+    last = _tuple(self, ai_chunk(e.message_id, "", chunk_position="last"))
+    return last + _update(self, NODE, {"messages": [message]})
 
 
 def _reasoning_start(self: LangGraphEncoder, e: ReasoningStart) -> bytes:
-    tags = _tags(None, e.subagent_run_id, e.metadata)
+    tags = message_tags(None, e.subagent_run_id, e.metadata)
     if tags:
         self._reasoning_tags[e.message_id] = tags
     return b""
@@ -184,7 +173,7 @@ def _reasoning_delta(self: LangGraphEncoder, e: ReasoningDelta) -> bytes:
     if e.metadata is not None:
         self.dropped["metadata"] += 1
     tags = self._reasoning_tags.get(e.message_id, {}) if self._reasoning_tags else {}
-    return _tuple(self, _chunk(e.message_id, [{"type": "reasoning", "reasoning": e.delta}], **tags))
+    return _tuple(self, ai_chunk(e.message_id, [{"type": "reasoning", "reasoning": e.delta}], **tags))
 
 
 def _encrypted(self: LangGraphEncoder, e: EncryptedValue) -> bytes:
@@ -194,7 +183,7 @@ def _encrypted(self: LangGraphEncoder, e: EncryptedValue) -> bytes:
         self.dropped["encrypted_value"] += 1
         return b""
     block = {"type": "reasoning", "reasoning": "", "extras": {"encrypted_content": e.value}}
-    return _tuple(self, _chunk(e.entity_id, [block]))
+    return _tuple(self, ai_chunk(e.entity_id, [block]))
 
 
 def _reasoning_end(self: LangGraphEncoder, e: ReasoningEnd) -> bytes:
@@ -210,7 +199,7 @@ def _tool_start(self: LangGraphEncoder, e: ToolCallStart) -> bytes:
     self._calls[e.tool_call_id] = {"message": message, "index": index, "name": e.name, "args": ""}
     message["tool_calls"].append({"name": e.name, "args": {}, "id": e.tool_call_id, "type": "tool_call"})
     piece = {"name": e.name, "args": "", "id": e.tool_call_id, "index": index, "type": "tool_call_chunk"}
-    return _tuple(self, _chunk(parent, "", tool_call_chunks=[piece]))
+    return _tuple(self, ai_chunk(parent, "", tool_call_chunks=[piece]))
 
 
 def _tool_args(self: LangGraphEncoder, e: ToolCallArgs) -> bytes:
@@ -221,7 +210,7 @@ def _tool_args(self: LangGraphEncoder, e: ToolCallArgs) -> bytes:
         return b""
     call["args"] += e.delta
     piece = {"name": None, "args": e.delta, "id": None, "index": call["index"], "type": "tool_call_chunk"}
-    return _tuple(self, _chunk(call["message"]["id"], "", tool_call_chunks=[piece]))
+    return _tuple(self, ai_chunk(call["message"]["id"], "", tool_call_chunks=[piece]))
 
 
 def _tool_end(self: LangGraphEncoder, e: ToolCallEnd) -> bytes:
@@ -243,7 +232,7 @@ def _tool_result(self: LangGraphEncoder, e: ToolResult) -> bytes:
         "content": result_content(e.content), "additional_kwargs": {}, "response_metadata": {}, "type": "tool",
         "name": call["name"] if call is not None else None, "id": e.message_id or new_id("msg"),
         "tool_call_id": e.tool_call_id, "artifact": None, "status": "error" if e.is_error or e.denied else "success"}
-    tags = _tags(None, e.subagent_run_id, e.metadata)
+    tags = message_tags(None, e.subagent_run_id, e.metadata)
     if tags:
         message.update(tags)
     self._messages.append(message)
@@ -285,21 +274,7 @@ def _usage(self: LangGraphEncoder, e: Usage) -> bytes:
     if model:
         message["response_metadata"] = {**message.get("response_metadata", {}), **model}
         fields["response_metadata"] = model
-    return _tuple(self, _chunk(message["id"], "", **fields))
-
-
-def usage_metadata(counts: dict[str, int]) -> dict[str, Any]:
-    """Counts as LangChain's `UsageMetadata` holds them: the three totals, then details within them."""
-    inputs, outputs = counts.get("input_tokens", 0), counts.get("output_tokens", 0)
-    usage: dict[str, Any] = {"input_tokens": inputs, "output_tokens": outputs,
-                             "total_tokens": counts.get("total_tokens", inputs + outputs)}
-    cached = drop_none({"cache_read": counts.get("cached_input_tokens"),
-                        "cache_creation": counts.get("cache_write_input_tokens")})
-    if cached:
-        usage["input_token_details"] = cached
-    if "reasoning_tokens" in counts:
-        usage["output_token_details"] = {"reasoning": counts["reasoning_tokens"]}
-    return usage
+    return _tuple(self, ai_chunk(message["id"], "", **fields))
 
 
 def _state_snapshot(self: LangGraphEncoder, e: StateSnapshot) -> bytes:

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.core.decoding import DEFAULT_MAX_BODY, BoundedBody, Events, JsonSSEDecoder
+from gateway.core.decoding import Events, JsonSSEOrBodyDecoder
 from gateway.core.errors import ErrorCode
 from gateway.core.events import (
-    Event,
     Raw,
     ReasoningDelta,
     ReasoningEnd,
@@ -42,14 +41,11 @@ from gateway.core.usage import read_openai
 _REASONING_KEYS = ("reasoning_content", "reasoning")
 
 
-class ChatDecoder(JsonSSEDecoder):
-    __slots__ = ("_body", "_calls", "_finished", "_mode", "_model", "_reasoning", "_started", "_text")
+class ChatDecoder(JsonSSEOrBodyDecoder):
+    __slots__ = ("_calls", "_finished", "_model", "_reasoning", "_started", "_text")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__(max_event_bytes)
-        self._mode: str | None = None
-        """`sse` or `json`, once the body's first byte tells."""
-        self._body = BoundedBody(max(max_event_bytes, DEFAULT_MAX_BODY))
         self._started = False
         self._text: str | None = None
         self._reasoning: str | None = None
@@ -58,35 +54,6 @@ class ChatDecoder(JsonSSEDecoder):
         self._finished = False
         """A finish reason came: the stream may end without `[DONE]`."""
         self._model: str | None = None
-
-    def feed(self, chunk: bytes) -> list[Event]:
-        if self._mode is None:
-            head = chunk.lstrip()
-            if not head:
-                return []
-            self._mode = "json" if head[:1] == b"{" else "sse"
-        if self._mode == "sse":
-            return super().feed(chunk)
-        out: list[Event] = []
-        if not self.repair.done:
-            self._body.add(chunk, self.repair, out)
-        return out
-
-    def close(self) -> list[Event]:
-        out: list[Event] = []
-        repair = self.repair
-        repair.out = out
-        if self._mode == "json" and not repair.done:
-            parsed, body = self._body.json(repair, out)
-            if parsed:
-                self._completion(body, repair)
-        elif not repair.done:
-            self._frames(self._sse.flush(), out)
-            if self._finished and not repair.done:
-                self._end(repair)
-                repair.push(RunFinished(), out)
-        repair.end_of_stream(out)
-        return out
 
     def on_frame(self, frame: dict[str, Any], out: Events) -> None:
         if frame.get("error"):
@@ -113,6 +80,11 @@ class ChatDecoder(JsonSSEDecoder):
     def on_done(self, out: Events) -> None:
         self._end(out)
         out.append(RunFinished())
+
+    def on_end(self, out: Events) -> None:
+        if self._finished:  # a finish reason came: the stream may end without `[DONE]`
+            self._end(out)
+            out.append(RunFinished())
 
     def _start(self, frame: dict[str, Any], out: Events) -> None:
         if not self._started:
@@ -176,7 +148,7 @@ class ChatDecoder(JsonSSEDecoder):
             out.append(ToolCallEnd(call_id))
         self._calls.clear()
 
-    def _completion(self, body: Any, out: Events) -> None:
+    def on_body(self, body: Any, out: Events) -> None:
         """One `chat.completion` body (or an error object): its message as the events of a run."""
         if not isinstance(body, dict):
             out.append(RunError("upstream returned JSON that is not an object", ErrorCode.UPSTREAM_BAD_EVENT))

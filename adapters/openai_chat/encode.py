@@ -67,7 +67,7 @@ _DROPPED: dict[type, str] = {
 """What a completion has no place for, by the kind counted in `dropped`."""
 
 
-def asked(request: Turn | None) -> dict[str, Any]:
+def reply_options(request: Turn | None) -> dict[str, Any]:
     """What the client's request asked of the reply (`stream`, `include_usage`); empty for another dialect's."""
     openai = request.metadata.get("openai") if request is not None else None
     return openai if isinstance(openai, dict) else {}
@@ -290,7 +290,7 @@ class ChatStreamEncoder(SSEEncoder):
     def __init__(self, request: Turn | None = None) -> None:
         super().__init__(request)
         self.completion = Completion(request, self.dropped)
-        self.include_usage = bool(asked(request).get("include_usage"))
+        self.include_usage = bool(reply_options(request).get("include_usage"))
         c = self.completion
         head = {"id": c.id, "object": "chat.completion.chunk", "created": c.created, "model": c.model}
         self.text = DeltaFrames(lambda _: _frame(head, {"content": HOLE}))
@@ -382,6 +382,6 @@ class ChatBodyEncoder:
 def new_encoder(request: Turn | None = None) -> ChatStreamEncoder | ChatBodyEncoder:
     """The reply the request asked for: chunks for `stream: true` (and for another dialect's request), else one
     body."""
-    if request is not None and asked(request).get("stream") is False:
+    if request is not None and reply_options(request).get("stream") is False:
         return ChatBodyEncoder(request)
     return ChatStreamEncoder(request)

@@ -16,12 +16,11 @@ from typing import Any
 
 import orjson
 
-from gateway.core.decoding import DEFAULT_MAX_BODY, BoundedBody, Events, JsonSSEDecoder
+from gateway.core.decoding import Events, JsonSSEOrBodyDecoder, str_or
 from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     ActivitySnapshot,
     EncryptedValue,
-    Event,
     Interrupt,
     InterruptResolved,
     Raw,
@@ -53,45 +52,17 @@ _REASONING_DELTAS = frozenset({"response.reasoning.delta", "response.reasoning_t
 _ENDS = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
 
-class ResponsesDecoder(JsonSSEDecoder):
-    __slots__ = ("_body", "_calls", "_items", "_mode", "_streamed")
+class ResponsesDecoder(JsonSSEOrBodyDecoder):
+    __slots__ = ("_calls", "_items", "_streamed")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__(max_event_bytes)
-        self._mode: str | None = None
-        self._body = BoundedBody(max(max_event_bytes, DEFAULT_MAX_BODY))
         self._items: dict[str, tuple[str, str]] = {}
         """Items open: item id -> (kind, the canonical id: the message's, or the call's)."""
         self._streamed: set[str] = set()
         """Calls whose arguments came as deltas."""
         self._calls: set[str] = set()
         """The agent's calls read (`agent_gateway:tool_call`): one again is its result after an approval."""
-
-    def feed(self, chunk: bytes) -> list[Event]:
-        if self._mode is None:
-            head = chunk.lstrip()
-            if not head:
-                return []
-            self._mode = "json" if head[:1] == b"{" else "sse"
-        if self._mode == "sse":
-            return super().feed(chunk)
-        out: list[Event] = []
-        if not self.repair.done:
-            self._body.add(chunk, self.repair, out)
-        return out
-
-    def close(self) -> list[Event]:
-        if self._mode != "json":
-            return super().close()
-        out: list[Event] = []
-        repair = self.repair
-        repair.out = out
-        if not repair.done:
-            parsed, body = self._body.json(repair, out)
-            if parsed:
-                self._whole(body, repair)
-        repair.end_of_stream(out)
-        return out
 
     def on_done(self, out: Events) -> None:
         """`[DONE]` follows the terminal event; before one, the stream was cut short (repair says so)."""
@@ -102,17 +73,17 @@ class ResponsesDecoder(JsonSSEDecoder):
             out.append(Raw("openai-responses", frame))  # no Responses event: another dialect's, most likely
             return
         if kind == "response.output_text.delta":
-            found = self._items.get(_str(frame.get("item_id")))
+            found = self._items.get(str_or(frame.get("item_id")))
             if found is not None and isinstance(frame.get("delta"), str):
                 out.append(TextDelta(found[1], frame["delta"]))
         elif kind == "response.function_call_arguments.delta":
-            item_id = _str(frame.get("item_id"))
+            item_id = str_or(frame.get("item_id"))
             found = self._items.get(item_id)
             if found is not None and isinstance(frame.get("delta"), str) and frame["delta"]:
                 self._streamed.add(item_id)
                 out.append(ToolCallArgs(found[1], frame["delta"]))
         elif kind in _REASONING_DELTAS:
-            found = self._items.get(_str(frame.get("item_id")))
+            found = self._items.get(str_or(frame.get("item_id")))
             if found is not None and isinstance(frame.get("delta"), str):
                 out.append(ReasoningDelta(found[1], frame["delta"]))
         elif kind == "response.output_item.added":
@@ -137,7 +108,7 @@ class ResponsesDecoder(JsonSSEDecoder):
         if not isinstance(item, dict):
             return
         self._started(None, out)
-        kind, item_id = item.get("type"), _str(item.get("id")) or new_id("item")
+        kind, item_id = item.get("type"), str_or(item.get("id")) or new_id("item")
         if kind == "message":
             self._items[item_id] = ("message", item_id)
             out.append(TextStart(item_id))
@@ -145,9 +116,9 @@ class ResponsesDecoder(JsonSSEDecoder):
             self._items[item_id] = ("reasoning", item_id)
             out.append(ReasoningStart(item_id))
         elif kind == "function_call":
-            call_id = _str(item.get("call_id")) or item_id
+            call_id = str_or(item.get("call_id")) or item_id
             self._items[item_id] = ("function_call", call_id)
-            out.append(ToolCallStart(call_id, _str(item.get("name")) or "unknown_tool"))
+            out.append(ToolCallStart(call_id, str_or(item.get("name")) or "unknown_tool"))
         elif kind == SUBAGENT:
             _subagent_started(item, out)  # what it says comes before its item is done
 
@@ -155,12 +126,12 @@ class ResponsesDecoder(JsonSSEDecoder):
         if not isinstance(item, dict):
             return
         self._started(None, out)
-        item_id = _str(item.get("id"))
+        item_id = str_or(item.get("id"))
         found = self._items.pop(item_id, None)
         kind = item.get("type")
         if found is None and kind in ("message", "reasoning", "function_call"):
             self._added(item, out)  # a server that sends only the finished item: its content comes with it
-            found = self._items.pop(_str(item.get("id")) or "", None)
+            found = self._items.pop(str_or(item.get("id")) or "", None)
             if found is None:
                 return
             self._content(item, found[1], out)
@@ -178,11 +149,11 @@ class ResponsesDecoder(JsonSSEDecoder):
             self._streamed.discard(item_id)
             out.append(ToolCallEnd(found[1]))
         elif kind == TOOL_CALL:
-            call_id = _str(item.get("call_id")) or new_id("call")
+            call_id = str_or(item.get("call_id")) or new_id("call")
             if call_id not in self._calls:  # else: the call shown waiting for approval, now with its result
                 self._calls.add(call_id)
                 arguments = item.get("arguments")
-                out.append(ToolCallStart(call_id, _str(item.get("name")) or "unknown_tool"))
+                out.append(ToolCallStart(call_id, str_or(item.get("name")) or "unknown_tool"))
                 out.append(ToolCallArgs(call_id, arguments if isinstance(arguments, str) else "{}"))
                 out.append(ToolCallEnd(call_id))
             if item.get("status") != "in_progress":  # in progress: the agent's call, waiting for an approval
@@ -212,7 +183,7 @@ class ResponsesDecoder(JsonSSEDecoder):
         else:
             out.append(RunFinished("cancelled" if reason == "cancelled" else "success"))
 
-    def _whole(self, body: Any, out: Events) -> None:
+    def on_body(self, body: Any, out: Events) -> None:
         """One response object (or an error object): its items as the events of a run."""
         if not isinstance(body, dict):
             out.append(RunError("upstream returned JSON that is not an object", ErrorCode.UPSTREAM_BAD_EVENT))
@@ -229,40 +200,38 @@ class ResponsesDecoder(JsonSSEDecoder):
         self._end(kind, body, out)
 
 
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _opt(item: dict[str, Any], key: str) -> str | None:
+def _str_at(item: dict[str, Any], key: str) -> str | None:
+    """The string an item holds at `key`, or None."""
     value = item.get(key)
     return value if isinstance(value, str) else None
 
 
 def _interrupt(item: dict[str, Any], item_id: str, out: Events) -> None:
-    out.append(Interrupt(item_id or new_id("int"), _str(item.get("reason")), _opt(item, "message"),
-                         item.get("payload"), _opt(item, "tool_call_id"), item.get("response_schema"),
-                         _opt(item, "expires_at")))
+    out.append(Interrupt(item_id or new_id("int"), str_or(item.get("reason")), _str_at(item, "message"),
+                         item.get("payload"), _str_at(item, "tool_call_id"), item.get("response_schema"),
+                         _str_at(item, "expires_at")))
 
 
 def _interrupt_resolved(item: dict[str, Any], item_id: str, out: Events) -> None:
-    interrupt_id = _opt(item, "interrupt_id")
+    interrupt_id = _str_at(item, "interrupt_id")
     if interrupt_id is not None:
-        out.append(InterruptResolved(interrupt_id, item.get("approved") is not False, _opt(item, "reason")))
+        out.append(InterruptResolved(interrupt_id, approved=item.get("approved") is not False,
+                                     reason=_str_at(item, "reason")))
 
 
 def _activity(item: dict[str, Any], item_id: str, out: Events) -> None:
     content = item.get("content")
     if isinstance(content, dict):
-        out.append(ActivitySnapshot(_opt(item, "activity_id") or item_id, _str(item.get("activity_type")), content,
-                                    subagent_run_id=_opt(item, "subagent_run_id")))
+        out.append(ActivitySnapshot(_str_at(item, "activity_id") or item_id, str_or(item.get("activity_type")), content,
+                                    subagent_run_id=_str_at(item, "subagent_run_id")))
 
 
 def _subagent_started(item: dict[str, Any], out: Events) -> str | None:
-    run_id = _opt(item, "subagent_run_id")
+    run_id = _str_at(item, "subagent_run_id")
     if run_id is not None:
-        out.append(SubagentStarted(run_id, _str(item.get("name")), _opt(item, "description"),
-                                   _opt(item, "parent_subagent_run_id"), _opt(item, "parent_tool_call_id"),
-                                   _opt(item, "parent_message_id")))
+        out.append(SubagentStarted(run_id, str_or(item.get("name")), _str_at(item, "description"),
+                                   _str_at(item, "parent_subagent_run_id"), _str_at(item, "parent_tool_call_id"),
+                                   _str_at(item, "parent_message_id")))
     return run_id
 
 
@@ -275,7 +244,7 @@ def _subagent(item: dict[str, Any], item_id: str, out: Events) -> None:
     if status == "failed":
         error = item.get("error")
         error = error if isinstance(error, dict) else {}
-        out.append(SubagentError(run_id, _str(error.get("message")), _opt(error, "code")))
+        out.append(SubagentError(run_id, str_or(error.get("message")), _str_at(error, "code")))
     elif status in ("completed", "incomplete"):
         ids = item.get("interrupt_ids")
         out.append(SubagentFinished(run_id, item.get("result"), "suspended" if status == "incomplete" else "success",

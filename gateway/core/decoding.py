@@ -4,6 +4,9 @@
 bytes ──framing──▶ frames ──the dialect's mapping──▶ events ──RunRepair──▶ well formed events
 ```
 
+Framing: `JsonSSEDecoder` (SSE of JSON objects), `JsonBodyDecoder` (one JSON body), and `JsonSSEOrBodyDecoder` for
+dialects whose upstreams answer in either (the body's first byte tells).
+
 The bases here own framing and repair; a dialect's decoder only maps one frame (or, for a one-body dialect, the
 body) to events, appending them to `Events`. That is the decoder's `RunRepair`, which takes each event as it comes
 (no list in between, nothing per event beyond the call) and turns whatever the mapping makes, however odd, into a
@@ -26,6 +29,16 @@ if TYPE_CHECKING:
     from gateway.core.codec import UpstreamRequest
 
 DEFAULT_MAX_BODY = 32 * 1024 * 1024
+
+
+def str_or(value: Any, default: str = "") -> str:
+    """`value` where an upstream sent a string, else `default`: for a field whose absence and emptiness are one."""
+    return value if isinstance(value, str) else default
+
+
+def str_or_none(value: Any) -> str | None:
+    """`value` where an upstream sent a string, else None: for a field whose absence the event keeps."""
+    return value if isinstance(value, str) else None
 
 
 class Events(Protocol):
@@ -135,8 +148,9 @@ class RepairedDecoder:
 class JsonSSEDecoder(RepairedDecoder):
     """Decoder for dialects whose stream is SSE frames of one JSON object each, maybe ended by `[DONE]`.
 
-    Subclasses map a frame to events in `on_frame`, and say what `[DONE]` means in `on_done`. Frames after the one
-    that ended the run are not read: repair would drop their events anyway.
+    Subclasses map a frame to events in `on_frame`, say what `[DONE]` means in `on_done`, and may end a run the
+    stream left open in `on_end`. Frames after the one that ended the run are not read: repair would drop their
+    events anyway.
     """
 
     __slots__ = ("_sse",)
@@ -159,9 +173,12 @@ class JsonSSEDecoder(RepairedDecoder):
 
     def close(self) -> list[Event]:
         out: list[Event] = []
-        if not self.repair.done:
+        repair = self.repair
+        if not repair.done:
             self._frames(self._sse.flush(), out)
-        self.repair.end_of_stream(out)
+            if not repair.done:
+                self.on_end(repair)
+        repair.end_of_stream(out)
         return out
 
     def _frames(self, frames: list[bytes], out: list[Event]) -> None:
@@ -196,6 +213,10 @@ class JsonSSEDecoder(RepairedDecoder):
     def on_done(self, out: Events) -> None:
         out.append(RunFinished())
 
+    def on_end(self, out: Events) -> None:
+        """The stream ended with the run still open. Repair then fails the run as cut short, unless the dialect's
+        runs may end so and this ends it (Chat Completions, after a finish reason)."""
+
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class JsonBodyDecoder(RepairedDecoder):
@@ -228,6 +249,64 @@ class JsonBodyDecoder(RepairedDecoder):
             self.on_body(body, repair)
         repair.end_of_stream(out)
         return out
+
+    def on_body(self, body: Any, out: Events) -> None:
+        raise NotImplementedError
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
+class JsonSSEOrBodyDecoder(JsonSSEDecoder):
+    """Decoder for dialects whose upstream answers in SSE frames of JSON objects or in one JSON body (a server that
+    does not stream, or an error sent before any stream): the body's first byte that is not blank tells which.
+
+    One of `json_starts` (`{`, unless the dialect says more) begins one body; anything else is SSE, read as
+    `JsonSSEDecoder` reads it. The body is gathered, up to the larger of `max_event_bytes` and `DEFAULT_MAX_BODY`,
+    and at `close()` its JSON value, of whatever type, goes to `on_body`.
+    """
+
+    __slots__ = ("_body", "_json_starts", "_max_event_bytes", "_mode")
+
+    def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME, *, json_starts: bytes = b"{") -> None:
+        super().__init__(max_event_bytes)
+        self._max_event_bytes = max_event_bytes
+        self._json_starts = json_starts
+        """The bytes, each, that begin a body of one JSON value."""
+        self._mode: str | None = None
+        """`sse` or `json`, once the body's first byte tells."""
+        self._body = BoundedBody(max(max_event_bytes, DEFAULT_MAX_BODY))
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        if self._mode is None:
+            head = chunk.lstrip()
+            if not head:
+                return []
+            self._mode = "json" if head[:1] in self._json_starts else "sse"
+        if self._mode == "sse":
+            return super().feed(chunk)
+        out: list[Event] = []
+        if not self.repair.done:
+            self._body.add(chunk, self.repair, out)
+        return out
+
+    def close(self) -> list[Event]:
+        if self._mode != "json":
+            return super().close()
+        out: list[Event] = []
+        repair = self.repair
+        repair.out = out
+        if not repair.done:
+            parsed, body = self._body.json(repair, out)
+            if parsed:
+                self.on_body(body, repair)
+        repair.end_of_stream(out)
+        return out
+
+    def restart(self) -> None:
+        """Read the next body from its first byte: the answer to another request about the same run (a
+        re-attach), which may come in the other form."""
+        self._mode = None
+        self._sse = SSEDecoder(self._max_event_bytes)
+        self._body = BoundedBody(max(self._max_event_bytes, DEFAULT_MAX_BODY))
 
     def on_body(self, body: Any, out: Events) -> None:
         raise NotImplementedError

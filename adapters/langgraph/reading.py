@@ -1,0 +1,212 @@
+"""The `messages` frames of a LangGraph run stream read as canonical events: `MessageReader`, the base of
+`LangGraphDecoder`, which reads the rest of the run.
+
+An AI message chunk is text, reasoning (with its encrypted content) and `tool_call_chunks`; a whole AI message not
+streamed (a node's own) its text and `tool_calls`; a tool message the tool's result. A message's `name` and
+`response_metadata.agent_gateway` `{metadata, subagent_run_id}` are its opening's; its `usage_metadata` is usage.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from gateway.core.decoding import Events, RepairedDecoder
+from gateway.core.events import (
+    EncryptedValue,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResult,
+    Usage,
+)
+from gateway.core.ids import new_id
+
+from .messages import encrypted_of, reasoning_of, text_of, tool_content
+
+Tags = tuple[str | None, str | None, Any]
+"""What a message says of itself: its author's name, the subagent that wrote it, its metadata."""
+_UNTAGGED: Tags = (None, None, None)
+
+
+class MessageReader(RepairedDecoder):
+    """The messages of a run, as its `messages` frames (and its `values`, for a stream without them) bring them:
+    the AI message being streamed, and what of each message was read already."""
+
+    __slots__ = ("_calls", "_current", "_open_calls", "_reasoning", "_results", "_seen", "_started_calls",
+                 "_tagged", "_text")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._current: str | None = None
+        """The AI message being streamed."""
+        self._text = False
+        self._reasoning = False
+        self._open_calls: list[str] = []
+        self._calls: dict[tuple[str, Any], str] = {}
+        """A streamed call's id, by its message and its chunks' index."""
+        self._started_calls: set[str] = set()
+        self._seen: set[str] = set()
+        """AI messages whose content has been read, so that the whole message after its chunks adds nothing."""
+        self._results: set[str] = set()
+        self._tagged: dict[str, Tags] = {}
+        """What a message said of itself in a chunk before its content (the gateway's LangGraph encoder does)."""
+
+    def _message(self, value: Any, out: Events) -> None:
+        message = value[0] if isinstance(value, list) and value else value
+        if not isinstance(message, dict):
+            return
+        kind = message.get("type")
+        if kind in ("tool", "ToolMessageChunk"):
+            self._end_message(out)
+            self._tool_result(message, out)
+        elif kind in ("ai", "AIMessageChunk"):
+            self._ai(message, out, chunk=kind == "AIMessageChunk")
+
+    def _complete(self, value: Any, out: Events) -> None:
+        """`messages` mode (not `messages-tuple`): whole messages, as they end."""
+        for message in value if isinstance(value, list) else ():
+            self._message(message, out)
+
+    def _ai(self, message: dict[str, Any], out: Events, *, chunk: bool) -> None:
+        given = message.get("id")
+        content = message.get("content")
+        current = self._current
+        if chunk and self._text and current is not None and given == current and type(content) is str and \
+                not message.get("tool_call_chunks") and message.get("usage_metadata") is None and \
+                message.get("chunk_position") is None and not message.get("additional_kwargs"):
+            if content:  # most of a stream: one more token of the message being streamed
+                out.append(TextDelta(current, content))
+            return
+        message_id: str = given if isinstance(given, str) else self._current or new_id("msg")
+        if not chunk and message_id in self._seen:  # the whole of a message already streamed
+            if message_id == self._current:
+                self._end_message(out)
+            return
+        if message_id != self._current:
+            self._end_message(out)
+            self._current = message_id
+        self._seen.add(message_id)
+        tags = _tags_of(message)
+        if tags is not None:
+            self._tagged[message_id] = tags
+        extra = message.get("additional_kwargs")
+        reasoning = reasoning_of(content) or (extra.get("reasoning_content", "") if isinstance(extra, dict) else "")
+        if isinstance(reasoning, str) and reasoning:
+            if not self._reasoning:
+                self._reasoning = True
+                _, subagent, metadata = self._tagged.get(message_id, _UNTAGGED)
+                out.append(ReasoningStart(f"{message_id}-reasoning", subagent, metadata))
+            out.append(ReasoningDelta(f"{message_id}-reasoning", reasoning))
+        for value in encrypted_of(content):
+            out.append(EncryptedValue("message", f"{message_id}-reasoning", value))
+        text = text_of(content)
+        if text:
+            if self._reasoning:
+                self._reasoning = False
+                out.append(ReasoningEnd(f"{message_id}-reasoning"))
+            if not self._text:
+                self._text = True
+                name, subagent, metadata = self._tagged.pop(message_id, _UNTAGGED)
+                out.append(TextStart(message_id, subagent_run_id=subagent, name=name, metadata=metadata))
+            out.append(TextDelta(message_id, text))
+        if chunk:
+            self._call_chunks(message_id, message.get("tool_call_chunks"), out)
+        else:
+            self._whole_calls(message_id, message.get("tool_calls"), out)
+        usage = message.get("usage_metadata")
+        if isinstance(usage, dict):
+            out.append(_usage(usage, message.get("response_metadata")))
+        if not chunk or message.get("chunk_position") == "last":
+            self._end_message(out)
+
+    def _call_chunks(self, message_id: str, chunks: Any, out: Events) -> None:
+        for piece in chunks if isinstance(chunks, list) else ():
+            if not isinstance(piece, dict):
+                continue
+            index = piece.get("index")
+            key = (message_id, index if index is not None else piece.get("id"))
+            call_id = self._calls.get(key)
+            if call_id is None:
+                call_id = piece["id"] if isinstance(piece.get("id"), str) else new_id("call")
+                self._calls[key] = call_id
+                self._started_calls.add(call_id)
+                self._open_calls.append(call_id)
+                name = piece.get("name")
+                out.append(ToolCallStart(call_id, name if isinstance(name, str) else "", message_id))
+            args = piece.get("args")
+            if isinstance(args, str) and args:
+                out.append(ToolCallArgs(call_id, args))
+
+    def _whole_calls(self, message_id: str, calls: Any, out: Events) -> None:
+        for call in calls if isinstance(calls, list) else ():
+            if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+                continue
+            call_id = call["id"] if isinstance(call.get("id"), str) else new_id("call")
+            if call_id in self._started_calls:
+                continue
+            self._started_calls.add(call_id)
+            args = call.get("args")
+            out.append(ToolCallStart(call_id, call["name"], message_id))
+            out.append(ToolCallArgs(call_id, args if isinstance(args, str) else orjson.dumps(args or {}).decode()))
+            out.append(ToolCallEnd(call_id))
+
+    def _tool_result(self, message: dict[str, Any], out: Events) -> None:
+        call_id = message.get("tool_call_id")
+        if not isinstance(call_id, str) or call_id in self._results:
+            return
+        self._results.add(call_id)
+        message_id = message.get("id")
+        _, subagent, metadata = _tags_of(message) or _UNTAGGED
+        out.append(ToolResult(call_id, tool_content(message.get("content")),
+                              message_id if isinstance(message_id, str) else None,
+                              is_error=message.get("status") == "error", subagent_run_id=subagent,
+                              metadata=metadata))
+
+    def _end_message(self, out: Events) -> None:
+        current = self._current
+        if current is None:
+            return
+        if self._reasoning:
+            out.append(ReasoningEnd(f"{current}-reasoning"))
+        if self._text:
+            out.append(TextEnd(current))
+        for call_id in self._open_calls:
+            out.append(ToolCallEnd(call_id))
+        self._open_calls.clear()
+        self._text = self._reasoning = False
+        self._current = None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _tags_of(message: dict[str, Any]) -> Tags | None:
+    name = message.get("name")
+    said = message.get("response_metadata")
+    ours = said.get("agent_gateway") if isinstance(said, dict) else None
+    ours = ours if isinstance(ours, dict) else {}
+    subagent, metadata = ours.get("subagent_run_id"), ours.get("metadata")
+    tags = (name if isinstance(name, str) and name else None, subagent if isinstance(subagent, str) else None,
+            metadata if isinstance(metadata, dict) else None)
+    return tags if tags != _UNTAGGED else None
+
+
+def _usage(usage: dict[str, Any], said: Any) -> Usage:
+    """LangChain's `usage_metadata`, its details (`input_token_details`, `output_token_details`) included."""
+    said = said if isinstance(said, dict) else {}
+    inputs, outputs = usage.get("input_token_details"), usage.get("output_token_details")
+    inputs, outputs = (inputs if isinstance(inputs, dict) else {}), (outputs if isinstance(outputs, dict) else {})
+    model, provider = said.get("model_name"), said.get("model_provider")
+    return Usage(_int(usage.get("input_tokens")), _int(usage.get("output_tokens")), _int(usage.get("total_tokens")),
+                 model if isinstance(model, str) else None, provider if isinstance(provider, str) else None,
+                 reasoning_tokens=_int(outputs.get("reasoning")), cached_input_tokens=_int(inputs.get("cache_read")),
+                 cache_write_input_tokens=_int(inputs.get("cache_creation")))
