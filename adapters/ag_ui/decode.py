@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gateway.core.codec import json_or_text
-from gateway.core.decoding import Events, JsonSSEDecoder
+from gateway.core.decoding import Events, JsonSSEDecoder, required_str
 from gateway.core.events import (
     ActivityDelta,
     ActivitySnapshot,
@@ -100,13 +100,6 @@ class AguiDecoder(JsonSSEDecoder):
         self._chunk_text = self._chunk_tool = self._chunk_reasoning = None
 
 
-def _str(frame: dict[str, Any], key: str) -> str:
-    value = frame[key]
-    if not isinstance(value, str):
-        raise TypeError(key)
-    return value
-
-
 def _opt(frame: dict[str, Any], key: str) -> str | None:
     value = frame.get(key)
     return value if isinstance(value, str) else None
@@ -174,12 +167,12 @@ def _run_error(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
 
 
 def _text_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(TextStart(_str(f, "messageId"), _opt(f, "role") or "assistant", _opt(f, "subagentRunId"),
+    out.append(TextStart(required_str(f, "messageId"), _opt(f, "role") or "assistant", _opt(f, "subagentRunId"),
                          _opt(f, "name"), _meta(f)))
 
 
 def _text_content(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    message_id, delta = f["messageId"], f["delta"]  # the hot path: `_str` inlined
+    message_id, delta = f["messageId"], f["delta"]  # the hot path: `required_str` inlined
     if type(message_id) is not str or type(delta) is not str:
         raise TypeError("messageId and delta must be strings")
     # type, messageId and delta: nothing else to read (a subagent's tag repeats its opener's)
@@ -187,7 +180,7 @@ def _text_content(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
 
 
 def _text_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(TextEnd(_str(f, "messageId"), _meta(f)))
+    out.append(TextEnd(required_str(f, "messageId"), _meta(f)))
 
 
 def _text_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -207,16 +200,16 @@ def _text_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
 
 
 def _tool_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ToolCallStart(_str(f, "toolCallId"), _str(f, "toolCallName"), _opt(f, "parentMessageId"),
+    out.append(ToolCallStart(required_str(f, "toolCallId"), required_str(f, "toolCallName"), _opt(f, "parentMessageId"),
                              _opt(f, "subagentRunId"), _meta(f)))
 
 
 def _tool_args(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ToolCallArgs(_str(f, "toolCallId"), _str(f, "delta"), _meta(f)))
+    out.append(ToolCallArgs(required_str(f, "toolCallId"), required_str(f, "delta"), _meta(f)))
 
 
 def _tool_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ToolCallEnd(_str(f, "toolCallId"), _meta(f)))
+    out.append(ToolCallEnd(required_str(f, "toolCallId"), _meta(f)))
 
 
 def _tool_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -240,20 +233,20 @@ def _tool_result(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
         content = parts_from_agui(content)  # text, images, documents: kept as parts
     elif not isinstance(content, str):
         raise TypeError("content")
-    out.append(ToolResult(_str(f, "toolCallId"), content, _opt(f, "messageId"),
+    out.append(ToolResult(required_str(f, "toolCallId"), content, _opt(f, "messageId"),
                           subagent_run_id=_opt(f, "subagentRunId"), metadata=_meta(f)))
 
 
 def _reasoning_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ReasoningStart(_str(f, "messageId"), _opt(f, "subagentRunId"), _meta(f)))
+    out.append(ReasoningStart(required_str(f, "messageId"), _opt(f, "subagentRunId"), _meta(f)))
 
 
 def _reasoning_content(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ReasoningDelta(_str(f, "messageId"), _str(f, "delta"), _meta(f)))
+    out.append(ReasoningDelta(required_str(f, "messageId"), required_str(f, "delta"), _meta(f)))
 
 
 def _reasoning_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    message_id = _str(f, "messageId")
+    message_id = required_str(f, "messageId")
     if message_id in d._spans:
         d._spans[message_id] = True
         return
@@ -264,8 +257,8 @@ def _encrypted(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     subtype = f.get("subtype")
     if subtype != "message" and subtype != "tool-call":
         raise ValueError("subtype")
-    out.append(EncryptedValue(subtype, _str(f, "entityId"), _str(f, "encryptedValue"), _opt(f, "subagentRunId"),
-                              _meta(f)))
+    out.append(EncryptedValue(subtype, required_str(f, "entityId"), required_str(f, "encryptedValue"),
+                              _opt(f, "subagentRunId"), _meta(f)))
 
 
 def _reasoning_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -284,11 +277,11 @@ def _reasoning_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
 
 def _span_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     """REASONING_START/END bracket reasoning messages, which carry the content."""
-    d._spans[_str(f, "messageId")] = False
+    d._spans[required_str(f, "messageId")] = False
 
 
 def _span_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    message_id = _str(f, "messageId")
+    message_id = required_str(f, "messageId")
     if d._spans.pop(message_id, False):
         out.append(ReasoningEnd(message_id, _meta(f)))
 
@@ -305,7 +298,7 @@ def _thinking_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
 def _thinking_content(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     if d._thinking is None:
         _thinking_start(d, f, out)
-    out.append(ReasoningDelta(d._thinking or "", _str(f, "delta")))
+    out.append(ReasoningDelta(d._thinking or "", required_str(f, "delta")))
 
 
 def _thinking_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -334,20 +327,21 @@ def _activity_snapshot(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     content = f["content"]
     if type(content) is not dict:
         raise TypeError("content")
-    out.append(ActivitySnapshot(_str(f, "messageId"), _str(f, "activityType"), content, f.get("replace") is not False,
-                                _opt(f, "subagentRunId"), _meta(f)))
+    out.append(ActivitySnapshot(required_str(f, "messageId"), required_str(f, "activityType"), content,
+                                replace=f.get("replace") is not False, subagent_run_id=_opt(f, "subagentRunId"),
+                                metadata=_meta(f)))
 
 
 def _activity_delta(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     patch = f["patch"]
     if not isinstance(patch, list):
         raise TypeError("patch")
-    out.append(ActivityDelta(_str(f, "messageId"), _str(f, "activityType"), patch, _opt(f, "subagentRunId"),
-                             _meta(f)))
+    out.append(ActivityDelta(required_str(f, "messageId"), required_str(f, "activityType"), patch,
+                             _opt(f, "subagentRunId"), _meta(f)))
 
 
 def _subagent_started(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(SubagentStarted(_str(f, "subagentRunId"), _str(f, "name"), _opt(f, "description"),
+    out.append(SubagentStarted(required_str(f, "subagentRunId"), required_str(f, "name"), _opt(f, "description"),
                                _opt(f, "parentSubagentRunId"), _opt(f, "parentToolCallId"), _opt(f, "parentMessageId"),
                                _meta(f)))
 
@@ -356,25 +350,25 @@ def _subagent_finished(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     outcome = f.get("outcome")
     kind = outcome.get("type") if type(outcome) is dict else None
     ids = outcome.get("interruptIds") if type(outcome) is dict else None
-    out.append(SubagentFinished(_str(f, "subagentRunId"), f.get("result"),
+    out.append(SubagentFinished(required_str(f, "subagentRunId"), f.get("result"),
                                 "suspended" if kind == "suspended" else "success" if kind == "success" else None,
                                 [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else None, _meta(f)))
 
 
 def _subagent_error(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(SubagentError(_str(f, "subagentRunId"), _str(f, "message"), _opt(f, "code"), _meta(f)))
+    out.append(SubagentError(required_str(f, "subagentRunId"), required_str(f, "message"), _opt(f, "code"), _meta(f)))
 
 
 def _step_started(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(StepStarted(_str(f, "stepName"), _opt(f, "subagentRunId"), _meta(f)))
+    out.append(StepStarted(required_str(f, "stepName"), _opt(f, "subagentRunId"), _meta(f)))
 
 
 def _step_finished(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(StepFinished(_str(f, "stepName"), _opt(f, "subagentRunId"), _meta(f)))
+    out.append(StepFinished(required_str(f, "stepName"), _opt(f, "subagentRunId"), _meta(f)))
 
 
 def _custom(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    name = _str(f, "name")
+    name = required_str(f, "name")
     value = f.get("value")
     if name == "on_interrupt" and not speaks_1_0(declared(d.version)):
         # LangGraph's (and cloudbase-agent-server's) interrupt: a JSON string value, the id in rawEvent if anywhere.

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.core.codec import drop_none
+from gateway.core.decoding import str_or_none
 from gateway.core.events import Interrupt
 from gateway.core.ids import new_id
 
@@ -26,13 +27,14 @@ def interrupt_of(item: dict[str, Any]) -> Interrupt:
     interrupt_id = raw_id if isinstance(raw_id, str) and raw_id else new_id("int").replace("_", "-", 1)
     value = item.get("value")
     schema = item.get("response_schema")
-    expires = _str(value.get("expires_at")) if isinstance(value, dict) else None
+    expires = str_or_none(value.get("expires_at")) if isinstance(value, dict) else None
     if isinstance(value, dict) and isinstance(value.get("reason"), str) and value.keys() <= _OWN_KEYS:
-        return Interrupt(interrupt_id, value["reason"], _str(value.get("message")), value.get("payload"),
-                         _str(value.get("tool_call_id")), schema, expires)
+        return Interrupt(interrupt_id, value["reason"], str_or_none(value.get("message")), value.get("payload"),
+                         str_or_none(value.get("tool_call_id")), schema, expires)
     if isinstance(value, dict) and isinstance(value.get("action_requests"), list):
         first = next((a for a in value["action_requests"] if isinstance(a, dict)), {})
-        return Interrupt(interrupt_id, "tool_approval", _str(first.get("description")), value, None, schema, expires)
+        return Interrupt(interrupt_id, "tool_approval", str_or_none(first.get("description")), value, None, schema,
+                         expires)
     message = value if isinstance(value, str) else \
         next((text for key in ("question", "message", "description")
               if isinstance(value, dict) and isinstance(text := value.get(key), str)), None)
@@ -55,5 +57,3 @@ def interrupt_item(event: Interrupt) -> dict[str, Any]:
     return drop_none({"id": event.id, "value": value, "response_schema": event.response_schema})
 
 
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None

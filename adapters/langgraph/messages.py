@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from gateway.core.codec import as_text, drop_none, json_or_text
+from gateway.core.decoding import str_or_none
 from gateway.core.turn import ContentPart, Message, Role, ToolCall, media_kind
 
 ROLES: dict[str, Role] = {
@@ -91,15 +92,15 @@ def from_langchain(value: dict[str, Any]) -> Message | None:
     if role is None:
         return None
     content = value.get("content")
-    message = Message(role, _parts(content), _str(value.get("id")), name=_str(value.get("name")))
+    message = Message(role, _parts(content), str_or_none(value.get("id")), name=str_or_none(value.get("name")))
     if role == "assistant":
         for call in value.get("tool_calls") or ():
             if isinstance(call, dict) and isinstance(call.get("name"), str):
                 args = call.get("args")
-                message.tool_calls.append(ToolCall(_str(call.get("id")) or "", call["name"],
+                message.tool_calls.append(ToolCall(str_or_none(call.get("id")) or "", call["name"],
                                                    args if isinstance(args, str) else as_text(args or {})))
     elif role == "tool":
-        message.tool_call_id = _str(value.get("tool_call_id"))
+        message.tool_call_id = str_or_none(value.get("tool_call_id"))
         if value.get("status") == "error":
             message.error = text_of(content) or "the tool failed"
     return message
@@ -167,11 +168,12 @@ def _parts(content: Any) -> str | list[ContentPart] | None:
                 if isinstance(url, str):
                     parts.append(ContentPart("image", url=url))
             elif kind in ("image", "file", "audio", "video") and isinstance(block.get("url"), str):
-                media = _str(block.get("mime_type"))
+                media = str_or_none(block.get("mime_type"))
                 parts.append(ContentPart(media_kind(media) if kind == "file" else kind, url=block["url"],
                                          media_type=media))
             elif kind == "file" and isinstance(block.get("file_id"), str):
-                parts.append(ContentPart("file", media_type=_str(block.get("mime_type")), file_id=block["file_id"]))
+                parts.append(ContentPart("file", media_type=str_or_none(block.get("mime_type")),
+                                         file_id=block["file_id"]))
     return parts
 
 
@@ -182,5 +184,3 @@ def _arguments(arguments: str) -> Any:
         return {"arguments": arguments}
 
 
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None

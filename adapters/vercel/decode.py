@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from gateway.core.decoding import Events, JsonSSEDecoder
+from gateway.core.decoding import Events, JsonSSEDecoder, required_str
 from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     Data,
@@ -44,13 +44,6 @@ from .request import INTERRUPT_CALL_PREFIX
 DENIED = "The user denied this tool call."
 
 
-def _s(frame: dict[str, Any], key: str) -> str:
-    value = frame[key]
-    if type(value) is not str:
-        raise TypeError(key)
-    return value
-
-
 Handler = Callable[["VercelDecoder", dict[str, Any], Events], None]
 
 
@@ -69,7 +62,7 @@ class VercelDecoder(JsonSSEDecoder):
         kind = frame.get("type")
         try:
             if kind == "text-delta":  # most of a stream, read here rather than through the table
-                out.append(TextDelta(self._id(_s(frame, "id")), _s(frame, "delta")))
+                out.append(TextDelta(self._id(required_str(frame, "id")), required_str(frame, "delta")))
                 return
             handler = _HANDLERS.get(kind) if type(kind) is str else None
             if handler is not None:
@@ -86,29 +79,30 @@ class VercelDecoder(JsonSSEDecoder):
     def _interrupt_call(self, frame: dict[str, Any], out: Events) -> None:
         """A call that stands for an interrupt is that interrupt, once its approval is asked; its settling is
         the client's answer, already known."""
-        call_id = _s(frame, "toolCallId")
+        call_id = required_str(frame, "toolCallId")
         if frame["type"] == "tool-input-available":
             details = frame.get("input")
             details = details if isinstance(details, dict) else {}
-            self._interrupt_calls[call_id] = {**details, "name": _s(frame, "toolName")}
+            self._interrupt_calls[call_id] = {**details, "name": required_str(frame, "toolName")}
         elif frame["type"] == "tool-approval-request" and call_id in self._interrupt_calls:
             details = self._interrupt_calls[call_id]
             reason, message = details.get("reason"), details.get("message")
-            out.append(Interrupt(_s(frame, "approvalId"), reason if isinstance(reason, str) else details["name"],
+            out.append(Interrupt(required_str(frame, "approvalId"),
+                                 reason if isinstance(reason, str) else details["name"],
                                  message if isinstance(message, str) else None, details.get("payload"), None,
                                  details.get("responseSchema")))
 
     def _input_available(self, frame: dict[str, Any], out: Events) -> None:
-        call_id = _s(frame, "toolCallId")
+        call_id = required_str(frame, "toolCallId")
         if call_id not in self._tools:
-            self._tools[call_id] = _s(frame, "toolName")
-            out.append(ToolCallStart(call_id, _s(frame, "toolName")))
+            self._tools[call_id] = required_str(frame, "toolName")
+            out.append(ToolCallStart(call_id, required_str(frame, "toolName")))
         if call_id not in self._args_seen:
             value = frame.get("input")
             out.append(ToolCallArgs(call_id, value if isinstance(value, str) else orjson.dumps(value or {}).decode()))
         out.append(ToolCallEnd(call_id))
         if frame["type"] == "tool-input-error":
-            out.append(ToolResult(call_id, _s(frame, "errorText"), is_error=True))
+            out.append(ToolResult(call_id, required_str(frame, "errorText"), is_error=True))
 
     def _data(self, name: str, frame: dict[str, Any], out: Events) -> None:
         data = frame["data"]
@@ -145,7 +139,7 @@ class VercelDecoder(JsonSSEDecoder):
 def _interrupt_call(handler: Handler) -> Handler:
     """A tool chunk of a call that stands for an interrupt goes to `_interrupt_call` instead."""
     def handle(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-        if _s(f, "toolCallId").startswith(INTERRUPT_CALL_PREFIX):
+        if required_str(f, "toolCallId").startswith(INTERRUPT_CALL_PREFIX):
             d._interrupt_call(f, out)
         else:
             handler(d, f, out)
@@ -153,33 +147,33 @@ def _interrupt_call(handler: Handler) -> Handler:
 
 
 def _tool_input_delta(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    d._args_seen.add(_s(f, "toolCallId"))
-    out.append(ToolCallArgs(_s(f, "toolCallId"), _s(f, "inputTextDelta")))
+    d._args_seen.add(required_str(f, "toolCallId"))
+    out.append(ToolCallArgs(required_str(f, "toolCallId"), required_str(f, "inputTextDelta")))
 
 
 def _reasoning_delta(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ReasoningDelta(d._id(_s(f, "id")), _s(f, "delta")))
+    out.append(ReasoningDelta(d._id(required_str(f, "id")), required_str(f, "delta")))
 
 
 def _text_start(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(TextStart(d._start_id(_s(f, "id"))))
+    out.append(TextStart(d._start_id(required_str(f, "id"))))
 
 
 def _text_end(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(TextEnd(d._end_id(_s(f, "id"))))
+    out.append(TextEnd(d._end_id(required_str(f, "id"))))
 
 
 def _reasoning_start(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ReasoningStart(d._start_id(_s(f, "id"))))
+    out.append(ReasoningStart(d._start_id(required_str(f, "id"))))
 
 
 def _reasoning_end(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ReasoningEnd(d._end_id(_s(f, "id"))))
+    out.append(ReasoningEnd(d._end_id(required_str(f, "id"))))
 
 
 def _tool_input_start(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    d._tools[_s(f, "toolCallId")] = _s(f, "toolName")
-    out.append(ToolCallStart(_s(f, "toolCallId"), _s(f, "toolName")))
+    d._tools[required_str(f, "toolCallId")] = required_str(f, "toolName")
+    out.append(ToolCallStart(required_str(f, "toolCallId"), required_str(f, "toolName")))
 
 
 def _input_available(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
@@ -188,15 +182,15 @@ def _input_available(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
 
 def _tool_output_available(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     if not f.get("preliminary"):  # a preliminary output is a progress update; the final one follows
-        out.append(ToolResult(_s(f, "toolCallId"), f["output"]))
+        out.append(ToolResult(required_str(f, "toolCallId"), f["output"]))
 
 
 def _tool_output_error(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ToolResult(_s(f, "toolCallId"), _s(f, "errorText"), is_error=True))
+    out.append(ToolResult(required_str(f, "toolCallId"), required_str(f, "errorText"), is_error=True))
 
 
 def _tool_output_denied(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ToolResult(_s(f, "toolCallId"), DENIED, is_error=True, denied=True))
+    out.append(ToolResult(required_str(f, "toolCallId"), DENIED, is_error=True, denied=True))
 
 
 _APPROVAL_EXTRAS = ("signature", "isAutomatic", "reason", "approvalDescriptor", "inputSchemaInput")
@@ -207,21 +201,21 @@ def _tool_approval_request(d: VercelDecoder, f: dict[str, Any], out: Events) -> 
     # reads it; `reason` is also the interrupt's message, for one that does not.
     said = {key: f[key] for key in _APPROVAL_EXTRAS if key in f}
     reason = f.get("reason")
-    out.append(Interrupt(_s(f, "approvalId"), "tool_approval", reason if isinstance(reason, str) else None,
-                         tool_call_id=_s(f, "toolCallId"), metadata={"vercel": said} if said else None))
+    out.append(Interrupt(required_str(f, "approvalId"), "tool_approval", reason if isinstance(reason, str) else None,
+                         tool_call_id=required_str(f, "toolCallId"), metadata={"vercel": said} if said else None))
 
 
 def _tool_approval_response(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     """AI SDK 7: an approval the agent answered itself, in the stream (an automatic one): the run does not wait."""
     approved, reason = f.get("approved"), f.get("reason")
-    out.append(InterruptResolved(_s(f, "approvalId"), approved is not False,
+    out.append(InterruptResolved(required_str(f, "approvalId"), approved is not False,
                                  reason if isinstance(reason, str) else None))
 
 
 def _custom(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     """AI SDK 7's provider-specific part: named by its `kind`, its provider metadata the data."""
     metadata = f.get("providerMetadata")
-    out.append(Data(_s(f, "kind"), metadata if isinstance(metadata, dict) else {}, custom=True))
+    out.append(Data(required_str(f, "kind"), metadata if isinstance(metadata, dict) else {}, custom=True))
 
 
 def _start(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:

@@ -41,6 +41,15 @@ def str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def required_str(frame: dict[str, Any], key: str) -> str:
+    """A string field an event cannot do without: `TypeError` (or `KeyError`) where the upstream sent none, which
+    a dialect's `on_frame` answers by keeping the frame as `Raw`."""
+    value = frame[key]
+    if type(value) is not str:
+        raise TypeError(key)
+    return value
+
+
 class Events(Protocol):
     """Where a dialect's mapping puts the events it reads: the decoder's `RunRepair`, which repairs them on the way
     into the list `feed()` returns. A mapping appends to it as to a list and never needs to know more."""
