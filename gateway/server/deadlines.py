@@ -10,6 +10,8 @@ import asyncio
 import time
 from typing import Any
 
+from starlette.types import Receive
+
 from gateway.config import Timeouts
 from gateway.core.errors import ErrorCode
 from gateway.server.client import ClientWriter
@@ -155,3 +157,16 @@ class Deadlines:
             self._timer = asyncio.get_running_loop().call_later(self._keepalive, self._drop_a_client_still_stuck)
         elif self._client.writing and not self._client.gone:
             self._drop_stuck_client()
+
+
+async def watch_disconnect(receive: Receive, writer: ClientWriter, deadlines: Deadlines) -> None:
+    """A client that leaves ends its exchange; when its reply is kept (a resumable run), only its part: the run
+    goes on."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            if not writer.complete:  # after the last byte the server says so too
+                writer.gone = True
+                if writer.tape is None:
+                    deadlines.cancel_request("client_gone")
+            return
