@@ -2,7 +2,8 @@
 reads and checks the request first).
 
 A request runs in its own task, with one helper task and one timer; whichever ends the exchange cancels the
-request's task, and says why (`Deadlines.cancelled_because`):
+request's task, and says why (`Deadlines.cancelled_because`, a `CancelReason`: a deadline, the process stopping, a
+client's cancel, the client gone or stalled; `Deadlines.ending` says what each means for the request):
 
 ```
             ┌──────────────────────────────┐
@@ -34,7 +35,6 @@ metrics and its span.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -44,29 +44,28 @@ from typing import TYPE_CHECKING, Any
 from starlette.datastructures import Headers
 from starlette.types import Send
 
+from gateway.conversations.mapper import Exchange
 from gateway.conversations.recorder import RunRecorder
 from gateway.core.codec import Decoder, Dialect, UpstreamRequest
-from gateway.core.errors import ErrorCode, UpstreamError, UpstreamRefused, UpstreamTimeout
 from gateway.core.turn import Turn
 from gateway.inspector.ring import InspectedRun
 from gateway.recordings.capture import RunCapture
 from gateway.runs.watched import WatchedRun
 from gateway.server.access import ANONYMOUS, Caller
 from gateway.server.client import ClientWriter
-from gateway.server.deadlines import Deadlines
-from gateway.server.logs import ACCESS
+from gateway.server.deadlines import CancelReason, Deadlines
 from gateway.server.record import AccessRecord
 from gateway.server.relay import Relay, describe
+from gateway.server.reporting import report
 from gateway.server.telemetry import RequestTrace, pass_trace_context
-from gateway.upstream.http1 import ConnectError, ConnectTimeout, HTTPError, Response, Target
+from gateway.server.upstream_errors import refusal_to_read, refused, send_failure
+from gateway.upstream.http1 import HTTPError, Response, Target
 
 if TYPE_CHECKING:
     from gateway.server.route import RouteHandler
 
 log = logging.getLogger("agent_gateway.proxy")
-log_access = logging.getLogger(ACCESS)
 
-_ERROR_BODY_LIMIT = 64 * 1024
 _DRAIN_SECONDS = 0.5
 """How long, after the run's last event, to wait for the end of the upstream's body so its connection can be used
 again; past that the connection is closed."""
@@ -111,144 +110,114 @@ class Call:
 
     def report(self) -> None:
         """The access log line and the request's metrics: once, as the last byte goes (or the client did)."""
-        if self.reported:
-            return
-        self.reported = True
-        # The writer's one way back to this call: cut, so that the request's objects are freed as soon as it ends,
-        # not left to the cycle collector.
-        self.writer.before_last_byte = None
-        self.handler.in_flight.dec()
-        self.handler.drain.streams.discard(self)
-        if self.release is not None:
-            self.release()
-        record, metrics, relay = self.record, self.handler.metrics, self.relay
-        if self.writer.gone and record.outcome is None:
-            record.outcome = "client_gone"
-        duration_ms = record.duration_ms = round((time.monotonic() - self.started_at) * 1000, 3)
-        series = metrics.series(self.route.name, record.client_dialect, record.upstream_dialect)
-        series.requests(str(record.status or 499)).inc()
-        series.duration.observe(duration_ms / 1000)
-        if record.events:
-            series.events.inc(record.events)
-        if record.ttfe_ms is not None:
-            series.first_event.observe(record.ttfe_ms / 1000)
-        if record.upstream_ms is not None:
-            series.upstream_latency.observe(record.upstream_ms / 1000)
-        kind = None
-        if record.error:
-            # Codes an upstream chose are counted as upstream errors: a label per code would let it grow the metrics.
-            kind = record.error if record.error in _ERROR_KINDS else ErrorCode.UPSTREAM_ERROR
-            metrics.errors.labels(self.route.name, kind).inc()
-        usage = relay.recorder.usage if relay is not None else None
-        if usage is not None:
-            series.tokens(usage)
-        if relay is not None and relay.encoder.dropped:
-            series.dropped(relay.encoder.dropped)
-        if relay is not None and (ignored := getattr(relay.decoder, "ignored", 0)):
-            series.dropped({"upstream_other_run": ignored})  # the upstream's words about another run
-            record.ignored = ignored
-        if relay is not None and relay.recorder.raw and relay.recorder.raw + 2 >= record.events:
-            # Nothing but the run's start and end made sense of it: a reader of another dialect's stream, most likely.
-            metrics.unread.labels(self.route.name, record.upstream_dialect).inc()
-            log.warning("route %s: the upstream's reply held no event %s knows (%d it did not): is upstream.dialect "
-                        "right? `agent-gateway check URL --dialect ...` tells", self.route.name,
-                        record.upstream_dialect, relay.recorder.raw,
-                        extra={"route": self.route.name, "request_id": self.request_id})
-        if self.trace is not None:
-            self.trace.end(record, kind, usage, self.deadlines.last_upstream_event)
-        failed_upstream = (record.status or 0) >= 500 or (kind is not None and kind.startswith("upstream_"))
-        log_access.log(logging.WARNING if failed_upstream else logging.INFO, "request", extra=record.log_fields())
-        if self.handler.observer is not None:
-            self.handler.observer.end(self)
+        if not self.reported:
+            self.reported = True
+            report(self)
 
     async def run(self, client: Dialect, turn: Turn) -> None:
-        route, upstream = self.route, self.handler.upstream
-        handler, writer, deadlines = self.handler, self.writer, self.deadlines
-        target, discovered = await handler.discovery.endpoint()
-        exchange = await handler.mapper.begin(route.name, turn, client, upstream,
-                                              route.upstream.variant or discovered or handler.learned_variant,
-                                              self.caller.principal,
-                                              transparent_ids=route.upstream.ids == "transparent")
-        if route.upstream.agent is not None:
-            exchange.upstream_turn.agent = route.upstream.agent
-        exchange.upstream_turn.model = route.upstream.model or turn.model or route.name
-        outbound = upstream.build_request(exchange.upstream_turn, exchange.upstream_variant)
-        headers = self.upstream_headers = self._upstream_headers(outbound.headers, client)
-        self.target = target
-        capture = self.capture
-        if capture is not None:
-            capture.upstream_asked(target.url, outbound, headers, exchange.upstream_variant, handler.discovery.document)
-            capture.mapping, capture.conversation = exchange.decision, exchange.conversation.upstream_id
-        sent_at = writer.last_write = time.monotonic()
-        deadlines.arm()
-        try:
-            response = await self.handler.pool.request(outbound.method, target, outbound.body, headers, outbound.path)
-            self.record.upstream_ms = round((time.monotonic() - sent_at) * 1000, 3)
-            if capture is not None:
-                capture.upstream_answered(response.status, response.headers.items())
-            if self.trace is not None:
-                self.trace.upstream_answered(response.status)
-        except asyncio.CancelledError:
-            if deadlines.cancelled_because != "timeout":
-                raise
-            deadlines.carry_on_after_deadline()
-            waited = min(route.timeouts.first_event, route.timeouts.total)
-            await writer.fail_before_start(UpstreamTimeout(f"upstream did not answer within {waited:g}s"))
-            return
-        except ConnectTimeout:
-            await writer.fail_before_start(UpstreamTimeout(f"upstream did not accept a connection within "
-                                                           f"{route.timeouts.connect:g}s"))
-            return
-        except HTTPError as exc:
-            # Where it failed to connect names an internal address: only with `debug_errors`.
-            hidden = isinstance(exc, ConnectError) and not handler.debug_errors
-            shown = "upstream unreachable" if hidden else f"upstream unreachable: {describe(exc)}"
-            self.record.error_detail = describe(exc)  # for the operator's log, not the client
-            await writer.fail_before_start(UpstreamError(shown))
+        """Ask the upstream the client's turn and relay its answer, one concern a layer: where the upstream is, the
+        turn mapped for it, the request built and sent, the answer's status checked and its variant learnt, its
+        reply relayed, and the rest of its body drained."""
+        target, discovered = await self.handler.discovery.endpoint()
+        exchange = await self._map_history(client, turn, discovered)
+        outbound = self._build_request(exchange, client, target)
+        response = await self._send(outbound, target)
+        if response is None:
             return
         try:
-            failed = response.status >= 300
-            content_type = response.headers.get("content-type", "")
-            if failed and ((outbound.streams and not outbound.json_reply) or "json" not in content_type):
-                await self._upstream_refused(response)
+            if not await self._check_status(response, outbound):
                 return
-            if not failed and (wrong := _wrong_content_type(upstream.name, outbound, content_type)):
-                await self._upstream_refused(response, wrong)
-                return
-            if route.upstream.variant is None and (variant := upstream.variant_of(response.headers)) is not None:
-                # What this reply shows goes for the conversation, and for the route's next new ones: an upstream that
-                # answers as the AI SDK again is plain useChat again.
-                handler.learned_variant = exchange.upstream_variant = variant or None
-            seen = replace(turn, messages=exchange.known_history) if client.encoder_history else turn
-            encoder = client.new_encoder(seen)
-            if client is upstream:  # what only a server of the dialect answers goes back to its client
-                encoder.headers.update({h: v for h in client.passed_headers if (v := response.headers.get(h))})
-            if self.watched is not None:
-                await self.watched.answered()
-            decoder = self._decoder(outbound, content_type)
-            if capture is not None:
-                decoder, encoder = capture.tap(decoder, encoder)
-            relay = self.relay = Relay(
-                exchange=exchange, client=client, encoder=encoder, watched=self.watched,
-                recorder=RunRecorder(exchange.conversation.state, self.handler.mapper.max_bytes),
-                decoder=decoder,
-                upstream_status=response.status, mapper=handler.mapper, record=self.record, writer=writer,
-                deadlines=deadlines, reattach=self.reattach, max_held=route.limits.max_held_text,
-                abandon=self.cancel_upstream)
-            await relay.run(response, outbound.streams)
-            if writer.complete and not writer.gone:
+            self._learn_variant(response, exchange)
+            await self._relay(response, outbound, client, turn, exchange)
+            if self.writer.complete and not self.writer.gone:
                 await response.drain(_DRAIN_SECONDS)  # the client has its last byte; this keeps the connection
         finally:
             response.release()  # back to the pool if read to its end, else closed
             for again in self.reattached:
                 again.release()
 
-    def _decoder(self, outbound: UpstreamRequest, content_type: str) -> Decoder:
-        decoder = _reply_decoder(self.handler.upstream, content_type, self.route.limits.max_event_bytes)
-        sent = getattr(decoder, "sent", None)  # a decoder written before there was a way
-        if sent is not None:
-            sent(outbound)
-        return decoder
+    async def _map_history(self, client: Dialect, turn: Turn, discovered: str | None) -> Exchange:
+        """The turn as the upstream is asked it: the conversation's history mapped for its dialect and variant."""
+        route, handler = self.route, self.handler
+        exchange = await handler.mapper.begin(route.name, turn, client, handler.upstream,
+                                              route.upstream.variant or discovered or handler.learned_variant,
+                                              self.caller.principal,
+                                              transparent_ids=route.upstream.ids == "transparent")
+        if route.upstream.agent is not None:
+            exchange.upstream_turn.agent = route.upstream.agent
+        exchange.upstream_turn.model = route.upstream.model or turn.model or route.name
+        return exchange
+
+    def _build_request(self, exchange: Exchange, client: Dialect, target: Target) -> UpstreamRequest:
+        outbound = self.handler.upstream.build_request(exchange.upstream_turn, exchange.upstream_variant)
+        headers = self.upstream_headers = self._upstream_headers(outbound.headers, client)
+        self.target = target
+        capture = self.capture
+        if capture is not None:
+            capture.upstream_asked(target.url, outbound, headers, exchange.upstream_variant,
+                                   self.handler.discovery.document)
+            capture.mapping, capture.conversation = exchange.decision, exchange.conversation.upstream_id
+        return outbound
+
+    async def _send(self, outbound: UpstreamRequest, target: Target) -> Response | None:
+        """The upstream's answer, or None when it gave none: the client has been told why. A deadline that passes
+        meanwhile cancels the task, as anywhere before the reply (`Deadlines.ending`)."""
+        sent_at = self.writer.last_write = time.monotonic()
+        self.deadlines.arm()
+        try:
+            response = await self.handler.pool.request(outbound.method, target, outbound.body, self.upstream_headers,
+                                                       outbound.path)
+        except HTTPError as exc:
+            error, detail = send_failure(exc, self.route.timeouts.connect, self.handler.debug_errors)
+            if detail is not None:
+                self.record.error_detail = detail  # for the operator's log, not the client
+            await self.writer.fail_before_start(error)
+            return None
+        self.deadlines.upstream_answered = True
+        self.record.upstream_ms = round((time.monotonic() - sent_at) * 1000, 3)
+        if self.capture is not None:
+            self.capture.upstream_answered(response.status, response.headers.items())
+        if self.trace is not None:
+            self.trace.upstream_answered(response.status)
+        return response
+
+    async def _check_status(self, response: Response, outbound: UpstreamRequest) -> bool:
+        """Whether the answer is a reply to relay; if not, the client has been told so, with a 502."""
+        content_type = response.headers.get("content-type", "")
+        refuse, wrong = refusal_to_read(outbound, response.status, content_type, self.handler.upstream.name)
+        if refuse:
+            error, self.record.error_detail = await refused(response, wrong, self.handler.debug_errors)
+            await self.writer.fail_before_start(error)
+        return not refuse
+
+    def _learn_variant(self, response: Response, exchange: Exchange) -> None:
+        """What the answer shows the upstream to be, when the route does not say: it goes for the conversation, and
+        for the route's next new ones (an upstream that answers as the AI SDK again is plain useChat again)."""
+        upstream = self.handler.upstream
+        if self.route.upstream.variant is None and (variant := upstream.variant_of(response.headers)) is not None:
+            self.handler.learned_variant = exchange.upstream_variant = variant or None
+
+    async def _relay(self, response: Response, outbound: UpstreamRequest, client: Dialect, turn: Turn,
+                     exchange: Exchange) -> None:
+        """The upstream's reply to the client, translated by a `Relay` on the fly."""
+        handler = self.handler
+        seen = replace(turn, messages=exchange.known_history) if client.encoder_history else turn
+        encoder = client.new_encoder(seen)
+        if client is handler.upstream:  # what only a server of the dialect answers goes back to its client
+            encoder.headers.update({h: v for h in client.passed_headers if (v := response.headers.get(h))})
+        if self.watched is not None:
+            await self.watched.answered()
+        decoder = _reply_decoder(handler.upstream, outbound, response.headers.get("content-type", ""),
+                                 self.route.limits.max_event_bytes)
+        if self.capture is not None:
+            decoder, encoder = self.capture.tap(decoder, encoder)
+        relay = self.relay = Relay(
+            exchange=exchange, client=client, encoder=encoder, watched=self.watched,
+            recorder=RunRecorder(exchange.conversation.state, handler.mapper.max_bytes), decoder=decoder,
+            upstream_status=response.status, mapper=handler.mapper, record=self.record, writer=self.writer,
+            deadlines=self.deadlines, reattach=self.reattach, max_held=self.route.limits.max_held_text,
+            abandon=self.cancel_upstream)
+        await relay.run(response, outbound.streams)
 
     async def reattach(self, request: UpstreamRequest) -> Response | None:
         """Ask the upstream for the rest of a run whose stream broke off (see `Decoder.reattach_request`): its
@@ -269,11 +238,11 @@ class Call:
     def stop(self) -> None:
         """End the run on a client's word (a query's cancel, a stop on a resumable route), wherever it is."""
         self.cancel_upstream()
-        self.deadlines.cancel_request("cancelled")
+        self.deadlines.cancel_request(CancelReason.CANCELLED)
 
     def shut_down(self) -> None:
         """End the exchange in band because the process is stopping (`Drain`)."""
-        self.deadlines.cancel_request("shutdown")
+        self.deadlines.cancel_request(CancelReason.SHUTDOWN)
 
     def cancel_upstream(self) -> None:
         """The run is abandoned (the client left; a deadline, a limit or a broken stream ended it here): tell an
@@ -300,43 +269,14 @@ class Call:
             pass_trace_context(self.headers, headers)
         return headers
 
-    async def _upstream_refused(self, response: Response, wrong: str | None = None) -> None:
-        """A 502 that names the upstream's status. Its body, which may hold secrets, goes to the operator's log,
-        and to the client only with `debug_errors`."""
-        body = b""
-        try:
-            while len(body) < _ERROR_BODY_LIMIT and (chunk := await response.read()):
-                body += chunk
-        except HTTPError:
-            pass  # what came before the break is what there is to show
-        shown = body[:2000].decode("utf-8", "replace").strip()
-        self.record.error_detail = f"HTTP {response.status}: {shown}" if shown else f"HTTP {response.status}"
-        details = [{"status": response.status, "body": shown}] if self.handler.debug_errors else []
-        await self.writer.fail_before_start(UpstreamRefused(response.status, wrong, details))
 
-
-
-
-_ERROR_KINDS = frozenset(ErrorCode)
-"""The error kinds counted under their own metrics label: the gateway's codes, never one an upstream chose."""
-
-
-
-def _reply_decoder(upstream: Dialect, content_type: str, max_event_bytes: int) -> Decoder:
-    """The decoder for the upstream's reply: its dialect's, in the wire format the reply says it is in."""
+def _reply_decoder(upstream: Dialect, outbound: UpstreamRequest, content_type: str, max_event_bytes: int
+                   ) -> Decoder:
+    """The decoder for the upstream's reply: its dialect's, in the wire format the reply says it is in, told the
+    request it reads the answer to."""
     other = upstream.decoder_for(content_type, max_event_bytes) if upstream.decoder_for is not None else None
-    return other if other is not None else upstream.new_decoder(max_event_bytes=max_event_bytes)
-
-
-def _wrong_content_type(upstream: str, outbound: UpstreamRequest, content_type: str) -> str | None:
-    """Why a 2xx body cannot be what the upstream's dialect sends, or None. Only what is surely not a run is
-    refused: an HTML page (a misrouted proxy or login wall), or JSON where an event stream belongs (an error body
-    sent as 200) unless the dialect reads one there. No content type, or text/plain (older Vercel data streams),
-    is read as the dialect."""
-    media = content_type.partition(";")[0].strip().lower()
-    json_refused = outbound.streams and not outbound.json_reply
-    if media in ("text/html", "application/xhtml+xml") or (json_refused and media == "application/json"):
-        expected = "text/event-stream" if outbound.streams else "application/json"
-        return f"content-type {media}, not the {expected} of {upstream}"
-    return None
-
+    decoder = other if other is not None else upstream.new_decoder(max_event_bytes=max_event_bytes)
+    sent = getattr(decoder, "sent", None)  # a decoder written before there was a way
+    if sent is not None:
+        sent(outbound)
+    return decoder

@@ -8,23 +8,54 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from starlette.types import Receive
 
 from gateway.config import Timeouts
-from gateway.core.errors import ErrorCode
+from gateway.core.errors import ErrorCode, GatewayError, ShuttingDown, UpstreamError, UpstreamTimeout
 from gateway.server.client import ClientWriter
 from gateway.server.record import AccessRecord
 
 
+class CancelReason(Enum):
+    """Why `Deadlines` cancelled the request's task (`Deadlines.ending` says what each means for the request)."""
+
+    TIMEOUT = "timeout"
+    """A deadline passed: the reading stops, and the client is told why."""
+    SHUTDOWN = "shutdown"
+    """The process is stopping (`Drain`): the reading stops, and the client is told why."""
+    CANCELLED = "cancelled"
+    """A client's word ended the run (a query's cancel, a stop on a resumable route)."""
+    CLIENT_GONE = "client_gone"
+    """The client disconnected: the exchange ends, and the upstream is told to stop."""
+    CLIENT_STALLED = "client_stalled"
+    """The client stopped reading and its connection could not be closed: the exchange ends."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """What a cancel means for the request whose task it cancelled."""
+
+    error: GatewayError | None
+    """What the client is told: before the reply, as its HTTP error; in it, as an event of code `code`. None when
+    nobody is there to tell: the exchange just ends."""
+    code: str = ""
+    stops_upstream: bool = False
+    """The upstream is told to stop the run (a client's cancel told it already)."""
+    by_client: bool = False
+    """The client's own cancel: a run being relayed ends as cancelled, not in error."""
+
+
 class Deadlines:
     """The one timer of a request. At a deadline it cancels the request's task and says why in
-    `cancelled_because`; the client leaving cancels it the same way."""
+    `cancelled_because`; the client leaving, its cancel and the process stopping cancel it the same way."""
 
     __slots__ = ("_client", "_keep_alive_in_flight", "_keepalive", "_record", "_timeouts", "_timer",
                  "cancelled_because", "last_upstream_event", "missed_deadline", "request_task", "started_at",
-                 "storing_conversation", "wake_at")
+                 "storing_conversation", "upstream_answered", "wake_at")
 
     def __init__(self, timeouts: Timeouts, keepalive: float, client: ClientWriter, record: AccessRecord,
                  started_at: float) -> None:
@@ -40,9 +71,10 @@ class Deadlines:
         there is as quiet as one saying nothing."""
         self.request_task: asyncio.Task[Any] | None = None
         """The task the request runs in: what a deadline, or the client leaving, cancels."""
-        self.cancelled_because: str | None = None
-        """Why the request's task was cancelled from here: "timeout" or "shutdown" (reading stops, the client hears
-        why), "cancelled" (by a query or a stop), "client_gone" or "client_stalled" (the exchange ends)."""
+        self.cancelled_because: CancelReason | None = None
+        """Why the request's task was cancelled from here (None: it was not)."""
+        self.upstream_answered = False
+        """The upstream has answered the request: a deadline passing before it did says so."""
         self.missed_deadline = ""
         """Which deadline passed, as the client is told it."""
         self.storing_conversation = False
@@ -71,7 +103,25 @@ class Deadlines:
         if self.last_upstream_event + self._timeouts.idle < self.wake_at:
             self.arm()
 
-    def cancel_request(self, reason: str) -> None:
+    def ending(self) -> Ending | None:
+        """What the cancel of the request's task means for it, the one place that says it for each reason; None
+        when the cancel was not ours (the server is shutting down the task)."""
+        match self.cancelled_because:
+            case CancelReason.TIMEOUT:
+                return Ending(UpstreamTimeout(self.missed_deadline), ErrorCode.UPSTREAM_TIMEOUT, stops_upstream=True)
+            case CancelReason.SHUTDOWN:
+                return Ending(ShuttingDown(), ShuttingDown.code, stops_upstream=True)
+            case CancelReason.CANCELLED:  # its stop told the upstream already
+                return Ending(UpstreamError("the run was cancelled before the upstream answered"), "cancelled",
+                              by_client=True)
+            case CancelReason.CLIENT_GONE:
+                return Ending(None, stops_upstream=True)
+            case CancelReason.CLIENT_STALLED:
+                return Ending(None)
+            case None:
+                return None
+
+    def cancel_request(self, reason: CancelReason) -> None:
         """End the exchange from outside its task (a deadline, the client leaving)."""
         if self.cancelled_because is None and not self.storing_conversation and self.request_task is not None:
             self.cancelled_because = reason
@@ -105,13 +155,15 @@ class Deadlines:
             deadline, total = self._next_deadline()
         if now >= deadline and not self.storing_conversation:
             started = bool(self._record.events)
-            self.missed_deadline = (f"the run took longer than {timeouts.total:g}s" if total
+            waited = timeouts.total if total else timeouts.first_event
+            self.missed_deadline = (f"upstream did not answer within {waited:g}s" if not self.upstream_answered
+                                    else f"the run took longer than {timeouts.total:g}s" if total
                                     else f"upstream sent nothing for {timeouts.idle:g}s" if started
                                     else f"upstream sent no event within {timeouts.first_event:g}s")
             if stuck:  # the client stopped reading: no error can reach it. Drop it, and the upstream.
                 self._drop_stuck_client()
             else:
-                self.cancel_request("timeout")
+                self.cancel_request(CancelReason.TIMEOUT)
             return
         keep = client.last_write + keepalive
         if now >= keep:
@@ -141,7 +193,7 @@ class Deadlines:
         it returns (else the request is cancelled in it)."""
         self._record.failed(ErrorCode.CLIENT_STALLED)
         if not self._client.drop():
-            self.cancel_request("client_stalled")
+            self.cancel_request(CancelReason.CLIENT_STALLED)
 
     async def _keep_alive(self, comment: bytes) -> None:
         try:
@@ -168,5 +220,5 @@ async def watch_disconnect(receive: Receive, writer: ClientWriter, deadlines: De
             if not writer.complete:  # after the last byte the server says so too
                 writer.gone = True
                 if writer.tape is None:
-                    deadlines.cancel_request("client_gone")
+                    deadlines.cancel_request(CancelReason.CLIENT_GONE)
             return

@@ -32,6 +32,7 @@ from gateway.runs.records import RunRecords
 from gateway.runs.tape import TapeLost
 from gateway.runs.watched import CallerRuns, RouteRuns, WatchedRun
 from gateway.runs.webhooks import CallerWebhooks, RouteWebhooks
+from gateway.server import path_endpoints
 from gateway.server.push import Pusher, RunPush
 
 if TYPE_CHECKING:
@@ -185,7 +186,7 @@ class PathQueries:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         dialect, run_path = self.by_method[scope["method"]]
-        await self.handler.query_at(scope, receive, send, dialect, run_path)
+        await path_endpoints.query_at(self.handler, scope, receive, send, dialect, run_path)
 
 
 def path_routes(handler: RouteHandler) -> list[Route]:
@@ -224,7 +225,7 @@ class CompactionEndpoint:
         self.dialect = dialect
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.handler.compact_at(scope, receive, send, self.dialect)
+        await path_endpoints.compact_at(self.handler, scope, receive, send, self.dialect)
 
 
 def compaction_routes(handler: RouteHandler) -> list[Route]:

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from gateway.conversations.mapper import ConversationMapper, Exchange
 from gateway.conversations.recorder import RunRecorder
 from gateway.core.codec import Decoder, Dialect, Encoder, UpstreamRequest
-from gateway.core.errors import ErrorCode, ShuttingDown, UpstreamRefused
+from gateway.core.errors import ErrorCode, UpstreamRefused
 from gateway.core.events import Event, RunError, RunFinished, RunStarted
 from gateway.core.ids import new_id
 from gateway.core.turn import Message as TurnMessage
@@ -151,21 +151,17 @@ class Relay:
         except HeldTooMuch as exc:
             events = _held_too_much(decoder, exc)
         except asyncio.CancelledError:
-            reason = deadlines.cancelled_because
-            if reason not in ("timeout", "cancelled", "shutdown"):
+            ending = deadlines.ending()
+            if ending is None or ending.error is None:  # not ours, or nobody is left to tell: the exchange ends
                 raise
-            missed = deadlines.missed_deadline
             deadlines.carry_on_after_deadline()
             handed, self._handed_back = self._handed_back, None
             if isinstance(handed, list):  # the run ended as the deadline struck: it ended
                 events = handed
-            elif reason == "timeout":
-                events = decoder.fail(missed, ErrorCode.UPSTREAM_TIMEOUT)
-            elif reason == "shutdown":
-                stopping = ShuttingDown()
-                events = decoder.fail(stopping.message, stopping.code)
-            else:
+            elif ending.by_client:
                 events = decoder.cancel()
+            else:
+                events = decoder.fail(ending.error.message, ending.code)
         finally:
             response.offer = None
         if events:  # empty only if the run already ended when the deadline struck

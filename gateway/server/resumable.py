@@ -13,7 +13,7 @@ from starlette.types import Receive
 
 from gateway.conversations.store import StoreError
 from gateway.core.codec import Dialect
-from gateway.core.errors import GatewayError, Overloaded, ResumeUnavailable, ShuttingDown
+from gateway.core.errors import GatewayError, Overloaded, ResumeUnavailable
 from gateway.core.events import RunError
 from gateway.core.turn import Turn
 from gateway.runs.tape import RunReply, Tape, TapeLost
@@ -100,13 +100,14 @@ class ResumableRuns:
         except TapeLost:
             await call.writer.fail_before_start(ResumeUnavailable(resume.NOT_KEPT))
         except asyncio.CancelledError:
-            if deadlines.cancelled_because not in ("client_gone", "shutdown"):
+            ending = deadlines.ending()
+            if ending is None:
                 raise
             asyncio.current_task().uncancel()  # type: ignore[union-attr]
-            if deadlines.cancelled_because == "shutdown" and call.writer.started:
+            if ending.error is not None and call.writer.started:  # the process is stopping
                 await call.writer.end(b"")  # no end of the run: the client may come back to another replica
-            elif deadlines.cancelled_because == "shutdown":
-                await call.writer.fail_before_start(ShuttingDown())
+            elif ending.error is not None:
+                await call.writer.fail_before_start(ending.error)
         finally:
             watcher.cancel()
 

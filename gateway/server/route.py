@@ -8,27 +8,20 @@ import logging
 from collections.abc import Callable
 from functools import partial
 
-import orjson
-from starlette.datastructures import Headers, QueryParams
+from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
 from adapters import registry
 from gateway.config import Route
 from gateway.conversations.mapper import ConversationMapper
-from gateway.conversations.store import StoreError
 from gateway.core.codec import Dialect
 from gateway.core.errors import (
     ErrorCode,
     GatewayError,
-    InvalidRequest,
-    Overloaded,
     ShuttingDown,
-    UpstreamError,
-    UpstreamTimeout,
 )
-from gateway.core.queries import RunPath, RunQuery
+from gateway.core.queries import RunQuery
 from gateway.core.turn import Turn
-from gateway.core.validation import MAX_ID, bad_id, load_json_object
 from gateway.runs.board import RunBoard
 from gateway.server import queries
 from gateway.server.access import Access
@@ -40,7 +33,7 @@ from gateway.server.drain import Drain
 from gateway.server.metrics import Metrics
 from gateway.server.observed import Observer
 from gateway.server.push import Pusher
-from gateway.server.reading import RequestReader, check_content_type
+from gateway.server.reading import RequestReader
 from gateway.server.request_ids import request_id_of
 from gateway.server.resources import Called
 from gateway.server.resumable import ResumableRuns
@@ -176,20 +169,15 @@ class RouteHandler:
         try:
             await call.run(client, turn)
         except asyncio.CancelledError:
-            if deadlines.cancelled_because is None:  # not ours (the server is shutting down): let it through
+            ending = deadlines.ending()
+            if ending is None:  # not ours (the server is shutting down): let it through
                 raise
             task.uncancel()
-            if deadlines.cancelled_because in ("client_gone", "timeout", "shutdown"):
+            if ending.stops_upstream:
                 call.cancel_upstream()
-            if deadlines.cancelled_because == "shutdown":  # before the upstream answered, or after the run
+            if ending.error is not None:  # before the upstream answered, after the run, or outside the relay
                 deadlines.cancelled_because = None
-                await writer.abort(ShuttingDown(), ShuttingDown.code)
-            if deadlines.cancelled_because == "cancelled":  # by a query, before the upstream answered
-                deadlines.cancelled_because = None
-                await writer.abort(UpstreamError("the run was cancelled before the upstream answered"), "cancelled")
-            if deadlines.cancelled_because == "timeout":  # a deadline outside the relay, e.g. reading an error body
-                deadlines.cancelled_because = None
-                await writer.abort(UpstreamTimeout(deadlines.missed_deadline), ErrorCode.UPSTREAM_TIMEOUT)
+                await writer.abort(ending.error, ending.code)
         except GatewayError as error:  # the turn cannot be put to this upstream (see HistoryConflict)
             await writer.abort(error, error.code)
         except Exception:
@@ -202,73 +190,3 @@ class RouteHandler:
             watcher.cancel()
             if watched is not None:
                 await watched.close()
-
-    async def query_at(self, scope: Scope, receive: Receive, send: Send, client: Dialect, run_path: RunPath
-                       ) -> None:
-        """A query at a path under the route's, the run's id in the path (`RunQueries.paths`): the caller
-        identified, then answered as a query that came in a body is; refused in the client's dialect."""
-        headers = Headers(scope=scope)
-        call = Call(self, send, headers, request_id_of(headers))
-        call.record.note_request(scope, client.name)
-        if self.tracing is not None:
-            call.trace = self.tracing.start(headers, scope["path"], call.request_id, call.started_at)
-            call.record.trace_id = call.trace.trace_id
-        if client.error_reply is not None:
-            reply = client.error_reply
-            call.writer.error_reply = lambda error: reply(error, None)
-        self.in_flight.inc()
-        self.drain.streams.add(call)
-        try:
-            call.caller = self.access.identify(headers)
-            call.record.key_id = call.caller.key_id
-            run_id = scope["path_params"]["run_id"]
-            if bad_id(run_id):
-                raise InvalidRequest(f"a run id in the path must be at most {MAX_ID} characters, without control "
-                                     "characters")
-            if scope["method"] == "POST":
-                check_content_type(headers)  # as for a run: a page on another origin cannot POST one unasked
-            call.request_json = {}
-            parameters = dict(QueryParams(scope.get("query_string", b"")))
-            await queries.answer(self, call, receive, client, RunQuery(run_path.name, run_id, parameters))
-        except GatewayError as error:
-            await call.writer.fail_before_start(error)
-        finally:
-            call.report()
-
-
-
-    async def compact_at(self, scope: Scope, receive: Receive, send: Send, client: Dialect) -> None:
-        """A request to compact a conversation (`Dialect.compaction`): the caller identified and its body read as
-        for a run, the history it names found in the store; answered here, the upstream never asked."""
-        assert client.compaction is not None
-        headers = Headers(scope=scope)
-        call = Call(self, send, headers, request_id_of(headers))
-        call.record.note_request(scope, client.name)
-        call.record.client_dialect, call.record.outcome = client.name, "compaction"
-        if client.error_reply is not None:
-            reply = client.error_reply
-            call.writer.error_reply = lambda error: reply(error, None)
-        self.in_flight.inc()
-        self.drain.streams.add(call)
-        try:
-            caller = call.caller = self.access.identify(headers)
-            call.record.key_id = caller.key_id
-            check_content_type(headers)
-            body = await self.reader.body(receive)
-            turn = client.parse_request(load_json_object(body, self.route.limits.max_json_depth))
-            self.reader.check_size(turn)
-            history = turn.messages
-            if turn.follows is not None:
-                history = await self.mapper.history_after(self.route.name, caller.principal, turn.follows)
-                history = history + turn.messages
-            answer = client.compaction.answer(turn, history)
-            await call.writer.respond(200, {"content-type": "application/json"}, orjson.dumps(answer))
-        except ClientGone:
-            call.record.outcome = "client_gone"
-        except GatewayError as error:
-            await call.writer.fail_before_start(error)
-        except StoreError as exc:
-            call.record.error_detail = str(exc)
-            await call.writer.fail_before_start(Overloaded("the gateway's store is unreachable: retry shortly"))
-        finally:
-            call.report()
