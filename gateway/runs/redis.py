@@ -289,7 +289,7 @@ class _RedisMirror:
             self.board._queue(lambda pipe: _mirror_commands(pipe, self, seq, data, last), None, self)
 
     def lose(self) -> None:
-        self.append(-1, b"", True)
+        self.append(-1, b"", last=True)
 
 
 def _mirror_commands(pipe: Any, mirror: _RedisMirror, seq: int, data: bytes, last: bool) -> None:

@@ -207,13 +207,7 @@ class Relay:
     async def _answered_early(self, body: bytes) -> None:
         """A one-body reply its client asked for before the run's end (A2A's `returnImmediately`): sent, and the run
         goes on without the client, to its end, which is stored and reported as any run's."""
-        writer = self._writer
-        if writer.detached:
-            return
-        report, writer.before_last_byte = writer.before_last_byte, None
-        await writer.respond(self.encoder.status_code, self.encoder.headers, body)
-        writer.before_last_byte = report
-        writer.detached = True
+        await self._writer.answer_early(self.encoder, body)
 
     def _translate(self, events: list[Event]) -> bytes:
         """Count, record and encode one batch of events: the client's bytes for it."""
