@@ -212,7 +212,7 @@ class Call:
         if self.capture is not None:
             decoder, encoder = self.capture.tap(decoder, encoder)
         relay = self.relay = Relay(
-            exchange=exchange, client=client, encoder=encoder, watched=self.watched,
+            exchange=exchange, client_dialect=client, encoder=encoder, watched=self.watched,
             recorder=RunRecorder(exchange.conversation.state, handler.mapper.max_bytes), decoder=decoder,
             upstream_status=response.status, mapper=handler.mapper, record=self.record, writer=self.writer,
             deadlines=self.deadlines, reattach=self.reattach, max_held=self.route.limits.max_held_text,

@@ -53,15 +53,15 @@ class Deadlines:
     """The one timer of a request. At a deadline it cancels the request's task and says why in
     `cancelled_because`; the client leaving, its cancel and the process stopping cancel it the same way."""
 
-    __slots__ = ("_client", "_keep_alive_in_flight", "_keepalive", "_record", "_timeouts", "_timer",
+    __slots__ = ("_keep_alive_in_flight", "_keepalive", "_record", "_timeouts", "_timer", "_writer",
                  "cancelled_because", "last_upstream_event", "missed_deadline", "request_task", "started_at",
                  "storing_conversation", "upstream_answered", "wake_at")
 
-    def __init__(self, timeouts: Timeouts, keepalive: float, client: ClientWriter, record: AccessRecord,
+    def __init__(self, timeouts: Timeouts, keepalive: float, writer: ClientWriter, record: AccessRecord,
                  started_at: float) -> None:
         self._timeouts = timeouts
         self._keepalive = keepalive
-        self._client = client
+        self._writer = writer
         self._record = record
         self.started_at = started_at
         """When the request arrived (monotonic): the first-event and total deadlines count from it."""
@@ -143,13 +143,13 @@ class Deadlines:
         self._timer = None
         if self.cancelled_because is not None:
             return
-        timeouts, keepalive, client = self._timeouts, self._keepalive, self._client
+        timeouts, keepalive, writer = self._timeouts, self._keepalive, self._writer
         now = time.monotonic()
         deadline, total = self._next_deadline()
-        stuck = client.writing and not client.gone
-        stuck_since = max(self.last_upstream_event, client.last_write)  # the run's last event, or its last write
-        if stuck and client.tape is not None and (now >= deadline or now - stuck_since >= keepalive) \
-                and client.drop():
+        stuck = writer.writing and not writer.gone
+        stuck_since = max(self.last_upstream_event, writer.last_write)  # the run's last event, or its last write
+        if stuck and writer.tape is not None and (now >= deadline or now - stuck_since >= keepalive) \
+                and writer.drop():
             stuck = False
             self.last_upstream_event = now  # the upstream was not read while the client held the run back
             deadline, total = self._next_deadline()
@@ -165,13 +165,13 @@ class Deadlines:
             else:
                 self.cancel_request(CancelReason.TIMEOUT)
             return
-        keep = client.last_write + keepalive
+        keep = writer.last_write + keepalive
         if now >= keep:
-            if client.streaming and not client.writing and not self.storing_conversation \
+            if writer.streaming and not writer.writing and not self.storing_conversation \
                     and self._keep_alive_in_flight is None:
-                client.last_write = now
-                assert client.encoder is not None
-                self._keep_alive_in_flight = asyncio.create_task(self._keep_alive(client.encoder.keep_alive()))
+                writer.last_write = now
+                assert writer.encoder is not None
+                self._keep_alive_in_flight = asyncio.create_task(self._keep_alive(writer.encoder.keep_alive()))
             keep = now + keepalive
         wake = min(deadline, keep)
         if wake <= now:  # a deadline passed while the conversation is stored: nothing is cut off then; look again
@@ -192,12 +192,12 @@ class Deadlines:
         """End the exchange of a client that stopped reading: its connection is closed, so that the write stuck on
         it returns (else the request is cancelled in it)."""
         self._record.failed(ErrorCode.CLIENT_STALLED)
-        if not self._client.drop():
+        if not self._writer.drop():
             self.cancel_request(CancelReason.CLIENT_STALLED)
 
     async def _keep_alive(self, comment: bytes) -> None:
         try:
-            await self._client.write_keep_alive(comment)
+            await self._writer.write_keep_alive(comment)
         finally:
             self._keep_alive_in_flight = None
 
@@ -207,7 +207,7 @@ class Deadlines:
         self._timer = None
         if self.storing_conversation:  # still storing the conversation: look again
             self._timer = asyncio.get_running_loop().call_later(self._keepalive, self._drop_a_client_still_stuck)
-        elif self._client.writing and not self._client.gone:
+        elif self._writer.writing and not self._writer.gone:
             self._drop_stuck_client()
 
 
