@@ -30,9 +30,9 @@ SYSCALLS = frozenset({
     "__GI___writev", "__libc_recv", "__libc_send", "syscall", "madvise", "mmap", "munmap", "brk", "mprotect",
 })
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("gateway: relay and call (gateway/server/proxy, relay, client, deadlines, record)",
-     ("gateway/server/proxy.py", "gateway/server/relay.py", "gateway/server/client.py", "gateway/server/deadlines.py",
-      "gateway/server/record.py")),
+    ("gateway: relay and call (gateway/server/route, call, relay, client, deadlines, record)",
+     ("gateway/server/route.py", "gateway/server/call.py", "gateway/server/relay.py", "gateway/server/client.py",
+      "gateway/server/deadlines.py", "gateway/server/record.py")),
     ("gateway: codecs (sse, repair, decode, encode)", ("gateway/core/sse.py", "gateway/core/repair.py",
                                                        "gateway/core/codec.py", "gateway/core/decoding.py",
                                                        "gateway/core/encoding.py", "/decode.py", "/encode.py",

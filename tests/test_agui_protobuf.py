@@ -174,7 +174,7 @@ def test_a_run_lost_midway_ends_in_the_wire_format_of_its_reply() -> None:
     """A follower's reply is the run's, as the run's own client asked for it: the error for a run lost with its
     replica is written in that reply's wire format (its head's content type), not in SSE into a protobuf stream."""
     from adapters import registry
-    from gateway.server.proxy import _lost_run_error
+    from gateway.server.resumable import _lost_run_error
 
     lost = _lost_run_error(registry.get("ag-ui"))
     in_proto = lost({"content-type": proto.MEDIA_TYPE})

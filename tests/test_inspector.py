@@ -28,8 +28,8 @@ from gateway.inspector.ring import InspectedRun, RunRing
 from gateway.inspector.views import summary
 from gateway.recordings.capture import RunCapture
 from gateway.server.app import create_app
-from gateway.server.proxy import RouteHandler
 from gateway.server.record import AccessRecord
+from gateway.server.route import RouteHandler
 
 KEY = "the-inspectors-own-key-0123"
 AUTH = {"authorization": f"Bearer {KEY}"}

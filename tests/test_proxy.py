@@ -363,7 +363,7 @@ def test_upstream_that_goes_quiet_mid_run_is_cut_at_the_timeout(world: World, cl
 def test_a_bug_of_ours_ends_the_reply_and_the_gateway_keeps_serving(world: World,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     from gateway.conversations.recorder import RunRecorder
-    from gateway.server import proxy
+    from gateway.server import call
 
     class Broken:
         """A recorder whose `record` fails. Put in by name: compiled (scripts/compile), `RunRecorder`'s methods
@@ -378,7 +378,7 @@ def test_a_bug_of_ours_ends_the_reply_and_the_gateway_keeps_serving(world: World
         def __getattr__(self, name: str) -> Any:
             return getattr(self.recorder, name)
 
-    monkeypatch.setattr(proxy, "RunRecorder", Broken)
+    monkeypatch.setattr(call, "RunRecorder", Broken)
     response = post(world.http, world.url("agent-respond", "ag-ui"), request_body("agent-respond", [
         user_message("agent-respond", "hi")]))
     assert response.status_code == 500 and response.json()["error"]["code"] == "gateway_error"
@@ -393,7 +393,7 @@ def test_a_bug_of_ours_mid_stream_ends_the_reply_in_band(world: World, monkeypat
     """Raised where a paced event is translated in the upstream connection's callback, it reaches the run's task
     and ends the reply as a bug before the first event does."""
     from gateway.conversations.recorder import RunRecorder
-    from gateway.server import proxy
+    from gateway.server import call
 
     class BrokenLater:
         """A recorder whose `record` fails from its sixth call on (by name, as above)."""
@@ -410,7 +410,7 @@ def test_a_bug_of_ours_mid_stream_ends_the_reply_in_band(world: World, monkeypat
         def __getattr__(self, name: str) -> Any:
             return getattr(self.recorder, name)
 
-    monkeypatch.setattr(proxy, "RunRecorder", BrokenLater)
+    monkeypatch.setattr(call, "RunRecorder", BrokenLater)
     offers = watch_offers(monkeypatch)
     streamed = Reply("ag-ui", post(world.http, world.url("ag-ui", "ag-kit"), request_body("ag-ui", [
         user_message("ag-ui", "slow please")])))

@@ -105,7 +105,7 @@ class RedisMirror:
             self.writes.queue(lambda pipe: _mirror_commands(pipe, self, seq, data, last), None, self)
 
     def lose(self) -> None:
-        self.append(-1, b"", True)
+        self.append(-1, b"", last=True)
 
 
 def _mirror_commands(pipe: Any, mirror: RedisMirror, seq: int, data: bytes, last: bool) -> None:

@@ -105,15 +105,15 @@ class Tape:
 
     def begin(self, first: bytes) -> None:
         """The first entry: a reply's head, or what the readers of a run's feed start from."""
-        self._append(_at_its_size(first), False)
+        self._append(_at_its_size(first), last=False)
 
-    def record(self, body: bytes, last: bool) -> bytes:
-        """Keep a piece of the reply; returns it as the client is to be sent it (with each SSE event's `id:`, for a
-        dialect whose clients reconnect with `Last-Event-ID`)."""
+    def record(self, body: bytes, *, last: bool = False) -> bytes:
+        """Keep a piece of the reply (`last`: its end); returns it as the client is to be sent it (with each SSE
+        event's `id:`, for a dialect whose clients reconnect with `Last-Event-ID`)."""
         if self.lost:
             return body
         if not self.event_ids or not body:
-            self._append(_at_its_size(body), last)  # it may be orjson's output, in a buffer of 4 KiB or many MiB
+            self._append(_at_its_size(body), last=last)  # it may be orjson's output, in a buffer of 4 KiB or many MiB
             return body
         frames = body.split(b"\n\n")
         tail = frames.pop()  # b"" when the body is whole frames, as encoders write them
@@ -122,7 +122,7 @@ class Tape:
         if tail:
             pieces.append(tail)
         for n, piece in enumerate(pieces, 1):
-            self._append(piece, last and n == len(pieces))
+            self._append(piece, last=last and n == len(pieces))
         return b"".join(pieces)
 
     def abandon(self) -> None:
@@ -135,7 +135,7 @@ class Tape:
                 self.mirror.lose()
             self._wake()
 
-    def _append(self, data: bytes, last: bool) -> None:
+    def _append(self, data: bytes, *, last: bool) -> None:
         if self.lost:
             return
         self.entries.append(data)

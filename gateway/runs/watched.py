@@ -165,7 +165,7 @@ class WatchedRun:
     def feed(self, events: list[Event]) -> None:
         """A batch of the run's events: their updates on the feed."""
         for update in self._log.feed(events):
-            self.tape.record(update, False)
+            self.tape.record(update)
             if self._sink is not None:
                 self._sink.offer(update)
 
@@ -188,7 +188,7 @@ class WatchedRun:
 
     def _end(self) -> None:
         if not self.tape.ended and not self.tape.lost:
-            self.tape.record(b"", True)
+            self.tape.record(b"", last=True)
         self._runs.board.finish(self.tape)
 
     async def _save(self, record: RunRecord) -> None:

@@ -31,16 +31,19 @@ from gateway.recordings.files import RecordingFiles
 from gateway.runs.board import KeptLimits, RunBoard
 from gateway.runs.redis import RedisRunBoard
 from gateway.server import http_server, logs, queries
+from gateway.server.bodies import BodyBudget
+from gateway.server.conversation_endpoints import ConversationEndpoints
 from gateway.server.documents import catalog_routes, discovery_routes
 from gateway.server.drain import Drain
 from gateway.server.logs import ACCESS
 from gateway.server.metrics import CONTENT_TYPE, Metrics
 from gateway.server.observed import Observer, recording_of
 from gateway.server.probe import UpstreamReadiness, warn_if_unreachable
-from gateway.server.proxy import BodyBudget, ConversationEndpoints, RouteHandler, request_id_of
 from gateway.server.push import Pusher
 from gateway.server.record import AccessRecord
+from gateway.server.request_ids import request_id_of
 from gateway.server.resources import resource_routes
+from gateway.server.route import RouteHandler
 from gateway.server.sockets import SocketEndpoint
 from gateway.server.telemetry import Tracing
 from gateway.server.telemetry import from_environment as tracing_from_environment

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from enum import Enum
 
 import orjson
 from starlette.types import Message, Send
@@ -24,11 +25,25 @@ from gateway.server.record import AccessRecord
 log = logging.getLogger("agent_gateway.proxy")
 
 
+class Reply(Enum):
+    """How far the client's reply has gone: each state follows the one before it, and only that one."""
+
+    UNSENT = "unsent"
+    """Nothing has gone out: an error is still a real HTTP status (or the dialect's error reply)."""
+    STARTED = "started"
+    """The response's head has gone out: an error can now only be told in band."""
+    COMPLETE = "complete"
+    """The last byte has gone out, or is going."""
+    DETACHED = "detached"
+    """The client had its whole reply before the run's end (it asked for that): the run goes on, sending it
+    nothing more."""
+
+
 class ClientWriter:
     """The client's side of one request: what it has been sent, and whether it is still there to be sent more."""
 
-    __slots__ = ("_direct", "_record", "_request_id", "_send", "before_last_byte", "complete", "detached", "encoder",
-                 "error_reply", "gone", "last_write", "started", "streaming", "tape", "writing")
+    __slots__ = ("_direct", "_record", "_request_id", "_send", "before_last_byte", "encoder", "error_reply", "gone",
+                 "last_write", "reply", "streaming", "tape", "writing")
 
     def __init__(self, send: Send, request_id: str, record: AccessRecord,
                  before_last_byte: Callable[[], None]) -> None:
@@ -44,24 +59,30 @@ class ClientWriter:
         self.encoder: Encoder | None = None
         """The client's dialect's encoder, once the run's reply is written in it: an error after the head went out
         is an event it encodes."""
-        self.started = False
-        """The response's head has gone out: an error can now only be told in band."""
-        self.complete = False
-        """The last byte has gone out, or is going."""
+        self.reply = Reply.UNSENT
+        """How far the reply has gone."""
         self.streaming = False
         """The client gets an SSE stream: idle, it is sent keep-alive comments."""
         self.writing = False
         """A send to the client has not returned: how the deadlines tell a stuck client from a slow upstream."""
         self.gone = False
-        """The client disconnected before it had its last byte."""
+        """The client disconnected before it had its last byte (or was dropped as its last byte stuck): the client's
+        side, apart from how far the reply has gone, as h11 keeps each side's state."""
         self.last_write = 0.0
         """When the client was last sent a piece of its stream (monotonic): keep-alives count from it."""
         self.tape: Tape | None = None
         """On a resumable route, where everything the client is sent is kept for it to come back to: the run goes
         on when the client has gone."""
-        self.detached = False
-        """The client had its whole reply before the run's end (it asked for that): the run goes on, sending it
-        nothing more."""
+
+    @property
+    def started(self) -> bool:
+        """The response's head has gone out."""
+        return self.reply is not Reply.UNSENT
+
+    @property
+    def complete(self) -> bool:
+        """The last byte has gone out, or is going."""
+        return self.reply is Reply.COMPLETE or self.reply is Reply.DETACHED
 
     def tap(self, capture: RunCapture) -> None:
         """Show `capture` everything the client is sent, as it goes: once, before anything is."""
@@ -88,7 +109,7 @@ class ClientWriter:
             self.tape.open(Head(status, headers, self.encoder.keep_alive() if self.encoder is not None else b""))
         raw = [(k.encode(), v.encode()) for k, v in headers.items()]
         raw.append((b"x-request-id", self._request_id.encode()))
-        self.started = True
+        self.reply = Reply.STARTED
         self._record.status = status
         await self._send({"type": "http.response.start", "status": status, "headers": raw})
 
@@ -96,7 +117,7 @@ class ClientWriter:
         """Send a piece of the stream (never empty) and note when. Per event batch, so it sends directly rather
         than through `_write`."""
         if self.tape is not None:
-            body = self.tape.record(body, False)
+            body = self.tape.record(body)
             if self.gone:
                 return
         self.writing = True
@@ -118,7 +139,7 @@ class ClientWriter:
         """`write` without an await, once `can_write_now` said so (and nothing was awaited since); `now` is the
         caller's monotonic clock reading of this moment, one per event."""
         if self.tape is not None:
-            body = self.tape.record(body, False)
+            body = self.tape.record(body)
         assert self._direct is not None
         self._direct.write(body)
         self.last_write = now
@@ -139,21 +160,21 @@ class ClientWriter:
     async def write_keep_alive(self, comment: bytes) -> None:
         """Send bytes that mean nothing to keep an idle stream open (nothing if the dialect has none). The timer
         starts it as a task, which may run after the last byte went: then there is nothing to keep open."""
-        if not self.complete:
+        if self.reply is Reply.UNSENT or self.reply is Reply.STARTED:
             await self._write(comment)
 
     async def end(self, body: bytes) -> None:
         """Send the last byte, reporting the request as it goes."""
-        self.complete = True
+        self.reply = Reply.COMPLETE
         if self.tape is not None:
-            body = self.tape.record(body, True)
+            body = self.tape.record(body, last=True)
         if self.before_last_byte is not None:
             self.before_last_byte()
         await self._write(body, more=False)
 
     async def respond(self, status: int, headers: dict[str, str], body: bytes) -> None:
         """The whole response at once (a one-body reply, or an error before the head)."""
-        if self.detached:  # answered already: the run's end is only reported
+        if self.reply is Reply.DETACHED:  # answered already: the run's end is only reported
             if self.before_last_byte is not None:
                 self.before_last_byte()
             return
@@ -161,6 +182,16 @@ class ClientWriter:
             return
         await self.start(status, headers)
         await self.end(body)
+
+    async def answer_early(self, encoder: Encoder, body: bytes) -> None:
+        """A one-body reply its client asked for before the run's end (A2A's `returnImmediately`): sent, and the run
+        goes on without the client, to its end, which is stored and reported as any run's."""
+        if self.reply is Reply.DETACHED:
+            return
+        report, self.before_last_byte = self.before_last_byte, None
+        await self.respond(encoder.status_code, encoder.headers, body)
+        self.before_last_byte = report
+        self.reply = Reply.DETACHED
 
     async def fail_before_start(self, error: GatewayError) -> None:
         record = self._record
@@ -176,9 +207,9 @@ class ClientWriter:
 
     async def abort(self, error: GatewayError, code: str) -> None:
         """End the exchange with `error`: as the HTTP error if the response has not started, else in band."""
-        if not self.started:
+        if self.reply is Reply.UNSENT:
             await self.fail_before_start(error)
-        elif not self.complete:
+        elif self.reply is Reply.STARTED:
             body = b""
             if self.encoder is not None:
                 try:

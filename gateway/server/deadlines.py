@@ -8,27 +8,60 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
+from starlette.types import Receive
+
 from gateway.config import Timeouts
-from gateway.core.errors import ErrorCode
+from gateway.core.errors import ErrorCode, GatewayError, ShuttingDown, UpstreamError, UpstreamTimeout
 from gateway.server.client import ClientWriter
 from gateway.server.record import AccessRecord
 
 
+class CancelReason(Enum):
+    """Why `Deadlines` cancelled the request's task (`Deadlines.ending` says what each means for the request)."""
+
+    TIMEOUT = "timeout"
+    """A deadline passed: the reading stops, and the client is told why."""
+    SHUTDOWN = "shutdown"
+    """The process is stopping (`Drain`): the reading stops, and the client is told why."""
+    CANCELLED = "cancelled"
+    """A client's word ended the run (a query's cancel, a stop on a resumable route)."""
+    CLIENT_GONE = "client_gone"
+    """The client disconnected: the exchange ends, and the upstream is told to stop."""
+    CLIENT_STALLED = "client_stalled"
+    """The client stopped reading and its connection could not be closed: the exchange ends."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """What a cancel means for the request whose task it cancelled."""
+
+    error: GatewayError | None
+    """What the client is told: before the reply, as its HTTP error; in it, as an event of code `code`. None when
+    nobody is there to tell: the exchange just ends."""
+    code: str = ""
+    stops_upstream: bool = False
+    """The upstream is told to stop the run (a client's cancel told it already)."""
+    by_client: bool = False
+    """The client's own cancel: a run being relayed ends as cancelled, not in error."""
+
+
 class Deadlines:
     """The one timer of a request. At a deadline it cancels the request's task and says why in
-    `cancelled_because`; the client leaving cancels it the same way."""
+    `cancelled_because`; the client leaving, its cancel and the process stopping cancel it the same way."""
 
-    __slots__ = ("_client", "_keep_alive_in_flight", "_keepalive", "_record", "_timeouts", "_timer",
+    __slots__ = ("_keep_alive_in_flight", "_keepalive", "_record", "_timeouts", "_timer", "_writer",
                  "cancelled_because", "last_upstream_event", "missed_deadline", "request_task", "started_at",
-                 "storing_conversation", "wake_at")
+                 "storing_conversation", "upstream_answered", "wake_at")
 
-    def __init__(self, timeouts: Timeouts, keepalive: float, client: ClientWriter, record: AccessRecord,
+    def __init__(self, timeouts: Timeouts, keepalive: float, writer: ClientWriter, record: AccessRecord,
                  started_at: float) -> None:
         self._timeouts = timeouts
         self._keepalive = keepalive
-        self._client = client
+        self._writer = writer
         self._record = record
         self.started_at = started_at
         """When the request arrived (monotonic): the first-event and total deadlines count from it."""
@@ -38,9 +71,10 @@ class Deadlines:
         there is as quiet as one saying nothing."""
         self.request_task: asyncio.Task[Any] | None = None
         """The task the request runs in: what a deadline, or the client leaving, cancels."""
-        self.cancelled_because: str | None = None
-        """Why the request's task was cancelled from here: "timeout" or "shutdown" (reading stops, the client hears
-        why), "cancelled" (by a query or a stop), "client_gone" or "client_stalled" (the exchange ends)."""
+        self.cancelled_because: CancelReason | None = None
+        """Why the request's task was cancelled from here (None: it was not)."""
+        self.upstream_answered = False
+        """The upstream has answered the request: a deadline passing before it did says so."""
         self.missed_deadline = ""
         """Which deadline passed, as the client is told it."""
         self.storing_conversation = False
@@ -69,7 +103,25 @@ class Deadlines:
         if self.last_upstream_event + self._timeouts.idle < self.wake_at:
             self.arm()
 
-    def cancel_request(self, reason: str) -> None:
+    def ending(self) -> Ending | None:
+        """What the cancel of the request's task means for it, the one place that says it for each reason; None
+        when the cancel was not ours (the server is shutting down the task)."""
+        match self.cancelled_because:
+            case CancelReason.TIMEOUT:
+                return Ending(UpstreamTimeout(self.missed_deadline), ErrorCode.UPSTREAM_TIMEOUT, stops_upstream=True)
+            case CancelReason.SHUTDOWN:
+                return Ending(ShuttingDown(), ShuttingDown.code, stops_upstream=True)
+            case CancelReason.CANCELLED:  # its stop told the upstream already
+                return Ending(UpstreamError("the run was cancelled before the upstream answered"), "cancelled",
+                              by_client=True)
+            case CancelReason.CLIENT_GONE:
+                return Ending(None, stops_upstream=True)
+            case CancelReason.CLIENT_STALLED:
+                return Ending(None)
+            case None:
+                return None
+
+    def cancel_request(self, reason: CancelReason) -> None:
         """End the exchange from outside its task (a deadline, the client leaving)."""
         if self.cancelled_because is None and not self.storing_conversation and self.request_task is not None:
             self.cancelled_because = reason
@@ -91,33 +143,35 @@ class Deadlines:
         self._timer = None
         if self.cancelled_because is not None:
             return
-        timeouts, keepalive, client = self._timeouts, self._keepalive, self._client
+        timeouts, keepalive, writer = self._timeouts, self._keepalive, self._writer
         now = time.monotonic()
         deadline, total = self._next_deadline()
-        stuck = client.writing and not client.gone
-        stuck_since = max(self.last_upstream_event, client.last_write)  # the run's last event, or its last write
-        if stuck and client.tape is not None and (now >= deadline or now - stuck_since >= keepalive) \
-                and client.drop():
+        stuck = writer.writing and not writer.gone
+        stuck_since = max(self.last_upstream_event, writer.last_write)  # the run's last event, or its last write
+        if stuck and writer.tape is not None and (now >= deadline or now - stuck_since >= keepalive) \
+                and writer.drop():
             stuck = False
             self.last_upstream_event = now  # the upstream was not read while the client held the run back
             deadline, total = self._next_deadline()
         if now >= deadline and not self.storing_conversation:
             started = bool(self._record.events)
-            self.missed_deadline = (f"the run took longer than {timeouts.total:g}s" if total
+            waited = timeouts.total if total else timeouts.first_event
+            self.missed_deadline = (f"upstream did not answer within {waited:g}s" if not self.upstream_answered
+                                    else f"the run took longer than {timeouts.total:g}s" if total
                                     else f"upstream sent nothing for {timeouts.idle:g}s" if started
                                     else f"upstream sent no event within {timeouts.first_event:g}s")
             if stuck:  # the client stopped reading: no error can reach it. Drop it, and the upstream.
                 self._drop_stuck_client()
             else:
-                self.cancel_request("timeout")
+                self.cancel_request(CancelReason.TIMEOUT)
             return
-        keep = client.last_write + keepalive
+        keep = writer.last_write + keepalive
         if now >= keep:
-            if client.streaming and not client.writing and not self.storing_conversation \
+            if writer.streaming and not writer.writing and not self.storing_conversation \
                     and self._keep_alive_in_flight is None:
-                client.last_write = now
-                assert client.encoder is not None
-                self._keep_alive_in_flight = asyncio.create_task(self._keep_alive(client.encoder.keep_alive()))
+                writer.last_write = now
+                assert writer.encoder is not None
+                self._keep_alive_in_flight = asyncio.create_task(self._keep_alive(writer.encoder.keep_alive()))
             keep = now + keepalive
         wake = min(deadline, keep)
         if wake <= now:  # a deadline passed while the conversation is stored: nothing is cut off then; look again
@@ -138,12 +192,12 @@ class Deadlines:
         """End the exchange of a client that stopped reading: its connection is closed, so that the write stuck on
         it returns (else the request is cancelled in it)."""
         self._record.failed(ErrorCode.CLIENT_STALLED)
-        if not self._client.drop():
-            self.cancel_request("client_stalled")
+        if not self._writer.drop():
+            self.cancel_request(CancelReason.CLIENT_STALLED)
 
     async def _keep_alive(self, comment: bytes) -> None:
         try:
-            await self._client.write_keep_alive(comment)
+            await self._writer.write_keep_alive(comment)
         finally:
             self._keep_alive_in_flight = None
 
@@ -153,5 +207,18 @@ class Deadlines:
         self._timer = None
         if self.storing_conversation:  # still storing the conversation: look again
             self._timer = asyncio.get_running_loop().call_later(self._keepalive, self._drop_a_client_still_stuck)
-        elif self._client.writing and not self._client.gone:
+        elif self._writer.writing and not self._writer.gone:
             self._drop_stuck_client()
+
+
+async def watch_disconnect(receive: Receive, writer: ClientWriter, deadlines: Deadlines) -> None:
+    """A client that leaves ends its exchange; when its reply is kept (a resumable run), only its part: the run
+    goes on."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            if not writer.complete:  # after the last byte the server says so too
+                writer.gone = True
+                if writer.tape is None:
+                    deadlines.cancel_request(CancelReason.CLIENT_GONE)
+            return

@@ -31,7 +31,7 @@ from gateway.core.codec import AgentDescription, Catalog, Dialect, Discovery
 from gateway.core.errors import GatewayError, UnknownRoute
 
 if TYPE_CHECKING:
-    from gateway.server.proxy import RouteHandler
+    from gateway.server.route import RouteHandler
 
 log = logging.getLogger("agent_gateway.app")
 

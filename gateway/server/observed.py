@@ -4,7 +4,7 @@ open) and the route's recordings (a capture of every run, written when it ends).
 
 ```
 RouteHandler ─ begin(call) ─▶ a RunCapture, when watched or recorded: the writer tapped now, the decoder and the
-                              encoder when the upstream answers (proxy._Call.run)
+                              encoder when the upstream answers (call.Call.run)
              ─ end(call) ──▶ the inspector's line ends; the exchange goes to the route's files
 ```
 """
@@ -21,7 +21,7 @@ from gateway.recordings.exchange import dumps
 from gateway.recordings.files import RecordingFiles
 
 if TYPE_CHECKING:
-    from gateway.server.proxy import _Call
+    from gateway.server.call import Call
 
 log = logging.getLogger("agent_gateway.recordings")
 
@@ -33,7 +33,7 @@ class Observer:
         self.files = files
         self.bodies = route.inspector_bodies
 
-    def begin(self, call: _Call) -> None:
+    def begin(self, call: Call) -> None:
         ring, files = self.ring, self.files
         watched = ring is not None and ring.watched
         capture = None
@@ -51,7 +51,7 @@ class Observer:
             call.inspected = ring.begin(call.record, capture, self.bodies,
                                         lambda: call.relay.encoder.dropped if call.relay is not None else {})
 
-    def end(self, call: _Call) -> None:
+    def end(self, call: Call) -> None:
         if call.inspected is not None:
             call.inspected.end()
             call.inspected = None

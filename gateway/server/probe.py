@@ -54,8 +54,8 @@ async def _upstream(pool: Pool, route: Route) -> Probe:
     try:
         await pool.reach(target)
     except HTTPError as exc:
-        return Probe(what, False, str(exc))
-    return Probe(what, True, f"connected in {(time.monotonic() - started) * 1000:.0f} ms")
+        return Probe(what, ok=False, detail=str(exc))
+    return Probe(what, ok=True, detail=f"connected in {(time.monotonic() - started) * 1000:.0f} ms")
 
 
 READINESS_SECONDS = 2.0

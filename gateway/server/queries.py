@@ -32,17 +32,19 @@ from gateway.runs.records import RunRecords
 from gateway.runs.tape import TapeLost
 from gateway.runs.watched import CallerRuns, RouteRuns, WatchedRun
 from gateway.runs.webhooks import CallerWebhooks, RouteWebhooks
+from gateway.server import path_endpoints
 from gateway.server.push import Pusher, RunPush
 
 if TYPE_CHECKING:
-    from gateway.server.proxy import RouteHandler, _Call
+    from gateway.server.call import Call
+    from gateway.server.route import RouteHandler
 
 log = logging.getLogger("agent_gateway.queries")
 
 STORE_DOWN = "the gateway's store is unreachable: retry shortly"
 
 
-async def answer(handler: RouteHandler, call: _Call, receive: Receive, client: Dialect, query: RunQuery) -> None:
+async def answer(handler: RouteHandler, call: Call, receive: Receive, client: Dialect, query: RunQuery) -> None:
     """Answer a query about the caller's runs, in one body or as a stream."""
     assert client.queries is not None and handler.runs is not None
     record = call.record
@@ -87,7 +89,7 @@ class CallerView(CallerRuns):
         return KeptConversation(kept.history, kept.state, list(kept.interrupts))
 
 
-async def _stream(call: _Call, receive: Receive, answered: StreamedAnswer, keepalive: float) -> None:
+async def _stream(call: Call, receive: Receive, answered: StreamedAnswer, keepalive: float) -> None:
     """Write the answer's frames as they come, a keep-alive when none does, until they end or the client leaves."""
     writer = call.writer
     frames = answered.frames
@@ -133,7 +135,7 @@ async def _disconnect(receive: Receive) -> bytes:
     return b""
 
 
-async def continuing(handler: RouteHandler, call: _Call, client: Dialect, turn: Turn) -> Turn:
+async def continuing(handler: RouteHandler, call: Call, client: Dialect, turn: Turn) -> Turn:
     """A turn that continues a run, checked against it (see `RouteRuns.continuing`); any other as it is."""
     if client.queries is None or handler.runs is None:
         return turn
@@ -144,7 +146,7 @@ async def continuing(handler: RouteHandler, call: _Call, client: Dialect, turn: 
         raise Overloaded(STORE_DOWN) from exc
 
 
-async def watched(handler: RouteHandler, call: _Call, client: Dialect, turn: Turn) -> WatchedRun | None:
+async def watched(handler: RouteHandler, call: Call, client: Dialect, turn: Turn) -> WatchedRun | None:
     """The feed of a run its clients may ask about, claimed, and stopped by a cancel from any replica; None for a
     run of another dialect (or when the board could not be reached: the run goes on unwatched)."""
     if client.queries is None or handler.runs is None or not turn.run_id:
@@ -184,7 +186,7 @@ class PathQueries:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         dialect, run_path = self.by_method[scope["method"]]
-        await self.handler.query_at(scope, receive, send, dialect, run_path)
+        await path_endpoints.query_at(self.handler, scope, receive, send, dialect, run_path)
 
 
 def path_routes(handler: RouteHandler) -> list[Route]:
@@ -223,7 +225,7 @@ class CompactionEndpoint:
         self.dialect = dialect
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.handler.compact_at(scope, receive, send, self.dialect)
+        await path_endpoints.compact_at(self.handler, scope, receive, send, self.dialect)
 
 
 def compaction_routes(handler: RouteHandler) -> list[Route]:

@@ -3,7 +3,7 @@
 ```
 upstream body ─▶ read ▸ decode ▸ repair ▸ record ▸ encode ▸ write ─▶ client
                                             │
-                         terminal event ─▶ store the conversation ─▶ last byte
+                         terminal event ─▶ store the conversation ─▶ last byte   (RunEnd, run_end.py)
 ```
 
 The read loop does nothing per chunk but decode, encode and write: the deadlines and the keep-alive are kept by
@@ -19,14 +19,15 @@ from collections.abc import Awaitable, Callable
 from gateway.conversations.mapper import ConversationMapper, Exchange
 from gateway.conversations.recorder import RunRecorder
 from gateway.core.codec import Decoder, Dialect, Encoder, UpstreamRequest
-from gateway.core.errors import ErrorCode, ShuttingDown, UpstreamRefused
+from gateway.core.errors import ErrorCode, UpstreamRefused
 from gateway.core.events import Event, RunError, RunFinished, RunStarted
 from gateway.core.ids import new_id
-from gateway.core.turn import Message as TurnMessage
+from gateway.core.turn import Turn
 from gateway.runs.watched import WatchedRun
 from gateway.server.client import ClientWriter
 from gateway.server.deadlines import Deadlines
 from gateway.server.record import AccessRecord
+from gateway.server.run_end import RunEnd
 from gateway.upstream.http1 import DECLINED, TAKEN, TAKEN_AND_WAKE, HTTPError, Offer, Response
 
 UNBUFFERED_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
@@ -49,30 +50,26 @@ class Relay:
     """One run, from the upstream's 2xx body to the client's last byte. It holds what the run is translated and
     recorded with: the upstream's decoder, the client's encoder, the recorder and the exchange."""
 
-    __slots__ = ("_abandon", "_client", "_deadlines", "_handed_back", "_mapper", "_max_held", "_reattach_to", "_record",
-                 "_started_at", "_streams", "_upstream_status", "_watched", "_write", "_writer", "decoder", "encoder",
-                 "exchange", "recorder")
+    __slots__ = ("_deadlines", "_end", "_handed_back", "_max_held", "_reattach_to", "_record", "_started_at",
+                 "_streams", "_upstream_status", "_watched", "_write", "_writer", "decoder", "encoder", "exchange",
+                 "recorder")
 
-    def __init__(self, *, exchange: Exchange, client: Dialect, decoder: Decoder, encoder: Encoder,
+    def __init__(self, *, exchange: Exchange, client_dialect: Dialect, decoder: Decoder, encoder: Encoder,
                  recorder: RunRecorder, upstream_status: int, mapper: ConversationMapper, record: AccessRecord,
                  writer: ClientWriter, deadlines: Deadlines, watched: WatchedRun | None = None,
                  reattach: Callable[[UpstreamRequest], Awaitable[Response | None]] | None = None,
                  max_held: int = 1 << 62, abandon: Callable[[], None] | None = None) -> None:
         self.exchange = exchange
-        self._abandon = abandon
-        """Tells the upstream to stop a run the gateway ended itself (see `Decoder.cancel_request`)."""
         self._max_held = max_held
         """Characters of one piece the client needs whole that the run may bring (`limits.max_held_text`)."""
         self._reattach_to = reattach
         """Sends the upstream a request for the rest of a run (see `Decoder.reattach_request`)."""
         self._watched = watched
         """The run's feed, when its clients may ask about it: each batch's updates go on it."""
-        self._client = client
         self.decoder = decoder
         self.encoder = encoder
         self.recorder = recorder
         self._upstream_status = upstream_status
-        self._mapper = mapper
         self._record = record
         self._writer = writer
         self._write = writer.write
@@ -81,6 +78,9 @@ class Relay:
         self._streams = encoder.streams
         """The client gets the events as they come, not one body at the end."""
         self._handed_back: list[Event] | Exception | None = None
+        self._end = RunEnd(exchange=exchange, client_dialect=client_dialect, encoder=encoder, recorder=recorder,
+                           mapper=mapper, record=record, writer=writer, deadlines=deadlines, watched=watched,
+                           abandon=abandon)
 
     async def run(self, response: Response, upstream_streams: bool) -> None:
         """Move the upstream's body to the client, translated, and store what the run added to the conversation."""
@@ -92,7 +92,7 @@ class Relay:
         writer.streaming = encoder.streams
         deadlines.last_upstream_event = writer.last_write = time.monotonic()
         first_frame_alone = encoder.streams and upstream_streams
-        not_yet_offered = streams and writer.direct_writes  # offered from the first event on: the start goes as it did
+        offer_after_first_event = streams and writer.direct_writes  # the start goes through the task as it did
         first_break: HTTPError | None = None
         """How the upstream's stream broke, for the error when what was asked for next brought nothing more."""
         try:
@@ -135,9 +135,9 @@ class Relay:
                                 return
                             out = self._translate(events)  # most reads: no coroutine made for the batch
                             if out:
-                                await (write(out) if streams else self._answered_early(out))
-                        if not_yet_offered and self._record.events:
-                            not_yet_offered = False
+                                await (write(out) if streams else writer.answer_early(encoder, out))
+                        if offer_after_first_event and self._record.events:
+                            offer_after_first_event = False
                             response.offer = self._offered
                 except HTTPError as exc:
                     broke = exc
@@ -151,21 +151,17 @@ class Relay:
         except HeldTooMuch as exc:
             events = _held_too_much(decoder, exc)
         except asyncio.CancelledError:
-            reason = deadlines.cancelled_because
-            if reason not in ("timeout", "cancelled", "shutdown"):
+            ending = deadlines.ending()
+            if ending is None or ending.error is None:  # not ours, or nobody is left to tell: the exchange ends
                 raise
-            missed = deadlines.missed_deadline
             deadlines.carry_on_after_deadline()
             handed, self._handed_back = self._handed_back, None
             if isinstance(handed, list):  # the run ended as the deadline struck: it ended
                 events = handed
-            elif reason == "timeout":
-                events = decoder.fail(missed, ErrorCode.UPSTREAM_TIMEOUT)
-            elif reason == "shutdown":
-                stopping = ShuttingDown()
-                events = decoder.fail(stopping.message, stopping.code)
-            else:
+            elif ending.by_client:
                 events = decoder.cancel()
+            else:
+                events = decoder.fail(ending.error.message, ending.code)
         finally:
             response.offer = None
         if events:  # empty only if the run already ended when the deadline struck
@@ -208,26 +204,15 @@ class Relay:
             return TAKEN_AND_WAKE
         return TAKEN
 
-    async def _answered_early(self, body: bytes) -> None:
-        """A one-body reply its client asked for before the run's end (A2A's `returnImmediately`): sent, and the run
-        goes on without the client, to its end, which is stored and reported as any run's."""
-        writer = self._writer
-        if writer.detached:
-            return
-        report, writer.before_last_byte = writer.before_last_byte, None
-        await writer.respond(self.encoder.status_code, self.encoder.headers, body)
-        writer.before_last_byte = report
-        writer.detached = True
-
     def _translate(self, events: list[Event]) -> bytes:
         """Count, record and encode one batch of events: the client's bytes for it."""
         record, recorder = self._record, self.recorder
         recorder.record(events)  # before the start is rewritten: the recorder keeps the upstream's thread id
         if recorder.largest_call > self._max_held or (recorder.held > self._max_held and not self._streams):
-            too_much, self._max_held = self._too_much(recorder), 1 << 62  # said once: the error itself goes through
+            too_much, self._max_held = _too_much(recorder, self._max_held), 1 << 62  # said once: the error goes through
             raise HeldTooMuch(too_much)
         if not record.events:
-            self._rewrite_start(events)
+            _rewrite_start(events, self.exchange.client_turn)
             record.ttfe_ms = round((time.monotonic() - self._started_at) * 1000, 3)
             record.events = len(events)
             self._deadlines.first_event_came()
@@ -236,13 +221,6 @@ class Relay:
         if self._watched is not None:
             self._watched.feed(events)
         return self.encoder.encode(events)
-
-    def _too_much(self, recorder: RunRecorder) -> str:
-        if recorder.largest_call > self._max_held:
-            return (f"a tool call's arguments grew past {self._max_held} characters, more than the gateway holds for "
-                    "a client (limits.max_held_text)")
-        return (f"the reply grew past {self._max_held} characters, more than the gateway holds for a reply sent in one "
-                "body (limits.max_held_text)")
 
     async def _deliver(self, events: list[Event]) -> bool:
         """Translate and send one batch of events; True once the run's terminal event is out."""
@@ -254,50 +232,10 @@ class Relay:
         terminal = events[-1]
         if not isinstance(terminal, RunFinished | RunError):
             if out:
-                await (self._write(out) if self._streams else self._answered_early(out))
+                await (self._write(out) if self._streams else self._writer.answer_early(self.encoder, out))
             return False
-        record = self._record
-        if isinstance(terminal, RunError):
-            record.failed(terminal.code or ErrorCode.UPSTREAM_ERROR)
-            if self._abandon is not None:  # ended here (a deadline, a limit)? the upstream may run on: stop it
-                self._abandon()
-        else:
-            record.outcome = terminal.outcome
-        # Stored before the last byte goes out: a client may send its next turn the moment it has it. From here
-        # on nothing cancels the request: a client that left meanwhile does not cost the conversation its turn.
-        deadlines = self._deadlines
-        deadlines.storing_conversation = True
-        await self._store_conversation(out, terminal)
-        deadlines.storing_conversation = False  # a client that stops reading now is still cut off at the deadline
-        if self._streams:
-            await self._writer.end(out)
-        else:
-            await self._writer.respond(self.encoder.status_code, self.encoder.headers, out)
+        await self._end.finish(out, terminal)
         return True
-
-    def _rewrite_start(self, events: list[Event]) -> None:
-        """The client sees its own thread and run ids, whatever the upstream called them."""
-        first = events[0]
-        if isinstance(first, RunStarted):
-            turn = self.exchange.client_turn
-            events[0] = RunStarted(turn.conversation_id, turn.run_id or new_id("run"), turn.parent_run_id,
-                                   first.message_id)
-
-    async def _store_conversation(self, body: bytes, terminal: RunFinished | RunError) -> None:
-        """What the run added to the conversation; for a client without conversation ids, the whole transcript as
-        it will send it back next turn."""
-        exchange = self.exchange
-        transcript: list[TurnMessage] | None = None
-        if exchange.client_turn.conversation_id is None and not exchange.client_turn.chains_runs:
-            transcript = exchange.client_turn.messages + _reply_as_client_sees_it(self._client, self.encoder, body,
-                                                                                  self.recorder)
-        await self._mapper.finish(exchange, self.recorder, transcript)
-        if self._watched is not None:  # its clients ask about runs: keep what this one did
-            await self._watched.finish("error" if isinstance(terminal, RunError) else terminal.outcome)
-        if exchange.history_lost:  # the turn went on without the store: the operator should see it per request
-            self._record.history = "unavailable"
-        elif self.recorder.overflowed:
-            self._record.history = "reply_left_out"
 
 
 def _held_too_much(decoder: Decoder, exc: HeldTooMuch) -> list[Event]:
@@ -318,20 +256,23 @@ def _ended(decoder: Decoder, broke: HTTPError | None, first_break: HTTPError | N
     return events
 
 
-def _reply_as_client_sees_it(client: Dialect, encoder: Encoder | None, body: bytes,
-                             recorder: RunRecorder) -> list[TurnMessage]:
-    """The run's messages as a client without conversation ids will send them back next turn: for a one-body
-    reply, exactly the messages it got, if its dialect can read them."""
-    if encoder is not None and client.reply_messages is not None:
-        messages = client.reply_messages(body)
-        if messages is not None:
-            return messages
-    if client.echoed is not None:
-        return client.echoed(recorder.close())
-    return recorder.close()
-
-
 def describe(exc: BaseException) -> str:
     """An upstream failure in a line short enough for a client's error message and the log."""
     text = str(exc) or type(exc).__name__
     return text if len(text) < 300 else text[:300] + "..."
+
+
+def _rewrite_start(events: list[Event], turn: Turn) -> None:
+    """The client sees its own thread and run ids, whatever the upstream called them."""
+    first = events[0]
+    if isinstance(first, RunStarted):
+        events[0] = RunStarted(turn.conversation_id, turn.run_id or new_id("run"), turn.parent_run_id,
+                               first.message_id)
+
+
+def _too_much(recorder: RunRecorder, max_held: int) -> str:
+    if recorder.largest_call > max_held:
+        return (f"a tool call's arguments grew past {max_held} characters, more than the gateway holds for "
+                "a client (limits.max_held_text)")
+    return (f"the reply grew past {max_held} characters, more than the gateway holds for a reply sent in one "
+            "body (limits.max_held_text)")

@@ -40,7 +40,7 @@ from gateway.core.sockets import SocketMode, SocketSession
 from gateway.core.validation import load_json_object
 
 if TYPE_CHECKING:
-    from gateway.server.proxy import RouteHandler
+    from gateway.server.route import RouteHandler
 
 log = logging.getLogger("agent_gateway.sockets")
 

@@ -1,0 +1,192 @@
+"""One route's request handler: a request identified, read and checked, then answered as a run (`Call`), a query
+about runs, or a compaction; on a resumable route, a run's reply is kept (`ResumableRuns`)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from functools import partial
+
+from starlette.datastructures import Headers
+from starlette.types import Receive, Scope, Send
+
+from adapters import registry
+from gateway.config import Route
+from gateway.conversations.mapper import ConversationMapper
+from gateway.core.codec import Dialect
+from gateway.core.errors import (
+    ErrorCode,
+    GatewayError,
+    ShuttingDown,
+)
+from gateway.core.queries import RunQuery
+from gateway.core.turn import Turn
+from gateway.runs.board import RunBoard
+from gateway.server import queries
+from gateway.server.access import Access
+from gateway.server.bodies import BodyBudget, ClientGone
+from gateway.server.call import Call
+from gateway.server.deadlines import watch_disconnect
+from gateway.server.discovery import Discovery, SideCalls
+from gateway.server.drain import Drain
+from gateway.server.metrics import Metrics
+from gateway.server.observed import Observer
+from gateway.server.push import Pusher
+from gateway.server.reading import RequestReader
+from gateway.server.request_ids import request_id_of
+from gateway.server.resources import Called
+from gateway.server.resumable import ResumableRuns
+from gateway.server.telemetry import Tracing, upstream_attributes
+from gateway.upstream.http1 import Pool
+
+log = logging.getLogger("agent_gateway.proxy")
+
+
+class RouteHandler:
+    """The ASGI app behind one route's paths."""
+
+    def __init__(self, route: Route, *, pool: Pool, mapper: ConversationMapper, bodies: BodyBudget,
+                 keepalive: float, metrics: Metrics, board: RunBoard, drain: Drain, log_bodies: bool = False,
+                 debug_errors: bool = False, tracing: Tracing | None = None, pusher: Pusher | None = None,
+                 observer: Observer | None = None) -> None:
+        self.route = route
+        self.observer = observer
+        """The inspector and the route's recordings, when either is on: None costs the route's runs nothing."""
+        self.drain = drain
+        self.pusher = pusher or Pusher()
+        """Delivers push notifications (A2A's), on a route that sends them."""
+        self.board = board
+        """Where the route's resumable runs are (when `route.resumable`)."""
+        self.pool = pool
+        self.mapper = mapper
+        self.keepalive = keepalive
+        self.metrics = metrics
+        self.log_bodies = log_bodies
+        self.reader = RequestReader(route, bodies)
+        self.resumable = ResumableRuns(self)
+        self.debug_errors = debug_errors
+        self.upstream = registry.get(route.upstream.dialect)
+        self.discovery = Discovery(route, self.upstream, pool)
+        self.side_calls = SideCalls(pool)
+        self.in_flight = metrics.in_flight.labels(route.name)
+        self.access = Access(route)
+        self.learned_variant: str | None = None
+        """What the upstream's response headers showed it to be, when the route does not say."""
+        self.tracing = tracing
+        self.upstream_span = upstream_attributes(route.upstream.url) if tracing is not None else {}
+        """The attributes every upstream call's span of this route has."""
+        self.runs = queries.route_runs(self)
+        """The runs whose clients ask about them (A2A's tasks), when a dialect of the route has such clients."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.serve(scope, receive, send)
+
+    async def serve(self, scope: Scope, receive: Receive, send: Send,
+                    continued: Callable[[Turn], Turn] | None = None) -> None:
+        """A request; `continued` makes its turn what the client's connection remembers (a WebSocket's runs,
+        `gateway.server.sockets`) before it goes upstream."""
+        headers = Headers(scope=scope)
+        request_id = request_id_of(headers)
+        if scope["method"] == "OPTIONS":  # not a CORS preflight (the middleware answers those): never a run
+            await send({"type": "http.response.start", "status": 204,
+                        "headers": [(b"allow", b"POST, OPTIONS"), (b"x-request-id", request_id.encode())]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        call = Call(self, send, headers, request_id)
+        call.continued = continued
+        called: Called | None = scope.get("resource")
+        path = called.base if called is not None else scope["path"]
+        call.record.note_request(scope, called.dialect if called is not None else self.reader.dialect_of_path(path))
+        if self.observer is not None:
+            self.observer.begin(call)
+        if self.tracing is not None:
+            call.trace = self.tracing.start(headers, scope["path"], request_id, call.started_at)
+            call.record.trace_id = call.trace.trace_id  # left out of the log line when None
+        self.in_flight.inc()
+        self.drain.streams.add(call)
+        try:
+            await self._handle(call, headers, receive, path, called)
+        finally:
+            call.report()  # once: usually already done as the last byte went out
+
+
+
+    async def _handle(self, call: Call, headers: Headers, receive: Receive, path: str,
+                      called: Called | None = None) -> None:
+        """Identify the caller (no slot taken), read and check its body within deadlines, then take a slot: a
+        caller that stalls its body holds neither a slot nor more than the process's body budget."""
+        try:
+            caller = call.caller = self.access.identify(headers)
+            call.record.key_id = caller.key_id
+            body = await self.reader.body(receive)
+            if call.capture is not None:
+                call.capture.client_said("POST", path, headers.items(), body)
+            if self.log_bodies:
+                call.record.request_body = body[:4096].decode("utf-8", "replace")
+            client, turn = self.reader.parse(call, headers, body, path, called)
+            if isinstance(turn, RunQuery):
+                await queries.answer(self, call, receive, client, turn)
+                return
+            if self.drain.draining:
+                raise ShuttingDown
+            if call.continued is not None:
+                turn = call.continued(turn)
+                self.reader.check_size(turn)
+            turn = await queries.continuing(self, call, client, turn)
+            self.access.admit(caller)
+        except ClientGone:
+            call.record.outcome = "client_gone"
+            return
+        except GatewayError as error:
+            candidates = [called.dialect] if called is not None else self.route.dialects
+            call.writer.error_reply = registry.error_reply(call.request_json, candidates, path)
+            await call.writer.fail_before_start(error)
+            return
+        if client.error_reply is not None:
+            reply, request_json = client.error_reply, call.request_json
+            call.writer.error_reply = lambda error: reply(error, request_json)
+        call.release = partial(self.access.release, caller)  # freed as the last byte goes, like the report
+        record = call.record
+        record.client_dialect, record.conversation_id, record.run_id = client.name, turn.conversation_id, turn.run_id
+        if self.route.resumable:
+            await self.resumable.run(call, receive, client, turn, headers, body)
+        else:
+            await self.admitted(call, receive, client, turn)
+
+
+
+    async def admitted(self, call: Call, receive: Receive, client: Dialect, turn: Turn) -> None:
+        writer, deadlines = call.writer, call.deadlines
+        try:  # its clients may ask about the run, or cancel it, from any replica
+            watched = call.watched = await queries.watched(self, call, client, turn)
+        except GatewayError as error:
+            await writer.fail_before_start(error)
+            return
+        task = deadlines.request_task = asyncio.current_task()
+        assert task is not None
+        watcher = asyncio.create_task(watch_disconnect(receive, writer, deadlines))
+        try:
+            await call.run(client, turn)
+        except asyncio.CancelledError:
+            ending = deadlines.ending()
+            if ending is None:  # not ours (the server is shutting down): let it through
+                raise
+            task.uncancel()
+            if ending.stops_upstream:
+                call.cancel_upstream()
+            if ending.error is not None:  # before the upstream answered, after the run, or outside the relay
+                deadlines.cancelled_because = None
+                await writer.abort(ending.error, ending.code)
+        except GatewayError as error:  # the turn cannot be put to this upstream (see HistoryConflict)
+            await writer.abort(error, error.code)
+        except Exception:
+            log.exception("the gateway failed", extra={"route": self.route.name, "request_id": call.request_id})
+            call.record.failed(ErrorCode.GATEWAY_ERROR)
+            failed = GatewayError("the gateway failed to handle this request; see its log")
+            await writer.abort(failed, failed.code)
+        finally:
+            deadlines.disarm()
+            watcher.cancel()
+            if watched is not None:
+                await watched.close()
