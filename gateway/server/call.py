@@ -55,10 +55,10 @@ from gateway.server.access import ANONYMOUS, Caller
 from gateway.server.client import ClientWriter
 from gateway.server.deadlines import CancelReason, Deadlines
 from gateway.server.record import AccessRecord
-from gateway.server.relay import Relay, describe
+from gateway.server.relay import Relay
 from gateway.server.reporting import report
 from gateway.server.telemetry import RequestTrace, pass_trace_context
-from gateway.server.upstream_errors import refusal_to_read, refused, send_failure
+from gateway.server.upstream_errors import failure_line, refusal_to_read, refused, send_failure
 from gateway.upstream.http1 import HTTPError, Response, Target
 
 if TYPE_CHECKING:
@@ -229,7 +229,7 @@ class Call:
                                                        {**self.upstream_headers, **request.headers}, request.path)
         except HTTPError as exc:
             log.warning("route %s: the upstream's stream broke off, and asking for the rest failed: %s",
-                        self.route.name, describe(exc), extra={"route": self.route.name,
+                        self.route.name, failure_line(exc), extra={"route": self.route.name,
                                                                "request_id": self.request_id})
             return None
         self.reattached.append(response)

@@ -28,6 +28,7 @@ from gateway.server.client import ClientWriter
 from gateway.server.deadlines import Deadlines
 from gateway.server.record import AccessRecord
 from gateway.server.run_end import RunEnd
+from gateway.server.upstream_errors import failure_line
 from gateway.upstream.http1 import DECLINED, TAKEN, TAKEN_AND_WAKE, HTTPError, Offer, Response
 
 UNBUFFERED_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
@@ -248,18 +249,12 @@ def _ended(decoder: Decoder, broke: HTTPError | None, first_break: HTTPError | N
     """The run's last events once the upstream has nothing more: its stream broke, or it ended (a stream read after
     an earlier one broke off that brought nothing more says the first break)."""
     if broke is not None:
-        return decoder.fail(f"upstream connection broke: {describe(broke)}", ErrorCode.UPSTREAM_ERROR)
+        return decoder.fail(f"upstream connection broke: {failure_line(broke)}", ErrorCode.UPSTREAM_ERROR)
     events = decoder.close()
     if first_break is not None and events and isinstance(events[-1], RunError) and \
             events[-1].code == "upstream_truncated":
-        events[-1] = RunError(f"upstream connection broke: {describe(first_break)}", ErrorCode.UPSTREAM_ERROR)
+        events[-1] = RunError(f"upstream connection broke: {failure_line(first_break)}", ErrorCode.UPSTREAM_ERROR)
     return events
-
-
-def describe(exc: BaseException) -> str:
-    """An upstream failure in a line short enough for a client's error message and the log."""
-    text = str(exc) or type(exc).__name__
-    return text if len(text) < 300 else text[:300] + "..."
 
 
 def _rewrite_start(events: list[Event], turn: Turn) -> None:

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 from gateway.core.codec import UpstreamRequest
 from gateway.core.errors import GatewayError, UpstreamError, UpstreamRefused, UpstreamTimeout
-from gateway.server.relay import describe
 from gateway.upstream.http1 import ConnectError, ConnectTimeout, HTTPError, Response
 
 _ERROR_BODY_LIMIT = 64 * 1024
+
+
+def failure_line(exc: BaseException) -> str:
+    """An upstream failure in a line short enough for a client's error message and the log."""
+    text = str(exc) or type(exc).__name__
+    return text if len(text) < 300 else text[:300] + "..."
 
 
 def send_failure(exc: HTTPError, connect_timeout: float, debug_errors: bool) -> tuple[GatewayError, str | None]:
@@ -17,9 +22,9 @@ def send_failure(exc: HTTPError, connect_timeout: float, debug_errors: bool) -> 
         case ConnectTimeout():
             return UpstreamTimeout(f"upstream did not accept a connection within {connect_timeout:g}s"), None
         case ConnectError() if not debug_errors:  # where it failed to connect names an internal address
-            return UpstreamError("upstream unreachable"), describe(exc)
+            return UpstreamError("upstream unreachable"), failure_line(exc)
         case _:
-            return UpstreamError(f"upstream unreachable: {describe(exc)}"), describe(exc)
+            return UpstreamError(f"upstream unreachable: {failure_line(exc)}"), failure_line(exc)
 
 
 def refusal_to_read(outbound: UpstreamRequest, status: int, content_type: str, upstream: str
