@@ -17,60 +17,39 @@ from __future__ import annotations
 import argparse
 import difflib
 import sys
-from typing import NoReturn
+from collections.abc import Callable
+from typing import NoReturn, TypeVar
 
 from adapters import registry
 from gateway.commands import version
 
-
-def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 1 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{port} is not a port: use 1-65535")
-    return port
+_N = TypeVar("_N", int, float)
 
 
-def _workers(text: str) -> int:
-    try:
-        count = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if count < 1:
-        raise argparse.ArgumentTypeError(f"{count}: at least 1 worker")
-    return count
+def _number(convert: Callable[[str], _N], what: str, within: Callable[[_N], bool], refusal: str
+            ) -> Callable[[str], _N]:
+    """An argument type for a number in a range: `what` names the kind of number a word is not, `refusal` (with
+    `{value}` and `{text}`) says what is wrong with one out of range."""
+
+    def parse(text: str) -> _N:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if not within(value):
+            raise argparse.ArgumentTypeError(refusal.format(value=value, text=text))
+        return value
+
+    return parse
 
 
-def _seconds(text: str) -> float:
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < seconds <= 3600:
-        raise argparse.ArgumentTypeError(f"{text}: use more than 0 and at most 3600 seconds")
-    return seconds
-
-
-def _speed(text: str) -> float:
-    try:
-        speed = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < speed <= 1000:
-        raise argparse.ArgumentTypeError(f"{text}: use more than 0 and at most 1000 (--at-once for no waiting)")
-    return speed
-
-
-def _pace(text: str) -> float:
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 <= seconds <= 60:
-        raise argparse.ArgumentTypeError(f"{text}: use 0 to 60 seconds")
-    return seconds
+_port = _number(int, "a port number", lambda port: 1 <= port <= 65535, "{value} is not a port: use 1-65535")
+_workers = _number(int, "a number", lambda count: count >= 1, "{value}: at least 1 worker")
+_seconds = _number(float, "a number of seconds", lambda seconds: 0 < seconds <= 3600,
+                   "{text}: use more than 0 and at most 3600 seconds")
+_speed = _number(float, "a number", lambda speed: 0 < speed <= 1000,
+                 "{text}: use more than 0 and at most 1000 (--at-once for no waiting)")
+_pace = _number(float, "a number of seconds", lambda seconds: 0 <= seconds <= 60, "{text}: use 0 to 60 seconds")
 
 
 class _Parser(argparse.ArgumentParser):
