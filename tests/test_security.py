@@ -398,6 +398,27 @@ def test_an_upstreams_own_error_codes_do_not_become_metric_labels() -> None:
     assert 'agent_gateway_errors_total{kind="upstream_error",route="route0"} 3.0' in metrics
 
 
+def test_a_stream_that_ends_before_its_run_is_counted_as_truncated_not_as_an_upstream_error() -> None:
+    """The gateway's own finding gets its own label: an operator tells a cut stream from an upstream that failed."""
+    async def upstream(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}'
+                    b'\n\n'})
+
+    with Served(upstream) as agent:
+        config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+            {"paths": ["/in"], "client_dialects": ["ag-ui"], "upstream": {"url": agent.url, "dialect": "ag-ui"}}]})
+        with Served(create_app(config)) as gateway, httpx.Client(timeout=10) as http:
+            body = http.post(f"{gateway.url}/in", json=request_body("ag-ui", [user_message("ag-ui", "hi")])).text
+            metrics = http.get(f"{gateway.url}/metrics").text
+    assert '"code":"upstream_truncated"' in body
+    assert 'agent_gateway_errors_total{kind="upstream_truncated",route="route0"} 1.0' in metrics
+    assert 'kind="upstream_error"' not in metrics
+
+
 # -- ids sent upstream belong to the principal
 
 KEEPING = ["ag-ui", "ag-kit", "vercel", "inkeep", "a2a"]

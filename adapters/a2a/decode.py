@@ -36,7 +36,7 @@ from gateway.core.sse import DEFAULT_MAX_FRAME
 from .reading import close_texts, data_of, parts_of, read_message
 from .wire import PAUSED, part_kind, response_kind, state, text_of
 
-_FAILED_CODES = {"failed": ErrorCode.UPSTREAM_ERROR, "rejected": "upstream_rejected"}
+_FAILED_CODES = {"failed": ErrorCode.UPSTREAM_ERROR, "rejected": ErrorCode.UPSTREAM_REJECTED}
 
 
 class A2ADecoder(JsonSSEOrBodyDecoder):

@@ -40,6 +40,6 @@ class AguiProtoDecoder(AguiDecoder):
     def close(self) -> list[Event]:
         out: list[Event] = []
         if not self.repair.done and self._framer.pending:
-            self.repair.fail("upstream cut a protobuf event short", "upstream_truncated", out)
+            self.repair.fail("upstream cut a protobuf event short", ErrorCode.UPSTREAM_TRUNCATED, out)
         self.repair.end_of_stream(out)
         return out

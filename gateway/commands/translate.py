@@ -8,6 +8,7 @@ import sys
 from importlib import resources
 
 from adapters import registry
+from gateway.core.errors import ErrorCode
 from gateway.core.events import Event, Raw, RunError, RunFinished, RunStarted
 from gateway.core.turn import Turn
 
@@ -56,7 +57,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if not data.strip():
         print("agent-gateway translate: the input is empty", file=sys.stderr)
     elif isinstance(error := events[-1], RunError):
-        said = "the input ends before its run does" if error.code == "upstream_truncated" else error.message
+        said = "the input ends before its run does" if error.code == ErrorCode.UPSTREAM_TRUNCATED else error.message
         print(f"agent-gateway translate: the run failed: {said}", file=sys.stderr)
     failed = failed or read_nothing
     return 1 if failed else 0

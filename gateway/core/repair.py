@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     Event,
     Interrupt,
@@ -109,7 +110,7 @@ class RunRepair:
     def end_of_stream(self, out: list[Event]) -> None:
         """The upstream's body ended. Without its terminator that is a truncated run, never a success."""
         if not self.done:
-            self.fail("upstream stream ended before the run finished", "upstream_truncated", out)
+            self.fail("upstream stream ended before the run finished", ErrorCode.UPSTREAM_TRUNCATED, out)
 
     def fail(self, message: str, code: str | None, out: list[Event]) -> None:
         if not self.done:

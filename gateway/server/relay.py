@@ -252,7 +252,7 @@ def _ended(decoder: Decoder, broke: HTTPError | None, first_break: HTTPError | N
         return decoder.fail(f"upstream connection broke: {failure_line(broke)}", ErrorCode.UPSTREAM_ERROR)
     events = decoder.close()
     if first_break is not None and events and isinstance(events[-1], RunError) and \
-            events[-1].code == "upstream_truncated":
+            events[-1].code == ErrorCode.UPSTREAM_TRUNCATED:
         events[-1] = RunError(f"upstream connection broke: {failure_line(first_break)}", ErrorCode.UPSTREAM_ERROR)
     return events
 
