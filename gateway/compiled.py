@@ -20,6 +20,7 @@ MODULES = (
     "gateway.core.sse",
     "gateway.core.repair",
     "gateway.core.decoding",
+    "gateway.core.steady",
     "gateway.conversations.recorder",
     "adapters.a2a.decode",
     "adapters.a2a.reading",

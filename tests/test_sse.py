@@ -77,3 +77,20 @@ def test_many_frames_in_one_chunk_read_the_same_as_one_by_one(chunk: bytes, fram
     assert SSEDecoder().feed(chunk) == frames
     one_by_one = SSEDecoder()
     assert [frame for byte in range(len(chunk)) for frame in one_by_one.feed(chunk[byte:byte + 1])] == frames
+
+
+@pytest.mark.parametrize(("chunk", "frames"), [
+    (b'event: response.output_text.delta\ndata: {"d":"x"}\n\n', [b'{"d":"x"}']),
+    (b"event: x\ndata: a\ndata: b\n\n", [b"a\nb"]),
+    (b"event: x\nid: 3\ndata: a\n\n", [b"a"]),
+    (b"event: x\n\n", []),
+    (b"event: x\ndata:a\n\n", [b"a"]),
+    (b"event: x\r\ndata: a\r\n\r\n", [b"a"]),
+    (b"event: data: x\ndata: a\n\n", [b"a"]),
+])
+def test_a_whole_frame_named_by_its_event_line_reads_the_same_as_byte_by_byte(chunk: bytes, frames: list[bytes]
+                                                                               ) -> None:
+    """A chunk of one frame after its `event:` line takes a fast path (Open Responses' streams): only that shape."""
+    assert SSEDecoder().feed(chunk) == frames
+    one_by_one = SSEDecoder()
+    assert [frame for byte in range(len(chunk)) for frame in one_by_one.feed(chunk[byte:byte + 1])] == frames

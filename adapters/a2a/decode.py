@@ -40,7 +40,8 @@ _FAILED_CODES = {"failed": ErrorCode.UPSTREAM_ERROR, "rejected": ErrorCode.UPSTR
 
 
 class A2ADecoder(JsonSSEOrBodyDecoder):
-    __slots__ = ("_attempts", "_context_id", "_foreign", "_open_text", "_said", "_task_id", "_whole_task")
+    __slots__ = ("_attempts", "_context_id", "_foreign", "_open_text", "_said", "_steady_artifact", "_task_id",
+                 "_whole_task")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__(max_event_bytes, json_starts=b"{[")
@@ -55,6 +56,8 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
         """The body being read is `GetTask`'s: its result is the task itself."""
         self._foreign = False
         """The body read after a re-attach is about another task (an agent that ran the request anew): ignored."""
+        self._steady_artifact = ""
+        """The artifact the last steady text delta wrote to (`steady_text`)."""
 
     def cancel_request(self) -> UpstreamRequest | None:
         if self._task_id is None or (self.repair.done and not self.repair.cut):
@@ -121,6 +124,37 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
                 out.append(RunFinished())
         else:
             out.append(Raw("a2a", frame))  # a kind of response this version does not know: passed over
+
+    def steady_text(self, frame: dict[str, Any]) -> str | None:
+        """An update of this task's text artifact already open, of one text part and not its last chunk."""
+        if self._attempts or self._context_id is None or frame.get("error") is not None:
+            return None
+        result = frame.get("result", frame)
+        if not isinstance(result, dict):
+            return None
+        kind, value = response_kind(result)
+        if kind != "artifact-update" or value.get("lastChunk") is True:
+            return None
+        task_id, context_id = value.get("taskId"), value.get("contextId")
+        if _another(task_id, self._task_id) or _another(context_id, self._context_id):
+            return None
+        artifact = value.get("artifact")
+        artifact_id = artifact.get("artifactId") if isinstance(artifact, dict) else None
+        if not isinstance(artifact_id, str) or artifact_id not in self._open_text:
+            return None
+        parts = parts_of(artifact)
+        part = parts[0] if len(parts) == 1 else None
+        text = part.get("text") if isinstance(part, dict) and part_kind(part) == "text" else None
+        if not isinstance(text, str):
+            return None
+        self._steady_artifact = artifact_id
+        return text
+
+    def on_steady_text(self, text: str, out: Events) -> None:
+        if text:
+            artifact_id = self._steady_artifact
+            out.append(TextDelta(self._open_text[artifact_id], text))
+            self._said[artifact_id] += len(text)
 
     def on_done(self, out: Events) -> None:
         self._end_without_state(out)

@@ -44,6 +44,7 @@ from gateway.core.events import (
     SubagentStarted,
 )
 from gateway.core.sse import DEFAULT_MAX_FRAME, FrameTooLarge, SSEEvent, SSEEventDecoder
+from gateway.core.steady import SteadyText
 
 from .interrupts import interrupt_of
 from .reading import MessageReader
@@ -56,12 +57,16 @@ _NAMED_DATA = frozenset({"name", "data", "id", "transient"})
 
 
 class LangGraphDecoder(MessageReader):
-    __slots__ = ("_heard", "_interrupts", "_joins", "_max_event_bytes", "_run_id", "_sse", "_state", "_thread_id")
+    __slots__ = ("_heard", "_interrupts", "_joins", "_max_event_bytes", "_run_id", "_sse", "_state", "_steady",
+                 "_steady_event", "_thread_id")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__()
         self._max_event_bytes = max_event_bytes
         self._sse = SSEEventDecoder(max_event_bytes)
+        self._steady = SteadyText()
+        self._steady_event = ""
+        """The name of the frames whose shape `_steady` learnt: `messages`, or `messages|<namespace>`."""
         self._thread_id: str | None = None
         self._run_id: str | None = None
         self._joins = 0
@@ -107,6 +112,7 @@ class LangGraphDecoder(MessageReader):
         self._joins += 1
         last = self._sse.last_id
         self._sse = SSEEventDecoder(self._max_event_bytes)
+        self._steady.forget()
         headers = {"accept": "text/event-stream"}
         if last is not None:
             headers["last-event-id"] = last
@@ -114,22 +120,33 @@ class LangGraphDecoder(MessageReader):
                                method="GET")
 
     def _frames(self, frames: list[SSEEvent], out: list[Event]) -> None:
-        repair = self.repair
+        repair, steady = self.repair, self._steady
         repair.out = out
         for frame in frames:
             if repair.done:
                 return
+            if frame.event == self._steady_event:
+                text = steady.text_of(frame.data)
+                if text is not None:  # another token of the message being streamed: the rest need not be read
+                    self.on_steady_text(text, repair)
+                    continue
+            else:
+                steady.forget()
             try:
                 value = orjson.loads(frame.data)
             except orjson.JSONDecodeError:
                 preview = frame.data[:80].decode("utf-8", "replace")
                 repair.fail(f"upstream sent invalid JSON in an event: {preview!r}", ErrorCode.UPSTREAM_BAD_EVENT, out)
                 continue
-            handler = _HANDLERS.get(frame.event.partition("|")[0])  # `mode|namespace` from subgraphs
+            mode = frame.event.partition("|")[0]  # `mode|namespace` from subgraphs
+            handler = _HANDLERS.get(mode)
             if handler is None:
                 repair.append(Raw("langgraph", {"event": frame.event, "data": value}))
-            else:
-                handler(self, value, repair)
+                continue
+            handler(self, value, repair)
+            if mode == "messages" and steady.tries > 0:
+                steady.learn(frame.data, value, self.steady_text)
+                self._steady_event = frame.event
 
     # the run, its state and what waits
 

@@ -75,16 +75,33 @@ class MessageReader(RepairedDecoder):
         for message in value if isinstance(value, list) else ():
             self._message(message, out)
 
+    def steady_text(self, value: Any) -> str | None:
+        """The text of a `messages` frame that is a token of the AI message being streamed and nothing else."""
+        message = value[0] if isinstance(value, list) and value else value
+        if isinstance(message, dict) and message.get("type") == "AIMessageChunk":
+            return self._token(message)
+        return None
+
+    def on_steady_text(self, text: str, out: Events) -> None:
+        if text:
+            assert self._current is not None
+            out.append(TextDelta(self._current, text))
+
+    def _token(self, chunk: dict[str, Any]) -> str | None:
+        """The text of a chunk of the AI message being streamed that holds nothing else: most of a stream."""
+        content = chunk.get("content")
+        if self._text and self._current is not None and chunk.get("id") == self._current and \
+                type(content) is str and not chunk.get("tool_call_chunks") and chunk.get("usage_metadata") is None \
+                and chunk.get("chunk_position") is None and not chunk.get("additional_kwargs"):
+            return content
+        return None
+
     def _ai(self, message: dict[str, Any], out: Events, *, chunk: bool) -> None:
+        if chunk and (token := self._token(message)) is not None:
+            self.on_steady_text(token, out)
+            return
         given = message.get("id")
         content = message.get("content")
-        current = self._current
-        if chunk and self._text and current is not None and given == current and type(content) is str and \
-                not message.get("tool_call_chunks") and message.get("usage_metadata") is None and \
-                message.get("chunk_position") is None and not message.get("additional_kwargs"):
-            if content:  # most of a stream: one more token of the message being streamed
-                out.append(TextDelta(current, content))
-            return
         message_id: str = given if isinstance(given, str) else self._current or new_id("msg")
         if not chunk and message_id in self._seen:  # the whole of a message already streamed
             if message_id == self._current:

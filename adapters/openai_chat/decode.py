@@ -77,6 +77,27 @@ class ChatDecoder(JsonSSEOrBodyDecoder):
             self._end(out)
             self._finished = True
 
+    def steady_text(self, frame: dict[str, Any]) -> str | None:
+        """A chunk of nothing but `delta.content`, with the message's text open and no reasoning."""
+        if self._text is None or self._reasoning is not None or frame.get("error") \
+                or isinstance(frame.get("usage"), dict):
+            return None
+        choices = frame.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+        if choice is None or choice.get("finish_reason"):
+            return None
+        delta = choice.get("delta")
+        if not isinstance(delta, dict) or delta.get("tool_calls") \
+                or any(isinstance(delta.get(k), str) and delta[k] for k in _REASONING_KEYS):
+            return None
+        content = delta.get("content")
+        return content if isinstance(content, str) else None
+
+    def on_steady_text(self, text: str, out: Events) -> None:
+        if text:
+            assert self._text is not None
+            out.append(TextDelta(self._text, text))
+
     def on_done(self, out: Events) -> None:
         self._end(out)
         out.append(RunFinished())

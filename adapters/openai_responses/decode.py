@@ -43,6 +43,7 @@ from gateway.core.events import (
 )
 from gateway.core.ids import new_id
 from gateway.core.sse import DEFAULT_MAX_FRAME
+from gateway.core.steady import SteadyText
 from gateway.core.usage import read_openai
 
 from .items import ACTIVITY, INTERRUPT, INTERRUPT_RESOLVED, SUBAGENT, TOOL_CALL
@@ -53,10 +54,13 @@ _ENDS = frozenset({"response.completed", "response.incomplete", "response.failed
 
 
 class ResponsesDecoder(JsonSSEOrBodyDecoder):
-    __slots__ = ("_calls", "_items", "_streamed")
+    __slots__ = ("_calls", "_items", "_steady_message", "_streamed")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__(max_event_bytes)
+        self._steady = SteadyText(counter=b'"sequence_number":')  # every event's, read by none of this
+        self._steady_message = ""
+        """The message the last steady text delta wrote to (`steady_text`)."""
         self._items: dict[str, tuple[str, str]] = {}
         """Items open: item id -> (kind, the canonical id: the message's, or the call's)."""
         self._streamed: set[str] = set()
@@ -66,6 +70,20 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
 
     def on_done(self, out: Events) -> None:
         """`[DONE]` follows the terminal event; before one, the stream was cut short (repair says so)."""
+
+    def steady_text(self, frame: dict[str, Any]) -> str | None:
+        """A text delta of a message item that is open."""
+        delta = frame.get("delta")
+        if frame.get("type") != "response.output_text.delta" or not isinstance(delta, str):
+            return None
+        found = self._items.get(str_or(frame.get("item_id")))
+        if found is None:
+            return None
+        self._steady_message = found[1]
+        return delta
+
+    def on_steady_text(self, text: str, out: Events) -> None:
+        out.append(TextDelta(self._steady_message, text))
 
     def on_frame(self, frame: dict[str, Any], out: Events) -> None:
         kind = frame.get("type")

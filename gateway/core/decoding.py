@@ -24,6 +24,7 @@ from gateway.core.events import Event, RunFinished
 from gateway.core.native import mypyc_attr
 from gateway.core.repair import RunRepair
 from gateway.core.sse import DEFAULT_MAX_FRAME, FrameTooLarge, SSEDecoder
+from gateway.core.steady import SteadyText
 
 if TYPE_CHECKING:
     from gateway.core.codec import UpstreamRequest
@@ -162,11 +163,12 @@ class JsonSSEDecoder(RepairedDecoder):
     events anyway.
     """
 
-    __slots__ = ("_sse",)
+    __slots__ = ("_sse", "_steady")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__()
         self._sse = SSEDecoder(max_event_bytes)
+        self._steady = SteadyText()
 
     def feed(self, chunk: bytes) -> list[Event]:
         out: list[Event] = []
@@ -193,11 +195,15 @@ class JsonSSEDecoder(RepairedDecoder):
     def _frames(self, frames: list[bytes], out: list[Event]) -> None:
         """Each frame through the dialect's mapping, whose events go through repair into `out`; frames after the
         run's end are not read."""
-        repair = self.repair
+        repair, steady = self.repair, self._steady
         repair.out = out
         for data in frames:
             if repair.done:
                 return
+            text = steady.text_of(data)
+            if text is not None:  # the last frame again with other text: the rest need not be read
+                self.on_steady_text(text, repair)
+                continue
             if data == b"[DONE]":  # before JSON: orjson's decode error is a Python exception, slow to make
                 self.on_done(repair)
                 continue
@@ -213,10 +219,23 @@ class JsonSSEDecoder(RepairedDecoder):
                 continue
             if type(frame) is dict:
                 self.on_frame(frame, repair)
+                if steady.tries > 0:
+                    steady.learn(data, frame, self.steady_text)
             else:
                 repair.fail("upstream sent an event that is not a JSON object", ErrorCode.UPSTREAM_BAD_EVENT, out)
 
     def on_frame(self, frame: dict[str, Any], out: Events) -> None:
+        raise NotImplementedError
+
+    def steady_text(self, frame: Any) -> str | None:
+        """The text of `frame` if it is a text delta that, read again now (after it was read), would be no more
+        than `on_steady_text(text)`; else None (see `SteadyText`). A dialect that does not say is not asked
+        again."""
+        self._steady.tries = 0
+        return None
+
+    def on_steady_text(self, text: str, out: Events) -> None:
+        """What `on_frame` does with a frame `steady_text` named, knowing only its text."""
         raise NotImplementedError
 
     def on_done(self, out: Events) -> None:
@@ -315,6 +334,7 @@ class JsonSSEOrBodyDecoder(JsonSSEDecoder):
         re-attach), which may come in the other form."""
         self._mode = None
         self._sse = SSEDecoder(self._max_event_bytes)
+        self._steady.forget()
         self._body = BoundedBody(max(self._max_event_bytes, DEFAULT_MAX_BODY))
 
     def on_body(self, body: Any, out: Events) -> None:

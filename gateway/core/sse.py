@@ -44,11 +44,19 @@ class SSEDecoder:
                 chunk = chunk[:-1]
                 self._pending_cr = True
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        if not buffer and chunk.endswith(b"\n\n") and chunk.count(b"\n\n") == 1 and chunk.startswith(b"data: "):
-            # Fast path: one whole single-line frame per chunk, the usual shape of a paced stream.
-            body = chunk[6:-2]
-            if 10 not in body:  # "\n"
-                return [body]
+        if not buffer and chunk.endswith(b"\n\n") and chunk.count(b"\n\n") == 1:
+            # Fast path: one whole frame per chunk, the usual shape of a paced stream, of one `data: ` line, or of
+            # one after the `event: ` line that names it (Open Responses', A2A over some servers').
+            if chunk.startswith(b"data: "):
+                body = chunk[6:-2]
+                if 10 not in body:  # "\n"
+                    return [body]
+            elif chunk.startswith(b"event: "):
+                line_end = chunk.find(b"\n")
+                if chunk.startswith(b"data: ", line_end + 1):
+                    body = chunk[line_end + 7:-2]
+                    if 10 not in body:
+                        return [body]
         buffer += chunk
         end = buffer.rfind(b"\n\n", max(self._scanned - 1, 0))
         if end < 0:
