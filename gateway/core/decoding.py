@@ -200,10 +200,11 @@ class JsonSSEDecoder(RepairedDecoder):
         for data in frames:
             if repair.done:
                 return
-            text = steady.text_of(data)
-            if text is not None:  # the last frame again with other text: the rest need not be read
-                self.on_steady_text(text, repair)
-                continue
+            if steady.shape is not None:
+                text = steady.text_of(data)
+                if text is not None:  # the last frame again with other text: the rest need not be read
+                    self.on_steady_text(text, repair)
+                    continue
             if data == b"[DONE]":  # before JSON: orjson's decode error is a Python exception, slow to make
                 self.on_done(repair)
                 continue

@@ -74,10 +74,11 @@ class SteadyText:
     by reading the frame again with other text there. The next frame of that shape is `text_of`; any other is read
     whole, and ends the shape."""
 
-    __slots__ = ("_around", "_counter", "_missed", "tries")
+    __slots__ = ("_counter", "_missed", "shape", "tries")
 
     def __init__(self, counter: bytes = b"") -> None:
-        self._around: FrameAroundText | None = None
+        self.shape: FrameAroundText | None = None
+        """The shape learnt last, if any: while there is none, no frame need be asked for its text."""
         self._counter = counter
         """The key of a number the dialect does not read and its upstreams count up in every frame (with its
         colon, as servers write it: `"sequence_number":`), or empty."""
@@ -87,12 +88,12 @@ class SteadyText:
 
     def text_of(self, data: bytes) -> str | None:
         """The text of a frame of the shape learnt last, or None: then it is read whole."""
-        around = self._around
-        if around is None:
+        shape = self.shape
+        if shape is None:
             return None
-        text = around.text_of(data)
+        text = shape.text_of(data)
         if text is None:
-            self._around = None
+            self.shape = None
             self._missed = True
         return text
 
@@ -118,7 +119,7 @@ class SteadyText:
         except orjson.JSONDecodeError:
             return
         if steady_text(probed) == _PROBE:
-            self._around = FrameAroundText(before, after, counted)
+            self.shape = FrameAroundText(before, after, counted)
 
     def _counted(self, before: bytes) -> tuple[bytes, bytes] | None:
         """`before` split around the counter's number, if the counter is in it (once)."""
@@ -130,4 +131,4 @@ class SteadyText:
 
     def forget(self) -> None:
         """Read the next frames whole: the decoder's state changed outside its frames (a re-attach)."""
-        self._around = None
+        self.shape = None
