@@ -14,7 +14,7 @@ import pytest
 from adapters import registry
 from gateway.core.codec import Decoder
 from gateway.core.events import Event
-from gateway.core.steady import LEARNING_TRIES, FrameAroundText
+from gateway.core.steady import ASCII_STRING, LEARNING_TRIES, NUMBER, FrameAroundText, FrameWithHoles
 
 TEXTS = ["tok ", "", " ", 'a"b', "\\", "é", "日本語", "\n", "\x00", "\x00probe", "😀", "text", "AIMessageChunk",
          "artifact-update", "m1", "</script>", '{"x": 1}', "tok " * 40, "\u2028", "a/b"]
@@ -46,9 +46,14 @@ def sse(frames: list[Any], event: str | None = None) -> bytes:
     return b"".join(name + b"data: " + (f if isinstance(f, bytes) else orjson.dumps(f)) + b"\n\n" for f in frames)
 
 
+PADDINGS = ["abc", "x", "", "LongerPadding-_09", 'a"b', "é", "\\"]
+"""OpenAI's `obfuscation`, random in every frame; the last three are not what it writes (escaped, non-ASCII)."""
+
+
 def chat_stream(rng: random.Random) -> bytes:
     frames: list[Any] = []
     index = 0
+    padded = rng.random() < 0.5
     for _ in range(rng.randint(5, 40)):
         delta: dict[str, Any] = {}
         roll = rng.random()
@@ -65,8 +70,8 @@ def chat_stream(rng: random.Random) -> bytes:
             delta["role"] = "assistant"
         chunk: dict[str, Any] = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "m",
                                  "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
-        if rng.random() < 0.1:
-            chunk["obfuscation"] = rng.choice(["abc", "x", "longer"])
+        if padded or rng.random() < 0.05:
+            chunk["obfuscation"] = rng.choice(PADDINGS)
         if rng.random() < 0.05:
             chunk["choices"][0]["finish_reason"] = "stop"
         if rng.random() < 0.05:
@@ -74,6 +79,9 @@ def chat_stream(rng: random.Random) -> bytes:
         frames.append(chunk)
     if rng.random() < 0.3:  # a server whose JSON is not orjson's: spaces, and non-ASCII escaped
         frames = [orjson.dumps(f).replace(b'":', b'": ').replace("é".encode(), b"\\u00e9") for f in frames]
+    elif padded and rng.random() < 0.3:  # a padding that is not JSON (an invalid escape) in a frame
+        spoilt = rng.randrange(len(frames))
+        frames[spoilt] = orjson.dumps(frames[spoilt]).replace(b'"obfuscation":"', b'"obfuscation":"\\q')
     return sse([*frames, b"[DONE]"])
 
 
@@ -136,10 +144,13 @@ def langgraph_stream(rng: random.Random) -> bytes:
 def responses_stream(rng: random.Random) -> bytes:
     sequence = 0
 
+    padded = rng.random() < 0.5
+
     def event(frame: dict[str, Any]) -> bytes:
         nonlocal sequence
         sequence += rng.choice([1, 1, 1, 1, 2, 0]) if rng.random() < 0.9 else 1000
-        data = orjson.dumps({"type": frame["type"], "sequence_number": sequence, **frame})
+        padding = {"obfuscation": rng.choice(PADDINGS)} if padded else {}
+        data = orjson.dumps({"type": frame["type"], "sequence_number": sequence, **frame, **padding})
         if rng.random() < 0.02:
             data = data.replace(b'"sequence_number":', b'"sequence_number":0')  # a leading zero: not JSON
         return f"event: {frame['type']}\n".encode() + b"data: " + data + b"\n\n"
@@ -208,10 +219,30 @@ def test_a_steady_streams_tokens_are_not_read_whole(dialect: str, monkeypatch: p
     assert [e.delta for e in events if type(e).__name__ == "TextDelta"] == [f"t{i}" for i in range(50)]
 
 
+@pytest.mark.parametrize("dialect", ["openai-chat", "openai-responses"])
+def test_openais_padding_in_every_frame_does_not_stop_its_text_being_read_alone(dialect: str) -> None:
+    decoder = registry.get(dialect).new_decoder()
+    if dialect == "openai-responses":
+        decoder.feed(sse([{"type": "response.created", "sequence_number": 0, "response": {"id": "r"}},
+                          {"type": "response.output_item.added", "sequence_number": 1,
+                           "item": {"type": "message", "id": "msg_1"}}]))
+        frames = [{"type": "response.output_text.delta", "sequence_number": i + 2, "item_id": "msg_1",
+                   "output_index": 0, "content_index": 0, "delta": f"t{i}", "logprobs": [],
+                   "obfuscation": "Zx9" * (i % 5)} for i in range(40)]
+    else:
+        frames = [{"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt",
+                   "choices": [{"index": 0, "delta": {"content": f"t{i}"}, "logprobs": None, "finish_reason": None}],
+                   "obfuscation": "Zx9" * (i % 5)} for i in range(40)]
+    events = decoder.feed(sse(frames))
+    assert isinstance(decoder._steady.shape, FrameWithHoles)  # type: ignore[attr-defined]
+    assert decoder._steady.tries == LEARNING_TRIES  # type: ignore[attr-defined]
+    assert [e.delta for e in events if type(e).__name__ == "TextDelta"] == [f"t{i}" for i in range(40)]
+
+
 def test_an_upstream_that_writes_something_new_in_every_frame_is_learnt_from_a_few_times_only() -> None:
     decoder = registry.get("openai-chat").new_decoder()
-    frames = [{"id": "x", "obfuscation": "a" * (i % 7), "choices": [{"index": 0, "delta": {"content": f"t{i}"},
-                                                                     "finish_reason": None}]} for i in range(40)]
+    frames = [{"id": "x", "created": i, "choices": [{"index": 0, "delta": {"content": f"t{i}"},
+                                                      "finish_reason": None}]} for i in range(40)]
     events = decoder.feed(sse(frames))
     assert decoder._steady.tries == 0  # type: ignore[attr-defined]
     assert len([e for e in events if type(e).__name__ == "TextDelta"]) == 40
@@ -244,5 +275,19 @@ def test_a_frame_is_read_by_its_text_only_where_all_else_is_the_same_bytes(frame
     (b'{"n":7,"u":"x"}', None),
     (b'{"n":7,"t":}', None),
 ])
-def test_a_counted_number_may_differ_and_nothing_else(frame: bytes, text: str | None) -> None:
-    assert FrameAroundText(b'{"n":3,"t":', b"}", (b'{"n":', b',"t":')).text_of(frame) == text
+def test_a_sequence_number_may_differ_and_nothing_else(frame: bytes, text: str | None) -> None:
+    assert FrameWithHoles([(b'{"n":', NUMBER), (b',"t":', None)], b"}").text_of(frame) == text
+
+
+@pytest.mark.parametrize(("frame", "text"), [
+    (b'{"t":"x","o":"abc"}', "x"),
+    (b'{"t":"x","o":""}', "x"),
+    (rb'{"t":"x\"y","o":"Zz9-_"}', 'x"y'),
+    (rb'{"t":"x","o":"a\"b"}', None),
+    ('{"t":"x","o":"é"}'.encode(), None),
+    (b'{"t":"x","o":3}', None),
+    (b'{"t":"x","o":"a","p":1}', None),
+    (rb'{"t":"x\q","o":"a"}', None),
+])
+def test_a_padding_may_differ_and_nothing_else(frame: bytes, text: str | None) -> None:
+    assert FrameWithHoles([(b'{"t":', None), (b',"o":', ASCII_STRING)], b"}").text_of(frame) == text

@@ -36,6 +36,7 @@ from gateway.core.events import (
 )
 from gateway.core.ids import new_id
 from gateway.core.sse import DEFAULT_MAX_FRAME
+from gateway.core.steady import SteadyText
 from gateway.core.usage import read_openai
 
 _REASONING_KEYS = ("reasoning_content", "reasoning")
@@ -46,6 +47,7 @@ class ChatDecoder(JsonSSEOrBodyDecoder):
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__(max_event_bytes)
+        self._steady = SteadyText(unread=(b'"obfuscation":',))  # OpenAI's random padding, new in every chunk
         self._started = False
         self._text: str | None = None
         self._reasoning: str | None = None

@@ -58,7 +58,7 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__(max_event_bytes)
-        self._steady = SteadyText(counter=b'"sequence_number":')  # every event's, read by none of this
+        self._steady = SteadyText(unread=(b'"sequence_number":', b'"obfuscation":'))  # changing in every event
         self._steady_message = ""
         """The message the last steady text delta wrote to (`steady_text`)."""
         self._items: dict[str, tuple[str, str]] = {}

@@ -3,66 +3,104 @@ before only in their text, and in the dialects that wrap each token in an envelo
 Completions chunk, a LangGraph message chunk) most of such a frame's bytes are the envelope.
 
 `SteadyText` learns a frame's shape from a frame read whole, as its dialect says (`steady_text`), and reads the
-next frames of that shape by their text alone (`FrameAroundText`). A frame of any other shape is read whole.
+next frames of that shape by their text alone (`FrameAroundText`, or `FrameWithHoles` where values the dialect does
+not read change from frame to frame). A frame of any other shape is read whole.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from itertools import pairwise
 from typing import Any
 
 import orjson
 
 LEARNING_TRIES = 4
 """Frames whose shape a decoder learns that the next text delta then does not keep, before it stops learning: an
-upstream that writes something new in every frame (OpenAI's `obfuscation`, a sequence number) costs a few tries,
-not one per frame."""
+upstream that writes something new in every frame costs a few tries, not one per frame."""
 _PROBE = "\x00probe"
 _PROBE_JSON = orjson.dumps(_PROBE)
 
-
-_NUMBER = re.compile(rb"0|[1-9][0-9]*")
-"""A non-negative JSON integer (no leading zero: JSON has none)."""
+NUMBER = re.compile(rb"0|[1-9][0-9]*")
+"""A non-negative JSON integer (no leading zero: JSON has none): a sequence number."""
+ASCII_STRING = re.compile(rb'"[\x20\x21\x23-\x5b\x5d-\x7e]*"')
+"""A JSON string of printable ASCII without a quote or a backslash: OpenAI's `obfuscation`, a random padding."""
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+"""Where a JSON string ends (what it holds is for orjson to check)."""
+_OTHER = {NUMBER: b"1234567", ASCII_STRING: b'"probe"'}
+"""What a probe puts in a hole: a value its frames never held, of the hole's kind."""
 
 
 class FrameAroundText:
     """A text delta's frame as the upstream writes it, but for its text: a frame with the same bytes before and
     after a JSON string is the same value with that string for text. Most of a stream is such frames, and most of
-    their bytes are the envelope around the text (a JSON-RPC result, a chunk's ids): only the text is parsed.
+    their bytes are the envelope around the text (a JSON-RPC result, a chunk's ids): only the text is parsed."""
 
-    `counted` is the bytes before the text split around a number that differs from frame to frame and that the
-    dialect does not read (Open Responses' `sequence_number`): the bytes before it, and after it."""
+    __slots__ = ("_after", "_before", "_least", "_start")
 
-    __slots__ = ("_after", "_before", "_counted", "_least", "_start")
-
-    def __init__(self, before: bytes, after: bytes, counted: tuple[bytes, bytes] | None = None) -> None:
+    def __init__(self, before: bytes, after: bytes) -> None:
         self._before = before
         self._after = after
-        self._counted = counted
         self._start = len(before)
         self._least = len(before) + len(after) + 2  # the shortest JSON string, ""
 
     def text_of(self, data: bytes) -> str | None:
         """The frame's text, if it is this shape; else None."""
-        end = len(data) - len(self._after)
-        if self._counted is None:
-            if len(data) < self._least or not data.startswith(self._before) or not data.endswith(self._after):
+        if len(data) < self._least or not data.startswith(self._before) or not data.endswith(self._after):
+            return None
+        return _text(data, self._start, len(data) - len(self._after))
+
+
+class FrameWithHoles:
+    """`FrameAroundText` for frames whose envelope holds values that change from frame to frame and that the
+    dialect does not read (Open Responses' `sequence_number`, OpenAI's `obfuscation`): the frame is its fixed bytes
+    with holes between them, the text's and one for each such value, which must be of its kind (`NUMBER`,
+    `ASCII_STRING`) and may be any value of it."""
+
+    __slots__ = ("_after", "_before_text", "_steps")
+
+    def __init__(self, steps: list[tuple[bytes, re.Pattern[bytes] | None]], after: bytes) -> None:
+        """`steps`: fixed bytes, then the hole after them (a value's kind, or None for the text); `after`: the fixed
+        bytes after the last hole."""
+        self._before_text: bytes | None = None
+        """The fixed bytes before the text, when it is the last hole: then it ends where `after` begins, and its end
+        need not be looked for."""
+        if steps[-1][1] is None:
+            steps, self._before_text = steps[:-1], steps[-1][0]
+        self._steps = steps
+        self._after = after
+
+    def text_of(self, data: bytes) -> str | None:
+        at = start = end = 0
+        for fixed, hole in self._steps:
+            if not data.startswith(fixed, at):
                 return None
-            start = self._start
-        else:
-            head, tail = self._counted
-            number = _NUMBER.match(data, len(head)) if data.startswith(head) else None
-            if number is None or not data.startswith(tail, number.end()) or not data.endswith(self._after):
+            at += len(fixed)
+            value = (_STRING if hole is None else hole).match(data, at)
+            if value is None:
                 return None
-            start = number.end() + len(tail)
+            if hole is None:
+                start, end = at, value.end()
+            at = value.end()
+        after, before_text = self._after, self._before_text
+        if before_text is not None:
+            if not data.startswith(before_text, at) or not data.endswith(after):
+                return None
+            start, end = at + len(before_text), len(data) - len(after)
             if end - start < 2:
                 return None
-        try:
-            text = orjson.loads(data[start:end])
-        except orjson.JSONDecodeError:
+        elif len(data) - at != len(after) or not data.endswith(after):
             return None
-        return text if type(text) is str else None
+        return _text(data, start, end)
+
+
+def _text(data: bytes, start: int, end: int) -> str | None:
+    try:
+        text = orjson.loads(data[start:end])
+    except orjson.JSONDecodeError:
+        return None
+    return text if type(text) is str else None
 
 
 class SteadyText:
@@ -70,18 +108,18 @@ class SteadyText:
 
     The decoder `learn`s from each frame it read whole, with its dialect's `steady_text`: the text of a frame that
     is a text delta which, read again now, would be no more than that text passed on (None for any other frame).
-    The bytes around that text become a `FrameAroundText`, once found where the text's JSON is (once) and checked
-    by reading the frame again with other text there. The next frame of that shape is `text_of`; any other is read
-    whole, and ends the shape."""
+    The bytes around that text become the frame's shape, once found where the text's JSON is (once) and checked by
+    reading the frame again with other text there (and other values where `unread` says). The next frame of that
+    shape is `text_of`; any other is read whole, and ends the shape."""
 
-    __slots__ = ("_counter", "_missed", "shape", "tries")
+    __slots__ = ("_missed", "_unread", "shape", "tries")
 
-    def __init__(self, counter: bytes = b"") -> None:
-        self.shape: FrameAroundText | None = None
+    def __init__(self, unread: tuple[bytes, ...] = ()) -> None:
+        self.shape: FrameAroundText | FrameWithHoles | None = None
         """The shape learnt last, if any: while there is none, no frame need be asked for its text."""
-        self._counter = counter
-        """The key of a number the dialect does not read and its upstreams count up in every frame (with its
-        colon, as servers write it: `"sequence_number":`), or empty."""
+        self._unread = unread
+        """Keys (with their colon, as servers write them: `"sequence_number":`) of values the dialect does not read
+        and its upstreams change in every frame: the shape leaves them open."""
         self._missed = False
         self.tries = LEARNING_TRIES
         """Learnt shapes the next steady frame may still miss: none left, nothing more is learnt."""
@@ -111,23 +149,43 @@ class SteadyText:
         at = data.find(encoded)
         if at < 0 or data.find(encoded, at + 1) >= 0:  # written otherwise (escaped), or not only there
             return
-        before, after = data[:at], data[at + len(encoded):]
-        counted = self._counted(before)
-        probe = before if counted is None else counted[0] + b"1234567" + counted[1]  # another number there
+        holes = self._holes(data, at, at + len(encoded))
+        if holes is None:
+            return
+        probe: list[bytes] = []
+        steps: list[tuple[bytes, re.Pattern[bytes] | None]] = []
+        start = 0
+        for hole_start, hole_end, kind in holes:
+            probe += [data[start:hole_start], _PROBE_JSON if kind is None else _OTHER[kind]]
+            steps.append((data[start:hole_start], kind))
+            start = hole_end
         try:
-            probed = orjson.loads(probe + _PROBE_JSON + after)
+            probed = orjson.loads(b"".join(probe) + data[start:])
         except orjson.JSONDecodeError:
             return
         if steady_text(probed) == _PROBE:
-            self.shape = FrameAroundText(before, after, counted)
+            self.shape = (FrameAroundText(data[:at], data[at + len(encoded):]) if len(holes) == 1
+                          else FrameWithHoles(steps, data[start:]))
 
-    def _counted(self, before: bytes) -> tuple[bytes, bytes] | None:
-        """`before` split around the counter's number, if the counter is in it (once)."""
-        at = before.find(self._counter) if self._counter else -1
-        if at < 0 or before.find(self._counter, at + 1) >= 0:
-            return None
-        number = _NUMBER.match(before, at + len(self._counter))
-        return None if number is None else (before[:number.start()], before[number.end():])
+    def _holes(self, data: bytes, text_start: int, text_end: int
+               ) -> list[tuple[int, int, re.Pattern[bytes] | None]] | None:
+        """Where the text and the unread values are, in order; None if an unread key is there more than once."""
+        holes: list[tuple[int, int, re.Pattern[bytes] | None]] = [(text_start, text_end, None)]
+        for key in self._unread:
+            at = data.find(key)
+            if at < 0:
+                continue
+            if data.find(key, at + 1) >= 0 or text_start <= at < text_end:
+                return None
+            for kind in (NUMBER, ASCII_STRING):
+                value = kind.match(data, at + len(key))
+                if value is not None:
+                    holes.append((value.start(), value.end(), kind))
+                    break
+        holes.sort(key=lambda hole: hole[0])
+        if any(after[0] < before[1] for before, after in pairwise(holes)):
+            return None  # a value of an unread key's is where the text is
+        return holes
 
     def forget(self) -> None:
         """Read the next frames whole: the decoder's state changed outside its frames (a re-attach)."""
