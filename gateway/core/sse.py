@@ -46,7 +46,7 @@ class SSEDecoder:
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         if not buffer and chunk.endswith(b"\n\n") and chunk.count(b"\n\n") == 1:
             # Fast path: one whole frame per chunk, the usual shape of a paced stream, of one `data: ` line, or of
-            # one after the `event: ` line that names it (Open Responses', A2A over some servers').
+            # one after the `event: ` line that names it (Open Responses names every event).
             if chunk.startswith(b"data: "):
                 body = chunk[6:-2]
                 if 10 not in body:  # "\n"
