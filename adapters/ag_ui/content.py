@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.core.codec import drop_none
+from gateway.core.decoding import str_at
 from gateway.core.turn import ContentPart, media_kind
 
 MEDIA = frozenset({"image", "audio", "video", "document"})
@@ -20,17 +21,17 @@ def part_from_agui(part: Any) -> ContentPart | None:
         text = part.get("text")
         return ContentPart("text", text=text) if isinstance(text, str) else None
     if kind == "binary":
-        mime = _str(part, "mimeType")
-        return ContentPart(media_kind(mime), url=_str(part, "url"), data=_str(part, "data"), media_type=mime,
-                           filename=_str(part, "filename"))
+        mime = str_at(part, "mimeType")
+        return ContentPart(media_kind(mime), url=str_at(part, "url"), data=str_at(part, "data"), media_type=mime,
+                           filename=str_at(part, "filename"))
     source = part.get("source")
     if kind not in MEDIA or not isinstance(source, dict) or not isinstance(source.get("value"), str):
         return None
-    value, mime = source["value"], _str(source, "mimeType")
+    value, mime = source["value"], str_at(source, "mimeType")
     if source.get("type") == "data":
         return ContentPart(kind, data=value, media_type=mime)
     if source.get("type") == "file":
-        return ContentPart(kind, media_type=mime, file_id=value, provider=_str(source, "provider"))
+        return ContentPart(kind, media_type=mime, file_id=value, provider=str_at(source, "provider"))
     return ContentPart(kind, url=value, media_type=mime)
 
 
@@ -61,8 +62,3 @@ def content_to_agui(content: str | list[ContentPart] | None) -> str | list[dict[
     if isinstance(content, str):
         return content
     return [p for part in content if (p := part_to_agui(part)) is not None]
-
-
-def _str(mapping: dict[str, Any], key: str) -> str | None:
-    value = mapping.get(key)
-    return value if isinstance(value, str) else None

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gateway.core.codec import json_or_text
-from gateway.core.decoding import Events, JsonSSEDecoder, required_str
+from gateway.core.decoding import Events, JsonSSEDecoder, required_str, str_at
 from gateway.core.events import (
     ActivityDelta,
     ActivitySnapshot,
@@ -100,11 +100,6 @@ class AguiDecoder(JsonSSEDecoder):
         self._chunk_text = self._chunk_tool = self._chunk_reasoning = None
 
 
-def _opt(frame: dict[str, Any], key: str) -> str | None:
-    value = frame.get(key)
-    return value if isinstance(value, str) else None
-
-
 def _meta(frame: dict[str, Any]) -> dict[str, Any] | None:
     """An event's `metadata`, when it is the object AG-UI says it is."""
     value = frame.get("metadata")
@@ -117,8 +112,8 @@ def _int(mapping: dict[str, Any], key: str) -> int | None:
 
 
 def _run_started(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    d.version = _opt(f, "protocolVersion")
-    out.append(RunStarted(_opt(f, "threadId"), _opt(f, "runId"), _opt(f, "parentRunId"), metadata=_meta(f)))
+    d.version = str_at(f, "protocolVersion")
+    out.append(RunStarted(str_at(f, "threadId"), str_at(f, "runId"), str_at(f, "parentRunId"), metadata=_meta(f)))
 
 
 def _run_finished(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -146,14 +141,14 @@ def _interrupt(item: dict[str, Any]) -> Interrupt:
     else:
         metadata = None
     schema = item.get("responseSchema")
-    return Interrupt(item["id"], _opt(item, "reason") or "", _opt(item, "message"), payload, _opt(item, "toolCallId"),
-                     schema if type(schema) is dict else None, _opt(item, "expiresAt"), _opt(item, "subagentRunId"),
-                     metadata)
+    return Interrupt(item["id"], str_at(item, "reason") or "", str_at(item, "message"), payload,
+                     str_at(item, "toolCallId"), schema if type(schema) is dict else None, str_at(item, "expiresAt"),
+                     str_at(item, "subagentRunId"), metadata)
 
 
 def _usage(usage: dict[str, Any]) -> Usage:
     return Usage(_int(usage, "inputTokens"), _int(usage, "outputTokens"), _int(usage, "totalTokens"),
-                 _opt(usage, "model"), _opt(usage, "provider"), _int(usage, "reasoningTokens"),
+                 str_at(usage, "model"), str_at(usage, "provider"), _int(usage, "reasoningTokens"),
                  _int(usage, "cachedInputTokens"), _int(usage, "cacheWriteInputTokens"))
 
 
@@ -162,13 +157,13 @@ def _run_error(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
         if isinstance(usage, dict):
             out.append(_usage(usage))
     message = f.get("message")
-    out.append(RunError(message if isinstance(message, str) else "upstream run failed", _opt(f, "code"),
+    out.append(RunError(message if isinstance(message, str) else "upstream run failed", str_at(f, "code"),
                         _meta(f)))
 
 
 def _text_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(TextStart(required_str(f, "messageId"), _opt(f, "role") or "assistant", _opt(f, "subagentRunId"),
-                         _opt(f, "name"), _meta(f)))
+    out.append(TextStart(required_str(f, "messageId"), str_at(f, "role") or "assistant", str_at(f, "subagentRunId"),
+                         str_at(f, "name"), _meta(f)))
 
 
 def _text_content(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -184,24 +179,25 @@ def _text_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
 
 
 def _text_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    message_id = _opt(f, "messageId")
+    message_id = str_at(f, "messageId")
     if message_id and message_id != d._chunk_text:
         if d._chunk_text:
             out.append(TextEnd(d._chunk_text))
         d._chunk_text = message_id
-        out.append(TextStart(message_id, _opt(f, "role") or "assistant", _opt(f, "subagentRunId"), _opt(f, "name")))
+        out.append(TextStart(message_id, str_at(f, "role") or "assistant", str_at(f, "subagentRunId"),
+                             str_at(f, "name")))
     elif d._chunk_text is None:
         d._chunk_text = new_id("msg")
-        out.append(TextStart(d._chunk_text, _opt(f, "role") or "assistant", _opt(f, "subagentRunId"),
-                             _opt(f, "name")))
-    delta = _opt(f, "delta")
+        out.append(TextStart(d._chunk_text, str_at(f, "role") or "assistant", str_at(f, "subagentRunId"),
+                             str_at(f, "name")))
+    delta = str_at(f, "delta")
     if delta:
         out.append(TextDelta(d._chunk_text, delta))
 
 
 def _tool_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ToolCallStart(required_str(f, "toolCallId"), required_str(f, "toolCallName"), _opt(f, "parentMessageId"),
-                             _opt(f, "subagentRunId"), _meta(f)))
+    out.append(ToolCallStart(required_str(f, "toolCallId"), required_str(f, "toolCallName"),
+                             str_at(f, "parentMessageId"), str_at(f, "subagentRunId"), _meta(f)))
 
 
 def _tool_args(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -213,16 +209,16 @@ def _tool_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
 
 
 def _tool_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    tool_call_id = _opt(f, "toolCallId")
+    tool_call_id = str_at(f, "toolCallId")
     if tool_call_id and tool_call_id != d._chunk_tool:
         if d._chunk_tool:
             out.append(ToolCallEnd(d._chunk_tool))
         d._chunk_tool = tool_call_id
-        out.append(ToolCallStart(tool_call_id, _opt(f, "toolCallName") or "unknown_tool",
-                                 _opt(f, "parentMessageId"), _opt(f, "subagentRunId")))
+        out.append(ToolCallStart(tool_call_id, str_at(f, "toolCallName") or "unknown_tool",
+                                 str_at(f, "parentMessageId"), str_at(f, "subagentRunId")))
     if d._chunk_tool is None:
         return  # a continuation with no call open: nothing to attach it to
-    delta = _opt(f, "delta")
+    delta = str_at(f, "delta")
     if delta:
         out.append(ToolCallArgs(d._chunk_tool, delta))
 
@@ -233,12 +229,12 @@ def _tool_result(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
         content = parts_from_agui(content)  # text, images, documents: kept as parts
     elif not isinstance(content, str):
         raise TypeError("content")
-    out.append(ToolResult(required_str(f, "toolCallId"), content, _opt(f, "messageId"),
-                          subagent_run_id=_opt(f, "subagentRunId"), metadata=_meta(f)))
+    out.append(ToolResult(required_str(f, "toolCallId"), content, str_at(f, "messageId"),
+                          subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
 
 
 def _reasoning_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ReasoningStart(required_str(f, "messageId"), _opt(f, "subagentRunId"), _meta(f)))
+    out.append(ReasoningStart(required_str(f, "messageId"), str_at(f, "subagentRunId"), _meta(f)))
 
 
 def _reasoning_content(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -258,19 +254,19 @@ def _encrypted(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     if subtype != "message" and subtype != "tool-call":
         raise ValueError("subtype")
     out.append(EncryptedValue(subtype, required_str(f, "entityId"), required_str(f, "encryptedValue"),
-                              _opt(f, "subagentRunId"), _meta(f)))
+                              str_at(f, "subagentRunId"), _meta(f)))
 
 
 def _reasoning_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    message_id = _opt(f, "messageId")
+    message_id = str_at(f, "messageId")
     if message_id and message_id != d._chunk_reasoning:
         if d._chunk_reasoning:
             out.append(ReasoningEnd(d._chunk_reasoning))
         d._chunk_reasoning = message_id
     elif d._chunk_reasoning is None:
         d._chunk_reasoning = new_id("reasoning")
-    out.append(ReasoningStart(d._chunk_reasoning, _opt(f, "subagentRunId")))
-    delta = _opt(f, "delta")
+    out.append(ReasoningStart(d._chunk_reasoning, str_at(f, "subagentRunId")))
+    delta = str_at(f, "delta")
     if delta:
         out.append(ReasoningDelta(d._chunk_reasoning, delta))
 
@@ -308,14 +304,14 @@ def _thinking_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
 
 
 def _state_snapshot(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(StateSnapshot(f["snapshot"], _opt(f, "subagentRunId"), _meta(f)))
+    out.append(StateSnapshot(f["snapshot"], str_at(f, "subagentRunId"), _meta(f)))
 
 
 def _state_delta(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     patch = f["delta"]
     if not isinstance(patch, list):
         raise TypeError("delta")
-    out.append(StateDelta(patch, _opt(f, "subagentRunId"), _meta(f)))
+    out.append(StateDelta(patch, str_at(f, "subagentRunId"), _meta(f)))
 
 
 def _messages_snapshot(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -328,7 +324,7 @@ def _activity_snapshot(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     if type(content) is not dict:
         raise TypeError("content")
     out.append(ActivitySnapshot(required_str(f, "messageId"), required_str(f, "activityType"), content,
-                                replace=f.get("replace") is not False, subagent_run_id=_opt(f, "subagentRunId"),
+                                replace=f.get("replace") is not False, subagent_run_id=str_at(f, "subagentRunId"),
                                 metadata=_meta(f)))
 
 
@@ -337,13 +333,13 @@ def _activity_delta(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     if not isinstance(patch, list):
         raise TypeError("patch")
     out.append(ActivityDelta(required_str(f, "messageId"), required_str(f, "activityType"), patch,
-                             _opt(f, "subagentRunId"), _meta(f)))
+                             str_at(f, "subagentRunId"), _meta(f)))
 
 
 def _subagent_started(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(SubagentStarted(required_str(f, "subagentRunId"), required_str(f, "name"), _opt(f, "description"),
-                               _opt(f, "parentSubagentRunId"), _opt(f, "parentToolCallId"), _opt(f, "parentMessageId"),
-                               _meta(f)))
+    out.append(SubagentStarted(required_str(f, "subagentRunId"), required_str(f, "name"), str_at(f, "description"),
+                               str_at(f, "parentSubagentRunId"), str_at(f, "parentToolCallId"),
+                               str_at(f, "parentMessageId"), _meta(f)))
 
 
 def _subagent_finished(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -356,15 +352,15 @@ def _subagent_finished(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
 
 
 def _subagent_error(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(SubagentError(required_str(f, "subagentRunId"), required_str(f, "message"), _opt(f, "code"), _meta(f)))
+    out.append(SubagentError(required_str(f, "subagentRunId"), required_str(f, "message"), str_at(f, "code"), _meta(f)))
 
 
 def _step_started(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(StepStarted(required_str(f, "stepName"), _opt(f, "subagentRunId"), _meta(f)))
+    out.append(StepStarted(required_str(f, "stepName"), str_at(f, "subagentRunId"), _meta(f)))
 
 
 def _step_finished(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(StepFinished(required_str(f, "stepName"), _opt(f, "subagentRunId"), _meta(f)))
+    out.append(StepFinished(required_str(f, "stepName"), str_at(f, "subagentRunId"), _meta(f)))
 
 
 def _custom(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -377,11 +373,11 @@ def _custom(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
         payload = json_or_text(value) if isinstance(value, str) else value
         out.append(Interrupt(interrupt_id, "agent requested interrupt", payload=payload))
         return
-    out.append(Data(name, value, subagent_run_id=_opt(f, "subagentRunId"), metadata=_meta(f)))
+    out.append(Data(name, value, subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
 
 
 def _raw(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(Raw("ag-ui", f, _opt(f, "subagentRunId"), _meta(f)))
+    out.append(Raw("ag-ui", f, str_at(f, "subagentRunId"), _meta(f)))
 
 
 _HANDLERS: dict[str, Handler] = {

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from gateway.core.decoding import Events, JsonSSEOrBodyDecoder, str_or
+from gateway.core.decoding import Events, JsonSSEOrBodyDecoder, str_at, str_or
 from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     ActivitySnapshot,
@@ -218,38 +218,32 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
         self._end(kind, body, out)
 
 
-def _str_at(item: dict[str, Any], key: str) -> str | None:
-    """The string an item holds at `key`, or None."""
-    value = item.get(key)
-    return value if isinstance(value, str) else None
-
-
 def _interrupt(item: dict[str, Any], item_id: str, out: Events) -> None:
-    out.append(Interrupt(item_id or new_id("int"), str_or(item.get("reason")), _str_at(item, "message"),
-                         item.get("payload"), _str_at(item, "tool_call_id"), item.get("response_schema"),
-                         _str_at(item, "expires_at")))
+    out.append(Interrupt(item_id or new_id("int"), str_or(item.get("reason")), str_at(item, "message"),
+                         item.get("payload"), str_at(item, "tool_call_id"), item.get("response_schema"),
+                         str_at(item, "expires_at")))
 
 
 def _interrupt_resolved(item: dict[str, Any], item_id: str, out: Events) -> None:
-    interrupt_id = _str_at(item, "interrupt_id")
+    interrupt_id = str_at(item, "interrupt_id")
     if interrupt_id is not None:
         out.append(InterruptResolved(interrupt_id, approved=item.get("approved") is not False,
-                                     reason=_str_at(item, "reason")))
+                                     reason=str_at(item, "reason")))
 
 
 def _activity(item: dict[str, Any], item_id: str, out: Events) -> None:
     content = item.get("content")
     if isinstance(content, dict):
-        out.append(ActivitySnapshot(_str_at(item, "activity_id") or item_id, str_or(item.get("activity_type")), content,
-                                    subagent_run_id=_str_at(item, "subagent_run_id")))
+        out.append(ActivitySnapshot(str_at(item, "activity_id") or item_id, str_or(item.get("activity_type")), content,
+                                    subagent_run_id=str_at(item, "subagent_run_id")))
 
 
 def _subagent_started(item: dict[str, Any], out: Events) -> str | None:
-    run_id = _str_at(item, "subagent_run_id")
+    run_id = str_at(item, "subagent_run_id")
     if run_id is not None:
-        out.append(SubagentStarted(run_id, str_or(item.get("name")), _str_at(item, "description"),
-                                   _str_at(item, "parent_subagent_run_id"), _str_at(item, "parent_tool_call_id"),
-                                   _str_at(item, "parent_message_id")))
+        out.append(SubagentStarted(run_id, str_or(item.get("name")), str_at(item, "description"),
+                                   str_at(item, "parent_subagent_run_id"), str_at(item, "parent_tool_call_id"),
+                                   str_at(item, "parent_message_id")))
     return run_id
 
 
@@ -262,7 +256,7 @@ def _subagent(item: dict[str, Any], item_id: str, out: Events) -> None:
     if status == "failed":
         error = item.get("error")
         error = error if isinstance(error, dict) else {}
-        out.append(SubagentError(run_id, str_or(error.get("message")), _str_at(error, "code")))
+        out.append(SubagentError(run_id, str_or(error.get("message")), str_at(error, "code")))
     elif status in ("completed", "incomplete"):
         ids = item.get("interrupt_ids")
         out.append(SubagentFinished(run_id, item.get("result"), "suspended" if status == "incomplete" else "success",

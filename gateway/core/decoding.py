@@ -42,6 +42,12 @@ def str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def str_at(mapping: dict[str, Any], key: str) -> str | None:
+    """The string an upstream's object holds at `key`, or None: an optional field's value where it is a string."""
+    value = mapping.get(key)
+    return value if isinstance(value, str) else None
+
+
 def required_str(frame: dict[str, Any], key: str) -> str:
     """A string field an event cannot do without: `TypeError` (or `KeyError`) where the upstream sent none, which
     a dialect's `on_frame` answers by keeping the frame as `Raw`."""
