@@ -1,7 +1,10 @@
 """The whole configuration: its routes, the conversation store, and what holds for the gateway as a whole
-(keep-alives, draining, connection limits, the inspector)."""
+(keep-alives, draining, connection limits, the names it answers to, the inspector)."""
 
 from __future__ import annotations
+
+import ipaddress
+import re
 
 from pydantic import Field, field_validator
 
@@ -54,6 +57,28 @@ class Store(Model):
         return KeptLimits(self.max_resume_kept_bytes, self.max_resume_kept, self.max_resume_kept_per_principal)
 
 
+_NAME = re.compile(r"(\*\.)?[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*")
+"""A host name as `allowed_hosts` lists it, lower case, or `*.` and the name its subdomains are under."""
+
+
+def allowed_host(entry: str) -> str:
+    """An `allowed_hosts` entry as the gateway compares it: lower case, without a trailing dot, an IPv6 address
+    without brackets; a `ValueError` saying what is wrong with one it cannot be."""
+    name = entry.strip().lower()
+    if name == "*":
+        return name
+    name = name.removesuffix(".")
+    try:
+        return str(ipaddress.ip_address(name.removeprefix("[").removesuffix("]")))
+    except ValueError:
+        pass
+    if ":" in name:
+        raise ValueError(f"{entry!r}: name the host without its port (any port is accepted)")
+    if not _NAME.fullmatch(name):
+        raise ValueError(f"{entry!r} is not a host name, *.name, an address or *")
+    return name
+
+
 class GatewayConfig(Model):
     routes: list[Route] = Field(min_length=1)
     store: Store = Store()
@@ -71,6 +96,16 @@ class GatewayConfig(Model):
                                           "while bodies are read; past it, 503")
     inspector: InspectorOptions | None = None
     """The inspector's page (`gateway.inspector`); off unless set."""
+    allowed_hosts: list[str] | None = None
+    """The names a request's `Host` may give (`gateway.example.com`, `*.example.com`, or `*` for any); an address,
+    or no Host at all, is always accepted. Unset: on a connection to a loopback address only `localhost` and
+    `*.localhost`, so that a web page cannot reach the gateway through a name its DNS rebinds to 127.0.0.1; any name
+    otherwise."""
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _host_patterns(cls, entries: list[str] | None) -> list[str] | None:
+        return None if entries is None else [allowed_host(entry) for entry in entries]
 
     @field_validator("routes")
     @classmethod

@@ -30,11 +30,12 @@ from gateway.inspector.ring import RunRing
 from gateway.recordings.files import RecordingFiles
 from gateway.runs.board import KeptLimits, RunBoard
 from gateway.runs.redis import RedisRunBoard
-from gateway.server import http_server, logs, queries
+from gateway.server import hosts, http_server, logs, queries
 from gateway.server.bodies import BodyBudget
 from gateway.server.conversation_endpoints import ConversationEndpoints
 from gateway.server.documents import catalog_routes, discovery_routes
 from gateway.server.drain import Drain
+from gateway.server.hosts import ErrorReply, HostCheck
 from gateway.server.logs import ACCESS
 from gateway.server.metrics import CONTENT_TYPE, Metrics
 from gateway.server.observed import Observer, recording_of
@@ -58,19 +59,27 @@ log_access = logging.getLogger(ACCESS)
 
 
 class Gateway:
-    """The ASGI app. A proxied path goes straight to its route's handler; anything else (health, metrics, the
-    404s and 405s) to Starlette. Starlette's router and middleware cost more per request than a dict lookup,
-    and the proxied requests are the ones that count."""
+    """The ASGI app. A request whose Host the gateway does not answer to is refused first (`gateway.server.hosts`).
+    A proxied path goes straight to its route's handler; anything else (health, metrics, the 404s and 405s) to
+    Starlette. Starlette's router and middleware cost more per request than a dict lookup, and the proxied requests
+    are the ones that count."""
 
     def __init__(self, handlers: dict[str, tuple[ASGIApp, frozenset[str]]], app: Starlette,
-                 sockets: dict[str, ASGIApp] | None = None) -> None:
+                 sockets: dict[str, ASGIApp] | None = None, hosts: HostCheck | None = None,
+                 host_replies: dict[str, ErrorReply] | None = None) -> None:
         self.handlers = handlers
         self.app = app
         self.sockets = sockets or {}
         """The WebSocket at a route's path, for a client dialect that has one (`gateway.server.sockets`)."""
+        self.hosts = hosts or HostCheck(None)
+        self.host_replies = host_replies or {}
+        """How a route's path tells its clients their Host is refused, where its dialect has a way of its own."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
+            if (host := self.hosts.refused(scope.get("server"), scope["headers"])) is not None:
+                await self._refuse_host(scope, receive, send, host)
+                return
             path = route_path(scope["path"])
             if path != scope["path"]:  # every path answers with and without a trailing slash, never a redirect
                 scope = {**scope, "path": path}
@@ -80,10 +89,19 @@ class Gateway:
                 return
             await self.app(scope, receive, _with_request_id(scope, send))
             return
-        if scope["type"] == "websocket" and (socket := self.sockets.get(route_path(scope["path"]))) is not None:
-            await socket(scope, receive, send)
-            return
+        if scope["type"] == "websocket":
+            headers = [(name.lower(), value) for name, value in scope["headers"]]  # as the client wrote them
+            if (host := self.hosts.refused(scope.get("server"), headers)) is not None:
+                await self._refuse_host(scope, receive, send, host)
+                return
+            if (socket := self.sockets.get(route_path(scope["path"]))) is not None:
+                await socket(scope, receive, send)
+                return
         await self.app(scope, receive, send)
+
+    async def _refuse_host(self, scope: Scope, receive: Receive, send: Send, host: str) -> None:
+        await hosts.refuse(scope, receive, send, self.hosts.message(host),
+                           self.host_replies.get(route_path(scope["path"])))
 
 
 def from_environment() -> Gateway:
@@ -113,6 +131,7 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
     handlers: dict[str, tuple[ASGIApp, frozenset[str]]] = {}
     route_handlers: list[RouteHandler] = []
     sockets: dict[str, ASGIApp] = {}
+    host_replies: dict[str, ErrorReply] = {}
     board = open_board(store, config.store.kept_limits())
     drain = Drain(config.drain_seconds)
     pusher = Pusher(pool)
@@ -140,6 +159,9 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
             with_socket = [dialect for dialect in owners if dialect.socket is not None]
             if with_socket:
                 sockets.setdefault(path, SocketEndpoint(route_handler, with_socket[0]))
+        for path in route.served_paths:
+            if (reply := registry.error_reply(None, route.dialects, path)) is not None:
+                host_replies[path] = reply
         handler: ASGIApp = route_handler
         routes += resource_routes(route, route_handler)  # before the conversation routes, which take any path
         if route.resumable:
@@ -212,7 +234,7 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
 
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_allowed})
     app.router.redirect_slashes = False  # its redirect would be built from the client's Host header
-    return Gateway(handlers, app, sockets)
+    return Gateway(handlers, app, sockets, HostCheck(config.allowed_hosts), host_replies)
 
 
 def conversation_routes(route: ConfigRoute, endpoints: ASGIApp) -> list[Route]:
