@@ -666,3 +666,23 @@ def test_an_upstreams_in_band_error_reaches_its_client_whatever_debug_errors_say
                                      request_body("vercel", [user_message("vercel", "please fail")])))
     assert reply.error is not None and reply.error.message == "scripted failure"
 
+
+def test_a_404_names_only_the_paths_the_callers_key_opens(agent: Served) -> None:
+    upstream = {"url": agent.url + "/agui", "dialect": "ag-ui"}
+    config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+        {"name": "open", "paths": ["/open"], "upstream": upstream},
+        {"name": "team", "paths": ["/team-only"], "auth": {"keys": ["team-key"]}, "upstream": upstream},
+        {"name": "ops", "paths": ["/ops-only"], "auth": {"keys": ["ops-key"]}, "upstream": upstream}]})
+    with Served(create_app(config)) as gateway, httpx.Client(timeout=10) as http:
+        def listed(headers: dict[str, str]) -> str:
+            missing = http.get(f"{gateway.url}/nowhere", headers=headers)
+            assert missing.status_code == 404
+            return str(missing.json()["error"]["message"])
+
+        anonymous = listed({})
+        assert "/open" in anonymous and "/healthz" in anonymous
+        assert "/team-only" not in anonymous and "/ops-only" not in anonymous
+        team = listed({"authorization": "Bearer team-key"})
+        assert "/open" in team and "/team-only" in team and "/ops-only" not in team
+        assert "/ops-only" in listed({"x-api-key": "ops-key"})
+        assert "/team-only" not in listed({"authorization": "Bearer not-a-key"})

@@ -33,7 +33,7 @@ from gateway.runs.redis import RedisRunBoard
 from gateway.server import hosts, http_server, logs, queries
 from gateway.server.bodies import BodyBudget
 from gateway.server.conversation_endpoints import ConversationEndpoints
-from gateway.server.documents import catalog_routes, discovery_routes
+from gateway.server.documents import catalog_routes, discovery_routes, usable
 from gateway.server.drain import Drain
 from gateway.server.hosts import ErrorReply, HostCheck
 from gateway.server.logs import ACCESS
@@ -219,12 +219,13 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
             if tracing is not None:
                 await asyncio.to_thread(tracing.shutdown)  # the spans still queued are exported
 
-    served = sorted(handlers)
-
     async def not_found(request: Request, exc: Exception) -> Response:
+        """Names the paths this caller may use: a route its key does not open stays unnamed, as in a catalog."""
         _log_refusal(request, 404, "not_found")
-        return _error(404, "not_found", f"nothing is served at {request.url.path}; the gateway serves "
-                      f"{', '.join(served)}, /healthz, /readyz and /metrics")
+        opened = sorted(path for handler in usable(route_handlers, request.headers)[0]
+                        for path in handler.route.served_paths)
+        return _error(404, "not_found", f"nothing is served at {request.url.path}; you may use "
+                      f"{', '.join([*opened, '/healthz', '/readyz'])} and /metrics")
 
     async def not_allowed(request: Request, exc: Exception) -> Response:
         _log_refusal(request, 405, "method_not_allowed")
