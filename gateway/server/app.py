@@ -36,12 +36,11 @@ from gateway.server.conversation_endpoints import ConversationEndpoints
 from gateway.server.documents import catalog_routes, discovery_routes, usable
 from gateway.server.drain import Drain
 from gateway.server.hosts import ErrorReply, HostCheck
-from gateway.server.logs import ACCESS
 from gateway.server.metrics import CONTENT_TYPE, Metrics
 from gateway.server.observed import Observer, recording_of
 from gateway.server.probe import UpstreamReadiness, warn_if_unreachable
 from gateway.server.push import Pusher
-from gateway.server.record import AccessRecord
+from gateway.server.refusals import error_response, log_refusal
 from gateway.server.request_ids import request_id_of
 from gateway.server.resources import resource_routes
 from gateway.server.route import RouteHandler
@@ -55,7 +54,6 @@ if TYPE_CHECKING:
 
 CONFIG_ENV = "AGENT_GATEWAY_CONFIG_JSON"
 log = logging.getLogger("agent_gateway.app")
-log_access = logging.getLogger(ACCESS)
 
 
 class Gateway:
@@ -221,16 +219,16 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
 
     async def not_found(request: Request, exc: Exception) -> Response:
         """Names the paths this caller may use: a route its key does not open stays unnamed, as in a catalog."""
-        _log_refusal(request, 404, "not_found")
+        log_refusal(request.scope, 404, "not_found")
         opened = sorted(path for handler in usable(route_handlers, request.headers)[0]
                         for path in handler.route.served_paths)
-        return _error(404, "not_found", f"nothing is served at {request.url.path}; you may use "
+        return error_response(404, "not_found", f"nothing is served at {request.url.path}; you may use "
                       f"{', '.join([*opened, '/healthz', '/readyz'])} and /metrics")
 
     async def not_allowed(request: Request, exc: Exception) -> Response:
-        _log_refusal(request, 405, "method_not_allowed")
+        log_refusal(request.scope, 405, "method_not_allowed")
         allowed = getattr(exc, "headers", None) or {}
-        return _error(405, "method_not_allowed", f"{request.method} is not served at {request.url.path}",
+        return error_response(405, "method_not_allowed", f"{request.method} is not served at {request.url.path}",
                       {k: v for k, v in allowed.items() if k.lower() == "allow"})
 
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_allowed})
@@ -260,18 +258,6 @@ def open_board(store: ConversationStore, limits: KeptLimits) -> RunBoard:
     if isinstance(store, RedisStore):
         return RedisRunBoard(store, limits)
     return RunBoard(limits)
-
-
-def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
-
-
-def _log_refusal(request: Request, status: int, code: str) -> None:
-    """An access line for a request no route took: a client calling the wrong path is worth seeing."""
-    record = AccessRecord(request_id=request.scope.get("state", {}).get("request_id", ""), route="-",
-                          upstream_dialect="-", status=status, outcome="rejected", error=code)
-    record.note_request(request.scope, "unknown")
-    log_access.info("request", extra=record.log_fields())
 
 
 def _with_request_id(scope: Scope, send: Send) -> Send:

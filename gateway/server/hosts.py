@@ -15,7 +15,6 @@ address a header lookup and a set membership.
 from __future__ import annotations
 
 import ipaddress
-import logging
 from collections.abc import Callable, Iterable
 
 import orjson
@@ -23,8 +22,7 @@ from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
 from gateway.core.errors import GatewayError, HostNotAllowed
-from gateway.server.logs import ACCESS
-from gateway.server.record import AccessRecord
+from gateway.server.refusals import log_refusal
 from gateway.server.request_ids import request_id_of
 
 LOOPBACK_NAMES = ("localhost", "*.localhost")
@@ -35,8 +33,6 @@ _ADDRESSES = 64
 """Local addresses whose rule is remembered: a host has a few."""
 _SHOWN = 128
 """Characters of a refused Host echoed in the refusal."""
-
-log_access = logging.getLogger(ACCESS)
 
 ErrorReply = Callable[[GatewayError], tuple[int, bytes]]
 
@@ -116,23 +112,17 @@ async def refuse(scope: Scope, receive: Receive, send: Send, message: str, reply
     gateway's JSON error otherwise), or, to a WebSocket handshake, a close before it is accepted (a 403). Logged
     as any refusal is."""
     error = HostNotAllowed(message)
-    request_id = request_id_of(Headers(scope=scope))
-    record = AccessRecord(request_id=request_id, route="-", upstream_dialect="-", outcome="rejected",
-                          error=error.code, error_message=message)
-    record.method, record.path = scope.get("method", "GET"), scope["path"]
-    if client := scope.get("client"):
-        record.client = f"{client[0]}:{client[1]}"
+    request_id = scope.setdefault("state", {})["request_id"] = request_id_of(Headers(scope=scope))
     if scope["type"] == "websocket":
         if (await receive())["type"] == "websocket.connect":
             await send({"type": "websocket.close", "code": 1008})
-        record.status = 403
+        status = 403
     else:
         status, body = reply(error) if reply is not None else (error.status, orjson.dumps(error.to_json()))
         await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json"), (b"x-request-id", request_id.encode())]})
         await send({"type": "http.response.body", "body": body})
-        record.status = status
-    log_access.info("request", extra=record.log_fields())
+    log_refusal(scope, status, error.code, message)
 
 
 def _name_of(host: str) -> str:
