@@ -1,5 +1,5 @@
 """The whole configuration: its routes, the conversation store, and what holds for the gateway as a whole
-(keep-alives, draining, connection limits, the names it answers to, the inspector)."""
+(keep-alives, draining, connection limits, the names it answers to, metrics, the inspector)."""
 
 from __future__ import annotations
 
@@ -79,6 +79,42 @@ def allowed_host(entry: str) -> str:
     return name
 
 
+class MetricsOptions(Model):
+    """Who may read `/metrics`, and where it is served."""
+
+    key: str | None = Field(None, description="a key to send as Authorization: Bearer <key> (or X-API-Key) to "
+                            "read /metrics; without one, anyone who reaches its address may")
+    listen: str | None = Field(None, description="host:port where /metrics is served alone (127.0.0.1:9464), "
+                               "instead of beside the routes")
+
+    @field_validator("key")
+    @classmethod
+    def _not_empty(cls, key: str | None) -> str | None:
+        if key is not None and not key.strip():
+            raise ValueError("is empty: set it, or leave metrics.key out to serve /metrics to anyone")
+        return key.strip() if key is not None else None
+
+    @field_validator("listen")
+    @classmethod
+    def _host_and_port(cls, listen: str | None) -> str | None:
+        if listen is not None:
+            _host_port(listen)
+        return listen
+
+    @property
+    def address(self) -> tuple[str, int] | None:
+        """Where `/metrics` is served alone, if anywhere."""
+        return _host_port(self.listen) if self.listen is not None else None
+
+
+def _host_port(listen: str) -> tuple[str, int]:
+    host, colon, port = listen.strip().rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{listen!r} is not host:port, such as 127.0.0.1:9464")
+    return host, int(port)
+
+
 class GatewayConfig(Model):
     routes: list[Route] = Field(min_length=1)
     store: Store = Store()
@@ -101,6 +137,7 @@ class GatewayConfig(Model):
     or no Host at all, is always accepted. Unset: on a connection to a loopback address only `localhost` and
     `*.localhost`, so that a web page cannot reach the gateway through a name its DNS rebinds to 127.0.0.1; any name
     otherwise."""
+    metrics: MetricsOptions = MetricsOptions()
 
     @field_validator("allowed_hosts")
     @classmethod

@@ -83,10 +83,7 @@ class Access:
 
     def _authenticate(self, headers: Headers) -> Caller:
         self._reload_if_changed()
-        presented = headers.get("x-api-key", "")
-        authorization = headers.get("authorization", "")
-        if not presented and authorization[:7].lower() == "bearer ":
-            presented = authorization[7:].strip()
+        presented = presented_key(headers)
         if not presented:
             raise Unauthorized("this route needs an API key: send Authorization: Bearer <key> or X-API-Key: <key>")
         candidate = presented.encode()
@@ -120,6 +117,15 @@ class Access:
             log.warning("keys_file not reloaded, the previous keys stay in force: %s", exc)
         else:
             log.info("keys_file reloaded: %d keys", len(self._keys))
+
+
+def presented_key(headers: Headers) -> str:
+    """The key a caller sent: `X-API-Key`, or `Authorization: Bearer`; empty when it sent none."""
+    presented = headers.get("x-api-key", "")
+    authorization = headers.get("authorization", "")
+    if not presented and authorization[:7].lower() == "bearer ":
+        presented = authorization[7:].strip()
+    return presented
 
 
 def _mtime(path: str) -> float | None:

@@ -36,7 +36,7 @@ from gateway.server.conversation_endpoints import ConversationEndpoints
 from gateway.server.documents import catalog_routes, discovery_routes, usable
 from gateway.server.drain import Drain
 from gateway.server.hosts import ErrorReply, HostCheck
-from gateway.server.metrics import CONTENT_TYPE, Metrics
+from gateway.server.metrics import Metrics
 from gateway.server.observed import Observer, recording_of
 from gateway.server.probe import UpstreamReadiness, warn_if_unreachable
 from gateway.server.push import Pusher
@@ -44,6 +44,7 @@ from gateway.server.refusals import error_response, log_refusal
 from gateway.server.request_ids import request_id_of
 from gateway.server.resources import resource_routes
 from gateway.server.route import RouteHandler
+from gateway.server.scrape import MetricsEndpoint
 from gateway.server.sockets import SocketEndpoint
 from gateway.server.telemetry import Tracing
 from gateway.server.telemetry import from_environment as tracing_from_environment
@@ -57,14 +58,15 @@ log = logging.getLogger("agent_gateway.app")
 
 
 class Gateway:
-    """The ASGI app. A request whose Host the gateway does not answer to is refused first (`gateway.server.hosts`).
-    A proxied path goes straight to its route's handler; anything else (health, metrics, the 404s and 405s) to
-    Starlette. Starlette's router and middleware cost more per request than a dict lookup, and the proxied requests
-    are the ones that count."""
+    """The ASGI app. A request whose Host the gateway does not answer to is refused first (`gateway.server.hosts`),
+    and one on the metrics address (`metrics.listen`) can only read the metrics. A proxied path goes straight to its
+    route's handler; anything else (health, metrics, the 404s and 405s) to Starlette. Starlette's router and
+    middleware cost more per request than a dict lookup, and the proxied requests are the ones that count."""
 
     def __init__(self, handlers: dict[str, tuple[ASGIApp, frozenset[str]]], app: Starlette,
                  sockets: dict[str, ASGIApp] | None = None, hosts: HostCheck | None = None,
-                 host_replies: dict[str, ErrorReply] | None = None) -> None:
+                 host_replies: dict[str, ErrorReply] | None = None,
+                 metrics: tuple[int, ASGIApp] | None = None) -> None:
         self.handlers = handlers
         self.app = app
         self.sockets = sockets or {}
@@ -72,11 +74,18 @@ class Gateway:
         self.hosts = hosts or HostCheck(None)
         self.host_replies = host_replies or {}
         """How a route's path tells its clients their Host is refused, where its dialect has a way of its own."""
+        self.metrics_port: int | None = metrics[0] if metrics is not None else None
+        """The port `/metrics` is served on alone (`metrics.listen`), and what serves it: nothing else there."""
+        self.metrics_app: ASGIApp = metrics[1] if metrics is not None else app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            if (host := self.hosts.refused(scope.get("server"), scope["headers"])) is not None:
+            server = scope.get("server")
+            if (host := self.hosts.refused(server, scope["headers"])) is not None:
                 await self._refuse_host(scope, receive, send, host)
+                return
+            if server is not None and server[1] == self.metrics_port:
+                await self.metrics_app(scope, receive, _with_request_id(scope, send))
                 return
             path = route_path(scope["path"])
             if path != scope["path"]:  # every path answers with and without a trailing slash, never a redirect
@@ -88,9 +97,13 @@ class Gateway:
             await self.app(scope, receive, _with_request_id(scope, send))
             return
         if scope["type"] == "websocket":
+            server = scope.get("server")
             headers = [(name.lower(), value) for name, value in scope["headers"]]  # as the client wrote them
-            if (host := self.hosts.refused(scope.get("server"), headers)) is not None:
+            if (host := self.hosts.refused(server, headers)) is not None:
                 await self._refuse_host(scope, receive, send, host)
+                return
+            if server is not None and server[1] == self.metrics_port:
+                await self.metrics_app(scope, receive, send)
                 return
             if (socket := self.sockets.get(route_path(scope["path"]))) is not None:
                 await socket(scope, receive, send)
@@ -187,11 +200,9 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
             return JSONResponse({"status": "upstream unreachable", "routes": down}, status_code=503)
         return JSONResponse({"status": "ready"})
 
-    async def metrics_endpoint(request: Request) -> Response:
-        return Response(metrics.exposition(), media_type=CONTENT_TYPE)
-
+    scrape = MetricsEndpoint(metrics, config.metrics)
     routes += [Route("/healthz", healthz, methods=["GET"]), Route("/readyz", readyz, methods=["GET"]),
-               Route("/metrics", metrics_endpoint, methods=["GET"])]
+               *scrape.beside_routes()]
     routes += discovery_routes(config)
     routes += catalog_routes(route_handlers)
     routes += extra_routes or []
@@ -222,8 +233,9 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
         log_refusal(request.scope, 404, "not_found")
         opened = sorted(path for handler in usable(route_handlers, request.headers)[0]
                         for path in handler.route.served_paths)
+        opened += ["/healthz", "/readyz", *scrape.listed_for(request.headers)]
         return error_response(404, "not_found", f"nothing is served at {request.url.path}; you may use "
-                      f"{', '.join([*opened, '/healthz', '/readyz'])} and /metrics")
+                              f"{', '.join(opened[:-1])} and {opened[-1]}")
 
     async def not_allowed(request: Request, exc: Exception) -> Response:
         log_refusal(request.scope, 405, "method_not_allowed")
@@ -233,7 +245,8 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
 
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_allowed})
     app.router.redirect_slashes = False  # its redirect would be built from the client's Host header
-    return Gateway(handlers, app, sockets, HostCheck(config.allowed_hosts), host_replies)
+    return Gateway(handlers, app, sockets, HostCheck(config.allowed_hosts), host_replies,
+                   metrics=(scrape.port, scrape.alone()) if scrape.port is not None else None)
 
 
 def conversation_routes(route: ConfigRoute, endpoints: ASGIApp) -> list[Route]:
