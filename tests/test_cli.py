@@ -63,6 +63,11 @@ def test_demo_answers_the_printed_request_of_every_dialect() -> None:
             said = "".join(e.delta for e in events if isinstance(e, TextDelta))
             assert said or events[-1].outcome == "interrupt", dialect  # "approve" stops for the human
         assert httpx.get(f"{base}/demo-agent/_requests").status_code == 404  # what people typed stays theirs
+        path, body = DEMO_REQUESTS["ag-ui"]
+        for host, status in ((f"localhost:{port}", 200), (f"127.0.0.1:{port}", 200), ("rebound.example", 400)):
+            asked = httpx.post(base + path, content=body, timeout=10,  # what a browser on each of those names sends
+                               headers={"content-type": "application/json", "host": host})
+            assert asked.status_code == status, host
     finally:
         process.terminate()
         out, _ = process.communicate(timeout=10)
