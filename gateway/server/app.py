@@ -30,7 +30,8 @@ from gateway.inspector.ring import RunRing
 from gateway.recordings.files import RecordingFiles
 from gateway.runs.board import KeptLimits, RunBoard
 from gateway.runs.redis import RedisRunBoard
-from gateway.server import hosts, http_server, logs, queries
+from gateway.server import http_server, logs, queries
+from gateway.server.addresses import Addresses
 from gateway.server.bodies import BodyBudget
 from gateway.server.conversation_endpoints import ConversationEndpoints
 from gateway.server.documents import catalog_routes, discovery_routes, usable
@@ -64,28 +65,19 @@ class Gateway:
     middleware cost more per request than a dict lookup, and the proxied requests are the ones that count."""
 
     def __init__(self, handlers: dict[str, tuple[ASGIApp, frozenset[str]]], app: Starlette,
-                 sockets: dict[str, ASGIApp] | None = None, hosts: HostCheck | None = None,
-                 host_replies: dict[str, ErrorReply] | None = None,
-                 metrics: tuple[int, ASGIApp] | None = None) -> None:
+                 sockets: dict[str, ASGIApp] | None = None, addresses: Addresses | None = None) -> None:
         self.handlers = handlers
         self.app = app
         self.sockets = sockets or {}
         """The WebSocket at a route's path, for a client dialect that has one (`gateway.server.sockets`)."""
-        self.hosts = hosts or HostCheck(None)
-        self.host_replies = host_replies or {}
-        """How a route's path tells its clients their Host is refused, where its dialect has a way of its own."""
-        self.metrics_port: int | None = metrics[0] if metrics is not None else None
-        """The port `/metrics` is served on alone (`metrics.listen`), and what serves it: nothing else there."""
-        self.metrics_app: ASGIApp = metrics[1] if metrics is not None else app
+        self.addresses = addresses if addresses is not None else Addresses(HostCheck(None))
+        """What a request meets before the routes, by the address it came in on: a Host check, the metrics."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            server = scope.get("server")
-            if (host := self.hosts.refused(server, scope["headers"])) is not None:
-                await self._refuse_host(scope, receive, send, host)
-                return
-            if server is not None and server[1] == self.metrics_port:
-                await self.metrics_app(scope, receive, _with_request_id(scope, send))
+            address = self.addresses[scope.get("server")]
+            if address is not None and (elsewhere := address.elsewhere(scope["headers"])) is not None:
+                await elsewhere(scope, receive, _with_request_id(scope, send))
                 return
             path = route_path(scope["path"])
             if path != scope["path"]:  # every path answers with and without a trailing slash, never a redirect
@@ -97,22 +89,15 @@ class Gateway:
             await self.app(scope, receive, _with_request_id(scope, send))
             return
         if scope["type"] == "websocket":
-            server = scope.get("server")
-            headers = [(name.lower(), value) for name, value in scope["headers"]]  # as the client wrote them
-            if (host := self.hosts.refused(server, headers)) is not None:
-                await self._refuse_host(scope, receive, send, host)
-                return
-            if server is not None and server[1] == self.metrics_port:
-                await self.metrics_app(scope, receive, send)
+            address = self.addresses[scope.get("server")]
+            if address is not None and (elsewhere := address.elsewhere(
+                    [(name.lower(), value) for name, value in scope["headers"]])) is not None:  # as the client wrote
+                await elsewhere(scope, receive, _with_request_id(scope, send))
                 return
             if (socket := self.sockets.get(route_path(scope["path"]))) is not None:
                 await socket(scope, receive, send)
                 return
         await self.app(scope, receive, send)
-
-    async def _refuse_host(self, scope: Scope, receive: Receive, send: Send, host: str) -> None:
-        await hosts.refuse(scope, receive, send, self.hosts.message(host),
-                           self.host_replies.get(route_path(scope["path"])))
 
 
 def from_environment() -> Gateway:
@@ -245,8 +230,8 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
 
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_allowed})
     app.router.redirect_slashes = False  # its redirect would be built from the client's Host header
-    return Gateway(handlers, app, sockets, HostCheck(config.allowed_hosts), host_replies,
-                   metrics=(scrape.port, scrape.alone()) if scrape.port is not None else None)
+    alone = (scrape.port, scrape.alone()) if scrape.port is not None else None
+    return Gateway(handlers, app, sockets, Addresses(HostCheck(config.allowed_hosts), alone, host_replies))
 
 
 def conversation_routes(route: ConfigRoute, endpoints: ASGIApp) -> list[Route]:

@@ -8,8 +8,9 @@ scrapers that call an address need no setting.
 
 The names are those of `allowed_hosts`; unset, a connection to a loopback address takes `localhost` and
 `*.localhost` only, and any other takes any name. Which rule holds is worked out once per local address (the ASGI
-scope's `server`, the address the connection came in on), so a request pays a dict lookup, and on a loopback
-address a header lookup and a set membership.
+scope's `server`, the address the connection came in on: `gateway.server.addresses`), and each Host value a rule
+accepted is remembered: a request pays a dict lookup, and where a rule holds a header lookup and a set
+membership.
 """
 
 from __future__ import annotations
@@ -18,19 +19,16 @@ import ipaddress
 from collections.abc import Callable, Iterable
 
 import orjson
-from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
+from gateway.config import route_path
 from gateway.core.errors import GatewayError, HostNotAllowed
 from gateway.server.refusals import log_refusal
-from gateway.server.request_ids import request_id_of
 
 LOOPBACK_NAMES = ("localhost", "*.localhost")
 """What a gateway reached on a loopback address answers to when `allowed_hosts` is unset (besides addresses)."""
 _KEPT = 1024
 """Hosts remembered as accepted, per rule: past it, a Host not seen yet is judged each time."""
-_ADDRESSES = 64
-"""Local addresses whose rule is remembered: a host has a few."""
 _SHOWN = 128
 """Characters of a refused Host echoed in the refusal."""
 
@@ -39,19 +37,32 @@ ErrorReply = Callable[[GatewayError], tuple[int, bytes]]
 
 class HostNames:
     """The names one rule accepts: exact ones, and those under a `*.` suffix (`*.example.com` takes
-    `a.example.com`, not `example.com`). Each `Host` value accepted is remembered as it came, port and all."""
+    `a.example.com`, not `example.com`), and any address. Each `Host` value accepted is remembered as it came, port
+    and all."""
 
-    __slots__ = ("accepted", "exact", "suffixes")
+    __slots__ = ("accepted", "exact", "suffixes", "why")
 
-    def __init__(self, patterns: Iterable[str]) -> None:
+    def __init__(self, patterns: Iterable[str], why: str) -> None:
         patterns = list(patterns)
         self.exact = frozenset(pattern for pattern in patterns if not pattern.startswith("*."))
         self.suffixes = tuple(pattern[1:] for pattern in patterns if pattern.startswith("*."))
         self.accepted: set[bytes] = set()
+        self.why = why
+        """What a refusal says of the rule."""
 
-    def allows(self, host: bytes) -> bool:
-        if host in self.accepted:
-            return True
+    def refused(self, headers: Iterable[tuple[bytes, bytes]]) -> str | None:
+        """The request's Host when this rule refuses it (`headers` named in lower case); None for a Host it
+        accepts, or none at all."""
+        for key, value in headers:
+            if key == b"host":
+                return None if value in self.accepted or self._allows(value) else value.decode("latin-1")
+        return None
+
+    def message(self, host: str) -> str:
+        shown = host if len(host) <= _SHOWN else host[:_SHOWN] + "..."
+        return f"Host {shown} is not a name this gateway answers to: {self.why}"
+
+    def _allows(self, host: bytes) -> bool:
         if not self._judge(host.decode("latin-1")):
             return False
         if len(self.accepted) < _KEPT:
@@ -67,62 +78,47 @@ class HostNames:
 
 
 class HostCheck:
-    """Which Host each request may give, by the local address it came in on."""
+    """Which rule holds for requests that come in on a local address: `allowed_hosts`' names on every address when
+    set; unset, loopback names on a loopback address, and none (any name) on any other."""
 
     def __init__(self, allowed: list[str] | None) -> None:
         self.configured = allowed is not None
-        self._listed = HostNames(allowed) if allowed is not None and "*" not in allowed else None
-        self._loopback = HostNames(LOOPBACK_NAMES)
-        self._rules: dict[object, HostNames | None] = {}
+        self._listed = HostNames(allowed, "allowed_hosts does not list it") \
+            if allowed is not None and "*" not in allowed else None
+        self._loopback = HostNames(LOOPBACK_NAMES, "reached on a loopback address, it answers to localhost and "
+                                   "addresses only, unless allowed_hosts lists more")
 
-    def refused(self, server: object, headers: Iterable[tuple[bytes, bytes]]) -> str | None:
-        """The Host of a request that came in on `server` (the scope's), with `headers` (their names in lower
-        case), when it may not be served; else None."""
-        try:
-            names = self._rules[server]
-        except KeyError:
-            names = self._rule_for(server)
-        if names is None:
-            return None
-        for key, value in headers:
-            if key == b"host":
-                return None if value in names.accepted or names.allows(value) else value.decode("latin-1")
-        return None
-
-    def _rule_for(self, server: object) -> HostNames | None:
+    def names_for(self, server: object) -> HostNames | None:
+        """The rule for requests that came in on `server` (the ASGI scope's); None: any Host."""
         if self.configured:
-            names = self._listed
-        else:
-            local = server[0] if isinstance(server, tuple) and server and isinstance(server[0], str) else None
-            names = self._loopback if local is not None and _is_loopback(local) else None
-        if len(self._rules) < _ADDRESSES:
-            self._rules[server] = names
-        return names
-
-    def message(self, host: str) -> str:
-        shown = host if len(host) <= _SHOWN else host[:_SHOWN] + "..."
-        if self.configured:
-            return f"Host {shown} is not a name this gateway answers to: allowed_hosts does not list it"
-        return (f"Host {shown} is not a name this gateway answers to: reached on a loopback address, it answers to "
-                "localhost and addresses only, unless allowed_hosts lists more")
+            return self._listed
+        local = server[0] if isinstance(server, tuple) and server and isinstance(server[0], str) else None
+        return self._loopback if local is not None and _is_loopback(local) else None
 
 
-async def refuse(scope: Scope, receive: Receive, send: Send, message: str, reply: ErrorReply | None) -> None:
-    """Answer a request whose Host is refused: a 400 in its client's dialect where the path is a route's (the
+class HostRefusal:
+    """Answers a request whose Host is refused: a 400 in its client's dialect where the path is a route's (the
     gateway's JSON error otherwise), or, to a WebSocket handshake, a close before it is accepted (a 403). Logged
     as any refusal is."""
-    error = HostNotAllowed(message)
-    request_id = scope.setdefault("state", {})["request_id"] = request_id_of(Headers(scope=scope))
-    if scope["type"] == "websocket":
-        if (await receive())["type"] == "websocket.connect":
-            await send({"type": "websocket.close", "code": 1008})
-        status = 403
-    else:
-        status, body = reply(error) if reply is not None else (error.status, orjson.dumps(error.to_json()))
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"), (b"x-request-id", request_id.encode())]})
-        await send({"type": "http.response.body", "body": body})
-    log_refusal(scope, status, error.code, message)
+
+    def __init__(self, message: str, replies: dict[str, ErrorReply]) -> None:
+        self.message = message
+        self.replies = replies
+        """How a route's path tells its clients, where its dialect has a way of its own."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        error = HostNotAllowed(self.message)
+        if scope["type"] == "websocket":
+            if (await receive())["type"] == "websocket.connect":
+                await send({"type": "websocket.close", "code": 1008})
+            status = 403
+        else:
+            reply = self.replies.get(route_path(scope["path"]))
+            status, body = reply(error) if reply is not None else (error.status, orjson.dumps(error.to_json()))
+            await send({"type": "http.response.start", "status": status,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": body})
+        log_refusal(scope, status, error.code, self.message)
 
 
 def _name_of(host: str) -> str:
