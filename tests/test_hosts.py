@@ -147,6 +147,8 @@ def test_unset_the_rule_follows_the_address_the_connection_came_in_on(server: tu
         return
     assert names is not None and names.refused([(b"host", b"evil.example:8080")]) == "evil.example:8080"
     assert names.refused([(b"host", b"localhost:8080")]) is None
+    for odd in (b"localhost:8080@evil.example", b"[::1]evil.example", b"localhost:", b"[::1"):
+        assert names.refused([(b"host", odd)]) == odd.decode(), odd  # only a port may follow the name
     assert names.refused([(b"accept", b"*/*")]) is None
 
 

@@ -122,11 +122,17 @@ class HostRefusal:
 
 
 def _name_of(host: str) -> str:
-    """`Host`'s name or address, without its port: `[::1]:8080` is `::1`."""
+    """`Host`'s name or address, without its port: `[::1]:8080` is `::1`. Anything after it but a port leaves
+    the whole value, which no rule accepts."""
     if host.startswith("["):
-        return host[1:].partition("]")[0]
-    name, colon, _ = host.rpartition(":")
-    return name if colon and ":" not in name else host
+        address, bracket, rest = host[1:].partition("]")
+        return address if bracket and _a_port(rest) else host
+    name, colon, port = host.rpartition(":")
+    return name if colon and ":" not in name and port.isdigit() else host
+
+
+def _a_port(rest: str) -> bool:
+    return rest == "" or (rest[:1] == ":" and rest[1:].isdigit())
 
 
 def _is_address(name: str) -> bool:
