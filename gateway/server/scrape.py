@@ -23,6 +23,8 @@ PATH = "/metrics"
 
 
 class MetricsEndpoint:
+    """`/metrics` as `metrics:` configures it: who may read it, and on which address."""
+
     def __init__(self, metrics: Metrics, options: MetricsOptions) -> None:
         self.metrics = metrics
         self.key = options.key.encode() if options.key is not None else None
