@@ -8,6 +8,7 @@ import re
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,6 +26,7 @@ from gateway.agent.server import create_agent_app
 from gateway.config import ConfigError, GatewayConfig, key_id, parse_config
 from gateway.conversations.store import MemoryStore
 from gateway.core.events import Interrupt
+from gateway.core.ids import new_id
 from gateway.server import http_server
 from gateway.server.app import create_app
 from gateway.server.logs import HumanFormatter
@@ -665,3 +667,78 @@ def test_an_upstreams_in_band_error_reaches_its_client_whatever_debug_errors_say
         reply = Reply("vercel", post(http, f"{gateway.url}/in",
                                      request_body("vercel", [user_message("vercel", "please fail")])))
     assert reply.error is not None and reply.error.message == "scripted failure"
+
+
+# -- listings: a route that cannot tell its callers apart lists one conversation at a time
+
+
+def a2a_and_langgraph_route(agent: Served, **route: object) -> Served:
+    """A2A at /a2a and LangGraph at /lg, in front of the built-in agent."""
+    routes = [{"name": name, "paths": [path], "client_dialects": [dialect],
+               "upstream": {"url": agent.url + "/agui", "dialect": "ag-ui"}, **route}
+              for name, path, dialect in (("tasks", "/a2a", "a2a"), ("graph", "/lg", "langgraph"))]
+    return Served(create_app(GatewayConfig.model_validate({"routes": routes}), store=MemoryStore()))
+
+
+def rpc(http: httpx.Client, url: str, method: str, params: dict[str, Any], **headers: str) -> dict[str, Any]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    answer: dict[str, Any] = http.post(url, json=body, headers={"a2a-version": "1.0", **headers}).json()
+    return answer
+
+
+def a2a_secret(http: httpx.Client, url: str, context: str, **headers: str) -> str:
+    message = {"messageId": new_id("msg"), "role": "ROLE_USER", "contextId": context,
+               "parts": [{"text": "victim password is hunter2"}]}
+    task: dict[str, Any] = rpc(http, url, "SendMessage", {"message": message}, **headers)["result"]["task"]
+    return str(task["id"])
+
+
+def langgraph_secret(http: httpx.Client, url: str, **headers: str) -> str:
+    thread = str(uuid.uuid4())
+    said = {"type": "human", "content": "victim password is hunter2"}
+    body = {"assistant_id": "graph", "input": {"messages": [said]}, "stream_mode": ["values"]}
+    assert http.post(f"{url}/threads/{thread}/runs/stream", json=body, headers=headers).status_code == 200
+    return thread
+
+
+def test_an_open_route_lists_no_task_of_a_context_its_caller_did_not_name(agent: Served) -> None:
+    """Without keys or a tenant header every caller is one principal: a ListTasks that names no context would hand
+    any caller everyone's tasks, their history included, and with their ids the power to continue or cancel them."""
+    with a2a_and_langgraph_route(agent) as gateway, httpx.Client(timeout=10) as http:
+        url = gateway.url + "/a2a"
+        victims = new_id("ctx")
+        task = a2a_secret(http, url, victims)
+        everything = rpc(http, url, "ListTasks", {})
+        mine = rpc(http, url, "ListTasks", {"contextId": new_id("ctx")})["result"]
+        named = rpc(http, url, "ListTasks", {"contextId": victims})["result"]
+    assert everything["error"]["code"] == -32004 and "hunter2" not in orjson.dumps(everything).decode()
+    assert "cannot tell its callers apart" in everything["error"]["message"]
+    assert mine["tasks"] == [] and mine["totalSize"] == 0
+    assert [t["id"] for t in named["tasks"]] == [task]  # the context's id is the key to it, as before
+
+
+def test_an_open_route_searches_only_the_threads_its_caller_names(agent: Served) -> None:
+    with a2a_and_langgraph_route(agent) as gateway, httpx.Client(timeout=10) as http:
+        url = gateway.url + "/lg"
+        thread = langgraph_secret(http, url)
+        everything = http.post(f"{url}/threads/search", json={})
+        named = http.post(f"{url}/threads/search", json={"ids": [thread, str(uuid.uuid4())]})
+        runs = http.get(f"{url}/threads/{thread}/runs")
+    assert everything.status_code == 403 and "hunter2" not in everything.text
+    assert "cannot tell its callers apart" in everything.json()["detail"]
+    assert [t["thread_id"] for t in named.json()] == [thread]
+    assert runs.status_code == 200 and len(runs.json()) == 1
+
+
+def test_a_route_that_knows_its_callers_lists_each_its_own(agent: Served) -> None:
+    with a2a_and_langgraph_route(agent, tenant_header="x-tenant") as gateway, httpx.Client(timeout=10) as http:
+        task = a2a_secret(http, gateway.url + "/a2a", new_id("ctx"), **{"x-tenant": "acme"})
+        thread = langgraph_secret(http, gateway.url + "/lg", **{"x-tenant": "acme"})
+        tasks = {tenant: rpc(http, gateway.url + "/a2a", "ListTasks", {}, **{"x-tenant": tenant})["result"]["tasks"]
+                 for tenant in ("acme", "other")}
+        threads = {tenant: http.post(gateway.url + "/lg/threads/search", json={}, headers={"x-tenant": tenant}).json()
+                   for tenant in ("acme", "other")}
+        untold = rpc(http, gateway.url + "/a2a", "ListTasks", {})  # no header: one of the anonymous callers
+    assert [t["id"] for t in tasks["acme"]] == [task] and tasks["other"] == []
+    assert [t["thread_id"] for t in threads["acme"]] == [thread] and threads["other"] == []
+    assert untold["error"]["code"] == -32004
