@@ -10,7 +10,7 @@ Deliveries never slow the run: an update is queued and the run goes on. Bounded:
 `max_pending` notifications waiting (past it new ones are dropped, and logged), a webhook gets at most
 `max_notifications` of one run, an update larger than `max_bytes` is not sent, and every delivery has
 `delivery_timeout`.
-Only a host the route allows is called (checked when the webhook is registered, and again before each
+Only a host and port the route allows is called (checked when the webhook is registered, and again before each
 delivery), and no redirect is followed.
 """
 
@@ -20,12 +20,11 @@ import asyncio
 import collections
 import logging
 import time
-from urllib.parse import urlsplit
 
 from gateway.config import Push
 from gateway.conversations.store import StoreError
 from gateway.core.queries import Webhook
-from gateway.runs.webhooks import CallerWebhooks
+from gateway.runs.webhooks import CallerWebhooks, origin_of
 from gateway.upstream.http1 import HTTPError, Pool, Target
 
 log = logging.getLogger("agent_gateway.push")
@@ -139,9 +138,9 @@ class RunPush:
 
     async def _send(self, webhook: Webhook, update: bytes) -> None:
         settings = self._settings
-        host = urlsplit(webhook.url).hostname or ""
-        if self._sent[webhook.id] >= settings.max_notifications or len(update) > settings.max_bytes \
-                or not settings.allows(host):
+        origin = origin_of(webhook.url)
+        if origin is None or self._sent[webhook.id] >= settings.max_notifications or len(update) > settings.max_bytes \
+                or not settings.allows(origin.host, origin.port):
             return
         self._sent[webhook.id] += 1
         headers = {**webhook.headers, "content-type": "application/json"}
@@ -161,4 +160,4 @@ class RunPush:
                 await asyncio.sleep(wait)
                 wait *= 2
         log.warning("route %s: task %s: a push notification to %s was not delivered (%s)", self._route,
-                    self._run_id, host, failure, extra={"route": self._route})
+                    self._run_id, origin, failure, extra={"route": self._route})
