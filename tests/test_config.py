@@ -136,3 +136,9 @@ def test_push_allow_hosts_refuse_what_is_no_host_or_no_port(entry: str) -> None:
     with pytest.raises(ValueError, match="allow_hosts"):
         Push.model_validate({"allow_hosts": [entry]})
 
+
+def test_each_principals_share_of_pending_push_notifications_is_half_the_process_unless_set() -> None:
+    assert Push.model_validate({"allow_hosts": ["h"]}).pending_share == 5000
+    assert Push.model_validate({"allow_hosts": ["h"], "max_pending": 30}).pending_share == 15
+    assert Push.model_validate({"allow_hosts": ["h"], "max_pending": 1}).pending_share == 1
+    assert Push.model_validate({"allow_hosts": ["h"], "max_pending_per_principal": 50}).pending_share == 50

@@ -1,10 +1,17 @@
-"""A2A push notifications: a webhook's port is part of what `allow_hosts` allows. Over real HTTP, in front of the
-built-in agent."""
+"""A2A push notifications shared fairly: one principal's hung webhooks cannot starve another's deliveries, and a
+webhook's port is part of what `allow_hosts` allows. Over real HTTP, in front of the built-in agent; a hung webhook
+is a real socket that accepts and never answers."""
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
+from types import TracebackType
 from typing import Any
 
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
 from servers import Served
 from test_a2a_tasks import Receiver, config, error_of, message, rpc, wait_for
 
@@ -14,6 +21,45 @@ from gateway.server.app import create_app
 KEY_A, KEY_B = "key-a-0123456789", "key-b-0123456789"
 
 
+class Hung:
+    """A webhook on 127.0.0.1 that accepts every connection and never answers: each is held, unread, until the
+    block ends."""
+
+    def __init__(self) -> None:
+        self._listening = socket.create_server(("127.0.0.1", 0), backlog=256)
+        self._listening.settimeout(0.05)
+        self.url = f"http://127.0.0.1:{self._listening.getsockname()[1]}"
+        self._held: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+
+    @property
+    def accepted(self) -> int:
+        return len(self._held)
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                connection, _ = self._listening.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self._held.append(connection)
+
+    def __enter__(self) -> Hung:
+        self._thread.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        for connection in self._held:
+            connection.close()
+        self._listening.close()
+
+
 def pushed(url: str, key: str, webhook: str, text: str = "hello") -> dict[str, Any]:
     """A task of `key`'s, its updates pushed to `webhook`."""
     answer = rpc(url, "SendMessage", {"message": message(text), "configuration": {
@@ -21,6 +67,63 @@ def pushed(url: str, key: str, webhook: str, text: str = "hello") -> dict[str, A
     assert "result" in answer, answer
     task: dict[str, Any] = answer["result"]["task"]
     return task
+
+
+def keyed(agent: str, push: dict[str, Any]) -> Any:
+    """The gateway in front of `agent`, two keys on its A2A route."""
+    return create_app(config(agent, push=push, auth={"keys": [KEY_A, KEY_B]}))
+
+
+def outcomes(gateway: str) -> dict[str, float]:
+    """The route's push notifications so far, by outcome, as `/metrics` counts them."""
+    families = text_string_to_metric_families(httpx.get(gateway + "/metrics", timeout=10).text)
+    return {s.labels["outcome"]: s.value for family in families for s in family.samples
+            if s.name == "agent_gateway_push_notifications_total" and s.labels["route"] == "tasks"}
+
+
+# -- shares --------------------------------------------------------------------------------------------------------
+
+
+def test_one_keys_flood_for_a_hung_webhook_leaves_another_keys_deliveries_prompt() -> None:
+    receiver = Receiver()
+    push = {"allow_hosts": ["127.0.0.1"], "delivery_timeout": 5, "retries": 0, "max_pending": 100}
+    with Hung() as hung, Served(receiver) as hook, Served(create_agent_app("ag-ui")) as agent, \
+            Served(keyed(agent.url, push)) as gw:
+        url = gw.url + "/a2a"
+        for _ in range(14):  # 8 updates a task: more than the process holds
+            pushed(url, KEY_B, hung.url + "/hook")
+        asked = time.monotonic()
+        task = pushed(url, KEY_A, hook.url + "/hook")
+        wait_for(lambda: "TASK_STATE_COMPLETED" in receiver.states(), 5)
+        took = time.monotonic() - asked
+        flood_waiting = hung.accepted
+    assert receiver.states()[-1:] == ["TASK_STATE_COMPLETED"], receiver.states()
+    assert all(d["statusUpdate"]["taskId"] == task["id"] for _, d in receiver.deliveries if "statusUpdate" in d)
+    assert took < 5 and flood_waiting > 0  # delivered while key B's updates still waited on its hung webhook
+
+
+def test_one_keys_deliveries_in_flight_are_bounded_however_many_of_its_tasks_wait() -> None:
+    receiver = Receiver()
+    push = {"allow_hosts": ["127.0.0.1"], "delivery_timeout": 5, "retries": 0, "max_deliveries_per_principal": 3}
+    with Hung() as hung, Served(receiver) as hook, Served(create_agent_app("ag-ui")) as agent, \
+            Served(keyed(agent.url, push)) as gw:
+        url = gw.url + "/a2a"
+        for _ in range(8):
+            pushed(url, KEY_B, hung.url + "/hook")
+        wait_for(lambda: hung.accepted >= 3, 5)
+        pushed(url, KEY_A, hook.url + "/hook")
+        wait_for(lambda: "TASK_STATE_COMPLETED" in receiver.states(), 5)
+        held = hung.accepted
+    assert held == 3  # eight tasks waiting, three connections
+    assert receiver.states()[-1:] == ["TASK_STATE_COMPLETED"]  # the other key's slots are its own
+
+
+def test_one_keys_updates_past_its_share_are_dropped_and_counted() -> None:
+    push = {"allow_hosts": ["127.0.0.1"], "delivery_timeout": 5, "retries": 0, "max_pending_per_principal": 5}
+    with Hung() as hung, Served(create_agent_app("ag-ui")) as agent, Served(keyed(agent.url, push)) as gw:
+        pushed(gw.url + "/a2a", KEY_B, hung.url + "/hook")
+        counted = outcomes(gw.url)
+    assert counted["dropped"] == 3  # 8 updates: 5 wait on the hung webhook
 
 
 # -- ports ---------------------------------------------------------------------------------------------------------

@@ -106,7 +106,7 @@ class Cors(Model):
 
 class Push(Model):
     """Push notifications (A2A's): a run's updates POSTed to the webhooks its clients register. Off unless set; only
-    the hosts listed are ever called."""
+    the hosts listed are ever called, and each principal has its own share of what a process delivers."""
 
     allow_hosts: list[str] = Field(min_length=1)
     """Hosts a webhook may be on: a name or an address (any port), or `host:port` / `[v6]:port` for that port only;
@@ -122,12 +122,28 @@ class Push(Model):
     max_bytes: int = Field(1024 * 1024, gt=0)
     """The largest notification sent; a larger update is left out."""
     max_pending: int = Field(10_000, gt=0)
-    """Notifications one process holds waiting to be delivered; past it new ones are dropped (logged)."""
-
+    """Notifications one process holds waiting to be delivered, every principal's together; past it new ones are
+    dropped (logged)."""
+    max_pending_per_principal: int | None = Field(None, gt=0)
+    """Notifications one principal (a key, a tenant, or every anonymous caller) may have waiting in one process;
+    past it its new ones are dropped (logged) while others' are still queued. Unset, half of `max_pending`: the
+    most one principal may hold and still leave the rest as much (one whose webhooks hang cannot starve the others,
+    and a burst of updates to a quick webhook still fits), and a config that only sets `max_pending` gets shares
+    too."""
+    max_deliveries_per_principal: int = Field(10, gt=0)
+    """Deliveries of one principal's in flight in one process at once (each an open connection, held up to
+    `delivery_timeout` by a webhook that hangs); the rest wait their turn."""
     @field_validator("allow_hosts")
     @classmethod
     def _plain_hosts(cls, hosts: list[str]) -> list[str]:
         return [_written(*_host_rule(host)) for host in hosts]
+
+    @property
+    def pending_share(self) -> int:
+        """What one principal may have waiting in one process."""
+        if self.max_pending_per_principal is not None:
+            return self.max_pending_per_principal
+        return max(1, self.max_pending // 2)
 
     def allows(self, host: str, port: int) -> bool:
         """Whether a webhook may be on `host` at `port`."""

@@ -72,6 +72,11 @@ class CallerWebhooks:
         self._webhooks = webhooks
         self._principal = principal
 
+    @property
+    def principal(self) -> str:
+        """Whose webhooks these are: whose share of the process's deliveries they take."""
+        return self._principal
+
     async def add(self, run_id: str, webhook: Webhook) -> None:
         self._webhooks.check(webhook.url)
         found = [w for w in await self.all(run_id) if w.id != webhook.id]
