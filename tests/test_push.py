@@ -1,9 +1,10 @@
-"""A2A push notifications shared fairly: one principal's hung webhooks cannot starve another's deliveries, and a
-webhook's port is part of what `allow_hosts` allows. Over real HTTP, in front of the built-in agent; a hung webhook
-is a real socket that accepts and never answers."""
+"""A2A push notifications shared fairly: one principal's hung webhooks cannot starve another's deliveries, a
+webhook's port is part of what `allow_hosts` allows, and a webhook that hangs is left alone for a while. Over real
+HTTP, in front of the built-in agent; a hung webhook is a real socket that accepts and never answers."""
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 import time
@@ -11,6 +12,7 @@ from types import TracebackType
 from typing import Any
 
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from servers import Served
 from test_a2a_tasks import Receiver, config, error_of, message, rpc, wait_for
@@ -149,3 +151,30 @@ def test_allow_hosts_with_a_port_takes_webhooks_on_that_port_and_refuses_others(
         assert error_of(answer)[0] == -32602 and other_port.removesuffix("/hook") in answer["error"]["message"]
     assert error_of(default_port)[0] == -32602 and "http://127.0.0.1:80" in default_port["error"]["message"]
 
+
+# -- cool-off ------------------------------------------------------------------------------------------------------
+
+
+def test_a_webhook_that_timed_out_twice_in_a_row_is_left_alone_for_its_cool_off_and_counted(
+        caplog: pytest.LogCaptureFixture) -> None:
+    receiver = Receiver()
+    push = {"allow_hosts": ["127.0.0.1"], "delivery_timeout": 0.5, "retries": 3, "cool_off": 2}
+    with caplog.at_level(logging.INFO, logger="agent_gateway.push"), Hung() as hung, Served(receiver) as hook, \
+            Served(create_agent_app("ag-ui")) as agent, Served(keyed(agent.url, push)) as gw:
+        url = gw.url + "/a2a"
+        pushed(url, KEY_B, hung.url + "/hook")
+        wait_for(lambda: outcomes(gw.url).get("skipped") == 8, 5)
+        cooling = time.monotonic()
+        pushed(url, KEY_B, hung.url + "/hook")  # cooling off: not even tried
+        pushed(url, KEY_B, hook.url + "/hook")  # another origin is not
+        wait_for(lambda: "TASK_STATE_COMPLETED" in receiver.states())
+        counted, tried_while_cooling = outcomes(gw.url), hung.accepted
+        time.sleep(max(0.0, cooling + 2.1 - time.monotonic()))
+        pushed(url, KEY_B, hung.url + "/hook")  # tried again once the cool-off is over
+        wait_for(lambda: hung.accepted > 2, 5)
+    said = [r.getMessage() for r in caplog.records if r.name == "agent_gateway.push"]
+    assert tried_while_cooling == 2  # two timeouts, then the retries and the rest of the task were skipped
+    assert counted == {"skipped": 16, "delivered": 8, "failed": 0, "dropped": 0}
+    assert hung.accepted == 3
+    assert len([m for m in said if "timed out 2 times in a row" in m and hung.url in m]) == 1
+    assert len([m for m in said if "are sent again" in m and hung.url in m]) == 1

@@ -133,6 +133,10 @@ class Push(Model):
     max_deliveries_per_principal: int = Field(10, gt=0)
     """Deliveries of one principal's in flight in one process at once (each an open connection, held up to
     `delivery_timeout` by a webhook that hangs); the rest wait their turn."""
+    cool_off: float = Field(60.0, ge=0)
+    """Seconds a webhook's origin (scheme, host and port) whose deliveries timed out twice in a row is left alone:
+    notifications for it meanwhile are dropped, not retried. Each process finds out for itself."""
+
     @field_validator("allow_hosts")
     @classmethod
     def _plain_hosts(cls, hosts: list[str]) -> list[str]:

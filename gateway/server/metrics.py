@@ -64,6 +64,8 @@ class PushOutcomes:
         """A webhook refused a notification, or its tries ran out."""
         self.dropped = counter.labels(route, "dropped")
         """An update was not queued: its principal's share, or the process, had too many waiting."""
+        self.skipped = counter.labels(route, "skipped")
+        """A notification was not sent, or no more retried: its webhook's origin is cooling off."""
 
 
 class Metrics:
@@ -98,7 +100,7 @@ class Metrics:
                               ["route", "upstream_dialect"], registry=self.registry)
         self.push_notifications = Counter(
             "agent_gateway_push_notifications", "Push notifications (A2A's), by outcome: delivered, failed (refused, "
-            "or its tries ran out), dropped (too many waiting).",
+            "or its tries ran out), dropped (too many waiting), skipped (its webhook is cooling off).",
             ["route", "outcome"], registry=self.registry)
 
         self._series: dict[tuple[str, str, str], Series] = {}

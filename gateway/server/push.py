@@ -4,14 +4,15 @@
 run's update ─offer─▶ the run's queue ─▶ one task per run: for each update, for each webhook (read from the store,
    (bounded per principal        again at most every second), POST with the webhook's headers (a principal's
     and per process)             deliveries in flight bounded); a connection error, a 5xx or a 429 is retried
-                                 with backoff
+                                 with backoff, and a webhook that timed out twice in a row is left alone a while
 ```
 
 Deliveries never slow the run: an update is queued and the run goes on. Bounded: the process holds at most
 `max_pending` notifications waiting, and each principal its share of them (past either, its new ones are dropped,
 and logged), a principal has at most `max_deliveries_per_principal` in flight, a webhook gets at most
-`max_notifications` of one run, an update larger than `max_bytes` is not sent, and every delivery has
-`delivery_timeout`. So one principal whose webhooks hang cannot keep another's waiting.
+`max_notifications` of one run, an update larger than `max_bytes` is not sent, every delivery has
+`delivery_timeout`, and a webhook's origin that timed out twice in a row is skipped for `cool_off`
+(`gateway.server.cool_off`). So one principal whose webhooks hang cannot keep another's waiting.
 Only a host and port the route allows is called (checked when the webhook is registered, and again before each
 delivery), and no redirect is followed.
 """
@@ -28,7 +29,8 @@ from collections.abc import AsyncIterator
 from gateway.config import Push
 from gateway.conversations.store import StoreError
 from gateway.core.queries import Webhook
-from gateway.runs.webhooks import CallerWebhooks, origin_of
+from gateway.runs.webhooks import CallerWebhooks, Origin, origin_of
+from gateway.server.cool_off import CoolOff
 from gateway.server.metrics import PushOutcomes
 from gateway.upstream.http1 import ConnectTimeout, HTTPError, Pool, Target
 
@@ -94,6 +96,7 @@ class Pusher:
     def __init__(self, pool: Pool | None = None) -> None:
         self.pool = pool or Pool()
         self.shares = Shares()
+        self.cool_off = CoolOff()
         self._running: set[asyncio.Task[None]] = set()
 
     def run(self, settings: Push, webhooks: CallerWebhooks, run_id: str, route: str,
@@ -207,9 +210,12 @@ class RunPush:
         wait = FIRST_RETRY_SECONDS
         for attempt in range(settings.retries + 1):
             if attempt:
+                if self._pusher.cool_off.cooling(origin):  # no retry is awaited for a webhook that hangs
+                    self._outcomes.skipped.inc()
+                    return
                 await asyncio.sleep(wait)
                 wait *= 2
-            outcome = await self._try(webhook.url, update, headers)
+            outcome = await self._try(origin, webhook.url, update, headers)
             if outcome is None:
                 return
             failure, again = outcome
@@ -219,17 +225,23 @@ class RunPush:
         log.warning("route %s: task %s: a push notification to %s was not delivered (%s)", self._route,
                     self._run_id, origin, failure, extra={"route": self._route})
 
-    async def _try(self, url: str, update: bytes, headers: dict[str, str]) -> tuple[str, bool] | None:
-        """One attempt, in one of the caller's delivery slots: None once it is delivered, else why it failed and
-        whether another attempt may do better."""
+    async def _try(self, origin: Origin, url: str, update: bytes, headers: dict[str, str]) -> tuple[str, bool] | None:
+        """One attempt, in one of the caller's delivery slots: None once it is done with (delivered, or skipped for
+        its origin's cool-off), else why it failed and whether another attempt may do better."""
         settings, pusher = self._settings, self._pusher
         async with pusher.shares.delivering(self._owner, settings.max_deliveries_per_principal):
+            if pusher.cool_off.cooling(origin):
+                self._outcomes.skipped.inc()
+                return None
             try:
                 status = await pusher.post(url, update, headers, settings.delivery_timeout)
             except (TimeoutError, ConnectTimeout):
+                pusher.cool_off.timed_out(origin, settings.cool_off, self._route)
                 return f"no answer within {settings.delivery_timeout:g} s", True
             except (HTTPError, ValueError) as exc:
+                pusher.cool_off.answered(origin)
                 return f"{type(exc).__name__}: {exc}", True
+        pusher.cool_off.answered(origin)
         if status < 300:
             self._outcomes.delivered.inc()
             return None
