@@ -34,6 +34,7 @@ from gateway.runs.watched import CallerRuns, RouteRuns, WatchedRun
 from gateway.runs.webhooks import CallerWebhooks, RouteWebhooks
 from gateway.server import path_endpoints
 from gateway.server.access import ANONYMOUS
+from gateway.server.metrics import PushOutcomes
 from gateway.server.push import Pusher, RunPush
 
 if TYPE_CHECKING:
@@ -179,7 +180,8 @@ def route_runs(handler: RouteHandler) -> RouteRuns | None:
     timeouts, limits, push = route.timeouts, route.limits, route.push
     webhooks = None if push is None else \
         RouteWebhooks(route.name, handler.mapper.store, allows=push.allows, max_webhooks=push.max_webhooks)
-    pushes = None if push is None else partial(_pushes, handler.pusher, push, route.name)
+    pushes = None if push is None else \
+        partial(_pushes, handler.pusher, push, route.name, PushOutcomes(handler.metrics, route.name))
     return RouteRuns(route.name, handler.board, RunRecords(handler.mapper.store), lifetime=timeouts.total,
                      patience=max(timeouts.first_event, timeouts.idle) + handler.keepalive,
                      max_entries=limits.max_resume_events, max_bytes=limits.max_resume_bytes, webhooks=webhooks,
@@ -263,5 +265,6 @@ def compaction_routes(handler: RouteHandler) -> list[Route]:
     return out
 
 
-def _pushes(pusher: Pusher, push: Push, route: str, webhooks: CallerWebhooks, run_id: str) -> RunPush:
-    return pusher.run(push, webhooks, run_id, route)
+def _pushes(pusher: Pusher, push: Push, route: str, outcomes: PushOutcomes, webhooks: CallerWebhooks,
+            run_id: str) -> RunPush:
+    return pusher.run(push, webhooks, run_id, route, outcomes)
