@@ -174,6 +174,20 @@ def test_without_bodies_the_inspector_shows_what_was_said_as_its_shape(agent: st
         assert download.status_code == 403 and "private" not in download.text
 
 
+@pytest.mark.parametrize("bodies", [False, True])
+def test_a_body_nested_deeper_than_any_route_takes_is_shown_as_text_never_a_500(agent: str, bodies: bool) -> None:
+    """A client's body is captured before its depth is checked: one nested as deep as the parser goes is refused,
+    and the inspector shows it as text (or its length) rather than failing to walk it."""
+    deep = '{"threadId": "t", "runId": "r", "messages": [], "state": ' + '{"d": ' * 900 + "1" + "}" * 901
+    config = _config(agent, {"key": KEY, "capture": "always"}, inspector_bodies=bodies)
+    with Served(create_app(config)) as gateway, httpx.Client(timeout=30) as http:
+        refused = http.post(f"{gateway.url}/agui", content=deep, headers={"content-type": "application/json"})
+        assert refused.status_code == 400
+        detail = http.get(f"{gateway.url}/_inspector/api/runs/1", headers=AUTH)
+        assert detail.status_code == 200, detail.text[:200]
+        assert detail.json()["client_request"]["body"] == (deep if bodies else f"[{len(deep)} bytes]")
+
+
 def test_a_live_view_sends_an_ended_runs_line_once_until_its_capture_is_freed(monkeypatch: pytest.MonkeyPatch
                                                                                ) -> None:
     ring = RunRing(10, 1_000_000)
