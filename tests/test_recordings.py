@@ -3,6 +3,8 @@ line does with them (judge them offline, translate them, refuse what is not one)
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 import sys
 import threading
@@ -185,6 +187,32 @@ def test_a_log_rotates_at_max_file_bytes_and_keeps_max_files(agent: str, tmp_pat
     assert all(size <= limit for size in sizes.values())
     kept = read(sorted((tmp_path / "log").glob("*.jsonl")))
     assert {e.raw["conversation"] for e in kept} <= {"log-3", "log-4"}
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_recordings_are_made_readable_by_their_owner_only_and_so_is_a_folder_the_gateway_makes(
+        agent: str, tmp_path: Path) -> None:
+    made, existing = tmp_path / "made" / "recordings", tmp_path / "existing"
+    existing.mkdir()
+    existing.chmod(0o750)  # the operator's: left as it is
+    umask = os.umask(0o022)
+    try:
+        with _gateway(agent, {"dir": str(made)}) as gateway:
+            _ask(gateway, "hello", "modes")
+        one = sum(_sizes(made).values())
+        with _gateway(agent, {"dir": str(existing), "per": "log", "max_file_bytes": int(one * 1.5)}) as gateway:
+            for index in range(3):  # the log rotates
+                _ask(gateway, f"hello {index}", "modes")
+    finally:
+        os.umask(umask)
+    assert _mode(made) == 0o700 and _mode(existing) == 0o750
+    files = [*made.iterdir(), *existing.iterdir()]
+    names = sorted(path.name for path in files)
+    assert names.count(".rec.lock") == 2 and names.count("rec.jsonl") == 1 and len(names) >= 5  # a log rotated
+    assert {path.name: _mode(path) for path in files} == {path.name: 0o600 for path in files}
 
 
 def test_the_inspectors_bytes_never_cut_a_recorded_run(agent: str, tmp_path: Path) -> None:
