@@ -76,7 +76,7 @@ def safe_body(data: bytes) -> bytes:
         return data
     try:
         return orjson.dumps(value)
-    except orjson.JSONEncodeError:  # nested deeper than orjson writes: a body no route takes, kept as nothing
+    except orjson.JSONEncodeError:  # nested deeper than orjson writes (no route takes such a body): redacted whole
         return orjson.dumps(REDACTED)
 
 
