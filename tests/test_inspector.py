@@ -230,15 +230,19 @@ def test_without_bodies_the_inspector_shows_what_was_said_as_its_shape(agent: st
 @pytest.mark.parametrize("bodies", [False, True])
 def test_a_body_nested_deeper_than_any_route_takes_is_shown_as_text_never_a_500(agent: str, bodies: bool) -> None:
     """A client's body is captured before its depth is checked: one nested as deep as the parser goes is refused,
-    and the inspector shows it as text (or its length) rather than failing to walk it."""
+    and the inspector shows it as text (or its length) rather than failing to walk it; one that also holds a
+    credential, which could not be written back without it, as `[redacted]` whole."""
     deep = '{"threadId": "t", "runId": "r", "messages": [], "state": ' + '{"d": ' * 900 + "1" + "}" * 901
+    with_token = deep[:-1] + ', "token": "a-token-never-shown"}'
     config = _config(agent, {"key": KEY, "capture": "always"}, inspector_bodies=bodies)
     with Served(create_app(config)) as gateway, httpx.Client(timeout=30) as http:
-        refused = http.post(f"{gateway.url}/agui", content=deep, headers={"content-type": "application/json"})
-        assert refused.status_code == 400
-        detail = http.get(f"{gateway.url}/_inspector/api/runs/1", headers=AUTH)
-        assert detail.status_code == 200, detail.text[:200]
-        assert detail.json()["client_request"]["body"] == (deep if bodies else f"[{len(deep)} bytes]")
+        for body in (deep, with_token):
+            refused = http.post(f"{gateway.url}/agui", content=body, headers={"content-type": "application/json"})
+            assert refused.status_code == 400
+        shown = [http.get(f"{gateway.url}/_inspector/api/runs/{n}", headers=AUTH) for n in (1, 2)]
+        assert [r.status_code for r in shown] == [200, 200], shown[0].text[:200]
+        assert shown[0].json()["client_request"]["body"] == (deep if bodies else f"[{len(deep)} bytes]")
+        assert shown[1].json()["client_request"]["body"] == ("[redacted]" if bodies else "[10 characters]")
 
 
 def test_a_live_view_sends_an_ended_runs_line_once_until_its_capture_is_freed(monkeypatch: pytest.MonkeyPatch
