@@ -6,6 +6,7 @@ import socket
 import threading
 import time
 from types import TracebackType
+from typing import Any
 
 import uvicorn
 from starlette.types import ASGIApp
@@ -23,16 +24,18 @@ class Served:
     """`with Served(app) as server:` serves `app` at `server.url` until the block ends, on the HTTP protocol
     `agent-gateway serve` runs."""
 
-    def __init__(self, app: ASGIApp, port: int = 0) -> None:
+    def __init__(self, app: ASGIApp, port: int = 0, **options: Any) -> None:
+        """`options` are uvicorn's (`ssl_certfile` and `ssl_keyfile` serve it over https)."""
         config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="auto",
-                                timeout_graceful_shutdown=1, http=HeadDeadlineProtocol)
+                                timeout_graceful_shutdown=1, http=HeadDeadlineProtocol, **options)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.port = port
+        self.scheme = "https" if options.get("ssl_certfile") else "http"
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def __enter__(self) -> Served:
         self.thread.start()
