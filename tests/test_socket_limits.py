@@ -1,8 +1,9 @@
 """A WebSocket's messages are bounded as POST bodies are, over real sockets (a `websockets` client, the gateway in
 uvicorn on 127.0.0.1 as `serve` runs it, the built-in agent behind it): a message over the route's size is refused
 as its frame's header arrives (close 1009); messages sent ahead of a running one wait unread, one held at most; the
-bytes of a message arriving or waiting count against the process's body budget; an idle socket keeps nothing of its
-last message; and the gateway process's memory under the issue's attack stays within tens of MiB.
+bytes of a message arriving or waiting count against the process's body budget; sockets are capped per route and
+per key; an idle socket keeps nothing of its last message; and the gateway process's memory under the issue's attack
+stays within tens of MiB.
 
 The built-in agent runs `slow` for about a second, and `hang` until the gateway gives up on it; any other message it
 answers "You said: <the last user message>. (turn N)"."""
@@ -193,6 +194,35 @@ def test_a_message_on_its_way_in_counts_against_the_body_budget(agent: Served) -
             assert closed.value.rcvd is not None and closed.value.rcvd.code == 1013
         time.sleep(0.3)
         assert not _overloaded(http, gateway)
+
+
+def test_sockets_past_the_routes_cap_are_refused_in_the_dialect_then_closed_1013(agent: Served) -> None:
+    with _gateway(agent, limits={"max_sockets": 2}) as gateway:
+        url = _socket_url(gateway)
+        with connect(url) as first, connect(url):
+            with connect(url) as third:
+                refusal = orjson.loads(third.recv(timeout=10))
+                assert refusal["type"] == "error" and refusal["status"] == 429
+                assert refusal["error"]["code"] == "too_many_streams" and "2 WebSockets" in refusal["error"]["message"]
+                assert _close_code(third) == 1013
+            first.send(_create("still served"))
+            assert _said(_answer(first)) == "You said: still served. (turn 1)"
+        with connect(url) as again:  # the slots were given back as the sockets closed
+            again.send(_create("again"))
+            assert _said(_answer(again)) == "You said: again. (turn 1)"
+
+
+def test_sockets_past_a_keys_cap_are_refused_and_other_keys_are_not(agent: Served) -> None:
+    with _gateway(agent, auth={"keys": ["k1", "k2"]}, limits={"max_sockets_per_key": 1}) as gateway:
+        url = _socket_url(gateway)
+        with connect(url, additional_headers={"authorization": "Bearer k1"}):
+            with connect(url, additional_headers={"authorization": "Bearer k1"}) as second:
+                refusal = orjson.loads(second.recv(timeout=10))
+                assert refusal["status"] == 429 and "this key" in refusal["error"]["message"]
+                assert _close_code(second) == 1013
+            with connect(url, additional_headers={"authorization": "Bearer k2"}) as other:
+                other.send(_create("other key"))
+                assert _said(_answer(other)) == "You said: other key. (turn 1)"
 
 
 def _vm(pid: int, key: str) -> int:

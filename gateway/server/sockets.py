@@ -20,10 +20,11 @@ A message is bounded as a POST's body is. The server refuses one larger than the
 arrives (close 1009), and counts its bytes against the process's body budget while they arrive (past it, close
 1013: `gateway.server.ws_server`). The one message held while another runs counts there too (past it, the dialect's
 error in its turn), and nothing more is read while it is held: the client's sends wait (backpressure). A message
-that is not JSON, or that the dialect refuses, gets the dialect's error message and the connection goes on. A
-browser's handshake from an origin the route's CORS does not allow is refused (a WebSocket is not bound by CORS, and
-a page on any origin could otherwise run requests in its visitor's name, which the JSON content type stops for a
-POST).
+that is not JSON, or that the dialect refuses, gets the dialect's error message and the connection goes on. Sockets
+are counted per route and per key (`limits.max_sockets`, `max_sockets_per_key`); past either, the handshake is
+answered with the dialect's error and closed 1013 (try again later). A browser's handshake from an origin the
+route's CORS does not allow is refused (a WebSocket is not bound by CORS, and a page on any origin could otherwise
+run requests in its visitor's name, which the JSON content type stops for a POST).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from starlette.datastructures import Headers
 from starlette.types import Message, Receive, Scope, Send
 
 from gateway.core.codec import Dialect
-from gateway.core.errors import GatewayError, Overloaded, RequestTooLarge
+from gateway.core.errors import GatewayError, Overloaded, RequestTooLarge, TooManyStreams
 from gateway.core.sockets import SocketMode, SocketSession
 from gateway.core.validation import load_json_object
 from gateway.server.ws_server import BOUND
@@ -55,6 +56,7 @@ _DROPPED_HEADERS = frozenset({b"content-type", b"content-length", b"accept", b"x
 """The handshake's headers that say nothing of the requests it carries (each gets an id of its own)."""
 _POLICY = 1008
 _NORMAL = 1000
+_TRY_AGAIN_LATER = 1013
 
 
 class SocketEndpoint:
@@ -78,14 +80,20 @@ class SocketEndpoint:
         if bound is not None:  # the server refuses larger messages unread, counts what arrives, says it is lost
             bound["bound"](self.handler.route.limits.max_body_bytes, connection.bodies, connection.gone.set)
         await send({"type": "websocket.accept"})
+        access = self.handler.access
         try:
-            self.handler.access.identify(headers)
-        except GatewayError as error:
+            caller = access.identify(headers)
+            access.open_socket(caller)
+        except GatewayError as error:  # after the accept, so that the client reads why in its dialect
             await send({"type": "websocket.send", "text": self.mode.refusal(error.status, error.code,
                                                                             error.message).decode()})
-            await send({"type": "websocket.close", "code": _POLICY})
+            await send({"type": "websocket.close",
+                        "code": _TRY_AGAIN_LATER if isinstance(error, TooManyStreams) else _POLICY})
             return
-        await connection.serve()
+        try:
+            await connection.serve()
+        finally:
+            access.close_socket(caller)
 
     def _origin_allowed(self, origin: str | None) -> bool:
         """A handshake from a browser page (it sends `Origin`) only from an origin the route's CORS allows."""
