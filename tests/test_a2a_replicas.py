@@ -49,9 +49,10 @@ def running_on(url: str, text: str) -> tuple[str, list[dict[str, Any]], threadin
 
 def test_get_task_answers_for_a_task_running_on_the_other_replica(redis: RedisServer) -> None:
     with replicas(redis) as (one, two):
-        task_id, _, thread = running_on(one, "go slow")
+        task_id, results, thread = running_on(one, "go slow")
         running = rpc(two, "GetTask", {"id": task_id})["result"]
-        listed = rpc(two, "ListTasks", {"includeArtifacts": True})["result"]
+        context = results[0]["task"]["contextId"]
+        listed = rpc(two, "ListTasks", {"contextId": context, "includeArtifacts": True})["result"]
         thread.join(15)
         done = rpc(two, "GetTask", {"id": task_id})["result"]
     assert running["status"]["state"] == "TASK_STATE_WORKING" and running["artifacts"][0]["parts"][0]["text"]

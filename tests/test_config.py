@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import ConfigError, load_config, parse_config
+from gateway.config import ConfigError, Push, load_config, parse_config
 
 CLIENT_PATHS = {"ag-ui": ["/agui", "/send-message"], "ag-kit": ["/send-message"], "vercel": ["/api/chat"],
                 "agent-respond": ["/agent/respond"], "a2a": ["/a2a"], "langgraph": ["/langgraph"],
@@ -115,3 +115,30 @@ def test_every_mistake_is_a_line_of_its_own_and_an_unknown_key_is_named_with_a_g
     assert "gw.yaml:3: routes[0].timeouts.conect: unknown key; did you mean connect?" in lines
     assert "gw.yaml:2: routes[0].upstream: Field required" in lines
     assert not any("literal[" in line or "list[" in line or "more)" in line for line in lines)
+
+
+def test_push_allow_hosts_name_one_port_or_any_port_of_a_host() -> None:
+    push = Push.model_validate({"allow_hosts": ["hooks.example.com", "Ports.Example.com:8443", "[::1]:9000", "::2",
+                                                "*.internal.example.com:443", "[fe80::1]"]})
+    assert push.allow_hosts == ["hooks.example.com", "ports.example.com:8443", "[::1]:9000", "::2",
+                                "*.internal.example.com:443", "fe80::1"]
+    assert push.allows("hooks.example.com", 80) and push.allows("hooks.example.com", 9999)
+    assert push.allows("ports.example.com", 8443) and not push.allows("ports.example.com", 443)
+    assert push.allows("::1", 9000) and push.allows("[::1]", 9000) and not push.allows("::1", 9001)
+    assert push.allows("::2", 1) and push.allows("fe80::1", 65535)
+    assert push.allows("a.internal.example.com", 443) and not push.allows("a.internal.example.com", 8443)
+    assert not push.allows("internal.example.com", 443) and not push.allows("evil.example.com", 80)
+
+
+@pytest.mark.parametrize("entry", ["", "a/b", "user@host", "*", "host:", "host:0", "host:65536", "host:http",
+                                   "host:\uff18\uff10", "[::1", "[::1]8443", "[example.com]:80", "::g", "*.:80"])
+def test_push_allow_hosts_refuse_what_is_no_host_or_no_port(entry: str) -> None:
+    with pytest.raises(ValueError, match="allow_hosts"):
+        Push.model_validate({"allow_hosts": [entry]})
+
+
+def test_each_principals_share_of_pending_push_notifications_is_half_the_process_unless_set() -> None:
+    assert Push.model_validate({"allow_hosts": ["h"]}).pending_share == 5000
+    assert Push.model_validate({"allow_hosts": ["h"], "max_pending": 30}).pending_share == 15
+    assert Push.model_validate({"allow_hosts": ["h"], "max_pending": 1}).pending_share == 1
+    assert Push.model_validate({"allow_hosts": ["h"], "max_pending_per_principal": 50}).pending_share == 50

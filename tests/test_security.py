@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
 import os
 import re
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,6 +28,7 @@ from gateway.agent.server import create_agent_app
 from gateway.config import ConfigError, GatewayConfig, key_id, parse_config
 from gateway.conversations.store import MemoryStore
 from gateway.core.events import Interrupt
+from gateway.core.ids import new_id
 from gateway.server import http_server
 from gateway.server.app import create_app
 from gateway.server.logs import HumanFormatter
@@ -665,6 +669,171 @@ def test_an_upstreams_in_band_error_reaches_its_client_whatever_debug_errors_say
         reply = Reply("vercel", post(http, f"{gateway.url}/in",
                                      request_body("vercel", [user_message("vercel", "please fail")])))
     assert reply.error is not None and reply.error.message == "scripted failure"
+
+
+# -- listings: a route that cannot tell its callers apart lists one conversation at a time
+
+
+def a2a_and_langgraph_route(agent: Served, **route: object) -> Served:
+    """A2A at /a2a and LangGraph at /lg, in front of the built-in agent."""
+    routes = [{"name": name, "paths": [path], "client_dialects": [dialect],
+               "upstream": {"url": agent.url + "/agui", "dialect": "ag-ui"}, **route}
+              for name, path, dialect in (("tasks", "/a2a", "a2a"), ("graph", "/lg", "langgraph"))]
+    return Served(create_app(GatewayConfig.model_validate({"routes": routes}), store=MemoryStore()))
+
+
+def rpc(http: httpx.Client, url: str, method: str, params: dict[str, Any], **headers: str) -> dict[str, Any]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    answer: dict[str, Any] = http.post(url, json=body, headers={"a2a-version": "1.0", **headers}).json()
+    return answer
+
+
+def a2a_secret(http: httpx.Client, url: str, context: str, **headers: str) -> str:
+    message = {"messageId": new_id("msg"), "role": "ROLE_USER", "contextId": context,
+               "parts": [{"text": "victim password is hunter2"}]}
+    task: dict[str, Any] = rpc(http, url, "SendMessage", {"message": message}, **headers)["result"]["task"]
+    return str(task["id"])
+
+
+def langgraph_secret(http: httpx.Client, url: str, **headers: str) -> str:
+    thread = str(uuid.uuid4())
+    said = {"type": "human", "content": "victim password is hunter2"}
+    body = {"assistant_id": "graph", "input": {"messages": [said]}, "stream_mode": ["values"]}
+    assert http.post(f"{url}/threads/{thread}/runs/stream", json=body, headers=headers).status_code == 200
+    return thread
+
+
+def test_an_open_route_lists_no_task_of_a_context_its_caller_did_not_name(agent: Served) -> None:
+    """Without keys or a tenant header every caller is one principal: a ListTasks that names no context would hand
+    any caller everyone's tasks, their history included, and with their ids the power to continue or cancel them."""
+    with a2a_and_langgraph_route(agent) as gateway, httpx.Client(timeout=10) as http:
+        url = gateway.url + "/a2a"
+        victims = new_id("ctx")
+        task = a2a_secret(http, url, victims)
+        everything = rpc(http, url, "ListTasks", {})
+        mine = rpc(http, url, "ListTasks", {"contextId": new_id("ctx")})["result"]
+        named = rpc(http, url, "ListTasks", {"contextId": victims})["result"]
+    assert everything["error"]["code"] == -32004 and "hunter2" not in orjson.dumps(everything).decode()
+    assert "cannot tell its callers apart" in everything["error"]["message"]
+    assert mine["tasks"] == [] and mine["totalSize"] == 0
+    assert [t["id"] for t in named["tasks"]] == [task]  # the context's id is the key to it, as before
+
+
+def test_an_open_route_searches_only_the_threads_its_caller_names(agent: Served) -> None:
+    with a2a_and_langgraph_route(agent) as gateway, httpx.Client(timeout=10) as http:
+        url = gateway.url + "/lg"
+        thread = langgraph_secret(http, url)
+        everything = http.post(f"{url}/threads/search", json={})
+        named = http.post(f"{url}/threads/search", json={"ids": [thread, str(uuid.uuid4())]})
+        runs = http.get(f"{url}/threads/{thread}/runs")
+    assert everything.status_code == 403 and "hunter2" not in everything.text
+    assert "cannot tell its callers apart" in everything.json()["detail"]
+    assert [t["thread_id"] for t in named.json()] == [thread]
+    assert runs.status_code == 200 and len(runs.json()) == 1
+
+
+def test_a_route_that_knows_its_callers_lists_each_its_own(agent: Served) -> None:
+    with a2a_and_langgraph_route(agent, tenant_header="x-tenant") as gateway, httpx.Client(timeout=10) as http:
+        task = a2a_secret(http, gateway.url + "/a2a", new_id("ctx"), **{"x-tenant": "acme"})
+        thread = langgraph_secret(http, gateway.url + "/lg", **{"x-tenant": "acme"})
+        tasks = {tenant: rpc(http, gateway.url + "/a2a", "ListTasks", {}, **{"x-tenant": tenant})["result"]["tasks"]
+                 for tenant in ("acme", "other")}
+        threads = {tenant: http.post(gateway.url + "/lg/threads/search", json={}, headers={"x-tenant": tenant}).json()
+                   for tenant in ("acme", "other")}
+        untold = rpc(http, gateway.url + "/a2a", "ListTasks", {})  # no header: one of the anonymous callers
+    assert [t["id"] for t in tasks["acme"]] == [task] and tasks["other"] == []
+    assert [t["thread_id"] for t in threads["acme"]] == [thread] and threads["other"] == []
+    assert untold["error"]["code"] == -32004
+
+# -- JSON nested inside what a client sends
+
+
+def nested_json(depth: int) -> str:
+    """An object `depth` levels deep, as JSON text; the standard library writes it deeper than orjson would."""
+    value: Any = "bottom"
+    for _ in range(depth):
+        value = {"d": value}
+    return json.dumps(value)
+
+
+def compaction_of(items_json: str) -> dict[str, Any]:
+    """A compaction item as `POST /v1/responses/compact` makes them: the items it stands for, encoded."""
+    return {"type": "compaction", "encrypted_content": "agw1." + base64.urlsafe_b64encode(items_json.encode()).decode()}
+
+
+def answered(response: httpx.Response) -> tuple[int, str]:
+    """The status, and the error's message when it is one."""
+    return response.status_code, response.json()["error"]["message"] if response.status_code >= 400 else ""
+
+
+def test_a_compactions_items_are_held_to_the_routes_depth_limit_as_if_written_out(agent: Served) -> None:
+    config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+        {"paths": ["/v1/responses"], "client_dialects": ["openai-responses"], "limits": {"max_json_depth": 10},
+         "upstream": {"url": agent.url + "/agui", "dialect": "ag-ui"}}]})
+    with Served(create_app(config)) as gateway, httpx.Client(timeout=10) as http:
+        def answer(input_json: str) -> tuple[int, str]:
+            body = '{"model": "agent", "input": [' + input_json + ', {"role": "user", "content": "go on"}]}'
+            response = http.post(f"{gateway.url}/v1/responses", content=body,
+                                 headers={"content-type": "application/json"})
+            return answered(response)
+
+        seen = set()
+        for depth in (900, *range(4, 10)):  # the items at 3 of the body's 10 levels, their output one deeper
+            item = '{"type": "function_call_output", "call_id": "c1", "output": ' + nested_json(depth) + "}"
+            written_out, compacted = answer(item), answer(orjson.dumps(compaction_of(f"[{item}]")).decode())
+            assert compacted == written_out, depth
+            seen.add(written_out)
+        assert seen == {(200, ""), (400, "request body is nested deeper than 10 levels")}
+
+
+def ag_ui_history(arguments: str, result: str) -> list[dict[str, Any]]:
+    return [{"id": "u1", "role": "user", "content": "hi"},
+            {"id": "a1", "role": "assistant", "toolCalls": [{"id": "c1", "type": "function",
+                                                             "function": {"name": "look", "arguments": arguments}}]},
+            {"id": "t1", "role": "tool", "toolCallId": "c1", "content": result},
+            {"id": "u2", "role": "user", "content": "and now"}]
+
+
+@pytest.mark.parametrize("upstream", ["vercel", "a2a", "langgraph"])
+def test_json_in_a_clients_strings_deeper_than_the_gateway_writes_goes_on_as_text(upstream: str) -> None:
+    """Tool call arguments and results are strings that usually hold JSON, which the gateway reads to pass it on
+    as JSON: nested deeper than any body it takes (orjson writes 254 levels), it goes on as the text it was."""
+    deep = nested_json(300)
+    path = {"vercel": "/api/chat", "a2a": "/a2a", "langgraph": "/"}[upstream]
+    with Served(create_agent_app(upstream)) as agent_of_upstream:
+        config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+            {"paths": ["/in"], "client_dialects": ["ag-ui"],
+             "upstream": {"url": agent_of_upstream.url + path, "dialect": upstream}}]})
+        with Served(create_app(config)) as gateway, httpx.Client(timeout=10) as http:
+            if upstream == "langgraph":  # a history its thread has not heard then goes whole, to a new thread
+                first = post(http, f"{gateway.url}/in", request_body("ag-ui", [user_message("ag-ui", "hi")], "deep"))
+                assert first.status_code == 200
+            body = request_body("ag-ui", ag_ui_history(deep, deep), "deep")
+            reply = Reply("ag-ui", post(http, f"{gateway.url}/in", body))
+            assert reply.error is None and "You said: and now" in reply.text
+        sent = httpx.get(agent_of_upstream.url + "/_requests").json()[-1]["body"]
+    assert deep in orjson.dumps(sent).decode().replace('\\"', '"')  # as text, whole
+
+
+def test_a_tool_schema_sent_as_json_text_is_held_to_the_depth_limit_as_one_sent_as_an_object(agent: Served) -> None:
+    config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+        {"paths": ["/in"], "client_dialects": ["ag-kit"], "limits": {"max_json_depth": 10},
+         "upstream": {"url": agent.url + "/agui", "dialect": "ag-ui"}}]})
+    with Served(create_app(config)) as gateway, httpx.Client(timeout=10) as http:
+        def answer(parameters: Any) -> tuple[int, str]:
+            body = {"conversationId": "schema", "messages": [{"role": "user", "content": "hi"}],
+                    "tools": [{"name": "look", "description": "", "parameters": parameters}]}
+            response = http.post(f"{gateway.url}/in", content=json.dumps(body),
+                                 headers={"content-type": "application/json"})
+            return answered(response)
+
+        seen = set()
+        for depth in (6, 7, 8, 300):  # the schema at 4 of the body's 10 levels
+            schema = nested_json(depth)
+            as_text = answer(schema)
+            assert as_text == answer(json.loads(schema)), depth
+            seen.add(as_text)
+        assert seen == {(200, ""), (400, "request body is nested deeper than 10 levels")}
 
 
 def test_a_404_names_only_the_paths_the_callers_key_opens(agent: Served) -> None:

@@ -1,4 +1,5 @@
-"""`ListTasks`: the caller's tasks on this route (never another principal's: the server's runs are the caller's),
+"""`ListTasks`: the caller's tasks on this route (never another principal's: the server's runs are the caller's; on a
+route that cannot tell its callers apart, only those of the `contextId` asked for),
 most recently changed first, filtered by `contextId`, `status` and `statusTimestampAfter`, in pages of `pageSize`
 (50 unless asked; at most 100) with an opaque `nextPageToken` (empty on the last page). `totalSize` counts every
 task the filters take; a task's history is cut to `historyLength`, and its artifacts are left out unless
@@ -32,13 +33,13 @@ async def list_tasks(params: dict[str, Any], runs: CallerRuns) -> dict[str, Any]
     after = _cursor(param(params, "pageToken"))
     total = 0
     cursor: str | None = None
-    while batch := await runs.newest(cursor, SCAN_BATCH):
+    while batch := await runs.newest(cursor, SCAN_BATCH, conversation=wanted.context):
         total += sum(1 for record in batch if wanted.takes(record.document))
         cursor = batch[-1].cursor
     page: list[RunRecord] = []
     more = False
     cursor = after
-    while not more and (batch := await runs.newest(cursor, SCAN_BATCH)):
+    while not more and (batch := await runs.newest(cursor, SCAN_BATCH, conversation=wanted.context)):
         for record in batch:
             if not wanted.takes(record.document):
                 continue

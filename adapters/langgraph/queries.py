@@ -42,7 +42,7 @@ async def answer_query(query: RunQuery, runs: CallerRuns) -> Answer | StreamedAn
         created = named if isinstance(named, str) and named else uuid_of(new_id("thread"))
         return _json(threads.thread(created, await runs.conversation(created), body.get("metadata")))
     if operation == "search_threads":
-        return _json(await _threads(runs))
+        return _json(await _threads(runs, body.get("ids")))
     if operation == "assistants":
         return _json([threads.assistant(runs.agent)])
     if operation == "assistant":
@@ -62,7 +62,7 @@ async def answer_query(query: RunQuery, runs: CallerRuns) -> Answer | StreamedAn
         found_state = threads.state(thread_id, kept)
         return _json(found_state if operation == "state" else [found_state] if kept is not None else [])
     if operation == "list_runs":
-        return _json([r.document for r in await runs.newest(None, LISTED) if r.conversation_id == thread_id])
+        return _json([r.document for r in await runs.newest(None, LISTED, conversation=thread_id)])
     return await _about_run(operation, thread_id, asked, runs)
 
 
@@ -86,7 +86,13 @@ async def _about_run(operation: str, thread_id: str, asked: dict[str, Any], runs
                           SSE_HEADERS, b": heartbeat\n\n")
 
 
-async def _threads(runs: CallerRuns) -> list[dict[str, Any]]:
+async def _threads(runs: CallerRuns, ids: Any) -> list[dict[str, Any]]:
+    """The caller's threads, newest first; only those of `ids` when the search names them (which a route that
+    cannot tell its callers apart requires)."""
+    if isinstance(ids, list):
+        named = [thread_id for thread_id in ids if isinstance(thread_id, str)][:LISTED]
+        found = [(thread_id, await runs.conversation(thread_id)) for thread_id in dict.fromkeys(named)]
+        return [threads.thread(thread_id, kept) for thread_id, kept in found if kept is not None]
     seen: dict[str, RunRecord] = {}
     for record in await runs.newest(None, LISTED):
         if record.conversation_id is not None:

@@ -32,6 +32,7 @@ import orjson
 
 from gateway.core.errors import GatewayError, InvalidRequest, UnknownRoute, UnknownRun
 from gateway.core.usage import UsageTotals
+from gateway.core.validation import load_carried_json
 
 SLUG = "agent_gateway"
 TOOL_CALL = f"{SLUG}:tool_call"
@@ -134,7 +135,7 @@ def expanded(item: dict[str, Any], where: str) -> list[dict[str, Any]]:
     if not isinstance(content, str) or not content.startswith(COMPACTED):
         raise refused
     try:
-        items = orjson.loads(base64.urlsafe_b64decode(content[len(COMPACTED):]))
+        items = load_carried_json(base64.urlsafe_b64decode(content[len(COMPACTED):]), at=2)  # where `input` is
     except (binascii.Error, ValueError):
         raise refused from None
     if not isinstance(items, list) or not all(isinstance(i, dict) and i.get("type") != "compaction" for i in items):

@@ -46,6 +46,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from gateway.server import http_server, logs, workers
     from gateway.server.app import CONFIG_ENV, create_app
     from gateway.server.drain import exit_quietly_when_stopped
+    from gateway.server.uvicorn_options import uvicorn_options
 
     flags = [flag for flag, value in (("--upstream", args.upstream), ("--upstream-dialect", args.upstream_dialect),
                                       ("--upstream-variant", args.upstream_variant),
@@ -129,8 +130,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.workers == 1:
         log.info("listening on %s", url, extra={"url": url})
         app = create_app(config, store, log_bodies=args.log_bodies)
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", limit_concurrency=config.max_connections,
-                                               http=http_server.HeadDeadlineProtocol))
+        server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(config.max_connections)))
         exit_quietly_when_stopped()
         server.run(sockets=[sock] if metrics_sock is None else [sock, metrics_sock])
         return 0
@@ -142,8 +142,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="agent-gateway-metrics-") as metrics_dir:
         os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", metrics_dir)
         workers.run(uvicorn.Config("gateway.server.app:from_environment", factory=True, host=args.host,
-                                   port=args.port, workers=args.workers, log_level="warning",
-                                   limit_concurrency=config.max_connections, http=http_server.HeadDeadlineProtocol),
+                                   port=args.port, workers=args.workers, **uvicorn_options(config.max_connections)),
                     ready=lambda: log.info("listening on %s (%d workers)", url, args.workers,
                                            extra={"url": url, "workers": args.workers}), metrics=metrics_at)
     return 0

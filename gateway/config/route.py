@@ -47,6 +47,9 @@ class Limits(Model):
     max_messages: int = Field(2000, gt=0, description="most messages accepted in one request")
     max_streams: int = Field(10_000, gt=0, description="concurrent requests on this route")
     max_streams_per_key: int = Field(100, gt=0, description="concurrent requests per API key (with auth)")
+    max_sockets: int = Field(1000, gt=0, description="WebSockets open at once on this route (a dialect's WebSocket "
+                             "mode: each runs one request at a time, and its requests take stream slots too)")
+    max_sockets_per_key: int = Field(100, gt=0, description="WebSockets open at once per API key (with auth)")
     max_resume_events: int = Field(100_000, gt=0, description="pieces of a resumable run's reply kept for resuming; "
                                    "past it the run goes on, no longer resumable")
     max_resume_bytes: int = Field(16 * 1024 * 1024, gt=0, description="bytes of a resumable run's reply kept for "
@@ -106,10 +109,11 @@ class Cors(Model):
 
 class Push(Model):
     """Push notifications (A2A's): a run's updates POSTed to the webhooks its clients register. Off unless set; only
-    the hosts listed are ever called."""
+    the hosts listed are ever called, and each principal has its own share of what a process delivers."""
 
     allow_hosts: list[str] = Field(min_length=1)
-    """Host names or addresses a webhook may name (any port); `*.example.com` takes its subdomains."""
+    """Hosts a webhook may be on: a name or an address (any port), or `host:port` / `[v6]:port` for that port only;
+    `*.example.com` (and `*.example.com:8443`) takes its subdomains."""
     delivery_timeout: float = Field(10.0, gt=0)
     """Seconds one delivery may take."""
     retries: int = Field(3, ge=0)
@@ -121,24 +125,77 @@ class Push(Model):
     max_bytes: int = Field(1024 * 1024, gt=0)
     """The largest notification sent; a larger update is left out."""
     max_pending: int = Field(10_000, gt=0)
-    """Notifications one process holds waiting to be delivered; past it new ones are dropped (logged)."""
+    """Notifications one process holds waiting to be delivered, every principal's together; past it new ones are
+    dropped (logged)."""
+    max_pending_per_principal: int | None = Field(None, gt=0)
+    """Notifications one principal (a key, a tenant, or every anonymous caller) may have waiting in one process;
+    past it its new ones are dropped (logged) while others' are still queued. Unset, half of `max_pending`: the
+    most one principal may hold and still leave the rest as much (one whose webhooks hang cannot starve the others,
+    and a burst of updates to a quick webhook still fits), and a config that only sets `max_pending` gets shares
+    too."""
+    max_deliveries_per_principal: int = Field(10, gt=0)
+    """Deliveries of one principal's in flight in one process at once (each an open connection, held up to
+    `delivery_timeout` by a webhook that hangs); the rest wait their turn."""
+    cool_off: float = Field(60.0, ge=0)
+    """Seconds a webhook's origin (scheme, host and port) whose deliveries timed out twice in a row is left alone:
+    notifications for it meanwhile are dropped, not retried. Each process finds out for itself."""
 
     @field_validator("allow_hosts")
     @classmethod
     def _plain_hosts(cls, hosts: list[str]) -> list[str]:
-        for host in hosts:
-            bare = host.strip("[]")
-            name = bare.removeprefix("*.")
-            if not name or any(c in name for c in "/@* ") or (":" in bare and not _is_ipv6(bare)):
-                raise ValueError(f"{host!r} is not a host (a name, an address, or *.name for its subdomains; "
-                                 "no port)")
-        return [host.lower().strip("[]") for host in hosts]
+        return [_written(*_host_rule(host)) for host in hosts]
 
-    def allows(self, host: str) -> bool:
-        """Whether a webhook may be on `host`."""
+    @property
+    def pending_share(self) -> int:
+        """What one principal may have waiting in one process."""
+        if self.max_pending_per_principal is not None:
+            return self.max_pending_per_principal
+        return max(1, self.max_pending // 2)
+
+    def allows(self, host: str, port: int) -> bool:
+        """Whether a webhook may be on `host` at `port`."""
         host = host.lower().strip("[]")
-        return any(host == allowed or (allowed.startswith("*.") and host.endswith(allowed[1:]))
-                   for allowed in self.allow_hosts)
+        for allowed in self.allow_hosts:
+            name, allowed_port = _host_rule(allowed)
+            if (allowed_port is None or allowed_port == port) and \
+                    (host == name or (name.startswith("*.") and host.endswith(name[1:]))):
+                return True
+        return False
+
+
+def _host_rule(entry: str) -> tuple[str, int | None]:
+    """An `allow_hosts` entry as its host (lower case, an IPv6 address without brackets) and its port (None: any):
+    `name`, `*.name`, an address, `[v6]`, each with `:port` or without (raises `ValueError`)."""
+    text = entry.strip().lower()
+    port: str | None = None
+    if text.startswith("["):
+        host, closed, rest = text[1:].partition("]")
+        if not closed or not _is_ipv6(host) or (rest and not rest.startswith(":")):
+            raise ValueError(f"{entry!r} is not a host: an IPv6 address in brackets, then :port or nothing")
+        port = rest[1:] if rest else None
+    elif text.count(":") > 1:  # an IPv6 address, without brackets as before ports could be named
+        host = text
+        if not _is_ipv6(host):
+            raise ValueError(f"{entry!r} is not a host: write an IPv6 address with a port as [address]:port")
+    else:
+        host, colon, after = text.partition(":")
+        port = after if colon else None
+    name = host.removeprefix("*.")
+    if not name or any(c in name for c in "/@*[] "):
+        raise ValueError(f"{entry!r} is not a host (a name, an address, or *.name for its subdomains; :port for "
+                         "one port)")
+    if port is None:
+        return host, None
+    if not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{entry!r} names no port: after the host's colon, a number from 1 to 65535")
+    return host, int(port)
+
+
+def _written(host: str, port: int | None) -> str:
+    """An `allow_hosts` entry as it is kept: `host`, `host:port`, `[v6]:port`."""
+    if port is None:
+        return host
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _is_ipv6(text: str) -> bool:

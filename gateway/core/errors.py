@@ -67,6 +67,7 @@ class ErrorCode(StrEnum):
     RUN_NOT_CANCELABLE = "run_not_cancelable"
     NOT_SUPPORTED = "not_supported"
     PUSH_NOT_SUPPORTED = "push_not_supported"
+    LISTING_NEEDS_CALLER = "listing_needs_caller"
     INVALID_REQUEST = "invalid_request"
     CONVERSATION_MISMATCH = "conversation_mismatch"
     OVERLOADED = "overloaded"
@@ -259,6 +260,14 @@ class WebhooksNotSupported(NotSupported):
     """Webhooks for a run's updates (push notifications), on a route that sends none."""
 
     code: str = ErrorCode.PUSH_NOT_SUPPORTED
+
+
+class ListingNeedsCaller(NotSupported):
+    """A listing of every run or conversation, on a route that cannot tell its callers apart (no keys, no tenant
+    header): it would hand one caller everyone's."""
+
+    status = 403
+    code: str = ErrorCode.LISTING_NEEDS_CALLER
 
 
 class InvalidRequest(RequestError):

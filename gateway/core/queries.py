@@ -131,8 +131,10 @@ class CallerRuns(Protocol):
         left it (`Turn.chains_runs`); False if the caller had no such run."""
         ...
 
-    async def newest(self, after: str | None, limit: int) -> list[RunRecord]:
-        """The caller's runs, most recently changed first, after the cursor of an earlier answer's last record."""
+    async def newest(self, after: str | None, limit: int, *, conversation: str | None = None) -> list[RunRecord]:
+        """The caller's runs, most recently changed first, after the cursor of an earlier answer's last record; only
+        those of `conversation` (a client's conversation id) when it is given. Raises `ListingNeedsCaller` for a
+        listing of every conversation on a route whose callers cannot be told apart."""
         ...
 
     def follow(self, run_id: str, after: int) -> AsyncIterator[bytes]:

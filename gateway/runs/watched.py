@@ -43,6 +43,8 @@ SETTLE_SECONDS = 2.0
 CANCEL_SECONDS = 10.0
 """How long a cancel waits for the run to stop before it answers with the run as it stands."""
 READ_WAIT = 1.0
+SCAN_BATCH = 500
+"""Records read at a time when a listing keeps one conversation's."""
 
 _RECORD = TypeAdapter(RunRecord)
 
@@ -248,8 +250,16 @@ class CallerRuns:
             await runs.leftovers(self._principal, run_id)
         return True
 
-    async def newest(self, after: str | None, limit: int) -> list[RunRecord]:
-        return await self._runs.records.newest(self._runs.route, self._principal, after, limit)
+    async def newest(self, after: str | None, limit: int, *, conversation: str | None = None) -> list[RunRecord]:
+        runs = self._runs
+        if conversation is None:
+            return await runs.records.newest(runs.route, self._principal, after, limit)
+        found: list[RunRecord] = []
+        while len(found) < limit and (batch := await runs.records.newest(runs.route, self._principal, after,
+                                                                           SCAN_BATCH)):
+            found += [record for record in batch if record.conversation_id == conversation]
+            after = batch[-1].cursor
+        return found[:limit]
 
     async def follow(self, run_id: str, after: int) -> AsyncIterator[bytes]:
         runs = self._runs

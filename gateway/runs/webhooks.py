@@ -1,10 +1,11 @@
 """The webhooks clients register for their runs' updates (`gateway.core.queries.Webhooks`): kept in the store per
 run, under a key of the route, the caller and the run, so that any replica reads them and no caller reaches
-another's. Only hosts the route allows are taken, and at most so many per run."""
+another's. Only hosts and ports the route allows are taken, and at most so many per run."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from pydantic import TypeAdapter, ValidationError
@@ -14,15 +15,41 @@ from gateway.core.errors import InvalidRequest
 from gateway.core.queries import Webhook
 
 _WEBHOOKS = TypeAdapter(list[Webhook])
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class Origin(NamedTuple):
+    """Where a webhook is: what the route allows, and what hangs when a webhook does."""
+
+    scheme: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{host}:{self.port}"
+
+
+def origin_of(url: str) -> Origin | None:
+    """A webhook URL's origin, its port the scheme's own when it names none; None for what is no http or https
+    URL with a host."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname or "", parts.port
+    except ValueError:  # a port that is no number, or past 65535
+        return None
+    if parts.scheme not in _DEFAULT_PORTS or not host:
+        return None
+    return Origin(parts.scheme, host, port or _DEFAULT_PORTS[parts.scheme])
 
 
 class RouteWebhooks:
-    def __init__(self, route: str, store: ConversationStore, *, allows: Callable[[str], bool],
+    def __init__(self, route: str, store: ConversationStore, *, allows: Callable[[str, int], bool],
                  max_webhooks: int) -> None:
         self.route = route
         self.store = store
         self.allows = allows
-        """Whether a webhook may be on a host."""
+        """Whether a webhook may be on a host, at a port."""
         self.max_webhooks = max_webhooks
 
     def caller(self, principal: str) -> CallerWebhooks:
@@ -30,16 +57,12 @@ class RouteWebhooks:
 
     def check(self, url: str) -> None:
         """Refuse a webhook the route would not call (raises `InvalidRequest`)."""
-        try:
-            parts = urlsplit(url)
-            host = parts.hostname or ""
-        except ValueError:
-            host, parts = "", urlsplit("")
-        if parts.scheme not in ("http", "https") or not host:
+        origin = origin_of(url)
+        if origin is None:
             raise InvalidRequest(f"a webhook is an http or https URL, not {url[:200]!r}")
-        if not self.allows(host):
-            raise InvalidRequest(f"this agent sends no notifications to {host[:200]}: its operator lists the hosts "
-                                 "it calls")
+        if not self.allows(origin.host, origin.port):
+            raise InvalidRequest(f"this agent sends no notifications to {str(origin)[:200]}: its operator lists the "
+                                 "hosts and ports it calls")
 
 
 class CallerWebhooks:
@@ -48,6 +71,11 @@ class CallerWebhooks:
     def __init__(self, webhooks: RouteWebhooks, principal: str) -> None:
         self._webhooks = webhooks
         self._principal = principal
+
+    @property
+    def principal(self) -> str:
+        """Whose webhooks these are: whose share of the process's deliveries they take."""
+        return self._principal
 
     async def add(self, run_id: str, webhook: Webhook) -> None:
         self._webhooks.check(webhook.url)

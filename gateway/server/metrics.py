@@ -53,6 +53,21 @@ class Series:
             child.inc(count)
 
 
+class PushOutcomes:
+    """One route's push notification counts by outcome, looked up once."""
+
+    def __init__(self, metrics: Metrics, route: str) -> None:
+        counter = metrics.push_notifications
+        self.delivered = counter.labels(route, "delivered")
+        """A webhook answered a notification with a 2xx."""
+        self.failed = counter.labels(route, "failed")
+        """A webhook refused a notification, or its tries ran out."""
+        self.dropped = counter.labels(route, "dropped")
+        """An update was not queued: its principal's share, or the process, had too many waiting."""
+        self.skipped = counter.labels(route, "skipped")
+        """A notification was not sent, or no more retried: its webhook's origin is cooling off."""
+
+
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -83,6 +98,10 @@ class Metrics:
         self.unread = Counter("agent_gateway_upstream_replies_unread", "Upstream replies of which the route's "
                               "upstream dialect read no event: is upstream.dialect right?",
                               ["route", "upstream_dialect"], registry=self.registry)
+        self.push_notifications = Counter(
+            "agent_gateway_push_notifications", "Push notifications (A2A's), by outcome: delivered, failed (refused, "
+            "or its tries ran out), dropped (too many waiting), skipped (its webhook is cooling off).",
+            ["route", "outcome"], registry=self.registry)
 
         self._series: dict[tuple[str, str, str], Series] = {}
 

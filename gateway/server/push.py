@@ -2,15 +2,18 @@
 
 ```
 run's update ─offer─▶ the run's queue ─▶ one task per run: for each update, for each webhook (read from the store,
-                      (bounded per process)    again at most every second), POST with the webhook's headers;
-                                                a connection error, a 5xx or a 429 is retried with backoff
+   (bounded per principal        again at most every second), POST with the webhook's headers (a principal's
+    and per process)             deliveries in flight bounded); a connection error, a 5xx or a 429 is retried
+                                 with backoff, and a webhook that timed out twice in a row is left alone a while
 ```
 
 Deliveries never slow the run: an update is queued and the run goes on. Bounded: the process holds at most
-`max_pending` notifications waiting (past it new ones are dropped, and logged), a webhook gets at most
-`max_notifications` of one run, an update larger than `max_bytes` is not sent, and every delivery has
-`delivery_timeout`.
-Only a host the route allows is called (checked when the webhook is registered, and again before each
+`max_pending` notifications waiting, and each principal its share of them (past either, its new ones are dropped,
+and logged), a principal has at most `max_deliveries_per_principal` in flight, a webhook gets at most
+`max_notifications` of one run, an update larger than `max_bytes` is not sent, every delivery has
+`delivery_timeout`, and a webhook's origin that timed out twice in a row is skipped for `cool_off`
+(`gateway.server.cool_off`). So one principal whose webhooks hang cannot keep another's waiting.
+Only a host and port the route allows is called (checked when the webhook is registered, and again before each
 delivery), and no redirect is followed.
 """
 
@@ -18,21 +21,72 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 import time
-from urllib.parse import urlsplit
+from collections.abc import AsyncIterator
 
 from gateway.config import Push
 from gateway.conversations.store import StoreError
 from gateway.core.queries import Webhook
-from gateway.runs.webhooks import CallerWebhooks
-from gateway.upstream.http1 import HTTPError, Pool, Target
+from gateway.runs.webhooks import CallerWebhooks, Origin, origin_of
+from gateway.server.cool_off import CoolOff
+from gateway.server.metrics import PushOutcomes
+from gateway.upstream.http1 import ConnectTimeout, HTTPError, Pool, Target
 
 log = logging.getLogger("agent_gateway.push")
 
 RELOAD_SECONDS = 1.0
 """How stale the list of a run's webhooks may be: one registered meanwhile gets the updates after it."""
 FIRST_RETRY_SECONDS = 0.5
+
+Owner = tuple[str, str]
+"""A principal on a route: whose share of the process's deliveries a notification takes."""
+
+
+class Shares:
+    """What the process's principals hold of its deliveries: notifications waiting, and deliveries in flight."""
+
+    def __init__(self) -> None:
+        self.pending = 0
+        """Notifications queued in this process and not yet delivered (or given up), every principal's."""
+        self._pending: collections.Counter[Owner] = collections.Counter()
+        self._delivering: dict[Owner, tuple[asyncio.Semaphore, int]] = {}
+        """Each principal's delivery slots, and how many of its deliveries hold or wait for one."""
+
+    def admit(self, owner: Owner, settings: Push) -> str | None:
+        """Count one more notification of `owner`'s waiting; or, when the process or its share is full, say which."""
+        if self.pending >= settings.max_pending:
+            return f"{self.pending} push notifications are waiting in this process"
+        if self._pending[owner] >= settings.pending_share:
+            return f"{owner[1]} has {self._pending[owner]} push notifications waiting in this process, its share"
+        self.pending += 1
+        self._pending[owner] += 1
+        return None
+
+    def release(self, owner: Owner, count: int = 1) -> None:
+        """`count` of `owner`'s notifications no longer wait."""
+        if not count:
+            return
+        self.pending -= count
+        self._pending[owner] -= count
+        if self._pending[owner] <= 0:
+            del self._pending[owner]
+
+    @contextlib.asynccontextmanager
+    async def delivering(self, owner: Owner, limit: int) -> AsyncIterator[None]:
+        """Hold one of `owner`'s `limit` delivery slots, waiting for one while its others are all in flight."""
+        semaphore, users = self._delivering.get(owner) or (asyncio.Semaphore(limit), 0)
+        self._delivering[owner] = semaphore, users + 1
+        try:
+            async with semaphore:
+                yield
+        finally:
+            semaphore, users = self._delivering[owner]
+            if users > 1:
+                self._delivering[owner] = semaphore, users - 1
+            else:
+                del self._delivering[owner]
 
 
 class Pusher:
@@ -41,12 +95,13 @@ class Pusher:
 
     def __init__(self, pool: Pool | None = None) -> None:
         self.pool = pool or Pool()
-        self.pending = 0
-        """Notifications queued in this process and not yet delivered (or given up)."""
+        self.shares = Shares()
+        self.cool_off = CoolOff()
         self._running: set[asyncio.Task[None]] = set()
 
-    def run(self, settings: Push, webhooks: CallerWebhooks, run_id: str, route: str) -> RunPush:
-        return RunPush(self, settings, webhooks, run_id, route)
+    def run(self, settings: Push, webhooks: CallerWebhooks, run_id: str, route: str,
+            outcomes: PushOutcomes) -> RunPush:
+        return RunPush(self, settings, webhooks, run_id, route, outcomes)
 
     def keep(self, task: asyncio.Task[None]) -> None:
         self._running.add(task)
@@ -75,6 +130,8 @@ class RunPush:
         "_dropped",
         "_known",
         "_loaded_at",
+        "_outcomes",
+        "_owner",
         "_pusher",
         "_queue",
         "_route",
@@ -85,12 +142,15 @@ class RunPush:
         "_webhooks",
     )
 
-    def __init__(self, pusher: Pusher, settings: Push, webhooks: CallerWebhooks, run_id: str, route: str) -> None:
+    def __init__(self, pusher: Pusher, settings: Push, webhooks: CallerWebhooks, run_id: str, route: str,
+                 outcomes: PushOutcomes) -> None:
         self._pusher = pusher
         self._settings = settings
         self._webhooks = webhooks
         self._run_id = run_id
         self._route = route
+        self._owner: Owner = (route, webhooks.principal)
+        self._outcomes = outcomes
         self._queue: collections.deque[bytes] = collections.deque()
         self._task: asyncio.Task[None] | None = None
         self._known: list[Webhook] = []
@@ -99,21 +159,23 @@ class RunPush:
         self._dropped = False
 
     def offer(self, update: bytes) -> None:
-        """Queue an update for the run's webhooks (dropped, once logged, when the process holds too many)."""
-        pusher = self._pusher
-        if pusher.pending >= self._settings.max_pending:
+        """Queue an update for the run's webhooks (dropped, once logged, when the process or the caller's share
+        holds too many)."""
+        full = self._pusher.shares.admit(self._owner, self._settings)
+        if full is not None:
+            self._outcomes.dropped.inc()
             if not self._dropped:
-                log.warning("route %s: task %s: %d push notifications are waiting in this process; dropping new "
-                            "ones", self._route, self._run_id, pusher.pending, extra={"route": self._route})
+                log.warning("route %s: task %s: %s; dropping new ones", self._route, self._run_id, full,
+                            extra={"route": self._route})
                 self._dropped = True
             return
-        pusher.pending += 1
         self._queue.append(update)
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._deliver())
-            pusher.keep(self._task)
+            self._pusher.keep(self._task)
 
     async def _deliver(self) -> None:
+        shares = self._pusher.shares
         try:
             while self._queue:
                 update = self._queue.popleft()
@@ -121,9 +183,9 @@ class RunPush:
                     for webhook in await self._current():
                         await self._send(webhook, update)
                 finally:
-                    self._pusher.pending -= 1
+                    shares.release(self._owner)
         finally:
-            self._pusher.pending -= len(self._queue)
+            shares.release(self._owner, len(self._queue))
             self._queue.clear()
             self._task = None
 
@@ -139,26 +201,49 @@ class RunPush:
 
     async def _send(self, webhook: Webhook, update: bytes) -> None:
         settings = self._settings
-        host = urlsplit(webhook.url).hostname or ""
-        if self._sent[webhook.id] >= settings.max_notifications or len(update) > settings.max_bytes \
-                or not settings.allows(host):
+        origin = origin_of(webhook.url)
+        if origin is None or self._sent[webhook.id] >= settings.max_notifications or len(update) > settings.max_bytes \
+                or not settings.allows(origin.host, origin.port):
             return
         self._sent[webhook.id] += 1
         headers = {**webhook.headers, "content-type": "application/json"}
         wait = FIRST_RETRY_SECONDS
         for attempt in range(settings.retries + 1):
-            try:
-                status = await self._pusher.post(webhook.url, update, headers, settings.delivery_timeout)
-            except (HTTPError, TimeoutError, ValueError) as exc:
-                failure = f"{type(exc).__name__}: {exc}"
-            else:
-                if status < 300:
+            if attempt:
+                if self._pusher.cool_off.cooling(origin):  # no retry is awaited for a webhook that hangs
+                    self._outcomes.skipped.inc()
                     return
-                failure = f"HTTP {status}"
-                if status < 500 and status != 429:
-                    break  # the webhook refuses it: sending it again would not change that
-            if attempt < settings.retries:
                 await asyncio.sleep(wait)
                 wait *= 2
+            outcome = await self._try(origin, webhook.url, update, headers)
+            if outcome is None:
+                return
+            failure, again = outcome
+            if not again:
+                break
+        self._outcomes.failed.inc()
         log.warning("route %s: task %s: a push notification to %s was not delivered (%s)", self._route,
-                    self._run_id, host, failure, extra={"route": self._route})
+                    self._run_id, origin, failure, extra={"route": self._route})
+
+    async def _try(self, origin: Origin, url: str, update: bytes, headers: dict[str, str]) -> tuple[str, bool] | None:
+        """One attempt, in one of the caller's delivery slots: None once it is done with (delivered, or skipped for
+        its origin's cool-off), else why it failed and whether another attempt may do better."""
+        settings, pusher = self._settings, self._pusher
+        async with pusher.shares.delivering(self._owner, settings.max_deliveries_per_principal):
+            if pusher.cool_off.cooling(origin):
+                self._outcomes.skipped.inc()
+                return None
+            try:
+                status = await pusher.post(url, update, headers, settings.delivery_timeout)
+            except (TimeoutError, ConnectTimeout):
+                pusher.cool_off.timed_out(origin, settings.cool_off, self._route)
+                return f"no answer within {settings.delivery_timeout:g} s", True
+            except (HTTPError, ValueError) as exc:
+                pusher.cool_off.answered(origin)
+                return f"{type(exc).__name__}: {exc}", True
+        pusher.cool_off.answered(origin)
+        if status < 300:
+            self._outcomes.delivered.inc()
+            return None
+        # a 4xx other than 429 is the webhook refusing it: sending it again would not change that
+        return f"HTTP {status}", status >= 500 or status == 429

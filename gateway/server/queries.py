@@ -25,14 +25,16 @@ from gateway.config import Push
 from gateway.conversations.mapper import decode_conversation
 from gateway.conversations.store import StoreError, scoped_key
 from gateway.core.codec import Dialect
-from gateway.core.errors import Overloaded
-from gateway.core.queries import Answer, KeptConversation, RunPath, RunQuery, StreamedAnswer
+from gateway.core.errors import ListingNeedsCaller, Overloaded
+from gateway.core.queries import Answer, KeptConversation, RunPath, RunQuery, RunRecord, StreamedAnswer
 from gateway.core.turn import Turn
 from gateway.runs.records import RunRecords
 from gateway.runs.tape import TapeLost
 from gateway.runs.watched import CallerRuns, RouteRuns, WatchedRun
 from gateway.runs.webhooks import CallerWebhooks, RouteWebhooks
 from gateway.server import path_endpoints
+from gateway.server.access import ANONYMOUS
+from gateway.server.metrics import PushOutcomes
 from gateway.server.push import Pusher, RunPush
 
 if TYPE_CHECKING:
@@ -42,6 +44,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("agent_gateway.queries")
 
 STORE_DOWN = "the gateway's store is unreachable: retry shortly"
+LISTING_NEEDS_CALLER = ("this route has no API keys or tenant header, so it cannot tell its callers apart and "
+                        "lists only one conversation at a time, named by its id: name the conversation, or give "
+                        "the route auth keys or a tenant_header to list all of a caller's")
 
 
 async def answer(handler: RouteHandler, call: Call, receive: Receive, client: Dialect, query: RunQuery) -> None:
@@ -70,6 +75,11 @@ class CallerView(CallerRuns):
         super().__init__(handler.runs, principal)
         self._handler = handler
         self._principal_of_conversations = principal
+
+    async def newest(self, after: str | None, limit: int, *, conversation: str | None = None) -> list[RunRecord]:
+        if conversation is None and self._principal_of_conversations == ANONYMOUS:
+            raise ListingNeedsCaller(LISTING_NEEDS_CALLER)
+        return await super().newest(after, limit, conversation=conversation)
 
     @property
     def agent(self) -> str:
@@ -170,7 +180,8 @@ def route_runs(handler: RouteHandler) -> RouteRuns | None:
     timeouts, limits, push = route.timeouts, route.limits, route.push
     webhooks = None if push is None else \
         RouteWebhooks(route.name, handler.mapper.store, allows=push.allows, max_webhooks=push.max_webhooks)
-    pushes = None if push is None else partial(_pushes, handler.pusher, push, route.name)
+    pushes = None if push is None else \
+        partial(_pushes, handler.pusher, push, route.name, PushOutcomes(handler.metrics, route.name))
     return RouteRuns(route.name, handler.board, RunRecords(handler.mapper.store), lifetime=timeouts.total,
                      patience=max(timeouts.first_event, timeouts.idle) + handler.keepalive,
                      max_entries=limits.max_resume_events, max_bytes=limits.max_resume_bytes, webhooks=webhooks,
@@ -254,5 +265,6 @@ def compaction_routes(handler: RouteHandler) -> list[Route]:
     return out
 
 
-def _pushes(pusher: Pusher, push: Push, route: str, webhooks: CallerWebhooks, run_id: str) -> RunPush:
-    return pusher.run(push, webhooks, run_id, route)
+def _pushes(pusher: Pusher, push: Push, route: str, outcomes: PushOutcomes, webhooks: CallerWebhooks,
+            run_id: str) -> RunPush:
+    return pusher.run(push, webhooks, run_id, route, outcomes)
