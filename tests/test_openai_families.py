@@ -88,7 +88,7 @@ def test_a_responses_client_gets_activities_subagents_and_encrypted_reasoning_as
     assert output[2]["subagent_run_id"] == "sub-x" and output[2]["status"] == "completed"
     assert output[2]["name"] == "helper" and output[2]["result"] == "ok"
     assert response["usage"] == {"input_tokens": 5, "output_tokens": 3, "total_tokens": 8,
-                                 "input_tokens_details": {"cached_tokens": 2},
+                                 "input_tokens_details": {"cached_tokens": 2, "cache_write_tokens": 0},
                                  "output_tokens_details": {"reasoning_tokens": 1}}
     # the subagent's message is the agent's (its author lost); metadata, steps, state and data have no item
     assert dropped == {"subagent": 1, "metadata": 2, "step": 2, "state": 2, "data": 1}
