@@ -241,7 +241,9 @@ class ResponseWriter(Output):
         self.calls.fail()
         error = error_object(e.message, 502, e.code or ErrorCode.UPSTREAM_ERROR)
         failed = self.response("failed", error={"code": error["code"], "message": e.message})
-        return [("error", {"error": error}), ("response.failed", {"response": failed})]
+        # The `openai` SDKs read the error's fields at the top of the event, Open Responses in its `error`.
+        said = {"code": error["code"], "message": e.message, "param": None, "error": error}
+        return [("error", said), ("response.failed", {"response": failed})]
 
 
 _HANDLERS: dict[type, Callable[[ResponseWriter, Any], list[Semantic]]] = {
