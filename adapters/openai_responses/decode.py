@@ -180,11 +180,11 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
             _EXTENSIONS[kind](item, item_id, out)
 
     def _content(self, item: dict[str, Any], canonical: str, out: Events) -> None:
-        """The text of an item that came whole."""
-        for part in item.get("content") or ():
+        """The text of an item that came whole: a reasoning item's summary when it holds no reasoning text."""
+        reasoning = item.get("type") == "reasoning"
+        for part in item.get("content") or (item.get("summary") if reasoning else None) or ():
             if isinstance(part, dict) and isinstance(part.get("text"), str) and part["text"]:
-                out.append(ReasoningDelta(canonical, part["text"]) if item.get("type") == "reasoning"
-                           else TextDelta(canonical, part["text"]))
+                out.append(ReasoningDelta(canonical, part["text"]) if reasoning else TextDelta(canonical, part["text"]))
 
     def _end(self, kind: str, response: dict[str, Any], out: Events) -> None:
         usage = response.get("usage")

@@ -82,11 +82,17 @@ def function_call_item(item_id: str, call_id: str, name: str, arguments: str,
 
 
 def reasoning_item(item_id: str, text: str | None, encrypted: str | None = None) -> dict[str, Any]:
-    content = [{"type": "reasoning_text", "text": text}] if text is not None else []
-    item = {"id": item_id, "type": "reasoning", "summary": [], "content": content}
+    """The agent's reasoning as the item's summary: its streaming events are the ones both the `openai` SDKs and
+    Open Responses know (their events for raw reasoning text differ in name)."""
+    summary = [summary_part(text)] if text is not None else []
+    item: dict[str, Any] = {"id": item_id, "type": "reasoning", "summary": summary}
     if encrypted is not None:
         item["encrypted_content"] = encrypted
     return item
+
+
+def summary_part(text: str) -> dict[str, Any]:
+    return {"type": "summary_text", "text": text}
 
 
 def tool_call_item(item_id: str, call_id: str, name: str, arguments: str, output: Any,

@@ -61,7 +61,7 @@ from gateway.core.turn import Turn
 from gateway.core.usage import UsageTotals
 
 from .calls import Calls
-from .items import ACTIVITY, SUBAGENT, error_object, message_item, reasoning_item, response_object
+from .items import ACTIVITY, SUBAGENT, error_object, message_item, reasoning_item, response_object, summary_part
 from .output import OpenItem, Output
 from .output import Semantic as Semantic
 from .request import echo
@@ -153,8 +153,8 @@ class ResponseWriter(Output):
         index = self.add(reasoning_item(item_id, None))
         self.texts[e.message_id] = OpenItem(index, item_id)
         return [("response.output_item.added", {"output_index": index, "item": reasoning_item(item_id, None)}),
-                ("response.content_part.added", {"item_id": item_id, "output_index": index, "content_index": 0,
-                                                 "part": {"type": "reasoning_text", "text": ""}})]
+                ("response.reasoning_summary_part.added", {"item_id": item_id, "output_index": index,
+                                                           "summary_index": 0, "part": summary_part("")})]
 
     def _reasoning_delta(self, e: ReasoningDelta) -> list[Semantic]:
         text = self.texts.get(e.message_id)
@@ -162,8 +162,8 @@ class ResponseWriter(Output):
             return []
         text.pieces.append(e.delta)
         self.chars += len(e.delta)
-        return [("response.reasoning.delta", {"item_id": text.item_id, "output_index": text.index,
-                                              "content_index": 0, "delta": e.delta})]
+        return [("response.reasoning_summary_text.delta", {"item_id": text.item_id, "output_index": text.index,
+                                                           "summary_index": 0, "delta": e.delta})]
 
     def _reasoning_end(self, e: ReasoningEnd) -> list[Semantic]:
         text = self.texts.pop(e.message_id, None)
@@ -172,9 +172,9 @@ class ResponseWriter(Output):
         whole = "".join(text.pieces)
         item = self.output[text.index] = reasoning_item(text.item_id, whole,
                                                            self._encrypted.pop(e.message_id, None))
-        where = {"item_id": text.item_id, "output_index": text.index, "content_index": 0}
-        return [("response.reasoning.done", {**where, "text": whole}),
-                ("response.content_part.done", {**where, "part": item["content"][0]}),
+        where = {"item_id": text.item_id, "output_index": text.index, "summary_index": 0}
+        return [("response.reasoning_summary_text.done", {**where, "text": whole}),
+                ("response.reasoning_summary_part.done", {**where, "part": item["summary"][0]}),
                 ("response.output_item.done", {"output_index": text.index, "item": item})]
 
     def _encrypted_value(self, e: EncryptedValue) -> list[Semantic]:
