@@ -1,11 +1,11 @@
 """A run as the output items and semantic events of one response, shared by the streamed reply and the one-body
 one (and by answers about a stored response).
 
-Text is a `message` item per message, reasoning a `reasoning` item (`reasoning_text` content). Tool calls and
-interrupts are `calls`' to write: a call to a tool the client offered is a `function_call` item, one the agent ran
-itself an `agent_gateway:tool_call` (see `items`); an interrupt the run leaves open ends the response `incomplete`
-(reason `interrupt`), as a cancelled run does (reason `cancelled`). Activities and subagents are the gateway's items
-too (see `items`); encrypted reasoning is its reasoning item's `encrypted_content`. State, named data, steps and
+Text is a `message` item per message, reasoning a `reasoning` item (its summary: see `items.reasoning_item`). Tool
+calls and interrupts are `calls`' to write: a call to a tool the client offered is a `function_call` item, one the
+agent ran itself an `mcp_call`, an interrupt an `mcp_approval_request` (see `items`); the response completes, and
+only a cancelled run ends it `incomplete` (reason `cancelled`). Activities and subagents are the gateway's items
+(see `items`); encrypted reasoning is its reasoning item's `encrypted_content`. State, named data, steps and
 snapshots have no item and are left out, as are an event's `metadata` and which subagent a message or call is of
 (counted in `dropped`).
 
@@ -82,7 +82,7 @@ class ResponseWriter(Output):
         self.request = echo(request)
         self.created_at = int(time.time())
         super().__init__(dropped)
-        self.calls = Calls({t.name for t in request.tools} if request is not None else set())
+        self.calls = Calls({t.name for t in request.tools} if request is not None else set(), self.model)
         self.texts: dict[str, OpenItem] = {}
         """Messages and reasoning being written, by their canonical id."""
         self._encrypted: dict[str, str] = {}
@@ -232,9 +232,8 @@ class ResponseWriter(Output):
 
     def _run_finished(self, e: RunFinished) -> list[Semantic]:
         out = self.calls.close(self)
-        if self.calls.interrupts or e.outcome == "cancelled":
-            reason = "interrupt" if self.calls.interrupts else "cancelled"
-            return [*out, ("response.incomplete", {"response": self.response("incomplete", incomplete=reason)})]
+        if e.outcome == "cancelled":
+            return [*out, ("response.incomplete", {"response": self.response("incomplete", incomplete="cancelled")})]
         return [*out, ("response.completed", {"response": self.response("completed")})]
 
     def _run_error(self, e: RunError) -> list[Semantic]:
