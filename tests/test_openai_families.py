@@ -58,7 +58,7 @@ def test_a_chat_client_gets_the_text_and_usage_details_and_each_loss_counted() -
     body, dropped = _written("openai-chat", _events(EVERYTHING), {"stream": True, "include_usage": True})
     chunks = [orjson.loads(p) for p in sse_payloads(body) if p != b"[DONE]"]
     text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
-    assert text == "Helper here.All done."
+    assert text == "Helper here.\n\nAll done."  # two messages, two paragraphs
     usage = chunks[-1]["usage"]
     assert usage == {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8,
                      "prompt_tokens_details": {"cached_tokens": 2},
@@ -72,7 +72,7 @@ def test_a_chat_client_gets_the_text_and_usage_details_and_each_loss_counted() -
 def test_a_one_body_chat_completion_counts_the_same() -> None:
     body, dropped = _written("openai-chat", _events(EVERYTHING), {"stream": False})
     completion = orjson.loads(body)
-    assert completion["choices"][0]["message"]["content"] == "Helper here.All done."
+    assert completion["choices"][0]["message"]["content"] == "Helper here.\n\nAll done."
     assert completion["usage"]["completion_tokens_details"] == {"reasoning_tokens": 1}
     assert dropped == {"activity": 2, "subagent": 3, "encrypted_value": 1, "metadata": 2, "step": 2, "state": 2,
                        "data": 1}
