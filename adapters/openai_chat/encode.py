@@ -9,7 +9,8 @@ agent ran itself, which a completion has no place for: it is left out (counted a
 named data, steps, snapshots, activities, subagents' lifecycles and encrypted reasoning. A subagent's text is the
 message's like the agent's own (`subagent`, once per thing it opens). An interrupt becomes a closing note in the
 text, a paragraph of its own (`interrupt_as_note`); one the run answered itself is not noted (`interrupt_resolved`).
-Usage keeps its reasoning and cached tokens in OpenAI's details. An event's `metadata` has no place (`metadata`). A
+Usage keeps its reasoning and cached tokens in OpenAI's details; a completion in one body has none when the agent
+reported none (a stream asked for `include_usage` has zeros). An event's `metadata` has no place (`metadata`). A
 failed run is an `error` frame in the stream, as OpenAI sends one, or a 502 (504 on a timeout) with an OpenAI error
 object.
 """
@@ -156,8 +157,9 @@ class Completion:
         self._held.clear()
         return out
 
-    def usage_object(self) -> dict[str, Any]:
-        return self.usage.openai("chat", whole=True) or {}
+    def usage_object(self) -> dict[str, Any] | None:
+        """Every count the schema requires, or None when the agent reported none."""
+        return self.usage.openai("chat", whole=True) if self.usage.counts else None
 
     def finish_reason(self) -> str:
         return "tool_calls" if self.calls else "stop"
@@ -262,9 +264,9 @@ def _run_finished(self: ChatStreamEncoder, e: RunFinished) -> bytes:
         out.append(_chunk(self, {"content": (SEPARATOR if self.lead is None else self.lead) + note}))
     out.append(_chunk(self, {}, c.finish_reason()))
     if self.include_usage:
+        usage = c.usage_object() or UsageTotals().openai("chat", whole=True)  # asked for: zeros when none came
         out.append(b"data: " + orjson.dumps({"id": c.id, "object": "chat.completion.chunk", "created": c.created,
-                                             "model": c.model, "choices": [],
-                                             "usage": c.usage_object()}) + b"\n\n")
+                                             "model": c.model, "choices": [], "usage": usage}) + b"\n\n")
     out.append(b"data: [DONE]\n\n")
     return b"".join(out)
 
@@ -401,7 +403,7 @@ class ChatBodyEncoder:
         return json_bytes({"id": c.id, "object": "chat.completion", "created": c.created, "model": c.model,
                            "choices": [{"index": 0, "message": message, "finish_reason": c.finish_reason(),
                                         "logprobs": None}],
-                           "usage": c.usage_object()}, chars)
+                           **({"usage": usage} if (usage := c.usage_object()) is not None else {})}, chars)
 
 
 def new_encoder(request: Turn | None = None) -> ChatStreamEncoder | ChatBodyEncoder:
