@@ -143,6 +143,16 @@ def test_a_chat_completion_reports_no_usage_when_the_agent_reported_none(client:
     assert completion.usage is None
 
 
+@pytest.mark.parametrize("upstream", ["ag-kit"])  # an agent that keeps the history: the gateway must find it
+def test_a_chat_client_that_sends_back_a_reply_of_two_messages_continues_its_conversation(client: openai.OpenAI,
+                                                                                          upstream: str) -> None:
+    messages: Any = [{"role": "user", "content": SAY["server-tool"]}]
+    reply = client.chat.completions.create(model=upstream, messages=messages).choices[0].message.content
+    messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": "hello"}]
+    again = client.chat.completions.create(model=upstream, messages=messages).choices[0].message.content
+    assert (reply, again) == ("\n\n".join(WEATHER), "You said: hello. (turn 2)")
+
+
 # -- Responses
 
 
