@@ -130,6 +130,17 @@ def test_a_client_that_lost_its_connection_joins_the_run_from_its_last_event(wor
     assert before + joined.text == "".join(f"tick {i}. " for i in range(1, 21))  # all of it, nothing twice
 
 
+def test_the_run_a_stream_names_in_content_location_is_found_there(world: World) -> None:
+    """The run's `Content-Location` is under the route's path, where the gateway serves the run."""
+    thread = world.thread()
+    body = {"assistant_id": "agent", "input": {"messages": [{"type": "human", "content": "hello"}]}}
+    with httpx.Client(timeout=30) as http:
+        location = http.post(f"{world.url}/threads/{thread}/runs/stream", json=body).headers["content-location"]
+        assert location.startswith(f"/lg/threads/{thread}/runs/")
+        found = http.get(world.gateway + location)
+    assert found.status_code == 200 and found.json()["run_id"] == location.rsplit("/", 1)[1]
+
+
 def test_the_js_client_holds_a_conversation_as_use_stream_does(world: World) -> None:
     """`@langchain/langgraph-sdk` 1.15.0's `Client`, making the calls `useStream` makes."""
     steps = run_langgraph(world.url, [
