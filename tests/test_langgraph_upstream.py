@@ -19,7 +19,7 @@ import orjson
 import pytest
 from e2e import Reply, post, request_body, user_message
 from node_clients import run_langgraph
-from peers_env import langgraph_upstream
+from peers_env import langgraph_upstream, run_langgraph_client
 from servers import Served, free_port
 
 from adapters.langgraph.conformance import judge as langgraph_judge
@@ -252,6 +252,21 @@ def test_a_langgraph_client_reaches_a_langgraph_server_through_the_gateway(world
     assert resumed == 'Resumed with {"approved": true}.'
     said = [m["type"] for m in steps[4]["result"]["values"]["messages"]]
     assert said[:4] == ["human", "ai", "tool", "ai"] and said[-1] == "ai"
+
+
+@pytest.mark.parametrize("named_by", ["assistant_id", "graph_id"])
+def test_a_langgraph_client_running_the_assistant_the_gateway_lists_runs_the_servers_graph(world: World,
+                                                                                          named_by: str) -> None:
+    """`langgraph-sdk` naming the assistant `assistants.search()` gave it: the route's, which runs the server's
+    default graph (the route names none), not an assistant the server never had ("Thread or assistant not
+    found")."""
+    url = f"{world.gateway}/langgraph"
+    listed = run_langgraph_client(url, "assistants").parts[0][0][named_by]
+    thread = run_langgraph_client(url, "create-thread").parts[0]["thread_id"]
+    first = run_langgraph_client(url, "stream", thread=thread, text="hello there", assistant=listed)
+    second = run_langgraph_client(url, "stream", thread=thread, text="again", assistant=listed)
+    assert (first.error, second.error) == (None, None)
+    assert "You said: hello there. (turn 1)" in first.text and "You said: again. (turn 2)" in second.text
 
 
 @pytest.mark.parametrize("text", ["hello", "what is the weather", "please interrupt", "fail now", "custom state"])

@@ -34,6 +34,11 @@ UPSTREAM_MODES = ["messages-tuple", "updates", "values", "custom"]
 
 _THREADS = uuid.UUID("6f1c1e4e-0b8a-4b5e-9a57-6c4a7d0e8b21")
 """The namespace of the name-based UUIDs that stand for thread ids that are not UUIDs."""
+_ASSISTANTS = uuid.UUID("0c6c5c2e-3f5e-4d55-8a7e-2f3d4b5a6c7d")
+"""The namespace of the gateway's assistants' UUIDs, one per route."""
+_OURS = "a9e47a7e"
+"""The first eight digits of every assistant id the gateway lists: an id a client took from its listing names the
+route, not an assistant of the upstream's."""
 _MINTED = re.compile(r"[a-z]+_([0-9a-f]{32})")
 _INTERRUPT_ID = re.compile(r"[A-Za-z]*[-_]?[0-9a-f]{16,}")
 """What the keys of a `command.resume` map look like (LangGraph's 32 hex digits, the gateway's `int-...`)."""
@@ -112,7 +117,8 @@ def sample_request(text: str, conversation_id: str) -> dict[str, Any]:
 
 
 def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
-    body: dict[str, Any] = {"assistant_id": turn.agent or DEFAULT_AGENT, "stream_mode": UPSTREAM_MODES,
+    agent = turn.agent if turn.agent and not listed_by_gateway(turn.agent) else DEFAULT_AGENT
+    body: dict[str, Any] = {"assistant_id": agent, "stream_mode": UPSTREAM_MODES,
                             "stream_resumable": True}
     if turn.history == "delta":
         sent = [m for m in turn.messages if m.role in ("user", "system", "developer", "tool")]
@@ -147,6 +153,17 @@ def thread_uuid(conversation_id: str) -> str:
         return str(uuid.UUID(conversation_id))
     except ValueError:
         return str(uuid.uuid5(_THREADS, conversation_id))
+
+
+def assistant_id(name: str) -> str:
+    """The id of the assistant the gateway lists for a route that runs `name`: a UUID, as LangGraph's are, marked
+    as the gateway's."""
+    return _OURS + str(uuid.uuid5(_ASSISTANTS, name))[8:]
+
+
+def listed_by_gateway(assistant: str) -> bool:
+    """Whether a client names an assistant by the id the gateway listed it under (`assistant_id`)."""
+    return assistant.startswith(_OURS + "-") and len(assistant) == 36
 
 
 def uuid_of(minted: str) -> str:

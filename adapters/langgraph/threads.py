@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,9 +12,7 @@ from gateway.core.turn import Turn
 
 from .encode import LangGraphEncoder
 from .messages import to_langchain
-
-_ASSISTANTS = uuid.UUID("0c6c5c2e-3f5e-4d55-8a7e-2f3d4b5a6c7d")
-"""The namespace of the assistants' UUIDs, one per route."""
+from .request import assistant_id
 
 
 def now() -> str:
@@ -50,7 +47,7 @@ def state(thread_id: str, kept: KeptConversation | None) -> dict[str, Any]:
 
 def assistant(name: str) -> dict[str, Any]:
     stamp = now()
-    return {"assistant_id": str(uuid.uuid5(_ASSISTANTS, name)), "graph_id": name, "name": name,
+    return {"assistant_id": assistant_id(name), "graph_id": name, "name": name,
             "description": None, "config": {}, "context": {}, "metadata": {}, "version": 1,
             "created_at": stamp, "updated_at": stamp}
 

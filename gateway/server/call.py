@@ -148,6 +148,8 @@ class Call:
                                               transparent_ids=route.upstream.ids == "transparent")
         if route.upstream.agent is not None:
             exchange.upstream_turn.agent = route.upstream.agent
+        elif turn.agent == route.name:  # the route itself, as a listing of agents names it: the upstream's default
+            exchange.upstream_turn.agent = None
         exchange.upstream_turn.model = route.upstream.model or turn.model or route.name
         return exchange
 
