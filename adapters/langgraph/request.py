@@ -69,6 +69,8 @@ class RunCreate(_Model):
     if_not_exists: Literal["create", "reject"] | None = None
     thread_id: str | None = None
     """The thread of the path, put here by the resource that read it; absent for a stateless run."""
+    agent_gateway_reply: Literal["stream", "run", "wait"] = "stream"
+    """What the request is answered with, as the resource it came to says (`resources.REPLY`)."""
 
 
 def parse_request(body: dict[str, Any]) -> Turn:
@@ -103,7 +105,8 @@ def parse_request(body: dict[str, Any]) -> Turn:
         tools=tools,
         state=given or None,
         resume=_resumes(request.command),
-        metadata={"langgraph": {"stream_mode": modes, "subgraphs": request.stream_subgraphs}},
+        metadata={"langgraph": {"stream_mode": modes, "subgraphs": request.stream_subgraphs,
+                                "reply": request.agent_gateway_reply}},
         agent=request.assistant_id,
     )
 

@@ -52,6 +52,25 @@ def assistant(name: str) -> dict[str, Any]:
             "created_at": stamp, "updated_at": stamp}
 
 
+def run_document(turn: Turn) -> dict[str, Any]:
+    """The `Run` a request starts, running."""
+    stamp = now()
+    return {"run_id": turn.run_id, "thread_id": turn.conversation_id, "assistant_id": turn.agent,
+            "created_at": stamp, "updated_at": stamp, "status": "running", "metadata": {}, "kwargs": {},
+            "multitask_strategy": "reject"}
+
+
+def status_after(events: list[Event], status: str) -> str:
+    """A run's status once these events have come: `success`, `interrupted` (a cancel or an interrupt, as LangGraph
+    says both) or `error` when one ends it."""
+    for event in events:
+        if type(event) is RunFinished:
+            status = "success" if event.outcome == "success" else "interrupted"
+        elif type(event) is RunError:
+            status = "error"
+    return status
+
+
 RUN_ENDED = b": run ended\n\n"
 """The last update of a run's feed: a run that stopped for its client is not continued by a later request (the
 answer is a run of its own), so whoever follows it stops here."""
@@ -64,23 +83,13 @@ class RunLog:
 
     def __init__(self, turn: Turn) -> None:
         self._encoder = LangGraphEncoder(turn)
-        stamp = now()
-        self._run: dict[str, Any] = {
-            "run_id": turn.run_id, "thread_id": turn.conversation_id, "assistant_id": turn.agent,
-            "created_at": stamp, "updated_at": stamp, "status": "running", "metadata": {}, "kwargs": {},
-            "multitask_strategy": "reject"}
+        self._run = run_document(turn)
 
     def feed(self, events: list[Event]) -> list[bytes]:
-        ended = False
-        for event in events:
-            if type(event) is RunFinished:
-                self._run["status"] = "success" if event.outcome == "success" else "interrupted"
-                ended = True
-            elif type(event) is RunError:
-                self._run["status"] = "error"
-                ended = True
+        self._run["status"] = status_after(events, self._run["status"])
         written = self._encoder.encode(events)
         frames = [frame + b"\n\n" for frame in written.split(b"\n\n") if frame]
+        ended = any(type(event) is RunFinished or type(event) is RunError for event in events)
         return [*frames, RUN_ENDED] if ended else frames
 
     def document(self) -> dict[str, Any]:
