@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from inkeep_upstream import create_inkeep_app
 from node_clients import run_langgraph
 from peers_env import LangGraphClientRun, run_langgraph_client
 from servers import Served
@@ -309,3 +310,36 @@ def test_a_background_run_of_an_agent_of_any_dialect_is_joined_for_its_values(fr
     values = run_langgraph_client(url, "join-values", thread=thread, run=created.parts[0]["run_id"])
     assert values.error is None, values.error
     assert "You said: hello there. (turn 1)" in values.parts[0]["messages"][-1]["content"]
+
+
+@pytest.fixture(scope="module")
+def before_inkeep() -> Iterator[str]:
+    """The gateway serving LangGraph in front of the Inkeep look-alike (one text id for every text segment)."""
+    with Served(create_inkeep_app()) as inkeep:
+        config = GatewayConfig.model_validate({"routes": [{
+            "name": "inkeep", "paths": ["/lg"], "client_dialects": ["langgraph"],
+            "upstream": {"url": f"{inkeep.url}/run/api/chat", "dialect": "vercel"}}]})
+        with Served(create_app(config, store=MemoryStore())) as gateway:
+            yield f"{gateway.url}/lg"
+
+
+def test_an_agent_that_reuses_one_text_id_keeps_every_segment_in_the_threads_values(before_inkeep: str) -> None:
+    """Inkeep writes every text segment of a reply under one id: each is a message of its own, so the thread's
+    last `values` hold them all, and the answer after a server tool is not the message that called it."""
+    steps = run_langgraph(before_inkeep, [{"op": "thread"}, {"op": "stream", "text": "steps please"},
+                                          {"op": "stream", "text": "research please"}])
+    assert [s.get("error") for s in steps] == [None] * 3, steps
+    said = [m for m in steps[1]["parts"][-1]["data"]["messages"] if m["type"] == "ai"]
+    assert [m["content"] for m in said] == [f"chunk {i}." for i in range(20)]
+    assert len({m["id"] for m in said}) == 20
+    thread = steps[2]["parts"][-1]["data"]["messages"]
+    run = thread[thread.index(next(m for m in thread if m["content"] == "research please")):]
+    assert [(m["type"], m["content"]) for m in run] == [
+        ("human", "research please"), ("ai", "Planning."), ("ai", "Let me check."),
+        ("tool", "sunny, 21C in Paris"), ("ai", "It is sunny, 21C in Paris.")]
+    assert [c["name"] for c in run[2]["tool_calls"]] == ["get_weather"]
+    assert len({m["id"] for m in run[1:]}) == 4
+    chunks = [p["data"][0] for p in steps[2]["parts"] if p["event"] == "messages" and p["data"][0]["type"] != "tool"]
+    calling = {c["id"] for c in chunks if c.get("tool_call_chunks")}
+    answering = {c["id"] for c in chunks if c["content"] and "sunny" in c["content"]}
+    assert calling and answering and not calling & answering

@@ -152,7 +152,7 @@ def _text_delta(self: LangGraphEncoder, e: TextDelta) -> bytes:
 
 def _text_end(self: LangGraphEncoder, e: TextEnd) -> bytes:
     message = _ai_message(self, e.message_id)
-    message["content"] = "".join(self._texts.pop(e.message_id, ()))
+    message["content"] += "".join(self._texts.pop(e.message_id, ()))  # an id used again adds to its message
     last = _tuple(self, ai_chunk(e.message_id, "", chunk_position="last"))
     return last + _update(self, NODE, {"messages": [message]})
 
