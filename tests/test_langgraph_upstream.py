@@ -18,7 +18,7 @@ import httpx
 import orjson
 import pytest
 from e2e import Reply, post, request_body, user_message
-from node_clients import run_langgraph
+from node_clients import run_langgraph, run_vercel_chat
 from peers_env import langgraph_upstream, run_langgraph_client
 from servers import Served, free_port
 
@@ -185,6 +185,27 @@ def test_a_langgraph_interrupt_is_the_clients_and_its_answer_is_command_resume(w
                             resume={"interruptId": interrupt.id, "payload": orjson.dumps({"choice": "yes"}).decode()})
     second = Reply(client, post(world.http, f"{world.gateway}/{client}", body))
     assert 'Resumed with {"choice": "yes"}.' in second.text
+
+
+@pytest.mark.parametrize("approved", [True, False])
+def test_a_usechat_approval_answers_a_human_in_the_loop_review_of_the_graphs_tool_call(world: World,
+                                                                                     approved: bool) -> None:
+    """`addToolApprovalResponse` on the tool call LangChain's human-in-the-loop middleware stops for: the run
+    goes on, the call approved or rejected as the middleware reads a decision (`{"decisions": [...]}`)."""
+    run = run_vercel_chat({"url": f"{world.gateway}/vercel", "chatId": f"review-{approved}", "maxRequests": 4,
+                           "steps": [{"send": "please delete notes.txt"}, {"approve": approved, "reason": "keep it"}]})
+    asked, answered = run["steps"]
+    assert asked["error"] is None and answered["error"] is None, (asked["error"], answered["error"])
+    call = next(p for p in asked["messages"][-1]["parts"] if p["type"] == "tool-delete_file")
+    assert call["state"] == "approval-requested" and call["input"] == {"path": "notes.txt"}
+    parts = answered["messages"][-1]["parts"]
+    said = "".join(p["text"] for p in parts if p["type"] == "text")
+    assert said == ("The tool said: deleted notes.txt." if approved else "The tool said: keep it.")
+    settled = next(p for p in parts if p["type"] == "tool-delete_file")
+    if approved:
+        assert settled["state"] == "output-available" and settled["output"] == "deleted notes.txt"
+    else:  # the middleware's tool message for a rejected call is an error's: no word for a denial
+        assert settled["state"] == "output-error" and settled["errorText"] == "keep it"
 
 
 @pytest.mark.parametrize("client", ["ag-ui", "vercel", "a2a", "openai-chat", "openai-responses"])

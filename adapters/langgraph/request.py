@@ -21,6 +21,7 @@ from gateway.core.ids import new_id
 from gateway.core.turn import ANY_OPEN_INTERRUPT, Message, Resume, Tool, Turn
 from gateway.core.validation import validate
 
+from .interrupts import answer_of
 from .messages import from_langchain, to_langchain
 
 DEFAULT_AGENT = "agent"
@@ -192,7 +193,7 @@ def _resumes(command: CommandModel | None) -> list[Resume]:
 
 def _resume_value(resumes: list[Resume]) -> Any:
     """One answer as it is; several as a map by interrupt id, which the server gives each interrupt."""
-    answers = {r.interrupt_id: r.payload if r.status == "resolved" else {"cancelled": True} for r in resumes}
+    answers = {r.interrupt_id: answer_of(r) for r in resumes}
     if len(answers) == 1 or ANY_OPEN_INTERRUPT in answers:
         return next(iter(answers.values()))
     return answers

@@ -260,10 +260,11 @@ def _resumes(turn: Turn, conversation: Conversation, checked: bool) -> tuple[lis
         elif isinstance(r.payload, str) and r.payload:
             unanswerable.append(r.payload)
     # An answer that came in a message (A2A) could not know the shape the interrupt asks for: given it, or refused.
+    # Each goes with the schema its interrupt declared, for the upstream's dialect to write it so.
     schemas = conversation.interrupt_schemas
-    resumes = [replace(r, payload=shaped(r.payload, schemas[r.interrupt_id]))
-               if r.message_id is not None and r.status == "resolved" and r.interrupt_id in schemas else r
-               for r in resumes]
+    resumes = [replace(r, payload=shaped(r.payload, schemas[r.interrupt_id]), response_schema=schemas[r.interrupt_id])
+               if r.message_id is not None and r.status == "resolved" and r.interrupt_id in schemas else
+               replace(r, response_schema=schemas.get(r.interrupt_id)) for r in resumes]
     if repeated:
         log.info("conversation %s: dropped answers to interrupts already answered: %s", conversation.key,
                  ", ".join(repeated))
