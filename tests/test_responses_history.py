@@ -49,3 +49,16 @@ def test_a_function_call_output_in_the_whole_history_is_answered_by_the_agent(cl
         answered = client.responses.create(model="agkit", input=items, tools=[ASK_USER], store=store)
     assert [o.type for o in answered.output] == ["message"]
     assert answered.output_text == "Tool ask_user said: Berlin. history=3"  # the thread the call was made in
+
+
+def test_a_deleted_response_is_not_found_by_its_transcript_either(client: openai.OpenAI) -> None:
+    """`DELETE /v1/responses/{id}` removes the conversation as the response left it, the copy kept for a client
+    that sends the whole history back included: that history is then one the gateway has never seen."""
+    items: list[Any] = [{"role": "user", "content": "use the tool please (deleted)"}]
+    asked = client.responses.create(model="agkit", input=items, tools=[ASK_USER])
+    call = next(o for o in asked.output if o.type == "function_call")
+    client.responses.delete(asked.id)
+    items += [o.model_dump(exclude_none=True) for o in asked.output]
+    items.append({"type": "function_call_output", "call_id": call.call_id, "output": "Berlin"})
+    again = client.responses.create(model="agkit", input=items, tools=[ASK_USER])
+    assert "Tool ask_user said: Berlin." not in again.output_text  # a new conversation, without the call

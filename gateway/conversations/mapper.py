@@ -163,6 +163,7 @@ class ConversationMapper:
         if next_transcript is not None:  # and where the client finds it when it sends the whole transcript back
             keys.append(_derived_key(exchange.route, exchange.principal, client_turn, next_transcript))
         group = scoped_key("principal", exchange.principal)
+        conversation.transcript_key = keys[1] if len(keys) > 1 else None
         try:
             for key in keys or [conversation.key]:
                 conversation.key = key
@@ -189,9 +190,15 @@ class ConversationMapper:
         return conversation.history
 
     async def forget_chain(self, route: str, principal: str, run_id: str) -> None:
-        """Delete the conversation as a run of a chain left it (`Turn.chains_runs`), if it was kept (raises
-        `StoreError`)."""
-        await self.store.delete(scoped_key("after", route, principal, run_id))
+        """Delete the conversation as a run of a chain left it (`Turn.chains_runs`), and its copy kept for the
+        transcript, if they were kept (raises `StoreError`)."""
+        key = scoped_key("after", route, principal, run_id)
+        conversation, readable = await self._load(key)
+        if not readable:
+            raise StoreError(f"conversation {key} could not be read")
+        if conversation is not None and conversation.transcript_key is not None:
+            await self.store.delete(conversation.transcript_key)
+        await self.store.delete(key)
 
     @staticmethod
     def _key(route: str, principal: str, turn: Turn) -> str:
