@@ -76,8 +76,10 @@ def request_body(dialect: str, messages: list[dict[str, Any]], conversation: str
     if dialect == "agent-respond":
         return {"messages": messages, "metadata": {"test_case_id": conversation, "turn_index": len(messages) - 1},
                 **extra}
-    turn = Turn(conversation_id=conversation, messages=[Message(m["role"], m["content"], new_id("msg"))
-                                                         for m in messages],
+    # What a client of a dialect whose servers keep the history sends: its new messages (an A2A client's one
+    # message), not a history for a new conversation.
+    turn = Turn(conversation_id=conversation, history=registry.get(dialect).history,
+                messages=[Message(m["role"], m["content"], new_id("msg")) for m in messages],
                 tools=[Tool(t["name"], t.get("description", ""), t["parameters"]) for t in tools or ()])
     return {**orjson.loads(registry.get(dialect).build_request(turn, None).body), **extra}
 

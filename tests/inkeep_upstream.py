@@ -42,6 +42,9 @@ Scripts, picked from the last user text (case-insensitive), first match wins:
 |           | data-operation tool_call, data-artifact, text "It is sunny, 21C in Paris." (same text id)            |
 | `plan`    | text "Planning.", data-summary, text "Searching.", data-summary, text "Done." (one text id: three     |
 |           | segments split by status updates alone, no tool call between them)                                   |
+| `steps`   | twenty segments "chunk 0." to "chunk 19.", a data-summary before each but the first (one text id)    |
+| `research`| text "Planning.", data-summary, text "Let me check.", tool `get_weather` -> "sunny, 21C in Paris",    |
+|           | text "It is sunny, 21C in Paris." (one text id: the segments before the tool and the one after)      |
 | otherwise | "You said: <text>. This is user turn <n>.", n = user messages stored in this conversation, this one  |
 |           | included: turn 2 proves the gateway kept ONE upstream conversation                                  |
 
@@ -282,6 +285,19 @@ def script(reply: Reply, text: str, turn: int, conversation_id: str) -> None:
         reply.operation({"type": "error", "message": "scripted upstream failure", "agent": SUB_AGENT_ID,
                          "severity": "error", "code": "agent_failed", "timestamp": now_ms()})
         reply.failed = True
+        return
+    if "steps" in lowered:
+        for index in range(20):
+            if index:
+                reply.write({"type": "data-summary", "data": {"type": "progress", "label": f"step {index}"}})
+            reply.text(f"chunk {index}.")
+        return
+    if "research" in lowered:
+        reply.text("Planning.")
+        reply.write({"type": "data-summary", "data": {"type": "progress", "label": "Checking the weather"}})
+        reply.text("Let me check.")
+        reply.tool("get_weather", {"city": "Paris"}, "sunny, 21C in Paris")
+        reply.text("It is sunny, 21C in Paris.")
         return
     if "weather" in lowered:
         reply.write({"type": "data-summary", "data": {

@@ -143,6 +143,34 @@ def test_a_client_that_names_no_protobuf_gets_sse(gateway: str) -> None:
         assert reply.headers["content-type"].startswith("text/event-stream"), accept
 
 
+PROTO_BEFORE_1_0 = frozenset({
+    "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "TOOL_CALL_START", "TOOL_CALL_ARGS",
+    "TOOL_CALL_END", "STATE_SNAPSHOT", "STATE_DELTA", "MESSAGES_SNAPSHOT", "RAW", "CUSTOM", "RUN_STARTED",
+    "RUN_FINISHED", "RUN_ERROR", "STEP_STARTED", "STEP_FINISHED", "SUBAGENT_STARTED", "SUBAGENT_FINISHED",
+    "SUBAGENT_ERROR"})
+"""The events of `@ag-ui/proto` 0.0.59's schema, the last before 1.0: its `decode` throws on any other arm."""
+
+
+def frames_of(body: bytes) -> list[dict[str, Any]]:
+    framer = proto.ProtoFramer(1 << 20)
+    events = [proto.decode(message) for message in framer.feed(body)]
+    assert framer.pending == 0
+    return events
+
+
+def test_a_client_before_1_0_reading_protobuf_gets_what_its_schema_has_and_no_reasoning(gateway: str) -> None:
+    """A client before 1.0 (no `protocolVersion`) asking for protobuf reads its own schema, which has no reasoning
+    events (`THINKING_*` are SSE's): a run that reasons is its answer alone, the reasoning left out."""
+    body = {"threadId": "proto-legacy", "runId": "r1", "messages": [{"id": "u1", "role": "user",
+                                                                     "content": "think about it"}]}
+    reply = httpx.post(f"{gateway}/agent", json=body, headers={"accept": proto.MEDIA_TYPE}, timeout=30)
+    assert reply.headers["content-type"] == proto.MEDIA_TYPE
+    events = frames_of(reply.content)
+    assert {e["type"] for e in events} <= PROTO_BEFORE_1_0, [e["type"] for e in events]
+    assert events[-1]["type"] == "RUN_FINISHED"
+    assert "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
+
+
 def test_an_upstream_answering_in_protobuf_is_read(gateway: str, encoder_server: EncoderServer) -> None:
     (step,) = run_agui({"url": f"{gateway}/encoder", "threadId": "from-proto", "steps": [{"messages": GO}]})["steps"]
     assert encoder_server.served() == proto.MEDIA_TYPE  # asked for, and answered in, protobuf

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from inkeep_upstream import create_inkeep_app
 from node_clients import run_langgraph
 from peers_env import LangGraphClientRun, run_langgraph_client
 from servers import Served
@@ -43,7 +44,8 @@ def world() -> Iterator[World]:
         routes = [{"name": name, "paths": [path], "client_dialects": ["langgraph"], "resumable": resumable,
                    "upstream": {"url": f"{url}/agui", "dialect": "ag-ui"}}
                   for name, path, resumable, url in (("assistant-one", "/lg", False, agent.url),
-                                                     ("kept", "/kept", True, slow.url))]
+                                                     ("kept", "/kept", True, slow.url),
+                                                     ("slow", "/slow", False, slow.url))]
         config = GatewayConfig.model_validate({"routes": routes, "keepalive_seconds": 0.5})
         with Served(create_app(config, store=MemoryStore())) as gateway:
             yield World(gateway.url)
@@ -128,6 +130,49 @@ def test_a_client_that_lost_its_connection_joins_the_run_from_its_last_event(wor
     before = "".join(orjson.loads(line[6:])[0]["content"] for line in seen
                      if line.startswith(b"data: ") and b"AIMessageChunk" in line)
     assert before + joined.text == "".join(f"tick {i}. " for i in range(1, 21))  # all of it, nothing twice
+
+
+def test_the_run_a_stream_names_in_content_location_is_found_there(world: World) -> None:
+    """The run's `Content-Location` is under the route's path, where the gateway serves the run."""
+    thread = world.thread()
+    body = {"assistant_id": "agent", "input": {"messages": [{"type": "human", "content": "hello"}]}}
+    with httpx.Client(timeout=30) as http:
+        location = http.post(f"{world.url}/threads/{thread}/runs/stream", json=body).headers["content-location"]
+        assert location.startswith(f"/lg/threads/{thread}/runs/")
+        found = http.get(world.gateway + location)
+    assert found.status_code == 200 and found.json()["run_id"] == location.rsplit("/", 1)[1]
+
+
+def test_a_background_run_answers_its_run_at_once_and_is_joined_by_its_id(world: World) -> None:
+    """`runs.create`, then `runs.join_stream` and `runs.join`: the `Run` comes while the run goes on, the join
+    streams it from its start, and `join` answers the thread's values once it has ended."""
+    url = f"{world.gateway}/slow"
+    thread = str(run_langgraph_client(url, "create-thread").parts[0]["thread_id"])
+    started = time.monotonic()
+    created = run_langgraph_client(url, "create", thread=thread, text="hello there", mode=["messages-tuple"])
+    assert created.error is None, created.error
+    run = created.parts[0]
+    assert run["thread_id"] == thread and run["status"] == "running"
+    assert time.monotonic() - started < 4  # the run takes longer: its words come 0.2 s apart
+    joined = run_langgraph_client(url, "join", thread=thread, run=run["run_id"])
+    assert joined.error is None, joined.error
+    assert joined.text == "You said: hello there. (turn 1)"  # all of it, though the join came after it started
+    values = run_langgraph_client(url, "join-values", thread=thread, run=run["run_id"])
+    assert values.error is None, values.error
+    assert [(m["type"], m["content"]) for m in values.parts[0]["messages"]] == \
+        [("human", "hello there"), ("ai", "You said: hello there. (turn 1)")]
+
+
+def test_a_waited_run_answers_the_threads_values_at_its_end(world: World) -> None:
+    """`runs.wait`: one body, the thread's values as the run left them; a failed run's error in `__error__`, which
+    the SDK raises."""
+    thread = world.thread()
+    world.run("stream", thread=thread, text="hello there")
+    waited = world.run("wait", thread=thread, text="again").parts[0]
+    assert [m["type"] for m in waited["messages"]] == ["human", "ai", "human", "ai"]
+    assert waited["messages"][-1]["content"] == "You said: again. (turn 2)"
+    failed = run_langgraph_client(world.url, "wait", thread=thread, text="fail now")
+    assert failed.error is not None and failed.error.endswith("scripted failure")
 
 
 def test_the_js_client_holds_a_conversation_as_use_stream_does(world: World) -> None:
@@ -255,3 +300,46 @@ def test_the_js_client_runs_every_scenario_with_an_agent_of_any_dialect(fronted:
         (cancelled,) = rest
         assert cancelled[-1]["event"] == "error" and cancelled[-1]["data"]["error"] == "CancelledError"
         assert "tick 20." not in _text(cancelled)
+
+
+def test_a_background_run_of_an_agent_of_any_dialect_is_joined_for_its_values(fronted: tuple[str, str]) -> None:
+    url, _ = fronted
+    thread = str(run_langgraph_client(url, "create-thread").parts[0]["thread_id"])
+    created = run_langgraph_client(url, "create", thread=thread, text="hello there")
+    assert created.error is None, created.error
+    values = run_langgraph_client(url, "join-values", thread=thread, run=created.parts[0]["run_id"])
+    assert values.error is None, values.error
+    assert "You said: hello there. (turn 1)" in values.parts[0]["messages"][-1]["content"]
+
+
+@pytest.fixture(scope="module")
+def before_inkeep() -> Iterator[str]:
+    """The gateway serving LangGraph in front of the Inkeep look-alike (one text id for every text segment)."""
+    with Served(create_inkeep_app()) as inkeep:
+        config = GatewayConfig.model_validate({"routes": [{
+            "name": "inkeep", "paths": ["/lg"], "client_dialects": ["langgraph"],
+            "upstream": {"url": f"{inkeep.url}/run/api/chat", "dialect": "vercel"}}]})
+        with Served(create_app(config, store=MemoryStore())) as gateway:
+            yield f"{gateway.url}/lg"
+
+
+def test_an_agent_that_reuses_one_text_id_keeps_every_segment_in_the_threads_values(before_inkeep: str) -> None:
+    """Inkeep writes every text segment of a reply under one id: each is a message of its own, so the thread's
+    last `values` hold them all, and the answer after a server tool is not the message that called it."""
+    steps = run_langgraph(before_inkeep, [{"op": "thread"}, {"op": "stream", "text": "steps please"},
+                                          {"op": "stream", "text": "research please"}])
+    assert [s.get("error") for s in steps] == [None] * 3, steps
+    said = [m for m in steps[1]["parts"][-1]["data"]["messages"] if m["type"] == "ai"]
+    assert [m["content"] for m in said] == [f"chunk {i}." for i in range(20)]
+    assert len({m["id"] for m in said}) == 20
+    thread = steps[2]["parts"][-1]["data"]["messages"]
+    run = thread[thread.index(next(m for m in thread if m["content"] == "research please")):]
+    assert [(m["type"], m["content"]) for m in run] == [
+        ("human", "research please"), ("ai", "Planning."), ("ai", "Let me check."),
+        ("tool", "sunny, 21C in Paris"), ("ai", "It is sunny, 21C in Paris.")]
+    assert [c["name"] for c in run[2]["tool_calls"]] == ["get_weather"]
+    assert len({m["id"] for m in run[1:]}) == 4
+    chunks = [p["data"][0] for p in steps[2]["parts"] if p["event"] == "messages" and p["data"][0]["type"] != "tool"]
+    calling = {c["id"] for c in chunks if c.get("tool_call_chunks")}
+    answering = {c["id"] for c in chunks if c["content"] and "sunny" in c["content"]}
+    assert calling and answering and not calling & answering

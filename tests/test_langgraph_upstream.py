@@ -18,8 +18,8 @@ import httpx
 import orjson
 import pytest
 from e2e import Reply, post, request_body, user_message
-from node_clients import run_langgraph
-from peers_env import langgraph_upstream
+from node_clients import run_langgraph, run_vercel_chat
+from peers_env import langgraph_upstream, run_langgraph_client
 from servers import Served, free_port
 
 from adapters.langgraph.conformance import judge as langgraph_judge
@@ -187,6 +187,27 @@ def test_a_langgraph_interrupt_is_the_clients_and_its_answer_is_command_resume(w
     assert 'Resumed with {"choice": "yes"}.' in second.text
 
 
+@pytest.mark.parametrize("approved", [True, False])
+def test_a_usechat_approval_answers_a_human_in_the_loop_review_of_the_graphs_tool_call(world: World,
+                                                                                     approved: bool) -> None:
+    """`addToolApprovalResponse` on the tool call LangChain's human-in-the-loop middleware stops for: the run
+    goes on, the call approved or rejected as the middleware reads a decision (`{"decisions": [...]}`)."""
+    run = run_vercel_chat({"url": f"{world.gateway}/vercel", "chatId": f"review-{approved}", "maxRequests": 4,
+                           "steps": [{"send": "please delete notes.txt"}, {"approve": approved, "reason": "keep it"}]})
+    asked, answered = run["steps"]
+    assert asked["error"] is None and answered["error"] is None, (asked["error"], answered["error"])
+    call = next(p for p in asked["messages"][-1]["parts"] if p["type"] == "tool-delete_file")
+    assert call["state"] == "approval-requested" and call["input"] == {"path": "notes.txt"}
+    parts = answered["messages"][-1]["parts"]
+    said = "".join(p["text"] for p in parts if p["type"] == "text")
+    assert said == ("The tool said: deleted notes.txt." if approved else "The tool said: keep it.")
+    settled = next(p for p in parts if p["type"] == "tool-delete_file")
+    if approved:
+        assert settled["state"] == "output-available" and settled["output"] == "deleted notes.txt"
+    else:  # the middleware's tool message for a rejected call is an error's: no word for a denial
+        assert settled["state"] == "output-error" and settled["errorText"] == "keep it"
+
+
 @pytest.mark.parametrize("client", ["ag-ui", "vercel", "a2a", "openai-chat", "openai-responses"])
 def test_a_failing_graph_is_the_clients_error(world: World, client: str) -> None:
     reply = world.ask(client, "fail now", f"fail-{client}")
@@ -252,6 +273,21 @@ def test_a_langgraph_client_reaches_a_langgraph_server_through_the_gateway(world
     assert resumed == 'Resumed with {"approved": true}.'
     said = [m["type"] for m in steps[4]["result"]["values"]["messages"]]
     assert said[:4] == ["human", "ai", "tool", "ai"] and said[-1] == "ai"
+
+
+@pytest.mark.parametrize("named_by", ["assistant_id", "graph_id"])
+def test_a_langgraph_client_running_the_assistant_the_gateway_lists_runs_the_servers_graph(world: World,
+                                                                                          named_by: str) -> None:
+    """`langgraph-sdk` naming the assistant `assistants.search()` gave it: the route's, which runs the server's
+    default graph (the route names none), not an assistant the server never had ("Thread or assistant not
+    found")."""
+    url = f"{world.gateway}/langgraph"
+    listed = run_langgraph_client(url, "assistants").parts[0][0][named_by]
+    thread = run_langgraph_client(url, "create-thread").parts[0]["thread_id"]
+    first = run_langgraph_client(url, "stream", thread=thread, text="hello there", assistant=listed)
+    second = run_langgraph_client(url, "stream", thread=thread, text="again", assistant=listed)
+    assert (first.error, second.error) == (None, None)
+    assert "You said: hello there. (turn 1)" in first.text and "You said: again. (turn 2)" in second.text
 
 
 @pytest.mark.parametrize("text", ["hello", "what is the weather", "please interrupt", "fail now", "custom state"])

@@ -158,10 +158,11 @@ def _file_part(part: dict[str, Any], index: int) -> ContentPart:
 
 
 def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
-    """The one message A2A sends a turn as. A conversation the agent must be given whole (a history edited or
-    regenerated after its first turn: `history == "full"`) cannot be: a message is one turn of the user's, and the
-    agent keeps the rest by `contextId`. It is refused (409 `history_conflict`), never answered without what came
-    before."""
+    """The one message A2A sends a turn as. A conversation the agent must be given whole (`history == "full"`: an
+    edited or regenerated history, one it has not heard) can be only when it is one message of the user's: its
+    first turn, redone in a new context. Any more cannot be (a message is one turn of the user's, and the agent
+    keeps the rest by `contextId`): it is refused (409 `history_conflict`), never joined into one message, nor
+    answered without what came before."""
     _check_history(turn)
     version = V03 if variant == V03 else None
     parts: list[dict[str, Any]] = []
@@ -200,8 +201,8 @@ def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
 def _check_history(turn: Turn) -> None:
     if turn.history != "full" or turn.resume:
         return
-    last_user = max((i for i, m in enumerate(turn.messages) if m.role == "user"), default=-1)
-    if any(m.role in ("assistant", "tool") for m in turn.messages[:last_user]):  # earlier turns were answered
+    last_user = max((i for i, m in enumerate(turn.messages) if m.role == "user"), default=0)
+    if any(m.role != "system" for m in turn.messages[:last_user]):  # more than the one message it can be sent
         raise HistoryConflict("this A2A agent keeps the conversation itself and is sent one message a turn, so it "
                               "cannot be given a history it has not heard (an edited or regenerated one, or one the "
                               "gateway has never seen): start a new conversation")

@@ -11,7 +11,7 @@ from . import proto
 from .conformance import judge
 from .decode import AguiDecoder
 from .encode import AguiEncoder
-from .legacy import LegacyAguiEncoder
+from .legacy import LegacyAguiEncoder, LegacyProtoAguiEncoder
 from .request import build_request, parse_request, sample_request
 from .versions import writes_legacy
 
@@ -19,10 +19,10 @@ from .versions import writes_legacy
 def new_encoder(request: Turn | None = None) -> Encoder:
     """The encoder for the AG-UI the client speaks (1.0, or what came before) and the wire it reads: SSE, or
     protobuf for a client that asks for it, when the `protobuf` runtime is installed."""
-    encoder = LegacyAguiEncoder(request) if writes_legacy(request) else AguiEncoder(request)
+    legacy = writes_legacy(request)
     if request is not None and proto.wants_proto(request.accept) and proto.available():
-        return proto.ProtoEncoder(encoder)
-    return encoder
+        return proto.ProtoEncoder(LegacyProtoAguiEncoder(request) if legacy else AguiEncoder(request))
+    return LegacyAguiEncoder(request) if legacy else AguiEncoder(request)
 
 
 def sniff(body: dict[str, Any]) -> Likeness:

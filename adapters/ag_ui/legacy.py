@@ -11,7 +11,9 @@ what servers of their day sent:
 - no subagents: their lifecycle events are left out and their content is the agent's own, as `@ag-ui/client`'s own
   downgrade for a peer before 0.0.57 does; no event metadata, no encrypted reasoning.
 
-What is left out is counted in `dropped`.
+What is left out is counted in `dropped`. Over protobuf (`LegacyProtoAguiEncoder`) a client before 1.0 reads
+`@ag-ui/proto` before 1.0, whose schema has no reasoning and no activity events (its `decode` throws on an event it
+does not know): both are left out.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import orjson
 from gateway.core.codec import drop_none
 from gateway.core.encoding import sse_frame
 from gateway.core.events import (
+    ActivityDelta,
+    ActivitySnapshot,
     EncryptedValue,
     Event,
     Interrupt,
@@ -132,3 +136,26 @@ def _question(interrupt: dict[str, Any]) -> Any:
         return metadata["payload"]
     return drop_none({"reason": interrupt.get("reason"), "message": interrupt.get("message"),
                       "toolCallId": interrupt.get("toolCallId")})
+
+
+def _dropped_as(kind: str) -> Any:
+    def drop(enc: LegacyAguiEncoder, e: Event) -> bytes:
+        enc.dropped[kind] += 1
+        return b""
+    return drop
+
+
+class LegacyProtoAguiEncoder(LegacyAguiEncoder):
+    """What a client before 1.0 reading protobuf is written: what one reading SSE is, but reasoning and activities,
+    which its schema has no events for."""
+
+    __slots__ = ()
+
+    handlers = {
+        **LegacyAguiEncoder.handlers,
+        ReasoningStart: _dropped_as("reasoning"),
+        ReasoningDelta: _dropped_as("reasoning"),
+        ReasoningEnd: _dropped_as("reasoning"),
+        ActivitySnapshot: _dropped_as("activity"),
+        ActivityDelta: _dropped_as("activity"),
+    }

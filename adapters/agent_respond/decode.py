@@ -1,4 +1,5 @@
-"""An `AgentResponse` JSON body from an upstream, expanded into the events of the run it describes."""
+"""An `AgentResponse` JSON body from an upstream, expanded into the events of the run it describes: its messages,
+the state the run left (`metadata.state`, as the encoder writes it) as a snapshot, its usage, its error."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     RunError,
     RunFinished,
+    StateSnapshot,
     TextDelta,
     TextEnd,
     TextStart,
@@ -36,6 +38,9 @@ class AgentRespondDecoder(JsonBodyDecoder):
         for message in messages:
             if isinstance(message, dict):
                 self._message(message, out)
+        metadata = body.get("metadata")
+        if isinstance(metadata, dict) and "state" in metadata and metadata["state"] is not None:
+            out.append(StateSnapshot(metadata["state"]))
         usage = body.get("usage")
         model, provider = body.get("model"), body.get("provider")
         if isinstance(usage, dict) or model or provider:

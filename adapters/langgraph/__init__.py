@@ -8,6 +8,7 @@ run its client abandons and joins one whose connection broke; as a server it tak
 request.py     a client's run to a turn; a turn to an upstream's run        messages.py    LangChain messages
 decode.py      a run stream to canonical events; reading.py its messages    interrupts.py  `__interrupt__`
 encode.py      canonical events to a run stream, in the modes asked         conformance.py the judge
+replies.py     a background run's `Run` at once; a waited run's values
 shapes.py      the LangChain objects the encoder writes messages as
 resources.py   the SDKs' calls under the server's URL                       queries.py     threads, runs, assistants
 threads.py     `Thread`, `ThreadState`, `Run`, `Assistant`; a run's log
@@ -26,8 +27,8 @@ from gateway.core.queries import RunQueries
 
 from .conformance import judge
 from .decode import LangGraphDecoder
-from .encode import LangGraphEncoder
 from .queries import answer_query, read_query
+from .replies import new_encoder
 from .request import build_request, parse_request, sample_request
 from .resources import RESOURCES
 from .threads import RunLog
@@ -59,7 +60,7 @@ DIALECT = Dialect(
     parse_request=parse_request,
     build_request=build_request,
     new_decoder=LangGraphDecoder,
-    new_encoder=LangGraphEncoder,
+    new_encoder=new_encoder,
     sniff=sniff,
     sample_request=sample_request,
     judge=judge,

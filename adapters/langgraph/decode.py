@@ -46,7 +46,7 @@ from gateway.core.events import (
 from gateway.core.sse import DEFAULT_MAX_FRAME, FrameTooLarge, SSEEvent, SSEEventDecoder
 from gateway.core.steady import SteadyText
 
-from .interrupts import interrupt_of
+from .interrupts import REVIEWED, interrupt_of
 from .reading import MessageReader
 
 CANCELLED = frozenset({"CancelledError", "UserInterrupt"})
@@ -189,9 +189,19 @@ class LangGraphDecoder(MessageReader):
         for item in interrupts if isinstance(interrupts, list) else ():
             if isinstance(item, dict):
                 interrupt = interrupt_of(item)
+                if interrupt.tool_call_id is None and interrupt.reason == REVIEWED:
+                    interrupt.tool_call_id = self._reviewed(interrupt.payload)
                 if interrupt.id not in self._interrupts:
                     self._interrupts.add(interrupt.id)
                     out.append(interrupt)
+
+    def _reviewed(self, review: Any) -> str | None:
+        """The call a review of one action is about (LangChain's human-in-the-loop middleware stops the calls its
+        model just made): the run's one unanswered call to that tool."""
+        actions = review.get("action_requests") if isinstance(review, dict) else None
+        if not isinstance(actions, list) or len(actions) != 1 or not isinstance(actions[0], dict):
+            return None
+        return self.unanswered_call(actions[0].get("name"))
 
     def _custom(self, value: Any, out: Events) -> None:
         """The graph's own data; `{name, data, id?, transient?}` is named data as the gateway writes it for LangGraph

@@ -103,12 +103,7 @@ def _tuple(self: LangGraphEncoder, message: dict[str, Any]) -> bytes:
 
 
 def _values(self: LangGraphEncoder) -> bytes:
-    if "values" not in self._modes:
-        return b""
-    values: dict[str, Any] = {**self._state, "messages": self._messages}
-    if self._interrupts:
-        values["__interrupt__"] = self._interrupts
-    return _emit(self, "values", values)
+    return _emit(self, "values", self.values()) if "values" in self._modes else b""
 
 def _update(self: LangGraphEncoder, node: str, update: dict[str, Any]) -> bytes:
     return _emit(self, "updates", {node: update}) if "updates" in self._modes else b""
@@ -157,7 +152,7 @@ def _text_delta(self: LangGraphEncoder, e: TextDelta) -> bytes:
 
 def _text_end(self: LangGraphEncoder, e: TextEnd) -> bytes:
     message = _ai_message(self, e.message_id)
-    message["content"] = "".join(self._texts.pop(e.message_id, ()))
+    message["content"] += "".join(self._texts.pop(e.message_id, ()))  # an id used again adds to its message
     last = _tuple(self, ai_chunk(e.message_id, "", chunk_position="last"))
     return last + _update(self, NODE, {"messages": [message]})
 
@@ -406,3 +401,10 @@ class LangGraphEncoder(SSEEncoder):
         self._families: Shown | None = None
         self._next = 0
         """The id of the next frame."""
+
+    def values(self) -> dict[str, Any]:
+        """The thread's values as they stand: its state, its every message, and what waits."""
+        values: dict[str, Any] = {**self._state, "messages": self._messages}
+        if self._interrupts:
+            values["__interrupt__"] = self._interrupts
+        return values

@@ -2,9 +2,13 @@
 
 A graph's `interrupt(value)` puts any JSON value there. The gateway writes a canonical interrupt as a value holding
 its `reason`, `message`, `tool_call_id`, `payload` and `expires_at`, and reads that shape back (and `expires_at` in
-a graph's own object); LangChain's human-in-the-loop
-middleware (`action_requests`) reads as an approval; any other value is the interrupt's payload, its text (a
-string, or a `question` / `message` / `description`) its message.
+a graph's own object); any other value is the interrupt's payload, its text (a string, or a `question` / `message` /
+`description`) its message.
+
+LangChain's human-in-the-loop middleware (`HumanInTheLoopMiddleware`) asks a review of the tool calls it stops
+(`{"action_requests", "review_configs"}`) and reads its answer as `{"decisions": [...]}`, one per action. It reads as
+an approval whose schema takes those decisions or a yes or a no (`review_schema`); a yes or a no, as clients that
+only approve answer (useChat, A2A), is written as the decisions (`answer_of`).
 """
 
 from __future__ import annotations
@@ -15,11 +19,17 @@ from gateway.core.codec import drop_none
 from gateway.core.decoding import str_or_none
 from gateway.core.events import Interrupt
 from gateway.core.ids import new_id
+from gateway.core.turn import Resume, approves
 
 GENERIC_REASON = "interrupt"
 """The reason of an interrupt whose value gives none: LangGraph's interrupts have no reason of their own."""
 
 _OWN_KEYS = frozenset({"reason", "message", "tool_call_id", "payload", "expires_at"})
+REVIEWED = "tool_approval"
+"""The reason of a review's interrupt."""
+REVIEW = "HITLResponse"
+"""The title of the schema of a review's answer (`review_schema`): what marks an interrupt as a review."""
+_APPROVAL_KEYS = frozenset({"approved", "reason"})
 
 
 def interrupt_of(item: dict[str, Any]) -> Interrupt:
@@ -33,8 +43,8 @@ def interrupt_of(item: dict[str, Any]) -> Interrupt:
                          str_or_none(value.get("tool_call_id")), schema, expires)
     if isinstance(value, dict) and isinstance(value.get("action_requests"), list):
         first = next((a for a in value["action_requests"] if isinstance(a, dict)), {})
-        return Interrupt(interrupt_id, "tool_approval", str_or_none(first.get("description")), value, None, schema,
-                         expires)
+        return Interrupt(interrupt_id, REVIEWED, str_or_none(first.get("description")), value, None,
+                         schema if schema is not None else review_schema(len(value["action_requests"])), expires)
     message = value if isinstance(value, str) else \
         next((text for key in ("question", "message", "description")
               if isinstance(value, dict) and isinstance(text := value.get(key), str)), None)
@@ -57,3 +67,28 @@ def interrupt_item(event: Interrupt) -> dict[str, Any]:
     return drop_none({"id": event.id, "value": value, "response_schema": event.response_schema})
 
 
+
+
+def review_schema(actions: int) -> dict[str, Any]:
+    """What a review's answer may be: the middleware's decisions, one per action; or a yes or a no (and why),
+    which `answer_of` writes as the decisions."""
+    return {"title": REVIEW, "type": "object", "properties": {
+        "approved": {"type": "boolean"}, "reason": {"type": "string"},
+        "decisions": {"type": "array", "minItems": actions, "maxItems": actions,
+                      "items": {"type": "object", "required": ["type"]}}}}
+
+
+def answer_of(resume: Resume) -> Any:
+    """An answer as the graph reads it: a yes or a no to a review, as its decisions (`reject` with the reason);
+    anything else as the client gave it, a cancelled one as `{"cancelled": true}`."""
+    schema = resume.response_schema
+    payload = resume.payload
+    if isinstance(schema, dict) and schema.get("title") == REVIEW and (
+            resume.status == "cancelled" or isinstance(payload, bool)
+            or (isinstance(payload, dict) and "approved" in payload and payload.keys() <= _APPROVAL_KEYS)):
+        actions = (schema.get("properties") or {}).get("decisions", {}).get("minItems", 1)
+        reason = payload.get("reason") if isinstance(payload, dict) else None
+        decision = {"type": "approve"} if approves(resume) else \
+            drop_none({"type": "reject", "message": reason if isinstance(reason, str) and reason else None})
+        return {"decisions": [decision] * actions}
+    return payload if resume.status == "resolved" else {"cancelled": True}

@@ -18,8 +18,11 @@ from .request import uuid_of
 from .resources import QUERY
 
 OPERATIONS = frozenset({"create_thread", "search_threads", "get_thread", "state", "history", "list_runs",
-                        "get_run", "join", "cancel", "assistants", "assistant", "info"})
+                        "get_run", "join", "join_values", "cancel", "assistants", "assistant", "info"})
 SSE_HEADERS = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store"}
+JSON_HEADERS = {"content-type": "application/json", "cache-control": "no-store"}
+RUN_LIFETIME = 24 * 3600.0
+"""How long a join waits for a run to end: as long as it runs (a route's total timeout ends it sooner)."""
 LISTED = 100
 """Runs a thread's listing (and the threads' search) reads, newest first."""
 
@@ -29,7 +32,8 @@ def read_query(body: dict[str, Any]) -> RunQuery | None:
     if not isinstance(operation, str) or operation not in OPERATIONS:
         return None
     run_id = body.get("run_id")
-    return RunQuery(operation, run_id if isinstance(run_id, str) else None, body, streams=operation == "join")
+    return RunQuery(operation, run_id if isinstance(run_id, str) else None, body,
+                    streams=operation in ("join", "join_values"))
 
 
 async def answer_query(query: RunQuery, runs: CallerRuns) -> Answer | StreamedAnswer:
@@ -78,12 +82,27 @@ async def _about_run(operation: str, thread_id: str, asked: dict[str, Any], runs
         if found.running:
             await runs.cancel(found.record.run_id)
         return Answer(b"", 202, {})
+    if operation == "join_values":
+        return StreamedAnswer(_values_at_end(runs, found.record.run_id, thread_id), JSON_HEADERS, b" ")
     last = asked.get("last_event_id")
     resumed = isinstance(last, str) and last.isdigit()
-    after = int(last) + 1 if isinstance(last, str) and resumed else len(found.updates)
+    # From its start, without a Last-Event-ID: a background run is answered once it has started, and what it made
+    # before its client joined is the client's too.
+    after = int(last) + 1 if isinstance(last, str) and resumed else 0
     following = found.running or resumed  # the rest of an ended run, while its feed is kept
     return StreamedAnswer(_frames(runs.follow(found.record.run_id, after)) if following else _nothing(),
                           SSE_HEADERS, b": heartbeat\n\n")
+
+
+async def _values_at_end(runs: CallerRuns, run_id: str, thread_id: str) -> AsyncIterator[bytes]:
+    """The thread's values once the run has ended (LangGraph's `join`); what waits, by id. Spaces keep the
+    connection open meanwhile, as LangGraph's server sends them: JSON readers skip them."""
+    await runs.wait_end(run_id, RUN_LIFETIME)
+    kept = await runs.conversation(thread_id)
+    values = threads.values_of(kept)
+    if kept is not None and kept.interrupts:
+        values["__interrupt__"] = [{"id": i, "value": {}} for i in kept.interrupts]
+    yield orjson.dumps(values)
 
 
 async def _threads(runs: CallerRuns, ids: Any) -> list[dict[str, Any]]:

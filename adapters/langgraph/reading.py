@@ -52,7 +52,8 @@ class MessageReader(RepairedDecoder):
         self._open_calls: list[str] = []
         self._calls: dict[tuple[str, Any], str] = {}
         """A streamed call's id, by its message and its chunks' index."""
-        self._started_calls: set[str] = set()
+        self._started_calls: dict[str, str] = {}
+        """Each call the run made, by id: its tool's name."""
         self._seen: set[str] = set()
         """AI messages whose content has been read, so that the whole message after its chunks adds nothing."""
         self._results: set[str] = set()
@@ -154,10 +155,10 @@ class MessageReader(RepairedDecoder):
             if call_id is None:
                 call_id = piece["id"] if isinstance(piece.get("id"), str) else new_id("call")
                 self._calls[key] = call_id
-                self._started_calls.add(call_id)
                 self._open_calls.append(call_id)
                 name = piece.get("name")
-                out.append(ToolCallStart(call_id, name if isinstance(name, str) else "", message_id))
+                self._started_calls[call_id] = name if isinstance(name, str) else ""
+                out.append(ToolCallStart(call_id, self._started_calls[call_id], message_id))
             args = piece.get("args")
             if isinstance(args, str) and args:
                 out.append(ToolCallArgs(call_id, args))
@@ -169,7 +170,7 @@ class MessageReader(RepairedDecoder):
             call_id = call["id"] if isinstance(call.get("id"), str) else new_id("call")
             if call_id in self._started_calls:
                 continue
-            self._started_calls.add(call_id)
+            self._started_calls[call_id] = call["name"]
             args = call.get("args")
             out.append(ToolCallStart(call_id, call["name"], message_id))
             out.append(ToolCallArgs(call_id, args if isinstance(args, str) else orjson.dumps(args or {}).decode()))
@@ -186,6 +187,11 @@ class MessageReader(RepairedDecoder):
                               message_id if isinstance(message_id, str) else None,
                               is_error=message.get("status") == "error", subagent_run_id=subagent,
                               metadata=metadata))
+
+    def unanswered_call(self, name: Any) -> str | None:
+        """The one call of the run to tool `name` that has no result, if there is exactly one."""
+        found = [c for c, called in self._started_calls.items() if called == name and c not in self._results]
+        return found[0] if len(found) == 1 else None
 
     def _end_message(self, out: Events) -> None:
         current = self._current

@@ -21,6 +21,7 @@ from gateway.core.ids import new_id
 from gateway.core.turn import ANY_OPEN_INTERRUPT, Message, Resume, Tool, Turn
 from gateway.core.validation import validate
 
+from .interrupts import answer_of
 from .messages import from_langchain, to_langchain
 
 DEFAULT_AGENT = "agent"
@@ -34,6 +35,11 @@ UPSTREAM_MODES = ["messages-tuple", "updates", "values", "custom"]
 
 _THREADS = uuid.UUID("6f1c1e4e-0b8a-4b5e-9a57-6c4a7d0e8b21")
 """The namespace of the name-based UUIDs that stand for thread ids that are not UUIDs."""
+_ASSISTANTS = uuid.UUID("0c6c5c2e-3f5e-4d55-8a7e-2f3d4b5a6c7d")
+"""The namespace of the gateway's assistants' UUIDs, one per route."""
+_OURS = "a9e47a7e"
+"""The first eight digits of every assistant id the gateway lists: an id a client took from its listing names the
+route, not an assistant of the upstream's."""
 _MINTED = re.compile(r"[a-z]+_([0-9a-f]{32})")
 _INTERRUPT_ID = re.compile(r"[A-Za-z]*[-_]?[0-9a-f]{16,}")
 """What the keys of a `command.resume` map look like (LangGraph's 32 hex digits, the gateway's `int-...`)."""
@@ -64,6 +70,8 @@ class RunCreate(_Model):
     if_not_exists: Literal["create", "reject"] | None = None
     thread_id: str | None = None
     """The thread of the path, put here by the resource that read it; absent for a stateless run."""
+    agent_gateway_reply: Literal["stream", "run", "wait"] = "stream"
+    """What the request is answered with, as the resource it came to says (`resources.REPLY`)."""
 
 
 def parse_request(body: dict[str, Any]) -> Turn:
@@ -98,7 +106,8 @@ def parse_request(body: dict[str, Any]) -> Turn:
         tools=tools,
         state=given or None,
         resume=_resumes(request.command),
-        metadata={"langgraph": {"stream_mode": modes, "subgraphs": request.stream_subgraphs}},
+        metadata={"langgraph": {"stream_mode": modes, "subgraphs": request.stream_subgraphs,
+                                "reply": request.agent_gateway_reply}},
         agent=request.assistant_id,
     )
 
@@ -112,7 +121,8 @@ def sample_request(text: str, conversation_id: str) -> dict[str, Any]:
 
 
 def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
-    body: dict[str, Any] = {"assistant_id": turn.agent or DEFAULT_AGENT, "stream_mode": UPSTREAM_MODES,
+    agent = turn.agent if turn.agent and not listed_by_gateway(turn.agent) else DEFAULT_AGENT
+    body: dict[str, Any] = {"assistant_id": agent, "stream_mode": UPSTREAM_MODES,
                             "stream_resumable": True}
     if turn.history == "delta":
         sent = [m for m in turn.messages if m.role in ("user", "system", "developer", "tool")]
@@ -149,6 +159,17 @@ def thread_uuid(conversation_id: str) -> str:
         return str(uuid.uuid5(_THREADS, conversation_id))
 
 
+def assistant_id(name: str) -> str:
+    """The id of the assistant the gateway lists for a route that runs `name`: a UUID, as LangGraph's are, marked
+    as the gateway's."""
+    return _OURS + str(uuid.uuid5(_ASSISTANTS, name))[8:]
+
+
+def listed_by_gateway(assistant: str) -> bool:
+    """Whether a client names an assistant by the id the gateway listed it under (`assistant_id`)."""
+    return assistant.startswith(_OURS + "-") and len(assistant) == 36
+
+
 def uuid_of(minted: str) -> str:
     """A run id the gateway mints, written as LangGraph's clients expect one: a UUID of its 128 random bits."""
     return str(uuid.UUID(minted.rpartition("_")[2]))
@@ -172,7 +193,7 @@ def _resumes(command: CommandModel | None) -> list[Resume]:
 
 def _resume_value(resumes: list[Resume]) -> Any:
     """One answer as it is; several as a map by interrupt id, which the server gives each interrupt."""
-    answers = {r.interrupt_id: r.payload if r.status == "resolved" else {"cancelled": True} for r in resumes}
+    answers = {r.interrupt_id: answer_of(r) for r in resumes}
     if len(answers) == 1 or ANY_OPEN_INTERRUPT in answers:
         return next(iter(answers.values()))
     return answers

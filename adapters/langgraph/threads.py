@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,9 +12,7 @@ from gateway.core.turn import Turn
 
 from .encode import LangGraphEncoder
 from .messages import to_langchain
-
-_ASSISTANTS = uuid.UUID("0c6c5c2e-3f5e-4d55-8a7e-2f3d4b5a6c7d")
-"""The namespace of the assistants' UUIDs, one per route."""
+from .request import assistant_id
 
 
 def now() -> str:
@@ -50,9 +47,28 @@ def state(thread_id: str, kept: KeptConversation | None) -> dict[str, Any]:
 
 def assistant(name: str) -> dict[str, Any]:
     stamp = now()
-    return {"assistant_id": str(uuid.uuid5(_ASSISTANTS, name)), "graph_id": name, "name": name,
+    return {"assistant_id": assistant_id(name), "graph_id": name, "name": name,
             "description": None, "config": {}, "context": {}, "metadata": {}, "version": 1,
             "created_at": stamp, "updated_at": stamp}
+
+
+def run_document(turn: Turn) -> dict[str, Any]:
+    """The `Run` a request starts, running."""
+    stamp = now()
+    return {"run_id": turn.run_id, "thread_id": turn.conversation_id, "assistant_id": turn.agent,
+            "created_at": stamp, "updated_at": stamp, "status": "running", "metadata": {}, "kwargs": {},
+            "multitask_strategy": "reject"}
+
+
+def status_after(events: list[Event], status: str) -> str:
+    """A run's status once these events have come: `success`, `interrupted` (a cancel or an interrupt, as LangGraph
+    says both) or `error` when one ends it."""
+    for event in events:
+        if type(event) is RunFinished:
+            status = "success" if event.outcome == "success" else "interrupted"
+        elif type(event) is RunError:
+            status = "error"
+    return status
 
 
 RUN_ENDED = b": run ended\n\n"
@@ -67,23 +83,13 @@ class RunLog:
 
     def __init__(self, turn: Turn) -> None:
         self._encoder = LangGraphEncoder(turn)
-        stamp = now()
-        self._run: dict[str, Any] = {
-            "run_id": turn.run_id, "thread_id": turn.conversation_id, "assistant_id": turn.agent,
-            "created_at": stamp, "updated_at": stamp, "status": "running", "metadata": {}, "kwargs": {},
-            "multitask_strategy": "reject"}
+        self._run = run_document(turn)
 
     def feed(self, events: list[Event]) -> list[bytes]:
-        ended = False
-        for event in events:
-            if type(event) is RunFinished:
-                self._run["status"] = "success" if event.outcome == "success" else "interrupted"
-                ended = True
-            elif type(event) is RunError:
-                self._run["status"] = "error"
-                ended = True
+        self._run["status"] = status_after(events, self._run["status"])
         written = self._encoder.encode(events)
         frames = [frame + b"\n\n" for frame in written.split(b"\n\n") if frame]
+        ended = any(type(event) is RunFinished or type(event) is RunError for event in events)
         return [*frames, RUN_ENDED] if ended else frames
 
     def document(self) -> dict[str, Any]:

@@ -137,8 +137,10 @@ def _media(url: str, kind: str) -> ContentPart:
 
 def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
     """The whole history (an OpenAI-compatible server keeps none), the client's tools, streamed with usage."""
-    body: dict[str, Any] = {"model": turn.model or DEFAULT_MODEL, "messages": chat_messages(turn.messages),
-                            "stream": True, "stream_options": {"include_usage": True}}
+    # The agent speaks first: servers refuse an empty list of messages, so it is one empty message.
+    messages = chat_messages(turn.messages) or [{"role": "user", "content": ""}]
+    body: dict[str, Any] = {"model": turn.model or DEFAULT_MODEL, "messages": messages, "stream": True,
+                            "stream_options": {"include_usage": True}}
     if turn.tools:
         body["tools"] = [{"type": "function", "function": _function(tool)} for tool in turn.tools]
     return UpstreamRequest(orjson.dumps(body), {"content-type": "application/json", "accept": "text/event-stream"},

@@ -73,6 +73,9 @@ def parse_request(body: dict[str, Any]) -> Turn:
         tools.append(Tool(tool.name, tool.description or "", tool.parameters))
     messages, resume = read_input(request.input)
     delta = conversation is not None or request.previous_response_id is not None
+    if not (messages or resume or delta):  # the whole history, and empty
+        raise InvalidRequest("invalid openai-responses request: input: nothing to answer: give a message, or a "
+                             "function_call_output", [{"field": "input", "message": "must not be empty"}])
     store = request.store is not False
     echo = {"stream": bool(request.stream), "store": store, "instructions": request.instructions,
             "previous_response_id": request.previous_response_id, "conversation": conversation,
@@ -224,6 +227,8 @@ def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
     `answer_item`)."""
     items = input_items(turn.messages)
     items += [answer_item(r) for r in turn.resume]
+    if not items:  # the agent speaks first: servers refuse an empty input, so it is one empty message
+        items.append({"type": "message", "role": "user", "content": ""})
     body: dict[str, Any] = {"model": turn.model or DEFAULT_MODEL, "input": items, "stream": True, "store": False}
     if turn.tools:
         body["tools"] = [{"type": "function", "name": t.name, "description": t.description or None,

@@ -48,7 +48,7 @@ Handler = Callable[["VercelDecoder", dict[str, Any], Events], None]
 
 
 class VercelDecoder(JsonSSEDecoder):
-    __slots__ = ("_args_seen", "_ended", "_interrupt_calls", "_renamed", "_tools")
+    __slots__ = ("_args_seen", "_ended", "_interrupt_calls", "_renamed", "_segments", "_tools")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__(max_event_bytes)
@@ -56,6 +56,8 @@ class VercelDecoder(JsonSSEDecoder):
         self._args_seen: set[str] = set()
         self._ended: set[str] = set()  # text and reasoning ids already ended once
         self._renamed: dict[str, str] = {}
+        self._segments = 0
+        """Segments that reused an ended id so far: each is renamed after its count, so no two share a name."""
         self._interrupt_calls: dict[str, dict[str, Any]] = {}  # tool call id -> the interrupt it stands for
 
     def on_frame(self, frame: dict[str, Any], out: Events) -> None:
@@ -126,7 +128,8 @@ class VercelDecoder(JsonSSEDecoder):
 
     def _start_id(self, raw_id: str) -> str:
         if raw_id in self._ended:
-            self._renamed[raw_id] = f"{raw_id}-{len(self._ended)}-{len(self._renamed)}"
+            self._segments += 1
+            self._renamed[raw_id] = f"{raw_id}-{self._segments}"
         else:
             self._renamed.pop(raw_id, None)
         return self._id(raw_id)

@@ -19,7 +19,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from gateway.core.codec import UpstreamRequest, as_text, drop_none, json_or_text
-from gateway.core.errors import HistoryConflict
+from gateway.core.errors import HistoryConflict, InvalidRequest
 from gateway.core.ids import new_id
 from gateway.core.turn import ContentPart, Message, Resume, Role, ToolCall, Turn, approves, media_kind
 from gateway.core.validation import validate
@@ -116,6 +116,9 @@ class ChatRequest(BaseModel):
 
 def parse_request(body: dict[str, Any]) -> Turn:
     request = validate(ChatRequest, body, "vercel")
+    if not request.messages:  # useChat always sends the user's message, or the assistant's it continues
+        raise InvalidRequest("invalid vercel request: messages: nothing to answer: a chat request holds the "
+                             "user's message", [{"field": "messages", "message": "must not be empty"}])
     # Inkeep's body: no `trigger`, and a conversation id or plain `{role, content}` messages.
     inkeep = request.trigger is None and (request.conversationId is not None
                                           or all(m.parts is None for m in request.messages))

@@ -33,6 +33,9 @@ class Conversation:
     continued: bool = False
     """A later run continued this record of a chain of runs (`Turn.chains_runs`): an upstream that keeps the
     history has moved past it, so continuing from here again is a fork."""
+    transcript_key: str | None = None
+    """Where a run of a chain's record is also kept, for a client that sends its whole transcript back instead of
+    the run's id: deleted with it."""
 
 
 @dataclass(slots=True)

@@ -24,7 +24,8 @@ reasoning); the comparison reads each history as the turns an agent hears (`hist
 A client with no conversation id (agent-respond) is keyed by its test case and a hash of the transcript up to where
 the agent last spoke (before the new user message, or the results of the client tools it asked for): the record of
 a conversation moves to the key of its new transcript after every turn, so the next turn of the same eval finds it,
-and a rerun of the same test case starts afresh.
+and a rerun of the same test case starts afresh. A client that continues runs by their ids (`Turn.chains_runs`)
+is kept under each run's id too, and found by its transcript when it sends the whole of it back instead.
 
 A store that does not answer never makes a turn look like a first one. A turn that needs what it holds (a delta
 client's turn to a full-history upstream, an answer to an interrupt) waits up to `STORE_PATIENCE` for it, then is
@@ -155,19 +156,24 @@ class ConversationMapper:
             conversation.upstream_id = recorder.upstream_thread_id
         old_key = conversation.key
         client_turn = exchange.client_turn
-        if next_transcript is not None:
-            conversation.key = _derived_key(exchange.route, exchange.principal, client_turn, next_transcript)
-        elif client_turn.chains_runs and client_turn.run_id:
+        keys = []
+        if client_turn.chains_runs and client_turn.run_id:
             # Kept as this run leaves it, under the run's id; the record it continued stays, for a fork.
-            conversation.key = scoped_key("after", exchange.route, exchange.principal, client_turn.run_id)
+            keys.append(scoped_key("after", exchange.route, exchange.principal, client_turn.run_id))
+        if next_transcript is not None:  # and where the client finds it when it sends the whole transcript back
+            keys.append(_derived_key(exchange.route, exchange.principal, client_turn, next_transcript))
         group = scoped_key("principal", exchange.principal)
+        conversation.transcript_key = keys[1] if len(keys) > 1 else None
         try:
-            await self.store.put(conversation.key, encode_conversation(conversation), group)
+            for key in keys or [conversation.key]:
+                conversation.key = key
+                await self.store.put(key, encode_conversation(conversation), group)
+            conversation.key = keys[0] if keys else old_key
             if exchange.followed is not None and not exchange.followed.continued:
                 exchange.followed.continued = True
                 await self.store.put(old_key, encode_conversation(exchange.followed), group)
-            elif conversation.key != old_key and exchange.stored and not client_turn.chains_runs:
-                await self.store.delete(old_key)
+            elif exchange.stored and keys and old_key not in keys and client_turn.follows is None:
+                await self.store.delete(old_key)  # found by the transcript it has moved on from
         except StoreError as exc:
             exchange.history_lost = True
             log.warning("conversation %s not saved: %s", conversation.key, exc)
@@ -184,9 +190,15 @@ class ConversationMapper:
         return conversation.history
 
     async def forget_chain(self, route: str, principal: str, run_id: str) -> None:
-        """Delete the conversation as a run of a chain left it (`Turn.chains_runs`), if it was kept (raises
-        `StoreError`)."""
-        await self.store.delete(scoped_key("after", route, principal, run_id))
+        """Delete the conversation as a run of a chain left it (`Turn.chains_runs`), and its copy kept for the
+        transcript, if they were kept (raises `StoreError`)."""
+        key = scoped_key("after", route, principal, run_id)
+        conversation, readable = await self._load(key)
+        if not readable:
+            raise StoreError(f"conversation {key} could not be read")
+        if conversation is not None and conversation.transcript_key is not None:
+            await self.store.delete(conversation.transcript_key)
+        await self.store.delete(key)
 
     @staticmethod
     def _key(route: str, principal: str, turn: Turn) -> str:
@@ -194,8 +206,6 @@ class ConversationMapper:
             return scoped_key("client", route, principal, turn.conversation_id)
         if turn.follows is not None:
             return scoped_key("after", route, principal, turn.follows)
-        if turn.chains_runs and turn.run_id:
-            return scoped_key("after", route, principal, turn.run_id)  # a chain's first run: nothing to find
         said_before = len(turn.messages) - len(new_messages(turn))  # up to where the agent last spoke
         return _derived_key(route, principal, turn, turn.messages[:said_before])
 
@@ -260,10 +270,11 @@ def _resumes(turn: Turn, conversation: Conversation, checked: bool) -> tuple[lis
         elif isinstance(r.payload, str) and r.payload:
             unanswerable.append(r.payload)
     # An answer that came in a message (A2A) could not know the shape the interrupt asks for: given it, or refused.
+    # Each goes with the schema its interrupt declared, for the upstream's dialect to write it so.
     schemas = conversation.interrupt_schemas
-    resumes = [replace(r, payload=shaped(r.payload, schemas[r.interrupt_id]))
-               if r.message_id is not None and r.status == "resolved" and r.interrupt_id in schemas else r
-               for r in resumes]
+    resumes = [replace(r, payload=shaped(r.payload, schemas[r.interrupt_id]), response_schema=schemas[r.interrupt_id])
+               if r.message_id is not None and r.status == "resolved" and r.interrupt_id in schemas else
+               replace(r, response_schema=schemas.get(r.interrupt_id)) for r in resumes]
     if repeated:
         log.info("conversation %s: dropped answers to interrupts already answered: %s", conversation.key,
                  ", ".join(repeated))

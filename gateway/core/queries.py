@@ -122,6 +122,11 @@ class CallerRuns(Protocol):
         after a few seconds); a run that is not running, as it stands."""
         ...
 
+    async def wait_end(self, run_id: str, seconds: float) -> None:
+        """Until the run's running request has ended and its conversation is stored, or `seconds` have passed; at
+        once for a run that is not running."""
+        ...
+
     async def save(self, record: RunRecord) -> None:
         """Keep a changed record (a run that waited, cancelled)."""
         ...

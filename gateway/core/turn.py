@@ -92,6 +92,9 @@ class Resume:
     message_id: str | None = None
     """The id of the client's message the answer came in, when it came in one (A2A answers with a message to the
     task); AG-UI carries it in the resume entry's `metadata`."""
+    response_schema: Any = None
+    """The `responseSchema` the interrupt declared, when the conversation keeps it: an upstream's dialect may write
+    an answer in the shape its interrupt takes (an approval as LangChain's review decisions)."""
 
 
 ANY_OPEN_INTERRUPT = ""

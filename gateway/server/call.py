@@ -99,6 +99,9 @@ class Call:
         """What the client's connection makes of the turn, for a request on a WebSocket (`RouteHandler.serve`)."""
         self.request_json: dict[str, Any] | None = None
         """The client's body, once read as JSON: an error reply in its dialect may quote it (a JSON-RPC id)."""
+        self.mount = ""
+        """The path the client's dialect was called under (a route's path, without its trailing slash): what a reply
+        names by an absolute path (LangGraph's `Content-Location`) is under it."""
         self.reported = False
         self.release: Callable[[], None] | None = None
         self.caller = Caller(None, ANONYMOUS)
@@ -145,6 +148,8 @@ class Call:
                                               transparent_ids=route.upstream.ids == "transparent")
         if route.upstream.agent is not None:
             exchange.upstream_turn.agent = route.upstream.agent
+        elif turn.agent == route.name:  # the route itself, as a listing of agents names it: the upstream's default
+            exchange.upstream_turn.agent = None
         exchange.upstream_turn.model = route.upstream.model or turn.model or route.name
         return exchange
 
@@ -203,6 +208,7 @@ class Call:
         handler = self.handler
         seen = replace(turn, messages=exchange.known_history) if client.encoder_history else turn
         encoder = client.new_encoder(seen)
+        _under_mount(encoder.headers, self.mount)
         if client is handler.upstream:  # what only a server of the dialect answers goes back to its client
             encoder.headers.update({h: v for h in client.passed_headers if (v := response.headers.get(h))})
         if self.watched is not None:
@@ -268,6 +274,14 @@ class Call:
         else:
             pass_trace_context(self.headers, headers)
         return headers
+
+
+def _under_mount(headers: dict[str, str], mount: str) -> None:
+    """A reply's `Content-Location`, written from its dialect's root (`/threads/{id}/runs/{run_id}`), as the client
+    reaches it: under the path the dialect is served at."""
+    location = headers.get("content-location")
+    if location is not None and location.startswith("/") and mount:
+        headers["content-location"] = mount + location
 
 
 def _reply_decoder(upstream: Dialect, outbound: UpstreamRequest, content_type: str, max_event_bytes: int

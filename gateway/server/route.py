@@ -97,6 +97,7 @@ class RouteHandler:
         call.continued = continued
         called: Called | None = scope.get("resource")
         path = called.base if called is not None else scope["path"]
+        call.mount = path.rstrip("/")
         call.record.note_request(scope, called.dialect if called is not None else self.reader.dialect_of_path(path))
         if self.observer is not None:
             self.observer.begin(call)

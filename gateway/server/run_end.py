@@ -65,9 +65,10 @@ class RunEnd:
         it will send it back next turn."""
         exchange, recorder = self._exchange, self._recorder
         transcript: list[TurnMessage] | None = None
-        if exchange.client_turn.conversation_id is None and not exchange.client_turn.chains_runs:
-            transcript = exchange.client_turn.messages + _reply_as_client_sees_it(self._client_dialect, self._encoder,
-                                                                                  body, recorder)
+        client_turn = exchange.client_turn
+        if client_turn.conversation_id is None and (not client_turn.chains_runs or client_turn.history == "full"):
+            transcript = client_turn.messages + _reply_as_client_sees_it(self._client_dialect, self._encoder, body,
+                                                                         recorder)
         await self._mapper.finish(exchange, recorder, transcript)
         if self._watched is not None:  # its clients ask about runs: keep what this one did
             await self._watched.finish("error" if isinstance(terminal, RunError) else terminal.outcome)

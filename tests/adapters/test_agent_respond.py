@@ -116,3 +116,25 @@ def test_lenient_reading_of_odd_but_valid_upstream_bodies() -> None:
     assert TextDelta(events[2].message_id, "hi") in events  # type: ignore[union-attr]
     assert ToolCallArgs("c", '{"a":1}') in events
     assert isinstance(events[-1], RunFinished)
+
+
+def test_an_agents_state_reaches_an_ag_ui_client_as_its_state() -> None:
+    """`metadata.state` of an agent-respond upstream's answer is the run's state: `@ag-ui/client`, in front of it,
+    holds it after the run (a `STATE_SNAPSHOT`), as it would from an AG-UI agent."""
+    from node_clients import run_agui
+    from servers import Served
+
+    from gateway.agent.server import create_agent_app
+    from gateway.config import GatewayConfig
+    from gateway.conversations.store import MemoryStore
+    from gateway.server.app import create_app
+
+    with Served(create_agent_app("agent-respond")) as agent:
+        config = GatewayConfig.model_validate({"routes": [{
+            "name": "eval", "paths": ["/agui"], "client_dialects": ["ag-ui"],
+            "upstream": {"url": f"{agent.url}/agent/respond", "dialect": "agent-respond"}}]})
+        with Served(create_app(config, store=MemoryStore())) as gateway:
+            (step,) = run_agui({"url": f"{gateway.url}/agui", "threadId": "state",
+                                "steps": [{"messages": [{"role": "user", "content": "state please"}]}]})["steps"]
+    assert step["error"] is None and "STATE_SNAPSHOT" in step["types"]
+    assert step["state"] == {"count": 1}

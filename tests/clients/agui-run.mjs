@@ -12,6 +12,8 @@
 //                                        //   app does with the package's own requestInit override; the client
 //                                        //   picks its reader by the reply's content type
 //     "steps": [{
+//       "edit"?: {index, content},       // an app editing a message: agent.setMessages with the messages before
+//                                        //   it and it, its content replaced (what came after it is dropped)
 //       "messages"?: [{id?, role, content, ...}],  // added (agent.addMessages) before the run; id generated if absent
 //       "tools"?: [{name, description, parameters}],
 //       "state"?: {...},                 // agent.setState(state) before the run
@@ -132,6 +134,10 @@ async function runStep(step) {
   let error = null;
   let timedOut = false;
 
+  if (step.edit) {
+    const { index, content } = step.edit;
+    agent.setMessages([...agent.messages.slice(0, index), { ...agent.messages[index], content }]);
+  }
   if (step.messages?.length) {
     agent.addMessages(step.messages.map((m) => ({ id: m.id ?? `msg-${randomUUID()}`, ...m })));
   }

@@ -9,6 +9,7 @@
 //     "body"?: {...},          // transport `body`: extra fields merged into every POST
 //     "headers"?: {...},       // transport `headers`
 //     "inkeep"?: true,         // prepareSendMessagesRequest -> {...body, conversationId: chatId, messages: [last]}
+//     "noMessages"?: true,     // prepareSendMessagesRequest -> the default body (id, trigger, messageId), messages: []
 //     "timeoutMs"?: 20000,     // per step, for the chat to go idle; then chat.stop() and `timedOut`
 //     "maxRequests"?: 10,      // loop guard: the transport's fetch fails after this many POSTs in total
 //     "autoSend"?: "both",     // "both" | "tools" | "approvals" | "none": which predicate(s) sendAutomaticallyWhen uses
@@ -92,6 +93,12 @@ if (plan.inkeep) {
   // Inkeep only reads the LAST message (+ conversationId): the body its docs tell useChat users to send.
   transportOptions.prepareSendMessagesRequest = ({ id, messages, body }) => ({
     body: { ...body, conversationId: id, messages: [messages.at(-1)] },
+  });
+}
+
+if (plan.noMessages) {
+  transportOptions.prepareSendMessagesRequest = ({ id, body, trigger, messageId }) => ({
+    body: { ...body, id, messages: [], trigger, messageId },
   });
 }
 

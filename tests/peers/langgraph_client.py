@@ -6,6 +6,9 @@ exit 1.
     langgraph_client.py URL stream --thread T --resume '{"approved": true}'
     langgraph_client.py URL create-thread | state --thread T | assistants | cancel --thread T --run R
     langgraph_client.py URL join --thread T --run R [--last-event-id ID]
+    langgraph_client.py URL create --thread T --text "hello" [--mode ...]   # runs.create: the Run, at once
+    langgraph_client.py URL join-values --thread T --run R                  # runs.join: the thread's values
+    langgraph_client.py URL wait --thread T --text "hello"                  # runs.wait: the values at the end
     langgraph_client.py URL stream ... --cancel-after N    # cancels the run after the N-th part (its id from
                                                            # `metadata`), then reads on
 """
@@ -28,7 +31,8 @@ def _out(value: Any) -> None:
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("url")
-    parser.add_argument("operation", choices=["stream", "create-thread", "state", "assistants", "cancel", "join"])
+    parser.add_argument("operation", choices=["stream", "create-thread", "state", "assistants", "cancel", "join",
+                                                       "create", "join-values", "wait"])
     parser.add_argument("--thread")
     parser.add_argument("--run")
     parser.add_argument("--text")
@@ -53,6 +57,13 @@ async def main() -> None:
     elif options.operation == "join":
         async for part in client.runs.join_stream(options.thread, options.run, last_event_id=options.last_event_id):
             _out({"event": part.event, "data": part.data})
+    elif options.operation == "join-values":
+        _out(await client.runs.join(options.thread, options.run))
+    elif options.operation in ("create", "wait"):
+        call = client.runs.create if options.operation == "create" else client.runs.wait
+        _out(await call(options.thread, options.assistant, input={"messages": [{"type": "human",
+                                                                                 "content": options.text or ""}]},
+                        **({"stream_mode": options.mode} if options.mode else {})))
     else:
         await _stream(client, options)
 

@@ -6,6 +6,10 @@ real token chunks) and `tools` (the server's own tool). What `agent` does with t
     a resume (`Command(resume=...)`)  "Resumed with <answer as JSON>."
     a tool message (a client tool's result)  "The tool said: <content>."
     "weather"    calls its own tool get_weather(city="Paris"), then "It is sunny, 21C in Paris."
+    "delete"     calls its own tool delete_file(path="notes.txt"), which asks for a human's review first as
+                 LangChain's `HumanInTheLoopMiddleware` asks: `interrupt({"action_requests", "review_configs"})`,
+                 answered `{"decisions": [{"type": "approve"} | {"type": "reject", "message"?}]}` (anything else
+                 fails the run, as the middleware does); then "The tool said: <its result or the rejection>."
     "tool"       calls the client's first tool (`input.tools`), or get_location, and ends: the client runs it
     "interrupt"  `interrupt({"question": "Continue?", "options": ["yes", "no"]})`
     "fail", "error"  raises ValueError("scripted failure")
@@ -85,6 +89,9 @@ async def agent(state: State) -> dict[str, Any]:
     if "weather" in lowered:
         return {"messages": [AIMessage("", tool_calls=[{"id": f"call_{len(state['messages'])}", "name": "get_weather",
                                                           "args": {"city": "Paris"}}])]}
+    if "delete" in lowered:
+        return {"messages": [AIMessage("", tool_calls=[{"id": f"call_{len(state['messages'])}", "name": "delete_file",
+                                                          "args": {"path": "notes.txt"}}])]}
     if "tool" in lowered:
         offered = state.get("tools") or []
         name = offered[0]["name"] if offered else "get_location"
@@ -111,12 +118,23 @@ async def agent(state: State) -> dict[str, Any]:
 
 async def tools(state: State) -> dict[str, Any]:
     call = state["messages"][-1].tool_calls[0]
+    if call["name"] == "delete_file":
+        request = {"action_requests": [{"name": call["name"], "args": call["args"],
+                                        "description": f"Tool execution requires approval\n\nTool: {call['name']}"
+                                                       f"\nArgs: {call['args']}"}],
+                   "review_configs": [{"action_name": call["name"], "allowed_decisions": ["approve", "reject"]}]}
+        decision = interrupt(request)["decisions"][0]  # what the middleware reads: a KeyError otherwise
+        if decision["type"] == "reject":
+            return {"messages": [ToolMessage(decision.get("message") or "rejected", tool_call_id=call["id"],
+                                             name=call["name"], status="error")]}
+        return {"messages": [ToolMessage(f"deleted {call['args']['path']}", tool_call_id=call["id"],
+                                         name=call["name"])]}
     return {"messages": [ToolMessage("sunny, 21C in Paris", tool_call_id=call["id"], name=call["name"])]}
 
 
 def _next(state: State) -> str:
     last = state["messages"][-1]
-    if isinstance(last, AIMessage) and any(c["name"] == "get_weather" for c in last.tool_calls):
+    if isinstance(last, AIMessage) and any(c["name"] in ("get_weather", "delete_file") for c in last.tool_calls):
         return "tools"
     return END
 

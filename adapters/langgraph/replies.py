@@ -1,0 +1,94 @@
+"""What a LangGraph run's request is answered with (`resources.REPLY`): its stream (`encode.LangGraphEncoder`), the
+`Run` at once while the run goes on (a background run, `POST /threads/{id}/runs`), or the thread's values at the
+run's end (`POST .../runs/wait`), as LangGraph's server answers them.
+
+A background run is answered once it has started (its first events), not before the upstream is called: the run
+then exists, and a join (`GET .../runs/{run_id}/stream`, `.../join`) finds it on any replica.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from gateway.core.encoding import Encoder
+from gateway.core.events import Event, RunError, RunFinished
+from gateway.core.turn import Turn
+
+from .encode import LangGraphEncoder
+from .threads import run_document, status_after
+
+JSON = "application/json"
+
+
+def new_encoder(request: Turn | None = None) -> Encoder:
+    asked = request.metadata.get("langgraph") if request is not None else None
+    reply = asked.get("reply") if isinstance(asked, dict) else None
+    if request is not None and reply == "run":
+        return RunAtOnce(request)
+    if request is not None and reply == "wait":
+        return ValuesAtEnd(request)
+    return LangGraphEncoder(request)
+
+
+def _location(request: Turn) -> dict[str, str]:
+    if request.conversation_id and request.run_id:
+        return {"content-location": f"/threads/{request.conversation_id}/runs/{request.run_id}"}
+    return {}
+
+
+class RunAtOnce:
+    """The `Run`, in one body, with the run's first events: the relay answers with it, and the run goes on without
+    its client to its end (stored, listed and joinable like any)."""
+
+    streams = False
+
+    __slots__ = ("_answered", "_run", "dropped", "headers", "status_code")
+
+    def __init__(self, request: Turn) -> None:
+        self._run = run_document(request)
+        self._answered = False
+        self.status_code = 200
+        self.headers = {"content-type": JSON, **_location(request)}
+        self.dropped: dict[str, int] = {}
+
+    def keep_alive(self) -> bytes:
+        return b""
+
+    def encode(self, events: list[Event]) -> bytes:
+        if self._answered or not events:
+            return b""
+        self._answered = True
+        self._run["status"] = status_after(events, "running")
+        return orjson.dumps(self._run)
+
+
+class ValuesAtEnd:
+    """The thread's values once the run ends (what waits in `__interrupt__`), or `{"__error__": {error, message}}`
+    for a run that failed or was cancelled, in one body."""
+
+    streams = False
+
+    __slots__ = ("_stream", "dropped", "headers", "status_code")
+
+    def __init__(self, request: Turn) -> None:
+        self._stream = LangGraphEncoder(request)
+        self.status_code = 200
+        self.headers = {"content-type": JSON, **_location(request)}
+        self.dropped = self._stream.dropped
+
+    def keep_alive(self) -> bytes:
+        return b""
+
+    def encode(self, events: list[Event]) -> bytes:
+        self._stream.encode(events)  # what the thread's values become
+        last = events[-1] if events else None
+        if type(last) is RunError:
+            return orjson.dumps({"__error__": {"error": last.code or "Error", "message": last.message}})
+        if type(last) is RunFinished:
+            if last.outcome == "cancelled":
+                return orjson.dumps({"__error__": {"error": "CancelledError", "message": "the run was cancelled"}})
+            values: dict[str, Any] = self._stream.values()
+            return orjson.dumps(values)
+        return b""
