@@ -1,4 +1,5 @@
-"""An `AgentResponse` JSON body from an upstream, expanded into the events of the run it describes."""
+"""An `AgentResponse` JSON body from an upstream, expanded into the events of the run it describes (its
+`metadata.finish_reason`, as the gateway writes it, whether the answer was cut short)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     RunError,
     RunFinished,
+    StopReason,
     TextDelta,
     TextEnd,
     TextStart,
@@ -20,6 +22,8 @@ from gateway.core.events import (
 )
 from gateway.core.ids import new_id
 from gateway.core.usage import read_openai
+
+_STOP_REASONS: dict[str, StopReason] = {"length": "length", "content_filter": "content_filter"}
 
 
 class AgentRespondDecoder(JsonBodyDecoder):
@@ -47,7 +51,9 @@ class AgentRespondDecoder(JsonBodyDecoder):
             # An agent's error body (a 502 with the messages it had made): what it said, then why it stopped.
             out.append(RunError(error[0], error[1]))
         else:
-            out.append(RunFinished())
+            metadata = body.get("metadata")
+            reason = metadata.get("finish_reason") if isinstance(metadata, dict) else None
+            out.append(RunFinished(stop_reason=_STOP_REASONS.get(reason) if isinstance(reason, str) else None))
 
     def _message(self, message: dict[str, Any], out: Events) -> None:
         role, content = message.get("role"), _text(message.get("content"))
