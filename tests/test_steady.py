@@ -63,15 +63,18 @@ def chat_stream(rng: random.Random) -> bytes:
             delta["content"] = rng.choice(TEXTS)
         elif roll < 0.8:
             delta[rng.choice(["reasoning_content", "reasoning"])] = rng.choice(TEXTS)
-        elif roll < 0.9:
+        elif roll < 0.85:
             delta["tool_calls"] = [{"index": index, "id": f"call_{index}", "function": {
                 "name": "f", "arguments": rng.choice(TEXTS)}}]
             index += rng.randint(0, 1)
+        elif roll < 0.9:
+            delta["refusal"] = rng.choice(TEXTS)
         else:
             delta["content"] = rng.choice(TEXTS)
             delta["role"] = "assistant"
+        choice = 1 if rng.random() < 0.05 else 0  # another choice than the run's
         chunk: dict[str, Any] = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "m",
-                                 "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+                                 "choices": [{"index": choice, "delta": delta, "finish_reason": None}]}
         if padded or rng.random() < 0.05:
             chunk["obfuscation"] = rng.choice(PADDINGS)
         if rng.random() < 0.05:

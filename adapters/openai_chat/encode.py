@@ -1,9 +1,10 @@
 """Canonical events as a Chat Completions reply: `chat.completion.chunk`s over SSE ending in `data: [DONE]`, or one
 `chat.completion` body, as the client's `stream` asked.
 
-A completion is one assistant message: the run's text is its `content` (messages joined as they came), reasoning
-its `reasoning_content` (where DeepSeek, vLLM and LiteLLM put it), and the calls left for the client its
-`tool_calls`, the finish reason then `tool_calls`. Calls to tools the client offered stream as they come; any other
+A completion is one assistant message: the run's text is its `content` (messages joined as they came), a refusal's
+its `refusal`, reasoning its `reasoning_content` (where DeepSeek, vLLM and LiteLLM put it), and the calls left for
+the client its `tool_calls`, the finish reason then `tool_calls` (`length` or `content_filter` for an answer cut
+short). Calls to tools the client offered stream as they come; any other
 call waits for its result, and a call with a result is a tool the agent ran itself, which a completion has no place
 for: it is left out (counted as `server_tool`), as are state, named data, steps, snapshots, activities, subagents'
 lifecycles and encrypted reasoning. A subagent's text is the message's like the agent's own (`subagent`, once per
@@ -157,8 +158,8 @@ class Completion:
     def usage_object(self) -> dict[str, Any]:
         return self.usage.openai("chat", whole=True) or {}
 
-    def finish_reason(self) -> str:
-        return "tool_calls" if self.calls else "stop"
+    def finish_reason(self, e: RunFinished) -> str:
+        return e.stop_reason or ("tool_calls" if self.calls else "stop")
 
     def note(self, e: RunFinished) -> str:
         """What the text says of an ending a completion cannot: an interrupt, a cancelled run."""
@@ -189,6 +190,8 @@ def _run_started(self: ChatStreamEncoder, e: RunStarted) -> bytes:
 def _text_delta(self: ChatStreamEncoder, e: TextDelta) -> bytes:
     if e.metadata is not None:  # inline, not by the base's wrapper: most of a stream is text deltas
         self.dropped["metadata"] += 1
+    if self.refusals and e.message_id in self.refusals:
+        return self.refusal.frame(e.delta)
     return self.text.frame(e.delta)
 
 
@@ -200,6 +203,8 @@ def _reasoning_delta(self: ChatStreamEncoder, e: ReasoningDelta) -> bytes:
 
 def _opened(self: ChatStreamEncoder, e: TextStart | ReasoningStart) -> bytes:
     self.completion.opened(e)
+    if type(e) is TextStart and e.refusal:
+        self.refusals.add(e.message_id)
     return b""
 
 
@@ -248,7 +253,7 @@ def _run_finished(self: ChatStreamEncoder, e: RunFinished) -> bytes:
     note = c.note(e)
     if note:
         out.append(_chunk(self, {"content": note}))
-    out.append(_chunk(self, {}, c.finish_reason()))
+    out.append(_chunk(self, {}, c.finish_reason(e)))
     if self.include_usage:
         out.append(b"data: " + orjson.dumps({"id": c.id, "object": "chat.completion.chunk", "created": c.created,
                                              "model": c.model, "choices": [],
@@ -274,7 +279,7 @@ def _nothing(self: ChatStreamEncoder, e: Event) -> bytes:
 
 
 class ChatStreamEncoder(SSEEncoder):
-    __slots__ = ("completion", "include_usage", "reasoning", "text")
+    __slots__ = ("completion", "include_usage", "reasoning", "refusal", "refusals", "text")
 
     handlers = {
         **dict.fromkeys(EVENT_TYPES, _nothing), **dict.fromkeys(_DROPPED, _dropped),
@@ -295,6 +300,9 @@ class ChatStreamEncoder(SSEEncoder):
         head = {"id": c.id, "object": "chat.completion.chunk", "created": c.created, "model": c.model}
         self.text = DeltaFrames(lambda _: _frame(head, {"content": HOLE}))
         self.reasoning = DeltaFrames(lambda _: _frame(head, {"reasoning_content": HOLE}))
+        self.refusal = DeltaFrames(lambda _: _frame(head, {"refusal": HOLE}))
+        self.refusals: set[str] = set()
+        """The messages that are the model's refusal: `delta.refusal`, not `content`."""
 
 
 def _frame(head: dict[str, Any], delta: dict[str, Any]) -> bytes:
@@ -313,7 +321,7 @@ class ChatBodyEncoder:
 
     streams = False
 
-    __slots__ = ("_reasoning", "_text", "completion", "dropped", "headers", "status_code")
+    __slots__ = ("_reasoning", "_refusal", "_refusals", "_text", "completion", "dropped", "headers", "status_code")
 
     def __init__(self, request: Turn | None = None) -> None:
         self.status_code = 200
@@ -321,6 +329,8 @@ class ChatBodyEncoder:
         self.dropped: dict[str, int] = defaultdict(int)
         self.completion = Completion(request, self.dropped)
         self._text: list[str] = []
+        self._refusal: list[str] = []
+        self._refusals: set[str] = set()
         self._reasoning: list[str] = []
 
     def keep_alive(self) -> bytes:
@@ -332,13 +342,15 @@ class ChatBodyEncoder:
             if e.metadata is not None and type(e) not in _DROPPED and not isinstance(e, _OPENERS):
                 self.dropped["metadata"] += 1  # no field for an event's metadata
             if isinstance(e, TextDelta):
-                self._text.append(e.delta)
+                (self._refusal if e.message_id in self._refusals else self._text).append(e.delta)
             elif isinstance(e, ReasoningDelta):
                 self._reasoning.append(e.delta)
             elif isinstance(e, ToolCallStart):
                 c.start_call(e)
             elif isinstance(e, TextStart | ReasoningStart):
                 c.opened(e)
+                if isinstance(e, TextStart) and e.refusal:
+                    self._refusals.add(e.message_id)
             elif isinstance(e, ToolCallArgs):
                 c.args(e)
             elif isinstance(e, ToolResult):
@@ -372,9 +384,10 @@ class ChatBodyEncoder:
                                       "function": {"name": name, "arguments": "".join(pieces) or "{}"}}
                                      for call_id, (_, name, pieces) in sorted(c.calls.items(), key=lambda i: i[1][0])]
             chars += sum(len(call["function"]["arguments"]) for call in message["tool_calls"])
-        message["refusal"] = None
+        message["refusal"] = "".join(self._refusal) or None
+        chars += len(message["refusal"] or "")
         return json_bytes({"id": c.id, "object": "chat.completion", "created": c.created, "model": c.model,
-                           "choices": [{"index": 0, "message": message, "finish_reason": c.finish_reason(),
+                           "choices": [{"index": 0, "message": message, "finish_reason": c.finish_reason(e),
                                         "logprobs": None}],
                            "usage": c.usage_object()}, chars)
 
