@@ -173,6 +173,10 @@ def responses_stream(rng: random.Random) -> bytes:
             body += event({"type": "response.output_item.done", "item": {"type": "message", "id": items[-1]}})
         elif roll < 0.15:
             body += event({"type": "response.reasoning_text.delta", "item_id": items[-1], "delta": "r"})
+        elif roll < 0.18:
+            body += event({"type": "response.refusal.delta", "item_id": items[-1], "delta": rng.choice(TEXTS)})
+        elif roll < 0.21:
+            body += event({"type": "response.output_text.done", "item_id": items[-1], "text": rng.choice(TEXTS)})
         body += event({"type": "response.output_text.delta", "item_id": rng.choice(items[-2:]), "output_index": 0,
                        "content_index": 0, "delta": rng.choice(TEXTS), "logprobs": []})
     return body + event({"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}})

@@ -1,10 +1,12 @@
 """A run as the output items and semantic events of one response, shared by the streamed reply and the one-body
 one (and by answers about a stored response).
 
-Text is a `message` item per message, reasoning a `reasoning` item (`reasoning_text` content). Tool calls and
+Text is a `message` item per message (a refusal's content part `refusal`), reasoning a `reasoning` item
+(`reasoning_text` content). Tool calls and
 interrupts are `calls`' to write: a call to a tool the client offered is a `function_call` item, one the agent ran
 itself an `agent_gateway:tool_call` (see `items`); an interrupt the run leaves open ends the response `incomplete`
-(reason `interrupt`), as a cancelled run does (reason `cancelled`). Activities and subagents are the gateway's items
+(reason `interrupt`), as a cancelled run does (reason `cancelled`) and one whose answer was cut short (reason
+`max_output_tokens` or `content_filter`). Activities and subagents are the gateway's items
 too (see `items`); encrypted reasoning is its reasoning item's `encrypted_content`. State, named data, steps and
 snapshots have no item and are left out, as are an event's `metadata` and which subagent a message or call is of
 (counted in `dropped`).
@@ -44,6 +46,7 @@ from gateway.core.events import (
     StateSnapshot,
     StepFinished,
     StepStarted,
+    StopReason,
     SubagentError,
     SubagentFinished,
     SubagentStarted,
@@ -61,11 +64,13 @@ from gateway.core.turn import Turn
 from gateway.core.usage import UsageTotals
 
 from .calls import Calls
-from .items import ACTIVITY, SUBAGENT, error_object, message_item, reasoning_item, response_object
+from .items import ACTIVITY, SUBAGENT, error_object, message_item, reasoning_item, response_object, text_part
 from .output import OpenItem, Output
 from .output import Semantic as Semantic
 from .request import echo
 
+INCOMPLETE: dict[StopReason, str] = {"length": "max_output_tokens", "content_filter": "content_filter"}
+"""Why a response whose answer was cut short is incomplete, by the run's stop reason."""
 DROPPED: dict[type, str] = {
     StateSnapshot: "state", StateDelta: "state", MessagesSnapshot: "messages_snapshot", StepStarted: "step",
     StepFinished: "step", Data: "data", Raw: "raw",
@@ -115,8 +120,8 @@ class ResponseWriter(Output):
         item_id = new_id("msg")
         item = message_item(item_id, "", "in_progress")
         index = self.add(item)
-        self.texts[e.message_id] = OpenItem(index, item_id)
-        part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+        self.texts[e.message_id] = OpenItem(index, item_id, refusal=e.refusal)
+        part = text_part("", refusal=e.refusal)
         return [("response.output_item.added", {"output_index": index, "item": dict(item, content=[])}),
                 ("response.content_part.added", {"item_id": item_id, "output_index": index, "content_index": 0,
                                                  "part": part})]
@@ -133,17 +138,21 @@ class ResponseWriter(Output):
         text = self.text_delta(e)
         if text is None:
             return []
-        return [("response.output_text.delta", {"item_id": text.item_id, "output_index": text.index,
-                                                "content_index": 0, "delta": e.delta, "logprobs": []})]
+        where = {"item_id": text.item_id, "output_index": text.index, "content_index": 0}
+        if text.refusal:
+            return [("response.refusal.delta", {**where, "delta": e.delta})]
+        return [("response.output_text.delta", {**where, "delta": e.delta, "logprobs": []})]
 
     def _text_end(self, e: TextEnd) -> list[Semantic]:
         text = self.texts.pop(e.message_id, None)
         if text is None:
             return []
         whole = "".join(text.pieces)
-        item = self.output[text.index] = message_item(text.item_id, whole)
+        item = self.output[text.index] = message_item(text.item_id, whole, refusal=text.refusal)
         where = {"item_id": text.item_id, "output_index": text.index, "content_index": 0}
-        return [("response.output_text.done", {**where, "text": whole, "logprobs": []}),
+        done = ("response.refusal.done", {**where, "refusal": whole}) if text.refusal else \
+            ("response.output_text.done", {**where, "text": whole, "logprobs": []})
+        return [done,
                 ("response.content_part.done", {**where, "part": item["content"][0]}),
                 ("response.output_item.done", {"output_index": text.index, "item": item})]
 
@@ -232,10 +241,15 @@ class ResponseWriter(Output):
 
     def _run_finished(self, e: RunFinished) -> list[Semantic]:
         out = self.calls.close(self)
-        if self.calls.interrupts or e.outcome == "cancelled":
-            reason = "interrupt" if self.calls.interrupts else "cancelled"
-            return [*out, ("response.incomplete", {"response": self.response("incomplete", incomplete=reason)})]
-        return [*out, ("response.completed", {"response": self.response("completed")})]
+        if self.calls.interrupts:
+            reason = "interrupt"
+        elif e.outcome == "cancelled":
+            reason = "cancelled"
+        elif e.stop_reason is not None:
+            reason = INCOMPLETE[e.stop_reason]
+        else:
+            return [*out, ("response.completed", {"response": self.response("completed")})]
+        return [*out, ("response.incomplete", {"response": self.response("incomplete", incomplete=reason)})]
 
     def _run_error(self, e: RunError) -> list[Semantic]:
         self.calls.fail()
