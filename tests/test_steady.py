@@ -105,7 +105,9 @@ def a2a_stream(rng: random.Random) -> bytes:
             parts = [{"text": rng.choice(TEXTS)}]  # 1.0's part: no kind
         update: dict[str, Any] = {"kind": "artifact-update", "taskId": rng.choice(["t1"] * 9 + ["t2"]),
                                   "contextId": "c1", "artifact": {"artifactId": artifact, "parts": parts},
-                                  "append": True, "lastChunk": rng.random() < 0.05}
+                                  "append": rng.random() > 0.05, "lastChunk": rng.random() < 0.05}
+        if rng.random() < 0.03:
+            del update["append"]  # unsaid: a replacement too
         if roll > 0.95:
             update = {"kind": "status-update", "taskId": "t1", "contextId": "c1", "final": False, "status": {
                 "state": "working", "message": {"kind": "message", "role": "agent", "messageId": "m1",
