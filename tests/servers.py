@@ -6,11 +6,12 @@ import socket
 import threading
 import time
 from types import TracebackType
+from typing import Any
 
 import uvicorn
 from starlette.types import ASGIApp
 
-from gateway.server.http_server import HeadDeadlineProtocol
+from gateway.server.uvicorn_options import uvicorn_options
 
 
 def free_port() -> int:
@@ -20,19 +21,21 @@ def free_port() -> int:
 
 
 class Served:
-    """`with Served(app) as server:` serves `app` at `server.url` until the block ends, on the HTTP protocol
-    `agent-gateway serve` runs."""
+    """`with Served(app) as server:` serves `app` at `server.url` until the block ends, as `agent-gateway serve`
+    serves it (its HTTP and WebSocket protocols: `uvicorn_options`); `options` change uvicorn's settings beyond
+    those (a test's quicker keepalive pings; `ssl_certfile` and `ssl_keyfile` serve it over https)."""
 
-    def __init__(self, app: ASGIApp, port: int = 0) -> None:
-        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="auto",
-                                timeout_graceful_shutdown=1, http=HeadDeadlineProtocol)
+    def __init__(self, app: ASGIApp, port: int = 0, **options: Any) -> None:
+        config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="auto", timeout_graceful_shutdown=1,
+                                **{**uvicorn_options(), **options})
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.port = port
+        self.scheme = "https" if options.get("ssl_certfile") else "http"
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def __enter__(self) -> Served:
         self.thread.start()

@@ -63,6 +63,11 @@ def test_demo_answers_the_printed_request_of_every_dialect() -> None:
             said = "".join(e.delta for e in events if isinstance(e, TextDelta))
             assert said or events[-1].outcome == "interrupt", dialect  # "approve" stops for the human
         assert httpx.get(f"{base}/demo-agent/_requests").status_code == 404  # what people typed stays theirs
+        path, body = DEMO_REQUESTS["ag-ui"]
+        for host, status in ((f"localhost:{port}", 200), (f"127.0.0.1:{port}", 200), ("rebound.example", 400)):
+            asked = httpx.post(base + path, content=body, timeout=10,  # what a browser on each of those names sends
+                               headers={"content-type": "application/json", "host": host})
+            assert asked.status_code == status, host
     finally:
         process.terminate()
         out, _ = process.communicate(timeout=10)
@@ -144,6 +149,64 @@ def test_serve_with_workers_shares_the_work_and_sums_the_metrics(tmp_path: Path)
                 total = sum(s.value for family in text_string_to_metric_families(http.get(f"{base}/metrics").text)
                             for s in family.samples if s.name == "agent_gateway_requests_total")
             assert total == 6
+        finally:
+            process.terminate()
+            process.communicate(timeout=15)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_metrics_on_an_address_of_their_own_are_every_workers_and_nothing_else(tmp_path: Path, workers: int) -> None:
+    import os
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+    from e2e import Reply, post, request_body, user_message
+    from helpers import ROOT
+    from prometheus_client.parser import text_string_to_metric_families
+    from servers import Served, free_port
+
+    from gateway.agent.server import create_agent_app
+
+    port, metrics_port = free_port(), free_port()
+    with Served(create_agent_app("ag-ui")) as agent:
+        config = tmp_path / "gateway.yaml"
+        config.write_text(f"routes:\n  - upstream: {{url: '{agent.url}/agui', dialect: ag-ui}}\n"
+                          f"store: {{url: 'sqlite:///{tmp_path}/c.db'}}\n"
+                          f"metrics: {{listen: '127.0.0.1:{metrics_port}'}}\n")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gateway", "serve", "--workers", str(workers), "--port", str(port), "--config",
+             str(config)], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE)
+        try:
+            base, scrape = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{metrics_port}"
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    httpx.get(f"{base}/healthz", timeout=1)
+                    httpx.get(f"{scrape}/metrics", timeout=1)
+                    break
+                except httpx.HTTPError:
+                    assert time.monotonic() < deadline and process.poll() is None, "serve did not start"
+                    time.sleep(0.1)
+            for index in range(4):  # a connection each, spread across the workers
+                with httpx.Client(timeout=10) as http:
+                    reply = Reply("vercel", post(http, f"{base}/api/chat", request_body("vercel", [
+                        user_message("vercel", "hello")], f"m{index}")))
+                assert "You said: hello" in reply.text
+            with httpx.Client(timeout=10) as http:
+                beside = http.get(f"{base}/metrics")
+                assert beside.status_code == 404
+                assert "/metrics" not in beside.json()["error"]["message"].partition("you may use")[2]
+                for _ in range(4 * workers):  # whichever worker answers, it counts every worker's requests
+                    read = httpx.get(f"{scrape}/metrics", timeout=10).text
+                    total = sum(s.value for family in text_string_to_metric_families(read)
+                                for s in family.samples if s.name == "agent_gateway_requests_total")
+                    assert total == 4
+                run = post(http, f"{scrape}/api/chat", request_body("vercel", [user_message("vercel", "hello")]))
+                assert run.status_code == 404 and "serves /metrics only" in run.json()["error"]["message"]
+                assert http.get(f"{scrape}/healthz").status_code == 404
         finally:
             process.terminate()
             process.communicate(timeout=15)

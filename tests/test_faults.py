@@ -455,7 +455,7 @@ def test_a_client_that_stops_reading_mid_stream_gets_every_event_in_order_once_i
     run's task, which waits for the client, and nothing is lost or reordered on either side of the switch."""
     offers = watch_offers(monkeypatch)
     body = orjson.dumps(request_body("ag-ui", [user_message("ag-ui", "fault ok")], "paused-reader"))
-    request = (b"POST /load/ag-ui/ag-kit HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+    request = (b"POST /load/ag-ui/ag-kit HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
                b"x-fault: ok?n=400&pad=20000\r\ncontent-length: %d\r\n\r\n%b" % (len(body), body))
     with socket.socket() as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # the kernel holds little for the client

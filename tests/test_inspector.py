@@ -5,11 +5,15 @@ shown only where the route allows it. The page itself is tested in a browser (te
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
+import ssl
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -79,6 +83,55 @@ def test_without_its_key_the_inspector_answers_nothing(agent: str) -> None:
         page = http.get(f"{gateway.url}/_inspector/")  # the cookie it set
         assert page.status_code == 200 and "script-src 'self'" in page.headers["content-security-policy"]
         assert b"http://" not in page.content and b"https://" not in page.content  # nothing from elsewhere
+
+
+def _entered(url: str, verify: ssl.SSLContext | bool = True, **headers: str) -> str:
+    """The Set-Cookie header of a browser's first visit, with the key in the address."""
+    entered = httpx.get(f"{url}/_inspector/?key={KEY}", headers=headers, follow_redirects=False, verify=verify)
+    assert entered.status_code == 303
+    return entered.headers["set-cookie"]
+
+
+def _cookie(set_cookie: str) -> str:
+    name, _, value = set_cookie.split(";")[0].partition("=")
+    assert name == inspector_app.COOKIE
+    return value
+
+
+def _runs_with(url: str, cookie: str) -> int:
+    return httpx.get(f"{url}/_inspector/api/runs", headers={"cookie": f"{inspector_app.COOKIE}={cookie}"}).status_code
+
+
+def test_the_inspectors_cookie_lets_a_browser_in_for_12_hours_and_only_where_it_was_set(
+        agent: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = _config(agent, {"key": KEY})
+    with Served(create_app(config)) as gateway, Served(create_app(config)) as restarted:
+        set_cookie = _entered(gateway.url)
+        assert "max-age=43200" in set_cookie.lower()
+        cookie = _cookie(set_cookie)
+        assert _runs_with(gateway.url, cookie) == 200
+        assert _runs_with(restarted.url, cookie) == 401  # another process, or this one after a restart
+        expires, _, signature = cookie.partition(".")
+        assert _runs_with(gateway.url, f"{int(expires) + 3600}.{signature}") == 401
+        fixed = hmac.new(KEY.encode(), b"agent-gateway inspector session", hashlib.sha256).hexdigest()
+        assert _runs_with(gateway.url, fixed) == 401  # what the cookie was when it was the key's alone
+        monkeypatch.setattr("gateway.inspector.session.SESSION_SECONDS", -1)
+        assert _runs_with(gateway.url, _cookie(_entered(gateway.url))) == 401  # set expired: past its time
+
+
+def test_the_inspectors_cookie_is_secure_when_the_page_is_reached_over_https(agent: str, tmp_path: Path) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    config = _config(agent, {"key": KEY})
+    with Served(create_app(config), ssl_certfile=str(cert), ssl_keyfile=str(key)) as over_tls, \
+            Served(create_app(config)) as plain:
+        assert over_tls.url.startswith("https://")
+        assert "; secure" in _entered(over_tls.url, verify=ssl.create_default_context(cafile=cert)).lower()
+        assert "secure" not in _entered(plain.url).lower()
+        # Behind a proxy that ends TLS: uvicorn takes its X-Forwarded-Proto from the addresses it trusts (loopback).
+        assert "; secure" in _entered(plain.url, **{"x-forwarded-proto": "https"}).lower()
 
 
 def test_a_listener_beyond_loopback_refuses_an_inspector_without_a_key() -> None:
@@ -172,6 +225,24 @@ def test_without_bodies_the_inspector_shows_what_was_said_as_its_shape(agent: st
         assert detail.json()["client_request"]["body"]["messages"][0]["content"] == "[16 characters]"
         download = http.get(f"{gateway.url}/_inspector/api/runs/1/recording", headers=AUTH)
         assert download.status_code == 403 and "private" not in download.text
+
+
+@pytest.mark.parametrize("bodies", [False, True])
+def test_a_body_nested_deeper_than_any_route_takes_is_shown_as_text_never_a_500(agent: str, bodies: bool) -> None:
+    """A client's body is captured before its depth is checked: one nested as deep as the parser goes is refused,
+    and the inspector shows it as text (or its length) rather than failing to walk it; one that also holds a
+    credential, which could not be written back without it, as `[redacted]` whole."""
+    deep = '{"threadId": "t", "runId": "r", "messages": [], "state": ' + '{"d": ' * 900 + "1" + "}" * 901
+    with_token = deep[:-1] + ', "token": "a-token-never-shown"}'
+    config = _config(agent, {"key": KEY, "capture": "always"}, inspector_bodies=bodies)
+    with Served(create_app(config)) as gateway, httpx.Client(timeout=30) as http:
+        for body in (deep, with_token):
+            refused = http.post(f"{gateway.url}/agui", content=body, headers={"content-type": "application/json"})
+            assert refused.status_code == 400
+        shown = [http.get(f"{gateway.url}/_inspector/api/runs/{n}", headers=AUTH) for n in (1, 2)]
+        assert [r.status_code for r in shown] == [200, 200], shown[0].text[:200]
+        assert shown[0].json()["client_request"]["body"] == (deep if bodies else f"[{len(deep)} bytes]")
+        assert shown[1].json()["client_request"]["body"] == ("[redacted]" if bodies else "[10 characters]")
 
 
 def test_a_live_view_sends_an_ended_runs_line_once_until_its_capture_is_freed(monkeypatch: pytest.MonkeyPatch

@@ -24,6 +24,9 @@ from gateway.core.events import (
     TextDelta,
     TextEnd,
     TextStart,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
     ToolResult,
     Usage,
 )
@@ -55,7 +58,7 @@ def test_a_chat_client_gets_the_text_and_usage_details_and_each_loss_counted() -
     body, dropped = _written("openai-chat", _events(EVERYTHING), {"stream": True, "include_usage": True})
     chunks = [orjson.loads(p) for p in sse_payloads(body) if p != b"[DONE]"]
     text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
-    assert text == "Helper here.All done."
+    assert text == "Helper here.\n\nAll done."  # two messages, two paragraphs
     usage = chunks[-1]["usage"]
     assert usage == {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8,
                      "prompt_tokens_details": {"cached_tokens": 2},
@@ -69,7 +72,7 @@ def test_a_chat_client_gets_the_text_and_usage_details_and_each_loss_counted() -
 def test_a_one_body_chat_completion_counts_the_same() -> None:
     body, dropped = _written("openai-chat", _events(EVERYTHING), {"stream": False})
     completion = orjson.loads(body)
-    assert completion["choices"][0]["message"]["content"] == "Helper here.All done."
+    assert completion["choices"][0]["message"]["content"] == "Helper here.\n\nAll done."
     assert completion["usage"]["completion_tokens_details"] == {"reasoning_tokens": 1}
     assert dropped == {"activity": 2, "subagent": 3, "encrypted_value": 1, "metadata": 2, "step": 2, "state": 2,
                        "data": 1}
@@ -88,7 +91,7 @@ def test_a_responses_client_gets_activities_subagents_and_encrypted_reasoning_as
     assert output[2]["subagent_run_id"] == "sub-x" and output[2]["status"] == "completed"
     assert output[2]["name"] == "helper" and output[2]["result"] == "ok"
     assert response["usage"] == {"input_tokens": 5, "output_tokens": 3, "total_tokens": 8,
-                                 "input_tokens_details": {"cached_tokens": 2},
+                                 "input_tokens_details": {"cached_tokens": 2, "cache_write_tokens": 0},
                                  "output_tokens_details": {"reasoning_tokens": 1}}
     # the subagent's message is the agent's (its author lost); metadata, steps, state and data have no item
     assert dropped == {"subagent": 1, "metadata": 2, "step": 2, "state": 2, "data": 1}
@@ -122,21 +125,22 @@ def test_an_interrupt_answered_in_the_run_is_not_a_note_nor_an_incomplete_respon
     body, dropped = _written("openai-responses", events)
     response = _responses_events(body)[-1]["response"]
     assert response["status"] == "completed"
-    resolved = [i for i in response["output"] if i["type"] == "agent_gateway:interrupt_resolved"]
-    assert [(i["interrupt_id"], i["approved"]) for i in resolved] == [("appr-1", True), ("appr-2", False)]
-    calls = [i for i in response["output"] if i["type"] == "agent_gateway:tool_call" and i["call_id"] == "call-del"]
-    assert [(c["status"], c["output"]) for c in calls] == [("in_progress", None), ("completed", {"deleted": True})]
+    resolved = [i for i in response["output"] if i["type"] == "mcp_approval_response"]
+    assert [(i["approval_request_id"], i["approve"]) for i in resolved] == [("appr-1", True), ("appr-2", False)]
+    calls = [i for i in response["output"] if i["type"] == "mcp_call" and i["id"] == "call-del"]
+    assert [(c["status"], c["output"], c["approval_request_id"]) for c in calls] == [
+        ("completed", '{"deleted":true}', "appr-1")]
     assert "interrupt_resolved" not in dropped
 
     read = decode("openai-responses", body)
     assert [(e.interrupt_id, e.approved) for e in read if isinstance(e, InterruptResolved)] == [
         ("appr-1", True), ("appr-2", False)]
     assert [e.content for e in read if isinstance(e, ToolResult) and e.tool_call_id == "call-del"] == [
-        {"deleted": True}]
+        '{"deleted":true}']
     assert isinstance(read[-1], RunFinished) and read[-1].outcome == "success"
 
 
-def test_an_interrupts_deadline_is_an_item_field_or_counted() -> None:
+def test_an_interrupts_deadline_is_in_its_question_or_counted() -> None:
     run: list[Event] = [RunStarted("t", "r"), Interrupt("i1", "confirm", "go on?", expires_at="2026-10-01T00:00:00Z"),
                         RunFinished("interrupt")]
     body, dropped = _written("openai-chat", run, {"stream": False})
@@ -146,7 +150,16 @@ def test_an_interrupts_deadline_is_an_item_field_or_counted() -> None:
     body, dropped = _written("openai-responses", run)
     assert dropped == {}
     read = [e for e in decode("openai-responses", body) if isinstance(e, Interrupt)]
-    assert [(i.id, i.expires_at) for i in read] == [("i1", "2026-10-01T00:00:00Z")]
+    assert [(i.id, i.reason, i.message, i.expires_at) for i in read] == [
+        ("i1", "confirm", "go on?", "2026-10-01T00:00:00Z")]
+
+    approving: list[Event] = [RunStarted("t", "r"), ToolCallStart("c1", "delete_file"), ToolCallArgs("c1", "{}"),
+                              ToolCallEnd("c1"), Interrupt("i2", "tool_approval", tool_call_id="c1",
+                                                           expires_at="2026-10-01T00:00:00Z"), RunFinished("interrupt")]
+    body, dropped = _written("openai-responses", approving)
+    assert dropped == {"interrupt_expiry": 1}  # the call's approval request has no place for it
+    read = [e for e in decode("openai-responses", body) if isinstance(e, Interrupt)]
+    assert [(i.id, i.tool_call_id) for i in read] == [("i2", "c1")]
 
 
 def test_metadata_on_a_text_delta_is_counted_on_the_fast_path_and_in_one_body() -> None:

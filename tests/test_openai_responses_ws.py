@@ -176,8 +176,6 @@ def test_bad_messages_get_an_error_event_and_the_connection_goes_on(world: World
         streamed = refused(socket, '{"type": "response.create", "model": "agent", "input": "x", "stream": true}')
         assert streamed["error"]["param"] == "stream"
         assert refused(socket, '{"type": "response.create", "input": "no model"}')["error"]["param"] == "model"
-        big = orjson.dumps({"type": "response.create", "model": "agent", "input": "x" * (5 << 20)}).decode()
-        assert refused(socket, big)["error"]["code"] == "request_too_large"
         socket.send(orjson.dumps({"type": "response.create", "model": "agent", "input": "still here"}).decode())
         while (event := orjson.loads(socket.recv(timeout=10)))["type"] != "response.completed":
             assert event["type"] != "error", event

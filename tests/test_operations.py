@@ -197,6 +197,38 @@ def test_a_404_and_a_405_have_the_json_error_body_and_a_404_lists_the_served_pat
     assert wrong["code"] == "method_not_allowed" and "GET" in wrong["message"]
 
 
+def test_metrics_with_a_key_are_read_with_it_only_and_named_by_a_404_to_its_holder() -> None:
+    with Served(create_agent_app("ag-kit")) as agent:
+        config = GatewayConfig.model_validate({"metrics": {"key": "scrape-secret-1"}, "routes": [
+            {"name": "ops", "upstream": {"url": agent.url + "/send-message", "dialect": "ag-kit"}}]})
+        with Served(create_app(config, store=MemoryStore())) as gateway, httpx.Client(timeout=10) as http:
+            post(http, f"{gateway.url}/agui", request_body("ag-ui", [user_message("ag-ui", "hi")]))
+            for headers in ({}, {"authorization": "Bearer scrape-secret-2"}, {"x-api-key": "scrape-secret-"}):
+                refused = http.get(f"{gateway.url}/metrics", headers=headers)
+                assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Bearer")
+                assert "metrics.key" in refused.json()["error"]["message"]
+                assert "agent_gateway" not in refused.text
+                assert "/metrics" not in http.get(f"{gateway.url}/nowhere", headers=headers).json()["error"]["message"]
+            key = {"authorization": "Bearer scrape-secret-1"}
+            samples = {s.name for family in text_string_to_metric_families(http.get(f"{gateway.url}/metrics",
+                                                                                     headers=key).text)
+                       for s in family.samples}
+            assert "agent_gateway_requests_total" in samples
+            assert "/metrics" in http.get(f"{gateway.url}/nowhere", headers=key).json()["error"]["message"]
+            assert http.get(f"{gateway.url}/metrics", headers={"x-api-key": "scrape-secret-1"}).status_code == 200
+
+
+@pytest.mark.parametrize(("config", "said"), [
+    ("metrics: {key: ''}", "metrics.key: is empty"), ("metrics: {key: '${METRICS_KEY:-}'}", "metrics.key: is empty"),
+    ("metrics: {listen: ':9464'}", "is not host:port"), ("metrics: {listen: '127.0.0.1:'}", "is not host:port"),
+    ("metrics: {listen: 'localhost:70000'}", "is not host:port")])
+def test_a_metrics_key_left_empty_or_an_address_without_a_port_is_a_config_error(config: str, said: str) -> None:
+    from gateway.config import ConfigError, parse_config
+
+    with pytest.raises(ConfigError, match=said):
+        parse_config("routes:\n  - upstream: {url: 'http://a/', dialect: ag-ui}\n" + config + "\n", environ={})
+
+
 def test_serve_check_reaches_every_upstream_and_the_store(capsys: pytest.CaptureFixture[str]) -> None:
     from servers import free_port
 

@@ -90,8 +90,8 @@ def semantics(events: list[Event], dialect: str = "ag-ui") -> dict[str, Any]:
         for call in ran:
             tools.pop(call, None)
     view["texts"] = [t for t in texts if t]
-    if "messages" not in carries:
-        view["texts"] = "".join(texts)  # no message boundaries on the wire: only the words survive
+    if "messages" not in carries:  # no message boundaries on the wire: only the words survive, and a paragraph
+        view["texts"] = "".join(texts).replace("\n\n", "")  # break may stand between two (Chat Completions)
     for call in tools.values():
         call[1] = _json(call[1])
     if "reasoning" in carries:

@@ -3,6 +3,8 @@ line does with them (judge them offline, translate them, refuse what is not one)
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 import sys
 import threading
@@ -13,7 +15,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from e2e import post, request_body, user_message
+from e2e import Reply, post, request_body, user_message
 from helpers import ROOT
 from replaying import converse
 from servers import Served
@@ -22,9 +24,10 @@ from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
 from gateway.recordings import files as files_module
-from gateway.recordings.exchange import read
+from gateway.recordings.exchange import Recorded, parse, read
 from gateway.recordings.files import RecordingFiles
 from gateway.recordings.options import RecordOptions
+from gateway.recordings.replay import ReplayApp
 from gateway.server.app import create_app
 
 CLIENT_KEY = "client-key-that-must-never-be-recorded"
@@ -73,6 +76,78 @@ def test_credentials_and_the_routes_upstream_headers_never_reach_a_recording(age
     assert b"hello" in exchange.client_body  # bodies are kept: replaying needs them
 
 
+PUSH_TOKEN = "push-token-that-must-never-be-recorded"
+PUSH_CREDENTIALS = "push-credentials-that-must-never-be-recorded"
+API_KEY = "api-key-in-a-body-that-must-never-be-recorded"
+INSPECTOR = {"key": "the-inspectors-own-key-0123", "capture": "always"}
+
+
+def _rpc(url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    response = httpx.post(url, content=orjson.dumps(body), timeout=30,
+                          headers={"content-type": "application/json", "a2a-version": "1.0"})
+    assert response.status_code == 200 and "result" in response.json(), response.text
+    answer: dict[str, Any] = response.json()["result"]
+    return answer
+
+
+def test_credentials_in_bodies_reach_neither_a_recording_nor_the_inspector_and_their_shape_is_kept(
+        agent: str, tmp_path: Path) -> None:
+    """An A2A push config's `token` and `credentials`, from the client's request and from the answer that reads it
+    back, and a client's field passed on to the upstream, are `[redacted]`: their names and what is not a
+    credential (token counts) are kept, and the recording still replays."""
+    config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "inspector": INSPECTOR, "routes": [
+        {"name": "tasks", "paths": ["/a2a"], "client_dialects": ["a2a"], "push": {"allow_hosts": ["127.0.0.1"]},
+         "upstream": {"url": f"{agent}/agui", "dialect": "ag-ui"}, "record": {"dir": str(tmp_path / "a2a")},
+         "inspector_bodies": True},
+        {"name": "agui", "paths": ["/agui"], "client_dialects": ["ag-ui"],
+         "upstream": {"url": f"{agent}/agui", "dialect": "ag-ui"}, "record": {"dir": str(tmp_path / "agui")},
+         "inspector_bodies": True}]})
+    push = {"url": f"{agent}/hook", "token": PUSH_TOKEN,
+            "authentication": {"scheme": "Bearer", "credentials": PUSH_CREDENTIALS}}
+    props = {"api_key": API_KEY, "session": {"accessToken": API_KEY, "refresh_token": None},
+             "usage": {"input_tokens": 12, "max_tokens": 100}, "author": "Ada"}
+    agui = request_body("ag-ui", [user_message("ag-ui", "hello")], "redacted", forwardedProps=props)
+    with Served(create_app(config, store=MemoryStore())) as gateway, httpx.Client(timeout=30) as http:
+        task = _rpc(f"{gateway.url}/a2a", "SendMessage", {
+            "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "please interrupt"}]},
+            "configuration": {"taskPushNotificationConfig": push}})["task"]
+        listed = _rpc(f"{gateway.url}/a2a", "ListTaskPushNotificationConfigs", {"taskId": task["id"]})
+        assert listed["configs"][0]["token"] == PUSH_TOKEN  # the client is told what it registered
+        answered = post(http, f"{gateway.url}/agui", agui)
+        assert answered.status_code == 200
+        auth = {"x-inspector-key": INSPECTOR["key"]}
+        shown = [http.get(f"{gateway.url}/_inspector/api/runs/{n}", headers=auth) for n in (1, 2, 3)]
+        downloads = [http.get(f"{gateway.url}/_inspector/api/runs/{n}/recording", headers=auth) for n in (1, 2, 3)]
+    recorded = b"".join(path.read_bytes() for path in tmp_path.glob("*/*.jsonl")).decode()
+    for text in (recorded, *(r.text for r in shown), *(r.text for r in downloads)):
+        for secret in (PUSH_TOKEN, PUSH_CREDENTIALS, API_KEY):
+            assert secret not in text
+    assert all(r.status_code == 200 for r in shown + downloads)
+    (a2a,) = read(sorted((tmp_path / "a2a").glob("*.jsonl")))
+    sent_push = orjson.loads(a2a.client_body)["params"]["configuration"]["taskPushNotificationConfig"]
+    assert sent_push == {**push, "token": "[redacted]", "authentication": {"scheme": "Bearer",
+                                                                           "credentials": "[redacted]"}}
+    assert shown[0].json()["client_request"]["body"]["params"]["configuration"]["taskPushNotificationConfig"] \
+        == sent_push
+    answer = orjson.loads(read_one_exchange(downloads[1].content).client_response.body)
+    assert answer["result"]["configs"][0]["token"] == "[redacted]"
+    (exchange,) = read(sorted((tmp_path / "agui").glob("*.jsonl")))
+    kept = {**props, "api_key": "[redacted]", "session": {"accessToken": "[redacted]", "refresh_token": None}}
+    assert orjson.loads(exchange.client_body)["forwardedProps"] == kept
+    assert orjson.loads(exchange.upstream_body)["forwardedProps"] == kept
+    with Served(ReplayApp([exchange], speed=None)) as replay, httpx.Client(timeout=30) as http:
+        config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+            {"paths": ["/agui"], "upstream": {"url": f"{replay.url}/agui", "dialect": "ag-ui"}}]})
+        with Served(create_app(config, store=MemoryStore())) as gateway:
+            replayed = post(http, f"{gateway.url}/agui", agui)
+    assert Reply("ag-ui", replayed).text == Reply("ag-ui", answered).text != ""
+
+
+def read_one_exchange(data: bytes) -> Recorded:
+    return parse(data.strip(), "download")
+
+
 def _sizes(folder: Path) -> dict[str, int]:
     return {path.name: path.stat().st_size for path in folder.glob("*.jsonl")}
 
@@ -112,6 +187,32 @@ def test_a_log_rotates_at_max_file_bytes_and_keeps_max_files(agent: str, tmp_pat
     assert all(size <= limit for size in sizes.values())
     kept = read(sorted((tmp_path / "log").glob("*.jsonl")))
     assert {e.raw["conversation"] for e in kept} <= {"log-3", "log-4"}
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_recordings_are_made_readable_by_their_owner_only_and_so_is_a_folder_the_gateway_makes(
+        agent: str, tmp_path: Path) -> None:
+    made, existing = tmp_path / "made" / "recordings", tmp_path / "existing"
+    existing.mkdir()
+    existing.chmod(0o750)  # the operator's: left as it is
+    umask = os.umask(0o022)
+    try:
+        with _gateway(agent, {"dir": str(made)}) as gateway:
+            _ask(gateway, "hello", "modes")
+        one = sum(_sizes(made).values())
+        with _gateway(agent, {"dir": str(existing), "per": "log", "max_file_bytes": int(one * 1.5)}) as gateway:
+            for index in range(3):  # the log rotates
+                _ask(gateway, f"hello {index}", "modes")
+    finally:
+        os.umask(umask)
+    assert _mode(made) == 0o700 and _mode(existing) == 0o750
+    files = [*made.iterdir(), *existing.iterdir()]
+    names = sorted(path.name for path in files)
+    assert names.count(".rec.lock") == 2 and names.count("rec.jsonl") == 1 and len(names) >= 5  # a log rotated
+    assert {path.name: _mode(path) for path in files} == {path.name: 0o600 for path in files}
 
 
 def test_the_inspectors_bytes_never_cut_a_recorded_run(agent: str, tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
 import os
 import re
@@ -248,7 +250,7 @@ def test_a_stalled_body_is_answered_408_and_holds_no_slot(agent: Served) -> None
             as gateway, httpx.Client(timeout=10) as http:
         port = int(gateway.url.rsplit(":", 1)[1])
         body = orjson.dumps(request_body("ag-ui", [user_message("ag-ui", "hi")]))
-        head = (b"POST /in HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n"
+        head = (b"POST /in HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n"
                 % len(body))
         stalled = threading.Thread(target=raw_request, args=(port, head, [body[:5]], 0.0))
         stalled.start()
@@ -286,11 +288,11 @@ def test_a_slow_request_head_is_cut_off_and_connections_past_the_cap_get_503(age
             time.sleep(0.01)
         port = server.servers[0].sockets[0].getsockname()[1]
         loris = socket.create_connection(("127.0.0.1", port))
-        loris.sendall(b"POST /in HTTP/1.1\r\nhost: x\r\n")  # and never the rest
+        loris.sendall(b"POST /in HTTP/1.1\r\nhost: 127.0.0.1\r\n")  # and never the rest
         loris.settimeout(5)
         assert loris.recv(1024) == b""  # closed by the server once the head's time is up
         idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
-        answer = raw_request(port, b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n", [], 0)
+        answer = raw_request(port, b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n", [], 0)
         assert answer.startswith(b"HTTP/1.1 503"), answer[:60]
         for sock in [loris, *idle]:
             sock.close()
@@ -357,8 +359,8 @@ def test_a_request_without_content_type_is_refused_and_options_never_runs_the_ag
         options = http.request("OPTIONS", f"{gateway.url}/in", content=body)
         assert options.status_code == 204 and "POST" in options.headers["allow"]
         assert httpx.get(agent.url + "/_requests").json() == []
-        redirect = http.post(f"{gateway.url}/in/", content=body, headers={"host": "evil.example"})
-        assert "evil.example" not in redirect.headers.get("location", "")
+        redirect = http.post(f"{gateway.url}/in/", content=body, headers={"host": "192.0.2.66"})  # an address passes
+        assert "192.0.2.66" not in redirect.headers.get("location", "")
 
 
 @pytest.mark.parametrize(("route", "expected"), [
@@ -629,7 +631,7 @@ def test_an_empty_or_repeated_tenant_header_is_a_400(agent: Served, headers: lis
 
 
 def test_an_agent_card_built_from_the_host_header_varies_by_it(agent: Served) -> None:
-    config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+    config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "allowed_hosts": ["one.example"], "routes": [
         {"paths": ["/a2a"], "client_dialects": ["a2a"], "upstream": {"url": agent.url + "/agui", "dialect": "ag-ui"}}]})
     with Served(create_app(config)) as gateway:
         card = httpx.get(f"{gateway.url}/a2a/.well-known/agent-card.json", headers={"host": "one.example"})
@@ -742,3 +744,114 @@ def test_a_route_that_knows_its_callers_lists_each_its_own(agent: Served) -> Non
     assert [t["id"] for t in tasks["acme"]] == [task] and tasks["other"] == []
     assert [t["thread_id"] for t in threads["acme"]] == [thread] and threads["other"] == []
     assert untold["error"]["code"] == -32004
+
+# -- JSON nested inside what a client sends
+
+
+def nested_json(depth: int) -> str:
+    """An object `depth` levels deep, as JSON text; the standard library writes it deeper than orjson would."""
+    value: Any = "bottom"
+    for _ in range(depth):
+        value = {"d": value}
+    return json.dumps(value)
+
+
+def compaction_of(items_json: str) -> dict[str, Any]:
+    """A compaction item as `POST /v1/responses/compact` makes them: the items it stands for, encoded."""
+    return {"type": "compaction", "encrypted_content": "agw1." + base64.urlsafe_b64encode(items_json.encode()).decode()}
+
+
+def answered(response: httpx.Response) -> tuple[int, str]:
+    """The status, and the error's message when it is one."""
+    return response.status_code, response.json()["error"]["message"] if response.status_code >= 400 else ""
+
+
+def test_a_compactions_items_are_held_to_the_routes_depth_limit_as_if_written_out(agent: Served) -> None:
+    config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+        {"paths": ["/v1/responses"], "client_dialects": ["openai-responses"], "limits": {"max_json_depth": 10},
+         "upstream": {"url": agent.url + "/agui", "dialect": "ag-ui"}}]})
+    with Served(create_app(config)) as gateway, httpx.Client(timeout=10) as http:
+        def answer(input_json: str) -> tuple[int, str]:
+            body = '{"model": "agent", "input": [' + input_json + ', {"role": "user", "content": "go on"}]}'
+            response = http.post(f"{gateway.url}/v1/responses", content=body,
+                                 headers={"content-type": "application/json"})
+            return answered(response)
+
+        seen = set()
+        for depth in (900, *range(4, 10)):  # the items at 3 of the body's 10 levels, their output one deeper
+            item = '{"type": "function_call_output", "call_id": "c1", "output": ' + nested_json(depth) + "}"
+            written_out, compacted = answer(item), answer(orjson.dumps(compaction_of(f"[{item}]")).decode())
+            assert compacted == written_out, depth
+            seen.add(written_out)
+        assert seen == {(200, ""), (400, "request body is nested deeper than 10 levels")}
+
+
+def ag_ui_history(arguments: str, result: str) -> list[dict[str, Any]]:
+    return [{"id": "u1", "role": "user", "content": "hi"},
+            {"id": "a1", "role": "assistant", "toolCalls": [{"id": "c1", "type": "function",
+                                                             "function": {"name": "look", "arguments": arguments}}]},
+            {"id": "t1", "role": "tool", "toolCallId": "c1", "content": result},
+            {"id": "u2", "role": "user", "content": "and now"}]
+
+
+@pytest.mark.parametrize("upstream", ["vercel", "a2a", "langgraph"])
+def test_json_in_a_clients_strings_deeper_than_the_gateway_writes_goes_on_as_text(upstream: str) -> None:
+    """Tool call arguments and results are strings that usually hold JSON, which the gateway reads to pass it on
+    as JSON: nested deeper than any body it takes (orjson writes 254 levels), it goes on as the text it was."""
+    deep = nested_json(300)
+    path = {"vercel": "/api/chat", "a2a": "/a2a", "langgraph": "/"}[upstream]
+    with Served(create_agent_app(upstream)) as agent_of_upstream:
+        config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+            {"paths": ["/in"], "client_dialects": ["ag-ui"],
+             "upstream": {"url": agent_of_upstream.url + path, "dialect": upstream}}]})
+        with Served(create_app(config)) as gateway, httpx.Client(timeout=10) as http:
+            if upstream == "langgraph":  # a history its thread has not heard then goes whole, to a new thread
+                first = post(http, f"{gateway.url}/in", request_body("ag-ui", [user_message("ag-ui", "hi")], "deep"))
+                assert first.status_code == 200
+            body = request_body("ag-ui", ag_ui_history(deep, deep), "deep")
+            reply = Reply("ag-ui", post(http, f"{gateway.url}/in", body))
+            assert reply.error is None and "You said: and now" in reply.text
+        sent = httpx.get(agent_of_upstream.url + "/_requests").json()[-1]["body"]
+    assert deep in orjson.dumps(sent).decode().replace('\\"', '"')  # as text, whole
+
+
+def test_a_tool_schema_sent_as_json_text_is_held_to_the_depth_limit_as_one_sent_as_an_object(agent: Served) -> None:
+    config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+        {"paths": ["/in"], "client_dialects": ["ag-kit"], "limits": {"max_json_depth": 10},
+         "upstream": {"url": agent.url + "/agui", "dialect": "ag-ui"}}]})
+    with Served(create_app(config)) as gateway, httpx.Client(timeout=10) as http:
+        def answer(parameters: Any) -> tuple[int, str]:
+            body = {"conversationId": "schema", "messages": [{"role": "user", "content": "hi"}],
+                    "tools": [{"name": "look", "description": "", "parameters": parameters}]}
+            response = http.post(f"{gateway.url}/in", content=json.dumps(body),
+                                 headers={"content-type": "application/json"})
+            return answered(response)
+
+        seen = set()
+        for depth in (6, 7, 8, 300):  # the schema at 4 of the body's 10 levels
+            schema = nested_json(depth)
+            as_text = answer(schema)
+            assert as_text == answer(json.loads(schema)), depth
+            seen.add(as_text)
+        assert seen == {(200, ""), (400, "request body is nested deeper than 10 levels")}
+
+
+def test_a_404_names_only_the_paths_the_callers_key_opens(agent: Served) -> None:
+    upstream = {"url": agent.url + "/agui", "dialect": "ag-ui"}
+    config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
+        {"name": "open", "paths": ["/open"], "upstream": upstream},
+        {"name": "team", "paths": ["/team-only"], "auth": {"keys": ["team-key"]}, "upstream": upstream},
+        {"name": "ops", "paths": ["/ops-only"], "auth": {"keys": ["ops-key"]}, "upstream": upstream}]})
+    with Served(create_app(config)) as gateway, httpx.Client(timeout=10) as http:
+        def listed(headers: dict[str, str]) -> str:
+            missing = http.get(f"{gateway.url}/nowhere", headers=headers)
+            assert missing.status_code == 404
+            return str(missing.json()["error"]["message"])
+
+        anonymous = listed({})
+        assert "/open" in anonymous and "/healthz" in anonymous
+        assert "/team-only" not in anonymous and "/ops-only" not in anonymous
+        team = listed({"authorization": "Bearer team-key"})
+        assert "/open" in team and "/team-only" in team and "/ops-only" not in team
+        assert "/ops-only" in listed({"x-api-key": "ops-key"})
+        assert "/team-only" not in listed({"authorization": "Bearer not-a-key"})

@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sqlite3
+import stat
 import sys
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import pytest
 import redis.asyncio as aioredis
 from redis_server import RedisServer, RedisServerMissing
+from servers import Served
 
+from gateway.agent.server import create_agent_app
 from gateway.cli import main
+from gateway.config import GatewayConfig
 from gateway.conversations.store import (
     ConversationStore,
     MemoryStore,
@@ -25,6 +31,7 @@ from gateway.conversations.store import (
     open_store,
     redact_url,
 )
+from gateway.server.app import create_app
 
 T = TypeVar("T")
 MakeStore = Callable[..., ConversationStore]
@@ -275,6 +282,33 @@ def test_sqlite_purges_expired_rows_on_put(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT key FROM conversations").fetchall() == [("new",)]
     conn.close()
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_the_sqlite_files_are_made_readable_by_their_owner_only_and_so_is_a_folder_the_store_makes(
+        tmp_path: Path) -> None:
+    made, existing = tmp_path / "made" / "store", tmp_path / "existing"
+    existing.mkdir()
+    existing.chmod(0o750)  # the operator's: left as it is
+    umask = os.umask(0o022)
+    try:
+        with Served(create_agent_app("ag-ui")) as agent:
+            for folder in (made, existing):
+                config = GatewayConfig.model_validate({"store": {"url": f"sqlite:///{folder}/conversations.db"},
+                                                       "routes": [{"paths": ["/agui"], "upstream": {
+                                                           "url": agent.url + "/agui", "dialect": "ag-ui"}}]})
+                with Served(create_app(config)) as gateway:
+                    answered = httpx.post(f"{gateway.url}/agui", json={
+                        "threadId": "t", "runId": "r", "messages": [{"id": "u", "role": "user", "content": "hi"}]})
+                    assert answered.status_code == 200
+                    files = [folder / f"conversations.db{end}" for end in ("", "-wal", "-shm")]
+                    assert {path.name: _mode(path) for path in files} == {path.name: 0o600 for path in files}
+    finally:
+        os.umask(umask)
+    assert _mode(made) == 0o700 and _mode(existing) == 0o750
 
 
 def test_sqlite_file_that_cannot_be_opened(tmp_path: Path) -> None:

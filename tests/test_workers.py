@@ -97,7 +97,7 @@ def test_a_burst_of_keep_alive_connections_is_spread_across_the_workers(tmp_path
                    if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"agent-gateway worker")]
         connections = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(32)]
         for sock in connections:  # each accepted and answered: held by the worker that took it
-            sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
         for sock in connections:
             assert sock.recv(4096).startswith(b"HTTP/1.1 200")
         counts = _established_per_worker(workers, port)
@@ -127,7 +127,7 @@ def test_listening_is_said_once_every_worker_serves_and_ps_tells_workers_from_th
             lines.append(line)
         for _ in range(6):  # said once the workers serve: none of these is refused
             with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-                sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+                sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
                 assert sock.recv(4096).startswith(b"HTTP/1.1 200")
         titles = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in _children(process.pid)]
         assert Path(f"/proc/{process.pid}/cmdline").read_bytes().startswith(b"agent-gateway supervisor")

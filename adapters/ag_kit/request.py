@@ -15,7 +15,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from gateway.core.codec import UpstreamRequest, as_text, json_or_text
 from gateway.core.ids import new_id
 from gateway.core.turn import Message, Resume, Tool, ToolCall, Turn
-from gateway.core.validation import validate
+from gateway.core.validation import load_carried_json, validate
 from gateway.core.wire import ToolCallModel
 
 
@@ -60,8 +60,8 @@ class ToolModel(_Model):
         """The official client sends the schema as a JSON string; accept an object too."""
         if isinstance(value, str):
             try:
-                value = orjson.loads(value)
-            except orjson.JSONDecodeError:
+                value = load_carried_json(value.encode(), at=4)  # tools[i].parameters, as an object would be
+            except ValueError:
                 raise ValueError("must be a JSON Schema, as an object or a JSON string") from None
         if value is not None and not isinstance(value, dict):
             raise ValueError("must be a JSON Schema object")

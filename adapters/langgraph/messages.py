@@ -13,6 +13,7 @@ import orjson
 
 from gateway.core.codec import as_text, drop_none, json_or_text
 from gateway.core.decoding import str_or_none
+from gateway.core.depth import MAX_DEPTH_IN_TEXT, nests_deeper
 from gateway.core.turn import ContentPart, Message, Role, ToolCall, media_kind
 
 ROLES: dict[str, Role] = {
@@ -179,8 +180,9 @@ def _parts(content: Any) -> str | list[ContentPart] | None:
 
 def _arguments(arguments: str) -> Any:
     try:
-        return orjson.loads(arguments or "{}")
+        value = orjson.loads(arguments or "{}")
     except orjson.JSONDecodeError:
         return {"arguments": arguments}
+    return {"arguments": arguments} if nests_deeper(value, arguments, MAX_DEPTH_IN_TEXT) else value
 
 

@@ -134,7 +134,8 @@ def _completion(answer: Answer) -> list[Violation]:
             found.append(Violation("completion-message", "message.content is a string or null", body, 0))
         if isinstance(choice, dict) and choice.get("finish_reason") not in FINISH_REASONS:
             found.append(Violation("finish-reason", "each choice has a finish_reason", body, 0))
-    found += [Violation(rule, message, body, 0) for rule, message in _usage(value.get("usage"))]
+    if value.get("usage") is not None:  # optional: an agent that counted nothing reports nothing
+        found += [Violation(rule, message, body, 0) for rule, message in _usage(value["usage"])]
     return found
 
 

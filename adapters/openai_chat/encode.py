@@ -1,17 +1,18 @@
 """Canonical events as a Chat Completions reply: `chat.completion.chunk`s over SSE ending in `data: [DONE]`, or one
 `chat.completion` body, as the client's `stream` asked.
 
-A completion is one assistant message: the run's text is its `content` (messages joined as they came), a refusal's
-its `refusal`, reasoning its `reasoning_content` (where DeepSeek, vLLM and LiteLLM put it), and the calls left for
-the client its `tool_calls`, the finish reason then `tool_calls` (`length` or `content_filter` for an answer cut
-short). Calls to tools the client offered stream as they come; any other
-call waits for its result, and a call with a result is a tool the agent ran itself, which a completion has no place
-for: it is left out (counted as `server_tool`), as are state, named data, steps, snapshots, activities, subagents'
-lifecycles and encrypted reasoning. A subagent's text is the message's like the agent's own (`subagent`, once per
-thing it opens). An interrupt becomes a closing note in the text (`interrupt_as_note`); one the run answered itself
-is not noted (`interrupt_resolved`). Usage keeps its reasoning and cached tokens in OpenAI's details. An event's
-`metadata` has no place (`metadata`). A failed run is an `error` frame in the stream, as OpenAI sends one, or a 502
-(504 on a timeout) with an OpenAI error object.
+A completion is one assistant message: the run's text is its `content` (its messages as they came, a paragraph
+break between two: `request.SEPARATOR`), a refusal's its `refusal`, reasoning its `reasoning_content` (where
+DeepSeek, vLLM and LiteLLM put it), and the calls left for the client its `tool_calls`, the finish reason then
+`tool_calls` (`length` or `content_filter` for an answer cut short). Calls to tools the client offered stream as
+they come; any other call waits for its result, and a call with a result is a tool the agent ran itself, which a
+completion has no place for: it is left out (counted as `server_tool`), as are state, named data, steps, snapshots,
+activities, subagents' lifecycles and encrypted reasoning. A subagent's text is the message's like the agent's own
+(`subagent`, once per thing it opens). An interrupt becomes a closing note in the text, a paragraph of its own
+(`interrupt_as_note`); one the run answered itself is not noted (`interrupt_resolved`). Usage keeps its reasoning
+and cached tokens in OpenAI's details; a completion in one body has none when the agent reported none (a stream
+asked for `include_usage` has zeros). An event's `metadata` has no place (`metadata`). A failed run is an `error`
+frame in the stream, as OpenAI sends one, or a 502 (504 on a timeout) with an OpenAI error object.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from gateway.core.turn import Turn
 from gateway.core.usage import UsageTotals
 
 from .errors import error_object, error_type
+from .request import SEPARATOR
 
 _DROPPED: dict[type, str] = {
     StateSnapshot: "state", StateDelta: "state", MessagesSnapshot: "messages_snapshot", StepStarted: "step",
@@ -155,8 +157,9 @@ class Completion:
         self._held.clear()
         return out
 
-    def usage_object(self) -> dict[str, Any]:
-        return self.usage.openai("chat", whole=True) or {}
+    def usage_object(self) -> dict[str, Any] | None:
+        """Every count the schema requires, or None when the agent reported none."""
+        return self.usage.openai("chat", whole=True) if self.usage.counts else None
 
     def finish_reason(self, e: RunFinished) -> str:
         return e.stop_reason or ("tool_calls" if self.calls else "stop")
@@ -187,11 +190,23 @@ def _run_started(self: ChatStreamEncoder, e: RunStarted) -> bytes:
     return _chunk(self, {"role": "assistant", "content": ""})
 
 
+def _text_start(self: ChatStreamEncoder, e: TextStart) -> bytes:
+    self.completion.opened(e)
+    if e.refusal:
+        self.refusals.add(e.message_id)  # its words are `delta.refusal`, apart from the text
+    elif self.lead is None:  # text was written: this message's own begins a paragraph
+        self.lead = SEPARATOR
+    return b""
+
+
 def _text_delta(self: ChatStreamEncoder, e: TextDelta) -> bytes:
     if e.metadata is not None:  # inline, not by the base's wrapper: most of a stream is text deltas
         self.dropped["metadata"] += 1
     if self.refusals and e.message_id in self.refusals:
         return self.refusal.frame(e.delta)
+    if self.lead is not None and e.delta:  # the run's first text, or a message's after another's
+        lead, self.lead = self.lead, None
+        return self.text.frame(lead + e.delta)
     return self.text.frame(e.delta)
 
 
@@ -203,8 +218,6 @@ def _reasoning_delta(self: ChatStreamEncoder, e: ReasoningDelta) -> bytes:
 
 def _opened(self: ChatStreamEncoder, e: TextStart | ReasoningStart) -> bytes:
     self.completion.opened(e)
-    if type(e) is TextStart and e.refusal:
-        self.refusals.add(e.message_id)
     return b""
 
 
@@ -252,12 +265,12 @@ def _run_finished(self: ChatStreamEncoder, e: RunFinished) -> bytes:
            for index, call_id, name, arguments in c.release_held()]
     note = c.note(e)
     if note:
-        out.append(_chunk(self, {"content": note}))
+        out.append(_chunk(self, {"content": (SEPARATOR if self.lead is None else self.lead) + note}))
     out.append(_chunk(self, {}, c.finish_reason(e)))
     if self.include_usage:
+        usage = c.usage_object() or UsageTotals().openai("chat", whole=True)  # asked for: zeros when none came
         out.append(b"data: " + orjson.dumps({"id": c.id, "object": "chat.completion.chunk", "created": c.created,
-                                             "model": c.model, "choices": [],
-                                             "usage": c.usage_object()}) + b"\n\n")
+                                             "model": c.model, "choices": [], "usage": usage}) + b"\n\n")
     out.append(b"data: [DONE]\n\n")
     return b"".join(out)
 
@@ -279,11 +292,11 @@ def _nothing(self: ChatStreamEncoder, e: Event) -> bytes:
 
 
 class ChatStreamEncoder(SSEEncoder):
-    __slots__ = ("completion", "include_usage", "reasoning", "refusal", "refusals", "text")
+    __slots__ = ("completion", "include_usage", "lead", "reasoning", "refusal", "refusals", "text")
 
     handlers = {
         **dict.fromkeys(EVENT_TYPES, _nothing), **dict.fromkeys(_DROPPED, _dropped),
-        RunStarted: _run_started, TextStart: _opened, TextDelta: _text_delta, ReasoningStart: _opened,
+        RunStarted: _run_started, TextStart: _text_start, TextDelta: _text_delta, ReasoningStart: _opened,
         ReasoningDelta: _reasoning_delta, ToolCallStart: _tool_start, ToolCallArgs: _tool_args,
         ToolResult: _tool_result, Interrupt: _interrupt, InterruptResolved: _resolved, Usage: _usage,
         RunFinished: _run_finished, RunError: _run_error,
@@ -296,6 +309,9 @@ class ChatStreamEncoder(SSEEncoder):
         super().__init__(request)
         self.completion = Completion(request, self.dropped)
         self.include_usage = bool(reply_options(request).get("include_usage"))
+        self.lead: str | None = ""
+        """What goes before the next text: nothing before the run's first, `SEPARATOR` before a later message's;
+        None within a message."""
         c = self.completion
         head = {"id": c.id, "object": "chat.completion.chunk", "created": c.created, "model": c.model}
         self.text = DeltaFrames(lambda _: _frame(head, {"content": HOLE}))
@@ -321,7 +337,8 @@ class ChatBodyEncoder:
 
     streams = False
 
-    __slots__ = ("_reasoning", "_refusal", "_refusals", "_text", "completion", "dropped", "headers", "status_code")
+    __slots__ = ("_lead", "_reasoning", "_refusal", "_refusals", "_text", "completion", "dropped", "headers",
+                 "status_code")
 
     def __init__(self, request: Turn | None = None) -> None:
         self.status_code = 200
@@ -331,6 +348,8 @@ class ChatBodyEncoder:
         self._text: list[str] = []
         self._refusal: list[str] = []
         self._refusals: set[str] = set()
+        self._lead: str | None = ""
+        """What goes before the next text (as `ChatStreamEncoder.lead`)."""
         self._reasoning: list[str] = []
 
     def keep_alive(self) -> bytes:
@@ -342,15 +361,25 @@ class ChatBodyEncoder:
             if e.metadata is not None and type(e) not in _DROPPED and not isinstance(e, _OPENERS):
                 self.dropped["metadata"] += 1  # no field for an event's metadata
             if isinstance(e, TextDelta):
-                (self._refusal if e.message_id in self._refusals else self._text).append(e.delta)
+                if e.message_id in self._refusals:
+                    self._refusal.append(e.delta)
+                    continue
+                if self._lead is not None and e.delta:
+                    self._text.append(self._lead)
+                    self._lead = None
+                self._text.append(e.delta)
+            elif isinstance(e, TextStart):
+                c.opened(e)
+                if e.refusal:
+                    self._refusals.add(e.message_id)  # its words are the message's `refusal`, apart from its text
+                elif self._lead is None:
+                    self._lead = SEPARATOR
             elif isinstance(e, ReasoningDelta):
                 self._reasoning.append(e.delta)
             elif isinstance(e, ToolCallStart):
                 c.start_call(e)
-            elif isinstance(e, TextStart | ReasoningStart):
+            elif isinstance(e, ReasoningStart):
                 c.opened(e)
-                if isinstance(e, TextStart) and e.refusal:
-                    self._refusals.add(e.message_id)
             elif isinstance(e, ToolCallArgs):
                 c.args(e)
             elif isinstance(e, ToolResult):
@@ -373,7 +402,8 @@ class ChatBodyEncoder:
     def _finished(self, e: RunFinished) -> bytes:
         c = self.completion
         c.release_held()
-        text = "".join(self._text) + c.note(e)
+        note = c.note(e)
+        text = "".join(self._text) + ((SEPARATOR if self._lead is None else self._lead) + note if note else "")
         chars = len(text)
         message: dict[str, Any] = {"role": "assistant", "content": text or None}
         if self._reasoning:
@@ -389,7 +419,7 @@ class ChatBodyEncoder:
         return json_bytes({"id": c.id, "object": "chat.completion", "created": c.created, "model": c.model,
                            "choices": [{"index": 0, "message": message, "finish_reason": c.finish_reason(e),
                                         "logprobs": None}],
-                           "usage": c.usage_object()}, chars)
+                           **({"usage": usage} if (usage := c.usage_object()) is not None else {})}, chars)
 
 
 def new_encoder(request: Turn | None = None) -> ChatStreamEncoder | ChatBodyEncoder:

@@ -207,11 +207,16 @@ def _parts(message: Message) -> str | list[dict[str, Any]]:
     return parts
 
 
+SEPARATOR = "\n\n"
+"""What stands between two messages of a run in a completion's one text: a paragraph break, so that they do not run
+together."""
+
+
 def echoed(messages: list[Message]) -> list[Message]:
     """A run's messages as a chat client sends them back: one assistant message holding all its text and the calls
     left for the client (the tools the agent ran, and their results, never reached the client)."""
     ran = {m.tool_call_id for m in messages if m.role == "tool"}
-    text = "".join(m.text for m in messages if m.role == "assistant")
+    text = SEPARATOR.join(m.text for m in messages if m.role == "assistant" and m.text)
     calls = [c for m in messages if m.role == "assistant" for c in m.tool_calls if c.id not in ran]
     if not text and not calls:
         return []

@@ -1,37 +1,41 @@
 """A run's tool calls and interrupts as a response's output items.
 
 Calls to tools the client offered are `function_call` items as they come. Any other call is held until the run
-tells whose it is: with a result it is a tool the agent ran itself (`agent_gateway:tool_call`), waiting on an
-interrupt it is shown as the agent's, not yet run (and again, done, if its result comes), and still held at the
-run's end it is the client's to run after all. An interrupt is an `agent_gateway:interrupt` item, unless the run
-answered it itself (`agent_gateway:interrupt_resolved`); those left open make the response `incomplete`.
+tells whose it is: with a result it is a tool the agent ran itself (`mcp_call`), waiting on an interrupt it is the
+call the approval request asks about, and still held at the run's end it is the client's to run after all. An
+interrupt is an `mcp_approval_request` (see `items`), unless the run answered it itself (`mcp_approval_response`).
 """
 
 from __future__ import annotations
 
-from gateway.core.codec import as_text, json_or_text, output_of
+import re
+
+import orjson
+
+from gateway.core.codec import as_text, drop_none, output_of
 from gateway.core.events import Interrupt, InterruptResolved, ToolCallArgs, ToolCallEnd, ToolCallStart, ToolResult
 from gateway.core.ids import new_id
 
-from .items import INTERRUPT, INTERRUPT_RESOLVED, function_call_item, tool_call_item
+from .items import APPROVAL_REQUEST, APPROVAL_RESPONSE, function_call_item, mcp_call_item
 from .output import OpenItem, Output, Semantic
 
 
 class Calls:
-    """The run's tool calls and interrupts, written into the response's `Output`."""
+    """The run's tool calls and interrupts, written into the response's `Output`; `server_label` names the agent
+    that runs its own tools (the route the client asked for)."""
 
-    __slots__ = ("_approving", "_held", "_offered", "_open", "interrupts")
+    __slots__ = ("_approving", "_held", "_offered", "_open", "server_label")
 
-    def __init__(self, offered: set[str]) -> None:
+    def __init__(self, offered: set[str], server_label: str) -> None:
         self._offered = offered
+        self.server_label = server_label
         self._open: dict[str, OpenItem] = {}
         """Function calls being written, by call id."""
         self._held: dict[str, OpenItem] = {}
         """Calls to tools the client did not offer, by call id: shown once the run tells whose they are."""
-        self._approving: dict[str, OpenItem] = {}
-        """The agent's calls an interrupt asks to approve, by call id: shown again with their result, if it comes."""
-        self.interrupts: list[Interrupt] = []
-        """Interrupts the run has not answered itself."""
+        self._approving: dict[str, tuple[OpenItem, str]] = {}
+        """The agent's calls an approval request asks about, by call id, with the request's id: shown with their
+        result, if it comes in the run."""
 
     def start(self, out: Output, e: ToolCallStart) -> list[Semantic]:
         out.opened(e)
@@ -70,41 +74,36 @@ class Calls:
 
     def result(self, out: Output, e: ToolResult) -> list[Semantic]:
         held = self._held.pop(e.tool_call_id, None)
-        item_id = held.item_id if held is not None else new_id("fc")
-        if held is None:
-            # The result of a call shown waiting for approval (approved within the run): the call again, done.
-            held = self._approving.pop(e.tool_call_id, None)
+        approval = None
+        if held is None and e.tool_call_id in self._approving:  # approved within the run, then run
+            held, approval = self._approving.pop(e.tool_call_id)
         if held is None:
             return []  # the agent answered a call of the client's own tool itself: the call stands as it went out
-        if isinstance(e.content, str):
-            output = json_or_text(e.content)
-            out.chars += len(e.content)
-        else:
-            output = output_of(e.content)  # content parts as JSON objects
-            out.chars += len(as_text(output))
-        return out.added_done(tool_call_item(item_id, held.call_id, held.name, "".join(held.pieces) or "{}",
-                                                   output, e.is_error))
+        output = as_text(e.content if isinstance(e.content, str) else output_of(e.content))  # parts as JSON objects
+        out.chars += len(output)
+        return out.added_done(mcp_call_item(held.call_id, held.name, "".join(held.pieces) or "{}", self.server_label,
+                                            output, e.is_error, approval))
 
     def interrupt(self, out: Output, e: Interrupt) -> list[Semantic]:
-        self.interrupts.append(e)
-        shown: list[Semantic] = []
         held = self._held.pop(e.tool_call_id, None) if e.tool_call_id is not None else None
-        if held is not None:  # the agent's own call, waiting for the approval: shown as its, not yet run
-            self._approving[held.call_id] = held
-            call = tool_call_item(held.item_id, held.call_id, held.name, "".join(held.pieces) or "{}", None)
-            call["status"] = "in_progress"
-            shown += out.added_done(call)
-        item = {"id": e.id, "type": INTERRUPT, "status": "completed", "reason": e.reason, "message": e.message,
-                "payload": e.payload, "tool_call_id": e.tool_call_id, "response_schema": e.response_schema}
-        if e.expires_at is not None:
-            item["expires_at"] = e.expires_at
-        return [*shown, *out.added_done(item)]
+        if held is not None:  # the agent's own call, waiting for the approval: the request shows it
+            self._approving[held.call_id] = (held, e.id)
+            if e.expires_at is not None:
+                out.dropped["interrupt_expiry"] += 1  # a call's approval request has no field for a deadline
+            return out.added_done({"id": e.id, "type": APPROVAL_REQUEST, "server_label": self.server_label,
+                                   "name": held.name, "arguments": "".join(held.pieces) or "{}",
+                                   "call_id": held.call_id})
+        question = drop_none({"reason": e.reason or None, "message": e.message, "payload": e.payload,
+                              "response_schema": e.response_schema, "tool_call_id": e.tool_call_id,
+                              "expires_at": e.expires_at})
+        return out.added_done({"id": e.id, "type": APPROVAL_REQUEST, "server_label": self.server_label,
+                               "name": re.sub(r"[^A-Za-z0-9_-]+", "_", e.reason).strip("_") or "approval",
+                               "arguments": orjson.dumps(question).decode()})
 
     def interrupt_resolved(self, out: Output, e: InterruptResolved) -> list[Semantic]:
-        """Answered within the run: the response does not wait for it."""
-        self.interrupts = [i for i in self.interrupts if i.id != e.interrupt_id]
-        return out.added_done({"id": new_id("ir"), "type": INTERRUPT_RESOLVED, "status": "completed",
-                                     "interrupt_id": e.interrupt_id, "approved": e.approved, "reason": e.reason})
+        """Answered within the run."""
+        return out.added_done({"id": new_id("mcpr"), "type": APPROVAL_RESPONSE, "approval_request_id": e.interrupt_id,
+                               "approve": e.approved, "reason": e.reason})
 
     def close(self, out: Output) -> list[Semantic]:
         """The run ended: calls held to the end are the client's to run; calls still open are closed."""

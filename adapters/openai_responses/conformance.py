@@ -23,7 +23,9 @@ TERMINAL = frozenset({"response.completed", "response.failed", "response.incompl
 ITEM_DELTAS = frozenset({"response.output_text.delta", "response.function_call_arguments.delta",
                          "response.reasoning.delta", "response.content_part.added", "response.output_text.done",
                          "response.content_part.done", "response.function_call_arguments.done",
-                         "response.reasoning.done"})
+                         "response.reasoning.done", "response.reasoning_summary_part.added",
+                         "response.reasoning_summary_text.delta", "response.reasoning_summary_text.done",
+                         "response.reasoning_summary_part.done"})
 
 
 def judge(answer: Answer) -> list[Violation]:

@@ -3,16 +3,18 @@ that does not stream, or an error object before any stream).
 
 Items open and close runs of events: a `message` item is a text message (its `refusal` parts a message of their
 own, marked as the model's refusal), `reasoning` reasoning (OpenAI's `response.reasoning_text.delta` and summaries,
-and Open Responses' `response.reasoning.delta`), a `function_call` a tool call left for the client, the gateway's
-`agent_gateway:tool_call` a tool the agent ran with its result, `agent_gateway:interrupt` an interrupt (and
-`agent_gateway:interrupt_resolved` one answered in the run), `agent_gateway:activity` an activity's snapshot and
-`agent_gateway:subagent` a subagent's start and end. A reasoning item's `encrypted_content` is encrypted reasoning.
+and Open Responses' `response.reasoning.delta`), a `function_call` a tool call left for the client, an `mcp_call` a
+tool the agent ran with its result, an `mcp_approval_request` an interrupt (about the agent's call its `call_id`
+names, when the gateway wrote it) and an `mcp_approval_response` one answered in the run, `agent_gateway:activity` an
+activity's snapshot and `agent_gateway:subagent` a subagent's start and end. A reasoning item's `encrypted_content`
+is encrypted reasoning.
 
 Text comes in deltas, or only in the `.done` events that repeat it (`output_text.done`, `content_part.done`,
-`output_item.done`): a part's text is passed on from the first that holds it, once. A delta of an item never added
-opens it where its kind says what it is (text, a refusal, reasoning); one that cannot be placed (an item already
-done, a call never named) is kept as `Raw`. `response.completed` ends the run (with its usage), `incomplete` ends it
-(interrupted, cancelled, or cut short by `max_output_tokens` or `content_filter`), `failed` and `error` fail it.
+`output_item.done`; a reasoning item's summary): a part's text is passed on from the first that holds it, once. A
+delta of an item never added opens it where its kind says what it is (text, a refusal, reasoning); one that cannot
+be placed (an item already done, a call never named) is kept as `Raw`. `response.completed` ends the run (with its
+usage), `incomplete` ends it (interrupted, cancelled, or cut short by `max_output_tokens` or `content_filter`),
+`failed` and `error` fail it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from gateway.core.codec import as_text
 from gateway.core.decoding import Events, JsonSSEOrBodyDecoder, str_at, str_or
 from gateway.core.errors import ErrorCode
 from gateway.core.events import (
@@ -52,7 +55,7 @@ from gateway.core.sse import DEFAULT_MAX_FRAME
 from gateway.core.steady import SteadyText
 from gateway.core.usage import read_openai
 
-from .items import ACTIVITY, INTERRUPT, INTERRUPT_RESOLVED, SUBAGENT, TOOL_CALL
+from .items import ACTIVITY, APPROVAL_REQUEST, APPROVAL_RESPONSE, MCP_CALL, SUBAGENT
 
 _REASONING_DELTAS = frozenset({"response.reasoning.delta", "response.reasoning_text.delta",
                                "response.reasoning_summary_text.delta"})
@@ -83,7 +86,7 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
         self._streamed: set[str] = set()
         """Calls whose arguments came as deltas."""
         self._calls: set[str] = set()
-        """The agent's calls read (`agent_gateway:tool_call`): one again is its result after an approval."""
+        """The agent's calls read with an approval request: its `mcp_call` is only the call's result."""
 
     def on_done(self, out: Events) -> None:
         """`[DONE]` follows the terminal event; before one, the stream was cut short (repair says so)."""
@@ -176,8 +179,8 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
             if item_id in self._ended:
                 return  # done already
             item_id = self._added(item, out)  # a server that sends only the finished item: its content with it
-        if kind in ("message", "reasoning"):
-            parts = item.get("content")
+        if kind in ("message", "reasoning"):  # a reasoning item's summary, when it holds no reasoning text
+            parts = item.get("content") or (item.get("summary") if kind == "reasoning" else None)
             for part in parts if isinstance(parts, list) else ():
                 if isinstance(part, dict):
                     self._part({"item_id": item_id}, part, out)  # what no delta said
@@ -197,18 +200,45 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
                 out.append(ToolCallArgs(found[1], arguments))
             self._streamed.discard(item_id)
             out.append(ToolCallEnd(found[1]))
-        elif kind == TOOL_CALL:
-            call_id = str_or(item.get("call_id")) or new_id("call")
-            if call_id not in self._calls:  # else: the call shown waiting for approval, now with its result
-                self._calls.add(call_id)
-                arguments = item.get("arguments")
-                out.append(ToolCallStart(call_id, str_or(item.get("name")) or "unknown_tool"))
-                out.append(ToolCallArgs(call_id, arguments if isinstance(arguments, str) else "{}"))
-                out.append(ToolCallEnd(call_id))
-            if item.get("status") != "in_progress":  # in progress: the agent's call, waiting for an approval
-                out.append(ToolResult(call_id, item.get("output"), is_error=item.get("status") == "failed"))
+        elif kind == MCP_CALL:
+            call_id = item_id or new_id("call")
+            self._agents_call(call_id, item, out)
+            error = item.get("error")
+            if error is not None:
+                said = error.get("content", error.get("message")) if isinstance(error, dict) else error
+                out.append(ToolResult(call_id, as_text(said), is_error=True))
+            else:
+                out.append(ToolResult(call_id, str_or(item.get("output"))))
+        elif kind == APPROVAL_REQUEST:
+            self._approval_request(item, item_id or new_id("int"), out)
         elif kind is not None and kind in _EXTENSIONS:
             _EXTENSIONS[kind](item, item_id, out)
+
+    def _agents_call(self, call_id: str, item: dict[str, Any], out: Events) -> None:
+        """A call of the agent's own, once: an approval request may have shown it before its `mcp_call`."""
+        if call_id in self._calls:
+            return
+        self._calls.add(call_id)
+        arguments = item.get("arguments")
+        out.append(ToolCallStart(call_id, str_or(item.get("name")) or "unknown_tool"))
+        out.append(ToolCallArgs(call_id, arguments if isinstance(arguments, str) and arguments else "{}"))
+        out.append(ToolCallEnd(call_id))
+
+    def _approval_request(self, item: dict[str, Any], item_id: str, out: Events) -> None:
+        """About the agent's call `call_id` names, that call; else its arguments are the question."""
+        call_id = str_at(item, "call_id")
+        if call_id is not None:
+            self._agents_call(call_id, item, out)
+            out.append(Interrupt(item_id, "tool_approval", tool_call_id=call_id))
+            return
+        try:
+            question = orjson.loads(str_or(item.get("arguments")))
+        except orjson.JSONDecodeError:
+            question = None
+        asked = question if isinstance(question, dict) else {}
+        out.append(Interrupt(item_id, str_at(asked, "reason") or str_or(item.get("name")), str_at(asked, "message"),
+                             asked.get("payload"), str_at(asked, "tool_call_id"), asked.get("response_schema"),
+                             str_at(asked, "expires_at")))
 
     def _found(self, frame: dict[str, Any], kind: str, out: Events) -> tuple[str, str] | None:
         """The item an event is about, as `_items` holds it. One never added is, as the event says (`kind`); one
@@ -295,16 +325,10 @@ def _refusal_of(message_id: str) -> str:
     return message_id + "-refusal"
 
 
-def _interrupt(item: dict[str, Any], item_id: str, out: Events) -> None:
-    out.append(Interrupt(item_id or new_id("int"), str_or(item.get("reason")), str_at(item, "message"),
-                         item.get("payload"), str_at(item, "tool_call_id"), item.get("response_schema"),
-                         str_at(item, "expires_at")))
-
-
-def _interrupt_resolved(item: dict[str, Any], item_id: str, out: Events) -> None:
-    interrupt_id = str_at(item, "interrupt_id")
+def _approval_response(item: dict[str, Any], item_id: str, out: Events) -> None:
+    interrupt_id = str_at(item, "approval_request_id")
     if interrupt_id is not None:
-        out.append(InterruptResolved(interrupt_id, approved=item.get("approved") is not False,
+        out.append(InterruptResolved(interrupt_id, approved=item.get("approve") is not False,
                                      reason=str_at(item, "reason")))
 
 
@@ -340,9 +364,8 @@ def _subagent(item: dict[str, Any], item_id: str, out: Events) -> None:
                                     [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else None))
 
 
-_EXTENSIONS = {INTERRUPT: _interrupt, INTERRUPT_RESOLVED: _interrupt_resolved, ACTIVITY: _activity,
-               SUBAGENT: _subagent}
-"""The gateway's own items (see `items`), read when done."""
+_EXTENSIONS = {APPROVAL_RESPONSE: _approval_response, ACTIVITY: _activity, SUBAGENT: _subagent}
+"""Items read when done that stand for one event each (see `items`)."""
 
 
 def _error(error: Any) -> RunError:

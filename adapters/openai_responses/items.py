@@ -1,17 +1,23 @@
 """The Responses shapes both directions share: the response object (every field the Open Responses schema
 requires), output items, the gateway's extension items, and OpenAI error objects.
 
-What an agent does beyond a model's reply has no item in the specification, so it is an extension item under the
-gateway's slug (the specification's rule for items of one implementation):
+What an agent does beyond a model's reply takes the Responses API's own items where it has them, the ones a hosted
+MCP server's tools make (which the `openai` SDKs' types hold):
 
-- `agent_gateway:tool_call`: a tool the agent ran itself, with its arguments and its output. A `function_call`
-  would be a call for the client to run: agent loops (the OpenAI Agents SDK) run every one, or fail on a tool they
-  do not have.
-- `agent_gateway:interrupt`: the agent stopped for a human (`reason`, `message`, `payload`, `tool_call_id`,
-  `response_schema`, `expires_at`); the response is then `incomplete` with the reason `interrupt`. The client answers
-  with an input item `{"type": "agent_gateway:resume", "interrupt_id", "payload"}`.
-- `agent_gateway:interrupt_resolved`: an interrupt the run answered itself (`interrupt_id`, `approved`, `reason`);
-  the response does not wait for it.
+- `mcp_call`: a tool the agent ran itself (`id` is the call's id; `name`, `arguments`, `output`, or for a failed
+  one `error`), with `approval_request_id` when it ran once approved in the same run. A `function_call` would be a
+  call for the client to run: agent loops (the OpenAI Agents SDK) run every one, or fail on a tool they do not have.
+- `mcp_approval_request`: the agent waits for a human. About a call of the agent's own, its `name` and `arguments`
+  are the call's and `call_id` (the gateway's field) names it; any other interrupt is named after its reason, its
+  `arguments` the question (`reason`, `message`, `payload`, `response_schema`, `tool_call_id`, `expires_at`). The
+  response completes; the client answers with an `mcp_approval_response` input item (`approval_request_id`,
+  `approve`, `reason`), or with `{"type": "agent_gateway:resume", "interrupt_id", "payload"}` for an answer that is
+  not a yes or no.
+- `mcp_approval_response`: an interrupt the run answered itself; the response does not wait for it.
+
+The rest has no item in either, so it is an extension item under the gateway's slug (Open Responses' rule for
+items of one implementation):
+
 - `agent_gateway:activity`: an activity (a plan, a search's progress; AG-UI's activity messages) as it stands after
   each change, whole (`activity_id`, `activity_type`, `content`): the last item of an `activity_id` is how it is.
 - `agent_gateway:subagent`: an agent the agent called (`subagent_run_id`, `name`, `description`, its parents), added
@@ -32,11 +38,12 @@ import orjson
 
 from gateway.core.errors import GatewayError, InvalidRequest, UnknownRoute, UnknownRun
 from gateway.core.usage import UsageTotals
+from gateway.core.validation import load_carried_json
 
 SLUG = "agent_gateway"
-TOOL_CALL = f"{SLUG}:tool_call"
-INTERRUPT = f"{SLUG}:interrupt"
-INTERRUPT_RESOLVED = f"{SLUG}:interrupt_resolved"
+MCP_CALL = "mcp_call"
+APPROVAL_REQUEST = "mcp_approval_request"
+APPROVAL_RESPONSE = "mcp_approval_response"
 ACTIVITY = f"{SLUG}:activity"
 SUBAGENT = f"{SLUG}:subagent"
 RESUME = f"{SLUG}:resume"
@@ -89,17 +96,26 @@ def function_call_item(item_id: str, call_id: str, name: str, arguments: str,
 
 
 def reasoning_item(item_id: str, text: str | None, encrypted: str | None = None) -> dict[str, Any]:
-    content = [{"type": "reasoning_text", "text": text}] if text is not None else []
-    item = {"id": item_id, "type": "reasoning", "summary": [], "content": content}
+    """The agent's reasoning as the item's summary: its streaming events are the ones both the `openai` SDKs and
+    Open Responses know (their events for raw reasoning text differ in name)."""
+    summary = [summary_part(text)] if text is not None else []
+    item: dict[str, Any] = {"id": item_id, "type": "reasoning", "summary": summary}
     if encrypted is not None:
         item["encrypted_content"] = encrypted
     return item
 
 
-def tool_call_item(item_id: str, call_id: str, name: str, arguments: str, output: Any,
-                   failed: bool = False) -> dict[str, Any]:
-    return {"id": item_id, "type": TOOL_CALL, "status": "failed" if failed else "completed", "call_id": call_id,
-            "name": name, "arguments": arguments, "output": output}
+def summary_part(text: str) -> dict[str, Any]:
+    return {"type": "summary_text", "text": text}
+
+
+def mcp_call_item(call_id: str, name: str, arguments: str, server_label: str, output: str, failed: bool,
+                  approval_request_id: str | None) -> dict[str, Any]:
+    """A tool the agent ran, as a hosted MCP server's call: a failed one's output is its `error`."""
+    return {"id": call_id, "type": MCP_CALL, "status": "failed" if failed else "completed", "name": name,
+            "arguments": arguments, "server_label": server_label, "output": None if failed else output,
+            "error": {"type": "mcp_tool_execution_error", "content": output} if failed else None,
+            "approval_request_id": approval_request_id}
 
 
 def error_type(status: int) -> str:
@@ -141,7 +157,7 @@ def expanded(item: dict[str, Any], where: str) -> list[dict[str, Any]]:
     if not isinstance(content, str) or not content.startswith(COMPACTED):
         raise refused
     try:
-        items = orjson.loads(base64.urlsafe_b64decode(content[len(COMPACTED):]))
+        items = load_carried_json(base64.urlsafe_b64decode(content[len(COMPACTED):]), at=2)  # where `input` is
     except (binascii.Error, ValueError):
         raise refused from None
     if not isinstance(items, list) or not all(isinstance(i, dict) and i.get("type") != "compaction" for i in items):

@@ -1,7 +1,8 @@
 """Responses requests: `POST /v1/responses` with `input` (a string, or items: messages, `function_call`s and their
-`function_call_output`s, reasoning, the gateway's extension items), `instructions`, function `tools`, and the
-history kept on the server: `previous_response_id` (the conversation as that response left it) or `conversation`
-(a conversation by id, like AG-Kit's). Without either, `input` is the whole history.
+`function_call_output`s, reasoning, the `mcp_call`s the agent ran, and answers to its approval requests:
+`mcp_approval_response`, or the gateway's `agent_gateway:resume`), `instructions`, function `tools`, and the history
+kept on the server: `previous_response_id` (the conversation as that response left it) or `conversation` (a
+conversation by id, like AG-Kit's). Without either, `input` is the whole history.
 
 As an upstream, any Responses server is sent the whole history each call (`store: false`): every server takes that,
 and no id of the gateway's or a client's reaches it.
@@ -14,18 +15,18 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.core.codec import UpstreamRequest, as_text
+from gateway.core.codec import UpstreamRequest, as_text, drop_none
 from gateway.core.errors import InvalidRequest
 from gateway.core.ids import new_id
 from gateway.core.turn import ContentPart, Message, Resume, Tool, ToolCall, Turn, media_kind
 from gateway.core.validation import validate
 
-from .items import RESUME, TOOL_CALL, expanded
+from .items import APPROVAL_REQUEST, APPROVAL_RESPONSE, MCP_CALL, RESUME, expanded
 
 DEFAULT_MODEL = "agent-gateway"
-_IGNORED_ITEMS = frozenset({"agent_gateway:interrupt", "item_reference"})
-"""Items a client sends back that say nothing new: the question it answers with a resume item; a reference to an
-item the gateway already holds."""
+_IGNORED_ITEMS = frozenset({APPROVAL_REQUEST, "item_reference"})
+"""Items a client sends back that say nothing new: the question it answers with an approval response; a reference
+to an item the gateway already holds."""
 
 
 class _Model(BaseModel):
@@ -115,27 +116,40 @@ def read_input(value: str | list[dict[str, Any]]) -> tuple[list[Message], list[R
             output = item.get("output")
             messages.append(Message("tool", output if isinstance(output, str) else as_text(output),
                                     tool_call_id=_str(item, "call_id", where)))
-        elif kind == TOOL_CALL:
-            call_id = _str(item, "call_id", where)
+        elif kind == MCP_CALL:
+            call_id = _str(item, "id", where)
             _assistant(messages).tool_calls.append(ToolCall(call_id, _str(item, "name", where), _arguments(item)))
-            output = item.get("output")
-            failed = item.get("status") == "failed"
-            messages.append(Message("tool", as_text(output), tool_call_id=call_id,
-                                    error=as_text(output) if failed else None))
+            messages.append(_mcp_result(item, call_id))
         elif kind == "reasoning":
             text = "".join(p.get("text", "") for p in [*(item.get("content") or ()), *(item.get("summary") or ())]
                            if isinstance(p, dict) and isinstance(p.get("text"), str))
             messages.append(Message("reasoning", text))
         elif kind == "compaction":  # the history it stands for, where it stands
             messages += read_input(expanded(item, where))[0]
+        elif kind == APPROVAL_RESPONSE:  # a yes or no, as a useChat client answers one
+            reason = item.get("reason")
+            resume.append(Resume(_str(item, "approval_request_id", where),
+                                 payload=drop_none({"approved": item.get("approve") is True,
+                                                    "reason": reason if isinstance(reason, str) else None})))
         elif kind == RESUME:
             resume.append(Resume(_str(item, "interrupt_id", where), payload=item.get("payload"),
                                  status="cancelled" if item.get("status") == "cancelled" else "resolved"))
         elif kind not in _IGNORED_ITEMS:
             raise InvalidRequest(f"{where}.type: {kind!r} is not an input item the gateway reads (message, "
-                                 "function_call, function_call_output, reasoning, compaction, agent_gateway:resume)",
+                                 "function_call, function_call_output, reasoning, compaction, mcp_call, "
+                                 "mcp_approval_response, agent_gateway:resume)",
                                  [{"field": f"{where}.type", "message": f"unknown item type {kind!r}"}])
     return messages, resume
+
+
+def _mcp_result(item: dict[str, Any], call_id: str) -> Message:
+    """The result of a call the agent ran: its output, or the error it failed with."""
+    error = item.get("error")
+    if error is None:
+        output = item.get("output")
+        return Message("tool", output if isinstance(output, str) else as_text(output), tool_call_id=call_id)
+    said = as_text(error.get("content", error.get("message")) if isinstance(error, dict) else error)
+    return Message("tool", said, tool_call_id=call_id, error=said)
 
 
 def _assistant(messages: list[Message]) -> Message:
@@ -206,17 +220,28 @@ def _media(url: str, kind: str) -> ContentPart:
 
 
 def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
-    """The whole history as input items, streamed, stored nowhere upstream; answers to interrupts as the gateway's
-    resume items (which a Responses server of the gateway's reads)."""
+    """The whole history as input items, streamed, stored nowhere upstream; answers to interrupts after them (see
+    `answer_item`)."""
     items = input_items(turn.messages)
-    items += [{"type": RESUME, "interrupt_id": r.interrupt_id, "payload": r.payload,
-               **({"status": "cancelled"} if r.status == "cancelled" else {})} for r in turn.resume]
+    items += [answer_item(r) for r in turn.resume]
     body: dict[str, Any] = {"model": turn.model or DEFAULT_MODEL, "input": items, "stream": True, "store": False}
     if turn.tools:
         body["tools"] = [{"type": "function", "name": t.name, "description": t.description or None,
                           "parameters": t.parameters or {"type": "object", "properties": {}}} for t in turn.tools]
     return UpstreamRequest(orjson.dumps(body), {"content-type": "application/json", "accept": "text/event-stream"},
                            json_reply=True)
+
+
+def answer_item(resume: Resume) -> dict[str, Any]:
+    """A yes or no (`{"approved": bool}`, and why) as the `mcp_approval_response` any Responses server reads; any
+    other answer, or a cancelled one, as the gateway's resume item (which a Responses server of the gateway's reads)."""
+    payload = resume.payload
+    if resume.status == "resolved" and isinstance(payload, dict) and isinstance(payload.get("approved"), bool) \
+            and set(payload) <= {"approved", "reason"} and isinstance(payload.get("reason", ""), str):
+        return drop_none({"type": APPROVAL_RESPONSE, "approval_request_id": resume.interrupt_id,
+                          "approve": payload["approved"], "reason": payload.get("reason")})
+    return {"type": RESUME, "interrupt_id": resume.interrupt_id, "payload": payload,
+            **({"status": "cancelled"} if resume.status == "cancelled" else {})}
 
 
 def input_items(messages: list[Message]) -> list[dict[str, Any]]:

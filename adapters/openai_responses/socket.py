@@ -23,14 +23,14 @@ import orjson
 from gateway.core.errors import InvalidRequest, UnknownRun
 from gateway.core.turn import Message, Turn
 
-from .items import TOOL_CALL, error_object
+from .items import MCP_CALL, error_object
 from .request import echo, read_input
 
 _HTTP_ONLY = ("stream", "stream_options", "background")
 _TERMINAL = (b"event: response.completed\n", b"event: response.incomplete\n")
 _FAILED = (b"event: response.failed\n", b"event: error\n")
-_KEPT_ITEMS = frozenset({"message", "function_call", "reasoning", TOOL_CALL})
-"""The output items the next turn's history holds; the others (interrupts, activities, subagents) tell the client
+_KEPT_ITEMS = frozenset({"message", "function_call", "reasoning", MCP_CALL})
+"""The output items the next turn's history holds; the others (approvals, activities, subagents) tell the client
 what happened, and the conversation the route keeps remembers what they mean."""
 
 

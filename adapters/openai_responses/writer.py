@@ -1,15 +1,14 @@
 """A run as the output items and semantic events of one response, shared by the streamed reply and the one-body
 one (and by answers about a stored response).
 
-Text is a `message` item per message (a refusal's content part `refusal`), reasoning a `reasoning` item
-(`reasoning_text` content). Tool calls and
-interrupts are `calls`' to write: a call to a tool the client offered is a `function_call` item, one the agent ran
-itself an `agent_gateway:tool_call` (see `items`); an interrupt the run leaves open ends the response `incomplete`
-(reason `interrupt`), as a cancelled run does (reason `cancelled`) and one whose answer was cut short (reason
-`max_output_tokens` or `content_filter`). Activities and subagents are the gateway's items
-too (see `items`); encrypted reasoning is its reasoning item's `encrypted_content`. State, named data, steps and
-snapshots have no item and are left out, as are an event's `metadata` and which subagent a message or call is of
-(counted in `dropped`).
+Text is a `message` item per message (a refusal's content part `refusal`), reasoning a `reasoning` item (its
+summary: see `items.reasoning_item`). Tool calls and interrupts are `calls`' to write: a call to a tool the client
+offered is a `function_call` item, one the agent ran itself an `mcp_call`, an interrupt an `mcp_approval_request`
+(see `items`); the response completes, and only a cancelled run ends it `incomplete` (reason `cancelled`), or one
+whose answer was cut short (reason `max_output_tokens` or `content_filter`). Activities and subagents are the
+gateway's items (see `items`); encrypted reasoning is its reasoning item's `encrypted_content`. State, named data,
+steps and snapshots have no item and are left out, as are an event's `metadata` and which subagent a message or call
+is of (counted in `dropped`).
 
     ResponseWriter      the response object (id, model, status, usage); messages, reasoning, activities and
       │                 subagents; which part writes each event
@@ -64,7 +63,16 @@ from gateway.core.turn import Turn
 from gateway.core.usage import UsageTotals
 
 from .calls import Calls
-from .items import ACTIVITY, SUBAGENT, error_object, message_item, reasoning_item, response_object, text_part
+from .items import (
+    ACTIVITY,
+    SUBAGENT,
+    error_object,
+    message_item,
+    reasoning_item,
+    response_object,
+    summary_part,
+    text_part,
+)
 from .output import OpenItem, Output
 from .output import Semantic as Semantic
 from .request import echo
@@ -87,7 +95,7 @@ class ResponseWriter(Output):
         self.request = echo(request)
         self.created_at = int(time.time())
         super().__init__(dropped)
-        self.calls = Calls({t.name for t in request.tools} if request is not None else set())
+        self.calls = Calls({t.name for t in request.tools} if request is not None else set(), self.model)
         self.texts: dict[str, OpenItem] = {}
         """Messages and reasoning being written, by their canonical id."""
         self._encrypted: dict[str, str] = {}
@@ -162,8 +170,8 @@ class ResponseWriter(Output):
         index = self.add(reasoning_item(item_id, None))
         self.texts[e.message_id] = OpenItem(index, item_id)
         return [("response.output_item.added", {"output_index": index, "item": reasoning_item(item_id, None)}),
-                ("response.content_part.added", {"item_id": item_id, "output_index": index, "content_index": 0,
-                                                 "part": {"type": "reasoning_text", "text": ""}})]
+                ("response.reasoning_summary_part.added", {"item_id": item_id, "output_index": index,
+                                                           "summary_index": 0, "part": summary_part("")})]
 
     def _reasoning_delta(self, e: ReasoningDelta) -> list[Semantic]:
         text = self.texts.get(e.message_id)
@@ -171,8 +179,8 @@ class ResponseWriter(Output):
             return []
         text.pieces.append(e.delta)
         self.chars += len(e.delta)
-        return [("response.reasoning.delta", {"item_id": text.item_id, "output_index": text.index,
-                                              "content_index": 0, "delta": e.delta})]
+        return [("response.reasoning_summary_text.delta", {"item_id": text.item_id, "output_index": text.index,
+                                                           "summary_index": 0, "delta": e.delta})]
 
     def _reasoning_end(self, e: ReasoningEnd) -> list[Semantic]:
         text = self.texts.pop(e.message_id, None)
@@ -181,9 +189,9 @@ class ResponseWriter(Output):
         whole = "".join(text.pieces)
         item = self.output[text.index] = reasoning_item(text.item_id, whole,
                                                            self._encrypted.pop(e.message_id, None))
-        where = {"item_id": text.item_id, "output_index": text.index, "content_index": 0}
-        return [("response.reasoning.done", {**where, "text": whole}),
-                ("response.content_part.done", {**where, "part": item["content"][0]}),
+        where = {"item_id": text.item_id, "output_index": text.index, "summary_index": 0}
+        return [("response.reasoning_summary_text.done", {**where, "text": whole}),
+                ("response.reasoning_summary_part.done", {**where, "part": item["summary"][0]}),
                 ("response.output_item.done", {"output_index": text.index, "item": item})]
 
     def _encrypted_value(self, e: EncryptedValue) -> list[Semantic]:
@@ -241,9 +249,7 @@ class ResponseWriter(Output):
 
     def _run_finished(self, e: RunFinished) -> list[Semantic]:
         out = self.calls.close(self)
-        if self.calls.interrupts:
-            reason = "interrupt"
-        elif e.outcome == "cancelled":
+        if e.outcome == "cancelled":
             reason = "cancelled"
         elif e.stop_reason is not None:
             reason = INCOMPLETE[e.stop_reason]
@@ -255,7 +261,9 @@ class ResponseWriter(Output):
         self.calls.fail()
         error = error_object(e.message, 502, e.code or ErrorCode.UPSTREAM_ERROR)
         failed = self.response("failed", error={"code": error["code"], "message": e.message})
-        return [("error", {"error": error}), ("response.failed", {"response": failed})]
+        # The `openai` SDKs read the error's fields at the top of the event, Open Responses in its `error`.
+        said = {"code": error["code"], "message": e.message, "param": None, "error": error}
+        return [("error", said), ("response.failed", {"response": failed})]
 
 
 _HANDLERS: dict[type, Callable[[ResponseWriter, Any], list[Semantic]]] = {

@@ -27,8 +27,9 @@ def version() -> str:
     return f"agent-gateway {__version__}, codecs {compiled.summary()}"
 
 
-def bind(host: str, port: int) -> socket.socket | None:
-    """The listening socket, bound before anything says "listening"; a port in use is one line, not a traceback."""
+def bind(host: str, port: int, setting: str = "--port") -> socket.socket | None:
+    """The listening socket, bound before anything says "listening"; a port in use is one line naming the
+    `setting` to change, not a traceback."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -36,7 +37,7 @@ def bind(host: str, port: int) -> socket.socket | None:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        reason = "is in use: try --port" if exc.errno == errno.EADDRINUSE else f"cannot be used: {exc.strerror}"
+        reason = f"is in use: try {setting}" if exc.errno == errno.EADDRINUSE else f"cannot be used: {exc.strerror}"
         log.error("%s:%d %s", host, port, reason)
         return None
     sock.listen(2048)

@@ -46,6 +46,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from gateway.server import http_server, logs, workers
     from gateway.server.app import CONFIG_ENV, create_app
     from gateway.server.drain import exit_quietly_when_stopped
+    from gateway.server.uvicorn_options import uvicorn_options
 
     flags = [flag for flag, value in (("--upstream", args.upstream), ("--upstream-dialect", args.upstream_dialect),
                                       ("--upstream-variant", args.upstream_variant),
@@ -101,8 +102,18 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return 2
     if args.workers > 1:  # each worker opens its own: this one only proved it can be opened
         asyncio.run(store.close())
+    metrics_at = config.metrics.address
+    if metrics_at is not None and metrics_at[1] == args.port:
+        log.error("metrics.listen %s needs a port of its own, not the gateway's (%d)", config.metrics.listen,
+                  args.port)
+        asyncio.run(store.close())
+        return 2
     sock = bind(args.host, args.port)
-    if sock is None:
+    metrics_sock = bind(*metrics_at, "another metrics.listen") if metrics_at is not None else None
+    if sock is None or (metrics_at is not None and metrics_sock is None):
+        for bound in (sock, metrics_sock):
+            if bound is not None:
+                bound.close()
         asyncio.run(store.close())
         return 2
     for route in config.routes:
@@ -111,27 +122,29 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     log.info(version())
     url = f"http://{args.host}:{args.port}"
     http_server.HEAD_SECONDS = config.header_timeout
+    if metrics_at is not None:
+        log.info("metrics at http://%s/metrics", config.metrics.listen)
     if config.inspector is not None:
         shown = f"?key={config.inspector.key}" if inspector_made_key else " (with inspector.key)"
         log.info("inspector at %s%s/%s", url, config.inspector.path, shown)
     if args.workers == 1:
         log.info("listening on %s", url, extra={"url": url})
         app = create_app(config, store, log_bodies=args.log_bodies)
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", limit_concurrency=config.max_connections,
-                                               http=http_server.HeadDeadlineProtocol))
+        server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(config.max_connections)))
         exit_quietly_when_stopped()
-        server.run(sockets=[sock])
+        server.run(sockets=[sock] if metrics_sock is None else [sock, metrics_sock])
         return 0
-    sock.close()  # it was free: each worker binds its own (gateway/server/workers.py)
+    for bound in (sock, metrics_sock):  # they were free: each worker binds its own (gateway/server/workers.py)
+        if bound is not None:
+            bound.close()
     os.environ[CONFIG_ENV] = orjson.dumps({"config": config.model_dump(mode="json"), "log_format": args.log_format,
                                            "log_level": args.log_level, "log_bodies": args.log_bodies}).decode()
     with tempfile.TemporaryDirectory(prefix="agent-gateway-metrics-") as metrics_dir:
         os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", metrics_dir)
         workers.run(uvicorn.Config("gateway.server.app:from_environment", factory=True, host=args.host,
-                                   port=args.port, workers=args.workers, log_level="warning",
-                                   limit_concurrency=config.max_connections, http=http_server.HeadDeadlineProtocol),
+                                   port=args.port, workers=args.workers, **uvicorn_options(config.max_connections)),
                     ready=lambda: log.info("listening on %s (%d workers)", url, args.workers,
-                                           extra={"url": url, "workers": args.workers}))
+                                           extra={"url": url, "workers": args.workers}), metrics=metrics_at)
     return 0
 
 

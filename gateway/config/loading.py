@@ -13,7 +13,7 @@ import yaml
 from pydantic import ValidationError
 
 from gateway.config.route import Auth, Cors, Limits, Push, Route, Timeouts
-from gateway.config.settings import GatewayConfig, Store
+from gateway.config.settings import GatewayConfig, MetricsOptions, Store
 from gateway.config.upstream import Upstream, UpstreamTLS
 from gateway.core.validation import error_message, field_path
 from gateway.inspector.options import InspectorOptions
@@ -25,7 +25,7 @@ class ConfigError(ValueError):
 
 
 _KEYS = sorted({name for model in (Timeouts, Limits, Auth, Cors, Push, UpstreamTLS, Upstream, Route, Store,
-                                   GatewayConfig, InspectorOptions, RecordOptions)
+                                   GatewayConfig, MetricsOptions, InspectorOptions, RecordOptions)
                 for name in model.model_fields})
 """Every key a configuration may hold, for "did you mean"."""
 

@@ -47,6 +47,9 @@ class Limits(Model):
     max_messages: int = Field(2000, gt=0, description="most messages accepted in one request")
     max_streams: int = Field(10_000, gt=0, description="concurrent requests on this route")
     max_streams_per_key: int = Field(100, gt=0, description="concurrent requests per API key (with auth)")
+    max_sockets: int = Field(1000, gt=0, description="WebSockets open at once on this route (a dialect's WebSocket "
+                             "mode: each runs one request at a time, and its requests take stream slots too)")
+    max_sockets_per_key: int = Field(100, gt=0, description="WebSockets open at once per API key (with auth)")
     max_resume_events: int = Field(100_000, gt=0, description="pieces of a resumable run's reply kept for resuming; "
                                    "past it the run goes on, no longer resumable")
     max_resume_bytes: int = Field(16 * 1024 * 1024, gt=0, description="bytes of a resumable run's reply kept for "

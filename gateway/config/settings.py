@@ -1,7 +1,10 @@
 """The whole configuration: its routes, the conversation store, and what holds for the gateway as a whole
-(keep-alives, draining, connection limits, the inspector)."""
+(keep-alives, draining, connection limits, the names it answers to, metrics, the inspector)."""
 
 from __future__ import annotations
+
+import ipaddress
+import re
 
 from pydantic import Field, field_validator
 
@@ -54,6 +57,64 @@ class Store(Model):
         return KeptLimits(self.max_resume_kept_bytes, self.max_resume_kept, self.max_resume_kept_per_principal)
 
 
+_NAME = re.compile(r"(\*\.)?[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*")
+"""A host name as `allowed_hosts` lists it, lower case, or `*.` and the name its subdomains are under."""
+
+
+def allowed_host(entry: str) -> str:
+    """An `allowed_hosts` entry as the gateway compares it: lower case, without a trailing dot, an IPv6 address
+    without brackets; a `ValueError` saying what is wrong with one it cannot be."""
+    name = entry.strip().lower()
+    if name == "*":
+        return name
+    name = name.removesuffix(".")
+    try:
+        return str(ipaddress.ip_address(name.removeprefix("[").removesuffix("]")))
+    except ValueError:
+        pass
+    if ":" in name:
+        raise ValueError(f"{entry!r}: name the host without its port (any port is accepted)")
+    if not _NAME.fullmatch(name):
+        raise ValueError(f"{entry!r} is not a host name, *.name, an address or *")
+    return name
+
+
+class MetricsOptions(Model):
+    """Who may read `/metrics`, and where it is served."""
+
+    key: str | None = Field(None, description="a key to send as Authorization: Bearer <key> (or X-API-Key) to "
+                            "read /metrics; without one, anyone who reaches its address may")
+    listen: str | None = Field(None, description="host:port where /metrics is served alone (127.0.0.1:9464), "
+                               "instead of beside the routes")
+
+    @field_validator("key")
+    @classmethod
+    def _not_empty(cls, key: str | None) -> str | None:
+        if key is not None and not key.strip():
+            raise ValueError("is empty: set it, or leave metrics.key out to serve /metrics to anyone")
+        return key.strip() if key is not None else None
+
+    @field_validator("listen")
+    @classmethod
+    def _host_and_port(cls, listen: str | None) -> str | None:
+        if listen is not None:
+            _host_port(listen)
+        return listen
+
+    @property
+    def address(self) -> tuple[str, int] | None:
+        """Where `/metrics` is served alone, if anywhere."""
+        return _host_port(self.listen) if self.listen is not None else None
+
+
+def _host_port(listen: str) -> tuple[str, int]:
+    host, colon, port = listen.strip().rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{listen!r} is not host:port, such as 127.0.0.1:9464")
+    return host, int(port)
+
+
 class GatewayConfig(Model):
     routes: list[Route] = Field(min_length=1)
     store: Store = Store()
@@ -71,6 +132,17 @@ class GatewayConfig(Model):
                                           "while bodies are read; past it, 503")
     inspector: InspectorOptions | None = None
     """The inspector's page (`gateway.inspector`); off unless set."""
+    allowed_hosts: list[str] | None = None
+    """The names a request's `Host` may give (`gateway.example.com`, `*.example.com`, or `*` for any); an address,
+    or no Host at all, is always accepted. Unset: on a connection to a loopback address only `localhost` and
+    `*.localhost`, so that a web page cannot reach the gateway through a name its DNS rebinds to 127.0.0.1; any name
+    otherwise."""
+    metrics: MetricsOptions = MetricsOptions()
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _host_patterns(cls, entries: list[str] | None) -> list[str] | None:
+        return None if entries is None else [allowed_host(entry) for entry in entries]
 
     @field_validator("routes")
     @classmethod

@@ -22,6 +22,7 @@ import orjson
 from gateway.core.conformance import Judge
 from gateway.core.decoding import Decoder as Decoder
 from gateway.core.decoding import NewDecoder
+from gateway.core.depth import MAX_DEPTH_IN_TEXT, nests_deeper
 from gateway.core.encoding import Encoder as Encoder
 from gateway.core.errors import GatewayError
 from gateway.core.queries import RunQueries
@@ -234,11 +235,13 @@ class Dialect:
 
 
 def json_or_text(value: str) -> Any:
-    """Parse a JSON string if it is one; otherwise keep the text (tool results are often plain text)."""
+    """Parse a JSON string if it is one; otherwise keep the text (tool results are often plain text). JSON nested
+    deeper than `MAX_DEPTH_IN_TEXT` is kept as text too: the body it goes on in could not be written."""
     try:
-        return orjson.loads(value)
+        parsed = orjson.loads(value)
     except orjson.JSONDecodeError:
         return value
+    return value if nests_deeper(parsed, value, MAX_DEPTH_IN_TEXT) else parsed
 
 
 def as_text(value: Any) -> str:

@@ -4,6 +4,7 @@
 GatewayError
  ├── RequestError                 the client's request is wrong (4xx); the upstream is never called
  │    ├── MalformedRequest        400  not JSON, not a JSON object, nested too deep; a malformed tenant header
+ │    ├── HostNotAllowed          400  a `Host` naming a name the gateway was not told it answers to
  │    ├── Unauthorized            401  no valid API key or bearer token for a route that asks for one
  │    ├── TooManyStreams          429  the route's or the key's concurrent streams are all in use
  │    ├── UnsupportedMediaType    415  not application/json
@@ -48,6 +49,7 @@ class ErrorCode(StrEnum):
     GATEWAY_ERROR = "gateway_error"
     BAD_REQUEST = "bad_request"
     MALFORMED_REQUEST = "malformed_request"
+    HOST_NOT_ALLOWED = "host_not_allowed"
     UNAUTHORIZED = "unauthorized"
     TOO_MANY_STREAMS = "too_many_streams"
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
@@ -119,6 +121,14 @@ class RequestError(GatewayError):
 class MalformedRequest(RequestError):
     status = 400
     code: str = ErrorCode.MALFORMED_REQUEST
+
+
+class HostNotAllowed(RequestError):
+    """A request naming, as its `Host`, a name the gateway was not told it answers to (`allowed_hosts`): what a
+    page whose DNS rebinds its own name to the gateway's address sends."""
+
+    status = 400
+    code: str = ErrorCode.HOST_NOT_ALLOWED
 
 
 class Unauthorized(RequestError):

@@ -43,7 +43,8 @@ class UsageTotals:
 
     def openai(self, names: Names, whole: bool = False) -> dict[str, Any] | None:
         """The counts as OpenAI names them; None when no count came. `whole`: every count a schema requires, 0 for
-        one that never came (Chat Completions' three, and Responses' details too)."""
+        one that never came (Chat Completions' three, and Responses' details too: the `openai` SDKs require
+        `cache_write_tokens` beside `cached_tokens`)."""
         counts = self.counts
         if not counts and not whole:
             return None
@@ -61,6 +62,7 @@ class UsageTotals:
                   if ours in counts}
         if whole and names == "responses":
             cached.setdefault("cached_tokens", 0)
+            cached.setdefault("cache_write_tokens", 0)
         if cached:
             usage[f"{prompt}_details"] = cached
         if "reasoning_tokens" in counts or (whole and names == "responses"):

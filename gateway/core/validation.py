@@ -14,6 +14,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from gateway.core import depth
 from gateway.core.errors import InvalidRequest, MalformedRequest
 from gateway.core.turn import Turn
 
@@ -28,21 +29,40 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 def load_json_object(body: bytes, max_depth: int = 64) -> dict[str, Any]:
+    depth.hold(max_depth)  # and so is what it carries encoded (`load_carried_json`)
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise MalformedRequest(_not_json(body, exc)) from None
     if not isinstance(value, dict):
         raise MalformedRequest(f"request body must be a JSON object, got {_json_type(value)}")
-    # A body nests no deeper than it has brackets (strings' included): most are far from the limit by that count
-    # alone, which C makes, and only the rest are walked.
-    if body.count(b"{") + body.count(b"[") > max_depth and _deeper_than(value, max_depth):
-        raise MalformedRequest(f"request body is nested deeper than {max_depth} levels")
+    if depth.nests_deeper(value, body, max_depth):
+        raise MalformedRequest(_too_deep(max_depth))
+    _check_integers(body)
+    return value
+
+
+def load_carried_json(data: bytes, at: int) -> Any:
+    """JSON a request carries encoded in one of its strings (a Responses compaction's items), read as if written in
+    place at depth `at` (the body's own fields are at 2): held to the depth limit the request was read under, and
+    refused with the same 400 as the same JSON written out. What is not JSON is orjson's `ValueError`."""
+    value = orjson.loads(data)
+    limit = depth.held()
+    if depth.nests_deeper(value, data, limit - at + 1):
+        raise MalformedRequest(_too_deep(limit))
+    _check_integers(data)
+    return value
+
+
+def _too_deep(limit: int) -> str:
+    return f"request body is nested deeper than {limit} levels"
+
+
+def _check_integers(body: bytes) -> None:
     if _LONG_DIGITS.search(body) and (number := _integer_past_64_bits(body)) is not None:
         shown = number if len(number) <= 40 else number[:40] + "..."
         raise MalformedRequest(f"request body holds the integer {shown}, which is past 64 bits: it would not reach "
                                "the agent as written. Send it as a string")
-    return value
 
 
 def _integer_past_64_bits(body: bytes) -> str | None:
@@ -78,20 +98,6 @@ def _not_json(body: bytes, exc: orjson.JSONDecodeError) -> str:
         return (f"the request body holds half of a UTF-16 surrogate pair, an escape between \\ud800 and \\udfff "
                 f"with no partner ({where}): that is not text")
     return f"the request body is not valid JSON: {exc.msg} at {where}"
-
-
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Iterative, so a hostile body cannot exhaust the stack of whatever reads it next."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return True
-        if isinstance(item, dict):
-            stack.extend((child, depth + 1) for child in item.values() if isinstance(child, dict | list))
-        elif isinstance(item, list):
-            stack.extend((child, depth + 1) for child in item if isinstance(child, dict | list))
-    return False
 
 
 def validate(model: type[ModelT], value: Any, dialect: str) -> ModelT:

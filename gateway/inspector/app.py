@@ -1,7 +1,8 @@
 """The inspector's HTTP side: the page and its assets, the runs as JSON, a live feed (SSE), and a run as a recording.
 
 Every request needs the inspector's key: `?key=` on the page's address (which sets a cookie for the inspector's
-path only, `SameSite=Strict`, and sends the browser on without the key in its address bar), or
+path only, `HttpOnly`, `SameSite=Strict`, `Secure` over https, good for 12 hours and this process only: `session`;
+and sends the browser on without the key in its address bar), or
 `Authorization: Bearer <key>` / `X-Inspector-Key: <key>`. Nothing is ever loaded from elsewhere (the content
 security policy says so to the browser too).
 """
@@ -9,7 +10,6 @@ security policy says so to the browser too).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import hmac
 import time
 from collections.abc import AsyncIterator, Callable
@@ -22,6 +22,7 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response, S
 from starlette.routing import BaseRoute, Mount, Route
 
 from gateway.inspector.ring import InspectedRun, RunRing
+from gateway.inspector.session import SESSION_SECONDS, Sessions
 from gateway.inspector.views import detail, summary
 from gateway.recordings.exchange import dumps
 
@@ -54,7 +55,7 @@ class InspectorApp:
         self.ring = ring
         self.path = path
         self._key = key.encode()
-        self._session = hmac.new(self._key, b"agent-gateway inspector session", hashlib.sha256).hexdigest()
+        self._sessions = Sessions()
         self._recording_of = recording_of
         self._page = _asset("index.html").replace(b"{{base}}", path.encode())
 
@@ -75,7 +76,7 @@ class InspectorApp:
             given = authorization[7:].strip()
         if given:
             return hmac.compare_digest(given.encode(), self._key)
-        return hmac.compare_digest(request.cookies.get(COOKIE, "").encode(), self._session.encode())
+        return self._sessions.valid(request.cookies.get(COOKIE, ""))
 
     async def page(self, request: Request) -> Response:
         offered = request.query_params.get("key")
@@ -83,8 +84,10 @@ class InspectorApp:
             if not hmac.compare_digest(offered.encode(), self._key):
                 return _refused("that is not the inspector's key")
             response = RedirectResponse(f"{self.path}/", status_code=303, headers=SECURITY_HEADERS)
-            response.set_cookie(COOKIE, self._session, path=self.path, httponly=True, samesite="strict",
-                                secure=request.url.scheme == "https")
+            # The scheme is the request's as uvicorn saw it: https when it served TLS itself, or when a proxy it
+            # trusts (FORWARDED_ALLOW_IPS, loopback by default) said so in X-Forwarded-Proto.
+            response.set_cookie(COOKIE, self._sessions.issue(), max_age=SESSION_SECONDS, path=self.path,
+                                httponly=True, samesite="strict", secure=request.url.scheme == "https")
             return response
         if not self._allowed(request):
             return _refused("open the address the gateway printed, with its ?key=")

@@ -2,7 +2,8 @@
 
 Where the route does not let the inspector show bodies, what was said is shown as its shape: the keys, the types
 and ids of frames and events, each string's length instead of its text. Credentials and the route's own upstream
-headers are never in a capture to begin with (`gateway.recordings.exchange.safe_headers`).
+headers are never in a capture to begin with (`gateway.recordings.exchange.safe_headers`), nor are the values of the
+fields a body names for a credential (`safe_body`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from gateway.core.depth import MAX_DEPTH_IN_TEXT, nests_deeper
 from gateway.inspector.ring import InspectedRun
 from gateway.recordings.capture import Row
 
@@ -20,6 +22,7 @@ KEPT_WORDS = frozenset({
 })
 """Keys whose string values say what a frame is, not what anyone said: shown even without bodies."""
 MAX_SHOWN_ITEMS = 50
+_UNREADABLE = object()
 
 
 def approximated(kind: str) -> bool:
@@ -82,11 +85,20 @@ def _request(request: dict[str, Any] | None, bodies: bool) -> dict[str, Any] | N
 
 def _body(data: bytes, bodies: bool) -> Any:
     """A request body: its JSON (or its shape), else its text (or its length)."""
+    value = _readable(data)
+    if value is _UNREADABLE:
+        return data.decode("utf-8", "replace") if bodies else f"[{len(data)} bytes]"
+    return value if bodies else shape(value)
+
+
+def _readable(data: bytes | str) -> Any:
+    """`data`'s JSON, or `_UNREADABLE` when it is not JSON or nests deeper than the page is sent: a client's body is
+    captured before its depth is checked, and shown as text then."""
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError:
-        return data.decode("utf-8", "replace") if bodies else f"[{len(data)} bytes]"
-    return value if bodies else shape(value)
+        return _UNREADABLE
+    return _UNREADABLE if nests_deeper(value, data, MAX_DEPTH_IN_TEXT) else value
 
 
 def _row(row: Row, bodies: bool) -> dict[str, Any]:
@@ -102,7 +114,9 @@ def _row(row: Row, bodies: bool) -> dict[str, Any]:
 
 
 def _fields(body: bytes, bodies: bool) -> Any:
-    value = orjson.loads(body)
+    value = _readable(body)
+    if value is _UNREADABLE:
+        return body.decode("utf-8", "replace") if bodies else f"[{len(body)} bytes]"
     return value if bodies else shape(value)
 
 
@@ -115,17 +129,14 @@ def _frame(data: bytes, bodies: bool) -> str:
     for line in text.splitlines():
         field, colon, value = line.partition(":")
         if colon and field == "data":
-            try:
-                lines.append("data: " + orjson.dumps(shape(orjson.loads(value))).decode())
-            except orjson.JSONDecodeError:
-                lines.append(f"data: [{len(value.strip())} characters]")
+            data = _readable(value)
+            lines.append(f"data: [{len(value.strip())} characters]" if data is _UNREADABLE else
+                         "data: " + orjson.dumps(shape(data)).decode())
         elif colon and field in ("event", "id", "retry", ""):
             lines.append(line)
         elif line:
-            try:
-                lines.append(orjson.dumps(shape(orjson.loads(line))).decode())
-            except orjson.JSONDecodeError:
-                lines.append(f"[{len(line)} characters]")
+            data = _readable(line)
+            lines.append(f"[{len(line)} characters]" if data is _UNREADABLE else orjson.dumps(shape(data)).decode())
         else:
             lines.append("")
     return "\n".join(lines)

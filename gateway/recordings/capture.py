@@ -26,7 +26,7 @@ import orjson
 
 from gateway.core.codec import Decoder, Encoder, UpstreamRequest
 from gateway.core.events import Event
-from gateway.recordings.exchange import FORMAT, safe_headers, safe_url, wire
+from gateway.recordings.exchange import FORMAT, safe_body, safe_headers, safe_url, wire
 
 FRAME_END = re.compile(rb"(?:\r\n|\r|\n)(?:\r\n|\r|\n)")
 """Where an SSE frame ends (a blank line). A body that is not SSE is cut there too, which changes nothing: the
@@ -148,14 +148,16 @@ class RunCapture:
     # The requests and heads: once per run.
 
     def client_said(self, method: str, path: str, headers: Iterable[tuple[str, str]], body: bytes) -> None:
+        body = safe_body(body)
         if self._keep(len(body)):
             self.client_request = {"method": method, "path": path, "headers": safe_headers(headers), "body": body}
 
     def upstream_asked(self, url: str, request: UpstreamRequest, headers: Mapping[str, str], variant: str | None,
                        discovery: Any = None) -> None:
-        if self._keep(len(request.body)):
+        body = safe_body(request.body)
+        if self._keep(len(body)):
             self.upstream_request = {
-                "url": safe_url(url), "path": request.path, "variant": variant, "body": request.body,
+                "url": safe_url(url), "path": request.path, "variant": variant, "body": body,
                 "headers": safe_headers(headers.items(), self.configured), "sent_at": self.clock() - self.origin,
                 "discovery": discovery, "streams": request.streams}
 
@@ -208,6 +210,8 @@ class RunCapture:
 
     def wrote(self, body: bytes) -> None:
         now = self.clock() - self.origin
+        if body.startswith(b"{"):  # a JSON body (an answer about a run may hold a credential), not an SSE piece
+            body = safe_body(body)
         if self._keep(len(body)):
             self.client_frames.append((now, body))
         rows = self.rows

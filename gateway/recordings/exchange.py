@@ -11,7 +11,10 @@
 
 Times are seconds from the client's request reaching the gateway. Bytes are a string when they are UTF-8, else
 `{"base64": ...}`. Credentials never reach a recording: the headers that carry them, and those a route adds for
-its upstream (`upstream.headers`), are left out when the exchange is captured (`safe_headers`).
+its upstream (`upstream.headers`), are left out when the exchange is captured (`safe_headers`); in the JSON of both
+requests and of a one-body answer to the client, the value of each field named for one is `[redacted]`
+(`safe_body`: an A2A push config's `token` and `credentials`). The upstream's replies are kept as they came, as
+replaying needs them, and so are the client's SSE pieces.
 """
 
 from __future__ import annotations
@@ -31,6 +34,14 @@ CREDENTIAL_HEADERS = frozenset({
     "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key", "x-auth-token",
 })
 _SECRET_WORDS = ("key", "token", "secret", "auth", "session", "password", "credential", "signature")
+SECRET_FIELD_ENDINGS = (
+    "token", "secret", "secrets", "password", "passwords", "passwd", "credential", "credentials", "authorization",
+    "cookie", "cookies", "apikey", "apikeys", "privatekey", "secretkey", "accesskey", "signingkey",
+)
+"""How the name of a JSON field that holds a credential ends, lower-case without `-` or `_` (`accessToken`,
+`client_secret`, `X-API-Key`), as error trackers' scrubbers name them; a field named `auth` is one too. Narrower
+than the words a header's name is matched by (`_SECRET_WORDS`): a body's names are many, and `input_tokens`,
+`max_tokens` or `author` are not secrets."""
 REDACTED = "[redacted]"
 MAX_LINE_BYTES = 256 * 1024 * 1024
 """The longest line a recording is read with: past it the file is refused rather than read into memory."""
@@ -51,6 +62,46 @@ def safe_headers(headers: Iterable[tuple[str, str]], configured: Iterable[str] =
             continue
         kept[lowered] = REDACTED if any(word in lowered for word in _SECRET_WORDS) else value
     return kept
+
+
+def safe_body(data: bytes) -> bytes:
+    """A JSON body as a recording or the inspector may keep it: the value of each field whose name says it holds a
+    credential (`SECRET_FIELD_ENDINGS`) is `REDACTED`, its shape kept. Anything else, or a body without such a
+    field, is kept byte for byte."""
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return data
+    if not _redacted(value):
+        return data
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:  # nested deeper than orjson writes (no route takes such a body): redacted whole
+        return orjson.dumps(REDACTED)
+
+
+def _secret_field(name: str) -> bool:
+    normalized = name.lower().replace("-", "").replace("_", "")
+    return normalized.endswith(SECRET_FIELD_ENDINGS) or normalized == "auth"
+
+
+def _redacted(value: Any) -> bool:
+    """Redact `value`'s credentials in place; whether it held any. Iterative: a client's body may nest as deep as
+    the parser goes."""
+    found = False
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if child is not None and child != "" and _secret_field(key):
+                    item[key] = REDACTED
+                    found = True
+                elif isinstance(child, dict | list):
+                    stack.append(child)
+        elif isinstance(item, list):
+            stack.extend(child for child in item if isinstance(child, dict | list))
+    return found
 
 
 def safe_url(url: str) -> str:

@@ -9,6 +9,9 @@ run ends ─▶ RecordingFiles.add(line) ─▶ queue (at most MAX_QUEUED_BYTES)
 words); `per: log` appends to `<route>.jsonl` and, past `max_file_bytes`, moves it aside as
 `<route>.<time>.jsonl`. Past `max_files`, the oldest file of the route goes. Several workers may write to one
 folder: each append holds a lock on the route's lock file.
+
+A recording holds what people said: its files are made readable by their owner only (0600), and so is the folder
+when the gateway makes it (0700). A folder that is there already is left as its owner made it.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ class RecordingFiles:
         self.options = options
         self.dir = Path(options.dir)
         self.prefix = _SAFE.sub("_", route) or "route"
-        self.dir.mkdir(parents=True, exist_ok=True)  # an OSError here is the operator's to see at startup
+        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # an OSError here is the operator's to see at startup
         self._queue: queue.Queue[tuple[bytes, str] | None] = queue.Queue()
         self._queued = 0
         self._lock = threading.Lock()
@@ -93,7 +96,7 @@ class RecordingFiles:
 
     def _write(self, line: bytes, name: str) -> None:
         path = self.dir / name
-        with open(self.dir / f".{self.prefix}.lock", "a") as lock:
+        with open(self.dir / f".{self.prefix}.lock", "ab", opener=_owner_only) as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             size = path.stat().st_size if path.exists() else None
             if size is not None and size + len(line) > self.options.max_file_bytes:
@@ -107,7 +110,7 @@ class RecordingFiles:
                 size = None
             if size is None:
                 self._make_room()
-            with open(path, "ab") as handle:
+            with open(path, "ab", opener=_owner_only) as handle:
                 handle.write(line)
 
     def _make_room(self) -> None:
@@ -118,6 +121,12 @@ class RecordingFiles:
             return
         for path in sorted(mine, key=lambda p: p.stat().st_mtime_ns)[:extra]:
             path.unlink(missing_ok=True)
+
+
+def _owner_only(path: str, flags: int) -> int:
+    """Opens a file as `open` would, made readable and writable by its owner only when it is made (never widened
+    for a moment, whatever the umask)."""
+    return os.open(path, flags, 0o600)
 
 
 def _belongs(name: str, prefix: str) -> bool:

@@ -1,9 +1,10 @@
 """Who is calling a route, and how many at once: API keys checked in constant time, the principal a caller's
-conversations belong to, concurrent stream limits.
+conversations belong to, concurrent stream and WebSocket limits.
 
 A principal is what a conversation is scoped to: a key's id (a hash, never the key), the tenant a key is grouped
 in, the value of the route's tenant header, or "anonymous". Identifying a caller takes no slot; a slot is taken
-only once the request's body is in (`admit`), so callers that stall their bodies hold nothing.
+only once the request's body is in (`admit`), so callers that stall their bodies hold nothing. A WebSocket takes a
+socket slot for as long as it is open (`open_socket`), and each request it runs a stream slot as a POST does.
 """
 
 from __future__ import annotations
@@ -35,16 +36,48 @@ class Caller:
     principal: str
 
 
+class Slots:
+    """Things a route's callers hold at once, counted in all and per key: past either limit, `TooManyStreams`."""
+
+    def __init__(self, limit: int, per_key: int, route_full: str, key_full: str) -> None:
+        self.limit = limit
+        self.limit_per_key = per_key
+        self.route_full = route_full
+        self.key_full = key_full
+        self.taken = 0
+        self.per_key: Counter[str] = Counter()
+
+    def take(self, caller: Caller) -> None:
+        if self.taken >= self.limit:
+            raise TooManyStreams(self.route_full)
+        if caller.key_id is not None and self.per_key[caller.key_id] >= self.limit_per_key:
+            raise TooManyStreams(self.key_full)
+        self.taken += 1
+        if caller.key_id is not None:
+            self.per_key[caller.key_id] += 1
+
+    def give_back(self, caller: Caller) -> None:
+        self.taken -= 1
+        if caller.key_id is not None:
+            self.per_key[caller.key_id] -= 1
+            if not self.per_key[caller.key_id]:
+                del self.per_key[caller.key_id]
+
+
 class Access:
     """Identifies callers and admits them or says why not. Counts are per process (per worker under `--workers`)."""
 
     def __init__(self, route: Route) -> None:
         self.auth = route.auth
         self.tenant_header = route.tenant_header
-        self.max_streams = route.limits.max_streams
-        self.max_per_key = route.limits.max_streams_per_key
-        self.streams = 0
-        self.per_key: Counter[str] = Counter()
+        limits = route.limits
+        self.streams = Slots(limits.max_streams, limits.max_streams_per_key,
+                             f"this route already serves {limits.max_streams} requests: retry later",
+                             f"this key already has {limits.max_streams_per_key} requests in flight: retry later")
+        self.sockets = Slots(limits.max_sockets, limits.max_sockets_per_key,
+                             f"this route already has {limits.max_sockets} WebSockets open: retry later",
+                             f"this key already has {limits.max_sockets_per_key} WebSockets open: close one, or "
+                             "retry later")
         self._keys: list[tuple[bytes, str, str]] = []  # (key, its id, its principal)
         self._keys_file_mtime: float | None = None
         self._looked_at = 0.0
@@ -66,27 +99,21 @@ class Access:
 
     def admit(self, caller: Caller) -> None:
         """Take a stream slot; give it back with `release()`."""
-        if self.streams >= self.max_streams:
-            raise TooManyStreams(f"this route already serves {self.max_streams} requests: retry later")
-        if caller.key_id is not None and self.per_key[caller.key_id] >= self.max_per_key:
-            raise TooManyStreams(f"this key already has {self.max_per_key} requests in flight: retry later")
-        self.streams += 1
-        if caller.key_id is not None:
-            self.per_key[caller.key_id] += 1
+        self.streams.take(caller)
 
     def release(self, caller: Caller) -> None:
-        self.streams -= 1
-        if caller.key_id is not None:
-            self.per_key[caller.key_id] -= 1
-            if not self.per_key[caller.key_id]:
-                del self.per_key[caller.key_id]
+        self.streams.give_back(caller)
+
+    def open_socket(self, caller: Caller) -> None:
+        """Take a WebSocket slot; give it back with `close_socket()`."""
+        self.sockets.take(caller)
+
+    def close_socket(self, caller: Caller) -> None:
+        self.sockets.give_back(caller)
 
     def _authenticate(self, headers: Headers) -> Caller:
         self._reload_if_changed()
-        presented = headers.get("x-api-key", "")
-        authorization = headers.get("authorization", "")
-        if not presented and authorization[:7].lower() == "bearer ":
-            presented = authorization[7:].strip()
+        presented = presented_key(headers)
         if not presented:
             raise Unauthorized("this route needs an API key: send Authorization: Bearer <key> or X-API-Key: <key>")
         candidate = presented.encode()
@@ -120,6 +147,15 @@ class Access:
             log.warning("keys_file not reloaded, the previous keys stay in force: %s", exc)
         else:
             log.info("keys_file reloaded: %d keys", len(self._keys))
+
+
+def presented_key(headers: Headers) -> str:
+    """The key a caller sent: `X-API-Key`, or `Authorization: Bearer`; empty when it sent none."""
+    presented = headers.get("x-api-key", "")
+    authorization = headers.get("authorization", "")
+    if not presented and authorization[:7].lower() == "bearer ":
+        presented = authorization[7:].strip()
+    return presented
 
 
 def _mtime(path: str) -> float | None:

@@ -31,19 +31,21 @@ from gateway.recordings.files import RecordingFiles
 from gateway.runs.board import KeptLimits, RunBoard
 from gateway.runs.redis import RedisRunBoard
 from gateway.server import http_server, logs, queries
+from gateway.server.addresses import Addresses
 from gateway.server.bodies import BodyBudget
 from gateway.server.conversation_endpoints import ConversationEndpoints
-from gateway.server.documents import catalog_routes, discovery_routes
+from gateway.server.documents import catalog_routes, discovery_routes, usable
 from gateway.server.drain import Drain
-from gateway.server.logs import ACCESS
-from gateway.server.metrics import CONTENT_TYPE, Metrics
+from gateway.server.hosts import ErrorReply, HostCheck
+from gateway.server.metrics import Metrics
 from gateway.server.observed import Observer, recording_of
 from gateway.server.probe import UpstreamReadiness, warn_if_unreachable
 from gateway.server.push import Pusher
-from gateway.server.record import AccessRecord
+from gateway.server.refusals import error_response, log_refusal
 from gateway.server.request_ids import request_id_of
 from gateway.server.resources import resource_routes
 from gateway.server.route import RouteHandler
+from gateway.server.scrape import MetricsEndpoint
 from gateway.server.sockets import SocketEndpoint
 from gateway.server.telemetry import Tracing
 from gateway.server.telemetry import from_environment as tracing_from_environment
@@ -54,23 +56,29 @@ if TYPE_CHECKING:
 
 CONFIG_ENV = "AGENT_GATEWAY_CONFIG_JSON"
 log = logging.getLogger("agent_gateway.app")
-log_access = logging.getLogger(ACCESS)
 
 
 class Gateway:
-    """The ASGI app. A proxied path goes straight to its route's handler; anything else (health, metrics, the
-    404s and 405s) to Starlette. Starlette's router and middleware cost more per request than a dict lookup,
-    and the proxied requests are the ones that count."""
+    """The ASGI app. A request whose Host the gateway does not answer to is refused first (`gateway.server.hosts`),
+    and one on the metrics address (`metrics.listen`) can only read the metrics. A proxied path goes straight to its
+    route's handler; anything else (health, metrics, the 404s and 405s) to Starlette. Starlette's router and
+    middleware cost more per request than a dict lookup, and the proxied requests are the ones that count."""
 
     def __init__(self, handlers: dict[str, tuple[ASGIApp, frozenset[str]]], app: Starlette,
-                 sockets: dict[str, ASGIApp] | None = None) -> None:
+                 sockets: dict[str, ASGIApp] | None = None, addresses: Addresses | None = None) -> None:
         self.handlers = handlers
         self.app = app
         self.sockets = sockets or {}
         """The WebSocket at a route's path, for a client dialect that has one (`gateway.server.sockets`)."""
+        self.addresses = addresses if addresses is not None else Addresses(HostCheck(None))
+        """What a request meets before the routes, by the address it came in on: a Host check, the metrics."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
+            address = self.addresses[scope.get("server")]
+            if address is not None and (elsewhere := address.elsewhere(scope["headers"])) is not None:
+                await elsewhere(scope, receive, _with_request_id(scope, send))
+                return
             path = route_path(scope["path"])
             if path != scope["path"]:  # every path answers with and without a trailing slash, never a redirect
                 scope = {**scope, "path": path}
@@ -80,9 +88,15 @@ class Gateway:
                 return
             await self.app(scope, receive, _with_request_id(scope, send))
             return
-        if scope["type"] == "websocket" and (socket := self.sockets.get(route_path(scope["path"]))) is not None:
-            await socket(scope, receive, send)
-            return
+        if scope["type"] == "websocket":
+            address = self.addresses[scope.get("server")]
+            if address is not None and (elsewhere := address.elsewhere(
+                    [(name.lower(), value) for name, value in scope["headers"]])) is not None:  # as the client wrote
+                await elsewhere(scope, receive, _with_request_id(scope, send))
+                return
+            if (socket := self.sockets.get(route_path(scope["path"]))) is not None:
+                await socket(scope, receive, send)
+                return
         await self.app(scope, receive, send)
 
 
@@ -113,6 +127,7 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
     handlers: dict[str, tuple[ASGIApp, frozenset[str]]] = {}
     route_handlers: list[RouteHandler] = []
     sockets: dict[str, ASGIApp] = {}
+    host_replies: dict[str, ErrorReply] = {}
     board = open_board(store, config.store.kept_limits())
     drain = Drain(config.drain_seconds)
     pusher = Pusher(pool)
@@ -140,6 +155,9 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
             with_socket = [dialect for dialect in owners if dialect.socket is not None]
             if with_socket:
                 sockets.setdefault(path, SocketEndpoint(route_handler, with_socket[0]))
+        for path in route.served_paths:
+            if (reply := registry.error_reply(None, route.dialects, path)) is not None:
+                host_replies[path] = reply
         handler: ASGIApp = route_handler
         routes += resource_routes(route, route_handler)  # before the conversation routes, which take any path
         if route.resumable:
@@ -167,11 +185,9 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
             return JSONResponse({"status": "upstream unreachable", "routes": down}, status_code=503)
         return JSONResponse({"status": "ready"})
 
-    async def metrics_endpoint(request: Request) -> Response:
-        return Response(metrics.exposition(), media_type=CONTENT_TYPE)
-
+    scrape = MetricsEndpoint(metrics, config.metrics)
     routes += [Route("/healthz", healthz, methods=["GET"]), Route("/readyz", readyz, methods=["GET"]),
-               Route("/metrics", metrics_endpoint, methods=["GET"])]
+               *scrape.beside_routes()]
     routes += discovery_routes(config)
     routes += catalog_routes(route_handlers)
     routes += extra_routes or []
@@ -197,22 +213,25 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
             if tracing is not None:
                 await asyncio.to_thread(tracing.shutdown)  # the spans still queued are exported
 
-    served = sorted(handlers)
-
     async def not_found(request: Request, exc: Exception) -> Response:
-        _log_refusal(request, 404, "not_found")
-        return _error(404, "not_found", f"nothing is served at {request.url.path}; the gateway serves "
-                      f"{', '.join(served)}, /healthz, /readyz and /metrics")
+        """Names the paths this caller may use: a route its key does not open stays unnamed, as in a catalog."""
+        log_refusal(request.scope, 404, "not_found")
+        opened = sorted(path for handler in usable(route_handlers, request.headers)[0]
+                        for path in handler.route.served_paths)
+        opened += ["/healthz", "/readyz", *scrape.listed_for(request.headers)]
+        return error_response(404, "not_found", f"nothing is served at {request.url.path}; you may use "
+                              f"{', '.join(opened[:-1])} and {opened[-1]}")
 
     async def not_allowed(request: Request, exc: Exception) -> Response:
-        _log_refusal(request, 405, "method_not_allowed")
+        log_refusal(request.scope, 405, "method_not_allowed")
         allowed = getattr(exc, "headers", None) or {}
-        return _error(405, "method_not_allowed", f"{request.method} is not served at {request.url.path}",
+        return error_response(405, "method_not_allowed", f"{request.method} is not served at {request.url.path}",
                       {k: v for k, v in allowed.items() if k.lower() == "allow"})
 
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_allowed})
     app.router.redirect_slashes = False  # its redirect would be built from the client's Host header
-    return Gateway(handlers, app, sockets)
+    alone = (scrape.port, scrape.alone()) if scrape.port is not None else None
+    return Gateway(handlers, app, sockets, Addresses(HostCheck(config.allowed_hosts), alone, host_replies))
 
 
 def conversation_routes(route: ConfigRoute, endpoints: ASGIApp) -> list[Route]:
@@ -237,18 +256,6 @@ def open_board(store: ConversationStore, limits: KeptLimits) -> RunBoard:
     if isinstance(store, RedisStore):
         return RedisRunBoard(store, limits)
     return RunBoard(limits)
-
-
-def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
-
-
-def _log_refusal(request: Request, status: int, code: str) -> None:
-    """An access line for a request no route took: a client calling the wrong path is worth seeing."""
-    record = AccessRecord(request_id=request.scope.get("state", {}).get("request_id", ""), route="-",
-                          upstream_dialect="-", status=status, outcome="rejected", error=code)
-    record.note_request(request.scope, "unknown")
-    log_access.info("request", extra=record.log_fields())
 
 
 def _with_request_id(scope: Scope, send: Send) -> Send:

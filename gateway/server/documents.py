@@ -1,6 +1,6 @@
 """The documents clients discover a route's agent by (A2A's agent card), served at `<path><document path>` for each
 path where the route reads that dialect's requests, and at the bare document path when only one path has one; and
-the lists of the routes a caller may use (OpenAI's `GET /v1/models`: `catalog_routes`).
+the lists of the routes a caller may use (OpenAI's `GET /v1/models`: `catalog_routes`; a 404's: `usable`).
 
 A document is built per request (its URL is the one it was asked under, unless the route names one) and cached by
 clients the HTTP way: a weak `ETag` of its bytes, `Last-Modified` the time the gateway loaded its configuration,
@@ -13,11 +13,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from email.utils import formatdate, parsedate_to_datetime
 from typing import TYPE_CHECKING
 
 import orjson
+from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -135,30 +136,38 @@ def catalog_routes(handlers: list[RouteHandler]) -> list[Route]:
     return routes
 
 
+def usable(handlers: Iterable[RouteHandler], headers: Headers) -> tuple[list[RouteHandler], GatewayError | None]:
+    """The routes a caller may use: the open ones, and those its key opens; and why the last of the others refused
+    it. What a caller is shown of the gateway (a catalog, a 404) lists these only."""
+    opened: list[RouteHandler] = []
+    refused: GatewayError | None = None
+    for handler in handlers:
+        try:
+            handler.access.identify(headers)
+        except GatewayError as error:
+            refused = error
+            continue
+        opened.append(handler)
+    return opened, refused
+
+
 def _catalog(dialect: Dialect, catalog: Catalog, serving: list[RouteHandler]
              ) -> Callable[[Request], Awaitable[Response]]:
     """The routes this caller may use (an open route, or one its key opens), or the one it names."""
 
     async def endpoint(request: Request) -> Response:
-        usable = []
-        refused: GatewayError | None = None
-        for handler in serving:
-            try:
-                handler.access.identify(request.headers)
-            except GatewayError as error:
-                refused = error
-                continue
-            usable.append(handler.route)
+        opened, refused = usable(serving, request.headers)
+        usable_routes = [handler.route for handler in opened]
         model = request.path_params.get("model")
         if model is not None:
-            usable = [route for route in usable if route.name == model]
-            if not usable:
+            usable_routes = [route for route in usable_routes if route.name == model]
+            if not usable_routes:
                 refused = UnknownRoute(f"The model '{model}' does not exist or you do not have access to it.")
-        if refused is not None and not usable and dialect.error_reply is not None:
+        if refused is not None and not usable_routes and dialect.error_reply is not None:
             status, body = dialect.error_reply(refused, None)
             return Response(body, status, media_type="application/json")
         described = [AgentDescription(route.name, route.agent.description, route.agent.url or "")
-                     for route in usable]
+                     for route in usable_routes]
         listing = catalog.listing(described)
         return Response(orjson.dumps(listing["data"][0] if model is not None else listing),
                         media_type="application/json")

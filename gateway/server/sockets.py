@@ -2,31 +2,35 @@
 request that the route's handler runs exactly as a POST, one at a time, its reply sent back as messages.
 
 ```
-            ┌─────────────────────────────┐
- client ──▶ │ reader (task): messages into │── websocket.disconnect ──▶ the running request's client is gone:
-            │ a short queue               │   its run is cancelled as an HTTP client's is
-            ├─────────────────────────────┤
+            ┌──────────────────────────────┐
+ client ──▶ │ reader (task): the next      │── websocket.disconnect ──▶ the running request's client is gone:
+            │ message, held while one runs │   its run is cancelled as an HTTP client's is
+            ├──────────────────────────────┤
             │ the connection: the next     │── RouteHandler.serve(POST scope, the message as its body,
             │ message, within the route's  │   session.continued) ──▶ auth, limits, deadlines, conversation
             │ idle time and the connection │   mapping, the upstream call and its translation
             │ limit                        │
-            ├─────────────────────────────┤
+            ├──────────────────────────────┤
  client ◀── │ _TurnSend: the HTTP reply's  │◀── http.response.start / body: its events, one message each
             │ pieces as messages           │    (session.frames), or an error envelope (session.refused)
-            └─────────────────────────────┘
+            └──────────────────────────────┘
 ```
 
-A message larger than the route takes, that is not JSON, or that the dialect refuses gets the dialect's error
-message and the connection goes on. A browser's handshake from an origin the route's CORS does not allow is
-refused (a WebSocket is not bound by CORS, and a page on any origin could otherwise run requests in its visitor's
-name, which the JSON content type stops for a POST).
+A message is bounded as a POST's body is. The server refuses one larger than the route takes as its header
+arrives (close 1009), and counts its bytes against the process's body budget while they arrive (past it, close
+1013: `gateway.server.ws_server`). The one message held while another runs counts there too (past it, the dialect's
+error in its turn), and nothing more is read while it is held: the client's sends wait (backpressure). A message
+that is not JSON, or that the dialect refuses, gets the dialect's error message and the connection goes on. Sockets
+are counted per route and per key (`limits.max_sockets`, `max_sockets_per_key`); past either, the handshake is
+answered with the dialect's error and closed 1013 (try again later). A browser's handshake from an origin the
+route's CORS does not allow is refused (a WebSocket is not bound by CORS, and a page on any origin could otherwise
+run requests in its visitor's name, which the JSON content type stops for a POST).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 from typing import TYPE_CHECKING
 
@@ -35,26 +39,24 @@ from starlette.datastructures import Headers
 from starlette.types import Message, Receive, Scope, Send
 
 from gateway.core.codec import Dialect
-from gateway.core.errors import GatewayError, RequestTooLarge
+from gateway.core.errors import GatewayError, Overloaded, RequestTooLarge, TooManyStreams
 from gateway.core.sockets import SocketMode, SocketSession
 from gateway.core.validation import load_json_object
+from gateway.server.ws_server import BOUND
 
 if TYPE_CHECKING:
     from gateway.server.route import RouteHandler
 
-log = logging.getLogger("agent_gateway.sockets")
-
 CONNECTION_SECONDS = 3600.0
 """How long one connection may serve requests (Open Responses: 60 minutes); then it ends with an error that says
 so, and the client opens another."""
-MAX_WAITING = 8
-"""Messages a client may send ahead of the one that runs: they run in turn; past this the connection is closed."""
 _DROPPED_HEADERS = frozenset({b"content-type", b"content-length", b"accept", b"x-request-id", b"upgrade",
                               b"connection", b"sec-websocket-key", b"sec-websocket-version",
                               b"sec-websocket-extensions", b"sec-websocket-protocol"})
 """The handshake's headers that say nothing of the requests it carries (each gets an id of its own)."""
 _POLICY = 1008
 _NORMAL = 1000
+_TRY_AGAIN_LATER = 1013
 
 
 class SocketEndpoint:
@@ -73,15 +75,25 @@ class SocketEndpoint:
         if not self._origin_allowed(headers.get("origin")):
             await send({"type": "websocket.close", "code": _POLICY})  # before the accept: a 403
             return
+        connection = _Connection(self, scope, receive, send)
+        bound = scope.get("extensions", {}).get(BOUND)
+        if bound is not None:  # the server refuses larger messages unread, counts what arrives, says it is lost
+            bound["bound"](self.handler.route.limits.max_body_bytes, connection.bodies, connection.gone.set)
         await send({"type": "websocket.accept"})
+        access = self.handler.access
         try:
-            self.handler.access.identify(headers)
-        except GatewayError as error:
+            caller = access.identify(headers)
+            access.open_socket(caller)
+        except GatewayError as error:  # after the accept, so that the client reads why in its dialect
             await send({"type": "websocket.send", "text": self.mode.refusal(error.status, error.code,
                                                                             error.message).decode()})
-            await send({"type": "websocket.close", "code": _POLICY})
+            await send({"type": "websocket.close",
+                        "code": _TRY_AGAIN_LATER if isinstance(error, TooManyStreams) else _POLICY})
             return
-        await _Connection(self, scope, receive, send).serve()
+        try:
+            await connection.serve()
+        finally:
+            access.close_socket(caller)
 
     def _origin_allowed(self, origin: str | None) -> bool:
         """A handshake from a browser page (it sends `Origin`) only from an origin the route's CORS allows."""
@@ -100,39 +112,53 @@ class _Connection:
         self._receive = receive
         self._send = send
         self.session: SocketSession = endpoint.mode.new_session()
-        self.waiting: asyncio.Queue[str | bytes | None] = asyncio.Queue()
+        self.waiting: asyncio.Queue[bytes | GatewayError | None] = asyncio.Queue()
+        """The message read while another runs, or why it is refused (said in its turn, not amid the running
+        one's events); at most one, as the reader reads on once it is taken. None once the client is gone."""
+        self.held = 0
+        """The waiting message's bytes, taken from the process's body budget until it runs."""
+        self.bodies = endpoint.handler.reader.bodies
         self.gone = asyncio.Event()
         self.opened = time.monotonic()
 
     async def serve(self) -> None:
         reader = asyncio.create_task(self._read())
-        route = self.endpoint.handler.route
         try:
-            while not self.gone.is_set():
-                left = self.opened + CONNECTION_SECONDS - time.monotonic()
-                try:
-                    async with asyncio.timeout(max(0.0, min(route.timeouts.idle, left))):
-                        message = await self.waiting.get()
-                except TimeoutError:
-                    if left <= route.timeouts.idle:
-                        await self.send(self.endpoint.mode.refusal(
-                            400, "websocket_connection_limit_reached",
-                            f"this connection has served requests for {CONNECTION_SECONDS:g}s: open another"))
-                    await self._close(_NORMAL)
-                    return
-                if message is None:
-                    return
-                await self._request(message)
+            while not self.gone.is_set() and await self._run_next():
+                pass
         finally:
             reader.cancel()
+            self._let_go()
 
-    async def _request(self, message: str | bytes) -> None:
+    async def _run_next(self) -> bool:
+        """The next message, run once it comes within the route's idle time and the connection's limit; False
+        when the connection is over."""
+        idle = self.endpoint.handler.route.timeouts.idle
+        left = self.opened + CONNECTION_SECONDS - time.monotonic()
+        try:
+            async with asyncio.timeout(max(0.0, min(idle, left))):
+                message = await self.waiting.get()
+        except TimeoutError:
+            if left <= idle:
+                await self.send(self.endpoint.mode.refusal(
+                    400, "websocket_connection_limit_reached",
+                    f"this connection has served requests for {CONNECTION_SECONDS:g}s: open another"))
+            await self._close(_NORMAL)
+            return False
+        if message is None:
+            return False
+        self._let_go()
+        self.waiting.task_done()  # the reader may read the next
+        if isinstance(message, GatewayError):
+            await self.send(self._refused(message))
+        else:
+            await self._request(message)
+        return True
+
+    async def _request(self, raw: bytes) -> None:
         """One message, run as a POST; a message refused before that gets the dialect's error."""
         handler, limits = self.endpoint.handler, self.endpoint.handler.route.limits
-        raw = message.encode() if isinstance(message, str) else message
         try:
-            if len(raw) > limits.max_body_bytes:
-                raise RequestTooLarge(f"the message is larger than {limits.max_body_bytes} bytes")
             body = self.session.request(load_json_object(raw, limits.max_json_depth))
         except GatewayError as error:
             await self.send(self._refused(error))
@@ -155,31 +181,58 @@ class _Connection:
                 "scheme": "https" if scope.get("scheme") == "wss" else "http"}
 
     async def _read(self) -> None:
-        """The client's messages, queued in turn, until it goes."""
+        """The client's messages, one at a time, until it goes. The next is asked for only once the last has been
+        taken to run: meanwhile nothing is read and the client's sends wait. A client that leaves while nothing
+        waits is heard at once; while a message waits, once the server finds the connection lost (`BOUND`) at
+        its next write, an event or a keepalive ping."""
         try:
-            while True:
-                message = await self._receive()
-                if message["type"] == "websocket.disconnect":
-                    return
-                if message["type"] != "websocket.receive":
-                    continue
-                if self.waiting.qsize() >= MAX_WAITING:
-                    log.info("route %s: a WebSocket client sent %d messages ahead of its running one; closed",
-                             self.endpoint.handler.route.name, MAX_WAITING,
-                             extra={"route": self.endpoint.handler.route.name})
-                    await self._close(_POLICY)
-                    return
-                self.waiting.put_nowait(message.get("text") or message.get("bytes") or b"")
+            while await self._read_one():
+                await self.waiting.join()  # until it is taken to run
         finally:
             self.gone.set()
             self.waiting.put_nowait(None)
+
+    async def _read_one(self) -> bool:
+        """The client's next message, left waiting for its turn; False once the client is gone."""
+        raw = await self._next()
+        if raw is None:
+            return False
+        self.waiting.put_nowait(self._held(raw))
+        return True
+
+    async def _next(self) -> bytes | None:
+        """The client's next message, as bytes (its text let go of), or None once the client is gone."""
+        while True:
+            message = await self._receive()
+            if message["type"] == "websocket.disconnect":
+                return None
+            if message["type"] == "websocket.receive":
+                text = message.get("text")
+                return text.encode() if text is not None else message.get("bytes") or b""
+
+    def _held(self, raw: bytes) -> bytes | GatewayError:
+        """The message, its bytes counted against the process's body budget while it waits its turn; or, past the
+        budget, why it is refused."""
+        limit = self.endpoint.handler.route.limits.max_body_bytes
+        if len(raw) > limit:  # read whole by a server that did not bound the connection (`BOUND`)
+            return RequestTooLarge(f"the message is larger than {limit} bytes")
+        try:
+            self.bodies.take(len(raw))
+        except Overloaded as error:
+            return error
+        self.held = len(raw)
+        return raw
+
+    def _let_go(self) -> None:
+        self.bodies.give_back(self.held)
+        self.held = 0
 
     async def send(self, text: bytes) -> None:
         if self.gone.is_set():
             return
         try:
             await self._send({"type": "websocket.send", "text": text.decode()})
-        except (OSError, RuntimeError):  # closed under the send: the reader hears it too
+        except (OSError, RuntimeError):  # closed under the send
             self.gone.set()
 
     async def _close(self, code: int) -> None:

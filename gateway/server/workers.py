@@ -26,13 +26,14 @@ from gateway.server.drain import exit_quietly_when_stopped
 
 class OwnSocket:
     """What the supervisor hands each worker in place of a shared socket. A worker unpickles it into a socket that
-    it binds for itself, in the port's SO_REUSEPORT group; the supervisor never holds one."""
+    it binds for itself, in the port's SO_REUSEPORT group; the supervisor never holds one. The first a worker
+    unpickles starts it (`start_worker`); another (the metrics address's) is only bound."""
 
-    def __init__(self, host: str, port: int, backlog: int) -> None:
-        self.host, self.port, self.backlog = host, port, backlog
+    def __init__(self, host: str, port: int, backlog: int, *, first: bool = True) -> None:
+        self.host, self.port, self.backlog, self.first = host, port, backlog, first
 
     def __reduce__(self) -> tuple[object, tuple[str, int, int]]:
-        return start_worker, (self.host, self.port, self.backlog)
+        return (start_worker if self.first else bind_reuse_port), (self.host, self.port, self.backlog)
 
 
 def start_worker(host: str, port: int, backlog: int) -> socket.socket:
@@ -100,12 +101,25 @@ STARTUP_SECONDS = 30.0
 """How long a worker may take to load the app and start serving."""
 
 
-def run(config: uvicorn.Config, ready: Callable[[], None]) -> None:
+def run(config: uvicorn.Config, ready: Callable[[], None], metrics: tuple[str, int] | None = None) -> None:
     """Serve `config` (its `workers` processes, its app a factory import string) until a signal stops them, and
-    call `ready` once they all serve. The port was checked free by the caller, which bound and closed it."""
+    call `ready` once they all serve; every worker serves the `metrics` address too, if there is one. The ports were
+    checked free by the caller, which bound and closed them."""
     if spreads_connections():
         sockets = [cast(socket.socket, OwnSocket(config.host, config.port, config.backlog))]
+        if metrics is not None:
+            sockets.append(cast(socket.socket, OwnSocket(*metrics, config.backlog, first=False)))
     else:
         sockets = [config.bind_socket()]
+        if metrics is not None:
+            sockets.append(_shared_socket(*metrics, config.backlog))
     setproctitle(f"agent-gateway supervisor {config.host}:{config.port} ({config.workers} workers)")
     Supervisor(config, sockets, ready).run()
+
+
+def _shared_socket(host: str, port: int, backlog: int) -> socket.socket:
+    """A listening socket the workers share, as uvicorn's own is shared, where SO_REUSEPORT does not spread."""
+    sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET,
+                                backlog=backlog)
+    sock.set_inheritable(True)
+    return sock

@@ -31,6 +31,9 @@ _T = TypeVar("_T")
 class SQLiteStore:
     """One SQLite file, WAL mode, wall-clock expiry so a restart keeps both the data and its deadlines.
 
+    The conversations are people's words: the file (and so its -wal and -shm) is made readable by its owner only
+    (0600), and its folder, when the store makes it, 0700. A file or folder that is there already keeps its mode.
+
     One connection, used only from one dedicated thread: sqlite3 blocks, and a single writer needs no locking of
     its own. The row count is tracked in memory so trimming costs an index lookup per put, not a scan; it is
     recounted every `_RECOUNT_EVERY` puts in case another process writes the same file.
@@ -56,7 +59,9 @@ class SQLiteStore:
         self._closed = False
         try:
             if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                Path(self.path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                # Made 0600 before SQLite opens it: its -wal and -shm files take the database file's mode.
+                os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
             self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open SQLite store at {self.path}: {exc}") from exc
