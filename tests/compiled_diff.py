@@ -2,8 +2,10 @@
 
     python tests/compiled_diff.py SEED CASES [--pure]
 
-Each case is a recorded upstream stream (`tests/fixtures`) with random values put into a few of its frames' fields
-(or fields removed, or another event type named), fed in odd-sized chunks to every decoder that reads its dialect;
+Each case is a recorded upstream stream (`tests/fixtures`), or one crafted to hold what real upstreams send rarely
+(`tests/fixtures/crafted`: refusals, answers cut short, replaced artifacts, interleaved messages), with random
+values put into a few of its frames' fields (or fields removed, or another event type named), fed in odd-sized
+chunks to every decoder that reads its dialect;
 the events go through the recorder and every dialect's encoder. One block per case: the events, the recorded
 messages, each encoder's bytes, or the exception each stage raised. `--pure` imports `gateway.compiled.MODULES`
 from their `.py` even where a compiled build (scripts/compile) sits beside them. `tests/test_compiled.py` runs both
@@ -32,7 +34,8 @@ JUNK: list[Any] = [None, True, False, 0, 1, -3, 1.5, -0.0, 2**70, 10**30, "", "l
                    "TEXT_MESSAGE_CONTENT", [], [1, "x"], {}, {"a": None}, {"type": "text"},
                    [{"type": "text", "text": 3}]]
 READERS = {"ag-ui": ["ag-ui", "ag-kit"], "ag-kit": ["ag-kit"], "vercel": ["vercel"], "a2a": ["a2a"],
-           "agent-respond": ["agent-respond"], "langgraph": ["langgraph"]}
+           "agent-respond": ["agent-respond"], "langgraph": ["langgraph"], "openai-chat": ["openai-chat"],
+           "openai-responses": ["openai-responses"]}
 """The decoders that read each dialect's streams (AG-Kit's reads AG-UI too)."""
 GONE = object()
 WALL_CLOCK = re.compile(r'(\\?"timestamp\\?":\\?")[0-9T:.Z-]+')
@@ -140,7 +143,8 @@ def main(argv: list[str]) -> None:
         return WALL_CLOCK.sub(r"\1<now>", "\n  ".join(out))
 
     print(f"codecs {compiled.summary()}")
-    fixtures = {path: _frames(path) for path in sorted(FIXTURES.glob("*/*")) if path.suffix in (".sse", ".json")}
+    fixtures = {path: _frames(path) for path in sorted([*FIXTURES.glob("*/*"), *FIXTURES.glob("crafted/*/*")])
+                if path.suffix in (".sse", ".json")}
     types = {path.parent.name: sorted({frame[key] for other, (_, frames, _) in fixtures.items()
                                        if other.parent == path.parent for frame in frames if isinstance(frame, dict)
                                        for key in ("type", "kind") if isinstance(frame.get(key), str)})

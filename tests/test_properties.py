@@ -80,7 +80,8 @@ def semantics(events: list[Event], dialect: str = "ag-ui") -> dict[str, Any]:
             view["interrupts"].append((e.id if "interrupt_ids" in carries else None,
                                        e.tool_call_id if "interrupt_tool_call" in carries else None))
         elif isinstance(e, RunFinished):
-            view["terminal"] = ("finished", e.outcome if "cancel" in carries or e.outcome != "cancelled" else "success")
+            view["terminal"] = ("finished", e.outcome if "cancel" in carries or e.outcome != "cancelled" else "success",
+                                e.stop_reason if "stop_reason" in carries else None)
         elif isinstance(e, RunError):
             view["terminal"] = ("error", e.message)
     if "server_tools" not in carries:  # the tools the agent ran itself are not shown: only the client's calls
@@ -169,7 +170,7 @@ def runs(draw: st.DrawFn, dialect: str) -> list[Event]:
             events.append(Data(draw(st.from_regex(r"[a-z]{1,8}", fullmatch=True)), draw(_json_value)))
         elif block == "state":
             events.append(StateSnapshot(draw(st.dictionaries(st.text(max_size=5), _json_value, max_size=3))))
-    endings = {"errors": "error", "interrupts": "interrupt", "cancel": "cancel"}
+    endings = {"errors": "error", "interrupts": "interrupt", "cancel": "cancel", "stop_reason": "cut"}
     ending = draw(st.sampled_from(["finish"] + [e for feature, e in endings.items() if feature in carries]))
     if ending == "interrupt":
         tool = last_tool if "interrupt_tool_call" in carries and draw(st.booleans()) else None
@@ -177,6 +178,8 @@ def runs(draw: st.DrawFn, dialect: str) -> list[Event]:
         events.append(RunFinished("interrupt"))
     elif ending == "error":
         events.append(RunError(draw(_text)))
+    elif ending == "cut":
+        events.append(RunFinished(stop_reason=draw(st.sampled_from(["length", "content_filter"]))))
     else:
         events.append(RunFinished("cancelled" if ending == "cancel" else "success"))
     return events

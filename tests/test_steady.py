@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -19,6 +20,7 @@ from gateway.core.steady import ASCII_STRING, LEARNING_TRIES, NUMBER, FrameAroun
 TEXTS = ["tok ", "", " ", 'a"b', "\\", "é", "日本語", "\n", "\x00", "\x00probe", "😀", "text", "AIMessageChunk",
          "artifact-update", "m1", "</script>", '{"x": 1}', "tok " * 40, "\u2028", "a/b"]
 """Texts a delta may hold: escapes, non-ASCII, empty, and the values of the frames' own fields."""
+CRAFTED = Path(__file__).parent / "fixtures" / "crafted"
 _ID = re.compile(r"\b(msg|call|run|artifact|reasoning|item|conv|task)_[0-9a-f]{32}\b")
 
 
@@ -61,15 +63,18 @@ def chat_stream(rng: random.Random) -> bytes:
             delta["content"] = rng.choice(TEXTS)
         elif roll < 0.8:
             delta[rng.choice(["reasoning_content", "reasoning"])] = rng.choice(TEXTS)
-        elif roll < 0.9:
+        elif roll < 0.85:
             delta["tool_calls"] = [{"index": index, "id": f"call_{index}", "function": {
                 "name": "f", "arguments": rng.choice(TEXTS)}}]
             index += rng.randint(0, 1)
+        elif roll < 0.9:
+            delta["refusal"] = rng.choice(TEXTS)
         else:
             delta["content"] = rng.choice(TEXTS)
             delta["role"] = "assistant"
+        choice = 1 if rng.random() < 0.05 else 0  # another choice than the run's
         chunk: dict[str, Any] = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "m",
-                                 "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+                                 "choices": [{"index": choice, "delta": delta, "finish_reason": None}]}
         if padded or rng.random() < 0.05:
             chunk["obfuscation"] = rng.choice(PADDINGS)
         if rng.random() < 0.05:
@@ -100,7 +105,9 @@ def a2a_stream(rng: random.Random) -> bytes:
             parts = [{"text": rng.choice(TEXTS)}]  # 1.0's part: no kind
         update: dict[str, Any] = {"kind": "artifact-update", "taskId": rng.choice(["t1"] * 9 + ["t2"]),
                                   "contextId": "c1", "artifact": {"artifactId": artifact, "parts": parts},
-                                  "append": True, "lastChunk": rng.random() < 0.05}
+                                  "append": rng.random() > 0.05, "lastChunk": rng.random() < 0.05}
+        if rng.random() < 0.03:
+            del update["append"]  # unsaid: a replacement too
         if roll > 0.95:
             update = {"kind": "status-update", "taskId": "t1", "contextId": "c1", "final": False, "status": {
                 "state": "working", "message": {"kind": "message", "role": "agent", "messageId": "m1",
@@ -168,6 +175,10 @@ def responses_stream(rng: random.Random) -> bytes:
             body += event({"type": "response.output_item.done", "item": {"type": "message", "id": items[-1]}})
         elif roll < 0.15:
             body += event({"type": "response.reasoning_text.delta", "item_id": items[-1], "delta": "r"})
+        elif roll < 0.18:
+            body += event({"type": "response.refusal.delta", "item_id": items[-1], "delta": rng.choice(TEXTS)})
+        elif roll < 0.21:
+            body += event({"type": "response.output_text.done", "item_id": items[-1], "text": rng.choice(TEXTS)})
         body += event({"type": "response.output_text.delta", "item_id": rng.choice(items[-2:]), "output_index": 0,
                        "content_index": 0, "delta": rng.choice(TEXTS), "logprobs": []})
     return body + event({"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}})
@@ -239,6 +250,13 @@ def test_openais_padding_in_every_frame_does_not_stop_its_text_being_read_alone(
     assert [e.delta for e in events if type(e).__name__ == "TextDelta"] == [f"t{i}" for i in range(40)]
 
 
+def test_a_number_past_any_float_fails_the_run_read_by_its_text_as_read_whole() -> None:
+    body = (CRAFTED / "openai-responses" / "responses_long_number.sse").read_bytes()
+    whole = decode("openai-responses", body, [], steady=False)
+    assert decode("openai-responses", body, [], steady=True) == whole
+    assert whole[-1].startswith("RunError(") and "invalid JSON" in whole[-1]
+
+
 def test_an_upstream_that_writes_something_new_in_every_frame_is_learnt_from_a_few_times_only() -> None:
     decoder = registry.get("openai-chat").new_decoder()
     frames = [{"id": "x", "created": i, "choices": [{"index": 0, "delta": {"content": f"t{i}"},
@@ -274,6 +292,9 @@ def test_a_frame_is_read_by_its_text_only_where_all_else_is_the_same_bytes(frame
     (b'{"n":,"t":"x"}', None),
     (b'{"n":7,"u":"x"}', None),
     (b'{"n":7,"t":}', None),
+    (b'{"n":1234567890123456789,"t":"x"}', "x"),
+    (b'{"n":12345678901234567890,"t":"x"}', None),  # longer than a sequence number: read whole
+    (b'{"n":' + b"1" * 400 + b',"t":"x"}', None),  # longer than any float: reading it whole fails the run
 ])
 def test_a_sequence_number_may_differ_and_nothing_else(frame: bytes, text: str | None) -> None:
     assert FrameWithHoles([(b'{"n":', NUMBER), (b',"t":', None)], b"}").text_of(frame) == text

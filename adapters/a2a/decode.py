@@ -4,10 +4,12 @@ result, or a JSON-RPC error sent before any stream).
 
 - The task opens the run (its `contextId` the thread, its `id` the run).
 - Artifact chunks are text (one message per artifact, ended by `lastChunk`) or named data; file parts are data.
+  A chunk that does not say `append` replaces the artifact: text that goes on from what was said adds the rest, and
+  other text (a rewrite) is a new message, since what a client was shown cannot be taken back.
 - A status update's message is text, or tool activity where its data parts carry Google ADK's marks.
 - `input-required` and `auth-required` are an interrupt named by the task's id: the client's answer continues the
-  task. `completed` finishes the run, `canceled` cancels it, `failed` and `rejected` fail it with the status
-  message's text.
+  task. `completed` finishes the run (cut short where the update's, or the task's, `metadata.stopReason` says so, as
+  the gateway writes it), `canceled` cancels it, `failed` and `rejected` fail it with the status message's text.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from gateway.core.ids import new_id
 from gateway.core.sse import DEFAULT_MAX_FRAME
 
 from .reading import close_texts, data_of, parts_of, read_message
-from .wire import PAUSED, part_kind, response_kind, state, text_of
+from .wire import PAUSED, STOP_REASON, part_kind, response_kind, state, text_of
 
 _FAILED_CODES = {"failed": ErrorCode.UPSTREAM_ERROR, "rejected": ErrorCode.UPSTREAM_REJECTED}
 
@@ -49,8 +51,9 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
         self._context_id: str | None = None
         self._open_text: dict[str, str] = {}
         """Artifacts being written as text: artifact id -> the message id they stream into."""
-        self._said: dict[str, int] = {}
-        """Characters of each text artifact passed on: a task read again after a re-attach adds only the rest."""
+        self._said: dict[str, list[str]] = {}
+        """The text of each artifact passed on, in pieces: a replacement (a task read again after a re-attach
+        among them) adds only what goes on from it."""
         self._attempts = 0
         self._whole_task = False
         """The body being read is `GetTask`'s: its result is the task itself."""
@@ -110,13 +113,13 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
             self._artifact(value, out)
         elif kind == "status-update":
             self._started(value.get("contextId"), value.get("taskId"), out)
-            self._status(value.get("status"), out)
+            self._status(value.get("status"), value.get("metadata"), out)
         elif kind == "task":
             self._started(value.get("contextId"), value.get("id"), out)
             for artifact in value.get("artifacts") or ():
                 if isinstance(artifact, dict):  # after a re-attach, an artifact may go on streaming: left open
                     self._artifact({"artifact": artifact, "lastChunk": not self._attempts}, out, whole=True)
-            self._status(value.get("status"), out)
+            self._status(value.get("status"), value.get("metadata"), out)
         elif kind == "message":
             self._started(value.get("contextId"), value.get("taskId"), out)
             read_message(value, self._open_text, out)
@@ -133,7 +136,7 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
         if not isinstance(result, dict):
             return None
         kind, value = response_kind(result)
-        if kind != "artifact-update" or value.get("lastChunk") is True:
+        if kind != "artifact-update" or value.get("lastChunk") is True or value.get("append") is not True:
             return None
         task_id, context_id = value.get("taskId"), value.get("contextId")
         if _another(task_id, self._task_id) or _another(context_id, self._context_id):
@@ -154,7 +157,7 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
         if text:
             artifact_id = self._steady_artifact
             out.append(TextDelta(self._open_text[artifact_id], text))
-            self._said[artifact_id] += len(text)
+            self._said[artifact_id].append(text)
 
     def on_done(self, out: Events) -> None:
         self._end_without_state(out)
@@ -167,8 +170,8 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
             out.append(RunStarted(self._context_id, self._task_id))
 
     def _artifact(self, update: dict[str, Any], out: Events, *, whole: bool = False) -> None:
-        """An artifact update; `whole`, an artifact as a task holds it (all its chunks so far): only what was not
-        passed on already."""
+        """An artifact update; `whole`, an artifact as a task holds it (all its chunks so far), which like an update
+        that does not `append` replaces what was said of it."""
         artifact = update.get("artifact")
         if not isinstance(artifact, dict):
             return
@@ -176,38 +179,57 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
         artifact_id = artifact.get("artifactId")
         artifact_id = artifact_id if isinstance(artifact_id, str) else new_id("artifact")
         name = str_or(artifact.get("name"), "artifact")
-        said_before = self._said.get(artifact_id)
-        seen = whole and said_before is not None
-        skip = (said_before or 0) if whole else 0
-        passed = 0
+        said = self._said.get(artifact_id)
+        replaces = said is not None and (whole or update.get("append") is not True)
+        texts: list[str] = []
         for part in parts_of(artifact):
             if not isinstance(part, dict):
                 continue
             kind = part_kind(part)
             if kind == "text" and isinstance(part.get("text"), str):
-                text = part["text"]
-                if skip:
-                    text, skip = text[skip:], max(0, skip - len(text))
-                if not text and seen:
-                    continue
-                message_id = self._open_text.get(artifact_id)
-                if message_id is None:
-                    message_id = self._open_text[artifact_id] = new_id("msg")
-                    out.append(TextStart(message_id))
-                if text:
-                    passed += len(text)
-                    out.append(TextDelta(message_id, text))
-            elif seen:
+                if replaces:
+                    texts.append(part["text"])
+                else:
+                    self._say(artifact_id, part["text"], out)
+            elif whole and said is not None:
                 continue  # data and files of an artifact already passed on
             elif kind == "data":
                 out.append(Data(name, part.get("data"), artifact_id))
             elif kind == "file":
                 out.append(Data("file", part.get("file", part), artifact_id))
-        self._said[artifact_id] = (said_before or 0) + passed
+        if texts:
+            self._replace(artifact_id, "".join(texts), out)
+        self._said.setdefault(artifact_id, [])  # seen, though it held no text: its data was passed on
         if update.get("lastChunk") is True and artifact_id in self._open_text:
             out.append(TextEnd(self._open_text.pop(artifact_id)))
 
-    def _status(self, status: Any, out: Events) -> None:
+    def _say(self, artifact_id: str, text: str, out: Events) -> None:
+        """Text added to an artifact, in the message it is written as."""
+        message_id = self._open_text.get(artifact_id)
+        if message_id is None:
+            message_id = self._open_text[artifact_id] = new_id("msg")
+            out.append(TextStart(message_id))
+        said = self._said.setdefault(artifact_id, [])
+        if text:
+            said.append(text)
+            out.append(TextDelta(message_id, text))
+
+    def _replace(self, artifact_id: str, text: str, out: Events) -> None:
+        """An artifact's text replaced: what goes on from the text said adds the rest to its message; any other
+        text, or text after its message ended, is a message of its own. A client keeps what it was shown: the same
+        text, or less of it (a task read while its store lags), adds nothing."""
+        before = "".join(self._said[artifact_id])
+        if before.startswith(text):
+            return
+        if text.startswith(before) and artifact_id in self._open_text:
+            self._say(artifact_id, text[len(before):], out)
+            return
+        if artifact_id in self._open_text:
+            out.append(TextEnd(self._open_text.pop(artifact_id)))
+        self._said[artifact_id] = []
+        self._say(artifact_id, text, out)
+
+    def _status(self, status: Any, metadata: Any, out: Events) -> None:
         if not isinstance(status, dict):
             return
         name = state(status.get("state"))
@@ -228,7 +250,8 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
             read_message(message, self._open_text, out)
         if name == "completed":
             close_texts(self._open_text, out)
-            out.append(RunFinished())
+            reason = metadata.get(STOP_REASON) if isinstance(metadata, dict) else None
+            out.append(RunFinished(stop_reason=reason if reason in ("length", "content_filter") else None))
         elif name == "canceled":
             close_texts(self._open_text, out)
             out.append(RunFinished("cancelled"))

@@ -4,8 +4,9 @@ JSON-RPC responses over SSE, or folded into the final task (`SendMessage`).
 The task's id is the run's and its `contextId` the conversation's. Text goes out as chunks of an artifact per
 message; named data as a data artifact; tool calls and results as working-status messages with Google ADK's data
 parts; an interrupt, or a tool call left for the client, as `input-required` (the client's next message with the
-task's id answers it); the end as `completed`, `canceled` or `failed`. Reasoning, state and usage have no place in
-a task and are left out (counted in `dropped`).
+task's id answers it); the end as `completed`, `canceled` or `failed`. A2A has no state for an answer cut short: it
+is `completed`, and its last status update's `metadata.stopReason` (`length`, `content_filter`) says why. Reasoning,
+state and usage have no place in a task and are left out (counted in `dropped`).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ from gateway.core.turn import Turn
 from .fold import fold, limit_history
 from .request import FUNCTION_CALL, FUNCTION_RESPONSE
 from .updates import Response, TaskUpdates, client_call
-from .wire import V03, data_part, part_v03, part_v10, task_v03, text_part, wrap
+from .wire import STOP_REASON, V03, data_part, part_v03, part_v10, task_v03, text_part, wrap
 
 _DROPPED: dict[type, str] = {
     ReasoningStart: "reasoning", ReasoningDelta: "reasoning", ReasoningEnd: "reasoning", StateSnapshot: "state",
@@ -202,7 +203,8 @@ class TaskWriter(TaskUpdates):
             return [*out, self._paused()]
         if e.outcome == "cancelled":
             return [*out, self._status("canceled", final=True)]
-        return [*out, self._status("completed", final=True)]
+        cut = {STOP_REASON: e.stop_reason} if e.stop_reason is not None else None
+        return [*out, self._status("completed", final=True, metadata=cut)]
 
     def _paused(self) -> Response:
         """`input-required` (or `auth-required`) naming what the client must answer: each interrupt's question and

@@ -1,7 +1,7 @@
 """A task as the sum of its stream responses, as the SDK's task store makes it:
 
 - a `task` response is the task; a status update replaces its status, the status message it replaces going to the
-  history (so the last question, or the failure, stays in `status.message`);
+  history (so the last question, or the failure, stays in `status.message`), and adds its `metadata` to the task's;
 - an artifact update adds an artifact, or (`append`) adds to one: text onto the text before it;
 - a message goes to the history.
 """
@@ -29,6 +29,10 @@ def fold(task: dict[str, Any], kind: str, value: dict[str, Any]) -> None:
         if isinstance(previous, dict) and isinstance(previous.get("message"), dict):
             task.setdefault("history", []).append(previous["message"])
         task["status"] = copy.deepcopy(value.get("status"))
+        metadata = value.get("metadata")
+        if isinstance(metadata, dict) and metadata:
+            before = task.get("metadata")
+            task["metadata"] = {**(before if isinstance(before, dict) else {}), **copy.deepcopy(metadata)}
     elif kind == "artifact-update":
         artifact = value.get("artifact")
         if not isinstance(artifact, dict):

@@ -40,7 +40,8 @@ class TaskUpdates:
         self.history_length: int | None = length if isinstance(length, int) else None
         """How much of the task's history the client asked to see (`configuration.historyLength`)."""
 
-    def _status(self, name: str, parts: list[dict[str, Any]] | None = None, *, final: bool = False) -> Response:
+    def _status(self, name: str, parts: list[dict[str, Any]] | None = None, *, final: bool = False,
+                metadata: dict[str, Any] | None = None) -> Response:
         status: dict[str, Any] = {"state": state_for(self.version, name), "timestamp": now()}
         if parts:
             status["message"] = {"messageId": new_id("msg"), "contextId": self._context_id, "taskId": self._task_id,
@@ -48,6 +49,8 @@ class TaskUpdates:
             if self.version == V03:
                 status["message"]["kind"] = "message"
         update: dict[str, Any] = {"taskId": self._task_id, "contextId": self._context_id, "status": status}
+        if metadata:
+            update["metadata"] = metadata
         if self.version == V03:
             update["final"] = final
         return "status-update", update

@@ -19,6 +19,9 @@ SEND = "send"
 TERMINAL = frozenset({"completed", "failed", "canceled", "rejected"})
 PAUSED = frozenset({"input-required", "auth-required"})
 """A task in one of these waits for the client: the stream ends, and the next message with its id continues it."""
+STOP_REASON = "stopReason"
+"""The key of a status update's (and so its task's) `metadata` that says a completed task's answer was cut short:
+A2A has no state for it."""
 
 METHODS = {
     "SendStreamingMessage": (True, None), "SendMessage": (False, None),

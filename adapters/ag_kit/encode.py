@@ -96,6 +96,8 @@ def _interrupt(self: AgKitEncoder, e: Interrupt) -> bytes:
 def _run_finished(self: AgKitEncoder, e: RunFinished) -> bytes:
     if e.outcome == "cancelled":
         self.dropped["cancelled_as_finish"] += 1  # no way to say it: the run just ends
+    if e.stop_reason is not None:
+        self.dropped["stop_reason"] += 1  # nor that the answer was cut short
     return DONE
 
 

@@ -35,7 +35,7 @@ DIALECT = Dialect(
     history="full",
     paths=("/agui", "/send-message"),
     carries=frozenset({"messages", "reasoning", "state", "data", "interrupts", "interrupt_ids", "interrupt_tool_call",
-                       "tool_definitions", "client_tools", "errors", "cancel", "server_tools"}),
+                       "tool_definitions", "client_tools", "errors", "cancel", "server_tools", "stop_reason"}),
     parse_request=parse_request,
     build_request=build_request,
     new_decoder=AguiDecoder,

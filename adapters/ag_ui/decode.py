@@ -5,6 +5,8 @@ content parts, interrupts with their expiry). Lenient on the way in: `*_CHUNK` e
 `THINKING_*` events read as reasoning, and events with no canonical meaning kept as `Raw`. The upstream's version is
 read from `RUN_STARTED.protocolVersion`: from one before 1.0 (which declares none), LangGraph's `CUSTOM on_interrupt`
 is an interrupt, as such servers meant it; from a 1.0 one, which has `RUN_FINISHED.outcome` for that, it is data.
+An answer cut short, which the outcome has no word for, is said in `RUN_FINISHED.metadata.stopReason`, as the
+gateway writes it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from gateway.core.events import (
     StateSnapshot,
     StepFinished,
     StepStarted,
+    StopReason,
     SubagentError,
     SubagentFinished,
     SubagentStarted,
@@ -50,6 +53,10 @@ from gateway.core.sse import DEFAULT_MAX_FRAME
 from .content import parts_from_agui
 from .request import message_from_agui
 from .versions import declared, speaks_1_0
+
+STOP_REASON = "stopReason"
+"""The key of `RUN_FINISHED.metadata` in which the gateway says an answer was cut short (`length`,
+`content_filter`)."""
 
 Handler = Callable[["AguiDecoder", dict[str, Any], Events], None]
 
@@ -106,6 +113,17 @@ def _meta(frame: dict[str, Any]) -> dict[str, Any] | None:
     return value if type(value) is dict else None
 
 
+def _stop_reason(metadata: dict[str, Any] | None) -> tuple[dict[str, Any] | None, StopReason | None]:
+    """`RUN_FINISHED`'s metadata without the gateway's `stopReason`, and that reason: an answer cut short, which
+    the outcome has no word for."""
+    if metadata is None:
+        return None, None
+    reason = metadata.get(STOP_REASON)
+    if reason == "length" or reason == "content_filter":
+        return {k: v for k, v in metadata.items() if k != STOP_REASON} or None, reason
+    return metadata, None
+
+
 def _int(mapping: dict[str, Any], key: str) -> int | None:
     value = mapping.get(key)
     return value if type(value) is int else None
@@ -128,7 +146,9 @@ def _run_finished(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
                 out.append(_interrupt(item))
         out.append(RunFinished("interrupt", f.get("result"), _meta(f)))
     else:
-        out.append(RunFinished("cancelled" if kind == "cancelled" else "success", f.get("result"), _meta(f)))
+        metadata, reason = _stop_reason(_meta(f))
+        out.append(RunFinished("cancelled" if kind == "cancelled" else "success", f.get("result"), metadata,
+                               reason))
 
 
 def _interrupt(item: dict[str, Any]) -> Interrupt:

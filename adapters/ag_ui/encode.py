@@ -4,7 +4,9 @@ Its rules, all enforced here: LF framing, camelCase, no `null` for an optional f
 `RUN_STARTED`, a tool call's `parentMessageId` naming a message already started, interrupts carried in
 `RUN_FINISHED.outcome`, client tools left without a result listed in `outcome.pendingToolCallIds`, and a subagent's
 content tagged with its `subagentRunId` from the event that opens it to the one that closes it (the client refuses a
-continuation whose tag differs from its opener's). A client before 1.0 gets `legacy.LegacyAguiEncoder` instead.
+continuation whose tag differs from its opener's). An answer cut short is a success whose `RUN_FINISHED.metadata`
+says why (`stopReason`): the outcome's schema has no other word for it. A client before 1.0 gets
+`legacy.LegacyAguiEncoder` instead.
 
 Each event type's handler is a function of the encoder and the event, written before the class that lists them in
 `handlers`, as the decoders' are: the class keeps the stream's state and what several handlers share.
@@ -52,6 +54,7 @@ from gateway.core.ids import new_id
 from gateway.core.turn import ContentPart, Turn
 
 from .content import content_to_agui
+from .decode import STOP_REASON
 from .request import message_to_agui
 from .versions import PROTOCOL_VERSION
 
@@ -107,7 +110,10 @@ def _run_finished(enc: AguiEncoder, e: RunFinished) -> bytes:
         event["result"] = e.result
     if enc._usage:
         event["usage"] = enc._usage
-    return sse_frame(enc.tag(event, e))
+    event = enc.tag(event, e)
+    if e.stop_reason is not None:  # the outcome's schema is closed: a cut answer is a success that says so here
+        event["metadata"] = {**event.get("metadata", {}), STOP_REASON: e.stop_reason}
+    return sse_frame(event)
 
 
 def _run_error(enc: AguiEncoder, e: RunError) -> bytes:

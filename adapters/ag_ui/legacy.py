@@ -59,6 +59,8 @@ def _run_finished(enc: LegacyAguiEncoder, e: RunFinished) -> bytes:
                                   "rawEvent": interrupt["id"]}))
     elif e.outcome == "cancelled":
         enc.dropped["cancelled_as_finish"] += 1
+    if e.stop_reason is not None:
+        enc.dropped["stop_reason"] += 1  # no metadata before 1.0: the answer ends as if whole
     if enc._usage:
         enc.dropped["usage"] += len(enc._usage)
     event: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": enc._thread_id, "runId": enc._run_id}

@@ -1,5 +1,6 @@
 """An `AgentResponse` JSON body from an upstream, expanded into the events of the run it describes: its messages,
-the state the run left (`metadata.state`, as the encoder writes it) as a snapshot, its usage, its error."""
+the state the run left (`metadata.state`, as the encoder writes it) as a snapshot, whether the answer was cut short
+(`metadata.finish_reason`, as the gateway writes it), its usage, its error."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from gateway.core.events import (
     RunError,
     RunFinished,
     StateSnapshot,
+    StopReason,
     TextDelta,
     TextEnd,
     TextStart,
@@ -22,6 +24,8 @@ from gateway.core.events import (
 )
 from gateway.core.ids import new_id
 from gateway.core.usage import read_openai
+
+_STOP_REASONS: dict[str, StopReason] = {"length": "length", "content_filter": "content_filter"}
 
 
 class AgentRespondDecoder(JsonBodyDecoder):
@@ -52,7 +56,9 @@ class AgentRespondDecoder(JsonBodyDecoder):
             # An agent's error body (a 502 with the messages it had made): what it said, then why it stopped.
             out.append(RunError(error[0], error[1]))
         else:
-            out.append(RunFinished())
+            metadata = body.get("metadata")
+            reason = metadata.get("finish_reason") if isinstance(metadata, dict) else None
+            out.append(RunFinished(stop_reason=_STOP_REASONS.get(reason) if isinstance(reason, str) else None))
 
     def _message(self, message: dict[str, Any], out: Events) -> None:
         role, content = message.get("role"), _text(message.get("content"))

@@ -3,7 +3,8 @@
 Assistant text said before tool calls shares their message (OpenAI style), each result is a `role: tool` message
 with the tool's name, and the last message is always an assistant one: when the run stopped on an interrupt or on
 client tools that nobody here can run, a final assistant message says so, because the platform rejects a response
-that ends otherwise. A failed run is a 502 (504 for a timeout) with an error body and the messages made so far.
+that ends otherwise. An answer cut short says why in `metadata.finish_reason` (`length`, `content_filter`, as
+OpenAI names them). A failed run is a 502 (504 for a timeout) with an error body and the messages made so far.
 """
 
 from __future__ import annotations
@@ -158,7 +159,7 @@ class AgentRespondEncoder:
             elif isinstance(e, RunFinished):
                 if e.outcome == "cancelled":
                     self.dropped["cancelled_as_finish"] += 1
-                return self._finished()
+                return self._finished(e)
             elif isinstance(e, RunError):
                 return self._failed(e)
             elif (kind := _DROPPED.get(type(e))) is not None:
@@ -189,7 +190,7 @@ class AgentRespondEncoder:
         self._text = None
         self._calls = {}
 
-    def _finished(self) -> bytes:
+    def _finished(self, e: RunFinished) -> bytes:
         self._flush()
         closing = self._closing_note()
         if closing is not None:
@@ -201,7 +202,7 @@ class AgentRespondEncoder:
         body.update(drop_none({"model": usage.model, "provider": usage.provider, "usage": usage.openai("chat")}))
         metadata = drop_none({"state": self._state.value if self._state.known else None,
                               "activities": list(self._activity.values()) or None,
-                              "subagents": list(self._subagent.values()) or None})
+                              "subagents": list(self._subagent.values()) or None, "finish_reason": e.stop_reason})
         if metadata:
             body["metadata"] = metadata
         return json_bytes(body, self._chars)

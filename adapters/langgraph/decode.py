@@ -97,7 +97,7 @@ class LangGraphDecoder(MessageReader):
         out: list[Event] = []
         if not self.repair.done:
             self._frames(self._sse.flush(), out)
-            self.repair.push(RunFinished(), out)  # the body's end is the run's
+            self.repair.push(RunFinished(stop_reason=self._stop_reason), out)  # the body's end is the run's
         return out
 
     def cancel_request(self) -> UpstreamRequest | None:
@@ -185,7 +185,7 @@ class LangGraphDecoder(MessageReader):
             self._message(message, out)
 
     def _waiting(self, interrupts: Any, out: Events) -> None:
-        self._end_message(out)
+        self._end_all(out)
         for item in interrupts if isinstance(interrupts, list) else ():
             if isinstance(item, dict):
                 interrupt = interrupt_of(item)
@@ -216,7 +216,7 @@ class LangGraphDecoder(MessageReader):
         out.append(family or Data(name, data, data_id, transient=value.get("transient") is True))
 
     def _error(self, value: Any, out: Events) -> None:
-        self._end_message(out)
+        self._end_all(out)
         if isinstance(value, dict) and value.get("error") in CANCELLED:
             out.append(RunFinished("cancelled"))
         elif isinstance(value, dict):
@@ -227,8 +227,8 @@ class LangGraphDecoder(MessageReader):
             out.append(RunError(str(value) or "the run failed"))
 
     def _end(self, value: Any, out: Events) -> None:
-        self._end_message(out)
-        out.append(RunFinished())
+        self._end_all(out)
+        out.append(RunFinished(stop_reason=self._stop_reason))
 
 
 def _family(name: str, data_id: str, data: Any) -> Event | None:

@@ -19,10 +19,13 @@
 | activity, subagent | `custom {name: "activity" / "subagent", id, data}`, whole after each change |
 | | (`gateway.core.activity`) |
 | error | `error {error, message}` |
+| an answer cut short | `response_metadata.finish_reason` (`length`, `content_filter`) on the run's last AI message: |
+| | a last chunk of it, and the whole message in `values` |
 | the end | the stream's end, after the last `values` |
 
 What has no place is counted in `dropped`: a tool call's subagent and encrypted reasoning, metadata on any event but
-a run's start, a message's opening and a tool result, usage that comes before the run's first AI message.
+a run's start, a message's opening and a tool result, usage that comes before the run's first AI message, and an
+answer cut short in a run with no AI message.
 
 Modes the client did not ask for are not written; `messages` (whole messages, not tuples) is written as
 `messages-tuple` is, under the names the SDKs read (`messages/partial` is left out: its chunks are whole messages).
@@ -129,7 +132,7 @@ def _run_started(self: LangGraphEncoder, e: RunStarted) -> bytes:
 
 def _text_start(self: LangGraphEncoder, e: TextStart) -> bytes:
     self._texts[e.message_id] = []
-    message = _ai_message(self, e.message_id)
+    message = self._text_messages[e.message_id] = _ai_message(self, e.message_id)
     tags = message_tags(e.name, e.subagent_run_id, e.metadata)
     if not tags:
         return b""
@@ -151,7 +154,7 @@ def _text_delta(self: LangGraphEncoder, e: TextDelta) -> bytes:
 
 
 def _text_end(self: LangGraphEncoder, e: TextEnd) -> bytes:
-    message = _ai_message(self, e.message_id)
+    message = self._text_messages.pop(e.message_id, None) or _ai_message(self, e.message_id)  # others may be open
     message["content"] += "".join(self._texts.pop(e.message_id, ()))  # an id used again adds to its message
     last = _tuple(self, ai_chunk(e.message_id, "", chunk_position="last"))
     return last + _update(self, NODE, {"messages": [message]})
@@ -328,7 +331,20 @@ def _subagent(self: LangGraphEncoder, e: SubagentStarted | SubagentFinished | Su
 def _run_finished(self: LangGraphEncoder, e: RunFinished) -> bytes:
     if e.outcome == "cancelled":
         return _emit(self, "error", {"error": "CancelledError", "message": "the run was cancelled"})
-    return _values(self)
+    return _cut_short(self, e) + _values(self)
+
+
+def _cut_short(self: LangGraphEncoder, e: RunFinished) -> bytes:
+    """An answer cut short: the last AI message's `finish_reason`, as a chat model's last chunk says it."""
+    message = self._last_ai
+    if e.stop_reason is None:
+        return b""
+    if message is None:
+        self.dropped["stop_reason"] += 1  # no AI message to say it of
+        return b""
+    said = {"finish_reason": e.stop_reason}
+    message["response_metadata"] = {**message.get("response_metadata", {}), **said}
+    return _tuple(self, ai_chunk(message["id"], "", response_metadata=said, chunk_position="last"))
 
 
 def _run_error(self: LangGraphEncoder, e: RunError) -> bytes:
@@ -352,7 +368,7 @@ def _dropped_as(kind: str) -> Any:
 
 class LangGraphEncoder(SSEEncoder):
     __slots__ = ("_calls", "_current", "_families", "_interrupts", "_last_ai", "_messages", "_modes", "_next",
-                 "_reasoning_tags", "_run_id", "_state", "_texts", "_thread_id", "_usage_totals")
+                 "_reasoning_tags", "_run_id", "_state", "_text_messages", "_texts", "_thread_id", "_usage_totals")
 
     HEADERS = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store"}
     handlers = {
@@ -389,6 +405,8 @@ class LangGraphEncoder(SSEEncoder):
         self._state: dict[str, Any] = dict(request.state) if request and isinstance(request.state, dict) else {}
         self._texts: dict[str, list[str]] = {}
         """Each open text message's text so far, for the whole message `values` and `updates` carry."""
+        self._text_messages: dict[str, dict[str, Any]] = {}
+        """Each open text message's whole message: messages streamed at once each end in their own."""
         self._calls: dict[str, dict[str, Any]] = {}
         """Each tool call's message, index and arguments so far."""
         self._current: dict[str, Any] | None = None

@@ -3,7 +3,12 @@
 
 An AI message chunk is text, reasoning (with its encrypted content) and `tool_call_chunks`; a whole AI message not
 streamed (a node's own) its text and `tool_calls`; a tool message the tool's result. A message's `name` and
-`response_metadata.agent_gateway` `{metadata, subagent_run_id}` are its opening's; its `usage_metadata` is usage.
+`response_metadata.agent_gateway` `{metadata, subagent_run_id}` are its opening's; its `usage_metadata` is usage,
+its `response_metadata.finish_reason` whether the model's answer was cut short (`length`, `content_filter`).
+
+Chunks of messages streamed at once (parallel nodes) come interleaved: each message stays open while another's
+chunks come, and ends when it says so (its last chunk, the whole message), when a tool answers its call, or with
+the run.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from gateway.core.events import (
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
+    StopReason,
     TextDelta,
     TextEnd,
     TextStart,
@@ -31,6 +37,11 @@ from gateway.core.ids import new_id
 
 from .messages import encrypted_of, reasoning_of, text_of, tool_content
 
+_STOP_REASONS: dict[str, StopReason] = {"length": "length", "content_filter": "content_filter",
+                                        "max_tokens": "length"}
+"""A model's finish reason (OpenAI's `finish_reason`, Anthropic's `stop_reason`) that says its answer was cut short."""
+Open = tuple[bool, bool, list[str]]
+"""What of a message is open: its text, its reasoning, its tool calls."""
 Tags = tuple[str | None, str | None, Any]
 """What a message says of itself: its author's name, the subagent that wrote it, its metadata."""
 _UNTAGGED: Tags = (None, None, None)
@@ -40,8 +51,8 @@ class MessageReader(RepairedDecoder):
     """The messages of a run, as its `messages` frames (and its `values`, for a stream without them) bring them:
     the AI message being streamed, and what of each message was read already."""
 
-    __slots__ = ("_calls", "_current", "_open_calls", "_reasoning", "_results", "_seen", "_started_calls",
-                 "_tagged", "_text")
+    __slots__ = ("_call_messages", "_calls", "_current", "_open_calls", "_paused", "_reasoning", "_results", "_seen",
+                 "_started_calls", "_stop_reason", "_tagged", "_text")
 
     def __init__(self) -> None:
         super().__init__()
@@ -54,6 +65,12 @@ class MessageReader(RepairedDecoder):
         """A streamed call's id, by its message and its chunks' index."""
         self._started_calls: dict[str, str] = {}
         """Each call the run made, by id: its tool's name."""
+        self._paused: dict[str, Open] = {}
+        """Messages open while another's chunks come (parallel nodes): what of each is open."""
+        self._call_messages: dict[str, str] = {}
+        """The AI message each tool call is of: a tool's result ends it."""
+        self._stop_reason: StopReason | None = None
+        """The last AI message's finish reason, where it says the answer was cut short."""
         self._seen: set[str] = set()
         """AI messages whose content has been read, so that the whole message after its chunks adds nothing."""
         self._results: set[str] = set()
@@ -66,7 +83,9 @@ class MessageReader(RepairedDecoder):
             return
         kind = message.get("type")
         if kind in ("tool", "ToolMessageChunk"):
-            self._end_message(out)
+            call_id = message.get("tool_call_id")
+            self._end_of(self._call_messages.get(call_id, self._current) if isinstance(call_id, str)
+                         else self._current, out)
             self._tool_result(message, out)
         elif kind in ("ai", "AIMessageChunk"):
             self._ai(message, out, chunk=kind == "AIMessageChunk")
@@ -93,7 +112,8 @@ class MessageReader(RepairedDecoder):
         content = chunk.get("content")
         if self._text and self._current is not None and chunk.get("id") == self._current and \
                 type(content) is str and not chunk.get("tool_call_chunks") and chunk.get("usage_metadata") is None \
-                and chunk.get("chunk_position") is None and not chunk.get("additional_kwargs"):
+                and chunk.get("chunk_position") is None and not chunk.get("additional_kwargs") \
+                and _finish_reason(chunk) is None:
             return content
         return None
 
@@ -104,13 +124,14 @@ class MessageReader(RepairedDecoder):
         given = message.get("id")
         content = message.get("content")
         message_id: str = given if isinstance(given, str) else self._current or new_id("msg")
+        reason = _finish_reason(message)
+        if reason is not None:
+            self._stop_reason = _STOP_REASONS.get(reason)
         if not chunk and message_id in self._seen:  # the whole of a message already streamed
-            if message_id == self._current:
-                self._end_message(out)
+            self._end_of(message_id, out)
             return
         if message_id != self._current:
-            self._end_message(out)
-            self._current = message_id
+            self._switch(message_id)
         self._seen.add(message_id)
         tags = _tags_of(message)
         if tags is not None:
@@ -155,6 +176,7 @@ class MessageReader(RepairedDecoder):
             if call_id is None:
                 call_id = piece["id"] if isinstance(piece.get("id"), str) else new_id("call")
                 self._calls[key] = call_id
+                self._call_messages[call_id] = message_id
                 self._open_calls.append(call_id)
                 name = piece.get("name")
                 self._started_calls[call_id] = name if isinstance(name, str) else ""
@@ -171,6 +193,7 @@ class MessageReader(RepairedDecoder):
             if call_id in self._started_calls:
                 continue
             self._started_calls[call_id] = call["name"]
+            self._call_messages[call_id] = message_id
             args = call.get("args")
             out.append(ToolCallStart(call_id, call["name"], message_id))
             out.append(ToolCallArgs(call_id, args if isinstance(args, str) else orjson.dumps(args or {}).decode()))
@@ -193,6 +216,31 @@ class MessageReader(RepairedDecoder):
         found = [c for c, called in self._started_calls.items() if called == name and c not in self._results]
         return found[0] if len(found) == 1 else None
 
+    def _switch(self, message_id: str) -> None:
+        """Chunks of another message than the current one: the current one waits, open, for more of its own."""
+        if self._current is not None:
+            self._paused[self._current] = (self._text, self._reasoning, self._open_calls)
+        self._text, self._reasoning, self._open_calls = self._paused.pop(message_id, (False, False, []))
+        self._current = message_id
+
+    def _end_of(self, message_id: str | None, out: Events) -> None:
+        """End a message, the current one or one that waits."""
+        if message_id is None or message_id == self._current:
+            self._end_message(out)
+        elif message_id in self._paused:
+            current = self._current
+            self._switch(message_id)
+            self._end_message(out)
+            if current is not None:
+                self._switch(current)
+
+    def _end_all(self, out: Events) -> None:
+        """End every message open: the run pauses or ends."""
+        self._end_message(out)
+        for message_id in list(self._paused):
+            self._switch(message_id)
+            self._end_message(out)
+
     def _end_message(self, out: Events) -> None:
         current = self._current
         if current is None:
@@ -206,6 +254,15 @@ class MessageReader(RepairedDecoder):
         self._open_calls.clear()
         self._text = self._reasoning = False
         self._current = None
+
+
+def _finish_reason(message: dict[str, Any]) -> str | None:
+    """Why the model stopped writing a message, where it says (its last chunk, the whole message)."""
+    said = message.get("response_metadata")
+    if type(said) is not dict:
+        return None
+    reason = said.get("finish_reason", said.get("stop_reason"))
+    return reason if isinstance(reason, str) else None
 
 
 def _int(value: Any) -> int | None:

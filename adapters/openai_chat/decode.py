@@ -1,13 +1,16 @@
 """An OpenAI-compatible server's reply into canonical events: `chat.completion.chunk`s over SSE, or one
 `chat.completion` body (a server that does not stream, or an error object sent before any stream).
 
-- `delta.content` is one text message until a tool call interrupts it; `delta.reasoning_content` (DeepSeek, vLLM,
-  LiteLLM) or `delta.reasoning` (OpenRouter, Ollama) is reasoning.
+- `delta.content` is one text message until a tool call interrupts it (a list of parts: their text);
+  `delta.reasoning_content` (DeepSeek, vLLM, LiteLLM) or `delta.reasoning` (OpenRouter, Ollama) is reasoning;
+  `delta.refusal` (and `refusal` parts) is the model declining, a message of its own marked as a refusal.
+- Only the first choice (`index` 0) is the run's: a server asked for one answer sends no other, and another
+  choice's words are left out (counted, as words about another run are).
 - `delta.tool_calls` are kept apart by `index`: the first piece of each names its id and function. A model's tool
   calls are the client's to run: the run ends with them pending.
 - `usage` (the last chunk with `stream_options.include_usage`) is usage, its details' reasoning and cached tokens
-  included; the run ends at `[DONE]`, or at the end of a body that gave a finish reason without it. An `error`
-  object, in a frame or as the body, fails the run.
+  included; the run ends at `[DONE]`, or at the end of a body that gave a finish reason without it, cut short where
+  that reason is `length` or `content_filter`. An `error` object, in a frame or as the body, fails the run.
 - A frame that is no chunk (neither `choices` nor `usage`) is kept as `Raw`: a reply of nothing else was not Chat
   Completions at all (see `agent_gateway_upstream_replies_unread_total`).
 """
@@ -26,6 +29,7 @@ from gateway.core.events import (
     RunError,
     RunFinished,
     RunStarted,
+    StopReason,
     TextDelta,
     TextEnd,
     TextStart,
@@ -40,21 +44,28 @@ from gateway.core.steady import SteadyText
 from gateway.core.usage import read_openai
 
 _REASONING_KEYS = ("reasoning_content", "reasoning")
+_NOT_STEADY = (*_REASONING_KEYS, "refusal")
+"""Keys of a delta that, holding a string, make it more than text."""
+_STOP_REASONS: dict[str, StopReason] = {"length": "length", "content_filter": "content_filter"}
+"""Finish reasons that say the answer was cut short."""
 
 
 class ChatDecoder(JsonSSEOrBodyDecoder):
-    __slots__ = ("_calls", "_finished", "_model", "_reasoning", "_started", "_text")
+    __slots__ = ("_calls", "_finished", "_model", "_reasoning", "_refusing", "_started", "_stop_reason", "_text")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__(max_event_bytes)
         self._steady = SteadyText(unread=(b'"obfuscation":',))  # OpenAI's random padding, new in every chunk
         self._started = False
         self._text: str | None = None
+        """The message open: the answer's text, or (`_refusing`) the model's refusal."""
+        self._refusing = False
         self._reasoning: str | None = None
         self._calls: dict[int, str] = {}
         """Tool calls open by their index in the message: index -> id."""
         self._finished = False
         """A finish reason came: the stream may end without `[DONE]`."""
+        self._stop_reason: StopReason | None = None
         self._model: str | None = None
 
     def on_frame(self, frame: dict[str, Any], out: Events) -> None:
@@ -68,29 +79,30 @@ class ChatDecoder(JsonSSEOrBodyDecoder):
         usage = frame.get("usage")
         if isinstance(usage, dict):
             out.append(_usage(usage, self._model))
-        choices = frame.get("choices")
-        choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+        choice, others = _first_choice(frame.get("choices"))
+        self.ignored += others
         if choice is None:
             return
         delta = choice.get("delta")
         if isinstance(delta, dict):
             self._delta(delta, out)
-        if choice.get("finish_reason"):
+        reason = choice.get("finish_reason")
+        if reason:
             self._end(out)
             self._finished = True
+            self._stop_reason = _STOP_REASONS.get(reason) if isinstance(reason, str) else None
 
     def steady_text(self, frame: dict[str, Any]) -> str | None:
         """A chunk of nothing but `delta.content`, with the message's text open and no reasoning."""
-        if self._text is None or self._reasoning is not None or frame.get("error") \
+        if self._text is None or self._refusing or self._reasoning is not None or frame.get("error") \
                 or isinstance(frame.get("usage"), dict):
             return None
-        choices = frame.get("choices")
-        choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
-        if choice is None or choice.get("finish_reason"):
+        choice, others = _first_choice(frame.get("choices"))
+        if choice is None or others or choice.get("finish_reason"):
             return None
         delta = choice.get("delta")
         if not isinstance(delta, dict) or delta.get("tool_calls") \
-                or any(isinstance(delta.get(k), str) and delta[k] for k in _REASONING_KEYS):
+                or any(isinstance(delta.get(k), str) and delta[k] for k in _NOT_STEADY):
             return None
         content = delta.get("content")
         return content if isinstance(content, str) else None
@@ -102,12 +114,12 @@ class ChatDecoder(JsonSSEOrBodyDecoder):
 
     def on_done(self, out: Events) -> None:
         self._end(out)
-        out.append(RunFinished())
+        out.append(RunFinished(stop_reason=self._stop_reason))
 
     def on_end(self, out: Events) -> None:
         if self._finished:  # a finish reason came: the stream may end without `[DONE]`
             self._end(out)
-            out.append(RunFinished())
+            out.append(RunFinished(stop_reason=self._stop_reason))
 
     def _start(self, frame: dict[str, Any], out: Events) -> None:
         if not self._started:
@@ -124,17 +136,29 @@ class ChatDecoder(JsonSSEOrBodyDecoder):
                 self._reasoning = new_id("reasoning")
                 out.append(ReasoningStart(self._reasoning))
             out.append(ReasoningDelta(self._reasoning, reasoning))
-        content = delta.get("content")
+        content, refusal = delta.get("content"), delta.get("refusal")
+        if isinstance(content, list):
+            content, refused = _parts(content)
+            refusal = refusal if isinstance(refusal, str) and refusal else refused
         if isinstance(content, str) and content:
-            self._close_reasoning(out)
-            if self._text is None:
-                self._text = new_id("msg")
-                out.append(TextStart(self._text))
-            out.append(TextDelta(self._text, content))
+            self._say(content, False, out)
+        if isinstance(refusal, str) and refusal:
+            self._say(refusal, True, out)
         calls = delta.get("tool_calls")
         for call in calls if isinstance(calls, list) else ():
             if isinstance(call, dict):
                 self._call(call, out)
+
+    def _say(self, text: str, refusal: bool, out: Events) -> None:
+        """Text of the answer, or of a refusal: each a message of its own."""
+        self._close_reasoning(out)
+        if self._text is not None and self._refusing != refusal:
+            out.append(TextEnd(self._text))
+            self._text = None
+        if self._text is None:
+            self._text, self._refusing = new_id("msg"), refusal
+            out.append(TextStart(self._text, refusal=refusal))
+        out.append(TextDelta(self._text, text))
 
     def _call(self, call: dict[str, Any], out: Events) -> None:
         index = call.get("index")
@@ -180,8 +204,9 @@ class ChatDecoder(JsonSSEOrBodyDecoder):
             out.append(_error(body["error"]))
             return
         self._start(body, out)
-        choices = body.get("choices")
-        choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+        choice, others = _first_choice(body.get("choices"))
+        self.ignored += others
+        choice = choice or {}
         message = choice.get("message")
         if isinstance(message, dict):
             self._delta({**message, "tool_calls": [{**c, "index": i} for i, c in
@@ -194,7 +219,32 @@ class ChatDecoder(JsonSSEOrBodyDecoder):
         if not isinstance(message, dict):
             out.append(RunError("upstream answered with no message", ErrorCode.UPSTREAM_BAD_EVENT))
             return
-        out.append(RunFinished())
+        reason = choice.get("finish_reason")
+        out.append(RunFinished(stop_reason=_STOP_REASONS.get(reason) if isinstance(reason, str) else None))
+
+
+def _first_choice(choices: Any) -> tuple[dict[str, Any] | None, int]:
+    """The run's choice (`index` 0, or none said) among a chunk's, and how many others it holds."""
+    if not isinstance(choices, list) or not choices:
+        return None, 0
+    first = choices[0]
+    if len(choices) == 1 and type(first) is dict and first.get("index") in (0, None):
+        return first, 0  # most of a stream
+    found = [c for c in choices if type(c) is dict and c.get("index") in (0, None)]
+    return (found[0] if found else None), len(choices) - min(len(found), 1)
+
+
+def _parts(content: list[Any]) -> tuple[str, str]:
+    """Content as a list of parts: the text of its text parts, and of its refusal parts."""
+    text, refusal = [], []
+    for part in content:
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") in ("text", "output_text") and isinstance(part.get("text"), str):
+            text.append(part["text"])
+        elif part.get("type") == "refusal" and isinstance(part.get("refusal"), str):
+            refusal.append(part["refusal"])
+    return "".join(text), "".join(refusal)
 
 
 def _usage(usage: dict[str, Any], model: str | None) -> Usage:

@@ -2,17 +2,17 @@
 `chat.completion` body, as the client's `stream` asked.
 
 A completion is one assistant message: the run's text is its `content` (its messages as they came, a paragraph
-break between two: `request.SEPARATOR`), reasoning its `reasoning_content` (where DeepSeek, vLLM and LiteLLM put
-it), and the calls left for the client its `tool_calls`, the finish reason then `tool_calls`. Calls to tools the
-client offered stream as they come; any other call waits for its result, and a call with a result is a tool the
-agent ran itself, which a completion has no place for: it is left out (counted as `server_tool`), as are state,
-named data, steps, snapshots, activities, subagents' lifecycles and encrypted reasoning. A subagent's text is the
-message's like the agent's own (`subagent`, once per thing it opens). An interrupt becomes a closing note in the
-text, a paragraph of its own (`interrupt_as_note`); one the run answered itself is not noted (`interrupt_resolved`).
-Usage keeps its reasoning and cached tokens in OpenAI's details; a completion in one body has none when the agent
-reported none (a stream asked for `include_usage` has zeros). An event's `metadata` has no place (`metadata`). A
-failed run is an `error` frame in the stream, as OpenAI sends one, or a 502 (504 on a timeout) with an OpenAI error
-object.
+break between two: `request.SEPARATOR`), a refusal's its `refusal`, reasoning its `reasoning_content` (where
+DeepSeek, vLLM and LiteLLM put it), and the calls left for the client its `tool_calls`, the finish reason then
+`tool_calls` (`length` or `content_filter` for an answer cut short). Calls to tools the client offered stream as
+they come; any other call waits for its result, and a call with a result is a tool the agent ran itself, which a
+completion has no place for: it is left out (counted as `server_tool`), as are state, named data, steps, snapshots,
+activities, subagents' lifecycles and encrypted reasoning. A subagent's text is the message's like the agent's own
+(`subagent`, once per thing it opens). An interrupt becomes a closing note in the text, a paragraph of its own
+(`interrupt_as_note`); one the run answered itself is not noted (`interrupt_resolved`). Usage keeps its reasoning
+and cached tokens in OpenAI's details; a completion in one body has none when the agent reported none (a stream
+asked for `include_usage` has zeros). An event's `metadata` has no place (`metadata`). A failed run is an `error`
+frame in the stream, as OpenAI sends one, or a 502 (504 on a timeout) with an OpenAI error object.
 """
 
 from __future__ import annotations
@@ -161,8 +161,8 @@ class Completion:
         """Every count the schema requires, or None when the agent reported none."""
         return self.usage.openai("chat", whole=True) if self.usage.counts else None
 
-    def finish_reason(self) -> str:
-        return "tool_calls" if self.calls else "stop"
+    def finish_reason(self, e: RunFinished) -> str:
+        return e.stop_reason or ("tool_calls" if self.calls else "stop")
 
     def note(self, e: RunFinished) -> str:
         """What the text says of an ending a completion cannot: an interrupt, a cancelled run."""
@@ -192,7 +192,9 @@ def _run_started(self: ChatStreamEncoder, e: RunStarted) -> bytes:
 
 def _text_start(self: ChatStreamEncoder, e: TextStart) -> bytes:
     self.completion.opened(e)
-    if self.lead is None:  # text was written: this message's own begins a paragraph
+    if e.refusal:
+        self.refusals.add(e.message_id)  # its words are `delta.refusal`, apart from the text
+    elif self.lead is None:  # text was written: this message's own begins a paragraph
         self.lead = SEPARATOR
     return b""
 
@@ -200,6 +202,8 @@ def _text_start(self: ChatStreamEncoder, e: TextStart) -> bytes:
 def _text_delta(self: ChatStreamEncoder, e: TextDelta) -> bytes:
     if e.metadata is not None:  # inline, not by the base's wrapper: most of a stream is text deltas
         self.dropped["metadata"] += 1
+    if self.refusals and e.message_id in self.refusals:
+        return self.refusal.frame(e.delta)
     if self.lead is not None and e.delta:  # the run's first text, or a message's after another's
         lead, self.lead = self.lead, None
         return self.text.frame(lead + e.delta)
@@ -262,7 +266,7 @@ def _run_finished(self: ChatStreamEncoder, e: RunFinished) -> bytes:
     note = c.note(e)
     if note:
         out.append(_chunk(self, {"content": (SEPARATOR if self.lead is None else self.lead) + note}))
-    out.append(_chunk(self, {}, c.finish_reason()))
+    out.append(_chunk(self, {}, c.finish_reason(e)))
     if self.include_usage:
         usage = c.usage_object() or UsageTotals().openai("chat", whole=True)  # asked for: zeros when none came
         out.append(b"data: " + orjson.dumps({"id": c.id, "object": "chat.completion.chunk", "created": c.created,
@@ -288,7 +292,7 @@ def _nothing(self: ChatStreamEncoder, e: Event) -> bytes:
 
 
 class ChatStreamEncoder(SSEEncoder):
-    __slots__ = ("completion", "include_usage", "lead", "reasoning", "text")
+    __slots__ = ("completion", "include_usage", "lead", "reasoning", "refusal", "refusals", "text")
 
     handlers = {
         **dict.fromkeys(EVENT_TYPES, _nothing), **dict.fromkeys(_DROPPED, _dropped),
@@ -312,6 +316,9 @@ class ChatStreamEncoder(SSEEncoder):
         head = {"id": c.id, "object": "chat.completion.chunk", "created": c.created, "model": c.model}
         self.text = DeltaFrames(lambda _: _frame(head, {"content": HOLE}))
         self.reasoning = DeltaFrames(lambda _: _frame(head, {"reasoning_content": HOLE}))
+        self.refusal = DeltaFrames(lambda _: _frame(head, {"refusal": HOLE}))
+        self.refusals: set[str] = set()
+        """The messages that are the model's refusal: `delta.refusal`, not `content`."""
 
 
 def _frame(head: dict[str, Any], delta: dict[str, Any]) -> bytes:
@@ -330,7 +337,8 @@ class ChatBodyEncoder:
 
     streams = False
 
-    __slots__ = ("_lead", "_reasoning", "_text", "completion", "dropped", "headers", "status_code")
+    __slots__ = ("_lead", "_reasoning", "_refusal", "_refusals", "_text", "completion", "dropped", "headers",
+                 "status_code")
 
     def __init__(self, request: Turn | None = None) -> None:
         self.status_code = 200
@@ -338,6 +346,8 @@ class ChatBodyEncoder:
         self.dropped: dict[str, int] = defaultdict(int)
         self.completion = Completion(request, self.dropped)
         self._text: list[str] = []
+        self._refusal: list[str] = []
+        self._refusals: set[str] = set()
         self._lead: str | None = ""
         """What goes before the next text (as `ChatStreamEncoder.lead`)."""
         self._reasoning: list[str] = []
@@ -351,13 +361,18 @@ class ChatBodyEncoder:
             if e.metadata is not None and type(e) not in _DROPPED and not isinstance(e, _OPENERS):
                 self.dropped["metadata"] += 1  # no field for an event's metadata
             if isinstance(e, TextDelta):
+                if e.message_id in self._refusals:
+                    self._refusal.append(e.delta)
+                    continue
                 if self._lead is not None and e.delta:
                     self._text.append(self._lead)
                     self._lead = None
                 self._text.append(e.delta)
             elif isinstance(e, TextStart):
                 c.opened(e)
-                if self._lead is None:
+                if e.refusal:
+                    self._refusals.add(e.message_id)  # its words are the message's `refusal`, apart from its text
+                elif self._lead is None:
                     self._lead = SEPARATOR
             elif isinstance(e, ReasoningDelta):
                 self._reasoning.append(e.delta)
@@ -399,9 +414,10 @@ class ChatBodyEncoder:
                                       "function": {"name": name, "arguments": "".join(pieces) or "{}"}}
                                      for call_id, (_, name, pieces) in sorted(c.calls.items(), key=lambda i: i[1][0])]
             chars += sum(len(call["function"]["arguments"]) for call in message["tool_calls"])
-        message["refusal"] = None
+        message["refusal"] = "".join(self._refusal) or None
+        chars += len(message["refusal"] or "")
         return json_bytes({"id": c.id, "object": "chat.completion", "created": c.created, "model": c.model,
-                           "choices": [{"index": 0, "message": message, "finish_reason": c.finish_reason(),
+                           "choices": [{"index": 0, "message": message, "finish_reason": c.finish_reason(e),
                                         "logprobs": None}],
                            **({"usage": usage} if (usage := c.usage_object()) is not None else {})}, chars)
 

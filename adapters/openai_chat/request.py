@@ -1,5 +1,6 @@
 """Chat Completions requests: `POST /v1/chat/completions` with the whole history every call (`messages`), the
-client's tools (`tools`), and `stream` with `stream_options.include_usage`.
+client's tools (`tools`), and `stream` with `stream_options.include_usage`. An assistant message's `refusal` is its
+words, as the reply showed them.
 
 Chat Completions names no conversation: like the eval platform's, a client's conversation is found again by its
 history (see `echoed`, what it will send back of a run). Assistant messages carry the tool calls the client ran,
@@ -44,6 +45,7 @@ class ChatMessage(_Model):
     tool_calls: list[ToolCallModel] | None = None
     tool_call_id: str | None = None
     reasoning_content: str | None = None
+    refusal: str | None = None
 
 
 class FunctionDefinition(_Model):
@@ -80,8 +82,8 @@ def parse_request(body: dict[str, Any]) -> Turn:
         if m.reasoning_content:
             messages.append(Message("reasoning", m.reasoning_content))
         calls = [ToolCall(c.id, c.function.name, c.function.arguments or "{}") for c in m.tool_calls or ()]
-        messages.append(Message(m.role, _content(m.content, index), tool_calls=calls, tool_call_id=m.tool_call_id,
-                                name=m.name))
+        content = _content(m.content, index) if m.content or not m.refusal else m.refusal  # a refusal is its words
+        messages.append(Message(m.role, content, tool_calls=calls, tool_call_id=m.tool_call_id, name=m.name))
     tools = [Tool(t.function.name, t.function.description or "", t.function.parameters) for t in request.tools or ()]
     include_usage = bool(request.stream_options and request.stream_options.include_usage)
     return Turn(messages=messages, history="full", tools=tools, model=request.model,

@@ -51,7 +51,7 @@ DIALECT = Dialect(
     paths=("/v1/responses",),
     carries=frozenset({"messages", "reasoning", "server_tools", "interrupts", "interrupt_ids",
                        "interrupt_tool_call", "tool_definitions", "client_tools", "tool_errors", "errors",
-                       "cancel"}),
+                       "cancel", "stop_reason"}),
     parse_request=parse_request,
     build_request=build_request,
     new_decoder=ResponsesDecoder,

@@ -1,14 +1,20 @@
 """A Responses server's reply into canonical events: semantic events over SSE, or one response object (a server
 that does not stream, or an error object before any stream).
 
-Items open and close runs of events: a `message` item is a text message, `reasoning` reasoning (OpenAI's
-`response.reasoning_text.delta` and summaries, and Open Responses' `response.reasoning.delta`), a `function_call` a
-tool call left for the client, an `mcp_call` a tool the agent ran with its result, an `mcp_approval_request` an
-interrupt (about the agent's call its `call_id` names, when the gateway wrote it) and an `mcp_approval_response` one
-answered in the run, `agent_gateway:activity` an activity's snapshot and `agent_gateway:subagent` a subagent's start
-and end. A reasoning
-item's `encrypted_content` is encrypted reasoning. `response.completed` ends the run (with its usage), `incomplete`
-ends it (interrupted, cancelled or cut short), `failed` and `error` fail it.
+Items open and close runs of events: a `message` item is a text message (its `refusal` parts a message of their
+own, marked as the model's refusal), `reasoning` reasoning (OpenAI's `response.reasoning_text.delta` and summaries,
+and Open Responses' `response.reasoning.delta`), a `function_call` a tool call left for the client, an `mcp_call` a
+tool the agent ran with its result, an `mcp_approval_request` an interrupt (about the agent's call its `call_id`
+names, when the gateway wrote it) and an `mcp_approval_response` one answered in the run, `agent_gateway:activity` an
+activity's snapshot and `agent_gateway:subagent` a subagent's start and end. A reasoning item's `encrypted_content`
+is encrypted reasoning.
+
+Text comes in deltas, or only in the `.done` events that repeat it (`output_text.done`, `content_part.done`,
+`output_item.done`; a reasoning item's summary): a part's text is passed on from the first that holds it, once. A
+delta of an item never added opens it where its kind says what it is (text, a refusal, reasoning); one that cannot
+be placed (an item already done, a call never named) is kept as `Raw`. `response.completed` ends the run (with its
+usage), `incomplete` ends it (interrupted, cancelled, or cut short by `max_output_tokens` or `content_filter`),
+`failed` and `error` fail it.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from gateway.core.events import (
     RunError,
     RunFinished,
     RunStarted,
+    StopReason,
     SubagentError,
     SubagentFinished,
     SubagentStarted,
@@ -53,10 +60,17 @@ from .items import ACTIVITY, APPROVAL_REQUEST, APPROVAL_RESPONSE, MCP_CALL, SUBA
 _REASONING_DELTAS = frozenset({"response.reasoning.delta", "response.reasoning_text.delta",
                                "response.reasoning_summary_text.delta"})
 _ENDS = frozenset({"response.completed", "response.incomplete", "response.failed"})
+_STOP_REASONS: dict[str, StopReason] = {"max_output_tokens": "length", "content_filter": "content_filter"}
+"""Reasons a response is incomplete that say its answer was cut short."""
+_TEXT_DONE = frozenset({"response.output_text.done", "response.refusal.done", "response.content_part.added",
+                        "response.content_part.done"})
+"""Events that may hold a part's text whole."""
+_REASONING_PARTS = frozenset({"reasoning_text", "summary_text"})
+"""Content parts that hold reasoning, not the answer."""
 
 
 class ResponsesDecoder(JsonSSEOrBodyDecoder):
-    __slots__ = ("_calls", "_items", "_steady_message", "_streamed")
+    __slots__ = ("_calls", "_ended", "_items", "_said", "_steady_message", "_streamed")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__(max_event_bytes)
@@ -65,6 +79,10 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
         """The message the last steady text delta wrote to (`steady_text`)."""
         self._items: dict[str, tuple[str, str]] = {}
         """Items open: item id -> (kind, the canonical id: the message's, or the call's)."""
+        self._ended: set[str] = set()
+        """Items done: what comes for one after is not the run's to say again."""
+        self._said: set[str] = set()
+        """Messages (and reasoning) whose text was passed on: the `.done` events that repeat it add nothing."""
         self._streamed: set[str] = set()
         """Calls whose arguments came as deltas."""
         self._calls: set[str] = set()
@@ -76,36 +94,44 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
     def steady_text(self, frame: dict[str, Any]) -> str | None:
         """A text delta of a message item that is open."""
         delta = frame.get("delta")
-        if frame.get("type") != "response.output_text.delta" or not isinstance(delta, str):
-            return None
+        if frame.get("type") != "response.output_text.delta" or not isinstance(delta, str) or not delta:
+            return None  # an empty delta says nothing of what the `.done` events may hold
         found = self._items.get(str_or(frame.get("item_id")))
-        if found is None:
+        if found is None or found[0] != "message":
             return None
         self._steady_message = found[1]
         return delta
 
     def on_steady_text(self, text: str, out: Events) -> None:
-        out.append(TextDelta(self._steady_message, text))
+        if text:
+            out.append(TextDelta(self._steady_message, text))
 
     def on_frame(self, frame: dict[str, Any], out: Events) -> None:
         kind = frame.get("type")
         if not isinstance(kind, str) or not (kind.startswith("response.") or kind == "error"):
             out.append(Raw("openai-responses", frame))  # no Responses event: another dialect's, most likely
             return
-        if kind == "response.output_text.delta":
-            found = self._items.get(str_or(frame.get("item_id")))
-            if found is not None and isinstance(frame.get("delta"), str):
-                out.append(TextDelta(found[1], frame["delta"]))
+        if kind == "response.output_text.delta" or kind == "response.refusal.delta":
+            delta = frame.get("delta")
+            if isinstance(delta, str) and delta:
+                self._text(frame, kind == "response.refusal.delta", delta, out)
         elif kind == "response.function_call_arguments.delta":
             item_id = str_or(frame.get("item_id"))
             found = self._items.get(item_id)
-            if found is not None and isinstance(frame.get("delta"), str) and frame["delta"]:
+            if found is None:
+                out.append(Raw("openai-responses", frame))  # a call never named: no tool to give them to
+            elif isinstance(frame.get("delta"), str) and frame["delta"]:
                 self._streamed.add(item_id)
                 out.append(ToolCallArgs(found[1], frame["delta"]))
         elif kind in _REASONING_DELTAS:
-            found = self._items.get(str_or(frame.get("item_id")))
-            if found is not None and isinstance(frame.get("delta"), str):
+            found = self._found(frame, "reasoning", out)
+            if found is not None and isinstance(frame.get("delta"), str) and frame["delta"]:
+                self._said.add(found[1])
                 out.append(ReasoningDelta(found[1], frame["delta"]))
+        elif kind in _TEXT_DONE:
+            part = frame.get("part") if kind.startswith("response.content_part") else frame
+            if isinstance(part, dict):
+                self._part(frame, part, out)
         elif kind == "response.output_item.added":
             self._added(frame.get("item"), out)
         elif kind == "response.output_item.done":
@@ -124,14 +150,14 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
             response_id = response.get("id") if isinstance(response, dict) else None
             out.append(RunStarted(None, response_id if isinstance(response_id, str) else None))
 
-    def _added(self, item: Any, out: Events) -> None:
+    def _added(self, item: Any, out: Events) -> str:
+        """An item added: the run of events it opens begins (a message's, with its first text). Its id."""
         if not isinstance(item, dict):
-            return
+            return ""
         self._started(None, out)
         kind, item_id = item.get("type"), str_or(item.get("id")) or new_id("item")
         if kind == "message":
-            self._items[item_id] = ("message", item_id)
-            out.append(TextStart(item_id))
+            self._items[item_id] = ("message", item_id)  # its text opens with its first part: text or a refusal
         elif kind == "reasoning":
             self._items[item_id] = ("reasoning", item_id)
             out.append(ReasoningStart(item_id))
@@ -141,22 +167,28 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
             out.append(ToolCallStart(call_id, str_or(item.get("name")) or "unknown_tool"))
         elif kind == SUBAGENT:
             _subagent_started(item, out)  # what it says comes before its item is done
+        return item_id
 
     def _done(self, item: Any, out: Events) -> None:
         if not isinstance(item, dict):
             return
         self._started(None, out)
         item_id = str_or(item.get("id"))
-        found = self._items.pop(item_id, None)
         kind = item.get("type")
-        if found is None and kind in ("message", "reasoning", "function_call"):
-            self._added(item, out)  # a server that sends only the finished item: its content comes with it
-            found = self._items.pop(str_or(item.get("id")) or "", None)
-            if found is None:
-                return
-            self._content(item, found[1], out)
+        if item_id not in self._items and kind in ("message", "reasoning", "function_call"):
+            if item_id in self._ended:
+                return  # done already
+            item_id = self._added(item, out)  # a server that sends only the finished item: its content with it
+        if kind in ("message", "reasoning"):  # a reasoning item's summary, when it holds no reasoning text
+            parts = item.get("content") or (item.get("summary") if kind == "reasoning" else None)
+            for part in parts if isinstance(parts, list) else ():
+                if isinstance(part, dict):
+                    self._part({"item_id": item_id}, part, out)  # what no delta said
+        found = self._items.pop(item_id, None)
+        self._ended.add(item_id)
         if kind == "message" and found is not None:
             out.append(TextEnd(found[1]))
+            out.append(TextEnd(_refusal_of(found[1])))
         elif kind == "reasoning" and found is not None:
             encrypted = item.get("encrypted_content")
             if isinstance(encrypted, str) and encrypted:
@@ -208,12 +240,51 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
                              asked.get("payload"), str_at(asked, "tool_call_id"), asked.get("response_schema"),
                              str_at(asked, "expires_at")))
 
-    def _content(self, item: dict[str, Any], canonical: str, out: Events) -> None:
-        """The text of an item that came whole: a reasoning item's summary when it holds no reasoning text."""
-        reasoning = item.get("type") == "reasoning"
-        for part in item.get("content") or (item.get("summary") if reasoning else None) or ():
-            if isinstance(part, dict) and isinstance(part.get("text"), str) and part["text"]:
-                out.append(ReasoningDelta(canonical, part["text"]) if reasoning else TextDelta(canonical, part["text"]))
+    def _found(self, frame: dict[str, Any], kind: str, out: Events) -> tuple[str, str] | None:
+        """The item an event is about, as `_items` holds it. One never added is, as the event says (`kind`); one
+        already done is not the run's any more: the event is kept as `Raw`."""
+        item_id = str_or(frame.get("item_id"))
+        found = self._items.get(item_id)
+        if found is not None:
+            return found
+        if item_id in self._ended or not item_id:
+            out.append(Raw("openai-responses", frame))
+            return None
+        self._added({"type": kind, "id": item_id}, out)
+        return self._items[item_id]
+
+    def _text(self, frame: dict[str, Any], refusal: bool, text: str, out: Events) -> None:
+        """A delta of a message item's text, or of its refusal: each a message of its own, opened by its first
+        text."""
+        found = self._found(frame, "message", out)
+        if found is not None:
+            self._say(_refusal_of(found[1]) if refusal else found[1], refusal, text, out)
+
+    def _say(self, message_id: str, refusal: bool, text: str, out: Events) -> None:
+        """Text of a message, opened by its first."""
+        if message_id not in self._said:
+            self._said.add(message_id)
+            out.append(TextStart(message_id, refusal=refusal))
+        out.append(TextDelta(message_id, text))
+
+    def _part(self, frame: dict[str, Any], part: dict[str, Any], out: Events) -> None:
+        """A content part held whole (`output_text.done`, `refusal.done`, `content_part.*`, a done item's): its
+        text, where no delta said it."""
+        refusal = part.get("type") == "refusal" or frame.get("type") == "response.refusal.done"
+        text = part.get("refusal") if refusal else part.get("text")
+        if not isinstance(text, str) or not text:
+            return
+        found = self._found(frame, "reasoning" if part.get("type") in _REASONING_PARTS else "message", out)
+        if found is None:
+            return
+        kind, canonical = found
+        if kind == "message":
+            message_id = _refusal_of(canonical) if refusal else canonical
+            if message_id not in self._said:
+                self._say(message_id, refusal, text, out)
+        elif kind == "reasoning" and canonical not in self._said:
+            self._said.add(canonical)
+            out.append(ReasoningDelta(canonical, text))
 
     def _end(self, kind: str, response: dict[str, Any], out: Events) -> None:
         usage = response.get("usage")
@@ -224,11 +295,13 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
             out.append(_error(response.get("error") or {"message": "upstream response failed"}))
             return
         details = response.get("incomplete_details")
-        reason = details.get("reason") if isinstance(details, dict) else None
+        reason = details.get("reason") if isinstance(details, dict) and kind == "response.incomplete" else None
         if reason == "interrupt":
             out.append(RunFinished("interrupt"))
+        elif reason == "cancelled":
+            out.append(RunFinished("cancelled"))
         else:
-            out.append(RunFinished("cancelled" if reason == "cancelled" else "success"))
+            out.append(RunFinished(stop_reason=_STOP_REASONS.get(reason) if isinstance(reason, str) else None))
 
     def on_body(self, body: Any, out: Events) -> None:
         """One response object (or an error object): its items as the events of a run."""
@@ -245,6 +318,11 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
         kind = {"failed": "response.failed", "incomplete": "response.incomplete"}.get(str(status),
                                                                                         "response.completed")
         self._end(kind, body, out)
+
+
+def _refusal_of(message_id: str) -> str:
+    """The canonical id of a message item's refusal: a message apart from its text."""
+    return message_id + "-refusal"
 
 
 def _approval_response(item: dict[str, Any], item_id: str, out: Events) -> None:

@@ -85,6 +85,10 @@ def _event(self: ResponsesStreamEncoder, e: Event) -> bytes:
     return _frames(self, events) if events else b""
 
 
+_TEXT_DELTA = b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","sequence_number":'
+_REFUSAL_DELTA = b'event: response.refusal.delta\ndata: {"type":"response.refusal.delta","sequence_number":'
+
+
 def _text_delta(self: ResponsesStreamEncoder, e: TextDelta) -> bytes:
     """Most of a stream: the frame around the delta is the message's, made once; only the number and the delta
     change."""
@@ -95,18 +99,20 @@ def _text_delta(self: ResponsesStreamEncoder, e: TextDelta) -> bytes:
         return b""
     if self.delta_of is not text:  # by the item, not the message id: an id may come back as a new message
         self.delta_of = text
+        self.delta_start = _REFUSAL_DELTA if text.refusal else _TEXT_DELTA
         self.delta_middle = (b',"item_id":' + orjson.dumps(text.item_id) + b',"output_index":'
-                             + str(text.index).encode() + b',"content_index":0,"logprobs":[],"delta":')
+                             + str(text.index).encode()
+                             + (b',"content_index":0,"delta":' if text.refusal else
+                                b',"content_index":0,"logprobs":[],"delta":'))
     self.sequence += 1
-    head = (b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\","
-            b"\"sequence_number\":" + str(self.sequence).encode() + self.delta_middle)
+    head = self.delta_start + str(self.sequence).encode() + self.delta_middle
     if len(e.delta) < LARGE_TEXT:
         return head + orjson.dumps(e.delta) + b"}\n\n"
     return b"".join((head, json_bytes(e.delta, len(e.delta)), b"}\n\n"))
 
 
 class ResponsesStreamEncoder(SSEEncoder):
-    __slots__ = ("delta_middle", "delta_of", "sequence", "texts", "writer")
+    __slots__ = ("delta_middle", "delta_of", "delta_start", "sequence", "texts", "writer")
 
     handlers = {**dict.fromkeys(EVENT_TYPES, _event), TextDelta: _text_delta}
     METADATA = frozenset({TextDelta})  # counts its own
@@ -116,7 +122,8 @@ class ResponsesStreamEncoder(SSEEncoder):
         self.writer = ResponseWriter(request, self.dropped)
         self.sequence = 0
         self.delta_of: object = None
-        """The open message whose delta frame `delta_middle` is."""
+        """The open message whose delta frame `delta_start` and `delta_middle` are."""
+        self.delta_start = _TEXT_DELTA
         self.delta_middle = b""
         self.texts = LongTexts()
 

@@ -76,10 +76,17 @@ def response_object(response_id: str, *, status: str, model: str, created_at: in
     }
 
 
-def message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
-    content = [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}] if status != "in_progress" \
-        else []
+def message_item(item_id: str, text: str, status: str = "completed", *, refusal: bool = False) -> dict[str, Any]:
+    """An assistant message: its text, or (`refusal`) the model's refusal, as its one content part."""
+    content = [] if status == "in_progress" else [text_part(text, refusal=refusal)]
     return {"id": item_id, "type": "message", "status": status, "role": "assistant", "content": content}
+
+
+def text_part(text: str, *, refusal: bool = False) -> dict[str, Any]:
+    """A message's content part: `output_text`, or `refusal`."""
+    if refusal:
+        return {"type": "refusal", "refusal": text}
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
 
 
 def function_call_item(item_id: str, call_id: str, name: str, arguments: str,

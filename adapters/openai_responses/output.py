@@ -14,13 +14,15 @@ Semantic = tuple[str, dict[str, Any]]
 class OpenItem:
     """An item being written: where it is in the output, and its text or arguments so far."""
 
-    __slots__ = ("call_id", "index", "item_id", "name", "pieces")
+    __slots__ = ("call_id", "index", "item_id", "name", "pieces", "refusal")
 
-    def __init__(self, index: int, item_id: str, name: str = "", call_id: str = "") -> None:
+    def __init__(self, index: int, item_id: str, name: str = "", call_id: str = "", *, refusal: bool = False) -> None:
         self.index = index
         self.item_id = item_id
         self.name = name
         self.call_id = call_id
+        self.refusal = refusal
+        """A message that is the model's refusal: its part is `refusal`, its deltas `response.refusal.delta`."""
         self.pieces: list[str] = []
 
 

@@ -73,13 +73,13 @@ _STATUS = {"success": "completed", "interrupt": "incomplete", "cancelled": "canc
 
 
 def response_of(state: RunState) -> dict[str, Any]:
-    """The response as it stands: as its stream showed it, with the run's status; one still running, with the
-    items it has done so far."""
+    """The response as it stands: as its stream showed it, with the run's status (a finished one cut short stays
+    `incomplete`); one still running, with the items it has done so far."""
     response = dict(state.record.document)
     if state.running:
         response["status"] = "in_progress"
         response["output"] = [orjson.loads(item) for item in state.updates]
-    else:
+    elif state.record.status != "success" or response.get("status") != "incomplete":
         response["status"] = _STATUS.get(state.record.status, "in_progress")
     return response
 

@@ -1,13 +1,14 @@
 """A run as the output items and semantic events of one response, shared by the streamed reply and the one-body
 one (and by answers about a stored response).
 
-Text is a `message` item per message, reasoning a `reasoning` item (its summary: see `items.reasoning_item`). Tool
-calls and interrupts are `calls`' to write: a call to a tool the client offered is a `function_call` item, one the
-agent ran itself an `mcp_call`, an interrupt an `mcp_approval_request` (see `items`); the response completes, and
-only a cancelled run ends it `incomplete` (reason `cancelled`). Activities and subagents are the gateway's items
-(see `items`); encrypted reasoning is its reasoning item's `encrypted_content`. State, named data, steps and
-snapshots have no item and are left out, as are an event's `metadata` and which subagent a message or call is of
-(counted in `dropped`).
+Text is a `message` item per message (a refusal's content part `refusal`), reasoning a `reasoning` item (its
+summary: see `items.reasoning_item`). Tool calls and interrupts are `calls`' to write: a call to a tool the client
+offered is a `function_call` item, one the agent ran itself an `mcp_call`, an interrupt an `mcp_approval_request`
+(see `items`); the response completes, and only a cancelled run ends it `incomplete` (reason `cancelled`), or one
+whose answer was cut short (reason `max_output_tokens` or `content_filter`). Activities and subagents are the
+gateway's items (see `items`); encrypted reasoning is its reasoning item's `encrypted_content`. State, named data,
+steps and snapshots have no item and are left out, as are an event's `metadata` and which subagent a message or call
+is of (counted in `dropped`).
 
     ResponseWriter      the response object (id, model, status, usage); messages, reasoning, activities and
       │                 subagents; which part writes each event
@@ -44,6 +45,7 @@ from gateway.core.events import (
     StateSnapshot,
     StepFinished,
     StepStarted,
+    StopReason,
     SubagentError,
     SubagentFinished,
     SubagentStarted,
@@ -61,11 +63,22 @@ from gateway.core.turn import Turn
 from gateway.core.usage import UsageTotals
 
 from .calls import Calls
-from .items import ACTIVITY, SUBAGENT, error_object, message_item, reasoning_item, response_object, summary_part
+from .items import (
+    ACTIVITY,
+    SUBAGENT,
+    error_object,
+    message_item,
+    reasoning_item,
+    response_object,
+    summary_part,
+    text_part,
+)
 from .output import OpenItem, Output
 from .output import Semantic as Semantic
 from .request import echo
 
+INCOMPLETE: dict[StopReason, str] = {"length": "max_output_tokens", "content_filter": "content_filter"}
+"""Why a response whose answer was cut short is incomplete, by the run's stop reason."""
 DROPPED: dict[type, str] = {
     StateSnapshot: "state", StateDelta: "state", MessagesSnapshot: "messages_snapshot", StepStarted: "step",
     StepFinished: "step", Data: "data", Raw: "raw",
@@ -115,8 +128,8 @@ class ResponseWriter(Output):
         item_id = new_id("msg")
         item = message_item(item_id, "", "in_progress")
         index = self.add(item)
-        self.texts[e.message_id] = OpenItem(index, item_id)
-        part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+        self.texts[e.message_id] = OpenItem(index, item_id, refusal=e.refusal)
+        part = text_part("", refusal=e.refusal)
         return [("response.output_item.added", {"output_index": index, "item": dict(item, content=[])}),
                 ("response.content_part.added", {"item_id": item_id, "output_index": index, "content_index": 0,
                                                  "part": part})]
@@ -133,17 +146,21 @@ class ResponseWriter(Output):
         text = self.text_delta(e)
         if text is None:
             return []
-        return [("response.output_text.delta", {"item_id": text.item_id, "output_index": text.index,
-                                                "content_index": 0, "delta": e.delta, "logprobs": []})]
+        where = {"item_id": text.item_id, "output_index": text.index, "content_index": 0}
+        if text.refusal:
+            return [("response.refusal.delta", {**where, "delta": e.delta})]
+        return [("response.output_text.delta", {**where, "delta": e.delta, "logprobs": []})]
 
     def _text_end(self, e: TextEnd) -> list[Semantic]:
         text = self.texts.pop(e.message_id, None)
         if text is None:
             return []
         whole = "".join(text.pieces)
-        item = self.output[text.index] = message_item(text.item_id, whole)
+        item = self.output[text.index] = message_item(text.item_id, whole, refusal=text.refusal)
         where = {"item_id": text.item_id, "output_index": text.index, "content_index": 0}
-        return [("response.output_text.done", {**where, "text": whole, "logprobs": []}),
+        done = ("response.refusal.done", {**where, "refusal": whole}) if text.refusal else \
+            ("response.output_text.done", {**where, "text": whole, "logprobs": []})
+        return [done,
                 ("response.content_part.done", {**where, "part": item["content"][0]}),
                 ("response.output_item.done", {"output_index": text.index, "item": item})]
 
@@ -233,8 +250,12 @@ class ResponseWriter(Output):
     def _run_finished(self, e: RunFinished) -> list[Semantic]:
         out = self.calls.close(self)
         if e.outcome == "cancelled":
-            return [*out, ("response.incomplete", {"response": self.response("incomplete", incomplete="cancelled")})]
-        return [*out, ("response.completed", {"response": self.response("completed")})]
+            reason = "cancelled"
+        elif e.stop_reason is not None:
+            reason = INCOMPLETE[e.stop_reason]
+        else:
+            return [*out, ("response.completed", {"response": self.response("completed")})]
+        return [*out, ("response.incomplete", {"response": self.response("incomplete", incomplete=reason)})]
 
     def _run_error(self, e: RunError) -> list[Semantic]:
         self.calls.fail()

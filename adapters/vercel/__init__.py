@@ -40,7 +40,7 @@ DIALECT = Dialect(
     history="full",
     paths=("/api/chat",),
     carries=frozenset({"messages", "reasoning", "data", "interrupts", "interrupt_ids", "interrupt_tool_call",
-                       "client_tools", "tool_errors", "errors", "cancel", "server_tools"}),
+                       "client_tools", "tool_errors", "errors", "cancel", "server_tools", "stop_reason"}),
     parse_request=parse_request,
     build_request=build_request,
     new_decoder=VercelDecoder,

@@ -3,7 +3,8 @@
 Also reads what Inkeep's `/api/chat` really sends: one text id reused for every text segment (renamed here, so
 that ids stay unique per message in the other dialects), run failures as `data-operation` parts of type `error`,
 and an `{"error": ...}` frame with no type on its durable path. And what our own encoder writes beyond the AI
-SDK's words: the whole state as `data-state`, and the tool call that stands for an interrupt.
+SDK's words: the whole state as `data-state`, and the tool call that stands for an interrupt. A `finish` chunk's
+`finishReason` of `length` or `content-filter` says the answer was cut short.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from gateway.core.events import (
     StateSnapshot,
     StepFinished,
     StepStarted,
+    StopReason,
     TextDelta,
     TextEnd,
     TextStart,
@@ -42,6 +44,8 @@ from gateway.core.sse import DEFAULT_MAX_FRAME
 from .request import INTERRUPT_CALL_PREFIX
 
 DENIED = "The user denied this tool call."
+STOP_REASONS: dict[str, StopReason] = {"length": "length", "content-filter": "content_filter"}
+"""The finish reasons that say the answer was cut short."""
 
 
 Handler = Callable[["VercelDecoder", dict[str, Any], Events], None]
@@ -237,7 +241,8 @@ def _finish_step(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
 
 def _finish(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     d._metadata(f, out)
-    out.append(RunFinished())
+    reason = f.get("finishReason")
+    out.append(RunFinished(stop_reason=STOP_REASONS.get(reason) if isinstance(reason, str) else None))
 
 
 def _abort(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:

@@ -14,7 +14,8 @@ stands for the interrupt, to answer with `addToolResult`.
 What AG-UI adds beyond the AI SDK's words goes where the SDK has room: activities and subagents as data parts
 replaced in place (`data-activity`, `data-subagent`), event metadata and a subagent's authorship in a part's
 `providerMetadata` under `agent-gateway`, encrypted reasoning on its reasoning part (or, once that part has ended,
-a `data-reasoning-encrypted` part), usage and run metadata in the message's metadata.
+a `data-reasoning-encrypted` part), usage and run metadata in the message's metadata. An answer cut short ends with
+the `finish` chunk's `finishReason` (`length`, `content-filter`).
 
 Each event type's handler is a function of the encoder and the event, written before the class that lists them in
 `handlers`, as the decoders' are: the class keeps the stream's state and what several handlers share.
@@ -64,9 +65,11 @@ from gateway.core.state import StateTracker
 from gateway.core.turn import Turn
 
 from . import approvals
+from .decode import STOP_REASONS
 from .request import INKEEP
 from .versions import AiSdk
 
+FINISH_REASONS = {stop: finish for finish, stop in STOP_REASONS.items()}
 PROVIDER = "agent-gateway"
 """The `providerMetadata` key under which a part carries what AG-UI said of it (its metadata, its subagent)."""
 
@@ -258,8 +261,11 @@ def _run_finished(enc: VercelEncoder, e: RunFinished) -> bytes:
         if e.metadata is not None:
             enc.dropped["metadata"] += 1
         return enc._end_step() + sse_frame({"type": "abort"}) + DONE
-    finish = {"type": "finish"} if e.metadata is None else {"type": "finish",
-                                                            "messageMetadata": {"metadata": e.metadata}}
+    finish: dict[str, Any] = {"type": "finish"}
+    if e.stop_reason is not None:
+        finish["finishReason"] = FINISH_REASONS[e.stop_reason]
+    if e.metadata is not None:
+        finish["messageMetadata"] = {"metadata": e.metadata}
     return enc._end_step() + sse_frame(finish) + DONE
 
 

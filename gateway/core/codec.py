@@ -110,6 +110,7 @@ Feature = Literal[
     "tool_errors",  # a tool result can say it failed
     "errors",  # a streamed reply can end in an error the client shows
     "cancel",  # a run can end as cancelled rather than finished
+    "stop_reason",  # a finished run can say its answer was cut short (an output limit, a content filter)
 ]
 """What a dialect carries beyond text and the client's tool calls. What a client's dialect lacks is
 approximated or left out (and counted in `Encoder.dropped`)."""

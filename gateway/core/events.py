@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Outcome = Literal["success", "interrupt", "cancelled"]
+StopReason = Literal["length", "content_filter"]
+"""Why a finished run's answer stopped short of where its agent would have ended it: the model's output limit, or
+its provider's content filter."""
 Metadata = dict[str, Any] | None
 
 
@@ -38,6 +41,8 @@ class RunFinished:
     outcome: Outcome = "success"
     result: Any = None
     metadata: Metadata = None
+    stop_reason: StopReason | None = None
+    """The answer was cut short (None: it is whole): a truncated or filtered answer is not a plain success."""
 
 
 @dataclass(slots=True)
@@ -55,6 +60,9 @@ class TextStart:
     name: str | None = None
     """The author's display name, where a role has several participants."""
     metadata: Metadata = None
+    refusal: bool = False
+    """The message is the model declining to answer (OpenAI's `refusal`): its words, which a dialect without a
+    place for refusals shows as the assistant's text."""
 
 
 @dataclass(slots=True)

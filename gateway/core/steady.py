@@ -22,8 +22,9 @@ upstream that writes something new in every frame costs a few tries, not one per
 _PROBE = "\x00probe"
 _PROBE_JSON = orjson.dumps(_PROBE)
 
-NUMBER = re.compile(rb"0|[1-9][0-9]*")
-"""A non-negative JSON integer (no leading zero: JSON has none): a sequence number."""
+NUMBER = re.compile(rb"(?:0|[1-9][0-9]{0,18})(?![0-9])")
+"""A non-negative JSON integer of at most 19 digits (no leading zero: JSON has none): a sequence number. Bounded, so
+that a frame the fast path takes is one that reads whole too (past 308 digits a number is no float)."""
 ASCII_STRING = re.compile(rb'"[\x20\x21\x23-\x5b\x5d-\x7e]*"')
 """A JSON string of printable ASCII without a quote or a backslash: OpenAI's `obfuscation`, a random padding."""
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)

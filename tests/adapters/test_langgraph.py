@@ -9,6 +9,7 @@ import pytest
 
 from adapters.langgraph import DIALECT
 from adapters.langgraph.decode import LangGraphDecoder
+from adapters.langgraph.encode import LangGraphEncoder
 from adapters.langgraph.request import build_request, parse_request, thread_uuid
 from gateway.core.codec import UpstreamRequest
 from gateway.core.errors import InvalidRequest
@@ -16,7 +17,10 @@ from gateway.core.events import (
     Interrupt,
     RunError,
     RunFinished,
+    RunStarted,
     TextDelta,
+    TextEnd,
+    TextStart,
     ToolCallArgs,
     ToolCallStart,
     ToolResult,
@@ -126,6 +130,53 @@ def test_an_interrupt_keeps_the_graphs_value_and_reads_its_question() -> None:
 def test_text_streams_as_deltas_of_one_message() -> None:
     events = LangGraphDecoder().feed(frames(*[("messages", chunk(word)) for word in ("a ", "b")]))
     assert [(e.message_id, e.delta) for e in events if isinstance(e, TextDelta)] == [("m1", "a "), ("m1", "b")]
+
+
+def test_messages_streamed_at_once_each_stay_one_message_from_start_to_end() -> None:
+    """Parallel nodes' chunks interleave (A, B, A): A is not ended by B's chunks, nor opened again after its end."""
+    events = LangGraphDecoder().feed(frames(
+        ("messages", chunk("Hello ", "A")), ("messages", chunk("Bonjour ", "B")), ("messages", chunk("world.", "A")),
+        ("messages", chunk("le monde.", "B")), ("messages", chunk("", "A", chunk_position="last")),
+        ("messages", chunk("", "B", chunk_position="last")), ("end", None)))
+    lifecycle = [(type(e).__name__, e.message_id) for e in events if isinstance(e, TextStart | TextEnd)]
+    assert lifecycle == [("TextStart", "A"), ("TextStart", "B"), ("TextEnd", "A"), ("TextEnd", "B")]
+    said: dict[str, str] = {}
+    for e in events:
+        if isinstance(e, TextDelta):
+            said[e.message_id] = said.get(e.message_id, "") + e.delta
+    assert said == {"A": "Hello world.", "B": "Bonjour le monde."}
+
+
+def test_a_tool_result_ends_the_message_that_made_the_call_and_no_other() -> None:
+    call = {"name": "search", "id": "c1", "args": "{}", "index": 0}
+    events = LangGraphDecoder().feed(frames(
+        ("messages", chunk("Searching. ", "A", tool_call_chunks=[call])), ("messages", chunk("Meanwhile ", "B")),
+        ("messages", [{"type": "tool", "id": "t1", "tool_call_id": "c1", "content": "found"}, {}]),
+        ("messages", chunk("more.", "B")), ("end", None)))
+    lifecycle = [(type(e).__name__, e.message_id) for e in events if isinstance(e, TextStart | TextEnd)]
+    assert lifecycle == [("TextStart", "A"), ("TextStart", "B"), ("TextEnd", "A"), ("TextEnd", "B")]
+
+
+@pytest.mark.parametrize(("said", "cut"), [({"finish_reason": "length"}, "length"),
+                                           ({"finish_reason": "content_filter"}, "content_filter"),
+                                           ({"stop_reason": "max_tokens"}, "length"),
+                                           ({"finish_reason": "stop"}, None), ({}, None)])
+def test_a_models_finish_reason_on_its_last_chunk_says_whether_the_answer_was_cut_short(
+        said: dict[str, str], cut: str | None) -> None:
+    events = LangGraphDecoder().feed(frames(("messages", chunk("The answer is")), ("messages", chunk(" forty")),
+                                            ("messages", chunk("", response_metadata=said)), ("end", None)))
+    assert "".join(e.delta for e in events if isinstance(e, TextDelta)) == "The answer is forty"
+    assert isinstance(events[-1], RunFinished) and events[-1].stop_reason == cut
+
+
+def test_messages_written_at_once_are_each_one_whole_message_in_the_threads_values() -> None:
+    body = LangGraphEncoder(None).encode([
+        RunStarted("t", "r"), TextStart("A"), TextDelta("A", "Hello "), TextStart("B"), TextDelta("B", "Bonjour "),
+        TextDelta("A", "world."), TextDelta("B", "le monde."), TextEnd("A"), TextEnd("B"), RunFinished()])
+    values = [orjson.loads(block.split(b"data: ", 1)[1]) for block in body.split(b"\n\n")
+              if block.startswith(b"id: ") and b"\nevent: values\n" in block]
+    assert [(m["id"], m["content"]) for m in values[-1]["messages"]] == [("A", "Hello world."),
+                                                                         ("B", "Bonjour le monde.")]
 
 
 def test_a_stream_of_values_alone_reads_the_runs_new_messages_once() -> None:
