@@ -11,6 +11,7 @@ upstream.py   Upstream: where a route sends its runs (URL, dialect, headers, pro
 route.py      Route: where clients call, and its timeouts, limits, keys, CORS, push, agent card
 settings.py   GatewayConfig: the routes, the Store, and what holds for the whole gateway
 loading.py    load_config / parse_config: the YAML file, `${VAR}`, and errors with their line
+reference.py  the configuration reference (docs/reference/configuration.md), written from these models
 ```
 """
 

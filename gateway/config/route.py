@@ -23,6 +23,8 @@ forwards it."""
 
 
 class Timeouts(Model):
+    """How long each step of a run may take, in seconds."""
+
     connect: float = Field(5.0, gt=0, description="seconds to connect to the upstream")
     first_event: float = Field(60.0, gt=0, description="seconds from the request to the upstream's first event")
     idle: float = Field(120.0, gt=0, description="seconds the upstream may stay silent between events")
@@ -35,6 +37,9 @@ class Timeouts(Model):
 
 
 class Limits(Model):
+    """What one request, and the route's requests together, may hold. Over a limit a request is refused (400, 408,
+    413 or 429), or its run ends with the dialect's error."""
+
     max_body_bytes: int = Field(4 * 1024 * 1024, gt=0, description="largest request body accepted")
     max_event_bytes: int = Field(16 * 1024 * 1024, gt=0, description="largest single upstream event")
     max_held_text: int = Field(4 * 1024 * 1024, gt=0, description="characters of one piece a client needs whole "
@@ -95,9 +100,13 @@ class Cors(Model):
     """Browser clients (AG-UI and Vercel frontends) calling from another origin."""
 
     allow_origins: list[str] = Field(min_length=1)
+    """The origins whose pages may call the route (`https://app.example.com`), or `*` for any."""
     allow_headers: list[str] = ["content-type", "authorization", "x-api-key", "x-request-id"]
+    """The request headers such a page may send (a resumable route's resume endpoints add `last-event-id`)."""
     allow_credentials: bool = False
+    """Pages may send the user's cookies; refused with `allow_origins: ['*']`."""
     max_age: int = 600
+    """Seconds a browser may keep the answer to a preflight."""
 
     @model_validator(mode="after")
     def _no_credentials_for_everyone(self) -> Cors:
@@ -207,11 +216,18 @@ def _is_ipv6(text: str) -> bool:
 
 
 class Skill(Model):
+    """One thing the agent does, as its card lists it (A2A's `AgentSkill`)."""
+
     id: str
+    """The skill's id on the card."""
     name: str
+    """The skill's name, for people."""
     description: str = ""
+    """What the skill does."""
     tags: list[str] = []
+    """Words the skill is found by."""
     examples: list[str] = []
+    """Requests a client might send for it."""
 
 
 class AgentInfo(Model):
@@ -219,30 +235,44 @@ class AgentInfo(Model):
     `<path>/.well-known/agent-card.json`); the name is the route's."""
 
     description: str = ""
+    """What the agent does; empty: "<route name>, through agent-gateway"."""
     version: str = "1.0.0"
+    """The agent's version, as the card gives it."""
     skills: list[Skill] = []
+    """What the agent does, skill by skill; none: one skill, `chat`, named after the route."""
     url: str | None = None
     """Where clients reach the route, when the gateway is behind a proxy that changes it; else the URL the card
     was asked for, less the card's own path."""
 
 
 class Route(Model):
+    """Where clients call and in which dialects, the upstream their runs go to, and how the gateway treats them on
+    the way."""
+
     name: str = ""
+    """What logs, metrics and the inspector call the route, and its name to clients that name agents (OpenAI's
+    model, LangGraph's graph, A2A's card); empty: `route0`, `route1`, ... by its place in the file."""
     paths: list[str] = []
     """Where clients call; empty means the conventional paths of the client dialects."""
     client_dialects: list[str] | Literal["auto"] = "auto"
     """The dialects clients may speak here; `auto` is every dialect the gateway knows."""
     upstream: Upstream
+    """The agent the route's runs go to."""
     forward_headers: list[str] = []
     """Inbound headers passed to the upstream. `Authorization` and cookies only if listed here."""
     timeouts: Timeouts = Timeouts()
+    """How long each step of a run may take."""
     limits: Limits = Limits()
+    """What one request, and the route's requests together, may hold."""
     auth: Auth | None = None
+    """API keys: a request without a valid one is a 401, and the key never goes upstream. Unset: an open route."""
     tenant_header: str | None = None
     """On a route without keys: a header that names whose conversations a request reaches (a trusted front end
     sets it). Without it, every caller of an open route is one principal, "anonymous"."""
     cors: Cors | None = None
+    """Browser clients on other origins, with preflight; unset: none."""
     agent: AgentInfo = AgentInfo()
+    """The route's agent as clients that discover agents see it (A2A's card)."""
     push: Push | None = None
     """Push notifications to the webhooks clients register (A2A); off unless set."""
     resumable: bool = False

@@ -16,6 +16,9 @@ from gateway.runs.board import KeptLimits
 
 
 class Store(Model):
+    """The conversation store: what each conversation's upstream has heard, and the runs clients ask about (A2A
+    tasks, stored responses), with the bounds on what it holds."""
+
     url: str = "sqlite:///agent-gateway.db"
     """`memory://`, `sqlite:///path/to/file.db` or `redis://host:6379/0`."""
 
@@ -40,11 +43,15 @@ class Store(Model):
                 raise ValueError(str(exc)) from None
         return value
     ttl_seconds: float = Field(7 * 24 * 3600, gt=0)
+    """Seconds a conversation is kept after it was last written."""
     max_conversations: int = Field(100_000, gt=0)
+    """Conversations the store keeps, every caller's together; past it the least recently written go first."""
     max_conversations_per_principal: int = Field(10_000, gt=0, description="conversations one caller (a key, a "
                                                  "tenant, or all anonymous callers together) may hold; its oldest go "
                                                  "first, so it cannot evict anyone else's")
     max_conversation_bytes: int = Field(1024 * 1024, gt=0)
+    """The largest conversation stored: a run longer than it reaches its client whole, and is stored with its reply
+    left out (one assistant note saying so), so the user's words reach the next turn."""
     max_messages: int = Field(1000, gt=0, description="history kept per conversation; the oldest go first")
     max_resume_kept_bytes: int = Field(256 * 1024 * 1024, gt=0, description="memory the ended resumable runs' "
                                        "replies one process keeps for late resumes may cost; the oldest go first")
@@ -116,8 +123,12 @@ def _host_port(listen: str) -> tuple[str, int]:
 
 
 class GatewayConfig(Model):
+    """The whole configuration: its routes, the conversation store, and what holds for the gateway as a whole."""
+
     routes: list[Route] = Field(min_length=1)
+    """Where clients call, in which dialects, and the upstream each route sends their runs to."""
     store: Store = Store()
+    """Where conversations are kept, shared by every route (and, over SQLite or Redis, by every worker)."""
     keepalive_seconds: float = Field(15.0, gt=0, description="idle SSE streams get a comment this often")
     drain_seconds: float = Field(20.0, ge=0, description="on SIGTERM or Ctrl-C, how long the streams in flight may "
                                  "run on before each is ended in band; within Kubernetes' 30 s grace period")
@@ -138,6 +149,7 @@ class GatewayConfig(Model):
     `*.localhost`, so that a web page cannot reach the gateway through a name its DNS rebinds to 127.0.0.1; any name
     otherwise."""
     metrics: MetricsOptions = MetricsOptions()
+    """Who may read `/metrics`, and where it is served; unset, beside the routes, to anyone who reaches it."""
 
     @field_validator("allowed_hosts")
     @classmethod

@@ -29,6 +29,7 @@ class UpstreamTLS(Model):
     ca_file: str | None = None
     """A PEM bundle to trust instead of the system's CAs (a private CA)."""
     client_cert: str | None = None
+    """A PEM file with the client certificate to present (mutual TLS), and its key unless `client_key` is given."""
     client_key: str | None = None
     """The client certificate's key, unless it is in `client_cert`'s file."""
     system_trust_store: bool = False
@@ -45,19 +46,28 @@ class UpstreamTLS(Model):
 
 
 class Upstream(Model):
+    """Where a route sends its runs: the upstream's URL and dialect, the headers it is sent, its proxy and TLS."""
+
     url: str
+    """The agent's http:// or https:// URL: where it answers runs, or its server's base URL for A2A and LangGraph.
+    `user:password@` in it goes as a Basic `Authorization` header (a configured `Authorization` wins)."""
     dialect: str
+    """The dialect the upstream speaks: `ag-kit`, `a2a`, `openai-chat`, ... (`agent-gateway serve --help` lists them
+    all, under `--upstream-dialect`)."""
     variant: str | None = None
     """Detected from the upstream's responses when left out; say it for a server that does not show it."""
     model: str | None = Field(None, min_length=1, description="the model or agent the upstream is asked for, where "
                               "its dialect names one (OpenAI's model); default: the client's, else the route's name")
     headers: dict[str, str] = {}
+    """Added to every request to the upstream (its credentials go here, never a client's). Names and values are
+    checked when the file loads, framing and hop-by-hop headers refused; a header whose value is empty is not sent."""
     max_connections: int | None = Field(None, gt=0, description="connections to the upstream at once; past it, "
                                         "requests wait their turn (default: no cap)")
     proxy: str | Literal[False] | None = None
     """An http:// proxy for this upstream, or `false` for none; by default the environment's (HTTP_PROXY,
     HTTPS_PROXY, ALL_PROXY, NO_PROXY), read as httpx reads them."""
     tls: UpstreamTLS | None = None
+    """Whom to trust for an https upstream, and what to show it; unset: the system's CAs, no client certificate."""
     agent: str | None = Field(None, min_length=1, max_length=256)
     """Which of the agents the upstream's server hosts this route runs (a LangGraph assistant or graph id); unset,
     the client's own choice, else the dialect's default. Dialects whose URL is one agent ignore it."""
