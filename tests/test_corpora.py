@@ -7,7 +7,7 @@
   `@ag-ui/client`'s events, messages and state; the `ai` 7.0.173 reader's final message.
 - Written for an older client, it is what that client's release reads, under its strict schema (ai 5.0.216, 6.0.230,
   7.0.31; an AG-UI client before 1.0).
-- Translated into every dialect, every loss is counted under a kind the README's drop table names.
+- Translated into every dialect, every loss is counted under a kind the drop table of docs/mapping.md names.
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ def written(dialect: str, events: list[Event], client_version: str | None = None
 
 
 def drop_table_kinds() -> set[str]:
-    """The kinds the README's drop table names."""
-    readme = (ROOT / "README.md").read_text()
-    table = readme.split("| kind | client dialects | what |", 1)[1].split("\n\n", 1)[0]
+    """The kinds the drop table of docs/mapping.md names."""
+    page = (ROOT / "docs" / "mapping.md").read_text()
+    table = page.split("| kind | client dialects | what |", 1)[1].split("\n\n", 1)[0]
     return set(re.findall(r"^\| `([a-z_]+)` \|", table, re.MULTILINE))
 
 

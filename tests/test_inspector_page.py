@@ -3,7 +3,7 @@ in front of the built-in agent. What is checked is what a person sees: the runs 
 filling its timeline, the translation side by side with what was dropped, the keyboard, the filter, the download,
 and a browser without the key seeing nothing.
 
-`INSPECTOR_SCREENSHOT=docs/inspector.png` also saves the run view (the README's picture)."""
+`INSPECTOR_SCREENSHOT=docs/inspector.png` also saves the run view (the picture in docs/inspector.md)."""
 
 from __future__ import annotations
 

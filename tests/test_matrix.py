@@ -11,7 +11,7 @@ server and `langgraph dev`, each in its own venv; Inkeep's Run API is imitated f
 (`tests/inkeep_upstream.py`); agent-respond has only our built-in agent. Each route is configured with nothing but
 the upstream's URL and dialect.
 
-A scenario one side cannot express is lossy by design; the reason is recorded and shown in the README's matrix,
+A scenario one side cannot express is lossy by design; the reason is recorded and shown in docs/matrix.md,
 which must be the one this run produced (`MATRIX_UPDATE=1` rewrites it).
 """
 
@@ -689,18 +689,18 @@ CLIENT_NAMES = {"ag-ui": "@ag-ui/client 1.0.0 HttpAgent", "ag-kit": "agent-ui-we
 START, END = "<!-- matrix:start -->", "<!-- matrix:end -->"
 
 
-def test_readme_shows_the_matrix_this_run_produced() -> None:
+def test_the_docs_show_the_matrix_this_run_produced() -> None:
     expected = [(c, u, s) for c in DIALECTS for u in UPSTREAMS for s in SCENARIOS]
     missing = [key for key in expected if key not in RESULTS]
     if missing:
         pytest.skip(f"the matrix ran only in part ({len(missing)} cells missing): run the whole module")
     table = matrix_markdown()
-    readme = ROOT / "README.md"
-    text = readme.read_text()
+    page = ROOT / "docs" / "matrix.md"
+    text = page.read_text()
     before, rest = text.split(START, 1)
     _, after = rest.split(END, 1)
     updated = f"{before}{START}\n{table}{END}{after}"
     if os.environ.get("MATRIX_UPDATE"):
-        readme.write_text(updated)
+        page.write_text(updated)
         return
-    assert text == updated, "README's matrix is stale: run `MATRIX_UPDATE=1 scripts/test tests/test_matrix.py`"
+    assert text == updated, "docs/matrix.md is stale: run `MATRIX_UPDATE=1 scripts/test tests/test_matrix.py`"

@@ -152,7 +152,7 @@ CANCELLED: list[Event] = [RunStarted(), ToolCallStart("c2", "client_tool"), Tool
 ])
 def test_each_encoder_counts_what_its_dialect_cannot_carry(dialect: str, everything: dict[str, int],
                                                            cancelled: dict[str, int]) -> None:
-    """The kinds the README lists per dialect: AG-UI loses unnamed steps (the Vercel ones) and tool errors' flag,
+    """The kinds docs/mapping.md lists per dialect: AG-UI loses unnamed steps (the Vercel ones) and tool errors' flag,
     Vercel named steps and interrupts not about a tool call, AG-Kit and the eval platform the most."""
     for events, expected in ((EVERYTHING, everything), (CANCELLED, cancelled)):
         encoder = registry.get(dialect).new_encoder(Turn())

@@ -2,7 +2,7 @@
 
 The gateway asks little of a client: POST a body, read the answer as it streams, keep connections alive, speak TLS.
 What a general client adds on top costs it on every chunk, and streaming frameworks write one HTTP chunk per event,
-so that cost is paid per event (README, Performance, has the measurements).
+so that cost is paid per event (docs/performance.md has the measurements).
 
 Connections are per origin and kept idle for `keepalive` seconds at most, less than common servers keep theirs
 (gunicorn 2 s; uvicorn and Node 5 s): a POST sent on a connection the server is closing may or may not have reached
