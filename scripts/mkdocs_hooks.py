@@ -12,10 +12,12 @@ from __future__ import annotations
 import posixpath
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mkdocs.config.defaults import MkDocsConfig
-from mkdocs.structure.files import File, Files
-from mkdocs.structure.pages import Page
+if TYPE_CHECKING:  # MkDocs itself is imported by its hooks only: tests/test_docs.py reads ROOT_PAGES without it
+    from mkdocs.config.defaults import MkDocsConfig
+    from mkdocs.structure.files import Files
+    from mkdocs.structure.pages import Page
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,6 +28,8 @@ _LINK = re.compile(r"(\]\()([^)\s]+)(\))")
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
+    from mkdocs.structure.files import File
+
     for source, page in ROOT_PAGES.items():
         files.append(File.generated(config, page, abs_src_path=str(ROOT / source)))
     return files
