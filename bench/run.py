@@ -65,7 +65,7 @@ HARNESS_CPU = "1"
 NOISE_RETRIES = 12
 """Re-measurements allowed in one run when other processes were busy during a measurement."""
 HEADLINE = ("ag-ui", "ag-kit")
-"""(client, upstream): the pair every scenario runs (README's first use case: AG-UI frontend, AG-Kit agent)."""
+"""(client, upstream): the pair every scenario runs (the README's first use case: AG-UI frontend, AG-Kit agent)."""
 PAIRS_C16 = [("ag-ui", "ag-kit"), ("vercel", "ag-ui"), ("ag-ui", "ag-ui")]
 RESPOND = [("agent-respond", "vercel")]
 GC_SHIM = """# written by bench/run.py --gc-stats: counts the gateway's garbage collections; SIGUSR2 dumps them

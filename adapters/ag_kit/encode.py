@@ -1,8 +1,8 @@
 """Canonical events into AG-Kit SSE, as `@cloudbase/agent-ui-web` reads it.
 
 Only what the dialect has a word for goes out: text, tool calls, tool results, interrupts and errors, then
-`data: [DONE]`. Message boundaries, reasoning, state and steps have none and are left out (see the README's
-mapping table); what carried something is counted in `dropped`.
+`data: [DONE]`. Message boundaries, reasoning, state and steps have none and are left out (see
+docs/dialects/ag-kit.md); what carried something is counted in `dropped`.
 """
 
 from __future__ import annotations
