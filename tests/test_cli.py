@@ -289,3 +289,27 @@ def test_flags_that_would_be_ignored_are_an_error(argv: list[str], expected: str
     with pytest.raises(SystemExit) as caught:
         main(argv)
     assert caught.value.code == 2 and expected in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("where", "folder"), [("--record", "a-file/sub"), ("--record", "/proc/nope"),
+                                               ("record.dir", "a-file/sub")])
+@pytest.mark.parametrize("checking", [True, False], ids=["check", "start"])
+def test_a_folder_recordings_cannot_go_to_stops_check_and_start_in_one_line(
+        where: str, folder: str, checking: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from servers import free_port
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a-file").write_text("")
+    (tmp_path / "gateway.yaml").write_text(
+        f"routes:\n  - upstream: {{url: 'http://127.0.0.1:9/agui', dialect: ag-ui}}\n    record: {{dir: '{folder}'}}\n"
+        "store: {url: 'memory://'}\n")
+    argv = ["serve", "--config", "gateway.yaml"] if where == "record.dir" else [
+        "serve", "--upstream", "http://127.0.0.1:9/agui", "--upstream-dialect", "ag-ui", "--store", "memory://",
+        "--record", folder]
+    argv += ["--log-format", "human", "--port", str(free_port()), *(["--check"] if checking else [])]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert f"ERROR   cannot record into {folder}: " in captured.err
+    assert len(captured.err.strip().splitlines()) == 1, captured.err
+    assert "listening" not in captured.err and "Traceback" not in captured.err and captured.out == ""

@@ -79,6 +79,14 @@ def test_missing_file_is_one_clear_line(tmp_path: Path) -> None:
         load_config(tmp_path / "nope.yaml")
 
 
+def test_a_file_that_is_not_utf8_is_one_line_naming_where(tmp_path: Path) -> None:
+    config = tmp_path / "latin1.yaml"
+    config.write_bytes(MINIMAL.replace("dialect: ag-kit", "dialect: ag-kit  # caf\xe9").encode("latin-1"))
+    with pytest.raises(ConfigError) as caught:
+        load_config(config)
+    assert str(caught.value) == f"{config}:5: not UTF-8 text (byte 0xe9): save the file as UTF-8"
+
+
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
 def test_every_example_config_starts_and_serves(path: Path, tmp_path: Path) -> None:
     """Each use case's config, its upstream played by the built-in agent of the configured dialect."""

@@ -92,6 +92,8 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         except ValueError as exc:
             log.error("%s", exc)
             return 2
+    if not _can_record(config):
+        return 2
     if args.check:
         return _check_config(config, args.send_request)
     if args.workers > 1 and config.store.url.startswith("memory:"):
@@ -146,6 +148,18 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                     ready=lambda: log.info("listening on %s (%d workers)", url, args.workers,
                                            extra={"url": url, "workers": args.workers}), metrics=metrics_at)
     return 0
+
+
+def _can_record(config: GatewayConfig) -> bool:
+    """Whether every folder recordings go to can be written, or a line for each that cannot: found before the
+    port is bound, not when the app makes the folder."""
+    from gateway.recordings.files import folder_problem
+
+    problems = {route.record.dir: folder_problem(route.record.dir) for route in config.routes if route.record}
+    for folder, problem in problems.items():
+        if problem is not None:
+            log.error("cannot record into %s: %s", folder, problem)
+    return not any(problems.values())
 
 
 def _open_store(config: GatewayConfig) -> ConversationStore | None:
