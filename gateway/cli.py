@@ -110,8 +110,9 @@ def main(argv: list[str] | None = None) -> int:
                             "default: sqlite:///agent-gateway.db, a file in the working directory)")
     serve.add_argument("--workers", type=_workers, default=1,
                        help="worker processes (default: 1); more than one needs a shared store (sqlite or redis)")
-    serve.add_argument("--log-format", choices=["json", "human"], default="json",
-                       help="one JSON line per request (default), or lines for humans")
+    serve.add_argument("--log-format", choices=["json", "human"],
+                       help="one JSON line per request, or lines for humans (default: human when stderr is a "
+                            "terminal, json otherwise)")
     serve.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default="info",
                        help="least severe level logged (default: info)")
     serve.add_argument("--log-bodies", action="store_true",

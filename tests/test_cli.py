@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import socket
+import sys
 from pathlib import Path
 
 import orjson
@@ -313,3 +315,25 @@ def test_a_folder_recordings_cannot_go_to_stops_check_and_start_in_one_line(
     assert f"ERROR   cannot record into {folder}: " in captured.err
     assert len(captured.err.strip().splitlines()) == 1, captured.err
     assert "listening" not in captured.err and "Traceback" not in captured.err and captured.out == ""
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("terminal", "flags", "json_lines"), [
+    (True, [], False), (False, [], True), (True, ["--log-format", "json"], True),
+    (False, ["--log-format", "human"], False)])
+def test_serves_own_errors_are_lines_for_people_at_a_terminal_and_json_otherwise(
+        terminal: bool, flags: list[str], json_lines: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    stderr = _Terminal() if terminal else io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    assert main(["serve", "--upstream", "http://a/x", "--upstream-dialect", "ag-kit", "--store", "memory://",
+                 "--workers", "2", *flags]) == 2
+    [line] = stderr.getvalue().splitlines()
+    said = "--workers > 1 needs a store the workers share"
+    if json_lines:
+        assert orjson.loads(line)["msg"].startswith(said)
+    else:
+        assert line.split(maxsplit=2)[1:] == ["ERROR", f"{said}: sqlite:///... or redis://..."], line

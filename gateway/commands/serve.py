@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import logging
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -56,6 +57,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.config and flags:
         parser.error(f"{', '.join(flags)} describe the route and store without --config; with --config, set them "
                      "in the file")
+    args.log_format = args.log_format or logs.default_format(sys.stderr)
     logs.configure(args.log_format, args.log_level)  # from here every line on stderr is a log line, in its format
     try:
         if args.config:

@@ -1,4 +1,5 @@
-"""Logging: one JSON line per request by default (what log pipelines ingest), or a line for humans.
+"""Logging: one JSON line per request (what log pipelines ingest), or a line for humans, who get it by default at a
+terminal.
 
 Access records carry ids, dialects, status and durations; never message contents or header values, which hold
 users' words and secrets, unless `--log-bodies` is asked for while debugging.
@@ -109,6 +110,12 @@ class BatchedHandler(logging.StreamHandler[TextIO]):
                 self.stream.flush()
             except Exception:
                 pass  # as StreamHandler would (through handleError): a log that cannot be written is not our error
+
+
+def default_format(stream: TextIO) -> str:
+    """Lines for a person reading a terminal, JSON for whatever reads a pipe or a file (a log pipeline), as the
+    common logging libraries choose."""
+    return "human" if stream.isatty() else "json"
 
 
 def configure(fmt: str = "json", level: str = "info") -> None:
