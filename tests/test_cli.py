@@ -337,3 +337,23 @@ def test_serves_own_errors_are_lines_for_people_at_a_terminal_and_json_otherwise
         assert orjson.loads(line)["msg"].startswith(said)
     else:
         assert line.split(maxsplit=2)[1:] == ["ERROR", f"{said}: sqlite:///... or redis://..."], line
+
+
+def test_serve_check_says_an_upstream_url_that_stops_where_its_dialects_path_goes_on(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """An OpenAI base URL, `.../v1`, connects: the note says what it likely meant, which `--send-request` would
+    find answering 404 (see test_check)."""
+    from servers import Served
+
+    from gateway.agent.server import create_agent_app
+
+    with Served(create_agent_app("openai-chat")) as agent:
+        base = f"{agent.url}/v1"
+        assert main(["serve", "--upstream", base, "--upstream-dialect", "openai-chat", "--store", "memory://",
+                     "--check"]) == 0
+        assert main(["serve", "--upstream", f"{base}/chat/completions", "--upstream-dialect", "openai-chat",
+                     "--store", "memory://", "--check"]) == 0
+    first, second = capsys.readouterr().out.split("configuration: ok")[1:]
+    assert f"route0: note: {base} looks like a base URL, not an endpoint: did you mean {base}/chat/completions " \
+           "(openai-chat)?" in first
+    assert "note" not in second

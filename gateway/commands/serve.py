@@ -16,7 +16,8 @@ import orjson
 from pydantic import ValidationError
 
 from gateway.commands import bind, version
-from gateway.config import ConfigError, GatewayConfig, load_config
+from gateway.config import ConfigError, GatewayConfig, Route, load_config
+from gateway.config.upstream import endpoints_below
 from gateway.core.validation import error_message
 from gateway.inspector.options import InspectorOptions
 from gateway.recordings.options import RecordOptions
@@ -123,6 +124,8 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     for route in config.routes:
         log.info("route %s: %s (%s) -> %s (%s)", route.name, ", ".join(route.paths), ", ".join(route.dialects),
                  route.upstream.url, route.upstream.dialect, extra={"route": route.name})
+        if (note := _base_url_note(route)) is not None:
+            log.warning("route %s: %s", route.name, note, extra={"route": route.name})
     log.info(version())
     url = f"http://{args.host}:{args.port}"
     http_server.HEAD_SECONDS = config.header_timeout
@@ -150,6 +153,16 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                     ready=lambda: log.info("listening on %s (%d workers)", url, args.workers,
                                            extra={"url": url, "workers": args.workers}), metrics=metrics_at)
     return 0
+
+
+def _base_url_note(route: Route) -> str | None:
+    """What to say of an upstream URL that stops where its dialect's path goes on (an OpenAI base URL, `.../v1`),
+    which connects but answers every run with a 404."""
+    meant = endpoints_below(route.upstream.url, [route.upstream.dialect])
+    if not meant:
+        return None
+    return (f"{route.upstream.url} looks like a base URL, not an endpoint: did you mean {' or '.join(meant)}? "
+            "(--check --send-request sends it a request)")
 
 
 def _can_record(config: GatewayConfig) -> bool:
@@ -208,6 +221,9 @@ def _check_config(config: GatewayConfig, ask: bool) -> int:
                 await store.close()
         for result in results:
             print(result.line())
+        for route in config.routes:
+            if not ask and (note := _base_url_note(route)) is not None:  # asked, the answer says it
+                print(f"{route.name}: note: {note}")
         passed = all(result.ok for result in results)
         if ask:
             from gateway.check import ask_upstream
