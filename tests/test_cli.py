@@ -97,6 +97,8 @@ def test_bad_flags_and_bad_config_get_one_line_saying_what_and_where(tmp_path: P
     (["serve", "--prot", "9"], "unrecognized arguments: --prot 9, did you mean --port?"),
     (["agent", "--dialect", "ag-ui", "--pace", "-1"], "argument --pace: -1: use 0 to 60 seconds"),
     (["check", "http://a/x", "--dialect", "ag-ui", "--time-out", "3"], "did you mean --timeout?"),
+    (["serve", "--upstream-dialect", "agkit"], "invalid choice: 'agkit' (choose from 'ag-ui', 'ag-kit', "),
+    (["serve", "--upstream-dialect", "agkit"], "; did you mean 'ag-kit'? (see agent-gateway serve --help)"),
 ])
 def test_a_mistyped_or_impossible_flag_is_named_with_a_guess(argv: list[str], expected: str,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
@@ -282,8 +284,13 @@ def test_translate_exits_on_the_runs_outcome_whatever_the_target(target: str) ->
 
 
 @pytest.mark.parametrize(("argv", "expected"), [
-    (["serve", "--config", "config/agui-to-agkit.yaml", "--upstream", "http://a/x"], "--upstream describe the route"),
-    (["serve", "--config", "config/agui-to-agkit.yaml", "--store", "memory://"], "--store describe the route"),
+    (["serve", "--config", "config/agui-to-agkit.yaml", "--upstream", "http://a/x"],
+     "--upstream: only without --config; with --config, set routes[].upstream.url in the file"),
+    (["serve", "--config", "config/agui-to-agkit.yaml", "--store", "memory://"],
+     "--store: only without --config; with --config, set store.url in the file"),
+    (["serve", "--config", "c.yaml", "--store", "memory://", "--upstream-dialect", "ag-ui"],
+     "--upstream-dialect, --store: only without --config; with --config, set routes[].upstream.dialect and store.url "
+     "in the file"),
     (["translate", "--to", "ag-ui", "--variant", "inkeep"], "--variant inkeep is a vercel variant"),
 ])
 def test_flags_that_would_be_ignored_are_an_error(argv: list[str], expected: str,

@@ -74,6 +74,19 @@ def test_two_routes_on_one_path_are_refused() -> None:
         parse_config(MINIMAL + MINIMAL.split("\n", 2)[2], environ={})
 
 
+def test_two_routes_of_one_name_are_refused_by_their_name() -> None:
+    named = MINIMAL.replace("  - upstream:", "  - name: chat\n    upstream:")
+    with pytest.raises(ConfigError) as caught:
+        parse_config(named + named.split("\n", 2)[2], "gw.yaml", environ={})
+    assert str(caught.value) == "gw.yaml:2: routes: two routes are named chat: give each a name of its own"
+
+
+def test_a_mistyped_dialect_gets_a_guess() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(MINIMAL.replace("ag-kit", "agkit"), "gw.yaml", environ={})
+    assert str(caught.value).endswith("'openai-chat' or 'openai-responses'; did you mean 'ag-kit'?")
+
+
 def test_missing_file_is_one_clear_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read the configuration"):
         load_config(tmp_path / "nope.yaml")

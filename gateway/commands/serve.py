@@ -33,6 +33,10 @@ _FLAGS = {("routes", "upstream", "url"): "--upstream", ("routes", "upstream", "d
           ("routes", "upstream", "agent"): "--upstream-agent",
           ("routes", "client_dialects"): "--client-dialect", ("store", "url"): "--store"}
 
+_KEYS = {flag: ".".join(loc).replace("routes.", "routes[].") for loc, flag in reversed(_FLAGS.items())}
+"""Each flag's key in a configuration file (the first of a flag's locations)."""
+
+
 def _flag(loc: tuple[int | str, ...]) -> str:
     """The flag a configuration error's location came from."""
     names = tuple(str(part) for part in loc if not isinstance(part, int))
@@ -56,8 +60,9 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                                       ("--client-dialect", args.client_dialect),
                                       ("--store", args.store)) if value is not None]
     if args.config and flags:
-        parser.error(f"{', '.join(flags)} describe the route and store without --config; with --config, set them "
-                     "in the file")
+        keys = list(dict.fromkeys(_KEYS[flag] for flag in flags))
+        keys_said = keys[0] if len(keys) == 1 else ", ".join(keys[:-1]) + " and " + keys[-1]
+        parser.error(f"{', '.join(flags)}: only without --config; with --config, set {keys_said} in the file")
     args.log_format = args.log_format or logs.default_format(sys.stderr)
     logs.configure(args.log_format, args.log_level)  # from here every line on stderr is a log line, in its format
     try:

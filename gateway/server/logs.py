@@ -118,13 +118,28 @@ def default_format(stream: TextIO) -> str:
     return "human" if stream.isatty() else "json"
 
 
-def configure(fmt: str = "json", level: str = "info") -> None:
+class _Worker(logging.Filter):
+    """Names the worker process a line came from, under `serve --workers N`: its process id, as `ps` shows it."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__()
+        self.pid = pid
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.worker = self.pid
+        return True
+
+
+def configure(fmt: str = "json", level: str = "info", worker: int | None = None) -> None:
+    """Every line of ours on stderr, in `fmt`; a `worker`'s lines carry its process id."""
     # Neither format shows where a call was made, nor thread or process names: don't collect them per record
     # (the logging HOWTO's "Optimization"; the caller lookup walks the stack on every access line).
     logging._srcfile = None
     logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     handler = BatchedHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else HumanFormatter())
+    if worker is not None:
+        handler.addFilter(_Worker(worker))
     root = logging.getLogger("agent_gateway")
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
