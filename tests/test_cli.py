@@ -2,8 +2,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import socket
 import sys
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -30,51 +34,122 @@ def test_a_failed_run_exits_non_zero(capsysbinary: pytest.CaptureFixture[bytes])
     assert main(["translate", path, "--from", "ag-ui", "--to", "agent-respond"]) == 1
 
 
-def test_demo_answers_the_printed_request_of_every_dialect() -> None:
-    """What the README promises a newcomer: `agent-gateway demo`, then the curl commands it prints."""
-    import os
-    import subprocess
-    import sys
-    import time
+class Demo:
+    """`agent-gateway demo` running, and what it printed."""
 
+    def __init__(self) -> None:
+        import subprocess
+
+        from helpers import ROOT
+        from servers import free_port
+
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.process = subprocess.Popen([sys.executable, "-m", "gateway", "demo", "--port", str(self.port)], cwd=ROOT,
+                                        env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, text=True)
+        self.printed: list[str] = []
+        self._reading = threading.Thread(target=self._read, daemon=True)
+        self._reading.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.printed.append(line)
+
+    def wait_until_serving(self) -> None:
+        import httpx
+
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                httpx.get(f"{self.base}/healthz", timeout=1)
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline and self.process.poll() is None, "demo did not start"
+                time.sleep(0.05)
+        while not any(line.startswith("curl") and "/v1/responses" in line for line in self.printed):
+            assert time.monotonic() < deadline, "demo did not print its requests"
+            time.sleep(0.05)
+
+    @property
+    def out(self) -> str:
+        return "".join(self.printed)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+        self._reading.join(10)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def demo() -> Iterator[Demo]:
+    running = Demo()
+    try:
+        running.wait_until_serving()
+        yield running
+    finally:
+        running.stop()
+
+
+def test_demo_answers_the_printed_request_of_every_dialect(demo: Demo) -> None:
+    """What the README promises a newcomer: `agent-gateway demo`, then the curl commands it prints."""
     import httpx
-    from helpers import ROOT, decode
-    from servers import free_port
+    from helpers import decode
 
     from gateway.commands.demo import DEMO_REQUESTS
     from gateway.core.events import RunFinished, TextDelta
 
-    port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "gateway", "demo", "--port", str(port)], cwd=ROOT,
-                               env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL)
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                httpx.get(f"{base}/healthz", timeout=1)
-                break
-            except httpx.HTTPError:
-                assert time.monotonic() < deadline and process.poll() is None, "demo did not start"
-                time.sleep(0.05)
-        for dialect, (path, body) in DEMO_REQUESTS.items():
-            response = httpx.post(base + path, content=body, headers={"content-type": "application/json"}, timeout=10)
-            events = decode(dialect, response.content)
-            assert isinstance(events[-1], RunFinished), dialect
-            said = "".join(e.delta for e in events if isinstance(e, TextDelta))
-            assert said or events[-1].outcome == "interrupt", dialect  # "approve" stops for the human
-        assert httpx.get(f"{base}/demo-agent/_requests").status_code == 404  # what people typed stays theirs
-        path, body = DEMO_REQUESTS["ag-ui"]
-        for host, status in ((f"localhost:{port}", 200), (f"127.0.0.1:{port}", 200), ("rebound.example", 400)):
-            asked = httpx.post(base + path, content=body, timeout=10,  # what a browser on each of those names sends
-                               headers={"content-type": "application/json", "host": host})
-            assert asked.status_code == status, host
-    finally:
-        process.terminate()
-        out, _ = process.communicate(timeout=10)
-    assert b"curl -N " + f"http://127.0.0.1:{port}/agui".encode() in out
-    assert b"silent     sends nothing for an hour (through the gateway: a 504" in out
+    base = demo.base
+    for dialect, (path, body) in DEMO_REQUESTS.items():
+        response = httpx.post(base + path, content=body, headers={"content-type": "application/json"}, timeout=10)
+        events = decode(dialect, response.content)
+        assert isinstance(events[-1], RunFinished), dialect
+        said = "".join(e.delta for e in events if isinstance(e, TextDelta))
+        assert said or events[-1].outcome == "interrupt", dialect  # "approve" stops for the human
+    assert httpx.get(f"{base}/demo-agent/_requests").status_code == 404  # what people typed stays theirs
+    path, body = DEMO_REQUESTS["ag-ui"]
+    for host, status in ((f"localhost:{demo.port}", 200), (f"127.0.0.1:{demo.port}", 200), ("rebound.example", 400)):
+        asked = httpx.post(base + path, content=body, timeout=10,  # what a browser on each of those names sends
+                           headers={"content-type": "application/json", "host": host})
+        assert asked.status_code == status, host
+    assert f"curl -N {base}/agui" in demo.out
+    assert "silent     sends nothing for an hour (through the gateway: a 504" in demo.out
+
+
+def test_the_demos_requests_are_what_each_client_sends_where_it_sends_it(demo: Demo) -> None:
+    """LangGraph's SDKs post a run under the server's URL, its thread in the path; OpenAI's clients name a model
+    that the gateway's own list of models holds."""
+    import httpx
+
+    from gateway.commands.demo import DEMO_REQUESTS
+
+    path, body = DEMO_REQUESTS["langgraph"]
+    assert path.startswith("/langgraph/threads/") and path.endswith("/runs/stream") and "thread_id" not in body
+    assert f"curl -N {demo.base}{path} " in demo.out
+    listed = {model["id"] for model in httpx.get(f"{demo.base}/v1/models", timeout=10).json()["data"]}
+    named = {orjson.loads(sent).get("model") for _, sent in DEMO_REQUESTS.values()} - {None}
+    assert named and named <= listed, (named, listed)
+
+
+def test_the_demo_says_which_keywords_its_agent_cannot_show_and_which_dialect_would(demo: Demo) -> None:
+    lines = {line.split()[0]: line for line in demo.printed if line.startswith("  ")}
+    assert lines["think"].rstrip().endswith("(ag-kit cannot carry it: try --agent-dialect ag-ui)")
+    assert lines["state"].rstrip().endswith("(ag-kit cannot carry it: try --agent-dialect ag-ui)")
+    assert "cannot carry" not in lines["weather"] + lines["approve"]
+
+
+def test_a_path_the_demos_agent_does_not_serve_is_a_json_404_naming_where_it_answers(demo: Demo) -> None:
+    import httpx
+
+    missing = httpx.get(f"{demo.base}/demo-agent/nope", timeout=10)
+    wrong_method = httpx.get(f"{demo.base}/demo-agent/send-message", timeout=10)
+    assert missing.status_code == 404 and missing.json()["error"] == {
+        "code": "not_found", "message": "nothing is served at /demo-agent/nope; the agent answers at "
+                                        "/demo-agent/send-message"}
+    assert wrong_method.status_code == 405 and wrong_method.json()["error"]["code"] == "method_not_allowed"
 
 
 def test_bad_flags_and_bad_config_get_one_line_saying_what_and_where(tmp_path: Path,
