@@ -345,12 +345,20 @@ def test_translate_of_input_in_another_dialect_says_so_once_and_what_it_reads_as
         assert "the input reads as vercel: try --from vercel" in err and err.count("\n") == 1
 
 
-def test_translate_of_an_empty_input_says_it_is_empty(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    empty = tmp_path / "empty.sse"
-    empty.write_bytes(b"")
-    assert main(["translate", str(empty), "--from", "ag-ui"]) == 1
-    err = capsys.readouterr().err
-    assert err == "agent-gateway translate: the input is empty\n"
+@pytest.mark.parametrize(("content", "said"), [
+    (b"", "is empty: nothing to translate"),
+    (b"\n \n", "is empty: nothing to translate"),
+    (bytes(range(256)) * 4, "is not text: a recorded stream is SSE or JSON in UTF-8"),
+], ids=["empty", "blank", "binary"])
+def test_translate_of_an_input_that_holds_no_stream_says_why_and_writes_nothing(
+        content: bytes, said: str, tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    given = tmp_path / "given.sse"
+    given.write_bytes(content)
+    with pytest.raises(SystemExit) as caught:
+        main(["translate", str(given), "--from", "ag-ui"])
+    out, err = capsysbinary.readouterr()
+    assert caught.value.code == 2 and out == b""
+    assert err.decode() == f"agent-gateway translate: {given} {said} (see agent-gateway translate --help)\n"
 
 
 @pytest.mark.parametrize("target", ["ag-ui", "ag-kit", "vercel", "agent-respond"])
