@@ -154,7 +154,7 @@ def endpoints_below(url: str, dialects: Iterable[str]) -> list[str]:
             for end in range(len(segments) - 1, 1, -1):  # the longest proper prefix the URL's path ends with
                 prefix = "/".join(segments[:end])
                 if base.endswith(prefix):
-                    meant = urlunsplit(parts._replace(path=base + own[len(prefix):], query="", fragment=""))
+                    meant = urlunsplit(parts._replace(path=base + own[len(prefix):], fragment=""))
                     found.setdefault(meant, f"{meant} ({name})")
                     break
     return list(found.values())
