@@ -38,7 +38,7 @@ for _path in (ROOT, ROOT / "tests"):
 
 import aiohttp  # noqa: E402
 import orjson  # noqa: E402
-from e2e import request_body, user_message  # noqa: E402
+from client_bodies import request_body, user_message  # noqa: E402
 from faults import GatewayProcess  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 

@@ -50,7 +50,7 @@ for _path in (ROOT, ROOT / "tests"):
 
 import aiohttp  # noqa: E402
 import orjson  # noqa: E402
-from e2e import DIALECTS, request_body, user_message  # noqa: E402
+from client_bodies import DIALECTS, request_body, user_message  # noqa: E402
 from faults import GatewayProcess, closed_port, wait_until  # noqa: E402
 from helpers import decode  # noqa: E402
 

@@ -15,9 +15,11 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from adapters import registry
 from gateway.config import Route
+from gateway.config.upstream import endpoints_below
 from gateway.conversations.recorder import RunRecorder
 from gateway.core.codec import Dialect
 from gateway.core.conformance import Answer, Violation
@@ -165,8 +167,8 @@ class Checker:
             for name in scenarios:
                 result = await _SCENARIOS[name](self, Conversation(self, name))
                 results.append(result)
-                if name == scenarios[0] and any(step.status is None for step in result.steps):
-                    break  # not even a response head: nothing else would get further
+                if name == scenarios[0] and any(step.status in (None, 404) for step in result.steps):
+                    break  # not even a response head, or not the endpoint: nothing else would get further
         finally:
             await self.pool.close()
         return Report(self.url, self.dialect.name, results)
@@ -221,6 +223,8 @@ class Checker:
             else:  # what came is judged too: a client would have shown it
                 step.error = f"the connection closed before the answer ended ({len(body)} bytes in): {exc}"
         step.ms = round((time.monotonic() - started) * 1000, 1)
+        if step.status == 404 and step.error is None:
+            step.error = self._not_found(request.path)
         if step.status is not None and not left_early:
             if step.error is None and (200 <= step.status < 300 or not request.streams):
                 events += decoder.close()
@@ -230,6 +234,16 @@ class Checker:
         recorder = RunRecorder()
         recorder.record(events)
         return Reply(step, events, recorder, left_early)
+
+    def _not_found(self, path: str | None) -> str:
+        """A 404 says the URL is not the endpoint: what to try, for a base URL (an OpenAI one, `.../v1`, for
+        `.../v1/chat/completions` or `.../v1/responses`) or a server's root (the dialect's usual paths)."""
+        asked = self.target.url
+        url = asked.rstrip("/") + path if path else asked
+        meant = endpoints_below(asked, [self.dialect.name, *registry.DIALECTS])
+        if not meant and urlsplit(asked).path in ("", "/"):
+            meant = [f"{asked.rstrip('/')}{own} ({self.dialect.name})" for own in self.dialect.paths]
+        return f"HTTP 404: nothing answers at {url}" + (f"; try {' or '.join(meant)}" if meant else "")
 
 
 class _TooLarge(Exception):
@@ -398,5 +412,5 @@ async def ask_upstream(route: Route) -> tuple[bool, str]:
                          target=upstream.target(route.timeouts.connect))
     [result] = report.results
     problems = [f"{v.rule}: {v.message}" for step in result.steps for v in step.violations]
-    problems += [step.error for step in result.steps if step.error]
+    problems += [step.error for step in result.steps if step.error and step.error not in result.detail]
     return result.outcome == "pass", "; ".join([result.detail, *problems[:3]])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import re
 import sys
 from collections.abc import Callable
 from typing import NoReturn, TypeVar
@@ -52,6 +53,9 @@ _speed = _number(float, "a number", lambda speed: 0 < speed <= 1000,
 _pace = _number(float, "a number of seconds", lambda seconds: 0 <= seconds <= 60, "{text}: use 0 to 60 seconds")
 
 
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
+
+
 class _Parser(argparse.ArgumentParser):
     """Bad flags get one line saying what is wrong, a guess at what was meant, and where to read more."""
 
@@ -59,7 +63,10 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message}{self._guess(message)} (see {self.prog} --help)\n")
 
     def _guess(self, message: str) -> str:
-        """", did you mean --port?" for a mistyped flag."""
+        """", did you mean --port?" for a mistyped flag, "; did you mean 'ag-kit'?" for a mistyped choice."""
+        if (choice := _INVALID_CHOICE.search(message)) is not None:
+            close = difflib.get_close_matches(choice[1], re.findall(r"'([^']*)'", choice[2]), n=1, cutoff=0.6)
+            return f"; did you mean {close[0]!r}?" if close else ""
         if not message.startswith("unrecognized arguments: "):
             return ""
         known = {option.lstrip("-"): option for action in self._actions for option in action.option_strings}
@@ -110,8 +117,9 @@ def main(argv: list[str] | None = None) -> int:
                             "default: sqlite:///agent-gateway.db, a file in the working directory)")
     serve.add_argument("--workers", type=_workers, default=1,
                        help="worker processes (default: 1); more than one needs a shared store (sqlite or redis)")
-    serve.add_argument("--log-format", choices=["json", "human"], default="json",
-                       help="one JSON line per request (default), or lines for humans")
+    serve.add_argument("--log-format", choices=["json", "human"],
+                       help="one JSON line per request, or lines for humans (default: human when stderr is a "
+                            "terminal, json otherwise)")
     serve.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default="info",
                        help="least severe level logged (default: info)")
     serve.add_argument("--log-bodies", action="store_true",

@@ -1,20 +1,21 @@
-"""Helpers for end-to-end tests: request bodies as each dialect's client sends them, reading replies, and watching
-the relay's direct path."""
+"""Helpers for end-to-end tests: request bodies as each dialect's client sends them (from `client_bodies`, which the
+benchmarks share), reading replies, and watching the relay's direct path."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import orjson
-import pytest
+from client_bodies import DIALECTS as DIALECTS
+from client_bodies import request_body as request_body
+from client_bodies import user_message as user_message
 from helpers import decode, encode
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from adapters import registry
 from gateway.core.events import (
     Event,
     RunError,
@@ -27,12 +28,11 @@ from gateway.core.events import (
     ToolResult,
     Usage,
 )
-from gateway.core.ids import new_id
-from gateway.core.turn import Message, Tool, Turn
 from gateway.server.relay import Relay
 from gateway.upstream.http1 import Offer
 
-DIALECTS = list(registry.DIALECTS)
+if TYPE_CHECKING:
+    import pytest
 
 
 def watch_offers(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Offer, object]]:
@@ -48,40 +48,6 @@ def watch_offers(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Offer, object]]:
 
     monkeypatch.setattr(Relay, "_offered", watching)
     return seen
-
-
-def user_message(dialect: str, text: str) -> dict[str, Any]:
-    if dialect == "ag-ui":
-        return {"id": new_id("u"), "role": "user", "content": text}
-    if dialect == "vercel":
-        return {"id": new_id("u"), "role": "user", "parts": [{"type": "text", "text": text}]}
-    return {"role": "user", "content": text}
-
-
-def request_body(dialect: str, messages: list[dict[str, Any]], conversation: str = "conv-1",
-                 tools: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
-    """A request as the dialect's real client shapes it (`@ag-ui/client` 1.0.0, `ai` 7.0.173's `DefaultChatTransport`,
-    cloudbase-agent-server 0.1.1, the Connexity platform's `AgentRequest`); for a dialect without a client shape here,
-    as the dialect's own request builder writes it."""
-    if dialect == "ag-ui":
-        return {"threadId": conversation, "runId": new_id("run"), "protocolVersion": "1.0", "state": {},
-                "messages": messages, "tools": tools or [], "context": [], "forwardedProps": {}, **extra}
-    if dialect == "ag-kit":
-        body = {"conversationId": conversation, "messages": messages, **extra}
-        if tools:
-            body["tools"] = [{**t, "parameters": orjson.dumps(t["parameters"]).decode()} for t in tools]
-        return body
-    if dialect == "vercel":
-        return {"id": conversation, "messages": messages, "trigger": "submit-message", **extra}
-    if dialect == "agent-respond":
-        return {"messages": messages, "metadata": {"test_case_id": conversation, "turn_index": len(messages) - 1},
-                **extra}
-    # What a client of a dialect whose servers keep the history sends: its new messages (an A2A client's one
-    # message), not a history for a new conversation.
-    turn = Turn(conversation_id=conversation, history=registry.get(dialect).history,
-                messages=[Message(m["role"], m["content"], new_id("msg")) for m in messages],
-                tools=[Tool(t["name"], t.get("description", ""), t["parameters"]) for t in tools or ()])
-    return {**orjson.loads(registry.get(dialect).build_request(turn, None).body), **extra}
 
 
 def usage_agent() -> Starlette:

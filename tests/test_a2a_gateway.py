@@ -240,6 +240,37 @@ def test_the_card_names_the_route_and_its_url() -> None:
         ("JSONRPC", "1.0", gw.url + "/a2a"), ("JSONRPC", "0.3", gw.url + "/a2a")}
 
 
+def test_a_card_is_published_under_a2a_paths_only_and_the_startup_line_counts_routes() -> None:
+    """A route on OpenAI's paths under a prefix of its own serves OpenAI's clients: no agent card under them. A
+    route on two A2A paths is one route publishing two cards."""
+    import logging
+
+    from gateway.server.documents import discovery_routes
+
+    upstream = {"url": "http://127.0.0.1:9/agui", "dialect": "ag-ui"}
+    openai_only = GatewayConfig.model_validate({"routes": [
+        {"name": "team", "paths": ["/team/v1/chat/completions", "/team/v1/responses"], "upstream": upstream}]})
+    assert discovery_routes(openai_only) == []
+    two_paths = GatewayConfig.model_validate({"routes": [
+        {"name": "agents", "paths": ["/one/a2a", "/two/a2a"], "upstream": upstream}]})
+    said: list[logging.LogRecord] = []
+    heard = logging.Handler(logging.INFO)
+    heard.emit = said.append  # type: ignore[method-assign]
+    log = logging.getLogger("agent_gateway.app")
+    log.addHandler(heard)
+    level = log.level
+    log.setLevel(logging.INFO)
+    try:
+        published = [route.path for route in discovery_routes(two_paths)]
+    finally:
+        log.removeHandler(heard)
+        log.setLevel(level)
+    assert published == ["/one/a2a/.well-known/agent-card.json", "/two/a2a/.well-known/agent-card.json"]
+    card = "/.well-known/agent-card.json"
+    assert [record.getMessage() for record in said] == [f"route agents publishes {card} under 2 paths; none at {card} "
+                                                        "itself"]
+
+
 def test_a_run_error_mid_stream_is_a_failed_task() -> None:
     with Served(create_agent_app("ag-ui")) as agent, gateway(agent.url + "/agui", "ag-ui") as gw:
         responses = responses_of(run_a2a_client(gw.url + "/a2a", "please fail"))

@@ -266,6 +266,27 @@ def test_an_unreachable_endpoint_is_one_failure_not_seven(capsys: pytest.Capture
     assert out.count("FAIL") == 1 and "ConnectError" in out
 
 
+def test_an_openai_base_url_is_a_404_said_with_the_endpoints_to_try(capsys: pytest.CaptureFixture[str]) -> None:
+    """OpenAI's answer to a POST at `/v1` is a 404 holding a well-formed error object: said as the 404 it is, once,
+    with the endpoints under that base URL, not as an answer without text."""
+
+    async def not_found(request: Request) -> Response:
+        return Response(orjson.dumps({"error": {"message": "Invalid URL (POST /v1)", "type": "invalid_request_error",
+                                                "param": None, "code": None}}), 404, media_type="application/json")
+
+    with Served(Starlette(routes=[Route("/v1", not_found, methods=["POST"])])) as server:
+        base = f"{server.url}/v1"
+        assert main(["check", base, "--dialect", "openai-chat"]) == 1
+        assert main(["check", base, "--dialect", "openai-responses", "--json"]) == 1
+    human, machine = capsys.readouterr().out.split("\n0 passed, 1 failed, 0 skipped\n")
+    assert human.count("FAIL") == 1
+    assert f"FAIL  text         request 1: HTTP 404: nothing answers at {base}; try {base}/chat/completions " \
+           f"(openai-chat) or {base}/responses (openai-responses)" in human
+    [result] = orjson.loads(machine)["results"]
+    assert result["detail"] == f"request 1: HTTP 404: nothing answers at {base}; try {base}/responses " \
+                               f"(openai-responses) or {base}/chat/completions (openai-chat)"
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["--header", "no-colon"], "write it as 'Name: value'"),
     (["--prompt", "nope=hi"], "write it as SCENARIO=TEXT"),

@@ -1,7 +1,13 @@
 from __future__ import annotations
 
 import contextlib
+import io
+import os
 import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -28,51 +34,122 @@ def test_a_failed_run_exits_non_zero(capsysbinary: pytest.CaptureFixture[bytes])
     assert main(["translate", path, "--from", "ag-ui", "--to", "agent-respond"]) == 1
 
 
-def test_demo_answers_the_printed_request_of_every_dialect() -> None:
-    """What the README promises a newcomer: `agent-gateway demo`, then the curl commands it prints."""
-    import os
-    import subprocess
-    import sys
-    import time
+class Demo:
+    """`agent-gateway demo` running, and what it printed."""
 
+    def __init__(self) -> None:
+        import subprocess
+
+        from helpers import ROOT
+        from servers import free_port
+
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.process = subprocess.Popen([sys.executable, "-m", "gateway", "demo", "--port", str(self.port)], cwd=ROOT,
+                                        env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, text=True)
+        self.printed: list[str] = []
+        self._reading = threading.Thread(target=self._read, daemon=True)
+        self._reading.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.printed.append(line)
+
+    def wait_until_serving(self) -> None:
+        import httpx
+
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                httpx.get(f"{self.base}/healthz", timeout=1)
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline and self.process.poll() is None, "demo did not start"
+                time.sleep(0.05)
+        while not any(line.startswith("curl") and "/v1/responses" in line for line in self.printed):
+            assert time.monotonic() < deadline, "demo did not print its requests"
+            time.sleep(0.05)
+
+    @property
+    def out(self) -> str:
+        return "".join(self.printed)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+        self._reading.join(10)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def demo() -> Iterator[Demo]:
+    running = Demo()
+    try:
+        running.wait_until_serving()
+        yield running
+    finally:
+        running.stop()
+
+
+def test_demo_answers_the_printed_request_of_every_dialect(demo: Demo) -> None:
+    """What the README promises a newcomer: `agent-gateway demo`, then the curl commands it prints."""
     import httpx
-    from helpers import ROOT, decode
-    from servers import free_port
+    from helpers import decode
 
     from gateway.commands.demo import DEMO_REQUESTS
     from gateway.core.events import RunFinished, TextDelta
 
-    port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "gateway", "demo", "--port", str(port)], cwd=ROOT,
-                               env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL)
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                httpx.get(f"{base}/healthz", timeout=1)
-                break
-            except httpx.HTTPError:
-                assert time.monotonic() < deadline and process.poll() is None, "demo did not start"
-                time.sleep(0.05)
-        for dialect, (path, body) in DEMO_REQUESTS.items():
-            response = httpx.post(base + path, content=body, headers={"content-type": "application/json"}, timeout=10)
-            events = decode(dialect, response.content)
-            assert isinstance(events[-1], RunFinished), dialect
-            said = "".join(e.delta for e in events if isinstance(e, TextDelta))
-            assert said or events[-1].outcome == "interrupt", dialect  # "approve" stops for the human
-        assert httpx.get(f"{base}/demo-agent/_requests").status_code == 404  # what people typed stays theirs
-        path, body = DEMO_REQUESTS["ag-ui"]
-        for host, status in ((f"localhost:{port}", 200), (f"127.0.0.1:{port}", 200), ("rebound.example", 400)):
-            asked = httpx.post(base + path, content=body, timeout=10,  # what a browser on each of those names sends
-                               headers={"content-type": "application/json", "host": host})
-            assert asked.status_code == status, host
-    finally:
-        process.terminate()
-        out, _ = process.communicate(timeout=10)
-    assert b"curl -N " + f"http://127.0.0.1:{port}/agui".encode() in out
-    assert b"silent     sends nothing for an hour (through the gateway: a 504" in out
+    base = demo.base
+    for dialect, (path, body) in DEMO_REQUESTS.items():
+        response = httpx.post(base + path, content=body, headers={"content-type": "application/json"}, timeout=10)
+        events = decode(dialect, response.content)
+        assert isinstance(events[-1], RunFinished), dialect
+        said = "".join(e.delta for e in events if isinstance(e, TextDelta))
+        assert said or events[-1].outcome == "interrupt", dialect  # "approve" stops for the human
+    assert httpx.get(f"{base}/demo-agent/_requests").status_code == 404  # what people typed stays theirs
+    path, body = DEMO_REQUESTS["ag-ui"]
+    for host, status in ((f"localhost:{demo.port}", 200), (f"127.0.0.1:{demo.port}", 200), ("rebound.example", 400)):
+        asked = httpx.post(base + path, content=body, timeout=10,  # what a browser on each of those names sends
+                           headers={"content-type": "application/json", "host": host})
+        assert asked.status_code == status, host
+    assert f"curl -N {base}/agui" in demo.out
+    assert "silent     sends nothing for an hour (through the gateway: a 504" in demo.out
+
+
+def test_the_demos_requests_are_what_each_client_sends_where_it_sends_it(demo: Demo) -> None:
+    """LangGraph's SDKs post a run under the server's URL, its thread in the path; OpenAI's clients name a model
+    that the gateway's own list of models holds."""
+    import httpx
+
+    from gateway.commands.demo import DEMO_REQUESTS
+
+    path, body = DEMO_REQUESTS["langgraph"]
+    assert path.startswith("/langgraph/threads/") and path.endswith("/runs/stream") and "thread_id" not in body
+    assert f"curl -N {demo.base}{path} " in demo.out
+    listed = {model["id"] for model in httpx.get(f"{demo.base}/v1/models", timeout=10).json()["data"]}
+    named = {orjson.loads(sent).get("model") for _, sent in DEMO_REQUESTS.values()} - {None}
+    assert named and named <= listed, (named, listed)
+
+
+def test_the_demo_says_which_keywords_its_agent_cannot_show_and_which_dialect_would(demo: Demo) -> None:
+    lines = {line.split()[0]: line for line in demo.printed if line.startswith("  ")}
+    assert lines["think"].rstrip().endswith("(ag-kit cannot carry it: try --agent-dialect ag-ui)")
+    assert lines["state"].rstrip().endswith("(ag-kit cannot carry it: try --agent-dialect ag-ui)")
+    assert "cannot carry" not in lines["weather"] + lines["approve"]
+
+
+def test_a_path_the_demos_agent_does_not_serve_is_a_json_404_naming_where_it_answers(demo: Demo) -> None:
+    import httpx
+
+    missing = httpx.get(f"{demo.base}/demo-agent/nope", timeout=10)
+    wrong_method = httpx.get(f"{demo.base}/demo-agent/send-message", timeout=10)
+    assert missing.status_code == 404 and missing.json()["error"] == {
+        "code": "not_found", "message": "nothing is served at /demo-agent/nope; the agent answers at "
+                                        "/demo-agent/send-message"}
+    assert wrong_method.status_code == 405 and wrong_method.json()["error"]["code"] == "method_not_allowed"
 
 
 def test_bad_flags_and_bad_config_get_one_line_saying_what_and_where(tmp_path: Path,
@@ -95,6 +172,8 @@ def test_bad_flags_and_bad_config_get_one_line_saying_what_and_where(tmp_path: P
     (["serve", "--prot", "9"], "unrecognized arguments: --prot 9, did you mean --port?"),
     (["agent", "--dialect", "ag-ui", "--pace", "-1"], "argument --pace: -1: use 0 to 60 seconds"),
     (["check", "http://a/x", "--dialect", "ag-ui", "--time-out", "3"], "did you mean --timeout?"),
+    (["serve", "--upstream-dialect", "agkit"], "invalid choice: 'agkit' (choose from 'ag-ui', 'ag-kit', "),
+    (["serve", "--upstream-dialect", "agkit"], "; did you mean 'ag-kit'? (see agent-gateway serve --help)"),
 ])
 def test_a_mistyped_or_impossible_flag_is_named_with_a_guess(argv: list[str], expected: str,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
@@ -266,12 +345,20 @@ def test_translate_of_input_in_another_dialect_says_so_once_and_what_it_reads_as
         assert "the input reads as vercel: try --from vercel" in err and err.count("\n") == 1
 
 
-def test_translate_of_an_empty_input_says_it_is_empty(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    empty = tmp_path / "empty.sse"
-    empty.write_bytes(b"")
-    assert main(["translate", str(empty), "--from", "ag-ui"]) == 1
-    err = capsys.readouterr().err
-    assert err == "agent-gateway translate: the input is empty\n"
+@pytest.mark.parametrize(("content", "said"), [
+    (b"", "is empty: nothing to translate"),
+    (b"\n \n", "is empty: nothing to translate"),
+    (bytes(range(256)) * 4, "is not text: a recorded stream is SSE or JSON in UTF-8"),
+], ids=["empty", "blank", "binary"])
+def test_translate_of_an_input_that_holds_no_stream_says_why_and_writes_nothing(
+        content: bytes, said: str, tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    given = tmp_path / "given.sse"
+    given.write_bytes(content)
+    with pytest.raises(SystemExit) as caught:
+        main(["translate", str(given), "--from", "ag-ui"])
+    out, err = capsysbinary.readouterr()
+    assert caught.value.code == 2 and out == b""
+    assert err.decode() == f"agent-gateway translate: {given} {said} (see agent-gateway translate --help)\n"
 
 
 @pytest.mark.parametrize("target", ["ag-ui", "ag-kit", "vercel", "agent-respond"])
@@ -280,8 +367,13 @@ def test_translate_exits_on_the_runs_outcome_whatever_the_target(target: str) ->
 
 
 @pytest.mark.parametrize(("argv", "expected"), [
-    (["serve", "--config", "config/agui-to-agkit.yaml", "--upstream", "http://a/x"], "--upstream describe the route"),
-    (["serve", "--config", "config/agui-to-agkit.yaml", "--store", "memory://"], "--store describe the route"),
+    (["serve", "--config", "config/agui-to-agkit.yaml", "--upstream", "http://a/x"],
+     "--upstream: only without --config; with --config, set routes[].upstream.url in the file"),
+    (["serve", "--config", "config/agui-to-agkit.yaml", "--store", "memory://"],
+     "--store: only without --config; with --config, set store.url in the file"),
+    (["serve", "--config", "c.yaml", "--store", "memory://", "--upstream-dialect", "ag-ui"],
+     "--upstream-dialect, --store: only without --config; with --config, set routes[].upstream.dialect and store.url "
+     "in the file"),
     (["translate", "--to", "ag-ui", "--variant", "inkeep"], "--variant inkeep is a vercel variant"),
 ])
 def test_flags_that_would_be_ignored_are_an_error(argv: list[str], expected: str,
@@ -289,3 +381,69 @@ def test_flags_that_would_be_ignored_are_an_error(argv: list[str], expected: str
     with pytest.raises(SystemExit) as caught:
         main(argv)
     assert caught.value.code == 2 and expected in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("where", "folder"), [("--record", "a-file/sub"), ("--record", "/proc/nope"),
+                                               ("record.dir", "a-file/sub")])
+@pytest.mark.parametrize("checking", [True, False], ids=["check", "start"])
+def test_a_folder_recordings_cannot_go_to_stops_check_and_start_in_one_line(
+        where: str, folder: str, checking: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from servers import free_port
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a-file").write_text("")
+    (tmp_path / "gateway.yaml").write_text(
+        f"routes:\n  - upstream: {{url: 'http://127.0.0.1:9/agui', dialect: ag-ui}}\n    record: {{dir: '{folder}'}}\n"
+        "store: {url: 'memory://'}\n")
+    argv = ["serve", "--config", "gateway.yaml"] if where == "record.dir" else [
+        "serve", "--upstream", "http://127.0.0.1:9/agui", "--upstream-dialect", "ag-ui", "--store", "memory://",
+        "--record", folder]
+    argv += ["--log-format", "human", "--port", str(free_port()), *(["--check"] if checking else [])]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert f"ERROR   cannot record into {folder}: " in captured.err
+    assert len(captured.err.strip().splitlines()) == 1, captured.err
+    assert "listening" not in captured.err and "Traceback" not in captured.err and captured.out == ""
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("terminal", "flags", "json_lines"), [
+    (True, [], False), (False, [], True), (True, ["--log-format", "json"], True),
+    (False, ["--log-format", "human"], False)])
+def test_serves_own_errors_are_lines_for_people_at_a_terminal_and_json_otherwise(
+        terminal: bool, flags: list[str], json_lines: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    stderr = _Terminal() if terminal else io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    assert main(["serve", "--upstream", "http://a/x", "--upstream-dialect", "ag-kit", "--store", "memory://",
+                 "--workers", "2", *flags]) == 2
+    [line] = stderr.getvalue().splitlines()
+    said = "--workers > 1 needs a store the workers share"
+    if json_lines:
+        assert orjson.loads(line)["msg"].startswith(said)
+    else:
+        assert line.split(maxsplit=2)[1:] == ["ERROR", f"{said}: sqlite:///... or redis://..."], line
+
+
+def test_serve_check_says_an_upstream_url_that_stops_where_its_dialects_path_goes_on(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """An OpenAI base URL, `.../v1`, connects: the note says what it likely meant, which `--send-request` would
+    find answering 404 (see test_check)."""
+    from servers import Served
+
+    from gateway.agent.server import create_agent_app
+
+    with Served(create_agent_app("openai-chat")) as agent:
+        base = f"{agent.url}/v1"
+        assert main(["serve", "--upstream", base, "--upstream-dialect", "openai-chat", "--store", "memory://",
+                     "--check"]) == 0
+        assert main(["serve", "--upstream", f"{base}/chat/completions", "--upstream-dialect", "openai-chat",
+                     "--store", "memory://", "--check"]) == 0
+    first, second = capsys.readouterr().out.split("configuration: ok")[1:]
+    assert f"route0: note: {base} looks like a base URL, not an endpoint: did you mean {base}/chat/completions " \
+           "(openai-chat)?" in first
+    assert "note" not in second

@@ -74,9 +74,30 @@ def test_two_routes_on_one_path_are_refused() -> None:
         parse_config(MINIMAL + MINIMAL.split("\n", 2)[2], environ={})
 
 
+def test_two_routes_of_one_name_are_refused_by_their_name() -> None:
+    named = MINIMAL.replace("  - upstream:", "  - name: chat\n    upstream:")
+    with pytest.raises(ConfigError) as caught:
+        parse_config(named + named.split("\n", 2)[2], "gw.yaml", environ={})
+    assert str(caught.value) == "gw.yaml:2: routes: two routes are named chat: give each a name of its own"
+
+
+def test_a_mistyped_dialect_gets_a_guess() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(MINIMAL.replace("ag-kit", "agkit"), "gw.yaml", environ={})
+    assert str(caught.value).endswith("'openai-chat' or 'openai-responses'; did you mean 'ag-kit'?")
+
+
 def test_missing_file_is_one_clear_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read the configuration"):
         load_config(tmp_path / "nope.yaml")
+
+
+def test_a_file_that_is_not_utf8_is_one_line_naming_where(tmp_path: Path) -> None:
+    config = tmp_path / "latin1.yaml"
+    config.write_bytes(MINIMAL.replace("dialect: ag-kit", "dialect: ag-kit  # caf\xe9").encode("latin-1"))
+    with pytest.raises(ConfigError) as caught:
+        load_config(config)
+    assert str(caught.value) == f"{config}:5: not UTF-8 text (byte 0xe9): save the file as UTF-8"
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)

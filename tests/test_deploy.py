@@ -15,7 +15,8 @@ from helpers import ROOT
 from gateway.config import parse_config
 
 KUBERNETES = "1.32.0"
-"""The oldest Kubernetes the manifests are for: preStop's `sleep` action is stable from 1.32."""
+"""The Kubernetes whose API schemas the manifests are checked against (preStop's `sleep`, which they use, is on by
+default from 1.30)."""
 MANIFESTS = sorted((ROOT / "deploy" / "kubernetes").glob("*.yaml"))
 
 
@@ -66,3 +67,16 @@ def test_compose_gives_the_gateway_time_to_drain_and_checks_its_readiness() -> N
     drain = parse_config(Path(ROOT / "config" / "compose.yaml").read_text(), "compose.yaml", environ={}).drain_seconds
     assert int(gateway["stop_grace_period"].removesuffix("s")) >= drain + 3
     assert "/readyz" in " ".join(gateway["healthcheck"]["test"])
+
+
+def test_the_image_is_named_in_one_place_and_both_containers_run_it() -> None:
+    pod = find("Deployment", "agent-gateway")["spec"]["template"]["spec"]
+    [image] = {container["image"] for container in pod["containers"]}
+    assert (ROOT / "deploy" / "kubernetes" / "gateway.yaml").read_text().count(image) == 1
+
+
+def test_the_manifests_say_the_kubernetes_their_prestop_sleep_needs() -> None:
+    """preStop's `sleep` is on by default from Kubernetes 1.30: an older cluster refuses the manifest."""
+    assert gateway_container()["lifecycle"]["preStop"]["sleep"]
+    text = (ROOT / "deploy" / "kubernetes" / "gateway.yaml").read_text()
+    assert "needs Kubernetes 1.30 or later" in text and "Kubernetes 1.30 or later" in (ROOT / "README.md").read_text()

@@ -2,8 +2,10 @@
 
 The README stays short (at most 400 lines) and holds the two commands of a fresh machine word for word: the demo,
 and the tests CI runs. Every page of `mkdocs.yml` is there and every page there is in it; the configuration
-reference is what the models say; what the pages quote of the gateway is what it says; and the site builds with
-`mkdocs build --strict`, which fails on a broken link or anchor. scripts/test runs this file as its `docs` stage.
+reference is what the models say; what the pages, the package's description and the example configurations say of
+the gateway is what it is (a dialect added to the registry fails these until the words catch up); and the site
+builds with `mkdocs build --strict`, which fails on a broken link or anchor. scripts/test runs this file as its
+`docs` stage.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from types import ModuleType
 
@@ -20,7 +23,8 @@ import pytest
 import yaml
 from helpers import ROOT
 
-from gateway.config import ConfigError, parse_config, reference
+from adapters import registry
+from gateway.config import ConfigError, load_config, parse_config, reference
 from gateway.config.model import Model
 from gateway.inspector.options import InspectorOptions
 from gateway.recordings.options import RecordOptions
@@ -32,6 +36,10 @@ DEMO = "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/agent-g
 """Installs and runs the gateway on a fresh machine, on the built-in agent: no agent of one's own needed."""
 TESTS = "scripts/test"
 """Installs what the tests need and runs them, as CI does (`.ci/run`)."""
+NAMED_AS = {"ag-ui": "AG-UI", "ag-kit": "AG-Kit", "vercel": "Vercel AI SDK", "agent-respond": "agent-respond",
+            "a2a": "A2A", "langgraph": "LangGraph", "openai-chat": "OpenAI Chat Completions",
+            "openai-responses": "OpenAI Responses"}
+"""How prose names each dialect."""
 
 
 def _hooks() -> ModuleType:
@@ -123,3 +131,16 @@ def test_the_site_builds_strict(tmp_path: Path) -> None:
                            timeout=120)
     assert built.returncode == 0, built.stderr
     assert (tmp_path / "index.html").is_file() and (tmp_path / "reference" / "configuration" / "index.html").is_file()
+
+
+def test_the_package_description_names_every_dialect() -> None:
+    description = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["description"]
+    missing = [name for name in registry.DIALECTS if NAMED_AS[name] not in description]
+    assert not missing, f"pyproject.toml's description leaves out {missing}"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "config").glob("*.yaml")), ids=lambda p: p.name)
+def test_every_example_configuration_names_the_paths_its_routes_serve(path: Path) -> None:
+    text = path.read_text()
+    served = {served for route in load_config(path, environ={}).routes for served in route.paths}
+    assert not [served for served in sorted(served) if served not in text]

@@ -112,7 +112,7 @@ def test_sigterm_lets_the_streams_in_flight_finish_then_exits_0(tmp_path: Path, 
         assert stopped(process, 5) == 0
     log = (tmp_path / "gateway.log").read_text()
     assert b"tick 20." in body and b"RUN_FINISHED" in body
-    assert "draining 1 streams" in log and "Traceback" not in log
+    assert "draining 1 stream: it may run 10s more; another SIGTERM ends it now" in log and "Traceback" not in log
 
 
 def test_a_stream_still_running_when_the_drain_ends_is_ended_in_band(tmp_path: Path, agent: Served) -> None:
@@ -136,7 +136,8 @@ def test_a_second_ctrl_c_ends_the_streams_at_once(tmp_path: Path, agent: Served)
         body = stream.finished()
         assert stopped(process, 5) == 0
     assert b'"code":"shutting_down"' in body
-    assert "Traceback" not in (tmp_path / "gateway.log").read_text()
+    log = (tmp_path / "gateway.log").read_text()
+    assert "draining 1 stream: it may run 60s more; a second Ctrl-C ends it now" in log and "Traceback" not in log
 
 
 def test_workers_drain_too(tmp_path: Path, agent: Served) -> None:
@@ -146,8 +147,11 @@ def test_workers_drain_too(tmp_path: Path, agent: Served) -> None:
         body = stream.finished()
         assert stopped(process, 10) == 0
     log = (tmp_path / "gateway.log").read_text()
-    assert b"tick 20." in body and b"RUN_FINISHED" in body
-    assert "draining 1 streams" in log and "Traceback" not in log
+    assert b"tick 20." in body and b"RUN_FINISHED" in body and "Traceback" not in log
+    drains = [line for line in log.splitlines() if "draining" in line]
+    workers = {line.rpartition(" worker=")[2] for line in drains if " worker=" in line}
+    assert len(drains) == 2 and len(workers) == 2, drains  # each worker's line says which worker it is
+    assert any("draining 1 stream: it may run 10s more" in line for line in drains), drains
 
 
 def test_a_resumable_run_ended_by_the_drain_is_read_whole_from_another_replica(tmp_path: Path, agent: Served

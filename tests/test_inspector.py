@@ -85,6 +85,17 @@ def test_without_its_key_the_inspector_answers_nothing(agent: str) -> None:
         assert b"http://" not in page.content and b"https://" not in page.content  # nothing from elsewhere
 
 
+def test_the_page_carries_its_own_icon_so_a_browser_asks_the_gateway_for_no_favicon(agent: str) -> None:
+    """Without one, every load of the page costs a `GET /favicon.ico`, and the gateway's log a 404 line."""
+    import re
+
+    with Served(create_app(_config(agent, {"key": KEY}))) as gateway:
+        page = httpx.get(f"{gateway.url}/_inspector/", headers=AUTH)
+    icons = re.findall(rb'<link rel="icon" href="([^"]*)">', page.content)
+    assert icons and all(icon.startswith(b"data:") for icon in icons)
+    assert "img-src 'self' data:" in page.headers["content-security-policy"]  # the page's icon may be shown
+
+
 def _entered(url: str, verify: ssl.SSLContext | bool = True, **headers: str) -> str:
     """The Set-Cookie header of a browser's first visit, with the key in the address."""
     entered = httpx.get(f"{url}/_inspector/?key={KEY}", headers=headers, follow_redirects=False, verify=verify)

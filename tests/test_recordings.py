@@ -16,7 +16,7 @@ import httpx
 import orjson
 import pytest
 from e2e import Reply, post, request_body, user_message
-from helpers import ROOT
+from helpers import ROOT, decode
 from replaying import converse
 from servers import Served
 
@@ -258,6 +258,19 @@ def test_check_recording_judges_both_replies_by_their_own_dialects(recording: Pa
     assert result.returncode == 1
     report = orjson.loads(result.stdout)
     assert report["fail"] == 1 and report["results"][1]["outcome"] == "fail"
+
+
+def test_check_recording_counts_the_events_of_each_reply_not_its_writes(recording: Path) -> None:
+    """The gateway writes a client many events at once: a reply recorded as one write is still 20-odd events."""
+    (exchange,) = read([recording])
+    counts = [len(decode(dialect, response.body)) for dialect, response in (
+        (exchange.upstream_dialect, exchange.upstream_response), (exchange.client_dialect, exchange.client_response))]
+    result = _cli("check", "--recording", str(recording))
+    assert f"upstream (ag-kit): {counts[0]} events" in result.stdout, result.stdout
+    assert f"client (ag-ui): {counts[1]} events" in result.stdout, result.stdout
+    assert len(exchange.client_response.frames) < counts[1]
+    report = orjson.loads(_cli("check", "--recording", str(recording), "--json").stdout)
+    assert [entry["events"] for entry in report["results"]] == counts
 
 
 def test_translate_reads_a_recording_in_its_recorded_dialect(recording: Path) -> None:

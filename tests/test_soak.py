@@ -227,3 +227,18 @@ def test_200_conversations_alternating_two_gateways_on_one_redis_keep_their_own_
           f"{len(problems)} problems")
     assert not store_errors, f"{len(store_errors)} store calls failed, e.g. {store_errors[:3]}"
     assert not problems, f"{len(problems)} turns lost or mixed history, e.g. {problems[:3]}"
+
+
+@pytest.mark.parametrize("script", ["bench/soak.py", "bench/resume_soak.py"])
+def test_the_soak_benchmarks_run_where_only_the_bench_extra_is_installed(script: str) -> None:
+    """`pip install -e '.[bench]'` brings no pytest: what the benchmarks share with the tests must not need it."""
+    import subprocess
+    import sys
+
+    from helpers import ROOT
+
+    without_pytest = ("import runpy, sys; sys.modules['pytest'] = None; sys.argv = [sys.argv[1], '--help']; "
+                      "runpy.run_path(sys.argv[0], run_name='__main__')")
+    ran = subprocess.run([sys.executable, "-c", without_pytest, script], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60)
+    assert ran.returncode == 0 and ran.stdout.startswith("usage: "), ran.stderr[-2000:]

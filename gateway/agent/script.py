@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 
+from gateway.core.codec import Feature
 from gateway.core.events import (
     Event,
     Interrupt,
@@ -50,6 +51,9 @@ KEYWORD_HELP = {
     "slow": "20 pieces of text, 0.05 s apart",
 }
 """What each keyword makes the agent do, for the people trying it."""
+KEYWORD_SHOWS: dict[str, Feature] = {"approve": "interrupts", "interrupt": "interrupts", "weather": "server_tools",
+                                     "tool": "client_tools", "state": "state", "think": "reasoning"}
+"""What a dialect must carry for a keyword's run to show through it (an AG-Kit agent's reasoning is lost)."""
 
 FALLBACK_TOOL = Tool("get_location", "The user's location, from their device.",
                      {"type": "object", "properties": {}})

@@ -204,10 +204,22 @@ def create_agent_app(dialect: str, *, path: str | None = None, pace: float = 0.0
     if test_hooks:
         routes += [Route("/_requests", agent.requests, methods=["GET", "DELETE"]),
                    Route("/_disconnects", agent.disconnect_count, methods=["GET"])]
-    app = Starlette(routes=routes)
+    refused = partial(_refused, paths)
+    app = Starlette(routes=routes, exception_handlers={404: refused, 405: refused})
     app.router.redirect_slashes = False  # a redirect loses a POST's body: both spellings are served instead
     app.state.agent = agent
     return app
+
+
+async def _refused(paths: tuple[str, ...], request: Request, exc: Exception) -> Response:
+    """A path or method the agent does not serve, said in JSON as the gateway says it, with where the agent is."""
+    status = getattr(exc, "status_code", 404)
+    where = " and ".join(request.scope.get("root_path", "") + path for path in paths)
+    if status == 405:
+        message = f"{request.method} is not served at {request.url.path}; POST a run to {where}"
+        return _json({"error": {"code": "method_not_allowed", "message": message}}, 405)
+    message = f"nothing is served at {request.url.path}; the agent answers at {where}"
+    return _json({"error": {"code": "not_found", "message": message}}, 404)
 
 
 def _with_and_without_slash(paths: tuple[str, ...]) -> list[str]:

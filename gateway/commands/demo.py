@@ -4,21 +4,42 @@ dialect; and `agent-gateway agent`: the built-in agent alone, in any dialect."""
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from typing import Any
 
 import orjson
 
 from adapters import registry
 from gateway.commands import bind
 from gateway.config import GatewayConfig, Route, Store, Upstream
+from gateway.core.codec import Dialect, Feature
 from gateway.inspector.options import InspectorOptions
 
 DEMO_PROMPTS = ("What is the weather in Paris?", "hello", "What is the weather in Berlin?",
                 "What is the weather in Rome?", "think", "approve")
 """What the demo's printed requests ask, one per dialect in the registry's order (a server tool, an echo, ...)."""
+ROUTE = "agent-gateway"
+"""The demo's one route, by the name OpenAI clients know it by (the model the printed requests name)."""
+
+
+def _call(dialect: Dialect, body: dict[str, Any]) -> tuple[str, str]:
+    """Where a client of `dialect` sends `body`, and what it sends: the dialect's path, or, for a dialect whose
+    clients post runs to paths under it (LangGraph's `/threads/{thread_id}/runs/stream`), the first such path that
+    names what the body does, read back into the same request."""
+    for resource in dialect.resources:
+        names = re.findall(r"{(\w+)}", resource.path)
+        if resource.method != "POST" or not names or not all(isinstance(body.get(n), str) for n in names):
+            continue
+        segments = {name: body[name] for name in names}
+        rest = {key: value for key, value in body.items() if key not in segments}
+        if resource.read(segments, rest, {}) == body:
+            return dialect.paths[0] + resource.path.format(**segments), orjson.dumps(rest).decode()
+    return dialect.paths[0], orjson.dumps(body).decode()
+
+
 DEMO_REQUESTS = {
-    name: (dialect.paths[0], orjson.dumps(dialect.sample_request(DEMO_PROMPTS[index % len(DEMO_PROMPTS)],
-                                                                 f"demo-{index + 1}")).decode())
+    name: _call(dialect, dialect.sample_request(DEMO_PROMPTS[index % len(DEMO_PROMPTS)], f"demo-{index + 1}"))
     for index, (name, dialect) in enumerate(registry.DIALECTS.items())
 }
 """Per client dialect, a path of the gateway's and a body its client would send there."""
@@ -28,7 +49,7 @@ def demo(args: argparse.Namespace) -> int:
     import uvicorn
     from starlette.routing import Mount
 
-    from gateway.agent.script import KEYWORD_HELP
+    from gateway.agent.script import KEYWORD_HELP, KEYWORD_SHOWS
     from gateway.agent.server import KEYWORDS, create_agent_app
     from gateway.server import logs
     from gateway.server.app import create_app
@@ -39,7 +60,7 @@ def demo(args: argparse.Namespace) -> int:
     agent_url = f"{base}/demo-agent{dialect.paths[0]}"
     inspector = InspectorOptions()
     inspector.key = inspector.key_for(args.host) if _loopback(args.host) else None  # beyond loopback: no page
-    config = GatewayConfig(routes=[Route(name="demo", upstream=Upstream(url=agent_url, dialect=dialect.name),
+    config = GatewayConfig(routes=[Route(name=ROUTE, upstream=Upstream(url=agent_url, dialect=dialect.name),
                                          inspector_bodies=True)],
                            store=Store(url="memory://"), inspector=inspector if inspector.key else None)
     logs.configure("human", "info")  # a person is watching: one readable line per request (tracing's too)
@@ -49,7 +70,7 @@ def demo(args: argparse.Namespace) -> int:
     print(f"agent-gateway demo: the built-in agent speaks {dialect.name} at {agent_url};\n"
           f"the gateway answers every dialect at {base}. A word in the message picks what the agent does:")
     for keyword in KEYWORDS:
-        print(f"  {keyword:<10} {KEYWORD_HELP[keyword]}")
+        print(f"  {keyword:<10} {KEYWORD_HELP[keyword]}{_lost(dialect, KEYWORD_SHOWS.get(keyword))}")
     print("  otherwise  echoes the message, counting the turns of its conversation\n")
     if config.inspector is not None:
         print(f"See each translation in the inspector: {base}{inspector.path}/?key={inspector.key}\n")
@@ -61,6 +82,14 @@ def demo(args: argparse.Namespace) -> int:
     exit_quietly_when_stopped()
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
     return 0
+
+
+def _lost(agent: Dialect, needs: Feature | None) -> str:
+    """Why a keyword's run shows nothing through an agent of this dialect, and which dialect would show it."""
+    if needs is None or needs in agent.carries:
+        return ""
+    other = next(name for name, dialect in registry.DIALECTS.items() if needs in dialect.carries)
+    return f" ({agent.name} cannot carry it: try --agent-dialect {other})"
 
 
 def _loopback(host: str) -> bool:

@@ -58,7 +58,7 @@ def check(parser: argparse.ArgumentParser, paths: list[str], as_json: bool) -> i
     skipped = sum(j.skipped is not None for j in judged)
     if as_json:
         report = {"recordings": paths, "pass": len(judged) - failed - skipped, "fail": failed, "skip": skipped,
-                  "results": [{"where": j.where, "side": j.side, "dialect": j.dialect, "pieces": j.frames,
+                  "results": [{"where": j.where, "side": j.side, "dialect": j.dialect, "events": j.events,
                                "outcome": "skip" if j.skipped else "fail" if j.failed else "pass",
                                "violations": [{"rule": v.rule, "message": v.message, "frame": v.frame,
                                                "index": v.index} for v in j.violations]} for j in judged]}

@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import logging
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,7 +16,8 @@ import orjson
 from pydantic import ValidationError
 
 from gateway.commands import bind, version
-from gateway.config import ConfigError, GatewayConfig, load_config
+from gateway.config import ConfigError, GatewayConfig, Route, load_config
+from gateway.config.upstream import endpoints_below
 from gateway.core.validation import error_message
 from gateway.inspector.options import InspectorOptions
 from gateway.recordings.options import RecordOptions
@@ -30,6 +32,10 @@ _FLAGS = {("routes", "upstream", "url"): "--upstream", ("routes", "upstream", "d
           ("routes", "upstream", "variant"): "--upstream-variant", ("routes", "upstream"): "--upstream-variant",
           ("routes", "upstream", "agent"): "--upstream-agent",
           ("routes", "client_dialects"): "--client-dialect", ("store", "url"): "--store"}
+
+_KEYS = {flag: ".".join(loc).replace("routes.", "routes[].") for loc, flag in reversed(_FLAGS.items())}
+"""Each flag's key in a configuration file (the first of a flag's locations)."""
+
 
 def _flag(loc: tuple[int | str, ...]) -> str:
     """The flag a configuration error's location came from."""
@@ -54,8 +60,10 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                                       ("--client-dialect", args.client_dialect),
                                       ("--store", args.store)) if value is not None]
     if args.config and flags:
-        parser.error(f"{', '.join(flags)} describe the route and store without --config; with --config, set them "
-                     "in the file")
+        keys = list(dict.fromkeys(_KEYS[flag] for flag in flags))
+        keys_said = keys[0] if len(keys) == 1 else ", ".join(keys[:-1]) + " and " + keys[-1]
+        parser.error(f"{', '.join(flags)}: only without --config; with --config, set {keys_said} in the file")
+    args.log_format = args.log_format or logs.default_format(sys.stderr)
     logs.configure(args.log_format, args.log_level)  # from here every line on stderr is a log line, in its format
     try:
         if args.config:
@@ -92,6 +100,8 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         except ValueError as exc:
             log.error("%s", exc)
             return 2
+    if not _can_record(config):
+        return 2
     if args.check:
         return _check_config(config, args.send_request)
     if args.workers > 1 and config.store.url.startswith("memory:"):
@@ -119,6 +129,8 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     for route in config.routes:
         log.info("route %s: %s (%s) -> %s (%s)", route.name, ", ".join(route.paths), ", ".join(route.dialects),
                  route.upstream.url, route.upstream.dialect, extra={"route": route.name})
+        if (note := _base_url_note(route)) is not None:
+            log.warning("route %s: %s", route.name, note, extra={"route": route.name})
     log.info(version())
     url = f"http://{args.host}:{args.port}"
     http_server.HEAD_SECONDS = config.header_timeout
@@ -146,6 +158,28 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                     ready=lambda: log.info("listening on %s (%d workers)", url, args.workers,
                                            extra={"url": url, "workers": args.workers}), metrics=metrics_at)
     return 0
+
+
+def _base_url_note(route: Route) -> str | None:
+    """What to say of an upstream URL that stops where its dialect's path goes on (an OpenAI base URL, `.../v1`),
+    which connects but answers every run with a 404."""
+    meant = endpoints_below(route.upstream.url, [route.upstream.dialect])
+    if not meant:
+        return None
+    return (f"{route.upstream.url} looks like a base URL, not an endpoint: did you mean {' or '.join(meant)}? "
+            "(--check --send-request sends it a request)")
+
+
+def _can_record(config: GatewayConfig) -> bool:
+    """Whether every folder recordings go to can be written, or a line for each that cannot: found before the
+    port is bound, not when the app makes the folder."""
+    from gateway.recordings.files import folder_problem
+
+    problems = {route.record.dir: folder_problem(route.record.dir) for route in config.routes if route.record}
+    for folder, problem in problems.items():
+        if problem is not None:
+            log.error("cannot record into %s: %s", folder, problem)
+    return not any(problems.values())
 
 
 def _open_store(config: GatewayConfig) -> ConversationStore | None:
@@ -192,6 +226,9 @@ def _check_config(config: GatewayConfig, ask: bool) -> int:
                 await store.close()
         for result in results:
             print(result.line())
+        for route in config.routes:
+            if not ask and (note := _base_url_note(route)) is not None:  # asked, the answer says it
+                print(f"{route.name}: note: {note}")
         passed = all(result.ok for result in results)
         if ask:
             from gateway.check import ask_upstream

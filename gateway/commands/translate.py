@@ -34,6 +34,8 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             parser.error(f"cannot read {args.input}: {exc.strerror}")
     if mismatch := registry.variant_mismatch(args.variant, args.target, flag="--to"):
         parser.error(mismatch)
+    if args.input is not None and (problem := _unreadable(data)):
+        parser.error(f"{'the standard input' if args.input == '-' else args.input} {problem}")
     if is_recording(data):
         from gateway.commands import recordings
 
@@ -54,13 +56,23 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         guess = f"the input reads as {likely}: try --from {likely}" if likely else f"is --from {args.source} right?"
         print(f"agent-gateway translate: {len(unread)} frames are not {args.source} ({kinds}); {guess}",
               file=sys.stderr)
-    if not data.strip():
-        print("agent-gateway translate: the input is empty", file=sys.stderr)
-    elif isinstance(error := events[-1], RunError):
+    if isinstance(error := events[-1], RunError):
         said = "the input ends before its run does" if error.code == ErrorCode.UPSTREAM_TRUNCATED else error.message
         print(f"agent-gateway translate: the run failed: {said}", file=sys.stderr)
     failed = failed or read_nothing
     return 1 if failed else 0
+
+
+def _unreadable(data: bytes) -> str | None:
+    """Why `data` cannot be a recorded stream, which is text (SSE, JSON, a recording's JSON lines); None if it may
+    be one."""
+    if not data.strip():
+        return "is empty: nothing to translate"
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return "is not text: a recorded stream is SSE or JSON in UTF-8"
+    return None
 
 
 def _read(events: list[Event]) -> int:

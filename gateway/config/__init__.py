@@ -2,8 +2,8 @@
 
 Any string value may name environment variables: `${AGENT_URL}` (an error if unset) or `${AGENT_URL:-default}`;
 that is how secrets and URLs stay out of the file. A mistake is reported once, with the file, the line and the
-key: `gateway.yaml:12: routes[0].upstream.dialect: Input should be 'ag-ui', 'ag-kit', ... or 'openai-responses'`
-(every dialect the registry holds).
+key: `gateway.yaml:12: routes[0].upstream.dialect: Input should be 'ag-ui', 'ag-kit', ... or 'openai-responses';
+did you mean 'ag-kit'?`.
 
 ```
 model.py      what every section shares: unknown keys refused, a header name, a dialect's name

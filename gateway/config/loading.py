@@ -33,9 +33,15 @@ _KEYS = sorted({name for model in (Timeouts, Limits, Auth, Cors, Push, UpstreamT
 def load_config(path: str | Path, environ: dict[str, str] | None = None) -> GatewayConfig:
     path = Path(path)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the configuration: {exc.strerror}") from None
+    try:
+        text = data.decode()
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{line}: not UTF-8 text (byte {data[exc.start]:#04x}): save the file as UTF-8"
+                          ) from None
     return parse_config(text, str(path), environ)
 
 

@@ -3,6 +3,7 @@ section makes (a header name, a dialect's name)."""
 
 from __future__ import annotations
 
+import difflib
 import re
 
 from pydantic import BaseModel, ConfigDict
@@ -20,5 +21,7 @@ class Model(BaseModel):
 
 def known_dialect(name: str) -> str:
     if name not in registry.DIALECTS:
-        raise ValueError(f"Input should be {listed([repr(name) for name in registry.DIALECTS])}")
+        close = difflib.get_close_matches(name, registry.DIALECTS, n=1)
+        guess = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"Input should be {listed([repr(name) for name in registry.DIALECTS])}{guess}")
     return name

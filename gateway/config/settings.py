@@ -162,8 +162,12 @@ class GatewayConfig(Model):
         from adapters import registry
 
         seen: dict[str, tuple[str, str]] = {}
+        names: set[str] = set()
         for index, route in enumerate(routes):
             route.name = route.name or f"route{index}"
+            if route.name in names:
+                raise ValueError(f"two routes are named {route.name}: give each a name of its own")
+            names.add(route.name)
             if not route.paths:
                 route.paths = sorted({p for d in route.dialects for p in registry.get(d).paths})
             for path in route.paths:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 import ssl
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, field_validator, model_validator
 
@@ -148,3 +149,22 @@ class Upstream(Model):
     def _http_url(cls, value: str) -> str:
         UpstreamURL.parse(value)  # a ValueError saying what is wrong
         return value
+
+
+def endpoints_below(url: str, dialects: Iterable[str]) -> list[str]:
+    """For a URL whose path stops where a dialect's conventional path goes on (an OpenAI base URL, `.../v1`, for
+    `.../v1/chat/completions`): the endpoints it may have meant, in the order of `dialects`, each as "URL
+    (dialect)". None for a URL at its server's root, where some dialects' servers are (LangGraph's, A2A's card)."""
+    parts = urlsplit(url)
+    base = parts.path.rstrip("/")
+    found: dict[str, str] = {}
+    for name in dict.fromkeys(dialects):
+        for own in registry.get(name).paths:
+            segments = own.split("/")
+            for end in range(len(segments) - 1, 1, -1):  # the longest proper prefix the URL's path ends with
+                prefix = "/".join(segments[:end])
+                if base.endswith(prefix):
+                    meant = urlunsplit(parts._replace(path=base + own[len(prefix):], fragment=""))
+                    found.setdefault(meant, f"{meant} ({name})")
+                    break
+    return list(found.values())

@@ -22,6 +22,7 @@ import logging
 import os
 import queue
 import re
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -33,6 +34,22 @@ log = logging.getLogger("agent_gateway.recordings")
 MAX_QUEUED_BYTES = 64 * 1024 * 1024
 """Bytes of exchanges waiting for the disk; past it an exchange is not recorded (and the log says so)."""
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def folder_problem(folder: str) -> str | None:
+    """Why recordings could not be written under `folder`, or None: found by making and removing a scratch folder
+    where theirs is or would be made, since permissions alone do not say (root passes them in /proc)."""
+    wanted = Path(folder).absolute()
+    existing = wanted
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is a file, not a folder"
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".agent-gateway-", dir=existing))
+    except OSError as exc:
+        return f"cannot make a folder in {existing} ({exc.strerror})"
+    return None
 
 
 class RecordingFiles:

@@ -20,7 +20,8 @@ class Judged:
     side: str
     """"upstream" (what the agent sent the gateway) or "client" (what the gateway sent its client)."""
     dialect: str
-    frames: int
+    events: int
+    """The events the reply holds, read with its dialect's decoder."""
     violations: list[Violation] = field(default_factory=list)
     skipped: str | None = None
 
@@ -35,7 +36,7 @@ class Judged:
         broken = [v for v in self.violations if not v.convention]
         notes = [v for v in self.violations if v.convention]
         head = (f"  FAIL  {label}: {len(broken)} violation{'s' * (len(broken) != 1)} of the {self.dialect} rules"
-                if broken else f"  PASS  {label}: {self.frames} pieces")
+                if broken else f"  PASS  {label}: {self.events} event{'s' * (self.events != 1)}")
         lines = [head]
         for violation in broken + notes:
             where = f"frame {violation.index + 1}: " if violation.index is not None else ""
@@ -61,14 +62,18 @@ def _judge(where: str, side: str, dialect: str, response: Frames) -> Judged:
     if response.status == 0:
         return Judged(where, side, dialect, 0, skipped="no reply was recorded (the exchange ended before one)")
     answer = Answer(response.status, {k.lower(): v for k, v in response.headers.items()}, response.body)
-    return Judged(where, side, dialect, len(response.frames), registry.get(dialect).judge(answer))
+    return Judged(where, side, dialect, len(_events(dialect, response)), registry.get(dialect).judge(answer))
 
 
 def upstream_events(exchange: Recorded) -> list[Event]:
     """The canonical events of a recorded upstream reply, read as the gateway read it."""
-    decoder = registry.get(exchange.upstream_dialect).new_decoder()
+    return _events(exchange.upstream_dialect, exchange.upstream_response)
+
+
+def _events(dialect: str, response: Frames) -> list[Event]:
+    decoder = registry.get(dialect).new_decoder()
     events: list[Event] = []
-    for _, data in exchange.upstream_response.frames:
+    for _, data in response.frames:
         events += decoder.feed(data)
     return events + decoder.close()
 

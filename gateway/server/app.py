@@ -103,7 +103,7 @@ class Gateway:
 def from_environment() -> Gateway:
     """The app factory each worker process calls under `serve --workers N`: the config travels as JSON."""
     options = orjson.loads(os.environ[CONFIG_ENV])
-    logs.configure(options["log_format"], options["log_level"])
+    logs.configure(options["log_format"], options["log_level"], worker=os.getpid())
     config = GatewayConfig.model_validate(options["config"])
     http_server.HEAD_SECONDS = config.header_timeout
     return create_app(config, log_bodies=options["log_bodies"])

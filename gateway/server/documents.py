@@ -43,14 +43,16 @@ MAX_AGE = 300
 def discovery_routes(config: GatewayConfig) -> list[Route]:
     published = time.time()
     found: list[tuple[str, str, ASGIApp | Callable[[Request], Awaitable[Response]]]] = []
+    publishing: set[str] = set()
     for route in config.routes:
         for name in route.dialects:
             discovery = registry.get(name).discovery
             if discovery is None:
                 continue
             for path in route.served_paths:
-                if name not in registry.path_owners(route.dialects, path):
-                    continue  # another dialect's own path: this dialect's requests are refused there
+                if name not in _owners(route.dialects, path):
+                    continue  # another dialect's path: its clients, not this dialect's, are sent there
+                publishing.add(route.name)
                 card = _document_endpoint(route, path, discovery, published)
                 endpoint: ASGIApp | Callable[[Request], Awaitable[Response]] = card
                 if route.cors is not None:  # a browser's A2A client reads the card cross-origin too
@@ -63,8 +65,16 @@ def discovery_routes(config: GatewayConfig) -> list[Route]:
     if len(found) == 1:
         routes.append(Route(found[0][1], found[0][2], methods=["GET", "HEAD", "OPTIONS"]))
     elif len(bare) == 1 and found:
-        log.info("%d routes publish %s under their paths; none at %s itself", len(found), *bare, *bare)
+        log.info("%s publish%s %s under %d paths; none at %s itself",
+                 f"{len(publishing)} routes" if len(publishing) > 1 else f"route {next(iter(publishing))}",
+                 "" if len(publishing) > 1 else "es", *bare, len(found), *bare)
     return routes
+
+
+def _owners(dialects: list[str], path: str) -> list[str]:
+    """The dialects a route's path is for: those whose conventional path it is or ends with (`/a2a`,
+    `/team/v1/chat/completions`), or all of them on a path of its own."""
+    return [name for name in dialects if any(path.endswith(own) for own in registry.get(name).paths)] or dialects
 
 
 def _document_endpoint(route: ConfigRoute, path: str, discovery: Discovery, published: float

@@ -3,7 +3,7 @@
 ```
 signal ─▶ uvicorn stops accepting and closes idle connections; /readyz says "draining"; new runs get a 503
        ─▶ the streams in flight run on, for up to `drain_seconds`
-       ─▶ each still running then is ended in band, in its client's dialect (a second Ctrl-C: at once)
+       ─▶ each still running then is ended in band, in its client's dialect (a second signal: at once)
        ─▶ the process exits 0
 ```
 
@@ -58,14 +58,19 @@ class Drain:
         self._task: asyncio.Task[None] | None = None
         self._restore: dict[int, Handler] = {}
 
-    def begin(self) -> None:
-        """Start draining (in the event loop); a second call ends what is left at once."""
+    def begin(self, heard: int = signal.SIGTERM) -> None:
+        """Start draining (in the event loop) on the signal `heard`; a second call ends what is left at once."""
         if self.draining:
             self._end_all("a second signal")
             return
         self.draining = True
-        log.info("draining %d streams: they may run %gs more; a second Ctrl-C ends them now", len(self.streams),
-                 self.grace)
+        if not self.streams:
+            log.info("draining: no stream is running")
+        else:
+            again = "a second Ctrl-C" if heard == signal.SIGINT else f"another {signal.Signals(heard).name}"
+            they, them = ("it", "it") if len(self.streams) == 1 else ("they", "them")
+            log.info("draining %s: %s may run %gs more; %s ends %s now", _streams(len(self.streams)), they,
+                     self.grace, again, them)
         self._task = asyncio.get_running_loop().create_task(self._drain())
 
     async def _drain(self) -> None:
@@ -78,7 +83,7 @@ class Drain:
 
     def _end_all(self, why: str) -> None:
         if self.streams:
-            log.warning("ending %d streams still running after %s", len(self.streams), why)
+            log.warning("ending %s still running after %s", _streams(len(self.streams)), why)
         for stream in list(self.streams):
             stream.shut_down()
 
@@ -105,8 +110,12 @@ class Drain:
         def heard(sig: int, frame: FrameType | None) -> None:
             self._signals += 1
             if self._signals <= 2 and self._loop is not None:
-                self._loop.call_soon_threadsafe(self.begin)
+                self._loop.call_soon_threadsafe(self.begin, sig)
             if (self._signals == 1 or self._signals > 2) and callable(server_handler):
                 server_handler(sig, frame)
 
         return heard
+
+
+def _streams(count: int) -> str:
+    return f"{count} stream{'' if count == 1 else 's'}"

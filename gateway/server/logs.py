@@ -1,4 +1,5 @@
-"""Logging: one JSON line per request by default (what log pipelines ingest), or a line for humans.
+"""Logging: one JSON line per request (what log pipelines ingest), or a line for humans, who get it by default at a
+terminal.
 
 Access records carry ids, dialects, status and durations; never message contents or header values, which hold
 users' words and secrets, unless `--log-bodies` is asked for while debugging.
@@ -111,13 +112,34 @@ class BatchedHandler(logging.StreamHandler[TextIO]):
                 pass  # as StreamHandler would (through handleError): a log that cannot be written is not our error
 
 
-def configure(fmt: str = "json", level: str = "info") -> None:
+def default_format(stream: TextIO) -> str:
+    """Lines for a person reading a terminal, JSON for whatever reads a pipe or a file (a log pipeline), as the
+    common logging libraries choose."""
+    return "human" if stream.isatty() else "json"
+
+
+class _Worker(logging.Filter):
+    """Names the worker process a line came from, under `serve --workers N`: its process id, as `ps` shows it."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__()
+        self.pid = pid
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.worker = self.pid
+        return True
+
+
+def configure(fmt: str = "json", level: str = "info", worker: int | None = None) -> None:
+    """Every line of ours on stderr, in `fmt`; a `worker`'s lines carry its process id."""
     # Neither format shows where a call was made, nor thread or process names: don't collect them per record
     # (the logging HOWTO's "Optimization"; the caller lookup walks the stack on every access line).
     logging._srcfile = None
     logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     handler = BatchedHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else HumanFormatter())
+    if worker is not None:
+        handler.addFilter(_Worker(worker))
     root = logging.getLogger("agent_gateway")
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
