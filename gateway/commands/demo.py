@@ -26,14 +26,16 @@ ROUTE = "agent-gateway"
 def _call(dialect: Dialect, body: dict[str, Any]) -> tuple[str, str]:
     """Where a client of `dialect` sends `body`, and what it sends: the dialect's path, or, for a dialect whose
     clients post runs to paths under it (LangGraph's `/threads/{thread_id}/runs/stream`), the first such path that
-    names what the body does, read back into the same request."""
+    names what the body does, read back into the same request (with what the path itself adds: the reply its
+    client expects)."""
     for resource in dialect.resources:
         names = re.findall(r"{(\w+)}", resource.path)
         if resource.method != "POST" or not names or not all(isinstance(body.get(n), str) for n in names):
             continue
         segments = {name: body[name] for name in names}
         rest = {key: value for key, value in body.items() if key not in segments}
-        if resource.read(segments, rest, {}) == body:
+        read = resource.read(segments, rest, {})
+        if all(read.get(key) == value for key, value in body.items()):
             return dialect.paths[0] + resource.path.format(**segments), orjson.dumps(rest).decode()
     return dialect.paths[0], orjson.dumps(body).decode()
 
