@@ -79,4 +79,5 @@ def test_the_manifests_say_the_kubernetes_their_prestop_sleep_needs() -> None:
     """preStop's `sleep` is on by default from Kubernetes 1.30: an older cluster refuses the manifest."""
     assert gateway_container()["lifecycle"]["preStop"]["sleep"]
     text = (ROOT / "deploy" / "kubernetes" / "gateway.yaml").read_text()
-    assert "needs Kubernetes 1.30 or later" in text and "Kubernetes 1.30 or later" in (ROOT / "README.md").read_text()
+    operations = (ROOT / "docs" / "operations.md").read_text()
+    assert "needs Kubernetes 1.30 or later" in text and "Kubernetes 1.30 or later" in operations
