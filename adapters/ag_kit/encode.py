@@ -7,10 +7,8 @@ docs/dialects/ag-kit.md); what carried something is counted in `dropped`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from gateway.core.codec import as_text, drop_none
-from gateway.core.encoding import HOLE, DeltaFrames, SSEEncoder, sse_frame
+from gateway.core.encoding import HOLE, DeltaFrames, SSEEncoder, dropped_as, sse_frame
 from gateway.core.events import (
     ActivityDelta,
     ActivitySnapshot,
@@ -118,13 +116,6 @@ def _nothing(self: AgKitEncoder, e: Event) -> bytes:
     return b""
 
 
-def _dropped(kind: str) -> Callable[[AgKitEncoder, Event], bytes]:
-    def drop(self: AgKitEncoder, e: Event) -> bytes:
-        self.dropped[kind] += 1
-        return b""
-    return drop
-
-
 class AgKitEncoder(SSEEncoder):
     __slots__ = ()
 
@@ -143,5 +134,5 @@ class AgKitEncoder(SSEEncoder):
         RunStarted: _nothing,
         TextStart: _nothing,
         TextEnd: _nothing,
-        **{event_type: _dropped(kind) for event_type, kind in _DROPPED.items() if event_type is not Raw},
+        **{event_type: dropped_as(kind) for event_type, kind in _DROPPED.items() if event_type is not Raw},
     }

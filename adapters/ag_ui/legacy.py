@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from gateway.core.codec import drop_none
-from gateway.core.encoding import sse_frame
+from gateway.core.encoding import dropped_as, sse_frame
 from gateway.core.events import (
     ActivityDelta,
     ActivitySnapshot,
@@ -140,13 +140,6 @@ def _question(interrupt: dict[str, Any]) -> Any:
                       "toolCallId": interrupt.get("toolCallId")})
 
 
-def _dropped_as(kind: str) -> Any:
-    def drop(enc: LegacyAguiEncoder, e: Event) -> bytes:
-        enc.dropped[kind] += 1
-        return b""
-    return drop
-
-
 class LegacyProtoAguiEncoder(LegacyAguiEncoder):
     """What a client before 1.0 reading protobuf is written: what one reading SSE is, but reasoning and activities,
     which its schema has no events for."""
@@ -155,9 +148,9 @@ class LegacyProtoAguiEncoder(LegacyAguiEncoder):
 
     handlers = {
         **LegacyAguiEncoder.handlers,
-        ReasoningStart: _dropped_as("reasoning"),
-        ReasoningDelta: _dropped_as("reasoning"),
-        ReasoningEnd: _dropped_as("reasoning"),
-        ActivitySnapshot: _dropped_as("activity"),
-        ActivityDelta: _dropped_as("activity"),
+        ReasoningStart: dropped_as("reasoning"),
+        ReasoningDelta: dropped_as("reasoning"),
+        ReasoningEnd: dropped_as("reasoning"),
+        ActivitySnapshot: dropped_as("activity"),
+        ActivityDelta: dropped_as("activity"),
     }

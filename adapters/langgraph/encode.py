@@ -39,13 +39,12 @@ import orjson
 
 from gateway.core.activity import Shown
 from gateway.core.codec import drop_none
-from gateway.core.encoding import HOLE, DeltaFrames, SSEEncoder
+from gateway.core.encoding import HOLE, DeltaFrames, SSEEncoder, dropped_as
 from gateway.core.events import (
     ActivityDelta,
     ActivitySnapshot,
     Data,
     EncryptedValue,
-    Event,
     Interrupt,
     InterruptResolved,
     MessagesSnapshot,
@@ -359,13 +358,6 @@ def _raw(self: LangGraphEncoder, e: Raw) -> bytes:
     return b""
 
 
-def _dropped_as(kind: str) -> Any:
-    def drop(self: LangGraphEncoder, e: Event) -> bytes:
-        self.dropped[kind] += 1
-        return b""
-    return drop
-
-
 class LangGraphEncoder(SSEEncoder):
     __slots__ = ("_calls", "_current", "_families", "_interrupts", "_last_ai", "_messages", "_modes", "_next",
                  "_reasoning_tags", "_run_id", "_state", "_text_messages", "_texts", "_thread_id", "_usage_totals")
@@ -377,8 +369,8 @@ class LangGraphEncoder(SSEEncoder):
         ReasoningStart: _reasoning_start, ReasoningDelta: _reasoning_delta, ReasoningEnd: _reasoning_end,
         ToolCallStart: _tool_start, ToolCallArgs: _tool_args, ToolCallEnd: _tool_end, ToolResult: _tool_result,
         Interrupt: _interrupt, StateSnapshot: _state_snapshot, StateDelta: _state_delta, Data: _data, Raw: _raw,
-        MessagesSnapshot: _dropped_as("messages_snapshot"), StepStarted: _dropped_as("step"),
-        StepFinished: _dropped_as("step"), Usage: _usage, EncryptedValue: _encrypted, InterruptResolved: _resolved,
+        MessagesSnapshot: dropped_as("messages_snapshot"), StepStarted: dropped_as("step"),
+        StepFinished: dropped_as("step"), Usage: _usage, EncryptedValue: _encrypted, InterruptResolved: _resolved,
         ActivitySnapshot: _activity, ActivityDelta: _activity,
         SubagentStarted: _subagent, SubagentFinished: _subagent, SubagentError: _subagent,
     }

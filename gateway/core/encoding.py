@@ -138,6 +138,14 @@ class SSEEncoder:
         return self.KEEP_ALIVE
 
 
+def dropped_as(kind: str) -> Callable[[Any, Any], bytes]:
+    """A handler for an event the dialect has no word for: it writes nothing and counts the event under `kind`."""
+    def drop(encoder: Any, event: Any) -> bytes:
+        encoder.dropped[kind] += 1
+        return b""
+    return drop
+
+
 def _counting_metadata(handler: Callable[[Any, Any], bytes]) -> Callable[[Any, Any], bytes]:
     def counting(self: Any, event: Any) -> bytes:
         if event.metadata is not None:
