@@ -3,13 +3,14 @@ what dialects exist. Adding a dialect is a package under `adapters/` and a line 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from adapters import a2a, ag_kit, ag_ui, agent_respond, langgraph, openai_chat, openai_responses, vercel
+from gateway.core.capabilities import Variants
 from gateway.core.codec import Dialect, Likeness
 from gateway.core.errors import GatewayError, UnknownDialect
-from gateway.core.queries import RunQuery
+from gateway.core.queries import RunQueries, RunQuery
 from gateway.core.turn import Turn
 from gateway.core.validation import listed
 
@@ -27,13 +28,13 @@ def get(name: str) -> Dialect:
 
 def variants() -> dict[str, str]:
     """Every dialect's named variants: variant -> its dialect."""
-    return {variant: dialect.name for dialect in DIALECTS.values() for variant in dialect.variants}
+    return {variant: dialect.name for dialect in DIALECTS.values() for variant in _variants_of(dialect)}
 
 
 def variant_mismatch(variant: str | None, dialect: str, *, flag: str | None = None) -> str | None:
     """Why `variant` cannot go with `dialect` (it is another dialect's), or None when it can: the CLI and the config
     refuse it in these words. `flag` is the CLI option that names the dialect; the config has none to point at."""
-    if variant is None or variant in get(dialect).variants:
+    if variant is None or variant in _variants_of(get(dialect)):
         return None
     owner = variants()[variant]
     if flag is None:
@@ -79,7 +80,7 @@ def read_request(body: dict[str, Any], candidates: list[str], path: str) -> tupl
     if len(owners) == 1 or DIALECTS[best].sniff(body) is Likeness.OWN:
         raise errors[best]  # the path's own dialect (or the one the body surely is): its errors name the fields
     raise UnknownDialect(f"{path} takes {listed(owners)}, and this body is none of them: "
-                         + "; ".join(DIALECTS[name].expects for name in owners),
+                         + "; ".join(DIALECTS[name].sniff.expects for name in owners),
                          [{"dialect": name, "message": errors[name].message} for name in owners])
 
 
@@ -87,7 +88,8 @@ def read_query(body: dict[str, Any], candidates: list[str], path: str) -> tuple[
     """A request about a run rather than a new one, and the dialect it is written in; None for a new run."""
     for name in path_owners(candidates, path):
         dialect = DIALECTS[name]
-        if dialect.queries is not None and (query := dialect.queries.read(body)) is not None:
+        queries = dialect.capability(RunQueries)
+        if queries is not None and (query := queries.read(body)) is not None:
             return dialect, query
     return None
 
@@ -99,10 +101,12 @@ def error_reply(body: Any, candidates: list[str], path: str) -> Callable[[Gatewa
     if isinstance(body, dict):
         own = [name for name in candidates if DIALECTS[name].sniff(body) is Likeness.OWN]
         owners = own if len(own) == 1 else owners
-    reply = DIALECTS[owners[0]].error_reply if len(owners) == 1 else None
-    if reply is None:
-        return None
-    return lambda error: reply(error, body)
+    return DIALECTS[owners[0]].errors_for(body) if len(owners) == 1 else None
+
+
+def _variants_of(dialect: Dialect) -> Mapping[str, str]:
+    variants = dialect.capability(Variants)
+    return variants.histories if variants is not None else {}
 
 
 def _article(name: str) -> str:

@@ -21,6 +21,7 @@ from adapters import registry
 from gateway.config import Route
 from gateway.config.upstream import endpoints_below
 from gateway.conversations.recorder import RunRecorder
+from gateway.core import capabilities
 from gateway.core.codec import Dialect
 from gateway.core.conformance import Answer, Violation
 from gateway.core.events import Event, Interrupt, RunError, TextDelta, ToolCallStart, ToolResult
@@ -179,7 +180,7 @@ class Checker:
         from gateway.config import Upstream
         from gateway.server.discovery import Discovery
 
-        if self.variant is not None or self.dialect.discovery is None:
+        if self.variant is not None or self.dialect.capability(capabilities.Discovery) is None:
             return
         route = Route(name="check", upstream=Upstream(url=self.url, dialect=self.dialect.name))
         discovery = Discovery(route, self.dialect, self.pool)

@@ -20,7 +20,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from gateway.core.codec import Dialect, Discovery, Endpoint, Likeness
+from gateway.core.capabilities import Discovery, Endpoint, OwnErrors, ProtocolHeaders, Variants
+from gateway.core.codec import Dialect, Likeness, Sniff
 from gateway.core.queries import RunQueries, RunRecord, Webhook
 from gateway.core.turn import Turn
 
@@ -101,14 +102,15 @@ DIALECT = Dialect(
     build_request=build_request,
     new_decoder=A2ADecoder,
     new_encoder=new_encoder,
-    sniff=sniff,
+    sniff=Sniff(sniff, "an A2A request is JSON-RPC 2.0 calling SendStreamingMessage or SendMessage with "
+                       "params.message"),
     sample_request=sample_request,
     judge=judge,
-    variants={V03: "delta", REST: "delta", SEND: "delta"},
-    expects="an A2A request is JSON-RPC 2.0 calling SendStreamingMessage or SendMessage with params.message",
-    discovery=Discovery(path=CARD_PATH, read=read_card, document=agent_card, varies=VARIES),
-    error_reply=error_reply,
-    queries=QUERIES_OF_TASKS,
-    check_request=check_request,
-    passed_headers=("a2a-extensions",),
+    capabilities=(
+        Variants({V03: "delta", REST: "delta", SEND: "delta"}),
+        Discovery(path=CARD_PATH, read=read_card, document=agent_card, varies=VARIES),
+        OwnErrors(error_reply),
+        QUERIES_OF_TASKS,
+        ProtocolHeaders(check=check_request, passed=("a2a-extensions",)),
+    ),
 )

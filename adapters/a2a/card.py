@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gateway.core.codec import AgentDescription
+from gateway.core.capabilities import AgentDescription
 
 from .errors import VersionNotSupported
 from .versions import HEADER, stated

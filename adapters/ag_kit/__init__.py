@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.core.codec import Dialect, Likeness
+from gateway.core.codec import Dialect, Likeness, Sniff
 
 from .conformance import judge
 from .decode import AgKitDecoder
@@ -33,8 +33,7 @@ DIALECT = Dialect(
     build_request=build_request,
     new_decoder=AgKitDecoder,
     new_encoder=AgKitEncoder,
-    sniff=sniff,
+    sniff=Sniff(sniff, "an AG-Kit request needs conversationId, with messages or a resume"),
     sample_request=sample_request,
     judge=judge,
-    expects="an AG-Kit request needs conversationId, with messages or a resume",
 )

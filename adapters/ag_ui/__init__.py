@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.core.codec import Dialect, Encoder, Likeness
+from gateway.core.capabilities import EventIds, Variants, WireFormats
+from gateway.core.codec import Dialect, Encoder, Likeness, Sniff
 from gateway.core.turn import Turn
 
 from . import proto
@@ -40,11 +41,8 @@ DIALECT = Dialect(
     build_request=build_request,
     new_decoder=AguiDecoder,
     new_encoder=new_encoder,
-    sniff=sniff,
+    sniff=Sniff(sniff, "an AG-UI request (RunAgentInput) needs threadId, runId and messages"),
     sample_request=sample_request,
     judge=judge,
-    expects="an AG-UI request (RunAgentInput) needs threadId, runId and messages",
-    event_ids=True,
-    variants={proto.VARIANT: "full"},
-    decoder_for=proto.decoder_for,
+    capabilities=(EventIds(), Variants({proto.VARIANT: "full"}), WireFormats(proto.decoder_for)),
 )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.core.codec import Dialect, Likeness
+from gateway.core.capabilities import ClientHistory
+from gateway.core.codec import Dialect, Likeness, Sniff
 
 from .conformance import judge
 from .decode import AgentRespondDecoder
@@ -38,9 +39,8 @@ DIALECT = Dialect(
     build_request=build_request,
     new_decoder=AgentRespondDecoder,
     new_encoder=AgentRespondEncoder,
-    sniff=sniff,
+    sniff=Sniff(sniff, "an agent-respond request needs messages with role and content (OpenAI style), and metadata"),
     sample_request=sample_request,
     judge=judge,
-    reply_messages=reply_messages,
-    expects="an agent-respond request needs messages with role and content (OpenAI style), and metadata",
+    capabilities=(ClientHistory(from_reply=reply_messages),),
 )

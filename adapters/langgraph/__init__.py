@@ -21,7 +21,8 @@ from typing import Any
 
 import orjson
 
-from gateway.core.codec import Dialect, Likeness
+from gateway.core.capabilities import OwnErrors, WholeHistory
+from gateway.core.codec import Dialect, Likeness, Sniff
 from gateway.core.errors import GatewayError
 from gateway.core.queries import RunQueries
 
@@ -61,13 +62,9 @@ DIALECT = Dialect(
     build_request=build_request,
     new_decoder=LangGraphDecoder,
     new_encoder=new_encoder,
-    sniff=sniff,
+    sniff=Sniff(sniff, "a LangGraph run is {assistant_id, input: {messages}, stream_mode}, as "
+                       "POST /threads/{id}/runs/stream takes it"),
     sample_request=sample_request,
     judge=judge,
-    queries=QUERIES_OF_RUNS,
-    encoder_history=True,
-    resources=RESOURCES,
-    error_reply=error_reply,
-    expects="a LangGraph run is {assistant_id, input: {messages}, stream_mode}, as POST /threads/{id}/runs/stream "
-            "takes it",
+    capabilities=(QUERIES_OF_RUNS, WholeHistory(), *RESOURCES, OwnErrors(error_reply)),
 )

@@ -393,7 +393,7 @@ class LangGraphEncoder(SSEEncoder):
             self.headers["content-location"] = f"/threads/{self._thread_id}/runs/{self._run_id}"
         self._messages: list[dict[str, Any]] = \
             [to_langchain(m) for m in request.messages if m.role != "reasoning"] if request else []
-        """The thread's messages: what the gateway knows of it (`Dialect.encoder_history`), then the run's."""
+        """The thread's messages: what the gateway knows of it (`WholeHistory`), then the run's."""
         self._state: dict[str, Any] = dict(request.state) if request and isinstance(request.state, dict) else {}
         self._texts: dict[str, list[str]] = {}
         """Each open text message's text so far, for the whole message `values` and `updates` carry."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gateway.core.codec import Resource
+from gateway.core.capabilities import Resource
 
 QUERY = "langgraph"
 """The key naming a query's operation in the request the dialect reads."""

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.core.codec import AgentDescription, Catalog, Dialect, Likeness
+from gateway.core.capabilities import AgentDescription, Catalog, ClientHistory, OwnErrors
+from gateway.core.codec import Dialect, Likeness, Sniff
 
 from .conformance import judge
 from .decode import ChatDecoder
@@ -39,11 +40,8 @@ DIALECT = Dialect(
     build_request=build_request,
     new_decoder=ChatDecoder,
     new_encoder=new_encoder,
-    sniff=sniff,
+    sniff=Sniff(sniff, "a Chat Completions request needs model and messages"),
     sample_request=sample_request,
     judge=judge,
-    expects="a Chat Completions request needs model and messages",
-    error_reply=error_reply,
-    echoed=echoed,
-    catalog=Catalog(path=MODELS_PATH, listing=models),
+    capabilities=(OwnErrors(error_reply), ClientHistory(from_run=echoed), Catalog(path=MODELS_PATH, listing=models)),
 )

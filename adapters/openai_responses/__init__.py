@@ -1,7 +1,7 @@
 """OpenAI Responses / Open Responses: `POST /v1/responses` with `input` items, the history kept by the server
 (`previous_response_id`, `conversation`), semantic events with sequence numbers; `GET`, `DELETE` and `cancel` on a
-stored response; the same over a WebSocket at `/v1/responses` (`socket`); `POST /v1/responses/compact`
-(`compaction`). As an upstream, any Responses server, sent the whole history each call."""
+stored response; the same over a WebSocket at `/v1/responses` (`SocketMode`); `POST /v1/responses/compact`
+(`compaction.py`). As an upstream, any Responses server, sent the whole history each call."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from typing import Any
 
 import orjson
 
-from gateway.core.codec import AgentDescription, Catalog, Compaction, Dialect, Likeness
+from gateway.core.capabilities import AgentDescription, Catalog, OwnErrors
+from gateway.core.codec import Dialect, Likeness, Sniff
 from gateway.core.errors import GatewayError
 from gateway.core.sockets import SocketMode
 
-from . import compaction
+from .compaction import COMPACTION
 from .conformance import judge
 from .decode import ResponsesDecoder
 from .encode import new_encoder
@@ -56,13 +57,9 @@ DIALECT = Dialect(
     build_request=build_request,
     new_decoder=ResponsesDecoder,
     new_encoder=new_encoder,
-    sniff=sniff,
+    sniff=Sniff(sniff, "a Responses request needs model and input"),
     sample_request=sample_request,
     judge=judge,
-    expects="a Responses request needs model and input",
-    error_reply=error_reply,
-    queries=QUERIES_OF_RESPONSES,
-    catalog=Catalog(path=MODELS_PATH, listing=models),
-    socket=SocketMode(ResponsesSession, socket_refusal),
-    compaction=Compaction("/compact", compaction.answer),
+    capabilities=(OwnErrors(error_reply), COMPACTION, QUERIES_OF_RESPONSES, Catalog(path=MODELS_PATH, listing=models),
+                  SocketMode(ResponsesSession, socket_refusal)),
 )

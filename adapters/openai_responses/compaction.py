@@ -13,15 +13,33 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import orjson
+
+from gateway.core.capabilities import Asked, PathAnswer
 from gateway.core.ids import new_id
+from gateway.core.queries import Answer
 from gateway.core.turn import Message, Turn
 
 from .items import compacted
-from .request import input_items
+from .request import input_items, parse_request
 
 _NO_TOKENS = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "input_tokens_details": {"cached_tokens": 0},
               "output_tokens_details": {"reasoning_tokens": 0}}
 """No model read or wrote anything."""
+
+
+async def compact(asked: Asked) -> Answer:
+    """A request read as a turn, with the whole history: the stored one of the run it continues, if it names one,
+    then the request's messages."""
+    turn = parse_request(await asked.json())
+    asked.check(turn)
+    history = turn.messages
+    if turn.follows is not None:
+        history = await asked.history(turn.follows) + turn.messages
+    return Answer(orjson.dumps(answer(turn, history)))
+
+
+COMPACTION = PathAnswer("POST", "/compact", compact, outcome="compaction")
 
 
 def answer(turn: Turn, history: list[Message]) -> dict[str, Any]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gateway.core.codec import Dialect, Likeness
+from gateway.core.capabilities import Variants
+from gateway.core.codec import Dialect, Likeness, Sniff
 
 from .conformance import judge
 from .decode import VercelDecoder
@@ -45,10 +46,9 @@ DIALECT = Dialect(
     build_request=build_request,
     new_decoder=VercelDecoder,
     new_encoder=VercelEncoder,
-    sniff=sniff,
+    sniff=Sniff(sniff, "a Vercel request needs messages: useChat UIMessages with parts, or Inkeep messages with "
+                       "role and content"),
     sample_request=sample_request,
     judge=judge,
-    variants={INKEEP: "delta"},  # Inkeep keeps history itself and reads only the last user message
-    variant_of=variant_of,
-    expects="a Vercel request needs messages: useChat UIMessages with parts, or Inkeep messages with role and content",
+    capabilities=(Variants({INKEEP: "delta"}, variant_of),),  # Inkeep keeps history itself: the last user message
 )

@@ -48,8 +48,10 @@ from starlette.routing import Route
 from starlette.types import Receive
 
 from adapters import registry
-from gateway.core.codec import AgentDescription, Dialect, Discovery, Encoder, Resource
+from gateway.core.capabilities import AgentDescription, Discovery, Resource
+from gateway.core.codec import Dialect, Encoder
 from gateway.core.errors import RequestError
+from gateway.core.queries import RunQueries
 from gateway.core.turn import Message, Turn
 from gateway.core.validation import load_json_object
 
@@ -86,7 +88,7 @@ class Agent:
         try:
             if resource is not None:
                 body = resource.read(request.path_params, body, request.headers)
-                queries = self.dialect.queries
+                queries = self.dialect.capability(RunQueries)
                 if queries is not None and queries.read(body) is not None:  # the agent runs; it keeps no runs
                     return _json({"error": {"code": "not_found", "message": "the built-in agent answers runs "
                                             "only"}}, 404)
@@ -193,8 +195,8 @@ def create_agent_app(dialect: str, *, path: str | None = None, pace: float = 0.0
     routes = [Route(p, agent.respond, methods=["POST"]) for p in _with_and_without_slash(paths)]
     # Under each path, and at the root as a LangGraph server serves them: a base URL finds the agent.
     routes += [Route(p.rstrip("/") + resource.path, partial(_resource, agent, resource), methods=[resource.method])
-               for p in (*paths, "") for resource in agent.dialect.resources]
-    discovery = agent.dialect.discovery
+               for p in (*paths, "") for resource in agent.dialect.capabilities_of(Resource)]
+    discovery = agent.dialect.capability(Discovery)
     if discovery is not None:
         routes += [Route(p.rstrip("/") + discovery.path, _document_endpoint(discovery, p), methods=["GET"])
                    for p in paths]

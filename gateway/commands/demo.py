@@ -13,7 +13,9 @@ import orjson
 from adapters import registry
 from gateway.commands import bind
 from gateway.config import GatewayConfig, Route, Store, Upstream
+from gateway.core.capabilities import Resource
 from gateway.core.codec import Dialect, Feature
+from gateway.core.queries import RunQueries
 from gateway.inspector.options import InspectorOptions
 
 DEMO_PROMPTS = ("What is the weather in Paris?", "hello", "What is the weather in Berlin?",
@@ -28,7 +30,7 @@ def _call(dialect: Dialect, body: dict[str, Any]) -> tuple[str, str]:
     clients post runs to paths under it (LangGraph's `/threads/{thread_id}/runs/stream`), the first such path that
     names what the body does, read back into the same request (with what the path itself adds: the reply its
     client expects)."""
-    for resource in dialect.resources:
+    for resource in dialect.capabilities_of(Resource):
         names = re.findall(r"{(\w+)}", resource.path)
         if resource.method != "POST" or not names or not all(isinstance(body.get(n), str) for n in names):
             continue
@@ -124,7 +126,7 @@ def agent(args: argparse.Namespace) -> int:
     print(f"agent-gateway agent: speaking {args.dialect} at {paths}\nkeywords: {', '.join(KEYWORDS)}; "
           "anything else is echoed", file=sys.stderr)
     exit_quietly_when_stopped()
-    if dialect.queries is None:
+    if dialect.capability(RunQueries) is None:
         run(args.dialect, sock, args.pace)
         return 0
     from starlette.routing import Mount

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from gateway.core.capabilities import Capability
 from gateway.core.events import Event
 from gateway.core.turn import Message, Turn
 
@@ -202,7 +203,7 @@ class StreamedAnswer:
 
 
 @dataclass(frozen=True, slots=True)
-class RunQueries:
+class RunQueries(Capability):
     """What a dialect whose clients ask about their runs says about them."""
 
     read: Callable[[dict[str, Any]], RunQuery | None]

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from gateway.core.capabilities import Capability
 from gateway.core.turn import Turn
 
 
@@ -42,7 +43,7 @@ class SocketSession(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class SocketMode:
+class SocketMode(Capability):
     """The dialect serves a WebSocket at its paths (see the module)."""
 
     new_session: Callable[[], SocketSession]

@@ -30,9 +30,11 @@ from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
 from adapters import registry
+from gateway.core.capabilities import Discovery
 from gateway.core.codec import Dialect
 from gateway.core.errors import GatewayError
 from gateway.core.events import RunError, RunStarted
+from gateway.core.queries import RunQueries
 from gateway.core.turn import Turn
 from gateway.recordings.exchange import Recorded
 
@@ -166,7 +168,7 @@ class ReplayApp:
             upstream = exchange.raw["upstream"]
             path = _path_of(upstream.get("url") or "", upstream.get("path"))
             self.paths.setdefault(path, exchange.upstream_dialect)
-            discovery = registry.get(exchange.upstream_dialect).discovery
+            discovery = registry.get(exchange.upstream_dialect).capability(Discovery)
             if upstream.get("discovery") is not None and discovery is not None:
                 base = _path_of(upstream.get("url") or "", None).rstrip("/")
                 for where in (base + discovery.path, discovery.path):
@@ -215,7 +217,8 @@ class ReplayApp:
             value = orjson.loads(body)
             if not isinstance(value, dict):
                 raise NoRecording("the request is not a JSON object")
-            if dialect.queries is not None and dialect.queries.read(value) is not None:
+            queries = dialect.capability(RunQueries)
+            if queries is not None and queries.read(value) is not None:
                 raise NoRecording("a replayed agent answers runs only, not questions about them")
             turn = dialect.parse_request(value)
             recorded = replay.match(turn)
@@ -287,8 +290,9 @@ async def _answer(send: Send, status: int, headers: dict[str, str], body: bytes)
 async def _error(send: Send, dialect: Dialect, error: GatewayError, request: Any, turn: Turn) -> None:
     """The error as an agent of the dialect tells one: its own error reply where it has one (A2A's JSON-RPC
     error), else a run that ends in the error, as its servers stream or answer it."""
-    if dialect.error_reply is not None:
-        status, body = dialect.error_reply(error, request)
+    reply = dialect.errors_for(request)
+    if reply is not None:
+        status, body = reply(error)
         await _answer(send, status, {"content-type": "application/json"}, body)
         return
     encoder = dialect.new_encoder(turn)

@@ -8,7 +8,8 @@ import logging
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.applications import Starlette
@@ -17,7 +18,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, ExceptionHandler, Message, Receive, Scope, Send
 
 from adapters import registry
 from gateway import __version__
@@ -30,11 +31,12 @@ from gateway.inspector.ring import RunRing
 from gateway.recordings.files import RecordingFiles
 from gateway.runs.board import KeptLimits, RunBoard
 from gateway.runs.redis import RedisRunBoard
-from gateway.server import http_server, logs, queries
+from gateway.server import http_server, logs
 from gateway.server.addresses import Addresses
 from gateway.server.bodies import BodyBudget
+from gateway.server.capabilities import Mounted, mount_across, mount_route
 from gateway.server.conversation_endpoints import ConversationEndpoints
-from gateway.server.documents import catalog_routes, discovery_routes, usable
+from gateway.server.documents import usable
 from gateway.server.drain import Drain
 from gateway.server.hosts import ErrorReply, HostCheck
 from gateway.server.metrics import Metrics
@@ -43,10 +45,8 @@ from gateway.server.probe import UpstreamReadiness, warn_if_unreachable
 from gateway.server.push import Pusher
 from gateway.server.refusals import error_response, log_refusal
 from gateway.server.request_ids import request_id_of
-from gateway.server.resources import resource_routes
 from gateway.server.route import RouteHandler
 from gateway.server.scrape import MetricsEndpoint
-from gateway.server.sockets import SocketEndpoint
 from gateway.server.telemetry import Tracing
 from gateway.server.telemetry import from_environment as tracing_from_environment
 from gateway.upstream.http1 import Pool
@@ -120,77 +120,33 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
     tracing = Tracing(tracer_provider) if tracer_provider is not None else tracing_from_environment()
     pool = Pool(user_agent=f"agent-gateway/{__version__}")
     metrics = Metrics()
-    bodies = BodyBudget(config.max_body_bytes_in_flight)
-    mapper = ConversationMapper(store, max_messages=config.store.max_messages,
-                                max_bytes=config.store.max_conversation_bytes)
-    routes: list[BaseRoute] = []
-    handlers: dict[str, tuple[ASGIApp, frozenset[str]]] = {}
-    route_handlers: list[RouteHandler] = []
-    sockets: dict[str, ASGIApp] = {}
-    host_replies: dict[str, ErrorReply] = {}
     board = open_board(store, config.store.kept_limits())
     drain = Drain(config.drain_seconds)
     pusher = Pusher(pool)
-    ring, recordings = None, []
-    if config.inspector is not None:
-        inspector = config.inspector
-        if not inspector.key:
-            raise ValueError("the inspector needs its key (InspectorOptions.key_for makes one)")
-        ring = RunRing(inspector.max_runs, inspector.max_bytes, always=inspector.capture == "always")
-        routes += InspectorApp(ring, inspector.key, inspector.path, recording_of).routes()
+    new_handler = partial(RouteHandler, pool=pool, bodies=BodyBudget(config.max_body_bytes_in_flight), board=board,
+                          mapper=ConversationMapper(store, max_messages=config.store.max_messages,
+                                                    max_bytes=config.store.max_conversation_bytes),
+                          drain=drain, keepalive=config.keepalive_seconds, metrics=metrics, log_bodies=log_bodies,
+                          debug_errors=config.debug_errors, tracing=tracing, pusher=pusher)
+    ring, inspector_routes = _inspector(config)
+    mounted = Mounted(inspector_routes)
+    handlers: dict[str, tuple[ASGIApp, frozenset[str]]] = {}
+    route_handlers: list[RouteHandler] = []
+    host_replies: dict[str, ErrorReply] = {}
+    recordings: list[RecordingFiles] = []
     for route in config.routes:
         files = RecordingFiles(route.record, route.name) if route.record is not None else None
-        if files is not None:
-            recordings.append(files)
-        observer = Observer(route, ring, files) if ring is not None or files is not None else None
-        route_handler = RouteHandler(route, pool=pool, mapper=mapper, bodies=bodies, board=board, drain=drain,
-                                     keepalive=config.keepalive_seconds, metrics=metrics, log_bodies=log_bodies,
-                                     debug_errors=config.debug_errors, tracing=tracing, pusher=pusher,
-                                     observer=observer)
+        recordings += [files] if files is not None else []
+        route_handler = new_handler(route, observer=Observer(route, ring, files)
+                                    if ring is not None or files is not None else None)
         route_handlers.append(route_handler)
-        routes += queries.compaction_routes(route_handler)
-        routes += queries.path_routes(route_handler)
-        for path in route.served_paths:
-            owners = [registry.get(name) for name in registry.path_owners(route.dialects, path)]
-            with_socket = [dialect for dialect in owners if dialect.socket is not None]
-            if with_socket:
-                sockets.setdefault(path, SocketEndpoint(route_handler, with_socket[0]))
-        for path in route.served_paths:
-            if (reply := registry.error_reply(None, route.dialects, path)) is not None:
-                host_replies[path] = reply
-        handler: ASGIApp = route_handler
-        routes += resource_routes(route, route_handler)  # before the conversation routes, which take any path
-        if route.resumable:
-            routes += conversation_routes(route, ConversationEndpoints(route_handler))
-        methods = ["POST", "OPTIONS"]  # OPTIONS: a CORS preflight (the middleware's) or 204 with Allow, never a run
-        if route.cors is not None:
-            cors = route.cors
-            handler = CORSMiddleware(handler, allow_origins=cors.allow_origins, allow_methods=["POST"],
-                                     allow_headers=cors.allow_headers, allow_credentials=cors.allow_credentials,
-                                     expose_headers=["x-request-id"], max_age=cors.max_age)
-        routes += [Route(path, handler, methods=methods) for path in route.served_paths]  # for their 405s
-        handlers.update({path: (handler, frozenset(methods)) for path in route.served_paths})
-
-    async def healthz(request: Request) -> Response:
-        return PlainTextResponse("ok")
-
-    upstreams = UpstreamReadiness(config.routes, pool)
-
-    async def readyz(request: Request) -> Response:
-        if drain.draining:
-            return JSONResponse({"status": "draining"}, status_code=503)
-        if not await store.ping():
-            return JSONResponse({"status": "store unreachable"}, status_code=503)
-        if down := await upstreams.unreachable():
-            return JSONResponse({"status": "upstream unreachable", "routes": down}, status_code=503)
-        return JSONResponse({"status": "ready"})
-
+        handlers.update(_mount(route_handler, mounted))
+        host_replies.update({path: reply for path in route.served_paths
+                             if (reply := registry.error_reply(None, route.dialects, path)) is not None})
     scrape = MetricsEndpoint(metrics, config.metrics)
-    routes += [Route("/healthz", healthz, methods=["GET"]), Route("/readyz", readyz, methods=["GET"]),
-               *scrape.beside_routes()]
-    routes += discovery_routes(config)
-    routes += catalog_routes(route_handlers)
-    routes += extra_routes or []
+    mounted.routes += _operations(config, drain, store, pool, scrape)
+    mount_across(route_handlers, mounted)
+    mounted.routes += extra_routes or []
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -213,10 +169,70 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
             if tracing is not None:
                 await asyncio.to_thread(tracing.shutdown)  # the spans still queued are exported
 
+    app = Starlette(routes=mounted.routes, lifespan=lifespan, exception_handlers=_refusals(route_handlers, scrape))
+    app.router.redirect_slashes = False  # its redirect would be built from the client's Host header
+    alone = (scrape.port, scrape.alone()) if scrape.port is not None else None
+    return Gateway(handlers, app, mounted.sockets, Addresses(HostCheck(config.allowed_hosts), alone, host_replies))
+
+
+def _inspector(config: GatewayConfig) -> tuple[RunRing | None, list[BaseRoute]]:
+    """The inspector's ring of runs and its page's routes, when it is on."""
+    inspector = config.inspector
+    if inspector is None:
+        return None, []
+    if not inspector.key:
+        raise ValueError("the inspector needs its key (InspectorOptions.key_for makes one)")
+    ring = RunRing(inspector.max_runs, inspector.max_bytes, always=inspector.capture == "always")
+    return ring, list(InspectorApp(ring, inspector.key, inspector.path, recording_of).routes())
+
+
+def _mount(handler: RouteHandler, mounted: Mounted) -> dict[str, tuple[ASGIApp, frozenset[str]]]:
+    """What a route serves: its dialects' capabilities, a resumable route's conversations, and its own POST (also as
+    Starlette routes, for their 405s), which the app takes straight to the handler."""
+    route = handler.route
+    mount_route(handler, mounted)
+    if route.resumable:
+        mounted.routes += conversation_routes(route, ConversationEndpoints(handler))
+    methods = ["POST", "OPTIONS"]  # OPTIONS: a CORS preflight (the middleware's) or 204 with Allow, never a run
+    served: ASGIApp = handler
+    if route.cors is not None:
+        cors = route.cors
+        served = CORSMiddleware(handler, allow_origins=cors.allow_origins, allow_methods=["POST"],
+                                allow_headers=cors.allow_headers, allow_credentials=cors.allow_credentials,
+                                expose_headers=["x-request-id"], max_age=cors.max_age)
+    mounted.routes += [Route(path, served, methods=methods) for path in route.served_paths]
+    return {path: (served, frozenset(methods)) for path in route.served_paths}
+
+
+def _operations(config: GatewayConfig, drain: Drain, store: ConversationStore, pool: Pool,
+                scrape: MetricsEndpoint) -> list[BaseRoute]:
+    """Health, readiness and the metrics beside the routes."""
+
+    async def healthz(request: Request) -> Response:
+        return PlainTextResponse("ok")
+
+    upstreams = UpstreamReadiness(config.routes, pool)
+
+    async def readyz(request: Request) -> Response:
+        if drain.draining:
+            return JSONResponse({"status": "draining"}, status_code=503)
+        if not await store.ping():
+            return JSONResponse({"status": "store unreachable"}, status_code=503)
+        if down := await upstreams.unreachable():
+            return JSONResponse({"status": "upstream unreachable", "routes": down}, status_code=503)
+        return JSONResponse({"status": "ready"})
+
+    return [Route("/healthz", healthz, methods=["GET"]), Route("/readyz", readyz, methods=["GET"]),
+            *scrape.beside_routes()]
+
+
+def _refusals(handlers: list[RouteHandler], scrape: MetricsEndpoint) -> dict[Any, ExceptionHandler]:
+    """The 404 and the 405, in the gateway's error body."""
+
     async def not_found(request: Request, exc: Exception) -> Response:
         """Names the paths this caller may use: a route its key does not open stays unnamed, as in a catalog."""
         log_refusal(request.scope, 404, "not_found")
-        opened = sorted(path for handler in usable(route_handlers, request.headers)[0]
+        opened = sorted(path for handler in usable(handlers, request.headers)[0]
                         for path in handler.route.served_paths)
         opened += ["/healthz", "/readyz", *scrape.listed_for(request.headers)]
         return error_response(404, "not_found", f"nothing is served at {request.url.path}; you may use "
@@ -228,10 +244,7 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
         return error_response(405, "method_not_allowed", f"{request.method} is not served at {request.url.path}",
                       {k: v for k, v in allowed.items() if k.lower() == "allow"})
 
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_allowed})
-    app.router.redirect_slashes = False  # its redirect would be built from the client's Host header
-    alone = (scrape.port, scrape.alone()) if scrape.port is not None else None
-    return Gateway(handlers, app, sockets, Addresses(HostCheck(config.allowed_hosts), alone, host_replies))
+    return {404: not_found, 405: not_allowed}
 
 
 def conversation_routes(route: ConfigRoute, endpoints: ASGIApp) -> list[Route]:

@@ -46,6 +46,7 @@ from starlette.types import Send
 
 from gateway.conversations.mapper import Exchange
 from gateway.conversations.recorder import RunRecorder
+from gateway.core.capabilities import ProtocolHeaders, Variants, WholeHistory, WireFormats
 from gateway.core.codec import Decoder, Dialect, UpstreamRequest
 from gateway.core.turn import Turn
 from gateway.inspector.ring import InspectedRun
@@ -199,18 +200,20 @@ class Call:
         """What the answer shows the upstream to be, when the route does not say: it goes for the conversation, and
         for the route's next new ones (an upstream that answers as the AI SDK again is plain useChat again)."""
         upstream = self.handler.upstream
-        if self.route.upstream.variant is None and (variant := upstream.variant_of(response.headers)) is not None:
+        variants = upstream.capability(Variants)
+        if self.route.upstream.variant is None and variants is not None \
+                and (variant := variants.shown_by(response.headers)) is not None:
             self.handler.learned_variant = exchange.upstream_variant = variant or None
 
     async def _relay(self, response: Response, outbound: UpstreamRequest, client: Dialect, turn: Turn,
                      exchange: Exchange) -> None:
         """The upstream's reply to the client, translated by a `Relay` on the fly."""
         handler = self.handler
-        seen = replace(turn, messages=exchange.known_history) if client.encoder_history else turn
+        seen = replace(turn, messages=exchange.known_history) if client.capability(WholeHistory) else turn
         encoder = client.new_encoder(seen)
         _under_mount(encoder.headers, self.mount)
         if client is handler.upstream:  # what only a server of the dialect answers goes back to its client
-            encoder.headers.update({h: v for h in client.passed_headers if (v := response.headers.get(h))})
+            encoder.headers.update({h: v for h in _passed(client) if (v := response.headers.get(h))})
         if self.watched is not None:
             await self.watched.answered()
         decoder = _reply_decoder(handler.upstream, outbound, response.headers.get("content-type", ""),
@@ -265,7 +268,7 @@ class Call:
     def _upstream_headers(self, dialect_headers: dict[str, str], client: Dialect) -> dict[str, str]:
         headers = {name: value for name in self.route.forward_headers if (value := self.headers.get(name))}
         if client is self.handler.upstream:  # what only a server of the dialect reads (A2A-Extensions)
-            headers.update({name: value for name in client.passed_headers if (value := self.headers.get(name))})
+            headers.update({name: value for name in _passed(client) if (value := self.headers.get(name))})
         headers.update(self.route.upstream.headers)
         headers.update(dialect_headers)
         headers["x-request-id"] = self.request_id
@@ -284,11 +287,18 @@ def _under_mount(headers: dict[str, str], mount: str) -> None:
         headers["content-location"] = mount + location
 
 
+def _passed(dialect: Dialect) -> tuple[str, ...]:
+    """The headers only a server of the dialect reads (`ProtocolHeaders`), passed between its client and upstream."""
+    headers = dialect.capability(ProtocolHeaders)
+    return headers.passed if headers is not None else ()
+
+
 def _reply_decoder(upstream: Dialect, outbound: UpstreamRequest, content_type: str, max_event_bytes: int
                    ) -> Decoder:
     """The decoder for the upstream's reply: its dialect's, in the wire format the reply says it is in, told the
     request it reads the answer to."""
-    other = upstream.decoder_for(content_type, max_event_bytes) if upstream.decoder_for is not None else None
+    formats = upstream.capability(WireFormats)
+    other = formats.decoder_for(content_type, max_event_bytes) if formats is not None else None
     decoder = other if other is not None else upstream.new_decoder(max_event_bytes=max_event_bytes)
     sent = getattr(decoder, "sent", None)  # a decoder written before there was a way
     if sent is not None:

@@ -1,7 +1,7 @@
 """Writing to the client: the response's head, the pieces of a stream, its last byte, or an error instead.
 
 Before the head goes out an error is a real HTTP status with a JSON body, or the error as the client's dialect
-tells one (`Dialect.error_reply`); after it, an event in the client's dialect followed by the end of the stream.
+tells one (`OwnErrors`); after it, an event in the client's dialect followed by the end of the stream.
 """
 
 from __future__ import annotations

@@ -16,8 +16,9 @@ from urllib.parse import urlsplit, urlunsplit
 import orjson
 
 from gateway.config import Route
-from gateway.core import codec
-from gateway.core.codec import Dialect, Endpoint, UpstreamRequest
+from gateway.core import capabilities
+from gateway.core.capabilities import Endpoint
+from gateway.core.codec import Dialect, UpstreamRequest
 from gateway.upstream.http1 import HTTPError, Pool, Target
 
 log = logging.getLogger("agent_gateway.discovery")
@@ -43,18 +44,19 @@ class Discovery:
         self.document: object = None
         """The document as the upstream served it, once read: recordings keep it, for a replay to serve."""
         self._next_attempt = 0.0
-        self._done = dialect.discovery is None
+        self.discovery = dialect.capability(capabilities.Discovery)
+        self._done = self.discovery is None
         self._lock = asyncio.Lock()
 
     async def endpoint(self) -> tuple[Target, str | None]:
-        discovery = self.dialect.discovery
+        discovery = self.discovery
         if discovery is not None and not self._done and time.monotonic() >= self._next_attempt:
             async with self._lock:
                 if not self._done and time.monotonic() >= self._next_attempt:
                     await self._discover(discovery)
         return self.target, self.variant
 
-    async def _discover(self, discovery: codec.Discovery) -> None:
+    async def _discover(self, discovery: capabilities.Discovery) -> None:
         path = discovery.path
         url = self.route.upstream.url
         try:

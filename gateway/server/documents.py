@@ -1,6 +1,7 @@
-"""The documents clients discover a route's agent by (A2A's agent card), served at `<path><document path>` for each
-path where the route reads that dialect's requests, and at the bare document path when only one path has one; and
-the lists of the routes a caller may use (OpenAI's `GET /v1/models`: `catalog_routes`; a 404's: `usable`).
+"""The documents clients discover a route's agent by (`Discovery`: A2A's agent card), served at
+`<path><document path>` for each path where the route reads that dialect's requests, and at the bare document path
+when only one path has one (`mount_discovery`); and the lists of the routes a caller may use (`Catalog`: OpenAI's
+`GET /v1/models`, `mount_catalogs`; a 404's: `usable`).
 
 A document is built per request (its URL is the one it was asked under, unless the route names one) and cached by
 clients the HTTP way: a weak `ETag` of its bytes, `Last-Modified` the time the gateway loaded its configuration,
@@ -28,10 +29,12 @@ from starlette.types import ASGIApp
 from adapters import registry
 from gateway.config import GatewayConfig
 from gateway.config import Route as ConfigRoute
-from gateway.core.codec import AgentDescription, Catalog, Dialect, Discovery
+from gateway.core.capabilities import AgentDescription, Catalog, Discovery
+from gateway.core.codec import Dialect
 from gateway.core.errors import GatewayError, UnknownRoute
 
 if TYPE_CHECKING:
+    from gateway.server.capabilities import Mounted
     from gateway.server.route import RouteHandler
 
 log = logging.getLogger("agent_gateway.app")
@@ -40,13 +43,22 @@ MAX_AGE = 300
 """Seconds a client may use a document without asking again; a conditional GET after that costs a 304."""
 
 
+def mount_discovery(handlers: list[RouteHandler], mounted: Mounted) -> None:
+    mounted.routes += _published([handler.route for handler in handlers])
+
+
 def discovery_routes(config: GatewayConfig) -> list[Route]:
+    """The documents a configuration's routes publish, as the app serves them."""
+    return _published(config.routes)
+
+
+def _published(configured: list[ConfigRoute]) -> list[Route]:
     published = time.time()
     found: list[tuple[str, str, ASGIApp | Callable[[Request], Awaitable[Response]]]] = []
     publishing: set[str] = set()
-    for route in config.routes:
+    for route in configured:
         for name in route.dialects:
-            discovery = registry.get(name).discovery
+            discovery = registry.get(name).capability(Discovery)
             if discovery is None:
                 continue
             for path in route.served_paths:
@@ -122,15 +134,15 @@ def _not_modified(request: Request, etag: str, published: int) -> bool:
         return False
 
 
-def catalog_routes(handlers: list[RouteHandler]) -> list[Route]:
-    """Where clients list the routes they may use (`Dialect.catalog`: OpenAI's `GET /v1/models`), beside
+def mount_catalogs(handlers: list[RouteHandler], mounted: Mounted) -> None:
+    """Where clients list the routes they may use (`Catalog`: OpenAI's `GET /v1/models`), beside
     each route path that ends in one of the dialect's conventional paths (`/team/v1/chat/completions` lists at
     `/team/v1/models`), or at the plain catalog path for a route on paths of its own."""
     listed: dict[str, tuple[Dialect, Catalog, list[RouteHandler]]] = {}
     for handler in handlers:
         for name in handler.route.dialects:
             dialect = registry.get(name)
-            catalog = dialect.catalog
+            catalog = dialect.capability(Catalog)
             if catalog is None:
                 continue
             prefixes = {path[: -len(own)] for path in handler.route.served_paths for own in dialect.paths
@@ -139,11 +151,9 @@ def catalog_routes(handlers: list[RouteHandler]) -> list[Route]:
                 entry = listed.setdefault(prefix + catalog.path, (dialect, catalog, []))
                 if handler not in entry[2]:
                     entry[2].append(handler)
-    routes = []
     for at, (dialect, catalog, serving) in listed.items():
         endpoint = _catalog(dialect, catalog, serving)
-        routes += [Route(at, endpoint, methods=["GET"]), Route(at + "/{model}", endpoint, methods=["GET"])]
-    return routes
+        mounted.routes += [Route(at, endpoint, methods=["GET"]), Route(at + "/{model}", endpoint, methods=["GET"])]
 
 
 def usable(handlers: Iterable[RouteHandler], headers: Headers) -> tuple[list[RouteHandler], GatewayError | None]:
@@ -173,8 +183,9 @@ def _catalog(dialect: Dialect, catalog: Catalog, serving: list[RouteHandler]
             usable_routes = [route for route in usable_routes if route.name == model]
             if not usable_routes:
                 refused = UnknownRoute(f"The model '{model}' does not exist or you do not have access to it.")
-        if refused is not None and not usable_routes and dialect.error_reply is not None:
-            status, body = dialect.error_reply(refused, None)
+        reply = dialect.errors_for(None)
+        if refused is not None and not usable_routes and reply is not None:
+            status, body = reply(refused)
             return Response(body, status, media_type="application/json")
         described = [AgentDescription(route.name, route.agent.description, route.agent.url or "")
                      for route in usable_routes]

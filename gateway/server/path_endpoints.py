@@ -1,90 +1,89 @@
-"""Requests at paths under a route's that start no run: a query at a run's own path (`RunQueries.paths`), and a
-conversation's compaction (`Dialect.compaction`), answered here."""
+"""The calls under a route's paths that a dialect answers itself, without a run (`PathAnswer`: Responses'
+`POST /v1/responses/compact`): mounted under each path where the route reads that dialect's requests, the caller
+identified and refused in the client's dialect as for a run, and the dialect handed what it may read (`Asked`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-import orjson
 from starlette.datastructures import Headers, QueryParams
-from starlette.types import Receive, Scope, Send
+from starlette.middleware.cors import CORSMiddleware
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from adapters import registry
 from gateway.conversations.store import StoreError
+from gateway.core.capabilities import PathAnswer
 from gateway.core.codec import Dialect
 from gateway.core.errors import GatewayError, InvalidRequest, Overloaded
-from gateway.core.queries import RunPath, RunQuery
+from gateway.core.turn import Message, Turn
 from gateway.core.validation import MAX_ID, bad_id, load_json_object
-from gateway.server import queries
+from gateway.server.access import Caller
 from gateway.server.bodies import ClientGone
 from gateway.server.call import Call
 from gateway.server.reading import check_content_type
 from gateway.server.request_ids import request_id_of
 
 if TYPE_CHECKING:
+    from gateway.server.capabilities import Mounted
     from gateway.server.route import RouteHandler
 
 
-async def query_at(handler: RouteHandler, scope: Scope, receive: Receive, send: Send, client: Dialect,
-                   run_path: RunPath) -> None:
-    """A query at a path under the route's, the run's id in the path (`RunQueries.paths`): the caller
-    identified, then answered as a query that came in a body is; refused in the client's dialect."""
+def mount(handler: RouteHandler, mounted: Mounted) -> None:
+    """Under each path where a dialect of the route that answers paths itself reads requests: `<path><its path>`,
+    by method."""
+    route = handler.route
+    found: dict[str, dict[str, tuple[Dialect, PathAnswer]]] = {}
+    for name in route.dialects:
+        dialect = registry.get(name)
+        for answer in dialect.capabilities_of(PathAnswer):
+            for path in route.served_paths:
+                if name in registry.path_owners(route.dialects, path):
+                    found.setdefault(path.rstrip("/") + answer.path, {}).setdefault(answer.method, (dialect, answer))
+    for at, by_method in found.items():
+        endpoint: ASGIApp = PathAnswers(handler, by_method)
+        methods = list(by_method)
+        if route.cors is not None:
+            cors = route.cors
+            endpoint = CORSMiddleware(endpoint, allow_origins=cors.allow_origins, allow_methods=methods,
+                                      allow_headers=cors.allow_headers, allow_credentials=cors.allow_credentials,
+                                      expose_headers=["x-request-id"], max_age=cors.max_age)
+            methods = [*methods, "OPTIONS"]
+        mounted.routes.append(Route(at, endpoint, methods=methods))
+
+
+class PathAnswers:
+    """The answers at one path under a route's, by method."""
+
+    def __init__(self, handler: RouteHandler, by_method: dict[str, tuple[Dialect, PathAnswer]]) -> None:
+        self.handler = handler
+        self.by_method = by_method
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        dialect, answer = self.by_method[scope["method"]]
+        await answer_at(self.handler, scope, receive, send, dialect, answer)
+
+
+async def answer_at(handler: RouteHandler, scope: Scope, receive: Receive, send: Send, client: Dialect,
+                    answer: PathAnswer) -> None:
+    """The caller identified, then the dialect's answer written; refused in the client's dialect."""
     headers = Headers(scope=scope)
     call = Call(handler, send, headers, request_id_of(headers))
     call.record.note_request(scope, client.name)
-    if handler.tracing is not None:
-        call.trace = handler.tracing.start(headers, scope["path"], call.request_id, call.started_at)
-        call.record.trace_id = call.trace.trace_id
-    if client.error_reply is not None:
-        reply = client.error_reply
-        call.writer.error_reply = lambda error: reply(error, None)
-    handler.in_flight.inc()
-    handler.drain.streams.add(call)
-    try:
-        call.caller = handler.access.identify(headers)
-        call.record.key_id = call.caller.key_id
-        run_id = scope["path_params"]["run_id"]
-        if bad_id(run_id):
-            raise InvalidRequest(f"a run id in the path must be at most {MAX_ID} characters, without control "
-                                 "characters")
-        if scope["method"] == "POST":
-            check_content_type(headers)  # as for a run: a page on another origin cannot POST one unasked
-        call.request_json = {}
-        parameters = dict(QueryParams(scope.get("query_string", b"")))
-        await queries.answer(handler, call, receive, client, RunQuery(run_path.name, run_id, parameters))
-    except GatewayError as error:
-        await call.writer.fail_before_start(error)
-    finally:
-        call.report()
-
-
-
-
-async def compact_at(handler: RouteHandler, scope: Scope, receive: Receive, send: Send, client: Dialect) -> None:
-    """A request to compact a conversation (`Dialect.compaction`): the caller identified and its body read as
-    for a run, the history it names found in the store; answered here, the upstream never asked."""
-    assert client.compaction is not None
-    headers = Headers(scope=scope)
-    call = Call(handler, send, headers, request_id_of(headers))
-    call.record.note_request(scope, client.name)
-    call.record.client_dialect, call.record.outcome = client.name, "compaction"
-    if client.error_reply is not None:
-        reply = client.error_reply
-        call.writer.error_reply = lambda error: reply(error, None)
+    call.record.client_dialect, call.record.outcome = client.name, answer.outcome
+    call.writer.error_reply = client.errors_for(None)
     handler.in_flight.inc()
     handler.drain.streams.add(call)
     try:
         caller = call.caller = handler.access.identify(headers)
         call.record.key_id = caller.key_id
-        check_content_type(headers)
-        body = await handler.reader.body(receive)
-        turn = client.parse_request(load_json_object(body, handler.route.limits.max_json_depth))
-        handler.reader.check_size(turn)
-        history = turn.messages
-        if turn.follows is not None:
-            history = await handler.mapper.history_after(handler.route.name, caller.principal, turn.follows)
-            history = history + turn.messages
-        answer = client.compaction.answer(turn, history)
-        await call.writer.respond(200, {"content-type": "application/json"}, orjson.dumps(answer))
+        asked = _Asked(handler, caller, scope, headers, receive)
+        if any(bad_id(value) for value in asked.params.values()):
+            raise InvalidRequest(f"an id in the path must be at most {MAX_ID} characters, without control "
+                                 "characters")
+        answered = await answer.answer(asked)
+        await call.writer.respond(answered.status, dict(answered.headers), answered.body)
     except ClientGone:
         call.record.outcome = "client_gone"
     except GatewayError as error:
@@ -94,3 +93,26 @@ async def compact_at(handler: RouteHandler, scope: Scope, receive: Receive, send
         await call.writer.fail_before_start(Overloaded("the gateway's store is unreachable: retry shortly"))
     finally:
         call.report()
+
+
+class _Asked:
+    """What a `PathAnswer` may read (`gateway.core.capabilities.Asked`): the call, and the caller's conversations."""
+
+    def __init__(self, handler: RouteHandler, caller: Caller, scope: Scope, headers: Headers,
+                 receive: Receive) -> None:
+        self._handler, self._caller, self._receive = handler, caller, receive
+        self.params: Mapping[str, str] = scope.get("path_params", {})
+        self.query: Mapping[str, str] = dict(QueryParams(scope.get("query_string", b"")))
+        self.headers = headers
+
+    async def json(self) -> dict[str, Any]:
+        check_content_type(self.headers)  # as for a run: a page on another origin cannot POST one unasked
+        body = await self._handler.reader.body(self._receive)
+        return load_json_object(body, self._handler.route.limits.max_json_depth)
+
+    def check(self, turn: Turn) -> None:
+        self._handler.reader.check_size(turn)
+
+    async def history(self, run_id: str) -> list[Message]:
+        handler = self._handler
+        return await handler.mapper.history_after(handler.route.name, self._caller.principal, run_id)

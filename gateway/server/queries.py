@@ -2,7 +2,7 @@
 the route's side of both.
 
 A query comes in a request's body (A2A's), or at a path under the route's that names the run (Responses'
-`GET /v1/responses/{id}`: `path_routes`). It is answered with the caller's runs on the route (never another
+`GET /v1/responses/{id}`: `mount`). It is answered with the caller's runs on the route (never another
 principal's), wherever they run. An answer that streams (a watcher) takes a stream slot like a run, and gets the
 dialect's keep-alive when nothing comes for the route's keep-alive interval. A run of such a dialect is started
 with its feed claimed, so that queries on any replica find it and a cancel from any replica stops it.
@@ -16,6 +16,7 @@ import logging
 from functools import partial
 from typing import TYPE_CHECKING
 
+from starlette.datastructures import Headers, QueryParams
 from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -25,20 +26,23 @@ from gateway.config import Push
 from gateway.conversations.mapper import decode_conversation
 from gateway.conversations.store import StoreError, scoped_key
 from gateway.core.codec import Dialect
-from gateway.core.errors import ListingNeedsCaller, Overloaded
-from gateway.core.queries import Answer, KeptConversation, RunPath, RunQuery, RunRecord, StreamedAnswer
+from gateway.core.errors import GatewayError, InvalidRequest, ListingNeedsCaller, Overloaded
+from gateway.core.queries import Answer, KeptConversation, RunPath, RunQueries, RunQuery, RunRecord, StreamedAnswer
 from gateway.core.turn import Turn
+from gateway.core.validation import MAX_ID, bad_id
 from gateway.runs.records import RunRecords
 from gateway.runs.tape import TapeLost
 from gateway.runs.watched import CallerRuns, RouteRuns, WatchedRun
 from gateway.runs.webhooks import CallerWebhooks, RouteWebhooks
-from gateway.server import path_endpoints
 from gateway.server.access import ANONYMOUS
+from gateway.server.call import Call
 from gateway.server.metrics import PushOutcomes
 from gateway.server.push import Pusher, RunPush
+from gateway.server.reading import check_content_type
+from gateway.server.request_ids import request_id_of
 
 if TYPE_CHECKING:
-    from gateway.server.call import Call
+    from gateway.server.capabilities import Mounted
     from gateway.server.route import RouteHandler
 
 log = logging.getLogger("agent_gateway.queries")
@@ -51,11 +55,12 @@ LISTING_NEEDS_CALLER = ("this route has no API keys or tenant header, so it cann
 
 async def answer(handler: RouteHandler, call: Call, receive: Receive, client: Dialect, query: RunQuery) -> None:
     """Answer a query about the caller's runs, in one body or as a stream."""
-    assert client.queries is not None and handler.runs is not None
+    queries = client.capability(RunQueries)
+    assert queries is not None and handler.runs is not None
     record = call.record
     record.client_dialect, record.run_id, record.outcome = client.name, query.run_id, "query"
     try:
-        answered = await client.queries.answer(query, CallerView(handler, call.caller.principal))
+        answered = await queries.answer(query, CallerView(handler, call.caller.principal))
     except StoreError as exc:
         record.error_detail = str(exc)
         raise Overloaded(STORE_DOWN) from exc
@@ -147,10 +152,11 @@ async def _disconnect(receive: Receive) -> bytes:
 
 async def continuing(handler: RouteHandler, call: Call, client: Dialect, turn: Turn) -> Turn:
     """A turn that continues a run, checked against it (see `RouteRuns.continuing`); any other as it is."""
-    if client.queries is None or handler.runs is None:
+    queries = client.capability(RunQueries)
+    if queries is None or handler.runs is None:
         return turn
     try:
-        return await handler.runs.continuing(call.caller.principal, client.queries, turn)
+        return await handler.runs.continuing(call.caller.principal, queries, turn)
     except StoreError as exc:
         call.record.error_detail = str(exc)
         raise Overloaded(STORE_DOWN) from exc
@@ -159,10 +165,11 @@ async def continuing(handler: RouteHandler, call: Call, client: Dialect, turn: T
 async def watched(handler: RouteHandler, call: Call, client: Dialect, turn: Turn) -> WatchedRun | None:
     """The feed of a run its clients may ask about, claimed, and stopped by a cancel from any replica; None for a
     run of another dialect (or when the board could not be reached: the run goes on unwatched)."""
-    if client.queries is None or handler.runs is None or not turn.run_id:
+    queries = client.capability(RunQueries)
+    if queries is None or handler.runs is None or not turn.run_id:
         return None
     try:
-        run = await handler.runs.start(call.caller.principal, client.queries, turn)
+        run = await handler.runs.start(call.caller.principal, queries, turn)
     except StoreError as exc:
         log.warning("route %s: task %s cannot be followed from other replicas, the store failed: %s",
                     handler.route.name, turn.run_id, exc, extra={"route": handler.route.name,
@@ -174,7 +181,7 @@ async def watched(handler: RouteHandler, call: Call, client: Dialect, turn: Turn
 
 def route_runs(handler: RouteHandler) -> RouteRuns | None:
     """The route's runs that clients ask about, if a dialect of the route has such clients."""
-    if not any(registry.get(name).queries is not None for name in handler.route.dialects):
+    if not any(registry.get(name).capability(RunQueries) is not None for name in handler.route.dialects):
         return None
     route = handler.route
     timeouts, limits, push = route.timeouts, route.limits, route.push
@@ -197,24 +204,24 @@ class PathQueries:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         dialect, run_path = self.by_method[scope["method"]]
-        await path_endpoints.query_at(self.handler, scope, receive, send, dialect, run_path)
+        await query_at(self.handler, scope, receive, send, dialect, run_path)
 
 
-def path_routes(handler: RouteHandler) -> list[Route]:
+def mount(handler: RouteHandler, mounted: Mounted) -> None:
     """Under each path where a dialect of the route with queries at paths reads requests: `<path>/{run_id}<suffix>`
     (Responses' `GET /v1/responses/{id}`, `POST .../cancel`)."""
     route = handler.route
     found: dict[str, dict[str, tuple[Dialect, RunPath]]] = {}
     for name in route.dialects:
         dialect = registry.get(name)
-        if dialect.queries is None or not dialect.queries.paths:
+        queries = dialect.capability(RunQueries)
+        if queries is None or not queries.paths:
             continue
         for path in route.served_paths:
             if name in registry.path_owners(route.dialects, path):
-                for run_path in dialect.queries.paths:
+                for run_path in queries.paths:
                     at = path.rstrip("/") + "/{run_id}" + run_path.suffix
                     found.setdefault(at, {}).setdefault(run_path.method, (dialect, run_path))
-    out = []
     for at, by_method in found.items():
         endpoint: ASGIApp = PathQueries(handler, by_method)
         methods = list(by_method)
@@ -224,45 +231,38 @@ def path_routes(handler: RouteHandler) -> list[Route]:
                                       allow_headers=cors.allow_headers, allow_credentials=cors.allow_credentials,
                                       expose_headers=["x-request-id"], max_age=cors.max_age)
             methods.append("OPTIONS")
-        out.append(Route(at, endpoint, methods=methods))
-    return out
+        mounted.routes.append(Route(at, endpoint, methods=methods))
 
 
-class CompactionEndpoint:
-    """`<path><suffix>` of a dialect whose clients have conversations compacted (`Dialect.compaction`)."""
-
-    def __init__(self, handler: RouteHandler, dialect: Dialect) -> None:
-        self.handler = handler
-        self.dialect = dialect
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await path_endpoints.compact_at(self.handler, scope, receive, send, self.dialect)
-
-
-def compaction_routes(handler: RouteHandler) -> list[Route]:
-    """Under each path where a dialect of the route that compacts conversations reads requests: `<path>/compact`
-    (Responses'), a POST."""
-    route = handler.route
-    found: dict[str, Dialect] = {}
-    for name in route.dialects:
-        dialect = registry.get(name)
-        if dialect.compaction is None:
-            continue
-        for path in route.served_paths:
-            if name in registry.path_owners(route.dialects, path):
-                found.setdefault(path.rstrip("/") + dialect.compaction.suffix, dialect)
-    out = []
-    for at, dialect in found.items():
-        endpoint: ASGIApp = CompactionEndpoint(handler, dialect)
-        methods = ["POST"]
-        if route.cors is not None:
-            cors = route.cors
-            endpoint = CORSMiddleware(endpoint, allow_origins=cors.allow_origins, allow_methods=methods,
-                                      allow_headers=cors.allow_headers, allow_credentials=cors.allow_credentials,
-                                      expose_headers=["x-request-id"], max_age=cors.max_age)
-            methods = [*methods, "OPTIONS"]
-        out.append(Route(at, endpoint, methods=methods))
-    return out
+async def query_at(handler: RouteHandler, scope: Scope, receive: Receive, send: Send, client: Dialect,
+                   run_path: RunPath) -> None:
+    """A query at a path under the route's, the run's id in the path (`RunQueries.paths`): the caller
+    identified, then answered as a query that came in a body is; refused in the client's dialect."""
+    headers = Headers(scope=scope)
+    call = Call(handler, send, headers, request_id_of(headers))
+    call.record.note_request(scope, client.name)
+    if handler.tracing is not None:
+        call.trace = handler.tracing.start(headers, scope["path"], call.request_id, call.started_at)
+        call.record.trace_id = call.trace.trace_id
+    call.writer.error_reply = client.errors_for(None)
+    handler.in_flight.inc()
+    handler.drain.streams.add(call)
+    try:
+        call.caller = handler.access.identify(headers)
+        call.record.key_id = call.caller.key_id
+        run_id = scope["path_params"]["run_id"]
+        if bad_id(run_id):
+            raise InvalidRequest(f"a run id in the path must be at most {MAX_ID} characters, without control "
+                                 "characters")
+        if scope["method"] == "POST":
+            check_content_type(headers)  # as for a run: a page on another origin cannot POST one unasked
+        call.request_json = {}
+        parameters = dict(QueryParams(scope.get("query_string", b"")))
+        await answer(handler, call, receive, client, RunQuery(run_path.name, run_id, parameters))
+    except GatewayError as error:
+        await call.writer.fail_before_start(error)
+    finally:
+        call.report()
 
 
 def _pushes(pusher: Pusher, push: Push, route: str, outcomes: PushOutcomes, webhooks: CallerWebhooks,

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from starlette.datastructures import Headers
 from starlette.types import Message, Receive
 
 from adapters import registry
 from gateway.config import Route
+from gateway.core.capabilities import ProtocolHeaders
 from gateway.core.codec import Dialect
 from gateway.core.errors import InvalidRequest, RequestTimeout, RequestTooLarge, UnsupportedMediaType
 from gateway.core.queries import RunQuery
@@ -71,7 +72,7 @@ class RequestReader:
         if called is None:
             check_content_type(headers)
             value = call.request_json = load_json_object(body, limits.max_json_depth)
-        else:  # a call under the path (`Dialect.resources`): read as its dialect says
+        else:  # a call under the path (a `Resource`): read as its dialect says
             if body:  # a POST without a body (the SDKs' cancel) names only an unguessable run: no JSON to check
                 check_content_type(headers)
             if any(bad_id(value) for value in called.params.values()):
@@ -82,12 +83,10 @@ class RequestReader:
             candidates = [called.dialect]
         query = registry.read_query(value, candidates, path)
         if query is not None:
-            if query[0].check_request is not None:
-                query[0].check_request(value, headers)
+            _check_headers(query[0], value, headers)
             return query
         client, turn = registry.read_request(value, candidates, path)
-        if client.check_request is not None:
-            client.check_request(value, headers)
+        _check_headers(client, value, headers)
         self.check_size(turn)
         check_ids(turn, client.name)
         route = self.route
@@ -101,6 +100,13 @@ class RequestReader:
         if len(turn.messages) > self.route.limits.max_messages:
             raise RequestTooLarge(f"the request has {len(turn.messages)} messages; this route takes "
                                   f"{self.route.limits.max_messages}")
+
+
+def _check_headers(dialect: Dialect, request: dict[str, Any], headers: Headers) -> None:
+    """Refuse a request its headers make one the dialect does not serve (`ProtocolHeaders`: A2A's version)."""
+    rules = dialect.capability(ProtocolHeaders)
+    if rules is not None:
+        rules.check(request, headers)
 
 
 def check_content_type(headers: Headers) -> None:

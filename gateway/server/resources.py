@@ -1,10 +1,11 @@
-"""The calls a route's client dialects make under its paths by method and path (`Dialect.resources`: LangGraph's
-threads and runs), served by the route's handler as runs or queries like a POST to the path itself."""
+"""The calls a route's client dialects make under its paths by method and path (`Resource`: LangGraph's threads and
+runs), served by the route's handler as runs or queries like a POST to the path itself."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
 
 from starlette.middleware.cors import CORSMiddleware
@@ -12,8 +13,11 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from adapters import registry
-from gateway.config import Route as ConfigRoute
-from gateway.core.codec import Resource
+from gateway.core.capabilities import Resource
+
+if TYPE_CHECKING:
+    from gateway.server.capabilities import Mounted
+    from gateway.server.route import RouteHandler
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,11 +46,11 @@ class ResourceEndpoint:
         await self.handler({**scope, "resource": called}, receive, send)
 
 
-def resource_routes(route: ConfigRoute, handler: ASGIApp) -> list[Route]:
+def mount(handler: RouteHandler, mounted: Mounted) -> None:
     """Each resource of each of the route's client dialects, under each of its paths."""
-    found: list[Route] = []
+    route = handler.route
     for name in route.dialects:
-        resources = registry.get(name).resources
+        resources = registry.get(name).capabilities_of(Resource)
         if not resources:
             continue
         for path in route.served_paths:
@@ -60,5 +64,4 @@ def resource_routes(route: ConfigRoute, handler: ASGIApp) -> list[Route]:
                                               allow_credentials=cors.allow_credentials,
                                               expose_headers=["x-request-id", "content-location"],
                                               max_age=cors.max_age)
-                found.append(Route(base + resource.path, endpoint, methods=[resource.method, "OPTIONS"]))
-    return found
+                mounted.routes.append(Route(base + resource.path, endpoint, methods=[resource.method, "OPTIONS"]))

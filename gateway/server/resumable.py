@@ -12,6 +12,7 @@ from starlette.datastructures import Headers
 from starlette.types import Receive
 
 from gateway.conversations.store import StoreError
+from gateway.core.capabilities import EventIds
 from gateway.core.codec import Dialect
 from gateway.core.errors import GatewayError, Overloaded, ResumeUnavailable
 from gateway.core.events import RunError
@@ -52,8 +53,9 @@ class ResumableRuns:
                 await self.follow(call, receive, reply, after, client)
                 return
             conversation = turn.conversation_id
-            tape = Tape(key, event_ids=client.event_ids, max_entries=route.limits.max_resume_events,
-                        max_bytes=route.limits.max_resume_bytes, keep=route.timeouts.resume_keep,
+            tape = Tape(key, event_ids=client.capability(EventIds) is not None,
+                        max_entries=route.limits.max_resume_events, max_bytes=route.limits.max_resume_bytes,
+                        keep=route.timeouts.resume_keep,
                         conversation=conversation_key(route.name, principal, conversation) if conversation else None,
                         owner=principal)
             running = await handler.board.claim(tape, route.timeouts.total)

@@ -18,6 +18,7 @@ from typing import Any
 from starlette.datastructures import Headers
 
 from gateway.conversations.store import scoped_key
+from gateway.core.capabilities import EventIds
 from gateway.core.codec import Dialect
 from gateway.core.errors import MalformedRequest
 from gateway.core.turn import Turn
@@ -36,7 +37,7 @@ _EVENT_ID = re.compile(r"[0-9]{1,15}")
 def run_key(route: str, principal: str, client: Dialect, turn: Turn, headers: Headers, body: bytes) -> str:
     if idempotency_key := headers.get("idempotency-key"):
         return scoped_key("resume", route, principal, "idempotency-key", idempotency_key)
-    if client.event_ids and turn.run_id:
+    if client.capability(EventIds) is not None and turn.run_id:
         return scoped_key("resume", route, principal, "run", turn.conversation_id or "", turn.run_id)
     return scoped_key("resume", route, principal, "body", hashlib.sha256(body).hexdigest())
 

@@ -1,5 +1,5 @@
 """One route's request handler: a request identified, read and checked, then answered as a run (`Call`), a query
-about runs, or a compaction; on a resumable route, a run's reply is kept (`ResumableRuns`)."""
+about runs; on a resumable route, a run's reply is kept (`ResumableRuns`)."""
 
 from __future__ import annotations
 
@@ -144,9 +144,7 @@ class RouteHandler:
             call.writer.error_reply = registry.error_reply(call.request_json, candidates, path)
             await call.writer.fail_before_start(error)
             return
-        if client.error_reply is not None:
-            reply, request_json = client.error_reply, call.request_json
-            call.writer.error_reply = lambda error: reply(error, request_json)
+        call.writer.error_reply = client.errors_for(call.request_json)
         call.release = partial(self.access.release, caller)  # freed as the last byte goes, like the report
         record = call.record
         record.client_dialect, record.conversation_id, record.run_id = client.name, turn.conversation_id, turn.run_id

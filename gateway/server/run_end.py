@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from gateway.conversations.mapper import ConversationMapper, Exchange
 from gateway.conversations.recorder import RunRecorder
+from gateway.core.capabilities import ClientHistory
 from gateway.core.codec import Dialect, Encoder
 from gateway.core.errors import ErrorCode
 from gateway.core.events import RunError, RunFinished
@@ -82,10 +83,11 @@ def _reply_as_client_sees_it(client: Dialect, encoder: Encoder | None, body: byt
                              recorder: RunRecorder) -> list[TurnMessage]:
     """The run's messages as a client without conversation ids will send them back next turn: for a one-body
     reply, exactly the messages it got, if its dialect can read them."""
-    if encoder is not None and client.reply_messages is not None:
-        messages = client.reply_messages(body)
+    kept = client.capability(ClientHistory)
+    if kept is None:
+        return recorder.close()
+    if encoder is not None and kept.from_reply is not None:
+        messages = kept.from_reply(body)
         if messages is not None:
             return messages
-    if client.echoed is not None:
-        return client.echoed(recorder.close())
-    return recorder.close()
+    return kept.from_run(recorder.close()) if kept.from_run is not None else recorder.close()

@@ -1,5 +1,6 @@
-"""A route's WebSocket, for a client dialect with a WebSocket mode (`gateway.core.sockets`): each message is a
-request that the route's handler runs exactly as a POST, one at a time, its reply sent back as messages.
+"""A route's WebSocket, for a client dialect with a WebSocket mode (`gateway.core.sockets.SocketMode`), at each of
+the route's paths where such a dialect reads requests (`mount`): each message is a request that the route's handler
+runs exactly as a POST, one at a time, its reply sent back as messages.
 
 ```
             ┌──────────────────────────────┐
@@ -38,6 +39,7 @@ import orjson
 from starlette.datastructures import Headers
 from starlette.types import Message, Receive, Scope, Send
 
+from adapters import registry
 from gateway.core.codec import Dialect
 from gateway.core.errors import GatewayError, Overloaded, RequestTooLarge, TooManyStreams
 from gateway.core.sockets import SocketMode, SocketSession
@@ -45,6 +47,7 @@ from gateway.core.validation import load_json_object
 from gateway.server.ws_server import BOUND
 
 if TYPE_CHECKING:
+    from gateway.server.capabilities import Mounted
     from gateway.server.route import RouteHandler
 
 CONNECTION_SECONDS = 3600.0
@@ -59,14 +62,26 @@ _NORMAL = 1000
 _TRY_AGAIN_LATER = 1013
 
 
+def mount(handler: RouteHandler, mounted: Mounted) -> None:
+    """A WebSocket at each of the route's paths where a dialect with one reads requests (the first such, on a path
+    several take)."""
+    route = handler.route
+    for path in route.served_paths:
+        owners = [registry.get(name) for name in registry.path_owners(route.dialects, path)]
+        with_socket = [dialect for dialect in owners if dialect.capability(SocketMode) is not None]
+        if with_socket:
+            mounted.sockets.setdefault(path, SocketEndpoint(handler, with_socket[0]))
+
+
 class SocketEndpoint:
     """The ASGI app of a route's WebSocket at one path."""
 
     def __init__(self, handler: RouteHandler, dialect: Dialect) -> None:
-        assert dialect.socket is not None
+        mode = dialect.capability(SocketMode)
+        assert mode is not None
         self.handler = handler
         self.dialect = dialect
-        self.mode: SocketMode = dialect.socket
+        self.mode: SocketMode = mode
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (await receive())["type"] != "websocket.connect":
@@ -167,9 +182,9 @@ class _Connection:
                             continued=self.session.continued)
 
     def _refused(self, error: GatewayError) -> bytes:
-        reply = self.endpoint.dialect.error_reply
+        reply = self.endpoint.dialect.errors_for(None)
         if reply is not None:
-            return self.session.refused(*reply(error, None))
+            return self.session.refused(*reply(error))
         return self.session.refused(error.status, orjson.dumps(error.to_json()))
 
     def _post_scope(self) -> Scope:

@@ -1,0 +1,220 @@
+"""What one dialect brings beyond the codec core every dialect has (`gateway.core.codec.Dialect`): each kind a class,
+found in a dialect's `capabilities` by its type, and served by the server in one place for its kind
+(`gateway.server.capabilities`), so the core and the server name no dialect.
+
+```
+kind             what the dialect brings                                      served or read by (gateway/server/)
+PathAnswer       a call under its path it answers itself (Responses' compact)  path_endpoints
+Resource         a call under its path read as a run or a query (LangGraph's)  resources
+RunQueries       questions about runs after they start (core.queries)          queries
+SocketMode       a WebSocket at its paths, a request per message (core.sockets) sockets
+Discovery        a document describing an agent (A2A's card)                   documents; discovery reads an upstream's
+Catalog          the list of the routes a caller may use (OpenAI's /v1/models) documents
+OwnErrors        errors before the reply in its own shape (JSON-RPC's)         client (the writer), as each entry sets
+ProtocolHeaders  headers it refuses a request by, and passes on (A2A-Version)  reading, call
+WireFormats      a second wire format for an upstream's reply (AG-UI protobuf) call
+Variants         named variants, and the headers that show one (Inkeep)        the registry, call
+ClientHistory    how a client that keeps the history sends a reply back        run_end
+WholeHistory     its encoder is given the conversation's whole history        call
+EventIds         its clients reconnect to a run by `Last-Event-ID` (AG-UI)     resume, resumable
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from gateway.core.decoding import Decoder
+from gateway.core.errors import GatewayError
+from gateway.core.turn import History, Message, Turn
+
+if TYPE_CHECKING:
+    from gateway.core.queries import Answer
+
+
+class Capability:
+    """Something one dialect brings beyond the codec core (see the module). A dialect brings at most one of each kind,
+    except the endpoints (`Resource`, `PathAnswer`): one object each."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Variants(Capability):
+    """Named variants of the dialect, the history their servers expect (Inkeep keeps it itself), and how an
+    upstream's response headers show which it is."""
+
+    histories: Mapping[str, History]
+    shown_by: Callable[[Mapping[str, str]], str | None] = lambda headers: None
+    """The variant an upstream's response headers show it to be, for an upstream configured without one: "" when
+    they show it is the dialect's own, None when they do not say."""
+
+
+@dataclass(frozen=True, slots=True)
+class OwnErrors(Capability):
+    """Its clients read a request refused before the reply starts in the dialect's own error shape (A2A's JSON-RPC
+    errors) rather than the gateway's error body."""
+
+    reply: Callable[[GatewayError, Any], tuple[int, bytes]]
+    """The status and JSON body, given the error and the request's JSON (None if it was not JSON)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolHeaders(Capability):
+    """Request headers that mean something only to the dialect's servers (A2A's `A2A-Version` and
+    `A2A-Extensions`)."""
+
+    check: Callable[[dict[str, Any], Mapping[str, str]], None] = lambda request, headers: None
+    """Refuse, before anything runs, a request (a run or a query) that its headers make one the dialect does not
+    serve (an `A2A-Version` it does not speak): raises a `GatewayError` its `OwnErrors` write."""
+    passed: tuple[str, ...] = ()
+    """Headers passed to an upstream of the same dialect, and the same headers of its answer passed back."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resource(Capability):
+    """A call a dialect's clients make under a route's path by method and path, beside the route's own POST
+    (LangGraph's `POST /threads/{thread_id}/runs/stream`, `GET /threads/{thread_id}/state`): read into a request the
+    dialect reads as a run or a query, and served as a POST to the path itself is."""
+
+    method: str
+    path: str
+    """Under the route's path; `{name}` stands for one path segment the request is read with."""
+    read: Callable[[Mapping[str, str], dict[str, Any], Mapping[str, str]], dict[str, Any]]
+    """The request as the dialect's `parse_request` or its queries read it, given the path's segments, the JSON
+    body (for a GET, the query parameters) and the headers (lowercase names: LangGraph's `Last-Event-ID`)."""
+
+
+class Asked(Protocol):
+    """A call to a `PathAnswer`, as the server hands it to the dialect: what the call said, and what the gateway keeps
+    that an answer may need. The caller has been identified; what it reads is the caller's own."""
+
+    @property
+    def params(self) -> Mapping[str, str]:
+        """The path's segments, by the names the `PathAnswer`'s path gives them."""
+        ...
+
+    @property
+    def query(self) -> Mapping[str, str]: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """Lowercase names."""
+        ...
+
+    async def json(self) -> dict[str, Any]:
+        """The body, read as a run's is: a JSON object, within the route's size, depth and deadlines (raises
+        `GatewayError`)."""
+        ...
+
+    def check(self, turn: Turn) -> None:
+        """Refuse a request read as a turn that the route would refuse as a run (raises `GatewayError`)."""
+        ...
+
+    async def history(self, run_id: str) -> list[Message]:
+        """The caller's conversation as its run `run_id` left it, for a request that continues a run by its id
+        (Responses' `previous_response_id`)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class PathAnswer(Capability):
+    """A call under the dialect's path that the dialect answers itself, without a run: the upstream is never asked
+    (Open Responses' `POST /v1/responses/compact`)."""
+
+    method: str
+    path: str
+    """Under the route's path; `{name}` stands for one path segment (`Asked.params`)."""
+    answer: Callable[[Asked], Awaitable[Answer]]
+    outcome: str
+    """How the access log names such a request ("compaction")."""
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where and how to call an upstream, as its discovery document (A2A's agent card) describes it."""
+
+    url: str
+    variant: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentDescription:
+    """How a route describes its agent to clients that ask (A2A's agent card), from its config."""
+
+    name: str
+    description: str
+    url: str
+    """Where clients reach the agent through the gateway."""
+    version: str = "1.0.0"
+    skills: tuple[Mapping[str, Any], ...] = ()
+    streaming: bool = True
+    webhooks: bool = False
+    """The route sends run updates to webhooks its clients register (A2A's push notifications)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Discovery(Capability):
+    """A document, at one path under an agent's URL, that describes the agent (A2A's agent card): the gateway reads
+    an upstream's to find where and how to call it, and serves one for each of its own routes. Its parts only work
+    together (a path with no reader or writer is of no use), so a dialect has all of them or none."""
+
+    path: str
+    """Where, under an agent's URL, the document is published ("/.well-known/agent-card.json")."""
+    read: Callable[[Any, str], Endpoint | None]
+    """The endpoint an upstream's document names, given the document and the URL it came from; None if the
+    document names none this dialect can call."""
+    document: Callable[[AgentDescription, Mapping[str, str]], dict[str, Any]]
+    """The document for a route of the gateway's that serves this dialect, given what the request for it asked (its
+    headers and query parameters, names lowercased: A2A's `A2A-Version`)."""
+    varies: tuple[str, ...] = ()
+    """The request headers the document depends on, for caches (`Vary`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog(Capability):
+    """Where a dialect's clients list the routes they may use, and the list in the dialect's shape (OpenAI's
+    `GET /v1/models`): the gateway serves it beside the dialect's paths. A path without a list is of no use."""
+
+    path: str
+    """Where, beside the dialect's own paths, its clients ask ("/v1/models")."""
+    listing: Callable[[list[AgentDescription]], dict[str, Any]]
+    """The list of the routes the caller may use, in the dialect's shape."""
+
+
+@dataclass(frozen=True, slots=True)
+class WireFormats(Capability):
+    """An upstream of the dialect may reply in another wire format than its usual one (AG-UI's protobuf)."""
+
+    decoder_for: Callable[[str, int], Decoder | None]
+    """A decoder for a reply of this content type, given `max_event_bytes`; None where `new_decoder` reads it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClientHistory(Capability):
+    """Its clients keep the history and name no conversation, and send a run's reply back next turn otherwise than
+    the run's events show it: the gateway finds the conversation again by that history. Without this, the run's
+    messages as recorded."""
+
+    from_reply: Callable[[bytes], list[Message] | None] | None = None
+    """For a reply in one body: its messages as the client will send them back (None if the body cannot be read;
+    agent-respond's)."""
+    from_run: Callable[[list[Message]], list[Message]] | None = None
+    """The run's messages (as recorded) as the client will send them back (Chat Completions shows one assistant
+    message, no server tool)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WholeHistory(Capability):
+    """Its encoder is given the conversation's whole history as the gateway knows it, not only the request's new
+    messages: its replies carry the thread's state with every message (LangGraph's `values`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EventIds(Capability):
+    """Its clients name each run and reconnect with `Last-Event-ID` (AG-UI): on a resumable route every SSE event
+    gets an `id:`, and a request for a run that is running attaches to it. Other dialects' retries are matched by
+    their body."""
+
