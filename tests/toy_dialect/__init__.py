@@ -1,14 +1,15 @@
 """A toy sixth dialect, written the way a real one is: JSON lines. A request is `{"session", "messages", "tools"}`
 with OpenAI-like messages; a reply is `application/x-ndjson`, one event object per line, the last `end` or
 `error`. It lives in the tests to prove that a dialect is one package plus one registry line
-(`plugin.py` is that line)."""
+(`plugin.py` is that line), capabilities included (`capabilities.py`: a second wire format, an endpoint of its own)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from gateway.core.codec import Dialect, Likeness
+from gateway.core.codec import Dialect, Likeness, Sniff
 
+from .capabilities import CAPABILITIES
 from .conformance import judge
 from .decode import ToyDecoder
 from .encode import ToyEncoder
@@ -29,8 +30,8 @@ DIALECT = Dialect(
     build_request=build_request,
     new_decoder=ToyDecoder,
     new_encoder=ToyEncoder,
-    sniff=sniff,
+    sniff=Sniff(sniff, "a toy request needs session and messages"),
     sample_request=sample_request,
     judge=judge,
-    expects="a toy request needs session and messages",
+    capabilities=CAPABILITIES,
 )
