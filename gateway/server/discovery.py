@@ -44,12 +44,12 @@ class Discovery:
         self.document: object = None
         """The document as the upstream served it, once read: recordings keep it, for a replay to serve."""
         self._next_attempt = 0.0
-        self.discovery = dialect.capability(capabilities.Discovery)
-        self._done = self.discovery is None
+        self._discovery = dialect.capability(capabilities.Discovery)
+        self._done = self._discovery is None
         self._lock = asyncio.Lock()
 
     async def endpoint(self) -> tuple[Target, str | None]:
-        discovery = self.discovery
+        discovery = self._discovery
         if discovery is not None and not self._done and time.monotonic() >= self._next_attempt:
             async with self._lock:
                 if not self._done and time.monotonic() >= self._next_attempt:
