@@ -290,7 +290,5 @@ def _reply_decoder(upstream: Dialect, outbound: UpstreamRequest, content_type: s
     request it reads the answer to."""
     other = upstream.decoder_for(content_type, max_event_bytes) if upstream.decoder_for is not None else None
     decoder = other if other is not None else upstream.new_decoder(max_event_bytes=max_event_bytes)
-    sent = getattr(decoder, "sent", None)  # a decoder written before there was a way
-    if sent is not None:
-        sent(outbound)
+    decoder.sent(outbound)
     return decoder

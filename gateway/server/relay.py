@@ -174,9 +174,10 @@ class Relay:
     async def _reattach(self, response: Response, broke: bool) -> Response | None:
         """The rest of a run whose stream ended or broke before the run did, where its dialect can ask for it (A2A's
         `SubscribeToTask`, then `GetTask`; LangGraph's join): the upstream's answer, read on as the stream."""
-        ask = getattr(self.decoder, "reattach_request", None)  # a decoder written before there was a way
-        request = ask(broke) if ask is not None and self._reattach_to is not None else None
-        if request is None or self._reattach_to is None:
+        if self._reattach_to is None:
+            return None
+        request = self.decoder.reattach_request(broke)
+        if request is None:
             return None
         response.offer = None
         return await self._reattach_to(request)

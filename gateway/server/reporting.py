@@ -52,7 +52,7 @@ def report(call: Call) -> None:
         series.tokens(usage)
     if relay is not None and relay.encoder.dropped:
         series.dropped(relay.encoder.dropped)
-    if relay is not None and (ignored := getattr(relay.decoder, "ignored", 0)):
+    if relay is not None and (ignored := relay.decoder.ignored):
         series.dropped({"upstream_other_run": ignored})  # the upstream's words about another run
         record.ignored = ignored
     if relay is not None and relay.recorder.raw and relay.recorder.raw + 2 >= record.events:
