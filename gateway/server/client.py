@@ -20,7 +20,7 @@ from gateway.core.events import RunError
 from gateway.recordings.capture import RunCapture
 from gateway.runs.tape import Head, Tape
 from gateway.server.http_server import direct_body
-from gateway.server.record import AccessRecord
+from gateway.server.record import AccessRecord, RequestOutcome
 
 log = logging.getLogger("agent_gateway.proxy")
 
@@ -195,7 +195,8 @@ class ClientWriter:
 
     async def fail_before_start(self, error: GatewayError) -> None:
         record = self._record
-        record.outcome, record.error = ("rejected" if error.status < 500 else "error"), error.code
+        record.outcome = RequestOutcome.REJECTED if error.status < 500 else RequestOutcome.ERROR
+        record.error = error.code
         record.error_message = error.message
         headers = {"content-type": "application/json"}
         if self.error_reply is not None:

@@ -18,6 +18,7 @@ from gateway.server import queries
 from gateway.server.bodies import ClientGone
 from gateway.server.call import Call
 from gateway.server.reading import check_content_type
+from gateway.server.record import RequestOutcome
 from gateway.server.request_ids import request_id_of
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ async def compact_at(handler: RouteHandler, scope: Scope, receive: Receive, send
     headers = Headers(scope=scope)
     call = Call(handler, send, headers, request_id_of(headers))
     call.record.note_request(scope, client.name)
-    call.record.client_dialect, call.record.outcome = client.name, "compaction"
+    call.record.client_dialect, call.record.outcome = client.name, RequestOutcome.COMPACTION
     if client.error_reply is not None:
         reply = client.error_reply
         call.writer.error_reply = lambda error: reply(error, None)
@@ -86,7 +87,7 @@ async def compact_at(handler: RouteHandler, scope: Scope, receive: Receive, send
         answer = client.compaction.answer(turn, history)
         await call.writer.respond(200, {"content-type": "application/json"}, orjson.dumps(answer))
     except ClientGone:
-        call.record.outcome = "client_gone"
+        call.record.outcome = RequestOutcome.CLIENT_GONE
     except GatewayError as error:
         await call.writer.fail_before_start(error)
     except StoreError as exc:

@@ -36,6 +36,7 @@ from gateway.server import path_endpoints
 from gateway.server.access import ANONYMOUS
 from gateway.server.metrics import PushOutcomes
 from gateway.server.push import Pusher, RunPush
+from gateway.server.record import RequestOutcome
 
 if TYPE_CHECKING:
     from gateway.server.call import Call
@@ -53,7 +54,7 @@ async def answer(handler: RouteHandler, call: Call, receive: Receive, client: Di
     """Answer a query about the caller's runs, in one body or as a stream."""
     assert client.queries is not None and handler.runs is not None
     record = call.record
-    record.client_dialect, record.run_id, record.outcome = client.name, query.run_id, "query"
+    record.client_dialect, record.run_id, record.outcome = client.name, query.run_id, RequestOutcome.QUERY
     try:
         answered = await client.queries.answer(query, CallerView(handler, call.caller.principal))
     except StoreError as exc:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from gateway.core.errors import ErrorCode
 from gateway.server.logs import ACCESS
+from gateway.server.record import RequestOutcome
 
 if TYPE_CHECKING:
     from gateway.server.call import Call
@@ -31,7 +32,7 @@ def report(call: Call) -> None:
         call.release()
     route, record, metrics, relay = call.route, call.record, call.handler.metrics, call.relay
     if call.writer.gone and record.outcome is None:
-        record.outcome = "client_gone"
+        record.outcome = RequestOutcome.CLIENT_GONE
     duration_ms = record.duration_ms = round((time.monotonic() - call.started_at) * 1000, 3)
     series = metrics.series(route.name, record.client_dialect, record.upstream_dialect)
     series.requests(str(record.status or 499)).inc()

@@ -19,6 +19,7 @@ from gateway.core.turn import Turn
 from gateway.runs.tape import RunReply, Tape, TapeLost
 from gateway.server import resume
 from gateway.server.deadlines import watch_disconnect
+from gateway.server.record import RequestOutcome
 from gateway.server.resume import conversation_key
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ class ResumableRuns:
                      client: Dialect | None = None) -> None:
         """Send a client a run's reply from the board instead of running it again; `client`, its dialect when
         known, ends a reply lost midway (its replica died) with the dialect's own error."""
-        call.record.outcome = "resumed"
+        call.record.outcome = RequestOutcome.RESUMED
         deadlines = call.deadlines
         deadlines.request_task = asyncio.current_task()
         watcher = asyncio.create_task(watch_disconnect(receive, call.writer, deadlines))

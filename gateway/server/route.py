@@ -34,6 +34,7 @@ from gateway.server.metrics import Metrics
 from gateway.server.observed import Observer
 from gateway.server.push import Pusher
 from gateway.server.reading import RequestReader
+from gateway.server.record import RequestOutcome
 from gateway.server.request_ids import request_id_of
 from gateway.server.resources import Called
 from gateway.server.resumable import ResumableRuns
@@ -137,7 +138,7 @@ class RouteHandler:
             turn = await queries.continuing(self, call, client, turn)
             self.access.admit(caller)
         except ClientGone:
-            call.record.outcome = "client_gone"
+            call.record.outcome = RequestOutcome.CLIENT_GONE
             return
         except GatewayError as error:
             candidates = [called.dialect] if called is not None else self.route.dialects
