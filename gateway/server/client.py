@@ -104,6 +104,15 @@ class ClientWriter:
         if self._direct is not None:
             self._direct = capture.direct(self._direct)  # type: ignore[assignment]
 
+    async def begin_reply(self, encoder: Encoder, headers: dict[str, str]) -> None:
+        """The run's reply is written by `encoder` from now on: a streaming one's head goes out at once, with its
+        encoder's headers and `headers`, and an error after it is an event the encoder writes."""
+        self.encoder = encoder
+        if encoder.streams:
+            await self.start(encoder.status_code, {**encoder.headers, **headers})
+        self.streaming = encoder.streams
+        self.last_write = time.monotonic()
+
     async def start(self, status: int, headers: dict[str, str]) -> None:
         if self.tape is not None:
             self.tape.open(Head(status, headers, self.encoder.keep_alive() if self.encoder is not None else b""))

@@ -97,6 +97,11 @@ class Deadlines:
             self._keep_alive_in_flight.cancel()
             self._keep_alive_in_flight = None
 
+    def heard_from_upstream(self, now: float) -> None:
+        """The upstream's body brought an event at `now` (monotonic), or the upstream answered: the idle deadline
+        counts from it."""
+        self.last_upstream_event = now
+
     def first_event_came(self) -> None:
         """From the first event on, the idle deadline counts instead of the first-event one: if it comes before the
         timer would wake, move the timer."""
