@@ -84,6 +84,24 @@ class ClientWriter:
         """The last byte has gone out, or is going."""
         return self.reply is Reply.COMPLETE or self.reply is Reply.DETACHED
 
+    def record_on(self, tape: Tape) -> None:
+        """Keep everything the client is sent on `tape`, for it to come back to: the run goes on when it has gone
+        (a resumable route). Before anything is sent."""
+        self.tape = tape
+
+    def client_left(self) -> None:
+        """The client disconnected before it had its last byte."""
+        self.gone = True
+
+    def keep_alive_from(self, now: float) -> None:
+        """The client counts as written to at `now` (monotonic): the next keep-alive is due a period after it."""
+        self.last_write = now
+
+    def forget_before_last_byte(self) -> None:
+        """Nothing is called as the last byte goes: the request has been reported (and what it held is freed now,
+        not left to the cycle collector)."""
+        self.before_last_byte = None
+
     def tap(self, capture: RunCapture) -> None:
         """Show `capture` everything the client is sent, as it goes: once, before anything is."""
         send = self._send

@@ -25,7 +25,7 @@ def report(call: Call) -> None:
     what it held let go."""
     # The writer's one way back to the call: cut, so that the request's objects are freed as soon as it ends, not
     # left to the cycle collector.
-    call.writer.before_last_byte = None
+    call.writer.forget_before_last_byte()
     call.handler.in_flight.dec()
     call.handler.drain.streams.discard(call)
     if call.release is not None:

@@ -78,7 +78,7 @@ class ResumableRuns:
         if running is not None:
             await self.follow(call, receive, running, 0, client)
             return
-        call.writer.tape = tape
+        call.writer.record_on(tape)
         tape.stop = call.stop
         try:
             await handler.admitted(call, receive, client, turn)
@@ -91,7 +91,7 @@ class ResumableRuns:
         known, ends a reply lost midway (its replica died) with the dialect's own error."""
         call.record.outcome = RequestOutcome.RESUMED
         deadlines = call.deadlines
-        deadlines.request_task = asyncio.current_task()
+        deadlines.guard(asyncio.current_task())
         watcher = asyncio.create_task(watch_disconnect(receive, call.writer, deadlines))
         try:
             timeouts, keepalive = self.handler.route.timeouts, self.handler.keepalive

@@ -165,8 +165,9 @@ class RouteHandler:
         except GatewayError as error:
             await writer.fail_before_start(error)
             return
-        task = deadlines.request_task = asyncio.current_task()
+        task = asyncio.current_task()
         assert task is not None
+        deadlines.guard(task)
         watcher = asyncio.create_task(watch_disconnect(receive, writer, deadlines))
         try:
             await call.run(client, turn)
@@ -178,7 +179,7 @@ class RouteHandler:
             if ending.stops_upstream:
                 call.cancel_upstream()
             if ending.error is not None:  # before the upstream answered, after the run, or outside the relay
-                deadlines.cancelled_because = None
+                deadlines.carry_on()
                 await writer.abort(ending.error, ending.code)
         except GatewayError as error:  # the turn cannot be put to this upstream (see HistoryConflict)
             await writer.abort(error, error.code)

@@ -52,9 +52,9 @@ class RunEnd:
         # Stored before the last byte goes out: a client may send its next turn the moment it has it. From here
         # on nothing cancels the request: a client that left meanwhile does not cost the conversation its turn.
         deadlines = self._deadlines
-        deadlines.storing_conversation = True
+        deadlines.begin_storing()
         await self._store_conversation(out, terminal)
-        deadlines.storing_conversation = False  # a client that stops reading now is still cut off at the deadline
+        deadlines.end_storing()
         if self._streams:
             await self._writer.end(out)
         else:
