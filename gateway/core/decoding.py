@@ -153,7 +153,7 @@ class RepairedDecoder:
 
     def cancel(self) -> list[Event]:
         out: list[Event] = []
-        self.repair.push(RunFinished("cancelled"), out)
+        self.repair.push(RunFinished(outcome="cancelled"), out)
         return out
 
     def cancel_request(self) -> UpstreamRequest | None:

@@ -241,7 +241,7 @@ class ClientWriter:
             body = b""
             if self.encoder is not None:
                 try:
-                    body = self.encoder.encode([RunError(error.message, code)])
+                    body = self.encoder.encode([RunError(error.message, code=code)])
                 except Exception:  # the encoder may be what broke
                     body = b""
             self._record.failed(code)

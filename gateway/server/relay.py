@@ -256,7 +256,7 @@ class Relay:
         if self._upstream_status >= 300 and isinstance(events[-1], RunFinished):
             # A one-body upstream answered non-2xx with a body that says nothing went wrong.
             refused = UpstreamRefused(self._upstream_status)
-            events[-1] = RunError(refused.message, refused.code)
+            events[-1] = RunError(refused.message, code=refused.code)
         out = self._translate(events)
         terminal = events[-1]
         if not isinstance(terminal, RunFinished | RunError):
@@ -269,7 +269,7 @@ class Relay:
 def _held_too_much(decoder: Decoder, exc: HeldTooMuch) -> list[Event]:
     """The end of a run that brought more than its client can be given whole. The batch that went past the bound
     may have ended the run in the decoder, which then adds nothing; the client has been told nothing of it yet."""
-    return decoder.fail(str(exc), ErrorCode.HELD_TOO_MUCH) or [RunError(str(exc), ErrorCode.HELD_TOO_MUCH)]
+    return decoder.fail(str(exc), ErrorCode.HELD_TOO_MUCH) or [RunError(str(exc), code=ErrorCode.HELD_TOO_MUCH)]
 
 
 def _ended(decoder: Decoder, broke: HTTPError | None, first_break: HTTPError | None) -> list[Event]:
@@ -280,7 +280,7 @@ def _ended(decoder: Decoder, broke: HTTPError | None, first_break: HTTPError | N
     events = decoder.close()
     if first_break is not None and events and isinstance(events[-1], RunError) and \
             events[-1].code == ErrorCode.UPSTREAM_TRUNCATED:
-        events[-1] = RunError(f"upstream connection broke: {failure_line(first_break)}", ErrorCode.UPSTREAM_ERROR)
+        events[-1] = RunError(f"upstream connection broke: {failure_line(first_break)}", code=ErrorCode.UPSTREAM_ERROR)
     return events
 
 
@@ -288,8 +288,8 @@ def _rewrite_start(events: list[Event], turn: Turn) -> None:
     """The client sees its own thread and run ids, whatever the upstream called them."""
     first = events[0]
     if isinstance(first, RunStarted):
-        events[0] = RunStarted(turn.conversation_id, turn.run_id or new_id("run"), turn.parent_run_id,
-                               first.message_id)
+        events[0] = RunStarted(thread_id=turn.conversation_id, run_id=turn.run_id or new_id("run"),
+                               parent_run_id=turn.parent_run_id, message_id=first.message_id)
 
 
 def _too_much(recorder: RunRecorder, max_held: int) -> str:

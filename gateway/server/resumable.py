@@ -119,7 +119,7 @@ def _lost_run_error(client: Dialect) -> Callable[[dict[str, str]], bytes]:
 
     def lost(headers: dict[str, str]) -> bytes:
         wire = Turn(accept=headers.get("content-type"))
-        return client.new_encoder(wire).encode([RunError(resume.LOST, "resume_unavailable")])
+        return client.new_encoder(wire).encode([RunError(resume.LOST, code="resume_unavailable")])
 
     return lost
 
