@@ -117,10 +117,10 @@ class PairResult:
 
 def canonical_run(n: int) -> list[Event]:
     message_id, call_id = "msg_bench", "call_bench"
-    events: list[Event] = [RunStarted("thread_bench", "run_bench"), TextStart(message_id)]
+    events: list[Event] = [RunStarted(thread_id="thread_bench", run_id="run_bench"), TextStart(message_id)]
     events.extend(TextDelta(message_id, f"tok{i} ") for i in range(n))
     events.append(TextEnd(message_id))
-    events.append(ToolCallStart(call_id, "get_weather", message_id))
+    events.append(ToolCallStart(call_id, "get_weather", parent_message_id=message_id))
     events.extend(ToolCallArgs(call_id, part) for part in TOOL_ARGS)
     events.append(ToolCallEnd(call_id))
     events.append(ToolResult(call_id, '{"temperature": 21, "unit": "celsius"}'))

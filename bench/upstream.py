@@ -66,7 +66,7 @@ def token(k: int, stamp: str = PLACEHOLDER) -> str:
 
 
 def canonical_run(n: int) -> list[Event]:
-    events: list[Event] = [RunStarted("thread-bench", "run-bench"), TextStart(MESSAGE_ID)]
+    events: list[Event] = [RunStarted(thread_id="thread-bench", run_id="run-bench"), TextStart(MESSAGE_ID)]
     events.extend(TextDelta(MESSAGE_ID, token(k)) for k in range(n))
     events += [TextEnd(MESSAGE_ID), RunFinished()]
     return events

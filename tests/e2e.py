@@ -53,8 +53,12 @@ def watch_offers(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Offer, object]]:
 def usage_agent() -> Starlette:
     """An AG-UI agent at /agui that reports the tokens each run used, twice (as a run over two models does):
     15 in and 7 out in all, the last model `gpt-test-mini`."""
-    run = encode("ag-ui", [RunStarted("t", "r"), TextStart("m1"), TextDelta("m1", "Counted."), TextEnd("m1"),
-                           Usage(12, 5, 17, "gpt-test", "openai"), Usage(3, 2, 5, "gpt-test-mini", "openai"),
+    run = encode("ag-ui", [RunStarted(thread_id="t", run_id="r"), TextStart("m1"), TextDelta("m1", "Counted."),
+                           TextEnd("m1"),
+                           Usage(input_tokens=12, output_tokens=5, total_tokens=17, model="gpt-test",
+                                 provider="openai"),
+                           Usage(input_tokens=3, output_tokens=2, total_tokens=5, model="gpt-test-mini",
+                                 provider="openai"),
                            RunFinished()])
 
     async def respond(request: Request) -> Response:
@@ -77,7 +81,7 @@ class Reply:
         self.response = response
         if response.status_code >= 400:
             error = orjson.loads(response.content)["error"]
-            self.events: list[Event] = [RunStarted(), RunError(error["message"], error.get("code"))]
+            self.events: list[Event] = [RunStarted(), RunError(error["message"], code=error.get("code"))]
         else:
             self.events = decode(dialect, response.content)
 

@@ -149,7 +149,7 @@ class _Run:
         return [piece] if (piece := self.encoder.encode(events)) else []
 
     def head(self) -> list[Event]:
-        return [RunStarted("thread-fault", "run-fault"), TextStart(self.message_id)]
+        return [RunStarted(thread_id="thread-fault", run_id="run-fault"), TextStart(self.message_id)]
 
     def delta(self, k: int) -> TextDelta:
         return TextDelta(self.message_id, delta_text(k, self.pad))

@@ -83,12 +83,12 @@ def test_resume_with_nothing_new_sends_no_messages_again() -> None:
     mapper = ConversationMapper(MemoryStore())
     turn = Turn([Message("user", "delete it", "u1")], conversation_id="t")
     exchange_once(mapper, turn, "ag-ui", "ag-kit", [RunStarted(), Interrupt("i", tool_call_id="c"),
-                                                   RunFinished("interrupt")])
+                                                   RunFinished(outcome="interrupt")])
     resumed = exchange_once(mapper, Turn(turn.messages, conversation_id="t", resume=[Resume("i")]), "ag-ui",
                             "vercel", [RunStarted(), RunFinished()])
     assert resumed.resume == [Resume("i", tool_call_id="c")]  # the tool call comes from the stored interrupt
     other = Turn([Message("user", "delete it", "u1")], conversation_id="t2")
-    exchange_once(mapper, other, "ag-ui", "ag-kit", [RunStarted(), Interrupt("j"), RunFinished("interrupt")])
+    exchange_once(mapper, other, "ag-ui", "ag-kit", [RunStarted(), Interrupt("j"), RunFinished(outcome="interrupt")])
     sent = exchange_once(mapper, Turn(other.messages, conversation_id="t2", resume=[Resume("j")]), "ag-ui", "ag-kit",
                          [RunStarted(), RunFinished()])
     assert sent.messages == [] and sent.resume == [Resume("j")]
@@ -149,7 +149,7 @@ def test_an_edited_history_under_a_delta_upstream_starts_a_new_conversation_hold
 def test_a_resume_of_an_interrupt_no_longer_waiting_is_not_sent_again() -> None:
     mapper = ConversationMapper(MemoryStore())
     turn = Turn([Message("user", "delete it", "u1")], conversation_id="t")
-    exchange_once(mapper, turn, "ag-ui", "ag-kit", [RunStarted(), Interrupt("i"), RunFinished("interrupt")])
+    exchange_once(mapper, turn, "ag-ui", "ag-kit", [RunStarted(), Interrupt("i"), RunFinished(outcome="interrupt")])
     resumed = Turn(turn.messages, conversation_id="t", resume=[Resume("i", payload="yes")])
     assert exchange_once(mapper, resumed, "ag-ui", "ag-kit", [RunStarted(), RunFinished()]).resume == [
         Resume("i", payload="yes")]
@@ -180,7 +180,7 @@ def test_a_client_that_splits_or_joins_the_agents_messages_is_still_heard_as_the
     mapper = ConversationMapper(MemoryStore())
     exchange_once(mapper, Turn([Message("user", "plan", "u1")], conversation_id="t"), "ag-ui", "ag-kit", [
         RunStarted(), TextStart("m"), TextDelta("m", "Planning. "), TextDelta("m", "Searching."), TextEnd("m"),
-        ToolCallStart("c", "search", "m"), ToolCallEnd("c"), ToolResult("c", "found"),
+        ToolCallStart("c", "search", parent_message_id="m"), ToolCallEnd("c"), ToolResult("c", "found"),
         TextStart("n"), TextDelta("n", "Done."), TextEnd("n"), RunFinished()])
     rebuilt = [Message("user", "plan", "renamed-u1"), Message("activity", "", "a0"),
                Message("assistant", "Planning.", "m"), Message("reasoning", "hmm", "r"),
@@ -211,7 +211,7 @@ def test_an_answer_to_an_interrupt_waits_for_the_store_and_is_refused_past_its_p
     mapper = ConversationMapper(store)
     turn = Turn([Message("user", "delete it", "u1")], conversation_id="t")
     exchange_once(mapper, turn, "ag-ui", "ag-kit", [RunStarted(), Interrupt("i", tool_call_id="c"),
-                                                   RunFinished("interrupt")])
+                                                   RunFinished(outcome="interrupt")])
     answer = Turn(turn.messages, conversation_id="t", resume=[Resume("i", payload="yes")])
 
     async def answered_after_an_outage_of(seconds: float) -> Turn:
@@ -309,8 +309,8 @@ def test_a_reply_longer_than_the_store_keeps_is_stored_as_left_out_and_the_users
     history). The first reply is longer than `store.max_conversation_bytes`: the second turn still carries the
     first question, with the reply marked as left out, and the access line says so."""
     seen: list[list[str]] = []
-    long_reply = encode("ag-ui", [RunStarted("t", "r"), TextStart("m"), TextDelta("m", "x" * 5000), TextEnd("m"),
-                                  RunFinished()])
+    long_reply = encode("ag-ui", [RunStarted(thread_id="t", run_id="r"), TextStart("m"), TextDelta("m", "x" * 5000),
+                                  TextEnd("m"), RunFinished()])
 
     async def agent(request: Request) -> Response:
         body = await request.json()

@@ -96,26 +96,26 @@ def test_the_langgraph_decoder_reads_the_families_back() -> None:
     assert [e.value for e in back if isinstance(e, EncryptedValue)] == ["opaque"]
     texts = {e.message_id: e for e in back if isinstance(e, TextStart)}
     assert texts["m-x"].subagent_run_id == "sub-x" and texts["m1"].metadata == {"lang": "en"}
-    assert next(e for e in back if isinstance(e, Usage)) == Usage(5, 3, 8, "m", reasoning_tokens=1,
-                                                                 cached_input_tokens=2)
+    assert next(e for e in back if isinstance(e, Usage)) == Usage(input_tokens=5, output_tokens=3, total_tokens=8,
+                                                                  model="m", reasoning_tokens=1, cached_input_tokens=2)
     assert isinstance(back[0], RunStarted) and back[0].metadata == {"traceId": "t-1"}
     assert isinstance(back[-1], RunFinished)
 
 
 def test_what_langgraph_has_no_place_for_is_counted() -> None:
     events = [
-        RunStarted("t", "r"),
-        Usage(1, 1),  # before any AI message
+        RunStarted(thread_id="t", run_id="r"),
+        Usage(input_tokens=1, output_tokens=1),  # before any AI message
         SubagentStarted("sub-1", "helper"),
-        ToolCallStart("c1", "search", "m1", subagent_run_id="sub-1", metadata={"k": 1}),
+        ToolCallStart("c1", "search", parent_message_id="m1", subagent_run_id="sub-1", metadata={"k": 1}),
         EncryptedValue("tool-call", "c1", "sealed"),
         ToolResult("c1", [ContentPart("text", text="see"), ContentPart("image", url="https://x/i.png")],
-                   "t1", denied=True, metadata={"k": 2}),
+                   message_id="t1", denied=True, metadata={"k": 2}),
         Interrupt("int-1", payload="yes or no?", expires_at="2026-12-01T00:00:00Z"),
-        Interrupt("int-2", "approval", "Go?", expires_at="2026-12-01T00:00:00Z"),
+        Interrupt("int-2", reason="approval", message="Go?", expires_at="2026-12-01T00:00:00Z"),
         InterruptResolved("int-2"),
         SubagentError("sub-1", "it broke"),
-        RunFinished("interrupt")]
+        RunFinished(outcome="interrupt")]
     got, dropped = written(events)
     assert dropped == {"usage": 1, "subagent": 1, "metadata": 1, "encrypted_value": 1, "interrupt_expiry": 1,
                        "interrupt_resolved": 1}

@@ -48,15 +48,15 @@ def test_threads_state_runs_and_assistants_follow_the_schema(schema: dict[str, A
                       run_id="0c6c5c2e-3f5e-4d55-8a7e-2f3d4b5a6c7d", agent="agent"))
     log.feed([RunStarted(), RunFinished()])
     _check(schema, "Run", log.document())
-    for event in (Interrupt("int-1", "confirm", "Continue?", {"options": ["yes"]}),
-                  Interrupt("abc", "interrupt", None, {"question": "Go on?"})):
+    for event in (Interrupt("int-1", reason="confirm", message="Continue?", payload={"options": ["yes"]}),
+                  Interrupt("abc", reason="interrupt", message=None, payload={"question": "Go on?"})):
         _check(schema, "Interrupt", interrupt_item(event))
 
 
 def test_the_gateways_own_stream_passes_the_judge() -> None:
     encoder = LangGraphEncoder(Turn(conversation_id="t", run_id="r", messages=[Message("user", "hi")]))
     body = encoder.encode([RunStarted(), TextStart("m"), TextDelta("m", "Hi"), TextEnd("m"),
-                           Interrupt("int-1", "confirm", "Continue?"), RunFinished("interrupt")])
+                           Interrupt("int-1", reason="confirm", message="Continue?"), RunFinished(outcome="interrupt")])
     assert judge(Answer(200, encoder.headers, body)) == []
 
 

@@ -20,7 +20,7 @@ TEXT = 'a "quoted" line\nand é ' * (LARGE_TEXT // 8)
 
 
 def run(text: str) -> list[Event]:
-    return [RunStarted("t", "r"), TextStart("m"), TextDelta("m", text[:10]), TextDelta("m", text[10:]),
+    return [RunStarted(thread_id="t", run_id="r"), TextStart("m"), TextDelta("m", text[:10]), TextDelta("m", text[10:]),
             TextEnd("m"), RunFinished()]
 
 

@@ -141,8 +141,9 @@ def test_an_interrupt_answered_in_the_run_is_not_a_note_nor_an_incomplete_respon
 
 
 def test_an_interrupts_deadline_is_in_its_question_or_counted() -> None:
-    run: list[Event] = [RunStarted("t", "r"), Interrupt("i1", "confirm", "go on?", expires_at="2026-10-01T00:00:00Z"),
-                        RunFinished("interrupt")]
+    run: list[Event] = [RunStarted(thread_id="t", run_id="r"),
+                        Interrupt("i1", reason="confirm", message="go on?", expires_at="2026-10-01T00:00:00Z"),
+                        RunFinished(outcome="interrupt")]
     body, dropped = _written("openai-chat", run, {"stream": False})
     assert "[interrupted]" in orjson.loads(body)["choices"][0]["message"]["content"]
     assert dropped == {"interrupt_as_note": 1, "interrupt_expiry": 1}
@@ -153,9 +154,11 @@ def test_an_interrupts_deadline_is_in_its_question_or_counted() -> None:
     assert [(i.id, i.reason, i.message, i.expires_at) for i in read] == [
         ("i1", "confirm", "go on?", "2026-10-01T00:00:00Z")]
 
-    approving: list[Event] = [RunStarted("t", "r"), ToolCallStart("c1", "delete_file"), ToolCallArgs("c1", "{}"),
-                              ToolCallEnd("c1"), Interrupt("i2", "tool_approval", tool_call_id="c1",
-                                                           expires_at="2026-10-01T00:00:00Z"), RunFinished("interrupt")]
+    approving: list[Event] = [RunStarted(thread_id="t", run_id="r"), ToolCallStart("c1", "delete_file"),
+                              ToolCallArgs("c1", "{}"), ToolCallEnd("c1"),
+                              Interrupt("i2", reason="tool_approval", tool_call_id="c1",
+                                        expires_at="2026-10-01T00:00:00Z"),
+                              RunFinished(outcome="interrupt")]
     body, dropped = _written("openai-responses", approving)
     assert dropped == {"interrupt_expiry": 1}  # the call's approval request has no place for it
     read = [e for e in decode("openai-responses", body) if isinstance(e, Interrupt)]
@@ -163,7 +166,8 @@ def test_an_interrupts_deadline_is_in_its_question_or_counted() -> None:
 
 
 def test_metadata_on_a_text_delta_is_counted_on_the_fast_path_and_in_one_body() -> None:
-    run: list[Event] = [RunStarted("t", "r"), TextStart("m"), TextDelta("m", "a"), TextDelta("m", "b", {"k": 1}),
+    run: list[Event] = [RunStarted(thread_id="t", run_id="r"), TextStart("m"), TextDelta("m", "a"),
+                        TextDelta("m", "b", metadata={"k": 1}),
                         TextEnd("m"), RunFinished()]
     for dialect in ("openai-chat", "openai-responses"):
         for stream in (True, False):
@@ -173,8 +177,8 @@ def test_metadata_on_a_text_delta_is_counted_on_the_fast_path_and_in_one_body() 
 
 
 def test_a_text_delta_after_its_id_comes_back_goes_to_the_new_message() -> None:
-    run: list[Event] = [RunStarted("t", "r"), TextStart("m"), TextDelta("m", "one"), TextEnd("m"), TextStart("m"),
-                        TextDelta("m", "two"), TextEnd("m"), RunFinished()]
+    run: list[Event] = [RunStarted(thread_id="t", run_id="r"), TextStart("m"), TextDelta("m", "one"), TextEnd("m"),
+                        TextStart("m"), TextDelta("m", "two"), TextEnd("m"), RunFinished()]
     body, _ = _written("openai-responses", run)
     output = _responses_events(body)[-1]["response"]["output"]
     assert [i["content"][0]["text"] for i in output] == ["one", "two"]
@@ -213,7 +217,9 @@ def test_the_judges_hold_usage_details_to_the_schemas() -> None:
                             "completion_tokens_details": {"reasoning_tokens": "1"}}}
     judged = registry.get("openai-chat").judge(Answer(200, head, orjson.dumps(completion)))
     assert [v.rule for v in judged] == ["usage-details"]
-    body, _ = _written("openai-responses", [RunStarted("t", "r"), Usage(1, 1), RunFinished()], {"stream": False})
+    body, _ = _written("openai-responses",
+                       [RunStarted(thread_id="t", run_id="r"), Usage(input_tokens=1, output_tokens=1), RunFinished()],
+                       {"stream": False})
     response = orjson.loads(body)
     assert response["usage"]["output_tokens_details"] == {"reasoning_tokens": 0}
     del response["usage"]["input_tokens_details"]

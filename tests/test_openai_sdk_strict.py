@@ -267,8 +267,8 @@ def test_the_error_event_of_a_failing_response_is_the_sdks(client: openai.OpenAI
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_response_whose_agent_reported_usage_is_the_sdks(stream: bool) -> None:
-    run: list[Event] = [RunStarted("t", "r"), TextStart("m"), TextDelta("m", "hi"), TextEnd("m"),
-                        Usage(5, 3, cached_input_tokens=2), RunFinished()]
+    run: list[Event] = [RunStarted(thread_id="t", run_id="r"), TextStart("m"), TextDelta("m", "hi"), TextEnd("m"),
+                        Usage(input_tokens=5, output_tokens=3, cached_input_tokens=2), RunFinished()]
     encoder = registry.get("openai-responses").new_encoder(Turn(metadata={"openai_responses": {"stream": stream}}))
     body = encoder.encode(run)
     last = orjson.loads(body) if not stream else orjson.loads(sse_payloads(body)[-2])["response"]

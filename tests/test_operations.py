@@ -130,15 +130,17 @@ def test_events_a_pair_drops_or_approximates_are_counted_by_kind() -> None:
 
 
 EVERYTHING: list[Event] = [
-    RunStarted("t", "r"), ReasoningStart("r1"), ReasoningDelta("r1", "hm"), ReasoningEnd("r1"), StepStarted("plan"),
-    TextStart("m1"), TextDelta("m1", "hi"), TextEnd("m1"), StepFinished("plan"), StepStarted(), StepFinished(),
+    RunStarted(thread_id="t", run_id="r"), ReasoningStart("r1"), ReasoningDelta("r1", "hm"), ReasoningEnd("r1"),
+    StepStarted(name="plan"), TextStart("m1"), TextDelta("m1", "hi"), TextEnd("m1"), StepFinished(name="plan"),
+    StepStarted(), StepFinished(),
     StateSnapshot({"a": 1}), StateDelta([{"op": "replace", "path": "/a", "value": 2}]), MessagesSnapshot([]),
-    Data("progress", 1), Usage(1, 2), Raw("elsewhere", {"type": "x"}), ToolCallStart("c1", "search"),
-    ToolCallArgs("c1", "{}"), ToolCallEnd("c1"), ToolResult("c1", "boom", is_error=True), Interrupt("i1", "confirm"),
-    RunFinished("interrupt"),
+    Data("progress", 1), Usage(input_tokens=1, output_tokens=2), Raw("elsewhere", event={"type": "x"}),
+    ToolCallStart("c1", "search"), ToolCallArgs("c1", "{}"), ToolCallEnd("c1"), ToolResult("c1", "boom", is_error=True),
+    Interrupt("i1", reason="confirm"), RunFinished(outcome="interrupt"),
 ]
 """A run with one of every canonical event."""
-CANCELLED: list[Event] = [RunStarted(), ToolCallStart("c2", "client_tool"), ToolCallEnd("c2"), RunFinished("cancelled")]
+CANCELLED: list[Event] = [RunStarted(), ToolCallStart("c2", "client_tool"), ToolCallEnd("c2"),
+                          RunFinished(outcome="cancelled")]
 
 
 @pytest.mark.parametrize(("dialect", "everything", "cancelled"), [

@@ -142,7 +142,7 @@ def runs(draw: st.DrawFn, dialect: str) -> list[Event]:
     """A well formed run using only what `dialect` carries."""
     carries = registry.get(dialect).carries
     blocks = ["text", "tool"] + [b for b in ("reasoning", "data", "state") if b in carries]
-    events: list[Event] = [RunStarted("thread", "run")]
+    events: list[Event] = [RunStarted(thread_id="thread", run_id="run")]
     last_tool: str | None = None
     for index in range(draw(st.integers(0, 5))):
         block = draw(st.sampled_from(blocks))
@@ -174,14 +174,14 @@ def runs(draw: st.DrawFn, dialect: str) -> list[Event]:
     ending = draw(st.sampled_from(["finish"] + [e for feature, e in endings.items() if feature in carries]))
     if ending == "interrupt":
         tool = last_tool if "interrupt_tool_call" in carries and draw(st.booleans()) else None
-        events.append(Interrupt("int-1", "approval", payload=draw(_json_value), tool_call_id=tool))
-        events.append(RunFinished("interrupt"))
+        events.append(Interrupt("int-1", reason="approval", payload=draw(_json_value), tool_call_id=tool))
+        events.append(RunFinished(outcome="interrupt"))
     elif ending == "error":
         events.append(RunError(draw(_text)))
     elif ending == "cut":
         events.append(RunFinished(stop_reason=draw(st.sampled_from(["length", "content_filter"]))))
     else:
-        events.append(RunFinished("cancelled" if ending == "cancel" else "success"))
+        events.append(RunFinished(outcome="cancelled" if ending == "cancel" else "success"))
     return events
 
 

@@ -22,9 +22,10 @@ from gateway.core.turn import Message, ToolCall
 def test_a_run_becomes_the_messages_a_client_would_assemble() -> None:
     recorder = RunRecorder()
     recorder.record([
-        RunStarted("upstream-thread"), ReasoningDelta("r", "hmm"), TextStart("m1"), TextDelta("m1", "Let me "),
-        TextDelta("m1", "check."), ToolCallStart("c1", "get_weather", "m1"), ToolCallArgs("c1", '{"city":'),
-        ToolCallArgs("c1", '"Paris"}'), ToolCallEnd("c1"), ToolResult("c1", {"t": 21}, "res1"),
+        RunStarted(thread_id="upstream-thread"), ReasoningDelta("r", "hmm"), TextStart("m1"),
+        TextDelta("m1", "Let me "), TextDelta("m1", "check."),
+        ToolCallStart("c1", "get_weather", parent_message_id="m1"), ToolCallArgs("c1", '{"city":'),
+        ToolCallArgs("c1", '"Paris"}'), ToolCallEnd("c1"), ToolResult("c1", {"t": 21}, message_id="res1"),
         TextStart("m2"), TextDelta("m2", "Sunny."), ToolCallStart("c2", "ask_user"), ToolCallEnd("c2"),
     ])
     assert recorder.close() == [
@@ -57,7 +58,11 @@ def test_a_run_longer_than_the_store_keeps_lets_go_of_its_text() -> None:
 def test_token_usage_is_summed_over_reports_and_what_is_not_a_count_is_left_out() -> None:
     recorder = RunRecorder()
     assert recorder.usage is None
-    recorder.record([RunStarted(), Usage(10, 4, 14, "model-a", "openai")])
-    recorder.record([Usage(2, None, None, "m" * 1000), Usage("lots", -3), Usage(True, 1 << 60),  # type: ignore[arg-type]
-                     Usage(1, 1, model=42)])  # type: ignore[arg-type]
-    assert recorder.usage == Usage(13, 5, None, "m" * 256, "openai")
+    recorder.record([RunStarted(), Usage(input_tokens=10, output_tokens=4, total_tokens=14, model="model-a",
+                                         provider="openai")])
+    recorder.record([Usage(input_tokens=2, output_tokens=None, total_tokens=None, model="m" * 1000),
+                     Usage(input_tokens="lots", output_tokens=-3),  # type: ignore[arg-type]
+                     Usage(input_tokens=True, output_tokens=1 << 60),
+                     Usage(input_tokens=1, output_tokens=1, model=42)])  # type: ignore[arg-type]
+    assert recorder.usage == Usage(input_tokens=13, output_tokens=5, total_tokens=None, model="m" * 256,
+                                   provider="openai")

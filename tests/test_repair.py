@@ -30,7 +30,7 @@ def repaired(*events: Event, end: bool = True) -> list[Event]:
 
 
 def test_run_started_is_added_when_missing_and_kept_once() -> None:
-    out = repaired(TextDelta("m", "hi"), RunStarted("t", "r"), RunFinished())
+    out = repaired(TextDelta("m", "hi"), RunStarted(thread_id="t", run_id="r"), RunFinished())
     assert out == [RunStarted(), TextStart("m"), TextDelta("m", "hi"), TextEnd("m"), RunFinished()]
 
 
@@ -46,8 +46,8 @@ def test_end_for_a_message_not_open_is_dropped() -> None:
 
 
 def test_open_messages_and_tool_calls_are_closed_before_finish() -> None:
-    out = repaired(RunStarted(), TextStart("m"), ToolCallStart("c", "f"), StepStarted("s"), RunFinished())
-    assert out[-4:] == [TextEnd("m"), ToolCallEnd("c"), StepFinished("s"), RunFinished()]
+    out = repaired(RunStarted(), TextStart("m"), ToolCallStart("c", "f"), StepStarted(name="s"), RunFinished())
+    assert out[-4:] == [TextEnd("m"), ToolCallEnd("c"), StepFinished(name="s"), RunFinished()]
 
 
 def test_error_fails_tool_calls_still_waiting_for_a_result() -> None:
@@ -70,8 +70,8 @@ def test_nothing_follows_the_terminal_event() -> None:
 
 
 def test_interrupt_makes_the_outcome_interrupt_and_only_it_does() -> None:
-    assert repaired(RunStarted(), Interrupt("i"), RunFinished())[-1] == RunFinished("interrupt")
-    assert repaired(RunStarted(), RunFinished("interrupt"))[-1] == RunFinished("success")
+    assert repaired(RunStarted(), Interrupt("i"), RunFinished())[-1] == RunFinished(outcome="interrupt")
+    assert repaired(RunStarted(), RunFinished(outcome="interrupt"))[-1] == RunFinished(outcome="success")
 
 
 def test_args_for_an_unstarted_call_start_it_and_args_after_its_end_are_dropped() -> None:
@@ -87,5 +87,6 @@ def test_result_closes_a_call_still_open() -> None:
 
 def test_step_finished_without_a_start_is_dropped_and_inner_steps_close_first() -> None:
     assert repaired(RunStarted(), StepFinished(), RunFinished()) == [RunStarted(), RunFinished()]
-    out = repaired(RunStarted(), StepStarted("outer"), StepStarted("inner"), StepFinished("outer"), RunFinished())
-    assert out[3:5] == [StepFinished("inner"), StepFinished("outer")]
+    out = repaired(RunStarted(), StepStarted(name="outer"), StepStarted(name="inner"), StepFinished(name="outer"),
+                   RunFinished())
+    assert out[3:5] == [StepFinished(name="inner"), StepFinished(name="outer")]

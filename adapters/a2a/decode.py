@@ -97,7 +97,8 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
             return
         result = frame.get("result", frame)
         if not isinstance(result, dict):
-            out.append(RunError("upstream sent a JSON-RPC result that is not an object", ErrorCode.UPSTREAM_BAD_EVENT))
+            out.append(RunError("upstream sent a JSON-RPC result that is not an object",
+                                code=ErrorCode.UPSTREAM_BAD_EVENT))
             return
         kind, value = ("task", result) if self._whole_task else response_kind(result)
         task_id = value.get("id") if kind == "task" else value.get("taskId")
@@ -126,7 +127,7 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
             if value.get("taskId") is None:  # a reply without a task: the run is this message
                 out.append(RunFinished())
         else:
-            out.append(Raw("a2a", frame))  # a kind of response this version does not know: passed over
+            out.append(Raw("a2a", event=frame))  # a kind of response this version does not know: passed over
 
     def steady_text(self, frame: dict[str, Any]) -> str | None:
         """An update of this task's text artifact already open, of one text part and not its last chunk."""
@@ -167,7 +168,7 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
             self._task_id = task_id
         if self._context_id is None:
             self._context_id = context_id if isinstance(context_id, str) else None
-            out.append(RunStarted(self._context_id, self._task_id))
+            out.append(RunStarted(thread_id=self._context_id, run_id=self._task_id))
 
     def _artifact(self, update: dict[str, Any], out: Events, *, whole: bool = False) -> None:
         """An artifact update; `whole`, an artifact as a task holds it (all its chunks so far), which like an update
@@ -194,9 +195,9 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
             elif whole and said is not None:
                 continue  # data and files of an artifact already passed on
             elif kind == "data":
-                out.append(Data(name, part.get("data"), artifact_id))
+                out.append(Data(name, part.get("data"), id=artifact_id))
             elif kind == "file":
-                out.append(Data("file", part.get("file", part), artifact_id))
+                out.append(Data("file", part.get("file", part), id=artifact_id))
         if texts:
             self._replace(artifact_id, "".join(texts), out)
         self._said.setdefault(artifact_id, [])  # seen, though it held no text: its data was passed on
@@ -237,14 +238,14 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
         if name in PAUSED:
             close_texts(self._open_text, out)
             text = text_of(parts_of(message))
-            out.append(Interrupt(self._task_id or new_id("task"), name.replace("-", "_"), text or None,
-                                 data_of(message)))
-            out.append(RunFinished("interrupt"))
+            out.append(Interrupt(self._task_id or new_id("task"), reason=name.replace("-", "_"), message=text or None,
+                                 payload=data_of(message)))
+            out.append(RunFinished(outcome="interrupt"))
             return
         if name in _FAILED_CODES:
             close_texts(self._open_text, out)
             text = text_of(parts_of(message))
-            out.append(RunError(text or f"upstream task {name}", _FAILED_CODES[name]))
+            out.append(RunError(text or f"upstream task {name}", code=_FAILED_CODES[name]))
             return
         if isinstance(message, dict):
             read_message(message, self._open_text, out)
@@ -254,13 +255,13 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
             out.append(RunFinished(stop_reason=reason if reason in ("length", "content_filter") else None))
         elif name == "canceled":
             close_texts(self._open_text, out)
-            out.append(RunFinished("cancelled"))
+            out.append(RunFinished(outcome="cancelled"))
 
     def _end_without_state(self, out: Events) -> None:
         """The stream ended with no final state: a task still working is a truncated run (repair says so); one
         that never started is an empty reply."""
         if self._context_id is None and self._task_id is None:
-            out.append(RunError("upstream answered with no task and no message", ErrorCode.UPSTREAM_BAD_EVENT))
+            out.append(RunError("upstream answered with no task and no message", code=ErrorCode.UPSTREAM_BAD_EVENT))
 
 
 def _another(named: Any, this: str | None) -> bool:
@@ -281,11 +282,11 @@ def _task_call(method: str, task_id: str, *, streams: bool, accept: str | None =
 
 def _rpc_error(error: Any) -> RunError:
     if not isinstance(error, dict):
-        return RunError("upstream answered with a JSON-RPC error", ErrorCode.UPSTREAM_ERROR)
+        return RunError("upstream answered with a JSON-RPC error", code=ErrorCode.UPSTREAM_ERROR)
     message = str_or(error.get("message"), "upstream error")
     code = error.get("code")
     data = error.get("data")
     info = data[0] if isinstance(data, list) and data and isinstance(data[0], dict) else {}
     reason = str_or(info.get("reason")).lower()  # google.rpc.ErrorInfo's: the gateway's own code, past a gateway
     return RunError(f"{message} (A2A error {code})" if code is not None else message,
-                    reason or ErrorCode.UPSTREAM_ERROR)
+                    code=reason or ErrorCode.UPSTREAM_ERROR)

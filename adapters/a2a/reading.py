@@ -48,7 +48,7 @@ def read_message(message: dict[str, Any], open_text: dict[str, str], out: Events
         data = part.get("data")
         if mark == FUNCTION_CALL and isinstance(data, dict):
             call_id = str_or(data.get("id")) or new_id("call")
-            out.append(ToolCallStart(call_id, str(data.get("name") or "unknown_tool"), message_id))
+            out.append(ToolCallStart(call_id, str(data.get("name") or "unknown_tool"), parent_message_id=message_id))
             out.append(ToolCallArgs(call_id, orjson.dumps(data.get("args") or {}).decode()))
             out.append(ToolCallEnd(call_id))
         elif mark == FUNCTION_RESPONSE and isinstance(data, dict) and isinstance(data.get("id"), str):
@@ -57,9 +57,9 @@ def read_message(message: dict[str, Any], open_text: dict[str, str], out: Events
                 response = response["result"]
             out.append(ToolResult(data["id"], response))
         elif kind == "data":
-            out.append(Data("data", data, message_id))
+            out.append(Data("data", data, id=message_id))
         elif kind == "file":
-            out.append(Data("file", part.get("file", part), message_id))
+            out.append(Data("file", part.get("file", part), id=message_id))
     if text_open:
         out.append(TextEnd(message_id))
 

@@ -57,7 +57,7 @@ class AgKitDecoder(AguiDecoder):
         elif isinstance(kind, str) and kind.isupper():
             super().on_frame(frame, out)
         else:
-            out.append(Raw("ag-kit", frame))
+            out.append(Raw("ag-kit", event=frame))
 
     def _end_text(self, out: Events) -> None:
         if self._text is not None:
@@ -80,7 +80,7 @@ def _tool_start(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
     if not (isinstance(tool_call_id, str) and isinstance(name, str)):
         return False
     d._end_text(out)
-    out.append(ToolCallStart(tool_call_id, name, d._parent))
+    out.append(ToolCallStart(tool_call_id, name, parent_message_id=d._parent))
     return True
 
 
@@ -111,7 +111,7 @@ def _interrupt(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
     payload = f.get("payload")
     # An interrupt about a tool call names it in its payload (as the gateway writes one for an AG-Kit client).
     call = payload.get("toolCallId") if isinstance(payload, dict) else None
-    out.append(Interrupt(interrupt_id, reason if isinstance(reason, str) else "", payload=payload,
+    out.append(Interrupt(interrupt_id, reason=reason if isinstance(reason, str) else "", payload=payload,
                          tool_call_id=call if isinstance(call, str) and call else None))
     return True
 
@@ -121,7 +121,7 @@ def _error(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
     message = str(f.get("error") or "upstream agent failed")
     if f.get("details"):
         message = f"{message}: {f['details']}"
-    out.append(RunError(message, ErrorCode.UPSTREAM_ERROR))
+    out.append(RunError(message, code=ErrorCode.UPSTREAM_ERROR))
     return True
 
 

@@ -88,13 +88,13 @@ class AguiDecoder(JsonSSEDecoder):
                 self._close_chunks(out)
             found = _HANDLERS.get(kind) if isinstance(kind, str) else None
             if found is None:
-                out.append(Raw("ag-ui", frame))
+                out.append(Raw("ag-ui", event=frame))
                 return
             handler = found
         try:
             handler(self, frame, out)
         except (KeyError, TypeError, ValueError, AttributeError):
-            out.append(Raw("ag-ui", frame))
+            out.append(Raw("ag-ui", event=frame))
 
     def _close_chunks(self, out: Events) -> None:
         """Any other event closes the chunk streams that are open (the client's own rule)."""
@@ -131,7 +131,8 @@ def _int(mapping: dict[str, Any], key: str) -> int | None:
 
 def _run_started(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     d.version = str_at(f, "protocolVersion")
-    out.append(RunStarted(str_at(f, "threadId"), str_at(f, "runId"), str_at(f, "parentRunId"), metadata=_meta(f)))
+    out.append(RunStarted(thread_id=str_at(f, "threadId"), run_id=str_at(f, "runId"),
+                          parent_run_id=str_at(f, "parentRunId"), metadata=_meta(f)))
 
 
 def _run_finished(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -144,11 +145,11 @@ def _run_finished(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
         for item in outcome.get("interrupts") or ():  # type: ignore[union-attr]
             if isinstance(item, dict) and isinstance(item.get("id"), str):
                 out.append(_interrupt(item))
-        out.append(RunFinished("interrupt", f.get("result"), _meta(f)))
+        out.append(RunFinished(outcome="interrupt", result=f.get("result"), metadata=_meta(f)))
     else:
         metadata, reason = _stop_reason(_meta(f))
-        out.append(RunFinished("cancelled" if kind == "cancelled" else "success", f.get("result"), metadata,
-                               reason))
+        out.append(RunFinished(outcome="cancelled" if kind == "cancelled" else "success", result=f.get("result"),
+                               metadata=metadata, stop_reason=reason))
 
 
 def _interrupt(item: dict[str, Any]) -> Interrupt:
@@ -161,15 +162,18 @@ def _interrupt(item: dict[str, Any]) -> Interrupt:
     else:
         metadata = None
     schema = item.get("responseSchema")
-    return Interrupt(item["id"], str_at(item, "reason") or "", str_at(item, "message"), payload,
-                     str_at(item, "toolCallId"), schema if type(schema) is dict else None, str_at(item, "expiresAt"),
-                     str_at(item, "subagentRunId"), metadata)
+    return Interrupt(item["id"], reason=str_at(item, "reason") or "", message=str_at(item, "message"), payload=payload,
+                     tool_call_id=str_at(item, "toolCallId"), response_schema=schema if type(schema) is dict else None,
+                     expires_at=str_at(item, "expiresAt"), subagent_run_id=str_at(item, "subagentRunId"),
+                     metadata=metadata)
 
 
 def _usage(usage: dict[str, Any]) -> Usage:
-    return Usage(_int(usage, "inputTokens"), _int(usage, "outputTokens"), _int(usage, "totalTokens"),
-                 str_at(usage, "model"), str_at(usage, "provider"), _int(usage, "reasoningTokens"),
-                 _int(usage, "cachedInputTokens"), _int(usage, "cacheWriteInputTokens"))
+    return Usage(input_tokens=_int(usage, "inputTokens"), output_tokens=_int(usage, "outputTokens"),
+                 total_tokens=_int(usage, "totalTokens"), model=str_at(usage, "model"),
+                 provider=str_at(usage, "provider"), reasoning_tokens=_int(usage, "reasoningTokens"),
+                 cached_input_tokens=_int(usage, "cachedInputTokens"),
+                 cache_write_input_tokens=_int(usage, "cacheWriteInputTokens"))
 
 
 def _run_error(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -177,13 +181,13 @@ def _run_error(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
         if isinstance(usage, dict):
             out.append(_usage(usage))
     message = f.get("message")
-    out.append(RunError(message if isinstance(message, str) else "upstream run failed", str_at(f, "code"),
-                        _meta(f)))
+    out.append(RunError(message if isinstance(message, str) else "upstream run failed", code=str_at(f, "code"),
+                        metadata=_meta(f)))
 
 
 def _text_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(TextStart(required_str(f, "messageId"), str_at(f, "role") or "assistant", str_at(f, "subagentRunId"),
-                         str_at(f, "name"), _meta(f)))
+    out.append(TextStart(required_str(f, "messageId"), role=str_at(f, "role") or "assistant",
+                         subagent_run_id=str_at(f, "subagentRunId"), name=str_at(f, "name"), metadata=_meta(f)))
 
 
 def _text_content(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -191,11 +195,11 @@ def _text_content(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     if type(message_id) is not str or type(delta) is not str:
         raise TypeError("messageId and delta must be strings")
     # type, messageId and delta: nothing else to read (a subagent's tag repeats its opener's)
-    out.append(TextDelta(message_id, delta) if len(f) == 3 else TextDelta(message_id, delta, _meta(f)))
+    out.append(TextDelta(message_id, delta) if len(f) == 3 else TextDelta(message_id, delta, metadata=_meta(f)))
 
 
 def _text_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(TextEnd(required_str(f, "messageId"), _meta(f)))
+    out.append(TextEnd(required_str(f, "messageId"), metadata=_meta(f)))
 
 
 def _text_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -204,12 +208,12 @@ def _text_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
         if d._chunk_text:
             out.append(TextEnd(d._chunk_text))
         d._chunk_text = message_id
-        out.append(TextStart(message_id, str_at(f, "role") or "assistant", str_at(f, "subagentRunId"),
-                             str_at(f, "name")))
+        out.append(TextStart(message_id, role=str_at(f, "role") or "assistant",
+                             subagent_run_id=str_at(f, "subagentRunId"), name=str_at(f, "name")))
     elif d._chunk_text is None:
         d._chunk_text = new_id("msg")
-        out.append(TextStart(d._chunk_text, str_at(f, "role") or "assistant", str_at(f, "subagentRunId"),
-                             str_at(f, "name")))
+        out.append(TextStart(d._chunk_text, role=str_at(f, "role") or "assistant",
+                             subagent_run_id=str_at(f, "subagentRunId"), name=str_at(f, "name")))
     delta = str_at(f, "delta")
     if delta:
         out.append(TextDelta(d._chunk_text, delta))
@@ -217,15 +221,16 @@ def _text_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
 
 def _tool_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     out.append(ToolCallStart(required_str(f, "toolCallId"), required_str(f, "toolCallName"),
-                             str_at(f, "parentMessageId"), str_at(f, "subagentRunId"), _meta(f)))
+                             parent_message_id=str_at(f, "parentMessageId"), subagent_run_id=str_at(f, "subagentRunId"),
+                             metadata=_meta(f)))
 
 
 def _tool_args(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ToolCallArgs(required_str(f, "toolCallId"), required_str(f, "delta"), _meta(f)))
+    out.append(ToolCallArgs(required_str(f, "toolCallId"), required_str(f, "delta"), metadata=_meta(f)))
 
 
 def _tool_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ToolCallEnd(required_str(f, "toolCallId"), _meta(f)))
+    out.append(ToolCallEnd(required_str(f, "toolCallId"), metadata=_meta(f)))
 
 
 def _tool_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -235,7 +240,8 @@ def _tool_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
             out.append(ToolCallEnd(d._chunk_tool))
         d._chunk_tool = tool_call_id
         out.append(ToolCallStart(tool_call_id, str_at(f, "toolCallName") or "unknown_tool",
-                                 str_at(f, "parentMessageId"), str_at(f, "subagentRunId")))
+                                 parent_message_id=str_at(f, "parentMessageId"),
+                                 subagent_run_id=str_at(f, "subagentRunId")))
     if d._chunk_tool is None:
         return  # a continuation with no call open: nothing to attach it to
     delta = str_at(f, "delta")
@@ -249,16 +255,17 @@ def _tool_result(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
         content = parts_from_agui(content)  # text, images, documents: kept as parts
     elif not isinstance(content, str):
         raise TypeError("content")
-    out.append(ToolResult(required_str(f, "toolCallId"), content, str_at(f, "messageId"),
+    out.append(ToolResult(required_str(f, "toolCallId"), content, message_id=str_at(f, "messageId"),
                           subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
 
 
 def _reasoning_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ReasoningStart(required_str(f, "messageId"), str_at(f, "subagentRunId"), _meta(f)))
+    out.append(ReasoningStart(required_str(f, "messageId"), subagent_run_id=str_at(f, "subagentRunId"),
+                              metadata=_meta(f)))
 
 
 def _reasoning_content(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ReasoningDelta(required_str(f, "messageId"), required_str(f, "delta"), _meta(f)))
+    out.append(ReasoningDelta(required_str(f, "messageId"), required_str(f, "delta"), metadata=_meta(f)))
 
 
 def _reasoning_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -266,7 +273,7 @@ def _reasoning_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     if message_id in d._spans:
         d._spans[message_id] = True
         return
-    out.append(ReasoningEnd(message_id, _meta(f)))
+    out.append(ReasoningEnd(message_id, metadata=_meta(f)))
 
 
 def _encrypted(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -274,7 +281,7 @@ def _encrypted(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     if subtype != "message" and subtype != "tool-call":
         raise ValueError("subtype")
     out.append(EncryptedValue(subtype, required_str(f, "entityId"), required_str(f, "encryptedValue"),
-                              str_at(f, "subagentRunId"), _meta(f)))
+                              subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
 
 
 def _reasoning_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -285,7 +292,7 @@ def _reasoning_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
         d._chunk_reasoning = message_id
     elif d._chunk_reasoning is None:
         d._chunk_reasoning = new_id("reasoning")
-    out.append(ReasoningStart(d._chunk_reasoning, str_at(f, "subagentRunId")))
+    out.append(ReasoningStart(d._chunk_reasoning, subagent_run_id=str_at(f, "subagentRunId")))
     delta = str_at(f, "delta")
     if delta:
         out.append(ReasoningDelta(d._chunk_reasoning, delta))
@@ -299,7 +306,7 @@ def _span_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
 def _span_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     message_id = required_str(f, "messageId")
     if d._spans.pop(message_id, False):
-        out.append(ReasoningEnd(message_id, _meta(f)))
+        out.append(ReasoningEnd(message_id, metadata=_meta(f)))
 
 
 def _span(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -324,19 +331,19 @@ def _thinking_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
 
 
 def _state_snapshot(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(StateSnapshot(f["snapshot"], str_at(f, "subagentRunId"), _meta(f)))
+    out.append(StateSnapshot(f["snapshot"], subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
 
 
 def _state_delta(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     patch = f["delta"]
     if not isinstance(patch, list):
         raise TypeError("delta")
-    out.append(StateDelta(patch, str_at(f, "subagentRunId"), _meta(f)))
+    out.append(StateDelta(patch, subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
 
 
 def _messages_snapshot(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     messages = [m for value in f["messages"] if (m := message_from_agui(value)) is not None]
-    out.append(MessagesSnapshot(messages, _meta(f)))
+    out.append(MessagesSnapshot(messages, metadata=_meta(f)))
 
 
 def _activity_snapshot(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -353,34 +360,41 @@ def _activity_delta(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     if not isinstance(patch, list):
         raise TypeError("patch")
     out.append(ActivityDelta(required_str(f, "messageId"), required_str(f, "activityType"), patch,
-                             str_at(f, "subagentRunId"), _meta(f)))
+                             subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
 
 
 def _subagent_started(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(SubagentStarted(required_str(f, "subagentRunId"), required_str(f, "name"), str_at(f, "description"),
-                               str_at(f, "parentSubagentRunId"), str_at(f, "parentToolCallId"),
-                               str_at(f, "parentMessageId"), _meta(f)))
+    out.append(SubagentStarted(required_str(f, "subagentRunId"), required_str(f, "name"),
+                               description=str_at(f, "description"),
+                               parent_subagent_run_id=str_at(f, "parentSubagentRunId"),
+                               parent_tool_call_id=str_at(f, "parentToolCallId"),
+                               parent_message_id=str_at(f, "parentMessageId"), metadata=_meta(f)))
 
 
 def _subagent_finished(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     outcome = f.get("outcome")
     kind = outcome.get("type") if type(outcome) is dict else None
     ids = outcome.get("interruptIds") if type(outcome) is dict else None
-    out.append(SubagentFinished(required_str(f, "subagentRunId"), f.get("result"),
-                                "suspended" if kind == "suspended" else "success" if kind == "success" else None,
-                                [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else None, _meta(f)))
+    out.append(SubagentFinished(required_str(f, "subagentRunId"), result=f.get("result"),
+                                outcome=("suspended" if kind == "suspended" else "success" if kind == "success"
+                                         else None),
+                                interrupt_ids=[i for i in ids if isinstance(i, str)] if isinstance(ids, list) else None,
+                                metadata=_meta(f)))
 
 
 def _subagent_error(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(SubagentError(required_str(f, "subagentRunId"), required_str(f, "message"), str_at(f, "code"), _meta(f)))
+    out.append(SubagentError(required_str(f, "subagentRunId"), required_str(f, "message"), code=str_at(f, "code"),
+                             metadata=_meta(f)))
 
 
 def _step_started(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(StepStarted(required_str(f, "stepName"), str_at(f, "subagentRunId"), _meta(f)))
+    out.append(StepStarted(name=required_str(f, "stepName"), subagent_run_id=str_at(f, "subagentRunId"),
+                           metadata=_meta(f)))
 
 
 def _step_finished(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(StepFinished(required_str(f, "stepName"), str_at(f, "subagentRunId"), _meta(f)))
+    out.append(StepFinished(name=required_str(f, "stepName"), subagent_run_id=str_at(f, "subagentRunId"),
+                            metadata=_meta(f)))
 
 
 def _custom(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -391,13 +405,13 @@ def _custom(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
         raw = f.get("rawEvent")
         interrupt_id = raw if isinstance(raw, str) else new_id("interrupt")
         payload = json_or_text(value) if isinstance(value, str) else value
-        out.append(Interrupt(interrupt_id, "agent requested interrupt", payload=payload))
+        out.append(Interrupt(interrupt_id, reason="agent requested interrupt", payload=payload))
         return
     out.append(Data(name, value, subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
 
 
 def _raw(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(Raw("ag-ui", f, str_at(f, "subagentRunId"), _meta(f)))
+    out.append(Raw("ag-ui", event=f, subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
 
 
 _HANDLERS: dict[str, Handler] = {

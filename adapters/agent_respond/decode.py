@@ -37,7 +37,8 @@ class AgentRespondDecoder(JsonBodyDecoder):
         messages = body.get("messages") if isinstance(body, dict) else None
         error = _error(body)
         if not isinstance(messages, list):
-            out.append(RunError(error[0] if error else "upstream returned no messages", ErrorCode.UPSTREAM_BAD_EVENT))
+            out.append(RunError(error[0] if error else "upstream returned no messages",
+                                code=ErrorCode.UPSTREAM_BAD_EVENT))
             return
         for message in messages:
             if isinstance(message, dict):
@@ -54,7 +55,7 @@ class AgentRespondDecoder(JsonBodyDecoder):
             out.append(read)
         if error:
             # An agent's error body (a 502 with the messages it had made): what it said, then why it stopped.
-            out.append(RunError(error[0], error[1]))
+            out.append(RunError(error[0], code=error[1]))
         else:
             metadata = body.get("metadata")
             reason = metadata.get("finish_reason") if isinstance(metadata, dict) else None
@@ -73,7 +74,8 @@ class AgentRespondDecoder(JsonBodyDecoder):
                 function = call.get("function") if isinstance(call, dict) else None
                 if not isinstance(function, dict) or not isinstance(call.get("id"), str):
                     continue
-                out.append(ToolCallStart(call["id"], str(function.get("name") or "unknown_tool"), message_id))
+                out.append(ToolCallStart(call["id"], str(function.get("name") or "unknown_tool"),
+                                         parent_message_id=message_id))
                 arguments = function.get("arguments")
                 out.append(ToolCallArgs(call["id"],
                                         arguments if isinstance(arguments, str) else as_text(arguments or {})))

@@ -141,7 +141,7 @@ class LangGraphDecoder(MessageReader):
             mode = frame.event.partition("|")[0]  # `mode|namespace` from subgraphs
             handler = _HANDLERS.get(mode)
             if handler is None:
-                repair.append(Raw("langgraph", {"event": frame.event, "data": value}))
+                repair.append(Raw("langgraph", event={"event": frame.event, "data": value}))
                 continue
             handler(self, value, repair)
             if mode == "messages" and steady.tries > 0:
@@ -154,7 +154,7 @@ class LangGraphDecoder(MessageReader):
         if isinstance(value, dict) and isinstance(value.get("run_id"), str):
             self._run_id = value["run_id"]
             metadata = value.get("metadata")
-            out.append(RunStarted(self._thread_id, value["run_id"],
+            out.append(RunStarted(thread_id=self._thread_id, run_id=value["run_id"],
                                   metadata=metadata if isinstance(metadata, dict) and metadata else None))
 
     def _updates(self, value: Any, out: Events) -> None:
@@ -213,16 +213,16 @@ class LangGraphDecoder(MessageReader):
         name, data, given = value["name"], value["data"], value.get("id")
         data_id = given if isinstance(given, str) else None
         family = _family(name, data_id, data) if data_id is not None else None
-        out.append(family or Data(name, data, data_id, transient=value.get("transient") is True))
+        out.append(family or Data(name, data, id=data_id, transient=value.get("transient") is True))
 
     def _error(self, value: Any, out: Events) -> None:
         self._end_all(out)
         if isinstance(value, dict) and value.get("error") in CANCELLED:
-            out.append(RunFinished("cancelled"))
+            out.append(RunFinished(outcome="cancelled"))
         elif isinstance(value, dict):
             message, code = value.get("message"), value.get("error")
             out.append(RunError(message if isinstance(message, str) and message else str(code or "the run failed"),
-                                code if isinstance(code, str) else None))
+                                code=code if isinstance(code, str) else None))
         else:
             out.append(RunError(str(value) or "the run failed"))
 
@@ -243,15 +243,18 @@ def _family(name: str, data_id: str, data: Any) -> Event | None:
     if name != "subagent" or data.get("subagentRunId") != data_id or not isinstance(status, str):
         return None
     if status == "running":
-        return SubagentStarted(data_id, str_or_none(data.get("name")) or "", str_or_none(data.get("description")),
-                               str_or_none(data.get("parentSubagentRunId")), str_or_none(data.get("parentToolCallId")),
-                               str_or_none(data.get("parentMessageId")))
+        return SubagentStarted(data_id, str_or_none(data.get("name")) or "",
+                               description=str_or_none(data.get("description")),
+                               parent_subagent_run_id=str_or_none(data.get("parentSubagentRunId")),
+                               parent_tool_call_id=str_or_none(data.get("parentToolCallId")),
+                               parent_message_id=str_or_none(data.get("parentMessageId")))
     if status == "error":
         return SubagentError(data_id, str_or_none(data.get("message")) or "the subagent failed",
-                             str_or_none(data.get("code")))
+                             code=str_or_none(data.get("code")))
     ids = data.get("interruptIds")
-    return SubagentFinished(data_id, data.get("result"), "suspended" if status == "suspended" else "success",
-                            [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else None)
+    return SubagentFinished(data_id, result=data.get("result"),
+                            outcome="suspended" if status == "suspended" else "success",
+                            interrupt_ids=[i for i in ids if isinstance(i, str)] if isinstance(ids, list) else None)
 
 
 _HANDLERS = {

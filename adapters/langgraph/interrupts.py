@@ -39,16 +39,19 @@ def interrupt_of(item: dict[str, Any]) -> Interrupt:
     schema = item.get("response_schema")
     expires = str_or_none(value.get("expires_at")) if isinstance(value, dict) else None
     if isinstance(value, dict) and isinstance(value.get("reason"), str) and value.keys() <= _OWN_KEYS:
-        return Interrupt(interrupt_id, value["reason"], str_or_none(value.get("message")), value.get("payload"),
-                         str_or_none(value.get("tool_call_id")), schema, expires)
+        return Interrupt(interrupt_id, reason=value["reason"], message=str_or_none(value.get("message")),
+                         payload=value.get("payload"), tool_call_id=str_or_none(value.get("tool_call_id")),
+                         response_schema=schema, expires_at=expires)
     if isinstance(value, dict) and isinstance(value.get("action_requests"), list):
         first = next((a for a in value["action_requests"] if isinstance(a, dict)), {})
-        return Interrupt(interrupt_id, REVIEWED, str_or_none(first.get("description")), value, None,
-                         schema if schema is not None else review_schema(len(value["action_requests"])), expires)
+        return Interrupt(interrupt_id, reason=REVIEWED, message=str_or_none(first.get("description")), payload=value,
+                         response_schema=schema if schema is not None else review_schema(len(value["action_requests"])),
+                         expires_at=expires)
     message = value if isinstance(value, str) else \
         next((text for key in ("question", "message", "description")
               if isinstance(value, dict) and isinstance(text := value.get(key), str)), None)
-    return Interrupt(interrupt_id, GENERIC_REASON, message, value, None, schema, expires)
+    return Interrupt(interrupt_id, reason=GENERIC_REASON, message=message, payload=value, response_schema=schema,
+                     expires_at=expires)
 
 
 def interrupt_item(event: Interrupt) -> dict[str, Any]:

@@ -142,7 +142,7 @@ class MessageReader(RepairedDecoder):
             if not self._reasoning:
                 self._reasoning = True
                 _, subagent, metadata = self._tagged.get(message_id, _UNTAGGED)
-                out.append(ReasoningStart(f"{message_id}-reasoning", subagent, metadata))
+                out.append(ReasoningStart(f"{message_id}-reasoning", subagent_run_id=subagent, metadata=metadata))
             out.append(ReasoningDelta(f"{message_id}-reasoning", reasoning))
         for value in encrypted_of(content):
             out.append(EncryptedValue("message", f"{message_id}-reasoning", value))
@@ -180,7 +180,7 @@ class MessageReader(RepairedDecoder):
                 self._open_calls.append(call_id)
                 name = piece.get("name")
                 self._started_calls[call_id] = name if isinstance(name, str) else ""
-                out.append(ToolCallStart(call_id, self._started_calls[call_id], message_id))
+                out.append(ToolCallStart(call_id, self._started_calls[call_id], parent_message_id=message_id))
             args = piece.get("args")
             if isinstance(args, str) and args:
                 out.append(ToolCallArgs(call_id, args))
@@ -195,7 +195,7 @@ class MessageReader(RepairedDecoder):
             self._started_calls[call_id] = call["name"]
             self._call_messages[call_id] = message_id
             args = call.get("args")
-            out.append(ToolCallStart(call_id, call["name"], message_id))
+            out.append(ToolCallStart(call_id, call["name"], parent_message_id=message_id))
             out.append(ToolCallArgs(call_id, args if isinstance(args, str) else orjson.dumps(args or {}).decode()))
             out.append(ToolCallEnd(call_id))
 
@@ -207,9 +207,8 @@ class MessageReader(RepairedDecoder):
         message_id = message.get("id")
         _, subagent, metadata = _tags_of(message) or _UNTAGGED
         out.append(ToolResult(call_id, tool_content(message.get("content")),
-                              message_id if isinstance(message_id, str) else None,
-                              is_error=message.get("status") == "error", subagent_run_id=subagent,
-                              metadata=metadata))
+                              message_id=message_id if isinstance(message_id, str) else None,
+                              is_error=message.get("status") == "error", subagent_run_id=subagent, metadata=metadata))
 
     def unanswered_call(self, name: Any) -> str | None:
         """The one call of the run to tool `name` that has no result, if there is exactly one."""
@@ -286,7 +285,8 @@ def _usage(usage: dict[str, Any], said: Any) -> Usage:
     inputs, outputs = usage.get("input_token_details"), usage.get("output_token_details")
     inputs, outputs = (inputs if isinstance(inputs, dict) else {}), (outputs if isinstance(outputs, dict) else {})
     model, provider = said.get("model_name"), said.get("model_provider")
-    return Usage(_int(usage.get("input_tokens")), _int(usage.get("output_tokens")), _int(usage.get("total_tokens")),
-                 model if isinstance(model, str) else None, provider if isinstance(provider, str) else None,
+    return Usage(input_tokens=_int(usage.get("input_tokens")), output_tokens=_int(usage.get("output_tokens")),
+                 total_tokens=_int(usage.get("total_tokens")), model=model if isinstance(model, str) else None,
+                 provider=provider if isinstance(provider, str) else None,
                  reasoning_tokens=_int(outputs.get("reasoning")), cached_input_tokens=_int(inputs.get("cache_read")),
                  cache_write_input_tokens=_int(inputs.get("cache_creation")))

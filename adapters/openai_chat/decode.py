@@ -73,7 +73,7 @@ class ChatDecoder(JsonSSEOrBodyDecoder):
             out.append(_error(frame["error"]))
             return
         if "choices" not in frame and "usage" not in frame:  # not a chunk: another dialect's, most likely
-            out.append(Raw("openai-chat", frame))
+            out.append(Raw("openai-chat", event=frame))
             return
         self._start(frame, out)
         usage = frame.get("usage")
@@ -127,7 +127,7 @@ class ChatDecoder(JsonSSEOrBodyDecoder):
             model = frame.get("model")
             self._model = model if isinstance(model, str) else None
             run_id = frame.get("id")
-            out.append(RunStarted(None, run_id if isinstance(run_id, str) else None))
+            out.append(RunStarted(run_id=run_id if isinstance(run_id, str) else None))
 
     def _delta(self, delta: dict[str, Any], out: Events) -> None:
         reasoning = next((delta[k] for k in _REASONING_KEYS if isinstance(delta.get(k), str) and delta[k]), None)
@@ -175,7 +175,8 @@ class ChatDecoder(JsonSSEOrBodyDecoder):
             call_id = call["id"] if isinstance(call.get("id"), str) and call["id"] else new_id("call")
             self._calls[index] = call_id
             name = function.get("name")
-            out.append(ToolCallStart(call_id, name if isinstance(name, str) and name else "unknown_tool", parent))
+            out.append(ToolCallStart(call_id, name if isinstance(name, str) and name else "unknown_tool",
+                                     parent_message_id=parent))
         arguments = function.get("arguments")
         if isinstance(arguments, str) and arguments:
             out.append(ToolCallArgs(call_id, arguments))
@@ -198,7 +199,7 @@ class ChatDecoder(JsonSSEOrBodyDecoder):
     def on_body(self, body: Any, out: Events) -> None:
         """One `chat.completion` body (or an error object): its message as the events of a run."""
         if not isinstance(body, dict):
-            out.append(RunError("upstream returned JSON that is not an object", ErrorCode.UPSTREAM_BAD_EVENT))
+            out.append(RunError("upstream returned JSON that is not an object", code=ErrorCode.UPSTREAM_BAD_EVENT))
             return
         if body.get("error"):
             out.append(_error(body["error"]))
@@ -217,7 +218,7 @@ class ChatDecoder(JsonSSEOrBodyDecoder):
         if isinstance(usage, dict):
             out.append(_usage(usage, self._model))
         if not isinstance(message, dict):
-            out.append(RunError("upstream answered with no message", ErrorCode.UPSTREAM_BAD_EVENT))
+            out.append(RunError("upstream answered with no message", code=ErrorCode.UPSTREAM_BAD_EVENT))
             return
         reason = choice.get("finish_reason")
         out.append(RunFinished(stop_reason=_STOP_REASONS.get(reason) if isinstance(reason, str) else None))
@@ -257,5 +258,5 @@ def _error(error: Any) -> RunError:
         message = error.get("message")
         code = error.get("code")
         return RunError(message if isinstance(message, str) and message else "upstream error",
-                        code if isinstance(code, str) and code else ErrorCode.UPSTREAM_ERROR)
-    return RunError(str(error), ErrorCode.UPSTREAM_ERROR)
+                        code=code if isinstance(code, str) and code else ErrorCode.UPSTREAM_ERROR)
+    return RunError(str(error), code=ErrorCode.UPSTREAM_ERROR)

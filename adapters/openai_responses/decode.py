@@ -109,7 +109,7 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
     def on_frame(self, frame: dict[str, Any], out: Events) -> None:
         kind = frame.get("type")
         if not isinstance(kind, str) or not (kind.startswith("response.") or kind == "error"):
-            out.append(Raw("openai-responses", frame))  # no Responses event: another dialect's, most likely
+            out.append(Raw("openai-responses", event=frame))  # no Responses event: another dialect's, most likely
             return
         if kind == "response.output_text.delta" or kind == "response.refusal.delta":
             delta = frame.get("delta")
@@ -119,7 +119,7 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
             item_id = str_or(frame.get("item_id"))
             found = self._items.get(item_id)
             if found is None:
-                out.append(Raw("openai-responses", frame))  # a call never named: no tool to give them to
+                out.append(Raw("openai-responses", event=frame))  # a call never named: no tool to give them to
             elif isinstance(frame.get("delta"), str) and frame["delta"]:
                 self._streamed.add(item_id)
                 out.append(ToolCallArgs(found[1], frame["delta"]))
@@ -148,7 +148,7 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
     def _started(self, response: Any, out: Events) -> None:
         if not self.repair.started:
             response_id = response.get("id") if isinstance(response, dict) else None
-            out.append(RunStarted(None, response_id if isinstance(response_id, str) else None))
+            out.append(RunStarted(run_id=response_id if isinstance(response_id, str) else None))
 
     def _added(self, item: Any, out: Events) -> str:
         """An item added: the run of events it opens begins (a message's, with its first text). Its id."""
@@ -229,16 +229,17 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
         call_id = str_at(item, "call_id")
         if call_id is not None:
             self._agents_call(call_id, item, out)
-            out.append(Interrupt(item_id, "tool_approval", tool_call_id=call_id))
+            out.append(Interrupt(item_id, reason="tool_approval", tool_call_id=call_id))
             return
         try:
             question = orjson.loads(str_or(item.get("arguments")))
         except orjson.JSONDecodeError:
             question = None
         asked = question if isinstance(question, dict) else {}
-        out.append(Interrupt(item_id, str_at(asked, "reason") or str_or(item.get("name")), str_at(asked, "message"),
-                             asked.get("payload"), str_at(asked, "tool_call_id"), asked.get("response_schema"),
-                             str_at(asked, "expires_at")))
+        out.append(Interrupt(item_id, reason=str_at(asked, "reason") or str_or(item.get("name")),
+                             message=str_at(asked, "message"), payload=asked.get("payload"),
+                             tool_call_id=str_at(asked, "tool_call_id"), response_schema=asked.get("response_schema"),
+                             expires_at=str_at(asked, "expires_at")))
 
     def _found(self, frame: dict[str, Any], kind: str, out: Events) -> tuple[str, str] | None:
         """The item an event is about, as `_items` holds it. One never added is, as the event says (`kind`); one
@@ -248,7 +249,7 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
         if found is not None:
             return found
         if item_id in self._ended or not item_id:
-            out.append(Raw("openai-responses", frame))
+            out.append(Raw("openai-responses", event=frame))
             return None
         self._added({"type": kind, "id": item_id}, out)
         return self._items[item_id]
@@ -297,16 +298,16 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
         details = response.get("incomplete_details")
         reason = details.get("reason") if isinstance(details, dict) and kind == "response.incomplete" else None
         if reason == "interrupt":
-            out.append(RunFinished("interrupt"))
+            out.append(RunFinished(outcome="interrupt"))
         elif reason == "cancelled":
-            out.append(RunFinished("cancelled"))
+            out.append(RunFinished(outcome="cancelled"))
         else:
             out.append(RunFinished(stop_reason=_STOP_REASONS.get(reason) if isinstance(reason, str) else None))
 
     def on_body(self, body: Any, out: Events) -> None:
         """One response object (or an error object): its items as the events of a run."""
         if not isinstance(body, dict):
-            out.append(RunError("upstream returned JSON that is not an object", ErrorCode.UPSTREAM_BAD_EVENT))
+            out.append(RunError("upstream returned JSON that is not an object", code=ErrorCode.UPSTREAM_BAD_EVENT))
             return
         if body.get("error") and body.get("object") != "response":
             out.append(_error(body["error"]))
@@ -342,9 +343,10 @@ def _activity(item: dict[str, Any], item_id: str, out: Events) -> None:
 def _subagent_started(item: dict[str, Any], out: Events) -> str | None:
     run_id = str_at(item, "subagent_run_id")
     if run_id is not None:
-        out.append(SubagentStarted(run_id, str_or(item.get("name")), str_at(item, "description"),
-                                   str_at(item, "parent_subagent_run_id"), str_at(item, "parent_tool_call_id"),
-                                   str_at(item, "parent_message_id")))
+        out.append(SubagentStarted(run_id, str_or(item.get("name")), description=str_at(item, "description"),
+                                   parent_subagent_run_id=str_at(item, "parent_subagent_run_id"),
+                                   parent_tool_call_id=str_at(item, "parent_tool_call_id"),
+                                   parent_message_id=str_at(item, "parent_message_id")))
     return run_id
 
 
@@ -357,11 +359,13 @@ def _subagent(item: dict[str, Any], item_id: str, out: Events) -> None:
     if status == "failed":
         error = item.get("error")
         error = error if isinstance(error, dict) else {}
-        out.append(SubagentError(run_id, str_or(error.get("message")), str_at(error, "code")))
+        out.append(SubagentError(run_id, str_or(error.get("message")), code=str_at(error, "code")))
     elif status in ("completed", "incomplete"):
         ids = item.get("interrupt_ids")
-        out.append(SubagentFinished(run_id, item.get("result"), "suspended" if status == "incomplete" else "success",
-                                    [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else None))
+        out.append(SubagentFinished(run_id, result=item.get("result"),
+                                    outcome="suspended" if status == "incomplete" else "success",
+                                    interrupt_ids=[i for i in ids if isinstance(i, str)]
+                                    if isinstance(ids, list) else None))
 
 
 _EXTENSIONS = {APPROVAL_RESPONSE: _approval_response, ACTIVITY: _activity, SUBAGENT: _subagent}
@@ -372,5 +376,6 @@ def _error(error: Any) -> RunError:
     if isinstance(error, dict):
         message, code = error.get("message"), error.get("code")
         return RunError(message if isinstance(message, str) and message else "upstream error",
-                        code if isinstance(code, str) and code else ErrorCode.UPSTREAM_ERROR)
-    return RunError(orjson.dumps(error).decode() if error is not None else "upstream error", ErrorCode.UPSTREAM_ERROR)
+                        code=code if isinstance(code, str) and code else ErrorCode.UPSTREAM_ERROR)
+    return RunError(orjson.dumps(error).decode() if error is not None else "upstream error",
+                    code=ErrorCode.UPSTREAM_ERROR)

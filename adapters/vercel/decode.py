@@ -76,11 +76,11 @@ class VercelDecoder(JsonSSEDecoder):
             elif type(kind) is str and kind.startswith("data-"):
                 self._data(kind[5:], frame, out)
             elif kind is None and "error" in frame:
-                out.append(RunError(str(frame["error"]), ErrorCode.UPSTREAM_ERROR))
+                out.append(RunError(str(frame["error"]), code=ErrorCode.UPSTREAM_ERROR))
             else:
-                out.append(Raw("vercel", frame))
+                out.append(Raw("vercel", event=frame))
         except (KeyError, TypeError):
-            out.append(Raw("vercel", frame))
+            out.append(Raw("vercel", event=frame))
 
     def _interrupt_call(self, frame: dict[str, Any], out: Events) -> None:
         """A call that stands for an interrupt is that interrupt, once its approval is asked; its settling is
@@ -94,9 +94,9 @@ class VercelDecoder(JsonSSEDecoder):
             details = self._interrupt_calls[call_id]
             reason, message = details.get("reason"), details.get("message")
             out.append(Interrupt(required_str(frame, "approvalId"),
-                                 reason if isinstance(reason, str) else details["name"],
-                                 message if isinstance(message, str) else None, details.get("payload"), None,
-                                 details.get("responseSchema")))
+                                 reason=reason if isinstance(reason, str) else details["name"],
+                                 message=message if isinstance(message, str) else None, payload=details.get("payload"),
+                                 response_schema=details.get("responseSchema")))
 
     def _input_available(self, frame: dict[str, Any], out: Events) -> None:
         call_id = required_str(frame, "toolCallId")
@@ -114,18 +114,20 @@ class VercelDecoder(JsonSSEDecoder):
         data = frame["data"]
         if name == "operation" and isinstance(data, dict) and data.get("type") == "error" \
                 and data.get("severity", "error") == "error":
+            code = data.get("code")
             out.append(RunError(str(data.get("message") or "upstream agent failed"),
-                                data.get("code") if isinstance(data.get("code"), str) else ErrorCode.UPSTREAM_ERROR))
+                                code=code if isinstance(code, str) else ErrorCode.UPSTREAM_ERROR))
             return
         if name == "state" and frame.get("id") == "state":
             out.append(StateSnapshot(data))  # how our encoder carries the whole state
             return
         item_id = frame.get("id")
-        out.append(Data(name, data, item_id if isinstance(item_id, str) else None, bool(frame.get("transient"))))
+        out.append(Data(name, data, id=item_id if isinstance(item_id, str) else None,
+                        transient=bool(frame.get("transient"))))
 
     def _metadata(self, frame: dict[str, Any], out: Events) -> None:
         if "messageMetadata" in frame:
-            out.append(Raw("vercel", {"type": "message-metadata", "messageMetadata": frame["messageMetadata"]}))
+            out.append(Raw("vercel", event={"type": "message-metadata", "messageMetadata": frame["messageMetadata"]}))
 
     def _id(self, raw_id: str) -> str:
         return self._renamed.get(raw_id, raw_id) if self._renamed else raw_id
@@ -208,15 +210,16 @@ def _tool_approval_request(d: VercelDecoder, f: dict[str, Any], out: Events) -> 
     # reads it; `reason` is also the interrupt's message, for one that does not.
     said = {key: f[key] for key in _APPROVAL_EXTRAS if key in f}
     reason = f.get("reason")
-    out.append(Interrupt(required_str(f, "approvalId"), "tool_approval", reason if isinstance(reason, str) else None,
+    out.append(Interrupt(required_str(f, "approvalId"), reason="tool_approval",
+                         message=reason if isinstance(reason, str) else None,
                          tool_call_id=required_str(f, "toolCallId"), metadata={"vercel": said} if said else None))
 
 
 def _tool_approval_response(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     """AI SDK 7: an approval the agent answered itself, in the stream (an automatic one): the run does not wait."""
     approved, reason = f.get("approved"), f.get("reason")
-    out.append(InterruptResolved(required_str(f, "approvalId"), approved is not False,
-                                 reason if isinstance(reason, str) else None))
+    out.append(InterruptResolved(required_str(f, "approvalId"), approved=approved is not False,
+                                 reason=reason if isinstance(reason, str) else None))
 
 
 def _custom(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
@@ -246,11 +249,11 @@ def _finish(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
 
 
 def _abort(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(RunFinished("cancelled"))
+    out.append(RunFinished(outcome="cancelled"))
 
 
 def _error(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(RunError(str(f["errorText"]), ErrorCode.UPSTREAM_ERROR))
+    out.append(RunError(str(f["errorText"]), code=ErrorCode.UPSTREAM_ERROR))
 
 
 _HANDLERS: dict[str, Handler] = {

@@ -49,9 +49,9 @@ def play(s: Script, name: str) -> RunFinished | RunError:
     if name in TEXT:
         s.say(TEXT[name])
     elif name == "input-required":
-        s.emit(Interrupt(new_id("int").replace("_", "-", 1), "input_required",
-                         "The conformance kit's task needs more input."))
-        return RunFinished("interrupt")
+        s.emit(Interrupt(new_id("int").replace("_", "-", 1), reason="input_required",
+                         message="The conformance kit's task needs more input."))
+        return RunFinished(outcome="interrupt")
     elif name in ("artifact-file", "stream-artifact-file"):
         s.emit(Data("file", dict(FILE)))
     elif name == "artifact-file-url":
@@ -59,7 +59,7 @@ def play(s: Script, name: str) -> RunFinished | RunError:
     elif name == "artifact-data":
         s.emit(Data("data", {"key": "value", "count": 42}))
     elif name == "reject-task":
-        return RunError("rejected", "agent_rejected")
+        return RunError("rejected", code="agent_rejected")
     elif name == "stream-artifact-chunked":
         s.say("chunk-1 chunk-2", deltas=["chunk-1 ", "chunk-2"])
     elif name == RESUBSCRIBE:

@@ -98,7 +98,7 @@ class Script:
         call_id = new_id("call")
         args = orjson.dumps(arguments).decode()
         half = len(args) // 2
-        self.emit(ToolCallStart(call_id, name, parent), ToolCallArgs(call_id, args[:half]),
+        self.emit(ToolCallStart(call_id, name, parent_message_id=parent), ToolCallArgs(call_id, args[:half]),
                   ToolCallArgs(call_id, args[half:]), ToolCallEnd(call_id))
         last = self.replies[-1] if self.replies else None
         if parent is not None and last is not None and last.id == parent:
@@ -106,7 +106,7 @@ class Script:
         else:
             self.replies.append(Message("assistant", None, new_id("msg"), [ToolCall(call_id, name, args)]))
         if result is not None:
-            self.emit(ToolResult(call_id, result, new_id("result")))
+            self.emit(ToolResult(call_id, result, message_id=new_id("result")))
             self.replies.append(Message("tool", result, tool_call_id=call_id, name=name))
         return call_id
 
@@ -122,7 +122,8 @@ def script(turn: Turn, history: list[Message]) -> Script:
     keyword = None if answering or kit else _keyword(text)
     if keyword == "silent":
         s.pause(HANG)
-    s.emit(RunStarted(turn.conversation_id, turn.run_id or new_id("run"), turn.parent_run_id))
+    s.emit(RunStarted(thread_id=turn.conversation_id, run_id=turn.run_id or new_id("run"),
+                      parent_run_id=turn.parent_run_id))
     s.emit(conformance_kit.play(s, kit) if kit else _act(s, turn, history, text, keyword))
     return s
 
@@ -145,14 +146,14 @@ def _act(s: Script, turn: Turn, history: list[Message], text: str, keyword: str 
         s.replies.append(Message("assistant", "Let me think about that... done.", message_id))
     elif keyword == "fail":
         s.say("Working on it...")
-        return RunError("scripted failure", "agent_error")
+        return RunError("scripted failure", code="agent_error")
     elif keyword == "approve":
         call_id = s.call("delete_file", {"path": "/tmp/demo"})
-        s.emit(Interrupt(_interrupt_id(), "tool_approval", "Delete /tmp/demo?", tool_call_id=call_id))
-        return RunFinished("interrupt")
+        s.emit(Interrupt(_interrupt_id(), reason="tool_approval", message="Delete /tmp/demo?", tool_call_id=call_id))
+        return RunFinished(outcome="interrupt")
     elif keyword == "interrupt":
-        s.emit(Interrupt(_interrupt_id(), "confirm", "Continue?", payload={"options": ["yes", "no"]}))
-        return RunFinished("interrupt")
+        s.emit(Interrupt(_interrupt_id(), reason="confirm", message="Continue?", payload={"options": ["yes", "no"]}))
+        return RunFinished(outcome="interrupt")
     elif keyword == "weather" and any(t.name == "get_weather" for t in turn.tools):
         s.call("get_weather", {"location": _city(text)})  # the client offers its own: the agent asks it
     elif keyword == "weather":

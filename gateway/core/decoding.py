@@ -65,6 +65,10 @@ class Events(Protocol):
 
 
 class Decoder(Protocol):
+    """An upstream's reply to canonical events. Beyond reading it, a decoder answers what the relay may ask about
+    the run (`cancel_request`, `reattach_request`, `sent`, `ignored`); `RepairedDecoder`, which every decoder builds
+    on, answers each with "nothing", so a dialect writes only those its upstreams need."""
+
     def feed(self, chunk: bytes) -> list[Event]:
         """Events completed by this chunk of the upstream's body; the chunk may be split anywhere."""
 
@@ -89,6 +93,10 @@ class Decoder(Protocol):
     def sent(self, request: UpstreamRequest) -> None:
         """The request this decoder reads the answer to: a dialect whose later calls about the run name what only
         the request said (LangGraph's thread, in its path) keeps it."""
+
+    @property
+    def ignored(self) -> int:
+        """Frames about another run than this one (another task's updates on the stream) it left out."""
 
 
 class NewDecoder(Protocol):
@@ -145,7 +153,7 @@ class RepairedDecoder:
 
     def cancel(self) -> list[Event]:
         out: list[Event] = []
-        self.repair.push(RunFinished("cancelled"), out)
+        self.repair.push(RunFinished(outcome="cancelled"), out)
         return out
 
     def cancel_request(self) -> UpstreamRequest | None:

@@ -5,7 +5,8 @@ deltas and ends per id, and exactly one terminal event (`RunFinished` or `RunErr
 and stay simple.
 
 Events are plain slotted dataclasses: they are created once per upstream frame on the hot path, so they carry no
-validation and no methods.
+validation and no methods. A field with a default is keyword-only (`TextStart(message_id, role="user")`): what an
+event says past its required fields is named where it is made.
 
 Every event may carry `metadata`, an open JSON object (AG-UI's `metadata` on any event; the key `ag-ui` is
 reserved): a client that keeps it folds it into what the event builds, a message or a tool call. Content an agent's
@@ -15,7 +16,7 @@ subagent.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal
 
 Outcome = Literal["success", "interrupt", "cancelled"]
@@ -25,7 +26,7 @@ its provider's content filter."""
 Metadata = dict[str, Any] | None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class RunStarted:
     thread_id: str | None = None
     run_id: str | None = None
@@ -36,7 +37,7 @@ class RunStarted:
     metadata: Metadata = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class RunFinished:
     outcome: Outcome = "success"
     result: Any = None
@@ -48,6 +49,7 @@ class RunFinished:
 @dataclass(slots=True)
 class RunError:
     message: str
+    _: KW_ONLY
     code: str | None = None
     metadata: Metadata = None
 
@@ -55,6 +57,7 @@ class RunError:
 @dataclass(slots=True)
 class TextStart:
     message_id: str
+    _: KW_ONLY
     role: str = "assistant"
     subagent_run_id: str | None = None
     name: str | None = None
@@ -69,18 +72,21 @@ class TextStart:
 class TextDelta:
     message_id: str
     delta: str
+    _: KW_ONLY
     metadata: Metadata = None
 
 
 @dataclass(slots=True)
 class TextEnd:
     message_id: str
+    _: KW_ONLY
     metadata: Metadata = None
 
 
 @dataclass(slots=True)
 class ReasoningStart:
     message_id: str
+    _: KW_ONLY
     subagent_run_id: str | None = None
     metadata: Metadata = None
 
@@ -89,12 +95,14 @@ class ReasoningStart:
 class ReasoningDelta:
     message_id: str
     delta: str
+    _: KW_ONLY
     metadata: Metadata = None
 
 
 @dataclass(slots=True)
 class ReasoningEnd:
     message_id: str
+    _: KW_ONLY
     metadata: Metadata = None
 
 
@@ -106,6 +114,7 @@ class EncryptedValue:
     subtype: Literal["message", "tool-call"]
     entity_id: str
     value: str
+    _: KW_ONLY
     subagent_run_id: str | None = None
     metadata: Metadata = None
 
@@ -114,6 +123,7 @@ class EncryptedValue:
 class ToolCallStart:
     tool_call_id: str
     name: str
+    _: KW_ONLY
     parent_message_id: str | None = None
     subagent_run_id: str | None = None
     metadata: Metadata = None
@@ -123,12 +133,14 @@ class ToolCallStart:
 class ToolCallArgs:
     tool_call_id: str
     delta: str
+    _: KW_ONLY
     metadata: Metadata = None
 
 
 @dataclass(slots=True)
 class ToolCallEnd:
     tool_call_id: str
+    _: KW_ONLY
     metadata: Metadata = None
 
 
@@ -139,6 +151,7 @@ class ToolResult:
 
     tool_call_id: str
     content: Any
+    _: KW_ONLY
     message_id: str | None = None
     is_error: bool = False
     subagent_run_id: str | None = None
@@ -152,6 +165,7 @@ class Interrupt:
     """The run pauses for a human. `tool_call_id` is set when it asks to approve a tool call."""
 
     id: str
+    _: KW_ONLY
     reason: str = ""
     message: str | None = None
     payload: Any = None
@@ -169,6 +183,7 @@ class InterruptResolved:
     wait for it any more."""
 
     interrupt_id: str
+    _: KW_ONLY
     approved: bool = True
     reason: str | None = None
     metadata: Metadata = None
@@ -177,6 +192,7 @@ class InterruptResolved:
 @dataclass(slots=True)
 class StateSnapshot:
     snapshot: Any
+    _: KW_ONLY
     subagent_run_id: str | None = None
     metadata: Metadata = None
 
@@ -185,6 +201,7 @@ class StateSnapshot:
 class StateDelta:
     patch: list[Any]
     """An RFC 6902 JSON Patch."""
+    _: KW_ONLY
     subagent_run_id: str | None = None
     metadata: Metadata = None
 
@@ -193,6 +210,7 @@ class StateDelta:
 class MessagesSnapshot:
     messages: list[Any]
     """Canonical `gateway.core.turn.Message` objects."""
+    _: KW_ONLY
     metadata: Metadata = None
 
 
@@ -204,6 +222,7 @@ class ActivitySnapshot:
     message_id: str
     activity_type: str
     content: dict[str, Any]
+    _: KW_ONLY
     replace: bool = True
     subagent_run_id: str | None = None
     metadata: Metadata = None
@@ -215,6 +234,7 @@ class ActivityDelta:
     activity_type: str
     patch: list[Any]
     """An RFC 6902 JSON Patch of the activity's content."""
+    _: KW_ONLY
     subagent_run_id: str | None = None
     metadata: Metadata = None
 
@@ -225,6 +245,7 @@ class SubagentStarted:
 
     subagent_run_id: str
     name: str
+    _: KW_ONLY
     description: str | None = None
     parent_subagent_run_id: str | None = None
     parent_tool_call_id: str | None = None
@@ -235,6 +256,7 @@ class SubagentStarted:
 @dataclass(slots=True)
 class SubagentFinished:
     subagent_run_id: str
+    _: KW_ONLY
     result: Any = None
     outcome: Literal["success", "suspended"] | None = None
     interrupt_ids: list[str] | None = None
@@ -248,18 +270,19 @@ class SubagentError:
 
     subagent_run_id: str
     message: str
+    _: KW_ONLY
     code: str | None = None
     metadata: Metadata = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class StepStarted:
     name: str | None = None
     subagent_run_id: str | None = None
     metadata: Metadata = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class StepFinished:
     name: str | None = None
     subagent_run_id: str | None = None
@@ -273,6 +296,7 @@ class Data:
 
     name: str
     data: Any
+    _: KW_ONLY
     id: str | None = None
     transient: bool = False
     subagent_run_id: str | None = None
@@ -280,7 +304,7 @@ class Data:
     metadata: Metadata = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class Usage:
     input_tokens: int | None = None
     output_tokens: int | None = None
@@ -299,6 +323,7 @@ class Raw:
     """A dialect event with no canonical meaning, kept so that a client of the same dialect still gets it."""
 
     dialect: str
+    _: KW_ONLY
     event: dict[str, Any] = field(default_factory=dict)
     subagent_run_id: str | None = None
     metadata: Metadata = None

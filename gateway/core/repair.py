@@ -115,7 +115,7 @@ class RunRepair:
     def fail(self, message: str, code: str | None, out: list[Event]) -> None:
         if not self.done:
             self.cut = True
-        self.push(RunError(message, code), out)
+        self.push(RunError(message, code=code), out)
 
     # text and reasoning
 
@@ -185,7 +185,7 @@ class RunRepair:
             # Close the steps opened inside this one first, so steps nest.
             while self.open_steps:
                 name = self.open_steps.pop()
-                out.append(StepFinished(name))
+                out.append(StepFinished(name=name))
                 if name == event.name:
                     break
 
@@ -229,7 +229,7 @@ class RunRepair:
         for tool_call_id in self.unresolved_tools:
             out.append(ToolResult(tool_call_id, INTERRUPTED_TOOL, is_error=True))
         self.unresolved_tools.clear()
-        out.extend(SubagentError(subagent_run_id, event.message, event.code)
+        out.extend(SubagentError(subagent_run_id, event.message, code=event.code)
                    for subagent_run_id in reversed(self.open_subagents))
         self.open_subagents.clear()
         self.done = True
@@ -239,7 +239,7 @@ class RunRepair:
         out.extend(TextEnd(message_id) for message_id in self.open_text)
         out.extend(ReasoningEnd(message_id) for message_id in self.open_reasoning)
         out.extend(ToolCallEnd(tool_call_id) for tool_call_id in self.open_tools)
-        out.extend(StepFinished(name) for name in reversed(self.open_steps))
+        out.extend(StepFinished(name=name) for name in reversed(self.open_steps))
         self.open_text.clear()
         self.open_reasoning.clear()
         self.open_tools.clear()

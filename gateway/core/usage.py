@@ -76,7 +76,8 @@ def read_openai(usage: dict[str, Any], names: Names, model: str | None = None) -
     input_details, output_details = usage.get(f"{prompt}_details"), usage.get(f"{completion}_details")
     input_details = input_details if isinstance(input_details, dict) else {}
     output_details = output_details if isinstance(output_details, dict) else {}
-    return Usage(_int(usage.get(prompt)), _int(usage.get(completion)), _int(usage.get("total_tokens")), model,
+    return Usage(input_tokens=_int(usage.get(prompt)), output_tokens=_int(usage.get(completion)),
+                 total_tokens=_int(usage.get("total_tokens")), model=model,
                  reasoning_tokens=_int(output_details.get("reasoning_tokens")),
                  cached_input_tokens=_int(input_details.get("cached_tokens")),
                  cache_write_input_tokens=_int(input_details.get("cache_write_tokens")))

@@ -334,17 +334,14 @@ class TappedDecoder:
         return self._inner.cancel_request()
 
     def reattach_request(self, broke: bool = True) -> UpstreamRequest | None:
-        ask = getattr(self._inner, "reattach_request", None)
-        return ask(broke) if ask is not None else None
+        return self._inner.reattach_request(broke)
 
     def sent(self, request: UpstreamRequest) -> None:
-        told = getattr(self._inner, "sent", None)
-        if told is not None:
-            told(request)
+        self._inner.sent(request)
 
     @property
     def ignored(self) -> int:
-        return int(getattr(self._inner, "ignored", 0))
+        return self._inner.ignored
 
 
 class TappedEncoder:

@@ -296,5 +296,6 @@ async def _error(send: Send, dialect: Dialect, error: GatewayError, request: Any
         await _answer(send, status, {"content-type": "application/json"}, body)
         return
     encoder = dialect.new_encoder(turn)
-    body = encoder.encode([RunStarted(turn.conversation_id, turn.run_id), RunError(error.message, error.code)])
+    body = encoder.encode([RunStarted(thread_id=turn.conversation_id, run_id=turn.run_id),
+                           RunError(error.message, code=error.code)])
     await _answer(send, encoder.status_code, dict(Headers(encoder.headers)), body)

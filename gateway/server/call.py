@@ -168,7 +168,8 @@ class Call:
     async def _send(self, outbound: UpstreamRequest, target: Target) -> Response | None:
         """The upstream's answer, or None when it gave none: the client has been told why. A deadline that passes
         meanwhile cancels the task, as anywhere before the reply (`Deadlines.ending`)."""
-        sent_at = self.writer.last_write = time.monotonic()
+        sent_at = time.monotonic()
+        self.writer.keep_alive_from(sent_at)
         self.deadlines.arm()
         try:
             response = await self.handler.pool.request(outbound.method, target, outbound.body, self.upstream_headers,
@@ -179,7 +180,7 @@ class Call:
                 self.record.error_detail = detail  # for the operator's log, not the client
             await self.writer.fail_before_start(error)
             return None
-        self.deadlines.upstream_answered = True
+        self.deadlines.note_upstream_answered()
         self.record.upstream_ms = round((time.monotonic() - sent_at) * 1000, 3)
         if self.capture is not None:
             self.capture.upstream_answered(response.status, response.headers.items())
@@ -300,7 +301,5 @@ def _reply_decoder(upstream: Dialect, outbound: UpstreamRequest, content_type: s
     formats = upstream.capability(WireFormats)
     other = formats.decoder_for(content_type, max_event_bytes) if formats is not None else None
     decoder = other if other is not None else upstream.new_decoder(max_event_bytes=max_event_bytes)
-    sent = getattr(decoder, "sent", None)  # a decoder written before there was a way
-    if sent is not None:
-        sent(outbound)
+    decoder.sent(outbound)
     return decoder

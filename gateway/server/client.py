@@ -20,7 +20,7 @@ from gateway.core.events import RunError
 from gateway.recordings.capture import RunCapture
 from gateway.runs.tape import Head, Tape
 from gateway.server.http_server import direct_body
-from gateway.server.record import AccessRecord
+from gateway.server.record import AccessRecord, RequestOutcome
 
 log = logging.getLogger("agent_gateway.proxy")
 
@@ -84,6 +84,24 @@ class ClientWriter:
         """The last byte has gone out, or is going."""
         return self.reply is Reply.COMPLETE or self.reply is Reply.DETACHED
 
+    def record_on(self, tape: Tape) -> None:
+        """Keep everything the client is sent on `tape`, for it to come back to: the run goes on when it has gone
+        (a resumable route). Before anything is sent."""
+        self.tape = tape
+
+    def client_left(self) -> None:
+        """The client disconnected before it had its last byte."""
+        self.gone = True
+
+    def keep_alive_from(self, now: float) -> None:
+        """The client counts as written to at `now` (monotonic): the next keep-alive is due a period after it."""
+        self.last_write = now
+
+    def forget_before_last_byte(self) -> None:
+        """Nothing is called as the last byte goes: the request has been reported (and what it held is freed now,
+        not left to the cycle collector)."""
+        self.before_last_byte = None
+
     def tap(self, capture: RunCapture) -> None:
         """Show `capture` everything the client is sent, as it goes: once, before anything is."""
         send = self._send
@@ -103,6 +121,15 @@ class ClientWriter:
         self._send = sending
         if self._direct is not None:
             self._direct = capture.direct(self._direct)  # type: ignore[assignment]
+
+    async def begin_reply(self, encoder: Encoder, headers: dict[str, str]) -> None:
+        """The run's reply is written by `encoder` from now on: a streaming one's head goes out at once, with its
+        encoder's headers and `headers`, and an error after it is an event the encoder writes."""
+        self.encoder = encoder
+        if encoder.streams:
+            await self.start(encoder.status_code, {**encoder.headers, **headers})
+        self.streaming = encoder.streams
+        self.last_write = time.monotonic()
 
     async def start(self, status: int, headers: dict[str, str]) -> None:
         if self.tape is not None:
@@ -195,7 +222,8 @@ class ClientWriter:
 
     async def fail_before_start(self, error: GatewayError) -> None:
         record = self._record
-        record.outcome, record.error = ("rejected" if error.status < 500 else "error"), error.code
+        record.outcome = RequestOutcome.REJECTED if error.status < 500 else RequestOutcome.ERROR
+        record.error = error.code
         record.error_message = error.message
         headers = {"content-type": "application/json"}
         if self.error_reply is not None:
@@ -213,7 +241,7 @@ class ClientWriter:
             body = b""
             if self.encoder is not None:
                 try:
-                    body = self.encoder.encode([RunError(error.message, code)])
+                    body = self.encoder.encode([RunError(error.message, code=code)])
                 except Exception:  # the encoder may be what broke
                     body = b""
             self._record.failed(code)

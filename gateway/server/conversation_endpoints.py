@@ -15,6 +15,7 @@ from gateway.core.validation import MAX_ID, bad_id
 from gateway.server import resume
 from gateway.server.call import Call
 from gateway.server.reading import check_content_type
+from gateway.server.record import RequestOutcome
 from gateway.server.request_ids import request_id_of
 from gateway.server.resume import conversation_key
 
@@ -58,7 +59,7 @@ class ConversationEndpoints:
                 call.release = partial(handler.access.release, caller)
                 reply = await handler.board.running_in(key)
                 if reply is None:
-                    record.outcome = "no_run"
+                    record.outcome = RequestOutcome.NO_RUN
                     await call.writer.respond(204, {}, b"")
                     return
                 dialect = call.record.client_dialect  # the path's, when only one is served there
@@ -67,7 +68,7 @@ class ConversationEndpoints:
                 return
             if not await handler.board.stop_conversation(key):
                 raise NoRunningRun(f"no run of conversation {conversation!r} is running")
-            record.outcome = "stopped"
+            record.outcome = RequestOutcome.STOPPED
             await call.writer.respond(202, {"content-type": "application/json"}, b'{"stopped":true}')
         except GatewayError as error:
             await call.writer.fail_before_start(error)

@@ -97,6 +97,32 @@ class Deadlines:
             self._keep_alive_in_flight.cancel()
             self._keep_alive_in_flight = None
 
+    def guard(self, task: asyncio.Task[Any] | None) -> None:
+        """The request runs in `task`: what a deadline, the client leaving, its cancel or the process stopping
+        cancels."""
+        self.request_task = task
+
+    def note_upstream_answered(self) -> None:
+        """The upstream answered the request: a deadline that passes from now on is the run's, not the answer's."""
+        self.upstream_answered = True
+
+    def carry_on(self) -> None:
+        """The request goes on after a cancel from here, to tell its client why: it may be cancelled again."""
+        self.cancelled_because = None
+
+    def begin_storing(self) -> None:
+        """The conversation is being stored: nothing cancels the request until `end_storing`."""
+        self.storing_conversation = True
+
+    def end_storing(self) -> None:
+        """The conversation is stored: a client that stops reading now is still cut off at the deadline."""
+        self.storing_conversation = False
+
+    def heard_from_upstream(self, now: float) -> None:
+        """The upstream's body brought an event at `now` (monotonic), or the upstream answered: the idle deadline
+        counts from it."""
+        self.last_upstream_event = now
+
     def first_event_came(self) -> None:
         """From the first event on, the idle deadline counts instead of the first-event one: if it comes before the
         timer would wake, move the timer."""
@@ -132,7 +158,7 @@ class Deadlines:
         `keepalive` seconds to take it (a client that reads nothing would hold the request forever)."""
         assert self.request_task is not None
         self.request_task.uncancel()
-        self.cancelled_because = None
+        self.carry_on()
         self._timer = asyncio.get_running_loop().call_later(self._keepalive, self._drop_a_client_still_stuck)
 
     def _tick(self) -> None:
@@ -169,7 +195,7 @@ class Deadlines:
         if now >= keep:
             if writer.streaming and not writer.writing and not self.storing_conversation \
                     and self._keep_alive_in_flight is None:
-                writer.last_write = now
+                writer.keep_alive_from(now)
                 assert writer.encoder is not None
                 self._keep_alive_in_flight = asyncio.create_task(self._keep_alive(writer.encoder.keep_alive()))
             keep = now + keepalive
@@ -218,7 +244,7 @@ async def watch_disconnect(receive: Receive, writer: ClientWriter, deadlines: De
         message = await receive()
         if message["type"] == "http.disconnect":
             if not writer.complete:  # after the last byte the server says so too
-                writer.gone = True
+                writer.client_left()
                 if writer.tape is None:
                     deadlines.cancel_request(CancelReason.CLIENT_GONE)
             return

@@ -23,6 +23,7 @@ from gateway.server.access import Caller
 from gateway.server.bodies import ClientGone
 from gateway.server.call import Call
 from gateway.server.reading import check_content_type
+from gateway.server.record import RequestOutcome
 from gateway.server.request_ids import request_id_of
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ async def answer_at(handler: RouteHandler, scope: Scope, receive: Receive, send:
         answered = await answer.answer(asked)
         await call.writer.respond(answered.status, dict(answered.headers), answered.body)
     except ClientGone:
-        call.record.outcome = "client_gone"
+        call.record.outcome = RequestOutcome.CLIENT_GONE
     except GatewayError as error:
         await call.writer.fail_before_start(error)
     except StoreError as exc:

@@ -39,6 +39,7 @@ from gateway.server.call import Call
 from gateway.server.metrics import PushOutcomes
 from gateway.server.push import Pusher, RunPush
 from gateway.server.reading import check_content_type
+from gateway.server.record import RequestOutcome
 from gateway.server.request_ids import request_id_of
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ async def answer(handler: RouteHandler, call: Call, receive: Receive, client: Di
     queries = client.capability(RunQueries)
     assert queries is not None and handler.runs is not None
     record = call.record
-    record.client_dialect, record.run_id, record.outcome = client.name, query.run_id, "query"
+    record.client_dialect, record.run_id, record.outcome = client.name, query.run_id, RequestOutcome.QUERY
     try:
         answered = await queries.answer(query, CallerView(handler, call.caller.principal))
     except StoreError as exc:

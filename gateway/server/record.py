@@ -4,8 +4,29 @@ from __future__ import annotations
 
 from collections.abc import MutableMapping
 from dataclasses import dataclass, fields
+from enum import StrEnum
 from operator import attrgetter
 from typing import Any
+
+
+class RequestOutcome(StrEnum):
+    """How a request ended, as its access log line, its metrics and its span say it: a run's own outcome
+    (`RunFinished.outcome`), or what else became of the request."""
+
+    SUCCESS = "success"
+    INTERRUPT = "interrupt"
+    CANCELLED = "cancelled"
+    ERROR = "error"
+    REJECTED = "rejected"
+    """The client's mistake: a 4xx."""
+    CLIENT_GONE = "client_gone"
+    RESUMED = "resumed"
+    """A client was sent a run's kept reply."""
+    STOPPED = "stopped"
+    NO_RUN = "no_run"
+    """A resume or a stop with no run to act on."""
+    QUERY = "query"
+    """A question about a run."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -23,10 +44,9 @@ class AccessRecord:
     upstream_dialect: str
     status: int | None = None
     """The HTTP status the client was sent; None if the client left before the response started."""
-    outcome: str | None = None
-    """How the request ended: "success" or another run outcome ("interrupt", "cancelled"), "error", "rejected" (the
-    client's mistake, a 4xx), "client_gone", "resumed" (a client sent a run's kept reply), "stopped", "no_run" (a
-    resume with nothing to resume) or "query" (a question about a run)."""
+    outcome: RequestOutcome | str | None = None
+    """How the request ended: one of the gateway's outcomes, or the word a dialect's own endpoint names its answers
+    by (`PathAnswer.outcome`)."""
     events: int = 0
     """Canonical events the upstream's run brought."""
     trace_id: str | None = None
@@ -69,7 +89,7 @@ class AccessRecord:
 
     def failed(self, code: str) -> None:
         """The request ended in an error (`code` says which): the client was told, or could not be."""
-        self.outcome = "error"
+        self.outcome = RequestOutcome.ERROR
         self.error = code
 
     def log_fields(self) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import Scope
 
 from gateway.server.logs import ACCESS
-from gateway.server.record import AccessRecord
+from gateway.server.record import AccessRecord, RequestOutcome
 
 log_access = logging.getLogger(ACCESS)
 
@@ -22,6 +22,7 @@ def error_response(status: int, code: str, message: str, headers: dict[str, str]
 def log_refusal(scope: Scope, status: int, code: str, message: str | None = None) -> None:
     """The access line of a refused request (a WebSocket handshake's method is its GET)."""
     record = AccessRecord(request_id=scope.get("state", {}).get("request_id", ""), route="-",
-                          upstream_dialect="-", status=status, outcome="rejected", error=code, error_message=message)
+                          upstream_dialect="-", status=status, outcome=RequestOutcome.REJECTED, error=code,
+                          error_message=message)
     record.note_request({**scope, "method": scope.get("method", "GET")}, "unknown")
     log_access.info("request", extra=record.log_fields())

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from gateway.core.errors import ErrorCode
 from gateway.server.logs import ACCESS
+from gateway.server.record import RequestOutcome
 
 if TYPE_CHECKING:
     from gateway.server.call import Call
@@ -24,14 +25,14 @@ def report(call: Call) -> None:
     what it held let go."""
     # The writer's one way back to the call: cut, so that the request's objects are freed as soon as it ends, not
     # left to the cycle collector.
-    call.writer.before_last_byte = None
+    call.writer.forget_before_last_byte()
     call.handler.in_flight.dec()
     call.handler.drain.streams.discard(call)
     if call.release is not None:
         call.release()
     route, record, metrics, relay = call.route, call.record, call.handler.metrics, call.relay
     if call.writer.gone and record.outcome is None:
-        record.outcome = "client_gone"
+        record.outcome = RequestOutcome.CLIENT_GONE
     duration_ms = record.duration_ms = round((time.monotonic() - call.started_at) * 1000, 3)
     series = metrics.series(route.name, record.client_dialect, record.upstream_dialect)
     series.requests(str(record.status or 499)).inc()
@@ -52,7 +53,7 @@ def report(call: Call) -> None:
         series.tokens(usage)
     if relay is not None and relay.encoder.dropped:
         series.dropped(relay.encoder.dropped)
-    if relay is not None and (ignored := getattr(relay.decoder, "ignored", 0)):
+    if relay is not None and (ignored := relay.decoder.ignored):
         series.dropped({"upstream_other_run": ignored})  # the upstream's words about another run
         record.ignored = ignored
     if relay is not None and relay.recorder.raw and relay.recorder.raw + 2 >= record.events:

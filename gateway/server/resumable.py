@@ -20,6 +20,7 @@ from gateway.core.turn import Turn
 from gateway.runs.tape import RunReply, Tape, TapeLost
 from gateway.server import resume
 from gateway.server.deadlines import watch_disconnect
+from gateway.server.record import RequestOutcome
 from gateway.server.resume import conversation_key
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ class ResumableRuns:
         if running is not None:
             await self.follow(call, receive, running, 0, client)
             return
-        call.writer.tape = tape
+        call.writer.record_on(tape)
         tape.stop = call.stop
         try:
             await handler.admitted(call, receive, client, turn)
@@ -90,9 +91,9 @@ class ResumableRuns:
                      client: Dialect | None = None) -> None:
         """Send a client a run's reply from the board instead of running it again; `client`, its dialect when
         known, ends a reply lost midway (its replica died) with the dialect's own error."""
-        call.record.outcome = "resumed"
+        call.record.outcome = RequestOutcome.RESUMED
         deadlines = call.deadlines
-        deadlines.request_task = asyncio.current_task()
+        deadlines.guard(asyncio.current_task())
         watcher = asyncio.create_task(watch_disconnect(receive, call.writer, deadlines))
         try:
             timeouts, keepalive = self.handler.route.timeouts, self.handler.keepalive
@@ -120,7 +121,7 @@ def _lost_run_error(client: Dialect) -> Callable[[dict[str, str]], bytes]:
 
     def lost(headers: dict[str, str]) -> bytes:
         wire = Turn(accept=headers.get("content-type"))
-        return client.new_encoder(wire).encode([RunError(resume.LOST, "resume_unavailable")])
+        return client.new_encoder(wire).encode([RunError(resume.LOST, code="resume_unavailable")])
 
     return lost
 

@@ -34,6 +34,7 @@ from gateway.server.metrics import Metrics
 from gateway.server.observed import Observer
 from gateway.server.push import Pusher
 from gateway.server.reading import RequestReader
+from gateway.server.record import RequestOutcome
 from gateway.server.request_ids import request_id_of
 from gateway.server.resources import Called
 from gateway.server.resumable import ResumableRuns
@@ -137,7 +138,7 @@ class RouteHandler:
             turn = await queries.continuing(self, call, client, turn)
             self.access.admit(caller)
         except ClientGone:
-            call.record.outcome = "client_gone"
+            call.record.outcome = RequestOutcome.CLIENT_GONE
             return
         except GatewayError as error:
             candidates = [called.dialect] if called is not None else self.route.dialects
@@ -162,8 +163,9 @@ class RouteHandler:
         except GatewayError as error:
             await writer.fail_before_start(error)
             return
-        task = deadlines.request_task = asyncio.current_task()
+        task = asyncio.current_task()
         assert task is not None
+        deadlines.guard(task)
         watcher = asyncio.create_task(watch_disconnect(receive, writer, deadlines))
         try:
             await call.run(client, turn)
@@ -175,7 +177,7 @@ class RouteHandler:
             if ending.stops_upstream:
                 call.cancel_upstream()
             if ending.error is not None:  # before the upstream answered, after the run, or outside the relay
-                deadlines.cancelled_because = None
+                deadlines.carry_on()
                 await writer.abort(ending.error, ending.code)
         except GatewayError as error:  # the turn cannot be put to this upstream (see HistoryConflict)
             await writer.abort(error, error.code)

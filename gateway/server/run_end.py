@@ -15,7 +15,7 @@ from gateway.core.turn import Message as TurnMessage
 from gateway.runs.watched import WatchedRun
 from gateway.server.client import ClientWriter
 from gateway.server.deadlines import Deadlines
-from gateway.server.record import AccessRecord
+from gateway.server.record import AccessRecord, RequestOutcome
 
 
 class RunEnd:
@@ -49,13 +49,13 @@ class RunEnd:
             if self._abandon is not None:  # ended here (a deadline, a limit)? the upstream may run on: stop it
                 self._abandon()
         else:
-            record.outcome = terminal.outcome
+            record.outcome = RequestOutcome(terminal.outcome)
         # Stored before the last byte goes out: a client may send its next turn the moment it has it. From here
         # on nothing cancels the request: a client that left meanwhile does not cost the conversation its turn.
         deadlines = self._deadlines
-        deadlines.storing_conversation = True
+        deadlines.begin_storing()
         await self._store_conversation(out, terminal)
-        deadlines.storing_conversation = False  # a client that stops reading now is still cut off at the deadline
+        deadlines.end_storing()
         if self._streams:
             await self._writer.end(out)
         else:

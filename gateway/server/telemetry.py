@@ -23,6 +23,7 @@ from starlette.datastructures import Headers
 from gateway import __version__
 from gateway.core.errors import UPSTREAM_CODES
 from gateway.core.events import Usage
+from gateway.server.record import RequestOutcome
 from gateway.upstream.url import UpstreamURL
 
 if TYPE_CHECKING:
@@ -214,7 +215,7 @@ class RequestTrace:
             if usage is not None:
                 attributes.update(_usage_attributes(usage))
             span.set_attributes(attributes)
-            if record.outcome == "error":  # a client's mistake (4xx) is not the server's error
+            if record.outcome is RequestOutcome.ERROR:  # a client's mistake (4xx) is not the server's error
                 span.set_status(trace.StatusCode.ERROR, error)
         span.end(self._at(now))
 

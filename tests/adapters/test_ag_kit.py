@@ -72,12 +72,12 @@ def test_loose_text_becomes_messages_split_at_tool_calls_with_the_text_as_parent
 def test_stream_without_done_is_an_error_and_old_server_error_frame_is_read() -> None:
     assert isinstance(decode("ag-kit", b'data: {"type":"text","content":"x"}\n\n')[-1], RunError)
     events = decode("ag-kit", b'data: {"error": "Server error", "details": "boom"}\n\n')
-    assert events[-1] == RunError("Server error: boom", "upstream_error")
+    assert events[-1] == RunError("Server error: boom", code="upstream_error")
 
 
 def test_encoder_writes_text_interrupts_errors_and_one_done() -> None:
-    out = encode("ag-kit", [RunStarted(), TextDelta("m", "hi"), Interrupt("i", "why", payload={"a": 1}),
-                            RunFinished("interrupt")])
+    out = encode("ag-kit", [RunStarted(), TextDelta("m", "hi"), Interrupt("i", reason="why", payload={"a": 1}),
+                            RunFinished(outcome="interrupt")])
     assert out == (b'data: {"type":"text","content":"hi"}\n\n'
                    b'data: {"type":"interrupt","id":"i","reason":"why","payload":{"a":1}}\n\n'
                    b"data: [DONE]\n\n")

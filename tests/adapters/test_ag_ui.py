@@ -87,8 +87,8 @@ def test_langgraph_on_interrupt_custom_event_is_an_interrupt() -> None:
               b'data: {"type":"CUSTOM","name":"on_interrupt","value":"{\\"steps\\":[1]}","rawEvent":"int_1"}\n\n'
               b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n')
     events = decode("ag-ui", stream)
-    assert Interrupt("int_1", "agent requested interrupt", payload={"steps": [1]}) in events
-    assert events[-1] == RunFinished("interrupt")
+    assert Interrupt("int_1", reason="agent requested interrupt", payload={"steps": [1]}) in events
+    assert events[-1] == RunFinished(outcome="interrupt")
 
 
 def test_pre_1_0_thinking_events_read_as_reasoning() -> None:
@@ -109,19 +109,22 @@ def test_unknown_event_is_kept_as_raw_and_sent_to_ag_ui_clients_inside_a_raw_eve
 
 
 def test_tool_call_without_parent_gets_an_announced_parent_message() -> None:
-    out = encode("ag-ui", [RunStarted("t", "r"), ToolCallStart("c", "f"), ToolCallEnd("c"), RunFinished()])
+    out = encode("ag-ui", [RunStarted(thread_id="t", run_id="r"), ToolCallStart("c", "f"), ToolCallEnd("c"),
+                           RunFinished()])
     lines = [orjson.loads(line[6:]) for line in out.split(b"\n\n") if line]
     start = next(e for e in lines if e["type"] == "TOOL_CALL_START")
     assert {"type": "TEXT_MESSAGE_START", "messageId": start["parentMessageId"], "role": "assistant"} in lines
 
 
 def test_client_tool_left_without_result_is_pending_and_interrupts_go_in_the_outcome() -> None:
-    events = [RunStarted("t", "r"), ToolCallStart("c", "f"), ToolCallEnd("c"), Usage(1, 2, 3), RunFinished()]
+    events = [RunStarted(thread_id="t", run_id="r"), ToolCallStart("c", "f"), ToolCallEnd("c"),
+              Usage(input_tokens=1, output_tokens=2, total_tokens=3), RunFinished()]
     finished = orjson.loads(encode("ag-ui", events).split(b"\n\n")[-2][6:])
     assert finished["outcome"] == {"type": "success", "pendingToolCallIds": ["c"]}
     assert finished["usage"] == [{"inputTokens": 1, "outputTokens": 2, "totalTokens": 3}]
-    events = [RunStarted("t", "r"), ToolCallStart("c", "f"), ToolCallEnd("c"),
-              Interrupt("i", "approve", "Delete?", {"p": 1}, "c"), RunFinished("interrupt")]
+    events = [RunStarted(thread_id="t", run_id="r"), ToolCallStart("c", "f"), ToolCallEnd("c"),
+              Interrupt("i", reason="approve", message="Delete?", payload={"p": 1}, tool_call_id="c"),
+              RunFinished(outcome="interrupt")]
     finished = orjson.loads(encode("ag-ui", events).split(b"\n\n")[-2][6:])
     assert finished["outcome"] == {"type": "interrupt", "interrupts": [
         {"id": "i", "reason": "approve", "message": "Delete?", "toolCallId": "c", "metadata": {"payload": {"p": 1}}}]}

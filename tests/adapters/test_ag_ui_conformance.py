@@ -84,7 +84,7 @@ def verdict(body: bytes) -> list[Violation]:
 def encoded(events: list[Event]) -> bytes:
     """Our encoder's stream for a run of these events."""
     ending = [] if isinstance(events[-1], RunFinished | RunError) else [RunFinished()]
-    return encode("ag-ui", [RunStarted("t1", "r1"), *events, *ending])
+    return encode("ag-ui", [RunStarted(thread_id="t1", run_id="r1"), *events, *ending])
 
 
 # ------------------------------------------------------------------------------------------------- the corpus
@@ -178,26 +178,30 @@ VALID: dict[str, bytes] = {
     "crlf-inside-comment-line": b": ping\r\n" + run(),
 }
 
-INTERRUPTED = [TextStart("m1"), TextDelta("m1", "Shall I?"), TextEnd("m1"), ToolCallStart("c1", "approve", "m1"),
-               ToolCallArgs("c1", "{}"), ToolCallEnd("c1"), Interrupt("i1", "approval", "ok?", {"x": 1}, "c1"),
-               RunFinished("interrupt")]
+INTERRUPTED = [TextStart("m1"), TextDelta("m1", "Shall I?"), TextEnd("m1"),
+               ToolCallStart("c1", "approve", parent_message_id="m1"), ToolCallArgs("c1", "{}"), ToolCallEnd("c1"),
+               Interrupt("i1", reason="approval", message="ok?", payload={"x": 1}, tool_call_id="c1"),
+               RunFinished(outcome="interrupt")]
 ENCODED: dict[str, list[Event]] = {
     "text": [TextStart("m1"), TextDelta("m1", "Hello"), TextEnd("m1")],
     "tool-calls": [ToolCallStart("c1", "weather"), ToolCallArgs("c1", '{"city":"Paris"}'), ToolCallEnd("c1"),
-                   ToolResult("c1", {"temp": 20}, "r1"), TextStart("m2"), TextDelta("m2", "20C"), TextEnd("m2")],
-    "client-tool-pending": [TextStart("m1"), ToolCallStart("c1", "ask_user", "m1"), ToolCallEnd("c1"), TextEnd("m1")],
+                   ToolResult("c1", {"temp": 20}, message_id="r1"), TextStart("m2"), TextDelta("m2", "20C"),
+                   TextEnd("m2")],
+    "client-tool-pending": [TextStart("m1"), ToolCallStart("c1", "ask_user", parent_message_id="m1"),
+                            ToolCallEnd("c1"), TextEnd("m1")],
     "reasoning": [ReasoningStart("r1"), ReasoningDelta("r1", "hmm"), ReasoningEnd("r1"), TextStart("m1"),
                   TextDelta("m1", "so"), TextEnd("m1")],
     "state": [StateSnapshot({"count": 0}), StateDelta([{"op": "replace", "path": "/count", "value": 1}])],
-    "steps-data-raw-usage": [StepStarted("plan"), Data("progress", {"pct": 50}), Raw("vercel", {"type": "x"}),
-                             StepFinished("plan"), Usage(10, 5, 15, "m", "p")],
+    "steps-data-raw-usage": [StepStarted(name="plan"), Data("progress", {"pct": 50}),
+                             Raw("vercel", event={"type": "x"}), StepFinished(name="plan"),
+                             Usage(input_tokens=10, output_tokens=5, total_tokens=15, model="m", provider="p")],
     "messages-snapshot": [MessagesSnapshot([
         Message("user", "hi", "u1"),
         Message("user", [ContentPart("text", text="look"), ContentPart("image", url="https://x/a.png")], "u2"),
         Message("assistant", "", "a1", [ToolCall("c1", "f", "{}")]),
         Message("tool", "done", "t1", tool_call_id="c1")])],
     "interrupt": INTERRUPTED,
-    "error": [TextStart("m1"), TextDelta("m1", "par"), RunError("model overloaded", "overloaded")],
+    "error": [TextStart("m1"), TextDelta("m1", "par"), RunError("model overloaded", code="overloaded")],
 }
 
 # name -> (body, rule of the first violation, frame of the first violation)

@@ -60,7 +60,8 @@ def test_upstream_request_round_trips() -> None:
 def test_run_becomes_openai_style_messages_ending_with_the_assistant() -> None:
     events = [RunStarted(), TextStart("m"), TextDelta("m", "Let me look."), ToolCallStart("c", "lookup"),
               ToolCallArgs("c", "{}"), ToolCallEnd("c"), ToolResult("c", {"found": True}), TextStart("n"),
-              TextDelta("n", "Found it."), TextEnd("n"), Usage(10, 5, 15, "m1", "p1"), RunFinished()]
+              TextDelta("n", "Found it."), TextEnd("n"),
+              Usage(input_tokens=10, output_tokens=5, total_tokens=15, model="m1", provider="p1"), RunFinished()]
     body = orjson.loads(encode("agent-respond", events))
     assert body == {
         "messages": [
@@ -73,8 +74,8 @@ def test_run_becomes_openai_style_messages_ending_with_the_assistant() -> None:
 
 
 def test_interrupt_or_client_tool_ends_with_an_assistant_message_that_says_so() -> None:
-    body = orjson.loads(encode("agent-respond", [RunStarted(), Interrupt("i", "approval", "Delete?"),
-                                                  RunFinished("interrupt")]))
+    body = orjson.loads(encode("agent-respond", [RunStarted(), Interrupt("i", reason="approval", message="Delete?"),
+                                                  RunFinished(outcome="interrupt")]))
     assert body["messages"][-1] == {"role": "assistant",
                                     "content": "[interrupted] The agent paused for human input: Delete?"}
     body = orjson.loads(encode("agent-respond", [RunStarted(), ToolCallStart("c", "pick"), ToolCallEnd("c"),
@@ -84,12 +85,13 @@ def test_interrupt_or_client_tool_ends_with_an_assistant_message_that_says_so() 
 
 def test_failed_run_is_a_502_or_504_with_what_was_said() -> None:
     encoder = registry.get("agent-respond").new_encoder(None)
-    body = orjson.loads(encoder.encode([RunStarted(), TextDelta("m", "partial"), RunError("boom", "upstream_error")]))
+    body = orjson.loads(encoder.encode([RunStarted(), TextDelta("m", "partial"),
+                                        RunError("boom", code="upstream_error")]))
     assert encoder.status_code == 502
     assert body == {"error": {"code": "upstream_error", "message": "boom"},
                     "messages": [{"role": "assistant", "content": "partial"}]}
     encoder = registry.get("agent-respond").new_encoder(None)
-    encoder.encode([RunStarted(), RunError("slow", "upstream_timeout")])
+    encoder.encode([RunStarted(), RunError("slow", code="upstream_timeout")])
     assert encoder.status_code == 504
 
 
@@ -99,12 +101,12 @@ def test_response_body_expands_into_events_and_bad_bodies_into_errors() -> None:
     assert [type(e).__name__ for e in events] == ["RunStarted", "TextStart", "TextDelta", "TextEnd", "Usage",
                                                   "RunFinished"]
     assert isinstance(decode("agent-respond", b"<html>502</html>")[-1], RunError)
-    assert decode("agent-respond", b'{"detail":"nope"}')[-1] == RunError("nope", "upstream_bad_event")
+    assert decode("agent-respond", b'{"detail":"nope"}')[-1] == RunError("nope", code="upstream_bad_event")
     error_body = (b'{"error":{"code":"agent_error","message":"boom"},'
                   b'"messages":[{"role":"assistant","content":"so far"}]}')
     events = decode("agent-respond", error_body)
     assert TextDelta(events[2].message_id, "so far") in events  # type: ignore[union-attr]
-    assert events[-1] == RunError("boom", "agent_error")
+    assert events[-1] == RunError("boom", code="agent_error")
     assert isinstance(decode("agent-respond", b'{"messages":[]}')[-1], RunFinished)
 
 

@@ -171,7 +171,8 @@ def test_a_models_finish_reason_on_its_last_chunk_says_whether_the_answer_was_cu
 
 def test_messages_written_at_once_are_each_one_whole_message_in_the_threads_values() -> None:
     body = LangGraphEncoder(None).encode([
-        RunStarted("t", "r"), TextStart("A"), TextDelta("A", "Hello "), TextStart("B"), TextDelta("B", "Bonjour "),
+        RunStarted(thread_id="t", run_id="r"), TextStart("A"), TextDelta("A", "Hello "), TextStart("B"),
+        TextDelta("B", "Bonjour "),
         TextDelta("A", "world."), TextDelta("B", "le monde."), TextEnd("A"), TextEnd("B"), RunFinished()])
     values = [orjson.loads(block.split(b"data: ", 1)[1]) for block in body.split(b"\n\n")
               if block.startswith(b"id: ") and b"\nevent: values\n" in block]

@@ -105,7 +105,7 @@ def test_inkeep_error_operation_is_a_run_error_and_goes_back_to_inkeep_clients_t
     stream = (b'data: {"type":"data-operation","data":{"type":"error","message":"nope","severity":"error"}}\n\n'
               b"data: [DONE]\n\n")
     events = decode("vercel", stream)
-    assert events[-1] == RunError("nope", "upstream_error")
+    assert events[-1] == RunError("nope", code="upstream_error")
     out = encode("vercel", events, INKEEP)
     assert b'"type":"data-operation","data":{"type":"error","message":"nope"' in out
     assert out.endswith(b'data: {"type":"error","errorText":"nope"}\n\ndata: [DONE]\n\n')
@@ -134,14 +134,14 @@ def test_encoder_sends_input_at_the_end_of_the_call_and_required_keys_always() -
 
 def test_an_interrupt_about_no_tool_call_is_a_call_of_its_own_waiting_for_approval() -> None:
     events = [RunStarted(), ToolCallStart("c", "f"), ToolCallEnd("c"), Interrupt("a1", tool_call_id="c"),
-              Interrupt("i2", "confirm delete", "Sure?", payload=[1]), RunFinished("interrupt")]
+              Interrupt("i2", reason="confirm delete", message="Sure?", payload=[1]), RunFinished(outcome="interrupt")]
     out = encode("vercel", events)
     assert b'{"type":"tool-approval-request","approvalId":"a1","toolCallId":"c"}' in out
     assert (b'{"type":"tool-input-available","toolCallId":"interrupt-i2","toolName":"confirm_delete",'
             b'"input":{"reason":"confirm delete","message":"Sure?","payload":[1]}}') in out
     assert b'{"type":"tool-approval-request","approvalId":"i2","toolCallId":"interrupt-i2"}' in out
     decoded = decode("vercel", out)
-    assert Interrupt("i2", "confirm delete", "Sure?", payload=[1]) in decoded
+    assert Interrupt("i2", reason="confirm delete", message="Sure?", payload=[1]) in decoded
     assert [e.tool_call_id for e in decoded if isinstance(e, ToolCallStart)] == ["c"]
 
 
@@ -206,4 +206,4 @@ def test_a_new_step_follows_tool_results_so_use_chat_does_not_send_again() -> No
 
 
 def test_cancelled_run_is_an_abort() -> None:
-    assert encode("vercel", [RunFinished("cancelled")]) == b'data: {"type":"abort"}\n\ndata: [DONE]\n\n'
+    assert encode("vercel", [RunFinished(outcome="cancelled")]) == b'data: {"type":"abort"}\n\ndata: [DONE]\n\n'
