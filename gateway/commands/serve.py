@@ -9,7 +9,6 @@ import logging
 import os
 import sys
 import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import orjson
@@ -104,7 +103,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return 2
     if args.check:
         return _check_config(config, args.send_request)
-    if args.workers > 1 and config.store.url.startswith("memory:"):
+    if args.workers > 1 and config.store.backend().one_process:
         log.error("--workers > 1 needs a store the workers share: sqlite:///... or redis://...")
         return 2
     store = _open_store(config)
@@ -197,18 +196,15 @@ def _open_store(config: GatewayConfig) -> ConversationStore | None:
 def _check_config(config: GatewayConfig, ask: bool) -> int:
     """`serve --check`: what a start would find, found without writing anything (a SQLite store is looked at, not
     opened: opening creates it)."""
-    from gateway.conversations.store import StoreError, redact_url, sqlite_path, sqlite_problem
+    from gateway.conversations.store import StoreError, redact_url
     from gateway.server.probe import probe
 
     print(f"configuration: ok ({len(config.routes)} route{'s' if len(config.routes) != 1 else ''})")
     url = config.store.url
     store: ConversationStore | None = None
-    if url.lower().startswith("sqlite:"):
-        path = sqlite_path(url)
-        problem = sqlite_problem(path)
-        where = path if path == ":memory:" else str(Path(path).absolute())
-        state = "exists" if path != ":memory:" and Path(path).exists() else "would be created"
-        print(f"store {redact_url(url)}: {'FAILED (' + problem + ')' if problem else f'ok ({where} {state})'}")
+    if (found := config.store.backend().found) is not None:  # opening it would create it: looked at instead
+        problem, there = found(url)
+        print(f"store {redact_url(url)}: {'FAILED (' + problem + ')' if problem else f'ok ({there})'}")
         if problem:
             return 1
     else:
