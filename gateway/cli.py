@@ -19,7 +19,7 @@ import difflib
 import re
 import sys
 from collections.abc import Callable
-from typing import NoReturn, TypeVar
+from typing import NamedTuple, NoReturn, TypeVar
 
 from adapters import registry
 from gateway.commands import version
@@ -90,16 +90,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="print the version, and whether the codecs run compiled (scripts/compile), and exit")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     dialects = _Dialects()
-    for add in (_serve, _demo, _agent, _translate, _check, _replay):
-        add(commands, dialects)
+    for command in _commands():
+        command.flags(commands.add_parser(command.name, help=command.help, description=command.description),
+                      dialects)
     if not (sys.argv[1:] if argv is None else argv):  # nothing asked: what can be asked
         parser.print_help()
         return 2
     args, unknown = parser.parse_known_args(argv)
-    command = commands.choices[args.command]
+    asked = commands.choices[args.command]
     if unknown:  # said by the command's own parser, which knows what the command takes
-        command.error(f"unrecognized arguments: {' '.join(unknown)}")
-    return _run(command, args)
+        asked.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return _run(asked, args)
 
 
 def _run(command: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -140,13 +141,44 @@ class _Dialects:
         self.variant_help = "; ".join(f"{variant} ({dialect})" for variant, dialect in registry.variants().items())
 
 
-_Commands = argparse._SubParsersAction
-"""What `add_subparsers` returns, by typeshed's name for it."""
+class _Command(NamedTuple):
+    """A subcommand as `agent-gateway --help` lists it, and what adds its flags."""
+
+    name: str
+    help: str
+    description: str
+    flags: Callable[[argparse.ArgumentParser, _Dialects], None]
 
 
-def _serve(commands: _Commands[_Parser], dialects: _Dialects) -> None:
-    serve = commands.add_parser("serve", help="run the gateway",
-                                description="Run the gateway: routes from --config, or one route from the flags.")
+def _commands() -> tuple[_Command, ...]:
+    """The subcommands, in the order `--help` lists them."""
+    from gateway.check import SCENARIOS
+
+    return (
+        _Command("serve", "run the gateway", "Run the gateway: routes from --config, or one route from the flags.",
+                 _serve),
+        _Command("demo", "run the gateway in front of the built-in agent (no external agent needed)",
+                 "Serve the gateway and the built-in scripted agent (speaking AG-Kit) in one process, and print "
+                 "a curl command for each client dialect.", _demo),
+        _Command("agent", "run the built-in scripted agent",
+                 "Serve the built-in scripted agent in one dialect. Keywords in the user's message choose what it "
+                 "does: weather (server tool), tool (calls the client's first tool), approve / interrupt "
+                 "(human in the loop), think, state, slow, fail, hang, silent; anything else is echoed.", _agent),
+        _Command("translate", "translate a recorded stream from one dialect into another",
+                 "Decode INPUT as the --from dialect and write it re-encoded in the --to dialect on stdout.",
+                 _translate),
+        _Command("check", "judge an agent endpoint by its dialect's rules",
+                 "Send URL the standard conversations (" + ", ".join(SCENARIOS) + ") in its dialect, and judge "
+                 "every answer by the rules a real client of that dialect holds it to. A conversation the agent "
+                 "shows nothing of (no tool called, no interrupt) is skipped. Exits 1 on any violation.", _check),
+        _Command("replay", "serve recordings as an agent",
+                 "Serve the exchanges recorded in FILEs as an agent in the recorded upstream's dialect: each "
+                 "request, matched by its conversation and turn, gets the recorded reply, frame by frame, with "
+                 "its timing. A request nothing was recorded for gets the dialect's own error.", _replay),
+    )
+
+
+def _serve(serve: argparse.ArgumentParser, dialects: _Dialects) -> None:
     serve.add_argument("--config", help="YAML configuration file (see config/)")
     serve.add_argument("--check", action="store_true",
                        help="check the configuration, reach every upstream and the store, print a line each, and "
@@ -191,11 +223,7 @@ def _one_route(serve: argparse.ArgumentParser, dialects: _Dialects) -> None:
                             "default: sqlite:///agent-gateway.db, a file in the working directory)")
 
 
-def _demo(commands: _Commands[_Parser], dialects: _Dialects) -> None:
-    demo = commands.add_parser(
-        "demo", help="run the gateway in front of the built-in agent (no external agent needed)",
-        description="Serve the gateway and the built-in scripted agent (speaking AG-Kit) in one process, and print "
-                    "a curl command for each client dialect.")
+def _demo(demo: argparse.ArgumentParser, dialects: _Dialects) -> None:
     _listening(demo, 8080)
     demo.add_argument("--agent-dialect", choices=dialects.names, default="ag-kit",
                       help=f"the dialect the built-in agent speaks (default: ag-kit; "
@@ -203,21 +231,13 @@ def _demo(commands: _Commands[_Parser], dialects: _Dialects) -> None:
                            f"show reasoning)")
 
 
-def _agent(commands: _Commands[_Parser], dialects: _Dialects) -> None:
-    agent = commands.add_parser(
-        "agent", help="run the built-in scripted agent",
-        description="Serve the built-in scripted agent in one dialect. Keywords in the user's message choose what it "
-                    "does: weather (server tool), tool (calls the client's first tool), approve / interrupt "
-                    "(human in the loop), think, state, slow, fail, hang, silent; anything else is echoed.")
+def _agent(agent: argparse.ArgumentParser, dialects: _Dialects) -> None:
     agent.add_argument("--dialect", choices=dialects.names, required=True, help="the dialect the agent speaks")
     _listening(agent, 8001)
     agent.add_argument("--pace", type=_pace, default=0.0, help="seconds between streamed events (default: 0)")
 
 
-def _translate(commands: _Commands[_Parser], dialects: _Dialects) -> None:
-    translate = commands.add_parser(
-        "translate", help="translate a recorded stream from one dialect into another",
-        description="Decode INPUT as the --from dialect and write it re-encoded in the --to dialect on stdout.")
+def _translate(translate: argparse.ArgumentParser, dialects: _Dialects) -> None:
     translate.add_argument("input", nargs="?", help="a file (a stream, or a recording), or - for stdin; default: a "
                            "built-in AG-Kit sample run")
     translate.add_argument("--from", dest="source", choices=dialects.names, default=None,
@@ -228,14 +248,9 @@ def _translate(commands: _Commands[_Parser], dialects: _Dialects) -> None:
                            help=f"the target's variant ({dialects.variant_help})")
 
 
-def _check(commands: _Commands[_Parser], dialects: _Dialects) -> None:
+def _check(check: argparse.ArgumentParser, dialects: _Dialects) -> None:
     from gateway.check import SCENARIOS
 
-    check = commands.add_parser(
-        "check", help="judge an agent endpoint by its dialect's rules",
-        description="Send URL the standard conversations (" + ", ".join(SCENARIOS) + ") in its dialect, and judge "
-                    "every answer by the rules a real client of that dialect holds it to. A conversation the agent "
-                    "shows nothing of (no tool called, no interrupt) is skipped. Exits 1 on any violation.")
     check.add_argument("url", nargs="?", help="the agent endpoint, e.g. http://127.0.0.1:8001/agui")
     check.add_argument("--dialect", choices=dialects.names, help="the dialect the endpoint speaks")
     check.add_argument("--recording", action="append", metavar="FILE",
@@ -252,12 +267,7 @@ def _check(commands: _Commands[_Parser], dialects: _Dialects) -> None:
     check.add_argument("--json", action="store_true", help="a JSON report on stdout, for CI")
 
 
-def _replay(commands: _Commands[_Parser], dialects: _Dialects) -> None:
-    replay = commands.add_parser(
-        "replay", help="serve recordings as an agent",
-        description="Serve the exchanges recorded in FILEs as an agent in the recorded upstream's dialect: each "
-                    "request, matched by its conversation and turn, gets the recorded reply, frame by frame, with "
-                    "its timing. A request nothing was recorded for gets the dialect's own error.")
+def _replay(replay: argparse.ArgumentParser, dialects: _Dialects) -> None:
     replay.add_argument("files", nargs="+", metavar="FILE", help="recordings (routes[].record, serve --record, or "
                         "downloaded from the inspector)")
     _listening(replay, 8001)
