@@ -19,7 +19,7 @@ import difflib
 import re
 import sys
 from collections.abc import Callable
-from typing import NoReturn, TypeVar
+from typing import NamedTuple, NoReturn, TypeVar
 
 from adapters import registry
 from gateway.commands import version
@@ -84,16 +84,101 @@ def _listening(command: argparse.ArgumentParser, port: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Each command adds its flags; the one asked for runs, and its exit status is returned."""
     parser = _Parser(prog="agent-gateway", description="A reverse proxy that translates between AI-agent dialects.")
     parser.add_argument("--version", action="version", version=version(),
                         help="print the version, and whether the codecs run compiled (scripts/compile), and exit")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    names = list(registry.DIALECTS)
-    variants = registry.variants()
-    variant_help = "; ".join(f"{variant} ({dialect})" for variant, dialect in variants.items())
+    dialects = _Dialects()
+    for command in _commands():
+        command.flags(commands.add_parser(command.name, help=command.help, description=command.description),
+                      dialects)
+    if not (sys.argv[1:] if argv is None else argv):  # nothing asked: what can be asked
+        parser.print_help()
+        return 2
+    args, unknown = parser.parse_known_args(argv)
+    asked = commands.choices[args.command]
+    if unknown:  # said by the command's own parser, which knows what the command takes
+        asked.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return _run(asked, args)
 
-    serve = commands.add_parser("serve", help="run the gateway",
-                                description="Run the gateway: routes from --config, or one route from the flags.")
+
+def _run(command: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """The command's module runs it, imported only now: a command does not pay for the others' imports."""
+    match args.command:
+        case "check":
+            from gateway.commands import check as checking
+
+            return checking.run(command, args)
+        case "serve":
+            from gateway.commands import serve as serving
+
+            return serving.run(command, args)
+        case "demo":
+            from gateway.commands import demo as demo_command
+
+            return demo_command.demo(args)
+        case "agent":
+            from gateway.commands import demo as demo_command
+
+            return demo_command.agent(args)
+        case "replay":
+            from gateway.commands import recordings
+
+            return recordings.replay(command, args)
+        case _:  # translate
+            from gateway.commands import translate as translating
+
+            return translating.run(command, args)
+
+
+class _Dialects:
+    """The dialects and variants several commands offer as choices."""
+
+    def __init__(self) -> None:
+        self.names = list(registry.DIALECTS)
+        self.variants = list(registry.variants())
+        self.variant_help = "; ".join(f"{variant} ({dialect})" for variant, dialect in registry.variants().items())
+
+
+class _Command(NamedTuple):
+    """A subcommand as `agent-gateway --help` lists it, and what adds its flags."""
+
+    name: str
+    help: str
+    description: str
+    flags: Callable[[argparse.ArgumentParser, _Dialects], None]
+
+
+def _commands() -> tuple[_Command, ...]:
+    """The subcommands, in the order `--help` lists them."""
+    from gateway.check import SCENARIOS
+
+    return (
+        _Command("serve", "run the gateway", "Run the gateway: routes from --config, or one route from the flags.",
+                 _serve),
+        _Command("demo", "run the gateway in front of the built-in agent (no external agent needed)",
+                 "Serve the gateway and the built-in scripted agent (speaking AG-Kit) in one process, and print "
+                 "a curl command for each client dialect.", _demo),
+        _Command("agent", "run the built-in scripted agent",
+                 "Serve the built-in scripted agent in one dialect. Keywords in the user's message choose what it "
+                 "does: weather (server tool), tool (calls the client's first tool), approve / interrupt "
+                 "(human in the loop), think, state, slow, fail, hang, silent; anything else is echoed.", _agent),
+        _Command("translate", "translate a recorded stream from one dialect into another",
+                 "Decode INPUT as the --from dialect and write it re-encoded in the --to dialect on stdout.",
+                 _translate),
+        _Command("check", "judge an agent endpoint by its dialect's rules",
+                 "Send URL the standard conversations (" + ", ".join(SCENARIOS) + ") in its dialect, and judge "
+                 "every answer by the rules a real client of that dialect holds it to. A conversation the agent "
+                 "shows nothing of (no tool called, no interrupt) is skipped. Exits 1 on any violation.", _check),
+        _Command("replay", "serve recordings as an agent",
+                 "Serve the exchanges recorded in FILEs as an agent in the recorded upstream's dialect: each "
+                 "request, matched by its conversation and turn, gets the recorded reply, frame by frame, with "
+                 "its timing. A request nothing was recorded for gets the dialect's own error.", _replay),
+    )
+
+
+def _serve(serve: argparse.ArgumentParser, dialects: _Dialects) -> None:
     serve.add_argument("--config", help="YAML configuration file (see config/)")
     serve.add_argument("--check", action="store_true",
                        help="check the configuration, reach every upstream and the store, print a line each, and "
@@ -102,19 +187,7 @@ def main(argv: list[str] | None = None) -> int:
                        help="with --check: also send each upstream one real request ('hello') and judge its reply "
                             "by its dialect's rules (the agent answers it, which may cost a model call)")
     _listening(serve, 8080)
-    serve.add_argument("--upstream", metavar="URL", help="without --config: the upstream agent's URL")
-    serve.add_argument("--upstream-dialect", choices=names, help="without --config: the upstream's dialect")
-    serve.add_argument("--upstream-variant", choices=list(variants),
-                       help=f"without --config: the upstream's variant, when its responses do not show it "
-                            f"({variant_help})")
-    serve.add_argument("--upstream-agent", metavar="NAME",
-                       help="without --config: which agent the upstream's server runs, for one that hosts several "
-                            "(a LangGraph assistant id or graph name)")
-    serve.add_argument("--client-dialect", choices=names, action="append",
-                       help="without --config: a dialect clients speak (repeat; default: detect any)")
-    serve.add_argument("--store", default=None,
-                       help="without --config: conversation store URL (memory://, sqlite:///file.db, redis://...; "
-                            "default: sqlite:///agent-gateway.db, a file in the working directory)")
+    _one_route(serve, dialects)
     serve.add_argument("--workers", type=_workers, default=1,
                        help="worker processes (default: 1); more than one needs a shared store (sqlite or redis)")
     serve.add_argument("--log-format", choices=["json", "human"],
@@ -132,45 +205,54 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--record", metavar="DIR",
                        help="record every route's exchanges into DIR, a file per conversation (routes[].record)")
 
-    demo = commands.add_parser(
-        "demo", help="run the gateway in front of the built-in agent (no external agent needed)",
-        description="Serve the gateway and the built-in scripted agent (speaking AG-Kit) in one process, and print "
-                    "a curl command for each client dialect.")
+
+def _one_route(serve: argparse.ArgumentParser, dialects: _Dialects) -> None:
+    """`serve`'s flags for one route, without --config."""
+    serve.add_argument("--upstream", metavar="URL", help="without --config: the upstream agent's URL")
+    serve.add_argument("--upstream-dialect", choices=dialects.names, help="without --config: the upstream's dialect")
+    serve.add_argument("--upstream-variant", choices=dialects.variants,
+                       help=f"without --config: the upstream's variant, when its responses do not show it "
+                            f"({dialects.variant_help})")
+    serve.add_argument("--upstream-agent", metavar="NAME",
+                       help="without --config: which agent the upstream's server runs, for one that hosts several "
+                            "(a LangGraph assistant id or graph name)")
+    serve.add_argument("--client-dialect", choices=dialects.names, action="append",
+                       help="without --config: a dialect clients speak (repeat; default: detect any)")
+    serve.add_argument("--store", default=None,
+                       help="without --config: conversation store URL (memory://, sqlite:///file.db, redis://...; "
+                            "default: sqlite:///agent-gateway.db, a file in the working directory)")
+
+
+def _demo(demo: argparse.ArgumentParser, dialects: _Dialects) -> None:
     _listening(demo, 8080)
-    demo.add_argument("--agent-dialect", choices=names, default="ag-kit",
+    demo.add_argument("--agent-dialect", choices=dialects.names, default="ag-kit",
                       help=f"the dialect the built-in agent speaks (default: ag-kit; "
                            f"{' and '.join(n for n, d in registry.DIALECTS.items() if 'reasoning' in d.carries)} "
                            f"show reasoning)")
 
-    agent = commands.add_parser(
-        "agent", help="run the built-in scripted agent",
-        description="Serve the built-in scripted agent in one dialect. Keywords in the user's message choose what it "
-                    "does: weather (server tool), tool (calls the client's first tool), approve / interrupt "
-                    "(human in the loop), think, state, slow, fail, hang, silent; anything else is echoed.")
-    agent.add_argument("--dialect", choices=names, required=True, help="the dialect the agent speaks")
+
+def _agent(agent: argparse.ArgumentParser, dialects: _Dialects) -> None:
+    agent.add_argument("--dialect", choices=dialects.names, required=True, help="the dialect the agent speaks")
     _listening(agent, 8001)
     agent.add_argument("--pace", type=_pace, default=0.0, help="seconds between streamed events (default: 0)")
 
-    translate = commands.add_parser(
-        "translate", help="translate a recorded stream from one dialect into another",
-        description="Decode INPUT as the --from dialect and write it re-encoded in the --to dialect on stdout.")
+
+def _translate(translate: argparse.ArgumentParser, dialects: _Dialects) -> None:
     translate.add_argument("input", nargs="?", help="a file (a stream, or a recording), or - for stdin; default: a "
                            "built-in AG-Kit sample run")
-    translate.add_argument("--from", dest="source", choices=names, default=None,
+    translate.add_argument("--from", dest="source", choices=dialects.names, default=None,
                            help="the dialect the input is in (default: ag-kit; a recording says its own)")
-    translate.add_argument("--to", dest="target", choices=names, default="ag-ui",
+    translate.add_argument("--to", dest="target", choices=dialects.names, default="ag-ui",
                            help="the dialect to write (default: ag-ui)")
-    translate.add_argument("--variant", choices=list(variants), help=f"the target's variant ({variant_help})")
+    translate.add_argument("--variant", choices=dialects.variants,
+                           help=f"the target's variant ({dialects.variant_help})")
 
+
+def _check(check: argparse.ArgumentParser, dialects: _Dialects) -> None:
     from gateway.check import SCENARIOS
 
-    check = commands.add_parser(
-        "check", help="judge an agent endpoint by its dialect's rules",
-        description="Send URL the standard conversations (" + ", ".join(SCENARIOS) + ") in its dialect, and judge "
-                    "every answer by the rules a real client of that dialect holds it to. A conversation the agent "
-                    "shows nothing of (no tool called, no interrupt) is skipped. Exits 1 on any violation.")
     check.add_argument("url", nargs="?", help="the agent endpoint, e.g. http://127.0.0.1:8001/agui")
-    check.add_argument("--dialect", choices=names, help="the dialect the endpoint speaks")
+    check.add_argument("--dialect", choices=dialects.names, help="the dialect the endpoint speaks")
     check.add_argument("--recording", action="append", metavar="FILE",
                        help="instead of an endpoint: judge the replies a recording holds, the upstream's and the "
                             "client's, each by its own dialect's rules (repeatable)")
@@ -180,15 +262,12 @@ def main(argv: list[str] | None = None) -> int:
                        help="a header for every request, e.g. 'Authorization: Bearer ...' (repeatable)")
     check.add_argument("--prompt", action="append", default=[], metavar="SCENARIO=TEXT",
                        help="what a conversation asks the agent (repeatable), e.g. server-tool='look up X'")
-    check.add_argument("--variant", choices=list(variants), help=f"the endpoint's variant ({variant_help})")
+    check.add_argument("--variant", choices=dialects.variants, help=f"the endpoint's variant ({dialects.variant_help})")
     check.add_argument("--timeout", type=_seconds, default=60.0, help="seconds per request (default: 60)")
     check.add_argument("--json", action="store_true", help="a JSON report on stdout, for CI")
 
-    replay = commands.add_parser(
-        "replay", help="serve recordings as an agent",
-        description="Serve the exchanges recorded in FILEs as an agent in the recorded upstream's dialect: each "
-                    "request, matched by its conversation and turn, gets the recorded reply, frame by frame, with "
-                    "its timing. A request nothing was recorded for gets the dialect's own error.")
+
+def _replay(replay: argparse.ArgumentParser, dialects: _Dialects) -> None:
     replay.add_argument("files", nargs="+", metavar="FILE", help="recordings (routes[].record, serve --record, or "
                         "downloaded from the inspector)")
     _listening(replay, 8001)
@@ -196,35 +275,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="how much faster than recorded (default: 1, the recorded timing)")
     replay.add_argument("--at-once", action="store_true", help="every frame at once, no waiting")
 
-    if not (sys.argv[1:] if argv is None else argv):  # nothing asked: what can be asked
-        parser.print_help()
-        return 2
-    args, unknown = parser.parse_known_args(argv)
-    if unknown:  # said by the command's own parser, which knows what the command takes
-        commands.choices[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
-    if args.command == "check":
-        from gateway.commands import check as checking
-
-        return checking.run(check, args)
-    if args.command == "serve":
-        from gateway.commands import serve as serving
-
-        return serving.run(serve, args)
-    if args.command == "demo":
-        from gateway.commands import demo as demo_command
-
-        return demo_command.demo(args)
-    if args.command == "agent":
-        from gateway.commands import demo as demo_command
-
-        return demo_command.agent(args)
-    if args.command == "replay":
-        from gateway.commands import recordings
-
-        return recordings.replay(replay, args)
-    from gateway.commands import translate as translating
-
-    return translating.run(translate, args)
 
 if __name__ == "__main__":
     raise SystemExit(main())

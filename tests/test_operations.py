@@ -18,7 +18,7 @@ from servers import Served
 from adapters import registry
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
-from gateway.conversations.store import Listed, MemoryStore, StoreError
+from gateway.conversations.store import ConversationStore, Listed, MemoryStore, StoreError
 from gateway.core.events import (
     Data,
     Event,
@@ -262,7 +262,7 @@ def test_an_upstream_unreachable_at_startup_is_a_warning(caplog: pytest.LogCaptu
     assert any("away: upstream" in r.getMessage() and "cannot be reached" in r.getMessage() for r in caplog.records)
 
 
-class BrokenStore:
+class BrokenStore(ConversationStore):
     """A store whose backend is down: every call fails as the real ones do."""
 
     async def get(self, key: str) -> bytes | None:

@@ -9,8 +9,7 @@ import logging
 import os
 import sys
 import tempfile
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import orjson
 from pydantic import ValidationError
@@ -23,6 +22,8 @@ from gateway.inspector.options import InspectorOptions
 from gateway.recordings.options import RecordOptions
 
 if TYPE_CHECKING:
+    import socket
+
     from gateway.conversations.store import ConversationStore
 
 log = logging.getLogger("agent_gateway.serve")
@@ -47,12 +48,37 @@ def _flag(loc: tuple[int | str, ...]) -> str:
 
 
 def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    import uvicorn
+    """Read the configuration, add what the flags say to it, and check it (`--check` stops there); open the store
+    and bind the ports, say what is served, and serve it, in this process or in workers."""
+    from gateway.server import http_server
 
-    from gateway.server import http_server, logs, workers
-    from gateway.server.app import CONFIG_ENV, create_app
-    from gateway.server.drain import exit_quietly_when_stopped
-    from gateway.server.uvicorn_options import uvicorn_options
+    config = _configuration(parser, args)
+    if config is None:
+        return 2
+    if args.send_request and not args.check:
+        parser.error("--send-request goes with --check")
+    _add_flags(config, args)
+    made_key = config.inspector is not None and not config.inspector.key
+    if not _inspector_keyed(config, args) or not _can_record(config):
+        return 2
+    if args.check:
+        return _check_config(config, args.send_request)
+    opened = _open(config, args)
+    if opened is None:
+        return 2
+    _announce(config, args, made_key)
+    http_server.HEAD_SECONDS = config.header_timeout
+    if args.workers == 1:
+        _serve_here(config, args, opened)
+    else:
+        _serve_in_workers(config, args, opened)
+    return 0
+
+
+def _configuration(parser: argparse.ArgumentParser, args: argparse.Namespace) -> GatewayConfig | None:
+    """The configuration, from --config or from the flags for one route; None after a line per mistake in a file
+    (a mistake in the flags is the parser's one-line error). Logging is configured from here on."""
+    from gateway.server import logs
 
     flags = [flag for flag, value in (("--upstream", args.upstream), ("--upstream-dialect", args.upstream_dialect),
                                       ("--upstream-variant", args.upstream_variant),
@@ -67,49 +93,66 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     logs.configure(args.log_format, args.log_level)  # from here every line on stderr is a log line, in its format
     try:
         if args.config:
-            config = load_config(args.config)
-        elif args.upstream and args.upstream_dialect:
-            config = GatewayConfig.model_validate({
+            return load_config(args.config)
+        if args.upstream and args.upstream_dialect:
+            return GatewayConfig.model_validate({
                 "routes": [{"upstream": {"url": args.upstream, "dialect": args.upstream_dialect,
                                          "variant": args.upstream_variant, "agent": args.upstream_agent},
                             "client_dialects": args.client_dialect or "auto"}],
                 "store": {"url": args.store or "sqlite:///agent-gateway.db"}})
-        else:
-            parser.error("serve needs --config FILE, or --upstream URL with --upstream-dialect")
+        parser.error("serve needs --config FILE, or --upstream URL with --upstream-dialect")
     except ConfigError as exc:
         for line in str(exc).splitlines():  # one line per mistake
             log.error(line)
-        return 2
+        return None
     except ValidationError as exc:  # from the flags: name each flag and what is wrong with it
         parser.error("; ".join(f"{_flag(error['loc'])}: {error_message(error)}" for error in exc.errors()))
-    if args.send_request and not args.check:
-        parser.error("--send-request goes with --check")
+
+
+def _add_flags(config: GatewayConfig, args: argparse.Namespace) -> None:
+    """What --inspector-bodies, --record and --inspector add to the configuration's routes and inspector."""
     for route in config.routes:
         route.inspector_bodies = route.inspector_bodies or args.inspector_bodies
         if args.record:
             route.record = route.record or RecordOptions(dir=args.record)
     if args.inspector and config.inspector is None:
         config.inspector = InspectorOptions()
-    inspector_made_key = config.inspector is not None and not config.inspector.key
-    if config.inspector is not None:
-        if args.workers > 1:
-            log.error("the inspector keeps the runs of the process that ran them: use --workers 1 with it")
-            return 2
-        try:
-            config.inspector.key = config.inspector.key_for(args.host)
-        except ValueError as exc:
-            log.error("%s", exc)
-            return 2
-    if not _can_record(config):
-        return 2
-    if args.check:
-        return _check_config(config, args.send_request)
-    if args.workers > 1 and config.store.url.startswith("memory:"):
+
+
+def _inspector_keyed(config: GatewayConfig, args: argparse.Namespace) -> bool:
+    """Whether the inspector, if any, has its key (made now when the configuration names none), or a line saying
+    why it cannot be served."""
+    if config.inspector is None:
+        return True
+    if args.workers > 1:
+        log.error("the inspector keeps the runs of the process that ran them: use --workers 1 with it")
+        return False
+    try:
+        config.inspector.key = config.inspector.key_for(args.host)
+    except ValueError as exc:
+        log.error("%s", exc)
+        return False
+    return True
+
+
+class _Opened(NamedTuple):
+    """What serving needs opened before anything says "listening"."""
+
+    store: ConversationStore
+    """Open, for this process to serve; closed already when workers serve (each opens its own)."""
+    sockets: list[socket.socket]
+    """The gateway's listening socket, and the metrics' when they have their own address."""
+
+
+def _open(config: GatewayConfig, args: argparse.Namespace) -> _Opened | None:
+    """The store opened and the ports bound, before anything says "listening"; None after a line saying why not
+    (nothing is left open then)."""
+    if args.workers > 1 and config.store.backend().one_process:
         log.error("--workers > 1 needs a store the workers share: sqlite:///... or redis://...")
-        return 2
+        return None
     store = _open_store(config)
     if store is None:
-        return 2
+        return None
     if args.workers > 1:  # each worker opens its own: this one only proved it can be opened
         asyncio.run(store.close())
     metrics_at = config.metrics.address
@@ -117,47 +160,74 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         log.error("metrics.listen %s needs a port of its own, not the gateway's (%d)", config.metrics.listen,
                   args.port)
         asyncio.run(store.close())
-        return 2
+        return None
     sock = bind(args.host, args.port)
     metrics_sock = bind(*metrics_at, "another metrics.listen") if metrics_at is not None else None
+    bound = [bound for bound in (sock, metrics_sock) if bound is not None]
     if sock is None or (metrics_at is not None and metrics_sock is None):
-        for bound in (sock, metrics_sock):
-            if bound is not None:
-                bound.close()
+        for each in bound:
+            each.close()
         asyncio.run(store.close())
-        return 2
+        return None
+    return _Opened(store, bound)
+
+
+def _announce(config: GatewayConfig, args: argparse.Namespace, made_key: bool) -> None:
+    """A line per route (and what looks wrong with its upstream's URL), the version, and where the metrics and the
+    inspector are."""
     for route in config.routes:
         log.info("route %s: %s (%s) -> %s (%s)", route.name, ", ".join(route.paths), ", ".join(route.dialects),
                  route.upstream.url, route.upstream.dialect, extra={"route": route.name})
         if (note := _base_url_note(route)) is not None:
             log.warning("route %s: %s", route.name, note, extra={"route": route.name})
     log.info(version())
-    url = f"http://{args.host}:{args.port}"
-    http_server.HEAD_SECONDS = config.header_timeout
-    if metrics_at is not None:
+    if config.metrics.address is not None:
         log.info("metrics at http://%s/metrics", config.metrics.listen)
     if config.inspector is not None:
-        shown = f"?key={config.inspector.key}" if inspector_made_key else " (with inspector.key)"
-        log.info("inspector at %s%s/%s", url, config.inspector.path, shown)
-    if args.workers == 1:
-        log.info("listening on %s", url, extra={"url": url})
-        app = create_app(config, store, log_bodies=args.log_bodies)
-        server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(config.max_connections)))
-        exit_quietly_when_stopped()
-        server.run(sockets=[sock] if metrics_sock is None else [sock, metrics_sock])
-        return 0
-    for bound in (sock, metrics_sock):  # they were free: each worker binds its own (gateway/server/workers.py)
-        if bound is not None:
-            bound.close()
+        shown = f"?key={config.inspector.key}" if made_key else " (with inspector.key)"
+        log.info("inspector at %s%s/%s", _url(args), config.inspector.path, shown)
+
+
+def _url(args: argparse.Namespace) -> str:
+    """Where the gateway listens, as a client would ask for it."""
+    return f"http://{args.host}:{args.port}"
+
+
+def _serve_here(config: GatewayConfig, args: argparse.Namespace, opened: _Opened) -> None:
+    """Serve in this process, on the sockets bound, until stopped."""
+    import uvicorn
+
+    from gateway.server.app import create_app
+    from gateway.server.drain import exit_quietly_when_stopped
+    from gateway.server.uvicorn_options import uvicorn_options
+
+    log.info("listening on %s", _url(args), extra={"url": _url(args)})
+    app = create_app(config, opened.store, log_bodies=args.log_bodies)
+    server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(config.max_connections)))
+    exit_quietly_when_stopped()
+    server.run(sockets=opened.sockets)
+
+
+def _serve_in_workers(config: GatewayConfig, args: argparse.Namespace, opened: _Opened) -> None:
+    """Serve in `--workers` processes, each building the app from the configuration passed in its environment."""
+    import uvicorn
+
+    from gateway.server import workers
+    from gateway.server.app import CONFIG_ENV
+    from gateway.server.uvicorn_options import uvicorn_options
+
+    for bound in opened.sockets:  # they were free: each worker binds its own (gateway/server/workers.py)
+        bound.close()
     os.environ[CONFIG_ENV] = orjson.dumps({"config": config.model_dump(mode="json"), "log_format": args.log_format,
                                            "log_level": args.log_level, "log_bodies": args.log_bodies}).decode()
+    url = _url(args)
     with tempfile.TemporaryDirectory(prefix="agent-gateway-metrics-") as metrics_dir:
         os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", metrics_dir)
         workers.run(uvicorn.Config("gateway.server.app:from_environment", factory=True, host=args.host,
                                    port=args.port, workers=args.workers, **uvicorn_options(config.max_connections)),
                     ready=lambda: log.info("listening on %s (%d workers)", url, args.workers,
-                                           extra={"url": url, "workers": args.workers}), metrics=metrics_at)
-    return 0
+                                           extra={"url": url, "workers": args.workers}),
+                    metrics=config.metrics.address)
 
 
 def _base_url_note(route: Route) -> str | None:
@@ -197,18 +267,15 @@ def _open_store(config: GatewayConfig) -> ConversationStore | None:
 def _check_config(config: GatewayConfig, ask: bool) -> int:
     """`serve --check`: what a start would find, found without writing anything (a SQLite store is looked at, not
     opened: opening creates it)."""
-    from gateway.conversations.store import StoreError, redact_url, sqlite_path, sqlite_problem
+    from gateway.conversations.store import StoreError, redact_url
     from gateway.server.probe import probe
 
     print(f"configuration: ok ({len(config.routes)} route{'s' if len(config.routes) != 1 else ''})")
     url = config.store.url
     store: ConversationStore | None = None
-    if url.lower().startswith("sqlite:"):
-        path = sqlite_path(url)
-        problem = sqlite_problem(path)
-        where = path if path == ":memory:" else str(Path(path).absolute())
-        state = "exists" if path != ":memory:" and Path(path).exists() else "would be created"
-        print(f"store {redact_url(url)}: {'FAILED (' + problem + ')' if problem else f'ok ({where} {state})'}")
+    if (found := config.store.backend().found) is not None:  # opening it would create it: looked at instead
+        problem, there = found(url)
+        print(f"store {redact_url(url)}: {'FAILED (' + problem + ')' if problem else f'ok ({there})'}")
         if problem:
             return 1
     else:

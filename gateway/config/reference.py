@@ -137,24 +137,24 @@ def _type_name(annotation: Any, key: str) -> str:
     raise TypeError(f"{key}: no name for the type {annotation!r}")
 
 
+_BOUNDS: tuple[tuple[type, str], ...] = (
+    (annotated_types.Gt, "> {0.gt}"), (annotated_types.Ge, "≥ {0.ge}"),
+    (annotated_types.Lt, "< {0.lt}"), (annotated_types.Le, "≤ {0.le}"),
+    (annotated_types.MinLen, "length ≥ {0.min_length}"), (annotated_types.MaxLen, "length ≤ {0.max_length}"),
+)
+"""Each constraint a setting may carry, and how the reference writes it."""
+
+
 def _type_cell(key: str, field: FieldInfo) -> str:
-    bounds = []
-    for rule in field.metadata:
-        if isinstance(rule, annotated_types.Gt):
-            bounds.append(f"> {rule.gt}")
-        elif isinstance(rule, annotated_types.Ge):
-            bounds.append(f"≥ {rule.ge}")
-        elif isinstance(rule, annotated_types.Lt):
-            bounds.append(f"< {rule.lt}")
-        elif isinstance(rule, annotated_types.Le):
-            bounds.append(f"≤ {rule.le}")
-        elif isinstance(rule, annotated_types.MinLen):
-            bounds.append(f"length ≥ {rule.min_length}")
-        elif isinstance(rule, annotated_types.MaxLen):
-            bounds.append(f"length ≤ {rule.max_length}")
-        else:
-            raise TypeError(f"{key}: no words for the constraint {rule!r}")
+    bounds = [_bound(key, rule) for rule in field.metadata]
     return ", ".join([_type_name(field.annotation, key), *bounds])
+
+
+def _bound(key: str, rule: object) -> str:
+    for kind, words in _BOUNDS:
+        if isinstance(rule, kind):
+            return words.format(rule)
+    raise TypeError(f"{key}: no words for the constraint {rule!r}")
 
 
 def _default(name: str, field: FieldInfo) -> str:

@@ -14,6 +14,7 @@ from pydantic import Field, field_validator, model_validator
 from adapters import registry
 from gateway.config.model import TOKEN, Model, known_dialect
 from gateway.config.upstream import RESERVED_UPSTREAM_HEADERS, Upstream
+from gateway.core.addresses import ip_address
 from gateway.recordings.options import RecordOptions
 
 NEVER_FORWARDED = (RESERVED_UPSTREAM_HEADERS - {"proxy-connection"}) | {"content-type", "accept", "accept-encoding"}
@@ -208,11 +209,7 @@ def _written(host: str, port: int | None) -> str:
 
 
 def _is_ipv6(text: str) -> bool:
-    try:
-        ipaddress.IPv6Address(text)
-    except ValueError:
-        return False
-    return True
+    return isinstance(ip_address(text), ipaddress.IPv6Address)
 
 
 class Skill(Model):

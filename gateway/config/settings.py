@@ -10,7 +10,7 @@ from pydantic import Field, field_validator
 
 from gateway.config.model import Model
 from gateway.config.route import Route, route_path
-from gateway.conversations.store import ConversationStore, StoreError, open_store, redis_exceptions, sqlite_path
+from gateway.conversations.store import KNOWN, Backend, ConversationStore, backend_for, open_store
 from gateway.inspector.options import InspectorOptions
 from gateway.runs.board import KeptLimits
 
@@ -28,19 +28,21 @@ class Store(Model):
                           max_value_bytes=self.max_conversation_bytes,
                           max_per_group=self.max_conversations_per_principal)
 
+    def backend(self) -> Backend:
+        """The kind of store the URL names."""
+        backend = backend_for(self.url)
+        assert backend is not None, "the URL was checked as it loaded"
+        return backend
+
     @field_validator("url")
     @classmethod
     def _known_backend(cls, value: str) -> str:
-        scheme = value.partition("://")[0].lower() if "://" in value else ""
-        if scheme not in ("memory", "sqlite", "redis", "rediss"):
-            raise ValueError("must be memory://, sqlite:///<path>, redis://host:port/db or rediss://...")
-        if scheme == "sqlite":
-            sqlite_path(value)  # sqlite://relative.db names no file: said now, not when the store opens
-        if scheme in ("redis", "rediss"):
-            try:
-                redis_exceptions()
-            except StoreError as exc:  # said while the configuration loads, not at the first request
-                raise ValueError(str(exc)) from None
+        """A URL of a backend that could open it (sqlite://relative.db names no file; a redis:// store needs the
+        redis package): said as the configuration loads, not when the store opens."""
+        backend = backend_for(value)
+        if backend is None:
+            raise ValueError(f"must be {KNOWN}")
+        backend.checks(value)
         return value
     ttl_seconds: float = Field(7 * 24 * 3600, gt=0)
     """Seconds a conversation is kept after it was last written."""

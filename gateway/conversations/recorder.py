@@ -77,23 +77,16 @@ class RunRecorder:
             if type(e) is TextDelta:  # most events: checked first, the open message made only when needed
                 if self._assistant is None:
                     self._open()
-                self.held += len(e.delta)
-                if self.held <= self.max_chars:
+                if self._within_limit(e.delta):
                     self._text.append(e.delta)
-                elif not self.overflowed:
-                    self._overflow()
             elif isinstance(e, ToolCallArgs):
                 size = self._call_sizes.get(e.tool_call_id, 0) + len(e.delta)
                 self._call_sizes[e.tool_call_id] = size
                 if size > self.largest_call:
                     self.largest_call = size
                 pieces = self._args.get(e.tool_call_id)
-                if pieces is not None:
-                    self.held += len(e.delta)
-                    if self.held <= self.max_chars:
-                        pieces.append(e.delta)
-                    elif not self.overflowed:
-                        self._overflow()
+                if pieces is not None and self._within_limit(e.delta):
+                    pieces.append(e.delta)
             elif isinstance(e, TextStart):
                 if self._assistant is not None and self._assistant.tool_calls:
                     self._close()
@@ -107,10 +100,7 @@ class RunRecorder:
                 self._close()
                 name = self.pending_tools.pop(e.tool_call_id, None)
                 content = as_text(e.content)
-                self.held += len(content)
-                if self.held > self.max_chars:
-                    if not self.overflowed:
-                        self._overflow()
+                if not self._within_limit(content):
                     content = ""
                 self.messages.append(Message("tool", content, e.message_id, tool_call_id=e.tool_call_id,
                                              name=name, error=content if e.is_error else None))
@@ -119,11 +109,8 @@ class RunRecorder:
                     self._close_reasoning()
                     self._reasoning = Message("reasoning", "", e.message_id)
                     self.messages.append(self._reasoning)
-                self.held += len(e.delta)
-                if self.held <= self.max_chars:
+                if self._within_limit(e.delta):
                     self._reasoning_text.append(e.delta)
-                elif not self.overflowed:
-                    self._overflow()
             elif isinstance(e, Interrupt):
                 self.interrupts.append(e)
             elif isinstance(e, InterruptResolved):
@@ -151,6 +138,16 @@ class RunRecorder:
             usage.model = reported.model[:_MAX_NAME]
         if isinstance(reported.provider, str) and reported.provider:
             usage.provider = reported.provider[:_MAX_NAME]
+
+    def _within_limit(self, text: str) -> bool:
+        """Count `text` as held: whether the run is still within what the store keeps (past it, the recorder
+        overflows once and holds nothing more)."""
+        self.held += len(text)
+        if self.held <= self.max_chars:
+            return True
+        if not self.overflowed:
+            self._overflow()
+        return False
 
     def _overflow(self) -> None:
         """Past what the store keeps: let go of the text held, and from now on hold none."""

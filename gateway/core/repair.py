@@ -119,35 +119,26 @@ class RunRepair:
 
     # text and reasoning
 
-    def _text_start(self, event: TextStart, out: list[Event]) -> None:
-        if event.message_id not in self.open_text:
-            self.open_text[event.message_id] = None
+    def _message_start(self, event: TextStart | ReasoningStart, out: list[Event]) -> None:
+        opened = self._messages(event)
+        if event.message_id not in opened:
+            opened[event.message_id] = None
             out.append(event)
 
-    def _text_delta(self, event: TextDelta, out: list[Event]) -> None:
-        if event.message_id not in self.open_text:
-            self.open_text[event.message_id] = None
-            out.append(TextStart(event.message_id))
+    def _message_delta(self, event: TextDelta | ReasoningDelta, out: list[Event]) -> None:
+        opened = self._messages(event)
+        if event.message_id not in opened:
+            opened[event.message_id] = None
+            out.append(TextStart(event.message_id) if type(event) is TextDelta else ReasoningStart(event.message_id))
         out.append(event)
 
-    def _text_end(self, event: TextEnd, out: list[Event]) -> None:
-        if self.open_text.pop(event.message_id, 0) is None:
+    def _message_end(self, event: TextEnd | ReasoningEnd, out: list[Event]) -> None:
+        if self._messages(event).pop(event.message_id, 0) is None:
             out.append(event)
 
-    def _reasoning_start(self, event: ReasoningStart, out: list[Event]) -> None:
-        if event.message_id not in self.open_reasoning:
-            self.open_reasoning[event.message_id] = None
-            out.append(event)
-
-    def _reasoning_delta(self, event: ReasoningDelta, out: list[Event]) -> None:
-        if event.message_id not in self.open_reasoning:
-            self.open_reasoning[event.message_id] = None
-            out.append(ReasoningStart(event.message_id))
-        out.append(event)
-
-    def _reasoning_end(self, event: ReasoningEnd, out: list[Event]) -> None:
-        if self.open_reasoning.pop(event.message_id, 0) is None:
-            out.append(event)
+    def _messages(self, event: Event) -> dict[str, None]:
+        """The open messages of the event's kind: text and reasoning open and close alike, each by its own ids."""
+        return self.open_text if type(event) in (TextStart, TextDelta, TextEnd) else self.open_reasoning
 
     # tool calls
 
@@ -249,16 +240,16 @@ class RunRepair:
 # A table of plain functions, not bound methods: a per-instance table of bound methods is a reference cycle,
 # which only the cyclic collector frees, once per stream.
 _HANDLERS: dict[type, Callable[[RunRepair, Any, list[Event]], None]] = {
-    TextDelta: RunRepair._text_delta,
-    TextStart: RunRepair._text_start,
-    TextEnd: RunRepair._text_end,
+    TextDelta: RunRepair._message_delta,
+    TextStart: RunRepair._message_start,
+    TextEnd: RunRepair._message_end,
     ToolCallArgs: RunRepair._tool_args,
     ToolCallStart: RunRepair._tool_start,
     ToolCallEnd: RunRepair._tool_end,
     ToolResult: RunRepair._tool_result,
-    ReasoningDelta: RunRepair._reasoning_delta,
-    ReasoningStart: RunRepair._reasoning_start,
-    ReasoningEnd: RunRepair._reasoning_end,
+    ReasoningDelta: RunRepair._message_delta,
+    ReasoningStart: RunRepair._message_start,
+    ReasoningEnd: RunRepair._message_end,
     StepStarted: RunRepair._step_started,
     StepFinished: RunRepair._step_finished,
     Interrupt: RunRepair._interrupt,

@@ -35,15 +35,9 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[bytes]:
         buffer = self._buffer
-        if self._pending_cr:
-            chunk = b"\r" + chunk
-            self._pending_cr = False
-        if 13 in chunk:  # "\r"; an int needle skips the substring-search setup a bytes one pays on every chunk
-            # A CR that ends the chunk may be the first half of a CRLF: wait for the next byte.
-            if chunk.endswith(b"\r"):
-                chunk = chunk[:-1]
-                self._pending_cr = True
-            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        # 13 is "\r"; an int needle skips the substring-search setup a bytes one pays on every chunk
+        if self._pending_cr or 13 in chunk:
+            chunk = self._lf_only(chunk)
         if not buffer and chunk.endswith(b"\n\n") and chunk.count(b"\n\n") == 1:
             # Fast path: one whole frame per chunk, the usual shape of a paced stream, of one `data: ` line, or of
             # one after the `event: ` line that names it (Open Responses names every event).
@@ -57,16 +51,9 @@ class SSEDecoder:
                     body = chunk[line_end + 7:-2]
                     if 10 not in body:
                         return [body]
-        buffer += chunk
-        end = buffer.rfind(b"\n\n", max(self._scanned - 1, 0))
-        if end < 0:
-            self._scanned = len(buffer)
-            if self._scanned > self._max_frame:
-                raise FrameTooLarge(f"an event exceeded {self._max_frame} bytes")
+        complete = self._complete(chunk)
+        if complete is None:
             return []
-        complete = bytes(buffer[:end])
-        del buffer[: end + 2]
-        self._scanned = 0
         blocks = complete.split(b"\n\n")
         separators = len(blocks) - 1
         if (complete.startswith(b"data: ") and complete.count(b"\n") == 2 * separators
@@ -78,43 +65,57 @@ class SSEDecoder:
 
     def feed_blocks(self, chunk: bytes) -> list[bytes]:
         """The whole frames (their lines, LF-separated) completed by this chunk, fields and all."""
-        buffer = self._buffer
+        if self._pending_cr or 13 in chunk:
+            chunk = self._lf_only(chunk)
+        complete = self._complete(chunk)
+        if complete is None:
+            return []
+        return [block for block in complete.split(b"\n\n") if block]
+
+    def flush_blocks(self) -> list[bytes]:
+        """The last frame when the stream ends without its blank line."""
+        rest = self._rest()
+        return [rest] if rest else []
+
+    def flush(self) -> list[bytes]:
+        """Frames left when the stream ends: a last frame whose blank line never came still counts."""
+        data = _frame_data(self._rest())
+        return [] if data is None else [data]
+
+    def _lf_only(self, chunk: bytes) -> bytes:
+        """The chunk with every line end made LF. A CR that ends it may be the first half of a CRLF: it waits for
+        the next chunk."""
         if self._pending_cr:
             chunk = b"\r" + chunk
             self._pending_cr = False
-        if 13 in chunk:
-            if chunk.endswith(b"\r"):
-                chunk = chunk[:-1]
-                self._pending_cr = True
-            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if chunk.endswith(b"\r"):
+            chunk = chunk[:-1]
+            self._pending_cr = True
+        return chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+
+    def _complete(self, chunk: bytes) -> bytes | None:
+        """The chunk added to the buffer, and the whole frames the buffer now holds taken out of it (without the
+        last one's blank line); None while no frame is whole."""
+        buffer = self._buffer
         buffer += chunk
         end = buffer.rfind(b"\n\n", max(self._scanned - 1, 0))
         if end < 0:
             self._scanned = len(buffer)
             if self._scanned > self._max_frame:
                 raise FrameTooLarge(f"an event exceeded {self._max_frame} bytes")
-            return []
+            return None
         complete = bytes(buffer[:end])
         del buffer[: end + 2]
         self._scanned = 0
-        return [block for block in complete.split(b"\n\n") if block]
+        return complete
 
-    def flush_blocks(self) -> list[bytes]:
-        """The last frame when the stream ends without its blank line."""
+    def _rest(self) -> bytes:
+        """What the buffer holds when the stream ends (without blank lines at either end); the decoder starts anew."""
         rest = bytes(self._buffer).strip(b"\n")
         self._buffer.clear()
         self._scanned = 0
         self._pending_cr = False
-        return [rest] if rest else []
-
-    def flush(self) -> list[bytes]:
-        """Frames left when the stream ends: a last frame whose blank line never came still counts."""
-        rest = bytes(self._buffer)
-        self._buffer.clear()
-        self._scanned = 0
-        self._pending_cr = False
-        data = _frame_data(rest.strip(b"\n"))
-        return [] if data is None else [data]
+        return rest
 
 
 class SSEEvent:

@@ -23,7 +23,7 @@ import logging
 import time
 from typing import Any
 
-from gateway.conversations.store import RedisStore, StoreError
+from gateway.conversations.store import SharedRedis, StoreError
 from gateway.core.ids import new_id
 from gateway.runs.board import KeptLimits, RunBoard
 from gateway.runs.redis_writes import RedisMirror, RedisWrites
@@ -54,7 +54,7 @@ return false
 
 
 class RedisRunBoard(RunBoard):
-    def __init__(self, store: RedisStore, limits: KeptLimits | None = None, prefix: str = "agw:run:") -> None:
+    def __init__(self, store: SharedRedis, limits: KeptLimits | None = None, prefix: str = "agw:run:") -> None:
         super().__init__(limits)
         self._store = store
         self._redis = store.client

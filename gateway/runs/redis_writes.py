@@ -10,7 +10,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from gateway.conversations.store import RedisStore, StoreError
+from gateway.conversations.store import SharedRedis, StoreError
 
 log = logging.getLogger("agent_gateway.runs")
 
@@ -23,7 +23,7 @@ class RedisWrites:
     meanwhile: a burst of a thousand claims or replies is a few round trips on one connection, not a thousand
     callers waiting for the store's connections."""
 
-    def __init__(self, store: RedisStore) -> None:
+    def __init__(self, store: SharedRedis) -> None:
         self._store = store
         self._redis = store.client
         self._pending: list[tuple[Commands, asyncio.Future[list[Any]] | None, RedisMirror | None]] = []

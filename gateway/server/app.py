@@ -25,12 +25,11 @@ from gateway import __version__
 from gateway.config import GatewayConfig, route_path
 from gateway.config import Route as ConfigRoute
 from gateway.conversations.mapper import ConversationMapper
-from gateway.conversations.store import ConversationStore, RedisStore
+from gateway.conversations.store import ConversationStore
 from gateway.inspector.app import InspectorApp
 from gateway.inspector.ring import RunRing
 from gateway.recordings.files import RecordingFiles
-from gateway.runs.board import KeptLimits, RunBoard
-from gateway.runs.redis import RedisRunBoard
+from gateway.runs.boards import open_board
 from gateway.server import http_server, logs
 from gateway.server.addresses import Addresses
 from gateway.server.bodies import BodyBudget
@@ -262,13 +261,6 @@ def conversation_routes(route: ConfigRoute, endpoints: ASGIApp) -> list[Route]:
         found += [Route(base + "/{conversation:path}/stream", endpoints, methods=["GET", "DELETE", "OPTIONS"]),
                   Route(base + "/{conversation:path}/stop", endpoints, methods=["POST", "OPTIONS"])]
     return found
-
-
-def open_board(store: ConversationStore, limits: KeptLimits) -> RunBoard:
-    """Where resumable runs are known: every replica's over a Redis store, else this process's."""
-    if isinstance(store, RedisStore):
-        return RedisRunBoard(store, limits)
-    return RunBoard(limits)
 
 
 def _with_request_id(scope: Scope, send: Send) -> Send:

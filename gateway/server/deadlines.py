@@ -1,4 +1,5 @@
-"""A request's deadlines (first event, idle, total) and the client's keep-alive, kept by one timer.
+"""A request's deadlines (`DEADLINES`, a row each: total, first event, idle) and the client's keep-alive, kept by one
+timer.
 
 The timer is moved only when it fires, so nothing is scheduled per chunk: the relay only notes the time of each
 batch of events (`last_upstream_event`), the client writer that of each write (`ClientWriter.last_write`).
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -47,6 +49,41 @@ class Ending:
     """The upstream is told to stop the run (a client's cancel told it already)."""
     by_client: bool = False
     """The client's own cancel: a run being relayed ends as cancelled, not in error."""
+
+
+class CountsFrom(Enum):
+    """The moment a deadline counts from."""
+
+    ARRIVAL = "arrival"
+    """The request arrived."""
+    ARRIVAL_UNTIL_AN_EVENT = "arrival_until_an_event"
+    """The request arrived; once the upstream has sent an event, the deadline no longer counts."""
+    LAST_EVENT = "last_event"
+    """The upstream's last event, once it has sent one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """One deadline of a request: how long from when, and what the client is told when it passes."""
+
+    name: str
+    """As the configuration names its seconds (`timeouts.<name>`)."""
+    counts_from: CountsFrom
+    seconds: Callable[[Timeouts], float]
+    message: str
+    """What the client is told, of `{seconds}`, once the upstream has answered (before it has: `UNANSWERED`)."""
+
+
+DEADLINES = (
+    Deadline("total", CountsFrom.ARRIVAL, lambda timeouts: timeouts.total, "the run took longer than {seconds:g}s"),
+    Deadline("first_event", CountsFrom.ARRIVAL_UNTIL_AN_EVENT, lambda timeouts: timeouts.first_event,
+             "upstream sent no event within {seconds:g}s"),
+    Deadline("idle", CountsFrom.LAST_EVENT, lambda timeouts: timeouts.idle, "upstream sent nothing for {seconds:g}s"),
+)
+"""Every deadline of a request. Of two that pass at once, the client is told of the one listed first."""
+
+UNANSWERED = "upstream did not answer within {seconds:g}s"
+"""What the client is told of a deadline that passes before the upstream answered, whichever deadline it is."""
 
 
 class Deadlines:
@@ -124,9 +161,9 @@ class Deadlines:
         self.last_upstream_event = now
 
     def first_event_came(self) -> None:
-        """From the first event on, the idle deadline counts instead of the first-event one: if it comes before the
-        timer would wake, move the timer."""
-        if self.last_upstream_event + self._timeouts.idle < self.wake_at:
+        """From the first event on, other deadlines count (the idle one instead of the first-event one): if the next
+        of them comes before the timer would wake, move the timer."""
+        if self._next_deadline()[0] < self.wake_at:
             self.arm()
 
     def ending(self) -> Ending | None:
@@ -169,23 +206,19 @@ class Deadlines:
         self._timer = None
         if self.cancelled_because is not None:
             return
-        timeouts, keepalive, writer = self._timeouts, self._keepalive, self._writer
+        keepalive, writer = self._keepalive, self._writer
         now = time.monotonic()
-        deadline, total = self._next_deadline()
+        deadline, missed = self._next_deadline()
         stuck = writer.writing and not writer.gone
         stuck_since = max(self.last_upstream_event, writer.last_write)  # the run's last event, or its last write
         if stuck and writer.tape is not None and (now >= deadline or now - stuck_since >= keepalive) \
                 and writer.drop():
             stuck = False
             self.last_upstream_event = now  # the upstream was not read while the client held the run back
-            deadline, total = self._next_deadline()
+            deadline, missed = self._next_deadline()
         if now >= deadline and not self.storing_conversation:
-            started = bool(self._record.events)
-            waited = timeouts.total if total else timeouts.first_event
-            self.missed_deadline = (f"upstream did not answer within {waited:g}s" if not self.upstream_answered
-                                    else f"the run took longer than {timeouts.total:g}s" if total
-                                    else f"upstream sent nothing for {timeouts.idle:g}s" if started
-                                    else f"upstream sent no event within {timeouts.first_event:g}s")
+            told = missed.message if self.upstream_answered else UNANSWERED
+            self.missed_deadline = told.format(seconds=missed.seconds(self._timeouts))
             if stuck:  # the client stopped reading: no error can reach it. Drop it, and the upstream.
                 self._drop_stuck_client()
             else:
@@ -205,14 +238,29 @@ class Deadlines:
         self.wake_at = wake
         self._timer = asyncio.get_running_loop().call_later(wake - now, self._tick)
 
-    def _next_deadline(self) -> tuple[float, bool]:
-        """When the next deadline passes (monotonic), and whether it is the total one."""
-        timeouts = self._timeouts
+    def _next_deadline(self) -> tuple[float, Deadline]:
+        """When the next deadline passes (monotonic), and which it is."""
+        soonest: tuple[float, Deadline] | None = None
+        for deadline in DEADLINES:
+            start = self._start(deadline.counts_from)
+            if start is None:
+                continue
+            passes_at = start + deadline.seconds(self._timeouts)
+            if soonest is None or passes_at < soonest[0]:
+                soonest = passes_at, deadline
+        assert soonest is not None, "the total deadline always counts"
+        return soonest
+
+    def _start(self, counts_from: CountsFrom) -> float | None:
+        """When a deadline counting from this moment started counting (monotonic); None while it does not count."""
         started = bool(self._record.events)
-        deadline = self.last_upstream_event + timeouts.idle if started else self.started_at + timeouts.first_event
-        if self.started_at + timeouts.total <= deadline:
-            return self.started_at + timeouts.total, True
-        return deadline, False
+        match counts_from:
+            case CountsFrom.ARRIVAL:
+                return self.started_at
+            case CountsFrom.ARRIVAL_UNTIL_AN_EVENT:
+                return None if started else self.started_at
+            case CountsFrom.LAST_EVENT:
+                return self.last_upstream_event if started else None
 
     def _drop_stuck_client(self) -> None:
         """End the exchange of a client that stopped reading: its connection is closed, so that the write stuck on

@@ -22,6 +22,7 @@ import orjson
 from starlette.types import Receive, Scope, Send
 
 from gateway.config import route_path
+from gateway.core.addresses import ip_address
 from gateway.core.errors import GatewayError, HostNotAllowed
 from gateway.server.refusals import log_refusal
 
@@ -71,7 +72,7 @@ class HostNames:
 
     def _judge(self, host: str) -> bool:
         name = _name_of(host)
-        if _is_address(name):
+        if ip_address(name) is not None:
             return True
         name = name.lower().removesuffix(".")
         return name in self.exact or name.endswith(self.suffixes)
@@ -135,19 +136,10 @@ def _a_port(rest: str) -> bool:
     return rest == "" or (rest[:1] == ":" and rest[1:].isdigit())
 
 
-def _is_address(name: str) -> bool:
-    try:
-        ipaddress.ip_address(name)
-    except ValueError:
-        return False
-    return True
-
-
 def _is_loopback(address: str) -> bool:
     """Whether a local address is a loopback one (`::ffff:127.0.0.1`, IPv4 over a dual-stack socket, is)."""
-    try:
-        found = ipaddress.ip_address(address.partition("%")[0])
-    except ValueError:
+    found = ip_address(address.partition("%")[0])
+    if found is None:
         return False
     if isinstance(found, ipaddress.IPv6Address) and found.ipv4_mapped is not None:
         found = found.ipv4_mapped

@@ -1,6 +1,6 @@
 """Where the gateway keeps conversations between requests, for dialects whose clients send only what is new.
 
-One small async interface over opaque bytes (the caller serializes), three backends picked by URL:
+One small async interface over opaque bytes (the caller serializes), three backends picked by URL (`schemes.py`):
 
 ```
 memory://                   MemoryStore   per process, gone on restart; tests and single-shot use
@@ -13,16 +13,18 @@ maximum number of conversations (the least recently written go first) and a maxi
 `group` (the gateway passes the caller's principal): a group holds at most `max_per_group` conversations, its own
 least recently written going first, so one caller filling the store evicts its own history before anyone else's,
 and a group's values can be listed, most recently written first (`newest`). Backend failures come out as
-`StoreError` and nothing else, so the caller decides whether a dead store fails the request.
+`StoreError` and nothing else, so the caller decides whether a dead store fails the request. A store the replicas
+share offers them its Redis (`shared_redis`), for what else they share (the run board).
 
 ```
-store/base.py     the interface (ConversationStore), its bounds, StoreError, Listed and its cursors, scoped keys
+store/base.py     the interface and its bounds (ConversationStore), StoreError, Listed and its cursors, scoped keys
 store/memory.py   MemoryStore
 store/sqlite.py   SQLiteStore, and what a sqlite:// URL names
 store/redis.py    RedisStore
+store/schemes.py  the backends by scheme: what opens, checks and looks at a URL's store (open_store)
 ```
 
-Every name is importable from `gateway.conversations.store`, which picks the backend a URL names (`open_store`).
+Every name is importable from `gateway.conversations.store`.
 """
 
 from __future__ import annotations
@@ -31,8 +33,10 @@ from gateway.conversations.store.base import (
     DEFAULT_MAX_ENTRIES,
     DEFAULT_MAX_VALUE_BYTES,
     DEFAULT_TTL,
+    Bounds,
     ConversationStore,
     Listed,
+    SharedRedis,
     StoreError,
     redact_url,
     scoped_digest,
@@ -40,34 +44,10 @@ from gateway.conversations.store.base import (
 )
 from gateway.conversations.store.memory import MemoryStore
 from gateway.conversations.store.redis import REDIS_MAX_CONNECTIONS, REDIS_MISSING, RedisStore, redis_exceptions
-from gateway.conversations.store.sqlite import SQLiteStore, sqlite_path, sqlite_problem
+from gateway.conversations.store.schemes import BACKENDS, KNOWN, Backend, backend_for, open_store
+from gateway.conversations.store.sqlite import SQLiteStore
 
-__all__ = ["DEFAULT_MAX_ENTRIES", "DEFAULT_MAX_VALUE_BYTES", "DEFAULT_TTL", "REDIS_MAX_CONNECTIONS", "REDIS_MISSING",
-           "SCHEMES", "ConversationStore", "Listed", "MemoryStore", "RedisStore", "SQLiteStore", "StoreError",
-           "open_store", "redact_url", "redis_exceptions", "scoped_digest", "scoped_key", "sqlite_path",
-           "sqlite_problem"]
-
-SCHEMES = ("memory://", "sqlite:///<path>", "redis://", "rediss://")
-
-
-def open_store(
-    url: str,
-    *,
-    ttl: float = DEFAULT_TTL,
-    max_entries: int = DEFAULT_MAX_ENTRIES,
-    max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
-    max_per_group: int | None = None,
-) -> ConversationStore:
-    """The backend a URL names. `sqlite:///rel/path.db` is relative to the working directory,
-    `sqlite:////abs/path.db` absolute, `sqlite://` or `sqlite:///:memory:` an in-memory database."""
-    scheme = url.partition("://")[0].lower() if "://" in url else ""
-    if scheme == "memory":
-        return MemoryStore(ttl=ttl, max_entries=max_entries, max_value_bytes=max_value_bytes,
-                           max_per_group=max_per_group)
-    if scheme == "sqlite":
-        return SQLiteStore(sqlite_path(url), ttl=ttl, max_entries=max_entries, max_value_bytes=max_value_bytes,
-                           max_per_group=max_per_group)
-    if scheme in ("redis", "rediss"):
-        return RedisStore(url, ttl=ttl, max_entries=max_entries, max_value_bytes=max_value_bytes,
-                          max_per_group=max_per_group)
-    raise ValueError(f"unsupported store URL {redact_url(url)!r}: use one of {', '.join(SCHEMES)}")
+__all__ = ["BACKENDS", "DEFAULT_MAX_ENTRIES", "DEFAULT_MAX_VALUE_BYTES", "DEFAULT_TTL", "KNOWN",
+           "REDIS_MAX_CONNECTIONS", "REDIS_MISSING", "Backend", "Bounds", "ConversationStore", "Listed", "MemoryStore",
+           "RedisStore", "SQLiteStore", "SharedRedis", "StoreError", "backend_for", "open_store", "redact_url",
+           "redis_exceptions", "scoped_digest", "scoped_key"]

@@ -4,7 +4,9 @@ callers make."""
 from __future__ import annotations
 
 import hashlib
-from typing import NamedTuple, Protocol
+from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager
+from typing import Any, NamedTuple, Protocol, TypedDict
 from urllib.parse import urlsplit, urlunsplit
 
 DEFAULT_TTL = 7 * 24 * 3600.0
@@ -20,20 +22,21 @@ class Listed(NamedTuple):
     cursor: str
     """Opaque: pass it back as `after` to go on past this value."""
 
+    @classmethod
+    def at(cls, position: float, key: str, value: bytes) -> Listed:
+        """A value listed at `position` in its store's order (a write's number, time or score)."""
+        return cls(key, value, f"{position!r}|{key}")
 
-def _cursor(position: float, key: str) -> str:
-    return f"{position!r}|{key}"
-
-
-def _read_cursor(cursor: str | None) -> tuple[float, str] | None:
-    """A cursor's (position, key), or None for the start of the listing (or a cursor this store never gave)."""
-    if not cursor:
-        return None
-    position, _, key = cursor.partition("|")
-    try:
-        return float(position), key
-    except ValueError:
-        return None
+    @staticmethod
+    def after(cursor: str | None) -> tuple[float, str] | None:
+        """A cursor's (position, key), or None for the start of the listing (or a cursor this store never gave)."""
+        if not cursor:
+            return None
+        position, _, key = cursor.partition("|")
+        try:
+            return float(position), key
+        except ValueError:
+            return None
 
 
 class StoreError(Exception):
@@ -41,44 +44,86 @@ class StoreError(Exception):
     the package its backend needs not installed."""
 
 
-class ConversationStore(Protocol):
-    async def get(self, key: str) -> bytes | None:
-        """The value, or None if absent or expired."""
+class SharedRedis(Protocol):
+    """The Redis a store keeps its conversations in, which the gateway's replicas share: they keep what else they
+    share there too (the run board, `gateway/runs/redis.py`)."""
+
+    url: str
+    """For messages: without credentials."""
+
+    @property
+    def client(self) -> Any: ...
+
+    def blocking_client(self) -> Any:
+        """A client of the same Redis for commands that wait, on connections of its own."""
         ...
 
+    def errors(self) -> AbstractContextManager[None]:
+        """Redis's failures as `StoreError`."""
+        ...
+
+
+class Bounds(TypedDict, total=False):
+    """The bounds a store is opened with, by name (`ConversationStore` says what each is, and its default)."""
+
+    ttl: float
+    max_entries: int
+    max_value_bytes: int
+    max_per_group: int | None
+
+
+class ConversationStore(ABC):
+    """What every store is: its operations, and the bounds it keeps because clients choose the keys and the values
+    grow with each turn: a TTL (`ttl` seconds from a conversation's last write), a number of conversations
+    (`max_entries`, the least recently written going first), of them per group (`max_per_group`, by default as
+    many), and a value size (`max_value_bytes`)."""
+
+    def __init__(self, ttl: float = DEFAULT_TTL, max_entries: int = DEFAULT_MAX_ENTRIES,
+                 max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES, max_per_group: int | None = None) -> None:
+        if max_per_group is not None and max_per_group < 1:
+            raise ValueError(f"max_per_group must be at least 1, got {max_per_group!r}")
+        if not ttl > 0:
+            raise ValueError(f"ttl must be positive, got {ttl!r}")
+        if max_entries < 1:
+            raise ValueError(f"max_entries must be at least 1, got {max_entries!r}")
+        if max_value_bytes < 1:
+            raise ValueError(f"max_value_bytes must be at least 1, got {max_value_bytes!r}")
+        self.ttl = ttl
+        self.max_entries = max_entries
+        self.max_value_bytes = max_value_bytes
+        self.max_per_group = max_per_group or max_entries
+
+    @abstractmethod
+    async def get(self, key: str) -> bytes | None:
+        """The value, or None if absent or expired."""
+
+    @abstractmethod
     async def put(self, key: str, value: bytes, group: str = "") -> None:
         """Insert or replace; (re)starts the key's TTL and makes it the most recently written, of all and of its
         group. A key is always written with the same group (the gateway's keys are made from their principal)."""
-        ...
 
+    @abstractmethod
     async def delete(self, key: str) -> None: ...
 
+    @abstractmethod
     async def newest(self, group: str, after: str | None, limit: int) -> list[Listed]:
         """Up to `limit` values of `group`, most recently written first, starting after the cursor `after` (None:
         from the newest)."""
-        ...
 
+    @abstractmethod
     async def ping(self) -> bool:
         """Whether the backend answers, for /readyz. Never raises."""
-        ...
 
+    @abstractmethod
     async def close(self) -> None: ...
 
+    def shared_redis(self) -> SharedRedis | None:
+        """The Redis the gateway's replicas share through this store; None for a store of one process or host."""
+        return None
 
-def _check_bounds(ttl: float, max_entries: int, max_value_bytes: int, max_per_group: int | None = None) -> None:
-    if max_per_group is not None and max_per_group < 1:
-        raise ValueError(f"max_per_group must be at least 1, got {max_per_group!r}")
-    if not ttl > 0:
-        raise ValueError(f"ttl must be positive, got {ttl!r}")
-    if max_entries < 1:
-        raise ValueError(f"max_entries must be at least 1, got {max_entries!r}")
-    if max_value_bytes < 1:
-        raise ValueError(f"max_value_bytes must be at least 1, got {max_value_bytes!r}")
-
-
-def _check_size(value: bytes, max_value_bytes: int) -> None:
-    if len(value) > max_value_bytes:
-        raise StoreError(f"value of {len(value)} bytes is over the {max_value_bytes}-byte limit")
+    def _check_size(self, value: bytes) -> None:
+        if len(value) > self.max_value_bytes:
+            raise StoreError(f"value of {len(value)} bytes is over the {self.max_value_bytes}-byte limit")
 
 
 def scoped_key(namespace: str, *parts: str) -> str:

@@ -4,36 +4,17 @@ from __future__ import annotations
 
 import collections
 import time
+from typing import Unpack
 
-from gateway.conversations.store.base import (
-    DEFAULT_MAX_ENTRIES,
-    DEFAULT_MAX_VALUE_BYTES,
-    DEFAULT_TTL,
-    Listed,
-    StoreError,
-    _check_bounds,
-    _check_size,
-    _cursor,
-    _read_cursor,
-)
+from gateway.conversations.store.base import Bounds, ConversationStore, Listed, StoreError
 
 
-class MemoryStore:
+class MemoryStore(ConversationStore):
     """An LRU-by-write dict in this process. Since every entry gets the same TTL, write order is expiry order: purging
     expired entries only ever pops from the front."""
 
-    def __init__(
-        self,
-        ttl: float = DEFAULT_TTL,
-        max_entries: int = DEFAULT_MAX_ENTRIES,
-        max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
-        max_per_group: int | None = None,
-    ) -> None:
-        _check_bounds(ttl, max_entries, max_value_bytes, max_per_group)
-        self.ttl = ttl
-        self.max_entries = max_entries
-        self.max_value_bytes = max_value_bytes
-        self.max_per_group = max_per_group or max_entries
+    def __init__(self, **bounds: Unpack[Bounds]) -> None:
+        super().__init__(**bounds)
         self._entries: collections.OrderedDict[str, tuple[float, bytes, str, int]] = collections.OrderedDict()
         """key -> (expires at, value, group, write number)"""
         self._groups: dict[str, collections.OrderedDict[str, None]] = {}
@@ -57,7 +38,7 @@ class MemoryStore:
 
     async def put(self, key: str, value: bytes, group: str = "") -> None:
         self._check_open()
-        _check_size(value, self.max_value_bytes)
+        self._check_size(value)
         now = time.monotonic()
         self._entries.pop(key, None)
         self._writes += 1
@@ -87,14 +68,14 @@ class MemoryStore:
 
     async def newest(self, group: str, after: str | None, limit: int) -> list[Listed]:
         self._check_open()
-        start = _read_cursor(after)
+        start = Listed.after(after)
         now = time.monotonic()
         found: list[Listed] = []
         for key in reversed(self._groups.get(group, {})):
             expires_at, value, _, written = self._entries[key]
             if expires_at <= now or (start is not None and written >= start[0]):
                 continue
-            found.append(Listed(key, value, _cursor(written, key)))
+            found.append(Listed.at(written, key, value))
             if len(found) >= limit:
                 break
         return found

@@ -6,20 +6,9 @@ import asyncio
 import contextlib
 from collections.abc import Iterator
 from types import ModuleType
-from typing import Any
+from typing import Any, Unpack
 
-from gateway.conversations.store.base import (
-    DEFAULT_MAX_ENTRIES,
-    DEFAULT_MAX_VALUE_BYTES,
-    DEFAULT_TTL,
-    Listed,
-    StoreError,
-    _check_bounds,
-    _check_size,
-    _cursor,
-    _read_cursor,
-    redact_url,
-)
+from gateway.conversations.store.base import Bounds, ConversationStore, Listed, SharedRedis, StoreError, redact_url
 
 REDIS_MAX_CONNECTIONS = 64
 """Per gateway process. A store call takes well under a millisecond, so 64 serve thousands of turns a second."""
@@ -72,7 +61,7 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-class RedisStore:
+class RedisStore(ConversationStore):
     """Conversations in Redis, shared by every gateway replica using the same URL and prefix.
 
     Values live at `{prefix}v:{key}` with a PX expiry; the sorted set `{prefix}index` scores each by its last write
@@ -82,18 +71,8 @@ class RedisStore:
     connection that died with the server costs a retry rather than an error.
     """
 
-    def __init__(
-        self,
-        url: str,
-        ttl: float = DEFAULT_TTL,
-        max_entries: int = DEFAULT_MAX_ENTRIES,
-        max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
-        prefix: str = "agw:conv:",
-        *,
-        timeout: float = 1.0,
-        max_per_group: int | None = None,
-    ) -> None:
-        _check_bounds(ttl, max_entries, max_value_bytes, max_per_group)
+    def __init__(self, url: str, prefix: str = "agw:conv:", *, timeout: float = 1.0, **bounds: Unpack[Bounds]) -> None:
+        super().__init__(**bounds)
         self._exceptions = redis_exceptions()
         import redis.asyncio as aioredis
         from redis.asyncio.retry import Retry
@@ -101,12 +80,8 @@ class RedisStore:
 
         self.url = redact_url(url)
         self._url = url
-        self.ttl = ttl
-        self.max_entries = max_entries
-        self.max_value_bytes = max_value_bytes
-        self.max_per_group = max_per_group or max_entries
         self.prefix = prefix
-        self._ttl_ms = max(1, round(ttl * 1000))
+        self._ttl_ms = max(1, round(self.ttl * 1000))
         self._index = f"{prefix}index"
         self._timeout = timeout
         self._closed = False
@@ -128,6 +103,9 @@ class RedisStore:
 
     def _key(self, key: str) -> str:
         return f"{self.prefix}v:{key}"
+
+    def shared_redis(self) -> SharedRedis:
+        return self
 
     @property
     def client(self) -> Any:
@@ -166,7 +144,7 @@ class RedisStore:
         return value.encode() if isinstance(value, str) else value
 
     async def put(self, key: str, value: bytes, group: str = "") -> None:
-        _check_size(value, self.max_value_bytes)
+        self._check_size(value)
         with self.errors():
             await self._put_script(keys=[self._key(key), self._index, f"{self.prefix}group:{group}"],
                                    args=[value, self._ttl_ms, self.max_entries, self.max_per_group])
@@ -179,7 +157,7 @@ class RedisStore:
                 await pipe.execute()
 
     async def newest(self, group: str, after: str | None, limit: int) -> list[Listed]:
-        position = _read_cursor(after)
+        position = Listed.after(after)
         index, prefix = f"{self.prefix}group:{group}", self._key("")
         found: list[Listed] = []
         batch = limit + 64
@@ -198,8 +176,7 @@ class RedisStore:
                 for (key, score), value in zip(fresh, values, strict=True):
                     position = (score, key)
                     if value is not None:  # else expired, its index entry not yet trimmed
-                        found.append(Listed(key, value.encode() if isinstance(value, str) else value,
-                                            _cursor(score, key)))
+                        found.append(Listed.at(score, key, value.encode() if isinstance(value, str) else value))
                         if len(found) >= limit:
                             break
                 if len(members) < batch:

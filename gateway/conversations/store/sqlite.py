@@ -10,25 +10,15 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 from urllib.parse import unquote
 
-from gateway.conversations.store.base import (
-    DEFAULT_MAX_ENTRIES,
-    DEFAULT_MAX_VALUE_BYTES,
-    DEFAULT_TTL,
-    Listed,
-    StoreError,
-    _check_bounds,
-    _check_size,
-    _cursor,
-    _read_cursor,
-)
+from gateway.conversations.store.base import Bounds, ConversationStore, Listed, StoreError
 
 _T = TypeVar("_T")
 
 
-class SQLiteStore:
+class SQLiteStore(ConversationStore):
     """One SQLite file, WAL mode, wall-clock expiry so a restart keeps both the data and its deadlines.
 
     The conversations are people's words: the file (and so its -wal and -shm) is made readable by its owner only
@@ -41,20 +31,9 @@ class SQLiteStore:
 
     _RECOUNT_EVERY = 1000
 
-    def __init__(
-        self,
-        path: str | Path,
-        ttl: float = DEFAULT_TTL,
-        max_entries: int = DEFAULT_MAX_ENTRIES,
-        max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
-        max_per_group: int | None = None,
-    ) -> None:
-        _check_bounds(ttl, max_entries, max_value_bytes, max_per_group)
+    def __init__(self, path: str | Path, **bounds: Unpack[Bounds]) -> None:
+        super().__init__(**bounds)
         self.path = str(path)
-        self.ttl = ttl
-        self.max_entries = max_entries
-        self.max_value_bytes = max_value_bytes
-        self.max_per_group = max_per_group or max_entries
         self._puts = 0
         self._closed = False
         try:
@@ -109,7 +88,7 @@ class SQLiteStore:
         return await self._run(get)
 
     async def put(self, key: str, value: bytes, group: str = "") -> None:
-        _check_size(value, self.max_value_bytes)
+        self._check_size(value)
 
         def put() -> None:
             now = time.time()
@@ -162,7 +141,7 @@ class SQLiteStore:
         await self._run(delete)
 
     async def newest(self, group: str, after: str | None, limit: int) -> list[Listed]:
-        start = _read_cursor(after)
+        start = Listed.after(after)
 
         def newest() -> list[Listed]:
             query = "SELECT key, value, updated_at FROM conversations WHERE grp = ? AND expires_at > ?"
@@ -171,7 +150,7 @@ class SQLiteStore:
                 query += " AND (updated_at < ? OR (updated_at = ? AND key < ?))"
                 args += [start[0], start[0], start[1]]
             rows = self._conn.execute(query + " ORDER BY updated_at DESC, key DESC LIMIT ?", (*args, limit))
-            return [Listed(key, bytes(value), _cursor(written, key)) for key, value, written in rows]
+            return [Listed.at(written, key, bytes(value)) for key, value, written in rows]
 
         return await self._run(newest)
 
@@ -219,3 +198,13 @@ def sqlite_problem(path: str) -> str | None:
     if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
         return f"{file} cannot be created: {folder} is not a writable directory"
     return None
+
+
+def sqlite_found(url: str) -> tuple[str | None, str]:
+    """What there is of the SQLite store a URL names, found without opening it (opening creates it): why it could
+    not be opened (None: it could), and where it is and whether it exists."""
+    path = sqlite_path(url)
+    if path == ":memory:":
+        return None, f"{path} would be created"
+    state = "exists" if Path(path).exists() else "would be created"
+    return sqlite_problem(path), f"{Path(path).absolute()} {state}"
