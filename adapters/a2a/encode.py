@@ -18,25 +18,18 @@ from typing import Any
 
 from gateway.core.activity import Shown
 from gateway.core.codec import as_text, json_or_text
-from gateway.core.encoding import EVENT_TYPES, HOLE, DeltaFrames, SSEEncoder, json_bytes
+from gateway.core.dropped import Dropped, drop_map
+from gateway.core.encoding import EVENT_TYPES, HOLE, DeltaFrames, SSEEncoder, json_bytes, must_place
 from gateway.core.events import (
     ActivityDelta,
     ActivitySnapshot,
     Data,
-    EncryptedValue,
     Event,
     Interrupt,
     InterruptResolved,
-    MessagesSnapshot,
-    Raw,
-    ReasoningDelta,
-    ReasoningEnd,
-    ReasoningStart,
     RunError,
     RunFinished,
     RunStarted,
-    StateDelta,
-    StateSnapshot,
     StepFinished,
     StepStarted,
     SubagentError,
@@ -49,7 +42,6 @@ from gateway.core.events import (
     ToolCallEnd,
     ToolCallStart,
     ToolResult,
-    Usage,
 )
 from gateway.core.ids import new_id
 from gateway.core.turn import Turn
@@ -59,10 +51,8 @@ from .request import FUNCTION_CALL, FUNCTION_RESPONSE
 from .updates import Response, TaskUpdates, client_call
 from .wire import STOP_REASON, V03, data_part, part_v03, part_v10, task_v03, text_part, wrap
 
-_DROPPED: dict[type, str] = {
-    ReasoningStart: "reasoning", ReasoningDelta: "reasoning", ReasoningEnd: "reasoning", StateSnapshot: "state",
-    StateDelta: "state", MessagesSnapshot: "messages_snapshot", Usage: "usage", EncryptedValue: "encrypted_value",
-}
+_DROPS = drop_map(Dropped.REASONING, Dropped.STATE, Dropped.MESSAGES_SNAPSHOT, Dropped.USAGE,
+                  Dropped.ENCRYPTED_VALUE, Dropped.RAW)
 """What a task has no place for, by the kind counted in `dropped`."""
 
 
@@ -72,7 +62,7 @@ class TaskWriter(TaskUpdates):
 
     __slots__ = ("_calls", "_continues", "_dropped", "_families", "_interrupts", "_unresolved", "held_chars", "sent")
 
-    def __init__(self, request: Turn | None, dropped: dict[str, int], *, spelling_of_client: bool = True) -> None:
+    def __init__(self, request: Turn | None, dropped: dict[Dropped, int], *, spelling_of_client: bool = True) -> None:
         super().__init__(request, spelling_of_client=spelling_of_client)
         self._continues = bool(client_call(request).get("continues"))
         self.sent: dict[str, bool] = {}
@@ -89,11 +79,11 @@ class TaskWriter(TaskUpdates):
 
     def event(self, e: Event) -> list[Response]:
         if e.metadata is not None:
-            self._dropped["metadata"] += 1
+            self._dropped[Dropped.METADATA] += 1
         handler = _HANDLERS.get(type(e))
         if handler is not None:
             return handler(self, e)
-        kind = _DROPPED.get(type(e))
+        kind = _DROPS.get(type(e))
         if kind is not None:
             self._dropped[kind] += 1
         return []
@@ -171,7 +161,7 @@ class TaskWriter(TaskUpdates):
 
     def _interrupt_resolved(self, e: InterruptResolved) -> list[Response]:
         self._interrupts = [i for i in self._interrupts if i.id != e.interrupt_id]
-        self._dropped["interrupt_resolved"] += 1
+        self._dropped[Dropped.INTERRUPT_RESOLVED] += 1
         return []
 
     def _shown(self) -> Shown:
@@ -183,16 +173,12 @@ class TaskWriter(TaskUpdates):
         """An activity as a data artifact of its own, replaced whole at each change."""
         data = self._shown().activity(e)
         if data is None:
-            self._dropped["activity"] += 1
+            self._dropped[Dropped.ACTIVITY] += 1
             return []
         return self._data(data)
 
     def _subagent(self, e: SubagentStarted | SubagentFinished | SubagentError) -> list[Response]:
         return self._data(self._shown().subagent(e))
-
-    def _raw(self, e: Raw) -> list[Response]:
-        self._dropped["raw"] += 1
-        return []
 
     def _steps(self, e: Event) -> list[Response]:
         return []  # a task has no steps; nothing of the run's content is in them
@@ -249,11 +235,11 @@ _HANDLERS: dict[type, Callable[[TaskWriter, Any], list[Response]]] = {
     SubagentStarted: TaskWriter._subagent,
     SubagentFinished: TaskWriter._subagent,
     SubagentError: TaskWriter._subagent,
-    Raw: TaskWriter._raw,
     RunFinished: TaskWriter._run_finished,
     RunError: TaskWriter._run_error,
 }
 _HANDLERS[StepStarted] = _HANDLERS[StepFinished] = TaskWriter._steps
+must_place("TaskWriter", _HANDLERS.keys() | _DROPS.keys())
 
 
 def _frame(version: str | None, rpc_id: Any, kind: str, value: dict[str, Any], chars: int = 0) -> bytes:
@@ -313,7 +299,7 @@ class A2ATaskEncoder:
         """Characters of text and arguments the task holds, for how its JSON is written (`json_bytes`)."""
         self.status_code = 200
         self.headers = {"content-type": "application/json"}
-        self.dropped: dict[str, int] = defaultdict(int)
+        self.dropped: dict[Dropped, int] = defaultdict(int)
         self.writer = TaskWriter(request, self.dropped)
         self.rpc_id = client_call(request).get("id")
         earlier = client_call(request).get("task")

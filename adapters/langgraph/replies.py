@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from gateway.core.dropped import Dropped
 from gateway.core.encoding import Encoder
 from gateway.core.events import Event, RunError, RunFinished
 from gateway.core.turn import Turn
@@ -51,7 +52,7 @@ class RunAtOnce:
         self._answered = False
         self.status_code = 200
         self.headers = {"content-type": JSON, **_location(request)}
-        self.dropped: dict[str, int] = {}
+        self.dropped: dict[Dropped, int] = {}
 
     def keep_alive(self) -> bytes:
         return b""

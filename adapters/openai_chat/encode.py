@@ -23,33 +23,24 @@ from typing import Any
 
 import orjson
 
-from gateway.core.encoding import EVENT_TYPES, HOLE, DeltaFrames, SSEEncoder, json_bytes
+from gateway.core.dropped import Dropped, drop_map
+from gateway.core.encoding import HOLE, DeltaFrames, SSEEncoder, json_bytes
 from gateway.core.errors import ErrorCode
 from gateway.core.events import (
-    ActivityDelta,
-    ActivitySnapshot,
-    Data,
-    EncryptedValue,
     Event,
     Interrupt,
     InterruptResolved,
-    MessagesSnapshot,
-    Raw,
     ReasoningDelta,
+    ReasoningEnd,
     ReasoningStart,
     RunError,
     RunFinished,
     RunStarted,
-    StateDelta,
-    StateSnapshot,
-    StepFinished,
-    StepStarted,
-    SubagentError,
-    SubagentFinished,
-    SubagentStarted,
     TextDelta,
+    TextEnd,
     TextStart,
     ToolCallArgs,
+    ToolCallEnd,
     ToolCallStart,
     ToolResult,
     Usage,
@@ -61,12 +52,8 @@ from gateway.core.usage import UsageTotals
 from .errors import error_object, error_type
 from .request import SEPARATOR
 
-_DROPPED: dict[type, str] = {
-    StateSnapshot: "state", StateDelta: "state", MessagesSnapshot: "messages_snapshot", StepStarted: "step",
-    StepFinished: "step", Data: "data", Raw: "raw", ActivitySnapshot: "activity", ActivityDelta: "activity",
-    SubagentStarted: "subagent", SubagentFinished: "subagent", SubagentError: "subagent",
-    EncryptedValue: "encrypted_value",
-}
+_DROPS = drop_map(Dropped.STATE, Dropped.MESSAGES_SNAPSHOT, Dropped.STEP, Dropped.DATA, Dropped.RAW, Dropped.ACTIVITY,
+                  Dropped.SUBAGENT, Dropped.ENCRYPTED_VALUE)
 """What a completion has no place for, by the kind counted in `dropped`."""
 
 
@@ -83,7 +70,7 @@ class Completion:
     __slots__ = ("_held", "_offered", "_streamed", "calls", "created", "dropped", "id", "interrupts", "model",
                  "usage")
 
-    def __init__(self, request: Turn | None, dropped: dict[str, int]) -> None:
+    def __init__(self, request: Turn | None, dropped: dict[Dropped, int]) -> None:
         self.id = new_id("chatcmpl")
         self.created = int(time.time())
         self.model = (request.model if request is not None else None) or "agent-gateway"
@@ -100,9 +87,9 @@ class Completion:
     def opened(self, e: TextStart | ReasoningStart | ToolCallStart) -> None:
         """A message or call opens: a subagent's is the completion's like the agent's own, which is not said."""
         if e.subagent_run_id is not None:
-            self.dropped["subagent"] += 1
+            self.dropped[Dropped.SUBAGENT] += 1
         if e.metadata is not None:
-            self.dropped["metadata"] += 1
+            self.dropped[Dropped.METADATA] += 1
 
     def start_call(self, e: ToolCallStart) -> int | None:
         """The call's index in the message if it is shown now; None while it is held."""
@@ -129,23 +116,23 @@ class Completion:
     def result(self, e: ToolResult) -> None:
         """A tool the agent ran itself: its call and result are left out (a call already shown stays)."""
         if self._held.pop(e.tool_call_id, None) is not None:
-            self.dropped["server_tool"] += 1
+            self.dropped[Dropped.SERVER_TOOL] += 1
         elif e.tool_call_id in self.calls:
-            self.dropped["server_tool"] += 1
+            self.dropped[Dropped.SERVER_TOOL] += 1
             del self.calls[e.tool_call_id]
 
     def interrupt(self, e: Interrupt) -> None:
         """An interrupt about a call the agent holds for approval: the call is the agent's, never the client's."""
         self.interrupts.append(e)
         if e.expires_at is not None:
-            self.dropped["interrupt_expiry"] += 1  # the note says what is asked, not until when
+            self.dropped[Dropped.INTERRUPT_EXPIRY] += 1  # the note says what is asked, not until when
         if e.tool_call_id is not None and self._held.pop(e.tool_call_id, None) is not None:
-            self.dropped["server_tool"] += 1
+            self.dropped[Dropped.SERVER_TOOL] += 1
 
     def resolved(self, e: InterruptResolved) -> None:
         """An interrupt the run answered itself: nobody is asked, so the text says nothing of it."""
         self.interrupts = [i for i in self.interrupts if i.id != e.interrupt_id]
-        self.dropped["interrupt_resolved"] += 1
+        self.dropped[Dropped.INTERRUPT_RESOLVED] += 1
 
     def release_held(self) -> list[tuple[int, str, str, str]]:
         """The run ended: held calls with no result are the client's to run (index, id, name, arguments)."""
@@ -167,10 +154,10 @@ class Completion:
     def note(self, e: RunFinished) -> str:
         """What the text says of an ending a completion cannot: an interrupt, a cancelled run."""
         if e.outcome == "cancelled":
-            self.dropped["cancelled_as_finish"] += 1
+            self.dropped[Dropped.CANCELLED_AS_FINISH] += 1
         if not self.interrupts:
             return ""
-        self.dropped["interrupt_as_note"] += len(self.interrupts)
+        self.dropped[Dropped.INTERRUPT_AS_NOTE] += len(self.interrupts)
         asks = "; ".join(i.message or i.reason or i.id for i in self.interrupts)
         return f"[interrupted] The agent paused for human input: {asks}"
 
@@ -201,7 +188,7 @@ def _text_start(self: ChatStreamEncoder, e: TextStart) -> bytes:
 
 def _text_delta(self: ChatStreamEncoder, e: TextDelta) -> bytes:
     if e.metadata is not None:  # inline, not by the base's wrapper: most of a stream is text deltas
-        self.dropped["metadata"] += 1
+        self.dropped[Dropped.METADATA] += 1
     if self.refusals and e.message_id in self.refusals:
         return self.refusal.frame(e.delta)
     if self.lead is not None and e.delta:  # the run's first text, or a message's after another's
@@ -212,7 +199,7 @@ def _text_delta(self: ChatStreamEncoder, e: TextDelta) -> bytes:
 
 def _reasoning_delta(self: ChatStreamEncoder, e: ReasoningDelta) -> bytes:
     if e.metadata is not None:
-        self.dropped["metadata"] += 1
+        self.dropped[Dropped.METADATA] += 1
     return self.reasoning.frame(e.delta)
 
 
@@ -231,7 +218,7 @@ def _tool_start(self: ChatStreamEncoder, e: ToolCallStart) -> bytes:
 
 def _tool_args(self: ChatStreamEncoder, e: ToolCallArgs) -> bytes:
     if e.metadata is not None:
-        self.dropped["metadata"] += 1
+        self.dropped[Dropped.METADATA] += 1
     index = self.completion.args(e)
     if index is None or not e.delta:
         return b""
@@ -280,13 +267,6 @@ def _run_error(self: ChatStreamEncoder, e: RunError) -> bytes:
     return b"data: " + orjson.dumps({"error": error}) + b"\n\ndata: [DONE]\n\n"
 
 
-def _dropped(self: ChatStreamEncoder, e: Event) -> bytes:
-    kind = _DROPPED.get(type(e))
-    if kind is not None:
-        self.dropped[kind] += 1
-    return b""
-
-
 def _nothing(self: ChatStreamEncoder, e: Event) -> bytes:
     return b""  # message and call boundaries: a completion's chunks have none
 
@@ -295,14 +275,14 @@ class ChatStreamEncoder(SSEEncoder):
     __slots__ = ("completion", "include_usage", "lead", "reasoning", "refusal", "refusals", "text")
 
     handlers = {
-        **dict.fromkeys(EVENT_TYPES, _nothing), **dict.fromkeys(_DROPPED, _dropped),
         RunStarted: _run_started, TextStart: _text_start, TextDelta: _text_delta, ReasoningStart: _opened,
         ReasoningDelta: _reasoning_delta, ToolCallStart: _tool_start, ToolCallArgs: _tool_args,
         ToolResult: _tool_result, Interrupt: _interrupt, InterruptResolved: _resolved, Usage: _usage,
-        RunFinished: _run_finished, RunError: _run_error,
+        RunFinished: _run_finished, RunError: _run_error, TextEnd: _nothing, ReasoningEnd: _nothing,
+        ToolCallEnd: _nothing,
     }
-    METADATA = frozenset({TextStart, TextDelta, ReasoningStart, ReasoningDelta, ToolCallStart, ToolCallArgs,
-                          *_DROPPED})
+    DROPS = _DROPS
+    METADATA = frozenset({TextStart, TextDelta, ReasoningStart, ReasoningDelta, ToolCallStart, ToolCallArgs, *DROPS})
     """Deltas and openers count theirs themselves; what is dropped is counted whole."""
 
     def __init__(self, request: Turn | None = None) -> None:
@@ -343,7 +323,7 @@ class ChatBodyEncoder:
     def __init__(self, request: Turn | None = None) -> None:
         self.status_code = 200
         self.headers = {"content-type": "application/json"}
-        self.dropped: dict[str, int] = defaultdict(int)
+        self.dropped: dict[Dropped, int] = defaultdict(int)
         self.completion = Completion(request, self.dropped)
         self._text: list[str] = []
         self._refusal: list[str] = []
@@ -358,8 +338,8 @@ class ChatBodyEncoder:
     def encode(self, events: list[Event]) -> bytes:
         c = self.completion
         for e in events:
-            if e.metadata is not None and type(e) not in _DROPPED and not isinstance(e, _OPENERS):
-                self.dropped["metadata"] += 1  # no field for an event's metadata
+            if e.metadata is not None and type(e) not in _DROPS and not isinstance(e, _OPENERS):
+                self.dropped[Dropped.METADATA] += 1  # no field for an event's metadata
             if isinstance(e, TextDelta):
                 if e.message_id in self._refusals:
                     self._refusal.append(e.delta)
@@ -395,7 +375,7 @@ class ChatBodyEncoder:
             elif isinstance(e, RunError):
                 self.status_code = 504 if e.code == ErrorCode.UPSTREAM_TIMEOUT else 502
                 return orjson.dumps(error_object(e.message, self.status_code, e.code or ErrorCode.UPSTREAM_ERROR))
-            elif (kind := _DROPPED.get(type(e))) is not None:
+            elif (kind := _DROPS.get(type(e))) is not None:
                 self.dropped[kind] += 1
         return b""
 

@@ -13,6 +13,7 @@ import re
 import orjson
 
 from gateway.core.codec import as_text, drop_none, output_of
+from gateway.core.dropped import Dropped
 from gateway.core.events import Interrupt, InterruptResolved, ToolCallArgs, ToolCallEnd, ToolCallStart, ToolResult
 from gateway.core.ids import new_id
 
@@ -89,7 +90,7 @@ class Calls:
         if held is not None:  # the agent's own call, waiting for the approval: the request shows it
             self._approving[held.call_id] = (held, e.id)
             if e.expires_at is not None:
-                out.dropped["interrupt_expiry"] += 1  # a call's approval request has no field for a deadline
+                out.dropped[Dropped.INTERRUPT_EXPIRY] += 1  # a call's approval request has no field for a deadline
             return out.added_done({"id": e.id, "type": APPROVAL_REQUEST, "server_label": self.server_label,
                                    "name": held.name, "arguments": "".join(held.pieces) or "{}",
                                    "call_id": held.call_id})

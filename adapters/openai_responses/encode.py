@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from gateway.core.dropped import Dropped
 from gateway.core.encoding import EVENT_TYPES, LARGE_TEXT, SSEEncoder, json_bytes
 from gateway.core.errors import ErrorCode
 from gateway.core.events import Event, RunError, RunFinished, TextDelta
@@ -93,7 +94,7 @@ def _text_delta(self: ResponsesStreamEncoder, e: TextDelta) -> bytes:
     """Most of a stream: the frame around the delta is the message's, made once; only the number and the delta
     change."""
     if e.metadata is not None:  # inline, not by the base's wrapper: most of a stream is text deltas
-        self.dropped["metadata"] += 1
+        self.dropped[Dropped.METADATA] += 1
     text = self.writer.text_delta(e)
     if text is None:
         return b""
@@ -139,7 +140,7 @@ class ResponsesBodyEncoder:
     def __init__(self, request: Turn | None = None) -> None:
         self.status_code = 200
         self.headers = {"content-type": "application/json"}
-        self.dropped: dict[str, int] = defaultdict(int)
+        self.dropped: dict[Dropped, int] = defaultdict(int)
         self.writer = ResponseWriter(request, self.dropped)
 
     def keep_alive(self) -> bytes:
@@ -148,7 +149,7 @@ class ResponsesBodyEncoder:
     def encode(self, events: list[Event]) -> bytes:
         for e in events:
             if e.metadata is not None:
-                self.dropped["metadata"] += 1  # no item has a place for an event's metadata
+                self.dropped[Dropped.METADATA] += 1  # no item has a place for an event's metadata
             if isinstance(e, RunError):
                 self.status_code = 504 if e.code == ErrorCode.UPSTREAM_TIMEOUT else 502
                 error = error_object(e.message, self.status_code, e.code or ErrorCode.UPSTREAM_ERROR)

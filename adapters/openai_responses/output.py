@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.core.dropped import Dropped
 from gateway.core.events import ReasoningStart, TextStart, ToolCallStart
 
 Semantic = tuple[str, dict[str, Any]]
@@ -32,7 +33,7 @@ class Output:
 
     __slots__ = ("chars", "dropped", "output")
 
-    def __init__(self, dropped: dict[str, int]) -> None:
+    def __init__(self, dropped: dict[Dropped, int]) -> None:
         self.output: list[dict[str, Any]] = []
         self.dropped = dropped
         self.chars = 0
@@ -50,4 +51,4 @@ class Output:
 
     def opened(self, e: TextStart | ReasoningStart | ToolCallStart) -> None:
         if e.subagent_run_id is not None:
-            self.dropped["subagent"] += 1  # a message or a call has no author but the agent: whose it is, is lost
+            self.dropped[Dropped.SUBAGENT] += 1  # a message or a call has no author but the agent: whose it is, is lost

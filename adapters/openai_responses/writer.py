@@ -23,28 +23,22 @@ from collections.abc import Callable
 from typing import Any
 
 from gateway.core.activity import Shown
-from gateway.core.encoding import EVENT_TYPES
+from gateway.core.dropped import Dropped, drop_map
+from gateway.core.encoding import must_place
 from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     ActivityDelta,
     ActivitySnapshot,
-    Data,
     EncryptedValue,
     Event,
     Interrupt,
     InterruptResolved,
-    MessagesSnapshot,
-    Raw,
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
     RunError,
     RunFinished,
     RunStarted,
-    StateDelta,
-    StateSnapshot,
-    StepFinished,
-    StepStarted,
     StopReason,
     SubagentError,
     SubagentFinished,
@@ -79,17 +73,15 @@ from .request import echo
 
 INCOMPLETE: dict[StopReason, str] = {"length": "max_output_tokens", "content_filter": "content_filter"}
 """Why a response whose answer was cut short is incomplete, by the run's stop reason."""
-DROPPED: dict[type, str] = {
-    StateSnapshot: "state", StateDelta: "state", MessagesSnapshot: "messages_snapshot", StepStarted: "step",
-    StepFinished: "step", Data: "data", Raw: "raw",
-}
+DROPS = drop_map(Dropped.STATE, Dropped.MESSAGES_SNAPSHOT, Dropped.STEP, Dropped.DATA, Dropped.RAW)
+"""What no item shows, by the kind counted in `dropped`."""
 
 
 class ResponseWriter(Output):
     __slots__ = ("_encrypted", "_families", "_subagents", "_usage", "calls", "created_at", "model", "request",
                  "response_id", "texts")
 
-    def __init__(self, request: Turn | None, dropped: dict[str, int]) -> None:
+    def __init__(self, request: Turn | None, dropped: dict[Dropped, int]) -> None:
         self.response_id = request.run_id if request is not None and request.run_id else new_id("resp")
         self.model = (request.model if request is not None else None) or "agent-gateway"
         self.request = echo(request)
@@ -109,7 +101,7 @@ class ResponseWriter(Output):
         handler = _HANDLERS.get(type(e))
         if handler is not None:
             return handler(self, e)
-        kind = DROPPED.get(type(e))
+        kind = DROPS.get(type(e))
         if kind is not None:
             self.dropped[kind] += 1
         return []
@@ -198,7 +190,7 @@ class ResponseWriter(Output):
         """Encrypted reasoning: its reasoning item's `encrypted_content`; a reasoning item of its own when its
         reasoning was written already (or never). A tool call's has no place."""
         if e.subtype != "message":
-            self.dropped["encrypted_value"] += 1
+            self.dropped[Dropped.ENCRYPTED_VALUE] += 1
             return []
         text = self.texts.get(e.entity_id)
         if text is not None and self.output[text.index]["type"] == "reasoning":
@@ -212,7 +204,7 @@ class ResponseWriter(Output):
             self._families = Shown()
         shown = self._families.activity(e)
         if shown is None:  # a patch of an activity never shown whole, or one that does not apply
-            self.dropped["activity"] += 1
+            self.dropped[Dropped.ACTIVITY] += 1
             return []
         item = {"id": new_id("act"), "type": ACTIVITY, "status": "completed", "activity_id": e.message_id,
                 "activity_type": e.activity_type, "content": shown.data["content"]}
@@ -291,6 +283,4 @@ _HANDLERS: dict[type, Callable[[ResponseWriter, Any], list[Semantic]]] = {
     RunError: ResponseWriter._run_error,
 }
 
-_UNPLACED = EVENT_TYPES - _HANDLERS.keys() - DROPPED.keys()
-if _UNPLACED:  # an event type added to the model: say what it becomes, or what it is counted as, before it is lost
-    raise TypeError(f"ResponseWriter has no place for {sorted(t.__name__ for t in _UNPLACED)}")
+must_place("ResponseWriter", _HANDLERS.keys() | DROPS.keys())
