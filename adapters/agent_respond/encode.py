@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from adapters.openai_common.usage import usage_object
 from gateway.core.activity import Shown
 from gateway.core.codec import as_text, drop_none
 from gateway.core.dropped import Dropped, drop_map
-from gateway.core.encoding import json_bytes
+from gateway.core.encoding import failed_status, json_bytes
 from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     ActivityDelta,
@@ -188,7 +189,7 @@ class AgentRespondEncoder:
             self._messages.append({"role": "assistant", "content": ""})
         body: dict[str, Any] = {"messages": self._messages}
         usage = self._usage
-        body.update(drop_none({"model": usage.model, "provider": usage.provider, "usage": usage.openai("chat")}))
+        body.update(drop_none({"model": usage.model, "provider": usage.provider, "usage": usage_object(usage, "chat")}))
         metadata = drop_none({"state": self._state.value if self._state.known else None,
                               "activities": list(self._activity.values()) or None,
                               "subagents": list(self._subagent.values()) or None, "finish_reason": e.stop_reason})
@@ -208,6 +209,6 @@ class AgentRespondEncoder:
 
     def _failed(self, e: RunError) -> bytes:
         self._flush()
-        self.status_code = 504 if e.code == ErrorCode.UPSTREAM_TIMEOUT else 502
+        self.status_code = failed_status(e)
         error = drop_none({"code": e.code or ErrorCode.UPSTREAM_ERROR, "message": e.message})
         return json_bytes({"error": error, "messages": self._messages}, self._chars)

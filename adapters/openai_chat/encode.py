@@ -23,9 +23,9 @@ from typing import Any
 
 import orjson
 
+from adapters.openai_common.usage import usage_object
 from gateway.core.dropped import Dropped, drop_map
-from gateway.core.encoding import HOLE, DeltaFrames, SSEEncoder, json_bytes
-from gateway.core.errors import ErrorCode
+from gateway.core.encoding import HOLE, DeltaFrames, SSEEncoder, failed_status, json_bytes
 from gateway.core.events import (
     Event,
     Interrupt,
@@ -49,7 +49,7 @@ from gateway.core.ids import new_id
 from gateway.core.turn import Turn
 from gateway.core.usage import UsageTotals
 
-from .errors import error_object, error_type
+from .errors import ERRORS
 from .request import SEPARATOR
 
 _DROPS = drop_map(Dropped.STATE, Dropped.MESSAGES_SNAPSHOT, Dropped.STEP, Dropped.DATA, Dropped.RAW, Dropped.ACTIVITY,
@@ -146,7 +146,7 @@ class Completion:
 
     def usage_object(self) -> dict[str, Any] | None:
         """Every count the schema requires, or None when the agent reported none."""
-        return self.usage.openai("chat", whole=True) if self.usage.counts else None
+        return usage_object(self.usage, "chat", whole=True) if self.usage.counts else None
 
     def finish_reason(self, e: RunFinished) -> str:
         return e.stop_reason or ("tool_calls" if self.calls else "stop")
@@ -255,7 +255,7 @@ def _run_finished(self: ChatStreamEncoder, e: RunFinished) -> bytes:
         out.append(_chunk(self, {"content": (SEPARATOR if self.lead is None else self.lead) + note}))
     out.append(_chunk(self, {}, c.finish_reason(e)))
     if self.include_usage:
-        usage = c.usage_object() or UsageTotals().openai("chat", whole=True)  # asked for: zeros when none came
+        usage = c.usage_object() or usage_object(UsageTotals(), "chat", whole=True)  # asked for: zeros when none came
         out.append(b"data: " + orjson.dumps({"id": c.id, "object": "chat.completion.chunk", "created": c.created,
                                              "model": c.model, "choices": [], "usage": usage}) + b"\n\n")
     out.append(b"data: [DONE]\n\n")
@@ -263,8 +263,7 @@ def _run_finished(self: ChatStreamEncoder, e: RunFinished) -> bytes:
 
 
 def _run_error(self: ChatStreamEncoder, e: RunError) -> bytes:
-    error = {"message": e.message, "type": error_type(502), "param": None, "code": e.code or ErrorCode.UPSTREAM_ERROR}
-    return b"data: " + orjson.dumps({"error": error}) + b"\n\ndata: [DONE]\n\n"
+    return b"data: " + orjson.dumps({"error": ERRORS.failed(e)}) + b"\n\ndata: [DONE]\n\n"
 
 
 def _nothing(self: ChatStreamEncoder, e: Event) -> bytes:
@@ -373,8 +372,8 @@ class ChatBodyEncoder:
             elif isinstance(e, RunFinished):
                 return self._finished(e)
             elif isinstance(e, RunError):
-                self.status_code = 504 if e.code == ErrorCode.UPSTREAM_TIMEOUT else 502
-                return orjson.dumps(error_object(e.message, self.status_code, e.code or ErrorCode.UPSTREAM_ERROR))
+                self.status_code = failed_status(e)
+                return orjson.dumps({"error": ERRORS.failed(e, self.status_code)})
             elif (kind := _DROPS.get(type(e))) is not None:
                 self.dropped[kind] += 1
         return b""

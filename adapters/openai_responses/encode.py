@@ -10,13 +10,12 @@ from typing import Any
 import orjson
 
 from gateway.core.dropped import Dropped
-from gateway.core.encoding import EVENT_TYPES, LARGE_TEXT, SSEEncoder, json_bytes
-from gateway.core.errors import ErrorCode
+from gateway.core.encoding import EVENT_TYPES, LARGE_TEXT, SSEEncoder, failed_status, json_bytes
 from gateway.core.events import Event, RunError, RunFinished, TextDelta
 from gateway.core.ids import new_id
 from gateway.core.turn import Turn
 
-from .items import error_object
+from .items import ERRORS
 from .request import echo
 from .writer import ResponseWriter, Semantic
 
@@ -151,9 +150,8 @@ class ResponsesBodyEncoder:
             if e.metadata is not None:
                 self.dropped[Dropped.METADATA] += 1  # no item has a place for an event's metadata
             if isinstance(e, RunError):
-                self.status_code = 504 if e.code == ErrorCode.UPSTREAM_TIMEOUT else 502
-                error = error_object(e.message, self.status_code, e.code or ErrorCode.UPSTREAM_ERROR)
-                return orjson.dumps({"error": error})
+                self.status_code = failed_status(e)
+                return orjson.dumps({"error": ERRORS.failed(e, self.status_code)})
             semantic = self.writer.event(e)
             if isinstance(e, RunFinished):
                 return json_bytes(semantic[-1][1]["response"], self.writer.chars)

@@ -25,7 +25,6 @@ from typing import Any
 from gateway.core.activity import Shown
 from gateway.core.dropped import Dropped, drop_map
 from gateway.core.encoding import must_place
-from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     ActivityDelta,
     ActivitySnapshot,
@@ -59,8 +58,8 @@ from gateway.core.usage import UsageTotals
 from .calls import Calls
 from .items import (
     ACTIVITY,
+    ERRORS,
     SUBAGENT,
-    error_object,
     message_item,
     reasoning_item,
     response_object,
@@ -251,7 +250,7 @@ class ResponseWriter(Output):
 
     def _run_error(self, e: RunError) -> list[Semantic]:
         self.calls.fail()
-        error = error_object(e.message, 502, e.code or ErrorCode.UPSTREAM_ERROR)
+        error = ERRORS.failed(e)
         failed = self.response("failed", error={"code": error["code"], "message": e.message})
         # The `openai` SDKs read the error's fields at the top of the event, Open Responses in its `error`.
         said = {"code": error["code"], "message": e.message, "param": None, "error": error}

@@ -17,7 +17,8 @@ from typing import Any, ClassVar, Protocol, get_args
 import orjson
 
 from gateway.core.dropped import Dropped
-from gateway.core.events import Event
+from gateway.core.errors import ErrorCode
+from gateway.core.events import Event, RunError
 from gateway.core.sse import KEEP_ALIVE
 from gateway.core.turn import Turn
 
@@ -150,6 +151,11 @@ def must_place(owner: str, placed: Collection[type]) -> None:
     missing = EVENT_TYPES.difference(placed)
     if missing:
         raise TypeError(f"{owner} has no place for {sorted(t.__name__ for t in missing)}")
+
+
+def failed_status(e: RunError) -> int:
+    """The status of a reply in one body whose run failed: 504 for the upstream's timeout, else 502."""
+    return 504 if e.code == ErrorCode.UPSTREAM_TIMEOUT else 502
 
 
 def dropped_as(kind: Dropped) -> Callable[[Any, Any], bytes]:
