@@ -46,7 +46,7 @@ class Calls:
         call = OpenItem(-1, new_id("fc"), e.name, e.tool_call_id)
         call.index = out.add(function_call_item(call.item_id, e.tool_call_id, e.name, "", "in_progress"))
         self._open[e.tool_call_id] = call
-        return [("response.output_item.added", {"output_index": call.index, "item": out.output[call.index]})]
+        return [("response.output_item.added", {"output_index": call.index, "item": out.items[call.index]})]
 
     def args(self, out: Output, e: ToolCallArgs) -> list[Semantic]:
         held = self._held.get(e.tool_call_id)
@@ -68,7 +68,7 @@ class Calls:
 
     def _done(self, out: Output, call: OpenItem) -> list[Semantic]:
         arguments = "".join(call.pieces) or "{}"
-        item = out.output[call.index] = function_call_item(call.item_id, call.call_id, call.name, arguments)
+        item = out.items[call.index] = function_call_item(call.item_id, call.call_id, call.name, arguments)
         return [("response.function_call_arguments.done", {"item_id": call.item_id, "output_index": call.index,
                                                            "arguments": arguments}),
                 ("response.output_item.done", {"output_index": call.index, "item": item})]
@@ -111,7 +111,7 @@ class Calls:
         events: list[Semantic] = []
         for call in self._held.values():
             call.index = out.add(function_call_item(call.item_id, call.call_id, call.name, "", "in_progress"))
-            events.append(("response.output_item.added", {"output_index": call.index, "item": out.output[call.index]}))
+            events.append(("response.output_item.added", {"output_index": call.index, "item": out.items[call.index]}))
             events += self._done(out, call)
         self._held.clear()
         for call in self._open.values():

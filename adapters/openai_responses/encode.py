@@ -65,7 +65,7 @@ class LongTexts:
 
 def _frames(self: ResponsesStreamEncoder, events: list[Semantic]) -> bytes:
     out: list[bytes] = []
-    long_texts = self.writer.chars >= LARGE_TEXT  # joined once: a long text is copied no more than it must be
+    long_texts = self.writer.out.chars >= LARGE_TEXT  # joined once: a long text is copied no more than it must be
     for kind, fields in events:
         self.sequence += 1
         frame = {"type": kind, "sequence_number": self.sequence, **fields}
@@ -154,7 +154,7 @@ class ResponsesBodyEncoder:
                 return orjson.dumps({"error": ERRORS.failed(e, self.status_code)})
             semantic = self.writer.event(e)
             if isinstance(e, RunFinished):
-                return json_bytes(semantic[-1][1]["response"], self.writer.chars)
+                return json_bytes(semantic[-1][1]["response"], self.writer.out.chars)
         return b""
 
 

@@ -28,20 +28,20 @@ class OpenItem:
 
 
 class Output:
-    """The output items, and what the run sent that none of them shows (`dropped`, counted by kind). The writer is
-    one, and hands itself to the parts that write into it."""
+    """The output items, and what the run sent that none of them shows (`dropped`, counted by kind): what the
+    writer and the parts it hands it to (`calls.Calls`) write into."""
 
-    __slots__ = ("chars", "dropped", "output")
+    __slots__ = ("chars", "dropped", "items")
 
     def __init__(self, dropped: dict[Dropped, int]) -> None:
-        self.output: list[dict[str, Any]] = []
+        self.items: list[dict[str, Any]] = []
         self.dropped = dropped
         self.chars = 0
         """Characters of text, arguments and results the response holds."""
 
     def add(self, item: dict[str, Any]) -> int:
-        self.output.append(item)
-        return len(self.output) - 1
+        self.items.append(item)
+        return len(self.items) - 1
 
     def added_done(self, item: dict[str, Any]) -> list[Semantic]:
         """An item that comes whole."""

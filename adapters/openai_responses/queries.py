@@ -40,7 +40,7 @@ class ResponseLog:
         for e in events:
             for kind, fields in self._writer.event(e):
                 if kind == "response.output_item.done":
-                    updates.append(json_bytes(fields["item"], self._writer.chars))
+                    updates.append(json_bytes(fields["item"], self._writer.out.chars))
                 elif kind in _ENDED:
                     self._final = fields["response"]
         return updates
