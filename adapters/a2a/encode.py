@@ -12,14 +12,13 @@ state and usage have no place in a task and are left out (counted in `dropped`).
 from __future__ import annotations
 
 import copy
-from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
 from gateway.core.activity import Shown
 from gateway.core.codec import as_text, json_or_text
 from gateway.core.dropped import Dropped, drop_map
-from gateway.core.encoding import EVENT_TYPES, HOLE, DeltaFrames, SSEEncoder, json_bytes, must_place
+from gateway.core.encoding import EVENT_TYPES, HOLE, BodyEncoder, DeltaFrames, SSEEncoder, json_bytes, must_place
 from gateway.core.events import (
     ActivityDelta,
     ActivitySnapshot,
@@ -284,24 +283,19 @@ class A2AStreamEncoder(SSEEncoder):
         reference cycle)."""
 
 
-class A2ATaskEncoder:
+class A2ATaskEncoder(BodyEncoder):
     """`SendMessage`'s reply: the task as it stands when the run ends (or pauses), in one JSON-RPC response; a task
     that the request continues, whole (with what its earlier requests made)."""
 
-    streams = False
-
-    __slots__ = ("_answered", "_chars", "_task", "dropped", "headers", "immediately", "rpc_id", "status_code",
-                 "writer")
+    __slots__ = ("_answered", "_chars", "_task", "immediately", "rpc_id", "writer")
 
     def __init__(self, request: Turn | None = None) -> None:
+        super().__init__()
         self.immediately = client_call(request).get("return_immediately") is True
         """The client asked for the task as soon as it exists (`returnImmediately`): the run goes on without it."""
         self._answered = False
         self._chars = 0
         """Characters of text and arguments the task holds, for how its JSON is written (`json_bytes`)."""
-        self.status_code = 200
-        self.headers = {"content-type": "application/json"}
-        self.dropped: dict[Dropped, int] = defaultdict(int)
         self.writer = TaskWriter(request, self.dropped)
         self.rpc_id = client_call(request).get("id")
         earlier = client_call(request).get("task")
@@ -309,9 +303,6 @@ class A2ATaskEncoder:
         if isinstance(earlier, dict):
             self._task = task_v03(earlier) if self.writer.updates.version == V03 else copy.deepcopy(earlier)
             self._task.setdefault("history", []).extend(self.writer.updates.history())
-
-    def keep_alive(self) -> bytes:
-        return b""
 
     def encode(self, events: list[Event]) -> bytes:
         task = self._task

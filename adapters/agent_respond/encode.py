@@ -9,14 +9,13 @@ OpenAI names them). A failed run is a 502 (504 for a timeout) with an error body
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 from adapters.openai_common.usage import usage_object
 from gateway.core.activity import Shown
 from gateway.core.codec import as_text, drop_none
 from gateway.core.dropped import Dropped, drop_map
-from gateway.core.encoding import failed_status, json_bytes
+from gateway.core.encoding import BodyEncoder, failed_status, json_bytes
 from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     ActivityDelta,
@@ -43,16 +42,12 @@ from gateway.core.state import StateTracker
 from gateway.core.turn import Turn
 from gateway.core.usage import UsageTotals
 
-HEADERS = {"content-type": "application/json"}
-
 _DROPS = drop_map(Dropped.REASONING, Dropped.MESSAGES_SNAPSHOT, Dropped.STEP, Dropped.DATA, Dropped.RAW,
                   Dropped.ENCRYPTED_VALUE)
 """What the contract has no field for, by the kind counted in `dropped`."""
 
 
-class AgentRespondEncoder:
-    streams = False
-
+class AgentRespondEncoder(BodyEncoder):
     __slots__ = (
         "_activity",
         "_arguments",
@@ -67,14 +62,10 @@ class AgentRespondEncoder:
         "_subagent",
         "_text",
         "_usage",
-        "dropped",
-        "headers",
-        "status_code",
     )
 
     def __init__(self, request: Turn | None = None) -> None:
-        self.status_code = 200
-        self.headers = dict(HEADERS)
+        super().__init__()
         self._messages: list[dict[str, Any]] = []
         self._text: list[str] | None = None  # the open assistant message's text, None when none is open
         self._calls: dict[str, dict[str, Any]] = {}
@@ -87,12 +78,8 @@ class AgentRespondEncoder:
         self._families: Shown | None = None
         self._activity: dict[str, Any] = {}  # message id -> the activity as last shown
         self._subagent: dict[str, Any] = {}  # subagent run id -> how it stands
-        self.dropped: dict[Dropped, int] = defaultdict(int)
         self._chars = 0
         """Characters of text, arguments and results the body holds, for how its JSON is written (`json_bytes`)."""
-
-    def keep_alive(self) -> bytes:
-        return b""
 
     def encode(self, events: list[Event]) -> bytes:
         for e in events:

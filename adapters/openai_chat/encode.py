@@ -18,14 +18,13 @@ frame in the stream, as OpenAI sends one, or a 502 (504 on a timeout) with an Op
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 from typing import Any
 
 import orjson
 
 from adapters.openai_common.usage import usage_object
 from gateway.core.dropped import Dropped, drop_map
-from gateway.core.encoding import HOLE, DeltaFrames, SSEEncoder, failed_status, json_bytes
+from gateway.core.encoding import HOLE, BodyEncoder, DeltaFrames, SSEEncoder, failed_status, json_bytes
 from gateway.core.events import (
     Event,
     Interrupt,
@@ -311,18 +310,13 @@ _OPENERS = (TextStart, ReasoningStart, ToolCallStart)
 """What counts its own metadata (`Completion.opened`)."""
 
 
-class ChatBodyEncoder:
+class ChatBodyEncoder(BodyEncoder):
     """`stream: false`: the run gathered into one `chat.completion`."""
 
-    streams = False
-
-    __slots__ = ("_lead", "_reasoning", "_refusal", "_refusals", "_text", "completion", "dropped", "headers",
-                 "status_code")
+    __slots__ = ("_lead", "_reasoning", "_refusal", "_refusals", "_text", "completion")
 
     def __init__(self, request: Turn | None = None) -> None:
-        self.status_code = 200
-        self.headers = {"content-type": "application/json"}
-        self.dropped: dict[Dropped, int] = defaultdict(int)
+        super().__init__()
         self.completion = Completion(request, self.dropped)
         self._text: list[str] = []
         self._refusal: list[str] = []
@@ -330,9 +324,6 @@ class ChatBodyEncoder:
         self._lead: str | None = ""
         """What goes before the next text (as `ChatStreamEncoder.lead`)."""
         self._reasoning: list[str] = []
-
-    def keep_alive(self) -> bytes:
-        return b""
 
     def encode(self, events: list[Event]) -> bytes:
         c = self.completion

@@ -4,13 +4,12 @@ is `writer.ResponseWriter`'s; this module frames it."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 import orjson
 
 from gateway.core.dropped import Dropped
-from gateway.core.encoding import EVENT_TYPES, LARGE_TEXT, SSEEncoder, failed_status, json_bytes
+from gateway.core.encoding import EVENT_TYPES, LARGE_TEXT, BodyEncoder, SSEEncoder, failed_status, json_bytes
 from gateway.core.events import Event, RunError, RunFinished, TextDelta
 from gateway.core.ids import new_id
 from gateway.core.turn import Turn
@@ -128,22 +127,15 @@ class ResponsesStreamEncoder(SSEEncoder):
         self.texts = LongTexts()
 
 
-class ResponsesBodyEncoder:
+class ResponsesBodyEncoder(BodyEncoder):
     """`stream: false`: the response object once the run ends; a failed run is an HTTP 502 (504 on a timeout)
     with an error object, as the `openai` SDKs raise it."""
 
-    streams = False
-
-    __slots__ = ("dropped", "headers", "status_code", "writer")
+    __slots__ = ("writer",)
 
     def __init__(self, request: Turn | None = None) -> None:
-        self.status_code = 200
-        self.headers = {"content-type": "application/json"}
-        self.dropped: dict[Dropped, int] = defaultdict(int)
+        super().__init__()
         self.writer = ResponseWriter(request, self.dropped)
-
-    def keep_alive(self) -> bytes:
-        return b""
 
     def encode(self, events: list[Event]) -> bytes:
         for e in events:

@@ -23,6 +23,7 @@ from gateway.core.sse import KEEP_ALIVE
 from gateway.core.turn import Turn
 
 SSE_HEADERS = {"content-type": "text/event-stream; charset=utf-8"}
+JSON_HEADERS: Mapping[str, str] = {"content-type": "application/json"}
 
 EVENT_TYPES = frozenset(get_args(Event))
 
@@ -151,6 +152,26 @@ def must_place(owner: str, placed: Collection[type]) -> None:
     missing = EVENT_TYPES.difference(placed)
     if missing:
         raise TypeError(f"{owner} has no place for {sorted(t.__name__ for t in missing)}")
+
+
+class BodyEncoder:
+    """Base of the encoders that answer in one JSON body rather than a stream: nothing goes out as events come, so
+    there is nothing to keep an idle connection open with. `encode` is the dialect's."""
+
+    streams = False
+
+    __slots__ = ("dropped", "headers", "status_code")
+
+    def __init__(self, headers: Mapping[str, str] = JSON_HEADERS) -> None:
+        self.status_code = 200
+        self.headers = dict(headers)
+        self.dropped: dict[Dropped, int] = defaultdict(int)
+
+    def encode(self, events: list[Event]) -> bytes:
+        raise NotImplementedError
+
+    def keep_alive(self) -> bytes:
+        return b""
 
 
 def failed_status(e: RunError) -> int:
