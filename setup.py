@@ -1,6 +1,6 @@
 """The optional compiled build. pyproject.toml holds everything else; a plain `pip install .` builds nothing here.
 
-    AGENT_GATEWAY_COMPILE=1 pip install .    the per-event modules (`gateway.compiled.MODULES`) compiled by mypyc
+    AGENT_GATEWAY_COMPILE=1 pip install .    the per-event modules (`gateway.compiled.modules()`) compiled by mypyc
 
 pip's isolated build first asks which build requirements there are: with the variable set, `setup_requires` names
 mypy (which ships mypyc) and what mypy needs to type the compiled modules, pip installs them into the build
@@ -17,8 +17,9 @@ import sys
 from setuptools import Extension, setup
 
 COMPILE = os.environ.get("AGENT_GATEWAY_COMPILE", "") not in ("", "0")
-BUILD_REQUIRES = ["mypy>=2.4,<3", "orjson>=3.10", "pydantic>=2.7"]
-"""mypy 2.4.1 is the version the build is tested with; orjson and pydantic (and its mypy plugin) for the types."""
+BUILD_REQUIRES = ["mypy>=2.4,<3", "orjson>=3.10", "pydantic>=2.7", "jsonpatch>=1.33"]
+"""mypy 2.4.1 is the version the build is tested with; orjson and pydantic (and its mypy plugin) for the types, and
+with jsonpatch for the registry, imported to find the modules (`gateway.compiled.modules`)."""
 
 
 def extensions() -> list[Extension]:
@@ -26,7 +27,8 @@ def extensions() -> list[Extension]:
     from mypyc.build import mypycify
 
     here = os.path.dirname(os.path.abspath(__file__))
-    modules = runpy.run_path(os.path.join(here, "gateway", "compiled.py"))["MODULES"]
+    sys.path.insert(0, here)  # the registry, which says which dialects' decoders there are (`compiled.modules`)
+    modules = runpy.run_path(os.path.join(here, "gateway", "compiled.py"))["modules"]()
     return mypycify([name.replace(".", "/") + ".py" for name in modules], opt_level="3",
                     group_name="agent_gateway", target_dir=os.path.join("build", "mypyc"))
 

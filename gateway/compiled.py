@@ -1,47 +1,59 @@
 """The optional compiled build: the per-event modules mypyc compiles, and whether this process runs them compiled.
 
 `AGENT_GATEWAY_COMPILE=1 pip install .` (`setup.py`) and `scripts/compile` (in place, in a checkout) compile
-`MODULES` into C extensions; a plain install runs the same modules as Python. An extension in place is imported
+`modules()` into C extensions; a plain install runs the same modules as Python. An extension in place is imported
 before its `.py`, so a module edited after `scripts/compile` runs its old compiled code until the next
 `scripts/compile` (or `scripts/compile --clean`): `summary()` says so, in `agent-gateway --version` and when
 `serve` starts.
 
-This file is read by `setup.py` before the package is installed: it imports nothing of ours.
+This file is read by `setup.py` before the package is installed: importing it imports nothing of ours, and
+`modules()` imports the registry only when called (with the checkout on `sys.path`, and the build requirements).
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
+import pkgutil
 import sys
+from functools import cache
 from importlib.machinery import EXTENSION_SUFFIXES
 
-MODULES = (
+CORE = (
     "gateway.core.sse",
     "gateway.core.repair",
     "gateway.core.decoding",
     "gateway.core.steady",
     "gateway.conversations.recorder",
-    "adapters.a2a.decode",
-    "adapters.a2a.reading",
-    "adapters.ag_kit.decode",
-    "adapters.ag_ui.decode",
-    "adapters.ag_ui.proto_decode",
-    "adapters.agent_respond.decode",
-    "adapters.langgraph.decode",
-    "adapters.langgraph.reading",
-    "adapters.vercel.decode",
 )
-"""One upstream event crosses all of these: SSE framing, the dialect's mapping, repair, and the recorder.
+"""What one upstream event crosses whatever its dialect: SSE framing, the decoders' bases, repair, and the recorder."""
 
-Left as Python, though one event crosses them too: `gateway.core.events` (compiled, an event's fields are checked
-against their annotations when it is made, so an upstream's odd value would raise where Python passes it on, and the
-Python encoders read compiled events more slowly), `gateway.core.codec` and `gateway.core.state` (no measurable gain:
-nothing in them runs per text event), and the encoders, `adapters.*.encode` (a class body's table of its own methods,
-`handlers`, does not compile; and compiled callers would not see the `encode` that `SSEEncoder.__init_subclass__`
-sets on each class). `gateway.core.encoding` alone compiles with two changes, for 3% fewer instructions: not worth
-them.
-"""
+DECODING = ("decode", "reading")
+"""A dialect's own modules one upstream event crosses, by name: its decoder's (`decode`, and `<format>_decode` for
+another wire format it reads: AG-UI's `proto_decode`), and what its decoder reads messages with (`reading`)."""
+
+
+@cache
+def modules() -> tuple[str, ...]:
+    """`CORE`, then each registered dialect's decoding modules (`DECODING`), found in its decoder's package.
+
+    Left as Python, though one event crosses them too: `gateway.core.events` (compiled, an event's fields are
+    checked against their annotations when it is made, so an upstream's odd value would raise where Python passes
+    it on, and the Python encoders read compiled events more slowly), `gateway.core.codec` and `gateway.core.state`
+    (no measurable gain: nothing in them runs per text event), and the encoders, `adapters.*.encode` (a class
+    body's table of its own methods, `handlers`, does not compile; and compiled callers would not see the `encode`
+    that `SSEEncoder.__init_subclass__` sets on each class). `gateway.core.encoding` alone compiles with two changes,
+    for 3% fewer instructions: not worth them.
+    """
+    from adapters.registry import DIALECTS
+
+    found: list[str] = []
+    for package in sorted({dialect.new_decoder.__module__.rpartition(".")[0] for dialect in DIALECTS.values()}):
+        names = sorted({info.name for info in pkgutil.iter_modules(importlib.import_module(package).__path__)})
+        found += [f"{package}.{name}" for name in names if name in DECODING or name.endswith("_decode")]
+    return (*CORE, *found)
+
 
 STALE_SECONDS = 2.0
 """A `.py` this much newer than its extension was edited after the build (an install writes both at once)."""
@@ -59,14 +71,15 @@ def _origin(name: str) -> str | None:
 
 
 def compiled() -> list[str]:
-    """The modules of `MODULES` that run (or would be imported) compiled."""
-    return [name for name in MODULES if (origin := _origin(name)) and origin.endswith(tuple(EXTENSION_SUFFIXES))]
+    """The modules of `modules()` that run (or would be imported) compiled."""
+    return [name for name in modules() if (origin := _origin(name)) and origin.endswith(tuple(EXTENSION_SUFFIXES))]
 
 
 def unlisted() -> list[str]:
-    """Loaded modules of ours that are compiled but not in `MODULES`: left by an older build."""
+    """Loaded modules of ours that are compiled but not in `modules()`: left by an older build."""
+    listed = modules()
     return sorted(name for name, module in list(sys.modules.items())
-                  if name.partition(".")[0] in ("gateway", "adapters") and name not in MODULES
+                  if name.partition(".")[0] in ("gateway", "adapters") and name not in listed
                   and str(getattr(module, "__file__", "")).endswith(tuple(EXTENSION_SUFFIXES)))
 
 
@@ -94,7 +107,8 @@ def summary() -> str:
     if old:
         return (f"compiled with mypyc, but STALE: {', '.join(old)} edited since the build "
                 "(run scripts/compile, or scripts/compile --clean for pure Python)")
-    if len(done) < len(MODULES):
-        missing = [name for name in MODULES if name not in done]
-        return f"partly compiled with mypyc ({len(done)} of {len(MODULES)} modules; not {', '.join(missing)})"
+    listed = modules()
+    if len(done) < len(listed):
+        missing = [name for name in listed if name not in done]
+        return f"partly compiled with mypyc ({len(done)} of {len(listed)} modules; not {', '.join(missing)})"
     return f"compiled with mypyc ({len(done)} modules)"

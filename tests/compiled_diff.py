@@ -7,7 +7,7 @@ Each case is a recorded upstream stream (`tests/fixtures`), or one crafted to ho
 values put into a few of its frames' fields (or fields removed, or another event type named), fed in odd-sized
 chunks to every decoder that reads its dialect;
 the events go through the recorder and every dialect's encoder. One block per case: the events, the recorded
-messages, each encoder's bytes, or the exception each stage raised. `--pure` imports `gateway.compiled.MODULES`
+messages, each encoder's bytes, or the exception each stage raised. `--pure` imports `gateway.compiled.modules()`
 from their `.py` even where a compiled build (scripts/compile) sits beside them. `tests/test_compiled.py` runs both
 and compares.
 """
@@ -20,6 +20,7 @@ import importlib.util
 import json
 import random
 import re
+import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -108,10 +109,10 @@ def _body(sse: bool, frames: list[Any], names: list[bytes]) -> bytes:
 def main(argv: list[str]) -> None:
     seed, cases = int(argv[0]), int(argv[1])
     sys.path.insert(0, str(ROOT))
-    if "--pure" in argv:
-        from gateway.compiled import MODULES
-
-        sys.meta_path.insert(0, _FromSource(MODULES))  # type: ignore[arg-type]
+    if "--pure" in argv:  # the list asked of another process: finding it imports the modules it lists, compiled
+        listed = subprocess.run([sys.executable, "-c", "from gateway.compiled import modules; print(*modules())"],
+                                capture_output=True, text=True, check=True, cwd=ROOT).stdout.split()
+        sys.meta_path.insert(0, _FromSource(listed))  # type: ignore[arg-type]
 
     from adapters import registry
     from gateway import compiled

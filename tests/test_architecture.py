@@ -39,8 +39,12 @@ def _imports(path: Path) -> set[str]:
 
 
 MODULES = {_module_name(path): _imports(path) for package in PACKAGES for path in (ROOT / package).rglob("*.py")}
+SHARED = {"openai_common": ("openai_chat", "openai_responses", "agent_respond")}
+"""The packages under `adapters/` that are no dialect but what some dialects share, and the dialects that share
+each: OpenAI's two APIs write usage, error objects and content parts alike, and the eval contract names usage as Chat
+Completions does."""
 DIALECT_PACKAGES = sorted({name.split(".")[1] for name in MODULES
-                           if name.startswith("adapters.") and name != "adapters.registry"})
+                           if name.startswith("adapters.") and name != "adapters.registry"} - SHARED.keys())
 
 
 def _within(name: str, *prefixes: str) -> bool:
@@ -74,8 +78,14 @@ BUILDS_ON = {"ag_kit": ("adapters.ag_ui.decode",)}
 
 @pytest.mark.parametrize("dialect", DIALECT_PACKAGES)
 def test_a_dialect_imports_only_the_core_and_itself(dialect: str) -> None:
-    allowed = ("gateway.core", f"adapters.{dialect}", *BUILDS_ON.get(dialect, ()))
+    shared = tuple(f"adapters.{package}" for package, sharing in SHARED.items() if dialect in sharing)
+    allowed = ("gateway.core", f"adapters.{dialect}", *BUILDS_ON.get(dialect, ()), *shared)
     assert _breaking(f"adapters.{dialect}", allowed) == {}
+
+
+@pytest.mark.parametrize("package", sorted(SHARED))
+def test_what_dialects_share_imports_only_the_core_and_itself(package: str) -> None:
+    assert _breaking(f"adapters.{package}", ("gateway.core", f"adapters.{package}")) == {}
 
 
 def test_the_upstream_client_imports_only_itself() -> None:

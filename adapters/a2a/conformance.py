@@ -9,7 +9,15 @@ from typing import Any
 
 import orjson
 
-from gateway.core.conformance import MAX_VIOLATIONS, Answer, Violation, preview, sse_head, sse_json_frames
+from gateway.core.conformance import (
+    Answer,
+    Violation,
+    each_frame,
+    in_frame_order,
+    preview,
+    sse_head,
+    sse_json_frames,
+)
 
 from .wire import PAUSED, TERMINAL, response_kind, state
 
@@ -24,13 +32,10 @@ def judge(answer: Answer) -> list[Violation]:
     found = sse_head(answer)
     frames = sse_json_frames(answer, found)
     stream = _Stream(found)
-    for index, data, value in frames:
-        if len(found) >= MAX_VIOLATIONS:
-            break
-        stream.frame(index, preview(data), value)
+    for index, shown, value in each_frame(frames, found):
+        stream.frame(index, shown, value)
     stream.end()
-    found.sort(key=lambda v: -1 if v.index is None else v.index)
-    return found[:MAX_VIOLATIONS]
+    return in_frame_order(found)
 
 
 def _one_body(answer: Answer) -> list[Violation]:

@@ -29,9 +29,9 @@ class TaskLog:
         earlier = client_call(turn).get("task")
         if isinstance(earlier, dict):  # the request continues a task: its history gets the new message
             self._task = copy.deepcopy(earlier)
-            self._task.setdefault("history", []).extend(self._writer.history())
+            self._task.setdefault("history", []).extend(self._writer.updates.history())
         else:
-            self._task = self._writer.new_task()
+            self._task = self._writer.updates.new_task()
 
     def feed(self, events: list[Event]) -> list[bytes]:
         updates = []

@@ -12,31 +12,23 @@ state and usage have no place in a task and are left out (counted in `dropped`).
 from __future__ import annotations
 
 import copy
-from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
 from gateway.core.activity import Shown
 from gateway.core.codec import as_text, json_or_text
-from gateway.core.encoding import EVENT_TYPES, HOLE, DeltaFrames, SSEEncoder, json_bytes
+from gateway.core.dropped import Dropped, drop_map
+from gateway.core.encoding import EVENT_TYPES, HOLE, BodyEncoder, DeltaFrames, SSEEncoder, json_bytes, must_place
 from gateway.core.events import (
     ActivityDelta,
     ActivitySnapshot,
     Data,
-    EncryptedValue,
     Event,
     Interrupt,
     InterruptResolved,
-    MessagesSnapshot,
-    Raw,
-    ReasoningDelta,
-    ReasoningEnd,
-    ReasoningStart,
     RunError,
     RunFinished,
     RunStarted,
-    StateDelta,
-    StateSnapshot,
     StepFinished,
     StepStarted,
     SubagentError,
@@ -49,7 +41,6 @@ from gateway.core.events import (
     ToolCallEnd,
     ToolCallStart,
     ToolResult,
-    Usage,
 )
 from gateway.core.ids import new_id
 from gateway.core.turn import Turn
@@ -59,21 +50,21 @@ from .request import FUNCTION_CALL, FUNCTION_RESPONSE
 from .updates import Response, TaskUpdates, client_call
 from .wire import STOP_REASON, V03, data_part, part_v03, part_v10, task_v03, text_part, wrap
 
-_DROPPED: dict[type, str] = {
-    ReasoningStart: "reasoning", ReasoningDelta: "reasoning", ReasoningEnd: "reasoning", StateSnapshot: "state",
-    StateDelta: "state", MessagesSnapshot: "messages_snapshot", Usage: "usage", EncryptedValue: "encrypted_value",
-}
+_DROPS = drop_map(Dropped.REASONING, Dropped.STATE, Dropped.MESSAGES_SNAPSHOT, Dropped.USAGE,
+                  Dropped.ENCRYPTED_VALUE, Dropped.RAW)
 """What a task has no place for, by the kind counted in `dropped`."""
 
 
-class TaskWriter(TaskUpdates):
+class TaskWriter:
     """The task a run makes, as the responses an A2A server streams; shared by the streamed and the one-body
-    reply."""
+    reply. What each event becomes is the writer's; how a response is spelled, in the client's version and naming
+    the task, its `updates` (`TaskUpdates`)."""
 
-    __slots__ = ("_calls", "_continues", "_dropped", "_families", "_interrupts", "_unresolved", "held_chars", "sent")
+    __slots__ = ("_calls", "_continues", "_dropped", "_families", "_interrupts", "_unresolved", "held_chars", "sent",
+                 "updates")
 
-    def __init__(self, request: Turn | None, dropped: dict[str, int], *, spelling_of_client: bool = True) -> None:
-        super().__init__(request, spelling_of_client=spelling_of_client)
+    def __init__(self, request: Turn | None, dropped: dict[Dropped, int], *, spelling_of_client: bool = True) -> None:
+        self.updates = TaskUpdates(request, spelling_of_client=spelling_of_client)
         self._continues = bool(client_call(request).get("continues"))
         self.sent: dict[str, bool] = {}
         """Text messages being written as artifacts: message id -> whether a chunk went out."""
@@ -89,24 +80,21 @@ class TaskWriter(TaskUpdates):
 
     def event(self, e: Event) -> list[Response]:
         if e.metadata is not None:
-            self._dropped["metadata"] += 1
+            self._dropped[Dropped.METADATA] += 1
         handler = _HANDLERS.get(type(e))
         if handler is not None:
             return handler(self, e)
-        kind = _DROPPED.get(type(e))
+        kind = _DROPS.get(type(e))
         if kind is not None:
             self._dropped[kind] += 1
         return []
 
     def _run_started(self, e: RunStarted) -> list[Response]:
-        if e.run_id:
-            self._task_id = e.run_id
-        if e.thread_id:
-            self._context_id = e.thread_id
-        working = self._status("working")
+        self.updates.started(e.run_id, e.thread_id)
+        working = self.updates.status("working")
         if self._continues:
             return [working]  # a continued task's stream starts with its new status, as the SDK's does
-        return [("task", self.new_task()), working]
+        return [("task", self.updates.new_task()), working]
 
     def _text_start(self, e: TextStart) -> list[Response]:
         self.sent[e.message_id] = False
@@ -114,14 +102,14 @@ class TaskWriter(TaskUpdates):
 
     def _text_delta(self, e: TextDelta) -> list[Response]:
         if self.sent.get(e.message_id):
-            return [self.text_chunk(e.message_id, e.delta)]
+            return [self.updates.text_chunk(e.message_id, e.delta)]
         self.sent[e.message_id] = True
-        return [self._text(e.message_id, e.delta, append=False, last=False)]
+        return [self.updates.text(e.message_id, e.delta, append=False, last=False)]
 
     def _text_end(self, e: TextEnd) -> list[Response]:
         if not self.sent.pop(e.message_id, False):
             return []
-        return [self._text(e.message_id, "", append=True, last=True)]
+        return [self.updates.text(e.message_id, "", append=True, last=True)]
 
     def _tool_start(self, e: ToolCallStart) -> list[Response]:
         self._calls[e.tool_call_id] = (e.name, [])
@@ -141,18 +129,18 @@ class TaskWriter(TaskUpdates):
         text = "".join(pieces)
         self.held_chars = len(text)
         args = json_or_text(text) if pieces else {}
-        part = data_part(self.version, {"id": e.tool_call_id, "name": name, "args": args},
+        part = data_part(self.updates.version, {"id": e.tool_call_id, "name": name, "args": args},
                          {"adk_type": FUNCTION_CALL})
         self._unresolved[e.tool_call_id] = part
-        return [self._status("working", [part])]
+        return [self.updates.status("working", [part])]
 
     def _tool_result(self, e: ToolResult) -> list[Response]:
         call = self._unresolved.pop(e.tool_call_id, None)
         name = call["data"]["name"] if call is not None else ""
         response = {"error": as_text(e.content)} if e.is_error else {"result": e.content}
-        part = data_part(self.version, {"id": e.tool_call_id, "name": name, "response": response},
+        part = data_part(self.updates.version, {"id": e.tool_call_id, "name": name, "response": response},
                          {"adk_type": FUNCTION_RESPONSE})
-        return [self._status("working", [part])]
+        return [self.updates.status("working", [part])]
 
     def _interrupt(self, e: Interrupt) -> list[Response]:
         self._interrupts.append(e)
@@ -161,17 +149,17 @@ class TaskWriter(TaskUpdates):
     def _data(self, e: Data) -> list[Response]:
         """Named data as an artifact named after it; a file (the decoder's `file` data: a 1.0 file part, or 0.3's
         file object) as a file part."""
-        data = e.data
+        data, updates = e.data, self.updates
         if e.name == "file" and isinstance(data, dict) and ({"raw", "url", "bytes", "uri"} & data.keys()):
             part = part_v10(data if "raw" in data or "url" in data else {"kind": "file", "file": data})
-            return [self._artifact(e.id or new_id("artifact"), e.name,
-                                   [part_v03(part) if self.version == V03 else part], append=False, last=True)]
-        return [self._artifact(e.id or new_id("artifact"), e.name, [data_part(self.version, data)], append=False,
-                               last=True)]
+            return [updates.artifact(e.id or new_id("artifact"), e.name,
+                                     [part_v03(part) if updates.version == V03 else part], append=False, last=True)]
+        return [updates.artifact(e.id or new_id("artifact"), e.name, [data_part(updates.version, data)], append=False,
+                                 last=True)]
 
     def _interrupt_resolved(self, e: InterruptResolved) -> list[Response]:
         self._interrupts = [i for i in self._interrupts if i.id != e.interrupt_id]
-        self._dropped["interrupt_resolved"] += 1
+        self._dropped[Dropped.INTERRUPT_RESOLVED] += 1
         return []
 
     def _shown(self) -> Shown:
@@ -183,16 +171,12 @@ class TaskWriter(TaskUpdates):
         """An activity as a data artifact of its own, replaced whole at each change."""
         data = self._shown().activity(e)
         if data is None:
-            self._dropped["activity"] += 1
+            self._dropped[Dropped.ACTIVITY] += 1
             return []
         return self._data(data)
 
     def _subagent(self, e: SubagentStarted | SubagentFinished | SubagentError) -> list[Response]:
         return self._data(self._shown().subagent(e))
-
-    def _raw(self, e: Raw) -> list[Response]:
-        self._dropped["raw"] += 1
-        return []
 
     def _steps(self, e: Event) -> list[Response]:
         return []  # a task has no steps; nothing of the run's content is in them
@@ -202,32 +186,35 @@ class TaskWriter(TaskUpdates):
         if self._interrupts or self._unresolved:
             return [*out, self._paused()]
         if e.outcome == "cancelled":
-            return [*out, self._status("canceled", final=True)]
+            return [*out, self.updates.status("canceled", final=True)]
         cut = {STOP_REASON: e.stop_reason} if e.stop_reason is not None else None
-        return [*out, self._status("completed", final=True, metadata=cut)]
+        return [*out, self.updates.status("completed", final=True, metadata=cut)]
 
     def _paused(self) -> Response:
         """`input-required` (or `auth-required`) naming what the client must answer: each interrupt's question and
         its data, and each tool call left for the client."""
         parts: list[dict[str, Any]] = []
         auth = False
+        version = self.updates.version
         for interrupt in self._interrupts:
             auth = auth or interrupt.reason in ("auth_required", "auth-required")
-            parts.append(text_part(self.version, interrupt.message or interrupt.reason or "The agent needs input."))
+            parts.append(text_part(version, interrupt.message or interrupt.reason or "The agent needs input."))
             details = {k: v for k, v in (("interruptId", interrupt.id), ("reason", interrupt.reason),
                                          ("payload", interrupt.payload), ("toolCallId", interrupt.tool_call_id),
                                          ("responseSchema", interrupt.response_schema)) if v not in (None, "")}
             if len(details) > 2:  # more than its id and reason: the agent's data is worth a part
-                parts.append(data_part(self.version, details))
+                parts.append(data_part(version, details))
         parts += self._unresolved.values()
         # Not `final` in 0.3: a2a-sdk sets it only on a task that is done.
-        return self._status("auth-required" if auth else "input-required", parts)
+        return self.updates.status("auth-required" if auth else "input-required", parts)
 
     def _run_error(self, e: RunError) -> list[Response]:
-        return [*self._close_text(), self._status("failed", [text_part(self.version, e.message)], final=True)]
+        closed = self._close_text()
+        return [*closed, self.updates.status("failed", [text_part(self.updates.version, e.message)], final=True)]
 
     def _close_text(self) -> list[Response]:
-        out = [self._text(message_id, "", append=True, last=True) for message_id, sent in self.sent.items() if sent]
+        out = [self.updates.text(message_id, "", append=True, last=True)
+               for message_id, sent in self.sent.items() if sent]
         self.sent.clear()
         return out
 
@@ -249,11 +236,11 @@ _HANDLERS: dict[type, Callable[[TaskWriter, Any], list[Response]]] = {
     SubagentStarted: TaskWriter._subagent,
     SubagentFinished: TaskWriter._subagent,
     SubagentError: TaskWriter._subagent,
-    Raw: TaskWriter._raw,
     RunFinished: TaskWriter._run_finished,
     RunError: TaskWriter._run_error,
 }
 _HANDLERS[StepStarted] = _HANDLERS[StepFinished] = TaskWriter._steps
+must_place("TaskWriter", _HANDLERS.keys() | _DROPS.keys())
 
 
 def _frame(version: str | None, rpc_id: Any, kind: str, value: dict[str, Any], chars: int = 0) -> bytes:
@@ -265,7 +252,7 @@ def _stream_event(self: A2AStreamEncoder, e: Event) -> bytes:
     responses = self.writer.event(e)
     if not responses:
         return b""
-    version, rpc_id = self.writer.version, self.rpc_id
+    version, rpc_id = self.writer.updates.version, self.rpc_id
     held = self.writer.held_chars if type(e) is ToolCallEnd else 0  # a call's arguments, gathered whole
     return b"".join([_frame(version, rpc_id, kind, value, held) for kind, value in responses])
 
@@ -289,41 +276,33 @@ class A2AStreamEncoder(SSEEncoder):
         super().__init__(request)
         self.writer = TaskWriter(request, self.dropped)
         self.rpc_id = client_call(request).get("id")
-        writer, rpc_id = self.writer, self.rpc_id
-        self.chunks = DeltaFrames(lambda message_id: _frame(writer.version, rpc_id,
-                                                            *writer.text_chunk(message_id, HOLE)))
-        """The envelope of a message's chunks after its first (closed over the writer, not this encoder: no
+        updates, rpc_id = self.writer.updates, self.rpc_id
+        self.chunks = DeltaFrames(lambda message_id: _frame(updates.version, rpc_id,
+                                                            *updates.text_chunk(message_id, HOLE)))
+        """The envelope of a message's chunks after its first (closed over the task's updates, not this encoder: no
         reference cycle)."""
 
 
-class A2ATaskEncoder:
+class A2ATaskEncoder(BodyEncoder):
     """`SendMessage`'s reply: the task as it stands when the run ends (or pauses), in one JSON-RPC response; a task
     that the request continues, whole (with what its earlier requests made)."""
 
-    streams = False
-
-    __slots__ = ("_answered", "_chars", "_task", "dropped", "headers", "immediately", "rpc_id", "status_code",
-                 "writer")
+    __slots__ = ("_answered", "_chars", "_task", "immediately", "rpc_id", "writer")
 
     def __init__(self, request: Turn | None = None) -> None:
+        super().__init__()
         self.immediately = client_call(request).get("return_immediately") is True
         """The client asked for the task as soon as it exists (`returnImmediately`): the run goes on without it."""
         self._answered = False
         self._chars = 0
         """Characters of text and arguments the task holds, for how its JSON is written (`json_bytes`)."""
-        self.status_code = 200
-        self.headers = {"content-type": "application/json"}
-        self.dropped: dict[str, int] = defaultdict(int)
         self.writer = TaskWriter(request, self.dropped)
         self.rpc_id = client_call(request).get("id")
         earlier = client_call(request).get("task")
         self._task: dict[str, Any] = {}
         if isinstance(earlier, dict):
-            self._task = task_v03(earlier) if self.writer.version == V03 else copy.deepcopy(earlier)
-            self._task.setdefault("history", []).extend(self.writer.history())
-
-    def keep_alive(self) -> bytes:
-        return b""
+            self._task = task_v03(earlier) if self.writer.updates.version == V03 else copy.deepcopy(earlier)
+            self._task.setdefault("history", []).extend(self.writer.updates.history())
 
     def encode(self, events: list[Event]) -> bytes:
         task = self._task
@@ -336,8 +315,9 @@ class A2ATaskEncoder:
                 if self._answered:
                     return b""
                 self._answered = True
-                shown = limit_history(task, self.writer.history_length)
-                result = {"kind": "task", **shown} if self.writer.version == V03 else {"task": shown}
+                updates = self.writer.updates
+                shown = limit_history(task, updates.history_length)
+                result = {"kind": "task", **shown} if updates.version == V03 else {"task": shown}
                 return json_bytes({"jsonrpc": "2.0", "id": self.rpc_id, "result": result}, self._chars)
         return b""
 

@@ -1,5 +1,6 @@
 """The objects an A2A run's task is told in (`TaskUpdates`), and the client's call the request was read from
-(`client_call`): what `encode.TaskWriter` writes a run's events as, in the client's version of A2A."""
+(`client_call`): what `encode.TaskWriter` writes a run's events as, in the client's version of A2A (the writer holds
+one)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,15 @@ class TaskUpdates:
         self.history_length: int | None = length if isinstance(length, int) else None
         """How much of the task's history the client asked to see (`configuration.historyLength`)."""
 
-    def _status(self, name: str, parts: list[dict[str, Any]] | None = None, *, final: bool = False,
+    def started(self, task_id: str | None, context_id: str | None) -> None:
+        """The run names its task and its context (an upstream's ids, when it says them): the updates from now on
+        carry them."""
+        if task_id:
+            self._task_id = task_id
+        if context_id:
+            self._context_id = context_id
+
+    def status(self, name: str, parts: list[dict[str, Any]] | None = None, *, final: bool = False,
                 metadata: dict[str, Any] | None = None) -> Response:
         status: dict[str, Any] = {"state": state_for(self.version, name), "timestamp": now()}
         if parts:
@@ -55,7 +64,7 @@ class TaskUpdates:
             update["final"] = final
         return "status-update", update
 
-    def _artifact(self, artifact_id: str, name: str, parts: list[dict[str, Any]], *, append: bool,
+    def artifact(self, artifact_id: str, name: str, parts: list[dict[str, Any]], *, append: bool,
                   last: bool) -> Response:
         update: dict[str, Any] = {"taskId": self._task_id, "contextId": self._context_id,
                                   "artifact": {"artifactId": artifact_id, "name": name, "parts": parts}}
@@ -65,13 +74,13 @@ class TaskUpdates:
             update["lastChunk"] = last
         return "artifact-update", update
 
-    def _text(self, message_id: str, text: str, *, append: bool, last: bool) -> Response:
+    def text(self, message_id: str, text: str, *, append: bool, last: bool) -> Response:
         """A chunk of the artifact a text message is written as (`response`, named by the message's id)."""
-        return self._artifact(message_id, "response", [text_part(self.version, text)], append=append, last=last)
+        return self.artifact(message_id, "response", [text_part(self.version, text)], append=append, last=last)
 
     def text_chunk(self, message_id: str, text: str) -> Response:
         """A chunk of a message's artifact after its first."""
-        return self._text(message_id, text, append=True, last=False)
+        return self.text(message_id, text, append=True, last=False)
 
     def new_task(self) -> dict[str, Any]:
         """The task the request starts, as it is submitted."""

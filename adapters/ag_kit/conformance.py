@@ -8,7 +8,16 @@ from typing import Any
 
 import orjson
 
-from gateway.core.conformance import MAX_VIOLATIONS, Answer, Violation, json_type, preview, sse_head, sse_json_frames
+from gateway.core.conformance import (
+    Answer,
+    Violation,
+    each_frame,
+    in_frame_order,
+    json_type,
+    preview,
+    sse_head,
+    sse_json_frames,
+)
 
 _STRING, _OPTIONAL_STRING, _ANY = "a string", "a string or null", "any value"
 # type -> {field (camelCase alias or name as the server's model has it): what it must be}; every field is required
@@ -28,14 +37,11 @@ def judge(answer: Answer) -> list[Violation]:
     found = sse_head(answer)
     frames = sse_json_frames(answer, found)
     stream = _Stream(found)
-    for index, data, value in frames:
-        if len(found) >= MAX_VIOLATIONS:
-            break
-        stream.frame(index, preview(data), value)
+    for index, shown, value in each_frame(frames, found):
+        stream.frame(index, shown, value)
     last = max([index for index, _, _ in frames] + [v.index for v in found if v.index is not None], default=None)
     stream.end(last)
-    found.sort(key=lambda v: -1 if v.index is None else v.index)  # stable: a frame's own order is kept
-    return found[:MAX_VIOLATIONS]
+    return in_frame_order(found)
 
 
 class _Stream:

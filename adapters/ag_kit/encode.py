@@ -8,30 +8,15 @@ docs/dialects/ag-kit.md); what carried something is counted in `dropped`.
 from __future__ import annotations
 
 from gateway.core.codec import as_text, drop_none
-from gateway.core.encoding import HOLE, DeltaFrames, SSEEncoder, dropped_as, sse_frame
+from gateway.core.dropped import Dropped, drop_map
+from gateway.core.encoding import HOLE, DeltaFrames, SSEEncoder, sse_frame
 from gateway.core.events import (
-    ActivityDelta,
-    ActivitySnapshot,
-    Data,
-    EncryptedValue,
     Event,
     Interrupt,
-    InterruptResolved,
-    MessagesSnapshot,
     Raw,
-    ReasoningDelta,
-    ReasoningEnd,
-    ReasoningStart,
     RunError,
     RunFinished,
     RunStarted,
-    StateDelta,
-    StateSnapshot,
-    StepFinished,
-    StepStarted,
-    SubagentError,
-    SubagentFinished,
-    SubagentStarted,
     TextDelta,
     TextEnd,
     TextStart,
@@ -39,34 +24,21 @@ from gateway.core.events import (
     ToolCallEnd,
     ToolCallStart,
     ToolResult,
-    Usage,
 )
 from gateway.core.sse import DONE
-
-_DROPPED: dict[type, str] = {
-    ReasoningStart: "reasoning", ReasoningDelta: "reasoning", ReasoningEnd: "reasoning",
-    StateSnapshot: "state", StateDelta: "state", MessagesSnapshot: "messages_snapshot",
-    StepStarted: "step", StepFinished: "step", Data: "data", Usage: "usage", Raw: "raw",
-    ActivitySnapshot: "activity", ActivityDelta: "activity", EncryptedValue: "encrypted_value",
-    SubagentStarted: "subagent", SubagentFinished: "subagent", SubagentError: "subagent",
-    InterruptResolved: "interrupt_resolved",  # its `interrupt` went out already: the client still sees it asked
-}
-"""What the dialect has no word for, by the kind counted in `dropped`. Run starts and message boundaries are
-left out too, but lose nothing: the client knows its ids, and a message ends where something else begins."""
-
 
 _TEXT = DeltaFrames(lambda _: sse_frame({"type": "text", "content": HOLE}))
 
 
 def _text(self: AgKitEncoder, e: TextDelta) -> bytes:
     if e.metadata is not None:
-        self.dropped["metadata"] += 1
+        self.dropped[Dropped.METADATA] += 1
     return _TEXT.frame(e.delta) if e.delta else b""
 
 
 def _tool_args(self: AgKitEncoder, e: ToolCallArgs) -> bytes:
     if e.metadata is not None:
-        self.dropped["metadata"] += 1
+        self.dropped[Dropped.METADATA] += 1
     return sse_frame({"type": "tool-call-args", "toolCallId": e.tool_call_id, "delta": e.delta})
 
 
@@ -80,7 +52,7 @@ def _tool_end(self: AgKitEncoder, e: ToolCallEnd) -> bytes:
 
 def _tool_result(self: AgKitEncoder, e: ToolResult) -> bytes:
     if e.is_error:
-        self.dropped["tool_error_as_result"] += 1  # the result holds the error's text, with no flag
+        self.dropped[Dropped.TOOL_ERROR_AS_RESULT] += 1  # the result holds the error's text, with no flag
     return sse_frame({"type": "tool-result", "toolCallId": e.tool_call_id, "result": as_text(e.content)})
 
 
@@ -93,9 +65,9 @@ def _interrupt(self: AgKitEncoder, e: Interrupt) -> bytes:
 
 def _run_finished(self: AgKitEncoder, e: RunFinished) -> bytes:
     if e.outcome == "cancelled":
-        self.dropped["cancelled_as_finish"] += 1  # no way to say it: the run just ends
+        self.dropped[Dropped.CANCELLED_AS_FINISH] += 1  # no way to say it: the run just ends
     if e.stop_reason is not None:
-        self.dropped["stop_reason"] += 1  # nor that the answer was cut short
+        self.dropped[Dropped.STOP_REASON] += 1  # nor that the answer was cut short
     return DONE
 
 
@@ -106,7 +78,7 @@ def _run_error(self: AgKitEncoder, e: RunError) -> bytes:
 def _raw(self: AgKitEncoder, e: Raw) -> bytes:
     if e.dialect == "ag-kit":
         return sse_frame(e.event)
-    self.dropped["raw"] += 1
+    self.dropped[Dropped.RAW] += 1
     return b""
 
 
@@ -119,7 +91,13 @@ def _nothing(self: AgKitEncoder, e: Event) -> bytes:
 class AgKitEncoder(SSEEncoder):
     __slots__ = ()
 
-    METADATA = frozenset({TextDelta, ToolCallArgs, *_DROPPED})  # deltas count theirs; the dropped are counted whole
+    DROPS = drop_map(Dropped.REASONING, Dropped.STATE, Dropped.MESSAGES_SNAPSHOT, Dropped.STEP, Dropped.DATA,
+                     Dropped.USAGE, Dropped.ACTIVITY, Dropped.ENCRYPTED_VALUE, Dropped.SUBAGENT,
+                     Dropped.INTERRUPT_RESOLVED)  # its `interrupt` went out already: the client still sees it asked
+    """What the dialect has no word for (and a `Raw` of another dialect's, `_raw`). Run starts and message
+    boundaries are left out too, but lose nothing: the client knows its ids, and a message ends where something else
+    begins."""
+    METADATA = frozenset({TextDelta, ToolCallArgs, Raw, *DROPS})  # deltas count theirs; the dropped are counted whole
 
     handlers = {
         TextDelta: _text,
@@ -134,5 +112,4 @@ class AgKitEncoder(SSEEncoder):
         RunStarted: _nothing,
         TextStart: _nothing,
         TextEnd: _nothing,
-        **{event_type: dropped_as(kind) for event_type, kind in _DROPPED.items() if event_type is not Raw},
     }

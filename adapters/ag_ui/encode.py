@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.core.codec import as_text, drop_none
+from gateway.core.dropped import Dropped
 from gateway.core.encoding import EVENT_TYPES, HOLE, DeltaFrames, SSEEncoder, is_one_of, sse_frame
 from gateway.core.events import (
     ActivityDelta,
@@ -195,7 +196,7 @@ def _tool_end(enc: AguiEncoder, e: ToolCallEnd) -> bytes:
 
 def _tool_result(enc: AguiEncoder, e: ToolResult) -> bytes:
     if e.is_error:
-        enc.dropped["tool_error_as_result"] += 1  # AG-UI results have no error flag
+        enc.dropped[Dropped.TOOL_ERROR_AS_RESULT] += 1  # AG-UI results have no error flag
     enc._pending.pop(e.tool_call_id, None)
     enc._parent = None  # what the agent says after a result is a new assistant message
     content = content_to_agui(e.content) if isinstance(e.content, list) and _all_parts(e.content) \
@@ -225,7 +226,7 @@ def _interrupt(enc: AguiEncoder, e: Interrupt) -> bytes:
 def _interrupt_resolved(enc: AguiEncoder, e: InterruptResolved) -> bytes:
     # Asked and answered within the run: the client is not asked. That it happened has no event here.
     enc._interrupts = [i for i in enc._interrupts if i["id"] != e.interrupt_id]
-    enc.dropped["interrupt_resolved"] += 1
+    enc.dropped[Dropped.INTERRUPT_RESOLVED] += 1
     return b""
 
 
@@ -278,20 +279,20 @@ def _subagent_error(enc: AguiEncoder, e: SubagentError) -> bytes:
 def _step_started(enc: AguiEncoder, e: StepStarted) -> bytes:
     if e.name:
         return sse_frame(enc.tag({"type": "STEP_STARTED", "stepName": e.name}, e, e.subagent_run_id))
-    enc.dropped["step"] += 1  # an AG-UI step must have a name
+    enc.dropped[Dropped.STEP] += 1  # an AG-UI step must have a name
     return b""
 
 
 def _step_finished(enc: AguiEncoder, e: StepFinished) -> bytes:
     if e.name:
         return sse_frame(enc.tag({"type": "STEP_FINISHED", "stepName": e.name}, e, e.subagent_run_id))
-    enc.dropped["step"] += 1
+    enc.dropped[Dropped.STEP] += 1
     return b""
 
 
 def _data(enc: AguiEncoder, e: Data) -> bytes:
     if e.id is not None or e.transient:
-        enc.dropped["data_id"] += 1  # a CUSTOM event has no id to be replaced by, and is never transient
+        enc.dropped[Dropped.DATA_ID] += 1  # a CUSTOM event has no id to be replaced by, and is never transient
     return sse_frame(enc.tag({"type": "CUSTOM", "name": e.name, "value": e.data}, e, e.subagent_run_id))
 
 

@@ -23,11 +23,9 @@ from typing import Any
 import orjson
 
 from gateway.core.codec import drop_none
-from gateway.core.encoding import dropped_as, sse_frame
+from gateway.core.dropped import Dropped, drop_map
+from gateway.core.encoding import sse_frame
 from gateway.core.events import (
-    ActivityDelta,
-    ActivitySnapshot,
-    EncryptedValue,
     Event,
     Interrupt,
     ReasoningDelta,
@@ -58,11 +56,11 @@ def _run_finished(enc: LegacyAguiEncoder, e: RunFinished) -> bytes:
                                   "value": orjson.dumps(_question(interrupt)).decode(),
                                   "rawEvent": interrupt["id"]}))
     elif e.outcome == "cancelled":
-        enc.dropped["cancelled_as_finish"] += 1
+        enc.dropped[Dropped.CANCELLED_AS_FINISH] += 1
     if e.stop_reason is not None:
-        enc.dropped["stop_reason"] += 1  # no metadata before 1.0: the answer ends as if whole
+        enc.dropped[Dropped.STOP_REASON] += 1  # no metadata before 1.0: the answer ends as if whole
     if enc._usage:
-        enc.dropped["usage"] += len(enc._usage)
+        enc.dropped[Dropped.USAGE] += len(enc._usage)
     event: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": enc._thread_id, "runId": enc._run_id}
     if e.result is not None:
         event["result"] = e.result
@@ -71,12 +69,12 @@ def _run_finished(enc: LegacyAguiEncoder, e: RunFinished) -> bytes:
 
 def _run_error(enc: LegacyAguiEncoder, e: RunError) -> bytes:
     if enc._usage:
-        enc.dropped["usage"] += len(enc._usage)
+        enc.dropped[Dropped.USAGE] += len(enc._usage)
     return sse_frame(drop_none({"type": "RUN_ERROR", "message": e.message, "code": e.code}))
 
 
 def _interrupt(enc: LegacyAguiEncoder, e: Interrupt) -> bytes:
-    enc.dropped["interrupt_as_custom"] += 1
+    enc.dropped[Dropped.INTERRUPT_AS_CUSTOM] += 1
     return encode._interrupt(enc, e)
 
 
@@ -93,11 +91,6 @@ def _reasoning_end(enc: LegacyAguiEncoder, e: ReasoningEnd) -> bytes:
     return sse_frame({"type": "THINKING_TEXT_MESSAGE_END"}) + sse_frame({"type": "THINKING_END"})
 
 
-def _encrypted(enc: LegacyAguiEncoder, e: EncryptedValue) -> bytes:
-    enc.dropped["encrypted_value"] += 1
-    return b""
-
-
 def _subagent_event(enc: LegacyAguiEncoder, e: SubagentStarted | SubagentFinished | SubagentError) -> bytes:
     return b""  # counted where its content is written as the agent's own
 
@@ -106,13 +99,14 @@ class LegacyAguiEncoder(AguiEncoder):
     __slots__ = ()
 
     METADATA = frozenset()  # none carried: every event's is counted
+    DROPS = drop_map(Dropped.ENCRYPTED_VALUE)
 
     def tag(self, event: dict[str, Any], e: Event, owner: str | None = None) -> dict[str, Any]:
         return event
 
     def _open(self, entity_id: str, owner: str | None) -> str | None:
         if owner is not None:
-            self.dropped["subagent"] += 1  # the subagent's content is the agent's own
+            self.dropped[Dropped.SUBAGENT] += 1  # the subagent's content is the agent's own
         return None
 
     handlers = {
@@ -120,7 +114,6 @@ class LegacyAguiEncoder(AguiEncoder):
         ReasoningStart: _reasoning_start,
         ReasoningDelta: _reasoning_delta,
         ReasoningEnd: _reasoning_end,
-        EncryptedValue: _encrypted,
         Interrupt: _interrupt,
         SubagentStarted: _subagent_event,
         SubagentFinished: _subagent_event,
@@ -146,11 +139,4 @@ class LegacyProtoAguiEncoder(LegacyAguiEncoder):
 
     __slots__ = ()
 
-    handlers = {
-        **LegacyAguiEncoder.handlers,
-        ReasoningStart: dropped_as("reasoning"),
-        ReasoningDelta: dropped_as("reasoning"),
-        ReasoningEnd: dropped_as("reasoning"),
-        ActivitySnapshot: dropped_as("activity"),
-        ActivityDelta: dropped_as("activity"),
-    }
+    DROPS = {**LegacyAguiEncoder.DROPS, **drop_map(Dropped.REASONING, Dropped.ACTIVITY)}

@@ -18,6 +18,8 @@ from typing import Any
 
 import orjson
 
+from gateway.core.dropped import Dropped
+
 MEDIA_TYPE = "application/vnd.ag-ui.event+proto"
 VARIANT = "proto"
 """An AG-UI upstream configured so (`variant: proto`) is asked for protobuf; any upstream's protobuf reply is read."""
@@ -316,7 +318,7 @@ class ProtoEncoder:
         self._sse = sse
         self.status_code = 200
         self.headers = {"content-type": MEDIA_TYPE}
-        self.dropped: dict[str, int] = sse.dropped
+        self.dropped: dict[Dropped, int] = sse.dropped
 
     def encode(self, events: list[Any]) -> bytes:
         body = self._sse.encode(events)

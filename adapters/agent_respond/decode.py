@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from adapters.openai_common.usage import read_usage
 from gateway.core.codec import as_text
 from gateway.core.decoding import Events, JsonBodyDecoder
 from gateway.core.errors import ErrorCode
@@ -23,7 +24,6 @@ from gateway.core.events import (
     ToolResult,
 )
 from gateway.core.ids import new_id
-from gateway.core.usage import read_openai
 
 _STOP_REASONS: dict[str, StopReason] = {"length": "length", "content_filter": "content_filter"}
 
@@ -50,7 +50,7 @@ class AgentRespondDecoder(JsonBodyDecoder):
         model, provider = body.get("model"), body.get("provider")
         if isinstance(usage, dict) or model or provider:
             usage = usage if isinstance(usage, dict) else {}
-            read = read_openai(usage, "chat", model if isinstance(model, str) else None)
+            read = read_usage(usage, "chat", model if isinstance(model, str) else None)
             read.provider = provider if isinstance(provider, str) else None
             out.append(read)
         if error:

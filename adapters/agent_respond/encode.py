@@ -9,32 +9,24 @@ OpenAI names them). A failed run is a 502 (504 for a timeout) with an error body
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
+from adapters.openai_common.usage import usage_object
 from gateway.core.activity import Shown
 from gateway.core.codec import as_text, drop_none
-from gateway.core.encoding import json_bytes
+from gateway.core.dropped import Dropped, drop_map
+from gateway.core.encoding import BodyEncoder, failed_status, json_bytes
 from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     ActivityDelta,
     ActivitySnapshot,
-    Data,
-    EncryptedValue,
     Event,
     Interrupt,
     InterruptResolved,
-    MessagesSnapshot,
-    Raw,
-    ReasoningDelta,
-    ReasoningEnd,
-    ReasoningStart,
     RunError,
     RunFinished,
     StateDelta,
     StateSnapshot,
-    StepFinished,
-    StepStarted,
     SubagentError,
     SubagentFinished,
     SubagentStarted,
@@ -50,19 +42,12 @@ from gateway.core.state import StateTracker
 from gateway.core.turn import Turn
 from gateway.core.usage import UsageTotals
 
-HEADERS = {"content-type": "application/json"}
-
-_DROPPED: dict[type, str] = {
-    ReasoningStart: "reasoning", ReasoningDelta: "reasoning", ReasoningEnd: "reasoning",
-    MessagesSnapshot: "messages_snapshot", StepStarted: "step", StepFinished: "step", Data: "data", Raw: "raw",
-    EncryptedValue: "encrypted_value",
-}
+_DROPS = drop_map(Dropped.REASONING, Dropped.MESSAGES_SNAPSHOT, Dropped.STEP, Dropped.DATA, Dropped.RAW,
+                  Dropped.ENCRYPTED_VALUE)
 """What the contract has no field for, by the kind counted in `dropped`."""
 
 
-class AgentRespondEncoder:
-    streams = False
-
+class AgentRespondEncoder(BodyEncoder):
     __slots__ = (
         "_activity",
         "_arguments",
@@ -77,14 +62,10 @@ class AgentRespondEncoder:
         "_subagent",
         "_text",
         "_usage",
-        "dropped",
-        "headers",
-        "status_code",
     )
 
     def __init__(self, request: Turn | None = None) -> None:
-        self.status_code = 200
-        self.headers = dict(HEADERS)
+        super().__init__()
         self._messages: list[dict[str, Any]] = []
         self._text: list[str] | None = None  # the open assistant message's text, None when none is open
         self._calls: dict[str, dict[str, Any]] = {}
@@ -97,17 +78,13 @@ class AgentRespondEncoder:
         self._families: Shown | None = None
         self._activity: dict[str, Any] = {}  # message id -> the activity as last shown
         self._subagent: dict[str, Any] = {}  # subagent run id -> how it stands
-        self.dropped: dict[str, int] = defaultdict(int)
         self._chars = 0
         """Characters of text, arguments and results the body holds, for how its JSON is written (`json_bytes`)."""
-
-    def keep_alive(self) -> bytes:
-        return b""
 
     def encode(self, events: list[Event]) -> bytes:
         for e in events:
             if e.metadata is not None:
-                self.dropped["metadata"] += 1  # no field for an event's metadata
+                self.dropped[Dropped.METADATA] += 1  # no field for an event's metadata
             if isinstance(e, TextDelta):
                 self._open().append(e.delta)
                 self._chars += len(e.delta)
@@ -129,7 +106,7 @@ class AgentRespondEncoder:
                 self._pending[e.tool_call_id] = self._names.get(e.tool_call_id, "unknown_tool")
             elif isinstance(e, ToolResult):
                 if e.is_error:
-                    self.dropped["tool_error_as_result"] += 1  # the content holds the error's text
+                    self.dropped[Dropped.TOOL_ERROR_AS_RESULT] += 1  # the content holds the error's text
                 self._flush()
                 self._pending.pop(e.tool_call_id, None)
                 content = as_text(e.content)
@@ -141,7 +118,7 @@ class AgentRespondEncoder:
                 self._interrupts.append(e)
             elif isinstance(e, InterruptResolved):
                 self._interrupts = [i for i in self._interrupts if i.id != e.interrupt_id]
-                self.dropped["interrupt_resolved"] += 1
+                self.dropped[Dropped.INTERRUPT_RESOLVED] += 1
             elif isinstance(e, Usage):
                 self._usage.add(e)
             elif isinstance(e, StateSnapshot):
@@ -151,18 +128,18 @@ class AgentRespondEncoder:
             elif isinstance(e, ActivitySnapshot | ActivityDelta):
                 shown = self._shown().activity(e)
                 if shown is None:
-                    self.dropped["activity"] += 1
+                    self.dropped[Dropped.ACTIVITY] += 1
                 else:
                     self._activity[e.message_id] = shown.data
             elif isinstance(e, SubagentStarted | SubagentFinished | SubagentError):
                 self._subagent[e.subagent_run_id] = self._shown().subagent(e).data
             elif isinstance(e, RunFinished):
                 if e.outcome == "cancelled":
-                    self.dropped["cancelled_as_finish"] += 1
+                    self.dropped[Dropped.CANCELLED_AS_FINISH] += 1
                 return self._finished(e)
             elif isinstance(e, RunError):
                 return self._failed(e)
-            elif (kind := _DROPPED.get(type(e))) is not None:
+            elif (kind := _DROPS.get(type(e))) is not None:
                 self.dropped[kind] += 1
         return b""
 
@@ -199,7 +176,7 @@ class AgentRespondEncoder:
             self._messages.append({"role": "assistant", "content": ""})
         body: dict[str, Any] = {"messages": self._messages}
         usage = self._usage
-        body.update(drop_none({"model": usage.model, "provider": usage.provider, "usage": usage.openai("chat")}))
+        body.update(drop_none({"model": usage.model, "provider": usage.provider, "usage": usage_object(usage, "chat")}))
         metadata = drop_none({"state": self._state.value if self._state.known else None,
                               "activities": list(self._activity.values()) or None,
                               "subagents": list(self._subagent.values()) or None, "finish_reason": e.stop_reason})
@@ -209,16 +186,16 @@ class AgentRespondEncoder:
 
     def _closing_note(self) -> str | None:
         if self._interrupts:
-            self.dropped["interrupt_as_note"] = len(self._interrupts)
+            self.dropped[Dropped.INTERRUPT_AS_NOTE] = len(self._interrupts)
             asks = "; ".join(i.message or i.reason or i.id for i in self._interrupts)
             return f"[interrupted] The agent paused for human input: {asks}"
         if self._pending:
-            self.dropped["pending_tool_as_note"] = len(self._pending)
+            self.dropped[Dropped.PENDING_TOOL_AS_NOTE] = len(self._pending)
             return f"[pending tools] The agent asked the client to run: {', '.join(self._pending.values())}"
         return None
 
     def _failed(self, e: RunError) -> bytes:
         self._flush()
-        self.status_code = 504 if e.code == ErrorCode.UPSTREAM_TIMEOUT else 502
+        self.status_code = failed_status(e)
         error = drop_none({"code": e.code or ErrorCode.UPSTREAM_ERROR, "message": e.message})
         return json_bytes({"error": error, "messages": self._messages}, self._chars)

@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 
 from gateway.core.codec import UpstreamRequest
-from gateway.core.decoding import Events, str_or_none
+from gateway.core.decoding import Events, RepairedDecoder, str_or_none
 from gateway.core.errors import ErrorCode
 from gateway.core.events import (
     ActivitySnapshot,
@@ -56,12 +56,16 @@ HIDDEN_STATE = frozenset({"messages", "__interrupt__"})
 _NAMED_DATA = frozenset({"name", "data", "id", "transient"})
 
 
-class LangGraphDecoder(MessageReader):
-    __slots__ = ("_heard", "_interrupts", "_joins", "_max_event_bytes", "_run_id", "_sse", "_state", "_steady",
-                 "_steady_event", "_thread_id")
+class LangGraphDecoder(RepairedDecoder):
+    """The run: its start, its state, what waits, its end, and how to cancel or join it again; its messages are its
+    `MessageReader`'s (`reading`)."""
+
+    __slots__ = ("_heard", "_interrupts", "_joins", "_max_event_bytes", "_messages", "_run_id", "_sse", "_state",
+                 "_steady", "_steady_event", "_thread_id")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__()
+        self._messages = MessageReader()
         self._max_event_bytes = max_event_bytes
         self._sse = SSEEventDecoder(max_event_bytes)
         self._steady = SteadyText()
@@ -97,7 +101,7 @@ class LangGraphDecoder(MessageReader):
         out: list[Event] = []
         if not self.repair.done:
             self._frames(self._sse.flush(), out)
-            self.repair.push(RunFinished(stop_reason=self._stop_reason), out)  # the body's end is the run's
+            self.repair.push(RunFinished(stop_reason=self._messages.stop_reason), out)  # the body's end is the run's
         return out
 
     def cancel_request(self) -> UpstreamRequest | None:
@@ -182,10 +186,10 @@ class LangGraphDecoder(MessageReader):
         if heard is None:
             return
         for message in messages[heard:]:
-            self._message(message, out)
+            self._messages.message(message, out)
 
     def _waiting(self, interrupts: Any, out: Events) -> None:
-        self._end_all(out)
+        self._messages.end_all(out)
         for item in interrupts if isinstance(interrupts, list) else ():
             if isinstance(item, dict):
                 interrupt = interrupt_of(item)
@@ -201,7 +205,7 @@ class LangGraphDecoder(MessageReader):
         actions = review.get("action_requests") if isinstance(review, dict) else None
         if not isinstance(actions, list) or len(actions) != 1 or not isinstance(actions[0], dict):
             return None
-        return self.unanswered_call(actions[0].get("name"))
+        return self._messages.unanswered_call(actions[0].get("name"))
 
     def _custom(self, value: Any, out: Events) -> None:
         """The graph's own data; `{name, data, id?, transient?}` is named data as the gateway writes it for LangGraph
@@ -216,7 +220,7 @@ class LangGraphDecoder(MessageReader):
         out.append(family or Data(name, data, id=data_id, transient=value.get("transient") is True))
 
     def _error(self, value: Any, out: Events) -> None:
-        self._end_all(out)
+        self._messages.end_all(out)
         if isinstance(value, dict) and value.get("error") in CANCELLED:
             out.append(RunFinished(outcome="cancelled"))
         elif isinstance(value, dict):
@@ -227,8 +231,21 @@ class LangGraphDecoder(MessageReader):
             out.append(RunError(str(value) or "the run failed"))
 
     def _end(self, value: Any, out: Events) -> None:
-        self._end_all(out)
-        out.append(RunFinished(stop_reason=self._stop_reason))
+        self._messages.end_all(out)
+        out.append(RunFinished(stop_reason=self._messages.stop_reason))
+
+    def steady_text(self, value: Any) -> str | None:
+        """The text of a `messages` frame that is a token of the AI message being streamed and nothing else."""
+        return self._messages.steady_text(value)
+
+    def on_steady_text(self, text: str, out: Events) -> None:
+        self._messages.token(text, out)
+
+    def _message(self, value: Any, out: Events) -> None:
+        self._messages.message(value, out)
+
+    def _complete(self, value: Any, out: Events) -> None:
+        self._messages.complete(value, out)
 
 
 def _family(name: str, data_id: str, data: Any) -> Event | None:

@@ -39,7 +39,8 @@ import orjson
 
 from gateway.core.activity import Shown
 from gateway.core.codec import drop_none
-from gateway.core.encoding import HOLE, DeltaFrames, SSEEncoder, dropped_as
+from gateway.core.dropped import Dropped, drop_map
+from gateway.core.encoding import HOLE, DeltaFrames, SSEEncoder
 from gateway.core.events import (
     ActivityDelta,
     ActivitySnapshot,
@@ -47,7 +48,6 @@ from gateway.core.events import (
     EncryptedValue,
     Interrupt,
     InterruptResolved,
-    MessagesSnapshot,
     Raw,
     ReasoningDelta,
     ReasoningEnd,
@@ -57,8 +57,6 @@ from gateway.core.events import (
     RunStarted,
     StateDelta,
     StateSnapshot,
-    StepFinished,
-    StepStarted,
     SubagentError,
     SubagentFinished,
     SubagentStarted,
@@ -141,7 +139,7 @@ def _text_start(self: LangGraphEncoder, e: TextStart) -> bytes:
 
 def _text_delta(self: LangGraphEncoder, e: TextDelta) -> bytes:
     if e.metadata is not None:  # inline, not by the base's wrapper: most of a stream is text deltas
-        self.dropped["metadata"] += 1
+        self.dropped[Dropped.METADATA] += 1
     if not e.delta:
         return b""
     self._texts.setdefault(e.message_id, []).append(e.delta)
@@ -168,7 +166,7 @@ def _reasoning_start(self: LangGraphEncoder, e: ReasoningStart) -> bytes:
 
 def _reasoning_delta(self: LangGraphEncoder, e: ReasoningDelta) -> bytes:
     if e.metadata is not None:
-        self.dropped["metadata"] += 1
+        self.dropped[Dropped.METADATA] += 1
     tags = self._reasoning_tags.get(e.message_id, {}) if self._reasoning_tags else {}
     return _tuple(self, ai_chunk(e.message_id, [{"type": "reasoning", "reasoning": e.delta}], **tags))
 
@@ -177,7 +175,7 @@ def _encrypted(self: LangGraphEncoder, e: EncryptedValue) -> bytes:
     """Reasoning kept encrypted, where LangChain's reasoning blocks keep a provider's extras; a tool call's has no
     place."""
     if e.subtype != "message":
-        self.dropped["encrypted_value"] += 1
+        self.dropped[Dropped.ENCRYPTED_VALUE] += 1
         return b""
     block = {"type": "reasoning", "reasoning": "", "extras": {"encrypted_content": e.value}}
     return _tuple(self, ai_chunk(e.entity_id, [block]))
@@ -189,7 +187,7 @@ def _reasoning_end(self: LangGraphEncoder, e: ReasoningEnd) -> bytes:
 
 def _tool_start(self: LangGraphEncoder, e: ToolCallStart) -> bytes:
     if e.subagent_run_id is not None:  # the call is the agent's message's: who made it is not said
-        self.dropped["subagent"] += 1
+        self.dropped[Dropped.SUBAGENT] += 1
     parent = e.parent_message_id or (self._current["id"] if self._current is not None else f"msg-{e.tool_call_id}")
     message = _ai_message(self, parent)
     index = len(message["tool_calls"])
@@ -201,7 +199,7 @@ def _tool_start(self: LangGraphEncoder, e: ToolCallStart) -> bytes:
 
 def _tool_args(self: LangGraphEncoder, e: ToolCallArgs) -> bytes:
     if e.metadata is not None:
-        self.dropped["metadata"] += 1
+        self.dropped[Dropped.METADATA] += 1
     call = self._calls.get(e.tool_call_id)
     if call is None or not e.delta:
         return b""
@@ -240,7 +238,7 @@ def _tool_result(self: LangGraphEncoder, e: ToolResult) -> bytes:
 def _interrupt(self: LangGraphEncoder, e: Interrupt) -> bytes:
     item = interrupt_item(e)
     if e.expires_at is not None and not (isinstance(item["value"], dict) and "expires_at" in item["value"]):
-        self.dropped["interrupt_expiry"] += 1  # a graph's own value that is not an object has no room for it
+        self.dropped[Dropped.INTERRUPT_EXPIRY] += 1  # a graph's own value that is not an object has no room for it
     self._interrupts.append(item)
     return _emit(self, "updates", {"__interrupt__": [item]}) if "updates" in self._modes else b""
 
@@ -248,7 +246,7 @@ def _interrupt(self: LangGraphEncoder, e: Interrupt) -> bytes:
 def _resolved(self: LangGraphEncoder, e: InterruptResolved) -> bytes:
     """An interrupt the run answered itself: it no longer waits in the thread's `values`; its `updates` went out."""
     self._interrupts = [item for item in self._interrupts if item.get("id") != e.interrupt_id]
-    self.dropped["interrupt_resolved"] += 1
+    self.dropped[Dropped.INTERRUPT_RESOLVED] += 1
     return b""
 
 
@@ -257,7 +255,7 @@ def _usage(self: LangGraphEncoder, e: Usage) -> bytes:
     LangChain adds them) and, added up, on the whole message `values` carry."""
     message = self._last_ai
     if message is None:
-        self.dropped["usage"] += 1  # no AI message yet to hold it
+        self.dropped[Dropped.USAGE] += 1  # no AI message yet to hold it
         return b""
     totals = self._usage_totals
     if totals is None:
@@ -276,7 +274,7 @@ def _usage(self: LangGraphEncoder, e: Usage) -> bytes:
 
 def _state_snapshot(self: LangGraphEncoder, e: StateSnapshot) -> bytes:
     if not isinstance(e.snapshot, dict):
-        self.dropped["state"] += 1
+        self.dropped[Dropped.STATE] += 1
         return b""
     self._state = dict(e.snapshot)
     return _values(self)
@@ -285,7 +283,7 @@ def _state_snapshot(self: LangGraphEncoder, e: StateSnapshot) -> bytes:
 def _state_delta(self: LangGraphEncoder, e: StateDelta) -> bytes:
     state = StateTracker(self._state)
     if not state.apply(e.patch) or not isinstance(state.value, dict):
-        self.dropped["state"] += 1
+        self.dropped[Dropped.STATE] += 1
         return b""
     self._state = state.value
     return _values(self)
@@ -293,12 +291,12 @@ def _state_delta(self: LangGraphEncoder, e: StateDelta) -> bytes:
 
 def _data(self: LangGraphEncoder, e: Data) -> bytes:
     if e.custom:
-        self.dropped["custom_as_data"] += 1  # an AI SDK 7 `custom` part is named data like any other
+        self.dropped[Dropped.CUSTOM_AS_DATA] += 1  # an AI SDK 7 `custom` part is named data like any other
     if "custom" not in self._modes:
         return b""
     if e.name == "custom":
         if e.id is not None or e.transient:
-            self.dropped["data_id"] += 1  # a graph's own value, written as it is
+            self.dropped[Dropped.DATA_ID] += 1  # a graph's own value, written as it is
         return _emit(self, "custom", e.data)
     value: dict[str, Any] = {"name": e.name, "data": e.data}
     if e.id is not None:
@@ -318,7 +316,7 @@ def _shown(self: LangGraphEncoder) -> Shown:
 def _activity(self: LangGraphEncoder, e: ActivitySnapshot | ActivityDelta) -> bytes:
     data = _shown(self).activity(e)
     if data is None:
-        self.dropped["activity"] += 1  # a patch of an activity never shown whole
+        self.dropped[Dropped.ACTIVITY] += 1  # a patch of an activity never shown whole
         return b""
     return _data(self, data)
 
@@ -339,7 +337,7 @@ def _cut_short(self: LangGraphEncoder, e: RunFinished) -> bytes:
     if e.stop_reason is None:
         return b""
     if message is None:
-        self.dropped["stop_reason"] += 1  # no AI message to say it of
+        self.dropped[Dropped.STOP_REASON] += 1  # no AI message to say it of
         return b""
     said = {"finish_reason": e.stop_reason}
     message["response_metadata"] = {**message.get("response_metadata", {}), **said}
@@ -354,7 +352,7 @@ def _raw(self: LangGraphEncoder, e: Raw) -> bytes:
     event, data = e.event.get("event"), e.event.get("data")
     if e.dialect == "langgraph" and isinstance(event, str) and event.partition("|")[0] in self._modes:
         return _emit(self, event, data)
-    self.dropped["raw"] += 1
+    self.dropped[Dropped.RAW] += 1
     return b""
 
 
@@ -369,11 +367,11 @@ class LangGraphEncoder(SSEEncoder):
         ReasoningStart: _reasoning_start, ReasoningDelta: _reasoning_delta, ReasoningEnd: _reasoning_end,
         ToolCallStart: _tool_start, ToolCallArgs: _tool_args, ToolCallEnd: _tool_end, ToolResult: _tool_result,
         Interrupt: _interrupt, StateSnapshot: _state_snapshot, StateDelta: _state_delta, Data: _data, Raw: _raw,
-        MessagesSnapshot: dropped_as("messages_snapshot"), StepStarted: dropped_as("step"),
-        StepFinished: dropped_as("step"), Usage: _usage, EncryptedValue: _encrypted, InterruptResolved: _resolved,
+        Usage: _usage, EncryptedValue: _encrypted, InterruptResolved: _resolved,
         ActivitySnapshot: _activity, ActivityDelta: _activity,
         SubagentStarted: _subagent, SubagentFinished: _subagent, SubagentError: _subagent,
     }
+    DROPS = drop_map(Dropped.MESSAGES_SNAPSHOT, Dropped.STEP)
     METADATA = frozenset({RunStarted, TextStart, TextDelta, ReasoningStart, ReasoningDelta, ToolCallArgs,
                           ToolResult})
     """Where an event's metadata goes (a run's start, a message's opening, a tool result), or counted inline on the

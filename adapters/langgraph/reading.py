@@ -1,5 +1,5 @@
-"""The `messages` frames of a LangGraph run stream read as canonical events: `MessageReader`, the base of
-`LangGraphDecoder`, which reads the rest of the run.
+"""The `messages` frames of a LangGraph run stream read as canonical events: `MessageReader`, which
+`LangGraphDecoder` reads a run's messages with (the decoder reads the rest of the run).
 
 An AI message chunk is text, reasoning (with its encrypted content) and `tool_call_chunks`; a whole AI message not
 streamed (a node's own) its text and `tool_calls`; a tool message the tool's result. A message's `name` and
@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from gateway.core.decoding import Events, RepairedDecoder
+from gateway.core.decoding import Events
 from gateway.core.events import (
     EncryptedValue,
     ReasoningDelta,
@@ -47,15 +47,14 @@ Tags = tuple[str | None, str | None, Any]
 _UNTAGGED: Tags = (None, None, None)
 
 
-class MessageReader(RepairedDecoder):
+class MessageReader:
     """The messages of a run, as its `messages` frames (and its `values`, for a stream without them) bring them:
     the AI message being streamed, and what of each message was read already."""
 
     __slots__ = ("_call_messages", "_calls", "_current", "_open_calls", "_paused", "_reasoning", "_results", "_seen",
-                 "_started_calls", "_stop_reason", "_tagged", "_text")
+                 "_started_calls", "_tagged", "_text", "stop_reason")
 
     def __init__(self) -> None:
-        super().__init__()
         self._current: str | None = None
         """The AI message being streamed."""
         self._text = False
@@ -69,7 +68,7 @@ class MessageReader(RepairedDecoder):
         """Messages open while another's chunks come (parallel nodes): what of each is open."""
         self._call_messages: dict[str, str] = {}
         """The AI message each tool call is of: a tool's result ends it."""
-        self._stop_reason: StopReason | None = None
+        self.stop_reason: StopReason | None = None
         """The last AI message's finish reason, where it says the answer was cut short."""
         self._seen: set[str] = set()
         """AI messages whose content has been read, so that the whole message after its chunks adds nothing."""
@@ -77,7 +76,7 @@ class MessageReader(RepairedDecoder):
         self._tagged: dict[str, Tags] = {}
         """What a message said of itself in a chunk before its content (the gateway's LangGraph encoder does)."""
 
-    def _message(self, value: Any, out: Events) -> None:
+    def message(self, value: Any, out: Events) -> None:
         message = value[0] if isinstance(value, list) and value else value
         if not isinstance(message, dict):
             return
@@ -90,24 +89,25 @@ class MessageReader(RepairedDecoder):
         elif kind in ("ai", "AIMessageChunk"):
             self._ai(message, out, chunk=kind == "AIMessageChunk")
 
-    def _complete(self, value: Any, out: Events) -> None:
+    def complete(self, value: Any, out: Events) -> None:
         """`messages` mode (not `messages-tuple`): whole messages, as they end."""
         for message in value if isinstance(value, list) else ():
-            self._message(message, out)
+            self.message(message, out)
 
     def steady_text(self, value: Any) -> str | None:
         """The text of a `messages` frame that is a token of the AI message being streamed and nothing else."""
         message = value[0] if isinstance(value, list) and value else value
         if isinstance(message, dict) and message.get("type") == "AIMessageChunk":
-            return self._token(message)
+            return self._token_of(message)
         return None
 
-    def on_steady_text(self, text: str, out: Events) -> None:
+    def token(self, text: str, out: Events) -> None:
+        """Another token of the AI message being streamed."""
         if text:
             assert self._current is not None
             out.append(TextDelta(self._current, text))
 
-    def _token(self, chunk: dict[str, Any]) -> str | None:
+    def _token_of(self, chunk: dict[str, Any]) -> str | None:
         """The text of a chunk of the AI message being streamed that holds nothing else: most of a stream."""
         content = chunk.get("content")
         if self._text and self._current is not None and chunk.get("id") == self._current and \
@@ -118,15 +118,15 @@ class MessageReader(RepairedDecoder):
         return None
 
     def _ai(self, message: dict[str, Any], out: Events, *, chunk: bool) -> None:
-        if chunk and (token := self._token(message)) is not None:
-            self.on_steady_text(token, out)
+        if chunk and (token := self._token_of(message)) is not None:
+            self.token(token, out)
             return
         given = message.get("id")
         content = message.get("content")
         message_id: str = given if isinstance(given, str) else self._current or new_id("msg")
         reason = _finish_reason(message)
         if reason is not None:
-            self._stop_reason = _STOP_REASONS.get(reason)
+            self.stop_reason = _STOP_REASONS.get(reason)
         if not chunk and message_id in self._seen:  # the whole of a message already streamed
             self._end_of(message_id, out)
             return
@@ -233,7 +233,7 @@ class MessageReader(RepairedDecoder):
             if current is not None:
                 self._switch(current)
 
-    def _end_all(self, out: Events) -> None:
+    def end_all(self, out: Events) -> None:
         """End every message open: the run pauses or ends."""
         self._end_message(out)
         for message_id in list(self._paused):

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from gateway.core.encoding import Encoder
+from gateway.core.encoding import BodyEncoder, Encoder
 from gateway.core.events import Event, RunError, RunFinished
 from gateway.core.turn import Turn
 
@@ -38,23 +38,16 @@ def _location(request: Turn) -> dict[str, str]:
     return {}
 
 
-class RunAtOnce:
+class RunAtOnce(BodyEncoder):
     """The `Run`, in one body, with the run's first events: the relay answers with it, and the run goes on without
     its client to its end (stored, listed and joinable like any)."""
 
-    streams = False
-
-    __slots__ = ("_answered", "_run", "dropped", "headers", "status_code")
+    __slots__ = ("_answered", "_run")
 
     def __init__(self, request: Turn) -> None:
+        super().__init__({"content-type": JSON, **_location(request)})
         self._run = run_document(request)
         self._answered = False
-        self.status_code = 200
-        self.headers = {"content-type": JSON, **_location(request)}
-        self.dropped: dict[str, int] = {}
-
-    def keep_alive(self) -> bytes:
-        return b""
 
     def encode(self, events: list[Event]) -> bytes:
         if self._answered or not events:
@@ -64,22 +57,16 @@ class RunAtOnce:
         return orjson.dumps(self._run)
 
 
-class ValuesAtEnd:
+class ValuesAtEnd(BodyEncoder):
     """The thread's values once the run ends (what waits in `__interrupt__`), or `{"__error__": {error, message}}`
     for a run that failed or was cancelled, in one body."""
 
-    streams = False
-
-    __slots__ = ("_stream", "dropped", "headers", "status_code")
+    __slots__ = ("_stream",)
 
     def __init__(self, request: Turn) -> None:
+        super().__init__({"content-type": JSON, **_location(request)})
         self._stream = LangGraphEncoder(request)
-        self.status_code = 200
-        self.headers = {"content-type": JSON, **_location(request)}
-        self.dropped = self._stream.dropped
-
-    def keep_alive(self) -> bytes:
-        return b""
+        self.dropped = self._stream.dropped  # what the thread's values could not carry
 
     def encode(self, events: list[Event]) -> bytes:
         self._stream.encode(events)  # what the thread's values become

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.core.capabilities import AgentDescription, Catalog, ClientHistory, OwnErrors
+from adapters.openai_common.catalog import MODELS_PATH, models
+from gateway.core.capabilities import Catalog, ClientHistory, OwnErrors
 from gateway.core.codec import Dialect, Likeness, Sniff
 
 from .conformance import judge
@@ -15,20 +16,12 @@ from .encode import new_encoder
 from .errors import error_reply
 from .request import build_request, echoed, parse_request, sample_request
 
-MODELS_PATH = "/v1/models"
-
 
 def sniff(body: dict[str, Any]) -> Likeness:
     """OpenAI clients name a `model` beside `messages`; none of the agent dialects does."""
     if not isinstance(body.get("messages"), list):
         return Likeness.FOREIGN
     return Likeness.OWN if isinstance(body.get("model"), str) else Likeness.PLAUSIBLE
-
-
-def models(routes: list[AgentDescription]) -> dict[str, Any]:
-    """`GET /v1/models`: each route a model, as OpenAI lists them."""
-    return {"object": "list", "data": [{"id": route.name, "object": "model", "created": 0,
-                                        "owned_by": "agent-gateway"} for route in routes]}
 
 
 DIALECT = Dialect(

@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from adapters.openai_common.conformance import error_body
 from gateway.core.conformance import Answer, Violation, json_type, preview, sse_head, sse_json_frames
 
 FINISH_REASONS = frozenset({"stop", "length", "tool_calls", "content_filter", "function_call"})
@@ -18,7 +19,7 @@ FINISH_REASONS = frozenset({"stop", "length", "tool_calls", "content_filter", "f
 def judge(answer: Answer) -> list[Violation]:
     content_type = answer.headers.get("content-type", "").split(";")[0].strip().lower()
     if not 200 <= answer.status < 300:
-        return _error_body(answer)
+        return error_body(answer, "an OpenAI error object")
     if content_type == "application/json":
         return _completion(answer)
     found = sse_head(answer)
@@ -151,15 +152,3 @@ def _usage(usage: Any) -> list[tuple[str, str]]:
                 isinstance(v, int) and not isinstance(v, bool) for v in details.values())):
             return [("usage-details", f"usage.{key} is an object of token counts (integers)")]
     return []
-
-
-def _error_body(answer: Answer) -> list[Violation]:
-    try:
-        value = orjson.loads(answer.body)
-    except orjson.JSONDecodeError:
-        value = None
-    error = value.get("error") if isinstance(value, dict) else None
-    if isinstance(error, dict) and isinstance(error.get("message"), str):
-        return []
-    return [Violation("error-object", f"an HTTP {answer.status} holds an OpenAI error object {{error: {{message, "
-                                      "type, param, code}}}", preview(answer.body) if answer.body else None)]

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from adapters.openai_common.errors import failure
+from adapters.openai_common.usage import read_usage
 from gateway.core.decoding import Events, JsonSSEOrBodyDecoder
 from gateway.core.errors import ErrorCode
 from gateway.core.events import (
@@ -41,7 +43,6 @@ from gateway.core.events import (
 from gateway.core.ids import new_id
 from gateway.core.sse import DEFAULT_MAX_FRAME
 from gateway.core.steady import SteadyText
-from gateway.core.usage import read_openai
 
 _REASONING_KEYS = ("reasoning_content", "reasoning")
 _NOT_STEADY = (*_REASONING_KEYS, "refusal")
@@ -249,14 +250,11 @@ def _parts(content: list[Any]) -> tuple[str, str]:
 
 
 def _usage(usage: dict[str, Any], model: str | None) -> Usage:
-    return read_openai(usage, "chat", model)  # with its details: reasoning and cached tokens
+    return read_usage(usage, "chat", model)  # with its details: reasoning and cached tokens
 
 
 def _error(error: Any) -> RunError:
     """An OpenAI error object (or a bare message)."""
     if isinstance(error, dict):
-        message = error.get("message")
-        code = error.get("code")
-        return RunError(message if isinstance(message, str) and message else "upstream error",
-                        code=code if isinstance(code, str) and code else ErrorCode.UPSTREAM_ERROR)
+        return failure(error)
     return RunError(str(error), code=ErrorCode.UPSTREAM_ERROR)

@@ -18,38 +18,28 @@ frame in the stream, as OpenAI sends one, or a 502 (504 on a timeout) with an Op
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 from typing import Any
 
 import orjson
 
-from gateway.core.encoding import EVENT_TYPES, HOLE, DeltaFrames, SSEEncoder, json_bytes
-from gateway.core.errors import ErrorCode
+from adapters.openai_common.usage import usage_object
+from gateway.core.dropped import Dropped, drop_map
+from gateway.core.encoding import HOLE, BodyEncoder, DeltaFrames, SSEEncoder, failed_status, json_bytes
 from gateway.core.events import (
-    ActivityDelta,
-    ActivitySnapshot,
-    Data,
-    EncryptedValue,
     Event,
     Interrupt,
     InterruptResolved,
-    MessagesSnapshot,
-    Raw,
     ReasoningDelta,
+    ReasoningEnd,
     ReasoningStart,
     RunError,
     RunFinished,
     RunStarted,
-    StateDelta,
-    StateSnapshot,
-    StepFinished,
-    StepStarted,
-    SubagentError,
-    SubagentFinished,
-    SubagentStarted,
     TextDelta,
+    TextEnd,
     TextStart,
     ToolCallArgs,
+    ToolCallEnd,
     ToolCallStart,
     ToolResult,
     Usage,
@@ -58,15 +48,11 @@ from gateway.core.ids import new_id
 from gateway.core.turn import Turn
 from gateway.core.usage import UsageTotals
 
-from .errors import error_object, error_type
+from .errors import ERRORS
 from .request import SEPARATOR
 
-_DROPPED: dict[type, str] = {
-    StateSnapshot: "state", StateDelta: "state", MessagesSnapshot: "messages_snapshot", StepStarted: "step",
-    StepFinished: "step", Data: "data", Raw: "raw", ActivitySnapshot: "activity", ActivityDelta: "activity",
-    SubagentStarted: "subagent", SubagentFinished: "subagent", SubagentError: "subagent",
-    EncryptedValue: "encrypted_value",
-}
+_DROPS = drop_map(Dropped.STATE, Dropped.MESSAGES_SNAPSHOT, Dropped.STEP, Dropped.DATA, Dropped.RAW, Dropped.ACTIVITY,
+                  Dropped.SUBAGENT, Dropped.ENCRYPTED_VALUE)
 """What a completion has no place for, by the kind counted in `dropped`."""
 
 
@@ -83,7 +69,7 @@ class Completion:
     __slots__ = ("_held", "_offered", "_streamed", "calls", "created", "dropped", "id", "interrupts", "model",
                  "usage")
 
-    def __init__(self, request: Turn | None, dropped: dict[str, int]) -> None:
+    def __init__(self, request: Turn | None, dropped: dict[Dropped, int]) -> None:
         self.id = new_id("chatcmpl")
         self.created = int(time.time())
         self.model = (request.model if request is not None else None) or "agent-gateway"
@@ -100,9 +86,9 @@ class Completion:
     def opened(self, e: TextStart | ReasoningStart | ToolCallStart) -> None:
         """A message or call opens: a subagent's is the completion's like the agent's own, which is not said."""
         if e.subagent_run_id is not None:
-            self.dropped["subagent"] += 1
+            self.dropped[Dropped.SUBAGENT] += 1
         if e.metadata is not None:
-            self.dropped["metadata"] += 1
+            self.dropped[Dropped.METADATA] += 1
 
     def start_call(self, e: ToolCallStart) -> int | None:
         """The call's index in the message if it is shown now; None while it is held."""
@@ -129,23 +115,23 @@ class Completion:
     def result(self, e: ToolResult) -> None:
         """A tool the agent ran itself: its call and result are left out (a call already shown stays)."""
         if self._held.pop(e.tool_call_id, None) is not None:
-            self.dropped["server_tool"] += 1
+            self.dropped[Dropped.SERVER_TOOL] += 1
         elif e.tool_call_id in self.calls:
-            self.dropped["server_tool"] += 1
+            self.dropped[Dropped.SERVER_TOOL] += 1
             del self.calls[e.tool_call_id]
 
     def interrupt(self, e: Interrupt) -> None:
         """An interrupt about a call the agent holds for approval: the call is the agent's, never the client's."""
         self.interrupts.append(e)
         if e.expires_at is not None:
-            self.dropped["interrupt_expiry"] += 1  # the note says what is asked, not until when
+            self.dropped[Dropped.INTERRUPT_EXPIRY] += 1  # the note says what is asked, not until when
         if e.tool_call_id is not None and self._held.pop(e.tool_call_id, None) is not None:
-            self.dropped["server_tool"] += 1
+            self.dropped[Dropped.SERVER_TOOL] += 1
 
     def resolved(self, e: InterruptResolved) -> None:
         """An interrupt the run answered itself: nobody is asked, so the text says nothing of it."""
         self.interrupts = [i for i in self.interrupts if i.id != e.interrupt_id]
-        self.dropped["interrupt_resolved"] += 1
+        self.dropped[Dropped.INTERRUPT_RESOLVED] += 1
 
     def release_held(self) -> list[tuple[int, str, str, str]]:
         """The run ended: held calls with no result are the client's to run (index, id, name, arguments)."""
@@ -159,7 +145,7 @@ class Completion:
 
     def usage_object(self) -> dict[str, Any] | None:
         """Every count the schema requires, or None when the agent reported none."""
-        return self.usage.openai("chat", whole=True) if self.usage.counts else None
+        return usage_object(self.usage, "chat", whole=True) if self.usage.counts else None
 
     def finish_reason(self, e: RunFinished) -> str:
         return e.stop_reason or ("tool_calls" if self.calls else "stop")
@@ -167,10 +153,10 @@ class Completion:
     def note(self, e: RunFinished) -> str:
         """What the text says of an ending a completion cannot: an interrupt, a cancelled run."""
         if e.outcome == "cancelled":
-            self.dropped["cancelled_as_finish"] += 1
+            self.dropped[Dropped.CANCELLED_AS_FINISH] += 1
         if not self.interrupts:
             return ""
-        self.dropped["interrupt_as_note"] += len(self.interrupts)
+        self.dropped[Dropped.INTERRUPT_AS_NOTE] += len(self.interrupts)
         asks = "; ".join(i.message or i.reason or i.id for i in self.interrupts)
         return f"[interrupted] The agent paused for human input: {asks}"
 
@@ -201,7 +187,7 @@ def _text_start(self: ChatStreamEncoder, e: TextStart) -> bytes:
 
 def _text_delta(self: ChatStreamEncoder, e: TextDelta) -> bytes:
     if e.metadata is not None:  # inline, not by the base's wrapper: most of a stream is text deltas
-        self.dropped["metadata"] += 1
+        self.dropped[Dropped.METADATA] += 1
     if self.refusals and e.message_id in self.refusals:
         return self.refusal.frame(e.delta)
     if self.lead is not None and e.delta:  # the run's first text, or a message's after another's
@@ -212,7 +198,7 @@ def _text_delta(self: ChatStreamEncoder, e: TextDelta) -> bytes:
 
 def _reasoning_delta(self: ChatStreamEncoder, e: ReasoningDelta) -> bytes:
     if e.metadata is not None:
-        self.dropped["metadata"] += 1
+        self.dropped[Dropped.METADATA] += 1
     return self.reasoning.frame(e.delta)
 
 
@@ -231,7 +217,7 @@ def _tool_start(self: ChatStreamEncoder, e: ToolCallStart) -> bytes:
 
 def _tool_args(self: ChatStreamEncoder, e: ToolCallArgs) -> bytes:
     if e.metadata is not None:
-        self.dropped["metadata"] += 1
+        self.dropped[Dropped.METADATA] += 1
     index = self.completion.args(e)
     if index is None or not e.delta:
         return b""
@@ -268,7 +254,7 @@ def _run_finished(self: ChatStreamEncoder, e: RunFinished) -> bytes:
         out.append(_chunk(self, {"content": (SEPARATOR if self.lead is None else self.lead) + note}))
     out.append(_chunk(self, {}, c.finish_reason(e)))
     if self.include_usage:
-        usage = c.usage_object() or UsageTotals().openai("chat", whole=True)  # asked for: zeros when none came
+        usage = c.usage_object() or usage_object(UsageTotals(), "chat", whole=True)  # asked for: zeros when none came
         out.append(b"data: " + orjson.dumps({"id": c.id, "object": "chat.completion.chunk", "created": c.created,
                                              "model": c.model, "choices": [], "usage": usage}) + b"\n\n")
     out.append(b"data: [DONE]\n\n")
@@ -276,15 +262,7 @@ def _run_finished(self: ChatStreamEncoder, e: RunFinished) -> bytes:
 
 
 def _run_error(self: ChatStreamEncoder, e: RunError) -> bytes:
-    error = {"message": e.message, "type": error_type(502), "param": None, "code": e.code or ErrorCode.UPSTREAM_ERROR}
-    return b"data: " + orjson.dumps({"error": error}) + b"\n\ndata: [DONE]\n\n"
-
-
-def _dropped(self: ChatStreamEncoder, e: Event) -> bytes:
-    kind = _DROPPED.get(type(e))
-    if kind is not None:
-        self.dropped[kind] += 1
-    return b""
+    return b"data: " + orjson.dumps({"error": ERRORS.failed(e)}) + b"\n\ndata: [DONE]\n\n"
 
 
 def _nothing(self: ChatStreamEncoder, e: Event) -> bytes:
@@ -295,14 +273,14 @@ class ChatStreamEncoder(SSEEncoder):
     __slots__ = ("completion", "include_usage", "lead", "reasoning", "refusal", "refusals", "text")
 
     handlers = {
-        **dict.fromkeys(EVENT_TYPES, _nothing), **dict.fromkeys(_DROPPED, _dropped),
         RunStarted: _run_started, TextStart: _text_start, TextDelta: _text_delta, ReasoningStart: _opened,
         ReasoningDelta: _reasoning_delta, ToolCallStart: _tool_start, ToolCallArgs: _tool_args,
         ToolResult: _tool_result, Interrupt: _interrupt, InterruptResolved: _resolved, Usage: _usage,
-        RunFinished: _run_finished, RunError: _run_error,
+        RunFinished: _run_finished, RunError: _run_error, TextEnd: _nothing, ReasoningEnd: _nothing,
+        ToolCallEnd: _nothing,
     }
-    METADATA = frozenset({TextStart, TextDelta, ReasoningStart, ReasoningDelta, ToolCallStart, ToolCallArgs,
-                          *_DROPPED})
+    DROPS = _DROPS
+    METADATA = frozenset({TextStart, TextDelta, ReasoningStart, ReasoningDelta, ToolCallStart, ToolCallArgs, *DROPS})
     """Deltas and openers count theirs themselves; what is dropped is counted whole."""
 
     def __init__(self, request: Turn | None = None) -> None:
@@ -332,18 +310,13 @@ _OPENERS = (TextStart, ReasoningStart, ToolCallStart)
 """What counts its own metadata (`Completion.opened`)."""
 
 
-class ChatBodyEncoder:
+class ChatBodyEncoder(BodyEncoder):
     """`stream: false`: the run gathered into one `chat.completion`."""
 
-    streams = False
-
-    __slots__ = ("_lead", "_reasoning", "_refusal", "_refusals", "_text", "completion", "dropped", "headers",
-                 "status_code")
+    __slots__ = ("_lead", "_reasoning", "_refusal", "_refusals", "_text", "completion")
 
     def __init__(self, request: Turn | None = None) -> None:
-        self.status_code = 200
-        self.headers = {"content-type": "application/json"}
-        self.dropped: dict[str, int] = defaultdict(int)
+        super().__init__()
         self.completion = Completion(request, self.dropped)
         self._text: list[str] = []
         self._refusal: list[str] = []
@@ -352,14 +325,11 @@ class ChatBodyEncoder:
         """What goes before the next text (as `ChatStreamEncoder.lead`)."""
         self._reasoning: list[str] = []
 
-    def keep_alive(self) -> bytes:
-        return b""
-
     def encode(self, events: list[Event]) -> bytes:
         c = self.completion
         for e in events:
-            if e.metadata is not None and type(e) not in _DROPPED and not isinstance(e, _OPENERS):
-                self.dropped["metadata"] += 1  # no field for an event's metadata
+            if e.metadata is not None and type(e) not in _DROPS and not isinstance(e, _OPENERS):
+                self.dropped[Dropped.METADATA] += 1  # no field for an event's metadata
             if isinstance(e, TextDelta):
                 if e.message_id in self._refusals:
                     self._refusal.append(e.delta)
@@ -393,9 +363,9 @@ class ChatBodyEncoder:
             elif isinstance(e, RunFinished):
                 return self._finished(e)
             elif isinstance(e, RunError):
-                self.status_code = 504 if e.code == ErrorCode.UPSTREAM_TIMEOUT else 502
-                return orjson.dumps(error_object(e.message, self.status_code, e.code or ErrorCode.UPSTREAM_ERROR))
-            elif (kind := _DROPPED.get(type(e))) is not None:
+                self.status_code = failed_status(e)
+                return orjson.dumps({"error": ERRORS.failed(e, self.status_code)})
+            elif (kind := _DROPS.get(type(e))) is not None:
                 self.dropped[kind] += 1
         return b""
 

@@ -12,17 +12,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from adapters.openai_common.wire import DEFAULT_MODEL, file_data, from_url, image_url, parameters, upstream_request
 from gateway.core import wire
 from gateway.core.codec import UpstreamRequest, as_text
 from gateway.core.errors import InvalidRequest
-from gateway.core.turn import ContentPart, Message, Tool, ToolCall, Turn, media_kind
+from gateway.core.turn import ContentPart, Message, Tool, ToolCall, Turn
 from gateway.core.validation import validate
-
-DEFAULT_MODEL = "agent-gateway"
-"""The model an upstream is asked for when neither the route nor the client names one."""
 
 
 class _Model(BaseModel):
@@ -109,7 +106,9 @@ def _content(content: str | list[dict[str, Any]] | None, index: int) -> str | li
             url = image.get("url") if isinstance(image, dict) else image
             if not isinstance(url, str):
                 raise InvalidRequest(f"{where}.image_url.url must be a string")
-            parts.append(_media(url, "image"))
+            image = from_url(url, "image")
+            image.type = "image"  # an `image_url` part is an image, whatever its `data:` URL says
+            parts.append(image)
         elif kind == "input_audio" and isinstance(part.get("input_audio"), dict):
             audio = part["input_audio"]
             parts.append(ContentPart("audio", data=str(audio.get("data", "")),
@@ -117,7 +116,7 @@ def _content(content: str | list[dict[str, Any]] | None, index: int) -> str | li
         elif kind == "file" and isinstance(part.get("file"), dict):
             file = part["file"]
             data, file_id = file.get("file_data"), file.get("file_id")
-            media = _media(data, "document") if isinstance(data, str) and data.startswith("data:") else \
+            media = from_url(data, "document") if isinstance(data, str) and data.startswith("data:") else \
                 ContentPart("document", data=data if isinstance(data, str) else None)
             media.filename = file.get("filename") if isinstance(file.get("filename"), str) else None
             media.file_id = file_id if isinstance(file_id, str) and media.data is None else None  # uploaded before
@@ -129,14 +128,6 @@ def _content(content: str | list[dict[str, Any]] | None, index: int) -> str | li
     return parts
 
 
-def _media(url: str, kind: str) -> ContentPart:
-    """A URL, or a `data:` URL holding the bytes."""
-    if url.startswith("data:") and ";base64," in url:
-        media_type, _, data = url[5:].partition(";base64,")
-        return ContentPart(media_kind(media_type) if kind != "image" else "image", data=data, media_type=media_type)
-    return ContentPart(kind, url=url)
-
-
 def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
     """The whole history (an OpenAI-compatible server keeps none), the client's tools, streamed with usage."""
     # The agent speaks first: servers refuse an empty list of messages, so it is one empty message.
@@ -145,13 +136,11 @@ def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
                             "stream_options": {"include_usage": True}}
     if turn.tools:
         body["tools"] = [{"type": "function", "function": _function(tool)} for tool in turn.tools]
-    return UpstreamRequest(orjson.dumps(body), {"content-type": "application/json", "accept": "text/event-stream"},
-                           json_reply=True)
+    return upstream_request(body)
 
 
 def _function(tool: Tool) -> dict[str, Any]:
-    function: dict[str, Any] = {"name": tool.name, "parameters": tool.parameters or {"type": "object",
-                                                                                     "properties": {}}}
+    function: dict[str, Any] = {"name": tool.name, "parameters": parameters(tool)}
     if tool.description:
         function["description"] = tool.description
     return function
@@ -197,12 +186,11 @@ def _parts(message: Message) -> str | list[dict[str, Any]]:
         if part.type == "text":
             parts.append({"type": "text", "text": part.text or ""})
         elif part.type == "image" and (part.url is not None or part.data is not None):
-            url = part.url or f"data:{part.media_type or 'image/png'};base64,{part.data or ''}"
-            parts.append({"type": "image_url", "image_url": {"url": url}})
+            parts.append({"type": "image_url", "image_url": {"url": image_url(part)}})
         elif part.file_id is not None and part.data is None:
             parts.append({"type": "file", "file": {"file_id": part.file_id, **_named(part)}})
         elif part.data is not None:
-            parts.append({"type": "file", "file": {"file_data": f"data:{part.media_type};base64,{part.data}",
+            parts.append({"type": "file", "file": {"file_data": file_data(part),
                                                    "filename": part.filename or "file"}})
         else:
             parts.append({"type": "text", "text": as_text(part.url)})

@@ -9,7 +9,8 @@ from typing import Any
 
 import orjson
 
-from gateway.core.capabilities import AgentDescription, Catalog, OwnErrors
+from adapters.openai_common.catalog import MODELS_PATH, models
+from gateway.core.capabilities import Catalog, OwnErrors
 from gateway.core.codec import Dialect, Likeness, Sniff
 from gateway.core.errors import GatewayError
 from gateway.core.sockets import SocketMode
@@ -24,8 +25,6 @@ from .request import build_request, parse_request, sample_request
 from .socket import ResponsesSession
 from .socket import refusal as socket_refusal
 
-MODELS_PATH = "/v1/models"
-
 
 def sniff(body: dict[str, Any]) -> Likeness:
     """Responses clients send `input` (or continue a response) and never `messages`."""
@@ -34,11 +33,6 @@ def sniff(body: dict[str, Any]) -> Likeness:
     if "input" in body or "previous_response_id" in body:
         return Likeness.OWN if isinstance(body.get("model"), str) else Likeness.PLAUSIBLE
     return Likeness.FOREIGN
-
-
-def models(routes: list[AgentDescription]) -> dict[str, Any]:
-    return {"object": "list", "data": [{"id": route.name, "object": "model", "created": 0,
-                                        "owned_by": "agent-gateway"} for route in routes]}
 
 
 def error_reply(error: GatewayError, request: Any) -> tuple[int, bytes]:

@@ -13,6 +13,7 @@ import re
 import orjson
 
 from gateway.core.codec import as_text, drop_none, output_of
+from gateway.core.dropped import Dropped
 from gateway.core.events import Interrupt, InterruptResolved, ToolCallArgs, ToolCallEnd, ToolCallStart, ToolResult
 from gateway.core.ids import new_id
 
@@ -45,7 +46,7 @@ class Calls:
         call = OpenItem(-1, new_id("fc"), e.name, e.tool_call_id)
         call.index = out.add(function_call_item(call.item_id, e.tool_call_id, e.name, "", "in_progress"))
         self._open[e.tool_call_id] = call
-        return [("response.output_item.added", {"output_index": call.index, "item": out.output[call.index]})]
+        return [("response.output_item.added", {"output_index": call.index, "item": out.items[call.index]})]
 
     def args(self, out: Output, e: ToolCallArgs) -> list[Semantic]:
         held = self._held.get(e.tool_call_id)
@@ -67,7 +68,7 @@ class Calls:
 
     def _done(self, out: Output, call: OpenItem) -> list[Semantic]:
         arguments = "".join(call.pieces) or "{}"
-        item = out.output[call.index] = function_call_item(call.item_id, call.call_id, call.name, arguments)
+        item = out.items[call.index] = function_call_item(call.item_id, call.call_id, call.name, arguments)
         return [("response.function_call_arguments.done", {"item_id": call.item_id, "output_index": call.index,
                                                            "arguments": arguments}),
                 ("response.output_item.done", {"output_index": call.index, "item": item})]
@@ -89,7 +90,7 @@ class Calls:
         if held is not None:  # the agent's own call, waiting for the approval: the request shows it
             self._approving[held.call_id] = (held, e.id)
             if e.expires_at is not None:
-                out.dropped["interrupt_expiry"] += 1  # a call's approval request has no field for a deadline
+                out.dropped[Dropped.INTERRUPT_EXPIRY] += 1  # a call's approval request has no field for a deadline
             return out.added_done({"id": e.id, "type": APPROVAL_REQUEST, "server_label": self.server_label,
                                    "name": held.name, "arguments": "".join(held.pieces) or "{}",
                                    "call_id": held.call_id})
@@ -110,7 +111,7 @@ class Calls:
         events: list[Semantic] = []
         for call in self._held.values():
             call.index = out.add(function_call_item(call.item_id, call.call_id, call.name, "", "in_progress"))
-            events.append(("response.output_item.added", {"output_index": call.index, "item": out.output[call.index]}))
+            events.append(("response.output_item.added", {"output_index": call.index, "item": out.items[call.index]}))
             events += self._done(out, call)
         self._held.clear()
         for call in self._open.values():

@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from adapters.openai_common.conformance import error_body
 from gateway.core.conformance import Answer, Violation, json_type, preview, sse_head, sse_json_frames
 
 RESPONSE_FIELDS = ("id", "object", "created_at", "completed_at", "status", "incomplete_details", "model",
@@ -30,7 +31,7 @@ ITEM_DELTAS = frozenset({"response.output_text.delta", "response.function_call_a
 
 def judge(answer: Answer) -> list[Violation]:
     if not 200 <= answer.status < 300:
-        return _error_body(answer)
+        return error_body(answer, "an error object")
     content_type = answer.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type == "application/json":
         return _body(answer)
@@ -144,15 +145,3 @@ def _body(answer: Answer) -> list[Violation]:
     except orjson.JSONDecodeError:
         return [Violation("json", "the reply is not JSON", preview(answer.body), 0)]
     return [Violation(rule, message, preview(answer.body), 0) for rule, message in _response(value, "the body")]
-
-
-def _error_body(answer: Answer) -> list[Violation]:
-    try:
-        value = orjson.loads(answer.body)
-    except orjson.JSONDecodeError:
-        value = None
-    error = value.get("error") if isinstance(value, dict) else None
-    if isinstance(error, dict) and isinstance(error.get("message"), str):
-        return []
-    return [Violation("error-object", f"an HTTP {answer.status} holds an error object {{error: {{message, type, "
-                                      "param, code}}}", preview(answer.body) if answer.body else None)]

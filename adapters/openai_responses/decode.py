@@ -23,6 +23,8 @@ from typing import Any
 
 import orjson
 
+from adapters.openai_common.errors import failure
+from adapters.openai_common.usage import read_usage
 from gateway.core.codec import as_text
 from gateway.core.decoding import Events, JsonSSEOrBodyDecoder, str_at, str_or
 from gateway.core.errors import ErrorCode
@@ -53,7 +55,6 @@ from gateway.core.events import (
 from gateway.core.ids import new_id
 from gateway.core.sse import DEFAULT_MAX_FRAME
 from gateway.core.steady import SteadyText
-from gateway.core.usage import read_openai
 
 from .items import ACTIVITY, APPROVAL_REQUEST, APPROVAL_RESPONSE, MCP_CALL, SUBAGENT
 
@@ -291,7 +292,7 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
         usage = response.get("usage")
         if isinstance(usage, dict):
             model = response.get("model")
-            out.append(read_openai(usage, "responses", model if isinstance(model, str) else None))
+            out.append(read_usage(usage, "responses", model if isinstance(model, str) else None))
         if kind == "response.failed":
             out.append(_error(response.get("error") or {"message": "upstream response failed"}))
             return
@@ -373,9 +374,8 @@ _EXTENSIONS = {APPROVAL_RESPONSE: _approval_response, ACTIVITY: _activity, SUBAG
 
 
 def _error(error: Any) -> RunError:
+    """An error object (or anything else said as one)."""
     if isinstance(error, dict):
-        message, code = error.get("message"), error.get("code")
-        return RunError(message if isinstance(message, str) and message else "upstream error",
-                        code=code if isinstance(code, str) and code else ErrorCode.UPSTREAM_ERROR)
+        return failure(error)
     return RunError(orjson.dumps(error).decode() if error is not None else "upstream error",
                     code=ErrorCode.UPSTREAM_ERROR)

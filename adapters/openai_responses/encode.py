@@ -4,18 +4,17 @@ is `writer.ResponseWriter`'s; this module frames it."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 import orjson
 
-from gateway.core.encoding import EVENT_TYPES, LARGE_TEXT, SSEEncoder, json_bytes
-from gateway.core.errors import ErrorCode
+from gateway.core.dropped import Dropped
+from gateway.core.encoding import EVENT_TYPES, LARGE_TEXT, BodyEncoder, SSEEncoder, failed_status, json_bytes
 from gateway.core.events import Event, RunError, RunFinished, TextDelta
 from gateway.core.ids import new_id
 from gateway.core.turn import Turn
 
-from .items import error_object
+from .items import ERRORS
 from .request import echo
 from .writer import ResponseWriter, Semantic
 
@@ -65,7 +64,7 @@ class LongTexts:
 
 def _frames(self: ResponsesStreamEncoder, events: list[Semantic]) -> bytes:
     out: list[bytes] = []
-    long_texts = self.writer.chars >= LARGE_TEXT  # joined once: a long text is copied no more than it must be
+    long_texts = self.writer.out.chars >= LARGE_TEXT  # joined once: a long text is copied no more than it must be
     for kind, fields in events:
         self.sequence += 1
         frame = {"type": kind, "sequence_number": self.sequence, **fields}
@@ -93,7 +92,7 @@ def _text_delta(self: ResponsesStreamEncoder, e: TextDelta) -> bytes:
     """Most of a stream: the frame around the delta is the message's, made once; only the number and the delta
     change."""
     if e.metadata is not None:  # inline, not by the base's wrapper: most of a stream is text deltas
-        self.dropped["metadata"] += 1
+        self.dropped[Dropped.METADATA] += 1
     text = self.writer.text_delta(e)
     if text is None:
         return b""
@@ -128,34 +127,26 @@ class ResponsesStreamEncoder(SSEEncoder):
         self.texts = LongTexts()
 
 
-class ResponsesBodyEncoder:
+class ResponsesBodyEncoder(BodyEncoder):
     """`stream: false`: the response object once the run ends; a failed run is an HTTP 502 (504 on a timeout)
     with an error object, as the `openai` SDKs raise it."""
 
-    streams = False
-
-    __slots__ = ("dropped", "headers", "status_code", "writer")
+    __slots__ = ("writer",)
 
     def __init__(self, request: Turn | None = None) -> None:
-        self.status_code = 200
-        self.headers = {"content-type": "application/json"}
-        self.dropped: dict[str, int] = defaultdict(int)
+        super().__init__()
         self.writer = ResponseWriter(request, self.dropped)
-
-    def keep_alive(self) -> bytes:
-        return b""
 
     def encode(self, events: list[Event]) -> bytes:
         for e in events:
             if e.metadata is not None:
-                self.dropped["metadata"] += 1  # no item has a place for an event's metadata
+                self.dropped[Dropped.METADATA] += 1  # no item has a place for an event's metadata
             if isinstance(e, RunError):
-                self.status_code = 504 if e.code == ErrorCode.UPSTREAM_TIMEOUT else 502
-                error = error_object(e.message, self.status_code, e.code or ErrorCode.UPSTREAM_ERROR)
-                return orjson.dumps({"error": error})
+                self.status_code = failed_status(e)
+                return orjson.dumps({"error": ERRORS.failed(e, self.status_code)})
             semantic = self.writer.event(e)
             if isinstance(e, RunFinished):
-                return json_bytes(semantic[-1][1]["response"], self.writer.chars)
+                return json_bytes(semantic[-1][1]["response"], self.writer.out.chars)
         return b""
 
 

@@ -36,7 +36,9 @@ from typing import Any
 
 import orjson
 
-from gateway.core.errors import GatewayError, InvalidRequest, UnknownRoute, UnknownRun
+from adapters.openai_common.errors import ErrorObjects
+from adapters.openai_common.usage import usage_object
+from gateway.core.errors import GatewayError, InvalidRequest, UnknownRun
 from gateway.core.usage import UsageTotals
 from gateway.core.validation import load_carried_json
 
@@ -50,7 +52,9 @@ RESUME = f"{SLUG}:resume"
 COMPACTED = "agw1."
 """What begins a compaction item's `encrypted_content` made by the gateway: the version of its encoding."""
 
-_TYPES = {401: "authentication_error", 403: "permission_error", 404: "not_found", 429: "too_many_requests"}
+ERRORS = ErrorObjects({401: "authentication_error", 403: "permission_error", 404: "not_found",
+                       429: "too_many_requests"})
+"""Open Responses' error objects: the `type` of an HTTP status (the `openai` SDKs read the status)."""
 
 
 def response_object(response_id: str, *, status: str, model: str, created_at: int, output: list[dict[str, Any]],
@@ -67,7 +71,7 @@ def response_object(response_id: str, *, status: str, model: str, created_at: in
         "output": output, "error": error, "tools": request.get("tools", []), "tool_choice": "auto",
         "truncation": "disabled", "parallel_tool_calls": True, "text": {"format": {"type": "text"}}, "top_p": 1.0,
         "presence_penalty": 0.0, "frequency_penalty": 0.0, "top_logprobs": 0, "temperature": 1.0,
-        "reasoning": None, "usage": usage.openai("responses", whole=True) if usage is not None else None,
+        "reasoning": None, "usage": usage_object(usage, "responses", whole=True) if usage is not None else None,
         "max_output_tokens": None,
         "max_tool_calls": None, "store": request.get("store", True), "background": False,
         "service_tier": "default", "metadata": request.get("metadata") or {}, "safety_identifier": None,
@@ -118,28 +122,11 @@ def mcp_call_item(call_id: str, name: str, arguments: str, server_label: str, ou
             "approval_request_id": approval_request_id}
 
 
-def error_type(status: int) -> str:
-    """The Open Responses error type of an HTTP status (the `openai` SDKs read the status)."""
-    if status in _TYPES:
-        return _TYPES[status]
-    return "invalid_request_error" if 400 <= status < 500 else "server_error"
-
-
-def error_object(message: str, status: int, code: str | None, param: str | None = None) -> dict[str, Any]:
-    return {"message": message, "type": error_type(status), "param": param, "code": code}
-
-
 def refusal(error: GatewayError) -> tuple[int, dict[str, Any]]:
     """A refused request's status and error object, in the codes Open Responses clients test for."""
-    param = error.details[0].get("field") if error.details and isinstance(error.details[0], dict) else None
     if isinstance(error, UnknownRun):
-        return 404, error_object(error.message, 404, "previous_response_not_found", "previous_response_id")
-    if isinstance(error, UnknownRoute):
-        return 404, error_object(error.message, 404, "model_not_found", "model")
-    found = error_object(error.message, error.status, error.code, param)
-    if error.details:
-        found["details"] = error.details  # the gateway's own: which fields, or what the upstream answered
-    return error.status, found
+        return 404, ERRORS.object(error.message, 404, "previous_response_not_found", "previous_response_id")
+    return ERRORS.refusal(error)
 
 
 def compacted(items: list[dict[str, Any]]) -> str:

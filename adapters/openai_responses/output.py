@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.core.dropped import Dropped
 from gateway.core.events import ReasoningStart, TextStart, ToolCallStart
 
 Semantic = tuple[str, dict[str, Any]]
@@ -27,20 +28,20 @@ class OpenItem:
 
 
 class Output:
-    """The output items, and what the run sent that none of them shows (`dropped`, counted by kind). The writer is
-    one, and hands itself to the parts that write into it."""
+    """The output items, and what the run sent that none of them shows (`dropped`, counted by kind): what the
+    writer and the parts it hands it to (`calls.Calls`) write into."""
 
-    __slots__ = ("chars", "dropped", "output")
+    __slots__ = ("chars", "dropped", "items")
 
-    def __init__(self, dropped: dict[str, int]) -> None:
-        self.output: list[dict[str, Any]] = []
+    def __init__(self, dropped: dict[Dropped, int]) -> None:
+        self.items: list[dict[str, Any]] = []
         self.dropped = dropped
         self.chars = 0
         """Characters of text, arguments and results the response holds."""
 
     def add(self, item: dict[str, Any]) -> int:
-        self.output.append(item)
-        return len(self.output) - 1
+        self.items.append(item)
+        return len(self.items) - 1
 
     def added_done(self, item: dict[str, Any]) -> list[Semantic]:
         """An item that comes whole."""
@@ -50,4 +51,4 @@ class Output:
 
     def opened(self, e: TextStart | ReasoningStart | ToolCallStart) -> None:
         if e.subagent_run_id is not None:
-            self.dropped["subagent"] += 1  # a message or a call has no author but the agent: whose it is, is lost
+            self.dropped[Dropped.SUBAGENT] += 1  # a message or a call has no author but the agent: whose it is, is lost

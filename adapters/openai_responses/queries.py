@@ -18,7 +18,7 @@ from gateway.core.events import Event
 from gateway.core.queries import Answer, CallerRuns, RunPath, RunQueries, RunQuery, RunRecord, RunState
 from gateway.core.turn import Turn
 
-from .items import error_object
+from .items import ERRORS
 from .writer import ResponseWriter
 
 RUN_PATHS = (RunPath("GET", "retrieve"), RunPath("DELETE", "delete"), RunPath("POST", "cancel", "/cancel"))
@@ -40,7 +40,7 @@ class ResponseLog:
         for e in events:
             for kind, fields in self._writer.event(e):
                 if kind == "response.output_item.done":
-                    updates.append(json_bytes(fields["item"], self._writer.chars))
+                    updates.append(json_bytes(fields["item"], self._writer.out.chars))
                 elif kind in _ENDED:
                     self._final = fields["response"]
         return updates
@@ -85,13 +85,13 @@ def response_of(state: RunState) -> dict[str, Any]:
 
 
 def _not_found(response_id: str | None) -> Answer:
-    return Answer(orjson.dumps({"error": error_object(f"Response with id '{response_id}' not found.", 404,
+    return Answer(orjson.dumps({"error": ERRORS.object(f"Response with id '{response_id}' not found.", 404,
                                                       "response_not_found", "response_id")}), 404)
 
 
 def _refused(state: RunState, why: str) -> Answer:
     status = response_of(state)["status"]
-    return Answer(orjson.dumps({"error": error_object(f"Response {state.record.run_id} is {status}: {why}", 400,
+    return Answer(orjson.dumps({"error": ERRORS.object(f"Response {state.record.run_id} is {status}: {why}", 400,
                                                       "response_not_cancellable", None)}), 400)
 
 

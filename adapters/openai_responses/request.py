@@ -12,18 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from adapters.openai_common.wire import DEFAULT_MODEL, file_data, from_url, image_url, parameters, upstream_request
 from gateway.core.codec import UpstreamRequest, as_text, drop_none
 from gateway.core.errors import InvalidRequest
 from gateway.core.ids import new_id
-from gateway.core.turn import ContentPart, Message, Resume, Tool, ToolCall, Turn, media_kind
+from gateway.core.turn import ContentPart, Message, Resume, Tool, ToolCall, Turn
 from gateway.core.validation import validate
 
 from .items import APPROVAL_REQUEST, APPROVAL_RESPONSE, MCP_CALL, RESUME, expanded
 
-DEFAULT_MODEL = "agent-gateway"
 _IGNORED_ITEMS = frozenset({APPROVAL_REQUEST, "item_reference"})
 """Items a client sends back that say nothing new: the question it answers with an approval response; a reference
 to an item the gateway already holds."""
@@ -196,13 +195,13 @@ def _message(item: dict[str, Any], where: str) -> Message:
         elif kind == "refusal":
             parts.append(ContentPart("text", str(part.get("refusal") or "")))
         elif kind == "input_image" and isinstance(part.get("image_url"), str):
-            parts.append(_media(part["image_url"], "image"))
+            parts.append(from_url(part["image_url"], "image"))
         elif kind == "input_image" and isinstance(part.get("file_id"), str):
             parts.append(ContentPart("image", file_id=part["file_id"]))
         elif kind == "input_file" and isinstance(part, dict):
             data, url, file_id = part.get("file_data"), part.get("file_url"), part.get("file_id")
             name = part.get("filename") if isinstance(part.get("filename"), str) else None
-            media = _media(data, "document") if isinstance(data, str) else ContentPart(
+            media = from_url(data, "document") if isinstance(data, str) else ContentPart(
                 "document", url=url if isinstance(url, str) else None,
                 file_id=file_id if isinstance(file_id, str) and not isinstance(url, str) else None)
             media.filename = name
@@ -215,13 +214,6 @@ def _message(item: dict[str, Any], where: str) -> Message:
                    item.get("id") if isinstance(item.get("id"), str) else None)
 
 
-def _media(url: str, kind: str) -> ContentPart:
-    if url.startswith("data:") and ";base64," in url:
-        media_type, _, data = url[5:].partition(";base64,")
-        return ContentPart(media_kind(media_type), data=data, media_type=media_type)
-    return ContentPart(kind, url=url)
-
-
 def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
     """The whole history as input items, streamed, stored nowhere upstream; answers to interrupts after them (see
     `answer_item`)."""
@@ -232,9 +224,8 @@ def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
     body: dict[str, Any] = {"model": turn.model or DEFAULT_MODEL, "input": items, "stream": True, "store": False}
     if turn.tools:
         body["tools"] = [{"type": "function", "name": t.name, "description": t.description or None,
-                          "parameters": t.parameters or {"type": "object", "properties": {}}} for t in turn.tools]
-    return UpstreamRequest(orjson.dumps(body), {"content-type": "application/json", "accept": "text/event-stream"},
-                           json_reply=True)
+                          "parameters": parameters(t)} for t in turn.tools]
+    return upstream_request(body)
 
 
 def answer_item(resume: Resume) -> dict[str, Any]:
@@ -274,14 +265,13 @@ def _content(message: Message) -> str | list[dict[str, Any]]:
         if part.type == "text":
             parts.append({"type": "input_text", "text": part.text or ""})
         elif part.type == "image" and (part.url is not None or part.data is not None):
-            url = part.url or f"data:{part.media_type or 'image/png'};base64,{part.data or ''}"
-            parts.append({"type": "input_image", "image_url": url})
+            parts.append({"type": "input_image", "image_url": image_url(part)})
         elif part.file_id is not None and part.data is None and part.url is None:  # uploaded to a provider before
             kind = "input_image" if part.type == "image" else "input_file"
             parts.append({"type": kind, "file_id": part.file_id,
                           **({"filename": part.filename} if part.filename and kind == "input_file" else {})})
         elif part.data is not None:
-            parts.append({"type": "input_file", "file_data": f"data:{part.media_type};base64,{part.data}",
+            parts.append({"type": "input_file", "file_data": file_data(part),
                           "filename": part.filename or "file"})
         else:
             parts.append({"type": "input_file", "file_url": part.url})

@@ -23,7 +23,7 @@ import orjson
 from gateway.core.errors import InvalidRequest, UnknownRun
 from gateway.core.turn import Message, Turn
 
-from .items import MCP_CALL, error_object
+from .items import ERRORS, MCP_CALL
 from .request import echo, read_input
 
 _HTTP_ONLY = ("stream", "stream_options", "background")
@@ -35,7 +35,7 @@ what happened, and the conversation the route keeps remembers what they mean."""
 
 
 def refusal(status: int, code: str, message: str) -> bytes:
-    return orjson.dumps({"type": "error", "status": status, "error": error_object(message, status, code)})
+    return orjson.dumps({"type": "error", "status": status, "error": ERRORS.object(message, status, code)})
 
 
 class ResponsesSession:

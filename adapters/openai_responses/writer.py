@@ -12,8 +12,9 @@ is of (counted in `dropped`).
 
     ResponseWriter      the response object (id, model, status, usage); messages, reasoning, activities and
       │                 subagents; which part writes each event
-      ├── is an Output  the output items in order, and the characters of text they hold (output.py)
-      └── calls: Calls  tool calls and interrupts, held until the run tells whose a call is (calls.py)
+      ├── out: Output   the output items in order, and the characters of text they hold (output.py)
+      └── calls: Calls  tool calls and interrupts, held until the run tells whose a call is, written into `out`
+                        (calls.py)
 """
 
 from __future__ import annotations
@@ -23,28 +24,21 @@ from collections.abc import Callable
 from typing import Any
 
 from gateway.core.activity import Shown
-from gateway.core.encoding import EVENT_TYPES
-from gateway.core.errors import ErrorCode
+from gateway.core.dropped import Dropped, drop_map
+from gateway.core.encoding import must_place
 from gateway.core.events import (
     ActivityDelta,
     ActivitySnapshot,
-    Data,
     EncryptedValue,
     Event,
     Interrupt,
     InterruptResolved,
-    MessagesSnapshot,
-    Raw,
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
     RunError,
     RunFinished,
     RunStarted,
-    StateDelta,
-    StateSnapshot,
-    StepFinished,
-    StepStarted,
     StopReason,
     SubagentError,
     SubagentFinished,
@@ -65,8 +59,8 @@ from gateway.core.usage import UsageTotals
 from .calls import Calls
 from .items import (
     ACTIVITY,
+    ERRORS,
     SUBAGENT,
-    error_object,
     message_item,
     reasoning_item,
     response_object,
@@ -79,22 +73,21 @@ from .request import echo
 
 INCOMPLETE: dict[StopReason, str] = {"length": "max_output_tokens", "content_filter": "content_filter"}
 """Why a response whose answer was cut short is incomplete, by the run's stop reason."""
-DROPPED: dict[type, str] = {
-    StateSnapshot: "state", StateDelta: "state", MessagesSnapshot: "messages_snapshot", StepStarted: "step",
-    StepFinished: "step", Data: "data", Raw: "raw",
-}
+DROPS = drop_map(Dropped.STATE, Dropped.MESSAGES_SNAPSHOT, Dropped.STEP, Dropped.DATA, Dropped.RAW)
+"""What no item shows, by the kind counted in `dropped`."""
 
 
-class ResponseWriter(Output):
-    __slots__ = ("_encrypted", "_families", "_subagents", "_usage", "calls", "created_at", "model", "request",
-                 "response_id", "texts")
+class ResponseWriter:
+    __slots__ = ("_encrypted", "_families", "_subagents", "_usage", "calls", "created_at", "dropped", "model", "out",
+                 "request", "response_id", "texts")
 
-    def __init__(self, request: Turn | None, dropped: dict[str, int]) -> None:
+    def __init__(self, request: Turn | None, dropped: dict[Dropped, int]) -> None:
         self.response_id = request.run_id if request is not None and request.run_id else new_id("resp")
         self.model = (request.model if request is not None else None) or "agent-gateway"
         self.request = echo(request)
         self.created_at = int(time.time())
-        super().__init__(dropped)
+        self.out = Output(dropped)
+        self.dropped = dropped
         self.calls = Calls({t.name for t in request.tools} if request is not None else set(), self.model)
         self.texts: dict[str, OpenItem] = {}
         """Messages and reasoning being written, by their canonical id."""
@@ -109,7 +102,7 @@ class ResponseWriter(Output):
         handler = _HANDLERS.get(type(e))
         if handler is not None:
             return handler(self, e)
-        kind = DROPPED.get(type(e))
+        kind = DROPS.get(type(e))
         if kind is not None:
             self.dropped[kind] += 1
         return []
@@ -117,17 +110,17 @@ class ResponseWriter(Output):
     def response(self, status: str, **extra: Any) -> dict[str, Any]:
         usage = self._usage if self._usage.counts else None
         return response_object(self.response_id, status=status, model=self.model, created_at=self.created_at,
-                               output=list(self.output), request=self.request, usage=usage, **extra)
+                               output=list(self.out.items), request=self.request, usage=usage, **extra)
 
     def _run_started(self, e: RunStarted) -> list[Semantic]:
         response = self.response("in_progress")
         return [("response.created", {"response": response}), ("response.in_progress", {"response": response})]
 
     def _text_start(self, e: TextStart) -> list[Semantic]:
-        self.opened(e)
+        self.out.opened(e)
         item_id = new_id("msg")
         item = message_item(item_id, "", "in_progress")
-        index = self.add(item)
+        index = self.out.add(item)
         self.texts[e.message_id] = OpenItem(index, item_id, refusal=e.refusal)
         part = text_part("", refusal=e.refusal)
         return [("response.output_item.added", {"output_index": index, "item": dict(item, content=[])}),
@@ -139,7 +132,7 @@ class ResponseWriter(Output):
         text = self.texts.get(e.message_id)
         if text is not None:
             text.pieces.append(e.delta)
-            self.chars += len(e.delta)
+            self.out.chars += len(e.delta)
         return text
 
     def _text_delta(self, e: TextDelta) -> list[Semantic]:
@@ -156,7 +149,7 @@ class ResponseWriter(Output):
         if text is None:
             return []
         whole = "".join(text.pieces)
-        item = self.output[text.index] = message_item(text.item_id, whole, refusal=text.refusal)
+        item = self.out.items[text.index] = message_item(text.item_id, whole, refusal=text.refusal)
         where = {"item_id": text.item_id, "output_index": text.index, "content_index": 0}
         done = ("response.refusal.done", {**where, "refusal": whole}) if text.refusal else \
             ("response.output_text.done", {**where, "text": whole, "logprobs": []})
@@ -165,9 +158,9 @@ class ResponseWriter(Output):
                 ("response.output_item.done", {"output_index": text.index, "item": item})]
 
     def _reasoning_start(self, e: ReasoningStart) -> list[Semantic]:
-        self.opened(e)
+        self.out.opened(e)
         item_id = new_id("rs")
-        index = self.add(reasoning_item(item_id, None))
+        index = self.out.add(reasoning_item(item_id, None))
         self.texts[e.message_id] = OpenItem(index, item_id)
         return [("response.output_item.added", {"output_index": index, "item": reasoning_item(item_id, None)}),
                 ("response.reasoning_summary_part.added", {"item_id": item_id, "output_index": index,
@@ -178,7 +171,7 @@ class ResponseWriter(Output):
         if text is None:
             return []
         text.pieces.append(e.delta)
-        self.chars += len(e.delta)
+        self.out.chars += len(e.delta)
         return [("response.reasoning_summary_text.delta", {"item_id": text.item_id, "output_index": text.index,
                                                            "summary_index": 0, "delta": e.delta})]
 
@@ -187,7 +180,7 @@ class ResponseWriter(Output):
         if text is None:
             return []
         whole = "".join(text.pieces)
-        item = self.output[text.index] = reasoning_item(text.item_id, whole,
+        item = self.out.items[text.index] = reasoning_item(text.item_id, whole,
                                                            self._encrypted.pop(e.message_id, None))
         where = {"item_id": text.item_id, "output_index": text.index, "summary_index": 0}
         return [("response.reasoning_summary_text.done", {**where, "text": whole}),
@@ -198,13 +191,13 @@ class ResponseWriter(Output):
         """Encrypted reasoning: its reasoning item's `encrypted_content`; a reasoning item of its own when its
         reasoning was written already (or never). A tool call's has no place."""
         if e.subtype != "message":
-            self.dropped["encrypted_value"] += 1
+            self.dropped[Dropped.ENCRYPTED_VALUE] += 1
             return []
         text = self.texts.get(e.entity_id)
-        if text is not None and self.output[text.index]["type"] == "reasoning":
+        if text is not None and self.out.items[text.index]["type"] == "reasoning":
             self._encrypted[e.entity_id] = e.value
             return []
-        return self.added_done(reasoning_item(new_id("rs"), None, e.value))
+        return self.out.added_done(reasoning_item(new_id("rs"), None, e.value))
 
     def _activity(self, e: ActivitySnapshot | ActivityDelta) -> list[Semantic]:
         """The activity whole, as it stands after this change."""
@@ -212,19 +205,19 @@ class ResponseWriter(Output):
             self._families = Shown()
         shown = self._families.activity(e)
         if shown is None:  # a patch of an activity never shown whole, or one that does not apply
-            self.dropped["activity"] += 1
+            self.dropped[Dropped.ACTIVITY] += 1
             return []
         item = {"id": new_id("act"), "type": ACTIVITY, "status": "completed", "activity_id": e.message_id,
                 "activity_type": e.activity_type, "content": shown.data["content"]}
         if e.subagent_run_id is not None:
             item["subagent_run_id"] = e.subagent_run_id
-        return self.added_done(item)
+        return self.out.added_done(item)
 
     def _subagent_started(self, e: SubagentStarted) -> list[Semantic]:
         item = {"id": new_id("sub"), "type": SUBAGENT, "status": "in_progress", "subagent_run_id": e.subagent_run_id,
                 "name": e.name, "description": e.description, "parent_subagent_run_id": e.parent_subagent_run_id,
                 "parent_tool_call_id": e.parent_tool_call_id, "parent_message_id": e.parent_message_id}
-        index = self._subagents[e.subagent_run_id] = self.add(item)
+        index = self._subagents[e.subagent_run_id] = self.out.add(item)
         return [("response.output_item.added", {"output_index": index, "item": item})]
 
     def _subagent_ended(self, e: SubagentFinished | SubagentError) -> list[Semantic]:
@@ -233,14 +226,14 @@ class ResponseWriter(Output):
         if index is None:  # its start was not seen (repair lets an end through only for one it saw)
             out = self._subagent_started(SubagentStarted(e.subagent_run_id, ""))
             index = self._subagents.pop(e.subagent_run_id)
-        item = dict(self.output[index])
+        item = dict(self.out.items[index])
         if isinstance(e, SubagentFinished):
             item.update(status="incomplete" if e.outcome == "suspended" else "completed", result=e.result)
             if e.interrupt_ids:
                 item["interrupt_ids"] = e.interrupt_ids
         else:
             item.update(status="failed", error={"message": e.message, "code": e.code})
-        self.output[index] = item
+        self.out.items[index] = item
         return [*out, ("response.output_item.done", {"output_index": index, "item": item})]
 
     def _usage_event(self, e: Usage) -> list[Semantic]:
@@ -248,7 +241,7 @@ class ResponseWriter(Output):
         return []
 
     def _run_finished(self, e: RunFinished) -> list[Semantic]:
-        out = self.calls.close(self)
+        out = self.calls.close(self.out)
         if e.outcome == "cancelled":
             reason = "cancelled"
         elif e.stop_reason is not None:
@@ -259,7 +252,7 @@ class ResponseWriter(Output):
 
     def _run_error(self, e: RunError) -> list[Semantic]:
         self.calls.fail()
-        error = error_object(e.message, 502, e.code or ErrorCode.UPSTREAM_ERROR)
+        error = ERRORS.failed(e)
         failed = self.response("failed", error={"code": error["code"], "message": e.message})
         # The `openai` SDKs read the error's fields at the top of the event, Open Responses in its `error`.
         said = {"code": error["code"], "message": e.message, "param": None, "error": error}
@@ -274,12 +267,12 @@ _HANDLERS: dict[type, Callable[[ResponseWriter, Any], list[Semantic]]] = {
     ReasoningStart: ResponseWriter._reasoning_start,
     ReasoningDelta: ResponseWriter._reasoning_delta,
     ReasoningEnd: ResponseWriter._reasoning_end,
-    ToolCallStart: lambda writer, e: writer.calls.start(writer, e),
-    ToolCallArgs: lambda writer, e: writer.calls.args(writer, e),
-    ToolCallEnd: lambda writer, e: writer.calls.end(writer, e),
-    ToolResult: lambda writer, e: writer.calls.result(writer, e),
-    Interrupt: lambda writer, e: writer.calls.interrupt(writer, e),
-    InterruptResolved: lambda writer, e: writer.calls.interrupt_resolved(writer, e),
+    ToolCallStart: lambda writer, e: writer.calls.start(writer.out, e),
+    ToolCallArgs: lambda writer, e: writer.calls.args(writer.out, e),
+    ToolCallEnd: lambda writer, e: writer.calls.end(writer.out, e),
+    ToolResult: lambda writer, e: writer.calls.result(writer.out, e),
+    Interrupt: lambda writer, e: writer.calls.interrupt(writer.out, e),
+    InterruptResolved: lambda writer, e: writer.calls.interrupt_resolved(writer.out, e),
     EncryptedValue: ResponseWriter._encrypted_value,
     ActivitySnapshot: ResponseWriter._activity,
     ActivityDelta: ResponseWriter._activity,
@@ -291,6 +284,4 @@ _HANDLERS: dict[type, Callable[[ResponseWriter, Any], list[Semantic]]] = {
     RunError: ResponseWriter._run_error,
 }
 
-_UNPLACED = EVENT_TYPES - _HANDLERS.keys() - DROPPED.keys()
-if _UNPLACED:  # an event type added to the model: say what it becomes, or what it is counted as, before it is lost
-    raise TypeError(f"ResponseWriter has no place for {sorted(t.__name__ for t in _UNPLACED)}")
+must_place("ResponseWriter", _HANDLERS.keys() | DROPS.keys())

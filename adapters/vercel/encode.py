@@ -27,6 +27,7 @@ from typing import Any
 
 from gateway.core.activity import Shown
 from gateway.core.codec import as_text, drop_none, json_or_text, output_of
+from gateway.core.dropped import Dropped, drop_map
 from gateway.core.encoding import HOLE, SSE_HEADERS, DeltaFrames, SSEEncoder, json_bytes, sse_frame
 from gateway.core.events import (
     ActivityDelta,
@@ -36,7 +37,6 @@ from gateway.core.events import (
     Event,
     Interrupt,
     InterruptResolved,
-    MessagesSnapshot,
     Raw,
     ReasoningDelta,
     ReasoningEnd,
@@ -94,7 +94,7 @@ def _tool_call_args(enc: VercelEncoder, e: ToolCallArgs) -> bytes:
     if args is not None:
         args.append(e.delta)
     if e.metadata is not None:
-        enc.dropped["metadata"] += 1
+        enc.dropped[Dropped.METADATA] += 1
     return sse_frame({"type": "tool-input-delta", "toolCallId": e.tool_call_id, "inputTextDelta": e.delta})
 
 
@@ -166,9 +166,9 @@ def _tool_result(enc: VercelEncoder, e: ToolResult) -> bytes:
 def _interrupt(enc: VercelEncoder, e: Interrupt) -> bytes:
     if e.tool_call_id in enc._names and enc._sdk.approvals:  # the call's part holds the approval
         if e.expires_at is not None:
-            enc.dropped["interrupt_expiry"] += 1  # an approval has no deadline
+            enc.dropped[Dropped.INTERRUPT_EXPIRY] += 1  # an approval has no deadline
         return sse_frame(approvals.approval(e, enc._sdk))
-    enc.dropped["interrupt_as_tool_call"] += 1
+    enc.dropped[Dropped.INTERRUPT_AS_TOOL_CALL] += 1
     call_id, name, chunks = approvals.stand_in(e, enc._sdk)
     enc._names[call_id] = name
     return enc._step() + b"".join(sse_frame(chunk) for chunk in chunks)
@@ -177,7 +177,7 @@ def _interrupt(enc: VercelEncoder, e: Interrupt) -> bytes:
 def _interrupt_resolved(enc: VercelEncoder, e: InterruptResolved) -> bytes:
     chunk = approvals.resolved(e, enc._sdk)
     if chunk is None:
-        enc.dropped["interrupt_resolved"] += 1  # before 7 an approval is only answered by the client
+        enc.dropped[Dropped.INTERRUPT_RESOLVED] += 1  # before 7 an approval is only answered by the client
         return b""
     return sse_frame(chunk)
 
@@ -186,7 +186,7 @@ def _data(enc: VercelEncoder, e: Data) -> bytes:
     if e.custom:
         if enc._sdk.seven and isinstance(e.data, dict):
             return sse_frame({"type": "custom", "kind": e.name, "providerMetadata": e.data})
-        enc.dropped["custom_as_data"] += 1  # before 7 a custom part is a data part named after its kind
+        enc.dropped[Dropped.CUSTOM_AS_DATA] += 1  # before 7 a custom part is a data part named after its kind
     chunk: dict[str, Any] = {"type": f"data-{e.name}", "data": e.data}  # `data` is required, null or not
     if e.id is not None:
         chunk["id"] = e.id
@@ -204,7 +204,7 @@ def _activity_snapshot(enc: VercelEncoder, e: ActivitySnapshot) -> bytes:
 def _activity_delta(enc: VercelEncoder, e: ActivityDelta) -> bytes:
     data = enc._shown().activity(e)
     if data is None:
-        enc.dropped["activity"] += 1  # a patch of an activity this stream never showed whole
+        enc.dropped[Dropped.ACTIVITY] += 1  # a patch of an activity this stream never showed whole
         return b""
     return _data(enc, data)
 
@@ -223,7 +223,7 @@ def _step_started(enc: VercelEncoder, e: StepStarted) -> bytes:
     # A Vercel upstream's own steps pass through; named (AG-UI) steps are not model steps: left out.
     if e.name is not None or enc._step_open:
         if e.name is not None:
-            enc.dropped["step"] += 1
+            enc.dropped[Dropped.STEP] += 1
         return b""
     enc._step_open, enc._after_results, enc._own_steps = True, False, True
     return _START_STEP
@@ -232,7 +232,7 @@ def _step_started(enc: VercelEncoder, e: StepStarted) -> bytes:
 def _step_finished(enc: VercelEncoder, e: StepFinished) -> bytes:
     if e.name is not None or not enc._step_open:
         if e.name is not None:
-            enc.dropped["step"] += 1
+            enc.dropped[Dropped.STEP] += 1
         return b""
     enc._step_open = False
     return _FINISH_STEP
@@ -259,7 +259,7 @@ def _usage(enc: VercelEncoder, e: Usage) -> bytes:
 def _run_finished(enc: VercelEncoder, e: RunFinished) -> bytes:
     if e.outcome == "cancelled":
         if e.metadata is not None:
-            enc.dropped["metadata"] += 1
+            enc.dropped[Dropped.METADATA] += 1
         return enc._end_step() + sse_frame({"type": "abort"}) + DONE
     finish: dict[str, Any] = {"type": "finish"}
     if e.stop_reason is not None:
@@ -279,14 +279,9 @@ def _raw(enc: VercelEncoder, e: Raw) -> bytes:
         if enc._sdk.passes(kind):
             return sse_frame(e.event)
         if kind == "reasoning-file" and "url" in e.event and "mediaType" in e.event:
-            enc.dropped["reasoning_file_as_file"] += 1  # before 7, a file of the message's
+            enc.dropped[Dropped.REASONING_FILE_AS_FILE] += 1  # before 7, a file of the message's
             return sse_frame({"type": "file", "url": e.event["url"], "mediaType": e.event["mediaType"]})
-    enc.dropped["raw"] += 1
-    return b""
-
-
-def _messages_snapshot(enc: VercelEncoder, e: MessagesSnapshot) -> bytes:
-    enc.dropped["messages_snapshot"] += 1  # the client owns the history
+    enc.dropped[Dropped.RAW] += 1
     return b""
 
 
@@ -339,7 +334,7 @@ class VercelEncoder(SSEEncoder):
             if carried:
                 chunk["providerMetadata"] = {PROVIDER: extra}
             elif e.metadata is not None:
-                self.dropped["metadata"] += 1
+                self.dropped[Dropped.METADATA] += 1
         return chunk
 
     def _shown(self) -> Shown:
@@ -415,5 +410,5 @@ class VercelEncoder(SSEEncoder):
         RunFinished: _run_finished,
         RunError: _run_error,
         Raw: _raw,
-        MessagesSnapshot: _messages_snapshot,
     }
+    DROPS = drop_map(Dropped.MESSAGES_SNAPSHOT)  # the client owns the history

@@ -7,7 +7,7 @@ package's chunk schema and stream state machine, AG-Kit's event models, the eval
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import orjson
@@ -53,6 +53,21 @@ Judge = Callable[[Answer], list[Violation]]
 def preview(frame: bytes | str) -> str:
     text = frame.decode("utf-8", "replace") if isinstance(frame, bytes) else frame
     return text if len(text) <= PREVIEW else text[:PREVIEW] + "…"
+
+
+def each_frame(frames: list[tuple[int, bytes, object]], found: list[Violation]) -> Iterator[tuple[int, str, object]]:
+    """The frames of `sse_json_frames` to judge, each with its preview, until `MAX_VIOLATIONS` are found."""
+    for index, data, value in frames:
+        if len(found) >= MAX_VIOLATIONS:
+            return
+        yield index, preview(data), value
+
+
+def in_frame_order(found: list[Violation]) -> list[Violation]:
+    """The first `MAX_VIOLATIONS` by the frame each is about, the answer's own first; stable: a frame's own order is
+    kept."""
+    found.sort(key=lambda v: -1 if v.index is None else v.index)
+    return found[:MAX_VIOLATIONS]
 
 
 def json_type(value: object) -> str:

@@ -1,24 +1,29 @@
 """Encoders: canonical events into a client's bytes.
 
 `SSEEncoder` owns what every streaming dialect shares (framing, headers, keep-alive, batching and dispatch); a
-dialect's encoder writes one function per event type, of the encoder and the event (a method, or in the larger
-encoders a module function before the class), each returning that event's frames, and lists them in `handlers`.
+dialect's encoder writes one function per event type it shows, of the encoder and the event (a method, or in the
+larger encoders a module function before the class), each returning that event's frames, and lists them in
+`handlers`; the events it has no word for it lists in its drop map (`DROPS`, see `gateway.core.dropped`), and the
+base counts those.
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, ClassVar, Protocol, get_args
 
 import orjson
 
-from gateway.core.events import Event
+from gateway.core.dropped import Dropped
+from gateway.core.errors import ErrorCode
+from gateway.core.events import Event, RunError
 from gateway.core.sse import KEEP_ALIVE
 from gateway.core.turn import Turn
 
 SSE_HEADERS = {"content-type": "text/event-stream; charset=utf-8"}
+JSON_HEADERS: Mapping[str, str] = {"content-type": "application/json"}
 
 EVENT_TYPES = frozenset(get_args(Event))
 
@@ -29,7 +34,7 @@ class Encoder(Protocol):
     """Response headers, `content-type` included."""
     streams: bool
     """Whether the client gets a stream (SSE) it can be sent bytes on as they come, or one body at the end."""
-    dropped: dict[str, int]
+    dropped: dict[Dropped, int]
     """Events this dialect could not carry, by kind: left out (`reasoning`, `state`, ...) or approximated
     (`interrupt_as_tool_call`, ...). Counted only where that happens, never per event carried; the proxy adds them
     to `agent_gateway_events_dropped_total` once per request."""
@@ -96,12 +101,13 @@ class DeltaFrames:
 
 
 class SSEEncoder:
-    """Base of the streaming encoders: `encode` looks each event's type up in `handlers` and joins what they make.
+    """Base of the streaming encoders: `encode` looks each event's type up in one table and joins what it makes.
 
-    `handlers` maps every canonical event type to a function of the encoder and the event that returns its bytes
-    (empty for an event the dialect leaves out). It is one table per class, of plain functions rather than bound
-    methods: a per-instance table of bound methods would make every encoder a reference cycle, freed only by the
-    cyclic collector. A subclass that misses an event type fails when it is defined, not mid-stream.
+    The table is `handlers`, the events the dialect shows (each a function of the encoder and the event that
+    returns its bytes), and a handler from `dropped_as` for each event of `DROPS`, the ones it has no word for. It
+    is one table per class, of plain functions rather than bound methods: a per-instance table of bound methods
+    would make every encoder a reference cycle, freed only by the cyclic collector. A subclass that leaves an
+    event type out of both fails when it is defined, not mid-stream.
     """
 
     __slots__ = ("dropped", "headers", "status_code")
@@ -112,23 +118,25 @@ class SSEEncoder:
     KEEP_ALIVE: ClassVar[bytes] = KEEP_ALIVE
     """What an idle stream is sent, or empty for a dialect whose clients take no comment."""
     handlers: ClassVar[Mapping[type, Callable[[Any, Any], bytes]]] = {}
+    DROPS: ClassVar[Mapping[type, Dropped]] = {}
+    """The events this dialect has no word for, by the kind each is counted under; an event type in both tables is
+    dropped (a variant drops what its parent shows)."""
     METADATA: ClassVar[frozenset[type]] = frozenset()
     """Event types whose `metadata` this dialect carries, or whose handler counts it as dropped itself (a delta's,
-    checked inline where every microsecond counts): any other event's is counted in `dropped["metadata"]`."""
+    checked inline where every microsecond counts): any other event's is counted under `Dropped.METADATA`."""
 
     def __init_subclass__(cls) -> None:
         super().__init_subclass__()
-        missing = EVENT_TYPES - cls.handlers.keys()
-        if missing:
-            raise TypeError(f"{cls.__name__}.handlers has no entry for {sorted(t.__name__ for t in missing)}")
+        shown = {**cls.handlers, **{kind: dropped_as(dropped) for kind, dropped in cls.DROPS.items()}}
+        must_place(cls.__name__, shown)
         table = {kind: handler if kind in cls.METADATA else _counting_metadata(handler)
-                 for kind, handler in cls.handlers.items()}
+                 for kind, handler in shown.items()}
         cls.encode = _dispatching(table)  # type: ignore[method-assign, assignment]
 
     def __init__(self, request: Turn | None = None) -> None:
         self.status_code = 200
         self.headers = dict(self.HEADERS)
-        self.dropped: dict[str, int] = defaultdict(int)
+        self.dropped: dict[Dropped, int] = defaultdict(int)
 
     def encode(self, events: list[Event]) -> bytes:
         """Each event's bytes from its handler, joined (each subclass gets its own, from `_dispatching`)."""
@@ -138,7 +146,40 @@ class SSEEncoder:
         return self.KEEP_ALIVE
 
 
-def dropped_as(kind: str) -> Callable[[Any, Any], bytes]:
+def must_place(owner: str, placed: Collection[type]) -> None:
+    """Fail, where a table of what each event becomes is made, for an event type it has no place for: a type added
+    to the model must be shown or counted as dropped by every dialect before a run can lose it unnoticed."""
+    missing = EVENT_TYPES.difference(placed)
+    if missing:
+        raise TypeError(f"{owner} has no place for {sorted(t.__name__ for t in missing)}")
+
+
+class BodyEncoder:
+    """Base of the encoders that answer in one JSON body rather than a stream: nothing goes out as events come, so
+    there is nothing to keep an idle connection open with. `encode` is the dialect's."""
+
+    streams = False
+
+    __slots__ = ("dropped", "headers", "status_code")
+
+    def __init__(self, headers: Mapping[str, str] = JSON_HEADERS) -> None:
+        self.status_code = 200
+        self.headers = dict(headers)
+        self.dropped: dict[Dropped, int] = defaultdict(int)
+
+    def encode(self, events: list[Event]) -> bytes:
+        raise NotImplementedError
+
+    def keep_alive(self) -> bytes:
+        return b""
+
+
+def failed_status(e: RunError) -> int:
+    """The status of a reply in one body whose run failed: 504 for the upstream's timeout, else 502."""
+    return 504 if e.code == ErrorCode.UPSTREAM_TIMEOUT else 502
+
+
+def dropped_as(kind: Dropped) -> Callable[[Any, Any], bytes]:
     """A handler for an event the dialect has no word for: it writes nothing and counts the event under `kind`."""
     def drop(encoder: Any, event: Any) -> bytes:
         encoder.dropped[kind] += 1
@@ -146,10 +187,13 @@ def dropped_as(kind: str) -> Callable[[Any, Any], bytes]:
     return drop
 
 
+_METADATA = Dropped.METADATA  # read once: an enum's member is a lookup each time it is named
+
+
 def _counting_metadata(handler: Callable[[Any, Any], bytes]) -> Callable[[Any, Any], bytes]:
     def counting(self: Any, event: Any) -> bytes:
         if event.metadata is not None:
-            self.dropped["metadata"] += 1
+            self.dropped[_METADATA] += 1
         return handler(self, event)
 
     return counting

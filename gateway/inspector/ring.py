@@ -12,6 +12,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from gateway.core.dropped import Dropped
 from gateway.recordings.capture import Budget, RunCapture
 
 GRACE_SECONDS = 10.0
@@ -24,7 +25,7 @@ class InspectedRun:
     __slots__ = ("_dropped_now", "bodies", "capture", "dropped", "ended", "number", "record", "started")
 
     def __init__(self, number: int, record: Any, capture: RunCapture | None, bodies: bool,
-                 dropped_now: Callable[[], dict[str, int]] | None) -> None:
+                 dropped_now: Callable[[], dict[Dropped, int]] | None) -> None:
         self.number = number
         self.record = record
         """The run's access record (`gateway.server.record.AccessRecord`): read as it fills in."""
@@ -39,14 +40,19 @@ class InspectedRun:
 
     def losses(self) -> dict[str, int]:
         if not self.ended and self._dropped_now is not None:
-            return dict(self._dropped_now())
+            return _plain(self._dropped_now())
         return self.dropped
 
     def end(self) -> None:
         if self._dropped_now is not None:
-            self.dropped = dict(self._dropped_now())
+            self.dropped = _plain(self._dropped_now())
         self._dropped_now = None  # the run's objects are not kept past its end
         self.ended = True
+
+
+def _plain(counts: dict[Dropped, int]) -> dict[str, int]:
+    """The counts by kind as plain strings: the page's JSON takes no other key."""
+    return {str(kind): count for kind, count in counts.items()}
 
 
 class RunRing:
@@ -73,7 +79,7 @@ class RunRing:
         self.watched_until = time.monotonic() + GRACE_SECONDS
 
     def begin(self, record: Any, capture: RunCapture | None, bodies: bool,
-              dropped_now: Callable[[], dict[str, int]] | None = None) -> InspectedRun:
+              dropped_now: Callable[[], dict[Dropped, int]] | None = None) -> InspectedRun:
         run = InspectedRun(self._next, record, capture, bodies, dropped_now)
         self._next += 1
         self.runs[run.number] = run

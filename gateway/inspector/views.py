@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from gateway.core.depth import MAX_DEPTH_IN_TEXT, nests_deeper
+from gateway.core.dropped import approximated
 from gateway.inspector.ring import InspectedRun
 from gateway.recordings.capture import Row
 
@@ -23,12 +24,6 @@ KEPT_WORDS = frozenset({
 """Keys whose string values say what a frame is, not what anyone said: shown even without bodies."""
 MAX_SHOWN_ITEMS = 50
 _UNREADABLE = object()
-
-
-def approximated(kind: str) -> bool:
-    """Whether a dropped kind (`Encoder.dropped`) is something said another way (`interrupt_as_tool_call`) rather
-    than left out (`reasoning`)."""
-    return "_as_" in kind
 
 
 def summary(run: InspectedRun) -> dict[str, Any]:

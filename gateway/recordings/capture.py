@@ -25,6 +25,7 @@ from typing import Any, Protocol, cast
 import orjson
 
 from gateway.core.codec import Decoder, Encoder, UpstreamRequest
+from gateway.core.dropped import Dropped
 from gateway.core.events import Event
 from gateway.recordings.exchange import FORMAT, safe_body, safe_headers, safe_url, wire
 
@@ -382,7 +383,7 @@ class TappedEncoder:
         return self._inner.streams
 
     @property
-    def dropped(self) -> dict[str, int]:
+    def dropped(self) -> dict[Dropped, int]:
         return self._inner.dropped
 
     def __getattr__(self, name: str) -> Any:  # what a dialect's encoder has beyond the protocol

@@ -10,6 +10,7 @@ import os
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
 
+from gateway.core.dropped import Dropped
 from gateway.core.events import Usage
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -44,7 +45,7 @@ class Series:
         if usage.output_tokens:
             self.output_tokens.inc(usage.output_tokens)
 
-    def dropped(self, counts: dict[str, int]) -> None:
+    def dropped(self, counts: dict[Dropped, int]) -> None:
         """What the client's dialect could not carry of one request's run (`Encoder.dropped`), by kind."""
         for kind, count in counts.items():
             child = self._dropped.get(kind)

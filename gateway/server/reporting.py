@@ -6,6 +6,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from gateway.core.dropped import Dropped
 from gateway.core.errors import ErrorCode
 from gateway.server.logs import ACCESS
 from gateway.server.record import RequestOutcome
@@ -54,7 +55,7 @@ def report(call: Call) -> None:
     if relay is not None and relay.encoder.dropped:
         series.dropped(relay.encoder.dropped)
     if relay is not None and (ignored := relay.decoder.ignored):
-        series.dropped({"upstream_other_run": ignored})  # the upstream's words about another run
+        series.dropped({Dropped.UPSTREAM_OTHER_RUN: ignored})  # the upstream's words about another run
         record.ignored = ignored
     if relay is not None and relay.recorder.raw and relay.recorder.raw + 2 >= record.events:
         # Nothing but the run's start and end made sense of it: a reader of another dialect's stream, most likely.
