@@ -18,20 +18,10 @@ from typing import Any
 
 import orjson
 
+from gateway.core import events as canonical
 from gateway.core.codec import UpstreamRequest
 from gateway.core.decoding import Events, JsonSSEOrBodyDecoder, str_or
 from gateway.core.errors import ErrorCode
-from gateway.core.events import (
-    Data,
-    Interrupt,
-    Raw,
-    RunError,
-    RunFinished,
-    RunStarted,
-    TextDelta,
-    TextEnd,
-    TextStart,
-)
 from gateway.core.ids import new_id
 from gateway.core.sse import DEFAULT_MAX_FRAME
 
@@ -97,8 +87,8 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
             return
         result = frame.get("result", frame)
         if not isinstance(result, dict):
-            out.append(RunError("upstream sent a JSON-RPC result that is not an object",
-                                code=ErrorCode.UPSTREAM_BAD_EVENT))
+            out.append(canonical.RunError("upstream sent a JSON-RPC result that is not an object",
+                                          code=ErrorCode.UPSTREAM_BAD_EVENT))
             return
         kind, value = ("task", result) if self._whole_task else response_kind(result)
         task_id = value.get("id") if kind == "task" else value.get("taskId")
@@ -125,9 +115,9 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
             self._started(value.get("contextId"), value.get("taskId"), out)
             read_message(value, self._open_text, out)
             if value.get("taskId") is None:  # a reply without a task: the run is this message
-                out.append(RunFinished())
+                out.append(canonical.RunFinished())
         else:
-            out.append(Raw("a2a", event=frame))  # a kind of response this version does not know: passed over
+            out.append(canonical.Raw("a2a", event=frame))  # a kind of response this version does not know: passed over
 
     def steady_text(self, frame: dict[str, Any]) -> str | None:
         """An update of this task's text artifact already open, of one text part and not its last chunk."""
@@ -157,7 +147,7 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
     def on_steady_text(self, text: str, out: Events) -> None:
         if text:
             artifact_id = self._steady_artifact
-            out.append(TextDelta(self._open_text[artifact_id], text))
+            out.append(canonical.TextDelta(self._open_text[artifact_id], text))
             self._said[artifact_id].append(text)
 
     def on_done(self, out: Events) -> None:
@@ -168,7 +158,7 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
             self._task_id = task_id
         if self._context_id is None:
             self._context_id = context_id if isinstance(context_id, str) else None
-            out.append(RunStarted(thread_id=self._context_id, run_id=self._task_id))
+            out.append(canonical.RunStarted(thread_id=self._context_id, run_id=self._task_id))
 
     def _artifact(self, update: dict[str, Any], out: Events, *, whole: bool = False) -> None:
         """An artifact update; `whole`, an artifact as a task holds it (all its chunks so far), which like an update
@@ -195,25 +185,25 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
             elif whole and said is not None:
                 continue  # data and files of an artifact already passed on
             elif kind == "data":
-                out.append(Data(name, part.get("data"), id=artifact_id))
+                out.append(canonical.Data(name, part.get("data"), id=artifact_id))
             elif kind == "file":
-                out.append(Data("file", part.get("file", part), id=artifact_id))
+                out.append(canonical.Data("file", part.get("file", part), id=artifact_id))
         if texts:
             self._replace(artifact_id, "".join(texts), out)
         self._said.setdefault(artifact_id, [])  # seen, though it held no text: its data was passed on
         if update.get("lastChunk") is True and artifact_id in self._open_text:
-            out.append(TextEnd(self._open_text.pop(artifact_id)))
+            out.append(canonical.TextEnd(self._open_text.pop(artifact_id)))
 
     def _say(self, artifact_id: str, text: str, out: Events) -> None:
         """Text added to an artifact, in the message it is written as."""
         message_id = self._open_text.get(artifact_id)
         if message_id is None:
             message_id = self._open_text[artifact_id] = new_id("msg")
-            out.append(TextStart(message_id))
+            out.append(canonical.TextStart(message_id))
         said = self._said.setdefault(artifact_id, [])
         if text:
             said.append(text)
-            out.append(TextDelta(message_id, text))
+            out.append(canonical.TextDelta(message_id, text))
 
     def _replace(self, artifact_id: str, text: str, out: Events) -> None:
         """An artifact's text replaced: what goes on from the text said adds the rest to its message; any other
@@ -226,7 +216,7 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
             self._say(artifact_id, text[len(before):], out)
             return
         if artifact_id in self._open_text:
-            out.append(TextEnd(self._open_text.pop(artifact_id)))
+            out.append(canonical.TextEnd(self._open_text.pop(artifact_id)))
         self._said[artifact_id] = []
         self._say(artifact_id, text, out)
 
@@ -238,30 +228,31 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
         if name in PAUSED:
             close_texts(self._open_text, out)
             text = text_of(parts_of(message))
-            out.append(Interrupt(self._task_id or new_id("task"), reason=name.replace("-", "_"), message=text or None,
-                                 payload=data_of(message)))
-            out.append(RunFinished(outcome="interrupt"))
+            out.append(canonical.Interrupt(self._task_id or new_id("task"), reason=name.replace("-", "_"),
+                                           message=text or None, payload=data_of(message)))
+            out.append(canonical.RunFinished(outcome="interrupt"))
             return
         if name in _FAILED_CODES:
             close_texts(self._open_text, out)
             text = text_of(parts_of(message))
-            out.append(RunError(text or f"upstream task {name}", code=_FAILED_CODES[name]))
+            out.append(canonical.RunError(text or f"upstream task {name}", code=_FAILED_CODES[name]))
             return
         if isinstance(message, dict):
             read_message(message, self._open_text, out)
         if name == "completed":
             close_texts(self._open_text, out)
             reason = metadata.get(STOP_REASON) if isinstance(metadata, dict) else None
-            out.append(RunFinished(stop_reason=reason if reason in ("length", "content_filter") else None))
+            out.append(canonical.RunFinished(stop_reason=reason if reason in ("length", "content_filter") else None))
         elif name == "canceled":
             close_texts(self._open_text, out)
-            out.append(RunFinished(outcome="cancelled"))
+            out.append(canonical.RunFinished(outcome="cancelled"))
 
     def _end_without_state(self, out: Events) -> None:
         """The stream ended with no final state: a task still working is a truncated run (repair says so); one
         that never started is an empty reply."""
         if self._context_id is None and self._task_id is None:
-            out.append(RunError("upstream answered with no task and no message", code=ErrorCode.UPSTREAM_BAD_EVENT))
+            out.append(canonical.RunError("upstream answered with no task and no message",
+                                          code=ErrorCode.UPSTREAM_BAD_EVENT))
 
 
 def _another(named: Any, this: str | None) -> bool:
@@ -280,13 +271,13 @@ def _task_call(method: str, task_id: str, *, streams: bool, accept: str | None =
     return UpstreamRequest(orjson.dumps(body), headers, streams=streams, json_reply=json_reply)
 
 
-def _rpc_error(error: Any) -> RunError:
+def _rpc_error(error: Any) -> canonical.RunError:
     if not isinstance(error, dict):
-        return RunError("upstream answered with a JSON-RPC error", code=ErrorCode.UPSTREAM_ERROR)
+        return canonical.RunError("upstream answered with a JSON-RPC error", code=ErrorCode.UPSTREAM_ERROR)
     message = str_or(error.get("message"), "upstream error")
     code = error.get("code")
     data = error.get("data")
     info = data[0] if isinstance(data, list) and data and isinstance(data[0], dict) else {}
     reason = str_or(info.get("reason")).lower()  # google.rpc.ErrorInfo's: the gateway's own code, past a gateway
-    return RunError(f"{message} (A2A error {code})" if code is not None else message,
-                    code=reason or ErrorCode.UPSTREAM_ERROR)
+    return canonical.RunError(f"{message} (A2A error {code})" if code is not None else message,
+                              code=reason or ErrorCode.UPSTREAM_ERROR)

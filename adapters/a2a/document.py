@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from gateway.core.events import Event
+from gateway.core import events as canonical
 from gateway.core.turn import Turn
 
 from .encode import TaskWriter
@@ -33,7 +33,7 @@ class TaskLog:
         else:
             self._task = self._writer.updates.new_task()
 
-    def feed(self, events: list[Event]) -> list[bytes]:
+    def feed(self, events: list[canonical.Event]) -> list[bytes]:
         updates = []
         task, writer = self._task, self._writer
         for e in events:

@@ -15,33 +15,11 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+from gateway.core import events as canonical
 from gateway.core.activity import Shown
 from gateway.core.codec import as_text, json_or_text
 from gateway.core.dropped import Dropped, drop_map
 from gateway.core.encoding import EVENT_TYPES, HOLE, BodyEncoder, DeltaFrames, SSEEncoder, json_bytes, must_place
-from gateway.core.events import (
-    ActivityDelta,
-    ActivitySnapshot,
-    Data,
-    Event,
-    Interrupt,
-    InterruptResolved,
-    RunError,
-    RunFinished,
-    RunStarted,
-    StepFinished,
-    StepStarted,
-    SubagentError,
-    SubagentFinished,
-    SubagentStarted,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolResult,
-)
 from gateway.core.ids import new_id
 from gateway.core.turn import Turn
 
@@ -74,11 +52,11 @@ class TaskWriter:
         body all it holds (what its JSON is written by, `json_bytes`, goes by)."""
         self._unresolved: dict[str, dict[str, Any]] = {}
         """Tool calls made and not answered: id -> the call's data part, asked of the client at the end."""
-        self._interrupts: list[Interrupt] = []
+        self._interrupts: list[canonical.Interrupt] = []
         self._families: Shown | None = None
         self._dropped = dropped
 
-    def event(self, e: Event) -> list[Response]:
+    def event(self, e: canonical.Event) -> list[Response]:
         if e.metadata is not None:
             self._dropped[Dropped.METADATA] += 1
         handler = _HANDLERS.get(type(e))
@@ -89,39 +67,39 @@ class TaskWriter:
             self._dropped[kind] += 1
         return []
 
-    def _run_started(self, e: RunStarted) -> list[Response]:
+    def _run_started(self, e: canonical.RunStarted) -> list[Response]:
         self.updates.started(e.run_id, e.thread_id)
         working = self.updates.status("working")
         if self._continues:
             return [working]  # a continued task's stream starts with its new status, as the SDK's does
         return [("task", self.updates.new_task()), working]
 
-    def _text_start(self, e: TextStart) -> list[Response]:
+    def _text_start(self, e: canonical.TextStart) -> list[Response]:
         self.sent[e.message_id] = False
         return []
 
-    def _text_delta(self, e: TextDelta) -> list[Response]:
+    def _text_delta(self, e: canonical.TextDelta) -> list[Response]:
         if self.sent.get(e.message_id):
             return [self.updates.text_chunk(e.message_id, e.delta)]
         self.sent[e.message_id] = True
         return [self.updates.text(e.message_id, e.delta, append=False, last=False)]
 
-    def _text_end(self, e: TextEnd) -> list[Response]:
+    def _text_end(self, e: canonical.TextEnd) -> list[Response]:
         if not self.sent.pop(e.message_id, False):
             return []
         return [self.updates.text(e.message_id, "", append=True, last=True)]
 
-    def _tool_start(self, e: ToolCallStart) -> list[Response]:
+    def _tool_start(self, e: canonical.ToolCallStart) -> list[Response]:
         self._calls[e.tool_call_id] = (e.name, [])
         return []
 
-    def _tool_args(self, e: ToolCallArgs) -> list[Response]:
+    def _tool_args(self, e: canonical.ToolCallArgs) -> list[Response]:
         call = self._calls.get(e.tool_call_id)
         if call is not None:
             call[1].append(e.delta)
         return []
 
-    def _tool_end(self, e: ToolCallEnd) -> list[Response]:
+    def _tool_end(self, e: canonical.ToolCallEnd) -> list[Response]:
         call = self._calls.pop(e.tool_call_id, None)
         if call is None:
             return []
@@ -134,7 +112,7 @@ class TaskWriter:
         self._unresolved[e.tool_call_id] = part
         return [self.updates.status("working", [part])]
 
-    def _tool_result(self, e: ToolResult) -> list[Response]:
+    def _tool_result(self, e: canonical.ToolResult) -> list[Response]:
         call = self._unresolved.pop(e.tool_call_id, None)
         name = call["data"]["name"] if call is not None else ""
         response = {"error": as_text(e.content)} if e.is_error else {"result": e.content}
@@ -142,11 +120,11 @@ class TaskWriter:
                          {"adk_type": FUNCTION_RESPONSE})
         return [self.updates.status("working", [part])]
 
-    def _interrupt(self, e: Interrupt) -> list[Response]:
+    def _interrupt(self, e: canonical.Interrupt) -> list[Response]:
         self._interrupts.append(e)
         return []
 
-    def _data(self, e: Data) -> list[Response]:
+    def _data(self, e: canonical.Data) -> list[Response]:
         """Named data as an artifact named after it; a file (the decoder's `file` data: a 1.0 file part, or 0.3's
         file object) as a file part."""
         data, updates = e.data, self.updates
@@ -157,7 +135,7 @@ class TaskWriter:
         return [updates.artifact(e.id or new_id("artifact"), e.name, [data_part(updates.version, data)], append=False,
                                  last=True)]
 
-    def _interrupt_resolved(self, e: InterruptResolved) -> list[Response]:
+    def _interrupt_resolved(self, e: canonical.InterruptResolved) -> list[Response]:
         self._interrupts = [i for i in self._interrupts if i.id != e.interrupt_id]
         self._dropped[Dropped.INTERRUPT_RESOLVED] += 1
         return []
@@ -167,7 +145,7 @@ class TaskWriter:
             self._families = Shown()
         return self._families
 
-    def _activity(self, e: ActivitySnapshot | ActivityDelta) -> list[Response]:
+    def _activity(self, e: canonical.ActivitySnapshot | canonical.ActivityDelta) -> list[Response]:
         """An activity as a data artifact of its own, replaced whole at each change."""
         data = self._shown().activity(e)
         if data is None:
@@ -175,13 +153,15 @@ class TaskWriter:
             return []
         return self._data(data)
 
-    def _subagent(self, e: SubagentStarted | SubagentFinished | SubagentError) -> list[Response]:
+    def _subagent(
+        self, e: canonical.SubagentStarted | canonical.SubagentFinished | canonical.SubagentError,
+    ) -> list[Response]:
         return self._data(self._shown().subagent(e))
 
-    def _steps(self, e: Event) -> list[Response]:
+    def _steps(self, e: canonical.Event) -> list[Response]:
         return []  # a task has no steps; nothing of the run's content is in them
 
-    def _run_finished(self, e: RunFinished) -> list[Response]:
+    def _run_finished(self, e: canonical.RunFinished) -> list[Response]:
         out = self._close_text()
         if self._interrupts or self._unresolved:
             return [*out, self._paused()]
@@ -208,7 +188,7 @@ class TaskWriter:
         # Not `final` in 0.3: a2a-sdk sets it only on a task that is done.
         return self.updates.status("auth-required" if auth else "input-required", parts)
 
-    def _run_error(self, e: RunError) -> list[Response]:
+    def _run_error(self, e: canonical.RunError) -> list[Response]:
         closed = self._close_text()
         return [*closed, self.updates.status("failed", [text_part(self.updates.version, e.message)], final=True)]
 
@@ -220,26 +200,26 @@ class TaskWriter:
 
 
 _HANDLERS: dict[type, Callable[[TaskWriter, Any], list[Response]]] = {
-    RunStarted: TaskWriter._run_started,
-    TextStart: TaskWriter._text_start,
-    TextDelta: TaskWriter._text_delta,
-    TextEnd: TaskWriter._text_end,
-    ToolCallStart: TaskWriter._tool_start,
-    ToolCallArgs: TaskWriter._tool_args,
-    ToolCallEnd: TaskWriter._tool_end,
-    ToolResult: TaskWriter._tool_result,
-    Interrupt: TaskWriter._interrupt,
-    InterruptResolved: TaskWriter._interrupt_resolved,
-    Data: TaskWriter._data,
-    ActivitySnapshot: TaskWriter._activity,
-    ActivityDelta: TaskWriter._activity,
-    SubagentStarted: TaskWriter._subagent,
-    SubagentFinished: TaskWriter._subagent,
-    SubagentError: TaskWriter._subagent,
-    RunFinished: TaskWriter._run_finished,
-    RunError: TaskWriter._run_error,
+    canonical.RunStarted: TaskWriter._run_started,
+    canonical.TextStart: TaskWriter._text_start,
+    canonical.TextDelta: TaskWriter._text_delta,
+    canonical.TextEnd: TaskWriter._text_end,
+    canonical.ToolCallStart: TaskWriter._tool_start,
+    canonical.ToolCallArgs: TaskWriter._tool_args,
+    canonical.ToolCallEnd: TaskWriter._tool_end,
+    canonical.ToolResult: TaskWriter._tool_result,
+    canonical.Interrupt: TaskWriter._interrupt,
+    canonical.InterruptResolved: TaskWriter._interrupt_resolved,
+    canonical.Data: TaskWriter._data,
+    canonical.ActivitySnapshot: TaskWriter._activity,
+    canonical.ActivityDelta: TaskWriter._activity,
+    canonical.SubagentStarted: TaskWriter._subagent,
+    canonical.SubagentFinished: TaskWriter._subagent,
+    canonical.SubagentError: TaskWriter._subagent,
+    canonical.RunFinished: TaskWriter._run_finished,
+    canonical.RunError: TaskWriter._run_error,
 }
-_HANDLERS[StepStarted] = _HANDLERS[StepFinished] = TaskWriter._steps
+_HANDLERS[canonical.StepStarted] = _HANDLERS[canonical.StepFinished] = TaskWriter._steps
 must_place("TaskWriter", _HANDLERS.keys() | _DROPS.keys())
 
 
@@ -248,16 +228,16 @@ def _frame(version: str | None, rpc_id: Any, kind: str, value: dict[str, Any], c
     return b"data: " + json_bytes(response, chars) + b"\n\n"
 
 
-def _stream_event(self: A2AStreamEncoder, e: Event) -> bytes:
+def _stream_event(self: A2AStreamEncoder, e: canonical.Event) -> bytes:
     responses = self.writer.event(e)
     if not responses:
         return b""
     version, rpc_id = self.writer.updates.version, self.rpc_id
-    held = self.writer.held_chars if type(e) is ToolCallEnd else 0  # a call's arguments, gathered whole
+    held = self.writer.held_chars if type(e) is canonical.ToolCallEnd else 0  # a call's arguments, gathered whole
     return b"".join([_frame(version, rpc_id, kind, value, held) for kind, value in responses])
 
 
-def _stream_text(self: A2AStreamEncoder, e: TextDelta) -> bytes:
+def _stream_text(self: A2AStreamEncoder, e: canonical.TextDelta) -> bytes:
     """Most of a stream: each chunk after a message's first is the same envelope around a new delta."""
     if self.writer.sent.get(e.message_id) and e.metadata is None:
         return self.chunks.frame(e.delta, e.message_id)
@@ -269,7 +249,7 @@ class A2AStreamEncoder(SSEEncoder):
 
     __slots__ = ("chunks", "rpc_id", "writer")
 
-    handlers = {**dict.fromkeys(EVENT_TYPES, _stream_event), TextDelta: _stream_text}
+    handlers = {**dict.fromkeys(EVENT_TYPES, _stream_event), canonical.TextDelta: _stream_text}
     METADATA = EVENT_TYPES  # the writer counts what it leaves out
 
     def __init__(self, request: Turn | None = None) -> None:
@@ -304,14 +284,14 @@ class A2ATaskEncoder(BodyEncoder):
             self._task = task_v03(earlier) if self.writer.updates.version == V03 else copy.deepcopy(earlier)
             self._task.setdefault("history", []).extend(self.writer.updates.history())
 
-    def encode(self, events: list[Event]) -> bytes:
+    def encode(self, events: list[canonical.Event]) -> bytes:
         task = self._task
         for e in events:
-            if type(e) is TextDelta or type(e) is ToolCallArgs:
+            if type(e) is canonical.TextDelta or type(e) is canonical.ToolCallArgs:
                 self._chars += len(e.delta)
             for kind, value in self.writer.event(e):
                 fold(task, kind, value)
-            if type(e) in (RunFinished, RunError) or (self.immediately and "id" in task):
+            if type(e) in (canonical.RunFinished, canonical.RunError) or (self.immediately and "id" in task):
                 if self._answered:
                     return b""
                 self._answered = True

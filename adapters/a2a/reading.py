@@ -7,17 +7,8 @@ from typing import Any
 
 import orjson
 
+from gateway.core import events as canonical
 from gateway.core.decoding import Events, str_or
-from gateway.core.events import (
-    Data,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolResult,
-)
 from gateway.core.ids import new_id
 
 from .request import FUNCTION_CALL, FUNCTION_RESPONSE
@@ -36,38 +27,39 @@ def read_message(message: dict[str, Any], open_text: dict[str, str], out: Events
         if kind == "text" and isinstance(part.get("text"), str):
             if not text_open:
                 close_texts(open_text, out)
-                out.append(TextStart(message_id))
+                out.append(canonical.TextStart(message_id))
                 text_open = True
-            out.append(TextDelta(message_id, part["text"]))
+            out.append(canonical.TextDelta(message_id, part["text"]))
             continue
         if text_open:
-            out.append(TextEnd(message_id))
+            out.append(canonical.TextEnd(message_id))
             text_open = False
         metadata = part.get("metadata")
         mark = metadata.get("adk_type") if isinstance(metadata, dict) else None
         data = part.get("data")
         if mark == FUNCTION_CALL and isinstance(data, dict):
             call_id = str_or(data.get("id")) or new_id("call")
-            out.append(ToolCallStart(call_id, str(data.get("name") or "unknown_tool"), parent_message_id=message_id))
-            out.append(ToolCallArgs(call_id, orjson.dumps(data.get("args") or {}).decode()))
-            out.append(ToolCallEnd(call_id))
+            out.append(canonical.ToolCallStart(call_id, str(data.get("name") or "unknown_tool"),
+                                               parent_message_id=message_id))
+            out.append(canonical.ToolCallArgs(call_id, orjson.dumps(data.get("args") or {}).decode()))
+            out.append(canonical.ToolCallEnd(call_id))
         elif mark == FUNCTION_RESPONSE and isinstance(data, dict) and isinstance(data.get("id"), str):
             response = data.get("response")
             if isinstance(response, dict) and set(response) == {"result"}:
                 response = response["result"]
-            out.append(ToolResult(data["id"], response))
+            out.append(canonical.ToolResult(data["id"], response))
         elif kind == "data":
-            out.append(Data("data", data, id=message_id))
+            out.append(canonical.Data("data", data, id=message_id))
         elif kind == "file":
-            out.append(Data("file", part.get("file", part), id=message_id))
+            out.append(canonical.Data("file", part.get("file", part), id=message_id))
     if text_open:
-        out.append(TextEnd(message_id))
+        out.append(canonical.TextEnd(message_id))
 
 
 def close_texts(open_text: dict[str, str], out: Events) -> None:
     """End the messages of the artifacts being written as text (artifact id -> message id)."""
     for message_id in open_text.values():
-        out.append(TextEnd(message_id))
+        out.append(canonical.TextEnd(message_id))
     open_text.clear()
 
 

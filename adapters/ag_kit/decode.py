@@ -11,19 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 from adapters.ag_ui.decode import AguiDecoder
+from gateway.core import events as canonical
 from gateway.core.decoding import Events
 from gateway.core.errors import ErrorCode
-from gateway.core.events import (
-    Interrupt,
-    Raw,
-    RunError,
-    TextDelta,
-    TextEnd,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolResult,
-)
 from gateway.core.ids import new_id
 from gateway.core.sse import DEFAULT_MAX_FRAME
 
@@ -46,7 +36,7 @@ class AgKitDecoder(AguiDecoder):
             if type(content) is str:
                 if self._text is None:
                     self._text = self._parent = new_id("msg")
-                out.append(TextDelta(self._text, content))
+                out.append(canonical.TextDelta(self._text, content))
                 return
         handler = _HANDLERS.get(kind) if type(kind) is str else None
         if handler is not None and handler(self, frame, out):
@@ -57,11 +47,11 @@ class AgKitDecoder(AguiDecoder):
         elif isinstance(kind, str) and kind.isupper():
             super().on_frame(frame, out)
         else:
-            out.append(Raw("ag-kit", event=frame))
+            out.append(canonical.Raw("ag-kit", event=frame))
 
     def _end_text(self, out: Events) -> None:
         if self._text is not None:
-            out.append(TextEnd(self._text))
+            out.append(canonical.TextEnd(self._text))
             self._text = None
 
 
@@ -71,7 +61,7 @@ def _tool_args(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
     tool_call_id, delta = f.get("toolCallId"), f.get("delta")
     if not (isinstance(tool_call_id, str) and isinstance(delta, str)):
         return False
-    out.append(ToolCallArgs(tool_call_id, delta))
+    out.append(canonical.ToolCallArgs(tool_call_id, delta))
     return True
 
 
@@ -80,7 +70,7 @@ def _tool_start(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
     if not (isinstance(tool_call_id, str) and isinstance(name, str)):
         return False
     d._end_text(out)
-    out.append(ToolCallStart(tool_call_id, name, parent_message_id=d._parent))
+    out.append(canonical.ToolCallStart(tool_call_id, name, parent_message_id=d._parent))
     return True
 
 
@@ -88,7 +78,7 @@ def _tool_end(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
     tool_call_id = f.get("toolCallId")
     if not isinstance(tool_call_id, str):
         return False
-    out.append(ToolCallEnd(tool_call_id))
+    out.append(canonical.ToolCallEnd(tool_call_id))
     return True
 
 
@@ -98,7 +88,8 @@ def _tool_result(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
         return False
     d._end_text(out)
     d._parent = None
-    out.append(ToolResult(tool_call_id, result if isinstance(result, str) else "" if result is None else result))
+    out.append(canonical.ToolResult(tool_call_id, result if isinstance(result,
+                                                                       str) else "" if result is None else result))
     return True
 
 
@@ -111,8 +102,8 @@ def _interrupt(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
     payload = f.get("payload")
     # An interrupt about a tool call names it in its payload (as the gateway writes one for an AG-Kit client).
     call = payload.get("toolCallId") if isinstance(payload, dict) else None
-    out.append(Interrupt(interrupt_id, reason=reason if isinstance(reason, str) else "", payload=payload,
-                         tool_call_id=call if isinstance(call, str) and call else None))
+    out.append(canonical.Interrupt(interrupt_id, reason=reason if isinstance(reason, str) else "", payload=payload,
+                                   tool_call_id=call if isinstance(call, str) and call else None))
     return True
 
 
@@ -121,7 +112,7 @@ def _error(d: AgKitDecoder, f: dict[str, Any], out: Events) -> bool:
     message = str(f.get("error") or "upstream agent failed")
     if f.get("details"):
         message = f"{message}: {f['details']}"
-    out.append(RunError(message, code=ErrorCode.UPSTREAM_ERROR))
+    out.append(canonical.RunError(message, code=ErrorCode.UPSTREAM_ERROR))
     return True
 
 

@@ -14,39 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from gateway.core import events as canonical
 from gateway.core.codec import json_or_text
 from gateway.core.decoding import Events, JsonSSEDecoder, required_str, str_at
-from gateway.core.events import (
-    ActivityDelta,
-    ActivitySnapshot,
-    Data,
-    EncryptedValue,
-    Interrupt,
-    MessagesSnapshot,
-    Raw,
-    ReasoningDelta,
-    ReasoningEnd,
-    ReasoningStart,
-    RunError,
-    RunFinished,
-    RunStarted,
-    StateDelta,
-    StateSnapshot,
-    StepFinished,
-    StepStarted,
-    StopReason,
-    SubagentError,
-    SubagentFinished,
-    SubagentStarted,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolResult,
-    Usage,
-)
 from gateway.core.ids import new_id
 from gateway.core.sse import DEFAULT_MAX_FRAME
 
@@ -88,22 +58,22 @@ class AguiDecoder(JsonSSEDecoder):
                 self._close_chunks(out)
             found = _HANDLERS.get(kind) if isinstance(kind, str) else None
             if found is None:
-                out.append(Raw("ag-ui", event=frame))
+                out.append(canonical.Raw("ag-ui", event=frame))
                 return
             handler = found
         try:
             handler(self, frame, out)
         except (KeyError, TypeError, ValueError, AttributeError):
-            out.append(Raw("ag-ui", event=frame))
+            out.append(canonical.Raw("ag-ui", event=frame))
 
     def _close_chunks(self, out: Events) -> None:
         """Any other event closes the chunk streams that are open (the client's own rule)."""
         if self._chunk_text:
-            out.append(TextEnd(self._chunk_text))
+            out.append(canonical.TextEnd(self._chunk_text))
         if self._chunk_tool:
-            out.append(ToolCallEnd(self._chunk_tool))
+            out.append(canonical.ToolCallEnd(self._chunk_tool))
         if self._chunk_reasoning:
-            out.append(ReasoningEnd(self._chunk_reasoning))
+            out.append(canonical.ReasoningEnd(self._chunk_reasoning))
         self._chunk_text = self._chunk_tool = self._chunk_reasoning = None
 
 
@@ -113,7 +83,7 @@ def _meta(frame: dict[str, Any]) -> dict[str, Any] | None:
     return value if type(value) is dict else None
 
 
-def _stop_reason(metadata: dict[str, Any] | None) -> tuple[dict[str, Any] | None, StopReason | None]:
+def _stop_reason(metadata: dict[str, Any] | None) -> tuple[dict[str, Any] | None, canonical.StopReason | None]:
     """`RUN_FINISHED`'s metadata without the gateway's `stopReason`, and that reason: an answer cut short, which
     the outcome has no word for."""
     if metadata is None:
@@ -131,8 +101,8 @@ def _int(mapping: dict[str, Any], key: str) -> int | None:
 
 def _run_started(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     d.version = str_at(f, "protocolVersion")
-    out.append(RunStarted(thread_id=str_at(f, "threadId"), run_id=str_at(f, "runId"),
-                          parent_run_id=str_at(f, "parentRunId"), metadata=_meta(f)))
+    out.append(canonical.RunStarted(thread_id=str_at(f, "threadId"), run_id=str_at(f, "runId"),
+                                    parent_run_id=str_at(f, "parentRunId"), metadata=_meta(f)))
 
 
 def _run_finished(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -145,14 +115,14 @@ def _run_finished(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
         for item in outcome.get("interrupts") or ():  # type: ignore[union-attr]
             if isinstance(item, dict) and isinstance(item.get("id"), str):
                 out.append(_interrupt(item))
-        out.append(RunFinished(outcome="interrupt", result=f.get("result"), metadata=_meta(f)))
+        out.append(canonical.RunFinished(outcome="interrupt", result=f.get("result"), metadata=_meta(f)))
     else:
         metadata, reason = _stop_reason(_meta(f))
-        out.append(RunFinished(outcome="cancelled" if kind == "cancelled" else "success", result=f.get("result"),
-                               metadata=metadata, stop_reason=reason))
+        out.append(canonical.RunFinished(outcome="cancelled" if kind == "cancelled" else "success",
+                                         result=f.get("result"), metadata=metadata, stop_reason=reason))
 
 
-def _interrupt(item: dict[str, Any]) -> Interrupt:
+def _interrupt(item: dict[str, Any]) -> canonical.Interrupt:
     """One interrupt of an outcome; the gateway's own payload travels in its `metadata.payload`."""
     metadata = item.get("metadata")
     payload = None
@@ -162,18 +132,19 @@ def _interrupt(item: dict[str, Any]) -> Interrupt:
     else:
         metadata = None
     schema = item.get("responseSchema")
-    return Interrupt(item["id"], reason=str_at(item, "reason") or "", message=str_at(item, "message"), payload=payload,
-                     tool_call_id=str_at(item, "toolCallId"), response_schema=schema if type(schema) is dict else None,
-                     expires_at=str_at(item, "expiresAt"), subagent_run_id=str_at(item, "subagentRunId"),
-                     metadata=metadata)
+    return canonical.Interrupt(item["id"], reason=str_at(item, "reason") or "", message=str_at(item, "message"),
+                               payload=payload, tool_call_id=str_at(item, "toolCallId"),
+                               response_schema=schema if type(schema) is dict else None,
+                               expires_at=str_at(item, "expiresAt"), subagent_run_id=str_at(item, "subagentRunId"),
+                               metadata=metadata)
 
 
-def _usage(usage: dict[str, Any]) -> Usage:
-    return Usage(input_tokens=_int(usage, "inputTokens"), output_tokens=_int(usage, "outputTokens"),
-                 total_tokens=_int(usage, "totalTokens"), model=str_at(usage, "model"),
-                 provider=str_at(usage, "provider"), reasoning_tokens=_int(usage, "reasoningTokens"),
-                 cached_input_tokens=_int(usage, "cachedInputTokens"),
-                 cache_write_input_tokens=_int(usage, "cacheWriteInputTokens"))
+def _usage(usage: dict[str, Any]) -> canonical.Usage:
+    return canonical.Usage(input_tokens=_int(usage, "inputTokens"), output_tokens=_int(usage, "outputTokens"),
+                           total_tokens=_int(usage, "totalTokens"), model=str_at(usage, "model"),
+                           provider=str_at(usage, "provider"), reasoning_tokens=_int(usage, "reasoningTokens"),
+                           cached_input_tokens=_int(usage, "cachedInputTokens"),
+                           cache_write_input_tokens=_int(usage, "cacheWriteInputTokens"))
 
 
 def _run_error(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -181,13 +152,14 @@ def _run_error(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
         if isinstance(usage, dict):
             out.append(_usage(usage))
     message = f.get("message")
-    out.append(RunError(message if isinstance(message, str) else "upstream run failed", code=str_at(f, "code"),
-                        metadata=_meta(f)))
+    out.append(canonical.RunError(message if isinstance(message, str) else "upstream run failed",
+                                  code=str_at(f, "code"), metadata=_meta(f)))
 
 
 def _text_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(TextStart(required_str(f, "messageId"), role=str_at(f, "role") or "assistant",
-                         subagent_run_id=str_at(f, "subagentRunId"), name=str_at(f, "name"), metadata=_meta(f)))
+    out.append(canonical.TextStart(required_str(f, "messageId"), role=str_at(f, "role") or "assistant",
+                                   subagent_run_id=str_at(f, "subagentRunId"), name=str_at(f, "name"),
+                                   metadata=_meta(f)))
 
 
 def _text_content(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -195,58 +167,59 @@ def _text_content(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     if type(message_id) is not str or type(delta) is not str:
         raise TypeError("messageId and delta must be strings")
     # type, messageId and delta: nothing else to read (a subagent's tag repeats its opener's)
-    out.append(TextDelta(message_id, delta) if len(f) == 3 else TextDelta(message_id, delta, metadata=_meta(f)))
+    out.append(canonical.TextDelta(message_id, delta) if len(f) == 3 else canonical.TextDelta(message_id, delta,
+                                                                                              metadata=_meta(f)))
 
 
 def _text_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(TextEnd(required_str(f, "messageId"), metadata=_meta(f)))
+    out.append(canonical.TextEnd(required_str(f, "messageId"), metadata=_meta(f)))
 
 
 def _text_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     message_id = str_at(f, "messageId")
     if message_id and message_id != d._chunk_text:
         if d._chunk_text:
-            out.append(TextEnd(d._chunk_text))
+            out.append(canonical.TextEnd(d._chunk_text))
         d._chunk_text = message_id
-        out.append(TextStart(message_id, role=str_at(f, "role") or "assistant",
-                             subagent_run_id=str_at(f, "subagentRunId"), name=str_at(f, "name")))
+        out.append(canonical.TextStart(message_id, role=str_at(f, "role") or "assistant",
+                                       subagent_run_id=str_at(f, "subagentRunId"), name=str_at(f, "name")))
     elif d._chunk_text is None:
         d._chunk_text = new_id("msg")
-        out.append(TextStart(d._chunk_text, role=str_at(f, "role") or "assistant",
-                             subagent_run_id=str_at(f, "subagentRunId"), name=str_at(f, "name")))
+        out.append(canonical.TextStart(d._chunk_text, role=str_at(f, "role") or "assistant",
+                                       subagent_run_id=str_at(f, "subagentRunId"), name=str_at(f, "name")))
     delta = str_at(f, "delta")
     if delta:
-        out.append(TextDelta(d._chunk_text, delta))
+        out.append(canonical.TextDelta(d._chunk_text, delta))
 
 
 def _tool_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ToolCallStart(required_str(f, "toolCallId"), required_str(f, "toolCallName"),
-                             parent_message_id=str_at(f, "parentMessageId"), subagent_run_id=str_at(f, "subagentRunId"),
-                             metadata=_meta(f)))
+    out.append(canonical.ToolCallStart(required_str(f, "toolCallId"), required_str(f, "toolCallName"),
+                                       parent_message_id=str_at(f, "parentMessageId"),
+                                       subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
 
 
 def _tool_args(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ToolCallArgs(required_str(f, "toolCallId"), required_str(f, "delta"), metadata=_meta(f)))
+    out.append(canonical.ToolCallArgs(required_str(f, "toolCallId"), required_str(f, "delta"), metadata=_meta(f)))
 
 
 def _tool_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ToolCallEnd(required_str(f, "toolCallId"), metadata=_meta(f)))
+    out.append(canonical.ToolCallEnd(required_str(f, "toolCallId"), metadata=_meta(f)))
 
 
 def _tool_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     tool_call_id = str_at(f, "toolCallId")
     if tool_call_id and tool_call_id != d._chunk_tool:
         if d._chunk_tool:
-            out.append(ToolCallEnd(d._chunk_tool))
+            out.append(canonical.ToolCallEnd(d._chunk_tool))
         d._chunk_tool = tool_call_id
-        out.append(ToolCallStart(tool_call_id, str_at(f, "toolCallName") or "unknown_tool",
-                                 parent_message_id=str_at(f, "parentMessageId"),
-                                 subagent_run_id=str_at(f, "subagentRunId")))
+        out.append(canonical.ToolCallStart(tool_call_id, str_at(f, "toolCallName") or "unknown_tool",
+                                           parent_message_id=str_at(f, "parentMessageId"),
+                                           subagent_run_id=str_at(f, "subagentRunId")))
     if d._chunk_tool is None:
         return  # a continuation with no call open: nothing to attach it to
     delta = str_at(f, "delta")
     if delta:
-        out.append(ToolCallArgs(d._chunk_tool, delta))
+        out.append(canonical.ToolCallArgs(d._chunk_tool, delta))
 
 
 def _tool_result(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -255,17 +228,17 @@ def _tool_result(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
         content = parts_from_agui(content)  # text, images, documents: kept as parts
     elif not isinstance(content, str):
         raise TypeError("content")
-    out.append(ToolResult(required_str(f, "toolCallId"), content, message_id=str_at(f, "messageId"),
-                          subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
+    out.append(canonical.ToolResult(required_str(f, "toolCallId"), content, message_id=str_at(f, "messageId"),
+                                    subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
 
 
 def _reasoning_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ReasoningStart(required_str(f, "messageId"), subagent_run_id=str_at(f, "subagentRunId"),
-                              metadata=_meta(f)))
+    out.append(canonical.ReasoningStart(required_str(f, "messageId"), subagent_run_id=str_at(f, "subagentRunId"),
+                                        metadata=_meta(f)))
 
 
 def _reasoning_content(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ReasoningDelta(required_str(f, "messageId"), required_str(f, "delta"), metadata=_meta(f)))
+    out.append(canonical.ReasoningDelta(required_str(f, "messageId"), required_str(f, "delta"), metadata=_meta(f)))
 
 
 def _reasoning_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -273,29 +246,29 @@ def _reasoning_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     if message_id in d._spans:
         d._spans[message_id] = True
         return
-    out.append(ReasoningEnd(message_id, metadata=_meta(f)))
+    out.append(canonical.ReasoningEnd(message_id, metadata=_meta(f)))
 
 
 def _encrypted(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     subtype = f.get("subtype")
     if subtype != "message" and subtype != "tool-call":
         raise ValueError("subtype")
-    out.append(EncryptedValue(subtype, required_str(f, "entityId"), required_str(f, "encryptedValue"),
-                              subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
+    out.append(canonical.EncryptedValue(subtype, required_str(f, "entityId"), required_str(f, "encryptedValue"),
+                                        subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
 
 
 def _reasoning_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     message_id = str_at(f, "messageId")
     if message_id and message_id != d._chunk_reasoning:
         if d._chunk_reasoning:
-            out.append(ReasoningEnd(d._chunk_reasoning))
+            out.append(canonical.ReasoningEnd(d._chunk_reasoning))
         d._chunk_reasoning = message_id
     elif d._chunk_reasoning is None:
         d._chunk_reasoning = new_id("reasoning")
-    out.append(ReasoningStart(d._chunk_reasoning, subagent_run_id=str_at(f, "subagentRunId")))
+    out.append(canonical.ReasoningStart(d._chunk_reasoning, subagent_run_id=str_at(f, "subagentRunId")))
     delta = str_at(f, "delta")
     if delta:
-        out.append(ReasoningDelta(d._chunk_reasoning, delta))
+        out.append(canonical.ReasoningDelta(d._chunk_reasoning, delta))
 
 
 def _span_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -306,7 +279,7 @@ def _span_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
 def _span_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     message_id = required_str(f, "messageId")
     if d._spans.pop(message_id, False):
-        out.append(ReasoningEnd(message_id, metadata=_meta(f)))
+        out.append(canonical.ReasoningEnd(message_id, metadata=_meta(f)))
 
 
 def _span(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -315,86 +288,86 @@ def _span(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
 
 def _thinking_start(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     d._thinking = new_id("reasoning")
-    out.append(ReasoningStart(d._thinking))
+    out.append(canonical.ReasoningStart(d._thinking))
 
 
 def _thinking_content(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     if d._thinking is None:
         _thinking_start(d, f, out)
-    out.append(ReasoningDelta(d._thinking or "", required_str(f, "delta")))
+    out.append(canonical.ReasoningDelta(d._thinking or "", required_str(f, "delta")))
 
 
 def _thinking_end(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     if d._thinking is not None:
-        out.append(ReasoningEnd(d._thinking))
+        out.append(canonical.ReasoningEnd(d._thinking))
         d._thinking = None
 
 
 def _state_snapshot(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(StateSnapshot(f["snapshot"], subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
+    out.append(canonical.StateSnapshot(f["snapshot"], subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
 
 
 def _state_delta(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     patch = f["delta"]
     if not isinstance(patch, list):
         raise TypeError("delta")
-    out.append(StateDelta(patch, subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
+    out.append(canonical.StateDelta(patch, subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
 
 
 def _messages_snapshot(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     messages = [m for value in f["messages"] if (m := message_from_agui(value)) is not None]
-    out.append(MessagesSnapshot(messages, metadata=_meta(f)))
+    out.append(canonical.MessagesSnapshot(messages, metadata=_meta(f)))
 
 
 def _activity_snapshot(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     content = f["content"]
     if type(content) is not dict:
         raise TypeError("content")
-    out.append(ActivitySnapshot(required_str(f, "messageId"), required_str(f, "activityType"), content,
-                                replace=f.get("replace") is not False, subagent_run_id=str_at(f, "subagentRunId"),
-                                metadata=_meta(f)))
+    out.append(canonical.ActivitySnapshot(required_str(f, "messageId"), required_str(f, "activityType"), content,
+                                          replace=f.get("replace") is not False,
+                                          subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
 
 
 def _activity_delta(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     patch = f["patch"]
     if not isinstance(patch, list):
         raise TypeError("patch")
-    out.append(ActivityDelta(required_str(f, "messageId"), required_str(f, "activityType"), patch,
-                             subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
+    out.append(canonical.ActivityDelta(required_str(f, "messageId"), required_str(f, "activityType"), patch,
+                                       subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
 
 
 def _subagent_started(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(SubagentStarted(required_str(f, "subagentRunId"), required_str(f, "name"),
-                               description=str_at(f, "description"),
-                               parent_subagent_run_id=str_at(f, "parentSubagentRunId"),
-                               parent_tool_call_id=str_at(f, "parentToolCallId"),
-                               parent_message_id=str_at(f, "parentMessageId"), metadata=_meta(f)))
+    out.append(canonical.SubagentStarted(required_str(f, "subagentRunId"), required_str(f, "name"),
+                                         description=str_at(f, "description"),
+                                         parent_subagent_run_id=str_at(f, "parentSubagentRunId"),
+                                         parent_tool_call_id=str_at(f, "parentToolCallId"),
+                                         parent_message_id=str_at(f, "parentMessageId"), metadata=_meta(f)))
 
 
 def _subagent_finished(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
     outcome = f.get("outcome")
     kind = outcome.get("type") if type(outcome) is dict else None
     ids = outcome.get("interruptIds") if type(outcome) is dict else None
-    out.append(SubagentFinished(required_str(f, "subagentRunId"), result=f.get("result"),
-                                outcome=("suspended" if kind == "suspended" else "success" if kind == "success"
-                                         else None),
-                                interrupt_ids=[i for i in ids if isinstance(i, str)] if isinstance(ids, list) else None,
-                                metadata=_meta(f)))
+    interrupt_ids = [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else None
+    out.append(canonical.SubagentFinished(required_str(f, "subagentRunId"), result=f.get("result"),
+                                          outcome="suspended" if kind == "suspended" else
+                                          "success" if kind == "success" else None,
+                                          interrupt_ids=interrupt_ids, metadata=_meta(f)))
 
 
 def _subagent_error(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(SubagentError(required_str(f, "subagentRunId"), required_str(f, "message"), code=str_at(f, "code"),
-                             metadata=_meta(f)))
+    out.append(canonical.SubagentError(required_str(f, "subagentRunId"), required_str(f, "message"),
+                                       code=str_at(f, "code"), metadata=_meta(f)))
 
 
 def _step_started(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(StepStarted(name=required_str(f, "stepName"), subagent_run_id=str_at(f, "subagentRunId"),
-                           metadata=_meta(f)))
+    out.append(canonical.StepStarted(name=required_str(f, "stepName"), subagent_run_id=str_at(f, "subagentRunId"),
+                                     metadata=_meta(f)))
 
 
 def _step_finished(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(StepFinished(name=required_str(f, "stepName"), subagent_run_id=str_at(f, "subagentRunId"),
-                            metadata=_meta(f)))
+    out.append(canonical.StepFinished(name=required_str(f, "stepName"), subagent_run_id=str_at(f, "subagentRunId"),
+                                      metadata=_meta(f)))
 
 
 def _custom(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
@@ -405,13 +378,13 @@ def _custom(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
         raw = f.get("rawEvent")
         interrupt_id = raw if isinstance(raw, str) else new_id("interrupt")
         payload = json_or_text(value) if isinstance(value, str) else value
-        out.append(Interrupt(interrupt_id, reason="agent requested interrupt", payload=payload))
+        out.append(canonical.Interrupt(interrupt_id, reason="agent requested interrupt", payload=payload))
         return
-    out.append(Data(name, value, subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
+    out.append(canonical.Data(name, value, subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
 
 
 def _raw(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(Raw("ag-ui", event=f, subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
+    out.append(canonical.Raw("ag-ui", event=f, subagent_run_id=str_at(f, "subagentRunId"), metadata=_meta(f)))
 
 
 _HANDLERS: dict[str, Handler] = {

@@ -22,33 +22,21 @@ from typing import Any
 
 import orjson
 
+from gateway.core import events as canonical
 from gateway.core.codec import drop_none
 from gateway.core.dropped import Dropped, drop_map
 from gateway.core.encoding import sse_frame
-from gateway.core.events import (
-    Event,
-    Interrupt,
-    ReasoningDelta,
-    ReasoningEnd,
-    ReasoningStart,
-    RunError,
-    RunFinished,
-    RunStarted,
-    SubagentError,
-    SubagentFinished,
-    SubagentStarted,
-)
 
 from . import encode
 from .encode import AguiEncoder
 
 
-def _run_started(enc: LegacyAguiEncoder, e: RunStarted) -> bytes:
+def _run_started(enc: LegacyAguiEncoder, e: canonical.RunStarted) -> bytes:
     frame = encode._run_started(enc, e)
     return frame.replace(b',"protocolVersion":"1.0"', b"", 1)
 
 
-def _run_finished(enc: LegacyAguiEncoder, e: RunFinished) -> bytes:
+def _run_finished(enc: LegacyAguiEncoder, e: canonical.RunFinished) -> bytes:
     out = []
     if e.outcome == "interrupt":
         for interrupt in enc._interrupts:
@@ -67,31 +55,32 @@ def _run_finished(enc: LegacyAguiEncoder, e: RunFinished) -> bytes:
     return b"".join(out) + sse_frame(event)
 
 
-def _run_error(enc: LegacyAguiEncoder, e: RunError) -> bytes:
+def _run_error(enc: LegacyAguiEncoder, e: canonical.RunError) -> bytes:
     if enc._usage:
         enc.dropped[Dropped.USAGE] += len(enc._usage)
     return sse_frame(drop_none({"type": "RUN_ERROR", "message": e.message, "code": e.code}))
 
 
-def _interrupt(enc: LegacyAguiEncoder, e: Interrupt) -> bytes:
+def _interrupt(enc: LegacyAguiEncoder, e: canonical.Interrupt) -> bytes:
     enc.dropped[Dropped.INTERRUPT_AS_CUSTOM] += 1
     return encode._interrupt(enc, e)
 
 
-def _reasoning_start(enc: LegacyAguiEncoder, e: ReasoningStart) -> bytes:
+def _reasoning_start(enc: LegacyAguiEncoder, e: canonical.ReasoningStart) -> bytes:
     enc._open(e.message_id, e.subagent_run_id)
     return sse_frame({"type": "THINKING_START"}) + sse_frame({"type": "THINKING_TEXT_MESSAGE_START"})
 
 
-def _reasoning_delta(enc: LegacyAguiEncoder, e: ReasoningDelta) -> bytes:
+def _reasoning_delta(enc: LegacyAguiEncoder, e: canonical.ReasoningDelta) -> bytes:
     return sse_frame({"type": "THINKING_TEXT_MESSAGE_CONTENT", "delta": e.delta})
 
 
-def _reasoning_end(enc: LegacyAguiEncoder, e: ReasoningEnd) -> bytes:
+def _reasoning_end(enc: LegacyAguiEncoder, e: canonical.ReasoningEnd) -> bytes:
     return sse_frame({"type": "THINKING_TEXT_MESSAGE_END"}) + sse_frame({"type": "THINKING_END"})
 
 
-def _subagent_event(enc: LegacyAguiEncoder, e: SubagentStarted | SubagentFinished | SubagentError) -> bytes:
+def _subagent_event(enc: LegacyAguiEncoder,
+                    e: canonical.SubagentStarted | canonical.SubagentFinished | canonical.SubagentError) -> bytes:
     return b""  # counted where its content is written as the agent's own
 
 
@@ -101,7 +90,7 @@ class LegacyAguiEncoder(AguiEncoder):
     METADATA = frozenset()  # none carried: every event's is counted
     DROPS = drop_map(Dropped.ENCRYPTED_VALUE)
 
-    def tag(self, event: dict[str, Any], e: Event, owner: str | None = None) -> dict[str, Any]:
+    def tag(self, event: dict[str, Any], e: canonical.Event, owner: str | None = None) -> dict[str, Any]:
         return event
 
     def _open(self, entity_id: str, owner: str | None) -> str | None:
@@ -111,16 +100,16 @@ class LegacyAguiEncoder(AguiEncoder):
 
     handlers = {
         **AguiEncoder.handlers,
-        ReasoningStart: _reasoning_start,
-        ReasoningDelta: _reasoning_delta,
-        ReasoningEnd: _reasoning_end,
-        Interrupt: _interrupt,
-        SubagentStarted: _subagent_event,
-        SubagentFinished: _subagent_event,
-        SubagentError: _subagent_event,
-        RunStarted: _run_started,
-        RunFinished: _run_finished,
-        RunError: _run_error,
+        canonical.ReasoningStart: _reasoning_start,
+        canonical.ReasoningDelta: _reasoning_delta,
+        canonical.ReasoningEnd: _reasoning_end,
+        canonical.Interrupt: _interrupt,
+        canonical.SubagentStarted: _subagent_event,
+        canonical.SubagentFinished: _subagent_event,
+        canonical.SubagentError: _subagent_event,
+        canonical.RunStarted: _run_started,
+        canonical.RunFinished: _run_finished,
+        canonical.RunError: _run_error,
     }
 
 

@@ -3,8 +3,8 @@ object the SSE binding carries, then mapped as that one is (`decode.AguiDecoder`
 
 from __future__ import annotations
 
+from gateway.core import events as canonical
 from gateway.core.errors import ErrorCode
-from gateway.core.events import Event
 from gateway.core.sse import DEFAULT_MAX_FRAME
 
 from .decode import AguiDecoder
@@ -18,8 +18,8 @@ class AguiProtoDecoder(AguiDecoder):
         super().__init__(max_event_bytes)
         self._framer = ProtoFramer(max_event_bytes)
 
-    def feed(self, chunk: bytes) -> list[Event]:
-        out: list[Event] = []
+    def feed(self, chunk: bytes) -> list[canonical.Event]:
+        out: list[canonical.Event] = []
         repair = self.repair
         if repair.done:
             return out
@@ -37,8 +37,8 @@ class AguiProtoDecoder(AguiDecoder):
             repair.fail(f"upstream sent an invalid protobuf event: {exc}", ErrorCode.UPSTREAM_BAD_EVENT, out)
         return out
 
-    def close(self) -> list[Event]:
-        out: list[Event] = []
+    def close(self) -> list[canonical.Event]:
+        out: list[canonical.Event] = []
         if not self.repair.done and self._framer.pending:
             self.repair.fail("upstream cut a protobuf event short", ErrorCode.UPSTREAM_TRUNCATED, out)
         self.repair.end_of_stream(out)

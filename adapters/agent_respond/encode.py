@@ -12,32 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from adapters.openai_common.usage import usage_object
+from gateway.core import events as canonical
 from gateway.core.activity import Shown
 from gateway.core.codec import as_text, drop_none
 from gateway.core.dropped import Dropped, drop_map
 from gateway.core.encoding import BodyEncoder, failed_status, json_bytes
 from gateway.core.errors import ErrorCode
-from gateway.core.events import (
-    ActivityDelta,
-    ActivitySnapshot,
-    Event,
-    Interrupt,
-    InterruptResolved,
-    RunError,
-    RunFinished,
-    StateDelta,
-    StateSnapshot,
-    SubagentError,
-    SubagentFinished,
-    SubagentStarted,
-    TextDelta,
-    TextStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolResult,
-    Usage,
-)
 from gateway.core.state import StateTracker
 from gateway.core.turn import Turn
 from gateway.core.usage import UsageTotals
@@ -72,7 +52,7 @@ class AgentRespondEncoder(BodyEncoder):
         self._arguments: dict[str, list[str]] = {}  # joined once at the end: += on a str is quadratic
         self._names: dict[str, str] = {}
         self._pending: dict[str, str] = {}
-        self._interrupts: list[Interrupt] = []
+        self._interrupts: list[canonical.Interrupt] = []
         self._usage = UsageTotals()
         self._state = StateTracker()
         self._families: Shown | None = None
@@ -81,30 +61,30 @@ class AgentRespondEncoder(BodyEncoder):
         self._chars = 0
         """Characters of text, arguments and results the body holds, for how its JSON is written (`json_bytes`)."""
 
-    def encode(self, events: list[Event]) -> bytes:
+    def encode(self, events: list[canonical.Event]) -> bytes:
         for e in events:
             if e.metadata is not None:
                 self.dropped[Dropped.METADATA] += 1  # no field for an event's metadata
-            if isinstance(e, TextDelta):
+            if isinstance(e, canonical.TextDelta):
                 self._open().append(e.delta)
                 self._chars += len(e.delta)
-            elif isinstance(e, ToolCallArgs):
+            elif isinstance(e, canonical.ToolCallArgs):
                 pieces = self._arguments.get(e.tool_call_id)
                 if pieces is not None:
                     pieces.append(e.delta)
                     self._chars += len(e.delta)
-            elif isinstance(e, TextStart):
+            elif isinstance(e, canonical.TextStart):
                 if self._calls:
                     self._flush()  # the agent speaks again after calling tools: a new message
-            elif isinstance(e, ToolCallStart):
+            elif isinstance(e, canonical.ToolCallStart):
                 self._open()
                 self._names[e.tool_call_id] = e.name
                 self._arguments[e.tool_call_id] = []
                 self._calls[e.tool_call_id] = {"id": e.tool_call_id, "type": "function",
                                                "function": {"name": e.name, "arguments": ""}}
-            elif isinstance(e, ToolCallEnd):
+            elif isinstance(e, canonical.ToolCallEnd):
                 self._pending[e.tool_call_id] = self._names.get(e.tool_call_id, "unknown_tool")
-            elif isinstance(e, ToolResult):
+            elif isinstance(e, canonical.ToolResult):
                 if e.is_error:
                     self.dropped[Dropped.TOOL_ERROR_AS_RESULT] += 1  # the content holds the error's text
                 self._flush()
@@ -114,30 +94,30 @@ class AgentRespondEncoder(BodyEncoder):
                 self._messages.append(drop_none({"role": "tool", "content": content,
                                                  "tool_call_id": e.tool_call_id,
                                                  "name": self._names.get(e.tool_call_id)}))
-            elif isinstance(e, Interrupt):
+            elif isinstance(e, canonical.Interrupt):
                 self._interrupts.append(e)
-            elif isinstance(e, InterruptResolved):
+            elif isinstance(e, canonical.InterruptResolved):
                 self._interrupts = [i for i in self._interrupts if i.id != e.interrupt_id]
                 self.dropped[Dropped.INTERRUPT_RESOLVED] += 1
-            elif isinstance(e, Usage):
+            elif isinstance(e, canonical.Usage):
                 self._usage.add(e)
-            elif isinstance(e, StateSnapshot):
+            elif isinstance(e, canonical.StateSnapshot):
                 self._state.snapshot(e.snapshot)
-            elif isinstance(e, StateDelta):
+            elif isinstance(e, canonical.StateDelta):
                 self._state.apply(e.patch)
-            elif isinstance(e, ActivitySnapshot | ActivityDelta):
+            elif isinstance(e, canonical.ActivitySnapshot | canonical.ActivityDelta):
                 shown = self._shown().activity(e)
                 if shown is None:
                     self.dropped[Dropped.ACTIVITY] += 1
                 else:
                     self._activity[e.message_id] = shown.data
-            elif isinstance(e, SubagentStarted | SubagentFinished | SubagentError):
+            elif isinstance(e, canonical.SubagentStarted | canonical.SubagentFinished | canonical.SubagentError):
                 self._subagent[e.subagent_run_id] = self._shown().subagent(e).data
-            elif isinstance(e, RunFinished):
+            elif isinstance(e, canonical.RunFinished):
                 if e.outcome == "cancelled":
                     self.dropped[Dropped.CANCELLED_AS_FINISH] += 1
                 return self._finished(e)
-            elif isinstance(e, RunError):
+            elif isinstance(e, canonical.RunError):
                 return self._failed(e)
             elif (kind := _DROPS.get(type(e))) is not None:
                 self.dropped[kind] += 1
@@ -167,7 +147,7 @@ class AgentRespondEncoder(BodyEncoder):
         self._text = None
         self._calls = {}
 
-    def _finished(self, e: RunFinished) -> bytes:
+    def _finished(self, e: canonical.RunFinished) -> bytes:
         self._flush()
         closing = self._closing_note()
         if closing is not None:
@@ -194,7 +174,7 @@ class AgentRespondEncoder(BodyEncoder):
             return f"[pending tools] The agent asked the client to run: {', '.join(self._pending.values())}"
         return None
 
-    def _failed(self, e: RunError) -> bytes:
+    def _failed(self, e: canonical.RunError) -> bytes:
         self._flush()
         self.status_code = failed_status(e)
         error = drop_none({"code": e.code or ErrorCode.UPSTREAM_ERROR, "message": e.message})

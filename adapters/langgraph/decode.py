@@ -27,22 +27,10 @@ from typing import Any
 
 import orjson
 
+from gateway.core import events as canonical
 from gateway.core.codec import UpstreamRequest
 from gateway.core.decoding import Events, RepairedDecoder, str_or_none
 from gateway.core.errors import ErrorCode
-from gateway.core.events import (
-    ActivitySnapshot,
-    Data,
-    Event,
-    Raw,
-    RunError,
-    RunFinished,
-    RunStarted,
-    StateSnapshot,
-    SubagentError,
-    SubagentFinished,
-    SubagentStarted,
-)
 from gateway.core.sse import DEFAULT_MAX_FRAME, FrameTooLarge, SSEEvent, SSEEventDecoder
 from gateway.core.steady import SteadyText
 
@@ -85,8 +73,8 @@ class LangGraphDecoder(RepairedDecoder):
         if len(parts) > 2 and parts[1] == "threads":
             self._thread_id = parts[2]
 
-    def feed(self, chunk: bytes) -> list[Event]:
-        out: list[Event] = []
+    def feed(self, chunk: bytes) -> list[canonical.Event]:
+        out: list[canonical.Event] = []
         if self.repair.done:
             return out
         try:
@@ -97,11 +85,12 @@ class LangGraphDecoder(RepairedDecoder):
         self._frames(frames, out)
         return out
 
-    def close(self) -> list[Event]:
-        out: list[Event] = []
+    def close(self) -> list[canonical.Event]:
+        out: list[canonical.Event] = []
         if not self.repair.done:
             self._frames(self._sse.flush(), out)
-            self.repair.push(RunFinished(stop_reason=self._messages.stop_reason), out)  # the body's end is the run's
+            # the body's end is the run's
+            self.repair.push(canonical.RunFinished(stop_reason=self._messages.stop_reason), out)
         return out
 
     def cancel_request(self) -> UpstreamRequest | None:
@@ -123,7 +112,7 @@ class LangGraphDecoder(RepairedDecoder):
         return UpstreamRequest(b"", headers, path=f"/threads/{self._thread_id}/runs/{self._run_id}/stream",
                                method="GET")
 
-    def _frames(self, frames: list[SSEEvent], out: list[Event]) -> None:
+    def _frames(self, frames: list[SSEEvent], out: list[canonical.Event]) -> None:
         repair, steady = self.repair, self._steady
         repair.out = out
         for frame in frames:
@@ -145,7 +134,7 @@ class LangGraphDecoder(RepairedDecoder):
             mode = frame.event.partition("|")[0]  # `mode|namespace` from subgraphs
             handler = _HANDLERS.get(mode)
             if handler is None:
-                repair.append(Raw("langgraph", event={"event": frame.event, "data": value}))
+                repair.append(canonical.Raw("langgraph", event={"event": frame.event, "data": value}))
                 continue
             handler(self, value, repair)
             if mode == "messages" and steady.tries > 0:
@@ -158,8 +147,8 @@ class LangGraphDecoder(RepairedDecoder):
         if isinstance(value, dict) and isinstance(value.get("run_id"), str):
             self._run_id = value["run_id"]
             metadata = value.get("metadata")
-            out.append(RunStarted(thread_id=self._thread_id, run_id=value["run_id"],
-                                  metadata=metadata if isinstance(metadata, dict) and metadata else None))
+            out.append(canonical.RunStarted(thread_id=self._thread_id, run_id=value["run_id"],
+                                            metadata=metadata if isinstance(metadata, dict) and metadata else None))
 
     def _updates(self, value: Any, out: Events) -> None:
         if isinstance(value, dict) and "__interrupt__" in value:
@@ -176,7 +165,7 @@ class LangGraphDecoder(RepairedDecoder):
         state = {key: item for key, item in value.items() if key not in HIDDEN_STATE}
         if state != self._state and (state or self._state):
             self._state = state
-            out.append(StateSnapshot(state))
+            out.append(canonical.StateSnapshot(state))
 
     def _unstreamed(self, messages: list[Any], out: Events) -> None:
         """The run's messages as `values` holds them, for a stream asked without `messages` (LangGraph's default
@@ -212,27 +201,27 @@ class LangGraphDecoder(RepairedDecoder):
         clients, and its activities and subagents among them."""
         if not (isinstance(value, dict) and {"name", "data"} <= value.keys() <= _NAMED_DATA
                 and isinstance(value["name"], str)):
-            out.append(Data("custom", value))
+            out.append(canonical.Data("custom", value))
             return
         name, data, given = value["name"], value["data"], value.get("id")
         data_id = given if isinstance(given, str) else None
         family = _family(name, data_id, data) if data_id is not None else None
-        out.append(family or Data(name, data, id=data_id, transient=value.get("transient") is True))
+        out.append(family or canonical.Data(name, data, id=data_id, transient=value.get("transient") is True))
 
     def _error(self, value: Any, out: Events) -> None:
         self._messages.end_all(out)
         if isinstance(value, dict) and value.get("error") in CANCELLED:
-            out.append(RunFinished(outcome="cancelled"))
+            out.append(canonical.RunFinished(outcome="cancelled"))
         elif isinstance(value, dict):
             message, code = value.get("message"), value.get("error")
-            out.append(RunError(message if isinstance(message, str) and message else str(code or "the run failed"),
-                                code=code if isinstance(code, str) else None))
+            message = message if isinstance(message, str) and message else str(code or "the run failed")
+            out.append(canonical.RunError(message, code=code if isinstance(code, str) else None))
         else:
-            out.append(RunError(str(value) or "the run failed"))
+            out.append(canonical.RunError(str(value) or "the run failed"))
 
     def _end(self, value: Any, out: Events) -> None:
         self._messages.end_all(out)
-        out.append(RunFinished(stop_reason=self._messages.stop_reason))
+        out.append(canonical.RunFinished(stop_reason=self._messages.stop_reason))
 
     def steady_text(self, value: Any) -> str | None:
         """The text of a `messages` frame that is a token of the AI message being streamed and nothing else."""
@@ -248,30 +237,31 @@ class LangGraphDecoder(RepairedDecoder):
         self._messages.complete(value, out)
 
 
-def _family(name: str, data_id: str, data: Any) -> Event | None:
+def _family(name: str, data_id: str, data: Any) -> canonical.Event | None:
     """An activity or a subagent as the gateway writes them for LangGraph clients (`gateway.core.activity`): the
     whole activity after each change, the subagent's status as it runs, finishes or fails."""
     if not isinstance(data, dict):
         return None
     if name == "activity" and isinstance(data.get("activityType"), str) and isinstance(data.get("content"), dict):
-        return ActivitySnapshot(data_id, data["activityType"], data["content"],
-                                subagent_run_id=str_or_none(data.get("subagentRunId")))
+        return canonical.ActivitySnapshot(data_id, data["activityType"], data["content"],
+                                          subagent_run_id=str_or_none(data.get("subagentRunId")))
     status = data.get("status")
     if name != "subagent" or data.get("subagentRunId") != data_id or not isinstance(status, str):
         return None
     if status == "running":
-        return SubagentStarted(data_id, str_or_none(data.get("name")) or "",
-                               description=str_or_none(data.get("description")),
-                               parent_subagent_run_id=str_or_none(data.get("parentSubagentRunId")),
-                               parent_tool_call_id=str_or_none(data.get("parentToolCallId")),
-                               parent_message_id=str_or_none(data.get("parentMessageId")))
+        return canonical.SubagentStarted(data_id, str_or_none(data.get("name")) or "",
+                                         description=str_or_none(data.get("description")),
+                                         parent_subagent_run_id=str_or_none(data.get("parentSubagentRunId")),
+                                         parent_tool_call_id=str_or_none(data.get("parentToolCallId")),
+                                         parent_message_id=str_or_none(data.get("parentMessageId")))
     if status == "error":
-        return SubagentError(data_id, str_or_none(data.get("message")) or "the subagent failed",
-                             code=str_or_none(data.get("code")))
+        return canonical.SubagentError(data_id, str_or_none(data.get("message")) or "the subagent failed",
+                                       code=str_or_none(data.get("code")))
     ids = data.get("interruptIds")
-    return SubagentFinished(data_id, result=data.get("result"),
-                            outcome="suspended" if status == "suspended" else "success",
-                            interrupt_ids=[i for i in ids if isinstance(i, str)] if isinstance(ids, list) else None)
+    interrupt_ids = [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else None
+    return canonical.SubagentFinished(data_id, result=data.get("result"),
+                                      outcome="suspended" if status == "suspended" else "success",
+                                      interrupt_ids=interrupt_ids)
 
 
 _HANDLERS = {

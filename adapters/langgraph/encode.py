@@ -37,38 +37,11 @@ from typing import Any
 
 import orjson
 
+from gateway.core import events as canonical
 from gateway.core.activity import Shown
 from gateway.core.codec import drop_none
 from gateway.core.dropped import Dropped, drop_map
 from gateway.core.encoding import HOLE, DeltaFrames, SSEEncoder
-from gateway.core.events import (
-    ActivityDelta,
-    ActivitySnapshot,
-    Data,
-    EncryptedValue,
-    Interrupt,
-    InterruptResolved,
-    Raw,
-    ReasoningDelta,
-    ReasoningEnd,
-    ReasoningStart,
-    RunError,
-    RunFinished,
-    RunStarted,
-    StateDelta,
-    StateSnapshot,
-    SubagentError,
-    SubagentFinished,
-    SubagentStarted,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolResult,
-    Usage,
-)
 from gateway.core.ids import new_id
 from gateway.core.state import StateTracker
 from gateway.core.turn import Turn
@@ -119,7 +92,7 @@ def _ai_message(self: LangGraphEncoder, message_id: str) -> dict[str, Any]:
     return current
 
 
-def _run_started(self: LangGraphEncoder, e: RunStarted) -> bytes:
+def _run_started(self: LangGraphEncoder, e: canonical.RunStarted) -> bytes:
     run_id = self._run_id or e.run_id or new_id("run")
     head: dict[str, Any] = {"run_id": run_id, "attempt": 1}
     if e.metadata is not None:
@@ -127,7 +100,7 @@ def _run_started(self: LangGraphEncoder, e: RunStarted) -> bytes:
     return _emit(self, "metadata", head) + _values(self)
 
 
-def _text_start(self: LangGraphEncoder, e: TextStart) -> bytes:
+def _text_start(self: LangGraphEncoder, e: canonical.TextStart) -> bytes:
     self._texts[e.message_id] = []
     message = self._text_messages[e.message_id] = _ai_message(self, e.message_id)
     tags = message_tags(e.name, e.subagent_run_id, e.metadata)
@@ -137,7 +110,7 @@ def _text_start(self: LangGraphEncoder, e: TextStart) -> bytes:
     return _tuple(self, ai_chunk(e.message_id, "", **tags))
 
 
-def _text_delta(self: LangGraphEncoder, e: TextDelta) -> bytes:
+def _text_delta(self: LangGraphEncoder, e: canonical.TextDelta) -> bytes:
     if e.metadata is not None:  # inline, not by the base's wrapper: most of a stream is text deltas
         self.dropped[Dropped.METADATA] += 1
     if not e.delta:
@@ -150,28 +123,28 @@ def _text_delta(self: LangGraphEncoder, e: TextDelta) -> bytes:
     return b"id: %d\n" % number + _TEXT.frame(e.delta, e.message_id)
 
 
-def _text_end(self: LangGraphEncoder, e: TextEnd) -> bytes:
+def _text_end(self: LangGraphEncoder, e: canonical.TextEnd) -> bytes:
     message = self._text_messages.pop(e.message_id, None) or _ai_message(self, e.message_id)  # others may be open
     message["content"] += "".join(self._texts.pop(e.message_id, ()))  # an id used again adds to its message
     last = _tuple(self, ai_chunk(e.message_id, "", chunk_position="last"))
     return last + _update(self, NODE, {"messages": [message]})
 
 
-def _reasoning_start(self: LangGraphEncoder, e: ReasoningStart) -> bytes:
+def _reasoning_start(self: LangGraphEncoder, e: canonical.ReasoningStart) -> bytes:
     tags = message_tags(None, e.subagent_run_id, e.metadata)
     if tags:
         self._reasoning_tags[e.message_id] = tags
     return b""
 
 
-def _reasoning_delta(self: LangGraphEncoder, e: ReasoningDelta) -> bytes:
+def _reasoning_delta(self: LangGraphEncoder, e: canonical.ReasoningDelta) -> bytes:
     if e.metadata is not None:
         self.dropped[Dropped.METADATA] += 1
     tags = self._reasoning_tags.get(e.message_id, {}) if self._reasoning_tags else {}
     return _tuple(self, ai_chunk(e.message_id, [{"type": "reasoning", "reasoning": e.delta}], **tags))
 
 
-def _encrypted(self: LangGraphEncoder, e: EncryptedValue) -> bytes:
+def _encrypted(self: LangGraphEncoder, e: canonical.EncryptedValue) -> bytes:
     """Reasoning kept encrypted, where LangChain's reasoning blocks keep a provider's extras; a tool call's has no
     place."""
     if e.subtype != "message":
@@ -181,11 +154,11 @@ def _encrypted(self: LangGraphEncoder, e: EncryptedValue) -> bytes:
     return _tuple(self, ai_chunk(e.entity_id, [block]))
 
 
-def _reasoning_end(self: LangGraphEncoder, e: ReasoningEnd) -> bytes:
+def _reasoning_end(self: LangGraphEncoder, e: canonical.ReasoningEnd) -> bytes:
     return b""
 
 
-def _tool_start(self: LangGraphEncoder, e: ToolCallStart) -> bytes:
+def _tool_start(self: LangGraphEncoder, e: canonical.ToolCallStart) -> bytes:
     if e.subagent_run_id is not None:  # the call is the agent's message's: who made it is not said
         self.dropped[Dropped.SUBAGENT] += 1
     parent = e.parent_message_id or (self._current["id"] if self._current is not None else f"msg-{e.tool_call_id}")
@@ -197,7 +170,7 @@ def _tool_start(self: LangGraphEncoder, e: ToolCallStart) -> bytes:
     return _tuple(self, ai_chunk(parent, "", tool_call_chunks=[piece]))
 
 
-def _tool_args(self: LangGraphEncoder, e: ToolCallArgs) -> bytes:
+def _tool_args(self: LangGraphEncoder, e: canonical.ToolCallArgs) -> bytes:
     if e.metadata is not None:
         self.dropped[Dropped.METADATA] += 1
     call = self._calls.get(e.tool_call_id)
@@ -208,7 +181,7 @@ def _tool_args(self: LangGraphEncoder, e: ToolCallArgs) -> bytes:
     return _tuple(self, ai_chunk(call["message"]["id"], "", tool_call_chunks=[piece]))
 
 
-def _tool_end(self: LangGraphEncoder, e: ToolCallEnd) -> bytes:
+def _tool_end(self: LangGraphEncoder, e: canonical.ToolCallEnd) -> bytes:
     call = self._calls.get(e.tool_call_id)
     if call is None:
         return b""
@@ -221,7 +194,7 @@ def _tool_end(self: LangGraphEncoder, e: ToolCallEnd) -> bytes:
     return _update(self, NODE, {"messages": [message]})
 
 
-def _tool_result(self: LangGraphEncoder, e: ToolResult) -> bytes:
+def _tool_result(self: LangGraphEncoder, e: canonical.ToolResult) -> bytes:
     call = self._calls.get(e.tool_call_id)
     message: dict[str, Any] = {
         "content": result_content(e.content), "additional_kwargs": {}, "response_metadata": {}, "type": "tool",
@@ -235,7 +208,7 @@ def _tool_result(self: LangGraphEncoder, e: ToolResult) -> bytes:
     return _tuple(self, message) + _update(self, "tools", {"messages": [message]})
 
 
-def _interrupt(self: LangGraphEncoder, e: Interrupt) -> bytes:
+def _interrupt(self: LangGraphEncoder, e: canonical.Interrupt) -> bytes:
     item = interrupt_item(e)
     if e.expires_at is not None and not (isinstance(item["value"], dict) and "expires_at" in item["value"]):
         self.dropped[Dropped.INTERRUPT_EXPIRY] += 1  # a graph's own value that is not an object has no room for it
@@ -243,14 +216,14 @@ def _interrupt(self: LangGraphEncoder, e: Interrupt) -> bytes:
     return _emit(self, "updates", {"__interrupt__": [item]}) if "updates" in self._modes else b""
 
 
-def _resolved(self: LangGraphEncoder, e: InterruptResolved) -> bytes:
+def _resolved(self: LangGraphEncoder, e: canonical.InterruptResolved) -> bytes:
     """An interrupt the run answered itself: it no longer waits in the thread's `values`; its `updates` went out."""
     self._interrupts = [item for item in self._interrupts if item.get("id") != e.interrupt_id]
     self.dropped[Dropped.INTERRUPT_RESOLVED] += 1
     return b""
 
 
-def _usage(self: LangGraphEncoder, e: Usage) -> bytes:
+def _usage(self: LangGraphEncoder, e: canonical.Usage) -> bytes:
     """Usage on the run's last AI message, as a model's last chunk carries it (chunks' counts add up, as
     LangChain adds them) and, added up, on the whole message `values` carry."""
     message = self._last_ai
@@ -272,7 +245,7 @@ def _usage(self: LangGraphEncoder, e: Usage) -> bytes:
     return _tuple(self, ai_chunk(message["id"], "", **fields))
 
 
-def _state_snapshot(self: LangGraphEncoder, e: StateSnapshot) -> bytes:
+def _state_snapshot(self: LangGraphEncoder, e: canonical.StateSnapshot) -> bytes:
     if not isinstance(e.snapshot, dict):
         self.dropped[Dropped.STATE] += 1
         return b""
@@ -280,7 +253,7 @@ def _state_snapshot(self: LangGraphEncoder, e: StateSnapshot) -> bytes:
     return _values(self)
 
 
-def _state_delta(self: LangGraphEncoder, e: StateDelta) -> bytes:
+def _state_delta(self: LangGraphEncoder, e: canonical.StateDelta) -> bytes:
     state = StateTracker(self._state)
     if not state.apply(e.patch) or not isinstance(state.value, dict):
         self.dropped[Dropped.STATE] += 1
@@ -289,7 +262,7 @@ def _state_delta(self: LangGraphEncoder, e: StateDelta) -> bytes:
     return _values(self)
 
 
-def _data(self: LangGraphEncoder, e: Data) -> bytes:
+def _data(self: LangGraphEncoder, e: canonical.Data) -> bytes:
     if e.custom:
         self.dropped[Dropped.CUSTOM_AS_DATA] += 1  # an AI SDK 7 `custom` part is named data like any other
     if "custom" not in self._modes:
@@ -313,7 +286,7 @@ def _shown(self: LangGraphEncoder) -> Shown:
     return shown
 
 
-def _activity(self: LangGraphEncoder, e: ActivitySnapshot | ActivityDelta) -> bytes:
+def _activity(self: LangGraphEncoder, e: canonical.ActivitySnapshot | canonical.ActivityDelta) -> bytes:
     data = _shown(self).activity(e)
     if data is None:
         self.dropped[Dropped.ACTIVITY] += 1  # a patch of an activity never shown whole
@@ -321,17 +294,18 @@ def _activity(self: LangGraphEncoder, e: ActivitySnapshot | ActivityDelta) -> by
     return _data(self, data)
 
 
-def _subagent(self: LangGraphEncoder, e: SubagentStarted | SubagentFinished | SubagentError) -> bytes:
+def _subagent(self: LangGraphEncoder,
+              e: canonical.SubagentStarted | canonical.SubagentFinished | canonical.SubagentError) -> bytes:
     return _data(self, _shown(self).subagent(e))
 
 
-def _run_finished(self: LangGraphEncoder, e: RunFinished) -> bytes:
+def _run_finished(self: LangGraphEncoder, e: canonical.RunFinished) -> bytes:
     if e.outcome == "cancelled":
         return _emit(self, "error", {"error": "CancelledError", "message": "the run was cancelled"})
     return _cut_short(self, e) + _values(self)
 
 
-def _cut_short(self: LangGraphEncoder, e: RunFinished) -> bytes:
+def _cut_short(self: LangGraphEncoder, e: canonical.RunFinished) -> bytes:
     """An answer cut short: the last AI message's `finish_reason`, as a chat model's last chunk says it."""
     message = self._last_ai
     if e.stop_reason is None:
@@ -344,11 +318,11 @@ def _cut_short(self: LangGraphEncoder, e: RunFinished) -> bytes:
     return _tuple(self, ai_chunk(message["id"], "", response_metadata=said, chunk_position="last"))
 
 
-def _run_error(self: LangGraphEncoder, e: RunError) -> bytes:
+def _run_error(self: LangGraphEncoder, e: canonical.RunError) -> bytes:
     return _emit(self, "error", {"error": e.code or "Error", "message": e.message})
 
 
-def _raw(self: LangGraphEncoder, e: Raw) -> bytes:
+def _raw(self: LangGraphEncoder, e: canonical.Raw) -> bytes:
     event, data = e.event.get("event"), e.event.get("data")
     if e.dialect == "langgraph" and isinstance(event, str) and event.partition("|")[0] in self._modes:
         return _emit(self, event, data)
@@ -362,18 +336,20 @@ class LangGraphEncoder(SSEEncoder):
 
     HEADERS = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store"}
     handlers = {
-        RunStarted: _run_started, RunFinished: _run_finished, RunError: _run_error,
-        TextStart: _text_start, TextDelta: _text_delta, TextEnd: _text_end,
-        ReasoningStart: _reasoning_start, ReasoningDelta: _reasoning_delta, ReasoningEnd: _reasoning_end,
-        ToolCallStart: _tool_start, ToolCallArgs: _tool_args, ToolCallEnd: _tool_end, ToolResult: _tool_result,
-        Interrupt: _interrupt, StateSnapshot: _state_snapshot, StateDelta: _state_delta, Data: _data, Raw: _raw,
-        Usage: _usage, EncryptedValue: _encrypted, InterruptResolved: _resolved,
-        ActivitySnapshot: _activity, ActivityDelta: _activity,
-        SubagentStarted: _subagent, SubagentFinished: _subagent, SubagentError: _subagent,
+        canonical.RunStarted: _run_started, canonical.RunFinished: _run_finished, canonical.RunError: _run_error,
+        canonical.TextStart: _text_start, canonical.TextDelta: _text_delta, canonical.TextEnd: _text_end,
+        canonical.ReasoningStart: _reasoning_start, canonical.ReasoningDelta: _reasoning_delta,
+        canonical.ReasoningEnd: _reasoning_end, canonical.ToolCallStart: _tool_start,
+        canonical.ToolCallArgs: _tool_args, canonical.ToolCallEnd: _tool_end, canonical.ToolResult: _tool_result,
+        canonical.Interrupt: _interrupt, canonical.StateSnapshot: _state_snapshot, canonical.StateDelta: _state_delta,
+        canonical.Data: _data, canonical.Raw: _raw, canonical.Usage: _usage, canonical.EncryptedValue: _encrypted,
+        canonical.InterruptResolved: _resolved, canonical.ActivitySnapshot: _activity,
+        canonical.ActivityDelta: _activity, canonical.SubagentStarted: _subagent, canonical.SubagentFinished: _subagent,
+        canonical.SubagentError: _subagent,
     }
     DROPS = drop_map(Dropped.MESSAGES_SNAPSHOT, Dropped.STEP)
-    METADATA = frozenset({RunStarted, TextStart, TextDelta, ReasoningStart, ReasoningDelta, ToolCallArgs,
-                          ToolResult})
+    METADATA = frozenset({canonical.RunStarted, canonical.TextStart, canonical.TextDelta, canonical.ReasoningStart,
+                          canonical.ReasoningDelta, canonical.ToolCallArgs, canonical.ToolResult})
     """Where an event's metadata goes (a run's start, a message's opening, a tool result), or counted inline on the
     deltas; any other event's is counted by the base."""
     KEEP_ALIVE = b": heartbeat\n\n"

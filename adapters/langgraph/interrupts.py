@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.core import events as canonical
 from gateway.core.codec import drop_none
 from gateway.core.decoding import str_or_none
-from gateway.core.events import Interrupt
 from gateway.core.ids import new_id
 from gateway.core.turn import Resume, approves
 
@@ -32,29 +32,29 @@ REVIEW = "HITLResponse"
 _APPROVAL_KEYS = frozenset({"approved", "reason"})
 
 
-def interrupt_of(item: dict[str, Any]) -> Interrupt:
+def interrupt_of(item: dict[str, Any]) -> canonical.Interrupt:
     raw_id = item.get("id", item.get("interrupt_id"))
     interrupt_id = raw_id if isinstance(raw_id, str) and raw_id else new_id("int").replace("_", "-", 1)
     value = item.get("value")
     schema = item.get("response_schema")
     expires = str_or_none(value.get("expires_at")) if isinstance(value, dict) else None
     if isinstance(value, dict) and isinstance(value.get("reason"), str) and value.keys() <= _OWN_KEYS:
-        return Interrupt(interrupt_id, reason=value["reason"], message=str_or_none(value.get("message")),
-                         payload=value.get("payload"), tool_call_id=str_or_none(value.get("tool_call_id")),
-                         response_schema=schema, expires_at=expires)
+        return canonical.Interrupt(interrupt_id, reason=value["reason"], message=str_or_none(value.get("message")),
+                                   payload=value.get("payload"), tool_call_id=str_or_none(value.get("tool_call_id")),
+                                   response_schema=schema, expires_at=expires)
     if isinstance(value, dict) and isinstance(value.get("action_requests"), list):
         first = next((a for a in value["action_requests"] if isinstance(a, dict)), {})
-        return Interrupt(interrupt_id, reason=REVIEWED, message=str_or_none(first.get("description")), payload=value,
-                         response_schema=schema if schema is not None else review_schema(len(value["action_requests"])),
-                         expires_at=expires)
+        schema = schema if schema is not None else review_schema(len(value["action_requests"]))
+        return canonical.Interrupt(interrupt_id, reason=REVIEWED, message=str_or_none(first.get("description")),
+                                   payload=value, response_schema=schema, expires_at=expires)
     message = value if isinstance(value, str) else \
         next((text for key in ("question", "message", "description")
               if isinstance(value, dict) and isinstance(text := value.get(key), str)), None)
-    return Interrupt(interrupt_id, reason=GENERIC_REASON, message=message, payload=value, response_schema=schema,
-                     expires_at=expires)
+    return canonical.Interrupt(interrupt_id, reason=GENERIC_REASON, message=message, payload=value,
+                               response_schema=schema, expires_at=expires)
 
 
-def interrupt_item(event: Interrupt) -> dict[str, Any]:
+def interrupt_item(event: canonical.Interrupt) -> dict[str, Any]:
     """A canonical interrupt as a LangGraph client reads one under `__interrupt__`: a graph's own value as the
     graph wrote it (what `interrupt_of` read as nothing more than a payload), any other in the gateway's shape."""
     payload = event.payload

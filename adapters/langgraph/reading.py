@@ -17,28 +17,14 @@ from typing import Any
 
 import orjson
 
+from gateway.core import events as canonical
 from gateway.core.decoding import Events
-from gateway.core.events import (
-    EncryptedValue,
-    ReasoningDelta,
-    ReasoningEnd,
-    ReasoningStart,
-    StopReason,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolResult,
-    Usage,
-)
 from gateway.core.ids import new_id
 
 from .messages import encrypted_of, reasoning_of, text_of, tool_content
 
-_STOP_REASONS: dict[str, StopReason] = {"length": "length", "content_filter": "content_filter",
-                                        "max_tokens": "length"}
+_STOP_REASONS: dict[str, canonical.StopReason] = {"length": "length", "content_filter": "content_filter",
+                                                  "max_tokens": "length"}
 """A model's finish reason (OpenAI's `finish_reason`, Anthropic's `stop_reason`) that says its answer was cut short."""
 Open = tuple[bool, bool, list[str]]
 """What of a message is open: its text, its reasoning, its tool calls."""
@@ -68,7 +54,7 @@ class MessageReader:
         """Messages open while another's chunks come (parallel nodes): what of each is open."""
         self._call_messages: dict[str, str] = {}
         """The AI message each tool call is of: a tool's result ends it."""
-        self.stop_reason: StopReason | None = None
+        self.stop_reason: canonical.StopReason | None = None
         """The last AI message's finish reason, where it says the answer was cut short."""
         self._seen: set[str] = set()
         """AI messages whose content has been read, so that the whole message after its chunks adds nothing."""
@@ -105,7 +91,7 @@ class MessageReader:
         """Another token of the AI message being streamed."""
         if text:
             assert self._current is not None
-            out.append(TextDelta(self._current, text))
+            out.append(canonical.TextDelta(self._current, text))
 
     def _token_of(self, chunk: dict[str, Any]) -> str | None:
         """The text of a chunk of the AI message being streamed that holds nothing else: most of a stream."""
@@ -142,20 +128,21 @@ class MessageReader:
             if not self._reasoning:
                 self._reasoning = True
                 _, subagent, metadata = self._tagged.get(message_id, _UNTAGGED)
-                out.append(ReasoningStart(f"{message_id}-reasoning", subagent_run_id=subagent, metadata=metadata))
-            out.append(ReasoningDelta(f"{message_id}-reasoning", reasoning))
+                out.append(canonical.ReasoningStart(f"{message_id}-reasoning", subagent_run_id=subagent,
+                                                    metadata=metadata))
+            out.append(canonical.ReasoningDelta(f"{message_id}-reasoning", reasoning))
         for value in encrypted_of(content):
-            out.append(EncryptedValue("message", f"{message_id}-reasoning", value))
+            out.append(canonical.EncryptedValue("message", f"{message_id}-reasoning", value))
         text = text_of(content)
         if text:
             if self._reasoning:
                 self._reasoning = False
-                out.append(ReasoningEnd(f"{message_id}-reasoning"))
+                out.append(canonical.ReasoningEnd(f"{message_id}-reasoning"))
             if not self._text:
                 self._text = True
                 name, subagent, metadata = self._tagged.pop(message_id, _UNTAGGED)
-                out.append(TextStart(message_id, subagent_run_id=subagent, name=name, metadata=metadata))
-            out.append(TextDelta(message_id, text))
+                out.append(canonical.TextStart(message_id, subagent_run_id=subagent, name=name, metadata=metadata))
+            out.append(canonical.TextDelta(message_id, text))
         if chunk:
             self._call_chunks(message_id, message.get("tool_call_chunks"), out)
         else:
@@ -180,10 +167,10 @@ class MessageReader:
                 self._open_calls.append(call_id)
                 name = piece.get("name")
                 self._started_calls[call_id] = name if isinstance(name, str) else ""
-                out.append(ToolCallStart(call_id, self._started_calls[call_id], parent_message_id=message_id))
+                out.append(canonical.ToolCallStart(call_id, self._started_calls[call_id], parent_message_id=message_id))
             args = piece.get("args")
             if isinstance(args, str) and args:
-                out.append(ToolCallArgs(call_id, args))
+                out.append(canonical.ToolCallArgs(call_id, args))
 
     def _whole_calls(self, message_id: str, calls: Any, out: Events) -> None:
         for call in calls if isinstance(calls, list) else ():
@@ -195,9 +182,10 @@ class MessageReader:
             self._started_calls[call_id] = call["name"]
             self._call_messages[call_id] = message_id
             args = call.get("args")
-            out.append(ToolCallStart(call_id, call["name"], parent_message_id=message_id))
-            out.append(ToolCallArgs(call_id, args if isinstance(args, str) else orjson.dumps(args or {}).decode()))
-            out.append(ToolCallEnd(call_id))
+            out.append(canonical.ToolCallStart(call_id, call["name"], parent_message_id=message_id))
+            out.append(canonical.ToolCallArgs(call_id, args if isinstance(args,
+                                                                          str) else orjson.dumps(args or {}).decode()))
+            out.append(canonical.ToolCallEnd(call_id))
 
     def _tool_result(self, message: dict[str, Any], out: Events) -> None:
         call_id = message.get("tool_call_id")
@@ -206,9 +194,10 @@ class MessageReader:
         self._results.add(call_id)
         message_id = message.get("id")
         _, subagent, metadata = _tags_of(message) or _UNTAGGED
-        out.append(ToolResult(call_id, tool_content(message.get("content")),
-                              message_id=message_id if isinstance(message_id, str) else None,
-                              is_error=message.get("status") == "error", subagent_run_id=subagent, metadata=metadata))
+        out.append(canonical.ToolResult(call_id, tool_content(message.get("content")),
+                                        message_id=message_id if isinstance(message_id, str) else None,
+                                        is_error=message.get("status") == "error", subagent_run_id=subagent,
+                                        metadata=metadata))
 
     def unanswered_call(self, name: Any) -> str | None:
         """The one call of the run to tool `name` that has no result, if there is exactly one."""
@@ -245,11 +234,11 @@ class MessageReader:
         if current is None:
             return
         if self._reasoning:
-            out.append(ReasoningEnd(f"{current}-reasoning"))
+            out.append(canonical.ReasoningEnd(f"{current}-reasoning"))
         if self._text:
-            out.append(TextEnd(current))
+            out.append(canonical.TextEnd(current))
         for call_id in self._open_calls:
-            out.append(ToolCallEnd(call_id))
+            out.append(canonical.ToolCallEnd(call_id))
         self._open_calls.clear()
         self._text = self._reasoning = False
         self._current = None
@@ -279,14 +268,16 @@ def _tags_of(message: dict[str, Any]) -> Tags | None:
     return tags if tags != _UNTAGGED else None
 
 
-def _usage(usage: dict[str, Any], said: Any) -> Usage:
+def _usage(usage: dict[str, Any], said: Any) -> canonical.Usage:
     """LangChain's `usage_metadata`, its details (`input_token_details`, `output_token_details`) included."""
     said = said if isinstance(said, dict) else {}
     inputs, outputs = usage.get("input_token_details"), usage.get("output_token_details")
     inputs, outputs = (inputs if isinstance(inputs, dict) else {}), (outputs if isinstance(outputs, dict) else {})
     model, provider = said.get("model_name"), said.get("model_provider")
-    return Usage(input_tokens=_int(usage.get("input_tokens")), output_tokens=_int(usage.get("output_tokens")),
-                 total_tokens=_int(usage.get("total_tokens")), model=model if isinstance(model, str) else None,
-                 provider=provider if isinstance(provider, str) else None,
-                 reasoning_tokens=_int(outputs.get("reasoning")), cached_input_tokens=_int(inputs.get("cache_read")),
-                 cache_write_input_tokens=_int(inputs.get("cache_creation")))
+    return canonical.Usage(input_tokens=_int(usage.get("input_tokens")), output_tokens=_int(usage.get("output_tokens")),
+                           total_tokens=_int(usage.get("total_tokens")),
+                           model=model if isinstance(model, str) else None,
+                           provider=provider if isinstance(provider, str) else None,
+                           reasoning_tokens=_int(outputs.get("reasoning")),
+                           cached_input_tokens=_int(inputs.get("cache_read")),
+                           cache_write_input_tokens=_int(inputs.get("cache_creation")))

@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
+from gateway.core import events as canonical
 from gateway.core.encoding import BodyEncoder, Encoder
-from gateway.core.events import Event, RunError, RunFinished
 from gateway.core.turn import Turn
 
 from .encode import LangGraphEncoder
@@ -49,7 +49,7 @@ class RunAtOnce(BodyEncoder):
         self._run = run_document(request)
         self._answered = False
 
-    def encode(self, events: list[Event]) -> bytes:
+    def encode(self, events: list[canonical.Event]) -> bytes:
         if self._answered or not events:
             return b""
         self._answered = True
@@ -68,12 +68,12 @@ class ValuesAtEnd(BodyEncoder):
         self._stream = LangGraphEncoder(request)
         self.dropped = self._stream.dropped  # what the thread's values could not carry
 
-    def encode(self, events: list[Event]) -> bytes:
+    def encode(self, events: list[canonical.Event]) -> bytes:
         self._stream.encode(events)  # what the thread's values become
         last = events[-1] if events else None
-        if type(last) is RunError:
+        if type(last) is canonical.RunError:
             return orjson.dumps({"__error__": {"error": last.code or "Error", "message": last.message}})
-        if type(last) is RunFinished:
+        if type(last) is canonical.RunFinished:
             if last.outcome == "cancelled":
                 return orjson.dumps({"__error__": {"error": "CancelledError", "message": "the run was cancelled"}})
             values: dict[str, Any] = self._stream.values()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from gateway.core.events import Event, RunError, RunFinished
+from gateway.core import events as canonical
 from gateway.core.queries import KeptConversation
 from gateway.core.turn import Turn
 
@@ -60,13 +60,13 @@ def run_document(turn: Turn) -> dict[str, Any]:
             "multitask_strategy": "reject"}
 
 
-def status_after(events: list[Event], status: str) -> str:
+def status_after(events: list[canonical.Event], status: str) -> str:
     """A run's status once these events have come: `success`, `interrupted` (a cancel or an interrupt, as LangGraph
     says both) or `error` when one ends it."""
     for event in events:
-        if type(event) is RunFinished:
+        if type(event) is canonical.RunFinished:
             status = "success" if event.outcome == "success" else "interrupted"
-        elif type(event) is RunError:
+        elif type(event) is canonical.RunError:
             status = "error"
     return status
 
@@ -85,11 +85,11 @@ class RunLog:
         self._encoder = LangGraphEncoder(turn)
         self._run = run_document(turn)
 
-    def feed(self, events: list[Event]) -> list[bytes]:
+    def feed(self, events: list[canonical.Event]) -> list[bytes]:
         self._run["status"] = status_after(events, self._run["status"])
         written = self._encoder.encode(events)
         frames = [frame + b"\n\n" for frame in written.split(b"\n\n") if frame]
-        ended = any(type(event) is RunFinished or type(event) is RunError for event in events)
+        ended = any(type(event) is canonical.RunFinished or type(event) is canonical.RunError for event in events)
         return [*frames, RUN_ENDED] if ended else frames
 
     def document(self) -> dict[str, Any]:

@@ -21,25 +21,9 @@ from typing import Any
 
 from adapters.openai_common.errors import failure
 from adapters.openai_common.usage import read_usage
+from gateway.core import events as canonical
 from gateway.core.decoding import Events, JsonSSEOrBodyDecoder
 from gateway.core.errors import ErrorCode
-from gateway.core.events import (
-    Raw,
-    ReasoningDelta,
-    ReasoningEnd,
-    ReasoningStart,
-    RunError,
-    RunFinished,
-    RunStarted,
-    StopReason,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    Usage,
-)
 from gateway.core.ids import new_id
 from gateway.core.sse import DEFAULT_MAX_FRAME
 from gateway.core.steady import SteadyText
@@ -47,7 +31,7 @@ from gateway.core.steady import SteadyText
 _REASONING_KEYS = ("reasoning_content", "reasoning")
 _NOT_STEADY = (*_REASONING_KEYS, "refusal")
 """Keys of a delta that, holding a string, make it more than text."""
-_STOP_REASONS: dict[str, StopReason] = {"length": "length", "content_filter": "content_filter"}
+_STOP_REASONS: dict[str, canonical.StopReason] = {"length": "length", "content_filter": "content_filter"}
 """Finish reasons that say the answer was cut short."""
 
 
@@ -66,7 +50,7 @@ class ChatDecoder(JsonSSEOrBodyDecoder):
         """Tool calls open by their index in the message: index -> id."""
         self._finished = False
         """A finish reason came: the stream may end without `[DONE]`."""
-        self._stop_reason: StopReason | None = None
+        self._stop_reason: canonical.StopReason | None = None
         self._model: str | None = None
 
     def on_frame(self, frame: dict[str, Any], out: Events) -> None:
@@ -74,7 +58,7 @@ class ChatDecoder(JsonSSEOrBodyDecoder):
             out.append(_error(frame["error"]))
             return
         if "choices" not in frame and "usage" not in frame:  # not a chunk: another dialect's, most likely
-            out.append(Raw("openai-chat", event=frame))
+            out.append(canonical.Raw("openai-chat", event=frame))
             return
         self._start(frame, out)
         usage = frame.get("usage")
@@ -111,16 +95,16 @@ class ChatDecoder(JsonSSEOrBodyDecoder):
     def on_steady_text(self, text: str, out: Events) -> None:
         if text:
             assert self._text is not None
-            out.append(TextDelta(self._text, text))
+            out.append(canonical.TextDelta(self._text, text))
 
     def on_done(self, out: Events) -> None:
         self._end(out)
-        out.append(RunFinished(stop_reason=self._stop_reason))
+        out.append(canonical.RunFinished(stop_reason=self._stop_reason))
 
     def on_end(self, out: Events) -> None:
         if self._finished:  # a finish reason came: the stream may end without `[DONE]`
             self._end(out)
-            out.append(RunFinished(stop_reason=self._stop_reason))
+            out.append(canonical.RunFinished(stop_reason=self._stop_reason))
 
     def _start(self, frame: dict[str, Any], out: Events) -> None:
         if not self._started:
@@ -128,15 +112,15 @@ class ChatDecoder(JsonSSEOrBodyDecoder):
             model = frame.get("model")
             self._model = model if isinstance(model, str) else None
             run_id = frame.get("id")
-            out.append(RunStarted(run_id=run_id if isinstance(run_id, str) else None))
+            out.append(canonical.RunStarted(run_id=run_id if isinstance(run_id, str) else None))
 
     def _delta(self, delta: dict[str, Any], out: Events) -> None:
         reasoning = next((delta[k] for k in _REASONING_KEYS if isinstance(delta.get(k), str) and delta[k]), None)
         if reasoning is not None:
             if self._reasoning is None:
                 self._reasoning = new_id("reasoning")
-                out.append(ReasoningStart(self._reasoning))
-            out.append(ReasoningDelta(self._reasoning, reasoning))
+                out.append(canonical.ReasoningStart(self._reasoning))
+            out.append(canonical.ReasoningDelta(self._reasoning, reasoning))
         content, refusal = delta.get("content"), delta.get("refusal")
         if isinstance(content, list):
             content, refused = _parts(content)
@@ -154,12 +138,12 @@ class ChatDecoder(JsonSSEOrBodyDecoder):
         """Text of the answer, or of a refusal: each a message of its own."""
         self._close_reasoning(out)
         if self._text is not None and self._refusing != refusal:
-            out.append(TextEnd(self._text))
+            out.append(canonical.TextEnd(self._text))
             self._text = None
         if self._text is None:
             self._text, self._refusing = new_id("msg"), refusal
-            out.append(TextStart(self._text, refusal=refusal))
-        out.append(TextDelta(self._text, text))
+            out.append(canonical.TextStart(self._text, refusal=refusal))
+        out.append(canonical.TextDelta(self._text, text))
 
     def _call(self, call: dict[str, Any], out: Events) -> None:
         index = call.get("index")
@@ -171,36 +155,37 @@ class ChatDecoder(JsonSSEOrBodyDecoder):
             self._close_reasoning(out)
             parent = self._text
             if self._text is not None:
-                out.append(TextEnd(self._text))
+                out.append(canonical.TextEnd(self._text))
                 self._text = None
             call_id = call["id"] if isinstance(call.get("id"), str) and call["id"] else new_id("call")
             self._calls[index] = call_id
             name = function.get("name")
-            out.append(ToolCallStart(call_id, name if isinstance(name, str) and name else "unknown_tool",
-                                     parent_message_id=parent))
+            out.append(canonical.ToolCallStart(call_id, name if isinstance(name, str) and name else "unknown_tool",
+                                               parent_message_id=parent))
         arguments = function.get("arguments")
         if isinstance(arguments, str) and arguments:
-            out.append(ToolCallArgs(call_id, arguments))
+            out.append(canonical.ToolCallArgs(call_id, arguments))
 
     def _close_reasoning(self, out: Events) -> None:
         if self._reasoning is not None:
-            out.append(ReasoningEnd(self._reasoning))
+            out.append(canonical.ReasoningEnd(self._reasoning))
             self._reasoning = None
 
     def _end(self, out: Events) -> None:
         """Close what is open: the finish reason, or the end of the stream."""
         self._close_reasoning(out)
         if self._text is not None:
-            out.append(TextEnd(self._text))
+            out.append(canonical.TextEnd(self._text))
             self._text = None
         for call_id in self._calls.values():
-            out.append(ToolCallEnd(call_id))
+            out.append(canonical.ToolCallEnd(call_id))
         self._calls.clear()
 
     def on_body(self, body: Any, out: Events) -> None:
         """One `chat.completion` body (or an error object): its message as the events of a run."""
         if not isinstance(body, dict):
-            out.append(RunError("upstream returned JSON that is not an object", code=ErrorCode.UPSTREAM_BAD_EVENT))
+            out.append(canonical.RunError("upstream returned JSON that is not an object",
+                                          code=ErrorCode.UPSTREAM_BAD_EVENT))
             return
         if body.get("error"):
             out.append(_error(body["error"]))
@@ -219,10 +204,10 @@ class ChatDecoder(JsonSSEOrBodyDecoder):
         if isinstance(usage, dict):
             out.append(_usage(usage, self._model))
         if not isinstance(message, dict):
-            out.append(RunError("upstream answered with no message", code=ErrorCode.UPSTREAM_BAD_EVENT))
+            out.append(canonical.RunError("upstream answered with no message", code=ErrorCode.UPSTREAM_BAD_EVENT))
             return
         reason = choice.get("finish_reason")
-        out.append(RunFinished(stop_reason=_STOP_REASONS.get(reason) if isinstance(reason, str) else None))
+        out.append(canonical.RunFinished(stop_reason=_STOP_REASONS.get(reason) if isinstance(reason, str) else None))
 
 
 def _first_choice(choices: Any) -> tuple[dict[str, Any] | None, int]:
@@ -249,12 +234,12 @@ def _parts(content: list[Any]) -> tuple[str, str]:
     return "".join(text), "".join(refusal)
 
 
-def _usage(usage: dict[str, Any], model: str | None) -> Usage:
+def _usage(usage: dict[str, Any], model: str | None) -> canonical.Usage:
     return read_usage(usage, "chat", model)  # with its details: reasoning and cached tokens
 
 
-def _error(error: Any) -> RunError:
+def _error(error: Any) -> canonical.RunError:
     """An OpenAI error object (or a bare message)."""
     if isinstance(error, dict):
         return failure(error)
-    return RunError(str(error), code=ErrorCode.UPSTREAM_ERROR)
+    return canonical.RunError(str(error), code=ErrorCode.UPSTREAM_ERROR)

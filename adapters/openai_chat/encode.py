@@ -23,27 +23,9 @@ from typing import Any
 import orjson
 
 from adapters.openai_common.usage import usage_object
+from gateway.core import events as canonical
 from gateway.core.dropped import Dropped, drop_map
 from gateway.core.encoding import HOLE, BodyEncoder, DeltaFrames, SSEEncoder, failed_status, json_bytes
-from gateway.core.events import (
-    Event,
-    Interrupt,
-    InterruptResolved,
-    ReasoningDelta,
-    ReasoningEnd,
-    ReasoningStart,
-    RunError,
-    RunFinished,
-    RunStarted,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolResult,
-    Usage,
-)
 from gateway.core.ids import new_id
 from gateway.core.turn import Turn
 from gateway.core.usage import UsageTotals
@@ -79,18 +61,18 @@ class Completion:
         self._held: dict[str, tuple[str, list[str]]] = {}
         """Calls to tools the client did not offer: shown only if no result comes."""
         self._streamed: set[str] = set()
-        self.interrupts: list[Interrupt] = []
+        self.interrupts: list[canonical.Interrupt] = []
         self.usage = UsageTotals()
         self.dropped = dropped
 
-    def opened(self, e: TextStart | ReasoningStart | ToolCallStart) -> None:
+    def opened(self, e: canonical.TextStart | canonical.ReasoningStart | canonical.ToolCallStart) -> None:
         """A message or call opens: a subagent's is the completion's like the agent's own, which is not said."""
         if e.subagent_run_id is not None:
             self.dropped[Dropped.SUBAGENT] += 1
         if e.metadata is not None:
             self.dropped[Dropped.METADATA] += 1
 
-    def start_call(self, e: ToolCallStart) -> int | None:
+    def start_call(self, e: canonical.ToolCallStart) -> int | None:
         """The call's index in the message if it is shown now; None while it is held."""
         self.opened(e)
         if e.name in self._offered:
@@ -101,7 +83,7 @@ class Completion:
         self._held[e.tool_call_id] = (e.name, [])
         return None
 
-    def args(self, e: ToolCallArgs) -> int | None:
+    def args(self, e: canonical.ToolCallArgs) -> int | None:
         held = self._held.get(e.tool_call_id)
         if held is not None:
             held[1].append(e.delta)
@@ -112,7 +94,7 @@ class Completion:
         call[2].append(e.delta)
         return call[0]
 
-    def result(self, e: ToolResult) -> None:
+    def result(self, e: canonical.ToolResult) -> None:
         """A tool the agent ran itself: its call and result are left out (a call already shown stays)."""
         if self._held.pop(e.tool_call_id, None) is not None:
             self.dropped[Dropped.SERVER_TOOL] += 1
@@ -120,7 +102,7 @@ class Completion:
             self.dropped[Dropped.SERVER_TOOL] += 1
             del self.calls[e.tool_call_id]
 
-    def interrupt(self, e: Interrupt) -> None:
+    def interrupt(self, e: canonical.Interrupt) -> None:
         """An interrupt about a call the agent holds for approval: the call is the agent's, never the client's."""
         self.interrupts.append(e)
         if e.expires_at is not None:
@@ -128,7 +110,7 @@ class Completion:
         if e.tool_call_id is not None and self._held.pop(e.tool_call_id, None) is not None:
             self.dropped[Dropped.SERVER_TOOL] += 1
 
-    def resolved(self, e: InterruptResolved) -> None:
+    def resolved(self, e: canonical.InterruptResolved) -> None:
         """An interrupt the run answered itself: nobody is asked, so the text says nothing of it."""
         self.interrupts = [i for i in self.interrupts if i.id != e.interrupt_id]
         self.dropped[Dropped.INTERRUPT_RESOLVED] += 1
@@ -147,10 +129,10 @@ class Completion:
         """Every count the schema requires, or None when the agent reported none."""
         return usage_object(self.usage, "chat", whole=True) if self.usage.counts else None
 
-    def finish_reason(self, e: RunFinished) -> str:
+    def finish_reason(self, e: canonical.RunFinished) -> str:
         return e.stop_reason or ("tool_calls" if self.calls else "stop")
 
-    def note(self, e: RunFinished) -> str:
+    def note(self, e: canonical.RunFinished) -> str:
         """What the text says of an ending a completion cannot: an interrupt, a cancelled run."""
         if e.outcome == "cancelled":
             self.dropped[Dropped.CANCELLED_AS_FINISH] += 1
@@ -172,11 +154,11 @@ def _chunk(self: ChatStreamEncoder, delta: dict[str, Any], finish: str | None = 
                                                                   "finish_reason": finish}]}, chars) + b"\n\n"
 
 
-def _run_started(self: ChatStreamEncoder, e: RunStarted) -> bytes:
+def _run_started(self: ChatStreamEncoder, e: canonical.RunStarted) -> bytes:
     return _chunk(self, {"role": "assistant", "content": ""})
 
 
-def _text_start(self: ChatStreamEncoder, e: TextStart) -> bytes:
+def _text_start(self: ChatStreamEncoder, e: canonical.TextStart) -> bytes:
     self.completion.opened(e)
     if e.refusal:
         self.refusals.add(e.message_id)  # its words are `delta.refusal`, apart from the text
@@ -185,7 +167,7 @@ def _text_start(self: ChatStreamEncoder, e: TextStart) -> bytes:
     return b""
 
 
-def _text_delta(self: ChatStreamEncoder, e: TextDelta) -> bytes:
+def _text_delta(self: ChatStreamEncoder, e: canonical.TextDelta) -> bytes:
     if e.metadata is not None:  # inline, not by the base's wrapper: most of a stream is text deltas
         self.dropped[Dropped.METADATA] += 1
     if self.refusals and e.message_id in self.refusals:
@@ -196,18 +178,18 @@ def _text_delta(self: ChatStreamEncoder, e: TextDelta) -> bytes:
     return self.text.frame(e.delta)
 
 
-def _reasoning_delta(self: ChatStreamEncoder, e: ReasoningDelta) -> bytes:
+def _reasoning_delta(self: ChatStreamEncoder, e: canonical.ReasoningDelta) -> bytes:
     if e.metadata is not None:
         self.dropped[Dropped.METADATA] += 1
     return self.reasoning.frame(e.delta)
 
 
-def _opened(self: ChatStreamEncoder, e: TextStart | ReasoningStart) -> bytes:
+def _opened(self: ChatStreamEncoder, e: canonical.TextStart | canonical.ReasoningStart) -> bytes:
     self.completion.opened(e)
     return b""
 
 
-def _tool_start(self: ChatStreamEncoder, e: ToolCallStart) -> bytes:
+def _tool_start(self: ChatStreamEncoder, e: canonical.ToolCallStart) -> bytes:
     index = self.completion.start_call(e)
     if index is None:
         return b""
@@ -215,7 +197,7 @@ def _tool_start(self: ChatStreamEncoder, e: ToolCallStart) -> bytes:
                                          "function": {"name": e.name, "arguments": ""}}]})
 
 
-def _tool_args(self: ChatStreamEncoder, e: ToolCallArgs) -> bytes:
+def _tool_args(self: ChatStreamEncoder, e: canonical.ToolCallArgs) -> bytes:
     if e.metadata is not None:
         self.dropped[Dropped.METADATA] += 1
     index = self.completion.args(e)
@@ -224,27 +206,27 @@ def _tool_args(self: ChatStreamEncoder, e: ToolCallArgs) -> bytes:
     return _chunk(self, {"tool_calls": [{"index": index, "function": {"arguments": e.delta}}]}, chars=len(e.delta))
 
 
-def _tool_result(self: ChatStreamEncoder, e: ToolResult) -> bytes:
+def _tool_result(self: ChatStreamEncoder, e: canonical.ToolResult) -> bytes:
     self.completion.result(e)
     return b""
 
 
-def _interrupt(self: ChatStreamEncoder, e: Interrupt) -> bytes:
+def _interrupt(self: ChatStreamEncoder, e: canonical.Interrupt) -> bytes:
     self.completion.interrupt(e)
     return b""
 
 
-def _resolved(self: ChatStreamEncoder, e: InterruptResolved) -> bytes:
+def _resolved(self: ChatStreamEncoder, e: canonical.InterruptResolved) -> bytes:
     self.completion.resolved(e)
     return b""
 
 
-def _usage(self: ChatStreamEncoder, e: Usage) -> bytes:
+def _usage(self: ChatStreamEncoder, e: canonical.Usage) -> bytes:
     self.completion.usage.add(e)
     return b""
 
 
-def _run_finished(self: ChatStreamEncoder, e: RunFinished) -> bytes:
+def _run_finished(self: ChatStreamEncoder, e: canonical.RunFinished) -> bytes:
     c = self.completion
     out = [_chunk(self, {"tool_calls": [{"index": index, "id": call_id, "type": "function",
                                          "function": {"name": name, "arguments": arguments}}]}, chars=len(arguments))
@@ -261,11 +243,11 @@ def _run_finished(self: ChatStreamEncoder, e: RunFinished) -> bytes:
     return b"".join(out)
 
 
-def _run_error(self: ChatStreamEncoder, e: RunError) -> bytes:
+def _run_error(self: ChatStreamEncoder, e: canonical.RunError) -> bytes:
     return b"data: " + orjson.dumps({"error": ERRORS.failed(e)}) + b"\n\ndata: [DONE]\n\n"
 
 
-def _nothing(self: ChatStreamEncoder, e: Event) -> bytes:
+def _nothing(self: ChatStreamEncoder, e: canonical.Event) -> bytes:
     return b""  # message and call boundaries: a completion's chunks have none
 
 
@@ -273,14 +255,16 @@ class ChatStreamEncoder(SSEEncoder):
     __slots__ = ("completion", "include_usage", "lead", "reasoning", "refusal", "refusals", "text")
 
     handlers = {
-        RunStarted: _run_started, TextStart: _text_start, TextDelta: _text_delta, ReasoningStart: _opened,
-        ReasoningDelta: _reasoning_delta, ToolCallStart: _tool_start, ToolCallArgs: _tool_args,
-        ToolResult: _tool_result, Interrupt: _interrupt, InterruptResolved: _resolved, Usage: _usage,
-        RunFinished: _run_finished, RunError: _run_error, TextEnd: _nothing, ReasoningEnd: _nothing,
-        ToolCallEnd: _nothing,
+        canonical.RunStarted: _run_started, canonical.TextStart: _text_start, canonical.TextDelta: _text_delta,
+        canonical.ReasoningStart: _opened, canonical.ReasoningDelta: _reasoning_delta,
+        canonical.ToolCallStart: _tool_start, canonical.ToolCallArgs: _tool_args, canonical.ToolResult: _tool_result,
+        canonical.Interrupt: _interrupt, canonical.InterruptResolved: _resolved, canonical.Usage: _usage,
+        canonical.RunFinished: _run_finished, canonical.RunError: _run_error, canonical.TextEnd: _nothing,
+        canonical.ReasoningEnd: _nothing, canonical.ToolCallEnd: _nothing,
     }
     DROPS = _DROPS
-    METADATA = frozenset({TextStart, TextDelta, ReasoningStart, ReasoningDelta, ToolCallStart, ToolCallArgs, *DROPS})
+    METADATA = frozenset({canonical.TextStart, canonical.TextDelta, canonical.ReasoningStart, canonical.ReasoningDelta,
+                          canonical.ToolCallStart, canonical.ToolCallArgs, *DROPS})
     """Deltas and openers count theirs themselves; what is dropped is counted whole."""
 
     def __init__(self, request: Turn | None = None) -> None:
@@ -306,7 +290,7 @@ def _frame(head: dict[str, Any], delta: dict[str, Any]) -> bytes:
 
 # -- one body
 
-_OPENERS = (TextStart, ReasoningStart, ToolCallStart)
+_OPENERS = (canonical.TextStart, canonical.ReasoningStart, canonical.ToolCallStart)
 """What counts its own metadata (`Completion.opened`)."""
 
 
@@ -325,12 +309,12 @@ class ChatBodyEncoder(BodyEncoder):
         """What goes before the next text (as `ChatStreamEncoder.lead`)."""
         self._reasoning: list[str] = []
 
-    def encode(self, events: list[Event]) -> bytes:
+    def encode(self, events: list[canonical.Event]) -> bytes:
         c = self.completion
         for e in events:
             if e.metadata is not None and type(e) not in _DROPS and not isinstance(e, _OPENERS):
                 self.dropped[Dropped.METADATA] += 1  # no field for an event's metadata
-            if isinstance(e, TextDelta):
+            if isinstance(e, canonical.TextDelta):
                 if e.message_id in self._refusals:
                     self._refusal.append(e.delta)
                     continue
@@ -338,38 +322,38 @@ class ChatBodyEncoder(BodyEncoder):
                     self._text.append(self._lead)
                     self._lead = None
                 self._text.append(e.delta)
-            elif isinstance(e, TextStart):
+            elif isinstance(e, canonical.TextStart):
                 c.opened(e)
                 if e.refusal:
                     self._refusals.add(e.message_id)  # its words are the message's `refusal`, apart from its text
                 elif self._lead is None:
                     self._lead = SEPARATOR
-            elif isinstance(e, ReasoningDelta):
+            elif isinstance(e, canonical.ReasoningDelta):
                 self._reasoning.append(e.delta)
-            elif isinstance(e, ToolCallStart):
+            elif isinstance(e, canonical.ToolCallStart):
                 c.start_call(e)
-            elif isinstance(e, ReasoningStart):
+            elif isinstance(e, canonical.ReasoningStart):
                 c.opened(e)
-            elif isinstance(e, ToolCallArgs):
+            elif isinstance(e, canonical.ToolCallArgs):
                 c.args(e)
-            elif isinstance(e, ToolResult):
+            elif isinstance(e, canonical.ToolResult):
                 c.result(e)
-            elif isinstance(e, Interrupt):
+            elif isinstance(e, canonical.Interrupt):
                 c.interrupt(e)
-            elif isinstance(e, InterruptResolved):
+            elif isinstance(e, canonical.InterruptResolved):
                 c.resolved(e)
-            elif isinstance(e, Usage):
+            elif isinstance(e, canonical.Usage):
                 c.usage.add(e)
-            elif isinstance(e, RunFinished):
+            elif isinstance(e, canonical.RunFinished):
                 return self._finished(e)
-            elif isinstance(e, RunError):
+            elif isinstance(e, canonical.RunError):
                 self.status_code = failed_status(e)
                 return orjson.dumps({"error": ERRORS.failed(e, self.status_code)})
             elif (kind := _DROPS.get(type(e))) is not None:
                 self.dropped[kind] += 1
         return b""
 
-    def _finished(self, e: RunFinished) -> bytes:
+    def _finished(self, e: canonical.RunFinished) -> bytes:
         c = self.completion
         c.release_held()
         note = c.note(e)

@@ -11,8 +11,8 @@ from typing import Any
 
 import orjson
 
+from gateway.core import events as canonical
 from gateway.core.errors import ErrorCode, GatewayError, UnknownRoute
-from gateway.core.events import RunError
 
 
 class ErrorObjects:
@@ -32,7 +32,7 @@ class ErrorObjects:
     def object(self, message: str, status: int, code: str | None, param: str | None = None) -> dict[str, Any]:
         return {"message": message, "type": self.type_of(status), "param": param, "code": code}
 
-    def failed(self, e: RunError, status: int = 502) -> dict[str, Any]:
+    def failed(self, e: canonical.RunError, status: int = 502) -> dict[str, Any]:
         """A failed run's error, as its reply says it (a 502, a 504 for a timeout)."""
         return self.object(e.message, status, e.code or ErrorCode.UPSTREAM_ERROR)
 
@@ -54,8 +54,8 @@ class ErrorObjects:
         return status, orjson.dumps({"error": found})
 
 
-def failure(error: dict[str, Any]) -> RunError:
+def failure(error: dict[str, Any]) -> canonical.RunError:
     """An upstream's error object as the run's error: its message and code, or the gateway's words for none."""
     message, code = error.get("message"), error.get("code")
-    return RunError(message if isinstance(message, str) and message else "upstream error",
-                    code=code if isinstance(code, str) and code else ErrorCode.UPSTREAM_ERROR)
+    return canonical.RunError(message if isinstance(message, str) and message else "upstream error",
+                              code=code if isinstance(code, str) and code else ErrorCode.UPSTREAM_ERROR)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from gateway.core.events import Usage
+from gateway.core import events as canonical
 from gateway.core.usage import UsageTotals
 
 Names = Literal["chat", "responses"]
@@ -46,17 +46,17 @@ def usage_object(totals: UsageTotals, names: Names, whole: bool = False) -> dict
     return usage
 
 
-def read_usage(usage: dict[str, Any], names: Names, model: str | None = None) -> Usage:
+def read_usage(usage: dict[str, Any], names: Names, model: str | None = None) -> canonical.Usage:
     """A `usage` object as OpenAI names it, its details included."""
     prompt, completion = _NAMES[names]
     input_details, output_details = usage.get(f"{prompt}_details"), usage.get(f"{completion}_details")
     input_details = input_details if isinstance(input_details, dict) else {}
     output_details = output_details if isinstance(output_details, dict) else {}
-    return Usage(input_tokens=_int(usage.get(prompt)), output_tokens=_int(usage.get(completion)),
-                 total_tokens=_int(usage.get("total_tokens")), model=model,
-                 reasoning_tokens=_int(output_details.get("reasoning_tokens")),
-                 cached_input_tokens=_int(input_details.get("cached_tokens")),
-                 cache_write_input_tokens=_int(input_details.get("cache_write_tokens")))
+    return canonical.Usage(input_tokens=_int(usage.get(prompt)), output_tokens=_int(usage.get(completion)),
+                           total_tokens=_int(usage.get("total_tokens")), model=model,
+                           reasoning_tokens=_int(output_details.get("reasoning_tokens")),
+                           cached_input_tokens=_int(input_details.get("cached_tokens")),
+                           cache_write_input_tokens=_int(input_details.get("cache_write_tokens")))
 
 
 def _int(value: Any) -> int | None:

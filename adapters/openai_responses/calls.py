@@ -12,9 +12,9 @@ import re
 
 import orjson
 
+from gateway.core import events as canonical
 from gateway.core.codec import as_text, drop_none, output_of
 from gateway.core.dropped import Dropped
-from gateway.core.events import Interrupt, InterruptResolved, ToolCallArgs, ToolCallEnd, ToolCallStart, ToolResult
 from gateway.core.ids import new_id
 
 from .items import APPROVAL_REQUEST, APPROVAL_RESPONSE, function_call_item, mcp_call_item
@@ -38,7 +38,7 @@ class Calls:
         """The agent's calls an approval request asks about, by call id, with the request's id: shown with their
         result, if it comes in the run."""
 
-    def start(self, out: Output, e: ToolCallStart) -> list[Semantic]:
+    def start(self, out: Output, e: canonical.ToolCallStart) -> list[Semantic]:
         out.opened(e)
         if e.name not in self._offered:
             self._held[e.tool_call_id] = OpenItem(-1, new_id("fc"), e.name, e.tool_call_id)
@@ -48,7 +48,7 @@ class Calls:
         self._open[e.tool_call_id] = call
         return [("response.output_item.added", {"output_index": call.index, "item": out.items[call.index]})]
 
-    def args(self, out: Output, e: ToolCallArgs) -> list[Semantic]:
+    def args(self, out: Output, e: canonical.ToolCallArgs) -> list[Semantic]:
         held = self._held.get(e.tool_call_id)
         if held is not None:
             held.pieces.append(e.delta)
@@ -62,7 +62,7 @@ class Calls:
         return [("response.function_call_arguments.delta", {"item_id": call.item_id, "output_index": call.index,
                                                             "delta": e.delta})]
 
-    def end(self, out: Output, e: ToolCallEnd) -> list[Semantic]:
+    def end(self, out: Output, e: canonical.ToolCallEnd) -> list[Semantic]:
         call = self._open.pop(e.tool_call_id, None)
         return self._done(out, call) if call is not None else []
 
@@ -73,7 +73,7 @@ class Calls:
                                                            "arguments": arguments}),
                 ("response.output_item.done", {"output_index": call.index, "item": item})]
 
-    def result(self, out: Output, e: ToolResult) -> list[Semantic]:
+    def result(self, out: Output, e: canonical.ToolResult) -> list[Semantic]:
         held = self._held.pop(e.tool_call_id, None)
         approval = None
         if held is None and e.tool_call_id in self._approving:  # approved within the run, then run
@@ -85,7 +85,7 @@ class Calls:
         return out.added_done(mcp_call_item(held.call_id, held.name, "".join(held.pieces) or "{}", self.server_label,
                                             output, e.is_error, approval))
 
-    def interrupt(self, out: Output, e: Interrupt) -> list[Semantic]:
+    def interrupt(self, out: Output, e: canonical.Interrupt) -> list[Semantic]:
         held = self._held.pop(e.tool_call_id, None) if e.tool_call_id is not None else None
         if held is not None:  # the agent's own call, waiting for the approval: the request shows it
             self._approving[held.call_id] = (held, e.id)
@@ -101,7 +101,7 @@ class Calls:
                                "name": re.sub(r"[^A-Za-z0-9_-]+", "_", e.reason).strip("_") or "approval",
                                "arguments": orjson.dumps(question).decode()})
 
-    def interrupt_resolved(self, out: Output, e: InterruptResolved) -> list[Semantic]:
+    def interrupt_resolved(self, out: Output, e: canonical.InterruptResolved) -> list[Semantic]:
         """Answered within the run."""
         return out.added_done({"id": new_id("mcpr"), "type": APPROVAL_RESPONSE, "approval_request_id": e.interrupt_id,
                                "approve": e.approved, "reason": e.reason})

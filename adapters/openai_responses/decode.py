@@ -25,33 +25,10 @@ import orjson
 
 from adapters.openai_common.errors import failure
 from adapters.openai_common.usage import read_usage
+from gateway.core import events as canonical
 from gateway.core.codec import as_text
 from gateway.core.decoding import Events, JsonSSEOrBodyDecoder, str_at, str_or
 from gateway.core.errors import ErrorCode
-from gateway.core.events import (
-    ActivitySnapshot,
-    EncryptedValue,
-    Interrupt,
-    InterruptResolved,
-    Raw,
-    ReasoningDelta,
-    ReasoningEnd,
-    ReasoningStart,
-    RunError,
-    RunFinished,
-    RunStarted,
-    StopReason,
-    SubagentError,
-    SubagentFinished,
-    SubagentStarted,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolResult,
-)
 from gateway.core.ids import new_id
 from gateway.core.sse import DEFAULT_MAX_FRAME
 from gateway.core.steady import SteadyText
@@ -61,7 +38,7 @@ from .items import ACTIVITY, APPROVAL_REQUEST, APPROVAL_RESPONSE, MCP_CALL, SUBA
 _REASONING_DELTAS = frozenset({"response.reasoning.delta", "response.reasoning_text.delta",
                                "response.reasoning_summary_text.delta"})
 _ENDS = frozenset({"response.completed", "response.incomplete", "response.failed"})
-_STOP_REASONS: dict[str, StopReason] = {"max_output_tokens": "length", "content_filter": "content_filter"}
+_STOP_REASONS: dict[str, canonical.StopReason] = {"max_output_tokens": "length", "content_filter": "content_filter"}
 """Reasons a response is incomplete that say its answer was cut short."""
 _TEXT_DONE = frozenset({"response.output_text.done", "response.refusal.done", "response.content_part.added",
                         "response.content_part.done"})
@@ -105,12 +82,13 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
 
     def on_steady_text(self, text: str, out: Events) -> None:
         if text:
-            out.append(TextDelta(self._steady_message, text))
+            out.append(canonical.TextDelta(self._steady_message, text))
 
     def on_frame(self, frame: dict[str, Any], out: Events) -> None:
         kind = frame.get("type")
         if not isinstance(kind, str) or not (kind.startswith("response.") or kind == "error"):
-            out.append(Raw("openai-responses", event=frame))  # no Responses event: another dialect's, most likely
+            # no Responses event: another dialect's, most likely
+            out.append(canonical.Raw("openai-responses", event=frame))
             return
         if kind == "response.output_text.delta" or kind == "response.refusal.delta":
             delta = frame.get("delta")
@@ -120,15 +98,16 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
             item_id = str_or(frame.get("item_id"))
             found = self._items.get(item_id)
             if found is None:
-                out.append(Raw("openai-responses", event=frame))  # a call never named: no tool to give them to
+                # a call never named: no tool to give them to
+                out.append(canonical.Raw("openai-responses", event=frame))
             elif isinstance(frame.get("delta"), str) and frame["delta"]:
                 self._streamed.add(item_id)
-                out.append(ToolCallArgs(found[1], frame["delta"]))
+                out.append(canonical.ToolCallArgs(found[1], frame["delta"]))
         elif kind in _REASONING_DELTAS:
             found = self._found(frame, "reasoning", out)
             if found is not None and isinstance(frame.get("delta"), str) and frame["delta"]:
                 self._said.add(found[1])
-                out.append(ReasoningDelta(found[1], frame["delta"]))
+                out.append(canonical.ReasoningDelta(found[1], frame["delta"]))
         elif kind in _TEXT_DONE:
             part = frame.get("part") if kind.startswith("response.content_part") else frame
             if isinstance(part, dict):
@@ -149,7 +128,7 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
     def _started(self, response: Any, out: Events) -> None:
         if not self.repair.started:
             response_id = response.get("id") if isinstance(response, dict) else None
-            out.append(RunStarted(run_id=response_id if isinstance(response_id, str) else None))
+            out.append(canonical.RunStarted(run_id=response_id if isinstance(response_id, str) else None))
 
     def _added(self, item: Any, out: Events) -> str:
         """An item added: the run of events it opens begins (a message's, with its first text). Its id."""
@@ -161,11 +140,11 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
             self._items[item_id] = ("message", item_id)  # its text opens with its first part: text or a refusal
         elif kind == "reasoning":
             self._items[item_id] = ("reasoning", item_id)
-            out.append(ReasoningStart(item_id))
+            out.append(canonical.ReasoningStart(item_id))
         elif kind == "function_call":
             call_id = str_or(item.get("call_id")) or item_id
             self._items[item_id] = ("function_call", call_id)
-            out.append(ToolCallStart(call_id, str_or(item.get("name")) or "unknown_tool"))
+            out.append(canonical.ToolCallStart(call_id, str_or(item.get("name")) or "unknown_tool"))
         elif kind == SUBAGENT:
             _subagent_started(item, out)  # what it says comes before its item is done
         return item_id
@@ -188,28 +167,28 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
         found = self._items.pop(item_id, None)
         self._ended.add(item_id)
         if kind == "message" and found is not None:
-            out.append(TextEnd(found[1]))
-            out.append(TextEnd(_refusal_of(found[1])))
+            out.append(canonical.TextEnd(found[1]))
+            out.append(canonical.TextEnd(_refusal_of(found[1])))
         elif kind == "reasoning" and found is not None:
             encrypted = item.get("encrypted_content")
             if isinstance(encrypted, str) and encrypted:
-                out.append(EncryptedValue("message", found[1], encrypted))
-            out.append(ReasoningEnd(found[1]))
+                out.append(canonical.EncryptedValue("message", found[1], encrypted))
+            out.append(canonical.ReasoningEnd(found[1]))
         elif kind == "function_call" and found is not None:
             arguments = item.get("arguments")
             if item_id not in self._streamed and isinstance(arguments, str) and arguments:
-                out.append(ToolCallArgs(found[1], arguments))
+                out.append(canonical.ToolCallArgs(found[1], arguments))
             self._streamed.discard(item_id)
-            out.append(ToolCallEnd(found[1]))
+            out.append(canonical.ToolCallEnd(found[1]))
         elif kind == MCP_CALL:
             call_id = item_id or new_id("call")
             self._agents_call(call_id, item, out)
             error = item.get("error")
             if error is not None:
                 said = error.get("content", error.get("message")) if isinstance(error, dict) else error
-                out.append(ToolResult(call_id, as_text(said), is_error=True))
+                out.append(canonical.ToolResult(call_id, as_text(said), is_error=True))
             else:
-                out.append(ToolResult(call_id, str_or(item.get("output"))))
+                out.append(canonical.ToolResult(call_id, str_or(item.get("output"))))
         elif kind == APPROVAL_REQUEST:
             self._approval_request(item, item_id or new_id("int"), out)
         elif kind is not None and kind in _EXTENSIONS:
@@ -221,26 +200,27 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
             return
         self._calls.add(call_id)
         arguments = item.get("arguments")
-        out.append(ToolCallStart(call_id, str_or(item.get("name")) or "unknown_tool"))
-        out.append(ToolCallArgs(call_id, arguments if isinstance(arguments, str) and arguments else "{}"))
-        out.append(ToolCallEnd(call_id))
+        out.append(canonical.ToolCallStart(call_id, str_or(item.get("name")) or "unknown_tool"))
+        out.append(canonical.ToolCallArgs(call_id, arguments if isinstance(arguments, str) and arguments else "{}"))
+        out.append(canonical.ToolCallEnd(call_id))
 
     def _approval_request(self, item: dict[str, Any], item_id: str, out: Events) -> None:
         """About the agent's call `call_id` names, that call; else its arguments are the question."""
         call_id = str_at(item, "call_id")
         if call_id is not None:
             self._agents_call(call_id, item, out)
-            out.append(Interrupt(item_id, reason="tool_approval", tool_call_id=call_id))
+            out.append(canonical.Interrupt(item_id, reason="tool_approval", tool_call_id=call_id))
             return
         try:
             question = orjson.loads(str_or(item.get("arguments")))
         except orjson.JSONDecodeError:
             question = None
         asked = question if isinstance(question, dict) else {}
-        out.append(Interrupt(item_id, reason=str_at(asked, "reason") or str_or(item.get("name")),
-                             message=str_at(asked, "message"), payload=asked.get("payload"),
-                             tool_call_id=str_at(asked, "tool_call_id"), response_schema=asked.get("response_schema"),
-                             expires_at=str_at(asked, "expires_at")))
+        out.append(canonical.Interrupt(item_id, reason=str_at(asked, "reason") or str_or(item.get("name")),
+                                       message=str_at(asked, "message"), payload=asked.get("payload"),
+                                       tool_call_id=str_at(asked, "tool_call_id"),
+                                       response_schema=asked.get("response_schema"),
+                                       expires_at=str_at(asked, "expires_at")))
 
     def _found(self, frame: dict[str, Any], kind: str, out: Events) -> tuple[str, str] | None:
         """The item an event is about, as `_items` holds it. One never added is, as the event says (`kind`); one
@@ -250,7 +230,7 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
         if found is not None:
             return found
         if item_id in self._ended or not item_id:
-            out.append(Raw("openai-responses", event=frame))
+            out.append(canonical.Raw("openai-responses", event=frame))
             return None
         self._added({"type": kind, "id": item_id}, out)
         return self._items[item_id]
@@ -266,8 +246,8 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
         """Text of a message, opened by its first."""
         if message_id not in self._said:
             self._said.add(message_id)
-            out.append(TextStart(message_id, refusal=refusal))
-        out.append(TextDelta(message_id, text))
+            out.append(canonical.TextStart(message_id, refusal=refusal))
+        out.append(canonical.TextDelta(message_id, text))
 
     def _part(self, frame: dict[str, Any], part: dict[str, Any], out: Events) -> None:
         """A content part held whole (`output_text.done`, `refusal.done`, `content_part.*`, a done item's): its
@@ -279,14 +259,14 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
         found = self._found(frame, "reasoning" if part.get("type") in _REASONING_PARTS else "message", out)
         if found is None:
             return
-        kind, canonical = found
+        kind, canonical_id = found
         if kind == "message":
-            message_id = _refusal_of(canonical) if refusal else canonical
+            message_id = _refusal_of(canonical_id) if refusal else canonical_id
             if message_id not in self._said:
                 self._say(message_id, refusal, text, out)
-        elif kind == "reasoning" and canonical not in self._said:
-            self._said.add(canonical)
-            out.append(ReasoningDelta(canonical, text))
+        elif kind == "reasoning" and canonical_id not in self._said:
+            self._said.add(canonical_id)
+            out.append(canonical.ReasoningDelta(canonical_id, text))
 
     def _end(self, kind: str, response: dict[str, Any], out: Events) -> None:
         usage = response.get("usage")
@@ -299,16 +279,18 @@ class ResponsesDecoder(JsonSSEOrBodyDecoder):
         details = response.get("incomplete_details")
         reason = details.get("reason") if isinstance(details, dict) and kind == "response.incomplete" else None
         if reason == "interrupt":
-            out.append(RunFinished(outcome="interrupt"))
+            out.append(canonical.RunFinished(outcome="interrupt"))
         elif reason == "cancelled":
-            out.append(RunFinished(outcome="cancelled"))
+            out.append(canonical.RunFinished(outcome="cancelled"))
         else:
-            out.append(RunFinished(stop_reason=_STOP_REASONS.get(reason) if isinstance(reason, str) else None))
+            out.append(canonical.RunFinished(stop_reason=_STOP_REASONS.get(reason) if isinstance(reason,
+                                                                                                 str) else None))
 
     def on_body(self, body: Any, out: Events) -> None:
         """One response object (or an error object): its items as the events of a run."""
         if not isinstance(body, dict):
-            out.append(RunError("upstream returned JSON that is not an object", code=ErrorCode.UPSTREAM_BAD_EVENT))
+            out.append(canonical.RunError("upstream returned JSON that is not an object",
+                                          code=ErrorCode.UPSTREAM_BAD_EVENT))
             return
         if body.get("error") and body.get("object") != "response":
             out.append(_error(body["error"]))
@@ -330,24 +312,24 @@ def _refusal_of(message_id: str) -> str:
 def _approval_response(item: dict[str, Any], item_id: str, out: Events) -> None:
     interrupt_id = str_at(item, "approval_request_id")
     if interrupt_id is not None:
-        out.append(InterruptResolved(interrupt_id, approved=item.get("approve") is not False,
-                                     reason=str_at(item, "reason")))
+        out.append(canonical.InterruptResolved(interrupt_id, approved=item.get("approve") is not False,
+                                               reason=str_at(item, "reason")))
 
 
 def _activity(item: dict[str, Any], item_id: str, out: Events) -> None:
     content = item.get("content")
     if isinstance(content, dict):
-        out.append(ActivitySnapshot(str_at(item, "activity_id") or item_id, str_or(item.get("activity_type")), content,
-                                    subagent_run_id=str_at(item, "subagent_run_id")))
+        out.append(canonical.ActivitySnapshot(str_at(item, "activity_id") or item_id, str_or(item.get("activity_type")),
+                                              content, subagent_run_id=str_at(item, "subagent_run_id")))
 
 
 def _subagent_started(item: dict[str, Any], out: Events) -> str | None:
     run_id = str_at(item, "subagent_run_id")
     if run_id is not None:
-        out.append(SubagentStarted(run_id, str_or(item.get("name")), description=str_at(item, "description"),
-                                   parent_subagent_run_id=str_at(item, "parent_subagent_run_id"),
-                                   parent_tool_call_id=str_at(item, "parent_tool_call_id"),
-                                   parent_message_id=str_at(item, "parent_message_id")))
+        out.append(canonical.SubagentStarted(run_id, str_or(item.get("name")), description=str_at(item, "description"),
+                                             parent_subagent_run_id=str_at(item, "parent_subagent_run_id"),
+                                             parent_tool_call_id=str_at(item, "parent_tool_call_id"),
+                                             parent_message_id=str_at(item, "parent_message_id")))
     return run_id
 
 
@@ -360,22 +342,22 @@ def _subagent(item: dict[str, Any], item_id: str, out: Events) -> None:
     if status == "failed":
         error = item.get("error")
         error = error if isinstance(error, dict) else {}
-        out.append(SubagentError(run_id, str_or(error.get("message")), code=str_at(error, "code")))
+        out.append(canonical.SubagentError(run_id, str_or(error.get("message")), code=str_at(error, "code")))
     elif status in ("completed", "incomplete"):
         ids = item.get("interrupt_ids")
-        out.append(SubagentFinished(run_id, result=item.get("result"),
-                                    outcome="suspended" if status == "incomplete" else "success",
-                                    interrupt_ids=[i for i in ids if isinstance(i, str)]
-                                    if isinstance(ids, list) else None))
+        out.append(canonical.SubagentFinished(run_id, result=item.get("result"),
+                                              outcome="suspended" if status == "incomplete" else "success",
+                                              interrupt_ids=[i for i in ids if isinstance(i, str)]
+                                              if isinstance(ids, list) else None))
 
 
 _EXTENSIONS = {APPROVAL_RESPONSE: _approval_response, ACTIVITY: _activity, SUBAGENT: _subagent}
 """Items read when done that stand for one event each (see `items`)."""
 
 
-def _error(error: Any) -> RunError:
+def _error(error: Any) -> canonical.RunError:
     """An error object (or anything else said as one)."""
     if isinstance(error, dict):
         return failure(error)
-    return RunError(orjson.dumps(error).decode() if error is not None else "upstream error",
-                    code=ErrorCode.UPSTREAM_ERROR)
+    return canonical.RunError(orjson.dumps(error).decode() if error is not None else "upstream error",
+                              code=ErrorCode.UPSTREAM_ERROR)

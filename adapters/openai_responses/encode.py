@@ -8,9 +8,9 @@ from typing import Any
 
 import orjson
 
+from gateway.core import events as canonical
 from gateway.core.dropped import Dropped
 from gateway.core.encoding import EVENT_TYPES, LARGE_TEXT, BodyEncoder, SSEEncoder, failed_status, json_bytes
-from gateway.core.events import Event, RunError, RunFinished, TextDelta
 from gateway.core.ids import new_id
 from gateway.core.turn import Turn
 
@@ -79,7 +79,7 @@ def _frames(self: ResponsesStreamEncoder, events: list[Semantic]) -> bytes:
     return b"".join(out)
 
 
-def _event(self: ResponsesStreamEncoder, e: Event) -> bytes:
+def _event(self: ResponsesStreamEncoder, e: canonical.Event) -> bytes:
     events = self.writer.event(e)
     return _frames(self, events) if events else b""
 
@@ -88,7 +88,7 @@ _TEXT_DELTA = b'event: response.output_text.delta\ndata: {"type":"response.outpu
 _REFUSAL_DELTA = b'event: response.refusal.delta\ndata: {"type":"response.refusal.delta","sequence_number":'
 
 
-def _text_delta(self: ResponsesStreamEncoder, e: TextDelta) -> bytes:
+def _text_delta(self: ResponsesStreamEncoder, e: canonical.TextDelta) -> bytes:
     """Most of a stream: the frame around the delta is the message's, made once; only the number and the delta
     change."""
     if e.metadata is not None:  # inline, not by the base's wrapper: most of a stream is text deltas
@@ -113,8 +113,8 @@ def _text_delta(self: ResponsesStreamEncoder, e: TextDelta) -> bytes:
 class ResponsesStreamEncoder(SSEEncoder):
     __slots__ = ("delta_middle", "delta_of", "delta_start", "sequence", "texts", "writer")
 
-    handlers = {**dict.fromkeys(EVENT_TYPES, _event), TextDelta: _text_delta}
-    METADATA = frozenset({TextDelta})  # counts its own
+    handlers = {**dict.fromkeys(EVENT_TYPES, _event), canonical.TextDelta: _text_delta}
+    METADATA = frozenset({canonical.TextDelta})  # counts its own
 
     def __init__(self, request: Turn | None = None) -> None:
         super().__init__(request)
@@ -137,15 +137,15 @@ class ResponsesBodyEncoder(BodyEncoder):
         super().__init__()
         self.writer = ResponseWriter(request, self.dropped)
 
-    def encode(self, events: list[Event]) -> bytes:
+    def encode(self, events: list[canonical.Event]) -> bytes:
         for e in events:
             if e.metadata is not None:
                 self.dropped[Dropped.METADATA] += 1  # no item has a place for an event's metadata
-            if isinstance(e, RunError):
+            if isinstance(e, canonical.RunError):
                 self.status_code = failed_status(e)
                 return orjson.dumps({"error": ERRORS.failed(e, self.status_code)})
             semantic = self.writer.event(e)
-            if isinstance(e, RunFinished):
+            if isinstance(e, canonical.RunFinished):
                 return json_bytes(semantic[-1][1]["response"], self.writer.out.chars)
         return b""
 

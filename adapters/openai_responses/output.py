@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.core import events as canonical
 from gateway.core.dropped import Dropped
-from gateway.core.events import ReasoningStart, TextStart, ToolCallStart
 
 Semantic = tuple[str, dict[str, Any]]
 """One streaming event: its type and its fields (without `type` and `sequence_number`)."""
@@ -49,6 +49,6 @@ class Output:
         return [("response.output_item.added", {"output_index": index, "item": item}),
                 ("response.output_item.done", {"output_index": index, "item": item})]
 
-    def opened(self, e: TextStart | ReasoningStart | ToolCallStart) -> None:
+    def opened(self, e: canonical.TextStart | canonical.ReasoningStart | canonical.ToolCallStart) -> None:
         if e.subagent_run_id is not None:
             self.dropped[Dropped.SUBAGENT] += 1  # a message or a call has no author but the agent: whose it is, is lost

@@ -13,8 +13,8 @@ from typing import Any
 
 import orjson
 
+from gateway.core import events as canonical
 from gateway.core.encoding import json_bytes
-from gateway.core.events import Event
 from gateway.core.queries import Answer, CallerRuns, RunPath, RunQueries, RunQuery, RunRecord, RunState
 from gateway.core.turn import Turn
 
@@ -35,7 +35,7 @@ class ResponseLog:
         self._writer = ResponseWriter(turn, defaultdict(int))
         self._final: dict[str, Any] | None = None
 
-    def feed(self, events: list[Event]) -> list[bytes]:
+    def feed(self, events: list[canonical.Event]) -> list[bytes]:
         updates = []
         for e in events:
             for kind, fields in self._writer.event(e):

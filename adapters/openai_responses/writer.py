@@ -23,35 +23,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from gateway.core import events as canonical
 from gateway.core.activity import Shown
 from gateway.core.dropped import Dropped, drop_map
 from gateway.core.encoding import must_place
-from gateway.core.events import (
-    ActivityDelta,
-    ActivitySnapshot,
-    EncryptedValue,
-    Event,
-    Interrupt,
-    InterruptResolved,
-    ReasoningDelta,
-    ReasoningEnd,
-    ReasoningStart,
-    RunError,
-    RunFinished,
-    RunStarted,
-    StopReason,
-    SubagentError,
-    SubagentFinished,
-    SubagentStarted,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolResult,
-    Usage,
-)
 from gateway.core.ids import new_id
 from gateway.core.turn import Turn
 from gateway.core.usage import UsageTotals
@@ -71,7 +46,7 @@ from .output import OpenItem, Output
 from .output import Semantic as Semantic
 from .request import echo
 
-INCOMPLETE: dict[StopReason, str] = {"length": "max_output_tokens", "content_filter": "content_filter"}
+INCOMPLETE: dict[canonical.StopReason, str] = {"length": "max_output_tokens", "content_filter": "content_filter"}
 """Why a response whose answer was cut short is incomplete, by the run's stop reason."""
 DROPS = drop_map(Dropped.STATE, Dropped.MESSAGES_SNAPSHOT, Dropped.STEP, Dropped.DATA, Dropped.RAW)
 """What no item shows, by the kind counted in `dropped`."""
@@ -98,7 +73,7 @@ class ResponseWriter:
         """Subagents running: run id -> the index of their item."""
         self._usage = UsageTotals()
 
-    def event(self, e: Event) -> list[Semantic]:
+    def event(self, e: canonical.Event) -> list[Semantic]:
         handler = _HANDLERS.get(type(e))
         if handler is not None:
             return handler(self, e)
@@ -112,11 +87,11 @@ class ResponseWriter:
         return response_object(self.response_id, status=status, model=self.model, created_at=self.created_at,
                                output=list(self.out.items), request=self.request, usage=usage, **extra)
 
-    def _run_started(self, e: RunStarted) -> list[Semantic]:
+    def _run_started(self, e: canonical.RunStarted) -> list[Semantic]:
         response = self.response("in_progress")
         return [("response.created", {"response": response}), ("response.in_progress", {"response": response})]
 
-    def _text_start(self, e: TextStart) -> list[Semantic]:
+    def _text_start(self, e: canonical.TextStart) -> list[Semantic]:
         self.out.opened(e)
         item_id = new_id("msg")
         item = message_item(item_id, "", "in_progress")
@@ -127,7 +102,7 @@ class ResponseWriter:
                 ("response.content_part.added", {"item_id": item_id, "output_index": index, "content_index": 0,
                                                  "part": part})]
 
-    def text_delta(self, e: TextDelta) -> OpenItem | None:
+    def text_delta(self, e: canonical.TextDelta) -> OpenItem | None:
         """The open message a delta belongs to, its delta kept; None for a delta of no open message."""
         text = self.texts.get(e.message_id)
         if text is not None:
@@ -135,7 +110,7 @@ class ResponseWriter:
             self.out.chars += len(e.delta)
         return text
 
-    def _text_delta(self, e: TextDelta) -> list[Semantic]:
+    def _text_delta(self, e: canonical.TextDelta) -> list[Semantic]:
         text = self.text_delta(e)
         if text is None:
             return []
@@ -144,7 +119,7 @@ class ResponseWriter:
             return [("response.refusal.delta", {**where, "delta": e.delta})]
         return [("response.output_text.delta", {**where, "delta": e.delta, "logprobs": []})]
 
-    def _text_end(self, e: TextEnd) -> list[Semantic]:
+    def _text_end(self, e: canonical.TextEnd) -> list[Semantic]:
         text = self.texts.pop(e.message_id, None)
         if text is None:
             return []
@@ -157,7 +132,7 @@ class ResponseWriter:
                 ("response.content_part.done", {**where, "part": item["content"][0]}),
                 ("response.output_item.done", {"output_index": text.index, "item": item})]
 
-    def _reasoning_start(self, e: ReasoningStart) -> list[Semantic]:
+    def _reasoning_start(self, e: canonical.ReasoningStart) -> list[Semantic]:
         self.out.opened(e)
         item_id = new_id("rs")
         index = self.out.add(reasoning_item(item_id, None))
@@ -166,7 +141,7 @@ class ResponseWriter:
                 ("response.reasoning_summary_part.added", {"item_id": item_id, "output_index": index,
                                                            "summary_index": 0, "part": summary_part("")})]
 
-    def _reasoning_delta(self, e: ReasoningDelta) -> list[Semantic]:
+    def _reasoning_delta(self, e: canonical.ReasoningDelta) -> list[Semantic]:
         text = self.texts.get(e.message_id)
         if text is None:
             return []
@@ -175,7 +150,7 @@ class ResponseWriter:
         return [("response.reasoning_summary_text.delta", {"item_id": text.item_id, "output_index": text.index,
                                                            "summary_index": 0, "delta": e.delta})]
 
-    def _reasoning_end(self, e: ReasoningEnd) -> list[Semantic]:
+    def _reasoning_end(self, e: canonical.ReasoningEnd) -> list[Semantic]:
         text = self.texts.pop(e.message_id, None)
         if text is None:
             return []
@@ -187,7 +162,7 @@ class ResponseWriter:
                 ("response.reasoning_summary_part.done", {**where, "part": item["summary"][0]}),
                 ("response.output_item.done", {"output_index": text.index, "item": item})]
 
-    def _encrypted_value(self, e: EncryptedValue) -> list[Semantic]:
+    def _encrypted_value(self, e: canonical.EncryptedValue) -> list[Semantic]:
         """Encrypted reasoning: its reasoning item's `encrypted_content`; a reasoning item of its own when its
         reasoning was written already (or never). A tool call's has no place."""
         if e.subtype != "message":
@@ -199,7 +174,7 @@ class ResponseWriter:
             return []
         return self.out.added_done(reasoning_item(new_id("rs"), None, e.value))
 
-    def _activity(self, e: ActivitySnapshot | ActivityDelta) -> list[Semantic]:
+    def _activity(self, e: canonical.ActivitySnapshot | canonical.ActivityDelta) -> list[Semantic]:
         """The activity whole, as it stands after this change."""
         if self._families is None:
             self._families = Shown()
@@ -213,21 +188,21 @@ class ResponseWriter:
             item["subagent_run_id"] = e.subagent_run_id
         return self.out.added_done(item)
 
-    def _subagent_started(self, e: SubagentStarted) -> list[Semantic]:
+    def _subagent_started(self, e: canonical.SubagentStarted) -> list[Semantic]:
         item = {"id": new_id("sub"), "type": SUBAGENT, "status": "in_progress", "subagent_run_id": e.subagent_run_id,
                 "name": e.name, "description": e.description, "parent_subagent_run_id": e.parent_subagent_run_id,
                 "parent_tool_call_id": e.parent_tool_call_id, "parent_message_id": e.parent_message_id}
         index = self._subagents[e.subagent_run_id] = self.out.add(item)
         return [("response.output_item.added", {"output_index": index, "item": item})]
 
-    def _subagent_ended(self, e: SubagentFinished | SubagentError) -> list[Semantic]:
+    def _subagent_ended(self, e: canonical.SubagentFinished | canonical.SubagentError) -> list[Semantic]:
         out: list[Semantic] = []
         index = self._subagents.pop(e.subagent_run_id, None)
         if index is None:  # its start was not seen (repair lets an end through only for one it saw)
-            out = self._subagent_started(SubagentStarted(e.subagent_run_id, ""))
+            out = self._subagent_started(canonical.SubagentStarted(e.subagent_run_id, ""))
             index = self._subagents.pop(e.subagent_run_id)
         item = dict(self.out.items[index])
-        if isinstance(e, SubagentFinished):
+        if isinstance(e, canonical.SubagentFinished):
             item.update(status="incomplete" if e.outcome == "suspended" else "completed", result=e.result)
             if e.interrupt_ids:
                 item["interrupt_ids"] = e.interrupt_ids
@@ -236,11 +211,11 @@ class ResponseWriter:
         self.out.items[index] = item
         return [*out, ("response.output_item.done", {"output_index": index, "item": item})]
 
-    def _usage_event(self, e: Usage) -> list[Semantic]:
+    def _usage_event(self, e: canonical.Usage) -> list[Semantic]:
         self._usage.add(e)
         return []
 
-    def _run_finished(self, e: RunFinished) -> list[Semantic]:
+    def _run_finished(self, e: canonical.RunFinished) -> list[Semantic]:
         out = self.calls.close(self.out)
         if e.outcome == "cancelled":
             reason = "cancelled"
@@ -250,7 +225,7 @@ class ResponseWriter:
             return [*out, ("response.completed", {"response": self.response("completed")})]
         return [*out, ("response.incomplete", {"response": self.response("incomplete", incomplete=reason)})]
 
-    def _run_error(self, e: RunError) -> list[Semantic]:
+    def _run_error(self, e: canonical.RunError) -> list[Semantic]:
         self.calls.fail()
         error = ERRORS.failed(e)
         failed = self.response("failed", error={"code": error["code"], "message": e.message})
@@ -260,28 +235,28 @@ class ResponseWriter:
 
 
 _HANDLERS: dict[type, Callable[[ResponseWriter, Any], list[Semantic]]] = {
-    RunStarted: ResponseWriter._run_started,
-    TextStart: ResponseWriter._text_start,
-    TextDelta: ResponseWriter._text_delta,
-    TextEnd: ResponseWriter._text_end,
-    ReasoningStart: ResponseWriter._reasoning_start,
-    ReasoningDelta: ResponseWriter._reasoning_delta,
-    ReasoningEnd: ResponseWriter._reasoning_end,
-    ToolCallStart: lambda writer, e: writer.calls.start(writer.out, e),
-    ToolCallArgs: lambda writer, e: writer.calls.args(writer.out, e),
-    ToolCallEnd: lambda writer, e: writer.calls.end(writer.out, e),
-    ToolResult: lambda writer, e: writer.calls.result(writer.out, e),
-    Interrupt: lambda writer, e: writer.calls.interrupt(writer.out, e),
-    InterruptResolved: lambda writer, e: writer.calls.interrupt_resolved(writer.out, e),
-    EncryptedValue: ResponseWriter._encrypted_value,
-    ActivitySnapshot: ResponseWriter._activity,
-    ActivityDelta: ResponseWriter._activity,
-    SubagentStarted: ResponseWriter._subagent_started,
-    SubagentFinished: ResponseWriter._subagent_ended,
-    SubagentError: ResponseWriter._subagent_ended,
-    Usage: ResponseWriter._usage_event,
-    RunFinished: ResponseWriter._run_finished,
-    RunError: ResponseWriter._run_error,
+    canonical.RunStarted: ResponseWriter._run_started,
+    canonical.TextStart: ResponseWriter._text_start,
+    canonical.TextDelta: ResponseWriter._text_delta,
+    canonical.TextEnd: ResponseWriter._text_end,
+    canonical.ReasoningStart: ResponseWriter._reasoning_start,
+    canonical.ReasoningDelta: ResponseWriter._reasoning_delta,
+    canonical.ReasoningEnd: ResponseWriter._reasoning_end,
+    canonical.ToolCallStart: lambda writer, e: writer.calls.start(writer.out, e),
+    canonical.ToolCallArgs: lambda writer, e: writer.calls.args(writer.out, e),
+    canonical.ToolCallEnd: lambda writer, e: writer.calls.end(writer.out, e),
+    canonical.ToolResult: lambda writer, e: writer.calls.result(writer.out, e),
+    canonical.Interrupt: lambda writer, e: writer.calls.interrupt(writer.out, e),
+    canonical.InterruptResolved: lambda writer, e: writer.calls.interrupt_resolved(writer.out, e),
+    canonical.EncryptedValue: ResponseWriter._encrypted_value,
+    canonical.ActivitySnapshot: ResponseWriter._activity,
+    canonical.ActivityDelta: ResponseWriter._activity,
+    canonical.SubagentStarted: ResponseWriter._subagent_started,
+    canonical.SubagentFinished: ResponseWriter._subagent_ended,
+    canonical.SubagentError: ResponseWriter._subagent_ended,
+    canonical.Usage: ResponseWriter._usage_event,
+    canonical.RunFinished: ResponseWriter._run_finished,
+    canonical.RunError: ResponseWriter._run_error,
 }
 
 must_place("ResponseWriter", _HANDLERS.keys() | DROPS.keys())

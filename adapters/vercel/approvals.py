@@ -10,15 +10,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gateway.core import events as canonical
 from gateway.core.codec import drop_none
-from gateway.core.events import Interrupt, InterruptResolved
 from gateway.core.turn import Resume, approves
 
 from .request import INTERRUPT_CALL_PREFIX
 from .versions import AiSdk
 
 
-def approval(e: Interrupt, sdk: AiSdk) -> dict[str, Any]:
+def approval(e: canonical.Interrupt, sdk: AiSdk) -> dict[str, Any]:
     """The approval asked on the call the interrupt is about, with what an AI SDK upstream said of it (a
     signature, an automatic approval, why) as far as this release reads it."""
     chunk: dict[str, Any] = {"type": "tool-approval-request", "approvalId": e.id, "toolCallId": e.tool_call_id}
@@ -30,7 +30,7 @@ def approval(e: Interrupt, sdk: AiSdk) -> dict[str, Any]:
     return chunk
 
 
-def stand_in(e: Interrupt, sdk: AiSdk) -> tuple[str, str, list[dict[str, Any]]]:
+def stand_in(e: canonical.Interrupt, sdk: AiSdk) -> tuple[str, str, list[dict[str, Any]]]:
     """The call that stands for the interrupt: its id, its name (after the interrupt's reason), and its chunks."""
     call_id = INTERRUPT_CALL_PREFIX + e.id
     name = re.sub(r"[^A-Za-z0-9_]+", "_", e.reason).strip("_") or "approval"
@@ -43,7 +43,7 @@ def stand_in(e: Interrupt, sdk: AiSdk) -> tuple[str, str, list[dict[str, Any]]]:
     return call_id, name, chunks
 
 
-def resolved(e: InterruptResolved, sdk: AiSdk) -> dict[str, Any] | None:
+def resolved(e: canonical.InterruptResolved, sdk: AiSdk) -> dict[str, Any] | None:
     """An approval the agent answered itself, in the run: said to a 7 client; None for one that has no word for
     it."""
     if not sdk.seven:

@@ -14,37 +14,15 @@ from typing import Any
 
 import orjson
 
+from gateway.core import events as canonical
 from gateway.core.decoding import Events, JsonSSEDecoder, required_str
 from gateway.core.errors import ErrorCode
-from gateway.core.events import (
-    Data,
-    Interrupt,
-    InterruptResolved,
-    Raw,
-    ReasoningDelta,
-    ReasoningEnd,
-    ReasoningStart,
-    RunError,
-    RunFinished,
-    RunStarted,
-    StateSnapshot,
-    StepFinished,
-    StepStarted,
-    StopReason,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolResult,
-)
 from gateway.core.sse import DEFAULT_MAX_FRAME
 
 from .request import INTERRUPT_CALL_PREFIX
 
 DENIED = "The user denied this tool call."
-STOP_REASONS: dict[str, StopReason] = {"length": "length", "content-filter": "content_filter"}
+STOP_REASONS: dict[str, canonical.StopReason] = {"length": "length", "content-filter": "content_filter"}
 """The finish reasons that say the answer was cut short."""
 
 
@@ -68,7 +46,7 @@ class VercelDecoder(JsonSSEDecoder):
         kind = frame.get("type")
         try:
             if kind == "text-delta":  # most of a stream, read here rather than through the table
-                out.append(TextDelta(self._id(required_str(frame, "id")), required_str(frame, "delta")))
+                out.append(canonical.TextDelta(self._id(required_str(frame, "id")), required_str(frame, "delta")))
                 return
             handler = _HANDLERS.get(kind) if type(kind) is str else None
             if handler is not None:
@@ -76,11 +54,11 @@ class VercelDecoder(JsonSSEDecoder):
             elif type(kind) is str and kind.startswith("data-"):
                 self._data(kind[5:], frame, out)
             elif kind is None and "error" in frame:
-                out.append(RunError(str(frame["error"]), code=ErrorCode.UPSTREAM_ERROR))
+                out.append(canonical.RunError(str(frame["error"]), code=ErrorCode.UPSTREAM_ERROR))
             else:
-                out.append(Raw("vercel", event=frame))
+                out.append(canonical.Raw("vercel", event=frame))
         except (KeyError, TypeError):
-            out.append(Raw("vercel", event=frame))
+            out.append(canonical.Raw("vercel", event=frame))
 
     def _interrupt_call(self, frame: dict[str, Any], out: Events) -> None:
         """A call that stands for an interrupt is that interrupt, once its approval is asked; its settling is
@@ -93,41 +71,44 @@ class VercelDecoder(JsonSSEDecoder):
         elif frame["type"] == "tool-approval-request" and call_id in self._interrupt_calls:
             details = self._interrupt_calls[call_id]
             reason, message = details.get("reason"), details.get("message")
-            out.append(Interrupt(required_str(frame, "approvalId"),
-                                 reason=reason if isinstance(reason, str) else details["name"],
-                                 message=message if isinstance(message, str) else None, payload=details.get("payload"),
-                                 response_schema=details.get("responseSchema")))
+            out.append(canonical.Interrupt(required_str(frame, "approvalId"),
+                                           reason=reason if isinstance(reason, str) else details["name"],
+                                           message=message if isinstance(message, str) else None,
+                                           payload=details.get("payload"),
+                                           response_schema=details.get("responseSchema")))
 
     def _input_available(self, frame: dict[str, Any], out: Events) -> None:
         call_id = required_str(frame, "toolCallId")
         if call_id not in self._tools:
             self._tools[call_id] = required_str(frame, "toolName")
-            out.append(ToolCallStart(call_id, required_str(frame, "toolName")))
+            out.append(canonical.ToolCallStart(call_id, required_str(frame, "toolName")))
         if call_id not in self._args_seen:
             value = frame.get("input")
-            out.append(ToolCallArgs(call_id, value if isinstance(value, str) else orjson.dumps(value or {}).decode()))
-        out.append(ToolCallEnd(call_id))
+            arguments = value if isinstance(value, str) else orjson.dumps(value or {}).decode()
+            out.append(canonical.ToolCallArgs(call_id, arguments))
+        out.append(canonical.ToolCallEnd(call_id))
         if frame["type"] == "tool-input-error":
-            out.append(ToolResult(call_id, required_str(frame, "errorText"), is_error=True))
+            out.append(canonical.ToolResult(call_id, required_str(frame, "errorText"), is_error=True))
 
     def _data(self, name: str, frame: dict[str, Any], out: Events) -> None:
         data = frame["data"]
         if name == "operation" and isinstance(data, dict) and data.get("type") == "error" \
                 and data.get("severity", "error") == "error":
             code = data.get("code")
-            out.append(RunError(str(data.get("message") or "upstream agent failed"),
-                                code=code if isinstance(code, str) else ErrorCode.UPSTREAM_ERROR))
+            out.append(canonical.RunError(str(data.get("message") or "upstream agent failed"),
+                                          code=code if isinstance(code, str) else ErrorCode.UPSTREAM_ERROR))
             return
         if name == "state" and frame.get("id") == "state":
-            out.append(StateSnapshot(data))  # how our encoder carries the whole state
+            out.append(canonical.StateSnapshot(data))  # how our encoder carries the whole state
             return
         item_id = frame.get("id")
-        out.append(Data(name, data, id=item_id if isinstance(item_id, str) else None,
-                        transient=bool(frame.get("transient"))))
+        out.append(canonical.Data(name, data, id=item_id if isinstance(item_id, str) else None,
+                                  transient=bool(frame.get("transient"))))
 
     def _metadata(self, frame: dict[str, Any], out: Events) -> None:
         if "messageMetadata" in frame:
-            out.append(Raw("vercel", event={"type": "message-metadata", "messageMetadata": frame["messageMetadata"]}))
+            out.append(canonical.Raw("vercel",
+                                     event={"type": "message-metadata", "messageMetadata": frame["messageMetadata"]}))
 
     def _id(self, raw_id: str) -> str:
         return self._renamed.get(raw_id, raw_id) if self._renamed else raw_id
@@ -157,32 +138,32 @@ def _interrupt_call(handler: Handler) -> Handler:
 
 def _tool_input_delta(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     d._args_seen.add(required_str(f, "toolCallId"))
-    out.append(ToolCallArgs(required_str(f, "toolCallId"), required_str(f, "inputTextDelta")))
+    out.append(canonical.ToolCallArgs(required_str(f, "toolCallId"), required_str(f, "inputTextDelta")))
 
 
 def _reasoning_delta(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ReasoningDelta(d._id(required_str(f, "id")), required_str(f, "delta")))
+    out.append(canonical.ReasoningDelta(d._id(required_str(f, "id")), required_str(f, "delta")))
 
 
 def _text_start(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(TextStart(d._start_id(required_str(f, "id"))))
+    out.append(canonical.TextStart(d._start_id(required_str(f, "id"))))
 
 
 def _text_end(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(TextEnd(d._end_id(required_str(f, "id"))))
+    out.append(canonical.TextEnd(d._end_id(required_str(f, "id"))))
 
 
 def _reasoning_start(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ReasoningStart(d._start_id(required_str(f, "id"))))
+    out.append(canonical.ReasoningStart(d._start_id(required_str(f, "id"))))
 
 
 def _reasoning_end(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ReasoningEnd(d._end_id(required_str(f, "id"))))
+    out.append(canonical.ReasoningEnd(d._end_id(required_str(f, "id"))))
 
 
 def _tool_input_start(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     d._tools[required_str(f, "toolCallId")] = required_str(f, "toolName")
-    out.append(ToolCallStart(required_str(f, "toolCallId"), required_str(f, "toolName")))
+    out.append(canonical.ToolCallStart(required_str(f, "toolCallId"), required_str(f, "toolName")))
 
 
 def _input_available(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
@@ -191,15 +172,15 @@ def _input_available(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
 
 def _tool_output_available(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     if not f.get("preliminary"):  # a preliminary output is a progress update; the final one follows
-        out.append(ToolResult(required_str(f, "toolCallId"), f["output"]))
+        out.append(canonical.ToolResult(required_str(f, "toolCallId"), f["output"]))
 
 
 def _tool_output_error(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ToolResult(required_str(f, "toolCallId"), required_str(f, "errorText"), is_error=True))
+    out.append(canonical.ToolResult(required_str(f, "toolCallId"), required_str(f, "errorText"), is_error=True))
 
 
 def _tool_output_denied(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(ToolResult(required_str(f, "toolCallId"), DENIED, is_error=True, denied=True))
+    out.append(canonical.ToolResult(required_str(f, "toolCallId"), DENIED, is_error=True, denied=True))
 
 
 _APPROVAL_EXTRAS = ("signature", "isAutomatic", "reason", "approvalDescriptor", "inputSchemaInput")
@@ -210,50 +191,51 @@ def _tool_approval_request(d: VercelDecoder, f: dict[str, Any], out: Events) -> 
     # reads it; `reason` is also the interrupt's message, for one that does not.
     said = {key: f[key] for key in _APPROVAL_EXTRAS if key in f}
     reason = f.get("reason")
-    out.append(Interrupt(required_str(f, "approvalId"), reason="tool_approval",
-                         message=reason if isinstance(reason, str) else None,
-                         tool_call_id=required_str(f, "toolCallId"), metadata={"vercel": said} if said else None))
+    out.append(canonical.Interrupt(required_str(f, "approvalId"), reason="tool_approval",
+                                   message=reason if isinstance(reason, str) else None,
+                                   tool_call_id=required_str(f, "toolCallId"),
+                                   metadata={"vercel": said} if said else None))
 
 
 def _tool_approval_response(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     """AI SDK 7: an approval the agent answered itself, in the stream (an automatic one): the run does not wait."""
     approved, reason = f.get("approved"), f.get("reason")
-    out.append(InterruptResolved(required_str(f, "approvalId"), approved=approved is not False,
-                                 reason=reason if isinstance(reason, str) else None))
+    out.append(canonical.InterruptResolved(required_str(f, "approvalId"), approved=approved is not False,
+                                           reason=reason if isinstance(reason, str) else None))
 
 
 def _custom(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     """AI SDK 7's provider-specific part: named by its `kind`, its provider metadata the data."""
     metadata = f.get("providerMetadata")
-    out.append(Data(required_str(f, "kind"), metadata if isinstance(metadata, dict) else {}, custom=True))
+    out.append(canonical.Data(required_str(f, "kind"), metadata if isinstance(metadata, dict) else {}, custom=True))
 
 
 def _start(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     message_id = f.get("messageId")
-    out.append(RunStarted(message_id=message_id if isinstance(message_id, str) else None))
+    out.append(canonical.RunStarted(message_id=message_id if isinstance(message_id, str) else None))
     d._metadata(f, out)
 
 
 def _start_step(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(StepStarted())
+    out.append(canonical.StepStarted())
 
 
 def _finish_step(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(StepFinished())
+    out.append(canonical.StepFinished())
 
 
 def _finish(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
     d._metadata(f, out)
     reason = f.get("finishReason")
-    out.append(RunFinished(stop_reason=STOP_REASONS.get(reason) if isinstance(reason, str) else None))
+    out.append(canonical.RunFinished(stop_reason=STOP_REASONS.get(reason) if isinstance(reason, str) else None))
 
 
 def _abort(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(RunFinished(outcome="cancelled"))
+    out.append(canonical.RunFinished(outcome="cancelled"))
 
 
 def _error(d: VercelDecoder, f: dict[str, Any], out: Events) -> None:
-    out.append(RunError(str(f["errorText"]), code=ErrorCode.UPSTREAM_ERROR))
+    out.append(canonical.RunError(str(f["errorText"]), code=ErrorCode.UPSTREAM_ERROR))
 
 
 _HANDLERS: dict[str, Handler] = {

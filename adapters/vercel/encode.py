@@ -25,41 +25,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.core import events as canonical
 from gateway.core.activity import Shown
 from gateway.core.codec import as_text, drop_none, json_or_text, output_of
 from gateway.core.dropped import Dropped, drop_map
 from gateway.core.encoding import HOLE, SSE_HEADERS, DeltaFrames, SSEEncoder, json_bytes, sse_frame
-from gateway.core.events import (
-    ActivityDelta,
-    ActivitySnapshot,
-    Data,
-    EncryptedValue,
-    Event,
-    Interrupt,
-    InterruptResolved,
-    Raw,
-    ReasoningDelta,
-    ReasoningEnd,
-    ReasoningStart,
-    RunError,
-    RunFinished,
-    RunStarted,
-    StateDelta,
-    StateSnapshot,
-    StepFinished,
-    StepStarted,
-    SubagentError,
-    SubagentFinished,
-    SubagentStarted,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolResult,
-    Usage,
-)
 from gateway.core.sse import DONE
 from gateway.core.state import StateTracker
 from gateway.core.turn import Turn
@@ -82,14 +52,14 @@ _START_STEP = sse_frame({"type": "start-step"})
 _FINISH_STEP = sse_frame({"type": "finish-step"})
 
 
-def _text_delta(enc: VercelEncoder, e: TextDelta) -> bytes:
+def _text_delta(enc: VercelEncoder, e: canonical.TextDelta) -> bytes:
     if e.metadata is None:
         return enc._text.frame(e.delta, e.message_id)
     chunk = enc._part({"type": "text-delta", "id": e.message_id, "delta": e.delta}, e)
     return b"data: " + json_bytes(chunk, len(e.delta)) + b"\n\n"
 
 
-def _tool_call_args(enc: VercelEncoder, e: ToolCallArgs) -> bytes:
+def _tool_call_args(enc: VercelEncoder, e: canonical.ToolCallArgs) -> bytes:
     args = enc._args.get(e.tool_call_id)
     if args is not None:
         args.append(e.delta)
@@ -98,30 +68,30 @@ def _tool_call_args(enc: VercelEncoder, e: ToolCallArgs) -> bytes:
     return sse_frame({"type": "tool-input-delta", "toolCallId": e.tool_call_id, "inputTextDelta": e.delta})
 
 
-def _reasoning_delta(enc: VercelEncoder, e: ReasoningDelta) -> bytes:
+def _reasoning_delta(enc: VercelEncoder, e: canonical.ReasoningDelta) -> bytes:
     return sse_frame(enc._part({"type": "reasoning-delta", "id": e.message_id, "delta": e.delta}, e))
 
 
-def _text_start(enc: VercelEncoder, e: TextStart) -> bytes:
+def _text_start(enc: VercelEncoder, e: canonical.TextStart) -> bytes:
     return enc._step() + sse_frame(enc._part({"type": "text-start", "id": e.message_id}, e, e.subagent_run_id))
 
 
-def _text_end(enc: VercelEncoder, e: TextEnd) -> bytes:
+def _text_end(enc: VercelEncoder, e: canonical.TextEnd) -> bytes:
     return sse_frame(enc._part({"type": "text-end", "id": e.message_id}, e))
 
 
-def _reasoning_start(enc: VercelEncoder, e: ReasoningStart) -> bytes:
+def _reasoning_start(enc: VercelEncoder, e: canonical.ReasoningStart) -> bytes:
     enc._open.add(e.message_id)
     return enc._step() + sse_frame(enc._part({"type": "reasoning-start", "id": e.message_id}, e, e.subagent_run_id))
 
 
-def _reasoning_end(enc: VercelEncoder, e: ReasoningEnd) -> bytes:
+def _reasoning_end(enc: VercelEncoder, e: canonical.ReasoningEnd) -> bytes:
     enc._open.discard(e.message_id)
     encrypted = enc._encrypted.pop(e.message_id, None) if enc._encrypted else None
     return sse_frame(enc._part({"type": "reasoning-end", "id": e.message_id}, e, encrypted=encrypted))
 
 
-def _encrypted_value(enc: VercelEncoder, e: EncryptedValue) -> bytes:
+def _encrypted_value(enc: VercelEncoder, e: canonical.EncryptedValue) -> bytes:
     if e.entity_id in enc._open or e.entity_id in enc._args:
         enc._encrypted[e.entity_id] = e.value  # said on the part's last chunk
         return b""
@@ -130,7 +100,7 @@ def _encrypted_value(enc: VercelEncoder, e: EncryptedValue) -> bytes:
     return sse_frame({"type": "data-reasoning-encrypted", "id": e.entity_id, "data": data})
 
 
-def _tool_call_start(enc: VercelEncoder, e: ToolCallStart) -> bytes:
+def _tool_call_start(enc: VercelEncoder, e: canonical.ToolCallStart) -> bytes:
     enc._args[e.tool_call_id] = []
     enc._names[e.tool_call_id] = e.name
     if e.subagent_run_id is not None:
@@ -139,7 +109,7 @@ def _tool_call_start(enc: VercelEncoder, e: ToolCallStart) -> bytes:
     return enc._step() + sse_frame(enc._part(chunk, e, carried=enc._sdk.tool_metadata))
 
 
-def _tool_call_end(enc: VercelEncoder, e: ToolCallEnd) -> bytes:
+def _tool_call_end(enc: VercelEncoder, e: canonical.ToolCallEnd) -> bytes:
     text = "".join(enc._args.pop(e.tool_call_id, ()))
     encrypted = enc._encrypted.pop(e.tool_call_id, None) if enc._encrypted else None
     chunk = {"type": "tool-input-available", "toolCallId": e.tool_call_id,
@@ -149,7 +119,7 @@ def _tool_call_end(enc: VercelEncoder, e: ToolCallEnd) -> bytes:
     return b"data: " + json_bytes(chunk, len(text)) + b"\n\n"  # the arguments, gathered whole
 
 
-def _tool_result(enc: VercelEncoder, e: ToolResult) -> bytes:
+def _tool_result(enc: VercelEncoder, e: canonical.ToolResult) -> bytes:
     enc._after_results = True
     carried = enc._sdk.tool_metadata
     if e.denied and enc._sdk.approvals:
@@ -163,7 +133,7 @@ def _tool_result(enc: VercelEncoder, e: ToolResult) -> bytes:
     return sse_frame(enc._part(chunk, e, e.subagent_run_id, carried=carried))
 
 
-def _interrupt(enc: VercelEncoder, e: Interrupt) -> bytes:
+def _interrupt(enc: VercelEncoder, e: canonical.Interrupt) -> bytes:
     if e.tool_call_id in enc._names and enc._sdk.approvals:  # the call's part holds the approval
         if e.expires_at is not None:
             enc.dropped[Dropped.INTERRUPT_EXPIRY] += 1  # an approval has no deadline
@@ -174,7 +144,7 @@ def _interrupt(enc: VercelEncoder, e: Interrupt) -> bytes:
     return enc._step() + b"".join(sse_frame(chunk) for chunk in chunks)
 
 
-def _interrupt_resolved(enc: VercelEncoder, e: InterruptResolved) -> bytes:
+def _interrupt_resolved(enc: VercelEncoder, e: canonical.InterruptResolved) -> bytes:
     chunk = approvals.resolved(e, enc._sdk)
     if chunk is None:
         enc.dropped[Dropped.INTERRUPT_RESOLVED] += 1  # before 7 an approval is only answered by the client
@@ -182,7 +152,7 @@ def _interrupt_resolved(enc: VercelEncoder, e: InterruptResolved) -> bytes:
     return sse_frame(chunk)
 
 
-def _data(enc: VercelEncoder, e: Data) -> bytes:
+def _data(enc: VercelEncoder, e: canonical.Data) -> bytes:
     if e.custom:
         if enc._sdk.seven and isinstance(e.data, dict):
             return sse_frame({"type": "custom", "kind": e.name, "providerMetadata": e.data})
@@ -195,13 +165,13 @@ def _data(enc: VercelEncoder, e: Data) -> bytes:
     return sse_frame(chunk)
 
 
-def _activity_snapshot(enc: VercelEncoder, e: ActivitySnapshot) -> bytes:
+def _activity_snapshot(enc: VercelEncoder, e: canonical.ActivitySnapshot) -> bytes:
     data = enc._shown().activity(e)
     assert data is not None  # a snapshot always shows
     return _data(enc, data)
 
 
-def _activity_delta(enc: VercelEncoder, e: ActivityDelta) -> bytes:
+def _activity_delta(enc: VercelEncoder, e: canonical.ActivityDelta) -> bytes:
     data = enc._shown().activity(e)
     if data is None:
         enc.dropped[Dropped.ACTIVITY] += 1  # a patch of an activity this stream never showed whole
@@ -209,17 +179,18 @@ def _activity_delta(enc: VercelEncoder, e: ActivityDelta) -> bytes:
     return _data(enc, data)
 
 
-def _subagent(enc: VercelEncoder, e: SubagentStarted | SubagentFinished | SubagentError) -> bytes:
+def _subagent(enc: VercelEncoder,
+              e: canonical.SubagentStarted | canonical.SubagentFinished | canonical.SubagentError) -> bytes:
     return _data(enc, enc._shown().subagent(e))
 
 
-def _run_started(enc: VercelEncoder, e: RunStarted) -> bytes:
+def _run_started(enc: VercelEncoder, e: canonical.RunStarted) -> bytes:
     start = sse_frame(drop_none({"type": "start", "messageId": e.message_id,
                                  "messageMetadata": None if e.metadata is None else {"metadata": e.metadata}}))
     return start + enc._settle() if enc._settles and e.message_id is None else start
 
 
-def _step_started(enc: VercelEncoder, e: StepStarted) -> bytes:
+def _step_started(enc: VercelEncoder, e: canonical.StepStarted) -> bytes:
     # A Vercel upstream's own steps pass through; named (AG-UI) steps are not model steps: left out.
     if e.name is not None or enc._step_open:
         if e.name is not None:
@@ -229,7 +200,7 @@ def _step_started(enc: VercelEncoder, e: StepStarted) -> bytes:
     return _START_STEP
 
 
-def _step_finished(enc: VercelEncoder, e: StepFinished) -> bytes:
+def _step_finished(enc: VercelEncoder, e: canonical.StepFinished) -> bytes:
     if e.name is not None or not enc._step_open:
         if e.name is not None:
             enc.dropped[Dropped.STEP] += 1
@@ -238,16 +209,16 @@ def _step_finished(enc: VercelEncoder, e: StepFinished) -> bytes:
     return _FINISH_STEP
 
 
-def _state_snapshot(enc: VercelEncoder, e: StateSnapshot) -> bytes:
+def _state_snapshot(enc: VercelEncoder, e: canonical.StateSnapshot) -> bytes:
     enc._state.snapshot(e.snapshot)
     return enc._state_part()
 
 
-def _state_delta(enc: VercelEncoder, e: StateDelta) -> bytes:
+def _state_delta(enc: VercelEncoder, e: canonical.StateDelta) -> bytes:
     return enc._state_part() if enc._state.apply(e.patch) else b""
 
 
-def _usage(enc: VercelEncoder, e: Usage) -> bytes:
+def _usage(enc: VercelEncoder, e: canonical.Usage) -> bytes:
     usage = drop_none({"inputTokens": e.input_tokens, "outputTokens": e.output_tokens,
                        "totalTokens": e.total_tokens, "reasoningTokens": e.reasoning_tokens,
                        "cachedInputTokens": e.cached_input_tokens,
@@ -256,7 +227,7 @@ def _usage(enc: VercelEncoder, e: Usage) -> bytes:
     return sse_frame({"type": "message-metadata", "messageMetadata": {"usage": usage}})
 
 
-def _run_finished(enc: VercelEncoder, e: RunFinished) -> bytes:
+def _run_finished(enc: VercelEncoder, e: canonical.RunFinished) -> bytes:
     if e.outcome == "cancelled":
         if e.metadata is not None:
             enc.dropped[Dropped.METADATA] += 1
@@ -269,11 +240,11 @@ def _run_finished(enc: VercelEncoder, e: RunFinished) -> bytes:
     return enc._end_step() + sse_frame(finish) + DONE
 
 
-def _run_error(enc: VercelEncoder, e: RunError) -> bytes:
+def _run_error(enc: VercelEncoder, e: canonical.RunError) -> bytes:
     return enc._end_step() + enc._error(e) + DONE
 
 
-def _raw(enc: VercelEncoder, e: Raw) -> bytes:
+def _raw(enc: VercelEncoder, e: canonical.Raw) -> bytes:
     kind = e.event.get("type")
     if e.dialect == "vercel" and isinstance(kind, str):
         if enc._sdk.passes(kind):
@@ -304,8 +275,9 @@ class VercelEncoder(SSEEncoder):
     )
 
     HEADERS = {**SSE_HEADERS, "x-vercel-ai-ui-message-stream": "v1"}
-    METADATA = frozenset({TextDelta, ToolCallArgs, ReasoningDelta, TextStart, TextEnd, ReasoningStart, ReasoningEnd,
-                          ToolCallStart, ToolCallEnd, ToolResult, RunStarted, RunFinished})
+    METADATA = frozenset({canonical.TextDelta, canonical.ToolCallArgs, canonical.ReasoningDelta, canonical.TextStart,
+                          canonical.TextEnd, canonical.ReasoningStart, canonical.ReasoningEnd, canonical.ToolCallStart,
+                          canonical.ToolCallEnd, canonical.ToolResult, canonical.RunStarted, canonical.RunFinished})
     """Their handlers put it in a part's `providerMetadata` or the message's metadata, or count it."""
 
     def __init__(self, request: Turn | None = None) -> None:
@@ -326,7 +298,7 @@ class VercelEncoder(SSEEncoder):
         self._families: Shown | None = None
         self._text = DeltaFrames(_text_delta_frame)
 
-    def _part(self, chunk: dict[str, Any], e: Event, author: str | None = None, encrypted: str | None = None,
+    def _part(self, chunk: dict[str, Any], e: canonical.Event, author: str | None = None, encrypted: str | None = None,
               carried: bool = True) -> dict[str, Any]:
         """A chunk with what AG-UI said of its part, in its `providerMetadata` where its schema has one."""
         extra = drop_none({"metadata": e.metadata, "subagentRunId": author, "encryptedValue": encrypted})
@@ -374,7 +346,7 @@ class VercelEncoder(SSEEncoder):
         """The whole state as one data part with a fixed id: the client replaces it in place on every change."""
         return sse_frame({"type": "data-state", "id": "state", "data": self._state.value})
 
-    def _error(self, e: RunError) -> bytes:
+    def _error(self, e: canonical.RunError) -> bytes:
         error = sse_frame({"type": "error", "errorText": e.message})
         if not self._inkeep:
             return error
@@ -382,33 +354,33 @@ class VercelEncoder(SSEEncoder):
         return sse_frame({"type": "data-operation", "data": operation}) + error
 
     handlers = {
-        TextDelta: _text_delta,
-        ToolCallArgs: _tool_call_args,
-        ReasoningDelta: _reasoning_delta,
-        TextStart: _text_start,
-        TextEnd: _text_end,
-        ReasoningStart: _reasoning_start,
-        ReasoningEnd: _reasoning_end,
-        EncryptedValue: _encrypted_value,
-        ActivitySnapshot: _activity_snapshot,
-        ActivityDelta: _activity_delta,
-        SubagentStarted: _subagent,
-        SubagentFinished: _subagent,
-        SubagentError: _subagent,
-        ToolCallStart: _tool_call_start,
-        ToolCallEnd: _tool_call_end,
-        ToolResult: _tool_result,
-        Interrupt: _interrupt,
-        InterruptResolved: _interrupt_resolved,
-        Data: _data,
-        RunStarted: _run_started,
-        StepStarted: _step_started,
-        StepFinished: _step_finished,
-        StateSnapshot: _state_snapshot,
-        StateDelta: _state_delta,
-        Usage: _usage,
-        RunFinished: _run_finished,
-        RunError: _run_error,
-        Raw: _raw,
+        canonical.TextDelta: _text_delta,
+        canonical.ToolCallArgs: _tool_call_args,
+        canonical.ReasoningDelta: _reasoning_delta,
+        canonical.TextStart: _text_start,
+        canonical.TextEnd: _text_end,
+        canonical.ReasoningStart: _reasoning_start,
+        canonical.ReasoningEnd: _reasoning_end,
+        canonical.EncryptedValue: _encrypted_value,
+        canonical.ActivitySnapshot: _activity_snapshot,
+        canonical.ActivityDelta: _activity_delta,
+        canonical.SubagentStarted: _subagent,
+        canonical.SubagentFinished: _subagent,
+        canonical.SubagentError: _subagent,
+        canonical.ToolCallStart: _tool_call_start,
+        canonical.ToolCallEnd: _tool_call_end,
+        canonical.ToolResult: _tool_result,
+        canonical.Interrupt: _interrupt,
+        canonical.InterruptResolved: _interrupt_resolved,
+        canonical.Data: _data,
+        canonical.RunStarted: _run_started,
+        canonical.StepStarted: _step_started,
+        canonical.StepFinished: _step_finished,
+        canonical.StateSnapshot: _state_snapshot,
+        canonical.StateDelta: _state_delta,
+        canonical.Usage: _usage,
+        canonical.RunFinished: _run_finished,
+        canonical.RunError: _run_error,
+        canonical.Raw: _raw,
     }
     DROPS = drop_map(Dropped.MESSAGES_SNAPSHOT)  # the client owns the history

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import orjson
 
+from gateway.core import events as canonical
 from gateway.core.capabilities import Asked, PathAnswer, WireFormats
 from gateway.core.decoding import Decoder
-from gateway.core.events import Event
 from gateway.core.queries import Answer
 
 from .decode import ToyDecoder
@@ -21,7 +21,7 @@ RECORD_SEPARATOR = b"\x1e"
 class ToySequenceDecoder(ToyDecoder):
     """JSON text sequences: each event a record, opened by the record separator and closed by a line feed."""
 
-    def feed(self, chunk: bytes) -> list[Event]:
+    def feed(self, chunk: bytes) -> list[canonical.Event]:
         return super().feed(chunk.replace(RECORD_SEPARATOR, b""))
 
 

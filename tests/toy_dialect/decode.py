@@ -6,21 +6,9 @@ from typing import Any
 
 import orjson
 
+from gateway.core import events as canonical
 from gateway.core.codec import json_or_text
 from gateway.core.decoding import RepairedDecoder
-from gateway.core.events import (
-    Event,
-    RunError,
-    RunFinished,
-    RunStarted,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolResult,
-)
 from gateway.core.sse import DEFAULT_MAX_FRAME
 
 
@@ -33,8 +21,8 @@ class ToyDecoder(RepairedDecoder):
         self._max = max_event_bytes
         self._text: str | None = None
 
-    def feed(self, chunk: bytes) -> list[Event]:
-        out: list[Event] = []
+    def feed(self, chunk: bytes) -> list[canonical.Event]:
+        out: list[canonical.Event] = []
         if self.repair.done:
             return out
         *lines, self._buffer = (self._buffer + chunk).split(b"\n")
@@ -44,15 +32,15 @@ class ToyDecoder(RepairedDecoder):
             self.repair.fail("upstream sent an oversized event", "upstream_event_too_large", out)
         return out
 
-    def close(self) -> list[Event]:
-        out: list[Event] = []
+    def close(self) -> list[canonical.Event]:
+        out: list[canonical.Event] = []
         if self._buffer and not self.repair.done:
             self._line(self._buffer, out)
         self._end_text(out)
         self.repair.end_of_stream(out)
         return out
 
-    def _line(self, line: bytes, out: list[Event]) -> None:
+    def _line(self, line: bytes, out: list[canonical.Event]) -> None:
         if self.repair.done or not line.strip():
             return
         try:
@@ -66,30 +54,30 @@ class ToyDecoder(RepairedDecoder):
         kind = event.get("type")
         push = self.repair.push
         if kind == "start":
-            push(RunStarted(), out)
+            push(canonical.RunStarted(), out)
         elif kind == "text" and isinstance(event.get("id"), str) and isinstance(event.get("text"), str):
             if self._text != event["id"]:
                 self._end_text(out)
                 self._text = event["id"]
-                push(TextStart(event["id"]), out)
-            push(TextDelta(event["id"], event["text"]), out)
+                push(canonical.TextStart(event["id"]), out)
+            push(canonical.TextDelta(event["id"], event["text"]), out)
         elif kind == "tool" and isinstance(event.get("id"), str) and isinstance(event.get("name"), str):
             self._end_text(out)
-            push(ToolCallStart(event["id"], event["name"]), out)
+            push(canonical.ToolCallStart(event["id"], event["name"]), out)
             if isinstance(event.get("arguments"), str) and event["arguments"]:
-                push(ToolCallArgs(event["id"], event["arguments"]), out)
-            push(ToolCallEnd(event["id"]), out)
+                push(canonical.ToolCallArgs(event["id"], event["arguments"]), out)
+            push(canonical.ToolCallEnd(event["id"]), out)
         elif kind == "result" and isinstance(event.get("id"), str):
             self._end_text(out)
-            push(ToolResult(event["id"], json_or_text(str(event.get("content", "")))), out)
+            push(canonical.ToolResult(event["id"], json_or_text(str(event.get("content", "")))), out)
         elif kind == "error":
             self._end_text(out)
-            push(RunError(str(event.get("message", "the agent failed"))), out)
+            push(canonical.RunError(str(event.get("message", "the agent failed"))), out)
         elif kind == "end":
             self._end_text(out)
-            push(RunFinished(), out)
+            push(canonical.RunFinished(), out)
 
-    def _end_text(self, out: list[Event]) -> None:
+    def _end_text(self, out: list[canonical.Event]) -> None:
         if self._text is not None:
-            self.repair.push(TextEnd(self._text), out)
+            self.repair.push(canonical.TextEnd(self._text), out)
             self._text = None

@@ -7,20 +7,8 @@ from typing import Any
 
 import orjson
 
+from gateway.core import events as canonical
 from gateway.core.codec import as_text
-from gateway.core.events import (
-    Event,
-    RunError,
-    RunFinished,
-    RunStarted,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolResult,
-)
 from gateway.core.turn import Turn
 
 
@@ -33,31 +21,31 @@ class ToyEncoder:
         self.dropped: dict[str, int] = defaultdict(int)
         self._calls: dict[str, list[str]] = {}
 
-    def encode(self, events: list[Event]) -> bytes:
+    def encode(self, events: list[canonical.Event]) -> bytes:
         return b"".join(self._encode(e) for e in events)
 
     def keep_alive(self) -> bytes:
         return b"\n"
 
-    def _encode(self, e: Event) -> bytes:
-        if isinstance(e, TextDelta):
+    def _encode(self, e: canonical.Event) -> bytes:
+        if isinstance(e, canonical.TextDelta):
             return _line({"type": "text", "id": e.message_id, "text": e.delta}) if e.delta else b""
-        if isinstance(e, ToolCallStart):
+        if isinstance(e, canonical.ToolCallStart):
             self._calls[e.tool_call_id] = [e.name, ""]
-        elif isinstance(e, ToolCallArgs):
+        elif isinstance(e, canonical.ToolCallArgs):
             self._calls[e.tool_call_id][1] += e.delta
-        elif isinstance(e, ToolCallEnd):
+        elif isinstance(e, canonical.ToolCallEnd):
             name, arguments = self._calls.pop(e.tool_call_id)
             return _line({"type": "tool", "id": e.tool_call_id, "name": name, "arguments": arguments})
-        elif isinstance(e, ToolResult):
+        elif isinstance(e, canonical.ToolResult):
             return _line({"type": "result", "id": e.tool_call_id, "content": as_text(e.content)})
-        elif isinstance(e, RunStarted):
+        elif isinstance(e, canonical.RunStarted):
             return _line({"type": "start"})
-        elif isinstance(e, RunError):
+        elif isinstance(e, canonical.RunError):
             return _line({"type": "error", "message": e.message})
-        elif isinstance(e, RunFinished):
+        elif isinstance(e, canonical.RunFinished):
             return _line({"type": "end"})
-        elif not isinstance(e, TextStart | TextEnd):
+        elif not isinstance(e, canonical.TextStart | canonical.TextEnd):
             self.dropped[type(e).__name__.lower()] += 1
         return b""
 
