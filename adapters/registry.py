@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from adapters import a2a, ag_kit, ag_ui, agent_respond, langgraph, openai_chat, openai_responses, vercel
+from adapters import a2a, ag_kit, ag_ui, agent_respond, langgraph, mcp, openai_chat, openai_responses, vercel
 from gateway.core.capabilities import Variants
 from gateway.core.codec import Dialect, Likeness
 from gateway.core.errors import GatewayError, UnknownDialect
@@ -16,7 +16,7 @@ from gateway.core.validation import listed
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (ag_ui.DIALECT, ag_kit.DIALECT, vercel.DIALECT,
                                                      agent_respond.DIALECT, a2a.DIALECT, langgraph.DIALECT,
-                                                     openai_chat.DIALECT, openai_responses.DIALECT)}
+                                                     openai_chat.DIALECT, openai_responses.DIALECT, mcp.DIALECT)}
 
 
 def get(name: str) -> Dialect:

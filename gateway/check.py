@@ -14,7 +14,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from adapters import registry
@@ -24,10 +24,14 @@ from gateway.conversations.recorder import RunRecorder
 from gateway.core import capabilities
 from gateway.core.codec import Dialect
 from gateway.core.conformance import Answer, Violation
+from gateway.core.errors import GatewayError
 from gateway.core.events import Event, Interrupt, RunError, TextDelta, ToolCallStart, ToolResult
 from gateway.core.ids import new_id
 from gateway.core.turn import Message, Resume, Tool, Turn
 from gateway.upstream.http1 import HTTPError, Pool, Target
+
+if TYPE_CHECKING:
+    from gateway.server.upstream_sessions import KeptSessions
 
 SCENARIOS: dict[str, str] = {
     "text": "a question gets an answer with text",
@@ -160,6 +164,8 @@ class Checker:
         self.target = target or Target(url, connect_timeout=min(timeout, 10.0))
         """Where requests go: the URL, or a route's upstream as the gateway reaches it (its proxy, its TLS)."""
         self.pool = Pool(user_agent="agent-gateway-check")
+        self.sessions: KeptSessions | None = None
+        """The conversations' sessions, for a dialect whose servers serve runs only in one (MCP's)."""
 
     async def run(self, scenarios: Sequence[str] = tuple(SCENARIOS)) -> Report:
         results: list[Result] = []
@@ -188,9 +194,14 @@ class Checker:
         self.target, self.variant = await discovery.endpoint()
 
     async def exchange(self, turn: Turn, label: str, leave_after_first_event: bool = False) -> Reply:
-        request = self.dialect.build_request(turn, self.variant)
-        headers = {**request.headers, **self.headers}
         step = Step(label)
+        try:
+            session, variant = await self._in_session(turn)
+        except GatewayError as error:  # the conversation could not even begin
+            step.error = f"opening a session: {error.message}"
+            return Reply(step, [], RunRecorder(), False)
+        request = self.dialect.build_request(turn, variant)
+        headers = {**request.headers, **self.headers, **session}
         decoder = self.dialect.new_decoder()
         events: list[Event] = []
         body = bytearray()
@@ -235,6 +246,18 @@ class Checker:
         recorder = RunRecorder()
         recorder.record(events)
         return Reply(step, events, recorder, left_early)
+
+    async def _in_session(self, turn: Turn) -> tuple[dict[str, str], str | None]:
+        """For a dialect whose servers serve runs only in a session (MCP's): the conversation's, opened as the
+        gateway opens one; the headers its requests carry and the variant the server showed."""
+        from gateway.server.upstream_sessions import kept_for
+
+        if self.sessions is None:
+            self.sessions = kept_for(self.dialect, self.pool, self.target.connect_timeout, self.timeout, True)
+        if self.sessions is None:
+            return {}, self.variant
+        opened = await self.sessions.opened(turn.conversation_id or "", turn, self.target, self.headers)
+        return dict(opened.headers), opened.variant or self.variant
 
     def _not_found(self, path: str | None) -> str:
         """A 404 says the URL is not the endpoint: what to try, for a base URL (an OpenAI one, `.../v1`, for

@@ -62,6 +62,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 if __package__ in (None, ""):  # run as a script: the repository root holds the project's packages
@@ -72,7 +73,9 @@ import orjson
 from servers import free_port
 
 from adapters import registry
+from gateway.core.capabilities import AgentDescription, NamedRoutes
 from gateway.core.events import Event, RunFinished, RunStarted, TextDelta, TextEnd, TextStart
+from gateway.core.named import InMemoryEndpoint
 
 FAULTS = ("ok", "slow", "reset", "hang-first", "hang-headers", "hang-between", "bad-json", "unknown-event", "huge",
           "forever", "html-502", "wrong-type", "drop")
@@ -120,6 +123,8 @@ class Call:
     """Seconds its connection had been idle since the previous answer on it; None on a new connection."""
     ended: float | None = None
     end: str | None = None
+    opening: bool = False
+    """A request that opens a session for the run rather than being it (MCP's initialize, tools/list)."""
     """How the answer ended: complete, reset, dropped, peer_closed (the gateway went away), capped (max_seconds)."""
 
     @property
@@ -201,11 +206,12 @@ class FaultUpstream:
 
     def find(self, request_id: str, timeout: float = 5.0) -> Call:
         """The first call that carried this X-Request-Id (the gateway forwards the client's): the run's own, before
-        any the gateway made for it (an A2A run's re-attach after a broken stream)."""
+        any the gateway made for it (an A2A run's re-attach after a broken stream), after those that opened its
+        session (MCP's)."""
         found: list[Call] = []
 
         def seen() -> bool:
-            found[:] = [c for c in list(self.calls) if c.request_id == request_id]
+            found[:] = [c for c in list(self.calls) if c.request_id == request_id and not c.opening]
             return bool(found)
 
         if not wait_until(seen, timeout):
@@ -299,6 +305,10 @@ class FaultUpstream:
                     await writer.wait_closed()
 
 
+_SESSIONS: dict[str, dict[str, Any]] = {}
+"""The sessions opened with any fault upstream, for a dialect that has them (MCP's)."""
+
+
 def _method(body: bytes) -> str | None:
     """A JSON-RPC request's method, if the body is one."""
     try:
@@ -384,10 +394,11 @@ class _Answer:
             self.call.bytes_sent += len(data)
 
     async def start(self, status: int = 200, content_type: str = "text/event-stream", length: int | None = None,
-                    ) -> None:
+                    extra: dict[str, str] | None = None) -> None:
         framing = f"content-length: {length}" if length is not None else "transfer-encoding: chunked"
+        more = "".join(f"{name}: {value}\r\n" for name, value in (extra or {}).items())
         head = (f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}\r\ncontent-type: {content_type}\r\n"
-                f"{framing}\r\ncache-control: no-cache\r\n\r\n")
+                f"{framing}\r\ncache-control: no-cache\r\n{more}\r\n")
         await self.send(head.encode(), count=False)
 
     async def chunk(self, data: bytes) -> None:
@@ -420,6 +431,17 @@ class _Answer:
             await self.send(body, count=False)
             call.end = "complete"
             return True
+        if (named := registry.get(dialect).capability(NamedRoutes)) is not None and call.body:
+            # What is not a run (MCP's initialize, tools/list) is answered as the dialect answers it, fault or not.
+            answered = await named.answer(InMemoryEndpoint("POST", call.headers, orjson.loads(call.body),
+                                                           [AgentDescription("agent", "", "")], _SESSIONS))
+            if answered.run is None:
+                headers = dict(answered.headers)
+                await self.start(answered.status, headers.pop("content-type", "application/json"),
+                                 len(answered.body), extra=headers)
+                await self.send(answered.body, count=False)
+                call.end, call.opening = "complete", True
+                return True
         if dialect == "langgraph" and "/runs/" in call.path and not call.path.endswith("/runs/stream"):
             # It keeps no runs either: a join (see `LangGraphDecoder.reattach_request`) or a cancel finds none.
             body = orjson.dumps({"detail": "run not found"})

@@ -7,9 +7,10 @@ batches all streams into a single ``node`` process.
 It also drives the real clients against a live HTTP URL: ``run_agui`` (``agui-run.mjs``, one
 ``HttpAgent`` doing several ``runAgent`` calls), ``run_vercel_chat`` (``vercel-chat.mjs``, the
 ``AbstractChat`` + ``DefaultChatTransport`` state machine that ``useChat`` wraps), ``run_vercel_resume``
-(``vercel-resume.mjs``, that chat dropped on one replica and resumed or stopped through another) and
-``run_a2a_send`` (``a2a-send.mjs``, ``@a2a-js/sdk`` 1.3.0's ``Client`` sending one message) and ``run_openai_js``
-(``openai-run.mjs``, the official ``openai`` 7.57.0 SDK through Chat Completions and Responses). Each call is one
+(``vercel-resume.mjs``, that chat dropped on one replica and resumed or stopped through another),
+``run_a2a_send`` (``a2a-send.mjs``, ``@a2a-js/sdk`` 1.3.0's ``Client`` sending one message), ``run_openai_js``
+(``openai-run.mjs``, the official ``openai`` 7.57.0 SDK through Chat Completions and Responses) and ``run_mcp``
+(``mcp-run.mjs``, ``@modelcontextprotocol/sdk`` 1.32.2's ``Client`` calling tools). Each call is one
 ``node`` process; the plan formats and options are documented at the top of the scripts.
 
 Install once with ``npm ci --prefix tests/clients``. When the install is missing the
@@ -397,3 +398,37 @@ def run_openai_js(base_url: str, steps: list[str], timeout_s: float = 30.0) -> d
         msg = f"openai-run.mjs answered {str(result)[:500]}, expected the steps {steps}"
         raise RuntimeError(msg)
     return cast(dict[str, Any], result)
+
+
+class McpRun(TypedDict):
+    """What ``@modelcontextprotocol/sdk``'s client got (see ``tests/clients/mcp-run.mjs``)."""
+
+    opened: dict[str, Any]  # {protocolVersion, serverInfo, sessionId}
+    steps: list[dict[str, Any]]  # each step's outcome, in the plan's order
+    terminated: bool | None  # the session's DELETE answered
+    error: str | None  # the session could not be opened
+
+
+def run_mcp(url: str, plan: list[dict[str, Any]], *, key: str | None = None, timeout_s: float = 30.0) -> McpRun:
+    """Run `plan` (tools/list and tools/call steps, as ``tests/peers/mcp_client.py`` takes them) against the MCP
+    server at `url` with ``@modelcontextprotocol/sdk`` 1.32.2's ``Client``, then end the session (DELETE)."""
+    node = _require_node()
+    if not (CLIENTS_DIR / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json").is_file():
+        msg = f"@modelcontextprotocol/sdk missing in {CLIENTS_DIR}: {_INSTALL_HINT}"
+        raise RuntimeError(msg)
+    command = [node, "mcp-run.mjs", url, json.dumps(plan), "--timeout-ms", str(int(timeout_s * 1000))]
+    if key is not None:
+        command += ["--key", key]
+    try:
+        proc = subprocess.run(command, cwd=CLIENTS_DIR, capture_output=True, text=True, timeout=timeout_s * 4 + 30,
+                              check=False)
+    except subprocess.TimeoutExpired as exc:
+        msg = f"mcp-run.mjs timed out after {timeout_s * 4 + 30:.0f} s"
+        raise RuntimeError(msg) from exc
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    ended = lines.pop() if lines and "terminated" in lines[-1] else None
+    said = [line for line in proc.stderr.splitlines() if line.strip()]
+    return McpRun(opened=lines[0] if lines else {}, steps=lines[1:],
+                  terminated=ended["terminated"] if ended is not None else None,
+                  error=(said[-1] if said else f"mcp-run.mjs exited with {proc.returncode}")
+                  if proc.returncode != 0 else None)

@@ -10,6 +10,7 @@ fully pinned requirements file in `tests/peers/` and started as a subprocess (uv
                (`tests/peers/a2a_agent.py`); its client too (`tests/peers/a2a_client.py`, see `run_a2a_client`)
     langgraph  `langgraph dev` (`langgraph-cli[inmem]` 0.4.40, langgraph-api 0.16.7) serving a scripted graph
                (`tests/peers/langgraph/`); `langgraph-sdk` 0.4.14's client too (`tests/peers/langgraph_client.py`)
+    mcp        `mcp` 2.3.0, the official MCP Python SDK: an MCPServer over streamable HTTP (`tests/peers/mcp_server.py`)
     litellm    LiteLLM's proxy 1.108.7, an OpenAI-compatible server answering with mock responses
                (`tests/peers/litellm_proxy.py`, `litellm_config.yaml`)
 
@@ -27,6 +28,7 @@ In a test:
         ...
     with a2a_upstream() as url:          # the card, JSON-RPC at /, HTTP+JSON, the same under /plain; /healthz
     with langgraph_upstream() as url:    # a LangGraph server: /assistants, /threads, /runs; /ok
+    with mcp_upstream() as url:          # an MCP server's tools at /mcp; /counts, POST /forget
         run = run_a2a_client(url, "hello")   # a2a-sdk's client, in the peer's venv: run.responses, run.error
 """
 
@@ -110,6 +112,7 @@ AGKIT_AGUI = Peer("agkit-agui", "agkit_agui_agent",
                   ("cloudbase-agent-server==0.1.22", "cloudbase-agent-core==0.1.13", "ag-ui-protocol==0.1.22",
                    "uvicorn==0.54.0"))
 A2A = Peer("a2a", "a2a_agent", ("a2a-sdk[http-server]==1.3.0", "uvicorn==0.54.0"))
+MCP = Peer("mcp", "mcp_server", ("mcp==2.3.0", "uvicorn==0.54.0"))
 LITELLM = Peer("litellm", "litellm_proxy", ("litellm[proxy]==1.108.7", "uvicorn==0.54.0"))
 LANGGRAPH = Peer("langgraph", "langgraph", ("langgraph-cli[inmem]==0.4.40", "langgraph-api==0.16.7",
                                             "langgraph-sdk==0.4.14"))
@@ -122,7 +125,7 @@ LANGGRAPH_LAUNCHER = ("import ctypes, signal, sys\n"
 LANGGRAPH_ENV = {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false", "LANGCHAIN_TRACING_V2": "false",
                  "LANGSMITH_API_KEY": "", "LANGGRAPH_NO_VERSION_CHECK": "1"}
 """No analytics, no tracing: nothing leaves the machine."""
-PEERS = (PYDANTIC, AGKIT, AGKIT_AGUI, A2A, LANGGRAPH, LITELLM)
+PEERS = (PYDANTIC, AGKIT, AGKIT_AGUI, A2A, LANGGRAPH, LITELLM, MCP)
 
 
 def _run(*command: str | Path) -> None:
@@ -321,6 +324,14 @@ def litellm_upstream() -> Iterator[str]:
         yield url
 
 
+@contextmanager
+def mcp_upstream() -> Iterator[str]:
+    """`mcp` 2.3.0's MCPServer serving its tools (agent, oneshot, status, fail, sleepy) at `/mcp`, over streamable
+    HTTP; `/counts`, `POST /forget` (see `tests/peers/mcp_server.py`)."""
+    with _serve(MCP) as url:
+        yield url
+
+
 @dataclass
 class A2AClientRun:
     """What `tests/peers/a2a_client.py` (a2a-sdk's own client) saw."""
@@ -388,6 +399,35 @@ def run_a2a_tasks(url: str, operation: str, params: dict[str, Any], timeout: flo
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         run.error = lines[-1] if lines else f"a2a_tasks.py exited with {done.returncode} and said nothing"
+    return run
+
+
+@dataclass
+class McpClientRun:
+    """What `tests/peers/mcp_client.py` (`mcp` 2.3.0's own client) got."""
+
+    opened: dict[str, Any] = field(default_factory=dict)
+    """The session: {protocolVersion, serverInfo}."""
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    """Each step's outcome, in the plan's order (see the script)."""
+    error: str | None = None
+    """"<ExceptionType>: <message>" when the session could not be opened."""
+
+
+def run_mcp_client(url: str, plan: list[dict[str, Any]], *, key: str | None = None,
+                   timeout: float = 30.0) -> McpClientRun:
+    """Run `plan` (tools/list and tools/call steps) against the MCP server at `url` with the SDK's client."""
+    _require(MCP)
+    command = [str(MCP.python), str(PEERS_DIR / "mcp_client.py"), url, json.dumps(plan), "--timeout", str(timeout)]
+    if key is not None:
+        command += ["--key", key]
+    done = subprocess.run(command, capture_output=True, text=True, env=_clean_env(), timeout=timeout * 4 + 30,
+                          check=False)
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    run = McpClientRun(opened=lines[0] if lines else {}, steps=lines[1:])
+    if done.returncode != 0:
+        said = [line for line in done.stderr.splitlines() if line.strip()]
+        run.error = said[-1] if said else f"mcp_client.py exited with {done.returncode} and said nothing"
     return run
 
 

@@ -38,7 +38,7 @@ TESTS = "scripts/test"
 """Installs what the tests need and runs them, as CI does (`.ci/run`)."""
 NAMED_AS = {"ag-ui": "AG-UI", "ag-kit": "AG-Kit", "vercel": "Vercel AI SDK", "agent-respond": "agent-respond",
             "a2a": "A2A", "langgraph": "LangGraph", "openai-chat": "OpenAI Chat Completions",
-            "openai-responses": "OpenAI Responses"}
+            "openai-responses": "OpenAI Responses", "mcp": "MCP"}
 """How prose names each dialect."""
 
 

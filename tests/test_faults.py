@@ -156,8 +156,9 @@ def assert_numbered(client: str, response: httpx.Response, n: int) -> Reply:
 
 def assert_error_before_start(response: httpx.Response, status: int, code: str, says: str,
                               client: str = "ag-ui") -> dict[str, Any]:
-    """A real HTTP status with the gateway's JSON error body, as every dialect but A2A gets before its stream
-    starts; an A2A client gets a JSON-RPC error in an HTTP 200, the gateway's code and status in its `data`.
+    """A real HTTP status with the gateway's JSON error body, as every dialect but A2A and MCP gets before its
+    stream starts; an A2A client gets a JSON-RPC error in an HTTP 200, the gateway's code and status in its `data`;
+    an MCP client whose agent failed a tool result with `isError`, the gateway's error in its `structuredContent`.
     Returned in the gateway's shape either way."""
     assert response.headers["content-type"].startswith("application/json")
     assert response.headers.get("x-request-id")
@@ -169,6 +170,13 @@ def assert_error_before_start(response: httpx.Response, status: int, code: str, 
         assert info["metadata"]["status"] == str(status) and says in rpc["message"], rpc
         details = orjson.loads(info["metadata"].get("details", "[]"))
         return {"code": code, "message": rpc["message"], **({"details": details} if details else {})}
+    if client == "mcp" and status >= 500:  # the agent failed, not the call: a tool result that says so
+        assert response.status_code == 200, f"expected an isError result, got {response.status_code}: {response.text}"
+        result = response.json()["result"]
+        failed: dict[str, Any] = result["structuredContent"]["error"]
+        assert result["isError"] is True and says in result["content"][0]["text"], result
+        assert failed["code"] == code and failed["status"] == status, failed
+        return failed
     assert response.status_code == status, f"expected {status}, got {response.status_code}: {response.text[:300]}"
     error: dict[str, Any] = response.json()["error"]
     assert error["code"] == code, error

@@ -109,10 +109,10 @@ def client_dialect_of(path: str, body: Any) -> str:
 
 
 def refusal(response: httpx.Response) -> tuple[int, str]:
-    """A refusal's HTTP status and message: the gateway's error body, or a JSON-RPC error (A2A) whose data says
-    the status."""
+    """A refusal's HTTP status and message: the gateway's error body, or a JSON-RPC error, in an HTTP 200 whose
+    data says the status (A2A) or with the status itself (MCP)."""
     payload = response.json()
-    if "jsonrpc" in payload:
+    if "jsonrpc" in payload and response.status_code == 200:
         return int(payload["error"]["data"][0]["metadata"]["status"]), payload["error"]["message"]
     return response.status_code, payload["error"]["message"]
 
@@ -124,7 +124,10 @@ def check_answer(gateway: Gateway, path: str, response: httpx.Response, body: An
     assert response.status_code < 500, f"{response.status_code} for {path}: {response.text[:500]}"
     if response.status_code != 200:
         assert response.status_code in CLIENT_ERRORS, f"{response.status_code}: {response.text[:300]}"
-        error = response.json()["error"]
+        payload = response.json()
+        error = payload["error"]
+        if "jsonrpc" in payload:  # a JSON-RPC error with the HTTP status (MCP): the gateway's code in its data
+            error = {**error, "code": error["data"]["code"]}
         assert isinstance(error["code"], str) and error["code"]
         assert isinstance(error["message"], str) and error["message"], error
         return

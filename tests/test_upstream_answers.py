@@ -37,7 +37,7 @@ from gateway.server.app import create_app
 CRAFTED = FIXTURES / "crafted"
 PATHS = {"ag-ui": "/agui", "ag-kit": "/send-message", "vercel": "/api/chat", "agent-respond": "/agent/respond",
          "a2a": "/a2a", "langgraph": "/langgraph", "openai-chat": "/v1/chat/completions",
-         "openai-responses": "/v1/responses"}
+         "openai-responses": "/v1/responses", "mcp": "/mcp"}
 UPSTREAMS = {"chat_refusal": "openai-chat", "responses_refusal": "openai-responses", "chat_length": "openai-chat",
              "chat_content_filter": "openai-chat", "responses_incomplete": "openai-responses",
              "responses_done_only": "openai-responses", "a2a_replaced": "a2a", "a2a_rewritten": "a2a",

@@ -48,9 +48,10 @@ from starlette.routing import Route
 from starlette.types import Receive
 
 from adapters import registry
-from gateway.core.capabilities import AgentDescription, Discovery, Resource
+from gateway.core.capabilities import AgentDescription, Discovery, NamedRoutes, Resource
 from gateway.core.codec import Dialect, Encoder
 from gateway.core.errors import RequestError
+from gateway.core.named import InMemoryEndpoint
 from gateway.core.queries import RunQueries
 from gateway.core.turn import Message, Turn
 from gateway.core.validation import load_json_object
@@ -75,6 +76,8 @@ class Agent:
         """Whether what reaches it is kept for `/_requests`."""
         self.log: deque[dict[str, Any]] = deque(maxlen=MAX_LOG)
         self.conversations: dict[str, list[Message]] = {}
+        self.sessions: dict[str, dict[str, Any]] = {}
+        """The sessions its clients opened, for a dialect that has them (MCP's)."""
         self.disconnects = 0
 
     async def respond(self, request: Request, resource: Resource | None = None) -> Response:
@@ -182,6 +185,21 @@ def _json(value: Any, status: int = 200) -> Response:
     return Response(orjson.dumps(value), status, media_type="application/json")
 
 
+async def _named(agent: Agent, named: NamedRoutes, request: Request) -> Response:
+    """The dialect's own answer to what is not a run (MCP's initialize, tools/list), else the run."""
+    raw = await request.body()
+    try:
+        body = load_json_object(raw) if raw else None
+    except RequestError as exc:
+        return _error(exc)
+    routes = [AgentDescription("agent", f"The gateway's built-in scripted agent: keywords {', '.join(KEYWORDS)}.",
+                               str(request.url))]
+    answered = await named.answer(InMemoryEndpoint(request.method, request.headers, body, routes, agent.sessions))
+    if answered.run is not None:
+        return await agent.respond(request)
+    return Response(answered.body, answered.status, dict(answered.headers))
+
+
 def _error(exc: RequestError) -> Response:
     return _json(exc.to_json(), exc.status)
 
@@ -192,7 +210,12 @@ def create_agent_app(dialect: str, *, path: str | None = None, pace: float = 0.0
     with `test_hooks`, what reached it at `/_requests` and its disconnects at `/_disconnects`."""
     agent = Agent(registry.get(dialect), pace, recording=test_hooks)
     paths = (path,) if path else agent.dialect.paths
-    routes = [Route(p, agent.respond, methods=["POST"]) for p in _with_and_without_slash(paths)]
+    named = agent.dialect.capability(NamedRoutes)
+    if named is not None and not path:  # one endpoint for all its agents (MCP's): the agent is the one named "agent"
+        routes = [Route(p, partial(_named, agent, named), methods=list(named.methods))
+                  for p in _with_and_without_slash((named.path,))]
+    else:
+        routes = [Route(p, agent.respond, methods=["POST"]) for p in _with_and_without_slash(paths)]
     # Under each path, and at the root as a LangGraph server serves them: a base URL finds the agent.
     routes += [Route(p.rstrip("/") + resource.path, partial(_resource, agent, resource), methods=[resource.method])
                for p in (*paths, "") for resource in agent.dialect.capabilities_of(Resource)]

@@ -17,13 +17,16 @@ Variants         named variants, and the headers that show one (Inkeep)        t
 ClientHistory    how a client that keeps the history sends a reply back        run_end
 WholeHistory     its encoder is given the conversation's whole history        call
 EventIds         its clients reconnect to a run by `Last-Event-ID` (AG-UI)     resume, resumable
+UpstreamSessions its servers serve a run only in a session opened first (MCP)  upstream_sessions (for call)
+NamedRoutes      one endpoint for every route, each request naming its route   named_routes (across the routes)
+                 (MCP's tools): what is not a run it answers itself
 ```
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway.core.decoding import Decoder
@@ -31,6 +34,7 @@ from gateway.core.errors import GatewayError
 from gateway.core.turn import History, Message, Turn
 
 if TYPE_CHECKING:
+    from gateway.core.codec import UpstreamRequest
     from gateway.core.queries import Answer
 
 
@@ -218,3 +222,102 @@ class EventIds(Capability):
     gets an `id:`, and a request for a run that is running attaches to it. Other dialects' retries are matched by
     their body."""
 
+
+
+@dataclass(frozen=True, slots=True)
+class Exchanged:
+    """An upstream's whole answer to one request a dialect sends while opening a session."""
+
+    status: int
+    headers: Mapping[str, str]
+    """Lowercase names."""
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """A session an upstream opened: what each request in it carries, and what opening it showed of the upstream."""
+
+    headers: Mapping[str, str]
+    """Added to every request of the session (the run's, its cancel): the session's id, the version agreed."""
+    variant: str | None = None
+    """The variant the upstream turned out to be, for the request's builder (None: the configured one)."""
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamSessions(Capability):
+    """Its servers serve a run's request only inside a session the client opened first, with requests of its own,
+    and name on each later request (MCP's `initialize` and `Mcp-Session-Id`). The server keeps one per conversation
+    and opens another when the upstream says it lost one."""
+
+    open: Callable[[Callable[[UpstreamRequest], Awaitable[Exchanged]], Turn], Awaitable[Opened]]
+    """Open a session for this turn's conversation, given a function that sends one request to the upstream (with
+    the route's headers) and returns its whole answer; raises a `GatewayError` when the upstream refuses."""
+    lost: Callable[[int], bool] = lambda status: status == 404
+    """Whether a run's answer with this status says the upstream no longer knows the session."""
+
+
+class AtEndpoint(Protocol):
+    """A request to a `NamedRoutes` endpoint, as the server hands it to the dialect: what it said, the routes its
+    caller may use, and the sessions the dialect keeps for that caller (in the gateway's store, so any replica serves
+    a session's next request; another caller's are not found)."""
+
+    @property
+    def method(self) -> str:
+        """The HTTP method."""
+        ...
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """Lowercase names."""
+        ...
+
+    @property
+    def body(self) -> Any:
+        """The JSON body; None for a request without one (a GET, a DELETE)."""
+        ...
+
+    @property
+    def routes(self) -> Sequence[AgentDescription]:
+        """The routes the caller may use, by name, in the order the configuration lists them."""
+        ...
+
+    async def session(self, session_id: str) -> dict[str, Any] | None:
+        """What was kept of the caller's session, or None for one it never opened or that was forgotten."""
+        ...
+
+    async def keep(self, session_id: str, kept: dict[str, Any]) -> None: ...
+
+    async def forget(self, session_id: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """What the dialect makes of a request to its `NamedRoutes` endpoint: its own answer, or a run of a route."""
+
+    status: int = 200
+    body: bytes = b""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    run: str | None = None
+    """The route this request is a run of (MCP's `tools/call`): the route serves it as a POST to its path, with its
+    own keys, limits and conversations; the rest of the answer is unused."""
+    run_key: str | None = None
+    """The name a later request may stop that run by."""
+    stop: str | None = None
+    """A running run this request stops (by its `run_key`), as its client leaving would (MCP's
+    `notifications/cancelled`), besides being answered."""
+
+
+@dataclass(frozen=True, slots=True)
+class NamedRoutes(Capability):
+    """Its clients reach every route at one endpoint and name the route in each request (MCP's tool names): the
+    gateway serves it across the routes, like a `Catalog`, and the dialect answers what is not a run itself."""
+
+    path: str
+    """Where the endpoint is ("/mcp")."""
+    methods: tuple[str, ...]
+    """The HTTP methods it takes."""
+    answer: Callable[[AtEndpoint], Awaitable[Answered]]
+    check_origin: bool = False
+    """Refuse (403) a request whose `Origin` is not the gateway's own, nor one a route's CORS allows: its clients
+    may be a local page's, which DNS rebinding would turn against a local gateway."""

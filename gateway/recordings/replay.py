@@ -30,10 +30,11 @@ from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
 from adapters import registry
-from gateway.core.capabilities import Discovery
+from gateway.core.capabilities import AgentDescription, Discovery, NamedRoutes
 from gateway.core.codec import Dialect
 from gateway.core.errors import GatewayError
 from gateway.core.events import RunError, RunStarted
+from gateway.core.named import InMemoryEndpoint
 from gateway.core.queries import RunQueries
 from gateway.core.turn import Turn
 from gateway.recordings.exchange import Recorded
@@ -81,10 +82,14 @@ class Replay:
         self.full: list[RecordedTurn] = []
         self.conversations: dict[str, RecordedConversation] = {}
         self.unkeyed = 0
+        self.agents: dict[str, AgentDescription] = {}
+        """The agents the recorded requests named (MCP's tools), for a dialect whose endpoint lists them."""
         for exchange in recorded:
             turn = self._read(exchange)
             if turn is None:
                 continue
+            if turn.agent is not None:
+                self.agents.setdefault(turn.agent, AgentDescription(turn.agent, "a recorded agent", ""))
             entry = RecordedTurn(exchange, signature(turn), turn.conversation_id, turn.history)
             if turn.history == "full" or turn.conversation_id is None:
                 self.full.append(entry)
@@ -161,6 +166,8 @@ class ReplayApp:
         for exchange in recorded:
             by_dialect.setdefault(exchange.upstream_dialect, []).append(exchange)
         self.replays = {name: Replay(registry.get(name), exchanges) for name, exchanges in by_dialect.items()}
+        self.sessions: dict[str, dict[str, Any]] = {}
+        """The sessions opened with the replay, for a dialect that has them (MCP's)."""
         self.paths: dict[str, str] = {}
         """Each recorded path, and the dialect recorded there."""
         self.documents: dict[str, Any] = {}
@@ -217,6 +224,13 @@ class ReplayApp:
             value = orjson.loads(body)
             if not isinstance(value, dict):
                 raise NoRecording("the request is not a JSON object")
+            named = dialect.capability(NamedRoutes)
+            if named is not None:  # what is not a run (MCP's initialize) is answered as the dialect answers it
+                answered = await named.answer(InMemoryEndpoint("POST", Headers(scope=scope), value,
+                                                               list(replay.agents.values()), self.sessions))
+                if answered.run is None:
+                    await _answer(send, answered.status, dict(answered.headers), answered.body)
+                    return
             queries = dialect.capability(RunQueries)
             if queries is not None and queries.read(value) is not None:
                 raise NoRecording("a replayed agent answers runs only, not questions about them")

@@ -145,6 +145,7 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
     scrape = MetricsEndpoint(metrics, config.metrics)
     mounted.routes += _operations(config, drain, store, pool, scrape)
     mount_across(route_handlers, mounted)
+    handlers.update(mounted.paths)
     mounted.routes += extra_routes or []
 
     @asynccontextmanager

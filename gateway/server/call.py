@@ -48,6 +48,7 @@ from gateway.conversations.mapper import Exchange
 from gateway.conversations.recorder import RunRecorder
 from gateway.core.capabilities import ProtocolHeaders, Variants, WholeHistory, WireFormats
 from gateway.core.codec import Decoder, Dialect, UpstreamRequest
+from gateway.core.errors import GatewayError
 from gateway.core.turn import Turn
 from gateway.inspector.ring import InspectedRun
 from gateway.recordings.capture import RunCapture
@@ -96,6 +97,8 @@ class Call:
         self.reattached: list[Response] = []
         """What the upstream answered when asked for the rest of a run whose stream broke off."""
         self.upstream_headers: dict[str, str] = {}
+        self.session_headers: dict[str, str] = {}
+        """What the upstream's session adds to each request of the run (`UpstreamSessions`)."""
         self.continued: Callable[[Turn], Turn] | None = None
         """What the client's connection makes of the turn, for a request on a WebSocket (`RouteHandler.serve`)."""
         self.request_json: dict[str, Any] | None = None
@@ -124,8 +127,16 @@ class Call:
         reply relayed, and the rest of its body drained."""
         target, discovered = await self.handler.discovery.endpoint()
         exchange = await self._map_history(client, turn, discovered)
+        if not await self._in_session(exchange, client, target):
+            return
         outbound = self._build_request(exchange, client, target)
         response = await self._send(outbound, target)
+        if response is not None and self._session_lost(response, exchange):
+            response.release()
+            if not await self._in_session(exchange, client, target):
+                return
+            outbound = self._build_request(exchange, client, target)
+            response = await self._send(outbound, target)
         if response is None:
             return
         try:
@@ -153,6 +164,34 @@ class Call:
             exchange.upstream_turn.agent = None
         exchange.upstream_turn.model = route.upstream.model or turn.model or route.name
         return exchange
+
+    async def _in_session(self, exchange: Exchange, client: Dialect, target: Target) -> bool:
+        """The conversation's session with an upstream that serves runs only in one (`UpstreamSessions`), opened if
+        need be: its headers go on the run's requests, its variant to the request's builder. False when it could
+        not be opened: the client has been told why."""
+        sessions = self.handler.sessions
+        if sessions is None:
+            return True
+        self.session_headers = {}
+        try:
+            opened = await sessions.opened(exchange.conversation.upstream_id, exchange.upstream_turn, target,
+                                           self._upstream_headers({}, client))
+        except GatewayError as error:
+            await self.writer.fail_before_start(error)
+            return False
+        self.session_headers = dict(opened.headers)
+        if opened.variant is not None:
+            exchange.upstream_variant = opened.variant
+        return True
+
+    def _session_lost(self, response: Response, exchange: Exchange) -> bool:
+        """Whether the upstream answered that it no longer knows the conversation's session: forgotten, to be
+        opened again once."""
+        sessions = self.handler.sessions
+        if sessions is None or not self.session_headers or not sessions.lost(response.status):
+            return False
+        sessions.forget(exchange.conversation.upstream_id)
+        return True
 
     def _build_request(self, exchange: Exchange, client: Dialect, target: Target) -> UpstreamRequest:
         outbound = self.handler.upstream.build_request(exchange.upstream_turn, exchange.upstream_variant)
@@ -272,6 +311,7 @@ class Call:
             headers.update({name: value for name in _passed(client) if (value := self.headers.get(name))})
         headers.update(self.route.upstream.headers)
         headers.update(dialect_headers)
+        headers.update(self.session_headers)
         headers["x-request-id"] = self.request_id
         if self.trace is not None:
             self.trace.upstream(headers, self.handler.upstream_span)

@@ -11,6 +11,7 @@ SocketMode   sockets             a WebSocket at <path>                          
 Resource     resources           <path><its path>, read as a run or a query           on a route
 Discovery    documents           <path><document path>, and the bare one when alone   across the routes
 Catalog      documents           <prefix><catalog path>, the routes a caller may use   across the routes
+NamedRoutes  named_routes        <its path>, every route, each request naming its own  across the routes
 ```
 """
 
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
-from gateway.server import documents, path_endpoints, queries, resources, sockets
+from gateway.server import documents, named_routes, path_endpoints, queries, resources, sockets
 
 if TYPE_CHECKING:
     from gateway.server.route import RouteHandler
@@ -36,6 +37,9 @@ class Mounted:
 
     routes: list[BaseRoute] = field(default_factory=list)
     sockets: dict[str, ASGIApp] = field(default_factory=dict)
+    paths: dict[str, tuple[ASGIApp, frozenset[str]]] = field(default_factory=dict)
+    """What an exact path serves, by method, before anything else: an endpoint across the routes takes its path
+    from a route that has it too (`NamedRoutes`)."""
 
 
 ON_A_ROUTE: tuple[Callable[[RouteHandler, Mounted], None], ...] = (
@@ -49,6 +53,7 @@ ON_A_ROUTE: tuple[Callable[[RouteHandler, Mounted], None], ...] = (
 ACROSS_ROUTES: tuple[Callable[[list[RouteHandler], Mounted], None], ...] = (
     documents.mount_discovery,
     documents.mount_catalogs,
+    named_routes.mount,
 )
 """Each kind's mount for what spans the routes (a document at a bare path, a list of them all)."""
 

@@ -23,7 +23,7 @@ from gateway.core.errors import (
 from gateway.core.queries import RunQuery
 from gateway.core.turn import Turn
 from gateway.runs.board import RunBoard
-from gateway.server import queries
+from gateway.server import queries, upstream_sessions
 from gateway.server.access import Access
 from gateway.server.bodies import BodyBudget, ClientGone
 from gateway.server.call import Call
@@ -70,6 +70,9 @@ class RouteHandler:
         self.upstream = registry.get(route.upstream.dialect)
         self.discovery = Discovery(route, self.upstream, pool)
         self.side_calls = SideCalls(pool)
+        self.sessions = upstream_sessions.kept_for(self.upstream, pool, route.timeouts.connect,
+                                                   route.timeouts.first_event, debug_errors)
+        """The route's sessions with its upstream, when its dialect serves runs only in one (MCP's)."""
         self.in_flight = metrics.in_flight.labels(route.name)
         self.access = Access(route)
         self.learned_variant: str | None = None

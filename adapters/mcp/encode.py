@@ -1,0 +1,171 @@
+"""A run's events as the answer to a client's `tools/call`: on the call's SSE stream, `notifications/progress` with
+the text so far while the agent writes (when the client sent a `progressToken`: progress counts the pieces), then
+one JSON-RPC response holding the `CallToolResult`.
+
+```
+text            progress {message: the text so far}; the result's content
+tool call/result, data, the conversation's id, an answer cut short
+                the result's structuredContent: toolCalls [{id, name, arguments, result?, isError?}],
+                data [{name, data}], conversation_id, stopReason ("length", "content_filter"), and for a failure
+                error {code, message}
+interrupt       what is asked, in the content's text and structuredContent.interrupts (elicitation: a later phase)
+error           a result with isError: true, the text so far and the error's text last (never a JSON-RPC error:
+                the agent failed, not the call)
+```
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from gateway.core import events as canonical
+from gateway.core.codec import drop_none, json_or_text, output_of
+from gateway.core.dropped import Dropped, drop_map
+from gateway.core.encoding import SSEEncoder
+from gateway.core.turn import Turn
+
+
+def message_event(message: dict[str, Any]) -> bytes:
+    """One JSON-RPC message as the SSE event the SDKs read (`event: message`)."""
+    return b"event: message\ndata: " + orjson.dumps(message) + b"\n\n"
+
+
+def _text(self: McpEncoder, e: canonical.TextDelta) -> bytes:
+    if e.metadata is not None:
+        self.dropped[Dropped.METADATA] += 1
+    if not e.delta:
+        return b""
+    if self.between_messages and self.text:
+        self.text += "\n\n"
+    self.between_messages = False
+    self.text += e.delta
+    if self.token is None:
+        return b""
+    self.pieces += 1
+    return message_event({"jsonrpc": "2.0", "method": "notifications/progress",
+                          "params": {"progressToken": self.token, "progress": self.pieces, "message": self.text}})
+
+
+def _text_start(self: McpEncoder, e: canonical.TextStart) -> bytes:
+    self.between_messages = True
+    return b""
+
+
+def _tool_start(self: McpEncoder, e: canonical.ToolCallStart) -> bytes:
+    self.calls[e.tool_call_id] = {"id": e.tool_call_id, "name": e.name, "arguments": ""}
+    return b""
+
+
+def _tool_args(self: McpEncoder, e: canonical.ToolCallArgs) -> bytes:
+    if e.metadata is not None:
+        self.dropped[Dropped.METADATA] += 1
+    call = self.calls.get(e.tool_call_id)
+    if call is not None:
+        call["arguments"] += e.delta
+    return b""
+
+
+def _tool_end(self: McpEncoder, e: canonical.ToolCallEnd) -> bytes:
+    call = self.calls.get(e.tool_call_id)
+    if call is not None:
+        call["arguments"] = json_or_text(call["arguments"] or "{}")
+    return b""
+
+
+def _tool_result(self: McpEncoder, e: canonical.ToolResult) -> bytes:
+    call = self.calls.setdefault(e.tool_call_id, {"id": e.tool_call_id})
+    call["result"] = output_of(e.content)
+    if e.is_error:
+        call["isError"] = True
+    return b""
+
+
+def _data(self: McpEncoder, e: canonical.Data) -> bytes:
+    self.data.append({"name": e.name, "data": e.data})
+    return b""
+
+
+def _interrupt(self: McpEncoder, e: canonical.Interrupt) -> bytes:
+    self.interrupts.append(drop_none({"id": e.id, "message": e.message, "reason": e.reason,
+                                      "toolCallId": e.tool_call_id, "responseSchema": e.response_schema}))
+    return b""
+
+
+def _run_finished(self: McpEncoder, e: canonical.RunFinished) -> bytes:
+    self.stop_reason = e.stop_reason
+    if e.outcome == "cancelled":
+        self.dropped[Dropped.CANCELLED_AS_FINISH] += 1
+    return self.result(self.text, is_error=False)
+
+
+def _run_error(self: McpEncoder, e: canonical.RunError) -> bytes:
+    self.error = {"code": e.code, "message": e.message} if e.code is not None else None
+    return self.result(e.message, is_error=True)
+
+
+def _nothing(self: McpEncoder, e: canonical.Event) -> bytes:
+    """Run starts and message ends: nothing to say (a message's end is where the next begins)."""
+    return b""
+
+
+class McpEncoder(SSEEncoder):
+    __slots__ = ("between_messages", "calls", "conversation_id", "data", "error", "id", "interrupts", "pieces",
+                 "stop_reason", "text", "token")
+
+    DROPS = drop_map(Dropped.REASONING, Dropped.STATE, Dropped.MESSAGES_SNAPSHOT, Dropped.STEP, Dropped.USAGE,
+                     Dropped.RAW, Dropped.ACTIVITY, Dropped.SUBAGENT, Dropped.ENCRYPTED_VALUE,
+                     Dropped.INTERRUPT_RESOLVED)
+    """What a `CallToolResult` has no place for (reasoning and tool calls could go to a 2025 client's log lines,
+    `notifications/message`, in a later phase)."""
+    METADATA = frozenset({canonical.TextDelta, canonical.ToolCallArgs, *DROPS})
+
+    handlers = {
+        canonical.TextDelta: _text,
+        canonical.TextStart: _text_start,
+        canonical.ToolCallStart: _tool_start,
+        canonical.ToolCallArgs: _tool_args,
+        canonical.ToolCallEnd: _tool_end,
+        canonical.ToolResult: _tool_result,
+        canonical.Data: _data,
+        canonical.Interrupt: _interrupt,
+        canonical.RunFinished: _run_finished,
+        canonical.RunError: _run_error,
+        canonical.RunStarted: _nothing,
+        canonical.TextEnd: _nothing,
+    }
+
+    def __init__(self, request: Turn | None = None) -> None:
+        super().__init__(request)
+        self.headers["x-accel-buffering"] = "no"
+        asked = request.metadata.get("mcp") if request is not None else None
+        asked = asked if isinstance(asked, dict) else {"progressToken": "progress"}
+        self.id: str | int = asked.get("id", 1)
+        """The JSON-RPC id of the client's `tools/call`."""
+        self.token: str | int | None = asked.get("progressToken")
+        """Where progress goes: the client's token (none: no progress); for no request known, as to a client that
+        asked for it, as the gateway does of an MCP upstream."""
+        self.conversation_id = request.conversation_id if request is not None else None
+        self.text = ""
+        self.between_messages = False
+        self.pieces = 0
+        self.calls: dict[str, dict[str, Any]] = {}
+        self.data: list[dict[str, Any]] = []
+        self.interrupts: list[dict[str, Any]] = []
+        self.stop_reason: str | None = None
+        self.error: dict[str, Any] | None = None
+
+    def result(self, text: str, *, is_error: bool) -> bytes:
+        """The JSON-RPC response that ends the call: after a failure, the text so far and the error's, each a block."""
+        if self.interrupts and not is_error:
+            asked = "\n".join(i.get("message") or "the agent waits for an answer" for i in self.interrupts)
+            text = f"{text}\n\n{asked}" if text else asked
+        structured = drop_none({"conversation_id": self.conversation_id,
+                                "toolCalls": list(self.calls.values()) or None, "data": self.data or None,
+                                "interrupts": self.interrupts or None, "stopReason": self.stop_reason,
+                                "error": self.error})
+        texts = [self.text, text] if is_error and self.text else [text] if text else []
+        result = {"content": [{"type": "text", "text": said} for said in texts], "structuredContent": structured,
+                  "isError": is_error}
+        return message_event({"jsonrpc": "2.0", "id": self.id, "result": result})

@@ -1,0 +1,114 @@
+"""`/mcp` as the gateway's MCP server (2025-06-18 and 2025-11-25, the handshake era): what is not a run, answered
+here; a `tools/call`, handed to the route it names.
+
+```
+initialize                 the version agreed (the client's if spoken, else the latest), a new Mcp-Session-Id
+notifications/*, responses 202 (notifications/cancelled: and the call it names is stopped)
+ping                       {}
+tools/list                 one tool per route the caller may use: {message, conversation_id?}
+tools/call                 a run of the route it names (an unknown one: -32602)
+DELETE                     the session forgotten
+GET                        405: no stream for messages outside a call (a later phase)
+```
+A request names the session `initialize` opened (404 for one not found: another caller's, or forgotten); a POST
+that names none is served without one, as by a server that keeps no sessions (a DELETE or GET must name one: 400).
+A protocol version header, if sent, must be one the gateway speaks (400).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from gateway.core.capabilities import AgentDescription, Answered, AtEndpoint
+from gateway.core.ids import new_id
+
+from .wire import HANDSHAKE_VERSIONS, LATEST, SESSION_HEADER, VERSION_HEADER
+
+PATH = "/mcp"
+HEADER_VERSIONS = (*HANDSHAKE_VERSIONS, "2025-03-26")
+"""What a request's `MCP-Protocol-Version` may say: the SDKs and the conformance suite send 2025-03-26 too."""
+SERVER_INFO = {"name": "agent-gateway", "version": "1"}
+INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32600, -32601, -32602
+
+TOOL_SCHEMA = {"type": "object", "properties": {
+    "message": {"type": "string", "description": "What the user says to the agent"},
+    "conversation_id": {"type": "string", "description": "The conversation to continue, as a result named it; "
+                                                         "none for a new one"}},
+    "required": ["message"]}
+
+
+def error(status: int, code: int, message: str, id: Any = None) -> Answered:
+    body = {"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}
+    return Answered(status, orjson.dumps(body), {"content-type": "application/json"})
+
+
+def result(id: Any, value: dict[str, Any], headers: dict[str, str] | None = None) -> Answered:
+    body = orjson.dumps({"jsonrpc": "2.0", "id": id, "result": value})
+    return Answered(200, body, {"content-type": "application/json", **(headers or {})})
+
+
+def tool(route: AgentDescription) -> dict[str, Any]:
+    return {"name": route.name, "description": route.description or f"The agent {route.name}",
+            "inputSchema": TOOL_SCHEMA}
+
+
+async def answer(asked: AtEndpoint) -> Answered:
+    version = asked.headers.get(VERSION_HEADER)
+    if version is not None and version.strip() not in HEADER_VERSIONS:
+        return error(400, INVALID_REQUEST, f"Bad Request: unsupported protocol version {version.strip()!r}; "
+                                           f"supported: {', '.join(HEADER_VERSIONS)}")
+    message = asked.body
+    if asked.method == "POST" and isinstance(message, dict) and message.get("method") == "initialize":
+        return await _initialize(asked, message)
+    session = asked.headers.get(SESSION_HEADER)
+    if session is not None and await asked.session(session) is None:
+        return error(404, INVALID_REQUEST, "Session not found")
+    if session is None and asked.method != "POST":
+        return error(400, INVALID_REQUEST, "Bad Request: Missing session ID")
+    session = session or ""
+    if asked.method == "DELETE":
+        await asked.forget(session)
+        return Answered(200)
+    if asked.method != "POST":
+        return Answered(405, headers={"allow": "POST, DELETE"})
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return error(400, INVALID_REQUEST, "Invalid Request: one JSON-RPC 2.0 message")
+    method, id = message.get("method"), message.get("id")
+    if method is None or id is None:  # a response to the server, or a notification
+        return Answered(202, stop=_cancelled(session, message))
+    if method == "ping":
+        return result(id, {})
+    if method == "tools/list":
+        return result(id, {"tools": [tool(route) for route in asked.routes]})
+    if method == "tools/call":
+        params = message.get("params")
+        name = params.get("name") if isinstance(params, dict) else None
+        if not any(route.name == name for route in asked.routes):
+            return error(200, INVALID_PARAMS, f"Unknown tool: {name}", id)
+        return Answered(run=name, run_key=f"{session}:{id}")
+    return error(200, METHOD_NOT_FOUND, "Method not found", id)
+
+
+async def _initialize(asked: AtEndpoint, message: dict[str, Any]) -> Answered:
+    params = message.get("params")
+    params = params if isinstance(params, dict) else {}
+    asked_for = params.get("protocolVersion")
+    version = asked_for if asked_for in HANDSHAKE_VERSIONS else LATEST
+    session = new_id("mcps")
+    capabilities = params.get("capabilities")
+    await asked.keep(session, {"version": version,
+                               "capabilities": capabilities if isinstance(capabilities, dict) else {}})
+    return result(message.get("id"), {"protocolVersion": version, "capabilities": {"tools": {"listChanged": False}},
+                                      "serverInfo": SERVER_INFO},
+                  {SESSION_HEADER: session})
+
+
+def _cancelled(session: str, message: dict[str, Any]) -> str | None:
+    """The run a `notifications/cancelled` stops, by the key its call was given."""
+    if message.get("method") != "notifications/cancelled":
+        return None
+    params = message.get("params")
+    request_id = params.get("requestId") if isinstance(params, dict) else None
+    return f"{session}:{request_id}" if request_id is not None else None

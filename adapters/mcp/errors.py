@@ -1,0 +1,26 @@
+"""A request refused before its reply, as an MCP client reads it: a protocol error (a body that is not a tool call,
+a key missing, a body too large) is a JSON-RPC error with the request's id and the HTTP status; an agent that could
+not be reached or failed before answering is a tool result with `isError: true`, as a failure during the run is,
+since the call itself was sound (the gateway's error, code and status, in its `structuredContent`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from gateway.core.errors import GatewayError
+
+INVALID_REQUEST, INTERNAL_ERROR = -32600, -32603
+
+
+def reply(error: GatewayError, request: Any) -> tuple[int, bytes]:
+    id = request.get("id") if isinstance(request, dict) else None
+    if error.status >= 500 and isinstance(request, dict) and request.get("method") == "tools/call":
+        result = {"content": [{"type": "text", "text": error.message}], "isError": True,
+                  "structuredContent": {"error": {**error.to_json()["error"], "status": error.status}}}
+        return 200, orjson.dumps({"jsonrpc": "2.0", "id": id, "result": result})
+    code = INVALID_REQUEST if error.status < 500 else INTERNAL_ERROR
+    body = {"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": error.message,
+                                                  "data": {"code": str(error.code)}}}
+    return error.status, orjson.dumps(body)

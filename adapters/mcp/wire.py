@@ -1,0 +1,66 @@
+"""MCP's JSON-RPC over streamable HTTP, as both sides of the gateway write and read it: the protocol versions it
+speaks, the headers, and JSON-RPC messages in an HTTP body (one JSON object, or SSE `message` events)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18")
+"""The handshake versions the gateway speaks, newest first: what it offers an upstream, and accepts from a client."""
+LATEST = HANDSHAKE_VERSIONS[0]
+
+SESSION_HEADER = "mcp-session-id"
+VERSION_HEADER = "mcp-protocol-version"
+ACCEPT = "application/json, text/event-stream"
+"""A client MUST accept both: a server answers a request with one JSON body or an SSE stream, as it likes."""
+
+REQUEST_CANCELLED = -32800
+"""The error a server still sends on a call's stream after a client cancelled it."""
+
+
+def request(id: str | int, method: str, params: Mapping[str, Any] | None = None) -> bytes:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return orjson.dumps(message)
+
+
+def notification(method: str, params: Mapping[str, Any] | None = None) -> bytes:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = params
+    return orjson.dumps(message)
+
+
+def messages_in(body: bytes, content_type: str) -> list[dict[str, Any]]:
+    """The JSON-RPC messages of a whole answer: one JSON body, or the `data` of each SSE event (an answer to a
+    request a server chose to stream). What is not a JSON object is left out."""
+    if "text/event-stream" not in content_type:
+        try:
+            value = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return []
+        return [value] if isinstance(value, dict) else []
+    messages: list[dict[str, Any]] = []
+    for event in body.replace(b"\r\n", b"\n").split(b"\n\n"):
+        data = b"\n".join(line[5:].removeprefix(b" ") for line in event.split(b"\n") if line.startswith(b"data:"))
+        if not data:
+            continue
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            messages.append(value)
+    return messages
+
+
+def answer_to(messages: list[dict[str, Any]], id: str | int) -> dict[str, Any] | None:
+    """The response to request `id` among `messages`."""
+    for message in messages:
+        if message.get("id") == id and ("result" in message or "error" in message):
+            return message
+    return None

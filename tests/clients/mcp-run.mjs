@@ -1,0 +1,72 @@
+// Call an MCP server's tools with @modelcontextprotocol/sdk 1.32.2's own Client over its
+// StreamableHTTPClientTransport (the handshake era: initialize, Mcp-Session-Id) and print what comes back,
+// one JSON line each. The plan is the Python client's (tests/peers/mcp_client.py):
+//
+//   node mcp-run.mjs <url> '<plan>' [--key KEY] [--timeout-ms MS]
+//
+//   {"list": true}                                 tools/list
+//   {"call": NAME, "arguments": {...}}             tools/call with an onprogress callback (a progressToken)
+//       "progress": false                          without one
+//       "cancel_after": SECONDS                    aborted after that long (the SDK POSTs notifications/cancelled)
+//
+// stdout: first {"protocolVersion", "serverInfo", "sessionId"}; then for each step {"tools": [...]} or
+// {"isError", "content": [text...], "structured", "progress": [[progress, total, message]...]} or
+// {"cancelled": true, "progress": [...]}; a step that threw: {"error": "<name>: <message>"}.
+// Then {"terminated": status} after the session's DELETE. Exit 1 when the session could not be opened.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+const [url, planText, ...rest] = process.argv.slice(2);
+const option = (name) => { const at = rest.indexOf(name); return at >= 0 ? rest[at + 1] : undefined; };
+const key = option('--key');
+const timeout = Number(option('--timeout-ms') ?? 30000);
+const plan = JSON.parse(planText);
+const say = (value) => process.stdout.write(JSON.stringify(value) + '\n');
+
+const client = new Client({ name: 'agent-gateway-tests', version: '0.0.1' }, { capabilities: {} });
+const transport = new StreamableHTTPClientTransport(new URL(url), {
+  requestInit: key ? { headers: { authorization: `Bearer ${key}` } } : undefined,
+});
+try {
+  await client.connect(transport);
+} catch (error) {
+  process.stderr.write(`${error.name}: ${error.message}\n`);
+  process.exit(1);
+}
+say({ protocolVersion: transport.protocolVersion, serverInfo: client.getServerVersion(), sessionId: transport.sessionId });
+
+for (const step of plan) {
+  try {
+    if (step.list) {
+      say({ tools: (await client.listTools()).tools });
+      continue;
+    }
+    const progress = [];
+    const options = { timeout };
+    if (step.progress !== false) options.onprogress = (p) => progress.push([p.progress, p.total ?? null, p.message ?? null]);
+    if (step.cancel_after !== undefined) {
+      const aborting = new AbortController();
+      options.signal = aborting.signal;
+      setTimeout(() => aborting.abort('cancelled by the test'), step.cancel_after * 1000);
+      try {
+        await client.callTool({ name: step.call, arguments: step.arguments ?? {} }, undefined, options);
+        say({ cancelled: false, progress });
+      } catch {
+        say({ cancelled: aborting.signal.aborted, progress });
+      }
+      continue;
+    }
+    const result = await client.callTool({ name: step.call, arguments: step.arguments ?? {} }, undefined, options);
+    say({ isError: result.isError ?? false, content: result.content.filter((b) => b.type === 'text').map((b) => b.text),
+          structured: result.structuredContent ?? null, progress });
+  } catch (error) {
+    say({ error: `${error.name}: ${error.message}` });
+  }
+}
+try {
+  await transport.terminateSession();
+  say({ terminated: true });
+} catch (error) {
+  say({ terminated: false, error: `${error.name}: ${error.message}` });
+}
+await client.close();

@@ -1,0 +1,222 @@
+"""The official MCP clients against the gateway's `/mcp`: `mcp` 2.3.0's Python `Client` (in the mcp peer's venv,
+`tests/peers/mcp_client.py`) and `@modelcontextprotocol/sdk` 1.32.2's TypeScript `Client`
+(`tests/clients/mcp-run.mjs`), with the built-in agent behind every route: a session opened by initialize, a tool
+per route the caller may use, text streamed as progress, a second turn by `conversation_id`, a server tool in
+`structuredContent`, a failing agent as `isError`, a cancel that reaches the upstream, and the keys and origins
+the spec asks a server to check. Install first: `.venv/bin/python tests/peers_env.py` and
+`npm ci --prefix tests/clients`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from node_clients import run_mcp
+from peers_env import run_mcp_client
+from servers import Served
+
+from gateway.agent.server import create_agent_app
+from gateway.config import GatewayConfig
+from gateway.conversations.store import MemoryStore
+from gateway.server.app import create_app
+
+KEY = "sk-team-0123456789abcdef"
+
+
+@dataclass
+class Run:
+    """What a client got, whichever SDK: the session, each step's outcome, why it could not open one."""
+
+    opened: dict[str, Any]
+    steps: list[dict[str, Any]]
+    error: str | None
+
+
+def python_client(url: str, plan: list[dict[str, Any]], key: str | None = None) -> Run:
+    run = run_mcp_client(url, plan, key=key)
+    return Run(run.opened, run.steps, run.error)
+
+
+def typescript_client(url: str, plan: list[dict[str, Any]], key: str | None = None) -> Run:
+    run = run_mcp(url, plan, key=key)
+    assert run["terminated"] in (True, None), run  # its DELETE was answered
+    return Run(run["opened"], run["steps"], run["error"])
+
+
+CLIENTS = {"python": python_client, "typescript": typescript_client}
+Send = Callable[..., Run]
+
+
+@pytest.fixture(params=sorted(CLIENTS))
+def send(request: pytest.FixtureRequest) -> Send:
+    return CLIENTS[request.param]
+
+
+class World:
+    def __init__(self, gateway: str, agent: str) -> None:
+        self.url = f"{gateway}/mcp"
+        self.agent = agent
+        self.http = httpx.Client(timeout=30)
+
+    def disconnects(self) -> int:
+        counted: int = self.http.get(f"{self.agent}/_disconnects").json()
+        return counted
+
+
+@pytest.fixture(scope="module")
+def world() -> Iterator[World]:
+    with Served(create_agent_app("ag-ui", pace=0.01)) as agent:
+        upstream = {"url": f"{agent.url}/agui", "dialect": "ag-ui"}
+        routes: list[dict[str, Any]] = [
+            {"name": "helper", "paths": ["/helper"], "client_dialects": ["mcp"], "upstream": upstream,
+             "agent": {"description": "A helpful agent"}},
+            {"name": "team", "paths": ["/team"], "client_dialects": ["mcp"], "upstream": upstream,
+             "auth": {"keys": [KEY]}},
+            {"name": "web", "paths": ["/web"], "client_dialects": ["ag-ui"], "upstream": upstream}]
+        config = GatewayConfig.model_validate({"routes": routes, "keepalive_seconds": 0.5})
+        with Served(create_app(config, store=MemoryStore())) as gateway:
+            world = World(gateway.url, agent.url)
+            yield world
+            world.http.close()
+
+
+def one(run: Run) -> dict[str, Any]:
+    assert run.error is None, run.error
+    [step] = run.steps
+    assert "error" not in step, step
+    return dict(step)
+
+
+def test_an_sdk_opens_a_session_and_lists_a_tool_per_route_it_may_use(world: World, send: Send) -> None:
+    run = send(world.url, [{"list": True}])
+    assert run.opened["protocolVersion"] == "2025-11-25"
+    assert run.opened["serverInfo"]["name"] == "agent-gateway"
+    tools = one(run)["tools"]
+    assert [tool["name"] for tool in tools] == ["helper"]  # the keyed route is not this caller's; web reads no MCP
+    assert tools[0]["description"] == "A helpful agent"
+    assert tools[0]["inputSchema"]["required"] == ["message"]
+
+
+def test_a_key_opens_its_route_as_a_tool(world: World, send: Send) -> None:
+    run = send(world.url, [{"list": True}, {"call": "team", "arguments": {"message": "hello"}}], key=KEY)
+    assert run.error is None, run.error
+    listed, called = run.steps
+    assert [tool["name"] for tool in listed["tools"]] == ["helper", "team"]
+    assert called["isError"] is False and "You said: hello" in called["content"][0]
+
+
+def test_a_turn_streams_as_progress_with_the_text_so_far_and_ends_in_the_result(world: World, send: Send) -> None:
+    called = one(send(world.url, [{"call": "helper", "arguments": {"message": "hello there"}}]))
+    assert called["isError"] is False
+    assert called["content"] == ["You said: hello there. (turn 1)"]
+    messages = [message for _, _, message in called["progress"]]
+    assert len(messages) > 3 and messages[-1] == called["content"][0]
+    assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(messages))
+    assert [at for at, _, _ in called["progress"]] == list(range(1, len(messages) + 1))
+    assert called["structured"]["conversation_id"]
+
+
+def test_a_second_call_with_the_conversation_id_continues_the_conversation(world: World, send: Send) -> None:
+    first = one(send(world.url, [{"call": "helper", "arguments": {"message": "hello"}}]))
+    conversation = first["structured"]["conversation_id"]
+    second = one(send(world.url, [{"call": "helper", "arguments": {
+        "message": "again", "conversation_id": conversation}}]))
+    assert second["content"] == ["You said: again. (turn 2)"]
+    assert second["structured"]["conversation_id"] == conversation
+
+
+def test_the_agents_own_tool_is_in_the_structured_content(world: World, send: Send) -> None:
+    called = one(send(world.url, [{"call": "helper", "arguments": {"message": "weather in Paris?"}}]))
+    [call] = called["structured"]["toolCalls"]
+    assert call["name"] == "get_weather" and call["result"] == "sunny, 21C in Paris"
+    assert "It is sunny, 21C in Paris." in called["content"][0]
+
+
+def test_a_failing_agent_is_a_result_with_is_error_not_a_json_rpc_error(world: World, send: Send) -> None:
+    called = one(send(world.url, [{"call": "helper", "arguments": {"message": "please fail"}}]))
+    assert called["isError"] is True
+    assert called["content"][-1]
+
+
+def test_an_unknown_tool_is_a_protocol_error(world: World, send: Send) -> None:
+    step = send(world.url, [{"call": "web", "arguments": {"message": "hi"}}]).steps[0]
+    assert "Unknown tool: web" in step.get("error", "") or "Unknown tool: web" in str(step.get("content"))
+
+
+def test_a_client_that_cancels_its_call_cancels_the_run_upstream(world: World, send: Send) -> None:
+    before = world.disconnects()
+    step = one(send(world.url, [{"call": "helper", "arguments": {"message": "please be slow"},
+                                           "cancel_after": 0.5}]))
+    assert step["cancelled"] is True
+    deadline = time.monotonic() + 5
+    while world.disconnects() == before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert world.disconnects() == before + 1
+
+
+def post(world: World, message: dict[str, Any], **headers: str) -> httpx.Response:
+    return world.http.post(world.url, content=orjson.dumps(message), headers={
+        "content-type": "application/json", "accept": "application/json, text/event-stream", **headers})
+
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+
+
+def test_initialize_agrees_on_a_version_the_client_speaks_or_offers_the_latest(world: World) -> None:
+    assert post(world, INITIALIZE).json()["result"]["protocolVersion"] == "2025-06-18"
+    later = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": "2099-01-01"}}
+    assert post(world, later).json()["result"]["protocolVersion"] == "2025-11-25"
+
+
+def test_a_deleted_session_is_not_found_and_ping_answers_in_a_live_one(world: World) -> None:
+    session = post(world, INITIALIZE).headers["mcp-session-id"]
+    ping = post(world, {"jsonrpc": "2.0", "id": 2, "method": "ping"}, **{"mcp-session-id": session})
+    assert ping.json() == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    assert world.http.delete(world.url, headers={"mcp-session-id": session}).status_code == 200
+    gone = post(world, {"jsonrpc": "2.0", "id": 3, "method": "ping"}, **{"mcp-session-id": session})
+    assert gone.status_code == 404 and gone.json()["error"]["code"] == -32600
+
+
+def test_another_origin_is_refused_and_the_gateways_own_is_served(world: World) -> None:
+    evil = post(world, INITIALIZE, origin="http://evil.example.com")
+    assert evil.status_code == 403 and "error" in evil.json()
+    host = world.url.split("/")[2]
+    assert post(world, INITIALIZE, origin=f"http://{host}").status_code == 200
+
+
+def test_a_notification_is_accepted_with_no_body(world: World) -> None:
+    said = post(world, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert said.status_code == 202 and said.content == b""
+
+
+def test_notifications_cancelled_stops_the_call_it_names_while_its_stream_stays_open(world: World) -> None:
+    session = post(world, INITIALIZE).headers["mcp-session-id"]
+    call = {"jsonrpc": "2.0", "id": "call-7", "method": "tools/call",
+            "params": {"name": "helper", "arguments": {"message": "please be slow"}, "_meta": {"progressToken": 1}}}
+    before = world.disconnects()
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+               "mcp-session-id": session}
+    with world.http.stream("POST", world.url, content=orjson.dumps(call), headers=headers) as stream:
+        pieces = stream.iter_bytes()
+        assert b"notifications/progress" in next(pieces)
+        cancel = post(world, {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                              "params": {"requestId": "call-7", "reason": "user stop"}}, **{"mcp-session-id": session})
+        assert cancel.status_code == 202
+        rest = b""
+        with contextlib.suppress(httpx.RemoteProtocolError):  # cut as when its client leaves: it reads no more
+            for piece in pieces:
+                rest += piece
+    assert rest.count(b"notifications/progress") < 15  # the stream ends, not after the slow run's 20 pieces
+    deadline = time.monotonic() + 5
+    while world.disconnects() == before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert world.disconnects() == before + 1
