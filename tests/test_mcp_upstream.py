@@ -25,7 +25,7 @@ from gateway.core.events import Data, StepStarted, TextDelta
 from gateway.server.app import create_app
 
 CLIENTS = ["ag-ui", "vercel", "ag-kit", "a2a", "agent-respond", "openai-chat", "openai-responses", "langgraph"]
-TOOLS = ["oneshot", "status", "fail", "sleepy"]
+TOOLS = ["oneshot", "status", "fail", "sleepy", "ask:prompt", "nope"]
 
 
 class World:
@@ -52,9 +52,10 @@ def world() -> Iterator[World]:
         upstream = {"url": f"{server}/mcp", "dialect": "mcp"}
         routes = [{"name": client, "paths": [f"/{client}"], "client_dialects": [client],
                    "upstream": {**upstream, "agent": "agent"}} for client in CLIENTS]
-        routes += [{"name": tool, "paths": [f"/{tool}"], "client_dialects": ["ag-ui"],
-                    "upstream": {**upstream, "agent": tool}, "timeouts": {"first_event": 10, "total": 30}}
-                   for tool in TOOLS]
+        for tool in TOOLS:  # the route named after its tool; `TOOL:ARGUMENT` names the argument the message goes in
+            name = tool.partition(":")[0]
+            routes.append({"name": name, "paths": [f"/{name}"], "client_dialects": ["ag-ui"],
+                           "upstream": {**upstream, "agent": tool}, "timeouts": {"first_event": 10, "total": 30}})
         config = GatewayConfig.model_validate({"routes": routes, "keepalive_seconds": 0.5})
         with Served(create_app(config, store=MemoryStore())) as gateway:
             world = World(server, gateway.url)
@@ -136,3 +137,12 @@ def test_agent_gateway_check_opens_a_session_and_passes_the_servers_agent_tool(w
     found = {result.scenario: result.outcome for result in report.results}
     assert found["text"] == found["multi-turn"] == found["cancel"] == "pass", "\n".join(report.lines())
     assert not report.failed, "\n".join(report.lines())
+
+
+def test_a_route_names_the_argument_its_tool_takes_the_message_in(world: World) -> None:
+    assert world.say("ag-ui", "ask", "why?", "ask-1").text == "asked: why?"
+
+
+def test_a_tool_the_server_does_not_have_is_the_runs_error_in_the_servers_words(world: World) -> None:
+    reply = world.say("ag-ui", "nope", "hello", "nope-1")
+    assert reply.error is not None and "Unknown tool: nope" in reply.error.message

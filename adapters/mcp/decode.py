@@ -6,7 +6,8 @@ notifications/progress {message}   the text so far: what extends the text alread
                                    any text, a message with a `total` (a progress bar's label, most likely) is
                                    held until the next one (or the result) says which it is: text if that one
                                    extends it, else a step
-notifications/message {data}       a log line: dropped (the gateway asks for none)
+notifications/message {data}       a log line (the gateway asks for none): kept as a `Raw` event, as is a frame
+                                   that is not JSON-RPC
 result {content, structuredContent, isError}
                                    content's text: what the progress did not show yet; structuredContent: data
                                    `structured` (not when it only wraps the text, as the SDKs' `{"result": text}`),
@@ -94,7 +95,9 @@ class McpDecoder(JsonSSEOrBodyDecoder):
             self._began = True
             out.append(canonical.RunStarted())
         method = frame.get("method")
-        if method == "notifications/progress":
+        if frame.get("jsonrpc") != "2.0":  # not MCP's: kept for a client of the same dialect, counted by others
+            out.append(canonical.Raw("mcp", event=frame))
+        elif method == "notifications/progress":
             params = frame.get("params")
             if isinstance(params, dict) and isinstance(message := params.get("message"), str) and message:
                 self._progress(message, params.get("total") is not None, out)
@@ -103,6 +106,8 @@ class McpDecoder(JsonSSEOrBodyDecoder):
         elif method is not None and "id" in frame:  # a request of the server's: elicitation, sampling, roots
             out.append(canonical.RunError(f"the MCP server asked the gateway {method!r}, which it does not answer",
                                           code=ErrorCode.UPSTREAM_BAD_EVENT))
+        elif method is not None:  # another notification (a log line): no canonical meaning
+            out.append(canonical.Raw("mcp", event=frame))
 
     def on_body(self, body: Any, out: Events) -> None:
         if isinstance(body, dict):

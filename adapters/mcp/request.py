@@ -20,6 +20,8 @@ from gateway.core.validation import validate
 
 from .wire import ACCEPT, LATEST, VERSION_HEADER, request
 
+SAMPLE_TOOL = "agent-gateway"
+"""The tool the sample request calls: the route OpenAI's sample requests name as their model (the demo's)."""
 MESSAGE = "message"
 """The argument a tool is given the user's message in, unless the route names another."""
 CONVERSATION = "conversation_id"
@@ -63,9 +65,10 @@ def parse_request(body: dict[str, Any]) -> Turn:
 
 
 def sample_request(text: str, conversation_id: str) -> dict[str, Any]:
-    """What the SDKs' `call_tool("agent", {...})` sends, with a progress token as `progress_callback` adds."""
+    """What the SDKs' `call_tool(route, {...})` sends, with a progress token as `progress_callback` adds, for the
+    route named as OpenAI's clients name the gateway's model."""
     return {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "agent", "arguments": {"message": text, "conversation_id": conversation_id},
+            "params": {"name": SAMPLE_TOOL, "arguments": {"message": text, "conversation_id": conversation_id},
                        "_meta": {"progressToken": 1}}}
 
 

@@ -80,8 +80,8 @@ async def _ask(send: Send, headers: dict[str, str], method: str, params: dict[st
 
 
 async def _input_schema(send: Send, headers: dict[str, str], tool: str) -> Any:
-    """The tool's input schema from `tools/list`; an error naming the tools there are when it is not one of them."""
-    names: list[str] = []
+    """The tool's input schema from `tools/list`; None when it is not listed (the call then says what the server
+    makes of it: an unknown tool, as a protocol error or a result with `isError`)."""
     cursor: str | None = None
     for _ in range(MAX_PAGES):
         listed, _ = await _ask(send, headers, "tools/list", {"cursor": cursor} if cursor else {})
@@ -89,9 +89,7 @@ async def _input_schema(send: Send, headers: dict[str, str], tool: str) -> Any:
         for found in tools if isinstance(tools, list) else ():
             if isinstance(found, dict) and found.get("name") == tool:
                 return found.get("inputSchema")
-            if isinstance(found, dict) and isinstance(found.get("name"), str):
-                names.append(found["name"])
         cursor = listed.get("nextCursor") if isinstance(listed.get("nextCursor"), str) else None
         if cursor is None:
             break
-    raise UpstreamError(f"the MCP server has no tool {tool!r}; it has {', '.join(names) or 'none'}")
+    return None

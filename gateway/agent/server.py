@@ -192,7 +192,10 @@ async def _named(agent: Agent, named: NamedRoutes, request: Request) -> Response
         body = load_json_object(raw) if raw else None
     except RequestError as exc:
         return _error(exc)
-    routes = [AgentDescription("agent", f"The gateway's built-in scripted agent: keywords {', '.join(KEYWORDS)}.",
+    called = body.get("params") if isinstance(body, dict) and body.get("method") == "tools/call" else None
+    name = called.get("name") if isinstance(called, dict) else None  # the agent answers to any name it is called by
+    routes = [AgentDescription(name if isinstance(name, str) and name else "agent",
+                               f"The gateway's built-in scripted agent: keywords {', '.join(KEYWORDS)}.",
                                str(request.url))]
     answered = await named.answer(InMemoryEndpoint(request.method, request.headers, body, routes, agent.sessions))
     if answered.run is not None:

@@ -4,6 +4,7 @@
     agent(message, conversation_id?)   keeps conversations by id; streams its answer as progress (the text so far)
     oneshot(message)                   keeps nothing: answers with what it was given (the gateway's history as text)
     status(message)                    progress that are status lines ("step 1/2"), then its answer
+    ask(prompt)                        its message in an argument of another name
     fail(message)                      a tool error (isError)
     sleepy(message)                    progress until cancelled; `/cancelled` counts the calls cancelled
 `/healthz` says it is up; `/counts` counts the calls cancelled and the sessions open; `POST /forget` forgets every
@@ -51,6 +52,12 @@ async def status(message: str, ctx: Context) -> str:
     for step in (1, 2):
         await ctx.report_progress(step, total=2, message=f"step {step}/2")
     return f"done: {message}"
+
+
+@server.tool()
+async def ask(prompt: str) -> str:
+    """Answers a prompt."""
+    return f"asked: {prompt}"
 
 
 @server.tool()
