@@ -220,3 +220,29 @@ def test_notifications_cancelled_stops_the_call_it_names_while_its_stream_stays_
     while world.disconnects() == before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert world.disconnects() == before + 1
+
+
+def _call(world: World, session: str, text: str) -> list[dict[str, Any]]:
+    call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+            "params": {"name": "helper", "arguments": {"message": text}, "_meta": {"progressToken": 1}}}
+    body = post(world, call, **{"mcp-session-id": session}).content
+    return [orjson.loads(line[6:]) for line in body.splitlines() if line.startswith(b"data: ")]
+
+
+def test_a_session_that_set_a_log_level_gets_the_agents_tool_calls_and_reasoning_as_log_lines(world: World) -> None:
+    opened = post(world, INITIALIZE)
+    assert opened.json()["result"]["capabilities"]["logging"] == {}
+    session = opened.headers["mcp-session-id"]
+    quiet = _call(world, session, "weather in Paris?")
+    assert not [m for m in quiet if m.get("method") == "notifications/message"]
+    level = post(world, {"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "info"}},
+                 **{"mcp-session-id": session})
+    assert level.json() == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    logged = [m["params"] for m in _call(world, session, "weather in Paris?")
+              if m.get("method") == "notifications/message"]
+    assert [line["level"] for line in logged] == ["info", "info"]
+    assert logged[0]["data"]["toolCall"]["name"] == "get_weather"
+    assert logged[1]["data"]["toolResult"]["result"] == "sunny, 21C in Paris"
+    thought = [m["params"]["data"] for m in _call(world, session, "think about it")
+               if m.get("method") == "notifications/message"]
+    assert thought and thought[0]["reasoning"]

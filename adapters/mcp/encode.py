@@ -9,6 +9,9 @@ tool call/result, data, the conversation's id, an answer cut short
                 data [{name, data}], conversation_id, stopReason ("length", "content_filter"), and for a failure
                 error {code, message}
 interrupt       what is asked, in the content's text and structuredContent.interrupts (elicitation: a later phase)
+tool call, tool result, reasoning
+                for a client that set a log level of info or below: notifications/message lines at info, logger
+                "agent", data {toolCall} / {toolResult} / {reasoning}
 error           a result with isError: true, the text so far and the error's text last (never a JSON-RPC error:
                 the agent failed, not the call)
 ```
@@ -25,6 +28,9 @@ from gateway.core.codec import drop_none, json_or_text, output_of
 from gateway.core.dropped import Dropped, drop_map
 from gateway.core.encoding import SSEEncoder
 from gateway.core.turn import Turn
+
+LOGGED_AT = ("debug", "info")
+"""The levels a client may set that show the run's log lines, which go at info."""
 
 
 def message_event(message: dict[str, Any]) -> bytes:
@@ -69,9 +75,10 @@ def _tool_args(self: McpEncoder, e: canonical.ToolCallArgs) -> bytes:
 
 def _tool_end(self: McpEncoder, e: canonical.ToolCallEnd) -> bytes:
     call = self.calls.get(e.tool_call_id)
-    if call is not None:
-        call["arguments"] = json_or_text(call["arguments"] or "{}")
-    return b""
+    if call is None:
+        return b""
+    call["arguments"] = json_or_text(call["arguments"] or "{}")
+    return self.log({"toolCall": {"id": call["id"], "name": call["name"], "arguments": call["arguments"]}})
 
 
 def _tool_result(self: McpEncoder, e: canonical.ToolResult) -> bytes:
@@ -79,7 +86,23 @@ def _tool_result(self: McpEncoder, e: canonical.ToolResult) -> bytes:
     call["result"] = output_of(e.content)
     if e.is_error:
         call["isError"] = True
+    return self.log({"toolResult": drop_none({"id": e.tool_call_id, "result": call["result"],
+                                              "isError": True if e.is_error else None})})
+
+
+def _reasoning(self: McpEncoder, e: canonical.ReasoningDelta) -> bytes:
+    if e.metadata is not None:
+        self.dropped[Dropped.METADATA] += 1
+    if self.log_level is None:
+        self.dropped[Dropped.REASONING] += 1
+    else:
+        self.reasoning += e.delta
     return b""
+
+
+def _reasoning_end(self: McpEncoder, e: canonical.ReasoningEnd) -> bytes:
+    said, self.reasoning = self.reasoning, ""
+    return self.log({"reasoning": said}) if said else b""
 
 
 def _data(self: McpEncoder, e: canonical.Data) -> bytes:
@@ -111,15 +134,14 @@ def _nothing(self: McpEncoder, e: canonical.Event) -> bytes:
 
 
 class McpEncoder(SSEEncoder):
-    __slots__ = ("between_messages", "calls", "conversation_id", "data", "error", "id", "interrupts", "pieces",
-                 "stop_reason", "text", "token")
+    __slots__ = ("between_messages", "calls", "conversation_id", "data", "error", "id", "interrupts", "log_level",
+                 "pieces", "reasoning", "stop_reason", "text", "token")
 
-    DROPS = drop_map(Dropped.REASONING, Dropped.STATE, Dropped.MESSAGES_SNAPSHOT, Dropped.STEP, Dropped.USAGE,
-                     Dropped.RAW, Dropped.ACTIVITY, Dropped.SUBAGENT, Dropped.ENCRYPTED_VALUE,
-                     Dropped.INTERRUPT_RESOLVED)
-    """What a `CallToolResult` has no place for (reasoning and tool calls could go to a 2025 client's log lines,
-    `notifications/message`, in a later phase)."""
-    METADATA = frozenset({canonical.TextDelta, canonical.ToolCallArgs, *DROPS})
+    DROPS = drop_map(Dropped.STATE, Dropped.MESSAGES_SNAPSHOT, Dropped.STEP, Dropped.USAGE, Dropped.RAW,
+                     Dropped.ACTIVITY, Dropped.SUBAGENT, Dropped.ENCRYPTED_VALUE, Dropped.INTERRUPT_RESOLVED)
+    """What a `CallToolResult` has no place for. Reasoning goes only to a client that asked for log lines (counted
+    as dropped for one that did not); tool calls go in the result, and in the log lines too."""
+    METADATA = frozenset({canonical.TextDelta, canonical.ToolCallArgs, canonical.ReasoningDelta, *DROPS})
 
     handlers = {
         canonical.TextDelta: _text,
@@ -132,8 +154,11 @@ class McpEncoder(SSEEncoder):
         canonical.Interrupt: _interrupt,
         canonical.RunFinished: _run_finished,
         canonical.RunError: _run_error,
+        canonical.ReasoningDelta: _reasoning,
+        canonical.ReasoningEnd: _reasoning_end,
         canonical.RunStarted: _nothing,
         canonical.TextEnd: _nothing,
+        canonical.ReasoningStart: _nothing,
     }
 
     def __init__(self, request: Turn | None = None) -> None:
@@ -154,7 +179,18 @@ class McpEncoder(SSEEncoder):
         self.data: list[dict[str, Any]] = []
         self.interrupts: list[dict[str, Any]] = []
         self.stop_reason: str | None = None
+        level = asked.get("logLevel")
+        self.log_level = level if level in LOGGED_AT else None
+        """The client asked for log lines at a level that shows the run's (`notifications/message`, at info)."""
+        self.reasoning = ""
         self.error: dict[str, Any] | None = None
+
+    def log(self, data: dict[str, Any]) -> bytes:
+        """A log line about the run, for a client that asked for them."""
+        if self.log_level is None:
+            return b""
+        return message_event({"jsonrpc": "2.0", "method": "notifications/message",
+                              "params": {"level": "info", "logger": "agent", "data": data}})
 
     def result(self, text: str, *, is_error: bool) -> bytes:
         """The JSON-RPC response that ends the call: after a failure, the text so far and the error's, each a block."""

@@ -5,6 +5,7 @@ here; a `tools/call`, handed to the route it names.
 initialize                 the version agreed (the client's if spoken, else the latest), a new Mcp-Session-Id
 notifications/*, responses 202 (notifications/cancelled: and the call it names is stopped)
 ping                       {}
+logging/setLevel           {}, the level kept in the session: its calls get log lines at it (tool calls, reasoning)
 tools/list                 one tool per route the caller may use: {message, conversation_id?}
 tools/call                 a run of the route it names (an unknown one: -32602)
 DELETE                     the session forgotten
@@ -24,7 +25,7 @@ import orjson
 from gateway.core.capabilities import AgentDescription, Answered, AtEndpoint
 from gateway.core.ids import new_id
 
-from .wire import HANDSHAKE_VERSIONS, LATEST, SESSION_HEADER, VERSION_HEADER
+from .wire import HANDSHAKE_VERSIONS, LATEST, LEVELS, LOG_LEVEL, SESSION_HEADER, VERSION_HEADER
 
 PATH = "/mcp"
 HEADER_VERSIONS = (*HANDSHAKE_VERSIONS, "2025-03-26")
@@ -82,12 +83,23 @@ async def answer(asked: AtEndpoint) -> Answered:
         return result(id, {})
     if method == "tools/list":
         return result(id, {"tools": [tool(route) for route in asked.routes]})
+    if method == "logging/setLevel":
+        params = message.get("params")
+        level = params.get("level") if isinstance(params, dict) else None
+        if level not in LEVELS:
+            return error(200, INVALID_PARAMS, f"level must be one of {', '.join(LEVELS)}", id)
+        kept = await asked.session(session) if session else None
+        if kept is not None:
+            await asked.keep(session, {**kept, "logLevel": level})
+        return result(id, {})
     if method == "tools/call":
         params = message.get("params")
         name = params.get("name") if isinstance(params, dict) else None
         if not any(route.name == name for route in asked.routes):
             return error(200, INVALID_PARAMS, f"Unknown tool: {name}", id)
-        return Answered(run=name, run_key=f"{session}:{id}")
+        kept = await asked.session(session) if session else None
+        level = kept.get("logLevel") if kept is not None else None
+        return Answered(run=name, run_key=f"{session}:{id}", body=_with_log_level(message, level))
     return error(200, METHOD_NOT_FOUND, "Method not found", id)
 
 
@@ -100,9 +112,22 @@ async def _initialize(asked: AtEndpoint, message: dict[str, Any]) -> Answered:
     capabilities = params.get("capabilities")
     await asked.keep(session, {"version": version,
                                "capabilities": capabilities if isinstance(capabilities, dict) else {}})
-    return result(message.get("id"), {"protocolVersion": version, "capabilities": {"tools": {"listChanged": False}},
+    return result(message.get("id"), {"protocolVersion": version,
+                                      "capabilities": {"tools": {"listChanged": False}, "logging": {}},
                                       "serverInfo": SERVER_INFO},
                   {SESSION_HEADER: session})
+
+
+def _with_log_level(message: dict[str, Any], level: Any) -> bytes:
+    """The call as the route reads it, with the session's log level in its `_meta` where the 2026 envelope puts
+    it; empty (the call as it came) when the session set none or the call names its own."""
+    if not isinstance(level, str):
+        return b""
+    params = message["params"]
+    meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    if LOG_LEVEL in meta:
+        return b""
+    return orjson.dumps({**message, "params": {**params, "_meta": {**meta, LOG_LEVEL: level}}})
 
 
 def _cancelled(session: str, message: dict[str, Any]) -> str | None:

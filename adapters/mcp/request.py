@@ -18,7 +18,7 @@ from gateway.core.ids import new_id
 from gateway.core.turn import Message, Turn, new_messages
 from gateway.core.validation import validate
 
-from .wire import ACCEPT, LATEST, VERSION_HEADER, request
+from .wire import ACCEPT, LATEST, LOG_LEVEL, VERSION_HEADER, request
 
 SAMPLE_TOOL = "agent-gateway"
 """The tool the sample request calls: the route OpenAI's sample requests name as their model (the demo's)."""
@@ -40,6 +40,7 @@ class Arguments(_Model):
 
 class Meta(_Model):
     progressToken: str | int | None = None
+    log_level: str | None = Field(None, alias=LOG_LEVEL)
 
 
 class CallParams(_Model):
@@ -59,9 +60,10 @@ def parse_request(body: dict[str, Any]) -> Turn:
     call = validate(ToolCallRequest, body, "mcp")
     params = call.params
     token = params.meta.progressToken if params.meta is not None else None
+    level = params.meta.log_level if params.meta is not None else None
     return Turn(messages=[Message("user", params.arguments.message)], history="delta",
                 conversation_id=params.arguments.conversation_id or new_id("conv"), agent=params.name,
-                metadata={"mcp": {"id": call.id, "progressToken": token}})
+                metadata={"mcp": {"id": call.id, "progressToken": token, "logLevel": level}})
 
 
 def sample_request(text: str, conversation_id: str) -> dict[str, Any]:

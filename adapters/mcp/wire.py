@@ -17,6 +17,12 @@ VERSION_HEADER = "mcp-protocol-version"
 ACCEPT = "application/json, text/event-stream"
 """A client MUST accept both: a server answers a request with one JSON body or an SSE stream, as it likes."""
 
+LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+"""Where a request's `_meta` names the log level its log lines go at (2026-07-28's envelope; a 2025 session's
+`logging/setLevel` is put there for the call)."""
+LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+"""RFC 5424's, least severe first."""
+
 REQUEST_CANCELLED = -32800
 """The error a server still sends on a call's stream after a client cancelled it."""
 

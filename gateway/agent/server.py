@@ -199,6 +199,8 @@ async def _named(agent: Agent, named: NamedRoutes, request: Request) -> Response
                                str(request.url))]
     answered = await named.answer(InMemoryEndpoint(request.method, request.headers, body, routes, agent.sessions))
     if answered.run is not None:
+        if answered.body:  # the request as the dialect completed it (a session's log level)
+            request._body = answered.body
         return await agent.respond(request)
     return Response(answered.body, answered.status, dict(answered.headers))
 

@@ -297,10 +297,12 @@ class Answered:
 
     status: int = 200
     body: bytes = b""
+    """The answer's body; for a run, the request as the route reads it when the dialect adds to it what only the
+    endpoint knows (a session's log level), else empty: the request as it came."""
     headers: Mapping[str, str] = field(default_factory=dict)
     run: str | None = None
     """The route this request is a run of (MCP's `tools/call`): the route serves it as a POST to its path, with its
-    own keys, limits and conversations; the rest of the answer is unused."""
+    own keys, limits and conversations; the status and headers are unused."""
     run_key: str | None = None
     """The name a later request may stop that run by."""
     stop: str | None = None

@@ -89,7 +89,7 @@ class NamedEndpoint:
             await _write(send, answered)
             return
         handler = next(h for h in opened if h.route.name == answered.run)
-        await self._run(handler, scope, receive, send, body, (principal, answered.run_key or ""))
+        await self._run(handler, scope, receive, send, answered.body or body, (principal, answered.run_key or ""))
 
     async def _run(self, handler: RouteHandler, scope: Scope, receive: Receive, send: Send, body: bytes,
                    key: tuple[str, str]) -> None:
