@@ -194,8 +194,9 @@ def test_another_origin_is_refused_and_the_gateways_own_is_served(world: World) 
 
 
 def test_a_notification_is_accepted_with_no_body(world: World) -> None:
-    said = post(world, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    said = post(world, {"jsonrpc": "2.0", "method": "notifications/initialized"}, **{"x-request-id": "req-note-1"})
     assert said.status_code == 202 and said.content == b""
+    assert said.headers["x-request-id"] == "req-note-1"  # as every answer of the gateway's
 
 
 def test_notifications_cancelled_stops_the_call_it_names_while_its_stream_stays_open(world: World) -> None:

@@ -33,6 +33,7 @@ from gateway.core.validation import load_json_object
 from gateway.server.access import ANONYMOUS
 from gateway.server.bodies import ClientGone
 from gateway.server.documents import usable
+from gateway.server.request_ids import request_id_of
 
 if TYPE_CHECKING:
     from gateway.server.capabilities import Mounted
@@ -81,12 +82,12 @@ class NamedEndpoint:
         except ClientGone:
             return
         except GatewayError as error:
-            await self._refuse(send, error, request)
+            await self._refuse(send, error, request, headers)
             return
         if answered.stop is not None and (running := self.running.get((principal, answered.stop))) is not None:
             running.set()
         if answered.run is None:
-            await _write(send, answered)
+            await _write(send, answered, request_id_of(headers))
             return
         handler = next(h for h in opened if h.route.name == answered.run)
         await self._run(handler, scope, receive, send, answered.body or body, (principal, answered.run_key or ""))
@@ -126,13 +127,13 @@ class NamedEndpoint:
             return True
         return urlsplit(origin).netloc.lower() == headers.get("host", "").lower()
 
-    async def _refuse(self, send: Send, error: GatewayError, request: Any) -> None:
+    async def _refuse(self, send: Send, error: GatewayError, request: Any, headers: Headers) -> None:
         reply = self.dialect.errors_for(request)
         if reply is not None:
             status, body = reply(error)
         else:
             status, body = error.status, orjson.dumps(error.to_json())
-        await _write(send, Answered(status, body, {"content-type": "application/json"}))
+        await _write(send, Answered(status, body, {"content-type": "application/json"}), request_id_of(headers))
 
 
 def _principal(opened: list[RouteHandler], headers: Headers) -> str:
@@ -174,7 +175,9 @@ class _Asked:
         await self._store.delete(self._key(session_id))
 
 
-async def _write(send: Send, answered: Answered) -> None:
+async def _write(send: Send, answered: Answered, request_id: str) -> None:
+    """The dialect's own answer, with the request's id as every answer of the gateway's carries one."""
     headers = [(name.encode(), value.encode()) for name, value in answered.headers.items()]
+    headers.append((b"x-request-id", request_id.encode()))
     await send({"type": "http.response.start", "status": answered.status, "headers": headers})
     await send({"type": "http.response.body", "body": answered.body})
