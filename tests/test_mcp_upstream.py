@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from e2e import Reply, post, request_body, user_message
-from peers_env import mcp_upstream
+from peers_env import mcp_upstream, run_mcp_client
 from servers import Served
 
 from gateway.check import check
@@ -24,7 +24,7 @@ from gateway.conversations.store import MemoryStore
 from gateway.core.events import Data, StepStarted, TextDelta
 from gateway.server.app import create_app
 
-CLIENTS = ["ag-ui", "vercel", "ag-kit", "a2a", "agent-respond", "openai-chat", "openai-responses", "langgraph"]
+CLIENTS = ["ag-ui", "vercel", "ag-kit", "a2a", "agent-respond", "openai-chat", "openai-responses", "langgraph", "mcp"]
 TOOLS = ["oneshot", "status", "fail", "sleepy", "ask:prompt", "nope"]
 
 
@@ -36,7 +36,7 @@ class World:
 
     def ask(self, client: str, route: str, messages: list[dict[str, Any]], conversation: str) -> Reply:
         body = request_body(client, messages, conversation)
-        return Reply(client, post(self.http, f"{self.gateway}/{route}", body))
+        return Reply(client, post(self.http, f"{self.gateway}/{route}/in", body))
 
     def say(self, client: str, route: str, text: str, conversation: str) -> Reply:
         return self.ask(client, route, [user_message(client, text)], conversation)
@@ -50,11 +50,11 @@ class World:
 def world() -> Iterator[World]:
     with mcp_upstream() as server:
         upstream = {"url": f"{server}/mcp", "dialect": "mcp"}
-        routes = [{"name": client, "paths": [f"/{client}"], "client_dialects": [client],
+        routes = [{"name": client, "paths": [f"/{client}/in"], "client_dialects": [client],
                    "upstream": {**upstream, "agent": "agent"}} for client in CLIENTS]
         for tool in TOOLS:  # the route named after its tool; `TOOL:ARGUMENT` names the argument the message goes in
             name = tool.partition(":")[0]
-            routes.append({"name": name, "paths": [f"/{name}"], "client_dialects": ["ag-ui"],
+            routes.append({"name": name, "paths": [f"/{name}/in"], "client_dialects": ["ag-ui"],
                            "upstream": {**upstream, "agent": tool}, "timeouts": {"first_event": 10, "total": 30}})
         config = GatewayConfig.model_validate({"routes": routes, "keepalive_seconds": 0.5})
         with Served(create_app(config, store=MemoryStore())) as gateway:
@@ -122,7 +122,7 @@ def test_a_session_the_server_lost_is_opened_again(world: World) -> None:
 def test_a_client_that_leaves_cancels_the_tool_call(world: World) -> None:
     before = world.counts()["cancelled"]
     body = request_body("ag-ui", [user_message("ag-ui", "sleep")], "sleepy-1")
-    with world.http.stream("POST", f"{world.gateway}/sleepy", json=body) as response:
+    with world.http.stream("POST", f"{world.gateway}/sleepy/in", json=body) as response:
         for chunk in response.iter_bytes():
             if b"RUN_STARTED" in chunk:  # the server is running the tool: its answer has begun
                 break
@@ -146,3 +146,14 @@ def test_a_route_names_the_argument_its_tool_takes_the_message_in(world: World) 
 def test_a_tool_the_server_does_not_have_is_the_runs_error_in_the_servers_words(world: World) -> None:
     reply = world.say("ag-ui", "nope", "hello", "nope-1")
     assert reply.error is not None and "Unknown tool: nope" in reply.error.message
+
+
+def test_the_python_sdks_client_calls_the_sdks_server_through_the_gateways_mcp_endpoint(world: World) -> None:
+    """MCP on both sides, each the official SDK: the gateway's route `mcp` is a tool at `/mcp`, whose upstream is
+    the server's `agent` tool."""
+    run = run_mcp_client(f"{world.gateway}/mcp", [{"list": True}, {"call": "mcp", "arguments": {"message": "hi"}}])
+    assert run.error is None, run.error
+    listed, called = run.steps
+    assert [tool["name"] for tool in listed["tools"]] == ["mcp"]
+    assert called["isError"] is False and called["content"] == ["turn 1: you said hi"]
+    assert [message for _, _, message in called["progress"]][-1] == "turn 1: you said hi"
