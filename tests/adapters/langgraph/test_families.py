@@ -14,7 +14,6 @@ from helpers import FIXTURES, decode
 from node_clients import run_langgraph
 from peers_env import run_langgraph_client
 from servers import Served
-from test_ai_sdk_versions import recorded_agent
 
 from adapters import registry
 from gateway.config import GatewayConfig
@@ -36,6 +35,7 @@ from gateway.core.events import (
 )
 from gateway.core.turn import ContentPart, Turn
 from gateway.server.app import create_app
+from tests.adapters.vercel.test_ai_sdk_versions import recorded_agent
 
 EVERYTHING = FIXTURES / "ag-ui" / "agui10_everything.sse"
 MODES = ["values", "messages-tuple", "updates", "custom"]

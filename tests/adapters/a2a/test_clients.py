@@ -17,11 +17,11 @@ from node_clients import run_a2a_send, run_a2a_tasks_js
 from peers_env import run_a2a_client, run_a2a_tasks
 from redis_server import RedisServer
 from servers import Served
-from test_a2a_tasks import Receiver, message, rpc, send, state_of, stream, wait_for
 
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.server.app import create_app
+from tests.adapters.a2a.test_tasks import Receiver, message, rpc, send, state_of, stream, wait_for
 
 Ask = Callable[[str, str, dict[str, Any]], tuple[list[dict[str, Any]], str | None]]
 

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from redis_server import RedisServer
 from servers import Served
-from test_a2a_tasks import Receiver, message, rpc, send, state_of, stream, wait_for
 
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.server.app import create_app
+from tests.adapters.a2a.test_tasks import Receiver, message, rpc, send, state_of, stream, wait_for
 
 
 @pytest.fixture(scope="module")

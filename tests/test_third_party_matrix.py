@@ -5,7 +5,7 @@ scenario both sides can express. Clients are the real ones where they can run he
 the `ai` package's Chat, in Node), or requests shaped exactly as the real ones send them and replies read by their
 rules (the eval platform, checked against its `AgentResponse` contract; `@cloudbase/agent-ui-web`, checked against
 the AG-Kit server's own event models; `langgraph-sdk`, held to its judge, the SDKs themselves being proven in
-tests/test_langgraph_clients.py). Upstreams are real where they install: pydantic-ai's AG-UI adapter and its
+tests/adapters/langgraph/test_clients.py). Upstreams are real where they install: pydantic-ai's AG-UI adapter and its
 Vercel adapter at AI SDK 6 and 5, cloudbase-agent-server 0.1.1 (AG-Kit) and 0.1.22 (AG-UI before 1.0), a2a-sdk's
 server and `langgraph dev`, each in its own venv; Inkeep's Run API is imitated from its document
 (`tests/inkeep_upstream.py`); agent-respond has only our built-in agent. Each route is configured with nothing but
@@ -52,7 +52,7 @@ with warnings.catch_warnings():  # the 0.1.1 server still uses pydantic's class-
 AGKIT_EVENT: TypeAdapter[Any] = TypeAdapter(SendMessageEvent)
 DIALECTS = ["ag-ui", "ag-kit", "vercel", "agent-respond", "a2a", "langgraph"]
 """The dialects whose real clients (or their exact request shapes) drive this matrix: `run_scenario` has a driver
-for each. A dialect without one is proven end to end by tests/test_proxy.py, which asks the registry."""
+for each. A dialect without one is proven end to end by tests/test_end_to_end_pairs.py, which asks the registry."""
 SCENARIOS = ["text", "reasoning", "server tool", "client tool", "interrupt", "failure", "multi-turn"]
 ASK_USER = {"name": "ask_user", "description": "Ask the human a question",
             "parameters": {"type": "object", "properties": {"question": {"type": "string"}},
@@ -316,7 +316,7 @@ def a2a_send(world: World, upstream: str, text: str | dict[str, Any], context: s
 
 def langgraph_run(world: World, upstream: str, thread: str, body: dict[str, Any]) -> Seen:
     """A run as `langgraph-sdk`'s `client.runs.stream` sends it, the stream held to the rules its SDKs read it by
-    (`adapters/langgraph/conformance.py`; the SDKs themselves: tests/test_langgraph_clients.py)."""
+    (`adapters/langgraph/conformance.py`; the SDKs themselves: tests/adapters/langgraph/test_clients.py)."""
     url = f"{world.url('langgraph', upstream)}/threads/{thread}/runs/stream"
     body = {"assistant_id": "agent", "stream_mode": ["values", "messages-tuple", "updates"], **body}
     response = world.http.post(url, content=orjson.dumps(body), headers={"content-type": "application/json",
@@ -703,4 +703,5 @@ def test_the_docs_show_the_matrix_this_run_produced() -> None:
     if os.environ.get("MATRIX_UPDATE"):
         page.write_text(updated)
         return
-    assert text == updated, "docs/matrix.md is stale: run `MATRIX_UPDATE=1 scripts/test tests/test_matrix.py`"
+    assert text == updated, ("docs/matrix.md is stale: run "
+                             "`MATRIX_UPDATE=1 scripts/test tests/test_third_party_matrix.py`")

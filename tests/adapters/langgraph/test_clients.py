@@ -230,7 +230,8 @@ NO_INTERRUPTS = {"agent-respond": "the eval platform has no human in the loop",
 NO_SERVER_TOOLS = {"openai-chat": "a completion shows only the calls for its client, not the tools the agent ran"}
 INTERRUPTING = {"vercel": "please approve"}
 """A Vercel agent stops for a human on a tool call of its stream (an approval): an interrupt about nothing it
-called is answered on a call the gateway never recorded (not built; A2A clients neither: tests/test_a2a_gateway.py)."""
+called is answered on a call the gateway never recorded (not built; A2A clients neither:
+tests/adapters/a2a/test_peers_through_gateway.py)."""
 
 
 @pytest.fixture(scope="module", params=UPSTREAMS)

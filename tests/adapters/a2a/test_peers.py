@@ -388,7 +388,7 @@ def test_the_stream_is_crlf_sse_and_slow_is_spaced(a2a: str) -> None:
 
 # --- the recorded fixtures (tests/record_a2a_fixtures.py) --------------------------------------------------------
 
-FIXTURES = Path(__file__).parent / "fixtures" / "a2a"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "a2a"
 ENDINGS = {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_INPUT_REQUIRED",
            "TASK_STATE_AUTH_REQUIRED"}
 ENDINGS_03 = {"completed", "failed", "canceled", "input-required", "auth-required"}

@@ -1,6 +1,6 @@
 """LangGraph's judge and the documents the gateway serves LangGraph clients, held to the server's published API
 schema: the `openapi.json` that `langgraph-api` 0.16.7 ships (in the langgraph peer's venv, never copied here).
-What a real server streams passes the judge (tests/test_langgraph_upstream.py); a broken stream does not."""
+What a real server streams passes the judge (tests/adapters/langgraph/test_upstream.py); a broken stream does not."""
 
 from __future__ import annotations
 

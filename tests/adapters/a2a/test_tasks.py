@@ -1,7 +1,7 @@
 """The gateway as an A2A 1.0 agent, to the letter of the specification: paths with and without a trailing slash,
 the card (schema, caching, the 0.3 fields a 0.3 client asks for), versions, JSON-RPC error codes, the rules a task
 keeps, `ListTasks`, `SubscribeToTask` and push notification configs. Over real HTTP, in front of the built-in agent
-speaking AG-UI; `test_a2a_replicas.py` has the same across replicas, `test_a2a_clients.py` through the SDKs."""
+speaking AG-UI; `test_replicas.py` has the same across replicas, `test_clients.py` through the SDKs."""
 
 from __future__ import annotations
 

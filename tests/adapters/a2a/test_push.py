@@ -15,10 +15,10 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from servers import Served
-from test_a2a_tasks import Receiver, config, error_of, message, rpc, wait_for
 
 from gateway.agent.server import create_agent_app
 from gateway.server.app import create_app
+from tests.adapters.a2a.test_tasks import Receiver, config, error_of, message, rpc, wait_for
 
 KEY_A, KEY_B = "key-a-0123456789", "key-b-0123456789"
 
