@@ -1,10 +1,10 @@
 """What one dialect brings beyond the codec core every dialect has (`gateway.core.codec.Dialect`): each kind a class,
 found in a dialect's `capabilities` by its type, and served by the server in one place for its kind
-(`gateway.server.capabilities`), so the core and the server name no dialect.
+(`gateway.server.endpoints.capabilities`), so the core and the server name no dialect.
 
 ```
 kind             what the dialect brings                                      served or read by (gateway/server/)
-PathAnswer       a call under its path it answers itself (Responses' compact)  path_endpoints
+PathAnswer       a call under its path it answers itself (Responses' compact)  path_answers
 Resource         a call under its path read as a run or a query (LangGraph's)  resources
 RunQueries       questions about runs after they start (core.queries)          queries
 SocketMode       a WebSocket at its paths, a request per message (core.sockets) sockets

@@ -23,22 +23,22 @@ from gateway.core.errors import (
 from gateway.core.queries import RunQuery
 from gateway.core.turn import Turn
 from gateway.runs.board import RunBoard
-from gateway.server import queries
-from gateway.server.access import Access
-from gateway.server.bodies import BodyBudget, ClientGone
-from gateway.server.call import Call
-from gateway.server.deadlines import watch_disconnect
-from gateway.server.discovery import Discovery, SideCalls
-from gateway.server.drain import Drain
-from gateway.server.metrics import Metrics
-from gateway.server.observed import Observer
-from gateway.server.push import Pusher
-from gateway.server.reading import RequestReader
-from gateway.server.record import RequestOutcome
-from gateway.server.request_ids import request_id_of
-from gateway.server.resources import Called
+from gateway.server.connections.bodies import BodyBudget, ClientGone
+from gateway.server.connections.drain import Drain
+from gateway.server.endpoints import queries
+from gateway.server.endpoints.push import Pusher
+from gateway.server.endpoints.resources import Called
+from gateway.server.operations.metrics import Metrics
+from gateway.server.operations.observed import Observer
+from gateway.server.operations.record import RequestOutcome
+from gateway.server.operations.telemetry import Tracing, upstream_attributes
+from gateway.server.request.access import Access
+from gateway.server.request.call import Call
+from gateway.server.request.discovery import Discovery, SideCalls
+from gateway.server.request.reading import RequestReader
+from gateway.server.request.request_ids import request_id_of
 from gateway.server.resumable import ResumableRuns
-from gateway.server.telemetry import Tracing, upstream_attributes
+from gateway.server.stream.deadlines import watch_disconnect
 from gateway.upstream.http1 import Pool
 
 log = logging.getLogger("agent_gateway.proxy")
@@ -86,7 +86,7 @@ class RouteHandler:
     async def serve(self, scope: Scope, receive: Receive, send: Send,
                     continued: Callable[[Turn], Turn] | None = None) -> None:
         """A request; `continued` makes its turn what the client's connection remembers (a WebSocket's runs,
-        `gateway.server.sockets`) before it goes upstream."""
+        `gateway.server.endpoints.sockets`) before it goes upstream."""
         headers = Headers(scope=scope)
         request_id = request_id_of(headers)
         if scope["method"] == "OPTIONS":  # not a CORS preflight (the middleware answers those): never a run

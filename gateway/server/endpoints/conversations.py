@@ -12,12 +12,12 @@ from adapters import registry
 from gateway.conversations.store import StoreError
 from gateway.core.errors import GatewayError, InvalidRequest, NoRunningRun, Overloaded
 from gateway.core.validation import MAX_ID, bad_id
-from gateway.server import resume
-from gateway.server.call import Call
-from gateway.server.reading import check_content_type
-from gateway.server.record import RequestOutcome
-from gateway.server.request_ids import request_id_of
-from gateway.server.resume import conversation_key
+from gateway.server.operations.record import RequestOutcome
+from gateway.server.request.call import Call
+from gateway.server.request.reading import check_content_type
+from gateway.server.request.request_ids import request_id_of
+from gateway.server.stream import resume
+from gateway.server.stream.resume import conversation_key
 
 if TYPE_CHECKING:
     from gateway.server.route import RouteHandler

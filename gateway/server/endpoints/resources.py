@@ -16,7 +16,7 @@ from adapters import registry
 from gateway.core.capabilities import Resource
 
 if TYPE_CHECKING:
-    from gateway.server.capabilities import Mounted
+    from gateway.server.endpoints.capabilities import Mounted
     from gateway.server.route import RouteHandler
 
 

@@ -21,7 +21,7 @@ from gateway.recordings.exchange import dumps
 from gateway.recordings.files import RecordingFiles
 
 if TYPE_CHECKING:
-    from gateway.server.call import Call
+    from gateway.server.request.call import Call
 
 log = logging.getLogger("agent_gateway.recordings")
 

@@ -34,16 +34,16 @@ from gateway.runs.records import RunRecords
 from gateway.runs.tape import TapeLost
 from gateway.runs.watched import CallerRuns, RouteRuns, WatchedRun
 from gateway.runs.webhooks import CallerWebhooks, RouteWebhooks
-from gateway.server.access import ANONYMOUS
-from gateway.server.call import Call
-from gateway.server.metrics import PushOutcomes
-from gateway.server.push import Pusher, RunPush
-from gateway.server.reading import check_content_type
-from gateway.server.record import RequestOutcome
-from gateway.server.request_ids import request_id_of
+from gateway.server.endpoints.push import Pusher, RunPush
+from gateway.server.operations.metrics import PushOutcomes
+from gateway.server.operations.record import RequestOutcome
+from gateway.server.request.access import ANONYMOUS
+from gateway.server.request.call import Call
+from gateway.server.request.reading import check_content_type
+from gateway.server.request.request_ids import request_id_of
 
 if TYPE_CHECKING:
-    from gateway.server.capabilities import Mounted
+    from gateway.server.endpoints.capabilities import Mounted
     from gateway.server.route import RouteHandler
 
 log = logging.getLogger("agent_gateway.queries")

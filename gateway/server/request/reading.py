@@ -18,11 +18,11 @@ from gateway.core.errors import InvalidRequest, RequestTimeout, RequestTooLarge,
 from gateway.core.queries import RunQuery
 from gateway.core.turn import Turn
 from gateway.core.validation import MAX_ID, bad_id, check_ids, load_json_object
-from gateway.server.bodies import BodyBudget, ClientGone
-from gateway.server.resources import Called
+from gateway.server.connections.bodies import BodyBudget, ClientGone
+from gateway.server.endpoints.resources import Called
 
 if TYPE_CHECKING:
-    from gateway.server.call import Call
+    from gateway.server.request.call import Call
 
 
 class RequestReader:

@@ -19,15 +19,15 @@ from gateway.core.codec import Dialect
 from gateway.core.errors import GatewayError, InvalidRequest, Overloaded
 from gateway.core.turn import Message, Turn
 from gateway.core.validation import MAX_ID, bad_id, load_json_object
-from gateway.server.access import Caller
-from gateway.server.bodies import ClientGone
-from gateway.server.call import Call
-from gateway.server.reading import check_content_type
-from gateway.server.record import RequestOutcome
-from gateway.server.request_ids import request_id_of
+from gateway.server.connections.bodies import ClientGone
+from gateway.server.operations.record import RequestOutcome
+from gateway.server.request.access import Caller
+from gateway.server.request.call import Call
+from gateway.server.request.reading import check_content_type
+from gateway.server.request.request_ids import request_id_of
 
 if TYPE_CHECKING:
-    from gateway.server.capabilities import Mounted
+    from gateway.server.endpoints.capabilities import Mounted
     from gateway.server.route import RouteHandler
 
 
