@@ -27,7 +27,6 @@ from gateway.server.connections.bodies import BodyBudget, ClientGone
 from gateway.server.connections.drain import Drain
 from gateway.server.endpoints import queries
 from gateway.server.endpoints.push import Pusher
-from gateway.server.endpoints.resources import Called
 from gateway.server.operations.metrics import Metrics
 from gateway.server.operations.observed import Observer
 from gateway.server.operations.record import RequestOutcome
@@ -35,7 +34,7 @@ from gateway.server.operations.telemetry import Tracing, upstream_attributes
 from gateway.server.request.access import Access
 from gateway.server.request.call import Call
 from gateway.server.request.discovery import Discovery, SideCalls
-from gateway.server.request.reading import RequestReader
+from gateway.server.request.reading import Called, RequestReader
 from gateway.server.request.request_ids import request_id_of
 from gateway.server.resumable import ResumableRuns
 from gateway.server.stream.deadlines import watch_disconnect

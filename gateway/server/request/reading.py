@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from starlette.datastructures import Headers
@@ -12,17 +14,28 @@ from starlette.types import Message, Receive
 
 from adapters import registry
 from gateway.config import Route
-from gateway.core.capabilities import ProtocolHeaders
+from gateway.core.capabilities import ProtocolHeaders, Resource
 from gateway.core.codec import Dialect
 from gateway.core.errors import InvalidRequest, RequestTimeout, RequestTooLarge, UnsupportedMediaType
 from gateway.core.queries import RunQuery
 from gateway.core.turn import Turn
 from gateway.core.validation import MAX_ID, bad_id, check_ids, load_json_object
 from gateway.server.connections.bodies import BodyBudget, ClientGone
-from gateway.server.endpoints.resources import Called
 
 if TYPE_CHECKING:
     from gateway.server.request.call import Call
+
+
+@dataclass(frozen=True, slots=True)
+class Called:
+    """A request to a resource: which, under which of the route's paths, and what its path and query said."""
+
+    dialect: str
+    resource: Resource
+    base: str
+    method: str
+    params: Mapping[str, str]
+    query: Mapping[str, str]
 
 
 class RequestReader:
