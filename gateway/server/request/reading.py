@@ -7,7 +7,7 @@ import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from starlette.datastructures import Headers
 from starlette.types import Message, Receive
@@ -22,9 +22,6 @@ from gateway.core.turn import Turn
 from gateway.core.validation import MAX_ID, bad_id, check_ids, load_json_object
 from gateway.server.connections.bodies import BodyBudget, ClientGone
 
-if TYPE_CHECKING:
-    from gateway.server.request.call import Call
-
 
 @dataclass(frozen=True, slots=True)
 class Called:
@@ -36,6 +33,13 @@ class Called:
     method: str
     params: Mapping[str, str]
     query: Mapping[str, str]
+
+
+class Quoted(Protocol):
+    """Where a request's JSON is kept as soon as it is read, even when it is then refused: an error reply in the
+    client's dialect may quote it (a JSON-RPC id)."""
+
+    request_json: dict[str, Any] | None
 
 
 class RequestReader:
@@ -78,7 +82,7 @@ class RequestReader:
         finally:
             self.bodies.give_back(len(body))
 
-    def parse(self, call: Call, headers: Headers, body: bytes, path: str, called: Called | None = None
+    def parse(self, call: Quoted, headers: Headers, body: bytes, path: str, called: Called | None = None
               ) -> tuple[Dialect, Turn | RunQuery]:
         limits = self.route.limits
         candidates = self.route.dialects
