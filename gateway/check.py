@@ -178,7 +178,7 @@ class Checker:
         """For a dialect whose agents describe themselves (A2A's card), call the endpoint the description names, as
         the gateway does: a base URL is then enough. Without a readable description, the URL as given."""
         from gateway.config import Upstream
-        from gateway.server.discovery import Discovery
+        from gateway.server.request.discovery import Discovery
 
         if self.variant is not None or self.dialect.capability(capabilities.Discovery) is None:
             return

@@ -20,8 +20,8 @@ from adapters import registry
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
-from gateway.server import client as client_module
 from gateway.server.app import create_app
+from gateway.server.stream import client as client_module
 from gateway.upstream.http1 import Offer
 
 PAIRS = [(c, u) for c in DIALECTS for u in DIALECTS]
@@ -364,7 +364,7 @@ def test_upstream_that_goes_quiet_mid_run_is_cut_at_the_timeout(world: World, cl
 def test_a_bug_of_ours_ends_the_reply_and_the_gateway_keeps_serving(world: World,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     from gateway.conversations.recorder import RunRecorder
-    from gateway.server import call
+    from gateway.server.request import call
 
     class Broken:
         """A recorder whose `record` fails. Put in by name: compiled (scripts/compile), `RunRecorder`'s methods
@@ -394,7 +394,7 @@ def test_a_bug_of_ours_mid_stream_ends_the_reply_in_band(world: World, monkeypat
     """Raised where a paced event is translated in the upstream connection's callback, it reaches the run's task
     and ends the reply as a bug before the first event does."""
     from gateway.conversations.recorder import RunRecorder
-    from gateway.server import call
+    from gateway.server.request import call
 
     class BrokenLater:
         """A recorder whose `record` fails from its sixth call on (by name, as above)."""

@@ -245,7 +245,7 @@ def test_a_card_is_published_under_a2a_paths_only_and_the_startup_line_counts_ro
     route on two A2A paths is one route publishing two cards."""
     import logging
 
-    from gateway.server.documents import discovery_routes
+    from gateway.server.endpoints.documents import discovery_routes
 
     upstream = {"url": "http://127.0.0.1:9/agui", "dialect": "ag-ui"}
     openai_only = GatewayConfig.model_validate({"routes": [

@@ -1,11 +1,11 @@
 """The server's side of the capabilities dialects bring (`gateway.core.capabilities`): for each kind that adds
 endpoints, the one module that serves it, asked what it mounts under a route's paths or across the routes. The app
 names none of them. A dialect that answers a call under its path itself brings a `PathAnswer`, which
-`path_endpoints` serves whatever it is: a new endpoint of that kind needs nothing here.
+`path_answers` serves whatever it is: a new endpoint of that kind needs nothing here.
 
 ```
 kind         mounted by          what
-PathAnswer   path_endpoints      <path><its path>, answered by the dialect            on a route
+PathAnswer   path_answers        <path><its path>, answered by the dialect            on a route
 RunQueries   queries             <path>/{run_id}<suffix>, a query about a run          on a route
 SocketMode   sockets             a WebSocket at <path>                                 on a route
 Resource     resources           <path><its path>, read as a run or a query           on a route
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
-from gateway.server import documents, path_endpoints, queries, resources, sockets
+from gateway.server.endpoints import documents, path_answers, queries, resources, sockets
 
 if TYPE_CHECKING:
     from gateway.server.route import RouteHandler
@@ -39,7 +39,7 @@ class Mounted:
 
 
 ON_A_ROUTE: tuple[Callable[[RouteHandler, Mounted], None], ...] = (
-    path_endpoints.mount,  # before the run queries' `{run_id}` paths, which would take `/compact`
+    path_answers.mount,  # before the run queries' `{run_id}` paths, which would take `/compact`
     queries.mount,
     sockets.mount,
     resources.mount,  # before a resumable route's conversation routes, which take any path under it

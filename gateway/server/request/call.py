@@ -52,14 +52,14 @@ from gateway.core.turn import Turn
 from gateway.inspector.ring import InspectedRun
 from gateway.recordings.capture import RunCapture
 from gateway.runs.watched import WatchedRun
-from gateway.server.access import ANONYMOUS, Caller
-from gateway.server.client import ClientWriter
-from gateway.server.deadlines import CancelReason, Deadlines
-from gateway.server.record import AccessRecord
-from gateway.server.relay import Relay
-from gateway.server.reporting import report
-from gateway.server.telemetry import RequestTrace, pass_trace_context
-from gateway.server.upstream_errors import failure_line, refusal_to_read, refused, send_failure
+from gateway.server.operations.record import AccessRecord
+from gateway.server.operations.telemetry import RequestTrace, pass_trace_context
+from gateway.server.request.access import ANONYMOUS, Caller
+from gateway.server.request.reporting import report
+from gateway.server.stream.client import ClientWriter
+from gateway.server.stream.deadlines import CancelReason, Deadlines
+from gateway.server.stream.relay import Relay
+from gateway.server.stream.upstream_errors import failure_line, refusal_to_read, refused, send_failure
 from gateway.upstream.http1 import HTTPError, Response, Target
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from setproctitle import setproctitle
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 
-from gateway.server.drain import exit_quietly_when_stopped
+from gateway.server.connections.drain import exit_quietly_when_stopped
 
 
 class OwnSocket:

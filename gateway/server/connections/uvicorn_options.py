@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.server.http_server import HeadDeadlineProtocol
-from gateway.server.ws_server import BoundedWebSocketProtocol
+from gateway.server.connections.http_server import HeadDeadlineProtocol
+from gateway.server.connections.ws_server import BoundedWebSocketProtocol
 
 
 def uvicorn_options(max_connections: int | None = None) -> dict[str, Any]:

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 from gateway.core.dropped import Dropped
 from gateway.core.errors import ErrorCode
-from gateway.server.logs import ACCESS
-from gateway.server.record import RequestOutcome
+from gateway.server.operations.logs import ACCESS
+from gateway.server.operations.record import RequestOutcome
 
 if TYPE_CHECKING:
-    from gateway.server.call import Call
+    from gateway.server.request.call import Call
 
 log = logging.getLogger("agent_gateway.proxy")
 log_access = logging.getLogger(ACCESS)

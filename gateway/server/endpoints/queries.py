@@ -16,7 +16,7 @@ import logging
 from functools import partial
 from typing import TYPE_CHECKING
 
-from starlette.datastructures import Headers, QueryParams
+from starlette.datastructures import QueryParams
 from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -26,7 +26,7 @@ from gateway.config import Push
 from gateway.conversations.mapper import decode_conversation
 from gateway.conversations.store import StoreError, scoped_key
 from gateway.core.codec import Dialect
-from gateway.core.errors import GatewayError, InvalidRequest, ListingNeedsCaller, Overloaded
+from gateway.core.errors import InvalidRequest, ListingNeedsCaller, Overloaded
 from gateway.core.queries import Answer, KeptConversation, RunPath, RunQueries, RunQuery, RunRecord, StreamedAnswer
 from gateway.core.turn import Turn
 from gateway.core.validation import MAX_ID, bad_id
@@ -34,21 +34,20 @@ from gateway.runs.records import RunRecords
 from gateway.runs.tape import TapeLost
 from gateway.runs.watched import CallerRuns, RouteRuns, WatchedRun
 from gateway.runs.webhooks import CallerWebhooks, RouteWebhooks
-from gateway.server.access import ANONYMOUS
-from gateway.server.call import Call
-from gateway.server.metrics import PushOutcomes
-from gateway.server.push import Pusher, RunPush
-from gateway.server.reading import check_content_type
-from gateway.server.record import RequestOutcome
-from gateway.server.request_ids import request_id_of
+from gateway.server.endpoints.push import Pusher, RunPush
+from gateway.server.operations.metrics import PushOutcomes
+from gateway.server.operations.record import RequestOutcome
+from gateway.server.request.access import ANONYMOUS
+from gateway.server.request.call import Call
+from gateway.server.request.entry import STORE_DOWN, entered, identify
+from gateway.server.request.reading import check_content_type
 
 if TYPE_CHECKING:
-    from gateway.server.capabilities import Mounted
+    from gateway.server.endpoints.capabilities import Mounted
     from gateway.server.route import RouteHandler
 
 log = logging.getLogger("agent_gateway.queries")
 
-STORE_DOWN = "the gateway's store is unreachable: retry shortly"
 LISTING_NEEDS_CALLER = ("this route has no API keys or tenant header, so it cannot tell its callers apart and "
                         "lists only one conversation at a time, named by its id: name the conversation, or give "
                         "the route auth keys or a tenant_header to list all of a caller's")
@@ -239,31 +238,18 @@ async def query_at(handler: RouteHandler, scope: Scope, receive: Receive, send: 
                    run_path: RunPath) -> None:
     """A query at a path under the route's, the run's id in the path (`RunQueries.paths`): the caller
     identified, then answered as a query that came in a body is; refused in the client's dialect."""
-    headers = Headers(scope=scope)
-    call = Call(handler, send, headers, request_id_of(headers))
-    call.record.note_request(scope, client.name)
-    if handler.tracing is not None:
-        call.trace = handler.tracing.start(headers, scope["path"], call.request_id, call.started_at)
-        call.record.trace_id = call.trace.trace_id
-    call.writer.error_reply = client.errors_for(None)
-    handler.in_flight.inc()
-    handler.drain.streams.add(call)
-    try:
-        call.caller = handler.access.identify(headers)
-        call.record.key_id = call.caller.key_id
+    async with entered(handler, scope, send, client.name, traced=True) as call:
+        call.writer.error_reply = client.errors_for(None)
+        identify(call)
         run_id = scope["path_params"]["run_id"]
         if bad_id(run_id):
             raise InvalidRequest(f"a run id in the path must be at most {MAX_ID} characters, without control "
                                  "characters")
         if scope["method"] == "POST":
-            check_content_type(headers)  # as for a run: a page on another origin cannot POST one unasked
+            check_content_type(call.headers)  # as for a run: a page on another origin cannot POST one unasked
         call.request_json = {}
         parameters = dict(QueryParams(scope.get("query_string", b"")))
         await answer(handler, call, receive, client, RunQuery(run_path.name, run_id, parameters))
-    except GatewayError as error:
-        await call.writer.fail_before_start(error)
-    finally:
-        call.report()
 
 
 def _pushes(pusher: Pusher, push: Push, route: str, outcomes: PushOutcomes, webhooks: CallerWebhooks,

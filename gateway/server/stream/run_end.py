@@ -13,9 +13,9 @@ from gateway.core.errors import ErrorCode
 from gateway.core.events import RunError, RunFinished
 from gateway.core.turn import Message as TurnMessage
 from gateway.runs.watched import WatchedRun
-from gateway.server.client import ClientWriter
-from gateway.server.deadlines import Deadlines
-from gateway.server.record import AccessRecord, RequestOutcome
+from gateway.server.operations.record import AccessRecord, RequestOutcome
+from gateway.server.stream.client import ClientWriter
+from gateway.server.stream.deadlines import Deadlines
 
 
 class RunEnd:

@@ -34,7 +34,7 @@ from gateway.core.codec import Dialect
 from gateway.core.errors import GatewayError, UnknownRoute
 
 if TYPE_CHECKING:
-    from gateway.server.capabilities import Mounted
+    from gateway.server.endpoints.capabilities import Mounted
     from gateway.server.route import RouteHandler
 
 log = logging.getLogger("agent_gateway.app")

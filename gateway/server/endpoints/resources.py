@@ -3,8 +3,6 @@ runs), served by the route's handler as runs or queries like a POST to the path 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
 
@@ -14,22 +12,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from adapters import registry
 from gateway.core.capabilities import Resource
+from gateway.server.request.reading import Called
 
 if TYPE_CHECKING:
-    from gateway.server.capabilities import Mounted
+    from gateway.server.endpoints.capabilities import Mounted
     from gateway.server.route import RouteHandler
-
-
-@dataclass(frozen=True, slots=True)
-class Called:
-    """A request to a resource: which, under which of the route's paths, and what its path and query said."""
-
-    dialect: str
-    resource: Resource
-    base: str
-    method: str
-    params: Mapping[str, str]
-    query: Mapping[str, str]
 
 
 class ResourceEndpoint:

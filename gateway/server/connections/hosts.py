@@ -8,8 +8,8 @@ scrapers that call an address need no setting.
 
 The names are those of `allowed_hosts`; unset, a connection to a loopback address takes `localhost` and
 `*.localhost` only, and any other takes any name. Which rule holds is worked out once per local address (the ASGI
-scope's `server`, the address the connection came in on: `gateway.server.addresses`), and each Host value a rule
-accepted is remembered: a request pays a dict lookup, and where a rule holds a header lookup and a set
+scope's `server`, the address the connection came in on: `gateway.server.connections.addresses`), and each Host
+value a rule accepted is remembered: a request pays a dict lookup, and where a rule holds a header lookup and a set
 membership.
 """
 
@@ -24,7 +24,7 @@ from starlette.types import Receive, Scope, Send
 from gateway.config import route_path
 from gateway.core.addresses import ip_address
 from gateway.core.errors import GatewayError, HostNotAllowed
-from gateway.server.refusals import log_refusal
+from gateway.server.operations.refusals import log_refusal
 
 LOOPBACK_NAMES = ("localhost", "*.localhost")
 """What a gateway reached on a loopback address answers to when `allowed_hosts` is unset (besides addresses)."""

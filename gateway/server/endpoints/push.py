@@ -12,7 +12,7 @@ Deliveries never slow the run: an update is queued and the run goes on. Bounded:
 and logged), a principal has at most `max_deliveries_per_principal` in flight, a webhook gets at most
 `max_notifications` of one run, an update larger than `max_bytes` is not sent, every delivery has
 `delivery_timeout`, and a webhook's origin that timed out twice in a row is skipped for `cool_off`
-(`gateway.server.cool_off`). So one principal whose webhooks hang cannot keep another's waiting.
+(`gateway.server.endpoints.cool_off`). So one principal whose webhooks hang cannot keep another's waiting.
 Only a host and port the route allows is called (checked when the webhook is registered, and again before each
 delivery), and no redirect is followed.
 """
@@ -30,8 +30,8 @@ from gateway.config import Push
 from gateway.conversations.store import StoreError
 from gateway.core.queries import Webhook
 from gateway.runs.webhooks import CallerWebhooks, Origin, origin_of
-from gateway.server.cool_off import CoolOff
-from gateway.server.metrics import PushOutcomes
+from gateway.server.endpoints.cool_off import CoolOff
+from gateway.server.operations.metrics import PushOutcomes
 from gateway.upstream.http1 import ConnectTimeout, HTTPError, Pool, Target
 
 log = logging.getLogger("agent_gateway.push")

@@ -9,8 +9,8 @@ import logging
 from starlette.responses import JSONResponse, Response
 from starlette.types import Scope
 
-from gateway.server.logs import ACCESS
-from gateway.server.record import AccessRecord, RequestOutcome
+from gateway.server.operations.logs import ACCESS
+from gateway.server.operations.record import AccessRecord, RequestOutcome
 
 log_access = logging.getLogger(ACCESS)
 

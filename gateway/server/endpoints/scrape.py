@@ -15,9 +15,9 @@ from starlette.routing import Route
 
 from gateway.config.settings import MetricsOptions
 from gateway.core.errors import Unauthorized
-from gateway.server.access import presented_key
-from gateway.server.metrics import CONTENT_TYPE, Metrics
-from gateway.server.refusals import error_response, log_refusal
+from gateway.server.operations.metrics import CONTENT_TYPE, Metrics
+from gateway.server.operations.refusals import error_response, log_refusal
+from gateway.server.request.access import presented_key
 
 PATH = "/metrics"
 

@@ -23,7 +23,7 @@ from gateway.core.codec import Dialect
 from gateway.core.errors import MalformedRequest
 from gateway.core.turn import Turn
 from gateway.runs.tape import Head, RunReply, TapeLost
-from gateway.server.client import ClientWriter
+from gateway.server.stream.client import ClientWriter
 
 ENTRY_WAIT = 1.0
 """Seconds a follower waits for the next entry before it looks again (and sends a keep-alive when one is due)."""

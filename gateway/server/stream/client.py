@@ -19,8 +19,8 @@ from gateway.core.errors import ErrorCode, GatewayError
 from gateway.core.events import RunError
 from gateway.recordings.capture import RunCapture
 from gateway.runs.tape import Head, Tape
-from gateway.server.http_server import direct_body
-from gateway.server.record import AccessRecord, RequestOutcome
+from gateway.server.connections.http_server import direct_body
+from gateway.server.operations.record import AccessRecord, RequestOutcome
 
 log = logging.getLogger("agent_gateway.proxy")
 

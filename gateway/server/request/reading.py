@@ -5,24 +5,41 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from starlette.datastructures import Headers
 from starlette.types import Message, Receive
 
 from adapters import registry
 from gateway.config import Route
-from gateway.core.capabilities import ProtocolHeaders
+from gateway.core.capabilities import ProtocolHeaders, Resource
 from gateway.core.codec import Dialect
 from gateway.core.errors import InvalidRequest, RequestTimeout, RequestTooLarge, UnsupportedMediaType
 from gateway.core.queries import RunQuery
 from gateway.core.turn import Turn
 from gateway.core.validation import MAX_ID, bad_id, check_ids, load_json_object
-from gateway.server.bodies import BodyBudget, ClientGone
-from gateway.server.resources import Called
+from gateway.server.connections.bodies import BodyBudget, ClientGone
 
-if TYPE_CHECKING:
-    from gateway.server.call import Call
+
+@dataclass(frozen=True, slots=True)
+class Called:
+    """A request to a resource: which, under which of the route's paths, and what its path and query said."""
+
+    dialect: str
+    resource: Resource
+    base: str
+    method: str
+    params: Mapping[str, str]
+    query: Mapping[str, str]
+
+
+class Quoted(Protocol):
+    """Where a request's JSON is kept as soon as it is read, even when it is then refused: an error reply in the
+    client's dialect may quote it (a JSON-RPC id)."""
+
+    request_json: dict[str, Any] | None
 
 
 class RequestReader:
@@ -65,7 +82,7 @@ class RequestReader:
         finally:
             self.bodies.give_back(len(body))
 
-    def parse(self, call: Call, headers: Headers, body: bytes, path: str, called: Called | None = None
+    def parse(self, call: Quoted, headers: Headers, body: bytes, path: str, called: Called | None = None
               ) -> tuple[Dialect, Turn | RunQuery]:
         limits = self.route.limits
         candidates = self.route.dialects

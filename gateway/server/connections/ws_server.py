@@ -27,7 +27,7 @@ from websockets.http11 import Request
 from websockets.protocol import State
 
 from gateway.core.errors import Overloaded
-from gateway.server.bodies import BodyBudget
+from gateway.server.connections.bodies import BodyBudget
 
 BOUND = "agent_gateway.bound_messages"
 """The scope extension through which the app bounds a connection, before it accepts:

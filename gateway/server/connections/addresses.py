@@ -1,5 +1,5 @@
 """What a request meets before the gateway's routes, by the local address its connection came in on (the ASGI
-scope's `server`): the names its Host may give (`gateway.server.hosts`), and, on the metrics address
+scope's `server`): the names its Host may give (`gateway.server.connections.hosts`), and, on the metrics address
 (`metrics.listen`), the metrics and nothing else. Worked out once per address, so that a request on an address
 where neither applies pays one dict lookup."""
 
@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from starlette.types import ASGIApp
 
-from gateway.server.hosts import ErrorReply, HostCheck, HostNames, HostRefusal
+from gateway.server.connections.hosts import ErrorReply, HostCheck, HostNames, HostRefusal
 
 _REMEMBERED = 64
 """Local addresses remembered: a host has a few; past this many, the others are worked out per request."""

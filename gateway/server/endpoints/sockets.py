@@ -19,11 +19,11 @@ runs exactly as a POST, one at a time, its reply sent back as messages.
 
 A message is bounded as a POST's body is. The server refuses one larger than the route takes as its header
 arrives (close 1009), and counts its bytes against the process's body budget while they arrive (past it, close
-1013: `gateway.server.ws_server`). The one message held while another runs counts there too (past it, the dialect's
-error in its turn), and nothing more is read while it is held: the client's sends wait (backpressure). A message
-that is not JSON, or that the dialect refuses, gets the dialect's error message and the connection goes on. Sockets
-are counted per route and per key (`limits.max_sockets`, `max_sockets_per_key`); past either, the handshake is
-answered with the dialect's error and closed 1013 (try again later). A browser's handshake from an origin the
+1013: `gateway.server.connections.ws_server`). The one message held while another runs counts there too (past it,
+the dialect's error in its turn), and nothing more is read while it is held: the client's sends wait (backpressure).
+A message that is not JSON, or that the dialect refuses, gets the dialect's error message and the connection goes on.
+Sockets are counted per route and per key (`limits.max_sockets`, `max_sockets_per_key`); past either, the handshake
+is answered with the dialect's error and closed 1013 (try again later). A browser's handshake from an origin the
 route's CORS does not allow is refused (a WebSocket is not bound by CORS, and a page on any origin could otherwise
 run requests in its visitor's name, which the JSON content type stops for a POST).
 """
@@ -44,10 +44,10 @@ from gateway.core.codec import Dialect
 from gateway.core.errors import GatewayError, Overloaded, RequestTooLarge, TooManyStreams
 from gateway.core.sockets import SocketMode, SocketSession
 from gateway.core.validation import load_json_object
-from gateway.server.ws_server import BOUND
+from gateway.server.connections.ws_server import BOUND
 
 if TYPE_CHECKING:
-    from gateway.server.capabilities import Mounted
+    from gateway.server.endpoints.capabilities import Mounted
     from gateway.server.route import RouteHandler
 
 CONNECTION_SECONDS = 3600.0

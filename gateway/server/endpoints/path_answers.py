@@ -13,21 +13,17 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from adapters import registry
-from gateway.conversations.store import StoreError
 from gateway.core.capabilities import PathAnswer
 from gateway.core.codec import Dialect
-from gateway.core.errors import GatewayError, InvalidRequest, Overloaded
+from gateway.core.errors import InvalidRequest
 from gateway.core.turn import Message, Turn
 from gateway.core.validation import MAX_ID, bad_id, load_json_object
-from gateway.server.access import Caller
-from gateway.server.bodies import ClientGone
-from gateway.server.call import Call
-from gateway.server.reading import check_content_type
-from gateway.server.record import RequestOutcome
-from gateway.server.request_ids import request_id_of
+from gateway.server.request.access import Caller
+from gateway.server.request.entry import entered, identify
+from gateway.server.request.reading import check_content_type
 
 if TYPE_CHECKING:
-    from gateway.server.capabilities import Mounted
+    from gateway.server.endpoints.capabilities import Mounted
     from gateway.server.route import RouteHandler
 
 
@@ -69,31 +65,15 @@ class PathAnswers:
 async def answer_at(handler: RouteHandler, scope: Scope, receive: Receive, send: Send, client: Dialect,
                     answer: PathAnswer) -> None:
     """The caller identified, then the dialect's answer written; refused in the client's dialect."""
-    headers = Headers(scope=scope)
-    call = Call(handler, send, headers, request_id_of(headers))
-    call.record.note_request(scope, client.name)
-    call.record.client_dialect, call.record.outcome = client.name, answer.outcome
-    call.writer.error_reply = client.errors_for(None)
-    handler.in_flight.inc()
-    handler.drain.streams.add(call)
-    try:
-        caller = call.caller = handler.access.identify(headers)
-        call.record.key_id = caller.key_id
-        asked = _Asked(handler, caller, scope, headers, receive)
+    async with entered(handler, scope, send, client.name) as call:
+        call.record.client_dialect, call.record.outcome = client.name, answer.outcome
+        call.writer.error_reply = client.errors_for(None)
+        asked = _Asked(handler, identify(call), scope, call.headers, receive)
         if any(bad_id(value) for value in asked.params.values()):
             raise InvalidRequest(f"an id in the path must be at most {MAX_ID} characters, without control "
                                  "characters")
         answered = await answer.answer(asked)
         await call.writer.respond(answered.status, dict(answered.headers), answered.body)
-    except ClientGone:
-        call.record.outcome = RequestOutcome.CLIENT_GONE
-    except GatewayError as error:
-        await call.writer.fail_before_start(error)
-    except StoreError as exc:
-        call.record.error_detail = str(exc)
-        await call.writer.fail_before_start(Overloaded("the gateway's store is unreachable: retry shortly"))
-    finally:
-        call.report()
 
 
 class _Asked:

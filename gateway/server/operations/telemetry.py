@@ -23,11 +23,11 @@ from starlette.datastructures import Headers
 from gateway import __version__
 from gateway.core.errors import UPSTREAM_CODES
 from gateway.core.events import Usage
-from gateway.server.record import RequestOutcome
+from gateway.server.operations.record import RequestOutcome
 from gateway.upstream.url import UpstreamURL
 
 if TYPE_CHECKING:
-    from gateway.server.record import AccessRecord
+    from gateway.server.operations.record import AccessRecord
 
 try:
     from opentelemetry import trace

@@ -12,18 +12,55 @@ RouteHandler ─ begin(call) ─▶ a RunCapture, when watched or recorded: the 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from gateway.config import Route
+from gateway.core.encoding import Encoder
 from gateway.inspector.ring import InspectedRun, RunRing
 from gateway.recordings.capture import RunCapture
 from gateway.recordings.exchange import dumps
 from gateway.recordings.files import RecordingFiles
-
-if TYPE_CHECKING:
-    from gateway.server.call import Call
+from gateway.server.operations.record import AccessRecord
 
 log = logging.getLogger("agent_gateway.recordings")
+
+
+class Tapped(Protocol):
+    """The client's side of a watched run: what it sends is captured too, and whether its last byte is going."""
+
+    @property
+    def complete(self) -> bool: ...
+
+    def tap(self, capture: RunCapture) -> None: ...
+
+
+class Relayed(Protocol):
+    """A watched run's relay, once the upstream has answered: its encoder counts what the client's dialect dropped."""
+
+    @property
+    def encoder(self) -> Encoder: ...
+
+
+class Watched(Protocol):
+    """What the observer reads of a run (the request's `Call`), and the capture and inspector line it keeps on it."""
+
+    capture: RunCapture | None
+    inspected: InspectedRun | None
+
+    @property
+    def request_id(self) -> str: ...
+
+    @property
+    def started_at(self) -> float: ...
+
+    @property
+    def record(self) -> AccessRecord: ...
+
+    @property
+    def writer(self) -> Tapped: ...
+
+    @property
+    def relay(self) -> Relayed | None: ...
 
 
 class Observer:
@@ -33,7 +70,7 @@ class Observer:
         self.files = files
         self.bodies = route.inspector_bodies
 
-    def begin(self, call: Call) -> None:
+    def begin(self, call: Watched) -> None:
         ring, files = self.ring, self.files
         watched = ring is not None and ring.watched
         capture = None
@@ -51,7 +88,7 @@ class Observer:
             call.inspected = ring.begin(call.record, capture, self.bodies,
                                         lambda: call.relay.encoder.dropped if call.relay is not None else {})
 
-    def end(self, call: Call) -> None:
+    def end(self, call: Watched) -> None:
         if call.inspected is not None:
             call.inspected.end()
             call.inspected = None

@@ -25,11 +25,11 @@ from gateway.core.events import Event, RunError, RunFinished, RunStarted
 from gateway.core.ids import new_id
 from gateway.core.turn import Turn
 from gateway.runs.watched import WatchedRun
-from gateway.server.client import ClientWriter
-from gateway.server.deadlines import Deadlines
-from gateway.server.record import AccessRecord
-from gateway.server.run_end import RunEnd
-from gateway.server.upstream_errors import failure_line
+from gateway.server.operations.record import AccessRecord
+from gateway.server.stream.client import ClientWriter
+from gateway.server.stream.deadlines import Deadlines
+from gateway.server.stream.run_end import RunEnd
+from gateway.server.stream.upstream_errors import failure_line
 from gateway.upstream.http1 import DECLINED, TAKEN, TAKEN_AND_WAKE, HTTPError, Offer, Response
 
 UNBUFFERED_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}

@@ -18,8 +18,8 @@ from starlette.types import Receive
 
 from gateway.config import Timeouts
 from gateway.core.errors import ErrorCode, GatewayError, ShuttingDown, UpstreamError, UpstreamTimeout
-from gateway.server.client import ClientWriter
-from gateway.server.record import AccessRecord
+from gateway.server.operations.record import AccessRecord
+from gateway.server.stream.client import ClientWriter
 
 
 class CancelReason(Enum):
