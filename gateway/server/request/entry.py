@@ -54,11 +54,12 @@ async def entered(handler: RouteHandler, scope: Scope, send: Send, dialect: str,
         yield call
     except ClientGone:
         call.record.outcome = RequestOutcome.CLIENT_GONE
-    except GatewayError as error:
-        await call.writer.fail_before_start(error)
+    except GatewayError as error:  # its HTTP status before the reply starts; in band after, as a run cut short
+        await call.writer.abort(error, error.code)
     except StoreError as exc:
         call.record.error_detail = str(exc)
-        await call.writer.fail_before_start(Overloaded(STORE_DOWN))
+        store_down = Overloaded(STORE_DOWN)
+        await call.writer.abort(store_down, store_down.code)
     finally:
         call.report()  # once: usually already done as the last byte went out
 
