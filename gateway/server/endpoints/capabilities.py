@@ -16,17 +16,21 @@ Catalog      documents           <prefix><catalog path>, the routes a caller may
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from starlette.routing import BaseRoute
-from starlette.types import ASGIApp
+from starlette.middleware.cors import CORSMiddleware
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from gateway.config.route import Cors
 from gateway.server.endpoints import documents, path_answers, queries, resources, sockets
 
 if TYPE_CHECKING:
     from gateway.server.route import RouteHandler
+
+Answering = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 @dataclass(slots=True)
@@ -36,6 +40,28 @@ class Mounted:
 
     routes: list[BaseRoute] = field(default_factory=list)
     sockets: dict[str, ASGIApp] = field(default_factory=dict)
+
+    def by_method(self, at: str, answering: Mapping[str, Answering], cors: Cors | None) -> None:
+        """An endpoint at `at` that answers each of its methods its own way, behind the route's CORS policy when it
+        has one (a browser's preflight answered, `x-request-id` readable)."""
+        endpoint: ASGIApp = _ByMethod(answering)
+        methods = list(answering)
+        if cors is not None:
+            endpoint = CORSMiddleware(endpoint, allow_origins=cors.allow_origins, allow_methods=methods,
+                                      allow_headers=cors.allow_headers, allow_credentials=cors.allow_credentials,
+                                      expose_headers=["x-request-id"], max_age=cors.max_age)
+            methods = [*methods, "OPTIONS"]
+        self.routes.append(Route(at, endpoint, methods=methods))
+
+
+class _ByMethod:
+    __slots__ = ("answering",)
+
+    def __init__(self, answering: Mapping[str, Answering]) -> None:
+        self.answering = answering
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.answering[scope["method"]](scope, receive, send)
 
 
 ON_A_ROUTE: tuple[Callable[[RouteHandler, Mounted], None], ...] = (

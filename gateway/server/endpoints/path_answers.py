@@ -5,12 +5,11 @@ identified and refused in the client's dialect as for a run, and the dialect han
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from starlette.datastructures import Headers, QueryParams
-from starlette.middleware.cors import CORSMiddleware
-from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from adapters import registry
 from gateway.core.capabilities import PathAnswer
@@ -39,27 +38,8 @@ def mount(handler: RouteHandler, mounted: Mounted) -> None:
                 if name in registry.path_owners(route.dialects, path):
                     found.setdefault(path.rstrip("/") + answer.path, {}).setdefault(answer.method, (dialect, answer))
     for at, by_method in found.items():
-        endpoint: ASGIApp = PathAnswers(handler, by_method)
-        methods = list(by_method)
-        if route.cors is not None:
-            cors = route.cors
-            endpoint = CORSMiddleware(endpoint, allow_origins=cors.allow_origins, allow_methods=methods,
-                                      allow_headers=cors.allow_headers, allow_credentials=cors.allow_credentials,
-                                      expose_headers=["x-request-id"], max_age=cors.max_age)
-            methods = [*methods, "OPTIONS"]
-        mounted.routes.append(Route(at, endpoint, methods=methods))
-
-
-class PathAnswers:
-    """The answers at one path under a route's, by method."""
-
-    def __init__(self, handler: RouteHandler, by_method: dict[str, tuple[Dialect, PathAnswer]]) -> None:
-        self.handler = handler
-        self.by_method = by_method
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        dialect, answer = self.by_method[scope["method"]]
-        await answer_at(self.handler, scope, receive, send, dialect, answer)
+        mounted.by_method(at, {method: partial(answer_at, handler, client=dialect, answer=answer)
+                               for method, (dialect, answer) in by_method.items()}, route.cors)
 
 
 async def answer_at(handler: RouteHandler, scope: Scope, receive: Receive, send: Send, client: Dialect,

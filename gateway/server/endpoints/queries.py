@@ -17,9 +17,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from starlette.datastructures import QueryParams
-from starlette.middleware.cors import CORSMiddleware
-from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from adapters import registry
 from gateway.config import Push
@@ -195,18 +193,6 @@ def route_runs(handler: RouteHandler) -> RouteRuns | None:
                      pushes=pushes, leftovers=partial(handler.mapper.forget_chain, route.name))
 
 
-class PathQueries:
-    """The queries at one path under a route's, the run's id in the path (`RunQueries.paths`), by method."""
-
-    def __init__(self, handler: RouteHandler, by_method: dict[str, tuple[Dialect, RunPath]]) -> None:
-        self.handler = handler
-        self.by_method = by_method
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        dialect, run_path = self.by_method[scope["method"]]
-        await query_at(self.handler, scope, receive, send, dialect, run_path)
-
-
 def mount(handler: RouteHandler, mounted: Mounted) -> None:
     """Under each path where a dialect of the route with queries at paths reads requests: `<path>/{run_id}<suffix>`
     (Responses' `GET /v1/responses/{id}`, `POST .../cancel`)."""
@@ -223,15 +209,8 @@ def mount(handler: RouteHandler, mounted: Mounted) -> None:
                     at = path.rstrip("/") + "/{run_id}" + run_path.suffix
                     found.setdefault(at, {}).setdefault(run_path.method, (dialect, run_path))
     for at, by_method in found.items():
-        endpoint: ASGIApp = PathQueries(handler, by_method)
-        methods = list(by_method)
-        if route.cors is not None:
-            cors = route.cors
-            endpoint = CORSMiddleware(endpoint, allow_origins=cors.allow_origins, allow_methods=methods,
-                                      allow_headers=cors.allow_headers, allow_credentials=cors.allow_credentials,
-                                      expose_headers=["x-request-id"], max_age=cors.max_age)
-            methods.append("OPTIONS")
-        mounted.routes.append(Route(at, endpoint, methods=methods))
+        mounted.by_method(at, {method: partial(query_at, handler, client=dialect, run_path=run_path)
+                               for method, (dialect, run_path) in by_method.items()}, route.cors)
 
 
 async def query_at(handler: RouteHandler, scope: Scope, receive: Receive, send: Send, client: Dialect,
