@@ -31,8 +31,8 @@ SYSCALLS = frozenset({
 })
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("gateway: relay and call (gateway/server/route, call, relay, client, deadlines, record)",
-     ("gateway/server/route.py", "gateway/server/call.py", "gateway/server/relay.py", "gateway/server/client.py",
-      "gateway/server/deadlines.py", "gateway/server/record.py")),
+     ("gateway/server/route.py", "gateway/server/request/call.py", "gateway/server/stream/relay.py",
+      "gateway/server/stream/client.py", "gateway/server/stream/deadlines.py", "gateway/server/operations/record.py")),
     ("gateway: codecs (sse, repair, decode, encode)", ("gateway/core/sse.py", "gateway/core/repair.py",
                                                        "gateway/core/codec.py", "gateway/core/decoding.py",
                                                        "gateway/core/encoding.py", "/decode.py", "/encode.py",
@@ -40,8 +40,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("gateway: conversation (mapper, recorder, store, state)", ("gateway/conversations/", "gateway/core/state.py")),
     ("gateway: request parse/build (adapters */request.py, pydantic)",
      ("/request.py", "gateway/core/validation.py", "gateway/core/turn.py", "pydantic/", "pydantic_core/")),
-    ("gateway: access log (logging)", ("gateway/server/logs.py", "logging/")),
-    ("gateway: metrics (prometheus_client)", ("gateway/server/metrics.py", "prometheus_client/")),
+    ("gateway: access log (logging)", ("gateway/server/operations/logs.py", "logging/")),
+    ("gateway: metrics (prometheus_client)", ("gateway/server/operations/metrics.py", "prometheus_client/")),
     ("gateway: other", ("gateway/", "adapters/")),
     ("upstream client: httpx", ("httpx/",)),
     ("upstream client: httpx-aiohttp", ("httpx_aiohttp/",)),

@@ -31,7 +31,7 @@ from gateway.core.turn import Message, Resume, Tool, Turn
 from gateway.upstream.http1 import HTTPError, Pool, Target
 
 if TYPE_CHECKING:
-    from gateway.server.upstream_sessions import KeptSessions
+    from gateway.server.request.upstream_sessions import KeptSessions
 
 SCENARIOS: dict[str, str] = {
     "text": "a question gets an answer with text",
@@ -184,7 +184,7 @@ class Checker:
         """For a dialect whose agents describe themselves (A2A's card), call the endpoint the description names, as
         the gateway does: a base URL is then enough. Without a readable description, the URL as given."""
         from gateway.config import Upstream
-        from gateway.server.discovery import Discovery
+        from gateway.server.request.discovery import Discovery
 
         if self.variant is not None or self.dialect.capability(capabilities.Discovery) is None:
             return
@@ -250,7 +250,7 @@ class Checker:
     async def _in_session(self, turn: Turn) -> tuple[dict[str, str], str | None]:
         """For a dialect whose servers serve runs only in a session (MCP's): the conversation's, opened as the
         gateway opens one; the headers its requests carry and the variant the server showed."""
-        from gateway.server.upstream_sessions import kept_for
+        from gateway.server.request.upstream_sessions import kept_for
 
         if self.sessions is None:
             self.sessions = kept_for(self.dialect, self.pool, self.target.connect_timeout, self.timeout, True)

@@ -28,7 +28,7 @@ from gateway.core.events import (
     ToolResult,
     Usage,
 )
-from gateway.server.relay import Relay
+from gateway.server.stream.relay import Relay
 from gateway.upstream.http1 import Offer
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ models and written by its own `EventEncoder`, as a 1.0 server built on the Pytho
     .venv/bin/python tests/record_agui_corpus.py      # rewrites tests/fixtures/ag-ui/agui10_*.sse
 
 Each stream is one family (activity, subagents, encrypted reasoning, usage, metadata, tool results as content parts,
-branching, interrupts with an expiry), plus one with all of them at once; `tests/test_agui_corpus.py` holds the
+branching, interrupts with an expiry), plus one with all of them at once; `tests/test_corpora.py` holds the
 gateway to them.
 """
 

@@ -11,7 +11,7 @@ from typing import Any
 import uvicorn
 from starlette.types import ASGIApp
 
-from gateway.server.uvicorn_options import uvicorn_options
+from gateway.server.connections.uvicorn_options import uvicorn_options
 
 
 def free_port() -> int:

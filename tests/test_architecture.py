@@ -1,9 +1,11 @@
-"""The layering in ARCHITECTURE.md, checked from the imports: every `import` of every module, those inside
-functions included, read with `ast`."""
+"""The layering in ARCHITECTURE.md, checked from the imports read with `ast`: every `import` of every module, those
+inside functions included; and for the server's layers and import cycles, the imports a module makes as it is
+imported (those under `if TYPE_CHECKING:` and inside functions aside)."""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,7 +40,8 @@ def _imports(path: Path) -> set[str]:
     return found
 
 
-MODULES = {_module_name(path): _imports(path) for package in PACKAGES for path in (ROOT / package).rglob("*.py")}
+PATHS = {_module_name(path): path for package in PACKAGES for path in (ROOT / package).rglob("*.py")}
+MODULES = {module: _imports(path) for module, path in PATHS.items()}
 SHARED = {"openai_common": ("openai_chat", "openai_responses", "agent_respond")}
 """The packages under `adapters/` that are no dialect but what some dialects share, and the dialects that share
 each: OpenAI's two APIs write usage, error objects and content parts alike, and the eval contract names usage as Chat
@@ -131,3 +134,147 @@ def test_every_dialect_package_is_in_the_registry() -> None:
 
     registered = sorted(d.parse_request.__module__.rpartition(".")[0] for d in registry.DIALECTS.values())
     assert registered == [f"adapters.{d}" for d in DIALECT_PACKAGES]
+
+
+def _as_imported(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The imports run when a module is imported: at its top, in its classes and in the branches it takes, not in
+    its functions nor under `if TYPE_CHECKING:`."""
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If):
+            checking = isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+            yield from _as_imported(node.orelse if checking else [*node.body, *node.orelse])
+        elif isinstance(node, ast.Try):
+            yield from _as_imported([*node.body, *node.orelse, *node.finalbody,
+                                     *(line for handler in node.handlers for line in handler.body)])
+        elif isinstance(node, ast.ClassDef | ast.With):
+            yield from _as_imported(node.body)
+
+
+def _modules_imported(module: str) -> set[str]:
+    """The modules of ours that `module` imports as it is imported (a name imported from a module counts as the
+    module, a module imported from a package as the module)."""
+    path = PATHS[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in _as_imported(ast.parse(path.read_text(), str(path)).body):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            names = [f"{base}.{alias.name}" for alias in node.names]
+        for name in names:
+            while name and name not in PATHS:
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                found.add(name)
+    return found
+
+
+IMPORTED = {module: _modules_imported(module) for module in PATHS}
+
+SERVER_LAYERS = ("operations", "connections", "stream", "request", "endpoints")
+"""The server's layers, from the bottom: each may import those before it, and none after it. Directly in
+`gateway/server/`, what puts them together: the app, a route's handler, and its resumable runs (which hand a new run
+back to the handler)."""
+
+
+def _server_layers_imported(layer: str) -> dict[str, list[str]]:
+    """Each module of the server's `layer` with the other layers of the server it imports as it is imported."""
+    found: dict[str, list[str]] = {}
+    for module, imported in IMPORTED.items():
+        if not _within(module, f"gateway.server.{layer}"):
+            continue
+        layers = sorted({name.split(".")[2] if _within(name, *_LAYER_PACKAGES) else name
+                         for name in imported if _within(name, "gateway.server") and name != "gateway.server"
+                         and not _within(name, f"gateway.server.{layer}")})
+        if layers:
+            found[module] = layers
+    return found
+
+
+_LAYER_PACKAGES = tuple(f"gateway.server.{layer}" for layer in SERVER_LAYERS)
+
+
+def test_the_servers_operations_import_no_other_layer_of_the_server() -> None:
+    assert _server_layers_imported("operations") == {}
+
+
+def test_the_servers_connections_import_only_its_operations() -> None:
+    assert {module: layers for module, layers in _server_layers_imported("connections").items()
+            if set(layers) - {"operations"}} == {}
+
+
+def test_the_stream_imports_the_connections_and_operations_below_it() -> None:
+    assert {module: layers for module, layers in _server_layers_imported("stream").items()
+            if set(layers) - {"connections", "operations"}} == {}
+
+
+def test_the_request_imports_the_stream_and_the_layers_below_it() -> None:
+    assert {module: layers for module, layers in _server_layers_imported("request").items()
+            if set(layers) - {"stream", "connections", "operations"}} == {}
+
+
+def test_the_endpoints_import_the_request_and_the_layers_below_it_never_the_app_or_a_route() -> None:
+    assert {module: layers for module, layers in _server_layers_imported("endpoints").items()
+            if set(layers) - {"request", "stream", "connections", "operations"}} == {}
+
+
+def test_every_module_of_the_server_is_in_a_layer_but_the_app_and_the_route_handlers() -> None:
+    directly = sorted(module for module in PATHS if module.count(".") == 2 and _within(module, "gateway.server")
+                      and not _within(module, *_LAYER_PACKAGES))
+    assert directly == ["gateway.server.app", "gateway.server.resumable", "gateway.server.route"]
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, without recursion)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            for edge in edges:
+                if edge not in index:
+                    index[edge] = low[edge] = len(index)
+                    stack.append(edge)
+                    on_stack.add(edge)
+                    work.append((edge, iter(sorted(graph[edge]))))
+                    break
+                if edge in on_stack:
+                    low[node] = min(low[node], index[edge])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_module_of_the_gateway_or_a_dialect_imports_itself_through_others() -> None:
+    assert _cycles(IMPORTED) == []

@@ -33,7 +33,7 @@ from gateway.core.events import (
 )
 from gateway.core.turn import ContentPart, Message, Resume, ToolCall, Turn
 from gateway.server.app import create_app
-from gateway.server.logs import ACCESS
+from gateway.server.operations.logs import ACCESS
 
 
 def exchange_once(mapper: ConversationMapper, turn: Turn, client: str, upstream: str, events: list[object],

@@ -13,9 +13,9 @@ from adapters import registry
 from gateway.config import Timeouts
 from gateway.core.errors import ShuttingDown, UpstreamError, UpstreamTimeout
 from gateway.core.turn import Turn
-from gateway.server.client import ClientWriter
-from gateway.server.deadlines import CancelReason, Deadlines, watch_disconnect
-from gateway.server.record import AccessRecord
+from gateway.server.operations.record import AccessRecord
+from gateway.server.stream.client import ClientWriter
+from gateway.server.stream.deadlines import CancelReason, Deadlines, watch_disconnect
 
 
 class Sent:

@@ -19,7 +19,7 @@ from gateway.agent.server import create_agent_app
 from gateway.config import ConfigError, GatewayConfig, parse_config
 from gateway.conversations.store import MemoryStore
 from gateway.server.app import create_app
-from gateway.server.logs import ACCESS
+from gateway.server.operations.logs import ACCESS
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +139,7 @@ def test_unset_the_rule_follows_the_address_the_connection_came_in_on(server: tu
                                                                       refused: bool) -> None:
     """A gateway on 0.0.0.0 (Docker, Kubernetes) answers any name on its network addresses; reached through
     loopback, where a rebound name leads, it answers loopback names only."""
-    from gateway.server.hosts import HostCheck
+    from gateway.server.connections.hosts import HostCheck
 
     names = HostCheck(None).names_for(server)
     if not refused:

@@ -9,7 +9,7 @@ import time
 from servers import Served
 from starlette.types import Message, Receive, Scope, Send
 
-from gateway.server.http_server import direct_body
+from gateway.server.connections.http_server import direct_body
 
 
 class Writes:

@@ -32,7 +32,7 @@ from gateway.inspector.ring import InspectedRun, RunRing
 from gateway.inspector.views import summary
 from gateway.recordings.capture import RunCapture
 from gateway.server.app import create_app
-from gateway.server.record import AccessRecord
+from gateway.server.operations.record import AccessRecord
 from gateway.server.route import RouteHandler
 
 KEY = "the-inspectors-own-key-0123"

@@ -7,7 +7,7 @@ import io
 import logging
 import weakref
 
-from gateway.server.logs import BatchedHandler
+from gateway.server.operations.logs import BatchedHandler
 
 
 class CountingStream(io.StringIO):

@@ -45,7 +45,7 @@ from gateway.core.events import (
 )
 from gateway.core.turn import Turn
 from gateway.server.app import create_app
-from gateway.server.logs import ACCESS, HumanFormatter, JsonFormatter
+from gateway.server.operations.logs import ACCESS, HumanFormatter, JsonFormatter
 
 
 @pytest.fixture(scope="module")

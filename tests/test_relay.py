@@ -16,10 +16,10 @@ from gateway.conversations.mapper import ConversationMapper
 from gateway.conversations.recorder import RunRecorder
 from gateway.conversations.store import MemoryStore
 from gateway.core.codec import Dialect
-from gateway.server.client import ClientWriter
-from gateway.server.deadlines import CancelReason, Deadlines
-from gateway.server.record import AccessRecord
-from gateway.server.relay import Relay
+from gateway.server.operations.record import AccessRecord
+from gateway.server.stream.client import ClientWriter
+from gateway.server.stream.deadlines import CancelReason, Deadlines
+from gateway.server.stream.relay import Relay
 
 
 def frame(event: dict[str, Any]) -> bytes:

@@ -29,9 +29,9 @@ from gateway.config import ConfigError, GatewayConfig, key_id, parse_config
 from gateway.conversations.store import MemoryStore
 from gateway.core.events import Interrupt
 from gateway.core.ids import new_id
-from gateway.server import http_server
 from gateway.server.app import create_app
-from gateway.server.logs import HumanFormatter
+from gateway.server.connections import http_server
+from gateway.server.operations.logs import HumanFormatter
 
 
 @pytest.fixture(scope="module")

@@ -33,8 +33,8 @@ from servers import Served, free_port
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
-from gateway.server import telemetry
 from gateway.server.app import create_app
+from gateway.server.operations import telemetry
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENT_TRACE = "0af7651916cd43dd8448eb211c80319c"

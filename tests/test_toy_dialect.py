@@ -28,7 +28,7 @@ from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
 from gateway.server.app import create_app
 
-SUITES = ["tests/test_properties.py", "tests/test_translation_matrix.py", "tests/test_proxy.py"]
+SUITES = ["tests/test_properties.py", "tests/test_recorded_translations.py", "tests/test_end_to_end_pairs.py"]
 
 
 def test_a_toy_dialect_joins_the_matrix_and_the_property_tests_with_no_other_file_touched() -> None:

@@ -1,5 +1,5 @@
-"""`serve --workers N` (gateway/server/workers.py): each worker accepts on its own socket of the port, so a burst
-of connections is spread across the workers instead of landing on whichever woke first."""
+"""`serve --workers N` (gateway/server/connections/workers.py): each worker accepts on its own socket of the port,
+so a burst of connections is spread across the workers instead of landing on whichever woke first."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from helpers import ROOT
 from servers import free_port
 from uvicorn.config import STARTUP_FAILURE
 
-from gateway.server.workers import OwnSocket, bind_reuse_port, spreads_connections, start_worker
+from gateway.server.connections.workers import OwnSocket, bind_reuse_port, spreads_connections, start_worker
 
 pytestmark = pytest.mark.skipif(not spreads_connections(), reason="SO_REUSEPORT spreads connections on Linux only")
 

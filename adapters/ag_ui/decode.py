@@ -263,9 +263,10 @@ def _reasoning_chunk(d: AguiDecoder, f: dict[str, Any], out: Events) -> None:
         if d._chunk_reasoning:
             out.append(canonical.ReasoningEnd(d._chunk_reasoning))
         d._chunk_reasoning = message_id
+        out.append(canonical.ReasoningStart(message_id, subagent_run_id=str_at(f, "subagentRunId")))
     elif d._chunk_reasoning is None:
         d._chunk_reasoning = new_id("reasoning")
-    out.append(canonical.ReasoningStart(d._chunk_reasoning, subagent_run_id=str_at(f, "subagentRunId")))
+        out.append(canonical.ReasoningStart(d._chunk_reasoning, subagent_run_id=str_at(f, "subagentRunId")))
     delta = str_at(f, "delta")
     if delta:
         out.append(canonical.ReasoningDelta(d._chunk_reasoning, delta))

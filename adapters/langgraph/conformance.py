@@ -2,7 +2,8 @@
 `RunCreateStateful.stream_mode`, `Interrupt`) and how its SDKs read a stream (`langgraph-sdk`'s `SSEDecoder` and
 `StreamPart`, `@langchain/langgraph-sdk`'s `useStream`): every frame named by its stream mode, its data JSON; a
 `metadata` frame naming the run first; `messages` as `[message, metadata]` tuples of typed messages; interrupts
-with a `value`; nothing after the run's `error`. `tests/test_langgraph_judge.py` holds the judge to the schema."""
+with a `value`; nothing after the run's `error`. `tests/adapters/langgraph/test_judge.py` holds the judge to the
+schema."""
 
 from __future__ import annotations
 

@@ -8,26 +8,8 @@ from typing import Any
 
 import orjson
 
+from gateway.core import events as canonical
 from gateway.core.codec import Feature
-from gateway.core.events import (
-    Event,
-    Interrupt,
-    ReasoningDelta,
-    ReasoningEnd,
-    ReasoningStart,
-    RunError,
-    RunFinished,
-    RunStarted,
-    StateDelta,
-    StateSnapshot,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolResult,
-)
 from gateway.core.ids import new_id
 from gateway.core.turn import Message, Tool, ToolCall, Turn
 
@@ -59,7 +41,7 @@ FALLBACK_TOOL = Tool("get_location", "The user's location, from their device.",
                      {"type": "object", "properties": {}})
 """Vercel and agent-respond requests cannot offer tools: like a useChat server, the agent then declares its own."""
 
-Timeline = list[tuple[float, Event]]
+Timeline = list[tuple[float, canonical.Event]]
 """Each event with the seconds to wait before sending it."""
 
 
@@ -73,7 +55,7 @@ class Script:
         self.replies: list[Message] = []
         self._wait = 0.0
 
-    def emit(self, *events: Event) -> None:
+    def emit(self, *events: canonical.Event) -> None:
         for event in events:
             self.timeline.append((self._wait, event))
             self._wait = 0.0
@@ -83,12 +65,12 @@ class Script:
 
     def say(self, text: str, *, deltas: list[str] | None = None, gap: float = 0.0) -> str:
         message_id = new_id("msg")
-        self.emit(TextStart(message_id))
+        self.emit(canonical.TextStart(message_id))
         for index, delta in enumerate(deltas or _words(text)):
             if index:
                 self.pause(gap)
-            self.emit(TextDelta(message_id, delta))
-        self.emit(TextEnd(message_id))
+            self.emit(canonical.TextDelta(message_id, delta))
+        self.emit(canonical.TextEnd(message_id))
         self.replies.append(Message("assistant", text, message_id))
         return message_id
 
@@ -98,15 +80,16 @@ class Script:
         call_id = new_id("call")
         args = orjson.dumps(arguments).decode()
         half = len(args) // 2
-        self.emit(ToolCallStart(call_id, name, parent_message_id=parent), ToolCallArgs(call_id, args[:half]),
-                  ToolCallArgs(call_id, args[half:]), ToolCallEnd(call_id))
+        self.emit(canonical.ToolCallStart(call_id, name, parent_message_id=parent),
+                  canonical.ToolCallArgs(call_id, args[:half]), canonical.ToolCallArgs(call_id, args[half:]),
+                  canonical.ToolCallEnd(call_id))
         last = self.replies[-1] if self.replies else None
         if parent is not None and last is not None and last.id == parent:
             last.tool_calls.append(ToolCall(call_id, name, args))  # OpenAI style: text and calls share a message
         else:
             self.replies.append(Message("assistant", None, new_id("msg"), [ToolCall(call_id, name, args)]))
         if result is not None:
-            self.emit(ToolResult(call_id, result, message_id=new_id("result")))
+            self.emit(canonical.ToolResult(call_id, result, message_id=new_id("result")))
             self.replies.append(Message("tool", result, tool_call_id=call_id, name=name))
         return call_id
 
@@ -122,38 +105,41 @@ def script(turn: Turn, history: list[Message]) -> Script:
     keyword = None if answering or kit else _keyword(text)
     if keyword == "silent":
         s.pause(HANG)
-    s.emit(RunStarted(thread_id=turn.conversation_id, run_id=turn.run_id or new_id("run"),
-                      parent_run_id=turn.parent_run_id))
+    s.emit(canonical.RunStarted(thread_id=turn.conversation_id, run_id=turn.run_id or new_id("run"),
+                                parent_run_id=turn.parent_run_id))
     s.emit(conformance_kit.play(s, kit) if kit else _act(s, turn, history, text, keyword))
     return s
 
 
-def _act(s: Script, turn: Turn, history: list[Message], text: str, keyword: str | None) -> RunFinished | RunError:
+def _act(s: Script, turn: Turn, history: list[Message], text: str,
+         keyword: str | None) -> canonical.RunFinished | canonical.RunError:
     if turn.resume:
         s.say(" ".join(f"Resumed {r.interrupt_id}: {orjson.dumps(r.payload).decode()}." for r in turn.resume))
-        return RunFinished()
+        return canonical.RunFinished()
     results = _trailing_results(history)
     if results:
         s.say(f"The tool said: {'; '.join(results)}.")
-        return RunFinished()
+        return canonical.RunFinished()
     if keyword == "silent":
         s.say("Sorry, I was miles away.")
     elif keyword == "hang":
         message_id = new_id("msg")
-        s.emit(TextStart(message_id), TextDelta(message_id, "Let me think about that"))
+        s.emit(canonical.TextStart(message_id), canonical.TextDelta(message_id, "Let me think about that"))
         s.pause(HANG)
-        s.emit(TextDelta(message_id, "... done."), TextEnd(message_id))
+        s.emit(canonical.TextDelta(message_id, "... done."), canonical.TextEnd(message_id))
         s.replies.append(Message("assistant", "Let me think about that... done.", message_id))
     elif keyword == "fail":
         s.say("Working on it...")
-        return RunError("scripted failure", code="agent_error")
+        return canonical.RunError("scripted failure", code="agent_error")
     elif keyword == "approve":
         call_id = s.call("delete_file", {"path": "/tmp/demo"})
-        s.emit(Interrupt(_interrupt_id(), reason="tool_approval", message="Delete /tmp/demo?", tool_call_id=call_id))
-        return RunFinished(outcome="interrupt")
+        s.emit(canonical.Interrupt(_interrupt_id(), reason="tool_approval", message="Delete /tmp/demo?",
+                                   tool_call_id=call_id))
+        return canonical.RunFinished(outcome="interrupt")
     elif keyword == "interrupt":
-        s.emit(Interrupt(_interrupt_id(), reason="confirm", message="Continue?", payload={"options": ["yes", "no"]}))
-        return RunFinished(outcome="interrupt")
+        s.emit(canonical.Interrupt(_interrupt_id(), reason="confirm", message="Continue?",
+                                   payload={"options": ["yes", "no"]}))
+        return canonical.RunFinished(outcome="interrupt")
     elif keyword == "weather" and any(t.name == "get_weather" for t in turn.tools):
         s.call("get_weather", {"location": _city(text)})  # the client offers its own: the agent asks it
     elif keyword == "weather":
@@ -165,14 +151,15 @@ def _act(s: Script, turn: Turn, history: list[Message], text: str, keyword: str 
         tool = turn.tools[0] if turn.tools else FALLBACK_TOOL
         s.call(tool.name, _demo_arguments(tool.parameters))
     elif keyword == "state":
-        s.emit(StateSnapshot({"count": 0}), StateDelta([{"op": "replace", "path": "/count", "value": 1}]))
+        s.emit(canonical.StateSnapshot({"count": 0}),
+               canonical.StateDelta([{"op": "replace", "path": "/count", "value": 1}]))
         s.say("The count is now 1.")
     elif keyword == "think":
         reasoning_id = new_id("reasoning")
-        s.emit(ReasoningStart(reasoning_id))
+        s.emit(canonical.ReasoningStart(reasoning_id))
         for delta in ("The user wants ", "me to think. ", "So I will."):
-            s.emit(ReasoningDelta(reasoning_id, delta))
-        s.emit(ReasoningEnd(reasoning_id))
+            s.emit(canonical.ReasoningDelta(reasoning_id, delta))
+        s.emit(canonical.ReasoningEnd(reasoning_id))
         s.say(f"After some thought: {text}.")
     elif keyword == "slow":
         deltas = [f"tick {i}. " for i in range(1, 21)]
@@ -180,7 +167,7 @@ def _act(s: Script, turn: Turn, history: list[Message], text: str, keyword: str 
     else:
         turns = sum(1 for m in history if m.role == "user")
         s.say(f"You said: {text}. (turn {turns})" if turns else "Hello! Ask me anything. (turn 0)")
-    return RunFinished()
+    return canonical.RunFinished()
 
 
 def _keyword(text: str) -> str | None:

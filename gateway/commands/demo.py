@@ -55,9 +55,9 @@ def demo(args: argparse.Namespace) -> int:
 
     from gateway.agent.script import KEYWORD_HELP, KEYWORD_SHOWS
     from gateway.agent.server import KEYWORDS, create_agent_app
-    from gateway.server import logs
     from gateway.server.app import create_app
-    from gateway.server.drain import exit_quietly_when_stopped
+    from gateway.server.connections.drain import exit_quietly_when_stopped
+    from gateway.server.operations import logs
 
     base = f"http://{args.host}:{args.port}"
     dialect = registry.get(args.agent_dialect)
@@ -114,8 +114,8 @@ def agent(args: argparse.Namespace) -> int:
     import uvicorn
 
     from gateway.agent.server import KEYWORDS, create_agent_app, run
-    from gateway.server import logs
-    from gateway.server.drain import exit_quietly_when_stopped
+    from gateway.server.connections.drain import exit_quietly_when_stopped
+    from gateway.server.operations import logs
 
     logs.configure("human", "info")
     dialect = registry.get(args.dialect)

@@ -30,8 +30,8 @@ def replay(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
     from gateway.commands import bind
     from gateway.recordings.replay import ReplayApp
-    from gateway.server import logs
-    from gateway.server.drain import exit_quietly_when_stopped
+    from gateway.server.connections.drain import exit_quietly_when_stopped
+    from gateway.server.operations import logs
 
     recorded = load(parser, args.files)
     speed = None if args.at_once else args.speed

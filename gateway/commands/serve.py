@@ -50,7 +50,7 @@ def _flag(loc: tuple[int | str, ...]) -> str:
 def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """Read the configuration, add what the flags say to it, and check it (`--check` stops there); open the store
     and bind the ports, say what is served, and serve it, in this process or in workers."""
-    from gateway.server import http_server
+    from gateway.server.connections import http_server
 
     config = _configuration(parser, args)
     if config is None:
@@ -78,7 +78,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 def _configuration(parser: argparse.ArgumentParser, args: argparse.Namespace) -> GatewayConfig | None:
     """The configuration, from --config or from the flags for one route; None after a line per mistake in a file
     (a mistake in the flags is the parser's one-line error). Logging is configured from here on."""
-    from gateway.server import logs
+    from gateway.server.operations import logs
 
     flags = [flag for flag, value in (("--upstream", args.upstream), ("--upstream-dialect", args.upstream_dialect),
                                       ("--upstream-variant", args.upstream_variant),
@@ -198,8 +198,8 @@ def _serve_here(config: GatewayConfig, args: argparse.Namespace, opened: _Opened
     import uvicorn
 
     from gateway.server.app import create_app
-    from gateway.server.drain import exit_quietly_when_stopped
-    from gateway.server.uvicorn_options import uvicorn_options
+    from gateway.server.connections.drain import exit_quietly_when_stopped
+    from gateway.server.connections.uvicorn_options import uvicorn_options
 
     log.info("listening on %s", _url(args), extra={"url": _url(args)})
     app = create_app(config, opened.store, log_bodies=args.log_bodies)
@@ -212,11 +212,11 @@ def _serve_in_workers(config: GatewayConfig, args: argparse.Namespace, opened: _
     """Serve in `--workers` processes, each building the app from the configuration passed in its environment."""
     import uvicorn
 
-    from gateway.server import workers
     from gateway.server.app import CONFIG_ENV
-    from gateway.server.uvicorn_options import uvicorn_options
+    from gateway.server.connections import workers
+    from gateway.server.connections.uvicorn_options import uvicorn_options
 
-    for bound in opened.sockets:  # they were free: each worker binds its own (gateway/server/workers.py)
+    for bound in opened.sockets:  # they were free: each worker binds its own (gateway/server/connections/workers.py)
         bound.close()
     os.environ[CONFIG_ENV] = orjson.dumps({"config": config.model_dump(mode="json"), "log_format": args.log_format,
                                            "log_level": args.log_level, "log_bodies": args.log_bodies}).decode()
@@ -268,7 +268,7 @@ def _check_config(config: GatewayConfig, ask: bool) -> int:
     """`serve --check`: what a start would find, found without writing anything (a SQLite store is looked at, not
     opened: opening creates it)."""
     from gateway.conversations.store import StoreError, redact_url
-    from gateway.server.probe import probe
+    from gateway.server.operations.probe import probe
 
     print(f"configuration: ok ({len(config.routes)} route{'s' if len(config.routes) != 1 else ''})")
     url = config.store.url

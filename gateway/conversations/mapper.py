@@ -76,7 +76,7 @@ class ConversationMapper:
                     transparent_ids: bool = False) -> Exchange:
         """What goes upstream this turn. `variant` is the upstream's as configured or learned, if known; the
         conversation remembers what its upstream turned out to be. `principal` is whose conversations the caller
-        reaches (see `gateway.server.access`): the same id from another principal is another conversation, here
+        reaches (see `gateway.server.request.access`): the same id from another principal is another conversation, here
         and upstream, unless `transparent_ids` says the upstream is sent the client's own ids."""
         key = self._key(route, principal, turn)
         conversation, readable = await self._load(key)

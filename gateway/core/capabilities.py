@@ -1,25 +1,27 @@
 """What one dialect brings beyond the codec core every dialect has (`gateway.core.codec.Dialect`): each kind a class,
 found in a dialect's `capabilities` by its type, and served by the server in one place for its kind
-(`gateway.server.capabilities`), so the core and the server name no dialect.
+(`gateway.server.endpoints.capabilities`), so the core and the server name no dialect.
 
 ```
 kind             what the dialect brings                                      served or read by (gateway/server/)
-PathAnswer       a call under its path it answers itself (Responses' compact)  path_endpoints
-Resource         a call under its path read as a run or a query (LangGraph's)  resources
-RunQueries       questions about runs after they start (core.queries)          queries
-SocketMode       a WebSocket at its paths, a request per message (core.sockets) sockets
-Discovery        a document describing an agent (A2A's card)                   documents; discovery reads an upstream's
-Catalog          the list of the routes a caller may use (OpenAI's /v1/models) documents
-OwnErrors        errors before the reply in its own shape (JSON-RPC's)         client (the writer), as each entry sets
-ProtocolHeaders  headers it refuses a request by, and passes on (A2A-Version)  reading, call
-WireFormats      a second wire format for an upstream's reply (AG-UI protobuf) call
-Variants         named variants, and the headers that show one (Inkeep)        the registry, call
-ClientHistory    how a client that keeps the history sends a reply back        run_end
-WholeHistory     its encoder is given the conversation's whole history        call
-EventIds         its clients reconnect to a run by `Last-Event-ID` (AG-UI)     resume, resumable
-UpstreamSessions its servers serve a run only in a session opened first (MCP)  upstream_sessions (for call)
-NamedRoutes      one endpoint for every route, each request naming its route   named_routes (across the routes)
-                 (MCP's tools): what is not a run it answers itself
+PathAnswer       a call under its path it answers itself (Responses' compact)  endpoints/path_answers
+Resource         a call under its path read as a run or a query (LangGraph's)  endpoints/resources
+RunQueries       questions about runs after they start (core.queries)          endpoints/queries
+SocketMode       a WebSocket at its paths, a request per message (core.sockets) endpoints/sockets
+Discovery        a document describing an agent (A2A's card)                   endpoints/documents; request/discovery
+                                                                               reads an upstream's
+Catalog          the list of the routes a caller may use (OpenAI's /v1/models) endpoints/documents
+OwnErrors        errors before the reply in its own shape (JSON-RPC's)         stream/client (the writer), as each
+                                                                               entry sets
+ProtocolHeaders  headers it refuses a request by, and passes on (A2A-Version)  request/reading, request/call
+WireFormats      a second wire format for an upstream's reply (AG-UI protobuf) request/call
+Variants         named variants, and the headers that show one (Inkeep)        the registry, request/call
+ClientHistory    how a client that keeps the history sends a reply back        stream/run_end
+WholeHistory     its encoder is given the conversation's whole history        request/call
+EventIds         its clients reconnect to a run by `Last-Event-ID` (AG-UI)     stream/resume, resumable
+UpstreamSessions its servers serve a run only in a session opened first (MCP)  request/upstream_sessions
+NamedRoutes      one endpoint for every route, each request naming its route   endpoints/named_routes (across the
+                 (MCP's tools): what is not a run it answers itself            routes)
 ```
 """
 

@@ -1,7 +1,7 @@
 """A dialect's WebSocket mode: its clients hold one connection at the dialect's path and send a request per
 message, each answered with the events its HTTP stream would carry, one message each (Open Responses' WebSocket
-transport). The gateway runs each message as it runs a POST (`gateway.server.sockets`); the dialect says what a
-message is, what the connection remembers between its runs, and how the reply's bytes become messages.
+transport). The gateway runs each message as it runs a POST (`gateway.server.endpoints.sockets`); the dialect says
+what a message is, what the connection remembers between its runs, and how the reply's bytes become messages.
 
 ```
  message ──▶ session.request ──▶ the route's handler, as a POST ──▶ session.frames ──▶ messages

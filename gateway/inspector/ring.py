@@ -28,7 +28,7 @@ class InspectedRun:
                  dropped_now: Callable[[], dict[Dropped, int]] | None) -> None:
         self.number = number
         self.record = record
-        """The run's access record (`gateway.server.record.AccessRecord`): read as it fills in."""
+        """The run's access record (`gateway.server.operations.record.AccessRecord`): read as it fills in."""
         self.capture = capture
         self.bodies = bodies
         """The route lets the inspector show what was said (request bodies, frames, event fields)."""

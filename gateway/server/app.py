@@ -30,24 +30,25 @@ from gateway.inspector.app import InspectorApp
 from gateway.inspector.ring import RunRing
 from gateway.recordings.files import RecordingFiles
 from gateway.runs.boards import open_board
-from gateway.server import http_server, logs
-from gateway.server.addresses import Addresses
-from gateway.server.bodies import BodyBudget
-from gateway.server.capabilities import Mounted, mount_across, mount_route
-from gateway.server.conversation_endpoints import ConversationEndpoints
-from gateway.server.documents import usable
-from gateway.server.drain import Drain
-from gateway.server.hosts import ErrorReply, HostCheck
-from gateway.server.metrics import Metrics
-from gateway.server.observed import Observer, recording_of
-from gateway.server.probe import UpstreamReadiness, warn_if_unreachable
-from gateway.server.push import Pusher
-from gateway.server.refusals import error_response, log_refusal
-from gateway.server.request_ids import request_id_of
+from gateway.server.connections import http_server
+from gateway.server.connections.addresses import Addresses
+from gateway.server.connections.bodies import BodyBudget
+from gateway.server.connections.drain import Drain
+from gateway.server.connections.hosts import ErrorReply, HostCheck
+from gateway.server.endpoints.capabilities import Mounted, mount_across, mount_route
+from gateway.server.endpoints.conversations import ConversationEndpoints
+from gateway.server.endpoints.documents import usable
+from gateway.server.endpoints.push import Pusher
+from gateway.server.endpoints.scrape import MetricsEndpoint
+from gateway.server.operations import logs
+from gateway.server.operations.metrics import Metrics
+from gateway.server.operations.observed import Observer, recording_of
+from gateway.server.operations.probe import UpstreamReadiness, warn_if_unreachable
+from gateway.server.operations.refusals import error_response, log_refusal
+from gateway.server.operations.telemetry import Tracing
+from gateway.server.operations.telemetry import from_environment as tracing_from_environment
+from gateway.server.request.request_ids import request_id_of
 from gateway.server.route import RouteHandler
-from gateway.server.scrape import MetricsEndpoint
-from gateway.server.telemetry import Tracing
-from gateway.server.telemetry import from_environment as tracing_from_environment
 from gateway.upstream.http1 import Pool
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ log = logging.getLogger("agent_gateway.app")
 
 
 class Gateway:
-    """The ASGI app. A request whose Host the gateway does not answer to is refused first (`gateway.server.hosts`),
+    """The ASGI app. A request whose Host the gateway does not answer to is refused first (`connections.hosts`),
     and one on the metrics address (`metrics.listen`) can only read the metrics. A proxied path goes straight to its
     route's handler; anything else (health, metrics, the 404s and 405s) to Starlette. Starlette's router and
     middleware cost more per request than a dict lookup, and the proxied requests are the ones that count."""
@@ -68,7 +69,7 @@ class Gateway:
         self.handlers = handlers
         self.app = app
         self.sockets = sockets or {}
-        """The WebSocket at a route's path, for a client dialect that has one (`gateway.server.sockets`)."""
+        """The WebSocket at a route's path, for a client dialect that has one (`gateway.server.endpoints.sockets`)."""
         self.addresses = addresses if addresses is not None else Addresses(HostCheck(None))
         """What a request meets before the routes, by the address it came in on: a Host check, the metrics."""
 

@@ -18,13 +18,13 @@ from gateway.core.errors import GatewayError, Overloaded, ResumeUnavailable
 from gateway.core.events import RunError
 from gateway.core.turn import Turn
 from gateway.runs.tape import RunReply, Tape, TapeLost
-from gateway.server import resume
-from gateway.server.deadlines import watch_disconnect
-from gateway.server.record import RequestOutcome
-from gateway.server.resume import conversation_key
+from gateway.server.operations.record import RequestOutcome
+from gateway.server.stream import resume
+from gateway.server.stream.deadlines import watch_disconnect
+from gateway.server.stream.resume import conversation_key
 
 if TYPE_CHECKING:
-    from gateway.server.call import Call
+    from gateway.server.request.call import Call
     from gateway.server.route import RouteHandler
 
 

@@ -23,22 +23,23 @@ from gateway.core.errors import (
 from gateway.core.queries import RunQuery
 from gateway.core.turn import Turn
 from gateway.runs.board import RunBoard
-from gateway.server import queries, upstream_sessions
-from gateway.server.access import Access
-from gateway.server.bodies import BodyBudget, ClientGone
-from gateway.server.call import Call
-from gateway.server.deadlines import watch_disconnect
-from gateway.server.discovery import Discovery, SideCalls
-from gateway.server.drain import Drain
-from gateway.server.metrics import Metrics
-from gateway.server.observed import Observer
-from gateway.server.push import Pusher
-from gateway.server.reading import RequestReader
-from gateway.server.record import RequestOutcome
-from gateway.server.request_ids import request_id_of
-from gateway.server.resources import Called
+from gateway.server.connections.bodies import BodyBudget, ClientGone
+from gateway.server.connections.drain import Drain
+from gateway.server.endpoints import queries
+from gateway.server.endpoints.push import Pusher
+from gateway.server.operations.metrics import Metrics
+from gateway.server.operations.observed import Observer
+from gateway.server.operations.record import RequestOutcome
+from gateway.server.operations.telemetry import Tracing, upstream_attributes
+from gateway.server.request import upstream_sessions
+from gateway.server.request.access import Access
+from gateway.server.request.call import Call
+from gateway.server.request.discovery import Discovery, SideCalls
+from gateway.server.request.entry import entered, identify
+from gateway.server.request.reading import Called, RequestReader
+from gateway.server.request.request_ids import request_id_of
 from gateway.server.resumable import ResumableRuns
-from gateway.server.telemetry import Tracing, upstream_attributes
+from gateway.server.stream.deadlines import watch_disconnect
 from gateway.upstream.http1 import Pool
 
 log = logging.getLogger("agent_gateway.proxy")
@@ -89,41 +90,27 @@ class RouteHandler:
     async def serve(self, scope: Scope, receive: Receive, send: Send,
                     continued: Callable[[Turn], Turn] | None = None) -> None:
         """A request; `continued` makes its turn what the client's connection remembers (a WebSocket's runs,
-        `gateway.server.sockets`) before it goes upstream."""
-        headers = Headers(scope=scope)
-        request_id = request_id_of(headers)
+        `gateway.server.endpoints.sockets`) before it goes upstream."""
         if scope["method"] == "OPTIONS":  # not a CORS preflight (the middleware answers those): never a run
+            request_id = request_id_of(Headers(scope=scope))
             await send({"type": "http.response.start", "status": 204,
                         "headers": [(b"allow", b"POST, OPTIONS"), (b"x-request-id", request_id.encode())]})
             await send({"type": "http.response.body", "body": b""})
             return
-        call = Call(self, send, headers, request_id)
-        call.continued = continued
         called: Called | None = scope.get("resource")
         path = called.base if called is not None else scope["path"]
-        call.mount = path.rstrip("/")
-        call.record.note_request(scope, called.dialect if called is not None else self.reader.dialect_of_path(path))
-        if self.observer is not None:
-            self.observer.begin(call)
-        if self.tracing is not None:
-            call.trace = self.tracing.start(headers, scope["path"], request_id, call.started_at)
-            call.record.trace_id = call.trace.trace_id  # left out of the log line when None
-        self.in_flight.inc()
-        self.drain.streams.add(call)
-        try:
-            await self._handle(call, headers, receive, path, called)
-        finally:
-            call.report()  # once: usually already done as the last byte went out
-
-
+        dialect = called.dialect if called is not None else self.reader.dialect_of_path(path)
+        async with entered(self, scope, send, dialect, observed=True, traced=True) as call:
+            call.continued = continued
+            call.mount = path.rstrip("/")
+            await self._handle(call, call.headers, receive, path, called)
 
     async def _handle(self, call: Call, headers: Headers, receive: Receive, path: str,
                       called: Called | None = None) -> None:
         """Identify the caller (no slot taken), read and check its body within deadlines, then take a slot: a
         caller that stalls its body holds neither a slot nor more than the process's body budget."""
         try:
-            caller = call.caller = self.access.identify(headers)
-            call.record.key_id = caller.key_id
+            caller = identify(call)
             body = await self.reader.body(receive)
             if call.capture is not None:
                 call.capture.client_said("POST", path, headers.items(), body)
@@ -156,8 +143,6 @@ class RouteHandler:
             await self.resumable.run(call, receive, client, turn, headers, body)
         else:
             await self.admitted(call, receive, client, turn)
-
-
 
     async def admitted(self, call: Call, receive: Receive, client: Dialect, turn: Turn) -> None:
         writer, deadlines = call.writer, call.deadlines
