@@ -80,8 +80,9 @@ class Agent:
         """The sessions its clients opened, for a dialect that has them (MCP's)."""
         self.disconnects = 0
 
-    async def respond(self, request: Request, resource: Resource | None = None) -> Response:
-        raw = await request.body()
+    async def respond(self, request: Request, resource: Resource | None = None, given: bytes = b"") -> Response:
+        """A run; `given` is its body when not the request's own (as a dialect's endpoint completed it)."""
+        raw = given or await request.body()
         try:
             body = load_json_object(raw) if raw or resource is None else dict(request.query_params)
         except RequestError as exc:
@@ -198,10 +199,8 @@ async def _named(agent: Agent, named: NamedRoutes, request: Request) -> Response
                                f"The gateway's built-in scripted agent: keywords {', '.join(KEYWORDS)}.",
                                str(request.url))]
     answered = await named.answer(InMemoryEndpoint(request.method, request.headers, body, routes, agent.sessions))
-    if answered.run is not None:
-        if answered.body:  # the request as the dialect completed it (a session's log level)
-            request._body = answered.body
-        return await agent.respond(request)
+    if answered.run is not None:  # its body as the dialect completed it (a session's log level), if it did
+        return await agent.respond(request, given=answered.body)
     return Response(answered.body, answered.status, dict(answered.headers))
 
 
