@@ -19,6 +19,7 @@ error           a result with isError: true, the text so far and the error's tex
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import orjson
@@ -31,6 +32,14 @@ from gateway.core.turn import Turn
 
 LOGGED_AT = ("debug", "info")
 """The levels a client may set that show the run's log lines, which go at info."""
+
+PROGRESS_GROWTH = 8
+"""A progress notification goes out once the text has grown by an eighth since the last one showed it (or
+`PROGRESS_EVERY_S` has passed, or the message ended): each repeats the text so far, so sending one per delta would
+cost bytes in the square of the answer's length, and a hostile upstream's one-character deltas a megabyte of answer
+half a terabyte. Growth by a fraction keeps what the client is sent under nine times the answer."""
+PROGRESS_EVERY_S = 1.0
+"""At most this long between progress notifications while text comes, however little it grew."""
 
 
 def message_event(message: dict[str, Any]) -> bytes:
@@ -49,14 +58,21 @@ def _text(self: McpEncoder, e: canonical.TextDelta) -> bytes:
     self.text += e.delta
     if self.token is None:
         return b""
-    self.pieces += 1
-    return message_event({"jsonrpc": "2.0", "method": "notifications/progress",
-                          "params": {"progressToken": self.token, "progress": self.pieces, "message": self.text}})
+    now = time.monotonic()
+    if len(self.text) - self.shown < self.shown // PROGRESS_GROWTH and now - self.shown_at < PROGRESS_EVERY_S:
+        return b""
+    self.shown_at = now
+    return self.progress()
 
 
 def _text_start(self: McpEncoder, e: canonical.TextStart) -> bytes:
     self.between_messages = True
     return b""
+
+
+def _text_end(self: McpEncoder, e: canonical.TextEnd) -> bytes:
+    """What the last notification held back of the message, shown as it ends."""
+    return self.progress() if self.token is not None and len(self.text) > self.shown else b""
 
 
 def _tool_start(self: McpEncoder, e: canonical.ToolCallStart) -> bytes:
@@ -135,7 +151,7 @@ def _nothing(self: McpEncoder, e: canonical.Event) -> bytes:
 
 class McpEncoder(SSEEncoder):
     __slots__ = ("between_messages", "calls", "conversation_id", "data", "error", "id", "interrupts", "log_level",
-                 "pieces", "reasoning", "stop_reason", "text", "token")
+                 "pieces", "reasoning", "shown", "shown_at", "stop_reason", "text", "token")
 
     DROPS = drop_map(Dropped.STATE, Dropped.MESSAGES_SNAPSHOT, Dropped.STEP, Dropped.USAGE, Dropped.RAW,
                      Dropped.ACTIVITY, Dropped.SUBAGENT, Dropped.ENCRYPTED_VALUE, Dropped.INTERRUPT_RESOLVED)
@@ -157,7 +173,7 @@ class McpEncoder(SSEEncoder):
         canonical.ReasoningDelta: _reasoning,
         canonical.ReasoningEnd: _reasoning_end,
         canonical.RunStarted: _nothing,
-        canonical.TextEnd: _nothing,
+        canonical.TextEnd: _text_end,
         canonical.ReasoningStart: _nothing,
     }
 
@@ -175,6 +191,9 @@ class McpEncoder(SSEEncoder):
         self.text = ""
         self.between_messages = False
         self.pieces = 0
+        self.shown = 0
+        """How much of `text` the last progress notification showed."""
+        self.shown_at = 0.0
         self.calls: dict[str, dict[str, Any]] = {}
         self.data: list[dict[str, Any]] = []
         self.interrupts: list[dict[str, Any]] = []
@@ -184,6 +203,13 @@ class McpEncoder(SSEEncoder):
         """The client asked for log lines at a level that shows the run's (`notifications/message`, at info)."""
         self.reasoning = ""
         self.error: dict[str, Any] | None = None
+
+    def progress(self) -> bytes:
+        """A progress notification with the text so far."""
+        self.pieces += 1
+        self.shown = len(self.text)
+        return message_event({"jsonrpc": "2.0", "method": "notifications/progress",
+                              "params": {"progressToken": self.token, "progress": self.pieces, "message": self.text}})
 
     def log(self, data: dict[str, Any]) -> bytes:
         """A log line about the run, for a client that asked for them."""
