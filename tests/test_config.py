@@ -27,7 +27,7 @@ def test_every_example_config_loads(path: Path) -> None:
 
 def test_defaults_mount_the_client_dialects_conventional_paths() -> None:
     route = parse_config(MINIMAL, environ={}).routes[0]
-    assert route.paths == ["/a2a", "/agent/respond", "/agui", "/api/chat", "/langgraph", "/send-message",
+    assert route.paths == ["/a2a", "/agent/respond", "/agui", "/api/chat", "/langgraph", "/mcp", "/send-message",
                            "/v1/chat/completions", "/v1/responses"]
     assert route.name == "route0" and route.timeouts.first_event == 60
 
@@ -84,7 +84,7 @@ def test_two_routes_of_one_name_are_refused_by_their_name() -> None:
 def test_a_mistyped_dialect_gets_a_guess() -> None:
     with pytest.raises(ConfigError) as caught:
         parse_config(MINIMAL.replace("ag-kit", "agkit"), "gw.yaml", environ={})
-    assert str(caught.value).endswith("'openai-chat' or 'openai-responses'; did you mean 'ag-kit'?")
+    assert str(caught.value).endswith("'openai-responses' or 'mcp'; did you mean 'ag-kit'?")
 
 
 def test_missing_file_is_one_clear_line(tmp_path: Path) -> None:

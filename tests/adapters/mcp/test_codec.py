@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import orjson
 
 from adapters import registry
@@ -30,5 +32,5 @@ def test_progress_of_one_character_deltas_costs_bytes_in_proportion_to_the_answe
     assert len(body) < 15 * len(answer)  # one notification a delta: 12.5 MB
     assert progress[-1]["message"] == answer  # the message's end shows what was held back
     assert [p["progress"] for p in progress] == list(range(1, len(progress) + 1))
-    assert all(later["message"].startswith(earlier["message"]) for earlier, later in zip(progress, progress[1:]))
+    assert all(later["message"].startswith(earlier["message"]) for earlier, later in itertools.pairwise(progress))
     assert sent[-1]["id"] == 7 and sent[-1]["result"]["content"][0]["text"] == answer
