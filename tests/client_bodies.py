@@ -23,10 +23,11 @@ def user_message(dialect: str, text: str) -> dict[str, Any]:
 
 
 def request_body(dialect: str, messages: list[dict[str, Any]], conversation: str = "conv-1",
-                 tools: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
+                 tools: list[dict[str, Any]] | None = None, agent: str | None = None, **extra: Any) -> dict[str, Any]:
     """A request as the dialect's real client shapes it (`@ag-ui/client` 1.0.0, `ai` 7.0.173's `DefaultChatTransport`,
     cloudbase-agent-server 0.1.1, the Connexity platform's `AgentRequest`); for a dialect without a client shape here,
-    as the dialect's own request builder writes it."""
+    as the dialect's own request builder writes it, addressed to `agent` (a route's name, for the dialects whose
+    requests name the agent they call: an MCP tool, an OpenAI model)."""
     if dialect == "ag-ui":
         return {"threadId": conversation, "runId": new_id("run"), "protocolVersion": "1.0", "state": {},
                 "messages": messages, "tools": tools or [], "context": [], "forwardedProps": {}, **extra}
@@ -42,7 +43,7 @@ def request_body(dialect: str, messages: list[dict[str, Any]], conversation: str
                 **extra}
     # What a client of a dialect whose servers keep the history sends: its new messages (an A2A client's one
     # message), not a history for a new conversation.
-    turn = Turn(conversation_id=conversation, history=registry.get(dialect).history,
+    turn = Turn(conversation_id=conversation, history=registry.get(dialect).history, agent=agent,
                 messages=[Message(m["role"], m["content"], new_id("msg")) for m in messages],
                 tools=[Tool(t["name"], t.get("description", ""), t["parameters"]) for t in tools or ()])
     return {**orjson.loads(registry.get(dialect).build_request(turn, None).body), **extra}

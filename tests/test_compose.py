@@ -50,6 +50,7 @@ EXPECTED_TEXT = {
     "langgraph": "Delete /tmp/demo?",  # an interrupt: what it asks
     "openai-chat": "It is sunny, 21C in Paris.",
     "openai-responses": "You said: hello. (turn 1)",
+    "mcp": "It is sunny, 21C in Berlin.",
 }
 
 

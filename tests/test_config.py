@@ -4,11 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from adapters import registry
 from gateway.config import ConfigError, Push, load_config, parse_config
 
-CLIENT_PATHS = {"ag-ui": ["/agui", "/send-message"], "ag-kit": ["/send-message"], "vercel": ["/api/chat"],
-                "agent-respond": ["/agent/respond"], "a2a": ["/a2a"], "langgraph": ["/langgraph"],
-                "openai-chat": ["/v1/chat/completions"], "openai-responses": ["/v1/responses"]}
 CONFIGS = sorted((Path(__file__).parent.parent / "config").glob("*.yaml"))
 
 MINIMAL = """
@@ -120,8 +118,9 @@ def test_every_example_config_starts_and_serves(path: Path, tmp_path: Path) -> N
         route = config.routes[0]
         with Served(create_app(config)) as gateway, httpx.Client(timeout=10) as http:
             for client in route.dialects:
-                path_for_client = next(p for p in CLIENT_PATHS[client] if p in route.paths)
-                body = request_body(client, [user_message(client, "what is the weather in Paris")], f"cfg-{client}")
+                path_for_client = next(p for p in registry.get(client).paths if p in route.paths)
+                body = request_body(client, [user_message(client, "what is the weather in Paris")], f"cfg-{client}",
+                                    agent=route.name)
                 reply = Reply(client, post(http, gateway.url + path_for_client, body))
                 assert isinstance(reply.events[-1], RunFinished), (path.name, client)
                 assert "sunny, 21C in Paris" in reply.text
