@@ -5,6 +5,10 @@ A client's `tools/call` of the tool named after a route is one turn: `arguments.
 server's tool called as an agent (`upstream.agent`: `TOOL`, or `TOOL:ARGUMENT` for a message argument other than
 `message`) gets the user's new message and the conversation's id when its schema has a `conversation_id` (the
 `threaded` variant, learnt when its session opens), else the whole history as text.
+
+A 2026-07-28 call (its `_meta` names the version) gets a typed result; its retry after an `input_required` result
+(`inputResponses`, `requestState`) is a turn with no new message that resumes the interrupts it answers
+(`input_required.py`).
 """
 
 from __future__ import annotations
