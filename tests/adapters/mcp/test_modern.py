@@ -15,6 +15,7 @@ import itertools
 import json
 import socket
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -77,8 +78,9 @@ def send(request: pytest.FixtureRequest) -> Send:
 
 
 class World:
-    def __init__(self, gateway: str) -> None:
+    def __init__(self, gateway: str, agent: str) -> None:
         self.url = f"{gateway}/mcp"
+        self.agent = agent
         self.http = httpx.Client(timeout=TIMEOUT)
         self.ids = itertools.count(1)
 
@@ -99,6 +101,10 @@ class World:
         return self.http.post(self.url, content=orjson.dumps(message),
                               headers={k: v for k, v in sent.items() if v is not None})
 
+    def disconnects(self) -> int:
+        counted: int = self.http.get(f"{self.agent}/_disconnects").json()
+        return counted
+
 
 @pytest.fixture(scope="module")
 def world() -> Iterator[World]:
@@ -111,7 +117,7 @@ def world() -> Iterator[World]:
              "auth": {"keys": [KEY, OTHER_KEY]}}]
         config = GatewayConfig.model_validate({"routes": routes, "keepalive_seconds": 0.5})
         with Served(create_app(config, store=MemoryStore())) as gateway:
-            world = World(gateway.url)
+            world = World(gateway.url, agent.url)
             yield world
             world.http.close()
 
@@ -201,6 +207,11 @@ def test_a_question_is_asked_as_one_text_field_and_the_answer_is_its_text(world:
     [asked] = called["elicited"]
     assert asked["message"] == "Continue?" and list(asked["requestedSchema"]["properties"]) == ["answer"]
     assert called["content"][0].endswith(': "yes".')
+
+
+def test_an_unknown_tool_is_a_protocol_error_for_a_2026_client(world: World, send: Send) -> None:
+    [step] = send(world.url, [{"call": "team", "arguments": {"message": "hi"}}])["steps"]  # keyed: not this caller's
+    assert "Unknown tool: team" in step["error"]
 
 
 def test_a_2026_client_without_elicitation_gets_the_question_in_a_complete_result(world: World, send: Send) -> None:
@@ -322,6 +333,22 @@ def test_a_notification_is_accepted_and_a_posted_response_refused(world: World) 
 def test_an_unknown_tool_is_invalid_params(world: World) -> None:
     answer = world.post("tools/call", {"name": "team", "arguments": {"message": "hi"}})  # keyed: not this caller's
     assert answer.status_code == 400 and answer.json()["error"]["code"] == -32602
+
+
+def test_a_2026_client_that_closes_the_calls_stream_cancels_the_run_upstream(world: World) -> None:
+    before = world.disconnects()
+    body = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "helper", "arguments": {"message": "please be slow"}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": VERSION, "io.modelcontextprotocol/clientCapabilities": {},
+            "progressToken": 1}}})
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+               "mcp-protocol-version": VERSION, "mcp-method": "tools/call", "mcp-name": "helper"}
+    with world.http.stream("POST", world.url, content=body, headers=headers) as stream:
+        assert b"notifications/progress" in next(stream.iter_bytes())
+    deadline = time.monotonic() + 5
+    while world.disconnects() == before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert world.disconnects() == before + 1
 
 
 def test_log_lines_go_only_to_a_request_whose_envelope_names_a_log_level(world: World) -> None:
