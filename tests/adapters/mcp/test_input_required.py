@@ -1,6 +1,7 @@
 """An agent's questions as MCP 2026-07-28's `input_required`, the dialect's parse and encoder on their own: the form
 asked for each interrupt (its own flat schema, else an approval or one text field), each answer of a retry as the
-canonical resume, and the judge's rules for such a result. Over HTTP and with the SDKs: `test_modern.py`."""
+canonical resume, and the judge's rules for such a result; and a failure before the reply typed as this era's results
+are. Over HTTP and with the SDKs: `test_modern.py`."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from adapters import registry
 from gateway.core import events as canonical
 from gateway.core.conformance import Answer
+from gateway.core.errors import UpstreamError
 from gateway.core.turn import Resume
 
 VERSION = "2026-07-28"
@@ -97,3 +99,15 @@ def test_the_judge_holds_an_input_required_result_to_its_shape() -> None:
     assert judged({"requestState": "x"}) == []
     assert judged({}) == ["input-required"]
     assert judged({"inputRequests": {"a": {"params": {}}}, "requestState": 3}) == ["input-requests", "request-state"]
+
+
+def test_a_failure_before_the_reply_is_a_typed_is_error_result_for_a_2026_call() -> None:
+    call = {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "helper", "arguments": {
+        "message": "hi"}, "_meta": {"io.modelcontextprotocol/protocolVersion": VERSION}}}
+    reply = registry.get("mcp").errors_for(call)
+    assert reply is not None
+    status, body = reply(UpstreamError("the agent could not be reached"))
+    result = orjson.loads(body)["result"]
+    assert status == 200 and result["isError"] is True and result["resultType"] == "complete"
+    handshake = registry.get("mcp").errors_for({**call, "params": {"name": "helper"}})
+    assert handshake is not None and "resultType" not in orjson.loads(handshake(UpstreamError("x"))[1])["result"]
