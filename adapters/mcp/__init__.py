@@ -13,6 +13,7 @@ from .decode import McpDecoder
 from .encode import McpEncoder
 from .endpoint import PATH, answer
 from .errors import reply
+from .modern import dual_era
 from .request import build_request, parse_request, sample_request
 from .session import open_session
 
@@ -37,5 +38,5 @@ DIALECT = Dialect(
     sample_request=sample_request,
     judge=judge,
     capabilities=(UpstreamSessions(open_session), OwnErrors(reply),
-                  NamedRoutes(PATH, ("POST", "GET", "DELETE"), answer, check_origin=True)),
+                  NamedRoutes(PATH, ("POST", "GET", "DELETE"), dual_era(answer), check_origin=True)),
 )

@@ -1,6 +1,8 @@
 """What the MCP SDKs' clients hold an answer to a `tools/call` to: JSON-RPC 2.0 messages on the call's SSE stream
 (or one JSON body), progress notifications whose `progress` increases, and one response last, whose result has a
-`content` list of blocks with a `type` (a text block's `text` a string) and, when it says, a boolean `isError`."""
+`content` list of blocks with a `type` (a text block's `text` a string) and, when it says, a boolean `isError`; or,
+in 2026-07-28, an `input_required` result, with `inputRequests` (each a request with a `method`) or a `requestState`
+string."""
 
 from __future__ import annotations
 
@@ -63,6 +65,9 @@ def _response(value: Any, shown: str, index: int, found: list[Violation]) -> Non
     result = value.get("result")
     if result is None:
         return
+    if isinstance(result, dict) and result.get("resultType") == "input_required":
+        _input_required(result, shown, index, found)
+        return
     content = result.get("content") if isinstance(result, dict) else None
     if not isinstance(content, list):
         found.append(Violation("result-content", f"a CallToolResult's content is a list; got {json_type(content)}",
@@ -75,3 +80,16 @@ def _response(value: Any, shown: str, index: int, found: list[Violation]) -> Non
             found.append(Violation("text-block", "a text block's text is a string", shown, index))
     if "isError" in result and not isinstance(result["isError"], bool):
         found.append(Violation("is-error", f"isError is a boolean; got {json_type(result['isError'])}", shown, index))
+
+
+def _input_required(result: dict[str, Any], shown: str, index: int, found: list[Violation]) -> None:
+    requests, state = result.get("inputRequests"), result.get("requestState")
+    if requests is None and state is None:
+        found.append(Violation("input-required", "an input_required result has inputRequests or requestState",
+                               shown, index))
+    if requests is not None and not (isinstance(requests, dict) and all(
+            isinstance(asked, dict) and isinstance(asked.get("method"), str) for asked in requests.values())):
+        found.append(Violation("input-requests", "inputRequests maps each key to a request with a method", shown,
+                               index))
+    if state is not None and not isinstance(state, str):
+        found.append(Violation("request-state", f"requestState is a string; got {json_type(state)}", shown, index))

@@ -8,7 +8,8 @@ tool call/result, data, the conversation's id, an answer cut short
                 the result's structuredContent: toolCalls [{id, name, arguments, result?, isError?}],
                 data [{name, data}], conversation_id, stopReason ("length", "content_filter"), and for a failure
                 error {code, message}
-interrupt       what is asked, in the content's text and structuredContent.interrupts (elicitation: a later phase)
+interrupt       what is asked, in the content's text and structuredContent.interrupts; for a 2026-07-28 client
+                that takes elicitation forms, an input_required result instead (input_required.py)
 tool call, tool result, reasoning
                 for a client that set a log level of info or below: notifications/message lines at info, logger
                 "agent", data {toolCall} / {toolResult} / {reasoning}
@@ -29,6 +30,9 @@ from gateway.core.codec import drop_none, json_or_text, output_of
 from gateway.core.dropped import Dropped, drop_map
 from gateway.core.encoding import SSEEncoder
 from gateway.core.turn import Turn
+
+from .input_required import input_required
+from .modern import typed
 
 LOGGED_AT = ("debug", "info")
 """The levels a client may set that show the run's log lines, which go at info."""
@@ -150,8 +154,9 @@ def _nothing(self: McpEncoder, e: canonical.Event) -> bytes:
 
 
 class McpEncoder(SSEEncoder):
-    __slots__ = ("between_messages", "calls", "conversation_id", "data", "error", "id", "interrupts", "log_level",
-                 "pieces", "reasoning", "shown", "shown_at", "stop_reason", "text", "token")
+    __slots__ = ("between_messages", "calls", "conversation_id", "data", "elicits", "era", "error", "id",
+                 "interrupts", "log_level", "pieces", "reasoning", "shown", "shown_at", "stop_reason", "text", "token",
+                 "tool")
 
     DROPS = drop_map(Dropped.STATE, Dropped.MESSAGES_SNAPSHOT, Dropped.STEP, Dropped.USAGE, Dropped.RAW,
                      Dropped.ACTIVITY, Dropped.SUBAGENT, Dropped.ENCRYPTED_VALUE, Dropped.INTERRUPT_RESOLVED)
@@ -203,6 +208,11 @@ class McpEncoder(SSEEncoder):
         """The client asked for log lines at a level that shows the run's (`notifications/message`, at info)."""
         self.reasoning = ""
         self.error: dict[str, Any] | None = None
+        self.era: str | None = asked.get("era")
+        """The client's 2026-07-28 (its results typed), or None for the handshake era."""
+        self.elicits = bool(asked.get("elicitation"))
+        """The client takes elicitation forms: an interrupt is asked as `input_required`."""
+        self.tool = request.agent if request is not None else None
 
     def progress(self) -> bytes:
         """A progress notification with the text so far."""
@@ -230,4 +240,8 @@ class McpEncoder(SSEEncoder):
         texts = [self.text, text] if is_error and self.text else [text] if text else []
         result = {"content": [{"type": "text", "text": said} for said in texts], "structuredContent": structured,
                   "isError": is_error}
+        if self.era is not None and self.interrupts and self.elicits and not is_error and self.tool is not None:
+            result = typed(input_required(self.interrupts, self.tool, self.conversation_id), "input_required")
+        elif self.era is not None:
+            result = typed(result)
         return message_event({"jsonrpc": "2.0", "id": self.id, "result": result})

@@ -13,7 +13,8 @@ GET                        405: no stream for messages outside a call (a later p
 ```
 A request names the session `initialize` opened (404 for one not found: another caller's, or forgotten); a POST
 that names none is served without one, as by a server that keeps no sessions (a DELETE or GET must name one: 400).
-A protocol version header, if sent, must be one the gateway speaks (400).
+A request whose protocol version header names no handshake version is 2026-07-28's, answered by `modern.py`
+(`dual_era`), not here.
 """
 
 from __future__ import annotations

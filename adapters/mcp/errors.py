@@ -1,7 +1,8 @@
 """A request refused before its reply, as an MCP client reads it: a protocol error (a body that is not a tool call,
 a key missing, a body too large) is a JSON-RPC error with the request's id and the HTTP status; an agent that could
 not be reached or failed before answering is a tool result with `isError: true`, as a failure during the run is,
-since the call itself was sound (the gateway's error, code and status, in its `structuredContent`)."""
+since the call itself was sound (the gateway's error, code and status, in its `structuredContent`; typed for a
+2026-07-28 call)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import orjson
 
 from gateway.core.errors import GatewayError
 
+from .modern import MODERN_VERSIONS, PROTOCOL_VERSION, typed
+
 INVALID_REQUEST, INTERNAL_ERROR = -32600, -32603
 
 
@@ -19,6 +22,10 @@ def reply(error: GatewayError, request: Any) -> tuple[int, bytes]:
     if error.status >= 500 and isinstance(request, dict) and request.get("method") == "tools/call":
         result = {"content": [{"type": "text", "text": error.message}], "isError": True,
                   "structuredContent": {"error": {**error.to_json()["error"], "status": error.status}}}
+        params = request.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if isinstance(meta, dict) and meta.get(PROTOCOL_VERSION) in MODERN_VERSIONS:
+            result = typed(result)
         return 200, orjson.dumps({"jsonrpc": "2.0", "id": id, "result": result})
     code = INVALID_REQUEST if error.status < 500 else INTERNAL_ERROR
     body = {"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": error.message,

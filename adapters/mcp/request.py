@@ -5,6 +5,10 @@ A client's `tools/call` of the tool named after a route is one turn: `arguments.
 server's tool called as an agent (`upstream.agent`: `TOOL`, or `TOOL:ARGUMENT` for a message argument other than
 `message`) gets the user's new message and the conversation's id when its schema has a `conversation_id` (the
 `threaded` variant, learnt when its session opens), else the whole history as text.
+
+A 2026-07-28 call (its `_meta` names the version) gets a typed result; its retry after an `input_required` result
+(`inputResponses`, `requestState`) is a turn with no new message that resumes the interrupts it answers
+(`input_required.py`).
 """
 
 from __future__ import annotations
@@ -14,10 +18,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.core.codec import UpstreamRequest
+from gateway.core.errors import InvalidRequest
 from gateway.core.ids import new_id
 from gateway.core.turn import Message, Turn, new_messages
 from gateway.core.validation import validate
 
+from .input_required import InvalidAnswer, answers
+from .modern import CLIENT_CAPABILITIES, MODERN_VERSIONS, PROTOCOL_VERSION, elicits
 from .wire import ACCEPT, LATEST, LOG_LEVEL, VERSION_HEADER, request
 
 SAMPLE_TOOL = "agent-gateway"
@@ -41,12 +48,16 @@ class Arguments(_Model):
 class Meta(_Model):
     progressToken: str | int | None = None
     log_level: str | None = Field(None, alias=LOG_LEVEL)
+    protocol_version: Any = Field(None, alias=PROTOCOL_VERSION)
+    capabilities: Any = Field(None, alias=CLIENT_CAPABILITIES)
 
 
 class CallParams(_Model):
     name: str = Field(min_length=1)
     arguments: Arguments
     meta: Meta | None = Field(None, alias="_meta")
+    input_responses: Any = Field(None, alias="inputResponses")
+    request_state: Any = Field(None, alias="requestState")
 
 
 class ToolCallRequest(_Model):
@@ -59,11 +70,22 @@ class ToolCallRequest(_Model):
 def parse_request(body: dict[str, Any]) -> Turn:
     call = validate(ToolCallRequest, body, "mcp")
     params = call.params
-    token = params.meta.progressToken if params.meta is not None else None
-    level = params.meta.log_level if params.meta is not None else None
+    meta = params.meta or Meta()
+    asked = {"id": call.id, "progressToken": meta.progressToken, "logLevel": meta.log_level}
+    if meta.protocol_version in MODERN_VERSIONS:  # 2026-07-28: typed results, and questions for a client that answers
+        asked |= {"era": meta.protocol_version, "elicitation": elicits(meta.capabilities)}
+    try:
+        answered = answers(params.name, params.arguments.conversation_id, params.input_responses,
+                           params.request_state)
+    except InvalidAnswer as refused:
+        raise InvalidRequest(f"invalid mcp request: {refused}") from None
+    if answered is not None:  # a retry that answers what an input_required result asked: the same call, resumed
+        conversation, resume = answered
+        return Turn(messages=[], history="delta", conversation_id=conversation, agent=params.name, resume=resume,
+                    metadata={"mcp": asked})
     return Turn(messages=[Message("user", params.arguments.message)], history="delta",
                 conversation_id=params.arguments.conversation_id or new_id("conv"), agent=params.name,
-                metadata={"mcp": {"id": call.id, "progressToken": token, "logLevel": level}})
+                metadata={"mcp": asked})
 
 
 def sample_request(text: str, conversation_id: str) -> dict[str, Any]:
