@@ -26,7 +26,7 @@ import orjson
 from gateway.core.capabilities import AgentDescription, Answered, AtEndpoint
 from gateway.core.ids import new_id
 
-from .wire import HANDSHAKE_VERSIONS, LATEST, LEVELS, LOG_LEVEL, SESSION_HEADER, VERSION_HEADER
+from .wire import HANDSHAKE_VERSIONS, LATEST, LEVELS, LOG_LEVEL, SESSION_HEADER
 
 PATH = "/mcp"
 HEADER_VERSIONS = (*HANDSHAKE_VERSIONS, "2025-03-26")
@@ -57,10 +57,6 @@ def tool(route: AgentDescription) -> dict[str, Any]:
 
 
 async def answer(asked: AtEndpoint) -> Answered:
-    version = asked.headers.get(VERSION_HEADER)
-    if version is not None and version.strip() not in HEADER_VERSIONS:
-        return error(400, INVALID_REQUEST, f"Bad Request: unsupported protocol version {version.strip()!r}; "
-                                           f"supported: {', '.join(HEADER_VERSIONS)}")
     message = asked.body
     if asked.method == "POST" and isinstance(message, dict) and message.get("method") == "initialize":
         return await _initialize(asked, message)
