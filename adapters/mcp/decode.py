@@ -31,7 +31,7 @@ from gateway.core.errors import ErrorCode
 from gateway.core.ids import new_id
 from gateway.core.sse import DEFAULT_MAX_FRAME
 
-from .progress import TextSoFar, progress_text
+from .reading import TextSoFar, progress_text
 from .wire import REQUEST_CANCELLED, notification
 
 STOP_REASONS: dict[str, canonical.StopReason] = {"length": "length", "content_filter": "content_filter"}
