@@ -26,11 +26,21 @@ AG-UI over protobuf is one more source and target, `ag-ui/proto`, when the `prot
 AG-UI dialect asked for (and answering in) `application/vnd.ag-ui.event+proto`, fed one length-prefixed event per
 piece.
 
+MCP has two sources. `mcp` is, as every row, its own encoder's stream: the gateway's MCP face, whose progress
+notifications each repeat the text so far and go out as it grows by an eighth (so about 60 notifications carry the
+N deltas, and the row, like agent-respond's, reads as N tokens' worth per second), then the result with the tool
+call in `structuredContent`. `mcp/per-delta` (a source only) is what an MCP server on the official Python SDK sends
+when its tool reports each delta (`ctx.report_progress(i, message=text_so_far)`, as `tests/peers/mcp_server.py`
+does), byte for byte as `mcp` 2.3.0 writes it: `event: message`, CRLF line ends, one progress notification a delta
+holding the whole text so far, then the result (`content`, `structuredContent: {"result": text}`). Its body grows
+with the square of the answer (14 MB for the default 2,000 deltas), and so does the cost of reading it.
+
 Run it with the project's interpreter (the script puts the repository root on `sys.path` itself):
 
     python bench/codecs.py                  # Markdown tables, about 20 s
     python bench/codecs.py --events 500 --seconds 0.5 --chunk 4096 --core 1
     python bench/codecs.py --json           # one JSON object instead
+    python bench/codecs.py --dialects ag-ui,mcp,mcp/per-delta    # only these sources and targets
 
 The headline is "ag-kit -> ag-ui text-delta events/s", set against two targets (`TARGET_NOW`, `TARGET_LATER`).
 The script always exits 0: it reports, it does not gate. A wide gap between the best and the median means something
@@ -78,6 +88,8 @@ from gateway.core.turn import Turn  # noqa: E402
 
 HEADLINE = ("ag-kit", "ag-ui")
 PROTO = "ag-ui/proto"
+PER_DELTA = "mcp/per-delta"
+"""An MCP server on the official SDK reporting each delta as progress with the text so far: a source only."""
 TARGET_NOW = 300_000
 TARGET_LATER = 1_000_000
 ROUNDS = 10
@@ -98,6 +110,8 @@ class Check:
 
     events: int
     text_deltas: int
+    text: str
+    """The text the decoded deltas make: the run's whole text, whether it came in N deltas or fewer."""
     terminal: str
     out_bytes: int
 
@@ -170,7 +184,31 @@ def protobuf_ag_ui() -> Dialect | None:
     return replace(ag_ui, name=PROTO, new_encoder=lambda request: ag_ui.new_encoder(asked), new_decoder=new_decoder)
 
 
+def mcp_per_delta(dialect: Dialect) -> Dialect:
+    """MCP's decoder reading what an SDK server sends when it reports every delta (see `mcp_sdk_frames`)."""
+    return replace(dialect, name=PER_DELTA)
+
+
+def mcp_sdk_frames(n: int) -> list[bytes]:
+    """The SSE frames `mcp` 2.3.0's MCPServer writes for a tool that reports the text so far after each of the run's
+    N deltas, then returns it: the bytes of `tests/peers/mcp_server.py`'s `agent` tool, with the run's text."""
+    frames, text = [], ""
+    for i, event in enumerate(e for e in canonical_run(n) if isinstance(e, TextDelta)):
+        text += event.delta
+        notification = {"jsonrpc": "2.0", "method": "notifications/progress",
+                        "params": {"progressToken": 1, "progress": i + 1, "message": text}}
+        frames.append(b"event: message\r\ndata: " + orjson.dumps(notification) + b"\r\n\r\n")
+    result = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"text": text, "type": "text"}], "isError": False,
+                                                    "structuredContent": {"result": text}}}
+    frames.append(b"event: message\r\ndata: " + orjson.dumps(result) + b"\r\n\r\n")
+    return frames
+
+
 def make_workload(dialect: Dialect, n: int, chunk: int | None) -> Workload:
+    if dialect.name == PER_DELTA:
+        frames = mcp_sdk_frames(n)
+        body = b"".join(frames)
+        return Workload(dialect.name, body, split_fixed(body, chunk) if chunk else frames)
     body = encode_upstream(dialect, canonical_run(n))
     if not dialect.new_encoder(None).streams:
         chunks = [body]
@@ -224,21 +262,21 @@ def check_run(source: Dialect, target: Dialect, chunks: list[bytes]) -> Check:
         terminal = f"RunFinished({last.outcome})"
     else:
         terminal = type(last).__name__
-    return Check(len(decoded), sum(type(e) is TextDelta for e in decoded), terminal, written)
+    deltas = [e for e in decoded if type(e) is TextDelta]
+    return Check(len(decoded), len(deltas), "".join(e.delta for e in deltas), terminal, written)
 
 
-def bench_all(dialects: dict[str, Dialect], workloads: dict[str, Workload], seconds: float, min_reps: int,
-              progress: bool) -> dict[tuple[str, str], PairResult]:
+def bench_all(sources: dict[str, Dialect], targets: dict[str, Dialect], workloads: dict[str, Workload],
+              seconds: float, min_reps: int, progress: bool) -> dict[tuple[str, str], PairResult]:
     """Time every pair, interleaved: round after round, each pair unfinished runs for a slice of its budget.
 
     Spreading each pair over the whole run, instead of giving it one contiguous second, keeps a slow spell of the
     machine (another process, a busy neighbour on a virtual host) from landing on a few pairs only.
     """
-    names = list(dialects)
-    pairs = [(s, t) for s in names for t in names]
+    pairs = [(s, t) for s in sources for t in targets]
     checks: dict[tuple[str, str], Check] = {}
     for s, t in pairs:  # the warm-up repetition, which also checks the translation
-        checks[s, t] = check_run(dialects[s], dialects[t], workloads[s].chunks)
+        checks[s, t] = check_run(sources[s], targets[t], workloads[s].chunks)
     times: dict[tuple[str, str], list[float]] = {pair: [] for pair in pairs}
     spent = dict.fromkeys(pairs, 0.0)
     clock = time.perf_counter
@@ -250,7 +288,7 @@ def bench_all(dialects: dict[str, Dialect], workloads: dict[str, Workload], seco
         if progress:
             print(f"  round {round_no}: {len(todo)} pairs", file=sys.stderr, flush=True)
         for s, t in todo:
-            source, target, chunks, reps = dialects[s], dialects[t], workloads[s].chunks, times[s, t]
+            source, target, chunks, reps = sources[s], targets[t], workloads[s].chunks, times[s, t]
             deadline = clock() + slice_s
             while True:
                 start = clock()
@@ -285,9 +323,9 @@ def fmt_us(value: float) -> str:
     return f"{value:.2f}"
 
 
-def table(names: list[str], cell: dict[tuple[str, str], str]) -> str:
-    lines = ["| source \\ target | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
-    lines.extend(f"| **{s}** | " + " | ".join(cell[s, t] for t in names) + " |" for s in names)
+def table(sources: list[str], targets: list[str], cell: dict[tuple[str, str], str]) -> str:
+    lines = ["| source \\ target | " + " | ".join(targets) + " |", "|---|" + "---:|" * len(targets)]
+    lines.extend(f"| **{s}** | " + " | ".join(cell[s, t] for t in targets) + " |" for s in sources)
     return "\n".join(lines)
 
 
@@ -302,6 +340,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--stat", choices=("best", "median"), default="best",
                         help="which repetition to report (default best)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of Markdown tables")
+    parser.add_argument("--dialects", default=None, metavar="A,B",
+                        help="only these sources and targets (default: every dialect, ag-ui/proto, mcp/per-delta)")
     args = parser.parse_args(argv)
     if args.events < 1 or args.min_reps < 1 or args.seconds < 0 or (args.chunk is not None and args.chunk < 1):
         parser.error("--events, --min-reps and --chunk must be positive, --seconds not negative")
@@ -316,19 +356,29 @@ def main(argv: list[str] | None = None) -> int:
     dialects = dict(registry.DIALECTS)
     if (protobuf := protobuf_ag_ui()) is not None:
         dialects[PROTO] = protobuf
-    names = list(dialects)
-    workloads = {name: make_workload(dialects[name], n, args.chunk) for name in names}
+    sources = {**dialects, PER_DELTA: mcp_per_delta(dialects["mcp"])}
+    if args.dialects:
+        asked = args.dialects.split(",")
+        unknown = [name for name in asked if name not in sources]
+        if unknown:
+            print(f"unknown dialects {unknown}: choose among {list(sources)}", file=sys.stderr)
+            return 2
+        sources = {name: sources[name] for name in asked}
+        dialects = {name: dialects[name] for name in asked if name in dialects}
+    names, targets = list(sources), list(dialects)
+    workloads = {name: make_workload(sources[name], n, args.chunk) for name in names}
 
-    results = bench_all(dialects, workloads, args.seconds, args.min_reps, progress=not args.json)
+    results = bench_all(sources, dialects, workloads, args.seconds, args.min_reps, progress=not args.json)
 
     rate = {pair: n / r.seconds(stat) for pair, r in results.items()}
-    headline = rate[HEADLINE]
+    headline = rate.get(HEADLINE)
     feeding = f"{args.chunk}-byte chunks" if args.chunk else "one SSE frame per feed()"
+    text = "".join(e.delta for e in canonical_run(n) if isinstance(e, TextDelta))
     problems = [
-        f"{s} -> {t}: decoded {r.check.text_deltas} TextDelta (expected {n}), ended {r.check.terminal}"
+        f"{s} -> {t}: decoded {r.check.text_deltas} TextDelta of {len(r.check.text)} characters (expected the "
+        f"run's {len(text)}), ended {r.check.terminal}"
         for (s, t), r in results.items()
-        if (dialects[s].new_encoder(None).streams and r.check.text_deltas != n)
-        or not r.check.terminal.startswith("RunFinished")
+        if r.check.text != text or not r.check.terminal.startswith("RunFinished")
     ]
 
     if args.json:
@@ -357,15 +407,15 @@ def main(argv: list[str] | None = None) -> int:
                         "terminal": results[s, t].check.terminal,
                         "client_bytes": results[s, t].check.out_bytes,
                     }
-                    for t in names
+                    for t in targets
                 }
                 for s in names
             },
-            "headline": {"pair": "ag-kit -> ag-ui", "events_per_s": headline,
-                         "best_events_per_s": n / results[HEADLINE].best_s,
-                         "median_events_per_s": n / results[HEADLINE].median_s, "target_now": TARGET_NOW,
-                         "target_later": TARGET_LATER, "meets_now": headline >= TARGET_NOW,
-                         "meets_later": headline >= TARGET_LATER},
+            "headline": None if headline is None else {
+                "pair": "ag-kit -> ag-ui", "events_per_s": headline, "best_events_per_s": n / results[HEADLINE].best_s,
+                "median_events_per_s": n / results[HEADLINE].median_s, "target_now": TARGET_NOW,
+                "target_later": TARGET_LATER, "meets_now": headline >= TARGET_NOW,
+                "meets_later": headline >= TARGET_LATER},
             "problems": problems,
         }
         print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
@@ -380,19 +430,23 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print("## Text-delta events/s (rows: upstream dialect decoded, columns: client dialect encoded)")
     print()
-    print(table(names, {pair: fmt_rate(value) for pair, value in rate.items()}))
+    print(table(names, targets, {pair: fmt_rate(value) for pair, value in rate.items()}))
     print()
     print("## µs per text-delta event")
     print()
-    print(table(names, {pair: fmt_us(1e6 / value) for pair, value in rate.items()}))
+    print(table(names, targets, {pair: fmt_us(1e6 / value) for pair, value in rate.items()}))
     print()
     print("agent-respond is not streamed: its row decodes one JSON body whose N deltas are already joined into one")
-    print("message, so it reads as N tokens' worth per second, not comparable with the streamed rows.")
+    print("message, so it reads as N tokens' worth per second, not comparable with the streamed rows; so does mcp's,")
+    print("whose progress notifications carry the text so far as it grows by an eighth. mcp/per-delta is an SDK")
+    print("server's one notification a delta, each with the whole text so far: a body in the square of the answer.")
     print()
     for problem in problems:
         print(f"WARNING: {problem}")
     if problems:
         print()
+    if headline is None:
+        return 0
     verdict_now = "meets" if headline >= TARGET_NOW else "BELOW"
     verdict_later = "meets" if headline >= TARGET_LATER else "below"
     head = results[HEADLINE]

@@ -94,3 +94,23 @@ def test_a_whole_frame_named_by_its_event_line_reads_the_same_as_byte_by_byte(ch
     assert SSEDecoder().feed(chunk) == frames
     one_by_one = SSEDecoder()
     assert [frame for byte in range(len(chunk)) for frame in one_by_one.feed(chunk[byte:byte + 1])] == frames
+
+
+@pytest.mark.parametrize(("chunk", "frames"), [
+    (b'event: message\r\ndata: {"jsonrpc":"2.0"}\r\n\r\n', [b'{"jsonrpc":"2.0"}']),
+    (b"data: a\r\n\r\n", [b"a"]),
+    (b"data: \r\n\r\n", [b""]),
+    (b"data: a\r\n\r\ndata: b\r\n\r\n", [b"a", b"b"]),
+    (b"data: a\r\ndata: b\r\n\r\n", [b"a\nb"]),
+    (b"data: a\rb\r\n\r\n", [b"a"]),
+    (b"event: x\r\nid: 3\r\ndata: a\r\n\r\n", [b"a"]),
+    (b"event: x\ry\r\ndata: a\r\n\r\n", [b"a"]),
+    (b"event: x\r\n\r\n", []),
+    (b"event: x\r\ndata:a\r\n\r\n", [b"a"]),
+    (b"data: a\n\r\n\r\n", [b"a"]),
+])
+def test_a_whole_crlf_frame_reads_the_same_as_byte_by_byte(chunk: bytes, frames: list[bytes]) -> None:
+    """A chunk of one frame with CRLF line ends takes a fast path (the MCP SDK's servers): only that shape."""
+    assert SSEDecoder().feed(chunk) == frames
+    one_by_one = SSEDecoder()
+    assert [frame for byte in range(len(chunk)) for frame in one_by_one.feed(chunk[byte:byte + 1])] == frames

@@ -1,15 +1,16 @@
 """The translation matrix, proven against software nobody here wrote.
 
-Every client dialect in front of every upstream (54 cells, the same-dialect ones included), each with every
+Every client dialect in front of every upstream (70 cells, the same-dialect ones included), each with every
 scenario both sides can express. Clients are the real ones where they can run here (`@ag-ui/client`'s HttpAgent and
-the `ai` package's Chat, in Node), or requests shaped exactly as the real ones send them and replies read by their
-rules (the eval platform, checked against its `AgentResponse` contract; `@cloudbase/agent-ui-web`, checked against
-the AG-Kit server's own event models; `langgraph-sdk`, held to its judge, the SDKs themselves being proven in
-tests/adapters/langgraph/test_clients.py). Upstreams are real where they install: pydantic-ai's AG-UI adapter and its
-Vercel adapter at AI SDK 6 and 5, cloudbase-agent-server 0.1.1 (AG-Kit) and 0.1.22 (AG-UI before 1.0), a2a-sdk's
-server and `langgraph dev`, each in its own venv; Inkeep's Run API is imitated from its document
-(`tests/inkeep_upstream.py`); agent-respond has only our built-in agent. Each route is configured with nothing but
-the upstream's URL and dialect.
+the `ai` package's Chat, in Node; `mcp`'s own Python `Client`, in its venv, calling each route as a tool at `/mcp`),
+or requests shaped exactly as the real ones send them and replies read by their rules (the eval platform, checked
+against its `AgentResponse` contract; `@cloudbase/agent-ui-web`, checked against the AG-Kit server's own event
+models; `langgraph-sdk`, held to its judge, the SDKs themselves being proven in
+tests/adapters/langgraph/test_clients.py). Upstreams are real where they install: pydantic-ai's AG-UI adapter and
+its Vercel adapter at AI SDK 6 and 5, cloudbase-agent-server 0.1.1 (AG-Kit) and 0.1.22 (AG-UI before 1.0),
+a2a-sdk's server, `langgraph dev` and `mcp`'s MCPServer (`tests/peers/mcp_server.py`), each in its own venv;
+Inkeep's Run API is imitated from its document (`tests/inkeep_upstream.py`); agent-respond has only our built-in
+agent. Each route is configured with nothing but the upstream's URL and dialect.
 
 A scenario one side cannot express is lossy by design; the reason is recorded and shown in docs/matrix.md,
 which must be the one this run produced (`MATRIX_UPDATE=1` rewrites it).
@@ -29,7 +30,15 @@ import pytest
 from helpers import ROOT, sse_payloads
 from inkeep_upstream import create_inkeep_app
 from node_clients import run_agui, run_vercel_chat, verify_vercel
-from peers_env import a2a_upstream, agkit_agui_upstream, agkit_upstream, langgraph_upstream, pydantic_upstream
+from peers_env import (
+    a2a_upstream,
+    agkit_agui_upstream,
+    agkit_upstream,
+    langgraph_upstream,
+    mcp_upstream,
+    pydantic_upstream,
+    run_mcp_client,
+)
 from servers import Served
 
 from adapters.a2a.conformance import judge as a2a_judge
@@ -50,7 +59,7 @@ with warnings.catch_warnings():  # the 0.1.1 server still uses pydantic's class-
     from pydantic import TypeAdapter
 
 AGKIT_EVENT: TypeAdapter[Any] = TypeAdapter(SendMessageEvent)
-DIALECTS = ["ag-ui", "ag-kit", "vercel", "agent-respond", "a2a", "langgraph"]
+DIALECTS = ["ag-ui", "ag-kit", "vercel", "agent-respond", "a2a", "langgraph", "mcp"]
 """The dialects whose real clients (or their exact request shapes) drive this matrix: `run_scenario` has a driver
 for each. A dialect without one is proven end to end by tests/test_end_to_end_pairs.py, which asks the registry."""
 SCENARIOS = ["text", "reasoning", "server tool", "client tool", "interrupt", "failure", "multi-turn"]
@@ -135,6 +144,15 @@ PEERS = {
         {"text": "You said: hello", "reasoning": "I have thought about it.",
          "server tool": "It is sunny, 21C in Paris.", "client tool": "The tool said: yes.",
          "interrupt": "Resumed with", "failure": "scripted failure", "multi-turn": "(turn 2)"}),
+    "mcp": Peer(
+        "mcp", "mcp 2.3.0 MCPServer, its agent tool",
+        {"text": "hello", "failure": "please fail", "multi-turn": "hello"},
+        {"text": "you said hello", "failure": "scripted upstream failure",
+         "multi-turn": "turn 2: you said again (before: hello)"},
+        {"reasoning": "an MCP tool's result has no reasoning",
+         "server tool": "an MCP tool's result is what it says: the tools it runs itself are not in it",
+         "client tool": "an MCP server is called as one tool and given none of the client's to call",
+         "interrupt": "an MCP server asks by elicitation, which the gateway does not answer yet (a later phase)"}),
 }
 UPSTREAMS = list(PEERS)
 CLIENT_LOSSY = {
@@ -147,6 +165,11 @@ CLIENT_LOSSY = {
     },
     "a2a": {"reasoning": "A2A has no reasoning",
             "client tool": "an A2A client offers no tools: the agent it calls runs its own"},
+    "mcp": {"reasoning": "an MCP tool's result has no reasoning (a session that sets a log level gets it as log "
+                         "lines: tests/adapters/mcp/test_clients.py)",
+            "client tool": "an MCP client calls the agent as one tool and runs none of the agent's tools",
+            "interrupt": "an interrupt reaches an MCP client as its question in the result; answering it (by "
+                         "elicitation, or a later call) is a later phase"},
 }
 
 
@@ -180,16 +203,21 @@ class World:
         return f"{self.gateway}/{client}/to/{upstream.replace(' ', '-')}"
 
 
+def route_name(client: str, upstream: str) -> str:
+    """The route's name, which is also the tool an MCP client calls it by (MCP's names have no spaces)."""
+    return f"{client}-{upstream}".replace(" ", "-")
+
+
 @pytest.fixture(scope="module")
 def world() -> Iterator[World]:
     with pydantic_upstream() as pydantic, agkit_upstream() as agkit, agkit_agui_upstream() as agkit_agui, \
             Served(create_inkeep_app()) as inkeep, Served(create_agent_app("agent-respond")) as builtin, \
-            a2a_upstream() as a2a, langgraph_upstream() as langgraph:
+            a2a_upstream() as a2a, langgraph_upstream() as langgraph, mcp_upstream() as mcp:
         urls = {"langgraph": langgraph,"ag-ui": f"{pydantic}/ag-ui", "ag-ui 0.x": f"{agkit_agui}/send-message",
                 "ag-kit": f"{agkit}/send-message", "vercel": f"{pydantic}/vercel", "vercel 5": f"{pydantic}/vercel5",
                 "vercel inkeep": f"{inkeep.url}/run/api/chat", "agent-respond": f"{builtin.url}/agent/respond",
-                "a2a": a2a}
-        routes = [{"name": f"{c}-{u}", "paths": [f"/{c}/to/{u.replace(' ', '-')}"], "client_dialects": [c],
+                "a2a": a2a, "mcp": f"{mcp}/mcp"}
+        routes = [{"name": route_name(c, u), "paths": [f"/{c}/to/{u.replace(' ', '-')}"], "client_dialects": [c],
                    "upstream": {"url": urls[u], "dialect": PEERS[u].dialect},
                    "timeouts": {"first_event": 20, "idle": 20, "total": 60}} for c in DIALECTS for u in UPSTREAMS]
         config = GatewayConfig.model_validate({"routes": routes})
@@ -340,6 +368,51 @@ def langgraph_run(world: World, upstream: str, thread: str, body: dict[str, Any]
         error=errors[-1] if errors else None)
 
 
+MCP_SESSIONS: dict[str, tuple[str | None, dict[str, list[dict[str, Any]]]]] = {}
+"""Per upstream: what `mcp`'s own Python `Client` got for each scenario it can express there (or why it could not
+open its session). One session a column, not one process a cell: a process costs seconds to start."""
+
+
+def mcp_session(world: World, upstream: str) -> tuple[str | None, dict[str, list[dict[str, Any]]]]:
+    """Every scenario of `upstream` an MCP client can express, each message a `tools/call` of the route's tool in one
+    session at `/mcp`, with a progress callback and the scenario's own conversation id."""
+    if upstream not in MCP_SESSIONS:
+        prompts = PEERS[upstream].prompt
+        asked = {scenario: [prompts[scenario], "again"] if scenario == "multi-turn" else [prompts[scenario]]
+                 for scenario in SCENARIOS if lossy_reason("mcp", upstream, scenario) is None}
+        tool = route_name("mcp", upstream)
+        plan = [{"call": tool, "arguments": {"message": message, "conversation_id": f"{tool}-{scenario}"}}
+                for scenario, messages in asked.items() for message in messages]
+        run = run_mcp_client(f"{world.gateway}/mcp", plan, timeout=60)
+        steps, by_scenario = iter(run.steps), {}
+        for scenario, messages in asked.items():
+            by_scenario[scenario] = [step for _, step in zip(messages, steps, strict=False)]
+        MCP_SESSIONS[upstream] = (run.error, by_scenario)
+    return MCP_SESSIONS[upstream]
+
+
+def mcp_calls(world: World, upstream: str, scenario: str) -> list[Seen]:
+    """What the MCP client got for `scenario`; the progress it was sent must be the answer's text so far."""
+    error, by_scenario = mcp_session(world, upstream)
+    assert error is None, error
+    seen = []
+    for step in by_scenario[scenario]:
+        assert "error" not in step, step["error"]
+        texts, structured = step["content"], step["structured"] or {}
+        said = "".join(texts[:-1] if step["isError"] else texts)
+        shown = [message for _, _, message in step["progress"] if message]
+        assert all(said.startswith(message) for message in shown), (shown, said)
+        calls = structured.get("toolCalls", [])
+        seen.append(Seen(
+            text=said, tool_calls=[call["name"] for call in calls if "name" in call],
+            results=[as_text(call["result"]) for call in calls if "result" in call],
+            interrupts=[i.get("id", "") for i in structured.get("interrupts", [])],
+            error=(texts[-1] if texts else "") if step["isError"] else None))
+    expected = 2 if scenario == "multi-turn" else 1
+    assert len(seen) == expected, f"the session ended after {len(seen)} of the scenario's {expected} calls"
+    return seen
+
+
 # -- one scenario, from each client's side
 
 
@@ -387,6 +460,8 @@ def run_scenario(world: World, client: str, upstream: str, scenario: str) -> lis
             again = {"messages": [{"type": "human", "content": "again"}]}
             return [first, langgraph_run(world, upstream, thread, {"input": again})]
         return [first]
+    if client == "mcp":
+        return mcp_calls(world, upstream, scenario)
     if client == "agent-respond":
         first, reply = respond(world, upstream, [{"role": "user", "content": prompt}], conversation)
         if scenario != "multi-turn":
@@ -685,7 +760,8 @@ def matrix_markdown() -> str:
 
 CLIENT_NAMES = {"ag-ui": "@ag-ui/client 1.0.0 HttpAgent", "ag-kit": "agent-ui-web requests",
                 "vercel": "ai 7.0.173 Chat", "agent-respond": "eval platform requests",
-                "a2a": "a2a-sdk 1.3.0 requests", "langgraph": "langgraph-sdk 0.4.14 requests"}
+                "a2a": "a2a-sdk 1.3.0 requests", "langgraph": "langgraph-sdk 0.4.14 requests",
+                "mcp": "mcp 2.3.0 Client"}
 START, END = "<!-- matrix:start -->", "<!-- matrix:end -->"
 
 

@@ -31,6 +31,7 @@ from gateway.core.errors import ErrorCode
 from gateway.core.ids import new_id
 from gateway.core.sse import DEFAULT_MAX_FRAME
 
+from .reading import TextSoFar, progress_text
 from .wire import REQUEST_CANCELLED, notification
 
 STOP_REASONS: dict[str, canonical.StopReason] = {"length": "length", "content_filter": "content_filter"}
@@ -41,14 +42,14 @@ GATEWAYS_KEYS = frozenset({"toolCalls", "data", "conversation_id", "interrupts",
 
 
 class McpDecoder(JsonSSEOrBodyDecoder):
-    __slots__ = ("_answered", "_began", "_call", "_headers", "_held", "_message_id", "_shown")
+    __slots__ = ("_answered", "_began", "_call", "_headers", "_held", "_message_id", "_shown_parts")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__(max_event_bytes)
         self._call: str | int | None = None
         """The JSON-RPC id of the `tools/call` this reads the answer to."""
         self._headers: dict[str, str] = {}
-        self._shown = ""
+        self._shown_parts: list[str] = []
         """The text shown so far."""
         self._message_id = new_id("msg")
         self._answered = False
@@ -56,6 +57,7 @@ class McpDecoder(JsonSSEOrBodyDecoder):
         """The call's response came: there is nothing left to cancel."""
         self._held: str | None = None
         """A progress message before any text, until what follows says whether it was text or a status line."""
+        self._steady = TextSoFar()
 
     def sent(self, request: UpstreamRequest) -> None:
         try:
@@ -87,7 +89,7 @@ class McpDecoder(JsonSSEOrBodyDecoder):
         """A held progress message when the run ends early: shown as the text it most likely was."""
         if self._held is not None and not self.repair.done:
             held, self._held = self._held, None
-            self._shown += held
+            self._shown_parts.append(held)
             self.repair.push(canonical.TextDelta(self._message_id, held), out)
 
     def on_frame(self, frame: dict[str, Any], out: Events) -> None:
@@ -115,6 +117,24 @@ class McpDecoder(JsonSSEOrBodyDecoder):
         else:
             out.append(canonical.RunError("the MCP server answered with no JSON-RPC response",
                                           code=ErrorCode.UPSTREAM_BAD_EVENT))
+
+    @property
+    def _shown(self) -> str:
+        """The text shown so far (kept in the pieces it came in until asked for: appending to one string copies
+        it)."""
+        parts = self._shown_parts
+        if len(parts) > 1:
+            parts[:] = ["".join(parts)]
+        return parts[0] if parts else ""
+
+    def steady_text(self, frame: Any) -> str | None:
+        """A progress notification whose text so far is all shown: the next may be read by what it adds."""
+        text = progress_text(frame)
+        return text if text is not None and text == self._shown else None
+
+    def on_steady_text(self, text: str, out: Events) -> None:
+        """What a progress notification of the same shape added to the text so far."""
+        self._text(text, out)
 
     def _progress(self, message: str, measured: bool, out: Events) -> None:
         if not self._shown and (measured or self._held is not None):
@@ -144,7 +164,7 @@ class McpDecoder(JsonSSEOrBodyDecoder):
 
     def _text(self, delta: str, out: Events) -> None:
         if delta:
-            self._shown += delta
+            self._shown_parts.append(delta)
             out.append(canonical.TextDelta(self._message_id, delta))
 
     def _answer(self, frame: dict[str, Any], out: Events) -> None:
@@ -187,7 +207,7 @@ class McpDecoder(JsonSSEOrBodyDecoder):
             self._text(text[len(self._shown):], out)
         elif text:  # the final text is not what the progress showed: it comes as a message of its own
             out.append(canonical.TextEnd(self._message_id))
-            self._message_id, self._shown = new_id("msg"), ""
+            self._message_id, self._shown_parts = new_id("msg"), []
             self._text(text, out)
 
     def on_end(self, out: Events) -> None:

@@ -54,16 +54,20 @@ def message_event(message: dict[str, Any]) -> bytes:
 def _text(self: McpEncoder, e: canonical.TextDelta) -> bytes:
     if e.metadata is not None:
         self.dropped[Dropped.METADATA] += 1
-    if not e.delta:
+    delta = e.delta
+    if not delta:
         return b""
-    if self.between_messages and self.text:
-        self.text += "\n\n"
-    self.between_messages = False
-    self.text += e.delta
+    if self.between_messages:
+        self.between_messages = False
+        if self.text_length:
+            self.text_parts.append("\n\n")
+            self.text_length += 2
+    self.text_parts.append(delta)
+    self.text_length += len(delta)
     if self.token is None:
         return b""
     now = time.monotonic()
-    if len(self.text) - self.shown < self.shown // PROGRESS_GROWTH and now - self.shown_at < PROGRESS_EVERY_S:
+    if self.text_length - self.shown < self.shown // PROGRESS_GROWTH and now - self.shown_at < PROGRESS_EVERY_S:
         return b""
     self.shown_at = now
     return self.progress()
@@ -76,7 +80,7 @@ def _text_start(self: McpEncoder, e: canonical.TextStart) -> bytes:
 
 def _text_end(self: McpEncoder, e: canonical.TextEnd) -> bytes:
     """What the last notification held back of the message, shown as it ends."""
-    return self.progress() if self.token is not None and len(self.text) > self.shown else b""
+    return self.progress() if self.token is not None and self.text_length > self.shown else b""
 
 
 def _tool_start(self: McpEncoder, e: canonical.ToolCallStart) -> bytes:
@@ -155,8 +159,8 @@ def _nothing(self: McpEncoder, e: canonical.Event) -> bytes:
 
 class McpEncoder(SSEEncoder):
     __slots__ = ("between_messages", "calls", "conversation_id", "data", "elicits", "era", "error", "id",
-                 "interrupts", "log_level", "pieces", "reasoning", "shown", "shown_at", "stop_reason", "text", "token",
-                 "tool")
+                 "interrupts", "log_level", "pieces", "reasoning", "shown", "shown_at", "stop_reason", "text_length",
+                 "text_parts", "token", "tool")
 
     DROPS = drop_map(Dropped.STATE, Dropped.MESSAGES_SNAPSHOT, Dropped.STEP, Dropped.USAGE, Dropped.RAW,
                      Dropped.ACTIVITY, Dropped.SUBAGENT, Dropped.ENCRYPTED_VALUE, Dropped.INTERRUPT_RESOLVED)
@@ -193,7 +197,9 @@ class McpEncoder(SSEEncoder):
         """Where progress goes: the client's token (none: no progress); for no request known, as to a client that
         asked for it, as the gateway does of an MCP upstream."""
         self.conversation_id = request.conversation_id if request is not None else None
-        self.text = ""
+        self.text_parts: list[str] = []
+        """The text so far, in the pieces it came in until it is shown (appending to one string copies it)."""
+        self.text_length = 0
         self.between_messages = False
         self.pieces = 0
         self.shown = 0
@@ -214,10 +220,18 @@ class McpEncoder(SSEEncoder):
         """The client takes elicitation forms: an interrupt is asked as `input_required`."""
         self.tool = request.agent if request is not None else None
 
+    @property
+    def text(self) -> str:
+        """The text so far, its pieces joined into one."""
+        parts = self.text_parts
+        if len(parts) > 1:
+            parts[:] = ["".join(parts)]
+        return parts[0] if parts else ""
+
     def progress(self) -> bytes:
         """A progress notification with the text so far."""
         self.pieces += 1
-        self.shown = len(self.text)
+        self.shown = self.text_length
         return message_event({"jsonrpc": "2.0", "method": "notifications/progress",
                               "params": {"progressToken": self.token, "progress": self.pieces, "message": self.text}})
 

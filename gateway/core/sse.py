@@ -35,6 +35,12 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[bytes]:
         buffer = self._buffer
+        if not buffer and not self._pending_cr and chunk.endswith(b"\r\n\r\n"):
+            # Fast path: one whole frame with CRLF line ends, as servers on `sse-starlette` write them (the MCP and
+            # A2A SDKs'), read without rewriting its line ends first.
+            body = _one_crlf_frame(chunk)
+            if body is not None:
+                return [body]
         # 13 is "\r"; an int needle skips the substring-search setup a bytes one pays on every chunk
         if self._pending_cr or 13 in chunk:
             chunk = self._lf_only(chunk)
@@ -116,6 +122,22 @@ class SSEDecoder:
         self._scanned = 0
         self._pending_cr = False
         return rest
+
+
+def _one_crlf_frame(chunk: bytes) -> bytes | None:
+    """The data of a chunk that is one frame of one `data: ` line, maybe after the `event: ` line that names it,
+    with CRLF line ends; None for any other chunk."""
+    if chunk.startswith(b"data: "):
+        start = 6
+    elif chunk.startswith(b"event: "):
+        line_end = chunk.find(b"\r\n")
+        if 10 in chunk[:line_end] or 13 in chunk[:line_end] or not chunk.startswith(b"data: ", line_end + 2):
+            return None
+        start = line_end + 8
+    else:
+        return None
+    body = chunk[start:-4]
+    return None if 10 in body or 13 in body else body
 
 
 class SSEEvent:

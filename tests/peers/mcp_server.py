@@ -1,7 +1,8 @@
 """A real MCP server on the official Python SDK (`mcp` 2.3.0's MCPServer, once FastMCP) over streamable HTTP at
 `/mcp`, whose tools the gateway calls as agents.
 
-    agent(message, conversation_id?)   keeps conversations by id; streams its answer as progress (the text so far)
+    agent(message, conversation_id?)   keeps conversations by id; streams its answer as progress (the text so far);
+                                       fails (isError) when the message says "please fail"
     oneshot(message)                   keeps nothing: answers with what it was given (the gateway's history as text)
     status(message)                    progress that are status lines ("step 1/2"), then its answer
     ask(prompt)                        its message in an argument of another name
@@ -27,7 +28,9 @@ cancelled = 0
 
 @server.tool()
 async def agent(message: str, ctx: Context, conversation_id: str | None = None) -> str:
-    """A conversational agent: it remembers what each conversation said."""
+    """A conversational agent: it remembers what each conversation said, and fails when asked to."""
+    if "please fail" in message:
+        raise ToolError("scripted upstream failure")
     said = conversations.setdefault(conversation_id or "", [])
     said.append(message)
     answer = f"turn {len(said)}: you said {message}"
