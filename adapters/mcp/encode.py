@@ -151,7 +151,7 @@ def _nothing(self: McpEncoder, e: canonical.Event) -> bytes:
 
 class McpEncoder(SSEEncoder):
     __slots__ = ("between_messages", "calls", "conversation_id", "data", "error", "id", "interrupts", "log_level",
-                 "pieces", "reasoning", "shown", "shown_at", "stop_reason", "text", "token")
+                 "outcome", "pieces", "reasoning", "shown", "shown_at", "stop_reason", "text", "token")
 
     DROPS = drop_map(Dropped.STATE, Dropped.MESSAGES_SNAPSHOT, Dropped.STEP, Dropped.USAGE, Dropped.RAW,
                      Dropped.ACTIVITY, Dropped.SUBAGENT, Dropped.ENCRYPTED_VALUE, Dropped.INTERRUPT_RESOLVED)
@@ -203,6 +203,8 @@ class McpEncoder(SSEEncoder):
         """The client asked for log lines at a level that shows the run's (`notifications/message`, at info)."""
         self.reasoning = ""
         self.error: dict[str, Any] | None = None
+        self.outcome: dict[str, Any] | None = None
+        """The `CallToolResult` the call ended with, once it has (what a task's `tasks/result` returns)."""
 
     def progress(self) -> bytes:
         """A progress notification with the text so far."""
@@ -230,4 +232,5 @@ class McpEncoder(SSEEncoder):
         texts = [self.text, text] if is_error and self.text else [text] if text else []
         result = {"content": [{"type": "text", "text": said} for said in texts], "structuredContent": structured,
                   "isError": is_error}
+        self.outcome = result
         return message_event({"jsonrpc": "2.0", "id": self.id, "result": result})

@@ -18,6 +18,7 @@ from gateway.core.ids import new_id
 from gateway.core.turn import Message, Turn, new_messages
 from gateway.core.validation import validate
 
+from .tasks import new_task
 from .wire import ACCEPT, LATEST, LOG_LEVEL, VERSION_HEADER, request
 
 SAMPLE_TOOL = "agent-gateway"
@@ -43,10 +44,16 @@ class Meta(_Model):
     log_level: str | None = Field(None, alias=LOG_LEVEL)
 
 
+class TaskParams(_Model):
+    ttl: int | None = Field(None, ge=0)
+
+
 class CallParams(_Model):
     name: str = Field(min_length=1)
     arguments: Arguments
     meta: Meta | None = Field(None, alias="_meta")
+    task: TaskParams | None = None
+    """The call is a task (2025-11-25): answered at once with the task, its run asked about later (`tasks.py`)."""
 
 
 class ToolCallRequest(_Model):
@@ -61,9 +68,11 @@ def parse_request(body: dict[str, Any]) -> Turn:
     params = call.params
     token = params.meta.progressToken if params.meta is not None else None
     level = params.meta.log_level if params.meta is not None else None
+    task = new_task(params.name, params.task.ttl) if params.task is not None else None
     return Turn(messages=[Message("user", params.arguments.message)], history="delta",
                 conversation_id=params.arguments.conversation_id or new_id("conv"), agent=params.name,
-                metadata={"mcp": {"id": call.id, "progressToken": token, "logLevel": level}})
+                run_id=task["taskId"] if task is not None else None,
+                metadata={"mcp": {"id": call.id, "progressToken": token, "logLevel": level, "task": task}})
 
 
 def sample_request(text: str, conversation_id: str) -> dict[str, Any]:
