@@ -7,6 +7,7 @@ each other's tasks."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import threading
@@ -199,14 +200,27 @@ def redis() -> Iterator[RedisServer]:
         yield server
 
 
-@contextmanager
-def replicas(redis: RedisServer) -> Iterator[tuple[str, str]]:
+class Replicas:
     """Two gateways' `/mcp`, sharing one Redis, in front of one built-in agent."""
+
+    def __init__(self, one: str, two: str, agent: str) -> None:
+        self.one, self.two, self.agent = one, two, agent
+
+    def __iter__(self) -> Iterator[str]:
+        return iter((self.one, self.two))
+
+    def disconnects(self) -> int:
+        counted: int = httpx.get(f"{self.agent}/_disconnects").json()
+        return counted
+
+
+@contextmanager
+def replicas(redis: RedisServer) -> Iterator[Replicas]:
     with ExitStack() as stack:
         agent = stack.enter_context(Served(create_agent_app("ag-ui", pace=0.05)))
         config = gateway_config(agent.url, store={"url": redis.url})
         one, two = (stack.enter_context(Served(create_app(config))).url + "/mcp" for _ in range(2))
-        yield one, two
+        yield Replicas(one, two, agent.url)
 
 
 def test_the_other_replica_answers_get_and_result_for_a_task_running_on_the_first(redis: RedisServer) -> None:
@@ -239,3 +253,27 @@ def test_a_cancel_asked_of_the_other_replica_stops_the_task_where_it_runs(redis:
     assert cancelled["status"] == on_first["status"] == "cancelled"
     assert stopped_after < 5 and not waiting.is_alive()  # the run would hang for the route's idle timeout
     assert results[0]["result"]["_meta"][RELATED] == {"taskId": task["taskId"]}
+
+
+def test_notifications_cancelled_sent_to_the_other_replica_stops_the_call_where_it_runs(redis: RedisServer) -> None:
+    with replicas(redis) as gateways, session(gateways.one) as first, httpx.Client(timeout=30) as http:
+        before = gateways.disconnects()
+        call = {"jsonrpc": "2.0", "id": "call-7", "method": "tools/call",
+                "params": {"name": "helper", "arguments": {"message": "hang on"}, "_meta": {"progressToken": 1}}}
+        with http.stream("POST", gateways.one, json=call, headers=first.headers) as stream:
+            pieces = stream.iter_bytes()
+            assert b"notifications/progress" in next(pieces)  # running on the first replica, quiet from here on
+            began = time.monotonic()
+            cancel = http.post(gateways.two, headers=first.headers, json={
+                "jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "call-7"}})
+            with contextlib.suppress(httpx.RemoteProtocolError):  # cut as when its client leaves
+                for _ in pieces:
+                    pass
+            ended_after = time.monotonic() - began
+        deadline = time.monotonic() + 5
+        while gateways.disconnects() == before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        after = gateways.disconnects()
+    assert cancel.status_code == 202
+    assert ended_after < 5  # the agent goes quiet for the route's idle timeout (120 s)
+    assert after == before + 1  # and the upstream's run was cut where it ran
