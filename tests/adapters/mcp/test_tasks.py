@@ -37,7 +37,8 @@ def gateway_config(agent: str, **store: Any) -> GatewayConfig:
     upstream = {"url": f"{agent}/agui", "dialect": "ag-ui"}
     return GatewayConfig.model_validate({**store, "keepalive_seconds": 0.5, "routes": [
         {"name": "helper", "paths": ["/helper"], "client_dialects": ["mcp"], "upstream": upstream,
-         "auth": {"keys": [KEY, OTHER]}, "agent": {"description": "A helpful agent"}}]})
+         "auth": {"keys": [KEY, OTHER]}, "agent": {"description": "A helpful agent"}},
+        {"name": "open", "paths": ["/open"], "client_dialects": ["mcp"], "upstream": upstream}]})
 
 
 @pytest.fixture(scope="module")
@@ -83,9 +84,9 @@ class Session:
             return reply
         return dict(answered.json())
 
-    def start(self, message: str) -> dict[str, Any]:
+    def start(self, message: str, route: str = "helper") -> dict[str, Any]:
         """A task calling the route with `message`."""
-        created = self.ask("tools/call", {"name": "helper", "arguments": {"message": message},
+        created = self.ask("tools/call", {"name": route, "arguments": {"message": message},
                                           "task": {"ttl": 60000}})
         task: dict[str, Any] = created["result"]["task"]
         return task
@@ -175,6 +176,20 @@ def test_tasks_list_shows_the_callers_tasks_and_never_another_principals(url: st
     assert task["taskId"] not in [t["taskId"] for t in listed_by_other["tasks"]]
     for refused in (got_by_other, cancelled_by_other, result_by_other):
         assert refused["error"]["code"] == -32602 and "not found" in refused["error"]["message"]
+
+
+def test_tasks_list_goes_on_from_one_route_to_the_next_and_lists_none_on_a_route_without_callers(url: str
+                                                                                                  ) -> None:
+    with session(url) as client:
+        mine = client.start("hello")
+        anyones = client.start("hello", route="open")  # a route without keys: every caller is anonymous there
+        client.ask("tasks/result", {"taskId": anyones["taskId"]})
+        first = client.ask("tasks/list")["result"]
+        second = client.ask("tasks/list", {"cursor": first["nextCursor"]})["result"]
+        got = client.ask("tasks/get", {"taskId": anyones["taskId"]})["result"]
+    assert mine["taskId"] in [t["taskId"] for t in first["tasks"]]
+    assert second == {"tasks": []}  # the open route's: not listed, and the last page
+    assert got["status"] == "completed"  # read by its unguessable id all the same
 
 
 def test_a_task_id_that_names_no_route_of_the_callers_is_not_found(url: str) -> None:
