@@ -1,9 +1,9 @@
 """MCP tasks (2025-11-25) at the gateway's `/mcp`, with the built-in agent behind the routes: the TypeScript SDK's
 own task client (`@modelcontextprotocol/sdk` 1.32.2, `client.experimental.tasks`, in `tests/clients/mcp-tasks.mjs`)
-calls a route's tool as a task, polls it, reads its result, lists and cancels tasks; raw JSON-RPC (the Python SDK
-2.3.0 has task types but no client for them) pins what the SDK does not show: the answer comes before the run ends,
-a task is its caller's only, a 2025-06-18 session is offered none, and two gateways over one real Redis answer for
-each other's tasks."""
+calls a route's tool as a task, polls it, reads its result, lists and cancels tasks; the Python SDK 2.3.0 (no task
+client: its typed task requests and result models, `tests/peers/mcp_tasks_client.py`) reads them; raw JSON-RPC pins
+what the SDKs do not show: the answer comes before the run ends, a task is its caller's only, a 2025-06-18 session
+is offered none, and two gateways over one real Redis answer for each other's tasks and cancels."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from node_clients import CLIENTS_DIR, _require_node
+from peers_env import MCP, PEERS_DIR, _clean_env, _require
 from redis_server import RedisServer
 from servers import Served
 
@@ -52,6 +53,15 @@ def typescript(url: str, plan: list[dict[str, Any]], key: str = KEY) -> list[dic
     """Each line `mcp-tasks.mjs` printed: the session first, then one per step."""
     command = [_require_node(), "mcp-tasks.mjs", url, json.dumps(plan), "--key", key, "--timeout-ms", "30000"]
     proc = subprocess.run(command, cwd=CLIENTS_DIR, capture_output=True, text=True, timeout=90, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+
+
+def python(url: str, plan: list[dict[str, Any]], key: str = KEY) -> list[dict[str, Any]]:
+    """Each line `mcp_tasks_client.py` printed: the session first, then one per step."""
+    _require(MCP)
+    command = [str(MCP.python), str(PEERS_DIR / "mcp_tasks_client.py"), url, json.dumps(plan), "--key", key]
+    proc = subprocess.run(command, capture_output=True, text=True, env=_clean_env(), timeout=90, check=False)
     assert proc.returncode == 0, proc.stderr
     return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
 
@@ -119,6 +129,18 @@ def test_the_typescript_sdk_calls_a_tool_as_a_task_and_gets_what_the_call_return
     assert result["isError"] is False
     assert result["content"][0]["text"] == "".join(f"tick {n}. " for n in range(1, 21))
     assert result["_meta"][RELATED] == {"taskId": created["taskId"]}
+
+
+def test_the_python_sdk_reads_tasks_into_its_own_task_models(url: str) -> None:
+    with session(url) as client:
+        slow, hanging = client.start("go slow")["taskId"], client.start("hang on")["taskId"]
+    _, working, listed, result, done, cancelled, ended = python(url, [
+        {"get": slow}, {"list": True}, {"result": slow}, {"get": slow}, {"cancel": hanging}, {"cancel": slow}])
+    assert working["status"] == "working" and working["pollInterval"] == 1000 and working["ttl"] == 60000
+    assert {slow, hanging} <= {task["taskId"] for task in listed["tasks"]}
+    assert result["content"][0]["text"].startswith("tick 1. ") and result["_meta"][RELATED] == {"taskId": slow}
+    assert done["status"] == "completed" and cancelled["status"] == "cancelled"
+    assert ended["error"] == "MCPError: Cannot cancel task: already in terminal status 'completed'"
 
 
 def test_a_task_call_is_answered_with_its_task_before_the_run_ends(url: str) -> None:
