@@ -55,7 +55,8 @@ ROUTED = "io.agent-gateway/task-query"
 task (a body of another dialect's with the same method, A2A 0.3's `tasks/get`, is not), with the route's name and
 the next route a listing goes on to."""
 RESULT_WAIT_S = 3600.0
-"""How long `tasks/result` waits for a task to stop working: longer than a route lets a run last."""
+"""How long one `tasks/result` waits for a task to stop working (a route's run is bounded by its own total timeout;
+past this the client is told to ask again)."""
 WAIT_STEP_S = 5.0
 RECHECK_S = 0.05
 """Between a wait for the run's end and the next look: never a busy loop, whatever the board says."""
@@ -280,9 +281,8 @@ class CreatedTaskEncoder(BodyEncoder):
 
 def new_encoder(request: Turn | None = None) -> McpEncoder | CreatedTaskEncoder:
     """A task call is answered with its task; any other call, with the run as it goes."""
-    asked = request.metadata.get("mcp") if request is not None else None
-    if isinstance(asked, dict) and isinstance(asked.get("task"), dict):
-        return CreatedTaskEncoder(request)  # type: ignore[arg-type]
+    if request is not None and isinstance(_object(request.metadata.get("mcp")).get("task"), dict):
+        return CreatedTaskEncoder(request)
     return McpEncoder(request)
 
 

@@ -134,8 +134,8 @@ def test_the_typescript_sdk_calls_a_tool_as_a_task_and_gets_what_the_call_return
 def test_the_python_sdk_reads_tasks_into_its_own_task_models(url: str) -> None:
     with session(url) as client:
         slow, hanging = client.start("go slow")["taskId"], client.start("hang on")["taskId"]
-    _, working, listed, result, done, cancelled, ended = python(url, [
-        {"get": slow}, {"list": True}, {"result": slow}, {"get": slow}, {"cancel": hanging}, {"cancel": slow}])
+    _, working, listed, result, done, cancelled, ended = python(url, [  # "hang on" works until it is cancelled
+        {"get": hanging}, {"list": True}, {"result": slow}, {"get": slow}, {"cancel": hanging}, {"cancel": slow}])
     assert working["status"] == "working" and working["pollInterval"] == 1000 and working["ttl"] == 60000
     assert {slow, hanging} <= {task["taskId"] for task in listed["tasks"]}
     assert result["content"][0]["text"].startswith("tick 1. ") and result["_meta"][RELATED] == {"taskId": slow}
