@@ -4,7 +4,8 @@ record in the store, its feed on the run board, so that any replica answers for 
 stops it where it runs.
 
 ```
-tools/call {task: {ttl}}         a run whose id is the task's; CreateTaskResult (working) at its first events
+tools/call {task: {ttl}}         a run whose id is the task's; CreateTaskResult (working) once the upstream
+                                 has accepted the run, before its first event
 tasks/get|result|cancel {taskId} the endpoint hands it to the route the id names; that route's query reads the
                                  caller's run (another principal's: not found, -32602)
   get      the task: working, input_required (the run ended asking), completed, failed (isError), cancelled
@@ -260,8 +261,9 @@ def _status(last: canonical.RunFinished | canonical.RunError, result: dict[str, 
 
 
 class CreatedTaskEncoder(BodyEncoder):
-    """A task call's reply: the task, working, as soon as the run's first events come; the run goes on without
-    the client (its `TaskLog` keeps what it does)."""
+    """A task call's reply: the task, working, as soon as the upstream has accepted the run (`opening`), before any
+    event (an upstream may say nothing for minutes, then answer in one body); the run goes on without the client
+    (its `TaskLog` keeps what it does)."""
 
     __slots__ = ("_answered", "_rpc_id", "_task")
 
@@ -271,6 +273,10 @@ class CreatedTaskEncoder(BodyEncoder):
         self._rpc_id = asked.get("id")
         self._task = asked["task"]
         self._answered = False
+
+    def opening(self) -> bytes:
+        """The task, once the upstream has accepted the run: nothing of the run is needed for it."""
+        return self.encode([canonical.RunStarted()])
 
     def encode(self, events: list[canonical.Event]) -> bytes:
         if self._answered or not events:

@@ -16,12 +16,17 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from node_clients import CLIENTS_DIR, _require_node
 from peers_env import MCP, PEERS_DIR, _clean_env, _require
 from redis_server import RedisServer
 from servers import Served
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+from starlette.routing import Route
 
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
@@ -156,6 +161,41 @@ def test_a_task_call_is_answered_with_its_task_before_the_run_ends(url: str) -> 
     assert working["status"] == "working" and working["taskId"] == task["taskId"]
     assert result["content"][0]["text"].startswith("tick 1. ") and result["_meta"][RELATED]["taskId"] == task["taskId"]
     assert done["status"] == "completed" and done["lastUpdatedAt"] >= done["createdAt"]
+
+
+QUIET_S = 2.0
+
+
+def quiet_agent() -> Starlette:
+    """An AG-UI agent that accepts a run at once (200, its stream open) and says nothing for `QUIET_S`: a model
+    thinking before its first token."""
+
+    async def run(request: Request) -> StreamingResponse:
+        async def events() -> Any:
+            await anyio.sleep(QUIET_S)
+            for event in ({"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+                          {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+                          {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "thought it over"},
+                          {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+                          {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}):
+                yield f"data: {json.dumps(event)}\n\n".encode()
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/agui", run, methods=["POST"])])
+
+
+def test_a_task_is_answered_once_the_upstream_accepts_the_run_before_its_first_event() -> None:
+    with Served(quiet_agent()) as agent, \
+            Served(create_app(gateway_config(agent.url), store=MemoryStore())) as gateway, \
+            session(f"{gateway.url}/mcp") as client:
+        began = time.monotonic()
+        task = client.start("hello")
+        answered_after = time.monotonic() - began
+        result = client.ask("tasks/result", {"taskId": task["taskId"]})["result"]
+        ended_after = time.monotonic() - began
+    assert answered_after < QUIET_S / 2 < QUIET_S < ended_after
+    assert task["status"] == "working" and result["content"][0]["text"] == "thought it over"
 
 
 def test_the_sdk_cancels_a_working_task_and_an_ended_task_cannot_be_cancelled(url: str) -> None:
