@@ -224,6 +224,17 @@ def test_a_run_that_asks_its_user_leaves_its_task_input_required_with_the_questi
         == "confirm"
 
 
+def test_a_task_waiting_for_its_user_is_cancelled_where_it_is_kept(url: str) -> None:
+    with session(url) as client:
+        task = client.start("please interrupt")
+        client.ask("tasks/result", {"taskId": task["taskId"]})
+        waiting = client.ask("tasks/get", {"taskId": task["taskId"]})["result"]
+        cancelled = client.ask("tasks/cancel", {"taskId": task["taskId"]})["result"]
+        got = client.ask("tasks/get", {"taskId": task["taskId"]})["result"]
+    assert waiting["status"] == "input_required"
+    assert cancelled["status"] == got["status"] == "cancelled"
+
+
 def test_tasks_list_shows_the_callers_tasks_and_never_another_principals(url: str) -> None:
     with session(url) as mine, session(url, key=OTHER) as theirs:
         task = mine.start("hello")
