@@ -329,6 +329,9 @@ class ProtoEncoder:
     def keep_alive(self) -> bytes:
         return b""
 
+    def opening(self) -> bytes:
+        return b""
+
 
 class ProtoFramer:
     """Length-prefixed messages out of a byte stream cut anywhere; one past `max_bytes` is refused."""

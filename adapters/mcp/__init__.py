@@ -10,12 +10,12 @@ from gateway.core.codec import Dialect, Likeness, Sniff
 
 from .conformance import judge
 from .decode import McpDecoder
-from .encode import McpEncoder
 from .endpoint import PATH, answer
 from .errors import reply
 from .modern import dual_era
 from .request import build_request, parse_request, sample_request
 from .session import open_session
+from .tasks import QUERIES_OF_TASKS, new_encoder
 
 
 def sniff(body: dict[str, Any]) -> Likeness:
@@ -33,10 +33,10 @@ DIALECT = Dialect(
     parse_request=parse_request,
     build_request=build_request,
     new_decoder=McpDecoder,
-    new_encoder=McpEncoder,
+    new_encoder=new_encoder,
     sniff=Sniff(sniff, 'an mcp request is a JSON-RPC "tools/call" with params.name and params.arguments.message'),
     sample_request=sample_request,
     judge=judge,
-    capabilities=(UpstreamSessions(open_session), OwnErrors(reply),
+    capabilities=(UpstreamSessions(open_session), OwnErrors(reply), QUERIES_OF_TASKS,
                   NamedRoutes(PATH, ("POST", "GET", "DELETE"), dual_era(answer), check_origin=True)),
 )

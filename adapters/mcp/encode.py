@@ -159,8 +159,8 @@ def _nothing(self: McpEncoder, e: canonical.Event) -> bytes:
 
 class McpEncoder(SSEEncoder):
     __slots__ = ("between_messages", "calls", "conversation_id", "data", "elicits", "era", "error", "id",
-                 "interrupts", "log_level", "pieces", "reasoning", "shown", "shown_at", "stop_reason", "text_length",
-                 "text_parts", "token", "tool")
+                 "interrupts", "log_level", "outcome", "pieces", "reasoning", "shown", "shown_at", "stop_reason",
+                 "text_length", "text_parts", "token", "tool")
 
     DROPS = drop_map(Dropped.STATE, Dropped.MESSAGES_SNAPSHOT, Dropped.STEP, Dropped.USAGE, Dropped.RAW,
                      Dropped.ACTIVITY, Dropped.SUBAGENT, Dropped.ENCRYPTED_VALUE, Dropped.INTERRUPT_RESOLVED)
@@ -214,6 +214,8 @@ class McpEncoder(SSEEncoder):
         """The client asked for log lines at a level that shows the run's (`notifications/message`, at info)."""
         self.reasoning = ""
         self.error: dict[str, Any] | None = None
+        self.outcome: dict[str, Any] | None = None
+        """The `CallToolResult` the call ended with, once it has (what a task's `tasks/result` returns)."""
         self.era: str | None = asked.get("era")
         """The client's 2026-07-28 (its results typed), or None for the handshake era."""
         self.elicits = bool(asked.get("elicitation"))
@@ -258,4 +260,5 @@ class McpEncoder(SSEEncoder):
             result = typed(input_required(self.interrupts, self.tool, self.conversation_id), "input_required")
         elif self.era is not None:
             result = typed(result)
+        self.outcome = result
         return message_event({"jsonrpc": "2.0", "id": self.id, "result": result})

@@ -7,7 +7,8 @@ notifications/*, responses 202 (notifications/cancelled: and the call it names i
 ping                       {}
 logging/setLevel           {}, the level kept in the session: its calls get log lines at it (tool calls, reasoning)
 tools/list                 one tool per route the caller may use: {message, conversation_id?}
-tools/call                 a run of the route it names (an unknown one: -32602)
+tools/call                 a run of the route it names (an unknown one: -32602); with params.task, a task
+tasks/*                    handed to the route the task runs on (tasks.py)
 DELETE                     the session forgotten
 GET                        405: no stream for messages outside a call (a later phase)
 ```
@@ -26,7 +27,8 @@ import orjson
 from gateway.core.capabilities import AgentDescription, Answered, AtEndpoint
 from gateway.core.ids import new_id
 
-from .wire import HANDSHAKE_VERSIONS, LATEST, LEVELS, LOG_LEVEL, SESSION_HEADER
+from . import tasks
+from .wire import HANDSHAKE_VERSIONS, LATEST, LEVELS, LOG_LEVEL, SESSION_HEADER, VERSION_HEADER
 
 PATH = "/mcp"
 HEADER_VERSIONS = (*HANDSHAKE_VERSIONS, "2025-03-26")
@@ -51,9 +53,10 @@ def result(id: Any, value: dict[str, Any], headers: dict[str, str] | None = None
     return Answered(200, body, {"content-type": "application/json", **(headers or {})})
 
 
-def tool(route: AgentDescription) -> dict[str, Any]:
-    return {"name": route.name, "description": route.description or f"The agent {route.name}",
-            "inputSchema": TOOL_SCHEMA}
+def tool(route: AgentDescription, version: Any = None) -> dict[str, Any]:
+    described = {"name": route.name, "description": route.description or f"The agent {route.name}",
+                 "inputSchema": TOOL_SCHEMA}
+    return {**described, "execution": tasks.EXECUTION} if tasks.offered(version) else described
 
 
 async def answer(asked: AtEndpoint) -> Answered:
@@ -79,7 +82,9 @@ async def answer(asked: AtEndpoint) -> Answered:
     if method == "ping":
         return result(id, {})
     if method == "tools/list":
-        return result(id, {"tools": [tool(route) for route in asked.routes]})
+        kept = await asked.session(session) if session else None
+        version = kept.get("version") if kept is not None else asked.headers.get(VERSION_HEADER)
+        return result(id, {"tools": [tool(route, version) for route in asked.routes]})
     if method == "logging/setLevel":
         params = message.get("params")
         level = params.get("level") if isinstance(params, dict) else None
@@ -97,6 +102,8 @@ async def answer(asked: AtEndpoint) -> Answered:
         kept = await asked.session(session) if session else None
         level = kept.get("logLevel") if kept is not None else None
         return Answered(run=name, run_key=f"{session}:{id}", body=_with_log_level(message, level))
+    if method in tasks.METHODS:
+        return tasks.routed(message, session, asked.routes)
     return error(200, METHOD_NOT_FOUND, "Method not found", id)
 
 
@@ -109,9 +116,10 @@ async def _initialize(asked: AtEndpoint, message: dict[str, Any]) -> Answered:
     capabilities = params.get("capabilities")
     await asked.keep(session, {"version": version,
                                "capabilities": capabilities if isinstance(capabilities, dict) else {}})
-    return result(message.get("id"), {"protocolVersion": version,
-                                      "capabilities": {"tools": {"listChanged": False}, "logging": {}},
-                                      "serverInfo": SERVER_INFO},
+    offered: dict[str, Any] = {"tools": {"listChanged": False}, "logging": {}}
+    if tasks.offered(version):
+        offered["tasks"] = tasks.CAPABILITY
+    return result(message.get("id"), {"protocolVersion": version, "capabilities": offered, "serverInfo": SERVER_INFO},
                   {SESSION_HEADER: session})
 
 

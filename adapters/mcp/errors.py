@@ -19,7 +19,8 @@ INVALID_REQUEST, INTERNAL_ERROR = -32600, -32603
 
 def reply(error: GatewayError, request: Any) -> tuple[int, bytes]:
     id = request.get("id") if isinstance(request, dict) else None
-    if error.status >= 500 and isinstance(request, dict) and request.get("method") == "tools/call":
+    if error.status >= 500 and isinstance(request, dict) and request.get("method") == "tools/call" \
+            and not _is_task(request):  # a task call that failed before its task existed: no task to tell it in
         result = {"content": [{"type": "text", "text": error.message}], "isError": True,
                   "structuredContent": {"error": {**error.to_json()["error"], "status": error.status}}}
         params = request.get("params")
@@ -31,3 +32,8 @@ def reply(error: GatewayError, request: Any) -> tuple[int, bytes]:
     body = {"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": error.message,
                                                   "data": {"code": str(error.code)}}}
     return error.status, orjson.dumps(body)
+
+
+def _is_task(request: dict[str, Any]) -> bool:
+    params = request.get("params")
+    return isinstance(params, dict) and params.get("task") is not None

@@ -25,6 +25,7 @@ from gateway.core.validation import validate
 
 from .input_required import InvalidAnswer, answers
 from .modern import CLIENT_CAPABILITIES, MODERN_VERSIONS, PROTOCOL_VERSION, elicits
+from .tasks import new_task
 from .wire import ACCEPT, LATEST, LOG_LEVEL, VERSION_HEADER, request
 
 SAMPLE_TOOL = "agent-gateway"
@@ -52,12 +53,18 @@ class Meta(_Model):
     capabilities: Any = Field(None, alias=CLIENT_CAPABILITIES)
 
 
+class TaskParams(_Model):
+    ttl: int | None = Field(None, ge=0)
+
+
 class CallParams(_Model):
     name: str = Field(min_length=1)
     arguments: Arguments
     meta: Meta | None = Field(None, alias="_meta")
     input_responses: Any = Field(None, alias="inputResponses")
     request_state: Any = Field(None, alias="requestState")
+    task: TaskParams | None = None
+    """The call is a task (2025-11-25): answered at once with the task, its run asked about later (`tasks.py`)."""
 
 
 class ToolCallRequest(_Model):
@@ -71,7 +78,8 @@ def parse_request(body: dict[str, Any]) -> Turn:
     call = validate(ToolCallRequest, body, "mcp")
     params = call.params
     meta = params.meta or Meta()
-    asked = {"id": call.id, "progressToken": meta.progressToken, "logLevel": meta.log_level}
+    task = new_task(params.name, params.task.ttl) if params.task is not None else None
+    asked = {"id": call.id, "progressToken": meta.progressToken, "logLevel": meta.log_level, "task": task}
     if meta.protocol_version in MODERN_VERSIONS:  # 2026-07-28: typed results, and questions for a client that answers
         asked |= {"era": meta.protocol_version, "elicitation": elicits(meta.capabilities)}
     try:
@@ -79,13 +87,14 @@ def parse_request(body: dict[str, Any]) -> Turn:
                            params.request_state)
     except InvalidAnswer as refused:
         raise InvalidRequest(f"invalid mcp request: {refused}") from None
+    run_id = task["taskId"] if task is not None else None
     if answered is not None:  # a retry that answers what an input_required result asked: the same call, resumed
         conversation, resume = answered
         return Turn(messages=[], history="delta", conversation_id=conversation, agent=params.name, resume=resume,
-                    metadata={"mcp": asked})
+                    run_id=run_id, metadata={"mcp": asked})
     return Turn(messages=[Message("user", params.arguments.message)], history="delta",
                 conversation_id=params.arguments.conversation_id or new_id("conv"), agent=params.name,
-                metadata={"mcp": asked})
+                run_id=run_id, metadata={"mcp": asked})
 
 
 def sample_request(text: str, conversation_id: str) -> dict[str, Any]:

@@ -45,6 +45,11 @@ class Encoder(Protocol):
     def keep_alive(self) -> bytes:
         """Bytes that keep an idle connection open without meaning anything, or empty if the dialect has none."""
 
+    def opening(self) -> bytes:
+        """A one-body reply sent as soon as the upstream has accepted the run, before any event, for a client that
+        asked for its reply before the run's end and needs nothing of the run for it (an MCP task); the run goes on
+        without the client. Empty for every other."""
+
 
 LARGE_TEXT = 1 << 16
 """Characters of text past which a value is written to JSON by the standard library (see `json_bytes`)."""
@@ -145,6 +150,9 @@ class SSEEncoder:
     def keep_alive(self) -> bytes:
         return self.KEEP_ALIVE
 
+    def opening(self) -> bytes:
+        return b""
+
 
 def must_place(owner: str, placed: Collection[type]) -> None:
     """Fail, where a table of what each event becomes is made, for an event type it has no place for: a type added
@@ -171,6 +179,9 @@ class BodyEncoder:
         raise NotImplementedError
 
     def keep_alive(self) -> bytes:
+        return b""
+
+    def opening(self) -> bytes:
         return b""
 
 

@@ -370,6 +370,9 @@ class TappedEncoder:
     def keep_alive(self) -> bytes:
         return self._inner.keep_alive()
 
+    def opening(self) -> bytes:
+        return self._inner.opening()
+
     @property
     def status_code(self) -> int:
         return self._inner.status_code

@@ -1,5 +1,6 @@
 """Where the resumable runs are: a run claims its key before it starts, so a retry of the same request attaches
 to it instead of starting a second one; a resume finds its reply by key or by conversation; a stop reaches it.
+A run whose reply is not kept may still be made `stoppable` by a name, for a stop asked of any replica.
 
 `RunBoard` knows the runs of this process (the memory and SQLite stores: one process). `RedisRunBoard`
 (gateway/runs/redis.py) adds every replica's, over the Redis the replicas share.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gateway.runs.tape import RunReply, Tape
@@ -43,6 +45,8 @@ class RunBoard:
         self._kept_bytes = 0
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = 0.0
+        self._stoppers: dict[str, Callable[[], None]] = {}
+        """The runs of this process made `stoppable`, by name."""
 
     def _running(self, key: str) -> Tape | None:
         tape = self.tapes.get(key)
@@ -142,6 +146,25 @@ class RunBoard:
         if tape is None or tape.stop is None:
             return False
         tape.stop()
+        return True
+
+    def stoppable(self, name: str, stop: Callable[[], None]) -> Callable[[], None]:
+        """Let `stop_named(name)`, asked of any replica, call `stop` (a run with no reply kept: a request's that
+        names its run, MCP's call ids); returns what forgets it, once the run is over."""
+        self._stoppers[name] = stop
+
+        def forget() -> None:
+            if self._stoppers.get(name) is stop:
+                del self._stoppers[name]
+
+        return forget
+
+    async def stop_named(self, name: str) -> bool:
+        """Stop the run made `stoppable` by `name`; False if none is, here (another replica's: over Redis)."""
+        stop = self._stoppers.get(name)
+        if stop is None:
+            return False
+        stop()
         return True
 
     async def stop_conversation(self, conversation: str) -> bool:

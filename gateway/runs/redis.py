@@ -6,7 +6,8 @@ stopped from any.
 {prefix}{key}:s          stream: the reply's entries, entry id 1-<seq>, fields d (data) and e (the last one)
 {prefix}c:{conversation} the key of the conversation's latest run
 {prefix}alive:{replica}  set by each replica every BEAT seconds, for ALIVE: a run whose owner is gone is over
-{prefix}stop             the channel a stop is published on; the owner's listener stops the run
+{prefix}stop             the channel a stop is published on; the owner's listener stops the run (a claimed
+                         run's key, or a `stoppable` run's name)
 ```
 
 The replica running a run writes its entries to the stream in the background, in batches (`redis_writes.py`: one
@@ -21,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from gateway.conversations.store import SharedRedis, StoreError
@@ -135,6 +137,17 @@ class RedisRunBoard(RunBoard):
         await self._writes.ask(lambda pipe: pipe.publish(f"{self._prefix}stop", key))
         return True
 
+    def stoppable(self, name: str, stop: Callable[[], None]) -> Callable[[], None]:
+        self._listen()
+        return super().stoppable(name, stop)
+
+    async def stop_named(self, name: str) -> bool:
+        """Here, or else asked of every replica: whichever runs it stops it (raises `StoreError`)."""
+        if await super().stop_named(name):
+            return True
+        await self._writes.ask(lambda pipe: pipe.publish(f"{self._prefix}stop", name))
+        return True
+
     async def stop_conversation(self, conversation: str) -> bool:
         if await super().stop_conversation(conversation):
             return True
@@ -183,9 +196,12 @@ class RedisRunBoard(RunBoard):
                             failing = False
                     message = await pubsub.get_message(timeout=BEAT)
                     if message is not None and message.get("type") == "message":
-                        tape = self._running(_text(message["data"]))
+                        named = _text(message["data"])
+                        tape = self._running(named)
                         if tape is not None and tape.stop is not None:
                             tape.stop()
+                        elif (stop := self._stoppers.get(named)) is not None:
+                            stop()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

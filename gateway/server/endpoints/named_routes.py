@@ -9,13 +9,15 @@ request ─▶ Origin (when the dialect asks) ─▶ body (the routes' limits) �
 ```
 
 A run is stopped (the dialect's `stop`: MCP's `notifications/cancelled`) as its client leaving stops it: its
-handler is told the client left. Sessions the dialect keeps are in the gateway's store, under the caller's
-principal, so any replica serves a session's next request; runs are stopped on the replica that runs them (for now).
+handler is told the client left, on whichever replica runs it (the run board's `stoppable`, over Redis when the
+replicas share one). Sessions the dialect keeps are in the gateway's store, under the caller's principal, so any
+replica serves a session's next request.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -25,6 +27,7 @@ from starlette.datastructures import Headers
 from starlette.types import Message, Receive, Scope, Send
 
 from adapters import registry
+from gateway.conversations.store import StoreError
 from gateway.conversations.store.base import scoped_key
 from gateway.core.capabilities import AgentDescription, Answered, NamedRoutes
 from gateway.core.codec import Dialect
@@ -38,6 +41,8 @@ from gateway.server.request.request_ids import request_id_of
 if TYPE_CHECKING:
     from gateway.server.endpoints.capabilities import Mounted
     from gateway.server.route import RouteHandler
+
+log = logging.getLogger("agent_gateway.proxy")
 
 
 def mount(handlers: list[RouteHandler], mounted: Mounted) -> None:
@@ -62,8 +67,8 @@ class NamedEndpoint:
         """The reader of the route that takes the largest body: each route checks its own again."""
         self.origins = {origin for handler in handlers if handler.route.cors is not None
                         for origin in handler.route.cors.allow_origins}
-        self.running: dict[tuple[str, str], asyncio.Event] = {}
-        """The runs in this process a later request may stop, by principal and run key: set to stop one."""
+        self.board = handlers[0].board
+        """Where a run a later request may stop is named (by principal and run key), for any replica to stop it."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
@@ -84,19 +89,31 @@ class NamedEndpoint:
         except GatewayError as error:
             await self._refuse(send, error, request, headers)
             return
-        if answered.stop is not None and (running := self.running.get((principal, answered.stop))) is not None:
-            running.set()
+        if answered.stop is not None:
+            await self._stop(principal, answered.stop)
         if answered.run is None:
             await _write(send, answered, request_id_of(headers))
             return
         handler = next(h for h in opened if h.route.name == answered.run)
-        await self._run(handler, scope, receive, send, answered.body or body, (principal, answered.run_key or ""))
+        await self._run(handler, scope, receive, send, answered.body or body, self._name(principal, answered.run_key))
+
+    def _name(self, principal: str, run_key: str | None) -> str:
+        return scoped_key("named", self.dialect.name, principal, run_key or "")
+
+    async def _stop(self, principal: str, run_key: str) -> None:
+        """Stop the caller's run of that key wherever it runs; a board that cannot ask the other replicas costs
+        only this stop."""
+        try:
+            await self.board.stop_named(self._name(principal, run_key))
+        except StoreError as exc:
+            log.warning("a stop for the %s endpoint did not reach the other replicas: %s", self.dialect.name, exc)
 
     async def _run(self, handler: RouteHandler, scope: Scope, receive: Receive, send: Send, body: bytes,
-                   key: tuple[str, str]) -> None:
+                   name: str) -> None:
         """The route's handler serves the request, its body read again from here; told the client left when a
-        later request stops the run."""
-        stopped = self.running[key] = asyncio.Event()
+        later request stops the run, on any replica."""
+        stopped = asyncio.Event()
+        forget = self.board.stoppable(name, stopped.set)
         given = False
 
         async def receiving() -> Message:
@@ -116,8 +133,7 @@ class NamedEndpoint:
         try:
             await handler({**scope, "path": self.named.path}, receiving, send)
         finally:
-            if self.running.get(key) is stopped:
-                del self.running[key]
+            forget()
 
     def _origin_allowed(self, headers: Headers) -> bool:
         """No `Origin` (not a browser), the gateway's own (the Host the request came to: the Host check has passed),

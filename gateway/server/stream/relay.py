@@ -96,6 +96,8 @@ class Relay:
         """Move the upstream's body to the client, translated, and store what the run added to the conversation."""
         decoder, encoder, writer = self.decoder, self.encoder, self._writer
         await writer.begin_reply(encoder, UNBUFFERED_HEADERS)
+        if not self._streams and (opening := encoder.opening()):  # the client asked for no more than that
+            await writer.answer_early(encoder, opening)
         self._deadlines.heard_from_upstream(time.monotonic())
         self._first_frame_alone = encoder.streams and upstream_streams
         self._offer_pending = self._streams and writer.direct_writes  # the start goes through the task as it did

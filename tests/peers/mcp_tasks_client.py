@@ -1,0 +1,73 @@
+"""MCP tasks (2025-11-25) read with the official Python SDK (`mcp` 2.3.0). It has no task client, and its session
+checks a `tools/call`'s answer as a `CallToolResult` whatever the call asked (so it cannot create a task); but it
+sends the typed task requests of `mcp_types` and reads each answer into their result types, so a task created by
+another client of the same caller is read as the SDK reads it. Prints one JSON line each.
+
+    .peers/mcp/bin/python tests/peers/mcp_tasks_client.py http://127.0.0.1:8000/mcp '<plan>' [--key KEY]
+
+    {"get": ID} / {"result": ID} / {"cancel": ID}
+                                            tasks/get (GetTaskResult), tasks/result (as the call's CallToolResult),
+                                            tasks/cancel (CancelTaskResult)
+    {"list": true}                          tasks/list (ListTasksResult)
+
+stdout: first {"protocolVersion"}; then each answer as the SDK's model dumps it (camelCase); a step that raised:
+{"error": "<ExceptionType>: <message>"}. Exit 1 when the session could not be opened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+
+async def run(url: str, plan: list[dict[str, Any]], key: str | None, timeout: float) -> None:
+    headers = {"authorization": f"Bearer {key}"} if key else {}
+    http = httpx2.AsyncClient(headers=headers, timeout=timeout)
+    async with http, Client(streamable_http_client(url, http_client=http), mode="legacy",
+                            read_timeout_seconds=timeout) as client:
+        print(json.dumps({"protocolVersion": client.protocol_version}), flush=True)
+        for step in plan:
+            try:
+                answered = await _step(client.session, step)
+                print(json.dumps(answered.model_dump(mode="json", by_alias=True, exclude_none=True)), flush=True)
+            except Exception as exc:
+                print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
+
+
+async def _step(session: Any, step: dict[str, Any]) -> Any:
+    if step.get("list"):
+        return await session.send_request(types.ListTasksRequest(), types.ListTasksResult)
+    if "get" in step:
+        request = types.GetTaskRequest(params=types.GetTaskRequestParams(task_id=step["get"]))
+        return await session.send_request(request, types.GetTaskResult)
+    if "cancel" in step:
+        request = types.CancelTaskRequest(params=types.CancelTaskRequestParams(task_id=step["cancel"]))
+        return await session.send_request(request, types.CancelTaskResult)
+    request = types.GetTaskPayloadRequest(params=types.GetTaskPayloadRequestParams(task_id=step["result"]))
+    return await session.send_request(request, types.CallToolResult)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("url")
+    parser.add_argument("plan")
+    parser.add_argument("--key")
+    parser.add_argument("--timeout", type=float, default=30.0)
+    options = parser.parse_args()
+    try:
+        anyio.run(run, options.url, json.loads(options.plan), options.key, options.timeout)
+    except Exception as exc:
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
