@@ -1,0 +1,132 @@
+"""`agent-gateway agent --dialect mcp`, the built-in agent as an MCP server, run as the command runs it and used by
+the official clients (`mcp` 2.3.0's Python `Client`, `tests/peers/mcp_client.py`; `@modelcontextprotocol/sdk`
+1.32.2's TypeScript `Client`, `tests/clients/mcp-run.mjs`): a session, its one tool `agent`, a call whose text
+streams as progress, a second turn by `conversation_id`, its own tool call in `structuredContent`, a failure as
+`isError`. Install first: `.venv/bin/python tests/peers_env.py` and `npm ci --prefix tests/clients`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+from helpers import ROOT
+from node_clients import run_mcp
+from peers_env import run_mcp_client
+from servers import free_port
+
+Plan = list[dict[str, Any]]
+
+
+def python_client(url: str, plan: Plan) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    run = run_mcp_client(url, plan)
+    assert run.error is None, run.error
+    return run.opened, run.steps
+
+
+def typescript_client(url: str, plan: Plan) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    run = run_mcp(url, plan)
+    assert run["error"] is None, run["error"]
+    assert run["terminated"] in (True, None), run  # its DELETE was answered
+    return run["opened"], run["steps"]
+
+
+CLIENTS = {"python": python_client, "typescript": typescript_client}
+SAID = {"slow": "slow please", "hello": "hello", "weather": "weather in Paris", "fail": "please fail"}
+"""What one session asks, a call each: a client process per session keeps the module quick."""
+
+
+@dataclass
+class Session:
+    """One session of a client: what opened it, and each step's outcome (`list`, then a call per `SAID`)."""
+
+    opened: dict[str, Any]
+    steps: dict[str, dict[str, Any]]
+    client: Callable[[str, Plan], tuple[dict[str, Any], list[dict[str, Any]]]]
+
+
+@pytest.fixture(scope="module", params=sorted(CLIENTS))
+def session(request: pytest.FixtureRequest, agent: str) -> Session:
+    client = CLIENTS[request.param]
+    plan: Plan = [{"list": True}, *({"call": "agent", "arguments": {"message": text}} for text in SAID.values())]
+    opened, steps = client(agent, plan)
+    return Session(opened, dict(zip(["list", *SAID], steps, strict=True)), client)
+
+
+@pytest.fixture(scope="module")
+def agent() -> Iterator[str]:
+    """The command's `/mcp`, once it answers; what it printed is checked on the way."""
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "gateway", "agent", "--dialect", "mcp", "--port", str(port),
+                                "--pace", "0.01"], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline and process.poll() is None, "agent did not start"
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        _, said = process.communicate(timeout=15)
+    assert f"speaking mcp at http://127.0.0.1:{port}/mcp" in said
+
+
+def test_a_client_opens_a_session_and_finds_the_agent_as_one_tool(session: Session) -> None:
+    opened, listed = session.opened, session.steps["list"]
+    assert opened["protocolVersion"] == "2025-11-25"
+    assert opened["serverInfo"]["name"] == "agent-gateway"
+    [tool] = listed["tools"]
+    assert tool["name"] == "agent"
+    assert "keywords" in tool["description"]
+    assert tool["inputSchema"]["required"] == ["message"]
+
+
+def test_a_call_streams_its_text_as_progress_and_ends_in_the_result(session: Session) -> None:
+    called = session.steps["slow"]
+    assert called["isError"] is False
+    [text] = called["content"]
+    assert text.startswith("tick 1. tick 2.") and text.rstrip().endswith("tick 20.")
+    messages = [message for _, _, message in called["progress"]]
+    assert len(messages) > 3, called["progress"]  # the text as it grew, not all at the end
+    assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(messages))
+    assert messages[-1] == text
+    counts = [at for at, _, _ in called["progress"]]
+    assert counts == sorted(set(counts))
+
+
+def test_a_second_call_continues_the_conversation_its_result_named(agent: str, session: Session) -> None:
+    first = session.steps["hello"]
+    conversation = first["structured"]["conversation_id"]
+    again = {"message": "again", "conversation_id": conversation}
+    _, [second] = session.client(agent, [{"call": "agent", "arguments": again, "progress": False}])
+    assert first["content"] == ["You said: hello. (turn 1)"]
+    assert second["content"] == ["You said: again. (turn 2)"]
+    assert second["structured"]["conversation_id"] == conversation
+
+
+def test_the_agents_own_tool_call_comes_in_the_structured_content(session: Session) -> None:
+    called = session.steps["weather"]
+    [call] = called["structured"]["toolCalls"]
+    assert (call["name"], call["arguments"], call["result"]) == ("get_weather", {"city": "Paris"},
+                                                                  "sunny, 21C in Paris")
+    assert called["content"][-1].endswith("It is sunny, 21C in Paris.")
+
+
+def test_a_failing_run_is_a_result_with_is_error(session: Session) -> None:
+    called = session.steps["fail"]
+    assert called["isError"] is True
+    assert called["content"][-1] == "scripted failure"
+    assert called["structured"]["error"] == {"code": "agent_error", "message": "scripted failure"}
