@@ -130,3 +130,12 @@ def test_a_failing_run_is_a_result_with_is_error(session: Session) -> None:
     assert called["isError"] is True
     assert called["content"][-1] == "scripted failure"
     assert called["structured"]["error"] == {"code": "agent_error", "message": "scripted failure"}
+
+
+def test_a_call_it_cannot_read_is_a_json_rpc_error_as_the_gateways_mcp_face_answers(agent: str) -> None:
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "agent", "arguments": {}}}
+    answer = httpx.post(agent, json=call, headers={"accept": "application/json, text/event-stream"}, timeout=10)
+    assert answer.status_code == 422
+    refused = answer.json()
+    assert (refused["jsonrpc"], refused["id"], refused["error"]["code"]) == ("2.0", 7, -32600)
+    assert "params.arguments.message" in refused["error"]["message"]
