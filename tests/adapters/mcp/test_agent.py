@@ -8,20 +8,18 @@ streams as progress, a second turn by `conversation_id`, its own tool call in `s
 from __future__ import annotations
 
 import itertools
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
-from helpers import ROOT
 from node_clients import run_mcp
 from peers_env import run_mcp_client
-from servers import free_port
+from servers import Served
+
+from gateway.agent.server import create_agent_app
+from tests.adapters.mcp.agent_command import agent_command
 
 Plan = list[dict[str, Any]]
 
@@ -63,25 +61,8 @@ def session(request: pytest.FixtureRequest, agent: str) -> Session:
 
 @pytest.fixture(scope="module")
 def agent() -> Iterator[str]:
-    """The command's `/mcp`, once it answers; what it printed is checked on the way."""
-    port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "gateway", "agent", "--dialect", "mcp", "--port", str(port),
-                                "--pace", "0.01"], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
-                break
-            except httpx.HTTPError:
-                assert time.monotonic() < deadline and process.poll() is None, "agent did not start"
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        _, said = process.communicate(timeout=15)
-    assert f"speaking mcp at http://127.0.0.1:{port}/mcp" in said
+    with agent_command(pace=0.01) as url:
+        yield url
 
 
 def test_a_client_opens_a_session_and_finds_the_agent_as_one_tool(session: Session) -> None:
@@ -132,10 +113,21 @@ def test_a_failing_run_is_a_result_with_is_error(session: Session) -> None:
     assert called["structured"]["error"] == {"code": "agent_error", "message": "scripted failure"}
 
 
-def test_a_call_it_cannot_read_is_a_json_rpc_error_as_the_gateways_mcp_face_answers(agent: str) -> None:
+def refusal(url: str) -> dict[str, Any]:
+    """What `url` answers a call without the message its tool requires."""
     call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "agent", "arguments": {}}}
-    answer = httpx.post(agent, json=call, headers={"accept": "application/json, text/event-stream"}, timeout=10)
+    answer = httpx.post(url, json=call, headers={"accept": "application/json, text/event-stream"}, timeout=10)
     assert answer.status_code == 422
-    refused = answer.json()
+    refused: dict[str, Any] = answer.json()
+    return refused
+
+
+@pytest.mark.parametrize("served", ["the command", "the agent's app, as an upstream"])
+def test_a_call_it_cannot_read_is_a_json_rpc_error_with_the_calls_id(agent: str, served: str) -> None:
+    if served == "the command":
+        refused = refusal(agent)
+    else:
+        with Served(create_agent_app("mcp", test_hooks=False)) as app:
+            refused = refusal(f"{app.url}/mcp")
     assert (refused["jsonrpc"], refused["id"], refused["error"]["code"]) == ("2.0", 7, -32600)
     assert "params.arguments.message" in refused["error"]["message"]

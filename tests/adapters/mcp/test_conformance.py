@@ -1,5 +1,6 @@
 """The MCP project's conformance suite (`@modelcontextprotocol/conformance` 0.1.16, every server scenario, the
-pending ones too) against the gateway's `/mcp` in front of the built-in agent.
+pending ones too) against the gateway's `/mcp` in front of the built-in agent, and against
+`agent-gateway agent --dialect mcp`.
 
 Each scenario is in one of two tables. `APPLIES`: what a server exposing agents as tools must do, and does; each of
 its checks must pass. `DOES_NOT_APPLY`: scenarios that call the suite's reference tools (`test_simple_text`, ... with
@@ -11,7 +12,8 @@ Install first: `npm ci --prefix tests/clients` (the suite runs on Node 20 throug
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
 from gateway.server.app import create_app
+from tests.adapters.mcp.agent_command import agent_command
 
 APPLIES: dict[str, str] = {
     "server-initialize": "the handshake: protocolVersion, capabilities and serverInfo",
@@ -70,15 +73,26 @@ PASSING = {"SUCCESS", "INFO"}
 """What a check of an applying scenario may say: INFO is the suite's note (SSE streams are optional)."""
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, list[dict[str, Any]]]]:
+@contextmanager
+def gateway() -> Iterator[str]:
+    """The gateway's `/mcp`, a route in front of the built-in agent."""
     with Served(create_agent_app("ag-ui")) as agent:
         route = {"name": "agent-gateway", "paths": ["/agent"], "client_dialects": ["mcp"],
                  "upstream": {"url": f"{agent.url}/agui", "dialect": "ag-ui"},
                  "agent": {"description": "The gateway's built-in scripted agent"}}
         config = GatewayConfig.model_validate({"routes": [route]})
-        with Served(create_app(config, store=MemoryStore())) as gateway:
-            yield run_mcp_conformance(f"{gateway.url}/mcp", Path(tmp_path_factory.mktemp("conformance")))
+        with Served(create_app(config, store=MemoryStore())) as served:
+            yield f"{served.url}/mcp"
+
+
+SERVERS: dict[str, Callable[[], AbstractContextManager[str]]] = {"gateway": gateway, "agent command": agent_command}
+
+
+@pytest.fixture(scope="module", params=list(SERVERS))
+def results(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[dict[str, list[dict[str, Any]]]]:
+    with SERVERS[request.param]() as url:
+        yield run_mcp_conformance(url, Path(tmp_path_factory.mktemp("conformance")))
 
 
 def said(checks: list[dict[str, Any]]) -> str:
