@@ -153,12 +153,15 @@ class Checker:
     """Talks to one endpoint: a connection pool, the dialect, the headers every request carries."""
 
     def __init__(self, url: str, dialect: Dialect, *, headers: Mapping[str, str] | None = None,
-                 variant: str | None = None, timeout: float = 60.0, prompts: Mapping[str, str] | None = None,
-                 target: Target | None = None) -> None:
+                 variant: str | None = None, agent: str | None = None, timeout: float = 60.0,
+                 prompts: Mapping[str, str] | None = None, target: Target | None = None) -> None:
         self.url = url
         self.dialect = dialect
         self.headers = dict(headers or {})
         self.variant = variant
+        self.agent = agent
+        """Which of the agents a server hosts each request asks for (an MCP tool, a LangGraph assistant); None for
+        the dialect's default."""
         self.timeout = timeout
         self.prompts = {**PROMPTS, **(prompts or {})}
         self.target = target or Target(url, connect_timeout=min(timeout, 10.0))
@@ -291,7 +294,7 @@ class Conversation:
                    resume: Sequence[Resume] = (), leave_after_first_event: bool = False) -> Reply:
         messages = new if self.mode == "delta" else [*self.history, *new]
         turn = Turn(messages=list(messages), history=self.mode, conversation_id=self.id, run_id=new_id("run"),
-                    tools=list(tools), resume=list(resume))
+                    tools=list(tools), resume=list(resume), agent=self.checker.agent)
         reply = await self.checker.exchange(turn, label, leave_after_first_event)
         self.steps.append(reply.step)
         self.history += [*new, *reply.recorder.close()]
@@ -432,7 +435,7 @@ async def ask_upstream(route: Route) -> tuple[bool, str]:
     clients as RAW events. Whether it passed, and a line saying why."""
     upstream = route.upstream
     report = await check(upstream.url, upstream.dialect, ["text"], headers=upstream.headers,
-                         variant=upstream.variant, timeout=min(route.timeouts.first_event, 30.0),
+                         variant=upstream.variant, agent=upstream.agent, timeout=min(route.timeouts.first_event, 30.0),
                          target=upstream.target(route.timeouts.connect))
     [result] = report.results
     problems = [f"{v.rule}: {v.message}" for step in result.steps for v in step.violations]

@@ -263,6 +263,9 @@ def _check(check: argparse.ArgumentParser, dialects: _Dialects) -> None:
     check.add_argument("--prompt", action="append", default=[], metavar="SCENARIO=TEXT",
                        help="what a conversation asks the agent (repeatable), e.g. server-tool='look up X'")
     check.add_argument("--variant", choices=dialects.variants, help=f"the endpoint's variant ({dialects.variant_help})")
+    check.add_argument("--agent", metavar="NAME",
+                       help="which of the agents a server hosts to ask: an MCP tool's name, a LangGraph assistant "
+                            "id or graph name (default: agent)")
     check.add_argument("--timeout", type=_seconds, default=60.0, help="seconds per request (default: 60)")
     check.add_argument("--json", action="store_true", help="a JSON report on stdout, for CI")
 

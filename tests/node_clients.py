@@ -9,8 +9,9 @@ It also drives the real clients against a live HTTP URL: ``run_agui`` (``agui-ru
 ``AbstractChat`` + ``DefaultChatTransport`` state machine that ``useChat`` wraps), ``run_vercel_resume``
 (``vercel-resume.mjs``, that chat dropped on one replica and resumed or stopped through another),
 ``run_a2a_send`` (``a2a-send.mjs``, ``@a2a-js/sdk`` 1.3.0's ``Client`` sending one message), ``run_openai_js``
-(``openai-run.mjs``, the official ``openai`` 7.57.0 SDK through Chat Completions and Responses) and ``run_mcp``
-(``mcp-run.mjs``, ``@modelcontextprotocol/sdk`` 1.32.2's ``Client`` calling tools). Each call is one
+(``openai-run.mjs``, the official ``openai`` 7.57.0 SDK through Chat Completions and Responses), ``run_mcp``
+(``mcp-run.mjs``, ``@modelcontextprotocol/sdk`` 1.32.2's ``Client`` calling tools) and ``run_mcp_conformance``
+(``mcp-conformance.mjs``, the MCP project's conformance suite 0.1.16 against a server). Each call is one
 ``node`` process; the plan formats and options are documented at the top of the scripts.
 
 Install once with ``npm ci --prefix tests/clients``. When the install is missing the
@@ -20,6 +21,7 @@ helpers raise ``RuntimeError`` rather than letting tests skip silently.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -398,6 +400,35 @@ def run_openai_js(base_url: str, steps: list[str], timeout_s: float = 30.0) -> d
         msg = f"openai-run.mjs answered {str(result)[:500]}, expected the steps {steps}"
         raise RuntimeError(msg)
     return cast(dict[str, Any], result)
+
+
+CONFORMANCE_RESULT = re.compile(r"^server-(?P<scenario>.+)-\d{4}-\d\d-\d\dT[\d-]+Z$")
+"""A result folder the conformance suite writes: `server-<scenario>-<timestamp>`."""
+
+
+def run_mcp_conformance(url: str, out_dir: Path, *, timeout_s: float = 60.0) -> dict[str, list[dict[str, Any]]]:
+    """Run every server scenario of ``@modelcontextprotocol/conformance`` 0.1.16 (``--suite all``: the pending ones
+    too) against the MCP server at `url`, through ``mcp-conformance.mjs`` (which runs the suite on Node 20 too);
+    each listed scenario's checks (``id``, ``status``, ``errorMessage``, ``details``), an empty list for one that
+    wrote none."""
+    node = _require_node()
+    if not (CLIENTS_DIR / "node_modules" / "@modelcontextprotocol" / "conformance" / "package.json").is_file():
+        msg = f"@modelcontextprotocol/conformance missing in {CLIENTS_DIR}: {_INSTALL_HINT}"
+        raise RuntimeError(msg)
+    listed = subprocess.run([node, "mcp-conformance.mjs", "list", "--server"], cwd=CLIENTS_DIR, capture_output=True,
+                            text=True, timeout=30, check=True).stdout
+    scenarios = [line.split()[1] for line in listed.splitlines() if line.strip().startswith("- ")]
+    command = [node, "mcp-conformance.mjs", "server", "--url", url, "--suite", "all", "-o", str(out_dir)]
+    try:  # exit status 1 on any failed check: which failed is the caller's to judge
+        subprocess.run(command, cwd=CLIENTS_DIR, capture_output=True, text=True, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired as exc:
+        msg = f"the conformance suite did not finish within {timeout_s:.0f} s"
+        raise RuntimeError(msg) from exc
+    checks: dict[str, list[dict[str, Any]]] = {scenario: [] for scenario in scenarios}
+    for folder in sorted(out_dir.iterdir()):
+        if (named := CONFORMANCE_RESULT.match(folder.name)) and (folder / "checks.json").is_file():
+            checks[named["scenario"]] = json.loads((folder / "checks.json").read_text())
+    return checks
 
 
 class McpRun(TypedDict):

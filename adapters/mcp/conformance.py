@@ -1,8 +1,11 @@
-"""What the MCP SDKs' clients hold an answer to a `tools/call` to: JSON-RPC 2.0 messages on the call's SSE stream
-(or one JSON body), progress notifications whose `progress` increases, and one response last, whose result has a
-`content` list of blocks with a `type` (a text block's `text` a string) and, when it says, a boolean `isError`; or,
-in 2026-07-28, an `input_required` result, with `inputRequests` (each a request with a `method`) or a `requestState`
-string."""
+"""What the MCP SDKs' clients hold an answer to a `tools/call` to: JSON-RPC 2.0 messages on the call's SSE stream (or
+one JSON body), and a response whose result has a `content` list of blocks with a `type` (a text block's `text` a
+string) and, when it says, a boolean `isError`; or, in 2026-07-28, an `input_required` result, with `inputRequests`
+(each a request with a `method`) or a `requestState` string. A violation is what either client fails on (the
+TypeScript SDK takes a result without `content`, the Python SDK `isError: "yes"` or a message that is not JSON-RPC;
+the other does not); that progress is a number that increases and that nothing follows the response, the spec asks
+and both let pass (a progress they cannot read is dropped): notes. tests/adapters/mcp/test_judge.py holds the judge
+to both clients."""
 
 from __future__ import annotations
 
@@ -40,16 +43,19 @@ def judge(answer: Answer) -> list[Violation]:
             found.append(Violation("not-json-rpc", "every message is a JSON-RPC 2.0 object", shown, index))
             continue
         if responded is not None:
-            found.append(Violation("after-response", "nothing follows the call's response", shown, index))
+            found.append(Violation("convention-after-response", "nothing follows the call's response", shown, index))
         if value.get("method") == "notifications/progress":
             params = value.get("params")
             at = params.get("progress") if isinstance(params, dict) else None
-            if not isinstance(at, int | float) or isinstance(at, bool) or (progress is not None and at <= progress):
-                found.append(Violation("progress-not-increasing",
-                                       f"progress must be a number that increases; got {json_type(at)}", shown,
-                                       index))
-            else:
-                progress = at
+            if not isinstance(at, int | float) or isinstance(at, bool):
+                found.append(Violation("convention-progress-number", f"progress is a number; got {json_type(at)}",
+                                       shown, index))
+                continue
+            if progress is not None and at <= progress:
+                found.append(Violation("convention-progress-increases",
+                                       f"progress increases with each notification; {at:g} came after {progress:g}",
+                                       shown, index))
+            progress = at
         elif "method" not in value:
             responded = index
             _response(value, shown, index, found)

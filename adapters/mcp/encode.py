@@ -32,7 +32,7 @@ from gateway.core.encoding import SSEEncoder
 from gateway.core.turn import Turn
 
 from .input_required import input_required
-from .modern import typed
+from .wire import typed
 
 LOGGED_AT = ("debug", "info")
 """The levels a client may set that show the run's log lines, which go at info."""

@@ -28,12 +28,11 @@ from gateway.core.capabilities import AgentDescription, Answered, AtEndpoint
 from gateway.core.ids import new_id
 
 from . import tasks
-from .wire import HANDSHAKE_VERSIONS, LATEST, LEVELS, LOG_LEVEL, SESSION_HEADER, VERSION_HEADER
+from .wire import HANDSHAKE_VERSIONS, LATEST, LEVELS, LOG_LEVEL, SERVER_INFO, SESSION_HEADER, VERSION_HEADER
 
 PATH = "/mcp"
 HEADER_VERSIONS = (*HANDSHAKE_VERSIONS, "2025-03-26")
 """What a request's `MCP-Protocol-Version` may say: the SDKs and the conformance suite send 2025-03-26 too."""
-SERVER_INFO = {"name": "agent-gateway", "version": "1"}
 INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32600, -32601, -32602
 
 TOOL_SCHEMA = {"type": "object", "properties": {

@@ -12,7 +12,8 @@ import orjson
 
 from gateway.core.errors import GatewayError
 
-from .modern import MODERN_VERSIONS, PROTOCOL_VERSION, typed
+from .modern import MODERN_VERSIONS, PROTOCOL_VERSION
+from .wire import typed
 
 INVALID_REQUEST, INTERNAL_ERROR = -32600, -32603
 

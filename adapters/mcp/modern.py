@@ -35,9 +35,9 @@ import orjson
 
 from gateway.core.capabilities import Answered, AtEndpoint
 
-from .endpoint import HEADER_VERSIONS, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, SERVER_INFO, tool
+from .endpoint import HEADER_VERSIONS, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, tool
 from .input_required import InvalidAnswer, answers
-from .wire import HANDSHAKE_VERSIONS, VERSION_HEADER
+from .wire import HANDSHAKE_VERSIONS, VERSION_HEADER, typed
 
 MODERN_VERSIONS = ("2026-07-28",)
 SUPPORTED_VERSIONS = (*MODERN_VERSIONS, *HANDSHAKE_VERSIONS)
@@ -45,7 +45,6 @@ SUPPORTED_VERSIONS = (*MODERN_VERSIONS, *HANDSHAKE_VERSIONS)
 
 PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 METHOD_HEADER, NAME_HEADER = "mcp-method", "mcp-name"
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 """The methods whose `Mcp-Name` header must say what their params name."""
@@ -66,11 +65,6 @@ def dual_era(handshake: Answer) -> Answer:
         return await handshake(asked)
 
     return answer
-
-
-def typed(result: dict[str, Any], result_type: str = "complete") -> dict[str, Any]:
-    """A result as this era writes it: its type, and the server that gave it."""
-    return {**result, "resultType": result_type, "_meta": {SERVER_INFO_KEY: SERVER_INFO}}
 
 
 def elicits(capabilities: Any) -> bool:

@@ -23,6 +23,10 @@ LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 """RFC 5424's, least severe first."""
 
+SERVER_INFO = {"name": "agent-gateway", "version": "1"}
+SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
+"""Where a 2026-07-28 result's `_meta` names the server that gave it."""
+
 REQUEST_CANCELLED = -32800
 """The error a server still sends on a call's stream after a client cancelled it."""
 
@@ -39,6 +43,11 @@ def notification(method: str, params: Mapping[str, Any] | None = None) -> bytes:
     if params is not None:
         message["params"] = params
     return orjson.dumps(message)
+
+
+def typed(result: dict[str, Any], result_type: str = "complete") -> dict[str, Any]:
+    """A result as 2026-07-28 writes it: its type, and the server that gave it."""
+    return {**result, "resultType": result_type, "_meta": {SERVER_INFO_KEY: SERVER_INFO}}
 
 
 def messages_in(body: bytes, content_type: str) -> list[dict[str, Any]]:

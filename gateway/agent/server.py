@@ -87,7 +87,7 @@ class Agent:
             body = load_json_object(raw) if raw or resource is None else dict(request.query_params)
         except RequestError as exc:
             self._record(request, None)
-            return _error(exc)
+            return _error(exc, self.dialect, None)
         self._record(request, body)
         try:
             if resource is not None:
@@ -98,7 +98,7 @@ class Agent:
                                             "only"}}, 404)
             turn = self.dialect.parse_request(body)
         except RequestError as exc:
-            return _error(exc)
+            return _error(exc, self.dialect, body)
         history = self._history(turn)
         run = script(turn, history)
         history.extend(run.replies)
@@ -192,7 +192,7 @@ async def _named(agent: Agent, named: NamedRoutes, request: Request) -> Response
     try:
         body = load_json_object(raw) if raw else None
     except RequestError as exc:
-        return _error(exc)
+        return _error(exc, agent.dialect, None)
     called = body.get("params") if isinstance(body, dict) and body.get("method") == "tools/call" else None
     name = called.get("name") if isinstance(called, dict) else None  # the agent answers to any name it is called by
     routes = [AgentDescription(name if isinstance(name, str) and name else "agent",
@@ -204,8 +204,14 @@ async def _named(agent: Agent, named: NamedRoutes, request: Request) -> Response
     return Response(answered.body, answered.status, dict(answered.headers))
 
 
-def _error(exc: RequestError) -> Response:
-    return _json(exc.to_json(), exc.status)
+def _error(exc: RequestError, dialect: Dialect, request: Any) -> Response:
+    """A request the agent cannot read, told as the gateway tells the dialect's clients: in the dialect's own error
+    shape where it has one (MCP's and A2A's JSON-RPC errors), else the gateway's JSON error."""
+    reply = dialect.errors_for(request)
+    if reply is None:
+        return _json(exc.to_json(), exc.status)
+    status, body = reply(exc)
+    return Response(body, status, media_type="application/json")
 
 
 def create_agent_app(dialect: str, *, path: str | None = None, pace: float = 0.0, test_hooks: bool = True

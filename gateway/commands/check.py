@@ -45,7 +45,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         parser.error(mismatch)
     scenarios = list(dict.fromkeys(args.scenario or SCENARIOS))
     report = asyncio.run(check(args.url, args.dialect, scenarios, headers=headers, variant=args.variant,
-                               timeout=args.timeout, prompts=prompts))
+                               agent=args.agent, timeout=args.timeout, prompts=prompts))
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(report.as_json(), option=orjson.OPT_INDENT_2) + b"\n")
     else:

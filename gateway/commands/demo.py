@@ -13,7 +13,7 @@ import orjson
 from adapters import registry
 from gateway.commands import bind
 from gateway.config import GatewayConfig, Route, Store, Upstream
-from gateway.core.capabilities import Resource
+from gateway.core.capabilities import NamedRoutes, Resource
 from gateway.core.codec import Dialect, Feature
 from gateway.core.queries import RunQueries
 from gateway.inspector.options import InspectorOptions
@@ -104,12 +104,16 @@ def _loopback(host: str) -> bool:
 
 AGENT_INSIDE = "/_agent"
 """Where `agent` mounts the scripted agent it serves through the gateway's own route (a dialect with queries)."""
+NAMED_AS = "agent"
+"""That route's name where clients name the agent they call at one endpoint (MCP's tool): the name `check` asks such a
+server for unless told another."""
 
 
 def agent(args: argparse.Namespace) -> int:
     """The built-in agent in one dialect. A dialect whose clients ask about their runs after starting them (A2A's
-    tasks) is served by a gateway route in front of the agent speaking AG-UI, in the same process: what a real
-    agent of that dialect answers beyond its runs (GetTask, ListTasks, SubscribeToTask, ...) is then the gateway's,
+    tasks), or reach one endpoint for every agent (MCP's `/mcp`, its tools the agents), is served by a gateway route
+    in front of the agent speaking AG-UI, in the same process: what a real server of that dialect answers beyond its
+    runs (GetTask, ListTasks, SubscribeToTask; sessions, cancels, the Host and Origin checks) is then the gateway's,
     and the agent's runs are the same as in any dialect."""
     import uvicorn
 
@@ -126,7 +130,7 @@ def agent(args: argparse.Namespace) -> int:
     print(f"agent-gateway agent: speaking {args.dialect} at {paths}\nkeywords: {', '.join(KEYWORDS)}; "
           "anything else is echoed", file=sys.stderr)
     exit_quietly_when_stopped()
-    if dialect.capability(RunQueries) is None:
+    if dialect.capability(RunQueries) is None and dialect.capability(NamedRoutes) is None:
         run(args.dialect, sock, args.pace)
         return 0
     from starlette.routing import Mount
@@ -135,7 +139,8 @@ def agent(args: argparse.Namespace) -> int:
 
     inside = registry.get("ag-ui")
     upstream = Upstream(url=f"http://{args.host}:{args.port}{AGENT_INSIDE}{inside.paths[0]}", dialect=inside.name)
-    route = Route(name="scripted-agent", paths=list(dialect.paths), client_dialects=[dialect.name], upstream=upstream,
+    name = NAMED_AS if dialect.capability(NamedRoutes) is not None else "scripted-agent"
+    route = Route(name=name, paths=list(dialect.paths), client_dialects=[dialect.name], upstream=upstream,
                   agent={"description": f"The gateway's built-in scripted agent: keywords {', '.join(KEYWORDS)}."})
     app = create_app(GatewayConfig(routes=[route], store=Store(url="memory://")),
                      extra_routes=[Mount(AGENT_INSIDE, create_agent_app(inside.name, pace=args.pace))])
