@@ -8,7 +8,9 @@ tool call/result, data, the conversation's id, an answer cut short
                 the result's structuredContent: toolCalls [{id, name, arguments, result?, isError?}],
                 data [{name, data}], conversation_id, stopReason ("length", "content_filter"), and for a failure
                 error {code, message}
-interrupt       what is asked, in the content's text and structuredContent.interrupts (elicitation: a later phase)
+interrupt       what is asked, and how to answer it (a later call with the same conversation_id), in the content's
+                text; the interrupts in structuredContent.interrupts (a client that elicits is asked in band:
+                elicitation.py)
 tool call, tool result, reasoning
                 for a client that set a log level of info or below: notifications/message lines at info, logger
                 "agent", data {toolCall} / {toolResult} / {reasoning}
@@ -39,6 +41,8 @@ PROGRESS_GROWTH = 8
 cost bytes in the square of the answer's length, and a hostile upstream's one-character deltas a megabyte of answer
 half a terabyte. Growth by a fraction keeps what the client is sent under nine times the answer."""
 PROGRESS_EVERY_S = 1.0
+HOW_TO_ANSWER = ('To answer, call {tool} again with conversation_id "{conversation}" and the answer as the message '
+                 '(for an approval: yes or no).')
 """At most this long between progress notifications while text comes, however little it grew."""
 
 
@@ -151,7 +155,7 @@ def _nothing(self: McpEncoder, e: canonical.Event) -> bytes:
 
 class McpEncoder(SSEEncoder):
     __slots__ = ("between_messages", "calls", "conversation_id", "data", "error", "id", "interrupts", "log_level",
-                 "pieces", "reasoning", "shown", "shown_at", "stop_reason", "text", "token")
+                 "pieces", "reasoning", "shown", "shown_at", "stop_reason", "text", "token", "tool")
 
     DROPS = drop_map(Dropped.STATE, Dropped.MESSAGES_SNAPSHOT, Dropped.STEP, Dropped.USAGE, Dropped.RAW,
                      Dropped.ACTIVITY, Dropped.SUBAGENT, Dropped.ENCRYPTED_VALUE, Dropped.INTERRUPT_RESOLVED)
@@ -188,6 +192,8 @@ class McpEncoder(SSEEncoder):
         """Where progress goes: the client's token (none: no progress); for no request known, as to a client that
         asked for it, as the gateway does of an MCP upstream."""
         self.conversation_id = request.conversation_id if request is not None else None
+        self.tool = request.agent if request is not None else None
+        """The tool the client called: the route, which a later call answers an interrupt with."""
         self.text = ""
         self.between_messages = False
         self.pieces = 0
@@ -222,6 +228,7 @@ class McpEncoder(SSEEncoder):
         """The JSON-RPC response that ends the call: after a failure, the text so far and the error's, each a block."""
         if self.interrupts and not is_error:
             asked = "\n".join(i.get("message") or "the agent waits for an answer" for i in self.interrupts)
+            asked += f"\n\n{HOW_TO_ANSWER.format(tool=self.tool or 'this tool', conversation=self.conversation_id)}"
             text = f"{text}\n\n{asked}" if text else asked
         structured = drop_none({"conversation_id": self.conversation_id,
                                 "toolCalls": list(self.calls.values()) or None, "data": self.data or None,

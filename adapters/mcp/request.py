@@ -1,7 +1,8 @@
 """A tool call as a turn, and a turn as a tool call.
 
 A client's `tools/call` of the tool named after a route is one turn: `arguments.message` the user's new message,
-`arguments.conversation_id` the conversation it continues (none: a new one, whose id the result names). An MCP
+`arguments.conversation_id` the conversation it continues (none: a new one, whose id the result names), and when
+that conversation waits on an interrupt the message is its answer ("yes" or "no" to an approval). An MCP
 server's tool called as an agent (`upstream.agent`: `TOOL`, or `TOOL:ARGUMENT` for a message argument other than
 `message`) gets the user's new message and the conversation's id when its schema has a `conversation_id` (the
 `threaded` variant, learnt when its session opens), else the whole history as text.
@@ -15,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.core.codec import UpstreamRequest
 from gateway.core.ids import new_id
-from gateway.core.turn import Message, Turn, new_messages
+from gateway.core.turn import ANY_OPEN_INTERRUPT, Message, Resume, Turn, new_messages
 from gateway.core.validation import validate
 
 from .wire import ACCEPT, LATEST, LOG_LEVEL, VERSION_HEADER, request
@@ -61,9 +62,14 @@ def parse_request(body: dict[str, Any]) -> Turn:
     params = call.params
     token = params.meta.progressToken if params.meta is not None else None
     level = params.meta.log_level if params.meta is not None else None
-    return Turn(messages=[Message("user", params.arguments.message)], history="delta",
-                conversation_id=params.arguments.conversation_id or new_id("conv"), agent=params.name,
-                metadata={"mcp": {"id": call.id, "progressToken": token, "logLevel": level}})
+    said, conversation = params.arguments.message, params.arguments.conversation_id
+    metadata = {"mcp": {"id": call.id, "progressToken": token, "logLevel": level}}
+    if conversation is None:
+        return Turn(messages=[Message("user", said)], history="delta", conversation_id=new_id("conv"),
+                    agent=params.name, metadata=metadata)
+    # A call that continues a conversation answers what it waits for, if anything (else it is the user's message).
+    return Turn(history="delta", conversation_id=conversation, agent=params.name, metadata=metadata,
+                resume=[Resume(ANY_OPEN_INTERRUPT, payload=said, message_id=new_id("msg"))])
 
 
 def sample_request(text: str, conversation_id: str) -> dict[str, Any]:
