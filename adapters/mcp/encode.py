@@ -32,6 +32,8 @@ from gateway.core.dropped import Dropped, drop_map
 from gateway.core.encoding import SSEEncoder
 from gateway.core.turn import Turn
 
+from .request import PROGRESS, SAID
+
 LOGGED_AT = ("debug", "info")
 """The levels a client may set that show the run's log lines, which go at info."""
 
@@ -194,10 +196,14 @@ class McpEncoder(SSEEncoder):
         self.conversation_id = request.conversation_id if request is not None else None
         self.tool = request.agent if request is not None else None
         """The tool the client called: the route, which a later call answers an interrupt with."""
-        self.text = ""
+        said = asked.get("said")
+        self.text = said if isinstance(said, str) else ""
+        """The text so far: the call's, which may go on from another run's."""
         self.between_messages = False
-        self.pieces = 0
-        self.shown = 0
+        after = asked.get("progressAfter")
+        self.pieces = after if isinstance(after, int) else 0
+        """Progress notifications sent for the call's token: the call may go on from another run's."""
+        self.shown = len(self.text)
         """How much of `text` the last progress notification showed."""
         self.shown_at = 0.0
         self.calls: dict[str, dict[str, Any]] = {}
@@ -237,4 +243,6 @@ class McpEncoder(SSEEncoder):
         texts = [self.text, text] if is_error and self.text else [text] if text else []
         result = {"content": [{"type": "text", "text": said} for said in texts], "structuredContent": structured,
                   "isError": is_error}
+        if self.interrupts and not is_error:  # what a call that goes on after it counts on from
+            result["_meta"] = {PROGRESS: self.pieces, SAID: len(self.text)}
         return message_event({"jsonrpc": "2.0", "id": self.id, "result": result})

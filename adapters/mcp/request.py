@@ -26,6 +26,15 @@ SAMPLE_TOOL = "agent-gateway"
 MESSAGE = "message"
 """The argument a tool is given the user's message in, unless the route names another."""
 CONVERSATION = "conversation_id"
+ANSWERS = "io.agent-gateway/answers"
+"""Where a call's `_meta` holds answers to the interrupts its conversation waits on ([{interruptId, status,
+payload}]): what a client's answers to elicitation make of the call that goes on (`elicitation.py`)."""
+PROGRESS = "io.agent-gateway/progress"
+"""In a call's `_meta`, the progress its token was given already (its notifications count on from it); in an
+interrupted result's, the progress it was given."""
+SAID = "io.agent-gateway/said"
+"""In a call's `_meta`, the text its answer goes on from (the run before, which asked); in an interrupted result's,
+how much of its text the agent said (the question follows)."""
 THREADED = "threaded"
 """The variant of a tool that keeps conversations itself: its schema has a `conversation_id`."""
 
@@ -39,9 +48,18 @@ class Arguments(_Model):
     conversation_id: str | None = None
 
 
+class Answer(_Model):
+    interruptId: str
+    status: Literal["resolved", "cancelled"] = "resolved"
+    payload: Any = None
+
+
 class Meta(_Model):
     progressToken: str | int | None = None
     log_level: str | None = Field(None, alias=LOG_LEVEL)
+    answers: list[Answer] | None = Field(None, alias=ANSWERS)
+    progress: int | None = Field(None, alias=PROGRESS)
+    said: str | None = Field(None, alias=SAID)
 
 
 class CallParams(_Model):
@@ -60,10 +78,13 @@ class ToolCallRequest(_Model):
 def parse_request(body: dict[str, Any]) -> Turn:
     call = validate(ToolCallRequest, body, "mcp")
     params = call.params
-    token = params.meta.progressToken if params.meta is not None else None
-    level = params.meta.log_level if params.meta is not None else None
+    meta = params.meta or Meta()
     said, conversation = params.arguments.message, params.arguments.conversation_id
-    metadata = {"mcp": {"id": call.id, "progressToken": token, "logLevel": level}}
+    metadata = {"mcp": {"id": call.id, "progressToken": meta.progressToken, "logLevel": meta.log_level,
+                        "progressAfter": meta.progress, "said": meta.said}}
+    if meta.answers and conversation is not None:
+        return Turn(history="delta", conversation_id=conversation, agent=params.name, metadata=metadata,
+                    resume=[Resume(a.interruptId, a.status, a.payload) for a in meta.answers])
     if conversation is None:
         return Turn(messages=[Message("user", said)], history="delta", conversation_id=new_id("conv"),
                     agent=params.name, metadata=metadata)

@@ -310,6 +310,18 @@ class Answered:
     stop: str | None = None
     """A running run this request stops (by its `run_key`), as its client leaving would (MCP's
     `notifications/cancelled`), besides being answered."""
+    then: Continuation | None = None
+    """For a run whose answer may go on past the run's end (MCP's elicitation: the client is asked on the same
+    stream, and its answer resumes the agent in another run): what comes after each run (see `Continuation`)."""
+
+
+Write = Callable[[bytes], Awaitable[None]]
+Continuation = Callable[[bytes, Write], Awaitable[bytes | None]]
+"""What comes after a run of `Answered.run`, given the last piece of its answer (held back by the endpoint) and a
+way to write more of the answer, still open: the request of another run of the same route, whose answer continues
+this one (its head not sent again; its last piece given to the continuation in turn), or None once it has written
+what ends the answer (the held piece, or what replaces it). The endpoint stops waiting for it when the client
+leaves or the run is stopped."""
 
 
 @dataclass(frozen=True, slots=True)

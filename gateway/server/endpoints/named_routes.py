@@ -6,6 +6,8 @@ request ─▶ Origin (when the dialect asks) ─▶ body (the routes' limits) �
         ─▶ the dialect's answer ─┬─ its own (initialize, tools/list, a notification): written as it says
                                  └─ a run of route R: R's handler serves the same request, as a POST to its path
                                     (its keys, limits, conversations and principal); stoppable by the run's key
+                                    ─▶ with the dialect's continuation (`Answered.then`): each run's last piece
+                                       held for it, and the runs it asks for written on in the same answer
 ```
 
 A run is stopped (the dialect's `stop`: MCP's `notifications/cancelled`) as its client leaving stops it: its
@@ -16,6 +18,7 @@ principal, so any replica serves a session's next request; runs are stopped on t
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -26,7 +29,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from adapters import registry
 from gateway.conversations.store.base import scoped_key
-from gateway.core.capabilities import AgentDescription, Answered, NamedRoutes
+from gateway.core.capabilities import AgentDescription, Answered, Continuation, NamedRoutes
 from gateway.core.codec import Dialect
 from gateway.core.errors import GatewayError, RequestError
 from gateway.core.validation import load_json_object
@@ -38,6 +41,8 @@ from gateway.server.request.request_ids import request_id_of
 if TYPE_CHECKING:
     from gateway.server.endpoints.capabilities import Mounted
     from gateway.server.route import RouteHandler
+
+log = logging.getLogger("agent_gateway.proxy")
 
 
 def mount(handlers: list[RouteHandler], mounted: Mounted) -> None:
@@ -90,31 +95,43 @@ class NamedEndpoint:
             await _write(send, answered, request_id_of(headers))
             return
         handler = next(h for h in opened if h.route.name == answered.run)
-        await self._run(handler, scope, receive, send, answered.body or body, (principal, answered.run_key or ""))
+        await self._run(handler, scope, receive, send, answered.body or body, (principal, answered.run_key or ""),
+                        answered.then)
 
     async def _run(self, handler: RouteHandler, scope: Scope, receive: Receive, send: Send, body: bytes,
-                   key: tuple[str, str]) -> None:
+                   key: tuple[str, str], then: Continuation | None) -> None:
         """The route's handler serves the request, its body read again from here; told the client left when a
-        later request stops the run."""
+        later request stops the run. With a continuation, each run's last piece is held back for it, and the runs
+        it asks for write on in the same answer (at most `MAX_RUNS`)."""
         stopped = self.running[key] = asyncio.Event()
-        given = False
-
-        async def receiving() -> Message:
-            nonlocal given
-            if not given:
-                given = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            waiting = asyncio.ensure_future(receive())
-            stopping = asyncio.ensure_future(stopped.wait())
-            try:
-                done, _ = await asyncio.wait((waiting, stopping), return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                waiting.cancel()
-                stopping.cancel()
-            return waiting.result() if waiting in done else {"type": "http.disconnect"}
-
+        scope = {**scope, "path": self.named.path}
         try:
-            await handler({**scope, "path": self.named.path}, receiving, send)
+            if then is None:
+                await handler(scope, _receiving(body, receive, stopped), send)
+                return
+            held = _Held(send)
+            for _ in range(MAX_RUNS):
+                await handler(scope, _receiving(body, receive, stopped), held.send)
+                if held.last is None:  # the client left, or the run was stopped: nothing more to write
+                    return
+                going_on = asyncio.ensure_future(then(held.take(), held.write))
+                leaving = asyncio.ensure_future(_left(receive, stopped))
+                try:
+                    await asyncio.wait((going_on, leaving), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    leaving.cancel()
+                    if not going_on.done():
+                        going_on.cancel()
+                        await asyncio.gather(going_on, return_exceptions=True)
+                if going_on.cancelled():
+                    break
+                if (failed := going_on.exception()) is not None:
+                    log.error("the continuation of a run of %s failed", handler.route.name, exc_info=failed)
+                    break
+                if (following := going_on.result()) is None:
+                    break
+                body = following
+            await held.end()
         finally:
             if self.running.get(key) is stopped:
                 del self.running[key]
@@ -134,6 +151,69 @@ class NamedEndpoint:
         else:
             status, body = error.status, orjson.dumps(error.to_json())
         await _write(send, Answered(status, body, {"content-type": "application/json"}), request_id_of(headers))
+
+
+MAX_RUNS = 8
+"""Runs one answer may chain (a continuation that asks for more is cut short: the last run's answer ends it)."""
+
+
+def _receiving(body: bytes, receive: Receive, stopped: asyncio.Event) -> Receive:
+    """The request's body once, then the client leaving (or the run stopped, as if it had)."""
+    given = False
+
+    async def receiving() -> Message:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await _left(receive, stopped)
+
+    return receiving
+
+
+async def _left(receive: Receive, stopped: asyncio.Event) -> Message:
+    """The client's next message (its leaving), or a disconnect when the run is stopped first."""
+    waiting = asyncio.ensure_future(receive())
+    stopping = asyncio.ensure_future(stopped.wait())
+    try:
+        done, _ = await asyncio.wait((waiting, stopping), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiting.cancel()
+        stopping.cancel()
+    return waiting.result() if waiting in done else {"type": "http.disconnect"}
+
+
+class _Held:
+    """One answer across the runs a continuation chains: the first run's head, every piece as it comes, but each
+    run's last piece held for the continuation."""
+
+    __slots__ = ("_send", "last", "started")
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.started = False
+        self.last: bytes | None = None
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            if not self.started:
+                self.started = True
+                await self._send(message)
+        elif message.get("more_body", False):
+            await self._send(message)
+        else:
+            self.last = message.get("body", b"")
+
+    def take(self) -> bytes:
+        last, self.last = self.last or b"", None
+        return last
+
+    async def write(self, body: bytes) -> None:
+        if body:
+            await self._send({"type": "http.response.body", "body": body, "more_body": True})
+
+    async def end(self) -> None:
+        await self._send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def _principal(opened: list[RouteHandler], headers: Headers) -> str:
