@@ -8,7 +8,9 @@ the same call goes on. Install first: `.venv/bin/python tests/peers_env.py` and 
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -29,6 +31,7 @@ from adapters.mcp import elicitation
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
+from gateway.conversations.store.base import scoped_key
 from gateway.core import events as canonical
 from gateway.core.ids import new_id
 from gateway.core.turn import Resume, approves
@@ -98,14 +101,19 @@ def talking_agent() -> Starlette:
 
 
 @pytest.fixture(scope="module")
-def url() -> Iterator[str]:
+def store() -> MemoryStore:
+    return MemoryStore()
+
+
+@pytest.fixture(scope="module")
+def url(store: MemoryStore) -> Iterator[str]:
     with Served(create_agent_app("ag-ui", pace=0.01)) as agent, Served(talking_agent()) as talking:
         routes = [{"name": "helper", "paths": ["/helper"], "client_dialects": ["mcp"],
                    "upstream": {"url": f"{agent.url}/agui", "dialect": "ag-ui"}},
                   {"name": "talker", "paths": ["/talker"], "client_dialects": ["mcp"],
                    "upstream": {"url": f"{talking.url}/agui", "dialect": "ag-ui"}}]
         config = GatewayConfig.model_validate({"routes": routes, "keepalive_seconds": 0.5})
-        with Served(create_app(config, store=MemoryStore())) as gateway:
+        with Served(create_app(config, store=store)) as gateway:
             yield f"{gateway.url}/mcp"
 
 
@@ -258,18 +266,47 @@ def test_the_answer_may_come_to_another_replica_than_the_one_holding_the_call() 
     assert said["text"].startswith("Resumed int-") and said["text"].endswith(': {"approved":true}.')
 
 
+def test_a_client_that_leaves_while_asked_ends_the_wait_and_a_late_answer_is_kept_nowhere(
+        url: str, store: MemoryStore) -> None:
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    with httpx.Client(timeout=10) as http:
+        session = http.post(url, json=initialize({"elicitation": {}})).headers["mcp-session-id"]
+        headers["mcp-session-id"] = session
+        with http.stream("POST", url, json=tool_call("please approve"), headers=headers) as stream:
+            asked = next(orjson.loads(line[5:]) for line in stream.iter_lines() if line.startswith("data:")
+                         and orjson.loads(line[5:]).get("method") == "elicitation/create")
+        where = scoped_key("session", "mcp", "anonymous", f"{session}/elicitation/{asked['id']}")
+        deadline = time.monotonic() + 5
+        while store_holds(store, where) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not store_holds(store, where)  # no stream waits: what it waited in is forgotten
+        late = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"approved": True}}}
+        assert http.post(url, json=late, headers=headers).status_code == 202
+        assert not store_holds(store, where)  # an answer to nothing asked is not kept
+
+
+def store_holds(store: MemoryStore, key: str) -> bool:
+    return asyncio.run(store.get(key)) is not None
+
+
+def initialize(capabilities: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "t", "version": "1"}}}
+
+
+def tool_call(message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "helper", "arguments": {"message": message}}}
+
+
 def across_replicas(http: httpx.Client, one: str, two: str) -> list[Any]:
     """A raw client: a session opened on `one` that elicits, a call on `one` that asks, its answer POSTed to
     `two`; the question, the answer's status and the call's response."""
     headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
-    opened = http.post(one, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "t",
-                                                                                          "version": "1"}}})
+    opened = http.post(one, json=initialize({"elicitation": {}}))
     headers["mcp-session-id"] = opened.headers["mcp-session-id"]
     steps: list[Any] = []
-    body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-        "name": "helper", "arguments": {"message": "please approve"}}}
-    with http.stream("POST", one, json=body, headers=headers) as stream:
+    with http.stream("POST", one, json=tool_call("please approve"), headers=headers) as stream:
         for line in stream.iter_lines():
             if not line.startswith("data:"):
                 continue
