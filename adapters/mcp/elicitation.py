@@ -117,7 +117,7 @@ class Elicitation:
     async def _ask(self, interrupt: dict[str, Any], write: Write) -> dict[str, Any] | None:
         """The client's answer to one interrupt, as the call's `_meta` carries it; None when none came in time
         (or the store failed)."""
-        schema, unwrap = form_for(interrupt)
+        schema, unwrap = form_for(interrupt, enums_of_2025_11=self._form_mode)
         id = new_id("elicit")
         key = _answer_key(self._session, id)
         params: dict[str, Any] = {"message": interrupt.get("message") or "The agent waits for an answer",
@@ -166,14 +166,14 @@ class Elicitation:
         return orjson.dumps({**self._call, "params": {**params, "arguments": arguments, "_meta": call_meta}})
 
 
-def form_for(interrupt: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+def form_for(interrupt: dict[str, Any], *, enums_of_2025_11: bool = True) -> tuple[dict[str, Any], bool]:
     """The form an interrupt asks with, and whether its answer is the one field `answer` of it: the interrupt's own
-    schema when MCP allows it (a flat object of primitives, or one primitive, wrapped), else a yes/no approval for
-    a tool approval, else one text."""
+    schema when MCP allows it (a flat object of primitives, or one primitive, wrapped; titled and multi-select
+    enums from 2025-11-25 on), else a yes/no approval for a tool approval, else one text."""
     schema = interrupt.get("responseSchema")
-    if isinstance(schema, dict) and _flat(schema):
+    if isinstance(schema, dict) and _flat(schema, enums_of_2025_11):
         return schema, False
-    if isinstance(schema, dict) and _primitive(schema):
+    if isinstance(schema, dict) and _primitive(schema, enums_of_2025_11):
         return {"type": "object", "properties": {ANSWER: schema}, "required": [ANSWER]}, True
     if interrupt.get("reason") == "tool_approval" or interrupt.get("toolCallId"):
         return APPROVAL, False
@@ -181,15 +181,16 @@ def form_for(interrupt: dict[str, Any]) -> tuple[dict[str, Any], bool]:
             "required": [ANSWER]}, True
 
 
-def _flat(schema: dict[str, Any]) -> bool:
+def _flat(schema: dict[str, Any], enums_of_2025_11: bool) -> bool:
     properties = schema.get("properties")
     return (schema.get("type") == "object" and isinstance(properties, dict) and bool(properties)
-            and all(isinstance(p, dict) and (_primitive(p) or _multi_select(p)) for p in properties.values()))
+            and all(isinstance(p, dict) and (_primitive(p, enums_of_2025_11)
+                                             or (enums_of_2025_11 and _multi_select(p))) for p in properties.values()))
 
 
-def _primitive(schema: dict[str, Any]) -> bool:
+def _primitive(schema: dict[str, Any], enums_of_2025_11: bool) -> bool:
     kind = schema.get("type")
-    if kind not in _PRIMITIVES:
+    if kind not in _PRIMITIVES or (not enums_of_2025_11 and "oneOf" in schema):
         return False
     allowed = _STRING_KEYS if kind == "string" else _NUMBER_KEYS if kind != "boolean" else \
         frozenset({"type", "title", "description", "default"})

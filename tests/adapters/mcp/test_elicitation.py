@@ -319,3 +319,14 @@ def across_replicas(http: httpx.Client, one: str, two: str) -> list[Any]:
             elif message.get("id") == 2:
                 steps.append(message)
     return steps
+
+
+def test_the_form_is_the_interrupts_schema_only_where_the_clients_version_allows_it() -> None:
+    titled = {"type": "object", "properties": {"size": {"type": "string", "oneOf": [{"const": "s", "title": "S"}]}}}
+    assert elicitation.form_for({"responseSchema": titled}) == (titled, False)
+    assert elicitation.form_for({"responseSchema": titled}, enums_of_2025_11=False)[0]["properties"] == {
+        "answer": {"type": "string", "title": "Answer"}}  # 2025-06-18 has untitled enums only
+    assert elicitation.form_for({"responseSchema": {"type": "boolean"}}) == (
+        {"type": "object", "properties": {"answer": {"type": "boolean"}}, "required": ["answer"]}, True)
+    assert elicitation.form_for({"responseSchema": ASKS["address"], "toolCallId": "c1"}) == (
+        elicitation.APPROVAL, False)  # nested: not a form MCP allows; about a tool call: an approval
