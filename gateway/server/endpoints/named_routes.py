@@ -110,10 +110,13 @@ class NamedEndpoint:
                 await handler(scope, _receiving(body, receive, stopped), send)
                 return
             held = _Held(send)
-            for _ in range(MAX_RUNS):
+            for runs in range(1, MAX_RUNS + 1):
                 await handler(scope, _receiving(body, receive, stopped), held.send)
                 if held.last is None:  # the client left, or the run was stopped: nothing more to write
                     return
+                if runs == MAX_RUNS:  # no more runs: this one's answer ends the chain as it is
+                    await held.write(held.take())
+                    break
                 going_on = asyncio.ensure_future(then(held.take(), held.write))
                 leaving = asyncio.ensure_future(_left(receive, stopped))
                 try:

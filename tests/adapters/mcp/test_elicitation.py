@@ -36,6 +36,7 @@ from gateway.core import events as canonical
 from gateway.core.ids import new_id
 from gateway.core.turn import Resume, approves
 from gateway.server.app import create_app
+from gateway.server.endpoints import named_routes
 
 Plan = list[dict[str, Any]]
 
@@ -330,3 +331,11 @@ def test_the_form_is_the_interrupts_schema_only_where_the_clients_version_allows
         {"type": "object", "properties": {"answer": {"type": "boolean"}}, "required": ["answer"]}, True)
     assert elicitation.form_for({"responseSchema": ASKS["address"], "toolCallId": "c1"}) == (
         elicitation.APPROVAL, False)  # nested: not a form MCP allows; about a tool call: an approval
+
+
+def test_a_call_past_the_runs_one_answer_may_chain_ends_with_the_last_runs_result(
+        url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(named_routes, "MAX_RUNS", 1)
+    [step] = python_client(url, [call("please approve", elicit={"action": "accept", "content": {"approved": True}})])
+    assert "elicited" not in result(step)  # not asked: no run may follow
+    assert step["structured"]["interrupts"] and "Delete /tmp/demo?" in step["content"][0]
