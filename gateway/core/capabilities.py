@@ -21,7 +21,8 @@ WholeHistory     its encoder is given the conversation's whole history        re
 EventIds         its clients reconnect to a run by `Last-Event-ID` (AG-UI)     stream/resume, resumable
 UpstreamSessions its servers serve a run only in a session opened first (MCP)  request/upstream_sessions
 NamedRoutes      one endpoint for every route, each request naming its route   endpoints/named_routes (across the
-                 (MCP's tools): what is not a run it answers itself            routes)
+                 (MCP's tools): what is not a run it answers itself; runs      routes)
+                 chained in one answer (`Continuation`: MCP's elicitation)
 ```
 """
 
