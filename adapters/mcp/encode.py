@@ -43,9 +43,10 @@ PROGRESS_GROWTH = 8
 cost bytes in the square of the answer's length, and a hostile upstream's one-character deltas a megabyte of answer
 half a terabyte. Growth by a fraction keeps what the client is sent under nine times the answer."""
 PROGRESS_EVERY_S = 1.0
+"""At most this long between progress notifications while text comes, however little it grew."""
 HOW_TO_ANSWER = ('To answer, call {tool} again with conversation_id "{conversation}" and the answer as the message '
                  '(for an approval: yes or no).')
-"""At most this long between progress notifications while text comes, however little it grew."""
+"""What an interrupted result tells a person (or a model) reading it: the way that works for every client."""
 
 
 def message_event(message: dict[str, Any]) -> bytes:
