@@ -1,7 +1,8 @@
 """A tool call as a turn, and a turn as a tool call.
 
 A client's `tools/call` of the tool named after a route is one turn: `arguments.message` the user's new message,
-`arguments.conversation_id` the conversation it continues (none: a new one, whose id the result names). An MCP
+`arguments.conversation_id` the conversation it continues (none: a new one, whose id the result names), and when
+that conversation waits on an interrupt the message is its answer ("yes" or "no" to an approval). An MCP
 server's tool called as an agent (`upstream.agent`: `TOOL`, or `TOOL:ARGUMENT` for a message argument other than
 `message`) gets the user's new message and the conversation's id when its schema has a `conversation_id` (the
 `threaded` variant, learnt when its session opens), else the whole history as text.
@@ -20,13 +21,25 @@ from pydantic import BaseModel, ConfigDict, Field
 from gateway.core.codec import UpstreamRequest
 from gateway.core.errors import InvalidRequest
 from gateway.core.ids import new_id
-from gateway.core.turn import Message, Turn, new_messages
+from gateway.core.turn import ANY_OPEN_INTERRUPT, Message, Resume, Turn, new_messages
 from gateway.core.validation import validate
 
 from .input_required import InvalidAnswer, answers
-from .modern import CLIENT_CAPABILITIES, MODERN_VERSIONS, PROTOCOL_VERSION, elicits
 from .tasks import new_task
-from .wire import ACCEPT, LATEST, LOG_LEVEL, VERSION_HEADER, request
+from .wire import (
+    ACCEPT,
+    ANSWERS,
+    CLIENT_CAPABILITIES,
+    LATEST,
+    LOG_LEVEL,
+    MODERN_VERSIONS,
+    PROGRESS,
+    PROTOCOL_VERSION,
+    SAID,
+    VERSION_HEADER,
+    request,
+    takes_forms,
+)
 
 SAMPLE_TOOL = "agent-gateway"
 """The tool the sample request calls: the route OpenAI's sample requests name as their model (the demo's)."""
@@ -46,11 +59,20 @@ class Arguments(_Model):
     conversation_id: str | None = None
 
 
+class Answer(_Model):
+    interruptId: str
+    status: Literal["resolved", "cancelled"] = "resolved"
+    payload: Any = None
+
+
 class Meta(_Model):
     progressToken: str | int | None = None
     log_level: str | None = Field(None, alias=LOG_LEVEL)
     protocol_version: Any = Field(None, alias=PROTOCOL_VERSION)
     capabilities: Any = Field(None, alias=CLIENT_CAPABILITIES)
+    answers: list[Answer] | None = Field(None, alias=ANSWERS)
+    progress: int | None = Field(None, alias=PROGRESS)
+    said: str | None = Field(None, alias=SAID)
 
 
 class TaskParams(_Model):
@@ -79,22 +101,30 @@ def parse_request(body: dict[str, Any]) -> Turn:
     params = call.params
     meta = params.meta or Meta()
     task = new_task(params.name, params.task.ttl) if params.task is not None else None
-    asked = {"id": call.id, "progressToken": meta.progressToken, "logLevel": meta.log_level, "task": task}
+    said, conversation = params.arguments.message, params.arguments.conversation_id
+    asked = {"id": call.id, "progressToken": meta.progressToken, "logLevel": meta.log_level, "task": task,
+             "progressAfter": meta.progress, "said": meta.said}
     if meta.protocol_version in MODERN_VERSIONS:  # 2026-07-28: typed results, and questions for a client that answers
-        asked |= {"era": meta.protocol_version, "elicitation": elicits(meta.capabilities)}
+        asked |= {"era": meta.protocol_version, "elicitation": takes_forms(meta.capabilities)}
     try:
-        answered = answers(params.name, params.arguments.conversation_id, params.input_responses,
-                           params.request_state)
+        answered = answers(params.name, conversation, params.input_responses, params.request_state)
     except InvalidAnswer as refused:
         raise InvalidRequest(f"invalid mcp request: {refused}") from None
     run_id = task["taskId"] if task is not None else None
+    metadata = {"mcp": asked}
     if answered is not None:  # a retry that answers what an input_required result asked: the same call, resumed
         conversation, resume = answered
-        return Turn(messages=[], history="delta", conversation_id=conversation, agent=params.name, resume=resume,
-                    run_id=run_id, metadata={"mcp": asked})
-    return Turn(messages=[Message("user", params.arguments.message)], history="delta",
-                conversation_id=params.arguments.conversation_id or new_id("conv"), agent=params.name,
-                run_id=run_id, metadata={"mcp": asked})
+        return Turn(history="delta", conversation_id=conversation, agent=params.name, resume=resume, run_id=run_id,
+                    metadata=metadata)
+    if meta.answers and conversation is not None:  # the call that goes on after its client answered elicitation
+        return Turn(history="delta", conversation_id=conversation, agent=params.name, run_id=run_id,
+                    metadata=metadata, resume=[Resume(a.interruptId, a.status, a.payload) for a in meta.answers])
+    if conversation is None:
+        return Turn(messages=[Message("user", said)], history="delta", conversation_id=new_id("conv"),
+                    agent=params.name, run_id=run_id, metadata=metadata)
+    # A call that continues a conversation answers what it waits for, if anything (else it is the user's message).
+    return Turn(history="delta", conversation_id=conversation, agent=params.name, run_id=run_id, metadata=metadata,
+                resume=[Resume(ANY_OPEN_INTERRUPT, payload=said, message_id=new_id("msg"))])
 
 
 def sample_request(text: str, conversation_id: str) -> dict[str, Any]:

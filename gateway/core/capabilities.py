@@ -21,7 +21,8 @@ WholeHistory     its encoder is given the conversation's whole history        re
 EventIds         its clients reconnect to a run by `Last-Event-ID` (AG-UI)     stream/resume, resumable
 UpstreamSessions its servers serve a run only in a session opened first (MCP)  request/upstream_sessions
 NamedRoutes      one endpoint for every route, each request naming its route   endpoints/named_routes (across the
-                 (MCP's tools): what is not a run it answers itself            routes)
+                 (MCP's tools): what is not a run it answers itself; runs      routes)
+                 chained in one answer (`Continuation`: MCP's elicitation)
 ```
 """
 
@@ -310,6 +311,18 @@ class Answered:
     stop: str | None = None
     """A running run this request stops (by its `run_key`), as its client leaving would (MCP's
     `notifications/cancelled`), besides being answered."""
+    then: Continuation | None = None
+    """For a run whose answer may go on past the run's end (MCP's elicitation: the client is asked on the same
+    stream, and its answer resumes the agent in another run): what comes after each run (see `Continuation`)."""
+
+
+Write = Callable[[bytes], Awaitable[None]]
+Continuation = Callable[[bytes, Write], Awaitable[bytes | None]]
+"""What comes after a run of `Answered.run`, given the last piece of its answer (held back by the endpoint) and a
+way to write more of the answer, still open: the request of another run of the same route, whose answer continues
+this one (its head not sent again; its last piece given to the continuation in turn), or None once it has written
+what ends the answer (the held piece, or what replaces it). The endpoint stops waiting for it when the client
+leaves or the run is stopped."""
 
 
 @dataclass(frozen=True, slots=True)
