@@ -14,7 +14,11 @@ result {content, structuredContent, isError}
                                    but what a gateway's MCP face writes there (toolCalls, data) as those events;
                                    isError: the run's error, with the content's last text (the text
                                    blocks before it: what the agent said first)
+{resultType: "input_required"}      (2026-07-28) an interrupt per question, the run interrupted (`elicitation.py`)
 error                              the run's error; -32800 after the gateway cancelled: the run cancelled
+elicitation/create (a request)     (2025's push elicitation, the tool waiting for the answer on this stream) the
+                                   run's error: the gateway speaks 2026-07-28 to a server that can, and a 2025 one
+                                   cannot be answered on a later turn (see docs/dialects/mcp.md)
 ```
 """
 
@@ -31,6 +35,8 @@ from gateway.core.errors import ErrorCode
 from gateway.core.ids import new_id
 from gateway.core.sse import DEFAULT_MAX_FRAME
 
+from .elicitation import interrupts_of
+from .modern import MODERN, PROTOCOL_VERSION
 from .wire import REQUEST_CANCELLED, notification
 
 STOP_REASONS: dict[str, canonical.StopReason] = {"length": "length", "content_filter": "content_filter"}
@@ -41,13 +47,17 @@ GATEWAYS_KEYS = frozenset({"toolCalls", "data", "conversation_id", "interrupts",
 
 
 class McpDecoder(JsonSSEOrBodyDecoder):
-    __slots__ = ("_answered", "_began", "_call", "_headers", "_held", "_message_id", "_shown")
+    __slots__ = ("_answered", "_began", "_call", "_called", "_headers", "_held", "_message_id", "_modern", "_shown")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__(max_event_bytes)
         self._call: str | int | None = None
         """The JSON-RPC id of the `tools/call` this reads the answer to."""
         self._headers: dict[str, str] = {}
+        self._called: dict[str, Any] | None = None
+        """The tool and the arguments it was called with: what a question it asks retries."""
+        self._modern = False
+        """The call is 2026-07-28's: closing its stream cancels it."""
         self._shown = ""
         """The text shown so far."""
         self._message_id = new_id("msg")
@@ -59,14 +69,21 @@ class McpDecoder(JsonSSEOrBodyDecoder):
 
     def sent(self, request: UpstreamRequest) -> None:
         try:
-            self._call = orjson.loads(request.body).get("id")
+            body = orjson.loads(request.body)
+            self._call = body.get("id")
+            params = body.get("params")
         except (orjson.JSONDecodeError, AttributeError):
-            self._call = None
+            self._call, params = None, None
+        if isinstance(params, dict) and isinstance(params.get("name"), str):
+            self._called = {"name": params["name"], "arguments": params.get("arguments")}
+            meta = params.get("_meta")
+            self._modern = isinstance(meta, dict) and meta.get(PROTOCOL_VERSION) == MODERN
         self._headers = {k: v for k, v in request.headers.items() if k == "content-type"}
 
     def cancel_request(self) -> UpstreamRequest | None:
-        """`notifications/cancelled` for the call, in its session (the server handles it as a separate POST)."""
-        if self._call is None or self._answered:
+        """`notifications/cancelled` for the call, in its session (the server handles it as a separate POST); none
+        for a 2026-07-28 call, which closing its stream cancels."""
+        if self._call is None or self._answered or self._modern:
             return None
         body = notification("notifications/cancelled", {"requestId": self._call, "reason": "cancelled"})
         return UpstreamRequest(body, dict(self._headers), streams=False)
@@ -104,8 +121,7 @@ class McpDecoder(JsonSSEOrBodyDecoder):
         elif method is None and ("result" in frame or "error" in frame):  # the call's: the stream's one response
             self._answer(frame, out)
         elif method is not None and "id" in frame:  # a request of the server's: elicitation, sampling, roots
-            out.append(canonical.RunError(f"the MCP server asked the gateway {method!r}, which it does not answer",
-                                          code=ErrorCode.UPSTREAM_BAD_EVENT))
+            out.append(canonical.RunError(_unanswerable(method), code=ErrorCode.UPSTREAM_BAD_EVENT))
         elif method is not None:  # another notification (a log line): no canonical meaning
             out.append(canonical.Raw("mcp", event=frame))
 
@@ -160,6 +176,13 @@ class McpDecoder(JsonSSEOrBodyDecoder):
         if not isinstance(result, dict):
             out.append(canonical.RunError("the MCP server's answer has no result", code=ErrorCode.UPSTREAM_BAD_EVENT))
             return
+        if result.get("resultType") == "input_required":
+            if self._held is not None:  # what the progress said before the question: the text it most likely was
+                held, self._held = self._held, None
+                self._text(held, out)
+            for event in interrupts_of(result, self._called):
+                out.append(event)
+            return
         texts = _texts_of(result.get("content"))
         failed = result.get("isError") is True
         text = "".join(texts[:-1] if failed else texts)  # a failure's text last, what the agent said before it first
@@ -192,6 +215,14 @@ class McpDecoder(JsonSSEOrBodyDecoder):
 
     def on_end(self, out: Events) -> None:
         """The stream ended before the call's response: repair fails the run as cut short."""
+
+
+def _unanswerable(method: str) -> str:
+    if method == "elicitation/create":
+        return ("the MCP server asked its user a question on the tool call's stream (elicitation/create, as servers "
+                "of the 2025 protocol do), which the gateway cannot relay to its client yet; a server that speaks "
+                "2026-07-28 asks by an input_required result, which the gateway relays as an interrupt")
+    return f"the MCP server asked the gateway {method!r}, which it does not answer"
 
 
 def _gateways_parts(structured: dict[str, Any], out: Events) -> dict[str, Any]:

@@ -4,7 +4,10 @@ A client's `tools/call` of the tool named after a route is one turn: `arguments.
 `arguments.conversation_id` the conversation it continues (none: a new one, whose id the result names). An MCP
 server's tool called as an agent (`upstream.agent`: `TOOL`, or `TOOL:ARGUMENT` for a message argument other than
 `message`) gets the user's new message and the conversation's id when its schema has a `conversation_id` (the
-`threaded` variant, learnt when its session opens), else the whole history as text.
+`threaded` variant, learnt when its session opens), else the whole history as text. A server that speaks
+2026-07-28 (learnt as the session opens: the variant `2026-07-28`, or `2026-07-28+threaded`) is called with the
+envelope and headers of that era; a turn that answers its questions retries the call they came from
+(`elicitation.py`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from gateway.core.ids import new_id
 from gateway.core.turn import Message, Turn, new_messages
 from gateway.core.validation import validate
 
+from .elicitation import retried_call
+from .modern import MODERN, modern_request
 from .wire import ACCEPT, LATEST, LOG_LEVEL, VERSION_HEADER, request
 
 SAMPLE_TOOL = "agent-gateway"
@@ -27,6 +32,22 @@ MESSAGE = "message"
 CONVERSATION = "conversation_id"
 THREADED = "threaded"
 """The variant of a tool that keeps conversations itself: its schema has a `conversation_id`."""
+
+
+def variant_of(modern: bool, threaded: bool) -> str | None:
+    """The variant a session learnt: the era its server speaks, and whether its tool keeps conversations."""
+    parts = [MODERN] if modern else []
+    if threaded:
+        parts.append(THREADED)
+    return "+".join(parts) or None
+
+
+def is_modern(variant: str | None) -> bool:
+    return variant is not None and MODERN in variant.split("+")
+
+
+def is_threaded(variant: str | None) -> bool:
+    return variant is not None and THREADED in variant.split("+")
 
 
 class _Model(BaseModel):
@@ -82,13 +103,19 @@ def tool_of(agent: str | None) -> tuple[str, str]:
 
 def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
     tool, argument = tool_of(turn.agent)
-    if variant == THREADED:
+    retried = retried_call(turn.resume) if is_modern(variant) else None
+    if retried is not None:  # the answers to the questions of an `input_required` result: its call again
+        params = retried
+    elif is_threaded(variant):
         said = "\n\n".join(m.text for m in new_messages(turn) if m.role == "user" and m.text)
-        arguments: dict[str, Any] = {argument: said, CONVERSATION: turn.conversation_id}
+        params = {"name": tool, "arguments": {argument: said, CONVERSATION: turn.conversation_id}}
     else:
-        arguments = {argument: history_as_text(turn.messages)}
-    body = request(new_id("call"), "tools/call",
-                   {"name": tool, "arguments": arguments, "_meta": {"progressToken": new_id("progress")}})
+        params = {"name": tool, "arguments": {argument: history_as_text(turn.messages)}}
+    params["_meta"] = {"progressToken": new_id("progress")}
+    if is_modern(variant):
+        modern = modern_request("tools/call", params, str(params["name"]))
+        return UpstreamRequest(modern.body, modern.headers, json_reply=True)
+    body = request(new_id("call"), "tools/call", params)
     return UpstreamRequest(body, {"content-type": "application/json", "accept": ACCEPT, VERSION_HEADER: LATEST},
                            json_reply=True)
 

@@ -1,0 +1,126 @@
+"""An MCP server's question to the user (elicitation) as an interrupt the gateway's client answers: a real MCPServer
+(`mcp` 2.3.0, `tests/peers/mcp_server.py`'s `confirm` tool, which asks to confirm by a resolver) behind two
+gateways that share one conversation store, as two replicas do. In 2026-07-28 the question is an `input_required`
+result; the answer, taken by either replica, retries the call with the server's `requestState`. A server of the
+2025 protocol only would ask on the call's stream, which the gateway does not answer (it declares no elicitation in
+`initialize`): the tool's error says so.
+Install first: `.venv/bin/python tests/peers_env.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from e2e import Reply, post, request_body, user_message
+from peers_env import mcp_upstream
+from servers import Served
+
+from adapters.vercel.request import INTERRUPT_CALL_PREFIX
+from gateway.config import GatewayConfig
+from gateway.conversations.store import MemoryStore
+from gateway.core.events import Interrupt, ToolCallStart
+from gateway.server.app import create_app
+
+
+class World:
+    def __init__(self, replicas: list[str]) -> None:
+        self.replicas = replicas
+        self.http = httpx.Client(timeout=30)
+
+    def send(self, client: str, route: str, body: dict[str, Any], replica: int = 0) -> Reply:
+        return Reply(client, post(self.http, f"{self.replicas[replica]}/{route}/in", body))
+
+    def ask(self, client: str, route: str, text: str, conversation: str) -> tuple[Reply, Interrupt]:
+        """The first turn: the tool's question, as the client's interrupt."""
+        reply = self.send(client, route, request_body(client, [user_message(client, text)], conversation))
+        assert reply.response.status_code == 200, reply.response.text
+        interrupts = [e for e in reply.events if isinstance(e, Interrupt)]
+        assert len(interrupts) == 1, reply.events
+        return reply, interrupts[0]
+
+
+@pytest.fixture(scope="module")
+def world() -> Iterator[World]:
+    with mcp_upstream() as server:
+        routes = [{"name": "confirm", "paths": ["/confirm/in"], "client_dialects": ["ag-ui", "vercel"],
+                   "upstream": {"url": f"{server}/mcp", "dialect": "mcp", "agent": "confirm"}},
+                  {"name": "legacy-confirm", "paths": ["/legacy-confirm/in"], "client_dialects": ["ag-ui"],
+                   "upstream": {"url": f"{server}/legacy/mcp", "dialect": "mcp", "agent": "confirm"}}]
+        config = GatewayConfig.model_validate({"routes": routes, "keepalive_seconds": 0.5})
+        store = MemoryStore()  # the replicas' shared conversation store
+        with Served(create_app(config, store=store)) as one, Served(create_app(config, store=store)) as two:
+            world = World([one.url, two.url])
+            yield world
+            world.http.close()
+
+
+def ag_ui_answer(conversation: str, interrupt: Interrupt, payload: Any, status: str = "resolved") -> dict[str, Any]:
+    return request_body("ag-ui", [user_message("ag-ui", "deploy")], conversation,
+                        resume=[{"interruptId": interrupt.id, "status": status, "payload": payload}])
+
+
+def test_an_mcp_servers_question_is_an_ag_ui_interrupt_with_its_form_as_the_response_schema(world: World) -> None:
+    reply, interrupt = world.ask("ag-ui", "confirm", "deploy", "ask-1")
+    assert interrupt.message == "Really deploy?"
+    schema = interrupt.response_schema
+    assert isinstance(schema, dict) and schema["properties"]["ok"]["type"] == "boolean"
+    assert schema["required"] == ["ok"]
+    assert reply.finished is not None and reply.finished.outcome == "interrupt"
+    assert interrupt.upstream_state is None  # the server's state stays in the gateway
+    assert b"requestState" not in reply.response.content
+
+
+def test_an_ag_ui_answer_on_another_replica_retries_the_call_and_gets_the_tools_text(world: World) -> None:
+    _, interrupt = world.ask("ag-ui", "confirm", "deploy", "accept-1")
+    answer = ag_ui_answer("accept-1", interrupt, {"ok": True, "note": "right now"})
+    done = world.send("ag-ui", "confirm", answer, replica=1)
+    assert done.response.status_code == 200, done.response.text
+    assert done.text == "deploy: done (right now)"
+    assert done.finished is not None and done.finished.outcome != "interrupt"
+
+
+@pytest.mark.parametrize(("payload", "status", "said"), [
+    (False, "resolved", "deploy: declined"),
+    ({"action": "decline"}, "resolved", "deploy: declined"),
+    ("yes", "resolved", "deploy: done"),
+    ({"ok": False}, "resolved", "deploy: not confirmed"),
+    (None, "cancelled", "deploy: cancelled"),
+])
+def test_an_ag_ui_answer_is_the_elicitations_accept_decline_or_cancel(world: World, payload: Any, status: str,
+                                                                      said: str) -> None:
+    conversation = f"answer-{status}-{payload!r}"
+    _, interrupt = world.ask("ag-ui", "confirm", "deploy", conversation)
+    done = world.send("ag-ui", "confirm", ag_ui_answer(conversation, interrupt, payload, status))
+    assert done.text == said
+
+
+@pytest.mark.parametrize(("approved", "said"), [(True, "deploy: done"), (False, "deploy: declined")])
+def test_a_usechat_approval_answers_the_mcp_servers_question(world: World, approved: bool, said: str) -> None:
+    reply, interrupt = world.ask("vercel", "confirm", "deploy", f"vercel-{approved}")
+    assert interrupt.message == "Really deploy?"
+    assert not any(isinstance(e, ToolCallStart) for e in reply.events)  # the call standing for it is the interrupt
+    part = {"type": f"tool-{interrupt.reason}", "toolCallId": INTERRUPT_CALL_PREFIX + interrupt.id,
+            "state": "approval-responded",
+            "input": {"message": interrupt.message}, "approval": {"id": interrupt.id, "approved": approved}}
+    messages = [user_message("vercel", "deploy"), {"id": "a0", "role": "assistant", "parts": [part]}]
+    done = world.send("vercel", "confirm", request_body("vercel", messages, f"vercel-{approved}"), replica=1)
+    assert done.response.status_code == 200, done.response.text
+    assert done.text == said
+
+
+def test_an_answer_sent_again_is_not_retried_twice(world: World) -> None:
+    _, interrupt = world.ask("ag-ui", "confirm", "deploy", "twice-1")
+    answer = ag_ui_answer("twice-1", interrupt, {"ok": True})
+    assert world.send("ag-ui", "confirm", answer).text == "deploy: done"
+    again = world.send("ag-ui", "confirm", answer, replica=1)
+    assert again.text != "deploy: done"
+
+
+def test_a_2025_server_is_told_the_gateway_answers_no_elicitation_on_the_calls_stream(world: World) -> None:
+    reply = world.send("ag-ui", "legacy-confirm",
+                       request_body("ag-ui", [user_message("ag-ui", "deploy")], "legacy-1"))
+    assert reply.error is not None
+    assert "did not declare the form elicitation capability" in reply.error.message
