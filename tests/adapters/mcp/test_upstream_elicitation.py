@@ -9,19 +9,25 @@ Install first: `.venv/bin/python tests/peers_env.py`.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from e2e import Reply, post, request_body, user_message
 from peers_env import mcp_upstream
 from servers import Served
 
+from adapters import registry
 from adapters.vercel.request import INTERRUPT_CALL_PREFIX
 from gateway.config import GatewayConfig
+from gateway.conversations.mapper import ConversationMapper
+from gateway.conversations.recorder import RunRecorder
 from gateway.conversations.store import MemoryStore
-from gateway.core.events import Interrupt, ToolCallStart
+from gateway.core.events import Event, Interrupt, RunError, RunFinished, RunStarted, ToolCallStart
+from gateway.core.turn import Message, Resume, Turn
 from gateway.server.app import create_app
 
 
@@ -124,3 +130,73 @@ def test_a_2025_server_is_told_the_gateway_answers_no_elicitation_on_the_calls_s
                        request_body("ag-ui", [user_message("ag-ui", "deploy")], "legacy-1"))
     assert reply.error is not None
     assert "did not declare the form elicitation capability" in reply.error.message
+
+
+# The pieces on their own: the retried call as sent, and what the gateway refuses to relay.
+
+FORM = {"type": "object", "properties": {"ok": {"type": "boolean"}, "note": {"type": "string"}}, "required": ["ok"]}
+
+
+def asked(result: dict[str, Any], variant: str = "2026-07-28") -> list[Event]:
+    """What the MCP decoder makes of a `tools/call` answered with `result`."""
+    decoder = registry.get("mcp").new_decoder()
+    decoder.sent(registry.get("mcp").build_request(Turn([Message("user", "deploy")], agent="confirm"), variant))
+    return decoder.feed(orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": result})) + decoder.close()
+
+
+def test_the_answer_retries_the_same_call_with_the_request_state_as_it_came_and_a_new_id() -> None:
+    state = "v1.\u00e9 +/=" + "x" * 500
+    question = {"method": "elicitation/create", "params": {"message": "Really?", "requestedSchema": FORM}}
+    events = asked({"resultType": "input_required", "inputRequests": {"k": question}, "requestState": state})
+    interrupt = next(e for e in events if isinstance(e, Interrupt))
+    first = orjson.loads(registry.get("mcp").build_request(Turn([Message("user", "deploy")], agent="confirm"),
+                                                           "2026-07-28").body)
+    resume = Resume(interrupt.id, payload={"ok": True}, response_schema=FORM, upstream_state=interrupt.upstream_state)
+    retry = registry.get("mcp").build_request(Turn([], agent="confirm", resume=[resume]), "2026-07-28")
+    body = orjson.loads(retry.body)
+    assert body["id"] != first["id"] and body["method"] == "tools/call"
+    assert body["params"]["arguments"] == first["params"]["arguments"] == {"message": "deploy"}
+    assert body["params"]["requestState"] == state
+    assert body["params"]["inputResponses"] == {"k": {"action": "accept", "content": {"ok": True}}}
+    assert body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+    assert (retry.headers["mcp-method"], retry.headers["mcp-name"]) == ("tools/call", "confirm")
+
+
+@pytest.mark.parametrize(("result", "why"), [
+    ({"resultType": "input_required", "inputRequests": {"k": {"method": "sampling/createMessage", "params": {}}}},
+     "sampling/createMessage"),
+    ({"resultType": "input_required", "inputRequests": {"k": {"method": "elicitation/create",
+                                                              "params": {"mode": "url", "url": "https://x"}}}},
+     "mode 'url'"),
+    ({"resultType": "input_required", "inputRequests": {}}, "without saying what"),
+    ({"resultType": "input_required", "requestState": "s" * 70_000,
+      "inputRequests": {"k": {"method": "elicitation/create", "params": {"message": "?"}}}}, "requestState"),
+    ({"resultType": "input_required", "inputRequests": {str(n): {"method": "elicitation/create", "params": {}}
+                                                        for n in range(17)}}, "17 questions"),
+])
+def test_a_question_the_gateway_cannot_ask_its_client_is_the_runs_error(result: dict[str, Any], why: str) -> None:
+    events = asked(result)
+    assert not any(isinstance(e, Interrupt) for e in events)
+    error = events[-1]
+    assert isinstance(error, RunError) and why in error.message
+
+
+def test_the_store_keeps_an_interrupts_upstream_state_until_it_is_answered() -> None:
+    async def run() -> tuple[Any, dict[str, Any]]:
+        mapper = ConversationMapper(MemoryStore())
+        ag_ui, mcp = registry.get("ag-ui"), registry.get("mcp")
+        turn = Turn([Message("user", "deploy", "u1")], conversation_id="c", history="full")
+        exchange = await mapper.begin("r", turn, ag_ui, mcp)
+        recorder = RunRecorder()
+        recorder.record([RunStarted(), Interrupt("i1", response_schema=FORM, upstream_state={"requestState": "s"}),
+                      RunFinished(outcome="interrupt")])
+        await mapper.finish(exchange, recorder)
+        answer = Turn([Message("user", "deploy", "u1")], conversation_id="c", history="full",
+                      resume=[Resume("i1", payload={"ok": True})])
+        answering = await mapper.begin("r", answer, ag_ui, mcp)
+        await mapper.finish(answering, RunRecorder())
+        return answering.upstream_turn.resume[0].upstream_state, answering.conversation.interrupt_states
+
+    given, kept = asyncio.run(run())
+    assert given == {"requestState": "s"}
+    assert kept == {}
