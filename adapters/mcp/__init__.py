@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.core.capabilities import NamedRoutes, OwnErrors, UpstreamSessions
+from gateway.core.capabilities import HeldCalls, NamedRoutes, OwnErrors, UpstreamSessions
 from gateway.core.codec import Dialect, Likeness, Sniff
 
 from .conformance import judge
 from .decode import McpDecoder
+from .elicitation import answers, waits
 from .encode import McpEncoder
 from .endpoint import PATH, answer
 from .errors import reply
@@ -36,6 +37,6 @@ DIALECT = Dialect(
     sniff=Sniff(sniff, 'an mcp request is a JSON-RPC "tools/call" with params.name and params.arguments.message'),
     sample_request=sample_request,
     judge=judge,
-    capabilities=(UpstreamSessions(open_session), OwnErrors(reply),
+    capabilities=(UpstreamSessions(open_session), HeldCalls(waits, answers), OwnErrors(reply),
                   NamedRoutes(PATH, ("POST", "GET", "DELETE"), answer, check_origin=True)),
 )

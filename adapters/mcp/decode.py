@@ -16,9 +16,9 @@ result {content, structuredContent, isError}
                                    blocks before it: what the agent said first)
 {resultType: "input_required"}      (2026-07-28) an interrupt per question, the run interrupted (`elicitation.py`)
 error                              the run's error; -32800 after the gateway cancelled: the run cancelled
-elicitation/create (a request)     (2025's push elicitation, the tool waiting for the answer on this stream) the
-                                   run's error: the gateway speaks 2026-07-28 to a server that can, and a 2025 one
-                                   cannot be answered on a later turn (see docs/dialects/mcp.md)
+elicitation/create (a request)     (2025: the tool waits for the answer on this stream) an interrupt, the run
+                                   interrupted while the call is held open (`elicitation.py`); sampling, roots:
+                                   the run's error
 ```
 """
 
@@ -35,7 +35,7 @@ from gateway.core.errors import ErrorCode
 from gateway.core.ids import new_id
 from gateway.core.sse import DEFAULT_MAX_FRAME
 
-from .elicitation import interrupts_of
+from .elicitation import interrupts_of, pushed
 from .modern import MODERN, PROTOCOL_VERSION
 from .wire import REQUEST_CANCELLED, notification
 
@@ -120,8 +120,13 @@ class McpDecoder(JsonSSEOrBodyDecoder):
                 self._progress(message, params.get("total") is not None, out)
         elif method is None and ("result" in frame or "error" in frame):  # the call's: the stream's one response
             self._answer(frame, out)
+        elif method is not None and "id" in frame and self._modern:  # 2026-07-28 asks by input_required only
+            out.append(canonical.RunError(f"the MCP server sent a request ({method!r}) on a 2026-07-28 call's stream, "
+                                          "which that protocol forbids", code=ErrorCode.UPSTREAM_BAD_EVENT))
         elif method is not None and "id" in frame:  # a request of the server's: elicitation, sampling, roots
-            out.append(canonical.RunError(_unanswerable(method), code=ErrorCode.UPSTREAM_BAD_EVENT))
+            self._release_held_text(out)
+            for event in pushed(frame):
+                out.append(event)
         elif method is not None:  # another notification (a log line): no canonical meaning
             out.append(canonical.Raw("mcp", event=frame))
 
@@ -142,6 +147,12 @@ class McpDecoder(JsonSSEOrBodyDecoder):
             self._text(message[len(self._shown):], out)
         else:
             self._step(message, out)
+
+    def _release_held_text(self, out: Events) -> None:
+        """A held progress message when the agent asks something: the text it most likely was."""
+        if self._held is not None:
+            held, self._held = self._held, None
+            self._text(held, out)
 
     def _settle(self, following: str, out: Events) -> None:
         """The held message, now that `following` came after it: text it extends, else a status line."""
@@ -177,9 +188,7 @@ class McpDecoder(JsonSSEOrBodyDecoder):
             out.append(canonical.RunError("the MCP server's answer has no result", code=ErrorCode.UPSTREAM_BAD_EVENT))
             return
         if result.get("resultType") == "input_required":
-            if self._held is not None:  # what the progress said before the question: the text it most likely was
-                held, self._held = self._held, None
-                self._text(held, out)
+            self._release_held_text(out)
             for event in interrupts_of(result, self._called):
                 out.append(event)
             return
@@ -215,14 +224,6 @@ class McpDecoder(JsonSSEOrBodyDecoder):
 
     def on_end(self, out: Events) -> None:
         """The stream ended before the call's response: repair fails the run as cut short."""
-
-
-def _unanswerable(method: str) -> str:
-    if method == "elicitation/create":
-        return ("the MCP server asked its user a question on the tool call's stream (elicitation/create, as servers "
-                "of the 2025 protocol do), which the gateway cannot relay to its client yet; a server that speaks "
-                "2026-07-28 asks by an input_required result, which the gateway relays as an interrupt")
-    return f"the MCP server asked the gateway {method!r}, which it does not answer"
 
 
 def _gateways_parts(structured: dict[str, Any], out: Events) -> dict[str, Any]:

@@ -1,5 +1,7 @@
-"""An MCP server's question to the user, as the interrupt of a run the gateway's client answers on a later turn
-(2026-07-28's `input_required`, SEP-2322: the server holds nothing while it waits).
+"""An MCP server's question to the user, as the interrupt of a run the gateway's client answers on a later turn:
+2026-07-28's `input_required` (SEP-2322: the server holds nothing while it waits), and 2025's `elicitation/create`
+on the call's stream (the tool waits there: the gateway holds the call open, `HeldCalls`, and POSTs the answer as
+the JSON-RPC response to it in the call's session, then reads the call on as the answering turn's reply).
 
 ```
 tools/call ──▶ {resultType: "input_required", inputRequests: {KEY: elicitation/create {message, requestedSchema}},
@@ -27,10 +29,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from gateway.core import events as canonical
+from gateway.core.codec import UpstreamRequest
 from gateway.core.errors import ErrorCode
 from gateway.core.ids import new_id
 from gateway.core.turn import Resume, approves
+
+from .wire import ACCEPT
 
 ELICIT = "elicitation/create"
 ACTIONS = ("accept", "decline", "cancel")
@@ -72,6 +79,38 @@ def interrupts_of(result: dict[str, Any], call: dict[str, Any] | None) -> list[c
                                        upstream_state={"call": call, "key": key, "requestState": state}))
     out.append(canonical.RunFinished(outcome="interrupt"))
     return out
+
+
+def pushed(frame: dict[str, Any]) -> list[canonical.Event]:
+    """A 2025 server's `elicitation/create` on the call's stream (the tool waits there for the answer) as the
+    interrupt that ends the run while the call is held open (`HeldCalls`); the run's error for any other request."""
+    method, params = frame.get("method"), frame.get("params")
+    if method != ELICIT or not isinstance(params, dict) or params.get("mode", "form") != "form":
+        what = f"an elicitation of mode {params.get('mode')!r}" if method == ELICIT and isinstance(params, dict) \
+            else method
+        return [_failed(f"the MCP server asked the gateway {what!r}, which it does not answer (it asks its client "
+                        "for forms only)")]
+    message, schema = params.get("message"), params.get("requestedSchema")
+    return [canonical.Interrupt(new_id("elicit"), reason=REASON, message=message if isinstance(message, str) else None,
+                                response_schema=schema if isinstance(schema, dict) else None,
+                                upstream_state={HELD: frame.get("id")}),
+            canonical.RunFinished(outcome="interrupt")]
+
+
+HELD = "elicitation"
+"""The key of a held call's interrupt state: the JSON-RPC id of the server's `elicitation/create`."""
+
+
+def waits(state: Any) -> bool:
+    """Whether an interrupt's state is a question asked on a call held open."""
+    return isinstance(state, dict) and HELD in state and isinstance(state[HELD], (str, int))
+
+
+def answers(resumes: list[Resume]) -> list[UpstreamRequest]:
+    """The JSON-RPC responses to the server's `elicitation/create`s, POSTed in the call's session (202)."""
+    return [UpstreamRequest(orjson.dumps({"jsonrpc": "2.0", "id": r.upstream_state[HELD], "result": elicit_result(r)}),
+                            {"content-type": "application/json", "accept": ACCEPT}, streams=False)
+            for r in resumes if waits(r.upstream_state)]
 
 
 def retried_call(resumes: list[Resume]) -> dict[str, Any] | None:

@@ -25,7 +25,7 @@ from gateway.core.errors import UpstreamError, UpstreamRefused
 from gateway.core.ids import new_id
 from gateway.core.turn import Turn
 
-from .modern import MODERN, modern_request, speaks_modern
+from .modern import CAPABILITIES, MODERN, modern_request, speaks_modern
 from .request import CONVERSATION, tool_of, variant_of
 from .wire import (
     ACCEPT,
@@ -53,7 +53,7 @@ async def open_session(send: Send, turn: Turn) -> Opened:
         schema = await _input_schema(lambda method, params: _ask(send, modern_request(method, params)), tool)
         return Opened({VERSION_HEADER: MODERN}, variant_of(True, _threaded(schema)))
     headers = {"content-type": "application/json", "accept": ACCEPT}
-    initialize = request(new_id("rpc"), "initialize", {"protocolVersion": LATEST, "capabilities": {},
+    initialize = request(new_id("rpc"), "initialize", {"protocolVersion": LATEST, "capabilities": CAPABILITIES,
                                                        "clientInfo": CLIENT_INFO})
     initialized, answered = await _ask(send, UpstreamRequest(initialize, dict(headers)))
     version = initialized.get("protocolVersion")

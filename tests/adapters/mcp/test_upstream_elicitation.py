@@ -2,14 +2,16 @@
 (`mcp` 2.3.0, `tests/peers/mcp_server.py`'s `confirm` tool, which asks to confirm by a resolver) behind two
 gateways that share one conversation store, as two replicas do. In 2026-07-28 the question is an `input_required`
 result; the answer, taken by either replica, retries the call with the server's `requestState`. A server of the
-2025 protocol only would ask on the call's stream, which the gateway does not answer (it declares no elicitation in
-`initialize`): the tool's error says so.
+2025 protocol only (the same server under `/legacy`) asks on the call's stream and waits: the replica that ran the
+call holds it open and, given the answer, POSTs it to the server and reads the call on; the other replica, or
+an answer after the route's deadline, is told the question is no longer open.
 Install first: `.venv/bin/python tests/peers_env.py`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -53,8 +55,11 @@ def world() -> Iterator[World]:
     with mcp_upstream() as server:
         routes = [{"name": "confirm", "paths": ["/confirm/in"], "client_dialects": ["ag-ui", "vercel"],
                    "upstream": {"url": f"{server}/mcp", "dialect": "mcp", "agent": "confirm"}},
-                  {"name": "legacy-confirm", "paths": ["/legacy-confirm/in"], "client_dialects": ["ag-ui"],
-                   "upstream": {"url": f"{server}/legacy/mcp", "dialect": "mcp", "agent": "confirm"}}]
+                  {"name": "legacy-confirm", "paths": ["/legacy-confirm/in"], "client_dialects": ["ag-ui", "vercel"],
+                   "upstream": {"url": f"{server}/legacy/mcp", "dialect": "mcp", "agent": "confirm"}},
+                  {"name": "legacy-brief", "paths": ["/legacy-brief/in"], "client_dialects": ["ag-ui"],
+                   "upstream": {"url": f"{server}/legacy/mcp", "dialect": "mcp", "agent": "confirm"},
+                   "timeouts": {"total": 1.5}}]
         config = GatewayConfig.model_validate({"routes": routes, "keepalive_seconds": 0.5})
         store = MemoryStore()  # the replicas' shared conversation store
         with Served(create_app(config, store=store)) as one, Served(create_app(config, store=store)) as two:
@@ -68,8 +73,15 @@ def ag_ui_answer(conversation: str, interrupt: Interrupt, payload: Any, status: 
                         resume=[{"interruptId": interrupt.id, "status": status, "payload": payload}])
 
 
-def test_an_mcp_servers_question_is_an_ag_ui_interrupt_with_its_form_as_the_response_schema(world: World) -> None:
-    reply, interrupt = world.ask("ag-ui", "confirm", "deploy", "ask-1")
+ERAS = [("confirm", 1), ("legacy-confirm", 0)]
+"""Each era's route, and the replica that takes the answer: 2026-07-28's any (the other one here), 2025's the one
+that holds the call."""
+
+
+@pytest.mark.parametrize("route", ["confirm", "legacy-confirm"])
+def test_an_mcp_servers_question_is_an_ag_ui_interrupt_with_its_form_as_the_response_schema(world: World,
+                                                                                            route: str) -> None:
+    reply, interrupt = world.ask("ag-ui", route, "deploy", f"ask-{route}")
     assert interrupt.message == "Really deploy?"
     schema = interrupt.response_schema
     assert isinstance(schema, dict) and schema["properties"]["ok"]["type"] == "boolean"
@@ -79,15 +91,19 @@ def test_an_mcp_servers_question_is_an_ag_ui_interrupt_with_its_form_as_the_resp
     assert b"requestState" not in reply.response.content
 
 
-def test_an_ag_ui_answer_on_another_replica_retries_the_call_and_gets_the_tools_text(world: World) -> None:
-    _, interrupt = world.ask("ag-ui", "confirm", "deploy", "accept-1")
-    answer = ag_ui_answer("accept-1", interrupt, {"ok": True, "note": "right now"})
-    done = world.send("ag-ui", "confirm", answer, replica=1)
+@pytest.mark.parametrize(("route", "replica"), ERAS)
+def test_an_ag_ui_answer_goes_back_to_the_server_and_the_client_gets_the_tools_text(world: World, route: str,
+                                                                                    replica: int) -> None:
+    conversation = f"accept-{route}"
+    _, interrupt = world.ask("ag-ui", route, "deploy", conversation)
+    answer = ag_ui_answer(conversation, interrupt, {"ok": True, "note": "right now"})
+    done = world.send("ag-ui", route, answer, replica=replica)
     assert done.response.status_code == 200, done.response.text
     assert done.text == "deploy: done (right now)"
     assert done.finished is not None and done.finished.outcome != "interrupt"
 
 
+@pytest.mark.parametrize(("route", "replica"), ERAS)
 @pytest.mark.parametrize(("payload", "status", "said"), [
     (False, "resolved", "deploy: declined"),
     ({"action": "decline"}, "resolved", "deploy: declined"),
@@ -95,41 +111,55 @@ def test_an_ag_ui_answer_on_another_replica_retries_the_call_and_gets_the_tools_
     ({"ok": False}, "resolved", "deploy: not confirmed"),
     (None, "cancelled", "deploy: cancelled"),
 ])
-def test_an_ag_ui_answer_is_the_elicitations_accept_decline_or_cancel(world: World, payload: Any, status: str,
-                                                                      said: str) -> None:
-    conversation = f"answer-{status}-{payload!r}"
-    _, interrupt = world.ask("ag-ui", "confirm", "deploy", conversation)
-    done = world.send("ag-ui", "confirm", ag_ui_answer(conversation, interrupt, payload, status))
+def test_an_ag_ui_answer_is_the_elicitations_accept_decline_or_cancel(world: World, route: str, replica: int,
+                                                                      payload: Any, status: str, said: str) -> None:
+    conversation = f"answer-{route}-{status}-{payload!r}"
+    _, interrupt = world.ask("ag-ui", route, "deploy", conversation)
+    done = world.send("ag-ui", route, ag_ui_answer(conversation, interrupt, payload, status), replica=replica)
     assert done.text == said
 
 
+@pytest.mark.parametrize(("route", "replica"), ERAS)
 @pytest.mark.parametrize(("approved", "said"), [(True, "deploy: done"), (False, "deploy: declined")])
-def test_a_usechat_approval_answers_the_mcp_servers_question(world: World, approved: bool, said: str) -> None:
-    reply, interrupt = world.ask("vercel", "confirm", "deploy", f"vercel-{approved}")
+def test_a_usechat_approval_answers_the_mcp_servers_question(world: World, route: str, replica: int, approved: bool,
+                                                             said: str) -> None:
+    conversation = f"vercel-{route}-{approved}"
+    reply, interrupt = world.ask("vercel", route, "deploy", conversation)
     assert interrupt.message == "Really deploy?"
     assert not any(isinstance(e, ToolCallStart) for e in reply.events)  # the call standing for it is the interrupt
     part = {"type": f"tool-{interrupt.reason}", "toolCallId": INTERRUPT_CALL_PREFIX + interrupt.id,
             "state": "approval-responded",
             "input": {"message": interrupt.message}, "approval": {"id": interrupt.id, "approved": approved}}
     messages = [user_message("vercel", "deploy"), {"id": "a0", "role": "assistant", "parts": [part]}]
-    done = world.send("vercel", "confirm", request_body("vercel", messages, f"vercel-{approved}"), replica=1)
+    done = world.send("vercel", route, request_body("vercel", messages, conversation), replica=replica)
     assert done.response.status_code == 200, done.response.text
     assert done.text == said
 
 
-def test_an_answer_sent_again_is_not_retried_twice(world: World) -> None:
-    _, interrupt = world.ask("ag-ui", "confirm", "deploy", "twice-1")
-    answer = ag_ui_answer("twice-1", interrupt, {"ok": True})
-    assert world.send("ag-ui", "confirm", answer).text == "deploy: done"
-    again = world.send("ag-ui", "confirm", answer, replica=1)
+@pytest.mark.parametrize(("route", "replica"), ERAS)
+def test_an_answer_sent_again_is_not_sent_to_the_server_twice(world: World, route: str, replica: int) -> None:
+    conversation = f"twice-{route}"
+    _, interrupt = world.ask("ag-ui", route, "deploy", conversation)
+    answer = ag_ui_answer(conversation, interrupt, {"ok": True})
+    assert world.send("ag-ui", route, answer, replica=replica).text == "deploy: done"
+    again = world.send("ag-ui", route, answer, replica=replica)
     assert again.text != "deploy: done"
 
 
-def test_a_2025_server_is_told_the_gateway_answers_no_elicitation_on_the_calls_stream(world: World) -> None:
-    reply = world.send("ag-ui", "legacy-confirm",
-                       request_body("ag-ui", [user_message("ag-ui", "deploy")], "legacy-1"))
-    assert reply.error is not None
-    assert "did not declare the form elicitation capability" in reply.error.message
+def test_a_2025_answer_at_the_replica_that_does_not_hold_the_call_is_told_to_ask_again(world: World) -> None:
+    _, interrupt = world.ask("ag-ui", "legacy-confirm", "deploy", "elsewhere-1")
+    refused = world.send("ag-ui", "legacy-confirm", ag_ui_answer("elsewhere-1", interrupt, {"ok": True}), replica=1)
+    assert refused.response.status_code == 410
+    assert refused.error is not None and "no longer open" in refused.error.message
+    assert refused.error.code == "resume_unavailable"
+
+
+def test_a_2025_answer_after_the_routes_deadline_is_told_to_ask_again(world: World) -> None:
+    _, interrupt = world.ask("ag-ui", "legacy-brief", "deploy", "late-1")
+    time.sleep(2)  # the route's total is 1.5s: the held call was given up
+    refused = world.send("ag-ui", "legacy-brief", ag_ui_answer("late-1", interrupt, {"ok": True}))
+    assert refused.response.status_code == 410
+    assert refused.error is not None and "no longer open" in refused.error.message
 
 
 # The pieces on their own: the retried call as sent, and what the gateway refuses to relay.
