@@ -74,7 +74,8 @@ class RouteHandler:
         self.sessions = upstream_sessions.kept_for(self.upstream, pool, route.timeouts.connect,
                                                    route.timeouts.first_event, debug_errors)
         """The route's sessions with its upstream, when its dialect serves runs only in one (MCP's)."""
-        self.held = held_calls.held_for(self.upstream, self.side_calls, route.timeouts.total)
+        self.held = held_calls.held_for(self.upstream, self.side_calls, route.timeouts.total,
+                                        route.upstream.max_connections)
         """The calls held open while their clients answer what the upstream asked in them (MCP 2025's)."""
         self.in_flight = metrics.in_flight.labels(route.name)
         self.access = Access(route)

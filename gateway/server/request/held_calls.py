@@ -27,7 +27,8 @@ from gateway.upstream.http1 import Response, Target
 log = logging.getLogger("agent_gateway.held_calls")
 
 MAX_HELD = 64
-"""Calls a route holds open at once: the oldest is given up when another comes."""
+"""Calls a route holds open at once: the oldest is given up when another comes. Each holds a connection to the
+upstream: at most half of `upstream.max_connections`, when set, so that answers and other runs still get one."""
 MAX_HOLD_SECONDS = 600.0
 """The longest a call is held, whatever the route's total timeout."""
 
@@ -48,11 +49,13 @@ class Held:
 class HeldUpstreamCalls:
     """A route's calls held open, by the interrupts they wait on."""
 
-    def __init__(self, capability: HeldCalls, upstream: Dialect, side_calls: SideCalls, seconds: float) -> None:
+    def __init__(self, capability: HeldCalls, upstream: Dialect, side_calls: SideCalls, seconds: float,
+                 most: int = MAX_HELD) -> None:
         self.capability = capability
         self.upstream = upstream
         self.side_calls = side_calls
         self.seconds = min(seconds, MAX_HOLD_SECONDS)
+        self.most = most
         self.held: OrderedDict[str, Held] = OrderedDict()
 
     def waiting(self, states: list[object]) -> bool:
@@ -62,7 +65,7 @@ class HeldUpstreamCalls:
         for id_ in held.ids:
             self.held[id_] = held
         held.expiry = asyncio.get_running_loop().call_later(self.seconds, self._give_up, held, "its deadline passed")
-        while len({id(h) for h in self.held.values()}) > MAX_HELD:
+        while self.held and len({id(h) for h in self.held.values()}) > self.most:
             self._give_up(next(iter(self.held.values())), "more calls were held than a route holds")
 
     def take(self, ids: list[str]) -> Held | None:
@@ -90,9 +93,11 @@ class HeldUpstreamCalls:
         log.info("a call held for the client's answer was given up: %s", why)
 
 
-def held_for(upstream: Dialect, side_calls: SideCalls, seconds: float) -> HeldUpstreamCalls | None:
+def held_for(upstream: Dialect, side_calls: SideCalls, seconds: float, max_connections: int | None
+             ) -> HeldUpstreamCalls | None:
     """A route's held calls, when its upstream's dialect holds any."""
     capability = upstream.capability(HeldCalls)
     if capability is None:
         return None
-    return HeldUpstreamCalls(capability, upstream, side_calls, seconds)
+    most = MAX_HELD if max_connections is None else min(MAX_HELD, max_connections // 2)
+    return HeldUpstreamCalls(capability, upstream, side_calls, seconds, most)

@@ -41,9 +41,10 @@ class World:
     def send(self, client: str, route: str, body: dict[str, Any], replica: int = 0) -> Reply:
         return Reply(client, post(self.http, f"{self.replicas[replica]}/{route}/in", body))
 
-    def ask(self, client: str, route: str, text: str, conversation: str) -> tuple[Reply, Interrupt]:
+    def ask(self, client: str, route: str, text: str, conversation: str, replica: int = 0
+            ) -> tuple[Reply, Interrupt]:
         """The first turn: the tool's question, as the client's interrupt."""
-        reply = self.send(client, route, request_body(client, [user_message(client, text)], conversation))
+        reply = self.send(client, route, request_body(client, [user_message(client, text)], conversation), replica)
         assert reply.response.status_code == 200, reply.response.text
         interrupts = [e for e in reply.events if isinstance(e, Interrupt)]
         assert len(interrupts) == 1, reply.events
@@ -62,8 +63,12 @@ def world() -> Iterator[World]:
                    "timeouts": {"total": 1.5}}]
         config = GatewayConfig.model_validate({"routes": routes, "keepalive_seconds": 0.5})
         store = MemoryStore()  # the replicas' shared conversation store
-        with Served(create_app(config, store=store)) as one, Served(create_app(config, store=store)) as two:
-            world = World([one.url, two.url])
+        narrow = GatewayConfig.model_validate({"routes": [  # its own gateway: a pool whose connections it alone holds
+            {"name": "legacy-narrow", "paths": ["/legacy-narrow/in"], "client_dialects": ["ag-ui"],
+             "upstream": {"url": f"{server}/legacy/mcp", "dialect": "mcp", "agent": "confirm", "max_connections": 2}}]})
+        with Served(create_app(config, store=store)) as one, Served(create_app(config, store=store)) as two, \
+                Served(create_app(narrow, store=MemoryStore())) as three:
+            world = World([one.url, two.url, three.url])
             yield world
             world.http.close()
 
@@ -160,6 +165,16 @@ def test_a_2025_answer_after_the_routes_deadline_is_told_to_ask_again(world: Wor
     refused = world.send("ag-ui", "legacy-brief", ag_ui_answer("late-1", interrupt, {"ok": True}))
     assert refused.response.status_code == 410
     assert refused.error is not None and "no longer open" in refused.error.message
+
+
+def test_a_route_holds_at_most_half_its_upstream_connections_giving_up_the_oldest(world: World) -> None:
+    _, first = world.ask("ag-ui", "legacy-narrow", "deploy", "narrow-1", replica=2)
+    _, second = world.ask("ag-ui", "legacy-narrow", "ship", "narrow-2", replica=2)  # 2 connections: one call held
+    refused = world.send("ag-ui", "legacy-narrow", ag_ui_answer("narrow-1", first, {"ok": True}), replica=2)
+    assert refused.response.status_code == 410
+    answer = request_body("ag-ui", [user_message("ag-ui", "ship")], "narrow-2",
+                          resume=[{"interruptId": second.id, "status": "resolved", "payload": {"ok": True}}])
+    assert world.send("ag-ui", "legacy-narrow", answer, replica=2).text == "ship: done"
 
 
 # The pieces on their own: the retried call as sent, and what the gateway refuses to relay.
