@@ -30,7 +30,9 @@ Errors before the response starts are a real HTTP status with a JSON body (400/4
 502 when the upstream failed, 504 when it timed out), or the client dialect's own error (A2A's JSON-RPC errors).
 The response starts when the upstream has answered 2xx; after that, an error is an in-band event in the client's
 dialect, followed by its terminator. What each request did is its `AccessRecord` (record.py): one log line, its
-metrics and its span.
+metrics and its span. A run that ends on a question its upstream waits for on the call itself (`HeldCalls`) leaves
+the upstream's response held open (held_calls.py); the turn that answers it reads that response on instead of
+calling the upstream anew.
 """
 
 from __future__ import annotations
