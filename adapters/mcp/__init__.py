@@ -10,12 +10,12 @@ from gateway.core.codec import Dialect, Likeness, Sniff
 
 from .conformance import judge
 from .decode import McpDecoder
-from .elicitation import answers, waits
 from .encode import McpEncoder
 from .endpoint import PATH, answer
 from .errors import reply
 from .request import build_request, parse_request, sample_request
 from .session import open_session
+from .upstream_questions import answers, waits
 
 
 def sniff(body: dict[str, Any]) -> Likeness:

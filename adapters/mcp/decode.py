@@ -14,10 +14,11 @@ result {content, structuredContent, isError}
                                    but what a gateway's MCP face writes there (toolCalls, data) as those events;
                                    isError: the run's error, with the content's last text (the text
                                    blocks before it: what the agent said first)
-{resultType: "input_required"}      (2026-07-28) an interrupt per question, the run interrupted (`elicitation.py`)
+{resultType: "input_required"}      (2026-07-28) an interrupt per question, the run interrupted
+                                   (`upstream_questions.py`)
 error                              the run's error; -32800 after the gateway cancelled: the run cancelled
 elicitation/create (a request)     (2025: the tool waits for the answer on this stream) an interrupt, the run
-                                   interrupted while the call is held open (`elicitation.py`); sampling, roots:
+                                   interrupted while the call is held open (`upstream_questions.py`); sampling, roots:
                                    the run's error
 ```
 """
@@ -35,8 +36,8 @@ from gateway.core.errors import ErrorCode
 from gateway.core.ids import new_id
 from gateway.core.sse import DEFAULT_MAX_FRAME
 
-from .elicitation import interrupts_of, pushed
-from .modern import MODERN, PROTOCOL_VERSION
+from .modern_upstream import MODERN, PROTOCOL_VERSION
+from .upstream_questions import interrupts_of, pushed
 from .wire import REQUEST_CANCELLED, notification
 
 STOP_REASONS: dict[str, canonical.StopReason] = {"length": "length", "content_filter": "content_filter"}

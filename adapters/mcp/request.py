@@ -7,7 +7,7 @@ server's tool called as an agent (`upstream.agent`: `TOOL`, or `TOOL:ARGUMENT` f
 `threaded` variant, learnt when its session opens), else the whole history as text. A server that speaks
 2026-07-28 (learnt as the session opens: the variant `2026-07-28`, or `2026-07-28+threaded`) is called with the
 envelope and headers of that era; a turn that answers its questions retries the call they came from
-(`elicitation.py`).
+(`upstream_questions.py`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from gateway.core.ids import new_id
 from gateway.core.turn import Message, Turn, new_messages
 from gateway.core.validation import validate
 
-from .elicitation import retried_call
-from .modern import MODERN, modern_request
+from .modern_upstream import MODERN, modern_request
+from .upstream_questions import retried_call
 from .wire import ACCEPT, LATEST, LOG_LEVEL, VERSION_HEADER, request
 
 SAMPLE_TOOL = "agent-gateway"

@@ -1,5 +1,5 @@
 """Opening a session with an MCP server before a tool call: `server/discover` says whether it speaks 2026-07-28
-(no session: each request stateless, `modern.py`); if not, the handshake era's (2025-06-18 and 2025-11-25)
+(no session: each request stateless, `modern_upstream.py`); if not, the handshake era's (2025-06-18 and 2025-11-25)
 `initialize` and `notifications/initialized`; then `tools/list`, to learn whether the tool keeps conversations.
 
 ```
@@ -25,7 +25,7 @@ from gateway.core.errors import UpstreamError, UpstreamRefused
 from gateway.core.ids import new_id
 from gateway.core.turn import Turn
 
-from .modern import CAPABILITIES, MODERN, modern_request, speaks_modern
+from .modern_upstream import CAPABILITIES, MODERN, modern_request, speaks_modern
 from .request import CONVERSATION, tool_of, variant_of
 from .wire import (
     ACCEPT,

@@ -6,7 +6,7 @@ server/discover ──▶ a result listing 2026-07-28 ──▶ the modern era: 
                 └─▶ anything else (a 400 "Missing session ID", a version refused, a method not found) ──▶ initialize
 ```
 A server that serves both eras (mcp 2.3.0's MCPServer) is spoken to in 2026-07-28: its tools ask for input by
-`input_required` results the gateway can hold across turns (`elicitation.py`), rather than by requests on a
+`input_required` results the gateway can hold across turns (`upstream_questions.py`), rather than by requests on a
 call's stream that wait for the answer.
 """
 
