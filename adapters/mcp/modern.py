@@ -43,8 +43,10 @@ from .wire import (
     HEADER_VERSIONS,
     INVALID_PARAMS,
     INVALID_REQUEST,
+    METHOD_HEADER,
     METHOD_NOT_FOUND,
     MODERN_VERSIONS,
+    NAME_HEADER,
     PROTOCOL_VERSION,
     VERSION_HEADER,
     typed,
@@ -53,7 +55,6 @@ from .wire import (
 SUPPORTED_VERSIONS = (*MODERN_VERSIONS, *HANDSHAKE_VERSIONS)
 """What `server/discover` and a version refused name: a client picks the newest of its own among them."""
 
-METHOD_HEADER, NAME_HEADER = "mcp-method", "mcp-name"
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 """The methods whose `Mcp-Name` header must say what their params name."""
 HEADER_MISMATCH, UNSUPPORTED_VERSION = -32020, -32022

@@ -5,11 +5,14 @@ A client's `tools/call` of the tool named after a route is one turn: `arguments.
 that conversation waits on an interrupt the message is its answer ("yes" or "no" to an approval). An MCP
 server's tool called as an agent (`upstream.agent`: `TOOL`, or `TOOL:ARGUMENT` for a message argument other than
 `message`) gets the user's new message and the conversation's id when its schema has a `conversation_id` (the
-`threaded` variant, learnt when its session opens), else the whole history as text.
+`threaded` variant, learnt when its session opens), else the whole history as text. A server that speaks
+2026-07-28 (learnt as the session opens: the variant `2026-07-28`, or `2026-07-28+threaded`) is called with the
+envelope and headers of that era; a turn that answers its questions retries the call they came from
+(`upstream_questions.py`).
 
-A 2026-07-28 call (its `_meta` names the version) gets a typed result; its retry after an `input_required` result
-(`inputResponses`, `requestState`) is a turn with no new message that resumes the interrupts it answers
-(`input_required.py`).
+A 2026-07-28 call of a client (its `_meta` names the version) gets a typed result; its retry after an
+`input_required` result (`inputResponses`, `requestState`) is a turn with no new message that resumes the
+interrupts it answers (`input_required.py`).
 """
 
 from __future__ import annotations
@@ -25,13 +28,16 @@ from gateway.core.turn import ANY_OPEN_INTERRUPT, Message, Resume, Turn, new_mes
 from gateway.core.validation import validate
 
 from .input_required import InvalidAnswer, answers
+from .modern_upstream import modern_request
 from .tasks import new_task
+from .upstream_questions import retried_call
 from .wire import (
     ACCEPT,
     ANSWERS,
     CLIENT_CAPABILITIES,
     LATEST,
     LOG_LEVEL,
+    MODERN,
     MODERN_VERSIONS,
     PROGRESS,
     PROTOCOL_VERSION,
@@ -48,6 +54,22 @@ MESSAGE = "message"
 CONVERSATION = "conversation_id"
 THREADED = "threaded"
 """The variant of a tool that keeps conversations itself: its schema has a `conversation_id`."""
+
+
+def variant_of(modern: bool, threaded: bool) -> str | None:
+    """The variant a session learnt: the era its server speaks, and whether its tool keeps conversations."""
+    parts = [MODERN] if modern else []
+    if threaded:
+        parts.append(THREADED)
+    return "+".join(parts) or None
+
+
+def is_modern(variant: str | None) -> bool:
+    return variant is not None and MODERN in variant.split("+")
+
+
+def is_threaded(variant: str | None) -> bool:
+    return variant is not None and THREADED in variant.split("+")
 
 
 class _Model(BaseModel):
@@ -143,13 +165,19 @@ def tool_of(agent: str | None) -> tuple[str, str]:
 
 def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
     tool, argument = tool_of(turn.agent)
-    if variant == THREADED:
+    retried = retried_call(turn.resume) if is_modern(variant) else None
+    if retried is not None:  # the answers to the questions of an `input_required` result: its call again
+        params = retried
+    elif is_threaded(variant):
         said = "\n\n".join(m.text for m in new_messages(turn) if m.role == "user" and m.text)
-        arguments: dict[str, Any] = {argument: said, CONVERSATION: turn.conversation_id}
+        params = {"name": tool, "arguments": {argument: said, CONVERSATION: turn.conversation_id}}
     else:
-        arguments = {argument: history_as_text(turn.messages)}
-    body = request(new_id("call"), "tools/call",
-                   {"name": tool, "arguments": arguments, "_meta": {"progressToken": new_id("progress")}})
+        params = {"name": tool, "arguments": {argument: history_as_text(turn.messages)}}
+    params["_meta"] = {"progressToken": new_id("progress")}
+    if is_modern(variant):
+        modern = modern_request("tools/call", params, str(params["name"]))
+        return UpstreamRequest(modern.body, modern.headers, json_reply=True)
+    body = request(new_id("call"), "tools/call", params)
     return UpstreamRequest(body, {"content-type": "application/json", "accept": ACCEPT, VERSION_HEADER: LATEST},
                            json_reply=True)
 

@@ -15,7 +15,11 @@ HEADER_VERSIONS = (*HANDSHAKE_VERSIONS, "2025-03-26")
 """What a handshake-era request's `MCP-Protocol-Version` may say: the SDKs and the conformance suite send 2025-03-26
 too. Any other value is 2026-07-28's era."""
 MODERN_VERSIONS = ("2026-07-28",)
-"""The stateless era's versions (`modern.py`)."""
+"""The stateless era's versions (`modern.py` serves it, `modern_upstream.py` speaks it to an upstream)."""
+MODERN = MODERN_VERSIONS[0]
+METHOD_HEADER, NAME_HEADER = "mcp-method", "mcp-name"
+"""The stateless era's headers: every request's method, and the tool a `tools/call` names (checked against the
+body)."""
 
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"

@@ -146,6 +146,10 @@ class ConversationMapper:
                                           if k in conversation.interrupts}
         conversation.interrupt_schemas.update({i.id: i.response_schema for i in recorder.interrupts
                                                if i.response_schema is not None})
+        conversation.interrupt_states = {k: v for k, v in conversation.interrupt_states.items()
+                                         if k in conversation.interrupts}
+        conversation.interrupt_states.update({i.id: i.upstream_state for i in recorder.interrupts
+                                              if i.upstream_state is not None})
         if recorder.interrupts:
             conversation.interrupted_run = exchange.client_turn.run_id
         if recorder.state.known:
@@ -276,10 +280,12 @@ def _resumes(turn: Turn, conversation: Conversation, checked: bool) -> tuple[lis
             unanswerable.append(r.payload)
     # An answer that came in a message (A2A) could not know the shape the interrupt asks for: given it, or refused.
     # Each goes with the schema its interrupt declared, for the upstream's dialect to write it so.
-    schemas = conversation.interrupt_schemas
-    resumes = [replace(r, payload=shaped(r.payload, schemas[r.interrupt_id]), response_schema=schemas[r.interrupt_id])
+    schemas, states = conversation.interrupt_schemas, conversation.interrupt_states
+    resumes = [replace(r, payload=shaped(r.payload, schemas[r.interrupt_id]), response_schema=schemas[r.interrupt_id],
+                       upstream_state=states.get(r.interrupt_id))
                if r.message_id is not None and r.status == "resolved" and r.interrupt_id in schemas else
-               replace(r, response_schema=schemas.get(r.interrupt_id)) for r in resumes]
+               replace(r, response_schema=schemas.get(r.interrupt_id), upstream_state=states.get(r.interrupt_id))
+               for r in resumes]
     if repeated:
         log.info("conversation %s: dropped answers to interrupts already answered: %s", conversation.key,
                  ", ".join(repeated))

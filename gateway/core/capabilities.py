@@ -20,6 +20,8 @@ ClientHistory    how a client that keeps the history sends a reply back        s
 WholeHistory     its encoder is given the conversation's whole history        request/call
 EventIds         its clients reconnect to a run by `Last-Event-ID` (AG-UI)     stream/resume, resumable
 UpstreamSessions its servers serve a run only in a session opened first (MCP)  request/upstream_sessions
+HeldCalls        its servers ask the user mid-call and wait on the call (MCP   request/held_calls
+                 2025's elicitation): the call held open for the answer
 NamedRoutes      one endpoint for every route, each request naming its route   endpoints/named_routes (across the
                  (MCP's tools): what is not a run it answers itself; runs      routes)
                  chained in one answer (`Continuation`: MCP's elicitation)
@@ -34,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway.core.decoding import Decoder
 from gateway.core.errors import GatewayError
-from gateway.core.turn import History, Message, Turn
+from gateway.core.turn import History, Message, Resume, Turn
 
 if TYPE_CHECKING:
     from gateway.core.codec import UpstreamRequest
@@ -258,6 +260,20 @@ class UpstreamSessions(Capability):
     the route's headers) and returns its whole answer; raises a `GatewayError` when the upstream refuses."""
     lost: Callable[[int], bool] = lambda status: status == 404
     """Whether a run's answer with this status says the upstream no longer knows the session."""
+
+
+@dataclass(frozen=True, slots=True)
+class HeldCalls(Capability):
+    """Its servers may ask the user in the middle of a call, on the call's own stream, and wait there for the
+    answer (MCP 2025's `elicitation/create`). The run ends interrupted for the client while the server keeps the
+    upstream's response open, in the process, bounded in number and time; the answer's turn sends the dialect's
+    answering requests and reads the held response on as its reply."""
+
+    waits: Callable[[Any], bool]
+    """Whether an interrupt's `upstream_state` says its call waits, held open, for the answer."""
+    answers: Callable[[list[Resume]], list[UpstreamRequest]]
+    """The requests that give the upstream the client's answers to such interrupts (MCP: the JSON-RPC response to
+    the elicitation), sent with the held call's headers."""
 
 
 class AtEndpoint(Protocol):

@@ -95,6 +95,9 @@ class Resume:
     response_schema: Any = None
     """The `responseSchema` the interrupt declared, when the conversation keeps it: an upstream's dialect may write
     an answer in the shape its interrupt takes (an approval as LangChain's review decisions)."""
+    upstream_state: Any = None
+    """The interrupt's `upstream_state`, when the conversation keeps it: what the upstream's dialect needs to send
+    the answer back (the call an MCP server's `input_required` result asks to be retried)."""
 
 
 ANY_OPEN_INTERRUPT = ""
