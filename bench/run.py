@@ -57,7 +57,7 @@ if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
 
 from load import _children, machine_busy  # noqa: E402
-from upstream import DIALECTS, expected  # noqa: E402
+from upstream import DIALECTS, UPSTREAMS, expected  # noqa: E402
 
 PY = sys.executable
 SUT_CPU = "0"
@@ -316,7 +316,7 @@ class Bench:
     def gateway_config(self) -> Path:
         routes = []
         for client in DIALECTS:
-            for upstream in DIALECTS:
+            for upstream in UPSTREAMS:
                 routes.append({
                     "name": f"{client}-from-{upstream}", "paths": [f"/p/{client}/{upstream}"],
                     "client_dialects": [client],
