@@ -25,6 +25,7 @@ from gateway.core.validation import validate
 
 from .input_required import InvalidAnswer, answers
 from .modern import CLIENT_CAPABILITIES, MODERN_VERSIONS, PROTOCOL_VERSION, elicits
+from .resumption import STREAM
 from .tasks import new_task
 from .wire import ACCEPT, LATEST, LOG_LEVEL, VERSION_HEADER, request
 
@@ -87,7 +88,10 @@ def parse_request(body: dict[str, Any]) -> Turn:
                            params.request_state)
     except InvalidAnswer as refused:
         raise InvalidRequest(f"invalid mcp request: {refused}") from None
-    run_id = task["taskId"] if task is not None else None
+    stream = body.get(STREAM) if task is None else None  # a session's call: a run whose stream may be resumed
+    run_id: str | None = task["taskId"] if task is not None else None
+    if isinstance(stream, dict) and isinstance(stream.get("run"), str):
+        asked["stream"], run_id = stream, stream["run"]
     if answered is not None:  # a retry that answers what an input_required result asked: the same call, resumed
         conversation, resume = answered
         return Turn(messages=[], history="delta", conversation_id=conversation, agent=params.name, resume=resume,

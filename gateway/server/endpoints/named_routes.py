@@ -37,6 +37,7 @@ from gateway.server.connections.bodies import ClientGone
 from gateway.server.endpoints.documents import usable
 from gateway.server.request.access import ANONYMOUS
 from gateway.server.request.request_ids import request_id_of
+from gateway.server.stream.deadlines import STOPPED
 
 if TYPE_CHECKING:
     from gateway.server.endpoints.capabilities import Mounted
@@ -114,13 +115,16 @@ class NamedEndpoint:
         later request stops the run, on any replica."""
         stopped = asyncio.Event()
         forget = self.board.stoppable(name, stopped.set)
-        given = False
+        given = left = False
 
         async def receiving() -> Message:
-            nonlocal given
+            nonlocal given, left
             if not given:
                 given = True
                 return {"type": "http.request", "body": body, "more_body": False}
+            if left:  # the client has gone and the run goes on (its stream resumable): only a stop is news
+                await stopped.wait()
+                return {"type": "http.disconnect", STOPPED: True}
             waiting = asyncio.ensure_future(receive())
             stopping = asyncio.ensure_future(stopped.wait())
             try:
@@ -128,10 +132,18 @@ class NamedEndpoint:
             finally:
                 waiting.cancel()
                 stopping.cancel()
-            return waiting.result() if waiting in done else {"type": "http.disconnect"}
+            if waiting not in done:
+                return {"type": "http.disconnect", STOPPED: True}
+            message = waiting.result()
+            left = message["type"] == "http.disconnect"
+            return message
 
+        # Served as a POST of the JSON the dialect made of it, whatever the method (MCP's GET that resumes a stream
+        # becomes a query of the route's).
+        headers = [(name, value) for name, value in scope["headers"] if name != b"content-type"]
+        headers.append((b"content-type", b"application/json"))
         try:
-            await handler({**scope, "path": self.named.path}, receiving, send)
+            await handler({**scope, "path": self.named.path, "method": "POST", "headers": headers}, receiving, send)
         finally:
             forget()
 
