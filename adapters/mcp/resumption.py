@@ -18,6 +18,7 @@ import base64
 import binascii
 import re
 import weakref
+from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -87,18 +88,22 @@ class CallLog:
         self.run_id = turn.run_id or ""
         self._encoder = McpEncoder(turn)
         self._sent = 0
-        self.pending: list[bytes] = []
-        """What the last batch made, for the call's encoder to send (it encodes the same batch next)."""
+        self.pending: deque[bytes] = deque()
+        """What each event of the last batch made, for the call's encoder to send (it encodes the same events
+        next, in one batch or one at a time)."""
         stream = asked_stream(turn) or {}
         self._document: dict[str, Any] = {"stream": self.run_id, "session": stream.get("session")}
         _LOGS[self.run_id] = self
 
     def feed(self, events: list[canonical.Event]) -> list[bytes]:
-        numbered = self.numbered(self._encoder.encode(events))
-        self.pending.append(b"".join(numbered))
-        if numbered and self._encoder.outcome is not None:
-            self._document = {**self._document, "last": self._sent, "result": numbered[-1].decode()}
-        return numbered
+        fed: list[bytes] = []
+        for event in events:  # one at a time, as the encoder may be given them (a recorded run's is)
+            numbered = self.numbered(self._encoder.encode([event]))
+            self.pending.append(b"".join(numbered))
+            fed += numbered
+        if fed and self._encoder.outcome is not None:
+            self._document = {**self._document, "last": self._sent, "result": fed[-1].decode()}
+        return fed
 
     def numbered(self, out: bytes) -> list[bytes]:
         """Each SSE event of `out` with the id of its place on the feed."""
@@ -129,15 +134,20 @@ class StreamedCallEncoder(McpEncoder):
         self._log = _LOGS.get(request.run_id or "")
         self._primed = False
 
-    def encode(self, events: list[canonical.Event]) -> bytes:
+    def numbered(self, events: list[canonical.Event]) -> bytes:
         log = self._log
         if log is None:
-            return super().encode(events)
-        out = log.pending.pop(0) if log.pending else log.unfed(events)
+            return McpEncoder.encode(self, events)
+        pending = log.pending
+        out = b"".join(pending.popleft() for _ in events) if len(pending) >= len(events) else log.unfed(events)
         if not self._primed:
             self._primed = True
             out = b"id: %s/0\nretry: %d\ndata: \n\n%s" % (log.run_id.encode(), RETRY_MS, out)
         return out
+
+
+StreamedCallEncoder.encode = StreamedCallEncoder.numbered  # type: ignore[method-assign, assignment]
+"""Set after the class is made: an encoder's class gets its `encode` made from its handlers as it is defined."""
 
 
 def read_query(body: dict[str, Any]) -> RunQuery | None:

@@ -222,6 +222,8 @@ class JsonSSEDecoder(RepairedDecoder):
             if data == b"[DONE]":  # before JSON: orjson's decode error is a Python exception, slow to make
                 self.on_done(repair)
                 continue
+            if not data:  # an event that only sets an id and retry (MCP's priming event): no message
+                continue
             try:
                 frame = orjson.loads(data)
             except orjson.JSONDecodeError:
