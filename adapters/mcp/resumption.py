@@ -6,8 +6,8 @@ every event the client is sent, each with the id of its place there.
 tools/call in a session   the endpoint names a run for it (STREAM in the body): its feed claimed, its record kept
   the stream              id: <run>/0 + retry (priming), then each event as id: <run>/<n>, n its place on the feed
 GET + Last-Event-ID       handed to the route the run id names (a query, RESUME): the caller's run of that session
-  <run>/<n>               (another session's or principal's: 404); the feed's events after n as they come, and once
-                          the run has ended, its result from the record if the feed is gone
+  <run>/<n>               (another session's or principal's: 404); the feed's events after n as they come; once
+                          the run has ended, its result from the record (not the progress missed meanwhile)
 ```
 Run ids are `<random>.<route, base64url>`, as task ids are: unguessable, and naming the route the GET goes to.
 """
@@ -169,7 +169,8 @@ async def answer_query(query: RunQuery, runs: CallerRuns) -> Answer | StreamedAn
 
 
 async def _rest(run_id: str, after: int, running: bool, runs: CallerRuns) -> AsyncIterator[bytes]:
-    """The feed's events after `after` as they come; what an ended run's feed no longer holds, its result."""
+    """The feed's events after `after` as they come, while the run runs; then its result from the record, if the
+    client has not had it."""
     sent = after
     if running:
         async for event in runs.follow(run_id, after):
