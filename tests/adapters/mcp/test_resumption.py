@@ -275,3 +275,14 @@ def test_a_call_cut_on_one_replica_is_resumed_on_the_other(redis: RedisServer) -
     assert seen == list(range(1, len(seen) + 1)) and len(progress_of(after)) >= 1
     [result] = results_of(after)
     assert result["content"][0]["text"] == SLOW_TEXT
+
+
+def test_a_calls_recorded_run_is_no_task(url: str) -> None:
+    with session(url) as client:
+        run = client.call_cut_after(1)[-1]["id"].rpartition("/")[0]
+        asked = {"jsonrpc": "2.0", "method": "tasks/list", "params": {}}
+        listed = client.http.post(url, headers=client.headers, json={**asked, "id": 2}).json()
+        got = client.http.post(url, headers=client.headers, json={
+            "jsonrpc": "2.0", "id": 3, "method": "tasks/get", "params": {"taskId": run}}).json()
+    assert listed["result"]["tasks"] == []
+    assert got["error"]["message"] == "Failed to retrieve task: Task not found"
