@@ -22,7 +22,7 @@ from gateway.config import Route
 from gateway.config.upstream import endpoints_below
 from gateway.conversations.recorder import RunRecorder
 from gateway.core import capabilities
-from gateway.core.codec import Dialect
+from gateway.core.codec import Dialect, UpstreamRequest
 from gateway.core.conformance import Answer, Violation
 from gateway.core.errors import GatewayError
 from gateway.core.events import Event, Interrupt, RunError, TextDelta, ToolCallStart, ToolResult
@@ -206,6 +206,7 @@ class Checker:
         request = self.dialect.build_request(turn, variant)
         headers = {**request.headers, **self.headers, **session}
         decoder = self.dialect.new_decoder()
+        decoder.sent(request)
         events: list[Event] = []
         body = bytearray()
         answer_headers: dict[str, str] = {}
@@ -216,7 +217,7 @@ class Checker:
                 response = await self.pool.post(self.target, request.body, headers, request.path)
                 step.status, answer_headers = response.status, response.headers
                 try:
-                    decoding = 200 <= response.status < 300 or not request.streams
+                    decoding = _read_as_the_dialect(request, response.status, response.headers)
                     while chunk := await response.read():
                         body += chunk
                         if len(body) > MAX_REPLY:
@@ -241,7 +242,7 @@ class Checker:
         if step.status == 404 and step.error is None:
             step.error = self._not_found(request.path)
         if step.status is not None and not left_early:
-            if step.error is None and (200 <= step.status < 300 or not request.streams):
+            if step.error is None and _read_as_the_dialect(request, step.status, answer_headers):
                 events += decoder.close()
             for found in self.dialect.judge(Answer(step.status, answer_headers, bytes(body))):
                 (step.notes if found.convention else step.violations).append(found)
@@ -271,6 +272,14 @@ class Checker:
         if not meant and urlsplit(asked).path in ("", "/"):
             meant = [f"{asked.rstrip('/')}{own} ({self.dialect.name})" for own in self.dialect.paths]
         return f"HTTP 404: nothing answers at {url}" + (f"; try {' or '.join(meant)}" if meant else "")
+
+
+def _read_as_the_dialect(request: UpstreamRequest, status: int, headers: Mapping[str, str]) -> bool:
+    """Whether an answer is the dialect's to read, as the gateway reads an upstream's: a 2xx, a one-body reply, or
+    a JSON error body where the dialect may answer in one (an MCP server's JSON-RPC error with a 4xx)."""
+    if 200 <= status < 300 or not request.streams:
+        return True
+    return request.json_reply and "json" in headers.get("content-type", "")
 
 
 class _TooLarge(Exception):

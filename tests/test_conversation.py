@@ -274,7 +274,7 @@ def test_conversations_stored_by_earlier_gateways_still_load_and_are_written_bac
         [Message("user", "use the tool", "u1"), Message("assistant", "", None, [ToolCall("c", "ask", '{"q":1}')])],
         {"c": "ask"}, {"i": "c"}, {"count": 2}, None)
     assert encode_conversation(old) == STORED_BEFORE_VARIANTS[:-1] + (
-        b',"upstream_variant":null,"interrupted_run":null,"answered":[],"interrupt_schemas":{},"continued":false,'
+        b',"upstream_variant":null,"interrupted_run":null,"answered":[],"interrupt_schemas":{},"interrupt_states":{},"continued":false,'
         b'"transcript_key":null}')
     conversation = decode_conversation(STORED)
     assert conversation == Conversation("derived:9a1e", "conv_cd34", [
@@ -283,11 +283,11 @@ def test_conversations_stored_by_earlier_gateways_still_load_and_are_written_bac
         Message("reasoning", "looking", "r1"),
         Message("tool", "boom", tool_call_id="c", name="ask", error="boom"),
     ], upstream_variant="inkeep")
-    # From before runs, answered interrupts, answers' schemas, files held by a provider, chains and their
-    # transcripts' copies were kept:
+    # From before runs, answered interrupts, answers' schemas and upstream states, files held by a provider, chains
+    # and their transcripts' copies were kept:
     assert encode_conversation(conversation) == STORED[:-1].replace(
         b'"filename":null}', b'"filename":null,"file_id":null,"provider":null}') + (
-        b',"interrupted_run":null,"answered":[],"interrupt_schemas":{},"continued":false,"transcript_key":null}')
+        b',"interrupted_run":null,"answered":[],"interrupt_schemas":{},"interrupt_states":{},"continued":false,"transcript_key":null}')
 
 
 def test_an_unreadable_stored_conversation_starts_afresh() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.core.capabilities import NamedRoutes, OwnErrors, UpstreamSessions
+from gateway.core.capabilities import HeldCalls, NamedRoutes, OwnErrors, UpstreamSessions
 from gateway.core.codec import Dialect, Likeness, Sniff
 
 from .conformance import judge
@@ -16,6 +16,7 @@ from .modern import dual_era
 from .request import build_request, parse_request, sample_request
 from .session import open_session
 from .tasks import QUERIES_OF_TASKS, new_encoder
+from .upstream_questions import answers, waits
 
 
 def sniff(body: dict[str, Any]) -> Likeness:
@@ -37,6 +38,6 @@ DIALECT = Dialect(
     sniff=Sniff(sniff, 'an mcp request is a JSON-RPC "tools/call" with params.name and params.arguments.message'),
     sample_request=sample_request,
     judge=judge,
-    capabilities=(UpstreamSessions(open_session), OwnErrors(reply), QUERIES_OF_TASKS,
+    capabilities=(UpstreamSessions(open_session), HeldCalls(waits, answers), OwnErrors(reply), QUERIES_OF_TASKS,
                   NamedRoutes(PATH, ("POST", "GET", "DELETE"), dual_era(answer), check_origin=True)),
 )

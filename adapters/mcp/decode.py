@@ -14,7 +14,12 @@ result {content, structuredContent, isError}
                                    but what a gateway's MCP face writes there (toolCalls, data) as those events;
                                    isError: the run's error, with the content's last text (the text
                                    blocks before it: what the agent said first)
+{resultType: "input_required"}      (2026-07-28) an interrupt per question, the run interrupted
+                                   (`upstream_questions.py`)
 error                              the run's error; -32800 after the gateway cancelled: the run cancelled
+elicitation/create (a request)     (2025: the tool waits for the answer on this stream) an interrupt, the run
+                                   interrupted while the call is held open (`upstream_questions.py`); sampling, roots:
+                                   the run's error
 ```
 """
 
@@ -32,7 +37,8 @@ from gateway.core.ids import new_id
 from gateway.core.sse import DEFAULT_MAX_FRAME
 
 from .reading import TextSoFar, progress_text
-from .wire import REQUEST_CANCELLED, notification
+from .upstream_questions import interrupts_of, pushed
+from .wire import MODERN, PROTOCOL_VERSION, REQUEST_CANCELLED, notification
 
 STOP_REASONS: dict[str, canonical.StopReason] = {"length": "length", "content_filter": "content_filter"}
 STRUCTURED = "structured"
@@ -42,13 +48,18 @@ GATEWAYS_KEYS = frozenset({"toolCalls", "data", "conversation_id", "interrupts",
 
 
 class McpDecoder(JsonSSEOrBodyDecoder):
-    __slots__ = ("_answered", "_began", "_call", "_headers", "_held", "_message_id", "_shown_parts")
+    __slots__ = ("_answered", "_began", "_call", "_called", "_headers", "_held", "_message_id", "_modern",
+                 "_shown_parts")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__(max_event_bytes)
         self._call: str | int | None = None
         """The JSON-RPC id of the `tools/call` this reads the answer to."""
         self._headers: dict[str, str] = {}
+        self._called: dict[str, Any] | None = None
+        """The tool and the arguments it was called with: what a question it asks retries."""
+        self._modern = False
+        """The call is 2026-07-28's: closing its stream cancels it."""
         self._shown_parts: list[str] = []
         """The text shown so far."""
         self._message_id = new_id("msg")
@@ -61,14 +72,21 @@ class McpDecoder(JsonSSEOrBodyDecoder):
 
     def sent(self, request: UpstreamRequest) -> None:
         try:
-            self._call = orjson.loads(request.body).get("id")
+            body = orjson.loads(request.body)
+            self._call = body.get("id")
+            params = body.get("params")
         except (orjson.JSONDecodeError, AttributeError):
-            self._call = None
+            self._call, params = None, None
+        if isinstance(params, dict) and isinstance(params.get("name"), str):
+            self._called = {"name": params["name"], "arguments": params.get("arguments")}
+            meta = params.get("_meta")
+            self._modern = isinstance(meta, dict) and meta.get(PROTOCOL_VERSION) == MODERN
         self._headers = {k: v for k, v in request.headers.items() if k == "content-type"}
 
     def cancel_request(self) -> UpstreamRequest | None:
-        """`notifications/cancelled` for the call, in its session (the server handles it as a separate POST)."""
-        if self._call is None or self._answered:
+        """`notifications/cancelled` for the call, in its session (the server handles it as a separate POST); none
+        for a 2026-07-28 call, which closing its stream cancels."""
+        if self._call is None or self._answered or self._modern:
             return None
         body = notification("notifications/cancelled", {"requestId": self._call, "reason": "cancelled"})
         return UpstreamRequest(body, dict(self._headers), streams=False)
@@ -105,9 +123,13 @@ class McpDecoder(JsonSSEOrBodyDecoder):
                 self._progress(message, params.get("total") is not None, out)
         elif method is None and ("result" in frame or "error" in frame):  # the call's: the stream's one response
             self._answer(frame, out)
+        elif method is not None and "id" in frame and self._modern:  # 2026-07-28 asks by input_required only
+            out.append(canonical.RunError(f"the MCP server sent a request ({method!r}) on a 2026-07-28 call's stream, "
+                                          "which that protocol forbids", code=ErrorCode.UPSTREAM_BAD_EVENT))
         elif method is not None and "id" in frame:  # a request of the server's: elicitation, sampling, roots
-            out.append(canonical.RunError(f"the MCP server asked the gateway {method!r}, which it does not answer",
-                                          code=ErrorCode.UPSTREAM_BAD_EVENT))
+            self._release_held_text(out)
+            for event in pushed(frame):
+                out.append(event)
         elif method is not None:  # another notification (a log line): no canonical meaning
             out.append(canonical.Raw("mcp", event=frame))
 
@@ -147,6 +169,12 @@ class McpDecoder(JsonSSEOrBodyDecoder):
         else:
             self._step(message, out)
 
+    def _release_held_text(self, out: Events) -> None:
+        """A held progress message when the agent asks something: the text it most likely was."""
+        if self._held is not None:
+            held, self._held = self._held, None
+            self._text(held, out)
+
     def _settle(self, following: str, out: Events) -> None:
         """The held message, now that `following` came after it: text it extends, else a status line."""
         held, self._held = self._held, None
@@ -179,6 +207,11 @@ class McpDecoder(JsonSSEOrBodyDecoder):
         result = frame.get("result")
         if not isinstance(result, dict):
             out.append(canonical.RunError("the MCP server's answer has no result", code=ErrorCode.UPSTREAM_BAD_EVENT))
+            return
+        if result.get("resultType") == "input_required":
+            self._release_held_text(out)
+            for event in interrupts_of(result, self._called):
+                out.append(event)
             return
         texts = _texts_of(result.get("content"))
         failed = result.get("isError") is True

@@ -8,8 +8,10 @@ tool call/result, data, the conversation's id, an answer cut short
                 the result's structuredContent: toolCalls [{id, name, arguments, result?, isError?}],
                 data [{name, data}], conversation_id, stopReason ("length", "content_filter"), and for a failure
                 error {code, message}
-interrupt       what is asked, in the content's text and structuredContent.interrupts; for a 2026-07-28 client
-                that takes elicitation forms, an input_required result instead (input_required.py)
+interrupt       what is asked, and how to answer it (a later call with the same conversation_id), in the content's
+                text; the interrupts in structuredContent.interrupts (a 2025 client that elicits is asked in band:
+                elicitation.py; a 2026-07-28 client that takes elicitation forms gets an input_required result
+                instead: input_required.py)
 tool call, tool result, reasoning
                 for a client that set a log level of info or below: notifications/message lines at info, logger
                 "agent", data {toolCall} / {toolResult} / {reasoning}
@@ -32,7 +34,7 @@ from gateway.core.encoding import SSEEncoder
 from gateway.core.turn import Turn
 
 from .input_required import input_required
-from .wire import typed
+from .wire import PROGRESS, SAID, typed
 
 LOGGED_AT = ("debug", "info")
 """The levels a client may set that show the run's log lines, which go at info."""
@@ -44,6 +46,9 @@ cost bytes in the square of the answer's length, and a hostile upstream's one-ch
 half a terabyte. Growth by a fraction keeps what the client is sent under nine times the answer."""
 PROGRESS_EVERY_S = 1.0
 """At most this long between progress notifications while text comes, however little it grew."""
+HOW_TO_ANSWER = ('To answer, call {tool} again with conversation_id "{conversation}" and the answer as the message '
+                 '(for an approval: yes or no).')
+"""What an interrupted result tells a person (or a model) reading it: the way that works for every client."""
 
 
 def message_event(message: dict[str, Any]) -> bytes:
@@ -197,12 +202,19 @@ class McpEncoder(SSEEncoder):
         """Where progress goes: the client's token (none: no progress); for no request known, as to a client that
         asked for it, as the gateway does of an MCP upstream."""
         self.conversation_id = request.conversation_id if request is not None else None
-        self.text_parts: list[str] = []
-        """The text so far, in the pieces it came in until it is shown (appending to one string copies it)."""
-        self.text_length = 0
+        self.tool = request.agent if request is not None else None
+        """The tool the client called: the route, which a later call answers an interrupt with."""
+        said = asked.get("said")
+        said = said if isinstance(said, str) else ""
+        self.text_parts: list[str] = [said] if said else []
+        """The text so far, in the pieces it came in until it is shown (appending to one string copies it): the
+        call's, which may go on from another run's."""
+        self.text_length = len(said)
         self.between_messages = False
-        self.pieces = 0
-        self.shown = 0
+        after = asked.get("progressAfter")
+        self.pieces = after if isinstance(after, int) else 0
+        """Progress notifications sent for the call's token: the call may go on from another run's."""
+        self.shown = self.text_length
         """How much of `text` the last progress notification showed."""
         self.shown_at = 0.0
         self.calls: dict[str, dict[str, Any]] = {}
@@ -220,7 +232,6 @@ class McpEncoder(SSEEncoder):
         """The client's 2026-07-28 (its results typed), or None for the handshake era."""
         self.elicits = bool(asked.get("elicitation"))
         """The client takes elicitation forms: an interrupt is asked as `input_required`."""
-        self.tool = request.agent if request is not None else None
 
     @property
     def text(self) -> str:
@@ -248,6 +259,7 @@ class McpEncoder(SSEEncoder):
         """The JSON-RPC response that ends the call: after a failure, the text so far and the error's, each a block."""
         if self.interrupts and not is_error:
             asked = "\n".join(i.get("message") or "the agent waits for an answer" for i in self.interrupts)
+            asked += f"\n\n{HOW_TO_ANSWER.format(tool=self.tool or 'this tool', conversation=self.conversation_id)}"
             text = f"{text}\n\n{asked}" if text else asked
         structured = drop_none({"conversation_id": self.conversation_id,
                                 "toolCalls": list(self.calls.values()) or None, "data": self.data or None,
@@ -256,6 +268,8 @@ class McpEncoder(SSEEncoder):
         texts = [self.text, text] if is_error and self.text else [text] if text else []
         result = {"content": [{"type": "text", "text": said} for said in texts], "structuredContent": structured,
                   "isError": is_error}
+        if self.interrupts and not is_error:  # what a call that goes on after it counts on from
+            result["_meta"] = {PROGRESS: self.pieces, SAID: self.text_length}
         if self.era is not None and self.interrupts and self.elicits and not is_error and self.tool is not None:
             result = typed(input_required(self.interrupts, self.tool, self.conversation_id), "input_required")
         elif self.era is not None:

@@ -3,11 +3,14 @@ here; a `tools/call`, handed to the route it names.
 
 ```
 initialize                 the version agreed (the client's if spoken, else the latest), a new Mcp-Session-Id
-notifications/*, responses 202 (notifications/cancelled: and the call it names is stopped)
+notifications/*, responses 202 (notifications/cancelled: and the call it names is stopped; an answer to an
+                           elicitation: kept for the call that waits for it)
 ping                       {}
 logging/setLevel           {}, the level kept in the session: its calls get log lines at it (tool calls, reasoning)
 tools/list                 one tool per route the caller may use: {message, conversation_id?}
-tools/call                 a run of the route it names (an unknown one: -32602); with params.task, a task
+tools/call                 a run of the route it names (an unknown one: -32602); with params.task, a task; in a
+                           session whose client elicits, one that goes on past an interrupt once the client answered
+                           (elicitation.py)
 tasks/*                    handed to the route the task runs on (tasks.py)
 DELETE                     the session forgotten
 GET + Last-Event-ID        the rest of a call's stream, from any replica (resumption.py)
@@ -29,12 +32,21 @@ from gateway.core.capabilities import AgentDescription, Answered, AtEndpoint
 from gateway.core.ids import new_id
 
 from . import resumption, tasks
-from .wire import HANDSHAKE_VERSIONS, LATEST, LEVELS, LOG_LEVEL, SERVER_INFO, SESSION_HEADER, VERSION_HEADER
+from .elicitation import Elicitation, elicits, keep_answer
+from .wire import (
+    HANDSHAKE_VERSIONS,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    LATEST,
+    LEVELS,
+    LOG_LEVEL,
+    METHOD_NOT_FOUND,
+    SERVER_INFO,
+    SESSION_HEADER,
+    VERSION_HEADER,
+)
 
 PATH = "/mcp"
-HEADER_VERSIONS = (*HANDSHAKE_VERSIONS, "2025-03-26")
-"""What a request's `MCP-Protocol-Version` may say: the SDKs and the conformance suite send 2025-03-26 too."""
-INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32600, -32601, -32602
 
 TOOL_SCHEMA = {"type": "object", "properties": {
     "message": {"type": "string", "description": "What the user says to the agent"},
@@ -82,6 +94,8 @@ async def answer(asked: AtEndpoint) -> Answered:
         return error(400, INVALID_REQUEST, "Invalid Request: one JSON-RPC 2.0 message")
     method, id = message.get("method"), message.get("id")
     if method is None or id is None:  # a response to the server, or a notification
+        if method is None:
+            await keep_answer(asked, session, message)
         return Answered(202, stop=_cancelled(session, message))
     if method == "ping":
         return result(id, {})
@@ -105,11 +119,13 @@ async def answer(asked: AtEndpoint) -> Answered:
             return error(200, INVALID_PARAMS, f"Unknown tool: {name}", id)
         kept = await asked.session(session) if session else None
         level = kept.get("logLevel") if kept is not None else None
-        message = {k: v for k, v in message.items() if k != resumption.STREAM}
-        if kept is not None and isinstance(name, str):  # a session's: its stream may be resumed
-            message = resumption.streamed(message, session, name)
-        return Answered(run=name, run_key=f"{session}:{id}",
-                        body=_with_log_level(message, level) or orjson.dumps(message))
+        message = {k: v for k, v in message.items() if k != resumption.STREAM}  # only the endpoint names one
+        body = _with_log_level(message, level)
+        then = Elicitation(asked, session, kept, orjson.loads(body) if body else message) \
+            if kept is not None and elicits(kept) else None
+        if then is None and kept is not None and isinstance(name, str):  # a session's: its stream may be resumed
+            body = orjson.dumps(resumption.streamed(orjson.loads(body) if body else message, session, name))
+        return Answered(run=name, run_key=f"{session}:{id}", body=body or orjson.dumps(message), then=then)
     if method in tasks.METHODS:
         return tasks.routed(message, session, asked.routes)
     return error(200, METHOD_NOT_FOUND, "Method not found", id)

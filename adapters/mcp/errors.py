@@ -12,8 +12,7 @@ import orjson
 
 from gateway.core.errors import GatewayError
 
-from .modern import MODERN_VERSIONS, PROTOCOL_VERSION
-from .wire import typed
+from .wire import MODERN_VERSIONS, PROTOCOL_VERSION, typed
 
 INVALID_REQUEST, INTERNAL_ERROR = -32600, -32603
 

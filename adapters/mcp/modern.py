@@ -35,17 +35,26 @@ import orjson
 
 from gateway.core.capabilities import Answered, AtEndpoint
 
-from .endpoint import HEADER_VERSIONS, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, tool
+from .endpoint import tool
 from .input_required import InvalidAnswer, answers
-from .wire import HANDSHAKE_VERSIONS, VERSION_HEADER, typed
+from .wire import (
+    CLIENT_CAPABILITIES,
+    HANDSHAKE_VERSIONS,
+    HEADER_VERSIONS,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_HEADER,
+    METHOD_NOT_FOUND,
+    MODERN_VERSIONS,
+    NAME_HEADER,
+    PROTOCOL_VERSION,
+    VERSION_HEADER,
+    typed,
+)
 
-MODERN_VERSIONS = ("2026-07-28",)
 SUPPORTED_VERSIONS = (*MODERN_VERSIONS, *HANDSHAKE_VERSIONS)
 """What `server/discover` and a version refused name: a client picks the newest of its own among them."""
 
-PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
-CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-METHOD_HEADER, NAME_HEADER = "mcp-method", "mcp-name"
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 """The methods whose `Mcp-Name` header must say what their params name."""
 HEADER_MISMATCH, UNSUPPORTED_VERSION = -32020, -32022
@@ -65,12 +74,6 @@ def dual_era(handshake: Answer) -> Answer:
         return await handshake(asked)
 
     return answer
-
-
-def elicits(capabilities: Any) -> bool:
-    """Whether a client's capabilities take an `elicitation/create` form (`{}` is forms only)."""
-    elicitation = capabilities.get("elicitation") if isinstance(capabilities, dict) else None
-    return isinstance(elicitation, dict) and ("form" in elicitation or "url" not in elicitation)
 
 
 async def answer_modern(asked: AtEndpoint) -> Answered:

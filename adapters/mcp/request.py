@@ -1,14 +1,18 @@
 """A tool call as a turn, and a turn as a tool call.
 
 A client's `tools/call` of the tool named after a route is one turn: `arguments.message` the user's new message,
-`arguments.conversation_id` the conversation it continues (none: a new one, whose id the result names). An MCP
+`arguments.conversation_id` the conversation it continues (none: a new one, whose id the result names), and when
+that conversation waits on an interrupt the message is its answer ("yes" or "no" to an approval). An MCP
 server's tool called as an agent (`upstream.agent`: `TOOL`, or `TOOL:ARGUMENT` for a message argument other than
 `message`) gets the user's new message and the conversation's id when its schema has a `conversation_id` (the
-`threaded` variant, learnt when its session opens), else the whole history as text.
+`threaded` variant, learnt when its session opens), else the whole history as text. A server that speaks
+2026-07-28 (learnt as the session opens: the variant `2026-07-28`, or `2026-07-28+threaded`) is called with the
+envelope and headers of that era; a turn that answers its questions retries the call they came from
+(`upstream_questions.py`).
 
-A 2026-07-28 call (its `_meta` names the version) gets a typed result; its retry after an `input_required` result
-(`inputResponses`, `requestState`) is a turn with no new message that resumes the interrupts it answers
-(`input_required.py`).
+A 2026-07-28 call of a client (its `_meta` names the version) gets a typed result; its retry after an
+`input_required` result (`inputResponses`, `requestState`) is a turn with no new message that resumes the
+interrupts it answers (`input_required.py`).
 """
 
 from __future__ import annotations
@@ -20,14 +24,29 @@ from pydantic import BaseModel, ConfigDict, Field
 from gateway.core.codec import UpstreamRequest
 from gateway.core.errors import InvalidRequest
 from gateway.core.ids import new_id
-from gateway.core.turn import Message, Turn, new_messages
+from gateway.core.turn import ANY_OPEN_INTERRUPT, Message, Resume, Turn, new_messages
 from gateway.core.validation import validate
 
 from .input_required import InvalidAnswer, answers
-from .modern import CLIENT_CAPABILITIES, MODERN_VERSIONS, PROTOCOL_VERSION, elicits
+from .modern_upstream import modern_request
 from .resumption import STREAM
 from .tasks import new_task
-from .wire import ACCEPT, LATEST, LOG_LEVEL, VERSION_HEADER, request
+from .upstream_questions import retried_call
+from .wire import (
+    ACCEPT,
+    ANSWERS,
+    CLIENT_CAPABILITIES,
+    LATEST,
+    LOG_LEVEL,
+    MODERN,
+    MODERN_VERSIONS,
+    PROGRESS,
+    PROTOCOL_VERSION,
+    SAID,
+    VERSION_HEADER,
+    request,
+    takes_forms,
+)
 
 SAMPLE_TOOL = "agent-gateway"
 """The tool the sample request calls: the route OpenAI's sample requests name as their model (the demo's)."""
@@ -36,6 +55,22 @@ MESSAGE = "message"
 CONVERSATION = "conversation_id"
 THREADED = "threaded"
 """The variant of a tool that keeps conversations itself: its schema has a `conversation_id`."""
+
+
+def variant_of(modern: bool, threaded: bool) -> str | None:
+    """The variant a session learnt: the era its server speaks, and whether its tool keeps conversations."""
+    parts = [MODERN] if modern else []
+    if threaded:
+        parts.append(THREADED)
+    return "+".join(parts) or None
+
+
+def is_modern(variant: str | None) -> bool:
+    return variant is not None and MODERN in variant.split("+")
+
+
+def is_threaded(variant: str | None) -> bool:
+    return variant is not None and THREADED in variant.split("+")
 
 
 class _Model(BaseModel):
@@ -47,11 +82,20 @@ class Arguments(_Model):
     conversation_id: str | None = None
 
 
+class Answer(_Model):
+    interruptId: str
+    status: Literal["resolved", "cancelled"] = "resolved"
+    payload: Any = None
+
+
 class Meta(_Model):
     progressToken: str | int | None = None
     log_level: str | None = Field(None, alias=LOG_LEVEL)
     protocol_version: Any = Field(None, alias=PROTOCOL_VERSION)
     capabilities: Any = Field(None, alias=CLIENT_CAPABILITIES)
+    answers: list[Answer] | None = Field(None, alias=ANSWERS)
+    progress: int | None = Field(None, alias=PROGRESS)
+    said: str | None = Field(None, alias=SAID)
 
 
 class TaskParams(_Model):
@@ -80,25 +124,33 @@ def parse_request(body: dict[str, Any]) -> Turn:
     params = call.params
     meta = params.meta or Meta()
     task = new_task(params.name, params.task.ttl) if params.task is not None else None
-    asked = {"id": call.id, "progressToken": meta.progressToken, "logLevel": meta.log_level, "task": task}
+    said, conversation = params.arguments.message, params.arguments.conversation_id
+    asked = {"id": call.id, "progressToken": meta.progressToken, "logLevel": meta.log_level, "task": task,
+             "progressAfter": meta.progress, "said": meta.said}
     if meta.protocol_version in MODERN_VERSIONS:  # 2026-07-28: typed results, and questions for a client that answers
-        asked |= {"era": meta.protocol_version, "elicitation": elicits(meta.capabilities)}
+        asked |= {"era": meta.protocol_version, "elicitation": takes_forms(meta.capabilities)}
     try:
-        answered = answers(params.name, params.arguments.conversation_id, params.input_responses,
-                           params.request_state)
+        answered = answers(params.name, conversation, params.input_responses, params.request_state)
     except InvalidAnswer as refused:
         raise InvalidRequest(f"invalid mcp request: {refused}") from None
     stream = body.get(STREAM) if task is None else None  # a session's call: a run whose stream may be resumed
     run_id: str | None = task["taskId"] if task is not None else None
     if isinstance(stream, dict) and isinstance(stream.get("run"), str):
         asked["stream"], run_id = stream, stream["run"]
+    metadata = {"mcp": asked}
     if answered is not None:  # a retry that answers what an input_required result asked: the same call, resumed
         conversation, resume = answered
-        return Turn(messages=[], history="delta", conversation_id=conversation, agent=params.name, resume=resume,
-                    run_id=run_id, metadata={"mcp": asked})
-    return Turn(messages=[Message("user", params.arguments.message)], history="delta",
-                conversation_id=params.arguments.conversation_id or new_id("conv"), agent=params.name,
-                run_id=run_id, metadata={"mcp": asked})
+        return Turn(history="delta", conversation_id=conversation, agent=params.name, resume=resume, run_id=run_id,
+                    metadata=metadata)
+    if meta.answers and conversation is not None:  # the call that goes on after its client answered elicitation
+        return Turn(history="delta", conversation_id=conversation, agent=params.name, run_id=run_id,
+                    metadata=metadata, resume=[Resume(a.interruptId, a.status, a.payload) for a in meta.answers])
+    if conversation is None:
+        return Turn(messages=[Message("user", said)], history="delta", conversation_id=new_id("conv"),
+                    agent=params.name, run_id=run_id, metadata=metadata)
+    # A call that continues a conversation answers what it waits for, if anything (else it is the user's message).
+    return Turn(history="delta", conversation_id=conversation, agent=params.name, run_id=run_id, metadata=metadata,
+                resume=[Resume(ANY_OPEN_INTERRUPT, payload=said, message_id=new_id("msg"))])
 
 
 def sample_request(text: str, conversation_id: str) -> dict[str, Any]:
@@ -117,13 +169,19 @@ def tool_of(agent: str | None) -> tuple[str, str]:
 
 def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
     tool, argument = tool_of(turn.agent)
-    if variant == THREADED:
+    retried = retried_call(turn.resume) if is_modern(variant) else None
+    if retried is not None:  # the answers to the questions of an `input_required` result: its call again
+        params = retried
+    elif is_threaded(variant):
         said = "\n\n".join(m.text for m in new_messages(turn) if m.role == "user" and m.text)
-        arguments: dict[str, Any] = {argument: said, CONVERSATION: turn.conversation_id}
+        params = {"name": tool, "arguments": {argument: said, CONVERSATION: turn.conversation_id}}
     else:
-        arguments = {argument: history_as_text(turn.messages)}
-    body = request(new_id("call"), "tools/call",
-                   {"name": tool, "arguments": arguments, "_meta": {"progressToken": new_id("progress")}})
+        params = {"name": tool, "arguments": {argument: history_as_text(turn.messages)}}
+    params["_meta"] = {"progressToken": new_id("progress")}
+    if is_modern(variant):
+        modern = modern_request("tools/call", params, str(params["name"]))
+        return UpstreamRequest(modern.body, modern.headers, json_reply=True)
+    body = request(new_id("call"), "tools/call", params)
     return UpstreamRequest(body, {"content-type": "application/json", "accept": ACCEPT, VERSION_HEADER: LATEST},
                            json_reply=True)
 

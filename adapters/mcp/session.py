@@ -1,10 +1,15 @@
-"""Opening a session with an MCP server before a tool call (2025-06-18 and 2025-11-25: the handshake era):
-`initialize`, `notifications/initialized`, then `tools/list` to learn whether the tool keeps conversations.
+"""Opening a session with an MCP server before a tool call: `server/discover` says whether it speaks 2026-07-28
+(no session: each request stateless, `modern_upstream.py`); if not, the handshake era's (2025-06-18 and 2025-11-25)
+`initialize` and `notifications/initialized`; then `tools/list`, to learn whether the tool keeps conversations.
 
 ```
-initialize ──▶ result (protocolVersion) + Mcp-Session-Id ──▶ notifications/initialized (202)
-           ──▶ tools/list (each page) ──▶ the tool's inputSchema has conversation_id? variant `threaded`
+server/discover ──▶ 2026-07-28 listed ───────────────────────────────────────────────────┐
+                └─▶ else: initialize ──▶ result (protocolVersion) + Mcp-Session-Id        │
+                                     ──▶ notifications/initialized (202) ─────────────────┴─▶ tools/list (each page)
+   ──▶ the tool's inputSchema has conversation_id? variant `threaded` (`2026-07-28+threaded` in that era)
 ```
+Asking first is the research's "dual-era client": a server that serves both eras (mcp 2.3.0) is spoken to in the
+newer, whose questions to the user (`input_required`) wait for the client's answer without holding the call open.
 """
 
 from __future__ import annotations
@@ -12,17 +17,21 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import orjson
+
 from gateway.core.capabilities import Exchanged, Opened
 from gateway.core.codec import UpstreamRequest
 from gateway.core.errors import UpstreamError, UpstreamRefused
 from gateway.core.ids import new_id
 from gateway.core.turn import Turn
 
-from .request import CONVERSATION, THREADED, tool_of
+from .modern_upstream import CAPABILITIES, modern_request, speaks_modern
+from .request import CONVERSATION, tool_of, variant_of
 from .wire import (
     ACCEPT,
     HANDSHAKE_VERSIONS,
     LATEST,
+    MODERN,
     SESSION_HEADER,
     VERSION_HEADER,
     answer_to,
@@ -40,51 +49,73 @@ MAX_PAGES = 20
 
 async def open_session(send: Send, turn: Turn) -> Opened:
     """A session for this turn's tool call: the headers each of its requests carries, and the tool's variant."""
+    tool, _ = tool_of(turn.agent)
+    if speaks_modern(await _discovered(send)):
+        schema = await _input_schema(lambda method, params: _ask(send, modern_request(method, params)), tool)
+        return Opened({VERSION_HEADER: MODERN}, variant_of(True, _threaded(schema)))
     headers = {"content-type": "application/json", "accept": ACCEPT}
-    initialized, answered = await _ask(send, headers, "initialize", {"protocolVersion": LATEST,
-                                                                     "capabilities": {}, "clientInfo": CLIENT_INFO})
+    initialize = request(new_id("rpc"), "initialize", {"protocolVersion": LATEST, "capabilities": CAPABILITIES,
+                                                       "clientInfo": CLIENT_INFO})
+    initialized, answered = await _ask(send, UpstreamRequest(initialize, dict(headers)))
     version = initialized.get("protocolVersion")
     if version not in HANDSHAKE_VERSIONS:
         raise UpstreamError(f"the MCP server speaks protocol version {version!r}; the gateway speaks "
-                            f"{', '.join(HANDSHAKE_VERSIONS)}")
+                            f"{', '.join((MODERN, *HANDSHAKE_VERSIONS))}")
     headers[VERSION_HEADER] = version
     if session := answered.headers.get(SESSION_HEADER):  # none from a server that keeps no sessions
         headers[SESSION_HEADER] = session
     said = await send(UpstreamRequest(notification("notifications/initialized"), dict(headers)))
     if said.status >= 300:
         raise UpstreamRefused(said.status)
-    tool, _ = tool_of(turn.agent)
-    schema = await _input_schema(send, headers, tool)
-    properties = schema.get("properties") if isinstance(schema, dict) else None
-    threaded = isinstance(properties, dict) and CONVERSATION in properties
+    schema = await _input_schema(
+        lambda method, params: _ask(send, UpstreamRequest(request(new_id("rpc"), method, params), dict(headers))),
+        tool)
     return Opened({k: v for k, v in headers.items() if k in (VERSION_HEADER, SESSION_HEADER)},
-                  THREADED if threaded else None)
+                  variant_of(False, _threaded(schema)))
 
 
-async def _ask(send: Send, headers: dict[str, str], method: str, params: dict[str, Any]
-               ) -> tuple[dict[str, Any], Exchanged]:
+def _threaded(schema: Any) -> bool:
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    return isinstance(properties, dict) and CONVERSATION in properties
+
+
+async def _discovered(send: Send) -> dict[str, Any] | None:
+    """What `server/discover` says of the server; None from one that does not serve it (a server of the handshake
+    era answers a request outside a session, or of a version it does not know, with a 400)."""
+    asked = modern_request("server/discover", {})
+    answered = await send(asked)
+    if answered.status >= 300:
+        return None
+    answer = answer_to(messages_in(answered.body, answered.headers.get("content-type", "")),
+                       orjson.loads(asked.body)["id"])
+    result = answer.get("result") if answer is not None else None
+    return result if isinstance(result, dict) else None
+
+
+async def _ask(send: Send, asked: UpstreamRequest) -> tuple[dict[str, Any], Exchanged]:
     """The result of one request in the session and the answer it came in, or the upstream's refusal as an
     error."""
-    id = new_id("rpc")
-    answered = await send(UpstreamRequest(request(id, method, params), dict(headers)))
+    sent = orjson.loads(asked.body)
+    answered = await send(asked)
     if answered.status >= 300:
         raise UpstreamRefused(answered.status)
-    answer = answer_to(messages_in(answered.body, answered.headers.get("content-type", "")), id)
+    answer = answer_to(messages_in(answered.body, answered.headers.get("content-type", "")), sent["id"])
     if answer is None:
-        raise UpstreamError(f"the MCP server did not answer {method}")
+        raise UpstreamError(f"the MCP server did not answer {sent['method']}")
     error = answer.get("error")
     if error is not None or not isinstance(answer.get("result"), dict):
         message = error.get("message") if isinstance(error, dict) else None
-        raise UpstreamError(f"the MCP server refused {method}: {message or error}")
+        raise UpstreamError(f"the MCP server refused {sent['method']}: {message or error}")
     return answer["result"], answered
 
 
-async def _input_schema(send: Send, headers: dict[str, str], tool: str) -> Any:
+async def _input_schema(ask: Callable[[str, dict[str, Any]], Awaitable[tuple[dict[str, Any], Exchanged]]],
+                        tool: str) -> Any:
     """The tool's input schema from `tools/list`; None when it is not listed (the call then says what the server
     makes of it: an unknown tool, as a protocol error or a result with `isError`)."""
     cursor: str | None = None
     for _ in range(MAX_PAGES):
-        listed, _ = await _ask(send, headers, "tools/list", {"cursor": cursor} if cursor else {})
+        listed, _ = await ask("tools/list", {"cursor": cursor} if cursor else {})
         tools = listed.get("tools")
         for found in tools if isinstance(tools, list) else ():
             if isinstance(found, dict) and found.get("name") == tool:

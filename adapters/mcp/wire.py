@@ -11,6 +11,15 @@ import orjson
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18")
 """The handshake versions the gateway speaks, newest first: what it offers an upstream, and accepts from a client."""
 LATEST = HANDSHAKE_VERSIONS[0]
+HEADER_VERSIONS = (*HANDSHAKE_VERSIONS, "2025-03-26")
+"""What a handshake-era request's `MCP-Protocol-Version` may say: the SDKs and the conformance suite send 2025-03-26
+too. Any other value is 2026-07-28's era."""
+MODERN_VERSIONS = ("2026-07-28",)
+"""The stateless era's versions (`modern.py` serves it, `modern_upstream.py` speaks it to an upstream)."""
+MODERN = MODERN_VERSIONS[0]
+METHOD_HEADER, NAME_HEADER = "mcp-method", "mcp-name"
+"""The stateless era's headers: every request's method, and the tool a `tools/call` names (checked against the
+body)."""
 
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
@@ -27,6 +36,20 @@ SERVER_INFO = {"name": "agent-gateway", "version": "1"}
 SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 """Where a 2026-07-28 result's `_meta` names the server that gave it."""
 
+PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
+CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+"""Where a 2026-07-28 request's `_meta` envelope names its version and its client's capabilities."""
+
+ANSWERS = "io.agent-gateway/answers"
+"""Where a call's `_meta` holds answers to the interrupts its conversation waits on ([{interruptId, status,
+payload}]): what a client's answers to elicitation make of the call that goes on (`elicitation.py`)."""
+PROGRESS = "io.agent-gateway/progress"
+"""In a call's `_meta`, the progress its token was given already (its notifications count on from it); in an
+interrupted result's, the progress it was given."""
+SAID = "io.agent-gateway/said"
+"""In a call's `_meta`, the text its answer goes on from (the run before, which asked); in an interrupted result's,
+how much of its text the agent said (the question follows)."""
+INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32600, -32601, -32602
 REQUEST_CANCELLED = -32800
 """The error a server still sends on a call's stream after a client cancelled it."""
 
@@ -43,6 +66,13 @@ def notification(method: str, params: Mapping[str, Any] | None = None) -> bytes:
     if params is not None:
         message["params"] = params
     return orjson.dumps(message)
+
+
+def takes_forms(capabilities: Any) -> bool:
+    """Whether a client's capabilities take an `elicitation/create` form (`{}` is forms only; `{"url": {}}` no
+    form)."""
+    declared = capabilities.get("elicitation") if isinstance(capabilities, dict) else None
+    return isinstance(declared, dict) and (not declared or "form" in declared)
 
 
 def typed(result: dict[str, Any], result_type: str = "complete") -> dict[str, Any]:

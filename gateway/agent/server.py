@@ -7,7 +7,8 @@ in the last user message (case-insensitive), the same in every dialect; the firs
 
 | keyword     | the run                                                                                         |
 |-------------|-------------------------------------------------------------------------------------------------|
-| (resume)    | a request that answers an interrupt: "Resumed <id>: <payload as JSON>."                         |
+| (resume)    | a request that answers an interrupt: "Resumed <id>: <payload as JSON>." (an answer in a message |
+|             | to whatever is open, an MCP call naming its conversation, is a message when nothing waits)      |
 | (tool result) | a request whose last message is a tool result: "The tool said: <content>."                    |
 | `silent`    | nothing at all for an hour, not even headers (first-byte timeouts)                              |
 | `hang`      | the run starts and a first delta goes out, then nothing for an hour (idle timeouts)             |
@@ -36,6 +37,7 @@ import asyncio
 import socket
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -51,9 +53,10 @@ from adapters import registry
 from gateway.core.capabilities import AgentDescription, Discovery, NamedRoutes, Resource
 from gateway.core.codec import Dialect, Encoder
 from gateway.core.errors import RequestError
+from gateway.core.events import RunFinished
 from gateway.core.named import InMemoryEndpoint
 from gateway.core.queries import RunQueries
-from gateway.core.turn import Message, Turn
+from gateway.core.turn import ANY_OPEN_INTERRUPT, Message, Turn
 from gateway.core.validation import load_json_object
 
 from .script import KEYWORDS, Timeline, script
@@ -76,6 +79,8 @@ class Agent:
         """Whether what reaches it is kept for `/_requests`."""
         self.log: deque[dict[str, Any]] = deque(maxlen=MAX_LOG)
         self.conversations: dict[str, list[Message]] = {}
+        self.waiting: dict[str, None] = {}
+        """The conversations whose last run ended on an interrupt (most recent last, bounded as conversations)."""
         self.sessions: dict[str, dict[str, Any]] = {}
         """The sessions its clients opened, for a dialect that has them (MCP's)."""
         self.disconnects = 0
@@ -99,9 +104,11 @@ class Agent:
             turn = self.dialect.parse_request(body)
         except RequestError as exc:
             return _error(exc, self.dialect, body)
+        turn = self._answer_or_message(turn)
         history = self._history(turn)
         run = script(turn, history)
         history.extend(run.replies)
+        self._note_waiting(turn, run.timeline)
         del history[:-MAX_HISTORY]
         encoder = self.dialect.new_encoder(turn)
         timeline = [(delay + (self.pace if index else 0.0), event) for index, (delay, event) in
@@ -142,6 +149,25 @@ class Agent:
             self.disconnects += 1
             return False
         return True
+
+    def _answer_or_message(self, turn: Turn) -> Turn:
+        """As the gateway's mapper reads it: an answer to whatever is open that came in a message (an MCP call
+        naming its conversation) is the user's message when the conversation waits for nothing."""
+        if (turn.conversation_id in self.waiting or not turn.resume
+                or any(r.interrupt_id != ANY_OPEN_INTERRUPT or r.message_id is None for r in turn.resume)):
+            return turn
+        said = [Message("user", r.payload, r.message_id) for r in turn.resume if isinstance(r.payload, str)]
+        return replace(turn, messages=turn.messages + said, resume=[])
+
+    def _note_waiting(self, turn: Turn, timeline: Timeline) -> None:
+        if turn.conversation_id is None:
+            return
+        self.waiting.pop(turn.conversation_id, None)
+        last = timeline[-1][1] if timeline else None
+        if isinstance(last, RunFinished) and last.outcome == "interrupt":
+            self.waiting[turn.conversation_id] = None
+            while len(self.waiting) > MAX_CONVERSATIONS:
+                del self.waiting[next(iter(self.waiting))]
 
     def _history(self, turn: Turn) -> list[Message]:
         """The conversation as the agent knows it: the request's for full-history dialects, its own for delta ones."""

@@ -15,9 +15,7 @@ from typing import Any
 import orjson
 
 from gateway.core.errors import InvalidRequest
-
-YES = frozenset({"yes", "y", "ok", "okay", "sure", "approve", "approved", "accept", "allow", "true", "go ahead"})
-NO = frozenset({"no", "n", "deny", "denied", "reject", "rejected", "decline", "cancel", "false", "stop"})
+from gateway.core.turn import yes_or_no
 
 _TYPES: dict[str, tuple[type, ...]] = {"object": (dict,), "array": (list,), "string": (str,), "boolean": (bool,),
                                        "integer": (int,), "number": (int, float), "null": (type(None),)}
@@ -45,11 +43,6 @@ def shaped(payload: Any, schema: Any) -> Any:
                                 "with a data part that holds it" + (" (or yes or no)" if _asks_approval(schema)
                                                                       else ""))
     return payload
-
-
-def yes_or_no(text: str) -> bool | None:
-    word = text.strip().strip(".!").lower()
-    return True if word in YES else False if word in NO else None
 
 
 def misfit(value: Any, schema: dict[str, Any], where: str) -> str | None:

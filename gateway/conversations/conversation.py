@@ -30,6 +30,8 @@ class Conversation:
     click) is dropped rather than passed on or read as something the user said."""
     interrupt_schemas: dict[str, Any] = field(default_factory=dict)
     """The `responseSchema` of each open interrupt that declared one: what its answer must be."""
+    interrupt_states: dict[str, Any] = field(default_factory=dict)
+    """The `upstream_state` of each open interrupt that has one: what the upstream needs back with its answer."""
     continued: bool = False
     """A later run continued this record of a chain of runs (`Turn.chains_runs`): an upstream that keeps the
     history has moved past it, so continuing from here again is a fork."""

@@ -146,6 +146,10 @@ class ConversationMapper:
                                           if k in conversation.interrupts}
         conversation.interrupt_schemas.update({i.id: i.response_schema for i in recorder.interrupts
                                                if i.response_schema is not None})
+        conversation.interrupt_states = {k: v for k, v in conversation.interrupt_states.items()
+                                         if k in conversation.interrupts}
+        conversation.interrupt_states.update({i.id: i.upstream_state for i in recorder.interrupts
+                                              if i.upstream_state is not None})
         if recorder.interrupts:
             conversation.interrupted_run = exchange.client_turn.run_id
         if recorder.state.known:
@@ -253,13 +257,18 @@ def _resumes(turn: Turn, conversation: Conversation, checked: bool) -> tuple[lis
     names the interrupted run, or no interrupt (`ANY_OPEN_INTERRUPT`), answers each open one. Also the text of
     answers to nothing open, and the ids of answers to interrupts answered already (dropped). An interrupt id is an
     upstream's handle (an A2A task id) that only the caller it was given to may answer; unless `checked` (a
-    conversation the gateway does not hold, on a route of transparent ids) an answer passes as sent."""
+    conversation the gateway does not hold, on a route of transparent ids) an answer passes as sent. A message that
+    answers whatever is open (an MCP call's `message`: `ANY_OPEN_INTERRUPT` and a `message_id`) is the user's
+    message when nothing is, as far as the gateway knows."""
     resumes: list[Resume] = []
     unanswerable: list[str] = []
     repeated: list[str] = []
     open_interrupts = conversation.interrupts
     for r in turn.resume:
-        if not checked or r.interrupt_id in open_interrupts:
+        if r.interrupt_id == ANY_OPEN_INTERRUPT and r.message_id is not None and not open_interrupts:
+            if isinstance(r.payload, str) and r.payload:
+                unanswerable.append(r.payload)
+        elif not checked or r.interrupt_id in open_interrupts:
             resumes.append(r if r.tool_call_id else replace(r, tool_call_id=open_interrupts.get(r.interrupt_id)))
         elif r.interrupt_id in (conversation.interrupted_run, ANY_OPEN_INTERRUPT) and open_interrupts:
             resumes += [replace(r, interrupt_id=id_, tool_call_id=call) for id_, call in open_interrupts.items()]
@@ -271,10 +280,12 @@ def _resumes(turn: Turn, conversation: Conversation, checked: bool) -> tuple[lis
             unanswerable.append(r.payload)
     # An answer that came in a message (A2A) could not know the shape the interrupt asks for: given it, or refused.
     # Each goes with the schema its interrupt declared, for the upstream's dialect to write it so.
-    schemas = conversation.interrupt_schemas
-    resumes = [replace(r, payload=shaped(r.payload, schemas[r.interrupt_id]), response_schema=schemas[r.interrupt_id])
+    schemas, states = conversation.interrupt_schemas, conversation.interrupt_states
+    resumes = [replace(r, payload=shaped(r.payload, schemas[r.interrupt_id]), response_schema=schemas[r.interrupt_id],
+                       upstream_state=states.get(r.interrupt_id))
                if r.message_id is not None and r.status == "resolved" and r.interrupt_id in schemas else
-               replace(r, response_schema=schemas.get(r.interrupt_id)) for r in resumes]
+               replace(r, response_schema=schemas.get(r.interrupt_id), upstream_state=states.get(r.interrupt_id))
+               for r in resumes]
     if repeated:
         log.info("conversation %s: dropped answers to interrupts already answered: %s", conversation.key,
                  ", ".join(repeated))

@@ -20,8 +20,11 @@ ClientHistory    how a client that keeps the history sends a reply back        s
 WholeHistory     its encoder is given the conversation's whole history        request/call
 EventIds         its clients reconnect to a run by `Last-Event-ID` (AG-UI)     stream/resume, resumable
 UpstreamSessions its servers serve a run only in a session opened first (MCP)  request/upstream_sessions
+HeldCalls        its servers ask the user mid-call and wait on the call (MCP   request/held_calls
+                 2025's elicitation): the call held open for the answer
 NamedRoutes      one endpoint for every route, each request naming its route   endpoints/named_routes (across the
-                 (MCP's tools): what is not a run it answers itself            routes)
+                 (MCP's tools): what is not a run it answers itself; runs      routes)
+                 chained in one answer (`Continuation`: MCP's elicitation)
 ```
 """
 
@@ -33,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway.core.decoding import Decoder
 from gateway.core.errors import GatewayError
-from gateway.core.turn import History, Message, Turn
+from gateway.core.turn import History, Message, Resume, Turn
 
 if TYPE_CHECKING:
     from gateway.core.codec import UpstreamRequest
@@ -259,6 +262,20 @@ class UpstreamSessions(Capability):
     """Whether a run's answer with this status says the upstream no longer knows the session."""
 
 
+@dataclass(frozen=True, slots=True)
+class HeldCalls(Capability):
+    """Its servers may ask the user in the middle of a call, on the call's own stream, and wait there for the
+    answer (MCP 2025's `elicitation/create`). The run ends interrupted for the client while the server keeps the
+    upstream's response open, in the process, bounded in number and time; the answer's turn sends the dialect's
+    answering requests and reads the held response on as its reply."""
+
+    waits: Callable[[Any], bool]
+    """Whether an interrupt's `upstream_state` says its call waits, held open, for the answer."""
+    answers: Callable[[list[Resume]], list[UpstreamRequest]]
+    """The requests that give the upstream the client's answers to such interrupts (MCP: the JSON-RPC response to
+    the elicitation), sent with the held call's headers."""
+
+
 class AtEndpoint(Protocol):
     """A request to a `NamedRoutes` endpoint, as the server hands it to the dialect: what it said, the routes its
     caller may use, and the sessions the dialect keeps for that caller (in the gateway's store, so any replica serves
@@ -310,6 +327,18 @@ class Answered:
     stop: str | None = None
     """A running run this request stops (by its `run_key`), as its client leaving would (MCP's
     `notifications/cancelled`), besides being answered."""
+    then: Continuation | None = None
+    """For a run whose answer may go on past the run's end (MCP's elicitation: the client is asked on the same
+    stream, and its answer resumes the agent in another run): what comes after each run (see `Continuation`)."""
+
+
+Write = Callable[[bytes], Awaitable[None]]
+Continuation = Callable[[bytes, Write], Awaitable[bytes | None]]
+"""What comes after a run of `Answered.run`, given the last piece of its answer (held back by the endpoint) and a
+way to write more of the answer, still open: the request of another run of the same route, whose answer continues
+this one (its head not sent again; its last piece given to the continuation in turn), or None once it has written
+what ends the answer (the held piece, or what replaces it). The endpoint stops waiting for it when the client
+leaves or the run is stopped."""
 
 
 @dataclass(frozen=True, slots=True)

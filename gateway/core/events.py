@@ -175,6 +175,10 @@ class Interrupt:
     """When the question lapses (ISO 8601); an expired interrupt can only be cancelled."""
     subagent_run_id: str | None = None
     metadata: Metadata = None
+    upstream_state: Any = None
+    """What the upstream's dialect needs back with the answer to go on with the run (MCP's `requestState` and the
+    call it retries): kept with the open interrupt by the conversation store, given back on the `Resume`, never
+    sent to a client (JSON)."""
 
 
 @dataclass(slots=True)

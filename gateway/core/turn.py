@@ -95,6 +95,9 @@ class Resume:
     response_schema: Any = None
     """The `responseSchema` the interrupt declared, when the conversation keeps it: an upstream's dialect may write
     an answer in the shape its interrupt takes (an approval as LangChain's review decisions)."""
+    upstream_state: Any = None
+    """The interrupt's `upstream_state`, when the conversation keeps it: what the upstream's dialect needs to send
+    the answer back (the call an MCP server's `input_required` result asks to be retried)."""
 
 
 ANY_OPEN_INTERRUPT = ""
@@ -103,12 +106,25 @@ ANY_OPEN_INTERRUPT = ""
 conversation has open."""
 
 
+YES = frozenset({"yes", "y", "ok", "okay", "sure", "approve", "approved", "accept", "allow", "true", "go ahead"})
+NO = frozenset({"no", "n", "deny", "denied", "reject", "rejected", "decline", "cancel", "false", "stop"})
+
+
+def yes_or_no(text: str) -> bool | None:
+    """What a yes or a no in words says (None: neither)."""
+    word = text.strip().strip(".!").lower()
+    return True if word in YES else False if word in NO else None
+
+
 def approves(resume: Resume) -> bool:
     """Whether a resume says yes to what the interrupt asked. Clients answer approvals in their own words:
-    `{"approved": false}` (Vercel, and what the gateway sends), a bare `false`, or a cancelled status say no."""
+    `{"approved": false}` (Vercel, and what the gateway sends), a bare `false`, a no in words (a client that answers
+    in a message: A2A, MCP), or a cancelled status say no."""
     payload = resume.payload
     if resume.status == "cancelled" or payload is False:
         return False
+    if isinstance(payload, str):
+        return yes_or_no(payload) is not False
     return not (isinstance(payload, dict) and payload.get("approved", True) is False)
 
 

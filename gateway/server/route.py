@@ -31,7 +31,7 @@ from gateway.server.operations.metrics import Metrics
 from gateway.server.operations.observed import Observer
 from gateway.server.operations.record import RequestOutcome
 from gateway.server.operations.telemetry import Tracing, upstream_attributes
-from gateway.server.request import upstream_sessions
+from gateway.server.request import held_calls, upstream_sessions
 from gateway.server.request.access import Access
 from gateway.server.request.call import Call
 from gateway.server.request.discovery import Discovery, SideCalls
@@ -74,6 +74,9 @@ class RouteHandler:
         self.sessions = upstream_sessions.kept_for(self.upstream, pool, route.timeouts.connect,
                                                    route.timeouts.first_event, debug_errors)
         """The route's sessions with its upstream, when its dialect serves runs only in one (MCP's)."""
+        self.held = held_calls.held_for(self.upstream, self.side_calls, route.timeouts.total,
+                                        route.upstream.max_connections)
+        """The calls held open while their clients answer what the upstream asked in them (MCP 2025's)."""
         self.in_flight = metrics.in_flight.labels(route.name)
         self.access = Access(route)
         self.learned_variant: str | None = None

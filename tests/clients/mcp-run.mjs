@@ -8,13 +8,18 @@
 //   {"call": NAME, "arguments": {...}}             tools/call with an onprogress callback (a progressToken)
 //       "progress": false                          without one
 //       "cancel_after": SECONDS                    aborted after that long (the SDK POSTs notifications/cancelled)
+//       "elicit": {action, content?, after?}       each elicitation/create during the call answered so, after
+//                                                  `after` seconds (any step's "elicit" declares the elicitation
+//                                                  capability; a step without one cancels)
 //
 // stdout: first {"protocolVersion", "serverInfo", "sessionId"}; then for each step {"tools": [...]} or
 // {"isError", "content": [text...], "structured", "progress": [[progress, total, message]...]} or
-// {"cancelled": true, "progress": [...]}; a step that threw: {"error": "<name>: <message>"}.
+// {"cancelled": true, "progress": [...]}, with "elicited": [params...] when it was asked; a step that threw:
+// {"error": "<name>: <message>"}.
 // Then {"terminated": status} after the session's DELETE. Exit 1 when the session could not be opened.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const [url, planText, ...rest] = process.argv.slice(2);
 const option = (name) => { const at = rest.indexOf(name); return at >= 0 ? rest[at + 1] : undefined; };
@@ -23,7 +28,18 @@ const timeout = Number(option('--timeout-ms') ?? 30000);
 const plan = JSON.parse(planText);
 const say = (value) => process.stdout.write(JSON.stringify(value) + '\n');
 
-const client = new Client({ name: 'agent-gateway-tests', version: '0.0.1' }, { capabilities: {} });
+const eliciting = plan.some((step) => 'elicit' in step);
+const client = new Client({ name: 'agent-gateway-tests', version: '0.0.1' },
+  { capabilities: eliciting ? { elicitation: { form: {} } } : {} });
+let answering = { elicit: undefined, asked: [] };  // the step being run's "elicit", and what it was asked
+if (eliciting) {
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    answering.asked.push(request.params);
+    const answer = answering.elicit ?? { action: 'cancel' };
+    await new Promise((resolve) => setTimeout(resolve, (answer.after ?? 0) * 1000));
+    return answer.content === undefined ? { action: answer.action } : { action: answer.action, content: answer.content };
+  });
+}
 const transport = new StreamableHTTPClientTransport(new URL(url), {
   requestInit: key ? { headers: { authorization: `Bearer ${key}` } } : undefined,
 });
@@ -36,6 +52,8 @@ try {
 say({ protocolVersion: transport.protocolVersion, serverInfo: client.getServerVersion(), sessionId: transport.sessionId });
 
 for (const step of plan) {
+  answering = { elicit: step.elicit, asked: [] };
+  const elicited = () => (answering.asked.length ? { elicited: answering.asked } : {});
   try {
     if (step.list) {
       say({ tools: (await client.listTools()).tools });
@@ -58,9 +76,9 @@ for (const step of plan) {
     }
     const result = await client.callTool({ name: step.call, arguments: step.arguments ?? {} }, undefined, options);
     say({ isError: result.isError ?? false, content: result.content.filter((b) => b.type === 'text').map((b) => b.text),
-          structured: result.structuredContent ?? null, progress });
+          structured: result.structuredContent ?? null, progress, ...elicited() });
   } catch (error) {
-    say({ error: `${error.name}: ${error.message}` });
+    say({ error: `${error.name}: ${error.message}`, ...elicited() });
   }
 }
 try {

@@ -11,10 +11,14 @@ The plan is a JSON list of steps, run in order in one session:
         "progress": false                           without one
         "cancel_after": SECONDS                     cancelled by the client after that long (the SDK then POSTs
                                                     notifications/cancelled)
+        "elicit": {"action", "content"?, "after"?}  each `elicitation/create` during the call answered so, after
+                                                    `after` seconds (any step's "elicit" makes the client declare
+                                                    the elicitation capability; a step without one cancels)
 
 stdout: first {"protocolVersion", "serverInfo", "sessionId"}; then, for each step, {"tools": [{name, description,
 inputSchema}]} or {"isError", "content": [text...], "structured", "progress": [[progress, total, message]...]},
-or {"cancelled": true, "progress": [...]}; a step that raised: {"error": "<ExceptionType>: <message>"}.
+or {"cancelled": true, "progress": [...]}, with "elicited": [params...] when it was asked; a step that raised:
+{"error": "<ExceptionType>: <message>"}.
 Exit status 0; 1 when the session could not be opened, with the error on stderr.
 """
 
@@ -27,21 +31,37 @@ from typing import Any
 
 import anyio
 import httpx2
-from mcp import Client
+from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
 
 
 async def run(url: str, plan: list[dict[str, Any]], key: str | None, timeout: float) -> None:
     headers = {"authorization": f"Bearer {key}"} if key else {}
     http = httpx2.AsyncClient(headers=headers, timeout=timeout)
+    answering: dict[str, Any] = {}
+    """The step being run's "elicit", and what it was asked."""
+
+    async def elicited(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        answering.setdefault("asked", []).append(params.model_dump(mode="json", by_alias=True, exclude_none=True))
+        answer = answering.get("elicit") or {"action": "cancel"}
+        await anyio.sleep(answer.get("after", 0))
+        return types.ElicitResult(action=answer["action"], content=answer.get("content"))
+
+    eliciting = any("elicit" in step for step in plan)
     async with http, Client(streamable_http_client(url, http_client=http), mode="legacy",
-                            read_timeout_seconds=timeout) as client:
+                            read_timeout_seconds=timeout,
+                            elicitation_callback=elicited if eliciting else None) as client:
         print(json.dumps({"protocolVersion": client.protocol_version,
                           "serverInfo": client.server_info.model_dump(mode="json") if client.server_info else None}),
               flush=True)
         for step in plan:
+            answering.clear()
+            answering["elicit"] = step.get("elicit")
             try:
-                print(json.dumps(await _step(client, step)), flush=True)
+                done = await _step(client, step)
+                if "asked" in answering:
+                    done["elicited"] = answering["asked"]
+                print(json.dumps(done), flush=True)
             except Exception as exc:
                 print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
 

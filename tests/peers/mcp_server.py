@@ -8,18 +8,35 @@
     ask(prompt)                        its message in an argument of another name
     fail(message)                      a tool error (isError)
     sleepy(message)                    progress until cancelled; `/cancelled` counts the calls cancelled
+    confirm(message)                   asks the user to confirm by elicitation (a resolver: `input_required` on
+                                       2026-07-28, an `elicitation/create` on the call's stream on 2025), then
+                                       says what they answered
+Under `/legacy` the same server as one of the 2025 protocol only (mcp 1.x, say) answers a 2026-07-28 request: a 400.
 `/healthz` says it is up; `/counts` counts the calls cancelled and the sessions open; `POST /forget` forgets every
 session, as a server that restarted would.
 """
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import anyio
 from mcp.server import MCPServer
-from mcp.server.mcpserver import Context
+from mcp.server.mcpserver import (
+    AcceptedElicitation,
+    CancelledElicitation,
+    Context,
+    DeclinedElicitation,
+    Elicit,
+    ElicitationResult,
+    Resolve,
+)
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.types import Receive, Scope, Send
 
 server = MCPServer("gateway-peer", instructions="agents as tools, for agent-gateway's tests")
 conversations: dict[str, list[str]] = {}
@@ -82,6 +99,30 @@ async def sleepy(message: str, ctx: Context) -> str:
         raise
 
 
+class Confirm(BaseModel):
+    ok: bool = Field(description="Go ahead?")
+    note: str = Field("", description="Anything to add")
+
+
+async def _ask_to_confirm(message: str) -> Elicit[Confirm]:
+    return Elicit(f"Really {message}?", Confirm)
+
+
+@server.tool()
+async def confirm(message: str, answer: Annotated[ElicitationResult[Confirm], Resolve(_ask_to_confirm)]) -> str:
+    """Does what it is told once the user confirms it."""
+    match answer:
+        case AcceptedElicitation(data=Confirm(ok=True, note=note)):
+            return f"{message}: done" + (f" ({note})" if note else "")
+        case AcceptedElicitation():
+            return f"{message}: not confirmed"
+        case DeclinedElicitation():
+            return f"{message}: declined"
+        case CancelledElicitation():
+            return f"{message}: cancelled"
+    return f"{message}: no answer"
+
+
 @server.custom_route("/healthz", methods=["GET"])
 async def healthz(request: Request) -> PlainTextResponse:
     return PlainTextResponse("ok")
@@ -98,4 +139,18 @@ async def forget(request: Request) -> JSONResponse:
     return JSONResponse({"forgotten": True})
 
 
-app = server.streamable_http_app()
+mcp_app = server.streamable_http_app()
+
+
+async def app(scope: Scope, receive: Receive, send: Send) -> None:
+    """The server; under `/legacy`, as a server that speaks only the 2025 protocol answers a 2026-07-28 request."""
+    if scope["type"] == "http" and scope["path"].startswith("/legacy/"):
+        scope = {**scope, "path": scope["path"].removeprefix("/legacy"),
+                 "raw_path": scope.get("raw_path", b"").removeprefix(b"/legacy")}
+        version = Headers(scope=scope).get("mcp-protocol-version", "")
+        if version.strip() not in ("", "2025-11-25", "2025-06-18", "2025-03-26"):
+            refusal = JSONResponse({"jsonrpc": "2.0", "id": None, "error": {
+                "code": -32600, "message": f"Bad Request: Unsupported protocol version: {version}"}}, status_code=400)
+            await refusal(scope, receive, send)
+            return
+    await mcp_app(scope, receive, send)

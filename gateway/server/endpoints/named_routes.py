@@ -6,6 +6,8 @@ request ─▶ Origin (when the dialect asks) ─▶ body (the routes' limits) �
         ─▶ the dialect's answer ─┬─ its own (initialize, tools/list, a notification): written as it says
                                  └─ a run of route R: R's handler serves the same request, as a POST to its path
                                     (its keys, limits, conversations and principal); stoppable by the run's key
+                                    ─▶ with the dialect's continuation (`Answered.then`): each run's last piece
+                                       held for it, and the runs it asks for written on in the same answer
 ```
 
 A run is stopped (the dialect's `stop`: MCP's `notifications/cancelled`) as its client leaving stops it: its
@@ -29,7 +31,7 @@ from starlette.types import Message, Receive, Scope, Send
 from adapters import registry
 from gateway.conversations.store import StoreError
 from gateway.conversations.store.base import scoped_key
-from gateway.core.capabilities import AgentDescription, Answered, NamedRoutes
+from gateway.core.capabilities import AgentDescription, Answered, Continuation, NamedRoutes
 from gateway.core.codec import Dialect
 from gateway.core.errors import GatewayError, RequestError
 from gateway.core.validation import load_json_object
@@ -96,7 +98,8 @@ class NamedEndpoint:
             await _write(send, answered, request_id_of(headers))
             return
         handler = next(h for h in opened if h.route.name == answered.run)
-        await self._run(handler, scope, receive, send, answered.body or body, self._name(principal, answered.run_key))
+        await self._run(handler, scope, receive, send, answered.body or body, self._name(principal, answered.run_key),
+                        answered.then)
 
     def _name(self, principal: str, run_key: str | None) -> str:
         return scoped_key("named", self.dialect.name, principal, run_key or "")
@@ -110,40 +113,47 @@ class NamedEndpoint:
             log.warning("a stop for the %s endpoint did not reach the other replicas: %s", self.dialect.name, exc)
 
     async def _run(self, handler: RouteHandler, scope: Scope, receive: Receive, send: Send, body: bytes,
-                   name: str) -> None:
+                   name: str, then: Continuation | None) -> None:
         """The route's handler serves the request, its body read again from here; told the client left when a
-        later request stops the run, on any replica."""
+        later request stops the run, on any replica. With a continuation, each run's last piece is held back for
+        it, and the runs it asks for write on in the same answer (at most `MAX_RUNS`)."""
         stopped = asyncio.Event()
         forget = self.board.stoppable(name, stopped.set)
-        given = left = False
-
-        async def receiving() -> Message:
-            nonlocal given, left
-            if not given:
-                given = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            if left:  # the client has gone and the run goes on (its stream resumable): only a stop is news
-                await stopped.wait()
-                return {"type": "http.disconnect", STOPPED: True}
-            waiting = asyncio.ensure_future(receive())
-            stopping = asyncio.ensure_future(stopped.wait())
-            try:
-                done, _ = await asyncio.wait((waiting, stopping), return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                waiting.cancel()
-                stopping.cancel()
-            if waiting not in done:
-                return {"type": "http.disconnect", STOPPED: True}
-            message = waiting.result()
-            left = message["type"] == "http.disconnect"
-            return message
-
         # Served as a POST of the JSON the dialect made of it, whatever the method (MCP's GET that resumes a stream
         # becomes a query of the route's).
         headers = [(name, value) for name, value in scope["headers"] if name != b"content-type"]
         headers.append((b"content-type", b"application/json"))
+        scope = {**scope, "path": self.named.path, "method": "POST", "headers": headers}
         try:
-            await handler({**scope, "path": self.named.path, "method": "POST", "headers": headers}, receiving, send)
+            if then is None:
+                await handler(scope, _receiving(body, receive, stopped), send)
+                return
+            held = _Held(send)
+            for runs in range(1, MAX_RUNS + 1):
+                await handler(scope, _receiving(body, receive, stopped), held.send)
+                if held.last is None:  # the client left, or the run was stopped: nothing more to write
+                    return
+                if runs == MAX_RUNS:  # no more runs: this one's answer ends the chain as it is
+                    await held.write(held.take())
+                    break
+                going_on = asyncio.ensure_future(then(held.take(), held.write))
+                leaving = asyncio.ensure_future(_left(receive, stopped))
+                try:
+                    await asyncio.wait((going_on, leaving), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    leaving.cancel()
+                    if not going_on.done():
+                        going_on.cancel()
+                        await asyncio.gather(going_on, return_exceptions=True)
+                if going_on.cancelled():
+                    break
+                if (failed := going_on.exception()) is not None:
+                    log.error("the continuation of a run of %s failed", handler.route.name, exc_info=failed)
+                    break
+                if (following := going_on.result()) is None:
+                    break
+                body = following
+            await held.end()
         finally:
             forget()
 
@@ -162,6 +172,75 @@ class NamedEndpoint:
         else:
             status, body = error.status, orjson.dumps(error.to_json())
         await _write(send, Answered(status, body, {"content-type": "application/json"}), request_id_of(headers))
+
+
+MAX_RUNS = 8
+"""Runs one answer may chain (a continuation that asks for more is cut short: the last run's answer ends it)."""
+
+
+def _receiving(body: bytes, receive: Receive, stopped: asyncio.Event) -> Receive:
+    """The request's body once, then the client leaving (or the run stopped, as if it had); once the client has
+    left, only the run stopped (a run that goes on for its client to come back to may still be stopped)."""
+    given = left = False
+
+    async def receiving() -> Message:
+        nonlocal given, left
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        if left:
+            await stopped.wait()
+            return {"type": "http.disconnect", STOPPED: True}
+        message = await _left(receive, stopped)
+        left = message["type"] == "http.disconnect" and not message.get(STOPPED)
+        return message
+
+    return receiving
+
+
+async def _left(receive: Receive, stopped: asyncio.Event) -> Message:
+    """The client's next message (its leaving), or a disconnect when the run is stopped first."""
+    waiting = asyncio.ensure_future(receive())
+    stopping = asyncio.ensure_future(stopped.wait())
+    try:
+        done, _ = await asyncio.wait((waiting, stopping), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiting.cancel()
+        stopping.cancel()
+    return waiting.result() if waiting in done else {"type": "http.disconnect", STOPPED: True}
+
+
+class _Held:
+    """One answer across the runs a continuation chains: the first run's head, every piece as it comes, but each
+    run's last piece held for the continuation."""
+
+    __slots__ = ("_send", "last", "started")
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.started = False
+        self.last: bytes | None = None
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            if not self.started:
+                self.started = True
+                await self._send(message)
+        elif message.get("more_body", False):
+            await self._send(message)
+        else:
+            self.last = message.get("body", b"")
+
+    def take(self) -> bytes:
+        last, self.last = self.last or b"", None
+        return last
+
+    async def write(self, body: bytes) -> None:
+        if body:
+            await self._send({"type": "http.response.body", "body": body, "more_body": True})
+
+    async def end(self) -> None:
+        await self._send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def _principal(opened: list[RouteHandler], headers: Headers) -> str:

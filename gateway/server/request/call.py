@@ -30,7 +30,9 @@ Errors before the response starts are a real HTTP status with a JSON body (400/4
 502 when the upstream failed, 504 when it timed out), or the client dialect's own error (A2A's JSON-RPC errors).
 The response starts when the upstream has answered 2xx; after that, an error is an in-band event in the client's
 dialect, followed by its terminator. What each request did is its `AccessRecord` (record.py): one log line, its
-metrics and its span.
+metrics and its span. A run that ends on a question its upstream waits for on the call itself (`HeldCalls`) leaves
+the upstream's response held open (held_calls.py); the turn that answers it reads that response on instead of
+calling the upstream anew.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from starlette.datastructures import Headers
 from starlette.types import Send
@@ -48,7 +50,7 @@ from gateway.conversations.mapper import Exchange
 from gateway.conversations.recorder import RunRecorder
 from gateway.core.capabilities import ProtocolHeaders, Variants, WholeHistory, WireFormats
 from gateway.core.codec import Decoder, Dialect, UpstreamRequest
-from gateway.core.errors import GatewayError
+from gateway.core.errors import GatewayError, ResumeUnavailable, UpstreamError, UpstreamRefused
 from gateway.core.turn import Turn
 from gateway.inspector.ring import InspectedRun
 from gateway.recordings.capture import RunCapture
@@ -56,6 +58,7 @@ from gateway.runs.watched import WatchedRun
 from gateway.server.operations.record import AccessRecord
 from gateway.server.operations.telemetry import RequestTrace, pass_trace_context
 from gateway.server.request.access import ANONYMOUS, Caller
+from gateway.server.request.held_calls import Held
 from gateway.server.request.reporting import report
 from gateway.server.stream.client import ClientWriter
 from gateway.server.stream.deadlines import CancelReason, Deadlines
@@ -129,25 +132,35 @@ class Call:
         exchange = await self._map_history(client, turn, discovered)
         if not await self._in_session(exchange, client, target):
             return
-        outbound = self._build_request(exchange, client, target)
-        response = await self._send(outbound, target)
-        if response is not None and self._session_lost(response, exchange):
-            response.release()
-            if not await self._in_session(exchange, client, target):
-                return
+        answered = await self._answer_held(exchange)
+        if answered is False:
+            return
+        response: Response | None
+        if answered is not None:  # the upstream's call held open for this answer: its reply is this run's
+            outbound, response = answered.request, answered.response
+        else:
             outbound = self._build_request(exchange, client, target)
             response = await self._send(outbound, target)
+            if response is not None and self._session_lost(response, exchange):
+                response.release()
+                if not await self._in_session(exchange, client, target):
+                    return
+                outbound = self._build_request(exchange, client, target)
+                response = await self._send(outbound, target)
         if response is None:
             return
+        kept = False
         try:
             if not await self._check_status(response, outbound):
                 return
             self._learn_variant(response, exchange)
             await self._relay(response, outbound, client, turn, exchange)
-            if self.writer.complete and not self.writer.gone:
+            kept = self._hold(response, outbound)
+            if not kept and self.writer.complete and not self.writer.gone:
                 await response.drain(_DRAIN_SECONDS)  # the client has its last byte; this keeps the connection
         finally:
-            response.release()  # back to the pool if read to its end, else closed
+            if not kept:
+                response.release()  # back to the pool if read to its end, else closed
             for again in self.reattached:
                 again.release()
 
@@ -191,6 +204,64 @@ class Call:
         if sessions is None or not self.session_headers or not sessions.lost(response.status):
             return False
         sessions.forget(exchange.conversation.upstream_id)
+        return True
+
+    async def _answer_held(self, exchange: Exchange) -> Held | Literal[False] | None:
+        """The call this turn's answers are for, held open by this process (`HeldCalls`), once the upstream has
+        been sent the answers; None when the turn answers no held call; False when the call is not held here (or
+        the upstream refused the answers): the client has been told why."""
+        held_calls = self.handler.held
+        resumes = exchange.upstream_turn.resume
+        if held_calls is None or not held_calls.waiting([r.upstream_state for r in resumes]):
+            return None
+        waiting = [r for r in resumes if held_calls.capability.waits(r.upstream_state)]
+        held = held_calls.take([r.interrupt_id for r in waiting])
+        if held is None:
+            await self.writer.fail_before_start(ResumeUnavailable(
+                "the agent's question is no longer open on this gateway: its call was held by another of the "
+                "gateway's processes, or given up after its deadline; ask again"))
+            return False
+        self.target, self.upstream_headers = held.target, held.headers
+        for request in held_calls.capability.answers(waiting):
+            status = await self._send_aside(request, held)
+            if status is None or status >= 300:
+                held.response.release()
+                error = UpstreamRefused(status) if status is not None else UpstreamError(
+                    "the upstream could not be sent the answer to its question")
+                await self.writer.fail_before_start(error)
+                return False
+        if self.capture is not None:
+            self.capture.upstream_asked(held.target.url, held.request, held.headers, exchange.upstream_variant,
+                                        self.handler.discovery.document)
+            self.capture.mapping, self.capture.conversation = exchange.decision, exchange.conversation.upstream_id
+        self.writer.keep_alive_from(time.monotonic())
+        self.deadlines.arm()
+        self.deadlines.note_upstream_answered()
+        return held
+
+    async def _send_aside(self, request: UpstreamRequest, held: Held) -> int | None:
+        """The status of the upstream's answer to a request sent alongside a held call; None when it gave none."""
+        try:
+            response = await self.handler.pool.request(request.method, held.target, request.body,
+                                                       {**held.headers, **request.headers}, request.path)
+        except HTTPError:
+            return None
+        try:
+            await response.drain(_DRAIN_SECONDS)
+        finally:
+            response.release()
+        return response.status
+
+    def _hold(self, response: Response, outbound: UpstreamRequest) -> bool:
+        """Whether the run ended on questions its upstream waits for on this very call (`HeldCalls`): the call is
+        then held open for the answer, not read on nor released."""
+        held_calls, relay = self.handler.held, self.relay
+        if held_calls is None or relay is None or self.target is None or self.writer.gone:
+            return False
+        ids = [i.id for i in relay.recorder.interrupts if held_calls.capability.waits(i.upstream_state)]
+        if not ids:
+            return False
+        held_calls.hold(Held(response, outbound, self.target, dict(self.upstream_headers), ids))
         return True
 
     def _build_request(self, exchange: Exchange, client: Dialect, target: Target) -> UpstreamRequest:

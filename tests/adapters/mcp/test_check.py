@@ -25,11 +25,11 @@ from gateway.conversations.store import MemoryStore
 from gateway.server.app import create_app
 
 KEY = "sk-team-0123456789abcdef"
-ROUTE_SHOWS = {"text": "pass", "multi-turn": "pass", "server-tool": "pass", "interrupt": "skip", "error": "pass",
+ROUTE_SHOWS = {"text": "pass", "multi-turn": "pass", "server-tool": "pass", "interrupt": "pass", "error": "pass",
                "cancel": "pass"}
 """What the built-in agent shows through an MCP face: its own tool calls in `structuredContent`, a failure as
-`isError`; an interrupt is only its question in the text (elicitation is not served yet), so there is none to
-answer."""
+`isError`, an interrupt as the 2026-07-28 face asks it (`input_required`), which `check` answers as the gateway
+answers an MCP upstream's question (the call retried)."""
 
 
 @dataclass

@@ -212,7 +212,10 @@ def test_an_unknown_tool_is_a_protocol_error_for_a_2026_client(world: World, sen
 
 def test_a_2026_client_without_elicitation_gets_the_question_in_a_complete_result(world: World, send: Send) -> None:
     called = one(send(world.url, [{"call": "helper", "arguments": {"message": "please approve the deletion"}}]))
-    assert called["content"] == ["Delete /tmp/demo?"]
+    [said] = called["content"]
+    question, how_to_answer = said.split("\n\n")
+    assert question == "Delete /tmp/demo?"
+    assert f'conversation_id "{called["structured"]["conversation_id"]}"' in how_to_answer
     [interrupt] = called["structured"]["interrupts"]
     assert interrupt["toolCallId"] and interrupt["id"].startswith("int-")
 

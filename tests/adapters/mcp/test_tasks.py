@@ -220,8 +220,8 @@ def test_a_run_that_asks_its_user_leaves_its_task_input_required_with_the_questi
                                         {"get": True}])
     result = streamed["messages"][-1]["result"]
     assert got["status"] == "input_required"
-    assert result["content"][0]["text"] == "Continue?" and result["structuredContent"]["interrupts"][0]["reason"] \
-        == "confirm"
+    assert result["content"][0]["text"].startswith("Continue?\n\nTo answer, call helper again")
+    assert result["structuredContent"]["interrupts"][0]["reason"] == "confirm"
 
 
 def test_a_task_waiting_for_its_user_is_cancelled_where_it_is_kept(url: str) -> None:

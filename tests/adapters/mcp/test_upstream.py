@@ -2,6 +2,8 @@
 its tools called as agents by clients of every other dialect: a session opened per conversation (and again when
 the server lost it), the user's message and the conversation's id for a tool that keeps conversations, the whole
 history as text for one that does not, progress streamed as text, a tool error, a cancel when the client leaves.
+The server speaks 2026-07-28 and the gateway speaks it to it; under `/legacy` it is a server of the 2025 protocol
+only, which the gateway opens sessions with.
 Install first: `.venv/bin/python tests/peers_env.py`.
 """
 
@@ -56,6 +58,9 @@ def world() -> Iterator[World]:
             name = tool.partition(":")[0]
             routes.append({"name": name, "paths": [f"/{name}/in"], "client_dialects": ["ag-ui"],
                            "upstream": {**upstream, "agent": tool}, "timeouts": {"first_event": 10, "total": 30}})
+        for tool in ("agent", "sleepy"):  # the same tools on a server of the 2025 protocol only
+            routes.append({"name": f"legacy-{tool}", "paths": [f"/legacy-{tool}/in"], "client_dialects": ["ag-ui"],
+                           "upstream": {"url": f"{server}/legacy/mcp", "dialect": "mcp", "agent": tool}})
         config = GatewayConfig.model_validate({"routes": routes, "keepalive_seconds": 0.5})
         with Served(create_app(config, store=MemoryStore())) as gateway:
             world = World(server, gateway.url)
@@ -111,18 +116,25 @@ def test_a_tool_error_is_the_runs_error(world: World) -> None:
 
 
 def test_a_session_the_server_lost_is_opened_again(world: World) -> None:
-    assert world.say("ag-ui", "ag-ui", "one", "lost-1").text == "turn 1: you said one"
+    assert world.say("ag-ui", "legacy-agent", "one", "lost-1").text == "turn 1: you said one"
     world.http.post(f"{world.server}/forget")
     assert world.counts()["sessions"] == 0
-    again = world.say("ag-ui", "ag-ui", "two", "lost-1")
+    again = world.say("ag-ui", "legacy-agent", "two", "lost-1")
     assert again.text == "turn 2: you said two (before: one)"
     assert world.counts()["sessions"] == 1
 
 
-def test_a_client_that_leaves_cancels_the_tool_call(world: World) -> None:
+def test_a_server_of_both_protocols_is_spoken_to_in_2026_without_a_session(world: World) -> None:
+    before = world.counts()["sessions"]
+    assert world.say("ag-ui", "ag-ui", "hello", "modern-1").text == "turn 1: you said hello"
+    assert world.counts()["sessions"] == before
+
+
+@pytest.mark.parametrize("route", ["sleepy", "legacy-sleepy"])  # 2026: the stream closed; 2025: notifications/cancelled
+def test_a_client_that_leaves_cancels_the_tool_call(world: World, route: str) -> None:
     before = world.counts()["cancelled"]
-    body = request_body("ag-ui", [user_message("ag-ui", "sleep")], "sleepy-1")
-    with world.http.stream("POST", f"{world.gateway}/sleepy/in", json=body) as response:
+    body = request_body("ag-ui", [user_message("ag-ui", "sleep")], f"{route}-1")
+    with world.http.stream("POST", f"{world.gateway}/{route}/in", json=body) as response:
         for chunk in response.iter_bytes():
             if b"RUN_STARTED" in chunk:  # the server is running the tool: its answer has begun
                 break
