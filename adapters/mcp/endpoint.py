@@ -13,7 +13,8 @@ tools/call                 a run of the route it names (an unknown one: -32602);
                            (elicitation.py)
 tasks/*                    handed to the route the task runs on (tasks.py)
 DELETE                     the session forgotten
-GET                        405: no stream for messages outside a call (a later phase)
+GET + Last-Event-ID        the rest of a call's stream, from any replica (resumption.py)
+GET                        405: no stream for messages outside a call (the gateway has none to send)
 ```
 A request names the session `initialize` opened (404 for one not found: another caller's, or forgotten); a POST
 that names none is served without one, as by a server that keeps no sessions (a DELETE or GET must name one: 400).
@@ -30,7 +31,7 @@ import orjson
 from gateway.core.capabilities import AgentDescription, Answered, AtEndpoint
 from gateway.core.ids import new_id
 
-from . import tasks
+from . import resumption, tasks
 from .elicitation import Elicitation, elicits, keep_answer
 from .wire import (
     HANDSHAKE_VERSIONS,
@@ -75,14 +76,18 @@ async def answer(asked: AtEndpoint) -> Answered:
     if asked.method == "POST" and isinstance(message, dict) and message.get("method") == "initialize":
         return await _initialize(asked, message)
     session = asked.headers.get(SESSION_HEADER)
-    if session is not None and await asked.session(session) is None:
-        return error(404, INVALID_REQUEST, "Session not found")
+    if session is not None and await asked.session(session) is None:  # a cancel still stops the caller's call
+        gone = error(404, INVALID_REQUEST, "Session not found")  # (the SDKs' may come after the session's DELETE)
+        stop = _cancelled(session, message) if asked.method == "POST" and isinstance(message, dict) else None
+        return Answered(gone.status, gone.body, gone.headers, stop=stop)
     if session is None and asked.method != "POST":
         return error(400, INVALID_REQUEST, "Bad Request: Missing session ID")
     session = session or ""
     if asked.method == "DELETE":
         await asked.forget(session)
         return Answered(200)
+    if asked.method == "GET" and asked.headers.get("last-event-id"):
+        return resumption.resumed(asked.headers["last-event-id"], session, asked.routes)
     if asked.method != "POST":
         return Answered(405, headers={"allow": "POST, DELETE"})
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
@@ -114,10 +119,13 @@ async def answer(asked: AtEndpoint) -> Answered:
             return error(200, INVALID_PARAMS, f"Unknown tool: {name}", id)
         kept = await asked.session(session) if session else None
         level = kept.get("logLevel") if kept is not None else None
+        message = {k: v for k, v in message.items() if k != resumption.STREAM}  # only the endpoint names one
         body = _with_log_level(message, level)
         then = Elicitation(asked, session, kept, orjson.loads(body) if body else message) \
             if kept is not None and elicits(kept) else None
-        return Answered(run=name, run_key=f"{session}:{id}", body=body, then=then)
+        if then is None and kept is not None and isinstance(name, str):  # a session's: its stream may be resumed
+            body = orjson.dumps(resumption.streamed(orjson.loads(body) if body else message, session, name))
+        return Answered(run=name, run_key=f"{session}:{id}", body=body or orjson.dumps(message), then=then)
     if method in tasks.METHODS:
         return tasks.routed(message, session, asked.routes)
     return error(200, METHOD_NOT_FOUND, "Method not found", id)

@@ -29,6 +29,7 @@ from gateway.core.validation import validate
 
 from .input_required import InvalidAnswer, answers
 from .modern_upstream import modern_request
+from .resumption import STREAM
 from .tasks import new_task
 from .upstream_questions import retried_call
 from .wire import (
@@ -132,7 +133,10 @@ def parse_request(body: dict[str, Any]) -> Turn:
         answered = answers(params.name, conversation, params.input_responses, params.request_state)
     except InvalidAnswer as refused:
         raise InvalidRequest(f"invalid mcp request: {refused}") from None
-    run_id = task["taskId"] if task is not None else None
+    stream = body.get(STREAM) if task is None else None  # a session's call: a run whose stream may be resumed
+    run_id: str | None = task["taskId"] if task is not None else None
+    if isinstance(stream, dict) and isinstance(stream.get("run"), str):
+        asked["stream"], run_id = stream, stream["run"]
     metadata = {"mcp": asked}
     if answered is not None:  # a retry that answers what an input_required result asked: the same call, resumed
         conversation, resume = answered

@@ -40,6 +40,7 @@ from gateway.core.ids import new_id
 from gateway.core.queries import Answer, CallerRuns, RunQueries, RunQuery, RunState, StreamedAnswer
 from gateway.core.turn import Turn
 
+from . import resumption
 from .encode import McpEncoder, message_event
 
 TASKS_VERSION = "2025-11-25"
@@ -112,6 +113,8 @@ def routed(message: dict[str, Any], session: str, routes: Sequence[AgentDescript
 # The route's side: the task's run, and the queries about it.
 
 def read_query(body: dict[str, Any]) -> RunQuery | None:
+    if (resuming := resumption.read_query(body)) is not None:
+        return resuming
     method = body.get("method")
     if not isinstance(body.get(ROUTED), dict) or method not in METHODS:
         return None
@@ -121,6 +124,8 @@ def read_query(body: dict[str, Any]) -> RunQuery | None:
 
 
 async def answer_query(query: RunQuery, runs: CallerRuns) -> Answer | StreamedAnswer:
+    if query.name == "stream/resume":
+        return await resumption.answer_query(query, runs)
     request = query.request
     rpc_id, method = request.get("id"), query.name
     params = _object(request.get("params"))
@@ -128,7 +133,7 @@ async def answer_query(query: RunQuery, runs: CallerRuns) -> Answer | StreamedAn
         return _reply(rpc_id, await _list(params, request[ROUTED], runs))
     task_id = query.run_id
     found = await runs.find(task_id) if task_id else None
-    if task_id is None or found is None:
+    if task_id is None or found is None or "taskId" not in found.record.document:  # a call's stream is no task
         return _error(rpc_id, INVALID_PARAMS, "Failed to retrieve task: Task not found")
     if method == "tasks/get":
         return _reply(rpc_id, shown(task_of(found)))
@@ -204,6 +209,8 @@ async def _list(params: dict[str, Any], routed_as: dict[str, Any], runs: CallerR
     page = records[:PAGE]
     tasks = []
     for record in page:
+        if "taskId" not in record.document:  # a call's stream, recorded for its client to resume: no task
+            continue
         found = await runs.find(record.run_id) if record.status == "running" else None
         tasks.append(shown(task_of(found or RunState(record))))
     listed: dict[str, Any] = {"tasks": tasks}
@@ -286,14 +293,26 @@ class CreatedTaskEncoder(BodyEncoder):
 
 
 def new_encoder(request: Turn | None = None) -> McpEncoder | CreatedTaskEncoder:
-    """A task call is answered with its task; any other call, with the run as it goes."""
+    """A task call is answered with its task; a session's call, with the run as it goes, resumable; any other
+    call, with the run as it goes."""
     if request is not None and isinstance(_object(request.metadata.get("mcp")).get("task"), dict):
         return CreatedTaskEncoder(request)
+    if request is not None and resumption.asked_stream(request) is not None and request.run_id:
+        return resumption.StreamedCallEncoder(request)
     return McpEncoder(request)
 
 
-QUERIES_OF_TASKS = RunQueries(read=read_query, answer=answer_query, new_log=TaskLog, continues=lambda turn: None,
-                              continued=lambda turn, record: turn)
+def new_log(turn: Turn) -> TaskLog | resumption.CallLog:
+    """A task's log, or a resumable call's."""
+    if resumption.asked_stream(turn) is not None and not isinstance(_object(turn.metadata.get("mcp")).get("task"),
+                                                                     dict):
+        return resumption.CallLog(turn)
+    return TaskLog(turn)
+
+
+QUERIES_OF_TASKS = RunQueries(read=read_query, answer=answer_query, new_log=new_log, continues=lambda turn: None,
+                              continued=lambda turn, record: turn,
+                              resumes=lambda turn: resumption.asked_stream(turn) is not None)
 
 
 def _object(value: Any) -> dict[str, Any]:

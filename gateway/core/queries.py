@@ -216,6 +216,9 @@ class RunQueries(Capability):
     continued: Callable[[Turn, RunRecord], Turn]
     """A request that continues a run, given the run's record: its conversation the run's when it named none, and
     what its reply builds on."""
+    resumes: Callable[[Turn], bool] = lambda turn: False
+    """Whether the run's feed keeps all its client is sent, for the client to come back to (MCP's call stream, by
+    `Last-Event-ID`): the run goes on when its client leaves, as on a resumable route."""
     webhooks: Callable[[Turn], list[Webhook]] = lambda turn: []
     """The webhooks a request registers for its run as it starts it (A2A's `configuration.pushNotificationConfig`)."""
     paths: tuple[RunPath, ...] = ()

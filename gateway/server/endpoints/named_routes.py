@@ -39,6 +39,7 @@ from gateway.server.connections.bodies import ClientGone
 from gateway.server.endpoints.documents import usable
 from gateway.server.request.access import ANONYMOUS
 from gateway.server.request.request_ids import request_id_of
+from gateway.server.stream.deadlines import STOPPED
 
 if TYPE_CHECKING:
     from gateway.server.endpoints.capabilities import Mounted
@@ -118,7 +119,11 @@ class NamedEndpoint:
         it, and the runs it asks for write on in the same answer (at most `MAX_RUNS`)."""
         stopped = asyncio.Event()
         forget = self.board.stoppable(name, stopped.set)
-        scope = {**scope, "path": self.named.path}
+        # Served as a POST of the JSON the dialect made of it, whatever the method (MCP's GET that resumes a stream
+        # becomes a query of the route's).
+        headers = [(name, value) for name, value in scope["headers"] if name != b"content-type"]
+        headers.append((b"content-type", b"application/json"))
+        scope = {**scope, "path": self.named.path, "method": "POST", "headers": headers}
         try:
             if then is None:
                 await handler(scope, _receiving(body, receive, stopped), send)
@@ -174,15 +179,21 @@ MAX_RUNS = 8
 
 
 def _receiving(body: bytes, receive: Receive, stopped: asyncio.Event) -> Receive:
-    """The request's body once, then the client leaving (or the run stopped, as if it had)."""
-    given = False
+    """The request's body once, then the client leaving (or the run stopped, as if it had); once the client has
+    left, only the run stopped (a run that goes on for its client to come back to may still be stopped)."""
+    given = left = False
 
     async def receiving() -> Message:
-        nonlocal given
+        nonlocal given, left
         if not given:
             given = True
             return {"type": "http.request", "body": body, "more_body": False}
-        return await _left(receive, stopped)
+        if left:
+            await stopped.wait()
+            return {"type": "http.disconnect", STOPPED: True}
+        message = await _left(receive, stopped)
+        left = message["type"] == "http.disconnect" and not message.get(STOPPED)
+        return message
 
     return receiving
 
@@ -196,7 +207,7 @@ async def _left(receive: Receive, stopped: asyncio.Event) -> Message:
     finally:
         waiting.cancel()
         stopping.cancel()
-    return waiting.result() if waiting in done else {"type": "http.disconnect"}
+    return waiting.result() if waiting in done else {"type": "http.disconnect", STOPPED: True}
 
 
 class _Held:

@@ -174,6 +174,7 @@ async def watched(handler: RouteHandler, call: Call, client: Dialect, turn: Turn
                                                                  "request_id": call.request_id})
         return None
     run.tape.stop = call.stop
+    call.writer.outlived = queries.resumes(turn)
     return run
 
 

@@ -43,7 +43,7 @@ class ClientWriter:
     """The client's side of one request: what it has been sent, and whether it is still there to be sent more."""
 
     __slots__ = ("_direct", "_record", "_request_id", "_send", "before_last_byte", "encoder", "error_reply", "gone",
-                 "last_write", "reply", "streaming", "tape", "writing")
+                 "last_write", "outlived", "reply", "streaming", "tape", "writing")
 
     def __init__(self, send: Send, request_id: str, record: AccessRecord,
                  before_last_byte: Callable[[], None]) -> None:
@@ -73,6 +73,14 @@ class ClientWriter:
         self.tape: Tape | None = None
         """On a resumable route, where everything the client is sent is kept for it to come back to: the run goes
         on when the client has gone."""
+        self.outlived = False
+        """The run's feed keeps what the client is sent, for it to come back to (`RunQueries.resumes`): the run goes
+        on when the client has gone, as on a resumable route."""
+
+    @property
+    def outlives_client(self) -> bool:
+        """The run goes on when its client has gone: what it is sent is kept for it to come back to."""
+        return self.tape is not None or self.outlived
 
     @property
     def started(self) -> bool:
@@ -145,8 +153,8 @@ class ClientWriter:
         than through `_write`."""
         if self.tape is not None:
             body = self.tape.record(body)
-            if self.gone:
-                return
+        if self.gone and self.outlives_client:
+            return
         self.writing = True
         await self._send({"type": "http.response.body", "body": body, "more_body": True})
         self.writing = False
@@ -180,7 +188,7 @@ class ClientWriter:
         record = self._record
         record.error = ErrorCode.CLIENT_STALLED
         log.info("the client took nothing for too long and was dropped%s",
-                 "; the run goes on" if self.tape is not None else "",
+                 "; the run goes on" if self.outlives_client else "",
                  extra={"route": record.route, "request_id": record.request_id})
         return True
 
@@ -205,7 +213,7 @@ class ClientWriter:
             if self.before_last_byte is not None:
                 self.before_last_byte()
             return
-        if self.gone and self.tape is None:
+        if self.gone and not self.outlives_client:
             return
         await self.start(status, headers)
         await self.end(body)

@@ -21,6 +21,11 @@ from gateway.core.errors import ErrorCode, GatewayError, ShuttingDown, UpstreamE
 from gateway.server.operations.record import AccessRecord
 from gateway.server.stream.client import ClientWriter
 
+STOPPED = "agent_gateway.stopped"
+"""The key of an `http.disconnect` message that a client's word stopped the run rather than its leaving."""
+STOP_POLL_S = 0.25
+"""Between looks for a stop of a run that goes on after its client left (`ClientWriter.outlived`)."""
+
 
 class CancelReason(Enum):
     """Why `Deadlines` cancelled the request's task (`Deadlines.ending` says what each means for the request)."""
@@ -211,7 +216,7 @@ class Deadlines:
         deadline, missed = self._next_deadline()
         stuck = writer.writing and not writer.gone
         stuck_since = max(self.last_upstream_event, writer.last_write)  # the run's last event, or its last write
-        if stuck and writer.tape is not None and (now >= deadline or now - stuck_since >= keepalive) \
+        if stuck and writer.outlives_client and (now >= deadline or now - stuck_since >= keepalive) \
                 and writer.drop():
             stuck = False
             self.last_upstream_event = now  # the upstream was not read while the client held the run back
@@ -287,12 +292,16 @@ class Deadlines:
 
 async def watch_disconnect(receive: Receive, writer: ClientWriter, deadlines: Deadlines) -> None:
     """A client that leaves ends its exchange; when its reply is kept (a resumable run), only its part: the run
-    goes on."""
+    goes on. A disconnect that says the client's word stopped the run (`STOPPED`: MCP's `notifications/cancelled`,
+    by the endpoint that serves several routes) ends the run whatever is kept."""
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             if not writer.complete:  # after the last byte the server says so too
                 writer.client_left()
-                if writer.tape is None:
+                if message.get(STOPPED) or not writer.outlives_client:  # the upstream told to stop, nobody else
                     deadlines.cancel_request(CancelReason.CLIENT_GONE)
+                elif writer.outlived:  # the run goes on for its client to come back to; its client's word may stop it
+                    await asyncio.sleep(STOP_POLL_S)  # a server's receive answers at once once the client has gone
+                    continue
             return

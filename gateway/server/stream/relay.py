@@ -142,7 +142,7 @@ class Relay:
             if self._handed_back is None:  # else `_offered` took the run's end, or failed: b"" wakes the task
                 if not chunk:
                     return False
-                if writer.gone and writer.tape is None:
+                if writer.gone and not writer.outlives_client:
                     # Sends to a departed client return at once and buffered upstream data comes without waiting:
                     # the cancel may find no await to land on. Stop here (unless the run is kept for the client to
                     # come back to).

@@ -60,7 +60,7 @@ DOES_NOT_APPLY: dict[str, tuple[str, str]] = {
     "json-schema-2020-12": (REFERENCE_TOOL.format(tool="json_schema_2020_12_tool") + ", whose input schema is "
                             "the suite's", "Tool 'json_schema_2020_12_tool' not found"),
     "server-sse-polling": (REFERENCE_TOOL.format(tool="test_reconnection") + "; the unknown tool is answered in "
-                           "JSON, so the suite finds no stream to resume (nor is resumption served yet)",
+                           "JSON, so the suite finds no stream to resume (a call of a route is: test_resumption.py)",
                            "priming event tests not applicable"),
     **{scenario: (SERVES_TOOLS_ONLY, "Method not found") for scenario in (
         "completion-complete", "resources-list", "resources-read-text", "resources-read-binary",

@@ -1,0 +1,202 @@
+"""A `tools/call`'s SSE stream that a client which lost its connection resumes (2025-11-25 and 2025-06-18: GET with
+`Last-Event-ID`), on any replica: the call is a run the gateway records (`gateway.core.queries`), its feed holding
+every event the client is sent, each with the id of its place there.
+
+```
+tools/call in a session   the endpoint names a run for it (STREAM in the body): its feed claimed, its record kept
+  the stream              id: <run>/0 + retry (priming), then each event as id: <run>/<n>, n its place on the feed
+GET + Last-Event-ID       handed to the route the run id names (a query, RESUME): the caller's run of that session
+  <run>/<n>               (another session's or principal's: 404); the feed's events after n as they come; once
+                          the run has ended, its result from the record (not the progress missed meanwhile)
+```
+Run ids are `<random>.<route, base64url>`, as task ids are: unguessable, and naming the route the GET goes to.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import weakref
+from collections import deque
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import orjson
+
+from gateway.core import events as canonical
+from gateway.core.capabilities import AgentDescription, Answered
+from gateway.core.ids import new_id
+from gateway.core.queries import Answer, CallerRuns, RunQuery, StreamedAnswer
+from gateway.core.turn import Turn
+
+from .encode import McpEncoder
+
+STREAM = "io.agent-gateway/stream"
+"""The key the endpoint adds to a session's `tools/call` it hands a route: the run the call is, and its session
+(only the endpoint sets it: a client's own is replaced)."""
+RESUME = "io.agent-gateway/resume"
+"""The key of the query a GET with `Last-Event-ID` becomes, handed to the route the run names."""
+RETRY_MS = 1000
+"""How soon a client whose stream broke should come back (the priming event's `retry`)."""
+SSE_HEADERS = {"content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no"}
+_EVENT_ID = re.compile(r"(?P<run>[A-Za-z0-9_]{1,64}\.[A-Za-z0-9_-]{1,200})/(?P<seq>[0-9]{1,9})")
+INVALID_REQUEST = -32600
+
+_LOGS: weakref.WeakValueDictionary[str, CallLog] = weakref.WeakValueDictionary()
+"""The logs of this process's streamed calls, by run id: the call's encoder sends what its log numbered."""
+
+
+# The endpoint's side.
+
+def streamed(message: dict[str, Any], session: str, route: str) -> dict[str, Any]:
+    """A session's call as the route reads it: a run of its own, whose stream a client may resume."""
+    run_id = f"{new_id('mcpr')}.{_b64(route)}"
+    return {**message, STREAM: {"run": run_id, "session": session}}
+
+
+def resumed(last_event_id: str, session: str, routes: Sequence[AgentDescription]) -> Answered:
+    """A GET with `Last-Event-ID`, handed to the route its run names; an id of no stream of the gateway's is a 400,
+    one of a route the caller may not use a 404 (as one of another session's is, by the route)."""
+    matched = _EVENT_ID.fullmatch(last_event_id.strip())
+    if matched is None:
+        return _refused(400, "Bad Request: Last-Event-ID names no event of this server's streams")
+    run_id, seq = matched["run"], int(matched["seq"])
+    route = _unb64(run_id.partition(".")[2])
+    if route not in [r.name for r in routes]:
+        return _refused(404, "Stream not found")
+    query = {"jsonrpc": "2.0", "method": "stream/resume", RESUME: {"run": run_id, "after": seq, "session": session}}
+    return Answered(run=route, body=orjson.dumps(query))
+
+
+# The route's side: the call's log, its encoder, and the resumption.
+
+def asked_stream(turn: Turn) -> dict[str, Any] | None:
+    """The stream the endpoint named for this call, if any."""
+    asked = turn.metadata.get("mcp")
+    stream = asked.get("stream") if isinstance(asked, dict) else None
+    return stream if isinstance(stream, dict) else None
+
+
+class CallLog:
+    """The call's run as its feed keeps it (`gateway.core.queries.RunLog`): each event the client is sent, with its
+    id; its record names the session, and once the call has ended, its last event (the result)."""
+
+    __slots__ = ("__weakref__", "_document", "_encoder", "_sent", "pending", "run_id")
+
+    def __init__(self, turn: Turn) -> None:
+        self.run_id = turn.run_id or ""
+        self._encoder = McpEncoder(turn)
+        self._sent = 0
+        self.pending: deque[bytes] = deque()
+        """What each event of the last batch made, for the call's encoder to send (it encodes the same events
+        next, in one batch or one at a time)."""
+        stream = asked_stream(turn) or {}
+        self._document: dict[str, Any] = {"stream": self.run_id, "session": stream.get("session")}
+        _LOGS[self.run_id] = self
+
+    def feed(self, events: list[canonical.Event]) -> list[bytes]:
+        fed: list[bytes] = []
+        for event in events:  # one at a time, as the encoder may be given them (a recorded run's is)
+            numbered = self.numbered(self._encoder.encode([event]))
+            self.pending.append(b"".join(numbered))
+            fed += numbered
+        if fed and self._encoder.outcome is not None:
+            self._document = {**self._document, "last": self._sent, "result": fed[-1].decode()}
+        return fed
+
+    def numbered(self, out: bytes) -> list[bytes]:
+        """Each SSE event of `out` with the id of its place on the feed."""
+        events = []
+        for event in out.split(b"\n\n"):
+            if event:
+                self._sent += 1
+                events.append(b"id: %s/%d\n%s\n\n" % (self.run_id.encode(), self._sent, event))
+        return events
+
+    def unfed(self, events: list[canonical.Event]) -> bytes:
+        """A batch the run's feed never saw (the gateway's own error as the reply fails), numbered on."""
+        return b"".join(self.numbered(self._encoder.encode(events)))
+
+    def document(self) -> dict[str, Any]:
+        return self._document
+
+
+class StreamedCallEncoder(McpEncoder):
+    """The call's stream as its client reads it: a priming event first (an id to come back with, and `retry`),
+    then what the call's log numbered for each batch; without a log (the feed could not be claimed), the call as
+    any other."""
+
+    __slots__ = ("_log", "_primed")
+
+    def __init__(self, request: Turn) -> None:
+        super().__init__(request)
+        self._log = _LOGS.get(request.run_id or "")
+        self._primed = False
+
+    def numbered(self, events: list[canonical.Event]) -> bytes:
+        log = self._log
+        if log is None:
+            return McpEncoder.encode(self, events)
+        pending = log.pending
+        out = b"".join(pending.popleft() for _ in events) if len(pending) >= len(events) else log.unfed(events)
+        if not self._primed:
+            self._primed = True
+            out = b"id: %s/0\nretry: %d\ndata: \n\n%s" % (log.run_id.encode(), RETRY_MS, out)
+        return out
+
+
+StreamedCallEncoder.encode = StreamedCallEncoder.numbered  # type: ignore[method-assign, assignment]
+"""Set after the class is made: an encoder's class gets its `encode` made from its handlers as it is defined."""
+
+
+def read_query(body: dict[str, Any]) -> RunQuery | None:
+    asked = body.get(RESUME)
+    if not isinstance(asked, dict) or not isinstance(asked.get("run"), str):
+        return None
+    return RunQuery("stream/resume", asked["run"], body, streams=True)
+
+
+async def answer_query(query: RunQuery, runs: CallerRuns) -> Answer | StreamedAnswer:
+    """The rest of the call's stream, for the session that made the call (another's: 404, as for no such run)."""
+    asked = query.request[RESUME]
+    run_id, after = asked["run"], asked.get("after")
+    found = await runs.find(run_id)
+    if found is None or found.record.document.get("stream") != run_id or \
+            found.record.document.get("session") != asked.get("session") or not isinstance(after, int):
+        return Answer(_error_body(INVALID_REQUEST, "Stream not found"), 404)
+    return StreamedAnswer(_rest(run_id, after, found.running, runs), SSE_HEADERS, b": ping\n\n")
+
+
+async def _rest(run_id: str, after: int, running: bool, runs: CallerRuns) -> AsyncIterator[bytes]:
+    """The feed's events after `after` as they come, while the run runs; then its result from the record, if the
+    client has not had it."""
+    sent = after
+    if running:
+        async for event in runs.follow(run_id, after):
+            sent += 1
+            yield event
+    found = await runs.find(run_id)
+    document = found.record.document if found is not None else {}
+    last, result = document.get("last"), document.get("result")
+    if isinstance(last, int) and last > sent and isinstance(result, str):
+        yield result.encode()
+
+
+def _refused(status: int, message: str) -> Answered:
+    return Answered(status, _error_body(INVALID_REQUEST, message), {"content-type": "application/json"})
+
+
+def _error_body(code: int, message: str) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}})
+
+
+def _b64(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def _unb64(text: str) -> str | None:
+    try:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
