@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -85,7 +86,9 @@ async def _step(client: Client, step: dict[str, Any]) -> dict[str, Any]:
             "structured": result.structured_content, "progress": progress}
 
 
-def main() -> None:
+def command(run: Callable[[str, list[dict[str, Any]], str | None, float], Awaitable[None]]) -> None:
+    """The command line of each MCP client script here: a URL, a plan, `--key`, `--timeout`; exit 1 with the error
+    on stderr when the session could not be opened."""
     parser = argparse.ArgumentParser()
     parser.add_argument("url")
     parser.add_argument("plan")
@@ -100,4 +103,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    command(run)

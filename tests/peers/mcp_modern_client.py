@@ -21,17 +21,15 @@ Exit status 0; 1 when the client could not connect, with the error on stderr.
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from typing import Any
 
-import anyio
 import httpx2
 from mcp import Client
 from mcp.client import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import ElicitRequestParams, ElicitResult
+from mcp_client import command
 
 
 async def run(url: str, plan: list[dict[str, Any]], key: str | None, timeout: float) -> None:
@@ -73,19 +71,5 @@ async def _step(client: Client, step: dict[str, Any], elicited: list[dict[str, A
             "structured": result.structured_content, "progress": progress, "elicited": list(elicited)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("url")
-    parser.add_argument("plan")
-    parser.add_argument("--key")
-    parser.add_argument("--timeout", type=float, default=30.0)
-    options = parser.parse_args()
-    try:
-        anyio.run(run, options.url, json.loads(options.plan), options.key, options.timeout)
-    except Exception as exc:
-        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
-        sys.exit(1)
-
-
 if __name__ == "__main__":
-    main()
+    command(run)

@@ -16,16 +16,14 @@ stdout: first {"protocolVersion"}; then each answer as the SDK's model dumps it 
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from typing import Any
 
-import anyio
 import httpx2
 import mcp_types as types
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_client import command
 
 
 async def run(url: str, plan: list[dict[str, Any]], key: str | None, timeout: float) -> None:
@@ -55,19 +53,5 @@ async def _step(session: Any, step: dict[str, Any]) -> Any:
     return await session.send_request(request, types.CallToolResult)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("url")
-    parser.add_argument("plan")
-    parser.add_argument("--key")
-    parser.add_argument("--timeout", type=float, default=30.0)
-    options = parser.parse_args()
-    try:
-        anyio.run(run, options.url, json.loads(options.plan), options.key, options.timeout)
-    except Exception as exc:
-        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
-        sys.exit(1)
-
-
 if __name__ == "__main__":
-    main()
+    command(run)
