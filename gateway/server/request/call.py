@@ -50,7 +50,7 @@ from gateway.conversations.mapper import Exchange
 from gateway.conversations.recorder import RunRecorder
 from gateway.core.capabilities import ProtocolHeaders, Variants, WholeHistory, WireFormats
 from gateway.core.codec import Decoder, Dialect, UpstreamRequest
-from gateway.core.errors import GatewayError, ResumeUnavailable, UpstreamError, UpstreamRefused
+from gateway.core.errors import GatewayError
 from gateway.core.turn import Turn
 from gateway.inspector.ring import InspectedRun
 from gateway.recordings.capture import RunCapture
@@ -207,73 +207,45 @@ class Call:
         return True
 
     async def _answer_held(self, exchange: Exchange) -> Held | Literal[False] | None:
-        """The call this turn's answers are for, held open by this process (`HeldCalls`), once the upstream has
-        been sent the answers; None when the turn answers no held call; False when the call is not held here (or
-        the upstream refused the answers): the client has been told why."""
+        """The call held open by this process (`HeldCalls`) that this turn answers, once the upstream has been sent
+        the answers; None when the turn answers no held call; False when it could not be answered: the client has
+        been told why."""
         held_calls = self.handler.held
-        resumes = exchange.upstream_turn.resume
-        if held_calls is None or not held_calls.waiting([r.upstream_state for r in resumes]):
+        if held_calls is None:
             return None
-        waiting = [r for r in resumes if held_calls.capability.waits(r.upstream_state)]
-        held = held_calls.take([r.interrupt_id for r in waiting])
-        if held is None:
-            await self.writer.fail_before_start(ResumeUnavailable(
-                "the agent's question is no longer open on this gateway: its call was held by another of the "
-                "gateway's processes, or given up after its deadline; ask again"))
+        held = await held_calls.answer(exchange.upstream_turn.resume)
+        if isinstance(held, GatewayError):
+            await self.writer.fail_before_start(held)
             return False
-        self.target, self.upstream_headers = held.target, held.headers
-        for request in held_calls.capability.answers(waiting):
-            status = await self._send_aside(request, held)
-            if status is None or status >= 300:
-                held.response.release()
-                error = UpstreamRefused(status) if status is not None else UpstreamError(
-                    "the upstream could not be sent the answer to its question")
-                await self.writer.fail_before_start(error)
-                return False
-        if self.capture is not None:
-            self.capture.upstream_asked(held.target.url, held.request, held.headers, exchange.upstream_variant,
-                                        self.handler.discovery.document)
-            self.capture.mapping, self.capture.conversation = exchange.decision, exchange.conversation.upstream_id
-        self.writer.keep_alive_from(time.monotonic())
-        self.deadlines.arm()
-        self.deadlines.note_upstream_answered()
+        if held is not None:
+            self.target, self.upstream_headers = held.target, held.headers
+            self._capture_request(held.target, held.request, exchange)
+            self.writer.keep_alive_from(time.monotonic())
+            self.deadlines.arm()
+            self.deadlines.note_upstream_answered()
         return held
 
-    async def _send_aside(self, request: UpstreamRequest, held: Held) -> int | None:
-        """The status of the upstream's answer to a request sent alongside a held call; None when it gave none."""
-        try:
-            response = await self.handler.pool.request(request.method, held.target, request.body,
-                                                       {**held.headers, **request.headers}, request.path)
-        except HTTPError:
-            return None
-        try:
-            await response.drain(_DRAIN_SECONDS)
-        finally:
-            response.release()
-        return response.status
-
     def _hold(self, response: Response, outbound: UpstreamRequest) -> bool:
-        """Whether the run ended on questions its upstream waits for on this very call (`HeldCalls`): the call is
-        then held open for the answer, not read on nor released."""
+        """Whether the run ended on questions its upstream waits for on this very call: it is then held open."""
         held_calls, relay = self.handler.held, self.relay
         if held_calls is None or relay is None or self.target is None or self.writer.gone:
             return False
-        ids = [i.id for i in relay.recorder.interrupts if held_calls.capability.waits(i.upstream_state)]
-        if not ids:
-            return False
-        held_calls.hold(Held(response, outbound, self.target, dict(self.upstream_headers), ids))
-        return True
+        return held_calls.hold_for(relay.recorder.interrupts, response, outbound, self.target, self.upstream_headers)
 
     def _build_request(self, exchange: Exchange, client: Dialect, target: Target) -> UpstreamRequest:
         outbound = self.handler.upstream.build_request(exchange.upstream_turn, exchange.upstream_variant)
-        headers = self.upstream_headers = self._upstream_headers(outbound.headers, client)
+        self.upstream_headers = self._upstream_headers(outbound.headers, client)
         self.target = target
+        self._capture_request(target, outbound, exchange)
+        return outbound
+
+    def _capture_request(self, target: Target, outbound: UpstreamRequest, exchange: Exchange) -> None:
+        """What the upstream is asked, for the run's capture (the inspector, a recording), when there is one."""
         capture = self.capture
         if capture is not None:
-            capture.upstream_asked(target.url, outbound, headers, exchange.upstream_variant,
+            capture.upstream_asked(target.url, outbound, self.upstream_headers, exchange.upstream_variant,
                                    self.handler.discovery.document)
             capture.mapping, capture.conversation = exchange.decision, exchange.conversation.upstream_id
-        return outbound
 
     async def _send(self, outbound: UpstreamRequest, target: Target) -> Response | None:
         """The upstream's answer, or None when it gave none: the client has been told why. A deadline that passes

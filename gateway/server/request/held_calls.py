@@ -21,8 +21,11 @@ from dataclasses import dataclass, field
 
 from gateway.core.capabilities import HeldCalls
 from gateway.core.codec import Dialect, UpstreamRequest
+from gateway.core.errors import GatewayError, ResumeUnavailable, UpstreamError, UpstreamRefused
+from gateway.core.events import Interrupt
+from gateway.core.turn import Resume
 from gateway.server.request.discovery import SideCalls
-from gateway.upstream.http1 import Response, Target
+from gateway.upstream.http1 import HTTPError, Response, Target
 
 log = logging.getLogger("agent_gateway.held_calls")
 
@@ -31,6 +34,9 @@ MAX_HELD = 64
 upstream: at most half of `upstream.max_connections`, when set, so that answers and other runs still get one."""
 MAX_HOLD_SECONDS = 600.0
 """The longest a call is held, whatever the route's total timeout."""
+_DRAIN_SECONDS = 0.5
+"""How long to wait for the end of the upstream's answer to a request sent alongside a held call, so its connection
+can be used again; past that the connection is closed."""
 
 
 @dataclass(slots=True, eq=False)
@@ -58,22 +64,62 @@ class HeldUpstreamCalls:
         self.most = most
         self.held: OrderedDict[str, Held] = OrderedDict()
 
-    def waiting(self, states: list[object]) -> bool:
-        return any(self.capability.waits(state) for state in states)
+    async def answer(self, resumes: list[Resume]) -> Held | GatewayError | None:
+        """The held call a turn's answers `resumes` are for, once its upstream has been sent them: its response is
+        the turn's reply. None when they answer no held call; the error to tell the client when the call is not held
+        here (another replica holds it, or it was given up) or the upstream refused the answers."""
+        waiting = [r for r in resumes if self.capability.waits(r.upstream_state)]
+        if not waiting:
+            return None
+        held = self._take([r.interrupt_id for r in waiting])
+        if held is None:
+            return ResumeUnavailable(
+                "the agent's question is no longer open on this gateway: its call was held by another of the "
+                "gateway's processes, or given up after its deadline; ask again")
+        for request in self.capability.answers(waiting):
+            status = await self._send_aside(request, held)
+            if status is None or status >= 300:
+                held.response.release()
+                return UpstreamRefused(status) if status is not None else UpstreamError(
+                    "the upstream could not be sent the answer to its question")
+        return held
 
-    def hold(self, held: Held) -> None:
+    def hold_for(self, interrupts: list[Interrupt], response: Response, request: UpstreamRequest, target: Target,
+                 headers: dict[str, str]) -> bool:
+        """Whether a run that ended on `interrupts` waits for their answers on its very call: the call is then held
+        open for them, not read on nor released."""
+        ids = [i.id for i in interrupts if self.capability.waits(i.upstream_state)]
+        if not ids:
+            return False
+        self._hold(Held(response, request, target, dict(headers), ids))
+        return True
+
+    def _hold(self, held: Held) -> None:
         for id_ in held.ids:
             self.held[id_] = held
         held.expiry = asyncio.get_running_loop().call_later(self.seconds, self._give_up, held, "its deadline passed")
         while self.held and len({id(h) for h in self.held.values()}) > self.most:
             self._give_up(next(iter(self.held.values())), "more calls were held than a route holds")
 
-    def take(self, ids: list[str]) -> Held | None:
+    def _take(self, ids: list[str]) -> Held | None:
         """The call the interrupts `ids` wait on, no longer held; None when this process holds none."""
         held = next((self.held[id_] for id_ in ids if id_ in self.held), None)
         if held is not None:
             self._forget(held)
         return held
+
+    async def _send_aside(self, request: UpstreamRequest, held: Held) -> int | None:
+        """The status of the upstream's answer to a request sent alongside a held call; None when it gave none."""
+        try:
+            response = await self.side_calls.pool.request(request.method, held.target, request.body,
+                                                          {**held.headers, **request.headers}, request.path)
+        except HTTPError:
+            return None
+        try:
+            await response.drain(_DRAIN_SECONDS)
+        finally:
+            response.release()
+        return response.status
 
     def _forget(self, held: Held) -> None:
         for id_ in held.ids:
