@@ -27,6 +27,7 @@ from gateway.core.ids import new_id
 from gateway.core.turn import ANY_OPEN_INTERRUPT, Message, Resume, Turn, new_messages
 from gateway.core.validation import validate
 
+from .arguments import tool_arguments
 from .input_required import InvalidAnswer, answers
 from .modern_upstream import modern_request
 from .resumption import STREAM
@@ -77,11 +78,6 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-class Arguments(_Model):
-    message: str
-    conversation_id: str | None = None
-
-
 class Answer(_Model):
     interruptId: str
     status: Literal["resolved", "cancelled"] = "resolved"
@@ -104,7 +100,8 @@ class TaskParams(_Model):
 
 class CallParams(_Model):
     name: str = Field(min_length=1)
-    arguments: Arguments
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    """Checked as the tool's (`tool_arguments`): arguments it cannot run with are a tool error, not a protocol one."""
     meta: Meta | None = Field(None, alias="_meta")
     input_responses: Any = Field(None, alias="inputResponses")
     request_state: Any = Field(None, alias="requestState")
@@ -124,7 +121,8 @@ def parse_request(body: dict[str, Any]) -> Turn:
     params = call.params
     meta = params.meta or Meta()
     task = new_task(params.name, params.task.ttl) if params.task is not None else None
-    said, conversation = params.arguments.message, params.arguments.conversation_id
+    arguments = tool_arguments(params.name, params.arguments)
+    said, conversation = arguments.message, arguments.conversation_id
     asked = {"id": call.id, "progressToken": meta.progressToken, "logLevel": meta.log_level, "task": task,
              "progressAfter": meta.progress, "said": meta.said}
     if meta.protocol_version in MODERN_VERSIONS:  # 2026-07-28: typed results, and questions for a client that answers

@@ -117,17 +117,19 @@ def refusal(url: str) -> dict[str, Any]:
     """What `url` answers a call without the message its tool requires."""
     call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "agent", "arguments": {}}}
     answer = httpx.post(url, json=call, headers={"accept": "application/json, text/event-stream"}, timeout=10)
-    assert answer.status_code == 422
+    assert answer.status_code == 200
     refused: dict[str, Any] = answer.json()
     return refused
 
 
 @pytest.mark.parametrize("served", ["the command", "the agent's app, as an upstream"])
-def test_a_call_it_cannot_read_is_a_json_rpc_error_with_the_calls_id(agent: str, served: str) -> None:
+def test_a_call_without_its_message_is_a_tool_error_with_the_calls_id(agent: str, served: str) -> None:
     if served == "the command":
         refused = refusal(agent)
     else:
         with Served(create_agent_app("mcp", test_hooks=False)) as app:
             refused = refusal(f"{app.url}/mcp")
-    assert (refused["jsonrpc"], refused["id"], refused["error"]["code"]) == ("2.0", 7, -32600)
-    assert "params.arguments.message" in refused["error"]["message"]
+    assert (refused["jsonrpc"], refused["id"], refused["result"]["isError"]) == ("2.0", 7, True)
+    [said] = refused["result"]["content"]
+    assert said["text"] == ("The tool agent was called without `message`: give what the user says to the agent, "
+                            "as a text.")

@@ -151,6 +151,15 @@ def test_an_unknown_tool_is_a_protocol_error(world: World, send: Send) -> None:
     assert "Unknown tool: web" in step.get("error", "") or "Unknown tool: web" in str(step.get("content"))
 
 
+@pytest.mark.parametrize("arguments", [{}, {"message": 42}, {"text": "hi"}])
+def test_a_call_without_a_text_message_is_a_tool_error_saying_what_to_give(world: World, send: Send,
+                                                                          arguments: dict[str, Any]) -> None:
+    called = one(send(world.url, [{"call": "helper", "arguments": arguments}]))
+    assert called["isError"] is True
+    [said] = called["content"]
+    assert "message" in said and "what the user says to the agent, as a text" in said
+
+
 def test_a_client_that_cancels_its_call_cancels_the_run_upstream(world: World, send: Send) -> None:
     before = world.disconnects()
     step = one(send(world.url, [{"call": "helper", "arguments": {"message": "please be slow"},

@@ -210,6 +210,15 @@ def test_an_unknown_tool_is_a_protocol_error_for_a_2026_client(world: World, sen
     assert "Unknown tool: team" in step["error"]
 
 
+@pytest.mark.parametrize("arguments", [{}, {"message": 42}])
+def test_a_2026_call_without_a_text_message_is_a_tool_error_saying_what_to_give(world: World, send: Send,
+                                                                               arguments: dict[str, Any]) -> None:
+    called = one(send(world.url, [{"call": "helper", "arguments": arguments}]))
+    assert called["isError"] is True
+    [said] = called["content"]
+    assert "message" in said and "what the user says to the agent, as a text" in said
+
+
 def test_a_2026_client_without_elicitation_gets_the_question_in_a_complete_result(world: World, send: Send) -> None:
     called = one(send(world.url, [{"call": "helper", "arguments": {"message": "please approve the deletion"}}]))
     [said] = called["content"]
