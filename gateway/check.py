@@ -5,7 +5,8 @@ A conversation is written once, in canonical turns, and each dialect's `build_re
 the answers are read back with the dialect's decoder, to know what the agent did (a tool call to answer, an
 interrupt to resume), and judged by the dialect's `judge`, to know what a client would have rejected. A
 conversation the agent shows nothing of (no tool called, no interrupt) is skipped, not failed: agents differ in
-what they do, not in the rules their streams follow.
+what they do, not in the rules their streams follow; so is one the dialect cannot hold (a client's tools where it
+carries none, a cancel where it answers in one body).
 """
 
 from __future__ import annotations
@@ -369,6 +370,9 @@ async def _server_tool(checker: Checker, conversation: Conversation) -> Result:
 
 
 async def _client_tool(checker: Checker, conversation: Conversation) -> Result:
+    if "client_tools" not in checker.dialect.carries:
+        return conversation.result("skip", f"{checker.dialect.name} cannot carry a client's tools: a run never ends "
+                                           "on a tool call for its client to run, nor takes its result")
     reply = await conversation.ask("request 1", checker.prompts["client-tool"], tools=[CLIENT_TOOL])
     if (failed := conversation.answered(reply, "request 1")) is not None:
         return failed

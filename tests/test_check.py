@@ -48,7 +48,7 @@ BUILT_IN = {
     "ag-ui": ALL_PASS,
     "ag-kit": ALL_PASS,
     "vercel": ALL_PASS,
-    "agent-respond": {**ALL_PASS, "interrupt": "skip", "cancel": "skip"},
+    "agent-respond": {**ALL_PASS, "client-tool": "skip", "interrupt": "skip", "cancel": "skip"},
     "langgraph": ALL_PASS,
 }
 

@@ -25,11 +25,12 @@ from gateway.conversations.store import MemoryStore
 from gateway.server.app import create_app
 
 KEY = "sk-team-0123456789abcdef"
-ROUTE_SHOWS = {"text": "pass", "multi-turn": "pass", "server-tool": "pass", "interrupt": "pass", "error": "pass",
-               "cancel": "pass"}
+ROUTE_SHOWS = {"text": "pass", "multi-turn": "pass", "server-tool": "pass", "client-tool": "skip",
+               "interrupt": "pass", "error": "pass", "cancel": "pass"}
 """What the built-in agent shows through an MCP face: its own tool calls in `structuredContent`, a failure as
 `isError`, an interrupt as the 2026-07-28 face asks it (`input_required`), which `check` answers as the gateway
-answers an MCP upstream's question (the call retried)."""
+answers an MCP upstream's question (the call retried); a client's tools MCP cannot carry (its client calls the agent
+as one tool and runs none of the agent's)."""
 
 
 @dataclass
@@ -87,6 +88,15 @@ def test_check_holds_the_gateways_mcp_face_to_the_rules_an_mcp_client_does(world
     assert outcomes(report) == ROUTE_SHOWS, explain(report)
     assert not report.failed
     assert "get_weather called and answered" in report.results[2].detail
+
+
+def test_the_client_tool_conversation_is_not_applicable_to_an_mcp_face_and_says_why(world: World) -> None:
+    report = run_check(world.gateway, ["client-tool"], agent="helper")
+    [client_tool] = report.results
+    assert client_tool.outcome == "skip", explain(report)
+    assert client_tool.detail == ("mcp cannot carry a client's tools: a run never ends on a tool call for its client "
+                                  "to run, nor takes its result")
+    assert client_tool.steps == []  # nothing sent: the built-in agent's own get_location would have looked like one
 
 
 def test_a_keyed_route_is_checked_with_the_key_in_a_header(world: World) -> None:
