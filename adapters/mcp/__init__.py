@@ -12,7 +12,6 @@ from .conformance import judge
 from .decode import McpDecoder
 from .endpoint import PATH, answer
 from .errors import reply
-from .modern import dual_era
 from .request import build_request, parse_request, sample_request
 from .session import open_session
 from .tasks import QUERIES_OF_TASKS, new_encoder
@@ -39,5 +38,5 @@ DIALECT = Dialect(
     sample_request=sample_request,
     judge=judge,
     capabilities=(UpstreamSessions(open_session), HeldCalls(waits, answers), OwnErrors(reply), QUERIES_OF_TASKS,
-                  NamedRoutes(PATH, ("POST", "GET", "DELETE"), dual_era(answer), check_origin=True)),
+                  NamedRoutes(PATH, ("POST", "GET", "DELETE"), answer, check_origin=True)),
 )

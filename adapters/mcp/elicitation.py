@@ -29,7 +29,7 @@ from gateway.core.ids import new_id
 
 from .encode import message_event
 from .request import CONVERSATION
-from .wire import ANSWERS, PROGRESS, SAID, messages_in, takes_forms
+from .wire import ANSWERS, PROGRESS, SAID, messages_in
 
 log = logging.getLogger("agent_gateway.mcp")
 
@@ -50,11 +50,6 @@ _PRIMITIVES = frozenset({"string", "number", "integer", "boolean"})
 _STRING_KEYS = frozenset({"type", "title", "description", "minLength", "maxLength", "format", "default", "enum",
                           "enumNames", "oneOf"})
 _NUMBER_KEYS = frozenset({"type", "title", "description", "minimum", "maximum", "default"})
-
-
-def elicits(kept: dict[str, Any] | None) -> bool:
-    """Whether a session's client declared form elicitation (`{}` is form only; `{"url": {}}` is no form)."""
-    return takes_forms(kept.get("capabilities") if kept is not None else None)
 
 
 async def keep_answer(asked: AtEndpoint, session: str, message: dict[str, Any]) -> None:

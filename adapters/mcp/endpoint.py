@@ -18,8 +18,7 @@ GET                        405: no stream for messages outside a call (the gatew
 ```
 A request names the session `initialize` opened (404 for one not found: another caller's, or forgotten); a POST
 that names none is served without one, as by a server that keeps no sessions (a DELETE or GET must name one: 400).
-A request whose protocol version header names no handshake version is 2026-07-28's, answered by `modern.py`
-(`dual_era`), not here.
+A request whose protocol version header names no handshake version is 2026-07-28's, handed to `modern.py`.
 """
 
 from __future__ import annotations
@@ -28,11 +27,12 @@ from typing import Any
 
 import orjson
 
-from gateway.core.capabilities import AgentDescription, Answered, AtEndpoint
+from gateway.core.capabilities import Answered, AtEndpoint
 from gateway.core.ids import new_id
 
-from . import resumption, tasks
-from .elicitation import Elicitation, elicits, keep_answer
+from . import modern, resumption, tasks
+from .elicitation import Elicitation, keep_answer
+from .route_tool import described
 from .wire import (
     HANDSHAKE_VERSIONS,
     INVALID_PARAMS,
@@ -44,15 +44,10 @@ from .wire import (
     SERVER_INFO,
     SESSION_HEADER,
     VERSION_HEADER,
+    takes_forms,
 )
 
 PATH = "/mcp"
-
-TOOL_SCHEMA = {"type": "object", "properties": {
-    "message": {"type": "string", "description": "What the user says to the agent"},
-    "conversation_id": {"type": "string", "description": "The conversation to continue, as a result named it; "
-                                                         "none for a new one"}},
-    "required": ["message"]}
 
 
 def error(status: int, code: int, message: str, id: Any = None) -> Answered:
@@ -65,13 +60,9 @@ def result(id: Any, value: dict[str, Any], headers: dict[str, str] | None = None
     return Answered(200, body, {"content-type": "application/json", **(headers or {})})
 
 
-def tool(route: AgentDescription, version: Any = None) -> dict[str, Any]:
-    described = {"name": route.name, "description": route.description or f"The agent {route.name}",
-                 "inputSchema": TOOL_SCHEMA}
-    return {**described, "execution": tasks.EXECUTION} if tasks.offered(version) else described
-
-
 async def answer(asked: AtEndpoint) -> Answered:
+    if modern.in_2026(asked.headers):
+        return await modern.answer_modern(asked)
     message = asked.body
     if asked.method == "POST" and isinstance(message, dict) and message.get("method") == "initialize":
         return await _initialize(asked, message)
@@ -102,7 +93,7 @@ async def answer(asked: AtEndpoint) -> Answered:
     if method == "tools/list":
         kept = await asked.session(session) if session else None
         version = kept.get("version") if kept is not None else asked.headers.get(VERSION_HEADER)
-        return result(id, {"tools": [tool(route, version) for route in asked.routes]})
+        return result(id, {"tools": [described(route, version) for route in asked.routes]})
     if method == "logging/setLevel":
         params = message.get("params")
         level = params.get("level") if isinstance(params, dict) else None
@@ -122,7 +113,7 @@ async def answer(asked: AtEndpoint) -> Answered:
         message = {k: v for k, v in message.items() if k != resumption.STREAM}  # only the endpoint names one
         body = _with_log_level(message, level)
         then = Elicitation(asked, session, kept, orjson.loads(body) if body else message) \
-            if kept is not None and elicits(kept) else None
+            if kept is not None and takes_forms(kept.get("capabilities")) else None
         if then is None and kept is not None and isinstance(name, str):  # a session's: its stream may be resumed
             body = orjson.dumps(resumption.streamed(orjson.loads(body) if body else message, session, name))
         return Answered(run=name, run_key=f"{session}:{id}", body=body or orjson.dumps(message), then=then)

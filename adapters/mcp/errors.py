@@ -1,6 +1,6 @@
 """A request refused before its reply, as an MCP client reads it: a protocol error (a body that is not a tool call,
 a key missing, a body too large) is a JSON-RPC error with the request's id and the HTTP status; arguments the tool
-cannot run with (`arguments.py`), and an agent that could not be reached or failed before answering, are a tool
+cannot run with (`route_tool.py`), and an agent that could not be reached or failed before answering, are a tool
 result with `isError: true`, as a failure during the run is, since the call itself was sound (the gateway's error,
 code and status, in its `structuredContent`; typed for a 2026-07-28 call)."""
 
@@ -12,7 +12,7 @@ import orjson
 
 from gateway.core.errors import GatewayError
 
-from .arguments import InvalidArguments
+from .route_tool import InvalidArguments
 from .wire import MODERN_VERSIONS, PROTOCOL_VERSION, typed
 
 INVALID_REQUEST, INTERNAL_ERROR = -32600, -32603

@@ -28,15 +28,15 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
 from gateway.core.capabilities import Answered, AtEndpoint
 
-from .endpoint import tool
 from .input_required import InvalidAnswer, answers
+from .route_tool import described
 from .wire import (
     CLIENT_CAPABILITIES,
     HANDSHAKE_VERSIONS,
@@ -61,19 +61,10 @@ HEADER_MISMATCH, UNSUPPORTED_VERSION = -32020, -32022
 INSTRUCTIONS = ("Each tool is an agent: call it with a message. A result names its conversation_id: pass it to the "
                 "next call to continue the conversation.")
 
-Answer = Callable[[AtEndpoint], Awaitable[Answered]]
-
-
-def dual_era(handshake: Answer) -> Answer:
-    """The endpoint's answer in either era: a request is this era's when its version header is not a handshake one."""
-
-    async def answer(asked: AtEndpoint) -> Answered:
-        version = asked.headers.get(VERSION_HEADER)
-        if version is not None and version.strip() not in HEADER_VERSIONS:
-            return await answer_modern(asked)
-        return await handshake(asked)
-
-    return answer
+def in_2026(headers: Mapping[str, str]) -> bool:
+    """Whether a request is this era's: its version header names no handshake version, as the SDKs' servers tell."""
+    version = headers.get(VERSION_HEADER)
+    return version is not None and version.strip() not in HEADER_VERSIONS
 
 
 async def answer_modern(asked: AtEndpoint) -> Answered:
@@ -95,7 +86,8 @@ async def answer_modern(asked: AtEndpoint) -> Answered:
                             "capabilities": {"tools": {"listChanged": False}, "logging": {}},
                             "instructions": INSTRUCTIONS, "ttlMs": 0, "cacheScope": "private"})
     if method == "tools/list":
-        return _result(id, {"tools": [tool(route) for route in asked.routes], "ttlMs": 0, "cacheScope": "private"})
+        return _result(id, {"tools": [described(route) for route in asked.routes], "ttlMs": 0,
+                            "cacheScope": "private"})
     if method == "tools/call":
         return _call(asked, message)
     return _error(404, METHOD_NOT_FOUND, "Method not found", id, method)

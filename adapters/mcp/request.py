@@ -27,10 +27,10 @@ from gateway.core.ids import new_id
 from gateway.core.turn import ANY_OPEN_INTERRUPT, Message, Resume, Turn, new_messages
 from gateway.core.validation import validate
 
-from .arguments import tool_arguments
 from .input_required import InvalidAnswer, answers
 from .modern_upstream import modern_request
 from .resumption import STREAM
+from .route_tool import tool_arguments
 from .tasks import new_task
 from .upstream_questions import retried_call
 from .wire import (

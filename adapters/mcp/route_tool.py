@@ -1,16 +1,33 @@
-"""A route's tool's arguments, checked in the words of whoever called it: arguments the tool cannot run with are the
-tool's error, not the protocol's (2025-11-25, SEP-1303), so that the model that called it reads what to give and
-calls again; `errors.reply` answers `InvalidArguments` with a result whose `isError` is true."""
+"""A route as the MCP tool its clients call: how `tools/list` describes it (in either era), and a call's arguments
+read in the words of whoever called it. Arguments the tool cannot run with are the tool's error, not the protocol's
+(2025-11-25, SEP-1303), so that the model that called it reads what to give and calls again: `errors.reply` answers
+`InvalidArguments` with a result whose `isError` is true."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.core.capabilities import AgentDescription
 from gateway.core.errors import InvalidRequest
+
+from . import tasks
 
 MESSAGE_SAYS = "what the user says to the agent, as a text"
 CONVERSATION_SAYS = "the conversation to continue, as a text a result named"
+
+TOOL_SCHEMA = {"type": "object", "properties": {
+    "message": {"type": "string", "description": "What the user says to the agent"},
+    "conversation_id": {"type": "string", "description": "The conversation to continue, as a result named it; "
+                                                         "none for a new one"}},
+    "required": ["message"]}
+
+
+def described(route: AgentDescription, version: Any = None) -> dict[str, Any]:
+    """The route's tool as `tools/list` names it to a client of the protocol `version`."""
+    tool = {"name": route.name, "description": route.description or f"The agent {route.name}",
+            "inputSchema": TOOL_SCHEMA}
+    return {**tool, "execution": tasks.EXECUTION} if tasks.offered(version) else tool
 
 
 class InvalidArguments(InvalidRequest):
