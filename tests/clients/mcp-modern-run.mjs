@@ -16,13 +16,9 @@
 // "elicited": [{message, requestedSchema}...]}; a step that threw: {"error": "<name>: <message>", "code"}.
 // Exit 1 when the client could not connect.
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { commandLine, connected, say } from './mcp-command.mjs';
 
-const [url, planText, ...rest] = process.argv.slice(2);
-const option = (name) => { const at = rest.indexOf(name); return at >= 0 ? rest[at + 1] : undefined; };
-const key = option('--key');
-const timeout = Number(option('--timeout-ms') ?? 30000);
-const plan = JSON.parse(planText);
-const say = (value) => process.stdout.write(JSON.stringify(value) + '\n');
+const { url, plan, key, timeout } = commandLine();
 
 const eliciting = plan.some((step) => step.elicit !== undefined);
 const client = new Client({ name: 'agent-gateway-tests', version: '0.0.1' }, {
@@ -37,15 +33,7 @@ if (eliciting) {
     return answers.shift() ?? { action: 'cancel' };
   });
 }
-const transport = new StreamableHTTPClientTransport(new URL(url), {
-  requestInit: key ? { headers: { authorization: `Bearer ${key}` } } : undefined,
-});
-try {
-  await client.connect(transport);
-} catch (error) {
-  process.stderr.write(`${error.name}: ${error.message}\n`);
-  process.exit(1);
-}
+const transport = await connected(client, StreamableHTTPClientTransport, url, key);
 say({ protocolVersion: transport.protocolVersion, serverInfo: client.getServerVersion(), sessionId: transport.sessionId ?? null });
 
 for (const step of plan) {

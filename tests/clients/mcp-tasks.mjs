@@ -16,24 +16,12 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { commandLine, connected, say } from './mcp-command.mjs';
 
-const [url, planText, ...rest] = process.argv.slice(2);
-const option = (name) => { const at = rest.indexOf(name); return at >= 0 ? rest[at + 1] : undefined; };
-const key = option('--key');
-const timeout = Number(option('--timeout-ms') ?? 30000);
-const plan = JSON.parse(planText);
-const say = (value) => process.stdout.write(JSON.stringify(value) + '\n');
+const { url, plan, key, timeout } = commandLine();
 
 const client = new Client({ name: 'agent-gateway-tests', version: '0.0.1' }, { capabilities: {} });
-const transport = new StreamableHTTPClientTransport(new URL(url), {
-  requestInit: key ? { headers: { authorization: `Bearer ${key}` } } : undefined,
-});
-try {
-  await client.connect(transport);
-} catch (error) {
-  process.stderr.write(`${error.name}: ${error.message}\n`);
-  process.exit(1);
-}
+const transport = await connected(client, StreamableHTTPClientTransport, url, key);
 say({ protocolVersion: transport.protocolVersion, capabilities: client.getServerCapabilities() });
 
 const tasks = client.experimental.tasks;

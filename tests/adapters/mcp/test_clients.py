@@ -21,12 +21,9 @@ import orjson
 import pytest
 from node_clients import run_mcp
 from peers_env import run_mcp_client
-from servers import Served
 
-from gateway.agent.server import create_agent_app
-from gateway.config import GatewayConfig
-from gateway.conversations.store import MemoryStore
-from gateway.server.app import create_app
+from tests.adapters.mcp.gateway_face import HELPER, Face, served, team
+from tests.adapters.mcp.gateway_face import one as one_step
 
 KEY = "sk-team-0123456789abcdef"
 
@@ -60,39 +57,18 @@ def send(request: pytest.FixtureRequest) -> Send:
     return CLIENTS[request.param]
 
 
-class World:
-    def __init__(self, gateway: str, agent: str) -> None:
-        self.url = f"{gateway}/mcp"
-        self.agent = agent
-        self.http = httpx.Client(timeout=30)
-
-    def disconnects(self) -> int:
-        counted: int = self.http.get(f"{self.agent}/_disconnects").json()
-        return counted
+World = Face
 
 
 @pytest.fixture(scope="module")
 def world() -> Iterator[World]:
-    with Served(create_agent_app("ag-ui", pace=0.01)) as agent:
-        upstream = {"url": f"{agent.url}/agui", "dialect": "ag-ui"}
-        routes: list[dict[str, Any]] = [
-            {"name": "helper", "paths": ["/helper"], "client_dialects": ["mcp"], "upstream": upstream,
-             "agent": {"description": "A helpful agent"}},
-            {"name": "team", "paths": ["/team"], "client_dialects": ["mcp"], "upstream": upstream,
-             "auth": {"keys": [KEY]}},
-            {"name": "web", "paths": ["/web"], "client_dialects": ["ag-ui"], "upstream": upstream}]
-        config = GatewayConfig.model_validate({"routes": routes, "keepalive_seconds": 0.5})
-        with Served(create_app(config, store=MemoryStore())) as gateway:
-            world = World(gateway.url, agent.url)
-            yield world
-            world.http.close()
+    web = {"name": "web", "paths": ["/web"], "client_dialects": ["ag-ui"]}
+    with served([HELPER, team(KEY), web], World) as opened:
+        yield opened
 
 
 def one(run: Run) -> dict[str, Any]:
-    assert run.error is None, run.error
-    [step] = run.steps
-    assert "error" not in step, step
-    return dict(step)
+    return one_step(run.steps, run.error)
 
 
 def test_an_sdk_opens_a_session_and_lists_a_tool_per_route_it_may_use(world: World, send: Send) -> None:

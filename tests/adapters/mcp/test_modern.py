@@ -24,12 +24,9 @@ import orjson
 import pytest
 from node_clients import CLIENTS_DIR
 from peers_env import MCP, PEERS_DIR
-from servers import Served
 
-from gateway.agent.server import create_agent_app
-from gateway.config import GatewayConfig
-from gateway.conversations.store import MemoryStore
-from gateway.server.app import create_app
+from tests.adapters.mcp.gateway_face import HELPER, Face, served, team
+from tests.adapters.mcp.gateway_face import one as one_step
 
 KEY, OTHER_KEY = "sk-team-0123456789abcdef", "sk-team-fedcba9876543210"
 VERSION = "2026-07-28"
@@ -73,11 +70,11 @@ def send(request: pytest.FixtureRequest) -> Send:
     return CLIENTS[request.param]
 
 
-class World:
+class World(Face):
+    """The gateway's `/mcp`, asked in 2026-07-28's raw HTTP."""
+
     def __init__(self, gateway: str, agent: str) -> None:
-        self.url = f"{gateway}/mcp"
-        self.agent = agent
-        self.http = httpx.Client(timeout=TIMEOUT)
+        super().__init__(gateway, agent, TIMEOUT)
         self.ids = itertools.count(1)
 
     def post(self, method: str, params: dict[str, Any] | None = None, *, meta: dict[str, Any] | None = None,
@@ -97,32 +94,15 @@ class World:
         return self.http.post(self.url, content=orjson.dumps(message),
                               headers={k: v for k, v in sent.items() if v is not None})
 
-    def disconnects(self) -> int:
-        counted: int = self.http.get(f"{self.agent}/_disconnects").json()
-        return counted
-
 
 @pytest.fixture(scope="module")
 def world() -> Iterator[World]:
-    with Served(create_agent_app("ag-ui", pace=0.01)) as agent:
-        upstream = {"url": f"{agent.url}/agui", "dialect": "ag-ui"}
-        routes: list[dict[str, Any]] = [
-            {"name": "helper", "paths": ["/helper"], "client_dialects": ["mcp"], "upstream": upstream,
-             "agent": {"description": "A helpful agent"}},
-            {"name": "team", "paths": ["/team"], "client_dialects": ["mcp"], "upstream": upstream,
-             "auth": {"keys": [KEY, OTHER_KEY]}}]
-        config = GatewayConfig.model_validate({"routes": routes, "keepalive_seconds": 0.5})
-        with Served(create_app(config, store=MemoryStore())) as gateway:
-            world = World(gateway.url, agent.url)
-            yield world
-            world.http.close()
+    with served([HELPER, team(KEY, OTHER_KEY)], World) as opened:
+        yield opened
 
 
 def one(run: Run) -> dict[str, Any]:
-    assert run["error"] is None, run["error"]
-    [step] = run["steps"]
-    assert "error" not in step, step
-    return dict(step)
+    return one_step(run["steps"], run["error"])
 
 
 def messages_in(answer: httpx.Response) -> list[dict[str, Any]]:
