@@ -27,6 +27,8 @@ import subprocess
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict, cast
 
+from following import Following
+
 CLIENTS_DIR = Path(__file__).resolve().parent / "clients"
 TIMEOUT_S = 120.0
 DRIVER_TIMEOUT_S = 60.0
@@ -321,11 +323,20 @@ class A2ATasks(TypedDict):
     error: str | None  # "<ErrorName>: <message>"; the SDK names A2A's errors by their code
 
 
+def a2a_tasks_js_command(url: str, operation: str, params: dict[str, Any], timeout_s: float = 30.0) -> list[str]:
+    node = _require_node()
+    return [node, "a2a-tasks.mjs", url, operation, json.dumps(params), "--timeout-ms", str(int(timeout_s * 1000))]
+
+
+def follow_a2a_tasks_js(url: str, operation: str, params: dict[str, Any], timeout_s: float = 30.0) -> Following:
+    """`run_a2a_tasks_js`, its answers read as they come (a subscribe's)."""
+    return Following(a2a_tasks_js_command(url, operation, params, timeout_s), cwd=CLIENTS_DIR)
+
+
 def run_a2a_tasks_js(url: str, operation: str, params: dict[str, Any], timeout_s: float = 30.0) -> A2ATasks:
     """Ask the A2A agent at `url` about its tasks with the real ``@a2a-js/sdk`` client (see
     ``tests/clients/a2a-tasks.mjs``); `url` needs its trailing slash, as for ``run_a2a_send``."""
-    node = _require_node()
-    command = [node, "a2a-tasks.mjs", url, operation, json.dumps(params), "--timeout-ms", str(int(timeout_s * 1000))]
+    command = a2a_tasks_js_command(url, operation, params, timeout_s)
     try:
         proc = subprocess.run(command, cwd=CLIENTS_DIR, capture_output=True, text=True, timeout=timeout_s + 30,
                               check=False)

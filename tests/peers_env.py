@@ -54,6 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from following import Following
+
 ROOT = Path(__file__).resolve().parent.parent
 PEERS_DIR = ROOT / "tests" / "peers"
 VENVS_DIR = ROOT / ".peers"
@@ -387,14 +389,22 @@ class A2ATasksRun:
     """"<ExceptionType>: <message>": the SDK raises A2A's errors as their own types (`TaskNotFoundError`, ...)."""
 
 
+def a2a_tasks_command(url: str, operation: str, params: dict[str, Any], timeout: float = 30.0) -> list[str]:
+    _require(A2A)
+    return [str(A2A.python), str(PEERS_DIR / "a2a_tasks.py"), url, operation, json.dumps(params), "--timeout",
+            str(timeout)]
+
+
+def follow_a2a_tasks(url: str, operation: str, params: dict[str, Any], timeout: float = 30.0) -> Following:
+    """`run_a2a_tasks`, its answers read as they come (a subscribe's)."""
+    return Following(a2a_tasks_command(url, operation, params, timeout), env=_clean_env())
+
+
 def run_a2a_tasks(url: str, operation: str, params: dict[str, Any], timeout: float = 30.0) -> A2ATasksRun:
     """Ask the A2A agent at `url` (its base) about its tasks with a2a-sdk's client: `operation` is get, cancel,
     list, subscribe, push-create, push-get, push-list or push-delete, with the request's `params` (JSON form)."""
-    _require(A2A)
-    command = [str(A2A.python), str(PEERS_DIR / "a2a_tasks.py"), url, operation, json.dumps(params), "--timeout",
-               str(timeout)]
-    done = subprocess.run(command, capture_output=True, text=True, env=_clean_env(), timeout=timeout + 30,
-                          check=False)
+    done = subprocess.run(a2a_tasks_command(url, operation, params, timeout), capture_output=True, text=True,
+                          env=_clean_env(), timeout=timeout + 30, check=False)
     run = A2ATasksRun(answers=[json.loads(line) for line in done.stdout.splitlines() if line.strip()])
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if line.strip()]
@@ -449,17 +459,26 @@ class LangGraphClientRun:
                        if data[0].get("type") == "AIMessageChunk" and isinstance(data[0].get("content"), str))
 
 
-def run_langgraph_client(url: str, operation: str, *, timeout: float = 30.0, **options: str | int | list[str]
-                         ) -> LangGraphClientRun:
-    """One call with `langgraph-sdk`'s client to the LangGraph server at `url`: `operation` and options as
-    `tests/peers/langgraph_client.py` takes them (`thread`, `text`, `mode` (a list), `resume` (JSON), ...)."""
+def langgraph_client_command(url: str, operation: str, **options: str | int | list[str]) -> list[str]:
     _require(LANGGRAPH)
     command = [str(LANGGRAPH.python), str(PEERS_DIR / "langgraph_client.py"), url, operation]
     for name, value in options.items():
         for one in value if isinstance(value, list) else [value]:
             command += [f"--{name.replace('_', '-')}", str(one)]
-    done = subprocess.run(command, capture_output=True, text=True, env=_clean_env(), timeout=timeout + 30,
-                          check=False)
+    return command
+
+
+def follow_langgraph_client(url: str, operation: str, **options: str | int | list[str]) -> Following:
+    """`run_langgraph_client`, its parts read as they come (a join's)."""
+    return Following(langgraph_client_command(url, operation, **options), env=_clean_env())
+
+
+def run_langgraph_client(url: str, operation: str, *, timeout: float = 30.0, **options: str | int | list[str]
+                         ) -> LangGraphClientRun:
+    """One call with `langgraph-sdk`'s client to the LangGraph server at `url`: `operation` and options as
+    `tests/peers/langgraph_client.py` takes them (`thread`, `text`, `mode` (a list), `resume` (JSON), ...)."""
+    done = subprocess.run(langgraph_client_command(url, operation, **options), capture_output=True, text=True,
+                          env=_clean_env(), timeout=timeout + 30, check=False)
     run = LangGraphClientRun(parts=[json.loads(line) for line in done.stdout.splitlines() if line.strip()])
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if line.strip()]

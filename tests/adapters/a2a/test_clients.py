@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from node_clients import run_a2a_send, run_a2a_tasks_js
-from peers_env import run_a2a_client, run_a2a_tasks
+from following import Following
+from gated_upstream import REST, GatedAgent
+from node_clients import follow_a2a_tasks_js, run_a2a_send, run_a2a_tasks_js
+from peers_env import follow_a2a_tasks, run_a2a_client, run_a2a_tasks
 from redis_server import RedisServer
 from servers import Served
 
@@ -41,6 +43,17 @@ def ask(request: pytest.FixtureRequest) -> Ask:
     return python_asks if request.param == "python" else js_asks
 
 
+Follow = Callable[[str, str, dict[str, Any]], Following]
+
+
+@pytest.fixture(params=["python", "js"])
+def follow(request: pytest.FixtureRequest) -> Follow:
+    """An SDK client's answers read as they come (a subscribe's)."""
+    if request.param == "python":
+        return follow_a2a_tasks
+    return lambda url, operation, params: follow_a2a_tasks_js(url + "/", operation, params)
+
+
 @pytest.fixture(scope="module")
 def redis() -> Iterator[RedisServer]:
     with RedisServer() as server:
@@ -55,6 +68,8 @@ class Replicas:
     hook: str
     receiver: Receiver
     """A webhook on 127.0.0.1 (the route pushes there), and what it received."""
+    gated: GatedAgent
+    """The upstream of the route at `/gated` on both replicas, whose runs last until a test opens its gate."""
 
 
 @pytest.fixture(scope="module")
@@ -63,11 +78,15 @@ def replicas(redis: RedisServer) -> Iterator[Replicas]:
     with ExitStack() as stack:
         hook = stack.enter_context(Served(receiver))
         agent = stack.enter_context(Served(create_agent_app("ag-ui", pace=0.05)))
+        gated = GatedAgent()
+        held = stack.enter_context(Served(gated.app))
         config = GatewayConfig.model_validate({"store": {"url": redis.url}, "routes": [
             {"name": "tasks", "paths": ["/a2a"], "client_dialects": ["a2a"], "push": {"allow_hosts": ["127.0.0.1"]},
-             "upstream": {"url": agent.url + "/agui", "dialect": "ag-ui"}}]})
+             "upstream": {"url": agent.url + "/agui", "dialect": "ag-ui"}},
+            {"name": "gated", "paths": ["/gated"], "client_dialects": ["a2a"],
+             "upstream": {"url": held.url + "/agui", "dialect": "ag-ui"}}]})
         one, two = (stack.enter_context(Served(create_app(config))).url + "/a2a" for _ in range(2))
-        yield Replicas(one, two, hook.url + "/hook", receiver)
+        yield Replicas(one, two, hook.url + "/hook", receiver, gated)
 
 
 def test_list_tasks_through_the_sdk_pages_the_callers_tasks_of_a_context(replicas: Replicas, ask: Ask) -> None:
@@ -83,19 +102,27 @@ def test_list_tasks_through_the_sdk_pages_the_callers_tasks_of_a_context(replica
 
 
 def test_subscribe_through_the_sdk_on_the_other_replica_follows_the_task_to_its_end(replicas: Replicas,
-                                                                                    ask: Ask) -> None:
-    one, two = replicas.one, replicas.two
+                                                                                    follow: Follow) -> None:
+    gated = replicas.gated
+    gated.gate.clear()  # the task runs on the first replica until the subscriber on the second has its first answer
+    one, two = (url.removesuffix("/a2a") + "/gated" for url in (replicas.one, replicas.two))
     sent: list[dict[str, Any]] = []
-    streaming = threading.Thread(target=stream, args=(one, "SendStreamingMessage", {"message": message("go slow")},
+    streaming = threading.Thread(target=stream, args=(one, "SendStreamingMessage", {"message": message("go")},
                                                       sent))
     streaming.start()
     wait_for(lambda: any("artifactUpdate" in r for r in sent))
-    answers, error = ask(two, "subscribe", {"id": sent[0]["task"]["id"]})
+    with follow(two, "subscribe", {"id": sent[0]["task"]["id"]}) as subscriber:
+        assert subscriber.first(), subscriber.done()
+        gated.gate.set()
+        error = subscriber.done()
     streaming.join(15)
+    answers = subscriber.answers
     assert error is None, error
     assert answers[0]["task"]["id"] == sent[0]["task"]["id"]
     assert state_of(answers[-1]) == "TASK_STATE_COMPLETED"
-    assert sum("artifactUpdate" in a for a in answers) >= 1
+    followed = "".join(part["text"] for a in answers if "artifactUpdate" in a
+                       for part in a["artifactUpdate"]["artifact"]["parts"])
+    assert followed.endswith(REST)  # what the task said after the subscriber came, as it said it
 
 
 def test_push_configs_through_the_sdk_and_delivery_to_a_local_webhook(replicas: Replicas, ask: Ask) -> None:

@@ -12,9 +12,10 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from gated_upstream import FIRST, REST, GatedAgent
 from inkeep_upstream import create_inkeep_app
 from node_clients import run_langgraph
-from peers_env import LangGraphClientRun, run_langgraph_client
+from peers_env import LangGraphClientRun, follow_langgraph_client, run_langgraph_client
 from servers import Served
 
 from adapters import registry
@@ -25,9 +26,11 @@ from gateway.server.app import create_app
 
 
 class World:
-    def __init__(self, gateway: str) -> None:
+    def __init__(self, gateway: str, gated: GatedAgent) -> None:
         self.gateway = gateway
         self.url = f"{gateway}/lg"
+        self.gated = gated
+        """The upstream of the route `gated`, whose runs last until a test opens its gate."""
 
     def run(self, operation: str, **options: Any) -> LangGraphClientRun:
         found = run_langgraph_client(self.url, operation, **options)
@@ -40,15 +43,18 @@ class World:
 
 @pytest.fixture(scope="module")
 def world() -> Iterator[World]:
-    with Served(create_agent_app("ag-ui", pace=0.02)) as agent, Served(create_agent_app("ag-ui", pace=0.2)) as slow:
+    gated = GatedAgent()
+    with Served(create_agent_app("ag-ui", pace=0.02)) as agent, Served(create_agent_app("ag-ui", pace=0.2)) as slow, \
+            Served(gated.app) as held:
         routes = [{"name": name, "paths": [path], "client_dialects": ["langgraph"], "resumable": resumable,
                    "upstream": {"url": f"{url}/agui", "dialect": "ag-ui"}}
                   for name, path, resumable, url in (("assistant-one", "/lg", False, agent.url),
                                                      ("kept", "/kept", True, slow.url),
-                                                     ("slow", "/slow", False, slow.url))]
+                                                     ("slow", "/slow", False, slow.url),
+                                                     ("gated", "/gated", False, held.url))]
         config = GatewayConfig.model_validate({"routes": routes, "keepalive_seconds": 0.5})
         with Served(create_app(config, store=MemoryStore())) as gateway:
-            yield World(gateway.url)
+            yield World(gateway.url, gated)
 
 
 def test_the_assistants_are_the_routes(world: World) -> None:
@@ -144,23 +150,30 @@ def test_the_run_a_stream_names_in_content_location_is_found_there(world: World)
 
 
 def test_a_background_run_answers_its_run_at_once_and_is_joined_by_its_id(world: World) -> None:
-    """`runs.create`, then `runs.join_stream` and `runs.join`: the `Run` comes while the run goes on, the join
-    streams it from its start, and `join` answers the thread's values once it has ended."""
-    url = f"{world.gateway}/slow"
+    """`runs.create`, then `runs.join_stream` and `runs.join`: the `Run` comes while the run goes on (its upstream
+    holds it until the test lets it end), the join streams it from its start, and `join` answers the thread's values
+    once it has ended."""
+    url, gated = f"{world.gateway}/gated", world.gated
+    gated.gate.clear()
     thread = str(run_langgraph_client(url, "create-thread").parts[0]["thread_id"])
-    started = time.monotonic()
     created = run_langgraph_client(url, "create", thread=thread, text="hello there", mode=["messages-tuple"])
     assert created.error is None, created.error
     run = created.parts[0]
     assert run["thread_id"] == thread and run["status"] == "running"
-    assert time.monotonic() - started < 4  # the run takes longer: its words come 0.2 s apart
-    joined = run_langgraph_client(url, "join", thread=thread, run=run["run_id"])
-    assert joined.error is None, joined.error
-    assert joined.text == "You said: hello there. (turn 1)"  # all of it, though the join came after it started
+    deadline = time.monotonic() + 10
+    while gated.waiting == 0 and time.monotonic() < deadline:  # the run goes on upstream, held at the gate: it
+        time.sleep(0.02)                                       # cannot have ended before the answer came
+    assert gated.waiting == 1
+    with follow_langgraph_client(url, "join", thread=thread, run=run["run_id"]) as joining:
+        assert joining.first(), joining.done()  # the join is attached, and has what the run said before it came
+        gated.gate.set()
+        error = joining.done()
+    assert error is None, error
+    assert LangGraphClientRun(parts=joining.answers).text == FIRST + REST  # all of it, from the run's start
     values = run_langgraph_client(url, "join-values", thread=thread, run=run["run_id"])
     assert values.error is None, values.error
     assert [(m["type"], m["content"]) for m in values.parts[0]["messages"]] == \
-        [("human", "hello there"), ("ai", "You said: hello there. (turn 1)")]
+        [("human", "hello there"), ("ai", FIRST + REST)]
 
 
 def test_a_waited_run_answers_the_threads_values_at_its_end(world: World) -> None:
