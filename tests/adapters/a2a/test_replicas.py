@@ -11,6 +11,7 @@ from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import pytest
+from gated_upstream import FIRST, REST, GatedAgent
 from redis_server import RedisServer
 from servers import Served
 
@@ -71,18 +72,22 @@ def test_cancel_task_asked_of_the_other_replica_stops_the_task_where_it_runs(red
 
 
 def test_a_subscriber_on_the_other_replica_gets_every_update_to_the_end(redis: RedisServer) -> None:
-    with replicas(redis) as (one, two):
-        task_id, results, thread = running_on(one, "go slow")
+    gated = GatedAgent()  # the task runs until its subscriber has had the task as it stands
+    with Served(gated.app) as held, replicas(redis, upstream={"url": held.url + "/agui", "dialect": "ag-ui"}) \
+            as (one, two):
+        task_id, results, thread = running_on(one, "go")
         followed: list[dict[str, Any]] = []
         subscriber = threading.Thread(target=stream, args=(two, "SubscribeToTask", {"id": task_id}, followed))
         subscriber.start()
+        wait_for(lambda: followed)
+        gated.gate.set()
         for waiting in (thread, subscriber):
             waiting.join(15)
     texts = "".join(p["text"] for r in results if "artifactUpdate" in r
                     for p in r["artifactUpdate"]["artifact"]["parts"])
     seen = "".join(p["text"] for a in followed[0]["task"].get("artifacts", ()) for p in a["parts"]) + "".join(
         p["text"] for r in followed[1:] if "artifactUpdate" in r for p in r["artifactUpdate"]["artifact"]["parts"])
-    assert state_of(followed[-1]) == "TASK_STATE_COMPLETED" and seen == texts
+    assert state_of(followed[-1]) == "TASK_STATE_COMPLETED" and seen == texts == FIRST + REST
 
 
 def test_a_task_waiting_on_one_replica_is_continued_and_followed_on_the_other(redis: RedisServer) -> None:
