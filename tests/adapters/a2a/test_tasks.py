@@ -551,3 +551,15 @@ def test_an_answer_is_shaped_as_the_interrupts_schema_asks_and_never_fails_the_t
     assert still["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"  # the task waits on: the answer never went up
     assert yes["status"]["state"] == as_data["status"]["state"] == "TASK_STATE_COMPLETED"
     assert agent.payloads == [{"approved": True}, {"approved": False, "reason": "not now"}]
+
+
+@pytest.mark.parametrize(("said", "approved"), [("Yes, go ahead.", True), ("no thanks", False),
+                                                ("absolutely not", False), ("sure, do it", True)])
+def test_an_approval_answered_in_plain_words_is_that_yes_or_no(said: str, approved: bool) -> None:
+    agent = SchemaAgent()
+    with Served(agent) as upstream, Served(create_app(config(upstream.url))) as gw:
+        url = gw.url + "/a2a"
+        asked = send(url, "clean up")
+        answered = send(url, said, taskId=asked["id"])
+    assert answered["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert agent.payloads == [{"approved": approved}]
