@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.core.sse import DONE, FrameTooLarge, SSEDecoder
+from gateway.core.sse import DONE, FrameTooLarge, SSEDecoder, SSEEventDecoder
 
 
 def frames(*chunks: bytes) -> list[bytes]:
@@ -70,7 +70,7 @@ def test_frame_over_the_limit_raises() -> None:
     (b"data: a\ndata: b\n\ndata: c\n\n", [b"a\nb", b"c"]),
     (b"data: a\n\n\ndata: b\n\n", [b"a", b"b"]),
     (b"data: 1\n\nevent: x\ndata: 2\n\n", [b"1", b"2"]),
-    (b"data: \n\ndata: 3\n\n", [b"", b"3"]),
+    (b"data: \n\ndata: 3\n\n", [b"3"]),
 ])
 def test_many_frames_in_one_chunk_read_the_same_as_one_by_one(chunk: bytes, frames: list[bytes]) -> None:
     """Whole chunks of single-line `data:` frames take a fast path; anything else in them must not fool it."""
@@ -99,7 +99,7 @@ def test_a_whole_frame_named_by_its_event_line_reads_the_same_as_byte_by_byte(ch
 @pytest.mark.parametrize(("chunk", "frames"), [
     (b'event: message\r\ndata: {"jsonrpc":"2.0"}\r\n\r\n', [b'{"jsonrpc":"2.0"}']),
     (b"data: a\r\n\r\n", [b"a"]),
-    (b"data: \r\n\r\n", [b""]),
+    (b"data: \r\n\r\n", []),
     (b"data: a\r\n\r\ndata: b\r\n\r\n", [b"a", b"b"]),
     (b"data: a\r\ndata: b\r\n\r\n", [b"a\nb"]),
     (b"data: a\rb\r\n\r\n", [b"a"]),
@@ -114,3 +114,31 @@ def test_a_whole_crlf_frame_reads_the_same_as_byte_by_byte(chunk: bytes, frames:
     assert SSEDecoder().feed(chunk) == frames
     one_by_one = SSEDecoder()
     assert [frame for byte in range(len(chunk)) for frame in one_by_one.feed(chunk[byte:byte + 1])] == frames
+
+
+@pytest.mark.parametrize("chunk", [
+    b"data: \n\n", b"data:\n\n", b"data: \r\n\r\n", b"event: message\r\ndata: \r\n\r\n", b"event: x\ndata: \n\n",
+    b"id: 7\nretry: 1000\ndata: \n\n", b"id: 7\r\ndata:\r\n\r\n",
+])
+def test_an_event_with_empty_data_dispatches_nothing(chunk: bytes) -> None:
+    """The WHATWG rule: a frame whose data buffer is empty is not an event (MCP's priming event only sets an id and
+    `retry`); whole, split byte by byte, or followed by another frame."""
+    assert SSEDecoder().feed(chunk) == []
+    one_by_one = SSEDecoder()
+    assert [frame for byte in range(len(chunk)) for frame in one_by_one.feed(chunk[byte:byte + 1])] == []
+    assert SSEDecoder().feed(chunk + b"data: 1\n\n") == [b"1"]
+    named = SSEEventDecoder()
+    assert named.feed(chunk) == [] and named.flush() == []
+
+
+def test_an_empty_event_s_id_is_still_where_a_client_resumes_from() -> None:
+    decoder = SSEEventDecoder()
+    assert decoder.feed(b"id: 1\nevent: x\ndata: {}\n\n")[0].id == "1"
+    assert decoder.feed(b"id: 2\nevent: message\ndata: \n\n") == []
+    assert decoder.last_id == "2"
+    assert decoder.feed(b"id: 3\r\ndata:\r\nretry: 5\r\n\r\n") == []
+    assert decoder.last_id == "3"
+
+
+def test_two_empty_data_lines_are_one_line_break_not_nothing() -> None:
+    assert SSEDecoder().feed(b"data:\ndata:\n\n") == [b"\n"]

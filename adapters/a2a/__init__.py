@@ -90,7 +90,7 @@ def webhooks(turn: Turn) -> list[Webhook]:
 
 
 QUERIES_OF_TASKS = RunQueries(read=read_query, answer=answer_query, new_log=TaskLog, continues=continues,
-                              continued=continued, webhooks=webhooks)
+                              continued=continued, left_tools_wait=True, webhooks=webhooks)
 
 
 DIALECT = Dialect(

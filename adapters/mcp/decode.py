@@ -48,7 +48,6 @@ GATEWAYS_KEYS = frozenset({"toolCalls", "data", "conversation_id", "interrupts",
 
 
 class McpDecoder(JsonSSEOrBodyDecoder):
-    EMPTY_DATA_IS_NOTHING = True  # a priming event (an id and retry for a client to come back with)
     __slots__ = ("_answered", "_began", "_call", "_called", "_headers", "_held", "_message_id", "_modern",
                  "_shown_parts")
 

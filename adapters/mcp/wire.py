@@ -8,6 +8,8 @@ from typing import Any
 
 import orjson
 
+from gateway.core.sse import SSEDecoder
+
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18")
 """The handshake versions the gateway speaks, newest first: what it offers an upstream, and accepts from a client."""
 LATEST = HANDSHAKE_VERSIONS[0]
@@ -90,10 +92,8 @@ def messages_in(body: bytes, content_type: str) -> list[dict[str, Any]]:
             return []
         return [value] if isinstance(value, dict) else []
     messages: list[dict[str, Any]] = []
-    for event in body.replace(b"\r\n", b"\n").split(b"\n\n"):
-        data = b"\n".join(line[5:].removeprefix(b" ") for line in event.split(b"\n") if line.startswith(b"data:"))
-        if not data:
-            continue
+    events = SSEDecoder(max_frame=len(body) + 1)
+    for data in events.feed(body) + events.flush():
         try:
             value = orjson.loads(data)
         except orjson.JSONDecodeError:

@@ -106,8 +106,6 @@ def sse_json_frames(answer: Answer, found: list[Violation]) -> list[tuple[int, b
     frames = decoder.feed(answer.body) + decoder.flush()
     out: list[tuple[int, bytes, object]] = []
     for index, data in enumerate(frames):
-        if not data:  # an event that only sets an id and retry (MCP's priming event): nothing to judge
-            continue
         if data.strip() == b"[DONE]":
             out.append((index, data, "[DONE]"))
             continue

@@ -179,10 +179,6 @@ class JsonSSEDecoder(RepairedDecoder):
 
     __slots__ = ("_sse", "_steady")
 
-    EMPTY_DATA_IS_NOTHING = False
-    """An event whose data is empty carries no message and is skipped (MCP's priming event, which only sets an id
-    and `retry`); for the other dialects it is read as any frame."""
-
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__()
         self._sse = SSEDecoder(max_event_bytes)
@@ -225,8 +221,6 @@ class JsonSSEDecoder(RepairedDecoder):
                     continue
             if data == b"[DONE]":  # before JSON: orjson's decode error is a Python exception, slow to make
                 self.on_done(repair)
-                continue
-            if not data and self.EMPTY_DATA_IS_NOTHING:
                 continue
             try:
                 frame = orjson.loads(data)

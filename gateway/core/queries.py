@@ -219,6 +219,10 @@ class RunQueries(Capability):
     resumes: Callable[[Turn], bool] = lambda turn: False
     """Whether the run's feed keeps all its client is sent, for the client to come back to (MCP's call stream, by
     `Last-Event-ID`): the run goes on when its client leaves, as on a resumable route."""
+    left_tools_wait: bool = False
+    """Whether a run that ends on calls of the client's own tools waits for their results, sent on the run (A2A's
+    input-required task, continued by a `function_response`), rather than having ended (a Responses response that
+    ends on function calls is completed; the next response carries the outputs)."""
     webhooks: Callable[[Turn], list[Webhook]] = lambda turn: []
     """The webhooks a request registers for its run as it starts it (A2A's `configuration.pushNotificationConfig`)."""
     paths: tuple[RunPath, ...] = ()

@@ -1,7 +1,8 @@
 """Server-sent events framing: bytes in, frames out; frames in, bytes out.
 
 Parsing follows the WHATWG rules that matter to agent streams: LF, CRLF and CR line ends, multi-line `data:`
-joined with LF, comments, and the `event:`/`id:`/`retry:` fields: `SSEDecoder` reads past them, for the dialects
+joined with LF, comments, an event whose data is empty dispatching nothing (MCP's priming event only sets an id and
+`retry`), and the `event:`/`id:`/`retry:` fields: `SSEDecoder` reads past them, for the dialects
 that name nothing; `SSEEventDecoder` keeps `event:` and `id:`, for those whose frames are named (LangGraph's stream
 modes) and resumed from an id.
 It works on bytes and splits only on ASCII line ends, so a UTF-8 character cut across two chunks is whole again
@@ -23,7 +24,7 @@ class FrameTooLarge(ValueError):
 
 
 class SSEDecoder:
-    """Incremental parser. `feed()` returns the `data` of every frame completed by the chunk."""
+    """Incremental parser. `feed()` returns the `data` of every frame completed by the chunk, but for empty data."""
 
     __slots__ = ("_buffer", "_max_frame", "_pending_cr", "_scanned")
 
@@ -40,7 +41,7 @@ class SSEDecoder:
             # A2A SDKs'), read without rewriting its line ends first.
             body = _one_crlf_frame(chunk)
             if body is not None:
-                return [body]
+                return [body] if body else []
         # 13 is "\r"; an int needle skips the substring-search setup a bytes one pays on every chunk
         if self._pending_cr or 13 in chunk:
             chunk = self._lf_only(chunk)
@@ -50,13 +51,13 @@ class SSEDecoder:
             if chunk.startswith(b"data: "):
                 body = chunk[6:-2]
                 if 10 not in body:  # "\n"
-                    return [body]
+                    return [body] if body else []
             elif chunk.startswith(b"event: "):
                 line_end = chunk.find(b"\n")
                 if chunk.startswith(b"data: ", line_end + 1):
                     body = chunk[line_end + 7:-2]
                     if 10 not in body:
-                        return [body]
+                        return [body] if body else []
         complete = self._complete(chunk)
         if complete is None:
             return []
@@ -66,7 +67,7 @@ class SSEDecoder:
                 and complete.count(b"\n\ndata: ") == separators):
             # Fast path: every frame is one `data: ` line (the only line breaks are the separators, and each is
             # followed by `data: `), the shape every agent server writes. Checked in C, sliced in one pass.
-            return [block[6:] for block in blocks]
+            return [body for block in blocks if (body := block[6:])]
         return [data for block in blocks if (data := _frame_data(block)) is not None]
 
     def feed_blocks(self, chunk: bytes) -> list[bytes]:
@@ -152,7 +153,8 @@ class SSEEvent:
 
 
 class SSEEventDecoder:
-    """Incremental parser for named frames. `feed()` returns every frame completed by the chunk, with its fields."""
+    """Incremental parser for named frames. `feed()` returns every frame completed by the chunk, with its fields, but
+    for those whose data is empty (their `id` still counts)."""
 
     __slots__ = ("_last_id", "_lines")
 
@@ -184,12 +186,14 @@ class SSEEventDecoder:
                 if first.startswith(b"id: ") and second.startswith(b"event: ") and third.startswith(b"data: ") \
                         and b"\0" not in first:
                     self._last_id = first[4:].decode("utf-8", "replace")
-                    events.append(SSEEvent(_name(second[7:]), third[6:], self._last_id))
+                    if len(third) > 6:
+                        events.append(SSEEvent(_name(second[7:]), third[6:], self._last_id))
                     continue
                 if first.startswith(b"event: ") and second.startswith(b"data: ") and third.startswith(b"id: ") \
                         and b"\0" not in third:
                     self._last_id = third[4:].decode("utf-8", "replace")
-                    events.append(SSEEvent(_name(first[7:]), second[6:], self._last_id))
+                    if len(second) > 6:
+                        events.append(SSEEvent(_name(first[7:]), second[6:], self._last_id))
                     continue
             event = self._fields(lines)
             if event is not None:
@@ -212,7 +216,8 @@ class SSEEventDecoder:
                 event = value.decode("utf-8", "replace")
             elif name == b"id" and b"\0" not in value:
                 self._last_id = value.decode("utf-8", "replace")
-        return SSEEvent(event, b"\n".join(data), self._last_id) if data else None
+        joined = b"\n".join(data)
+        return SSEEvent(event, joined, self._last_id) if joined else None
 
 
 _NAMES: dict[bytes, str] = {}
@@ -230,7 +235,7 @@ def _name(raw: bytes) -> str:
 
 def _frame_data(block: bytes) -> bytes | None:
     if block.startswith(b"data: ") and b"\n" not in block:
-        return block[6:]
+        return block[6:] or None
     data: list[bytes] = []
     for line in block.split(b"\n"):
         if line.startswith(b"data"):
@@ -240,4 +245,4 @@ def _frame_data(block: bytes) -> bytes | None:
             elif value[0] == 0x3A:  # ":"
                 data.append(value[2:] if value[1:2] == b" " else value[1:])
             # else: a field whose name only starts with "data" (e.g. "database:"), ignored per spec
-    return b"\n".join(data) if data else None
+    return b"\n".join(data) or None

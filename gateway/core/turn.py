@@ -7,6 +7,7 @@ history between dialects that keep it and dialects that don't.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -106,14 +107,35 @@ ANY_OPEN_INTERRUPT = ""
 conversation has open."""
 
 
-YES = frozenset({"yes", "y", "ok", "okay", "sure", "approve", "approved", "accept", "allow", "true", "go ahead"})
-NO = frozenset({"no", "n", "deny", "denied", "reject", "rejected", "decline", "cancel", "false", "stop"})
+YES = frozenset({"yes", "y", "yep", "yeah", "yup", "ok", "okay", "sure", "approve", "approved", "accept", "accepted",
+                 "allow", "allowed", "confirm", "confirmed", "true", "go", "proceed", "absolutely", "definitely",
+                 "certainly", "affirmative", "agreed", "please"})
+NO = frozenset({"no", "n", "nope", "nah", "not", "never", "deny", "denied", "reject", "rejected", "decline",
+                "declined", "cancel", "cancelled", "false", "stop", "abort", "don't", "dont", "negative"})
+_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
+_HEDGES = frozenset({"but", "unless", "except", "maybe", "perhaps", "if", "wait", "later"})
+_YES_IDIOMS = frozenset({"problem", "worries", "objection", "objections"})
+"""What after a "no" makes a yes: "no problem", "no worries"."""
 
 
 def yes_or_no(text: str) -> bool | None:
-    """What a yes or a no in words says (None: neither)."""
-    word = text.strip().strip(".!").lower()
-    return True if word in YES else False if word in NO else None
+    """What a yes or a no in words says, as a person answering a question would put it ("yes, go ahead", "no
+    thanks", "absolutely not", "please don't"); None when it is neither, or hedged ("yes, but not that file"), so
+    that an answer nobody would read as plain consent is never taken for one."""
+    words = _WORD.findall(text.lower().replace("\u2019", "'"))[:12]
+    if not words or len(text) > 200:
+        return None
+    first, rest = words[0], words[1:]
+    negated = any(word in NO or word.endswith("n't") for word in rest)
+    if first == "no" and rest[:1] and rest[0] in _YES_IDIOMS:
+        return None if any(word in NO or word in _HEDGES for word in rest[1:]) else True
+    if first in NO or (first == "do" and rest[:1] == ["not"]):
+        return None if any(word in _HEDGES or word == "sure" for word in rest) else False  # not "not sure"
+    if first in YES:
+        if rest[:1] == ["not"] or (first == "please" and negated):  # "absolutely not", "please don't"
+            return False
+        return None if negated or any(word in _HEDGES for word in rest) else True
+    return None
 
 
 def approves(resume: Resume) -> bool:

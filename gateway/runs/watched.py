@@ -134,7 +134,7 @@ class RouteRuns:
             running = await self.board.claim(tape, self.lifetime)
             if running is None:
                 tape.begin(_RECORD.dump_json(base))
-                return WatchedRun(self, principal, log, tape, base, sink)
+                return WatchedRun(self, principal, log, tape, base, sink, queries.left_tools_wait)
             if attempt == 1:  # an earlier request of the run, ending as this one starts
                 await _read_to_end(running, time.monotonic() + SETTLE_SECONDS)
         raise RunNotContinuable(f"task {run_id!r} is still working: wait for it to ask for input, or cancel it")
@@ -146,11 +146,12 @@ _ENDINGS = {"success": "completed", "cancelled": "canceled", "error": "failed"}
 class WatchedRun:
     """One request of a run: its updates on the feed, its record in the store."""
 
-    __slots__ = ("_base", "_ended", "_log", "_principal", "_runs", "_saved", "_sink", "tape")
+    __slots__ = ("_base", "_ended", "_left_tools_wait", "_log", "_principal", "_runs", "_saved", "_sink", "tape")
 
     def __init__(self, runs: RouteRuns, principal: str, log: RunLog, tape: Tape, base: RunRecord,
-                 sink: UpdateSink | None = None) -> None:
+                 sink: UpdateSink | None = None, left_tools_wait: bool = False) -> None:
         self._runs = runs
+        self._left_tools_wait = left_tools_wait
         self._sink = sink
         self._principal = principal
         self._log = log
@@ -171,8 +172,11 @@ class WatchedRun:
             if self._sink is not None:
                 self._sink.offer(update)
 
-    async def finish(self, status: RunStatus) -> None:
-        """The request ended the run, or paused it: its record as it stands, then the end of the feed."""
+    async def finish(self, status: RunStatus, tools_left: bool = False) -> None:
+        """The request ended the run, or paused it: its record as it stands, then the end of the feed. A run that
+        ended on calls of the client's tools (`tools_left`) is paused where its dialect waits for their results."""
+        if status == "success" and tools_left and self._left_tools_wait:
+            status = "interrupt"
         if self._ended:
             return
         self._ended = True

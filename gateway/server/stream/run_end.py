@@ -72,7 +72,8 @@ class RunEnd:
                                                                          recorder)
         await self._mapper.finish(exchange, recorder, transcript)
         if self._watched is not None:  # its clients ask about runs: keep what this one did
-            await self._watched.finish("error" if isinstance(terminal, RunError) else terminal.outcome)
+            await self._watched.finish("error" if isinstance(terminal, RunError) else terminal.outcome,
+                                       tools_left=bool(recorder.pending_tools))
         if exchange.history_lost:  # the turn went on without the store: the operator should see it per request
             self._record.history = "unavailable"
         elif recorder.overflowed:

@@ -551,3 +551,74 @@ def test_an_answer_is_shaped_as_the_interrupts_schema_asks_and_never_fails_the_t
     assert still["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"  # the task waits on: the answer never went up
     assert yes["status"]["state"] == as_data["status"]["state"] == "TASK_STATE_COMPLETED"
     assert agent.payloads == [{"approved": True}, {"approved": False, "reason": "not now"}]
+
+
+@pytest.mark.parametrize(("said", "approved"), [("Yes, go ahead.", True), ("no thanks", False),
+                                                ("absolutely not", False), ("sure, do it", True)])
+def test_an_approval_answered_in_plain_words_is_that_yes_or_no(said: str, approved: bool) -> None:
+    agent = SchemaAgent()
+    with Served(agent) as upstream, Served(create_app(config(upstream.url))) as gw:
+        url = gw.url + "/a2a"
+        asked = send(url, "clean up")
+        answered = send(url, said, taskId=asked["id"])
+    assert answered["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert agent.payloads == [{"approved": approved}]
+
+
+# -- a task waiting on a tool the client runs --------------------------------------------------------------------
+
+
+class ClientToolAgent:
+    """An AG-UI agent that calls a tool it does not run (`ask_user`) and ends its run there, as an agent with tools
+    for the frontend does; given the tool's result, it says what came back."""
+
+    def __init__(self) -> None:
+        self.tool_messages: list[dict[str, Any]] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        run = orjson.loads(body)
+        events: list[dict[str, Any]] = [{"type": "RUN_STARTED", "threadId": run["threadId"], "runId": run["runId"]}]
+        answered = [m for m in run["messages"] if m.get("role") == "tool"]
+        if answered:
+            self.tool_messages += answered
+            said = f"you said {answered[-1]['content']}"
+            events += [{"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+                       {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": said},
+                       {"type": "TEXT_MESSAGE_END", "messageId": "m"}]
+        else:
+            events += [{"type": "TOOL_CALL_START", "toolCallId": "call-1", "toolCallName": "ask_user"},
+                       {"type": "TOOL_CALL_ARGS", "toolCallId": "call-1", "delta": '{"question":"Which file?"}'},
+                       {"type": "TOOL_CALL_END", "toolCallId": "call-1"}]
+        events.append({"type": "RUN_FINISHED", "threadId": run["threadId"], "runId": run["runId"]})
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": b"".join(b"data: " + orjson.dumps(e) + b"\n\n"
+                                                                   for e in events)})
+
+
+def test_a_tool_result_sent_to_a_task_waiting_on_the_client_s_tool_continues_it() -> None:
+    """What ADK's RemoteA2aAgent sends after running a call the remote agent left it: a `function_response` data
+    part naming the call, on the waiting task."""
+    agent = ClientToolAgent()
+    with Served(agent) as upstream, Served(create_app(config(upstream.url))) as gw:
+        url = gw.url + "/a2a"
+        asked = send(url, "clean up")
+        call = next(p["data"] for p in asked["status"]["message"]["parts"] if "data" in p)
+        waiting = rpc(url, "GetTask", {"id": asked["id"]})["result"]
+        answer = {**message("", taskId=asked["id"], contextId=asked["contextId"]), "parts": [
+            {"data": {"id": call["id"], "name": call["name"], "response": {"result": "notes.txt"}},
+             "metadata": {"adk_type": "function_response"}}]}
+        done = rpc(url, "SendMessage", {"message": answer})["result"]["task"]
+    assert asked["status"]["state"] == waiting["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert call["name"] == "ask_user"
+    assert done["id"] == asked["id"] and done["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert done["artifacts"][-1]["parts"] == [{"text": "you said notes.txt"}]
+    assert [(m["toolCallId"], m["content"]) for m in agent.tool_messages] == [("call-1", "notes.txt")]
