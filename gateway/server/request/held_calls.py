@@ -34,6 +34,9 @@ MAX_HELD = 64
 upstream: at most half of `upstream.max_connections`, when set, so that answers and other runs still get one."""
 MAX_HOLD_SECONDS = 600.0
 """The longest a call is held, whatever the route's total timeout."""
+_ANSWER_SECONDS = 30.0
+"""How long the upstream has to answer a request that gives it the client's answers (MCP answers such a POST at
+once, 202): past it the answers count as not sent, and the client is told so."""
 _DRAIN_SECONDS = 0.5
 """How long to wait for the end of the upstream's answer to a request sent alongside a held call, so its connection
 can be used again; past that the connection is closed."""
@@ -111,9 +114,10 @@ class HeldUpstreamCalls:
     async def _send_aside(self, request: UpstreamRequest, held: Held) -> int | None:
         """The status of the upstream's answer to a request sent alongside a held call; None when it gave none."""
         try:
-            response = await self.side_calls.pool.request(request.method, held.target, request.body,
-                                                          {**held.headers, **request.headers}, request.path)
-        except HTTPError:
+            async with asyncio.timeout(_ANSWER_SECONDS):
+                response = await self.side_calls.pool.request(request.method, held.target, request.body,
+                                                              {**held.headers, **request.headers}, request.path)
+        except (HTTPError, TimeoutError):
             return None
         try:
             await response.drain(_DRAIN_SECONDS)
