@@ -13,14 +13,14 @@ import contextlib
 import itertools
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import httpx
 import orjson
 import pytest
-from node_clients import run_mcp
-from peers_env import run_mcp_client
+from mcp_sdks import SDKS, run_sdk
+from peers_env import McpClientRun
 from servers import Served
 
 from gateway.agent.server import create_agent_app
@@ -31,33 +31,12 @@ from gateway.server.app import create_app
 KEY = "sk-team-0123456789abcdef"
 
 
-@dataclass
-class Run:
-    """What a client got, whichever SDK: the session, each step's outcome, why it could not open one."""
-
-    opened: dict[str, Any]
-    steps: list[dict[str, Any]]
-    error: str | None
+Send = Callable[..., McpClientRun]
 
 
-def python_client(url: str, plan: list[dict[str, Any]], key: str | None = None) -> Run:
-    run = run_mcp_client(url, plan, key=key)
-    return Run(run.opened, run.steps, run.error)
-
-
-def typescript_client(url: str, plan: list[dict[str, Any]], key: str | None = None) -> Run:
-    run = run_mcp(url, plan, key=key)
-    assert run["terminated"] in (True, None), run  # its DELETE was answered
-    return Run(run["opened"], run["steps"], run["error"])
-
-
-CLIENTS = {"python": python_client, "typescript": typescript_client}
-Send = Callable[..., Run]
-
-
-@pytest.fixture(params=sorted(CLIENTS))
+@pytest.fixture(params=sorted(SDKS))
 def send(request: pytest.FixtureRequest) -> Send:
-    return CLIENTS[request.param]
+    return partial(run_sdk, request.param)
 
 
 class World:
@@ -88,7 +67,7 @@ def world() -> Iterator[World]:
             world.http.close()
 
 
-def one(run: Run) -> dict[str, Any]:
+def one(run: McpClientRun) -> dict[str, Any]:
     assert run.error is None, run.error
     [step] = run.steps
     assert "error" not in step, step
