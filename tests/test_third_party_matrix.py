@@ -169,9 +169,7 @@ CLIENT_LOSSY = {
             "client tool": "an A2A client offers no tools: the agent it calls runs its own"},
     "mcp": {"reasoning": "an MCP tool's result has no reasoning (a session that sets a log level gets it as log "
                          "lines: tests/adapters/mcp/test_clients.py)",
-            "client tool": "an MCP client calls the agent as one tool and runs none of the agent's tools",
-            "interrupt": "an interrupt reaches an MCP client as its question in the result; answering it (by "
-                         "elicitation, or a later call) is a later phase"},
+            "client tool": "an MCP client calls the agent as one tool and runs none of the agent's tools"},
 }
 
 
@@ -376,6 +374,11 @@ could not open its session). One session a column and a client, both clients at 
 process costs seconds to start."""
 
 
+MCP_ANSWER = {"action": "accept", "fill": {"approved": True, "answer": "yes"}}
+"""How the MCP clients answer the question an interrupt asks them by elicitation, in the call that met it: a yes in
+whichever field the form has (an approval's `approved`, a question's one text `answer`)."""
+
+
 def mcp_session(world: World, upstream: str, sdk: str) -> tuple[str | None, dict[str, list[dict[str, Any]]]]:
     """Every scenario of `upstream` an MCP client can express, each message a `tools/call` of the route's tool in one
     session of each SDK at `/mcp`, with a progress callback and the scenario's own conversation id."""
@@ -386,7 +389,8 @@ def mcp_session(world: World, upstream: str, sdk: str) -> tuple[str | None, dict
         tool = route_name("mcp", upstream)
 
         def session(sdk: str) -> tuple[str | None, dict[str, list[dict[str, Any]]]]:
-            plan = [{"call": tool, "arguments": {"message": message, "conversation_id": f"{tool}-{scenario}-{sdk}"}}
+            plan = [{"call": tool, "arguments": {"message": message, "conversation_id": f"{tool}-{scenario}-{sdk}"},
+                     **({"elicit": MCP_ANSWER} if scenario == "interrupt" else {})}
                     for scenario, messages in asked.items() for message in messages]
             run = run_sdk(sdk, f"{world.gateway}/mcp", plan, timeout=60)
             steps = iter(run.steps)
@@ -405,6 +409,8 @@ def mcp_calls(world: World, upstream: str, scenario: str, sdk: str) -> list[Seen
     seen = []
     for step in by_scenario[scenario]:
         assert "error" not in step, f"{SDKS[sdk]}: {step['error']}"
+        if step.get("elicited"):  # asked in band: the question, then the same call's answer
+            seen.append(Seen(interrupts=[asked["message"] for asked in step["elicited"]]))
         texts, structured = step["content"], step["structured"] or {}
         said = "".join(texts[:-1] if step["isError"] else texts)
         shown = [message for _, _, message in step["progress"] if message]
@@ -415,7 +421,7 @@ def mcp_calls(world: World, upstream: str, scenario: str, sdk: str) -> list[Seen
             results=[as_text(call["result"]) for call in calls if "result" in call],
             interrupts=[i.get("id", "") for i in structured.get("interrupts", [])],
             error=(texts[-1] if texts else "") if step["isError"] else None))
-    expected = 2 if scenario == "multi-turn" else 1
+    expected = 2 if scenario in ("multi-turn", "interrupt") else 1
     assert len(seen) == expected, f"{SDKS[sdk]}'s session ended after {len(seen)} of the scenario's {expected} calls"
     return seen
 
