@@ -64,6 +64,7 @@ def streams_the_text_so_far_as_progress(upstream: str, step: Step, _: Steps) -> 
     messages = [message for _, _, message in step["progress"]]
     assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(messages))
     assert messages[-1] == step["content"][0]
+    assert [at for at, _, _ in step["progress"]] == list(range(1, len(messages) + 1))
     if upstream != "agent-respond":  # its reply is one JSON body: the text comes whole
         assert len(messages) > 1, messages
 
