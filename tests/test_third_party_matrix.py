@@ -154,7 +154,8 @@ PEERS = {
         {"reasoning": "an MCP tool's result has no reasoning",
          "server tool": "an MCP tool's result is what it says: the tools it runs itself are not in it",
          "client tool": "an MCP server is called as one tool and given none of the client's to call",
-         "interrupt": "an MCP server asks by elicitation, which the gateway does not answer yet (a later phase)"}),
+         "interrupt": "the MCPServer's `agent` tool asks nothing; an MCP server's question (elicitation) as an "
+                      "interrupt its clients answer: tests/adapters/mcp/test_upstream_elicitation.py"}),
 }
 UPSTREAMS = list(PEERS)
 CLIENT_LOSSY = {
