@@ -2,7 +2,8 @@
 
 Every client dialect in front of every upstream (70 cells, the same-dialect ones included), each with every
 scenario both sides can express. Clients are the real ones where they can run here (`@ag-ui/client`'s HttpAgent and
-the `ai` package's Chat, in Node; `mcp`'s own Python `Client`, in its venv, calling each route as a tool at `/mcp`),
+the `ai` package's Chat, in Node; both official MCP clients, `mcp`'s own Python `Client` in its venv and
+`@modelcontextprotocol/sdk`'s TypeScript `Client` in Node, each calling each route as a tool at `/mcp`),
 or requests shaped exactly as the real ones send them and replies read by their rules (the eval platform, checked
 against its `AgentResponse` contract; `@cloudbase/agent-ui-web`, checked against the AG-Kit server's own event
 models; `langgraph-sdk`, held to its judge, the SDKs themselves being proven in
@@ -21,6 +22,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +31,7 @@ import orjson
 import pytest
 from helpers import ROOT, sse_payloads
 from inkeep_upstream import create_inkeep_app
+from mcp_sdks import SDKS, run_sdk
 from node_clients import run_agui, run_vercel_chat, verify_vercel
 from peers_env import (
     a2a_upstream,
@@ -37,7 +40,6 @@ from peers_env import (
     langgraph_upstream,
     mcp_upstream,
     pydantic_upstream,
-    run_mcp_client,
 )
 from servers import Served
 
@@ -152,7 +154,8 @@ PEERS = {
         {"reasoning": "an MCP tool's result has no reasoning",
          "server tool": "an MCP tool's result is what it says: the tools it runs itself are not in it",
          "client tool": "an MCP server is called as one tool and given none of the client's to call",
-         "interrupt": "an MCP server asks by elicitation, which the gateway does not answer yet (a later phase)"}),
+         "interrupt": "the MCPServer's `agent` tool asks nothing; an MCP server's question (elicitation) as an "
+                      "interrupt its clients answer: tests/adapters/mcp/test_upstream_elicitation.py"}),
 }
 UPSTREAMS = list(PEERS)
 CLIENT_LOSSY = {
@@ -167,9 +170,7 @@ CLIENT_LOSSY = {
             "client tool": "an A2A client offers no tools: the agent it calls runs its own"},
     "mcp": {"reasoning": "an MCP tool's result has no reasoning (a session that sets a log level gets it as log "
                          "lines: tests/adapters/mcp/test_clients.py)",
-            "client tool": "an MCP client calls the agent as one tool and runs none of the agent's tools",
-            "interrupt": "an interrupt reaches an MCP client as its question in the result; answering it (by "
-                         "elicitation, or a later call) is a later phase"},
+            "client tool": "an MCP client calls the agent as one tool and runs none of the agent's tools"},
 }
 
 
@@ -368,48 +369,61 @@ def langgraph_run(world: World, upstream: str, thread: str, body: dict[str, Any]
         error=errors[-1] if errors else None)
 
 
-MCP_SESSIONS: dict[str, tuple[str | None, dict[str, list[dict[str, Any]]]]] = {}
-"""Per upstream: what `mcp`'s own Python `Client` got for each scenario it can express there (or why it could not
-open its session). One session a column, not one process a cell: a process costs seconds to start."""
+MCP_SESSIONS: dict[str, dict[str, tuple[str | None, dict[str, list[dict[str, Any]]]]]] = {}
+"""Per upstream, per official MCP client (`SDKS`): what it got for each scenario it can express there (or why it
+could not open its session). One session a column and a client, both clients at once, not one process a cell: a
+process costs seconds to start."""
 
 
-def mcp_session(world: World, upstream: str) -> tuple[str | None, dict[str, list[dict[str, Any]]]]:
+MCP_ANSWER = {"action": "accept", "fill": {"approved": True, "answer": "yes"}}
+"""How the MCP clients answer the question an interrupt asks them by elicitation, in the call that met it: a yes in
+whichever field the form has (an approval's `approved`, a question's one text `answer`)."""
+
+
+def mcp_session(world: World, upstream: str, sdk: str) -> tuple[str | None, dict[str, list[dict[str, Any]]]]:
     """Every scenario of `upstream` an MCP client can express, each message a `tools/call` of the route's tool in one
-    session at `/mcp`, with a progress callback and the scenario's own conversation id."""
+    session of each SDK at `/mcp`, with a progress callback and the scenario's own conversation id."""
     if upstream not in MCP_SESSIONS:
         prompts = PEERS[upstream].prompt
         asked = {scenario: [prompts[scenario], "again"] if scenario == "multi-turn" else [prompts[scenario]]
                  for scenario in SCENARIOS if lossy_reason("mcp", upstream, scenario) is None}
         tool = route_name("mcp", upstream)
-        plan = [{"call": tool, "arguments": {"message": message, "conversation_id": f"{tool}-{scenario}"}}
-                for scenario, messages in asked.items() for message in messages]
-        run = run_mcp_client(f"{world.gateway}/mcp", plan, timeout=60)
-        steps, by_scenario = iter(run.steps), {}
-        for scenario, messages in asked.items():
-            by_scenario[scenario] = [step for _, step in zip(messages, steps, strict=False)]
-        MCP_SESSIONS[upstream] = (run.error, by_scenario)
-    return MCP_SESSIONS[upstream]
+
+        def session(sdk: str) -> tuple[str | None, dict[str, list[dict[str, Any]]]]:
+            plan = [{"call": tool, "arguments": {"message": message, "conversation_id": f"{tool}-{scenario}-{sdk}"},
+                     **({"elicit": MCP_ANSWER} if scenario == "interrupt" else {})}
+                    for scenario, messages in asked.items() for message in messages]
+            run = run_sdk(sdk, f"{world.gateway}/mcp", plan, timeout=60)
+            steps = iter(run.steps)
+            return run.error, {scenario: [step for _, step in zip(messages, steps, strict=False)]
+                               for scenario, messages in asked.items()}
+
+        with ThreadPoolExecutor(len(SDKS)) as pool:
+            MCP_SESSIONS[upstream] = dict(zip(SDKS, pool.map(session, SDKS), strict=True))
+    return MCP_SESSIONS[upstream][sdk]
 
 
-def mcp_calls(world: World, upstream: str, scenario: str) -> list[Seen]:
-    """What the MCP client got for `scenario`; the progress it was sent must be the answer's text so far."""
-    error, by_scenario = mcp_session(world, upstream)
-    assert error is None, error
+def mcp_calls(world: World, upstream: str, scenario: str, sdk: str) -> list[Seen]:
+    """What the MCP client `sdk` got for `scenario`; the progress it was sent must be the answer's text so far."""
+    error, by_scenario = mcp_session(world, upstream, sdk)
+    assert error is None, f"{SDKS[sdk]}: {error}"
     seen = []
     for step in by_scenario[scenario]:
-        assert "error" not in step, step["error"]
+        assert "error" not in step, f"{SDKS[sdk]}: {step['error']}"
+        if step.get("elicited"):  # asked in band: the question, then the same call's answer
+            seen.append(Seen(interrupts=[asked["message"] for asked in step["elicited"]]))
         texts, structured = step["content"], step["structured"] or {}
         said = "".join(texts[:-1] if step["isError"] else texts)
         shown = [message for _, _, message in step["progress"] if message]
-        assert all(said.startswith(message) for message in shown), (shown, said)
+        assert all(said.startswith(message) for message in shown), (SDKS[sdk], shown, said)
         calls = structured.get("toolCalls", [])
         seen.append(Seen(
             text=said, tool_calls=[call["name"] for call in calls if "name" in call],
             results=[as_text(call["result"]) for call in calls if "result" in call],
             interrupts=[i.get("id", "") for i in structured.get("interrupts", [])],
             error=(texts[-1] if texts else "") if step["isError"] else None))
-    expected = 2 if scenario == "multi-turn" else 1
-    assert len(seen) == expected, f"the session ended after {len(seen)} of the scenario's {expected} calls"
+    expected = 2 if scenario in ("multi-turn", "interrupt") else 1
+    assert len(seen) == expected, f"{SDKS[sdk]}'s session ended after {len(seen)} of the scenario's {expected} calls"
     return seen
 
 
@@ -460,8 +474,6 @@ def run_scenario(world: World, client: str, upstream: str, scenario: str) -> lis
             again = {"messages": [{"type": "human", "content": "again"}]}
             return [first, langgraph_run(world, upstream, thread, {"input": again})]
         return [first]
-    if client == "mcp":
-        return mcp_calls(world, upstream, scenario)
     if client == "agent-respond":
         first, reply = respond(world, upstream, [{"role": "user", "content": prompt}], conversation)
         if scenario != "multi-turn":
@@ -517,7 +529,12 @@ def test_matrix(world: World, client: str, upstream: str, scenario: str) -> None
     if reason is not None:
         RESULTS[client, upstream, scenario] = reason
         pytest.skip(f"lossy by design: {reason}")
-    check(scenario, PEERS[upstream].says[scenario], run_scenario(world, client, upstream, scenario))
+    says = PEERS[upstream].says[scenario]
+    if client == "mcp":  # both official clients, each held to the cell
+        for sdk in SDKS:
+            check(scenario, says, mcp_calls(world, upstream, scenario, sdk))
+    else:
+        check(scenario, says, run_scenario(world, client, upstream, scenario))
     RESULTS[client, upstream, scenario] = "pass"
 
 
@@ -761,7 +778,7 @@ def matrix_markdown() -> str:
 CLIENT_NAMES = {"ag-ui": "@ag-ui/client 1.0.0 HttpAgent", "ag-kit": "agent-ui-web requests",
                 "vercel": "ai 7.0.173 Chat", "agent-respond": "eval platform requests",
                 "a2a": "a2a-sdk 1.3.0 requests", "langgraph": "langgraph-sdk 0.4.14 requests",
-                "mcp": "mcp 2.3.0 Client"}
+                "mcp": " and ".join(SDKS.values())}
 START, END = "<!-- matrix:start -->", "<!-- matrix:end -->"
 
 

@@ -10,7 +10,8 @@
 //       "cancel_after": SECONDS                    aborted after that long (the SDK POSTs notifications/cancelled)
 //       "elicit": {action, content?, after?}       each elicitation/create during the call answered so, after
 //                                                  `after` seconds (any step's "elicit" declares the elicitation
-//                                                  capability; a step without one cancels)
+//                                                  capability; a step without one cancels); "fill": {field: value}
+//                                                  instead of "content" answers only the fields the form asks for
 //
 // stdout: first {"protocolVersion", "serverInfo", "sessionId"}; then for each step {"tools": [...]} or
 // {"isError", "content": [text...], "structured", "progress": [[progress, total, message]...]} or
@@ -33,7 +34,10 @@ if (eliciting) {
     answering.asked.push(request.params);
     const answer = answering.elicit ?? { action: 'cancel' };
     await new Promise((resolve) => setTimeout(resolve, (answer.after ?? 0) * 1000));
-    return answer.content === undefined ? { action: answer.action } : { action: answer.action, content: answer.content };
+    const asks = request.params.requestedSchema?.properties ?? {};  // as a person fills the form: what it asks for
+    const content = answer.fill === undefined ? answer.content
+      : Object.fromEntries(Object.entries(answer.fill).filter(([field]) => field in asks));
+    return content === undefined ? { action: answer.action } : { action: answer.action, content };
   });
 }
 const transport = await connected(client, StreamableHTTPClientTransport, url, key);

@@ -13,7 +13,9 @@ The plan is a JSON list of steps, run in order in one session:
                                                     notifications/cancelled)
         "elicit": {"action", "content"?, "after"?}  each `elicitation/create` during the call answered so, after
                                                     `after` seconds (any step's "elicit" makes the client declare
-                                                    the elicitation capability; a step without one cancels)
+                                                    the elicitation capability; a step without one cancels);
+                                                    "fill": {field: value} instead of "content" answers only the
+                                                    fields the form asks for
 
 stdout: first {"protocolVersion", "serverInfo", "sessionId"}; then, for each step, {"tools": [{name, description,
 inputSchema}]} or {"isError", "content": [text...], "structured", "progress": [[progress, total, message]...]},
@@ -43,10 +45,15 @@ async def run(url: str, plan: list[dict[str, Any]], key: str | None, timeout: fl
     """The step being run's "elicit", and what it was asked."""
 
     async def elicited(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        answering.setdefault("asked", []).append(params.model_dump(mode="json", by_alias=True, exclude_none=True))
+        asked = params.model_dump(mode="json", by_alias=True, exclude_none=True)
+        answering.setdefault("asked", []).append(asked)
         answer = answering.get("elicit") or {"action": "cancel"}
         await anyio.sleep(answer.get("after", 0))
-        return types.ElicitResult(action=answer["action"], content=answer.get("content"))
+        content = answer.get("content")
+        if "fill" in answer:  # as a person fills the form: the fields it asks for
+            asks = asked.get("requestedSchema", {}).get("properties", {})
+            content = {field: value for field, value in answer["fill"].items() if field in asks}
+        return types.ElicitResult(action=answer["action"], content=content)
 
     eliciting = any("elicit" in step for step in plan)
     async with http, Client(streamable_http_client(url, http_client=http), mode="legacy",

@@ -1,26 +1,25 @@
 """The official MCP clients against the gateway's `/mcp`: `mcp` 2.3.0's Python `Client` (in the mcp peer's venv,
 `tests/peers/mcp_client.py`) and `@modelcontextprotocol/sdk` 1.32.2's TypeScript `Client`
 (`tests/clients/mcp-run.mjs`), with the built-in agent behind every route: a session opened by initialize, a tool
-per route the caller may use, text streamed as progress, a second turn by `conversation_id`, a server tool in
-`structuredContent`, a failing agent as `isError`, a cancel that reaches the upstream, and the keys and origins
-the spec asks a server to check. Install first: `.venv/bin/python tests/peers_env.py` and
-`npm ci --prefix tests/clients`.
+per route the caller may use, a second turn by the `conversation_id` the first result named, an unknown tool, and
+the keys and origins the spec asks a server to check. Each scenario of a turn (progress, a server tool, elicitation,
+`isError`, a cancel), with the agent in every dialect: `test_sdks_every_upstream.py`. Install first:
+`.venv/bin/python tests/peers_env.py` and `npm ci --prefix tests/clients`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import httpx
 import orjson
 import pytest
-from node_clients import run_mcp
-from peers_env import run_mcp_client
+from mcp_sdks import SDKS, run_sdk
+from peers_env import McpClientRun
 
 from tests.adapters.mcp.gateway_face import HELPER, Face, served, team
 from tests.adapters.mcp.gateway_face import one as one_step
@@ -28,33 +27,12 @@ from tests.adapters.mcp.gateway_face import one as one_step
 KEY = "sk-team-0123456789abcdef"
 
 
-@dataclass
-class Run:
-    """What a client got, whichever SDK: the session, each step's outcome, why it could not open one."""
-
-    opened: dict[str, Any]
-    steps: list[dict[str, Any]]
-    error: str | None
+Send = Callable[..., McpClientRun]
 
 
-def python_client(url: str, plan: list[dict[str, Any]], key: str | None = None) -> Run:
-    run = run_mcp_client(url, plan, key=key)
-    return Run(run.opened, run.steps, run.error)
-
-
-def typescript_client(url: str, plan: list[dict[str, Any]], key: str | None = None) -> Run:
-    run = run_mcp(url, plan, key=key)
-    assert run["terminated"] in (True, None), run  # its DELETE was answered
-    return Run(run["opened"], run["steps"], run["error"])
-
-
-CLIENTS = {"python": python_client, "typescript": typescript_client}
-Send = Callable[..., Run]
-
-
-@pytest.fixture(params=sorted(CLIENTS))
+@pytest.fixture(params=sorted(SDKS))
 def send(request: pytest.FixtureRequest) -> Send:
-    return CLIENTS[request.param]
+    return partial(run_sdk, request.param)
 
 
 World = Face
@@ -67,7 +45,7 @@ def world() -> Iterator[World]:
         yield opened
 
 
-def one(run: Run) -> dict[str, Any]:
+def one(run: McpClientRun) -> dict[str, Any]:
     return one_step(run.steps, run.error)
 
 
@@ -89,17 +67,6 @@ def test_a_key_opens_its_route_as_a_tool(world: World, send: Send) -> None:
     assert called["isError"] is False and "You said: hello" in called["content"][0]
 
 
-def test_a_turn_streams_as_progress_with_the_text_so_far_and_ends_in_the_result(world: World, send: Send) -> None:
-    called = one(send(world.url, [{"call": "helper", "arguments": {"message": "hello there"}}]))
-    assert called["isError"] is False
-    assert called["content"] == ["You said: hello there. (turn 1)"]
-    messages = [message for _, _, message in called["progress"]]
-    assert len(messages) > 3 and messages[-1] == called["content"][0]
-    assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(messages))
-    assert [at for at, _, _ in called["progress"]] == list(range(1, len(messages) + 1))
-    assert called["structured"]["conversation_id"]
-
-
 def test_a_second_call_with_the_conversation_id_continues_the_conversation(world: World, send: Send) -> None:
     first = one(send(world.url, [{"call": "helper", "arguments": {"message": "hello"}}]))
     conversation = first["structured"]["conversation_id"]
@@ -107,19 +74,6 @@ def test_a_second_call_with_the_conversation_id_continues_the_conversation(world
         "message": "again", "conversation_id": conversation}}]))
     assert second["content"] == ["You said: again. (turn 2)"]
     assert second["structured"]["conversation_id"] == conversation
-
-
-def test_the_agents_own_tool_is_in_the_structured_content(world: World, send: Send) -> None:
-    called = one(send(world.url, [{"call": "helper", "arguments": {"message": "weather in Paris?"}}]))
-    [call] = called["structured"]["toolCalls"]
-    assert call["name"] == "get_weather" and call["result"] == "sunny, 21C in Paris"
-    assert "It is sunny, 21C in Paris." in called["content"][0]
-
-
-def test_a_failing_agent_is_a_result_with_is_error_not_a_json_rpc_error(world: World, send: Send) -> None:
-    called = one(send(world.url, [{"call": "helper", "arguments": {"message": "please fail"}}]))
-    assert called["isError"] is True
-    assert called["content"][-1]
 
 
 def test_an_unknown_tool_is_a_protocol_error(world: World, send: Send) -> None:
@@ -134,17 +88,6 @@ def test_a_call_without_a_text_message_is_a_tool_error_saying_what_to_give(world
     assert called["isError"] is True
     [said] = called["content"]
     assert "message" in said and "what the user says to the agent, as a text" in said
-
-
-def test_a_client_that_cancels_its_call_cancels_the_run_upstream(world: World, send: Send) -> None:
-    before = world.disconnects()
-    step = one(send(world.url, [{"call": "helper", "arguments": {"message": "please be slow"},
-                                           "cancel_after": 0.5}]))
-    assert step["cancelled"] is True
-    deadline = time.monotonic() + 5
-    while world.disconnects() == before and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert world.disconnects() == before + 1
 
 
 def post(world: World, message: dict[str, Any], **headers: str) -> httpx.Response:
