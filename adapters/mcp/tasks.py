@@ -42,6 +42,7 @@ from gateway.core.turn import Turn
 
 from . import resumption
 from .encode import McpEncoder, message_event
+from .task_life import expired, granted, status_changed
 
 TASKS_VERSION = "2025-11-25"
 """The handshake version whose sessions are offered tasks."""
@@ -63,6 +64,7 @@ WAIT_STEP_S = 5.0
 RECHECK_S = 0.05
 """Between a wait for the run's end and the next look: never a busy loop, whatever the board says."""
 INVALID_PARAMS, INTERNAL_ERROR = -32602, -32603
+NOT_FOUND = "Failed to retrieve task: Task not found"
 SSE_HEADERS = {"content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no"}
 
 
@@ -72,10 +74,10 @@ def offered(version: Any) -> bool:
 
 
 def new_task(route: str, ttl: int | None) -> dict[str, Any]:
-    """A task for a call of `route`'s tool, as the call creates it."""
+    """A task for a call of `route`'s tool, as the call creates it, kept for the ttl it is granted."""
     now = _now()
     return {"taskId": f"{new_id('mcpt')}.{_b64(route)}", "status": "working", "createdAt": now,
-            "lastUpdatedAt": now, "ttl": ttl, "pollInterval": POLL_INTERVAL_MS}
+            "lastUpdatedAt": now, "ttl": granted(ttl), "pollInterval": POLL_INTERVAL_MS}
 
 
 def route_of(task_id: Any) -> str | None:
@@ -105,7 +107,7 @@ def routed(message: dict[str, Any], session: str, routes: Sequence[AgentDescript
     else:
         route = route_of(params.get("taskId"))
         if route not in names:
-            return _error_answer(id, "Failed to retrieve task: Task not found")
+            return _error_answer(id, NOT_FOUND)
         body = {**message, ROUTED: {"route": route}}
     return Answered(run=route, run_key=f"{session}:{id}", body=orjson.dumps(body))
 
@@ -132,14 +134,28 @@ async def answer_query(query: RunQuery, runs: CallerRuns) -> Answer | StreamedAn
     if method == "tasks/list":
         return _reply(rpc_id, await _list(params, request[ROUTED], runs))
     task_id = query.run_id
-    found = await runs.find(task_id) if task_id else None
-    if task_id is None or found is None or "taskId" not in found.record.document:  # a call's stream is no task
-        return _error(rpc_id, INVALID_PARAMS, "Failed to retrieve task: Task not found")
+    found = await _find(task_id, runs) if task_id else None
+    if task_id is None or found is None:
+        return _error(rpc_id, INVALID_PARAMS, NOT_FOUND)
     if method == "tasks/get":
         return _reply(rpc_id, shown(task_of(found)))
     if method == "tasks/cancel":
         return await _cancel(rpc_id, task_id, found, runs)
     return StreamedAnswer(_result(rpc_id, task_id, runs), SSE_HEADERS, b": ping\n\n")
+
+
+async def _find(task_id: str, runs: CallerRuns) -> RunState | None:
+    """The caller's task as it stands; None for no task (a call's stream is none), or one whose ttl has passed,
+    which is forgotten here (its run stopped first, if it still runs)."""
+    found = await runs.find(task_id)
+    if found is None or "taskId" not in found.record.document:
+        return None
+    if not expired(found.record.document):
+        return found
+    if found.running:
+        await runs.cancel(task_id)
+    await runs.forget(task_id)
+    return None
 
 
 def task_of(found: RunState) -> dict[str, Any]:
@@ -174,14 +190,19 @@ async def _cancel(rpc_id: Any, task_id: str, found: RunState, runs: CallerRuns) 
 
 
 async def _result(rpc_id: Any, task_id: str, runs: CallerRuns) -> AsyncIterator[bytes]:
-    """Once the task has stopped working: what its call would have returned, tied to the task."""
+    """Once the task has stopped working: what its call would have returned, tied to the task; meanwhile, each
+    change of its status."""
     deadline = time.monotonic() + RESULT_WAIT_S
+    seen: str | None = None
     while True:
-        found = await runs.find(task_id)
+        found = await _find(task_id, runs)
         if found is None:
-            yield message_event(_error_body(rpc_id, INVALID_PARAMS, "Failed to retrieve task: Task not found"))
+            yield message_event(_error_body(rpc_id, INVALID_PARAMS, NOT_FOUND))
             return
         task = task_of(found)
+        if seen is not None and task["status"] != seen:
+            yield status_changed(task)
+        seen = task["status"]
         if task["status"] != "working":
             break
         if time.monotonic() > deadline:
@@ -209,7 +230,7 @@ async def _list(params: dict[str, Any], routed_as: dict[str, Any], runs: CallerR
     page = records[:PAGE]
     tasks = []
     for record in page:
-        if "taskId" not in record.document:  # a call's stream, recorded for its client to resume: no task
+        if "taskId" not in record.document or expired(record.document):  # a call's stream is no task
             continue
         found = await runs.find(record.run_id) if record.status == "running" else None
         tasks.append(shown(task_of(found or RunState(record))))

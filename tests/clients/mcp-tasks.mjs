@@ -6,16 +6,18 @@
 //   {"list_tools": true}                       tools/list (the SDK learns which tools take tasks)
 //   {"stream": NAME, "arguments": {...}}       callToolStream as a task: {"messages": [{type, status?, ...}]}
 //   {"create": NAME, "arguments": {...}}       a task created, not waited for: {"task": {...}}
+//       "ttl": MS                              the ttl it asks for (else 60000; null: none)
 //   {"get": true} / {"result": true} / {"cancel": true}
 //                                              tasks/get, tasks/result, tasks/cancel of the last task created
 //       "task_id": ID                          of that task instead
 //   {"list": true}                             tasks/list
+//   {"statuses": true}                         the notifications/tasks/status received so far: {"statuses": [params]}
 //
 // stdout: first {"protocolVersion", "capabilities"}; then one line per step; a step that threw:
 // {"error": "<message>", "code": <JSON-RPC code>}. Exit 1 when the session could not be opened.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const [url, planText, ...rest] = process.argv.slice(2);
 const option = (name) => { const at = rest.indexOf(name); return at >= 0 ? rest[at + 1] : undefined; };
@@ -25,6 +27,8 @@ const plan = JSON.parse(planText);
 const say = (value) => process.stdout.write(JSON.stringify(value) + '\n');
 
 const client = new Client({ name: 'agent-gateway-tests', version: '0.0.1' }, { capabilities: {} });
+const statuses = [];
+client.setNotificationHandler(TaskStatusNotificationSchema, (notification) => { statuses.push(notification.params); });
 const transport = new StreamableHTTPClientTransport(new URL(url), {
   requestInit: key ? { headers: { authorization: `Bearer ${key}` } } : undefined,
 });
@@ -55,8 +59,9 @@ for (const step of plan) {
       }
       say({ messages });
     } else if (step.create !== undefined) {
+      const ttl = step.ttl === undefined ? 60000 : step.ttl ?? undefined;
       const stream = tasks.requestStream({ method: 'tools/call', params: { name: step.create, arguments: step.arguments ?? {} } },
-                                         CallToolResultSchema, { ...options, task: { ttl: 60000 } });
+                                         CallToolResultSchema, { ...options, task: ttl === undefined ? {} : { ttl } });
       for await (const message of stream) {
         if (message.type === 'taskCreated') {
           last = message.task.taskId;
@@ -74,6 +79,8 @@ for (const step of plan) {
       say(await tasks.cancelTask(taskId, options));
     } else if (step.list) {
       say(await tasks.listTasks(undefined, options));
+    } else if (step.statuses) {
+      say({ statuses: statuses.splice(0) });
     }
   } catch (error) {
     say({ error: error.message, code: error.code ?? null });
