@@ -122,6 +122,7 @@ class Elicitation:
                                   "requestedSchema": schema}
         if self._form_mode:
             params = {"mode": "form", **params}
+        params = self._tied(params)
         try:
             await self._asked.keep(key, {})
             await write(message_event({"jsonrpc": "2.0", "id": id, "method": "elicitation/create", "params": params}))
@@ -137,6 +138,10 @@ class Elicitation:
         if said is None:
             return None
         return _resume_of(interrupt, said, unwrap)
+
+    def _tied(self, params: dict[str, Any]) -> dict[str, Any]:
+        """An `elicitation/create`'s params with what ties them to what asks (nothing: the call's stream does)."""
+        return params
 
     async def _answer(self, key: str, write: Write) -> dict[str, Any] | None:
         deadline = time.monotonic() + ANSWER_WAIT_S

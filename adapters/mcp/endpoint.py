@@ -11,7 +11,8 @@ tools/list                 one tool per route the caller may use: {message, conv
 tools/call                 a run of the route it names (an unknown one: -32602); with params.task, a task; in a
                            session whose client elicits, one that goes on past an interrupt once the client answered
                            (elicitation.py)
-tasks/*                    handed to the route the task runs on (tasks.py)
+tasks/*                    handed to the route the task runs on (tasks.py); tasks/result in a session whose client
+                           elicits, continued past the task's questions (task_input.py)
 DELETE                     the session forgotten
 GET + Last-Event-ID        the rest of a call's stream, from any replica (resumption.py)
 GET                        405: no stream for messages outside a call (the gateway has none to send)
@@ -31,8 +32,9 @@ import orjson
 from gateway.core.capabilities import AgentDescription, Answered, AtEndpoint
 from gateway.core.ids import new_id
 
-from . import resumption, tasks
+from . import resumption, task_input, tasks
 from .elicitation import Elicitation, elicits, keep_answer
+from .task_continued import CONTINUES
 from .wire import (
     HANDSHAKE_VERSIONS,
     INVALID_PARAMS,
@@ -47,6 +49,8 @@ from .wire import (
 )
 
 PATH = "/mcp"
+ENDPOINTS_OWN = frozenset({resumption.STREAM, CONTINUES})
+"""Keys of a call that only the endpoint sets (a client's own are dropped)."""
 
 TOOL_SCHEMA = {"type": "object", "properties": {
     "message": {"type": "string", "description": "What the user says to the agent"},
@@ -119,7 +123,7 @@ async def answer(asked: AtEndpoint) -> Answered:
             return error(200, INVALID_PARAMS, f"Unknown tool: {name}", id)
         kept = await asked.session(session) if session else None
         level = kept.get("logLevel") if kept is not None else None
-        message = {k: v for k, v in message.items() if k != resumption.STREAM}  # only the endpoint names one
+        message = {k: v for k, v in message.items() if k not in ENDPOINTS_OWN}  # only the endpoint sets them
         body = _with_log_level(message, level)
         then = Elicitation(asked, session, kept, orjson.loads(body) if body else message) \
             if kept is not None and elicits(kept) else None
@@ -127,7 +131,7 @@ async def answer(asked: AtEndpoint) -> Answered:
             body = orjson.dumps(resumption.streamed(orjson.loads(body) if body else message, session, name))
         return Answered(run=name, run_key=f"{session}:{id}", body=body or orjson.dumps(message), then=then)
     if method in tasks.METHODS:
-        return tasks.routed(message, session, asked.routes)
+        return await task_input.answering(tasks.routed(message, session, asked.routes), asked, session, message)
     return error(200, METHOD_NOT_FOUND, "Method not found", id)
 
 

@@ -19,6 +19,8 @@ import time
 from datetime import datetime
 from typing import Any
 
+from gateway.core import events as canonical
+
 from .encode import message_event
 
 MAX_TTL_MS = 24 * 3600 * 1000
@@ -51,3 +53,14 @@ def status_changed(task: dict[str, Any]) -> bytes:
     related-task `_meta`, the task id being in it)."""
     shown = {key: value for key, value in task.items() if key != "result"}
     return message_event({"jsonrpc": "2.0", "method": STATUS, "params": shown})
+
+
+def ended_status(last: canonical.RunFinished | canonical.RunError, result: dict[str, Any] | None) -> str:
+    """How a run's end shows in its task: a result with `isError` failed (as 2025-11-25 has it)."""
+    if isinstance(last, canonical.RunError) or (result is not None and result.get("isError") is True):
+        return "failed"
+    if last.outcome == "cancelled":
+        return "cancelled"
+    if last.outcome == "interrupt" or (result is not None and result["structuredContent"].get("interrupts")):
+        return "input_required"
+    return "completed"

@@ -37,12 +37,12 @@ from gateway.core.capabilities import AgentDescription, Answered
 from gateway.core.encoding import BodyEncoder
 from gateway.core.errors import ListingNeedsCaller
 from gateway.core.ids import new_id
-from gateway.core.queries import Answer, CallerRuns, RunQueries, RunQuery, RunState, StreamedAnswer
+from gateway.core.queries import Answer, CallerRuns, FinalFrame, RunQueries, RunQuery, RunState, StreamedAnswer
 from gateway.core.turn import Turn
 
-from . import resumption
+from . import resumption, task_continued
 from .encode import McpEncoder, message_event
-from .task_life import expired, granted, status_changed
+from .task_life import ended_status, expired, granted, status_changed
 
 TASKS_VERSION = "2025-11-25"
 """The handshake version whose sessions are offered tasks."""
@@ -65,6 +65,7 @@ RECHECK_S = 0.05
 """Between a wait for the run's end and the next look: never a busy loop, whatever the board says."""
 INVALID_PARAMS, INTERNAL_ERROR = -32602, -32603
 NOT_FOUND = "Failed to retrieve task: Task not found"
+STILL_WORKING = "the task is still working: ask again"
 SSE_HEADERS = {"content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no"}
 
 
@@ -197,7 +198,7 @@ async def _result(rpc_id: Any, task_id: str, runs: CallerRuns) -> AsyncIterator[
     while True:
         found = await _find(task_id, runs)
         if found is None:
-            yield message_event(_error_body(rpc_id, INVALID_PARAMS, NOT_FOUND))
+            yield FinalFrame(message_event(_error_body(rpc_id, INVALID_PARAMS, NOT_FOUND)))
             return
         task = task_of(found)
         if seen is not None and task["status"] != seen:
@@ -206,18 +207,18 @@ async def _result(rpc_id: Any, task_id: str, runs: CallerRuns) -> AsyncIterator[
         if task["status"] != "working":
             break
         if time.monotonic() > deadline:
-            yield message_event(_error_body(rpc_id, INTERNAL_ERROR, "the task is still working: ask again"))
+            yield FinalFrame(message_event(_error_body(rpc_id, INTERNAL_ERROR, STILL_WORKING)))
             return
         await runs.wait_end(task_id, WAIT_STEP_S)
         await asyncio.sleep(RECHECK_S)
     result = task.get("result")
     if not isinstance(result, dict):
         said = task.get("statusMessage") or f"the task ended {task['status']} without a result"
-        yield message_event(_error_body(rpc_id, INTERNAL_ERROR, said))
+        yield FinalFrame(message_event(_error_body(rpc_id, INTERNAL_ERROR, said)))
         return
     meta = _object(result.get("_meta"))
-    yield message_event({"jsonrpc": "2.0", "id": rpc_id,
-                         "result": {**result, "_meta": {**meta, RELATED: {"taskId": task_id}}}})
+    yield FinalFrame(message_event({"jsonrpc": "2.0", "id": rpc_id,
+                                    "result": {**result, "_meta": {**meta, RELATED: {"taskId": task_id}}}}))
 
 
 async def _list(params: dict[str, Any], routed_as: dict[str, Any], runs: CallerRuns) -> dict[str, Any]:
@@ -265,7 +266,7 @@ class TaskLog:
         if type(last) is not canonical.RunFinished and type(last) is not canonical.RunError:
             return []
         result = self._encoder.outcome
-        ended: dict[str, Any] = {"status": _status(last, result), "lastUpdatedAt": _now()}
+        ended: dict[str, Any] = {"status": ended_status(last, result), "lastUpdatedAt": _now()}
         if isinstance(last, canonical.RunError):
             ended["statusMessage"] = last.message
         if result is not None:
@@ -275,17 +276,6 @@ class TaskLog:
 
     def document(self) -> dict[str, Any]:
         return self._task
-
-
-def _status(last: canonical.RunFinished | canonical.RunError, result: dict[str, Any] | None) -> str:
-    """How the run's end shows in the task: a result with `isError` failed (as 2025-11-25 has it)."""
-    if isinstance(last, canonical.RunError) or (result is not None and result.get("isError") is True):
-        return "failed"
-    if last.outcome == "cancelled":
-        return "cancelled"
-    if last.outcome == "interrupt" or (result is not None and result["structuredContent"].get("interrupts")):
-        return "input_required"
-    return "completed"
 
 
 class CreatedTaskEncoder(BodyEncoder):
@@ -314,8 +304,10 @@ class CreatedTaskEncoder(BodyEncoder):
 
 
 def new_encoder(request: Turn | None = None) -> McpEncoder | CreatedTaskEncoder:
-    """A task call is answered with its task; a session's call, with the run as it goes, resumable; any other
-    call, with the run as it goes."""
+    """A task call is answered with its task; the run that continues a task, as the `tasks/result` that continued
+    it; a session's call, with the run as it goes, resumable; any other call, with the run as it goes."""
+    if request is not None and task_continued.continues(request) is not None:
+        return task_continued.ContinuedTaskEncoder(request)
     if request is not None and isinstance(_object(request.metadata.get("mcp")).get("task"), dict):
         return CreatedTaskEncoder(request)
     if request is not None and resumption.asked_stream(request) is not None and request.run_id:
@@ -331,9 +323,12 @@ def new_log(turn: Turn) -> TaskLog | resumption.CallLog:
     return TaskLog(turn)
 
 
-QUERIES_OF_TASKS = RunQueries(read=read_query, answer=answer_query, new_log=new_log, continues=lambda turn: None,
-                              continued=lambda turn, record: turn,
-                              resumes=lambda turn: resumption.asked_stream(turn) is not None)
+QUERIES_OF_TASKS = RunQueries(
+    read=read_query, answer=answer_query, new_log=new_log, continues=task_continued.continues,
+    continued=task_continued.continued,
+    resumes=lambda turn: resumption.asked_stream(turn) is not None or task_continued.continues(turn) is not None)
+"""A session's call goes on when its client leaves, for it to come back to; so does the run that continues a task
+(its `tasks/result` client may leave and poll)."""
 
 
 def _object(value: Any) -> dict[str, Any]:

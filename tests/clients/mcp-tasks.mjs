@@ -12,12 +12,15 @@
 //       "task_id": ID                          of that task instead
 //   {"list": true}                             tasks/list
 //   {"statuses": true}                         the notifications/tasks/status received so far: {"statuses": [params]}
+//   any step's "elicit": {action, content?}    each elicitation/create during the step answered so (any step's
+//                                              "elicit" declares the elicitation capability); the step's line then
+//                                              has "elicited": [params...]
 //
 // stdout: first {"protocolVersion", "capabilities"}; then one line per step; a step that threw:
 // {"error": "<message>", "code": <JSON-RPC code>}. Exit 1 when the session could not be opened.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema, TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, ElicitRequestSchema, TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const [url, planText, ...rest] = process.argv.slice(2);
 const option = (name) => { const at = rest.indexOf(name); return at >= 0 ? rest[at + 1] : undefined; };
@@ -26,7 +29,17 @@ const timeout = Number(option('--timeout-ms') ?? 30000);
 const plan = JSON.parse(planText);
 const say = (value) => process.stdout.write(JSON.stringify(value) + '\n');
 
-const client = new Client({ name: 'agent-gateway-tests', version: '0.0.1' }, { capabilities: {} });
+const eliciting = plan.some((step) => 'elicit' in step);
+const client = new Client({ name: 'agent-gateway-tests', version: '0.0.1' },
+  { capabilities: eliciting ? { elicitation: { form: {} } } : {} });
+let answering = { elicit: undefined, asked: [] };  // the step being run's "elicit", and what it was asked
+if (eliciting) {
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    answering.asked.push(request.params);
+    const answer = answering.elicit ?? { action: 'cancel' };
+    return answer.content === undefined ? { action: answer.action } : { action: answer.action, content: answer.content };
+  });
+}
 const statuses = [];
 client.setNotificationHandler(TaskStatusNotificationSchema, (notification) => { statuses.push(notification.params); });
 const transport = new StreamableHTTPClientTransport(new URL(url), {
@@ -45,6 +58,9 @@ const options = { timeout };
 let last;
 for (const step of plan) {
   const taskId = step.task_id ?? last;
+  answering = { elicit: step.elicit, asked: [] };
+  const say = (value) => process.stdout.write(JSON.stringify(
+    answering.asked.length ? { ...value, elicited: answering.asked } : value) + '\n');
   try {
     if (step.list_tools) {
       say({ tools: (await client.listTools()).tools });

@@ -13,11 +13,31 @@ from typing import Any
 
 import pytest
 from redis_server import RedisServer
+from servers import Served
 
 from adapters.mcp.task_life import MAX_TTL_MS, MIN_TTL_MS
-from tests.adapters.mcp.test_tasks import RELATED, Replicas, python, replicas, session, typescript
+from gateway.agent.server import create_agent_app
+from gateway.conversations.store import MemoryStore
+from gateway.server.app import create_app
+from tests.adapters.mcp.test_tasks import (
+    RELATED,
+    Replicas,
+    Session,
+    gateway_config,
+    python,
+    replicas,
+    session,
+    typescript,
+)
 
 NOT_FOUND = "Failed to retrieve task: Task not found"
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    with Served(create_agent_app("ag-ui", pace=0.05)) as agent, \
+            Served(create_app(gateway_config(agent.url), store=MemoryStore())) as gateway:
+        yield f"{gateway.url}/mcp"
 
 
 @pytest.fixture(scope="module")
@@ -103,3 +123,57 @@ def _disconnects_after(gateways: Replicas, before: int) -> int:
     while gateways.disconnects() == before and time.monotonic() < deadline:
         time.sleep(0.05)
     return gateways.disconnects()
+
+
+# A task that asks its user, continued through tasks/result.
+
+def waiting_for_input(client: Session, task_id: str) -> dict[str, Any]:
+    """The task once it has stopped working (it asked its user)."""
+    deadline = time.monotonic() + 10
+    while True:
+        got: dict[str, Any] = client.ask("tasks/get", {"taskId": task_id})["result"]
+        if got["status"] != "working" or time.monotonic() > deadline:
+            return got
+        time.sleep(0.05)
+
+
+def test_the_typescript_sdk_answers_a_tasks_question_in_tasks_result_and_the_task_goes_on(url: str) -> None:
+    _, streamed, got, heard = typescript(url, [
+        {"stream": "helper", "arguments": {"message": "please interrupt"},
+         "elicit": {"action": "accept", "content": {"answer": "yes"}}}, {"get": True}, {"statuses": True}])
+    messages = streamed["messages"]
+    task_id = messages[0]["task"]["taskId"]
+    assert [m["task"]["status"] for m in messages if m["type"] == "taskStatus"][-1] == "input_required"
+    asked = streamed["elicited"]
+    assert len(asked) == 1 and asked[0]["message"] == "Continue?" and asked[0]["mode"] == "form"
+    assert asked[0]["_meta"][RELATED] == {"taskId": task_id}
+    result = messages[-1]["result"]
+    assert messages[-1]["type"] == "result" and result["isError"] is False
+    assert result["content"][0]["text"].startswith("Resumed ") and result["content"][0]["text"].endswith(': "yes".')
+    assert result["_meta"][RELATED] == {"taskId": task_id} and "interrupts" not in result["structuredContent"]
+    assert got["status"] == "completed"
+    assert [s["status"] for s in heard["statuses"]] == ["working", "completed"]
+
+
+def test_a_tasks_question_is_answered_on_the_other_replica_and_the_task_goes_on_there(redis: RedisServer) -> None:
+    with replicas(redis) as gateways, session(gateways.one) as first:
+        approval = first.start("please approve")
+        question = first.start("please interrupt")
+        assert waiting_for_input(first, approval["taskId"])["status"] == "input_required"
+        assert waiting_for_input(first, question["taskId"])["status"] == "input_required"
+        _, declined, got = typescript(gateways.two, [
+            {"result": True, "task_id": approval["taskId"], "elicit": {"action": "decline"}},
+            {"get": True, "task_id": approval["taskId"]}])
+        _, answered = python(gateways.two, [
+            {"result": question["taskId"], "elicit": {"action": "accept", "content": {"answer": "go on"}}}])
+        on_first = first.ask("tasks/get", {"taskId": question["taskId"]})["result"]
+        again = first.ask("tasks/result", {"taskId": question["taskId"]})["result"]
+        listed = first.ask("tasks/list")["result"]
+    assert declined["elicited"][0]["requestedSchema"]["properties"] == {
+        "approved": {"type": "boolean", "title": "Approve"}}
+    assert declined["content"][-1]["text"].endswith('{"approved":false}.') and got["status"] == "completed"
+    assert answered["elicited"][0]["_meta"][RELATED] == {"taskId": question["taskId"]}
+    assert answered["content"][0]["text"].endswith(': "go on".')
+    assert answered["_meta"][RELATED] == {"taskId": question["taskId"]}
+    assert on_first["status"] == "completed" and again["content"] == answered["content"]
+    assert {t["taskId"]: t["status"] for t in listed["tasks"]}[question["taskId"]] == "completed"
