@@ -7,7 +7,8 @@ tools/call in a session   the endpoint names a run for it (STREAM in the body): 
   the stream              id: <run>/0 + retry (priming), then each event as id: <run>/<n>, n its place on the feed
 GET + Last-Event-ID       handed to the route the run id names (a query, RESUME): the caller's run of that session
   <run>/<n>               (another session's or principal's: 404); the feed's events after n as they come; once
-                          the run has ended, its result from the record (not the progress missed meanwhile)
+                          the run has ended, those after n from the record (every event, when they fit
+                          RECORDED_BYTES; else its result only)
 ```
 Run ids are `<random>.<route, base64url>`, as task ids are: unguessable, and naming the route the GET goes to.
 """
@@ -37,6 +38,9 @@ STREAM = "io.agent-gateway/stream"
 (only the endpoint sets it: a client's own is replaced)."""
 RESUME = "io.agent-gateway/resume"
 """The key of the query a GET with `Last-Event-ID` becomes, handed to the route the run names."""
+RECORDED_BYTES = 256 * 1024
+"""The most of a call's events its record keeps for a client that comes back after the run ended (past it, the
+result only): a record is one value in the store, whose values are bounded (a MiB by default)."""
 RETRY_MS = 1000
 """How soon a client whose stream broke should come back (the priming event's `retry`)."""
 SSE_HEADERS = {"content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no"}
@@ -82,12 +86,15 @@ class CallLog:
     """The call's run as its feed keeps it (`gateway.core.queries.RunLog`): each event the client is sent, with its
     id; its record names the session, and once the call has ended, its last event (the result)."""
 
-    __slots__ = ("__weakref__", "_document", "_encoder", "_sent", "pending", "run_id")
+    __slots__ = ("__weakref__", "_document", "_encoder", "_kept", "_kept_bytes", "_sent", "pending", "run_id")
 
     def __init__(self, turn: Turn) -> None:
         self.run_id = turn.run_id or ""
         self._encoder = McpEncoder(turn)
         self._sent = 0
+        self._kept: list[bytes] | None = []
+        """Every event so far, for the record, until they pass `RECORDED_BYTES` (then None)."""
+        self._kept_bytes = 0
         self.pending: deque[bytes] = deque()
         """What each event of the last batch made, for the call's encoder to send (it encodes the same events
         next, in one batch or one at a time)."""
@@ -101,8 +108,16 @@ class CallLog:
             numbered = self.numbered(self._encoder.encode([event]))
             self.pending.append(b"".join(numbered))
             fed += numbered
+        if fed and self._kept is not None:
+            self._kept_bytes += sum(len(event) for event in fed)
+            if self._kept_bytes <= RECORDED_BYTES:
+                self._kept += fed
+            else:
+                self._kept = None
         if fed and self._encoder.outcome is not None:
             self._document = {**self._document, "last": self._sent, "result": fed[-1].decode()}
+            if self._kept is not None:
+                self._document["before"] = [event.decode() for event in self._kept[:-1]]
         return fed
 
     def numbered(self, out: bytes) -> list[bytes]:
@@ -169,8 +184,8 @@ async def answer_query(query: RunQuery, runs: CallerRuns) -> Answer | StreamedAn
 
 
 async def _rest(run_id: str, after: int, running: bool, runs: CallerRuns) -> AsyncIterator[bytes]:
-    """The feed's events after `after` as they come, while the run runs; then its result from the record, if the
-    client has not had it."""
+    """The feed's events after `after` as they come, while the run runs; then what the client has not had of the
+    record: the events before the result when it kept them all, and the result."""
     sent = after
     if running:
         async for event in runs.follow(run_id, after):
@@ -178,9 +193,13 @@ async def _rest(run_id: str, after: int, running: bool, runs: CallerRuns) -> Asy
             yield event
     found = await runs.find(run_id)
     document = found.record.document if found is not None else {}
-    last, result = document.get("last"), document.get("result")
-    if isinstance(last, int) and last > sent and isinstance(result, str):
-        yield result.encode()
+    last, result, before = document.get("last"), document.get("result"), document.get("before")
+    if not isinstance(last, int) or last <= sent or not isinstance(result, str):
+        return
+    if isinstance(before, list) and len(before) == last - 1:
+        for event in before[sent:]:
+            yield event.encode()
+    yield result.encode()
 
 
 def _refused(status: int, message: str) -> Answered:
