@@ -117,7 +117,7 @@ class CallLog:
         if fed and self._encoder.outcome is not None:
             self._document = {**self._document, "last": self._sent, "result": fed[-1].decode()}
             if self._kept is not None:
-                self._document["before"] = [event.decode() for event in self._kept[:-1]]
+                self._document["before"] = b"".join(self._kept[:-1]).decode()
         return fed
 
     def numbered(self, out: bytes) -> list[bytes]:
@@ -196,9 +196,10 @@ async def _rest(run_id: str, after: int, running: bool, runs: CallerRuns) -> Asy
     last, result, before = document.get("last"), document.get("result"), document.get("before")
     if not isinstance(last, int) or last <= sent or not isinstance(result, str):
         return
-    if isinstance(before, list) and len(before) == last - 1:
-        for event in before[sent:]:
-            yield event.encode()
+    events = before.encode().split(b"\n\n")[:-1] if isinstance(before, str) else []
+    if len(events) == last - 1:  # every event before the result, each an SSE event without blank lines
+        for event in events[sent:]:
+            yield event + b"\n\n"
     yield result.encode()
 
 
