@@ -10,7 +10,7 @@ logging/setLevel           {}, the level kept in the session: its calls get log 
 tools/list                 one tool per route the caller may use: {message, conversation_id?}
 tools/call                 a run of the route it names (an unknown one: -32602); with params.task, a task; in a
                            session whose client elicits, one that goes on past an interrupt once the client answered
-                           (elicitation.py)
+                           (stream_questions.py); in a session, resumable by Last-Event-ID
 tasks/*                    handed to the route the task runs on (tasks.py); tasks/result in a session whose client
                            elicits, continued past the task's questions (task_input.py)
 DELETE                     the session forgotten
@@ -32,8 +32,9 @@ import orjson
 from gateway.core.capabilities import AgentDescription, Answered, AtEndpoint
 from gateway.core.ids import new_id
 
-from . import resumption, task_input, tasks
-from .elicitation import Elicitation, elicits, keep_answer
+from . import resumption, stream_questions, task_input, tasks
+from .elicitation import elicits, keep_answer
+from .stream_questions import StreamedElicitation
 from .task_continued import CONTINUES
 from .wire import (
     HANDSHAKE_VERSIONS,
@@ -125,11 +126,14 @@ async def answer(asked: AtEndpoint) -> Answered:
         level = kept.get("logLevel") if kept is not None else None
         message = {k: v for k, v in message.items() if k not in ENDPOINTS_OWN}  # only the endpoint sets them
         body = _with_log_level(message, level)
-        then = Elicitation(asked, session, kept, orjson.loads(body) if body else message) \
-            if kept is not None and elicits(kept) else None
-        if then is None and kept is not None and isinstance(name, str):  # a session's: its stream may be resumed
-            body = orjson.dumps(resumption.streamed(orjson.loads(body) if body else message, session, name))
-        return Answered(run=name, run_key=f"{session}:{id}", body=body or orjson.dumps(message), then=then)
+        then = None
+        if kept is not None and isinstance(name, str):  # a session's: its stream may be resumed, across questions
+            call = orjson.loads(body) if body else message
+            call = resumption.streamed(call, session, name, stream_questions.asks(kept) if elicits(kept) else None)
+            body = orjson.dumps(call)
+            then = StreamedElicitation(asked, session, kept, call) if elicits(kept) else None
+        return Answered(run=name, run_key=f"{session}:{id}", body=body or orjson.dumps(message), then=then,
+                        outlives=then is not None)
     if method in tasks.METHODS:
         return await task_input.answering(tasks.routed(message, session, asked.routes), asked, session, message)
     return error(200, METHOD_NOT_FOUND, "Method not found", id)

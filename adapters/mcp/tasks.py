@@ -37,7 +37,16 @@ from gateway.core.capabilities import AgentDescription, Answered
 from gateway.core.encoding import BodyEncoder
 from gateway.core.errors import ListingNeedsCaller
 from gateway.core.ids import new_id
-from gateway.core.queries import Answer, CallerRuns, FinalFrame, RunQueries, RunQuery, RunState, StreamedAnswer
+from gateway.core.queries import (
+    Answer,
+    CallerRuns,
+    FinalFrame,
+    RunQueries,
+    RunQuery,
+    RunRecord,
+    RunState,
+    StreamedAnswer,
+)
 from gateway.core.turn import Turn
 
 from . import resumption, task_continued
@@ -323,9 +332,19 @@ def new_log(turn: Turn) -> TaskLog | resumption.CallLog:
     return TaskLog(turn)
 
 
+def continues(turn: Turn) -> str | None:
+    """The task a run continues, or the call a run goes on with after its client answered."""
+    return task_continued.continues(turn) or resumption.continues(turn)
+
+
+def continued(turn: Turn, record: RunRecord) -> Turn:
+    if task_continued.continues(turn) is not None:
+        return task_continued.continued(turn, record)
+    return resumption.continued(turn, record)
+
+
 QUERIES_OF_TASKS = RunQueries(
-    read=read_query, answer=answer_query, new_log=new_log, continues=task_continued.continues,
-    continued=task_continued.continued,
+    read=read_query, answer=answer_query, new_log=new_log, continues=continues, continued=continued,
     resumes=lambda turn: resumption.asked_stream(turn) is not None or task_continued.continues(turn) is not None)
 """A session's call goes on when its client leaves, for it to come back to; so does the run that continues a task
 (its `tasks/result` client may leave and poll)."""

@@ -8,10 +8,11 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from typing import Any
 
 import pytest
+from node_clients import run_mcp
 from peers_env import run_mcp_client
 from redis_server import RedisServer
 from servers import Served
@@ -121,3 +122,54 @@ def test_the_python_sdk_coming_back_after_the_run_ended_gets_every_progress_and_
     progress = [p[0] for p in step["progress"]]
     assert progress == list(range(1, len(progress) + 1)) and step["progress"][-1][2] == SLOW_TEXT
     assert len(progress) > 2  # more than it had before the cut: the rest came from the record
+
+
+# A call that goes on past its question, its connection cut once it has been asked.
+
+class CutAfterQuestion(CuttingProxy):
+    """A proxy that closes the first connection whose answer has carried an `elicitation/create`."""
+
+    def _pipe(self, source: socket.socket, sink: socket.socket, answers: bool) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+                if answers and self.cuts == 0 and b"elicitation/create" in data:
+                    self.cuts += 1
+                    break
+        except OSError:
+            pass
+        for end in (source, sink):
+            with suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+            end.close()
+
+
+@contextmanager
+def cut_after_question(url: str) -> Iterator[CutAfterQuestion]:
+    proxy = CutAfterQuestion(url.removesuffix("/mcp"))
+    try:
+        yield proxy
+    finally:
+        proxy.close()
+
+
+APPROVE = {"call": "helper", "arguments": {"message": "please approve"},
+           "elicit": {"action": "accept", "content": {"approved": True}}}
+
+
+def test_the_python_sdk_cut_after_a_question_answers_it_and_comes_back_for_the_result(url: str) -> None:
+    with cut_after_question(url) as proxy:
+        run = run_mcp_client(f"{proxy.url}/mcp", [APPROVE], key=KEY)
+    assert proxy.cuts == 1 and run.error is None, run
+    [step] = run.steps
+    assert step["elicited"][0]["message"] == "Delete /tmp/demo?"
+    assert step["isError"] is False and step["content"][0].endswith('{"approved":true}.'), step
+
+
+def test_the_typescript_sdk_cut_after_a_question_answers_it_and_comes_back_for_the_result(url: str) -> None:
+    with cut_after_question(url) as proxy:
+        run = run_mcp(f"{proxy.url}/mcp", [APPROVE], key=KEY)
+    assert proxy.cuts == 1 and run["error"] is None, run
+    [step] = run["steps"]
+    assert step["elicited"][0]["message"] == "Delete /tmp/demo?"
+    assert step["isError"] is False and step["content"][0].endswith('{"approved":true}.'), step
