@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from typing import Any
 
+import httpx
 import pytest
 from node_clients import run_mcp
 from peers_env import run_mcp_client
@@ -173,3 +174,36 @@ def test_the_typescript_sdk_cut_after_a_question_answers_it_and_comes_back_for_t
     [step] = run["steps"]
     assert step["elicited"][0]["message"] == "Delete /tmp/demo?"
     assert step["isError"] is False and step["content"][0].endswith('{"approved":true}.'), step
+
+
+def test_a_call_left_after_its_question_is_answered_and_resumed_on_the_other_replica(redis: RedisServer) -> None:
+    with ExitStack() as stack:
+        agent = stack.enter_context(Served(create_agent_app("ag-ui", pace=PACE)))
+        config = gateway_config(agent.url, store={"url": redis.url})
+        one, two = (stack.enter_context(Served(create_app(config))).url + "/mcp" for _ in range(2))
+        http = stack.enter_context(httpx.Client(timeout=30))
+        headers = {"authorization": f"Bearer {KEY}", "content-type": "application/json",
+                   "accept": "application/json, text/event-stream"}
+        opened = http.post(one, headers=headers, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "t", "version": "1"}}})
+        headers["mcp-session-id"] = opened.headers["mcp-session-id"]
+        call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                "params": {"name": "helper", "arguments": {"message": "please approve"}}}
+        with http.stream("POST", one, headers=headers, json=call) as stream:  # left once asked
+            before = []
+            for event in sse_events(stream.iter_lines()):
+                before.append(event)
+                if event.get("message") and event["message"].get("method") == "elicitation/create":
+                    break
+        asked = before[-1]
+        answered = http.post(two, headers=headers, json={"jsonrpc": "2.0", "id": asked["message"]["id"], "result": {
+            "action": "accept", "content": {"approved": False}}})
+        resumed = http.get(two, headers={**{k: v for k, v in headers.items() if k != "content-type"},
+                                         "accept": "text/event-stream", "last-event-id": before[0]["id"]})
+    rest = list(sse_events(iter(resumed.text.splitlines())))
+    assert answered.status_code == 202 and resumed.status_code == 200
+    assert before[0]["id"].endswith("/0") and ids_of(rest) == list(range(1, len(rest) + 1))  # all, once, in order
+    assert [e for e in rest if e["id"] == asked["id"]] == [asked]  # the question among them, as it was asked
+    assert rest[-1]["message"]["id"] == 5
+    assert rest[-1]["message"]["result"]["content"][0]["text"].endswith('{"approved":false}.')
