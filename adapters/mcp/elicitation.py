@@ -13,6 +13,8 @@ run ends on interrupts   its result held back by the endpoint (the `Answered.the
   ─▶ its result ends the call, or it asks again
 no answer in time        the held result: the question, and how to answer it by a later call
 ```
+A session's call is asked by its run's log, so that its questions are resumable events of its stream
+(`stream_questions.py`, which waits for the answers as here); a task's `tasks/result` asks as drawn (`task_input.py`).
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ async def keep_answer(asked: AtEndpoint, session: str, message: dict[str, Any]) 
     id = message.get("id")
     if not isinstance(id, str) or not session:
         return
-    key = _answer_key(session, id)
+    key = answer_key(session, id)
     if await asked.session(key) == {}:
         await asked.keep(key, {"answer": message})
 
@@ -112,11 +114,12 @@ class Elicitation:
         (or the store failed)."""
         schema, unwrap = form_for(interrupt, enums_of_2025_11=self._form_mode)
         id = new_id("elicit")
-        key = _answer_key(self._session, id)
+        key = answer_key(self._session, id)
         params: dict[str, Any] = {"message": interrupt.get("message") or "The agent waits for an answer",
                                   "requestedSchema": schema}
         if self._form_mode:
             params = {"mode": "form", **params}
+        params = self._tied(params)
         try:
             await self._asked.keep(key, {})
             await write(message_event({"jsonrpc": "2.0", "id": id, "method": "elicitation/create", "params": params}))
@@ -131,7 +134,11 @@ class Elicitation:
                 log.warning("elicitation %s was not forgotten: the store's TTL will", id, exc_info=True)
         if said is None:
             return None
-        return _resume_of(interrupt, said, unwrap)
+        return resume_of(interrupt, said, unwrap)
+
+    def _tied(self, params: dict[str, Any]) -> dict[str, Any]:
+        """An `elicitation/create`'s params with what ties them to what asks (nothing: the call's stream does)."""
+        return params
 
     async def _answer(self, key: str, write: Write) -> dict[str, Any] | None:
         deadline = time.monotonic() + ANSWER_WAIT_S
@@ -196,7 +203,7 @@ def _multi_select(schema: dict[str, Any]) -> bool:
             and (isinstance(items.get("enum"), list) or isinstance(items.get("anyOf"), list)))
 
 
-def _resume_of(interrupt: dict[str, Any], said: dict[str, Any], unwrap: bool) -> dict[str, Any]:
+def resume_of(interrupt: dict[str, Any], said: dict[str, Any], unwrap: bool) -> dict[str, Any]:
     """An elicitation's result as an answer to the interrupt: accept is resolved with the form's content; decline
     denies an approval and cancels anything else; cancel, or an error, cancels."""
     id = interrupt.get("id")
@@ -211,7 +218,7 @@ def _resume_of(interrupt: dict[str, Any], said: dict[str, Any], unwrap: bool) ->
     return {"interruptId": id, "status": "cancelled"}
 
 
-def _answer_key(session: str, request_id: str) -> str:
+def answer_key(session: str, request_id: str) -> str:
     """Where a session's answer to one elicitation is kept (a session of its own, in the session's scope)."""
     return f"{session}/elicitation/{request_id}"
 

@@ -10,8 +10,9 @@ logging/setLevel           {}, the level kept in the session: its calls get log 
 tools/list                 one tool per route the caller may use: {message, conversation_id?}
 tools/call                 a run of the route it names (an unknown one: -32602); with params.task, a task; in a
                            session whose client elicits, one that goes on past an interrupt once the client answered
-                           (elicitation.py)
-tasks/*                    handed to the route the task runs on (tasks.py)
+                           (stream_questions.py); in a session, resumable by Last-Event-ID
+tasks/*                    handed to the route the task runs on (tasks.py); tasks/result in a session whose client
+                           elicits, continued past the task's questions (task_input.py)
 DELETE                     the session forgotten
 GET + Last-Event-ID        the rest of a call's stream, from any replica (resumption.py)
 GET                        405: no stream for messages outside a call (the gateway has none to send)
@@ -30,9 +31,11 @@ import orjson
 from gateway.core.capabilities import Answered, AtEndpoint
 from gateway.core.ids import new_id
 
-from . import modern, resumption, tasks
-from .elicitation import Elicitation, keep_answer
+from . import modern, resumption, stream_questions, task_input, tasks
+from .elicitation import keep_answer
 from .route_tool import described
+from .stream_questions import StreamedElicitation
+from .task_continued import CONTINUES
 from .wire import (
     HANDSHAKE_VERSIONS,
     INVALID_PARAMS,
@@ -48,6 +51,8 @@ from .wire import (
 )
 
 PATH = "/mcp"
+ENDPOINTS_OWN = frozenset({resumption.STREAM, CONTINUES})
+"""Keys of a call that only the endpoint sets (a client's own are dropped)."""
 
 
 def error(status: int, code: int, message: str, id: Any = None) -> Answered:
@@ -110,15 +115,19 @@ async def answer(asked: AtEndpoint) -> Answered:
             return error(200, INVALID_PARAMS, f"Unknown tool: {name}", id)
         kept = await asked.session(session) if session else None
         level = kept.get("logLevel") if kept is not None else None
-        message = {k: v for k, v in message.items() if k != resumption.STREAM}  # only the endpoint names one
+        message = {k: v for k, v in message.items() if k not in ENDPOINTS_OWN}  # only the endpoint sets them
         body = _with_log_level(message, level)
-        then = Elicitation(asked, session, kept, orjson.loads(body) if body else message) \
-            if kept is not None and takes_forms(kept.get("capabilities")) else None
-        if then is None and kept is not None and isinstance(name, str):  # a session's: its stream may be resumed
-            body = orjson.dumps(resumption.streamed(orjson.loads(body) if body else message, session, name))
-        return Answered(run=name, run_key=f"{session}:{id}", body=body or orjson.dumps(message), then=then)
+        then = None
+        if kept is not None and isinstance(name, str):  # a session's: its stream may be resumed, across questions
+            forms = takes_forms(kept.get("capabilities"))
+            call = orjson.loads(body) if body else message
+            call = resumption.streamed(call, session, name, stream_questions.asks(kept) if forms else None)
+            body = orjson.dumps(call)
+            then = StreamedElicitation(asked, session, kept, call) if forms else None
+        return Answered(run=name, run_key=f"{session}:{id}", body=body or orjson.dumps(message), then=then,
+                        outlives=then is not None)
     if method in tasks.METHODS:
-        return tasks.routed(message, session, asked.routes)
+        return await task_input.answering(tasks.routed(message, session, asked.routes), asked, session, message)
     return error(200, METHOD_NOT_FOUND, "Method not found", id)
 
 

@@ -31,6 +31,7 @@ from .input_required import InvalidAnswer, answers
 from .modern_upstream import modern_request
 from .resumption import STREAM
 from .route_tool import tool_arguments
+from .task_continued import CONTINUES
 from .tasks import new_task
 from .upstream_questions import retried_call
 from .wire import (
@@ -135,6 +136,8 @@ def parse_request(body: dict[str, Any]) -> Turn:
     run_id: str | None = task["taskId"] if task is not None else None
     if isinstance(stream, dict) and isinstance(stream.get("run"), str):
         asked["stream"], run_id = stream, stream["run"]
+    if isinstance(continues := body.get(CONTINUES), str) and task is None:  # a task's answers continue its run
+        asked["continues"], run_id = continues, continues
     metadata = {"mcp": asked}
     if answered is not None:  # a retry that answers what an input_required result asked: the same call, resumed
         conversation, resume = answered

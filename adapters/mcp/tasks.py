@@ -37,11 +37,21 @@ from gateway.core.capabilities import AgentDescription, Answered
 from gateway.core.encoding import BodyEncoder
 from gateway.core.errors import ListingNeedsCaller
 from gateway.core.ids import new_id
-from gateway.core.queries import Answer, CallerRuns, RunQueries, RunQuery, RunState, StreamedAnswer
+from gateway.core.queries import (
+    Answer,
+    CallerRuns,
+    FinalFrame,
+    RunQueries,
+    RunQuery,
+    RunRecord,
+    RunState,
+    StreamedAnswer,
+)
 from gateway.core.turn import Turn
 
-from . import resumption
+from . import resumption, task_continued
 from .encode import McpEncoder, message_event
+from .task_life import ended_status, expired, granted, status_changed
 
 TASKS_VERSION = "2025-11-25"
 """The handshake version whose sessions are offered tasks."""
@@ -63,6 +73,8 @@ WAIT_STEP_S = 5.0
 RECHECK_S = 0.05
 """Between a wait for the run's end and the next look: never a busy loop, whatever the board says."""
 INVALID_PARAMS, INTERNAL_ERROR = -32602, -32603
+NOT_FOUND = "Failed to retrieve task: Task not found"
+STILL_WORKING = "the task is still working: ask again"
 SSE_HEADERS = {"content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no"}
 
 
@@ -72,10 +84,10 @@ def offered(version: Any) -> bool:
 
 
 def new_task(route: str, ttl: int | None) -> dict[str, Any]:
-    """A task for a call of `route`'s tool, as the call creates it."""
+    """A task for a call of `route`'s tool, as the call creates it, kept for the ttl it is granted."""
     now = _now()
     return {"taskId": f"{new_id('mcpt')}.{_b64(route)}", "status": "working", "createdAt": now,
-            "lastUpdatedAt": now, "ttl": ttl, "pollInterval": POLL_INTERVAL_MS}
+            "lastUpdatedAt": now, "ttl": granted(ttl), "pollInterval": POLL_INTERVAL_MS}
 
 
 def route_of(task_id: Any) -> str | None:
@@ -105,7 +117,7 @@ def routed(message: dict[str, Any], session: str, routes: Sequence[AgentDescript
     else:
         route = route_of(params.get("taskId"))
         if route not in names:
-            return _error_answer(id, "Failed to retrieve task: Task not found")
+            return _error_answer(id, NOT_FOUND)
         body = {**message, ROUTED: {"route": route}}
     return Answered(run=route, run_key=f"{session}:{id}", body=orjson.dumps(body))
 
@@ -132,14 +144,28 @@ async def answer_query(query: RunQuery, runs: CallerRuns) -> Answer | StreamedAn
     if method == "tasks/list":
         return _reply(rpc_id, await _list(params, request[ROUTED], runs))
     task_id = query.run_id
-    found = await runs.find(task_id) if task_id else None
-    if task_id is None or found is None or "taskId" not in found.record.document:  # a call's stream is no task
-        return _error(rpc_id, INVALID_PARAMS, "Failed to retrieve task: Task not found")
+    found = await _find(task_id, runs) if task_id else None
+    if task_id is None or found is None:
+        return _error(rpc_id, INVALID_PARAMS, NOT_FOUND)
     if method == "tasks/get":
         return _reply(rpc_id, shown(task_of(found)))
     if method == "tasks/cancel":
         return await _cancel(rpc_id, task_id, found, runs)
     return StreamedAnswer(_result(rpc_id, task_id, runs), SSE_HEADERS, b": ping\n\n")
+
+
+async def _find(task_id: str, runs: CallerRuns) -> RunState | None:
+    """The caller's task as it stands; None for no task (a call's stream is none), or one whose ttl has passed,
+    which is forgotten here (its run stopped first, if it still runs)."""
+    found = await runs.find(task_id)
+    if found is None or "taskId" not in found.record.document:
+        return None
+    if not expired(found.record.document):
+        return found
+    if found.running:
+        await runs.cancel(task_id)
+    await runs.forget(task_id)
+    return None
 
 
 def task_of(found: RunState) -> dict[str, Any]:
@@ -174,29 +200,34 @@ async def _cancel(rpc_id: Any, task_id: str, found: RunState, runs: CallerRuns) 
 
 
 async def _result(rpc_id: Any, task_id: str, runs: CallerRuns) -> AsyncIterator[bytes]:
-    """Once the task has stopped working: what its call would have returned, tied to the task."""
+    """Once the task has stopped working: what its call would have returned, tied to the task; meanwhile, each
+    change of its status."""
     deadline = time.monotonic() + RESULT_WAIT_S
+    seen: str | None = None
     while True:
-        found = await runs.find(task_id)
+        found = await _find(task_id, runs)
         if found is None:
-            yield message_event(_error_body(rpc_id, INVALID_PARAMS, "Failed to retrieve task: Task not found"))
+            yield FinalFrame(message_event(_error_body(rpc_id, INVALID_PARAMS, NOT_FOUND)))
             return
         task = task_of(found)
+        if seen is not None and task["status"] != seen:
+            yield status_changed(task)
+        seen = task["status"]
         if task["status"] != "working":
             break
         if time.monotonic() > deadline:
-            yield message_event(_error_body(rpc_id, INTERNAL_ERROR, "the task is still working: ask again"))
+            yield FinalFrame(message_event(_error_body(rpc_id, INTERNAL_ERROR, STILL_WORKING)))
             return
         await runs.wait_end(task_id, WAIT_STEP_S)
         await asyncio.sleep(RECHECK_S)
     result = task.get("result")
     if not isinstance(result, dict):
         said = task.get("statusMessage") or f"the task ended {task['status']} without a result"
-        yield message_event(_error_body(rpc_id, INTERNAL_ERROR, said))
+        yield FinalFrame(message_event(_error_body(rpc_id, INTERNAL_ERROR, said)))
         return
     meta = _object(result.get("_meta"))
-    yield message_event({"jsonrpc": "2.0", "id": rpc_id,
-                         "result": {**result, "_meta": {**meta, RELATED: {"taskId": task_id}}}})
+    yield FinalFrame(message_event({"jsonrpc": "2.0", "id": rpc_id,
+                                    "result": {**result, "_meta": {**meta, RELATED: {"taskId": task_id}}}}))
 
 
 async def _list(params: dict[str, Any], routed_as: dict[str, Any], runs: CallerRuns) -> dict[str, Any]:
@@ -209,7 +240,7 @@ async def _list(params: dict[str, Any], routed_as: dict[str, Any], runs: CallerR
     page = records[:PAGE]
     tasks = []
     for record in page:
-        if "taskId" not in record.document:  # a call's stream, recorded for its client to resume: no task
+        if "taskId" not in record.document or expired(record.document):  # a call's stream is no task
             continue
         found = await runs.find(record.run_id) if record.status == "running" else None
         tasks.append(shown(task_of(found or RunState(record))))
@@ -244,7 +275,7 @@ class TaskLog:
         if type(last) is not canonical.RunFinished and type(last) is not canonical.RunError:
             return []
         result = self._encoder.outcome
-        ended: dict[str, Any] = {"status": _status(last, result), "lastUpdatedAt": _now()}
+        ended: dict[str, Any] = {"status": ended_status(last, result), "lastUpdatedAt": _now()}
         if isinstance(last, canonical.RunError):
             ended["statusMessage"] = last.message
         if result is not None:
@@ -254,17 +285,6 @@ class TaskLog:
 
     def document(self) -> dict[str, Any]:
         return self._task
-
-
-def _status(last: canonical.RunFinished | canonical.RunError, result: dict[str, Any] | None) -> str:
-    """How the run's end shows in the task: a result with `isError` failed (as 2025-11-25 has it)."""
-    if isinstance(last, canonical.RunError) or (result is not None and result.get("isError") is True):
-        return "failed"
-    if last.outcome == "cancelled":
-        return "cancelled"
-    if last.outcome == "interrupt" or (result is not None and result["structuredContent"].get("interrupts")):
-        return "input_required"
-    return "completed"
 
 
 class CreatedTaskEncoder(BodyEncoder):
@@ -293,8 +313,10 @@ class CreatedTaskEncoder(BodyEncoder):
 
 
 def new_encoder(request: Turn | None = None) -> McpEncoder | CreatedTaskEncoder:
-    """A task call is answered with its task; a session's call, with the run as it goes, resumable; any other
-    call, with the run as it goes."""
+    """A task call is answered with its task; the run that continues a task, as the `tasks/result` that continued
+    it; a session's call, with the run as it goes, resumable; any other call, with the run as it goes."""
+    if request is not None and task_continued.continues(request) is not None:
+        return task_continued.ContinuedTaskEncoder(request)
     if request is not None and isinstance(_object(request.metadata.get("mcp")).get("task"), dict):
         return CreatedTaskEncoder(request)
     if request is not None and resumption.asked_stream(request) is not None and request.run_id:
@@ -310,9 +332,22 @@ def new_log(turn: Turn) -> TaskLog | resumption.CallLog:
     return TaskLog(turn)
 
 
-QUERIES_OF_TASKS = RunQueries(read=read_query, answer=answer_query, new_log=new_log, continues=lambda turn: None,
-                              continued=lambda turn, record: turn,
-                              resumes=lambda turn: resumption.asked_stream(turn) is not None)
+def continues(turn: Turn) -> str | None:
+    """The task a run continues, or the call a run goes on with after its client answered."""
+    return task_continued.continues(turn) or resumption.continues(turn)
+
+
+def continued(turn: Turn, record: RunRecord) -> Turn:
+    if task_continued.continues(turn) is not None:
+        return task_continued.continued(turn, record)
+    return resumption.continued(turn, record)
+
+
+QUERIES_OF_TASKS = RunQueries(
+    read=read_query, answer=answer_query, new_log=new_log, continues=continues, continued=continued,
+    resumes=lambda turn: resumption.asked_stream(turn) is not None or task_continued.continues(turn) is not None)
+"""A session's call goes on when its client leaves, for it to come back to; so does the run that continues a task
+(its `tasks/result` client may leave and poll)."""
 
 
 def _object(value: Any) -> dict[str, Any]:

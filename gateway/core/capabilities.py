@@ -330,6 +330,9 @@ class Answered:
     then: Continuation | None = None
     """For a run whose answer may go on past the run's end (MCP's elicitation: the client is asked on the same
     stream, and its answer resumes the agent in another run): what comes after each run (see `Continuation`)."""
+    outlives: bool = False
+    """With `then`: the runs go on when the client leaves, for it to come back for the rest (MCP's streams resumed
+    by `Last-Event-ID`): a continuation is waited for until the run is stopped, not until the client leaves."""
 
 
 Write = Callable[[bytes], Awaitable[None]]

@@ -193,9 +193,17 @@ class Answer:
     headers: Mapping[str, str] = field(default_factory=lambda: {"content-type": "application/json"})
 
 
+class FinalFrame(bytes):
+    """A streamed answer's frame that ends it: written as the answer's last piece rather than before an empty one,
+    so that an endpoint that chains runs after the answer (`Answered.then`) is given it."""
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True, slots=True)
 class StreamedAnswer:
-    """A query's answer as a stream: the frames as they come, a keep-alive when none does."""
+    """A query's answer as a stream: the frames as they come (a `FinalFrame` ends it), a keep-alive when none
+    does."""
 
     frames: AsyncIterator[bytes]
     headers: Mapping[str, str]

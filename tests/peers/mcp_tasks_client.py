@@ -9,6 +9,8 @@ another client of the same caller is read as the SDK reads it. Prints one JSON l
                                             tasks/get (GetTaskResult), tasks/result (as the call's CallToolResult),
                                             tasks/cancel (CancelTaskResult)
     {"list": true}                          tasks/list (ListTasksResult)
+    any step's "elicit": {action, content?} each elicitation/create during the step answered so (any step's "elicit"
+                                            declares the elicitation capability); its line then has "elicited"
 
 stdout: first {"protocolVersion"}; then each answer as the SDK's model dumps it (camelCase); a step that raised:
 {"error": "<ExceptionType>: <message>"}. Exit 1 when the session could not be opened.
@@ -29,15 +31,30 @@ from mcp_client import command
 async def run(url: str, plan: list[dict[str, Any]], key: str | None, timeout: float) -> None:
     headers = {"authorization": f"Bearer {key}"} if key else {}
     http = httpx2.AsyncClient(headers=headers, timeout=timeout)
+    answering: dict[str, Any] = {}
+    """The step being run's "elicit", and what it was asked."""
+
+    async def elicited(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        answering.setdefault("asked", []).append(params.model_dump(mode="json", by_alias=True, exclude_none=True))
+        answer = answering.get("elicit") or {"action": "cancel"}
+        return types.ElicitResult(action=answer["action"], content=answer.get("content"))
+
+    eliciting = any("elicit" in step for step in plan)
     async with http, Client(streamable_http_client(url, http_client=http), mode="legacy",
-                            read_timeout_seconds=timeout) as client:
+                            read_timeout_seconds=timeout,
+                            elicitation_callback=elicited if eliciting else None) as client:
         print(json.dumps({"protocolVersion": client.protocol_version}), flush=True)
         for step in plan:
+            answering.clear()
+            answering["elicit"] = step.get("elicit")
             try:
                 answered = await _step(client.session, step)
-                print(json.dumps(answered.model_dump(mode="json", by_alias=True, exclude_none=True)), flush=True)
+                said = answered.model_dump(mode="json", by_alias=True, exclude_none=True)
             except Exception as exc:
-                print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
+                said = {"error": f"{type(exc).__name__}: {exc}"}
+            if "asked" in answering:
+                said["elicited"] = answering["asked"]
+            print(json.dumps(said), flush=True)
 
 
 async def _step(session: Any, step: dict[str, Any]) -> Any:

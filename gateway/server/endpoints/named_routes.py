@@ -99,7 +99,7 @@ class NamedEndpoint:
             return
         handler = next(h for h in opened if h.route.name == answered.run)
         await self._run(handler, scope, receive, send, answered.body or body, self._name(principal, answered.run_key),
-                        answered.then)
+                        answered.then, answered.outlives)
 
     def _name(self, principal: str, run_key: str | None) -> str:
         return scoped_key("named", self.dialect.name, principal, run_key or "")
@@ -113,10 +113,11 @@ class NamedEndpoint:
             log.warning("a stop for the %s endpoint did not reach the other replicas: %s", self.dialect.name, exc)
 
     async def _run(self, handler: RouteHandler, scope: Scope, receive: Receive, send: Send, body: bytes,
-                   name: str, then: Continuation | None) -> None:
+                   name: str, then: Continuation | None, outlives: bool = False) -> None:
         """The route's handler serves the request, its body read again from here; told the client left when a
         later request stops the run, on any replica. With a continuation, each run's last piece is held back for
-        it, and the runs it asks for write on in the same answer (at most `MAX_RUNS`)."""
+        it, and the runs it asks for write on in the same answer (at most `MAX_RUNS`), after the client has left
+        too when the runs outlive it."""
         stopped = asyncio.Event()
         forget = self.board.stoppable(name, stopped.set)
         # Served as a POST of the JSON the dialect made of it, whatever the method (MCP's GET that resumes a stream
@@ -137,7 +138,7 @@ class NamedEndpoint:
                     await held.write(held.take())
                     break
                 going_on = asyncio.ensure_future(then(held.take(), held.write))
-                leaving = asyncio.ensure_future(_left(receive, stopped))
+                leaving = asyncio.ensure_future(stopped.wait() if outlives else _left(receive, stopped))
                 try:
                     await asyncio.wait((going_on, leaving), return_when=asyncio.FIRST_COMPLETED)
                 finally:

@@ -25,7 +25,16 @@ from gateway.conversations.mapper import decode_conversation
 from gateway.conversations.store import StoreError, scoped_key
 from gateway.core.codec import Dialect
 from gateway.core.errors import InvalidRequest, ListingNeedsCaller, Overloaded
-from gateway.core.queries import Answer, KeptConversation, RunPath, RunQueries, RunQuery, RunRecord, StreamedAnswer
+from gateway.core.queries import (
+    Answer,
+    FinalFrame,
+    KeptConversation,
+    RunPath,
+    RunQueries,
+    RunQuery,
+    RunRecord,
+    StreamedAnswer,
+)
 from gateway.core.turn import Turn
 from gateway.core.validation import MAX_ID, bad_id
 from gateway.runs.records import RunRecords
@@ -130,6 +139,9 @@ async def _stream(call: Call, receive: Receive, answered: StreamedAnswer, keepal
                 call.record.error_detail = str(exc)
                 break
             pending = None
+            if type(frame) is FinalFrame:
+                await writer.end(frame)
+                break
             await writer.write(frame)
     finally:
         leaving.cancel()
