@@ -44,6 +44,7 @@ from .wire import (
     LEVELS,
     LOG_LEVEL,
     METHOD_NOT_FOUND,
+    REQUEST_CANCELLED,
     SERVER_INFO,
     SESSION_HEADER,
     VERSION_HEADER,
@@ -125,7 +126,9 @@ async def answer(asked: AtEndpoint) -> Answered:
             body = orjson.dumps(call)
             then = StreamedElicitation(asked, session, kept, call) if forms else None
         return Answered(run=name, run_key=f"{session}:{id}", body=body or orjson.dumps(message), then=then,
-                        outlives=then is not None)
+                        outlives=then is not None, stopped=orjson.dumps(
+                            {"jsonrpc": "2.0", "id": id, "error": {"code": REQUEST_CANCELLED,
+                                                                   "message": "Request cancelled"}}))
     if method in tasks.METHODS:
         return await task_input.answering(tasks.routed(message, session, asked.routes), asked, session, message)
     return error(200, METHOD_NOT_FOUND, "Method not found", id)

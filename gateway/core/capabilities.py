@@ -324,6 +324,10 @@ class Answered:
     own keys, limits and conversations; the status and headers are unused."""
     run_key: str | None = None
     """The name a later request may stop that run by."""
+    stopped: bytes = b""
+    """What ends the run's answer if a later request stops it (MCP: the call's `-32800 Request cancelled`, as the
+    SDKs' servers send it): an SSE event of the answer's stream, begun with it if the run had written nothing yet.
+    Empty: the answer ends as it stands."""
     stop: str | None = None
     """A running run this request stops (by its `run_key`), as its client leaving would (MCP's
     `notifications/cancelled`), besides being answered."""

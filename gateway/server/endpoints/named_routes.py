@@ -99,7 +99,7 @@ class NamedEndpoint:
             return
         handler = next(h for h in opened if h.route.name == answered.run)
         await self._run(handler, scope, receive, send, answered.body or body, self._name(principal, answered.run_key),
-                        answered.then, answered.outlives)
+                        answered)
 
     def _name(self, principal: str, run_key: str | None) -> str:
         return scoped_key("named", self.dialect.name, principal, run_key or "")
@@ -113,50 +113,57 @@ class NamedEndpoint:
             log.warning("a stop for the %s endpoint did not reach the other replicas: %s", self.dialect.name, exc)
 
     async def _run(self, handler: RouteHandler, scope: Scope, receive: Receive, send: Send, body: bytes,
-                   name: str, then: Continuation | None, outlives: bool = False) -> None:
+                   name: str, answered: Answered) -> None:
         """The route's handler serves the request, its body read again from here; told the client left when a
-        later request stops the run, on any replica. With a continuation, each run's last piece is held back for
-        it, and the runs it asks for write on in the same answer (at most `MAX_RUNS`), after the client has left
-        too when the runs outlive it."""
+        later request stops the run, on any replica, and the answer then ended as the dialect says. With a
+        continuation, each run's last piece is held back for it, and the runs it asks for write on in the same
+        answer (at most `MAX_RUNS`), after the client has left too when the runs outlive it."""
         stopped = asyncio.Event()
         forget = self.board.stoppable(name, stopped.set)
+        answer = _Answer(send)
+        try:
+            await self._runs(handler, scope, receive, answer.send, body, stopped, answered.then, answered.outlives)
+            if stopped.is_set() and answered.stopped and not answer.ended:
+                await answer.end_with(answered.stopped)
+        finally:
+            forget()
+
+    async def _runs(self, handler: RouteHandler, scope: Scope, receive: Receive, send: Send, body: bytes,
+                    stopped: asyncio.Event, then: Continuation | None, outlives: bool) -> None:
         # Served as a POST of the JSON the dialect made of it, whatever the method (MCP's GET that resumes a stream
         # becomes a query of the route's).
         headers = [(name, value) for name, value in scope["headers"] if name != b"content-type"]
         headers.append((b"content-type", b"application/json"))
         scope = {**scope, "path": self.named.path, "method": "POST", "headers": headers}
-        try:
-            if then is None:
-                await handler(scope, _receiving(body, receive, stopped), send)
+        if then is None:
+            await handler(scope, _receiving(body, receive, stopped), send)
+            return
+        held = _Held(send)
+        for runs in range(1, MAX_RUNS + 1):
+            await handler(scope, _receiving(body, receive, stopped), held.send)
+            if held.last is None:  # the client left, or the run was stopped: nothing more to write
                 return
-            held = _Held(send)
-            for runs in range(1, MAX_RUNS + 1):
-                await handler(scope, _receiving(body, receive, stopped), held.send)
-                if held.last is None:  # the client left, or the run was stopped: nothing more to write
-                    return
-                if runs == MAX_RUNS:  # no more runs: this one's answer ends the chain as it is
-                    await held.write(held.take())
-                    break
-                going_on = asyncio.ensure_future(then(held.take(), held.write))
-                leaving = asyncio.ensure_future(stopped.wait() if outlives else _left(receive, stopped))
-                try:
-                    await asyncio.wait((going_on, leaving), return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    leaving.cancel()
-                    if not going_on.done():
-                        going_on.cancel()
-                        await asyncio.gather(going_on, return_exceptions=True)
-                if going_on.cancelled():
-                    break
-                if (failed := going_on.exception()) is not None:
-                    log.error("the continuation of a run of %s failed", handler.route.name, exc_info=failed)
-                    break
-                if (following := going_on.result()) is None:
-                    break
-                body = following
-            await held.end()
-        finally:
-            forget()
+            if runs == MAX_RUNS:  # no more runs: this one's answer ends the chain as it is
+                await held.write(held.take())
+                break
+            going_on = asyncio.ensure_future(then(held.take(), held.write))
+            leaving = asyncio.ensure_future(stopped.wait() if outlives else _left(receive, stopped))
+            try:
+                await asyncio.wait((going_on, leaving), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                leaving.cancel()
+                if not going_on.done():
+                    going_on.cancel()
+                    await asyncio.gather(going_on, return_exceptions=True)
+            if going_on.cancelled():
+                break
+            if (failed := going_on.exception()) is not None:
+                log.error("the continuation of a run of %s failed", handler.route.name, exc_info=failed)
+                break
+            if (following := going_on.result()) is None:
+                break
+            body = following
+        await held.end()
 
     def _origin_allowed(self, headers: Headers) -> bool:
         """No `Origin` (not a browser), the gateway's own (the Host the request came to: the Host check has passed),
@@ -209,6 +216,30 @@ async def _left(receive: Receive, stopped: asyncio.Event) -> Message:
         waiting.cancel()
         stopping.cancel()
     return waiting.result() if waiting in done else {"type": "http.disconnect", STOPPED: True}
+
+
+class _Answer:
+    """The answer as it is sent: whether it has begun and ended, so that a stopped run's can be ended."""
+
+    __slots__ = ("_send", "ended", "started")
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.started = self.ended = False
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        elif not message.get("more_body", False):
+            self.ended = True
+        await self._send(message)
+
+    async def end_with(self, data: bytes) -> None:
+        """`data` as the answer's last SSE event; an answer that had not begun is that stream."""
+        if not self.started:
+            await self.send({"type": "http.response.start", "status": 200, "headers": [
+                (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]})
+        await self.send({"type": "http.response.body", "body": b"data: " + data + b"\n\n", "more_body": False})
 
 
 class _Held:

@@ -9,7 +9,7 @@ the keys and origins the spec asks a server to check. Each scenario of a turn (p
 
 from __future__ import annotations
 
-import contextlib
+import threading
 import time
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -20,7 +20,12 @@ import orjson
 import pytest
 from mcp_sdks import SDKS, run_sdk
 from peers_env import McpClientRun
+from servers import Served
 
+from gateway.agent.server import create_agent_app
+from gateway.config import GatewayConfig
+from gateway.conversations.store import MemoryStore
+from gateway.server.app import create_app
 from tests.adapters.mcp.gateway_face import HELPER, Face, served, team
 from tests.adapters.mcp.gateway_face import one as one_step
 
@@ -127,7 +132,11 @@ def test_a_notification_is_accepted_with_no_body(world: World) -> None:
     assert said.headers["x-request-id"] == "req-note-1"  # as every answer of the gateway's
 
 
-def test_notifications_cancelled_stops_the_call_it_names_while_its_stream_stays_open(world: World) -> None:
+CANCELLED = {"jsonrpc": "2.0", "id": "call-7", "error": {"code": -32800, "message": "Request cancelled"}}
+"""How an SDK server ends a call its client cancelled: its stream's last event."""
+
+
+def test_notifications_cancelled_stops_the_call_it_names_and_ends_its_stream_as_cancelled(world: World) -> None:
     session = post(world, INITIALIZE).headers["mcp-session-id"]
     call = {"jsonrpc": "2.0", "id": "call-7", "method": "tools/call",
             "params": {"name": "helper", "arguments": {"message": "please be slow"}, "_meta": {"progressToken": 1}}}
@@ -140,15 +149,36 @@ def test_notifications_cancelled_stops_the_call_it_names_while_its_stream_stays_
         cancel = post(world, {"jsonrpc": "2.0", "method": "notifications/cancelled",
                               "params": {"requestId": "call-7", "reason": "user stop"}}, **{"mcp-session-id": session})
         assert cancel.status_code == 202
-        rest = b""
-        with contextlib.suppress(httpx.RemoteProtocolError):  # cut as when its client leaves: it reads no more
-            for piece in pieces:
-                rest += piece
+        rest = b"".join(pieces)
     assert rest.count(b"notifications/progress") < 15  # the stream ends, not after the slow run's 20 pieces
+    assert orjson.loads(rest.rstrip().rpartition(b"data: ")[2]) == CANCELLED
     deadline = time.monotonic() + 5
     while world.disconnects() == before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert world.disconnects() == before + 1
+
+
+def test_a_call_cancelled_before_its_agent_said_anything_is_answered_as_cancelled() -> None:
+    """An agent that answers in one body has sent nothing when the call is cancelled: the answer is still the
+    cancelled call's, never a server error."""
+    with Served(create_agent_app("agent-respond")) as agent, Served(create_app(GatewayConfig.model_validate(
+            {"routes": [{"name": "whole", "client_dialects": ["mcp"], "upstream": {
+                "url": f"{agent.url}/agent/respond", "dialect": "agent-respond"}}]}), store=MemoryStore())) as gateway:
+        face = Face(gateway.url, agent.url)
+        session = post(face, INITIALIZE).headers["mcp-session-id"]
+        call = {"jsonrpc": "2.0", "id": "call-7", "method": "tools/call",
+                "params": {"name": "whole", "arguments": {"message": "please be slow"}}}
+        answered: list[httpx.Response] = []
+        calling = threading.Thread(target=lambda: answered.append(post(face, call, **{"mcp-session-id": session})))
+        calling.start()
+        time.sleep(0.5)
+        post(face, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "call-7"}},
+             **{"mcp-session-id": session})
+        calling.join(10)
+        face.http.close()
+    [response] = answered
+    assert response.status_code == 200 and response.headers["content-type"] == "text/event-stream"
+    assert response.content == b"data: " + orjson.dumps(CANCELLED) + b"\n\n"
 
 
 def _call(world: World, session: str, text: str) -> list[dict[str, Any]]:
