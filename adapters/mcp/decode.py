@@ -17,9 +17,9 @@ result {content, structuredContent, isError}
 {resultType: "input_required"}      (2026-07-28) an interrupt per question, the run interrupted
                                    (`upstream_questions.py`)
 error                              the run's error; -32800 after the gateway cancelled: the run cancelled
-elicitation/create (a request)     (2025: the tool waits for the answer on this stream) an interrupt, the run
-                                   interrupted while the call is held open (`upstream_questions.py`); sampling, roots:
-                                   the run's error
+elicitation/create (a request)     (2025: the tool waits for the answer on this stream) an interrupt (a form, or a
+                                   link to open: `url_elicitation.py`), the run interrupted while the call is held
+                                   open (`upstream_questions.py`); sampling, roots: the run's error
 ```
 """
 

@@ -34,6 +34,7 @@ from gateway.core.encoding import SSEEncoder
 from gateway.core.turn import Turn
 
 from .input_required import input_required
+from .url_elicitation import link_of, with_link
 from .wire import PROGRESS, SAID, typed
 
 LOGGED_AT = ("debug", "info")
@@ -141,7 +142,8 @@ def _data(self: McpEncoder, e: canonical.Data) -> bytes:
 
 def _interrupt(self: McpEncoder, e: canonical.Interrupt) -> bytes:
     self.interrupts.append(drop_none({"id": e.id, "message": e.message, "reason": e.reason,
-                                      "toolCallId": e.tool_call_id, "responseSchema": e.response_schema}))
+                                      "toolCallId": e.tool_call_id, "responseSchema": e.response_schema,
+                                      **link_of(e)}))
     return b""
 
 
@@ -258,7 +260,8 @@ class McpEncoder(SSEEncoder):
     def result(self, text: str, *, is_error: bool) -> bytes:
         """The JSON-RPC response that ends the call: after a failure, the text so far and the error's, each a block."""
         if self.interrupts and not is_error:
-            asked = "\n".join(i.get("message") or "the agent waits for an answer" for i in self.interrupts)
+            asked = "\n".join(with_link(i.get("message"), i.get("url")) or "the agent waits for an answer"
+                              for i in self.interrupts)
             asked += f"\n\n{HOW_TO_ANSWER.format(tool=self.tool or 'this tool', conversation=self.conversation_id)}"
             text = f"{text}\n\n{asked}" if text else asked
         structured = drop_none({"conversation_id": self.conversation_id,

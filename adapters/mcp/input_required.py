@@ -29,6 +29,8 @@ import orjson
 
 from gateway.core.turn import Resume
 
+from .url_elicitation import with_link
+
 STATE_PREFIX = "v1."
 MAX_STATE = 8192
 """Characters of `requestState` read: what the gateway writes is far shorter."""
@@ -66,7 +68,8 @@ def input_required(interrupts: list[dict[str, Any]], tool: str, conversation_id:
         kind, schema = _form(interrupt)
         asked[interrupt["id"]] = kind
         requests[interrupt["id"]] = {"method": "elicitation/create", "params": {
-            "mode": "form", "message": interrupt.get("message") or "The agent waits for your answer.",
+            "mode": "form", "message": with_link(interrupt.get("message"), interrupt.get("url"))
+            or "The agent waits for your answer.",
             "requestedSchema": schema}}
     state = orjson.dumps({"tool": tool, "conversation": conversation_id, "asked": asked})
     return {"inputRequests": requests,

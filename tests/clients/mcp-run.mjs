@@ -11,6 +11,8 @@
 //       "elicit": {action, content?, after?}       each elicitation/create during the call answered so, after
 //                                                  `after` seconds (any step's "elicit" declares the elicitation
 //                                                  capability; a step without one cancels)
+//           "links": true                          (in any step) the client also opens links: it declares
+//                                                  URL-mode elicitation ({form: {}, url: {}}), not forms only
 //
 // stdout: first {"protocolVersion", "serverInfo", "sessionId"}; then for each step {"tools": [...]} or
 // {"isError", "content": [text...], "structured", "progress": [[progress, total, message]...]} or
@@ -29,8 +31,9 @@ const plan = JSON.parse(planText);
 const say = (value) => process.stdout.write(JSON.stringify(value) + '\n');
 
 const eliciting = plan.some((step) => 'elicit' in step);
+const links = plan.some((step) => step.elicit?.links === true);
 const client = new Client({ name: 'agent-gateway-tests', version: '0.0.1' },
-  { capabilities: eliciting ? { elicitation: { form: {} } } : {} });
+  { capabilities: eliciting ? { elicitation: links ? { form: {}, url: {} } : { form: {} } } : {} });
 let answering = { elicit: undefined, asked: [] };  // the step being run's "elicit", and what it was asked
 if (eliciting) {
   client.setRequestHandler(ElicitRequestSchema, async (request) => {

@@ -11,6 +11,9 @@
     confirm(message)                   asks the user to confirm by elicitation (a resolver: `input_required` on
                                        2026-07-28, an `elicitation/create` on the call's stream on 2025), then
                                        says what they answered
+    sign_in(message)                   asks the user to open a link by URL-mode elicitation (2025: on the call's
+                                       stream; `notifications/elicitation/complete` once accepted), then says what
+                                       they answered
 Under `/legacy` the same server as one of the 2025 protocol only (mcp 1.x, say) answers a 2026-07-28 request: a 400.
 `/healthz` says it is up; `/counts` counts the calls cancelled and the sessions open; `POST /forget` forgets every
 session, as a server that restarted would.
@@ -22,6 +25,7 @@ from typing import Annotated
 
 import anyio
 from mcp.server import MCPServer
+from mcp.server.elicitation import AcceptedUrlElicitation
 from mcp.server.mcpserver import (
     AcceptedElicitation,
     CancelledElicitation,
@@ -121,6 +125,23 @@ async def confirm(message: str, answer: Annotated[ElicitationResult[Confirm], Re
         case CancelledElicitation():
             return f"{message}: cancelled"
     return f"{message}: no answer"
+
+
+SIGN_IN_URL = "https://auth.example.com/authorize?client=gateway-peer"
+
+
+@server.tool()
+async def sign_in(message: str, ctx: Context) -> str:
+    """Asks the user to sign in at a URL (the credentials never pass through the client), then goes on."""
+    elicitation = f"signin-{len(message)}"
+    answer = await ctx.elicit_url(f"Sign in to go on with {message}", SIGN_IN_URL, elicitation)
+    match answer:
+        case AcceptedUrlElicitation():
+            await ctx.request_context.session.send_elicit_complete(elicitation, ctx.request_id)
+            return f"{message}: signed in"
+        case DeclinedElicitation():
+            return f"{message}: declined"
+    return f"{message}: cancelled"
 
 
 @server.custom_route("/healthz", methods=["GET"])
