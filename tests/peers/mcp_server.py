@@ -11,6 +11,7 @@
     confirm(message)                   asks the user to confirm by elicitation (a resolver: `input_required` on
                                        2026-07-28, an `elicitation/create` on the call's stream on 2025), then
                                        says what they answered
+    greet(message)                     asks the user's name (a form of one field, by a resolver), then greets them
     sign_in(message)                   asks the user to open a link by URL-mode elicitation (2025: on the call's
                                        stream; `notifications/elicitation/complete` once accepted), then says what
                                        they answered
@@ -139,6 +140,25 @@ async def sign_in(message: str, ctx: Context) -> str:
         case AcceptedUrlElicitation():
             await ctx.request_context.session.send_elicit_complete(elicitation, ctx.request_id)
             return f"{message}: signed in"
+        case DeclinedElicitation():
+            return f"{message}: declined"
+    return f"{message}: cancelled"
+
+
+class Named(BaseModel):
+    name: str = Field(description="Your name")
+
+
+async def _ask_name(message: str) -> Elicit[Named]:
+    return Elicit("Who is asking?", Named)
+
+
+@server.tool()
+async def greet(message: str, answer: Annotated[ElicitationResult[Named], Resolve(_ask_name)]) -> str:
+    """Greets the user by the name a form of one field asks for."""
+    match answer:
+        case AcceptedElicitation(data=Named(name=name)):
+            return f"{message}, {name}"
         case DeclinedElicitation():
             return f"{message}: declined"
     return f"{message}: cancelled"
