@@ -166,8 +166,8 @@ def _nothing(self: McpEncoder, e: canonical.Event) -> bytes:
 
 class McpEncoder(SSEEncoder):
     __slots__ = ("between_messages", "calls", "conversation_id", "data", "elicits", "era", "error", "id",
-                 "interrupts", "log_level", "outcome", "pieces", "reasoning", "shown", "shown_at", "stop_reason",
-                 "text_length", "text_parts", "token", "tool")
+                 "interrupts", "links", "log_level", "outcome", "pieces", "reasoning", "shown", "shown_at",
+                 "stop_reason", "text_length", "text_parts", "token", "tool")
 
     DROPS = drop_map(Dropped.STATE, Dropped.MESSAGES_SNAPSHOT, Dropped.STEP, Dropped.USAGE, Dropped.RAW,
                      Dropped.ACTIVITY, Dropped.SUBAGENT, Dropped.ENCRYPTED_VALUE, Dropped.INTERRUPT_RESOLVED)
@@ -234,6 +234,8 @@ class McpEncoder(SSEEncoder):
         """The client's 2026-07-28 (its results typed), or None for the handshake era."""
         self.elicits = bool(asked.get("elicitation"))
         """The client takes elicitation forms: an interrupt is asked as `input_required`."""
+        self.links = bool(asked.get("links"))
+        """The client opens links (URL mode): an interrupt that has one is asked so."""
 
     @property
     def text(self) -> str:
@@ -274,7 +276,8 @@ class McpEncoder(SSEEncoder):
         if self.interrupts and not is_error:  # what a call that goes on after it counts on from
             result["_meta"] = {PROGRESS: self.pieces, SAID: self.text_length}
         if self.era is not None and self.interrupts and self.elicits and not is_error and self.tool is not None:
-            result = typed(input_required(self.interrupts, self.tool, self.conversation_id), "input_required")
+            questions = input_required(self.interrupts, self.tool, self.conversation_id, links=self.links)
+            result = typed(questions, "input_required")
         elif self.era is not None:
             result = typed(result)
         self.outcome = result

@@ -32,6 +32,7 @@ from .modern_upstream import modern_request
 from .resumption import STREAM
 from .tasks import new_task
 from .upstream_questions import retried_call
+from .url_elicitation import takes_urls
 from .wire import (
     ACCEPT,
     ANSWERS,
@@ -128,7 +129,8 @@ def parse_request(body: dict[str, Any]) -> Turn:
     asked = {"id": call.id, "progressToken": meta.progressToken, "logLevel": meta.log_level, "task": task,
              "progressAfter": meta.progress, "said": meta.said}
     if meta.protocol_version in MODERN_VERSIONS:  # 2026-07-28: typed results, and questions for a client that answers
-        asked |= {"era": meta.protocol_version, "elicitation": takes_forms(meta.capabilities)}
+        asked |= {"era": meta.protocol_version, "elicitation": takes_forms(meta.capabilities),
+                  "links": takes_urls(meta.capabilities, meta.protocol_version)}
     try:
         answered = answers(params.name, conversation, params.input_responses, params.request_state)
     except InvalidAnswer as refused:

@@ -3,12 +3,15 @@
 2025-only server (`/legacy`) whose tool waits on the call's stream. Its question is an AG-UI interrupt carrying the
 link in its payload, answered accept/decline/cancel; and, through the gateway's own `/mcp`, a URL-mode
 `elicitation/create` for an SDK client that declared `elicitation.url` (the Python `Client`, and the TypeScript
-`Client` told to), or a form whose message holds the link for one that takes forms only.
+`Client` told to), or a form whose message holds the link for one that takes forms only; and a 2026-07-28 client
+(`Client(mode="auto")`) asked it by an `input_required` in URL mode.
 Install first: `.venv/bin/python tests/peers_env.py` and `npm ci --prefix tests/clients`.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,17 +20,40 @@ import orjson
 import pytest
 from e2e import Reply, post, request_body, user_message
 from node_clients import run_mcp
-from peers_env import mcp_upstream, run_mcp_client
+from peers_env import MCP, PEERS_DIR, mcp_upstream, run_mcp_client
 from servers import Served
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from adapters import registry
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
-from gateway.core.events import Event, Interrupt, RunError
+from gateway.core.events import (
+    Event,
+    Interrupt,
+    RunError,
+    RunFinished,
+    RunStarted,
+    TextDelta,
+    TextEnd,
+    TextStart,
+)
 from gateway.core.turn import Message, Resume, Turn
 from gateway.server.app import create_app
 
 SIGN_IN_URL = "https://auth.example.com/authorize?client=gateway-peer"
+
+
+def modern_client(url: str, plan: list[dict[str, Any]]) -> dict[str, Any]:
+    """`mcp` 2.3.0's `Client(mode="auto")` (`tests/peers/mcp_modern_client.py`): what it printed."""
+    done = subprocess.run([str(MCP.python), str(PEERS_DIR / "mcp_modern_client.py"), url, json.dumps(plan)],
+                          cwd=PEERS_DIR, capture_output=True, text=True, timeout=120, check=False)
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    said = [line for line in done.stderr.splitlines() if line.strip()]
+    return {"opened": lines[0] if lines else {}, "steps": lines[1:],
+            "error": (said[-1] if said else f"exited with {done.returncode}") if done.returncode else None}
 
 
 class Gateway:
@@ -47,11 +73,36 @@ class Gateway:
         return interrupts[0]
 
 
+CHECKOUT_URL = "https://pay.example.com/checkout/7"
+
+
+def paying_agent() -> Starlette:
+    """An AG-UI agent (the dialect's own parser and encoder) whose interrupt's payload is a link to open; the answer
+    it gets, in words."""
+    dialect = registry.get("ag-ui")
+
+    async def run(request: Request) -> Response:
+        turn = dialect.parse_request(orjson.loads(await request.body()))
+        events: list[Event] = [RunStarted(thread_id=turn.conversation_id or "t", run_id="r")]
+        if turn.resume:
+            said = "; ".join(f"{r.status} {orjson.dumps(r.payload).decode()}" for r in turn.resume)
+            events += [TextStart("m"), TextDelta("m", said), TextEnd("m"), RunFinished()]
+        else:
+            events += [Interrupt("pay-1", reason="payment", message="Pay to go on", payload=CHECKOUT_URL),
+                       RunFinished(outcome="interrupt")]
+        encoder = dialect.new_encoder(turn)
+        return Response(encoder.encode(events), encoder.status_code, encoder.headers)
+
+    return Starlette(routes=[Route("/agui", run, methods=["POST"])])
+
+
 @pytest.fixture(scope="module")
 def gateway() -> Iterator[Gateway]:
-    with mcp_upstream() as server:
+    with mcp_upstream() as server, Served(paying_agent()) as paying:
         routes = [{"name": "sign-in", "paths": ["/sign-in/in"], "client_dialects": ["ag-ui", "mcp"],
-                   "upstream": {"url": f"{server}/legacy/mcp", "dialect": "mcp", "agent": "sign_in"}}]
+                   "upstream": {"url": f"{server}/legacy/mcp", "dialect": "mcp", "agent": "sign_in"}},
+                  {"name": "pay", "paths": ["/pay/in"], "client_dialects": ["mcp"],
+                   "upstream": {"url": f"{paying.url}/agui", "dialect": "ag-ui"}}]
         config = GatewayConfig.model_validate({"routes": routes, "keepalive_seconds": 0.5})
         with Served(create_app(config, store=MemoryStore())) as served:
             gateway = Gateway(served.url)
@@ -120,6 +171,20 @@ def test_the_typescript_client_gets_the_link_by_url_mode_or_in_a_form_when_it_ta
     assert step["content"][-1].endswith("deploy: signed in"), step
 
 
+@pytest.mark.parametrize(("action", "answered"), [("accept", 'resolved {"action":"accept"}'),
+                                                  ("decline", 'resolved {"action":"decline"}'),
+                                                  ("cancel", "cancelled null")])
+def test_any_agents_interrupt_whose_payload_is_a_link_is_asked_by_url_mode(gateway: Gateway, action: str,
+                                                                           answered: str) -> None:
+    run = run_mcp_client(f"{gateway.url}/mcp", [{"call": "pay", "arguments": {"message": "buy"},
+                                                 "elicit": {"action": action}}])
+    assert run.error is None, run.error
+    step = run.steps[-1]
+    [asked] = step["elicited"]
+    assert (asked["mode"], asked["message"], asked["url"]) == ("url", "Pay to go on", CHECKOUT_URL)
+    assert step["content"][-1].endswith(answered), step
+
+
 def test_a_client_that_does_not_elicit_reads_the_link_in_the_question(gateway: Gateway) -> None:
     run = run_mcp_client(f"{gateway.url}/mcp", [{"call": "sign-in", "arguments": {"message": "deploy"}}])
     assert run.error is None, run.error
@@ -128,6 +193,20 @@ def test_a_client_that_does_not_elicit_reads_the_link_in_the_question(gateway: G
     assert f"Sign in to go on with deploy\n{SIGN_IN_URL}" in step["content"][-1]
     [interrupt] = step["structured"]["interrupts"]
     assert interrupt["url"] == SIGN_IN_URL
+
+
+@pytest.mark.parametrize(("action", "said"), [("accept", "deploy: signed in"), ("decline", "deploy: declined"),
+                                              ("cancel", "deploy: cancelled")])
+def test_a_2026_client_is_asked_to_open_the_link_by_an_input_required_in_url_mode(gateway: Gateway, action: str,
+                                                                                  said: str) -> None:
+    run = modern_client(f"{gateway.url}/mcp", [{"call": "sign-in", "arguments": {"message": "deploy"},
+                                                "elicit": [{"action": action}]}])
+    assert run["error"] is None, run["error"]
+    assert run["opened"]["protocolVersion"] == "2026-07-28"
+    step = run["steps"][-1]
+    assert step["elicited"] == [{"message": "Sign in to go on with deploy", "requestedSchema": None, "mode": "url",
+                                 "url": SIGN_IN_URL}]
+    assert step["content"][-1].endswith(said), step
 
 
 # The pieces on their own: 2026-07-28's input_required by URL, and what the gateway refuses to relay.
