@@ -31,7 +31,7 @@ from .input_required import InvalidAnswer, answers
 from .modern_upstream import modern_request
 from .resumption import STREAM
 from .tasks import new_task
-from .upstream_questions import retried_call
+from .upstream_questions import called_again, retried_call
 from .url_elicitation import takes_urls
 from .wire import (
     ACCEPT,
@@ -171,8 +171,8 @@ def tool_of(agent: str | None) -> tuple[str, str]:
 
 def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
     tool, argument = tool_of(turn.agent)
-    retried = retried_call(turn.resume) if is_modern(variant) else None
-    if retried is not None:  # the answers to the questions of an `input_required` result: its call again
+    retried = (retried_call(turn.resume) if is_modern(variant) else None) or called_again(turn.resume)
+    if retried is not None:  # the answers to an `input_required` result's questions, or to links: its call again
         params = retried
     elif is_threaded(variant):
         said = "\n\n".join(m.text for m in new_messages(turn) if m.role == "user" and m.text)

@@ -110,6 +110,37 @@ def pushed(frame: dict[str, Any]) -> list[canonical.Event]:
             canonical.RunFinished(outcome="interrupt")]
 
 
+def links_required(error: dict[str, Any], call: dict[str, Any] | None) -> list[canonical.Event]:
+    """A `-32042` error's links (URL elicitations the call needs first) as interrupts that end the run; once they
+    are answered the same call is made again (`AGAIN`). The run's error when there is nothing to open or no call."""
+    data = error.get("data")
+    asked = data.get("elicitations") if isinstance(data, dict) else None
+    if call is None or not isinstance(asked, list) or not asked or len(asked) > MAX_INPUT_REQUESTS:
+        return [_failed(f"the MCP server said the call needs links opened first, but named no more than "
+                        f"{MAX_INPUT_REQUESTS} of them on a call the gateway can make again: "
+                        f"{str(error.get('message'))[:200]}")]
+    out: list[canonical.Event] = []
+    for params in asked:
+        by_link = interrupt_of(params, {AGAIN: call}) if isinstance(params, dict) else None
+        if by_link is None:
+            return [_failed("the MCP server asked the gateway to have a link opened, but gave no http(s) URL")]
+        out.append(by_link)
+    out.append(canonical.RunFinished(outcome="interrupt"))
+    return out
+
+
+AGAIN = "again"
+"""The key of the interrupt state of a link a call needed opened (`-32042`): the call, made again once answered."""
+
+
+def called_again(resumes: list[Resume]) -> dict[str, Any] | None:
+    """The params of the call answered links were needed for, as it was; None when no answer is to such a link.
+    Any answer makes it again: the server, not the gateway, knows whether the link was followed."""
+    call = next((r.upstream_state[AGAIN] for r in resumes
+                 if isinstance(r.upstream_state, dict) and isinstance(r.upstream_state.get(AGAIN), dict)), None)
+    return dict(call) if call is not None else None
+
+
 HELD = "elicitation"
 """The key of a held call's interrupt state: the JSON-RPC id of the server's `elicitation/create`."""
 

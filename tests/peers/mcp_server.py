@@ -12,6 +12,8 @@
                                        2026-07-28, an `elicitation/create` on the call's stream on 2025), then
                                        says what they answered
     greet(message)                     asks the user's name (a form of one field, by a resolver), then greets them
+    pay(message)                       needs a link opened first: the -32042 error (URL elicitation required) the
+                                       first time for a message, then "MESSAGE: paid"
     sign_in(message)                   asks the user to open a link by URL-mode elicitation (2025: on the call's
                                        stream; `notifications/elicitation/complete` once accepted), then says what
                                        they answered
@@ -25,6 +27,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import anyio
+from mcp import UrlElicitationRequiredError
 from mcp.server import MCPServer
 from mcp.server.elicitation import AcceptedUrlElicitation
 from mcp.server.mcpserver import (
@@ -37,6 +40,7 @@ from mcp.server.mcpserver import (
     Resolve,
 )
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ElicitRequestURLParams
 from pydantic import BaseModel, Field
 from starlette.datastructures import Headers
 from starlette.requests import Request
@@ -143,6 +147,21 @@ async def sign_in(message: str, ctx: Context) -> str:
         case DeclinedElicitation():
             return f"{message}: declined"
     return f"{message}: cancelled"
+
+
+PAY_URL = "https://pay.example.com/checkout?for=gateway-peer"
+asked_to_pay: set[str] = set()
+
+
+@server.tool()
+async def pay(message: str) -> str:
+    """Needs the user to pay at a link first, which it says by the error that asks for URL elicitation (any era);
+    called again for the same message, it goes on."""
+    if message not in asked_to_pay:
+        asked_to_pay.add(message)
+        raise UrlElicitationRequiredError([ElicitRequestURLParams(
+            message=f"Pay for {message} first", url=PAY_URL, elicitation_id=f"pay-{len(asked_to_pay)}")])
+    return f"{message}: paid"
 
 
 class Named(BaseModel):

@@ -61,11 +61,11 @@ class Gateway:
         self.url = url
         self.http = httpx.Client(timeout=30)
 
-    def send(self, body: dict[str, Any]) -> Reply:
-        return Reply("ag-ui", post(self.http, f"{self.url}/sign-in/in", body))
+    def send(self, body: dict[str, Any], route: str = "sign-in") -> Reply:
+        return Reply("ag-ui", post(self.http, f"{self.url}/{route}/in", body))
 
-    def ask(self, conversation: str) -> Interrupt:
-        reply = self.send(request_body("ag-ui", [user_message("ag-ui", "deploy")], conversation))
+    def ask(self, conversation: str, route: str = "sign-in", text: str = "deploy") -> Interrupt:
+        reply = self.send(request_body("ag-ui", [user_message("ag-ui", text)], conversation), route)
         assert reply.response.status_code == 200, reply.response.text
         interrupts = [e for e in reply.events if isinstance(e, Interrupt)]
         assert len(interrupts) == 1, reply.events
@@ -103,6 +103,9 @@ def gateway() -> Iterator[Gateway]:
                    "upstream": {"url": f"{server}/legacy/mcp", "dialect": "mcp", "agent": "sign_in"}},
                   {"name": "pay", "paths": ["/pay/in"], "client_dialects": ["mcp"],
                    "upstream": {"url": f"{paying.url}/agui", "dialect": "ag-ui"}}]
+        routes += [{"name": f"{era}pay-first", "paths": [f"/{era}pay-first/in"], "client_dialects": ["ag-ui"],
+                    "upstream": {"url": f"{server}{path}", "dialect": "mcp", "agent": "pay"}}
+                   for era, path in (("", "/mcp"), ("legacy-", "/legacy/mcp"))]
         config = GatewayConfig.model_validate({"routes": routes, "keepalive_seconds": 0.5})
         with Served(create_app(config, store=MemoryStore())) as served:
             gateway = Gateway(served.url)
@@ -185,6 +188,23 @@ def test_any_agents_interrupt_whose_payload_is_a_link_is_asked_by_url_mode(gatew
     assert step["content"][-1].endswith(answered), step
 
 
+PAY_URL = "https://pay.example.com/checkout?for=gateway-peer"
+
+
+@pytest.mark.parametrize("era", ["", "legacy-"])
+def test_a_servers_url_elicitation_required_error_is_an_interrupt_and_its_answer_makes_the_call_again(
+        gateway: Gateway, era: str) -> None:
+    text = f"order {era}42"
+    interrupt = gateway.ask(f"pay-{era}", f"{era}pay-first", text)
+    assert interrupt.message == f"Pay for {text} first"
+    assert isinstance(interrupt.payload, dict) and interrupt.payload["url"] == PAY_URL
+    answer = request_body("ag-ui", [user_message("ag-ui", text)], f"pay-{era}",
+                          resume=[{"interruptId": interrupt.id, "status": "resolved", "payload": "done"}])
+    done = gateway.send(answer, f"{era}pay-first")
+    assert done.response.status_code == 200, done.response.text
+    assert done.text == f"{text}: paid"
+
+
 def test_a_client_that_does_not_elicit_reads_the_link_in_the_question(gateway: Gateway) -> None:
     run = run_mcp_client(f"{gateway.url}/mcp", [{"call": "sign-in", "arguments": {"message": "deploy"}}])
     assert run.error is None, run.error
@@ -242,3 +262,14 @@ def test_a_url_question_without_a_link_to_open_is_the_runs_error(url: Any) -> No
     events = asked({"resultType": "input_required", "inputRequests": {"k": question}, "requestState": "s"})
     assert not any(isinstance(e, Interrupt) for e in events)
     assert any(isinstance(e, RunError) and "http(s) URL" in e.message for e in events)
+
+
+@pytest.mark.parametrize("data", [None, {"elicitations": []}, {"elicitations": [{"mode": "url", "url": "ftp://x"}]},
+                                  {"elicitations": [BY_URL["params"]] * 17}])
+def test_a_url_elicitation_required_error_without_links_to_open_is_the_runs_error(data: Any) -> None:
+    decoder = registry.get("mcp").new_decoder()
+    decoder.sent(registry.get("mcp").build_request(Turn([Message("user", "deploy")], agent="pay")))
+    error = {"code": -32042, "message": "URL elicitation required", **({"data": data} if data else {})}
+    events = decoder.feed(orjson.dumps({"jsonrpc": "2.0", "id": 1, "error": error})) + decoder.close()
+    assert not any(isinstance(e, Interrupt) for e in events)
+    assert isinstance(events[-1], RunError)
