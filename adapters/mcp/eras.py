@@ -8,7 +8,8 @@ open ──▶ known? ──2026-07-28──▶ tools/list in that era ──ref
                ──unknown─────▶ server/discover, then as it says; remembered once the session is open
 ```
 A server that changed era (upgraded, downgraded, another behind the same URL) costs one refused request, then is
-asked again; a kept conversation's session is not affected (a server that lost it answers 404: it is reopened).
+asked again. A conversation's kept session in the old era is opened again when its call is refused (400, 404:
+`session_lost`), in the era the server speaks now.
 """
 
 from __future__ import annotations
@@ -49,3 +50,10 @@ class KnownEras:
 
 
 KNOWN = KnownEras()
+
+
+def session_lost(status: int) -> bool:
+    """Whether a call's answer says its session is gone: a 404 (the server forgot it), or a 400, which a server
+    that no longer speaks the session's era gives (2025's "Missing session ID" to a 2026-07-28 call, an unsupported
+    version): the session is opened again once, its era asked again when the remembered one is refused."""
+    return status in (400, 404)

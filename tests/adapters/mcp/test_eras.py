@@ -115,6 +115,19 @@ def test_a_server_that_no_longer_speaks_2025_is_asked_again_and_spoken_to_in_202
     assert world.opens("c3") == ["tools/list", "tools/call"]
 
 
+def test_a_kept_conversation_whose_server_no_longer_speaks_its_era_is_opened_again_in_the_new_one(
+        world: World) -> None:
+    world.opens("c1")
+    world.recording.face = LEGACY
+    world.recording.methods.clear()
+    body = request_body("ag-ui", [user_message("ag-ui", "hi")], "c1")
+    reply = Reply("ag-ui", post(world.http, f"{world.gateway}/oneshot/in", body))
+    assert reply.response.status_code == 200, reply.response.text
+    assert reply.text.startswith("heard: ")
+    assert world.recording.methods == ["tools/call", "tools/list", "server/discover", "initialize",
+                                       "notifications/initialized", "tools/list", "tools/call"]
+
+
 def test_the_eras_remembered_are_bounded_the_least_recently_used_forgotten() -> None:
     known = KnownEras()
     for n in range(MAX_KNOWN + 1):
