@@ -12,6 +12,8 @@
                                        2026-07-28, an `elicitation/create` on the call's stream on 2025), then
                                        says what they answered
     greet(message)                     asks the user's name (a form of one field, by a resolver), then greets them
+    open_link(message)                 asks the user to open a link by an `input_required` result in URL mode
+                                       (2026-07-28), then says the action they answered
     pay(message)                       needs a link opened first: the -32042 error (URL elicitation required) the
                                        first time for a message, then "MESSAGE: paid"
     sign_in(message)                   asks the user to open a link by URL-mode elicitation (2025: on the call's
@@ -24,7 +26,7 @@ session, as a server that restarted would.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import anyio
 from mcp import UrlElicitationRequiredError
@@ -40,7 +42,7 @@ from mcp.server.mcpserver import (
     Resolve,
 )
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ElicitRequestURLParams
+from mcp.types import ElicitRequest, ElicitRequestURLParams, InputRequiredResult
 from pydantic import BaseModel, Field
 from starlette.datastructures import Headers
 from starlette.requests import Request
@@ -147,6 +149,18 @@ async def sign_in(message: str, ctx: Context) -> str:
         case DeclinedElicitation():
             return f"{message}: declined"
     return f"{message}: cancelled"
+
+
+@server.tool()
+async def open_link(message: str, ctx: Context) -> Any:
+    """Asks the user to open a link by an `input_required` result in URL mode (2026-07-28 only), then says what they
+    answered."""
+    answered = (ctx.input_responses or {}).get("link")
+    if answered is None:
+        return InputRequiredResult(input_requests={"link": ElicitRequest(params=ElicitRequestURLParams(
+            message=f"Open this to go on with {message}", url=SIGN_IN_URL, elicitation_id="open-1"))},
+            request_state="asked-to-open")
+    return f"{message}: {getattr(answered, 'action', answered)}"
 
 
 PAY_URL = "https://pay.example.com/checkout?for=gateway-peer"

@@ -103,6 +103,8 @@ def gateway() -> Iterator[Gateway]:
                    "upstream": {"url": f"{server}/legacy/mcp", "dialect": "mcp", "agent": "sign_in"}},
                   {"name": "pay", "paths": ["/pay/in"], "client_dialects": ["mcp"],
                    "upstream": {"url": f"{paying.url}/agui", "dialect": "ag-ui"}}]
+        routes.append({"name": "open-link", "paths": ["/open-link/in"], "client_dialects": ["ag-ui"],
+                       "upstream": {"url": f"{server}/mcp", "dialect": "mcp", "agent": "open_link"}})
         routes += [{"name": f"{era}pay-first", "paths": [f"/{era}pay-first/in"], "client_dialects": ["ag-ui"],
                     "upstream": {"url": f"{server}{path}", "dialect": "mcp", "agent": "pay"}}
                    for era, path in (("", "/mcp"), ("legacy-", "/legacy/mcp"))]
@@ -186,6 +188,23 @@ def test_any_agents_interrupt_whose_payload_is_a_link_is_asked_by_url_mode(gatew
     [asked] = step["elicited"]
     assert (asked["mode"], asked["message"], asked["url"]) == ("url", "Pay to go on", CHECKOUT_URL)
     assert step["content"][-1].endswith(answered), step
+
+
+@pytest.mark.parametrize(("payload", "status", "said"), [
+    ("done", "resolved", "open: accept"), ({"action": "decline"}, "resolved", "open: decline"),
+    (None, "cancelled", "open: cancel")])
+def test_a_2026_servers_input_required_in_url_mode_is_an_interrupt_and_the_retry_carries_the_action(
+        gateway: Gateway, payload: Any, status: str, said: str) -> None:
+    conversation = f"open-{status}-{payload!r}"
+    interrupt = gateway.ask(conversation, "open-link", "open")
+    assert interrupt.message == "Open this to go on with open"
+    assert isinstance(interrupt.payload, dict)  # mcp 2.3.0 writes 2026-07-28's URL request without its elicitationId
+    assert (interrupt.payload["url"], interrupt.payload["message"]) == (SIGN_IN_URL, "Open this to go on with open")
+    answer = request_body("ag-ui", [user_message("ag-ui", "open")], conversation,
+                          resume=[{"interruptId": interrupt.id, "status": status, "payload": payload}])
+    done = gateway.send(answer, "open-link")
+    assert done.response.status_code == 200, done.response.text
+    assert done.text == said
 
 
 PAY_URL = "https://pay.example.com/checkout?for=gateway-peer"
