@@ -349,11 +349,13 @@ class A2AClientRun:
 
 def run_a2a_client(url: str, text: str, *, context_id: str | None = None, task_id: str | None = None,
                    message_id: str | None = None, stream: bool = True, binding: str = "jsonrpc",
-                   version: str = "1.0", cancel_after: int = 0, timeout: float = 30.0) -> A2AClientRun:
+                   version: str = "1.0", cancel_after: int = 0, timeout: float = 30.0,
+                   data: Any = None) -> A2AClientRun:
     """Send `text` to the A2A agent at `url` (its base: the card is read from there) with a2a-sdk's client.
 
     `binding` is "jsonrpc" or "http-json", `version` "1.0" or "0.3" (the card's interfaces of that version only),
-    `stream=False` sends SendMessage; `cancel_after=N` sends CancelTask after the N-th response.
+    `stream=False` sends SendMessage; `cancel_after=N` sends CancelTask after the N-th response; `data` (JSON) is
+    sent as a data part, after the text when that is not empty.
     """
     _require(A2A)
     command = [str(A2A.python), str(PEERS_DIR / "a2a_client.py"), url, text, "--binding", binding,
@@ -363,6 +365,8 @@ def run_a2a_client(url: str, text: str, *, context_id: str | None = None, task_i
             command += [option, value]
     if not stream:
         command.append("--no-stream")
+    if data is not None:
+        command += ["--data", json.dumps(data)]
     if cancel_after:
         command += ["--cancel-after", str(cancel_after)]
     done = subprocess.run(command, capture_output=True, text=True, env=_clean_env(), timeout=timeout + 30,

@@ -16,10 +16,12 @@ result {content, structuredContent, isError}
                                    blocks before it: what the agent said first)
 {resultType: "input_required"}      (2026-07-28) an interrupt per question, the run interrupted
                                    (`upstream_questions.py`)
-error                              the run's error; -32800 after the gateway cancelled: the run cancelled
-elicitation/create (a request)     (2025: the tool waits for the answer on this stream) an interrupt, the run
-                                   interrupted while the call is held open (`upstream_questions.py`); sampling, roots:
-                                   the run's error
+error                              the run's error; -32800 after the gateway cancelled: the run cancelled;
+                                   -32042 (URL elicitation required): an interrupt per link, the call made again
+                                   once answered (`upstream_questions.py`)
+elicitation/create (a request)     (2025: the tool waits for the answer on this stream) an interrupt (a form, or a
+                                   link to open: `url_elicitation.py`), the run interrupted while the call is held
+                                   open (`upstream_questions.py`); sampling, roots: the run's error
 ```
 """
 
@@ -37,8 +39,8 @@ from gateway.core.ids import new_id
 from gateway.core.sse import DEFAULT_MAX_FRAME
 
 from .reading import TextSoFar, progress_text
-from .upstream_questions import interrupts_of, pushed
-from .wire import MODERN, PROTOCOL_VERSION, REQUEST_CANCELLED, notification
+from .upstream_questions import interrupts_of, links_required, pushed
+from .wire import MODERN, PROTOCOL_VERSION, REQUEST_CANCELLED, URL_ELICITATION_REQUIRED, notification
 
 STOP_REASONS: dict[str, canonical.StopReason] = {"length": "length", "content_filter": "content_filter"}
 STRUCTURED = "structured"
@@ -201,6 +203,10 @@ class McpDecoder(JsonSSEOrBodyDecoder):
         if isinstance(error, dict):
             if error.get("code") == REQUEST_CANCELLED:
                 out.append(canonical.RunFinished(outcome="cancelled"))
+            elif error.get("code") == URL_ELICITATION_REQUIRED:
+                self._release_held_text(out)
+                for event in links_required(error, self._called):
+                    out.append(event)
             else:
                 out.append(canonical.RunError(str(error.get("message") or error), code=ErrorCode.UPSTREAM_ERROR))
             return

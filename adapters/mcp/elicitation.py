@@ -4,7 +4,8 @@ whose run ends on an interrupt, goes on in the same call once the client has ans
 ```
 run ends on interrupts   its result held back by the endpoint (the `Answered.then` this is)
   ─▶ elicitation/create on the call's stream, one per interrupt (form: the interrupt's responseSchema when it is
-     one MCP allows, else a yes/no approval for a tool approval, else one string)
+     one MCP allows, else a yes/no approval for a tool approval, else one string; a link to open, by URL mode to a
+     client that declared it: url_elicitation.py)
   ◀─ the client's response, POSTed in the session (202): kept in the store under the request's id, which the
      stream polls, whichever replica holds it, for up to ANSWER_WAIT_S
   ─▶ another run of the route: the same call, its `_meta` the answers (accept: resolved with the content; decline:
@@ -31,6 +32,7 @@ from gateway.core.ids import new_id
 
 from .encode import message_event
 from .request import CONVERSATION
+from .url_elicitation import takes_urls, url_answer, url_request, with_link
 from .wire import ANSWERS, PROGRESS, SAID, messages_in
 
 log = logging.getLogger("agent_gateway.mcp")
@@ -69,7 +71,7 @@ class Elicitation:
     """What comes after each run of one call (`Answered.then`): its interrupts asked in band, and their answers
     another run's request."""
 
-    __slots__ = ("_asked", "_call", "_continued", "_form_mode", "_session")
+    __slots__ = ("_asked", "_call", "_continued", "_form_mode", "_session", "_urls")
 
     def __init__(self, asked: AtEndpoint, session: str, kept: dict[str, Any], call: dict[str, Any]) -> None:
         self._asked = asked
@@ -78,6 +80,8 @@ class Elicitation:
         """The call as the route reads it."""
         self._form_mode = kept.get("version") != "2025-06-18"
         """2025-11-25 names the mode; 2025-06-18 has forms only."""
+        self._urls = takes_urls(kept.get("capabilities"), kept.get("version"))
+        """The client opens links (URL mode): an interrupt that has one is asked so."""
         self._continued = False
 
     async def __call__(self, last: bytes, write: Write) -> bytes | None:
@@ -115,9 +119,11 @@ class Elicitation:
         schema, unwrap = form_for(interrupt, enums_of_2025_11=self._form_mode)
         id = new_id("elicit")
         key = answer_key(self._session, id)
-        params: dict[str, Any] = {"message": interrupt.get("message") or "The agent waits for an answer",
-                                  "requestedSchema": schema}
-        if self._form_mode:
+        by_link = url_request(interrupt) if self._urls else None
+        params: dict[str, Any] = by_link or {
+            "message": with_link(interrupt.get("message"), interrupt.get("url")) or "The agent waits for an answer",
+            "requestedSchema": schema}
+        if self._form_mode and by_link is None:
             params = {"mode": "form", **params}
         params = self._tied(params)
         try:
@@ -134,6 +140,8 @@ class Elicitation:
                 log.warning("elicitation %s was not forgotten: the store's TTL will", id, exc_info=True)
         if said is None:
             return None
+        if by_link is not None:
+            return url_answer(interrupt.get("id"), said["result"] if isinstance(said.get("result"), dict) else {})
         return resume_of(interrupt, said, unwrap)
 
     def _tied(self, params: dict[str, Any]) -> dict[str, Any]:

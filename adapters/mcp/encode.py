@@ -34,6 +34,7 @@ from gateway.core.encoding import SSEEncoder
 from gateway.core.turn import Turn
 
 from .input_required import input_required
+from .url_elicitation import link_of, with_link
 from .wire import PROGRESS, SAID, typed
 
 LOGGED_AT = ("debug", "info")
@@ -141,7 +142,8 @@ def _data(self: McpEncoder, e: canonical.Data) -> bytes:
 
 def _interrupt(self: McpEncoder, e: canonical.Interrupt) -> bytes:
     self.interrupts.append(drop_none({"id": e.id, "message": e.message, "reason": e.reason,
-                                      "toolCallId": e.tool_call_id, "responseSchema": e.response_schema}))
+                                      "toolCallId": e.tool_call_id, "responseSchema": e.response_schema,
+                                      **link_of(e)}))
     return b""
 
 
@@ -164,8 +166,8 @@ def _nothing(self: McpEncoder, e: canonical.Event) -> bytes:
 
 class McpEncoder(SSEEncoder):
     __slots__ = ("between_messages", "calls", "conversation_id", "data", "elicits", "era", "error", "id",
-                 "interrupts", "log_level", "outcome", "pieces", "reasoning", "shown", "shown_at", "stop_reason",
-                 "text_length", "text_parts", "token", "tool")
+                 "interrupts", "links", "log_level", "outcome", "pieces", "reasoning", "shown", "shown_at",
+                 "stop_reason", "text_length", "text_parts", "token", "tool")
 
     DROPS = drop_map(Dropped.STATE, Dropped.MESSAGES_SNAPSHOT, Dropped.STEP, Dropped.USAGE, Dropped.RAW,
                      Dropped.ACTIVITY, Dropped.SUBAGENT, Dropped.ENCRYPTED_VALUE, Dropped.INTERRUPT_RESOLVED)
@@ -232,6 +234,8 @@ class McpEncoder(SSEEncoder):
         """The client's 2026-07-28 (its results typed), or None for the handshake era."""
         self.elicits = bool(asked.get("elicitation"))
         """The client takes elicitation forms: an interrupt is asked as `input_required`."""
+        self.links = bool(asked.get("links"))
+        """The client opens links (URL mode): an interrupt that has one is asked so."""
 
     @property
     def text(self) -> str:
@@ -258,7 +262,8 @@ class McpEncoder(SSEEncoder):
     def result(self, text: str, *, is_error: bool) -> bytes:
         """The JSON-RPC response that ends the call: after a failure, the text so far and the error's, each a block."""
         if self.interrupts and not is_error:
-            asked = "\n".join(i.get("message") or "the agent waits for an answer" for i in self.interrupts)
+            asked = "\n".join(with_link(i.get("message"), i.get("url")) or "the agent waits for an answer"
+                              for i in self.interrupts)
             asked += f"\n\n{HOW_TO_ANSWER.format(tool=self.tool or 'this tool', conversation=self.conversation_id)}"
             text = f"{text}\n\n{asked}" if text else asked
         structured = drop_none({"conversation_id": self.conversation_id,
@@ -271,7 +276,8 @@ class McpEncoder(SSEEncoder):
         if self.interrupts and not is_error:  # what a call that goes on after it counts on from
             result["_meta"] = {PROGRESS: self.pieces, SAID: self.text_length}
         if self.era is not None and self.interrupts and self.elicits and not is_error and self.tool is not None:
-            result = typed(input_required(self.interrupts, self.tool, self.conversation_id), "input_required")
+            questions = input_required(self.interrupts, self.tool, self.conversation_id, links=self.links)
+            result = typed(questions, "input_required")
         elif self.era is not None:
             result = typed(result)
         self.outcome = result

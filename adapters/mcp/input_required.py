@@ -8,6 +8,9 @@ interrupt (id, message, responseSchema, toolCallId)
         requestedSchema: the interrupt's responseSchema when it is a flat form MCP allows;
                          else {approve: boolean} for a tool call to approve; else {answer: string}
         requestState:    v1.<base64url JSON {tool, conversation, asked: {<interrupt id>: schema|approval|answer}}>
+a link to open (an interrupt whose payload is a URL), to a client that declared elicitation.url:
+        {method: elicitation/create, params: {mode: url, message, url, elicitationId}}; its action comes back as
+        the payload {action} (cancel: cancelled)
 retry: inputResponses {<interrupt id>: {action, content}} ──▶ Resume(interrupt id, status, payload)
         accept   resolved: the content (approval: {approved: content.approve}; answer: content.answer)
         decline  an approval: resolved {approved: false}; else cancelled
@@ -29,12 +32,14 @@ import orjson
 
 from gateway.core.turn import Resume
 
+from .url_elicitation import url_request, with_link
+
 STATE_PREFIX = "v1."
 MAX_STATE = 8192
 """Characters of `requestState` read: what the gateway writes is far shorter."""
 
-SCHEMA, APPROVAL, ANSWER = "schema", "approval", "answer"
-"""How an interrupt was asked: in its own schema, as a yes or no, or as one line of text."""
+SCHEMA, APPROVAL, ANSWER, URL = "schema", "approval", "answer", "url"
+"""How an interrupt was asked: in its own schema, as a yes or no, as one line of text, or as a link to open."""
 APPROVAL_FORM = {"type": "object", "properties": {"approve": {
     "type": "boolean", "title": "Approve", "description": "Let the agent go ahead"}}, "required": ["approve"]}
 ANSWER_FORM = {"type": "object", "properties": {"answer": {
@@ -58,15 +63,23 @@ class InvalidAnswer(ValueError):
     """A retry whose `inputResponses` or `requestState` the gateway cannot read as answers to what it asked."""
 
 
-def input_required(interrupts: list[dict[str, Any]], tool: str, conversation_id: str | None) -> dict[str, Any]:
-    """The result that asks the client each interrupt, and the state its retry echoes."""
+def input_required(interrupts: list[dict[str, Any]], tool: str, conversation_id: str | None, *,
+                   links: bool = False) -> dict[str, Any]:
+    """The result that asks the client each interrupt, and the state its retry echoes: a link to open in URL mode
+    to a client that declared it (`links`)."""
     requests: dict[str, Any] = {}
     asked: dict[str, str] = {}
     for interrupt in interrupts:
+        by_link = url_request(interrupt) if links else None
+        if by_link is not None:
+            asked[interrupt["id"]] = URL
+            requests[interrupt["id"]] = {"method": "elicitation/create", "params": by_link}
+            continue
         kind, schema = _form(interrupt)
         asked[interrupt["id"]] = kind
         requests[interrupt["id"]] = {"method": "elicitation/create", "params": {
-            "mode": "form", "message": interrupt.get("message") or "The agent waits for your answer.",
+            "mode": "form", "message": with_link(interrupt.get("message"), interrupt.get("url"))
+            or "The agent waits for your answer.",
             "requestedSchema": schema}}
     state = orjson.dumps({"tool": tool, "conversation": conversation_id, "asked": asked})
     return {"inputRequests": requests,
@@ -150,7 +163,7 @@ def _read_state(state: Any, tool: str, conversation_id: str | None) -> dict[str,
     asked = read.get("asked") if isinstance(read, dict) else None
     conversation = read.get("conversation") if isinstance(read, dict) else None
     if not isinstance(asked, dict) or not asked or not isinstance(conversation, str) or \
-            not all(kind in (SCHEMA, APPROVAL, ANSWER) for kind in asked.values()):
+            not all(kind in (SCHEMA, APPROVAL, ANSWER, URL) for kind in asked.values()):
         raise InvalidAnswer("params.requestState is not one the gateway gave")
     if read.get("tool") != tool:
         raise InvalidAnswer(f"params.requestState was given for another tool than {tool}")
@@ -165,7 +178,11 @@ def _resume(key: str, kind: str, response: Any) -> Resume:
     action = response.get("action") if isinstance(response, dict) else None
     if action not in ("accept", "decline", "cancel"):
         raise InvalidAnswer(f"params.inputResponses.{key}.action must be accept, decline or cancel")
-    if action == "cancel" or (action == "decline" and kind != APPROVAL):
+    if action == "cancel":
+        return Resume(key, "cancelled")
+    if kind == URL:  # an action alone, as the link's interrupt takes it back (`url_elicitation.url_answer`)
+        return Resume(key, payload={"action": action})
+    if action == "decline" and kind != APPROVAL:
         return Resume(key, "cancelled")
     if action == "decline":
         return Resume(key, payload={"approved": False})

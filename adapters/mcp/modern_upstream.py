@@ -30,9 +30,9 @@ from .wire import (
 )
 
 CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
-CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}}}
-"""What the gateway can ask its client for: a form (an interrupt with a response schema); never a URL to open,
-sampling or roots."""
+CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}, "url": {}}}
+"""What the gateway can ask its client for: a form (an interrupt with a response schema) or a link to open (an
+interrupt whose payload is the URL); never sampling or roots."""
 CLIENT_INFO = {"name": "agent-gateway", "version": "1"}
 
 

@@ -33,7 +33,8 @@ from .resumption import STREAM
 from .route_tool import tool_arguments
 from .task_continued import CONTINUES
 from .tasks import new_task
-from .upstream_questions import retried_call
+from .upstream_questions import called_again, retried_call
+from .url_elicitation import takes_urls
 from .wire import (
     ACCEPT,
     ANSWERS,
@@ -127,7 +128,8 @@ def parse_request(body: dict[str, Any]) -> Turn:
     asked = {"id": call.id, "progressToken": meta.progressToken, "logLevel": meta.log_level, "task": task,
              "progressAfter": meta.progress, "said": meta.said}
     if meta.protocol_version in MODERN_VERSIONS:  # 2026-07-28: typed results, and questions for a client that answers
-        asked |= {"era": meta.protocol_version, "elicitation": takes_forms(meta.capabilities)}
+        asked |= {"era": meta.protocol_version, "elicitation": takes_forms(meta.capabilities),
+                  "links": takes_urls(meta.capabilities, meta.protocol_version)}
     try:
         answered = answers(params.name, conversation, params.input_responses, params.request_state)
     except InvalidAnswer as refused:
@@ -170,8 +172,8 @@ def tool_of(agent: str | None) -> tuple[str, str]:
 
 def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
     tool, argument = tool_of(turn.agent)
-    retried = retried_call(turn.resume) if is_modern(variant) else None
-    if retried is not None:  # the answers to the questions of an `input_required` result: its call again
+    retried = (retried_call(turn.resume) if is_modern(variant) else None) or called_again(turn.resume)
+    if retried is not None:  # the answers to an `input_required` result's questions, or to links: its call again
         params = retried
     elif is_threaded(variant):
         said = "\n\n".join(m.text for m in new_messages(turn) if m.role == "user" and m.text)

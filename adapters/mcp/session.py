@@ -10,6 +10,7 @@ server/discover ──▶ 2026-07-28 listed ────────────
 ```
 Asking first is the research's "dual-era client": a server that serves both eras (mcp 2.3.0) is spoken to in the
 newer, whose questions to the user (`input_required`) wait for the client's answer without holding the call open.
+What it answered is remembered by the upstream's URL (`eras.py`): the next conversation's session skips the asking.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from gateway.core.errors import UpstreamError, UpstreamRefused
 from gateway.core.ids import new_id
 from gateway.core.turn import Turn
 
+from .eras import CHANGED, KNOWN
 from .modern_upstream import CAPABILITIES, modern_request, speaks_modern
 from .request import CONVERSATION, tool_of, variant_of
 from .wire import (
@@ -47,10 +49,33 @@ MAX_PAGES = 20
 """Pages of `tools/list` read looking for the tool: a server that pages on past this is not searched further."""
 
 
-async def open_session(send: Send, turn: Turn) -> Opened:
-    """A session for this turn's tool call: the headers each of its requests carries, and the tool's variant."""
+async def open_session(send: Send, turn: Turn, upstream: str) -> Opened:
+    """A session for this turn's tool call: the headers each of its requests carries, and the tool's variant. The
+    era the upstream spoke last time is tried first (`eras.py`); a refusal that says it changed asks it again."""
+    known = KNOWN.modern(upstream)
+    modern = known if known is not None else speaks_modern(await _discovered(send))
+    try:
+        opened = await _open(send, turn, modern)
+    except UpstreamError as exc:
+        if known is None or not _changed(exc):
+            raise
+        KNOWN.forget(upstream)
+        return await open_session(send, turn, upstream)
+    KNOWN.remember(upstream, modern)
+    return opened
+
+
+def _changed(refusal: UpstreamError) -> bool:
+    """Whether a request's refusal may say the server no longer speaks the era it was asked in: an HTTP status
+    a server gives a request of another era, or a JSON-RPC refusal of it (not a timeout, nor a server that fails)."""
+    if isinstance(refusal, UpstreamRefused):
+        return refusal.upstream_status in CHANGED
+    return type(refusal) is UpstreamError
+
+
+async def _open(send: Send, turn: Turn, modern: bool) -> Opened:
     tool, _ = tool_of(turn.agent)
-    if speaks_modern(await _discovered(send)):
+    if modern:
         schema = await _input_schema(lambda method, params: _ask(send, modern_request(method, params)), tool)
         return Opened({VERSION_HEADER: MODERN}, variant_of(True, _threaded(schema)))
     headers = {"content-type": "application/json", "accept": ACCEPT}

@@ -19,10 +19,11 @@ state there would be theirs to alter, and a call's arguments, the whole history 
 are too large for an id). What the store drops with the interrupt once answered goes with it. The server, not
 the gateway, protects the state (the spec makes it treat `requestState` as the client's, to seal or sign).
 
-A client's answer becomes an `ElicitResult`: a cancel is `cancel`; `{action, content?}` as it is; an object of the
-form's fields `accept` with it as the content; a no (`false`, `{"approved": false}`, "no") `decline`; a yes (`true`,
-`{"approved": true}`, "yes") or one value, for a form of one field or whose one required field is a boolean (a
-confirmation), `accept` with that field.
+A question by URL (a link the user opens: `url_elicitation.py`) is an interrupt whose payload holds the link.
+A client's answer to a form becomes an `ElicitResult`: a cancel is `cancel`; `{action, content?}` as it is; an
+object of the form's fields `accept` with it as the content; a no (`false`, `{"approved": false}`, "no")
+`decline`; a yes (`true`, `{"approved": true}`, "yes") or one value, for a form of one field or whose one required
+field is a boolean (a confirmation), `accept` with that field.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from gateway.core.errors import ErrorCode
 from gateway.core.ids import new_id
 from gateway.core.turn import Resume, approves, yes_or_no
 
+from .url_elicitation import asked_by_url, by_url, interrupt_of, url_result
 from .wire import ACCEPT
 
 ELICIT = "elicitation/create"
@@ -66,11 +68,17 @@ def interrupts_of(result: dict[str, Any], call: dict[str, Any] | None) -> list[c
     for key, input_request in asked.items():
         params = input_request.get("params") if isinstance(input_request, dict) else None
         method = input_request.get("method") if isinstance(input_request, dict) else None
+        if method == ELICIT and isinstance(params, dict) and asked_by_url(params):
+            by_link = interrupt_of(params, {"call": call, "key": key, "requestState": state})
+            if by_link is None:
+                return [_failed("the MCP server asked the gateway to have a link opened, but gave no http(s) URL")]
+            out.append(by_link)
+            continue
         if method != ELICIT or not isinstance(params, dict) or params.get("mode", "form") != "form":
             what = method if method != ELICIT else f"an elicitation of mode {params.get('mode')!r}" \
                 if isinstance(params, dict) else "an elicitation without params"
             return [_failed(f"the MCP server asked the gateway {what!r}, which it does not answer "
-                            "(it asks its client for forms only)")]
+                            "(it asks its client for forms and links only)")]
         message = params.get("message")
         schema = params.get("requestedSchema")
         out.append(canonical.Interrupt(new_id("elicit"), reason=REASON,
@@ -85,16 +93,52 @@ def pushed(frame: dict[str, Any]) -> list[canonical.Event]:
     """A 2025 server's `elicitation/create` on the call's stream (the tool waits there for the answer) as the
     interrupt that ends the run while the call is held open (`HeldCalls`); the run's error for any other request."""
     method, params = frame.get("method"), frame.get("params")
+    if method == ELICIT and isinstance(params, dict) and asked_by_url(params):
+        by_link = interrupt_of(params, {HELD: frame.get("id")})
+        if by_link is None:
+            return [_failed("the MCP server asked the gateway to have a link opened, but gave no http(s) URL")]
+        return [by_link, canonical.RunFinished(outcome="interrupt")]
     if method != ELICIT or not isinstance(params, dict) or params.get("mode", "form") != "form":
         what = f"an elicitation of mode {params.get('mode')!r}" if method == ELICIT and isinstance(params, dict) \
             else method
         return [_failed(f"the MCP server asked the gateway {what!r}, which it does not answer (it asks its client "
-                        "for forms only)")]
+                        "for forms and links only)")]
     message, schema = params.get("message"), params.get("requestedSchema")
     return [canonical.Interrupt(new_id("elicit"), reason=REASON, message=message if isinstance(message, str) else None,
                                 response_schema=schema if isinstance(schema, dict) else None,
                                 upstream_state={HELD: frame.get("id")}),
             canonical.RunFinished(outcome="interrupt")]
+
+
+def links_required(error: dict[str, Any], call: dict[str, Any] | None) -> list[canonical.Event]:
+    """A `-32042` error's links (URL elicitations the call needs first) as interrupts that end the run; once they
+    are answered the same call is made again (`AGAIN`). The run's error when there is nothing to open or no call."""
+    data = error.get("data")
+    asked = data.get("elicitations") if isinstance(data, dict) else None
+    if call is None or not isinstance(asked, list) or not asked or len(asked) > MAX_INPUT_REQUESTS:
+        return [_failed(f"the MCP server said the call needs links opened first, but named no more than "
+                        f"{MAX_INPUT_REQUESTS} of them on a call the gateway can make again: "
+                        f"{str(error.get('message'))[:200]}")]
+    out: list[canonical.Event] = []
+    for params in asked:
+        by_link = interrupt_of(params, {AGAIN: call}) if isinstance(params, dict) else None
+        if by_link is None:
+            return [_failed("the MCP server asked the gateway to have a link opened, but gave no http(s) URL")]
+        out.append(by_link)
+    out.append(canonical.RunFinished(outcome="interrupt"))
+    return out
+
+
+AGAIN = "again"
+"""The key of the interrupt state of a link a call needed opened (`-32042`): the call, made again once answered."""
+
+
+def called_again(resumes: list[Resume]) -> dict[str, Any] | None:
+    """The params of the call answered links were needed for, as it was; None when no answer is to such a link.
+    Any answer makes it again: the server, not the gateway, knows whether the link was followed."""
+    call = next((r.upstream_state[AGAIN] for r in resumes
+                 if isinstance(r.upstream_state, dict) and isinstance(r.upstream_state.get(AGAIN), dict)), None)
+    return dict(call) if call is not None else None
 
 
 HELD = "elicitation"
@@ -132,6 +176,8 @@ def retried_call(resumes: list[Resume]) -> dict[str, Any] | None:
 def elicit_result(resume: Resume) -> dict[str, Any]:
     """A client's answer to a form, as MCP's `ElicitResult` (see the module)."""
     payload = resume.payload
+    if by_url(resume.upstream_state):
+        return url_result(resume)
     if resume.status == "cancelled":
         return {"action": "cancel"}
     if isinstance(payload, dict) and payload.get("action") in ACTIONS:

@@ -53,6 +53,8 @@ SAID = "io.agent-gateway/said"
 how much of its text the agent said (the question follows)."""
 INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32600, -32601, -32602
 REQUEST_CANCELLED = -32800
+URL_ELICITATION_REQUIRED = -32042
+"""A server's error that says the call needs the links in its `data.elicitations` opened first (2025-11-25)."""
 """The error a server still sends on a call's stream after a client cancelled it."""
 
 

@@ -44,7 +44,7 @@ from typing import Any
 
 import orjson
 
-from gateway.conversations.answers import shaped
+from gateway.conversations.answers import AnswerNotExpected, shaped
 from gateway.conversations.conversation import Conversation, Exchange, decode_conversation, encode_conversation
 from gateway.conversations.history import DECISION, FULL_ASKED, needs_history, says_anything_new, sent_upstream
 from gateway.conversations.recorder import RunRecorder
@@ -281,7 +281,7 @@ def _resumes(turn: Turn, conversation: Conversation, checked: bool) -> tuple[lis
     # An answer that came in a message (A2A) could not know the shape the interrupt asks for: given it, or refused.
     # Each goes with the schema its interrupt declared, for the upstream's dialect to write it so.
     schemas, states = conversation.interrupt_schemas, conversation.interrupt_states
-    resumes = [replace(r, payload=shaped(r.payload, schemas[r.interrupt_id]), response_schema=schemas[r.interrupt_id],
+    resumes = [replace(r, payload=_shaped(r, schemas[r.interrupt_id]), response_schema=schemas[r.interrupt_id],
                        upstream_state=states.get(r.interrupt_id))
                if r.message_id is not None and r.status == "resolved" and r.interrupt_id in schemas else
                replace(r, response_schema=schemas.get(r.interrupt_id), upstream_state=states.get(r.interrupt_id))
@@ -290,6 +290,16 @@ def _resumes(turn: Turn, conversation: Conversation, checked: bool) -> tuple[lis
         log.info("conversation %s: dropped answers to interrupts already answered: %s", conversation.key,
                  ", ".join(repeated))
     return resumes, unanswerable, repeated
+
+
+def _shaped(resume: Resume, schema: Any) -> Any:
+    """An answer that came in a message as its interrupt's schema takes it; refused naming the interrupt, which
+    the client is then asked again."""
+    try:
+        return shaped(resume.payload, schema)
+    except AnswerNotExpected as refused:
+        refused.interrupt_id = resume.interrupt_id
+        raise
 
 
 _ANSWERED_KEPT = 32

@@ -255,9 +255,10 @@ class UpstreamSessions(Capability):
     and name on each later request (MCP's `initialize` and `Mcp-Session-Id`). The server keeps one per conversation
     and opens another when the upstream says it lost one."""
 
-    open: Callable[[Callable[[UpstreamRequest], Awaitable[Exchanged]], Turn], Awaitable[Opened]]
+    open: Callable[[Callable[[UpstreamRequest], Awaitable[Exchanged]], Turn, str], Awaitable[Opened]]
     """Open a session for this turn's conversation, given a function that sends one request to the upstream (with
-    the route's headers) and returns its whole answer; raises a `GatewayError` when the upstream refuses."""
+    the route's headers) and returns its whole answer, and the upstream's URL (what the dialect learnt of a server
+    may be remembered by it); raises a `GatewayError` when the upstream refuses."""
     lost: Callable[[int], bool] = lambda status: status == 404
     """Whether a run's answer with this status says the upstream no longer knows the session."""
 

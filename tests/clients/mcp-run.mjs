@@ -12,6 +12,8 @@
 //                                                  `after` seconds (any step's "elicit" declares the elicitation
 //                                                  capability; a step without one cancels); "fill": {field: value}
 //                                                  instead of "content" answers only the fields the form asks for
+//           "links": true                          (in any step) the client also opens links: it declares
+//                                                  URL-mode elicitation ({form: {}, url: {}}), not forms only
 //
 // stdout: first {"protocolVersion", "serverInfo", "sessionId"}; then for each step {"tools": [...]} or
 // {"isError", "content": [text...], "structured", "progress": [[progress, total, message]...]} or
@@ -26,8 +28,9 @@ import { commandLine, connected, say } from './mcp-command.mjs';
 const { url, plan, key, timeout } = commandLine();
 
 const eliciting = plan.some((step) => 'elicit' in step);
+const links = plan.some((step) => step.elicit?.links === true);
 const client = new Client({ name: 'agent-gateway-tests', version: '0.0.1' },
-  { capabilities: eliciting ? { elicitation: { form: {} } } : {} });
+  { capabilities: eliciting ? { elicitation: links ? { form: {}, url: {} } : { form: {} } } : {} });
 let answering = { elicit: undefined, asked: [] };  // the step being run's "elicit", and what it was asked
 if (eliciting) {
   client.setRequestHandler(ElicitRequestSchema, async (request) => {

@@ -20,7 +20,8 @@ stderr: with `--dump-requests`, each HTTP request the client sent as one JSON li
     (`body` parsed, `raw` the body's bytes as sent, as text).
 Exit status 0; on an error 1, with one line "<ExceptionType>: <message>" on stderr (lines printed so far stay).
 
-Options: --context-id, --task-id (continue a task, e.g. answer INPUT_REQUIRED), --message-id, --no-stream,
+Options: --context-id, --task-id (continue a task, e.g. answer INPUT_REQUIRED), --message-id, --data JSON (a data
+part, e.g. a form's fields), --no-stream,
 --binding jsonrpc|http-json, --version 1.0|0.3, --cancel-after N, --timeout SECONDS.
 """
 
@@ -36,7 +37,7 @@ from typing import Any
 import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types.a2a_pb2 import CancelTaskRequest, Message, Part, Role, SendMessageRequest, StreamResponse
-from google.protobuf.json_format import MessageToDict
+from google.protobuf.json_format import MessageToDict, ParseDict
 
 BINDINGS = {"jsonrpc": "JSONRPC", "http-json": "HTTP+JSON"}
 
@@ -65,6 +66,16 @@ async def _dump(request: httpx.Request) -> None:
                       "body": parsed, "raw": body}), file=sys.stderr, flush=True)
 
 
+def _parts(args: argparse.Namespace) -> list[Part]:
+    """The message's parts: its text, or with `--data` a data part holding that JSON (and the text too, when not
+    empty)."""
+    if args.data is None:
+        return [Part(text=args.text)]
+    data = Part()
+    ParseDict(json.loads(args.data), data.data)
+    return [Part(text=args.text), data] if args.text else [data]
+
+
 async def run(args: argparse.Namespace) -> None:
     hooks = {"request": [_dump]} if args.dump_requests else {}
     async with httpx.AsyncClient(timeout=args.timeout, event_hooks=hooks) as http:
@@ -77,7 +88,7 @@ async def run(args: argparse.Namespace) -> None:
                               supported_protocol_bindings=[BINDINGS[args.binding]])
         client = ClientFactory(config).create(card)
         message = Message(message_id=args.message_id or str(uuid.uuid4()), role=Role.ROLE_USER,
-                          parts=[Part(text=args.text)], context_id=args.context_id or "", task_id=args.task_id or "")
+                          parts=_parts(args), context_id=args.context_id or "", task_id=args.task_id or "")
         seen = 0
         async for response in client.send_message(SendMessageRequest(message=message)):
             _emit(MessageToDict(response))
@@ -95,6 +106,7 @@ def main() -> None:
     parser.add_argument("--context-id")
     parser.add_argument("--task-id")
     parser.add_argument("--message-id")
+    parser.add_argument("--data", metavar="JSON", help="a data part holding this JSON (the text, when not empty, too)")
     parser.add_argument("--no-stream", action="store_true", help="SendMessage instead of SendStreamingMessage")
     parser.add_argument("--binding", choices=sorted(BINDINGS), default="jsonrpc")
     parser.add_argument("--version", choices=("1.0", "0.3"), default="1.0")

@@ -38,7 +38,9 @@ async def run(url: str, plan: list[dict[str, Any]], key: str | None, timeout: fl
     elicited: list[dict[str, Any]] = []
 
     async def on_elicit(context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
-        elicited.append({"message": params.message, "requestedSchema": getattr(params, "requested_schema", None)})
+        by_link = {"mode": "url", "url": params.url} if getattr(params, "mode", None) == "url" else {}
+        elicited.append({"message": params.message, "requestedSchema": getattr(params, "requested_schema", None),
+                         **by_link})
         return ElicitResult(**answers.pop(0)) if answers else ElicitResult(action="cancel")
 
     eliciting = any("elicit" in step for step in plan)

@@ -11,6 +11,14 @@
     confirm(message)                   asks the user to confirm by elicitation (a resolver: `input_required` on
                                        2026-07-28, an `elicitation/create` on the call's stream on 2025), then
                                        says what they answered
+    greet(message)                     asks the user's name (a form of one field, by a resolver), then greets them
+    open_link(message)                 asks the user to open a link by an `input_required` result in URL mode
+                                       (2026-07-28), then says the action they answered
+    pay(message)                       needs a link opened first: the -32042 error (URL elicitation required) the
+                                       first time for a message, then "MESSAGE: paid"
+    sign_in(message)                   asks the user to open a link by URL-mode elicitation (2025: on the call's
+                                       stream; `notifications/elicitation/complete` once accepted), then says what
+                                       they answered
 Under `/legacy` the same server as one of the 2025 protocol only (mcp 1.x, say) answers a 2026-07-28 request: a 400.
 `/healthz` says it is up; `/counts` counts the calls cancelled and the sessions open; `POST /forget` forgets every
 session, as a server that restarted would.
@@ -18,10 +26,12 @@ session, as a server that restarted would.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import anyio
+from mcp import UrlElicitationRequiredError
 from mcp.server import MCPServer
+from mcp.server.elicitation import AcceptedUrlElicitation
 from mcp.server.mcpserver import (
     AcceptedElicitation,
     CancelledElicitation,
@@ -32,6 +42,7 @@ from mcp.server.mcpserver import (
     Resolve,
 )
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ElicitRequest, ElicitRequestURLParams, InputRequiredResult
 from pydantic import BaseModel, Field
 from starlette.datastructures import Headers
 from starlette.requests import Request
@@ -121,6 +132,69 @@ async def confirm(message: str, answer: Annotated[ElicitationResult[Confirm], Re
         case CancelledElicitation():
             return f"{message}: cancelled"
     return f"{message}: no answer"
+
+
+SIGN_IN_URL = "https://auth.example.com/authorize?client=gateway-peer"
+
+
+@server.tool()
+async def sign_in(message: str, ctx: Context) -> str:
+    """Asks the user to sign in at a URL (the credentials never pass through the client), then goes on."""
+    elicitation = f"signin-{len(message)}"
+    answer = await ctx.elicit_url(f"Sign in to go on with {message}", SIGN_IN_URL, elicitation)
+    match answer:
+        case AcceptedUrlElicitation():
+            await ctx.request_context.session.send_elicit_complete(elicitation, ctx.request_id)
+            return f"{message}: signed in"
+        case DeclinedElicitation():
+            return f"{message}: declined"
+    return f"{message}: cancelled"
+
+
+@server.tool()
+async def open_link(message: str, ctx: Context) -> Any:
+    """Asks the user to open a link by an `input_required` result in URL mode (2026-07-28 only), then says what they
+    answered."""
+    answered = (ctx.input_responses or {}).get("link")
+    if answered is None:
+        return InputRequiredResult(input_requests={"link": ElicitRequest(params=ElicitRequestURLParams(
+            message=f"Open this to go on with {message}", url=SIGN_IN_URL, elicitation_id="open-1"))},
+            request_state="asked-to-open")
+    return f"{message}: {getattr(answered, 'action', answered)}"
+
+
+PAY_URL = "https://pay.example.com/checkout?for=gateway-peer"
+asked_to_pay: set[str] = set()
+
+
+@server.tool()
+async def pay(message: str) -> str:
+    """Needs the user to pay at a link first, which it says by the error that asks for URL elicitation (any era);
+    called again for the same message, it goes on."""
+    if message not in asked_to_pay:
+        asked_to_pay.add(message)
+        raise UrlElicitationRequiredError([ElicitRequestURLParams(
+            message=f"Pay for {message} first", url=PAY_URL, elicitation_id=f"pay-{len(asked_to_pay)}")])
+    return f"{message}: paid"
+
+
+class Named(BaseModel):
+    name: str = Field(description="Your name")
+
+
+async def _ask_name(message: str) -> Elicit[Named]:
+    return Elicit("Who is asking?", Named)
+
+
+@server.tool()
+async def greet(message: str, answer: Annotated[ElicitationResult[Named], Resolve(_ask_name)]) -> str:
+    """Greets the user by the name a form of one field asks for."""
+    match answer:
+        case AcceptedElicitation(data=Named(name=name)):
+            return f"{message}, {name}"
+        case DeclinedElicitation():
+            return f"{message}: declined"
+    return f"{message}: cancelled"
 
 
 @server.custom_route("/healthz", methods=["GET"])

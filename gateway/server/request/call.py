@@ -46,11 +46,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from starlette.datastructures import Headers
 from starlette.types import Send
 
+from gateway.conversations.answers import AnswerNotExpected
 from gateway.conversations.mapper import Exchange
 from gateway.conversations.recorder import RunRecorder
 from gateway.core.capabilities import ProtocolHeaders, Variants, WholeHistory, WireFormats
 from gateway.core.codec import Decoder, Dialect, UpstreamRequest
 from gateway.core.errors import GatewayError
+from gateway.core.events import Interrupt, RunFinished, RunStarted
+from gateway.core.ids import new_id
 from gateway.core.turn import Turn
 from gateway.inspector.ring import InspectedRun
 from gateway.recordings.capture import RunCapture
@@ -62,7 +65,7 @@ from gateway.server.request.held_calls import Held
 from gateway.server.request.reporting import report
 from gateway.server.stream.client import ClientWriter
 from gateway.server.stream.deadlines import CancelReason, Deadlines
-from gateway.server.stream.relay import Relay
+from gateway.server.stream.relay import UNBUFFERED_HEADERS, Relay
 from gateway.server.stream.upstream_errors import failure_line, refusal_to_read, refused, send_failure
 from gateway.upstream.http1 import HTTPError, Response, Target
 
@@ -129,7 +132,13 @@ class Call:
         turn mapped for it, the request built and sent, the answer's status checked and its variant learnt, its
         reply relayed, and the rest of its body drained."""
         target, discovered = await self.handler.discovery.endpoint()
-        exchange = await self._map_history(client, turn, discovered)
+        try:
+            exchange = await self._map_history(client, turn, discovered)
+        except AnswerNotExpected as refused:
+            if refused.interrupt_id is None:
+                raise
+            await self._ask_again(client, turn, refused)
+            return
         if not await self._in_session(exchange, client, target):
             return
         answered = await self._answer_held(exchange)
@@ -177,6 +186,23 @@ class Call:
             exchange.upstream_turn.agent = None
         exchange.upstream_turn.model = route.upstream.model or turn.model or route.name
         return exchange
+
+    async def _ask_again(self, client: Dialect, turn: Turn, refused: AnswerNotExpected) -> None:
+        """An answer that does not fit what its interrupt asks, answered by the gateway as a run that asks again
+        (the refusal saying what is asked, the same interrupt and schema): the conversation and the upstream are
+        untouched, so the interrupt stays open for an answer that fits."""
+        assert refused.interrupt_id is not None
+        encoder = client.new_encoder(turn)
+        _under_mount(encoder.headers, self.mount)
+        body = encoder.encode([RunStarted(thread_id=turn.conversation_id, run_id=turn.run_id or new_id("run")),
+                               Interrupt(refused.interrupt_id, reason="input", message=refused.message,
+                                         response_schema=refused.schema),
+                               RunFinished(outcome="interrupt")])
+        if encoder.streams:
+            await self.writer.begin_reply(encoder, UNBUFFERED_HEADERS)
+            await self.writer.end(body)
+        else:
+            await self.writer.respond(encoder.status_code, encoder.headers, body)
 
     async def _in_session(self, exchange: Exchange, client: Dialect, target: Target) -> bool:
         """The conversation's session with an upstream that serves runs only in one (`UpstreamSessions`), opened if

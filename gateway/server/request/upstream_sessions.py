@@ -60,7 +60,7 @@ class KeptSessions:
 
         try:
             async with asyncio.timeout(self.open_timeout):
-                opened = await self.sessions.open(send, turn)
+                opened = await self.sessions.open(send, turn, target.url)
         except TimeoutError:
             raise UpstreamTimeout(f"the upstream did not open a session within {self.open_timeout:g}s") from None
         self.kept[conversation] = opened

@@ -534,7 +534,7 @@ class SchemaAgent:
                                                                    for e in events)})
 
 
-def test_an_answer_is_shaped_as_the_interrupts_schema_asks_and_never_fails_the_task() -> None:
+def test_an_answer_is_shaped_as_the_interrupts_schema_asks_else_asked_again_and_never_fails_the_task() -> None:
     agent = SchemaAgent()
     with Served(agent) as upstream, Served(create_app(config(upstream.url))) as gw:
         url = gw.url + "/a2a"
@@ -547,7 +547,10 @@ def test_an_answer_is_shaped_as_the_interrupts_schema_asks_and_never_fails_the_t
         as_data = rpc(url, "SendMessage", {"message": {**message("", taskId=again["id"]), "parts": [
             {"data": {"approved": False, "reason": "not now"}}]}})["result"]["task"]
     assert asked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED" and data["responseSchema"] == APPROVAL
-    assert maybe["error"]["code"] == -32602 and '"approved"' in maybe["error"]["message"]
+    asked_again = maybe["result"]["task"]  # the answer refused, saying what is asked: the task asks again
+    assert asked_again["id"] == asked["id"] and asked_again["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert any('"approved"' in p.get("text", "") and "yes or no" in p.get("text", "")
+               for p in asked_again["status"]["message"]["parts"])
     assert still["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"  # the task waits on: the answer never went up
     assert yes["status"]["state"] == as_data["status"]["state"] == "TASK_STATE_COMPLETED"
     assert agent.payloads == [{"approved": True}, {"approved": False, "reason": "not now"}]
