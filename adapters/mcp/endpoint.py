@@ -36,6 +36,7 @@ from .elicitation import keep_answer
 from .route_tool import described
 from .stream_questions import StreamedElicitation
 from .task_continued import CONTINUES
+from .url_elicitation import takes_urls
 from .wire import (
     HANDSHAKE_VERSIONS,
     INVALID_PARAMS,
@@ -122,7 +123,8 @@ async def answer(asked: AtEndpoint) -> Answered:
         if kept is not None and isinstance(name, str):  # a session's: its stream may be resumed, across questions
             forms = takes_forms(kept.get("capabilities"))
             call = orjson.loads(body) if body else message
-            call = resumption.streamed(call, session, name, stream_questions.asks(kept) if forms else None)
+            call = resumption.streamed(call, session, name, stream_questions.asks(kept) if forms else None,
+                                       links=takes_urls(kept.get("capabilities"), kept.get("version")))
             body = orjson.dumps(call)
             then = StreamedElicitation(asked, session, kept, call) if forms else None
         return Answered(run=name, run_key=f"{session}:{id}", body=body or orjson.dumps(message), then=then,

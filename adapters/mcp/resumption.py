@@ -35,6 +35,7 @@ from gateway.core.queries import Answer, CallerRuns, RunQuery, RunRecord, Stream
 from gateway.core.turn import Turn
 
 from .encode import McpEncoder, message_event
+from .url_elicitation import url_request, with_link
 
 STREAM = "io.agent-gateway/stream"
 """The key the endpoint adds to a session's `tools/call` it hands a route: the run the call is, and its session
@@ -60,12 +61,15 @@ _LOGS: weakref.WeakValueDictionary[str, CallLog] = weakref.WeakValueDictionary()
 
 # The endpoint's side.
 
-def streamed(message: dict[str, Any], session: str, route: str, asks: str | None = None) -> dict[str, Any]:
+def streamed(message: dict[str, Any], session: str, route: str, asks: str | None = None,
+             links: bool = False) -> dict[str, Any]:
     """A session's call as the route reads it: a run of its own, whose stream a client may resume; `asks`, for a
-    client that takes elicitation forms, the session's version (the run asks in band: `stream_questions.py`)."""
+    client that takes elicitation forms, the session's version (the run asks in band: `stream_questions.py`), and
+    `links` when it also opens links (URL mode)."""
     run_id = f"{new_id('mcpr')}.{_b64(route)}"
-    stream = {"run": run_id, "session": session} if asks is None else \
-        {"run": run_id, "session": session, "asks": asks}
+    stream: dict[str, Any] = {"run": run_id, "session": session}
+    if asks is not None:
+        stream |= {"asks": asks, "links": True} if links else {"asks": asks}
     return {**message, STREAM: stream}
 
 
@@ -96,7 +100,7 @@ class CallLog:
     """The call's run as its feed keeps it (`gateway.core.queries.RunLog`): each event the client is sent, with its
     id; its record names the session, and once the call has ended, its last event (the result)."""
 
-    __slots__ = ("__weakref__", "_asks", "_document", "_encoder", "_kept", "_kept_bytes", "_sent", "pending",
+    __slots__ = ("__weakref__", "_asks", "_document", "_encoder", "_kept", "_kept_bytes", "_links", "_sent", "pending",
                  "run_id")
 
     def __init__(self, turn: Turn) -> None:
@@ -106,6 +110,7 @@ class CallLog:
         self._asks: str | None = stream.get("asks") if (stream.get("runs") or 1) < MAX_RUNS else None
         """The session's version, when the run's questions are asked in band (else they are in its result: a client
         that does not elicit, or the last run one call may chain)."""
+        self._links = stream.get("links") is True
         before = stream.get("before")  # a run that goes on after its client answered: the call's events so far
         self._sent: int = stream.get("sent") or 0
         self._kept: list[bytes] | None = [before.encode()] if isinstance(before, str) else \
@@ -125,7 +130,8 @@ class CallLog:
         for event in events:  # one at a time, as the encoder may be given them (a recorded run's is)
             out = self._encoder.encode([event])
             held = b""
-            if self._asks is not None and (asked := questions(self._encoder.outcome, self._asks)) is not None:
+            asked = questions(self._encoder.outcome, self._asks, self._links) if self._asks is not None else None
+            if asked is not None:
                 out, held = asked, out  # its questions in its place, its result held for the endpoint only
             numbered = self.numbered(out)
             self.pending.append(b"".join(numbered) + held)
@@ -254,9 +260,10 @@ def _number(event: bytes) -> int:
     return int(event[4:event.index(b"\n")].rpartition(b"/")[2])
 
 
-def questions(outcome: dict[str, Any] | None, version: str) -> bytes | None:
+def questions(outcome: dict[str, Any] | None, version: str, links: bool = False) -> bytes | None:
     """What a run whose result asks its user says instead, to a client that takes forms: the questions
-    (`elicitation/create`, form mode), which the endpoint waits for the answers to (`stream_questions.py`)."""
+    (`elicitation/create`: a link to open in URL mode to a client that opens `links`, else a form), which the
+    endpoint waits for the answers to (`stream_questions.py`)."""
     structured = outcome.get("structuredContent") if outcome is not None else None
     interrupts = structured.get("interrupts") if isinstance(structured, dict) else None
     if outcome is None or not isinstance(interrupts, list) or not interrupts or outcome.get("isError"):
@@ -268,9 +275,11 @@ def questions(outcome: dict[str, Any] | None, version: str) -> bytes | None:
         if not isinstance(interrupt, dict):
             return None
         schema, _ = form_for(interrupt, enums_of_2025_11=version != OLD_FORMS)
-        params: dict[str, Any] = {"message": interrupt.get("message") or "The agent waits for an answer",
-                                  "requestedSchema": schema}
-        if version != OLD_FORMS:
+        by_link = url_request(interrupt) if links else None
+        params: dict[str, Any] = by_link or {
+            "message": with_link(interrupt.get("message"), interrupt.get("url")) or "The agent waits for an answer",
+            "requestedSchema": schema}
+        if version != OLD_FORMS and by_link is None:
             params = {"mode": "form", **params}
         asked.append(message_event({"jsonrpc": "2.0", "id": new_id("elicit"), "method": "elicitation/create",
                                     "params": params}))

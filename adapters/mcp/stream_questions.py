@@ -25,6 +25,7 @@ from gateway.core.capabilities import Write
 from .elicitation import Elicitation, answer_key, form_for, log, resume_of
 from .encode import message_event
 from .resumption import OLD_FORMS, STREAM
+from .url_elicitation import asked_by_url, url_answer
 from .wire import messages_in
 
 
@@ -51,7 +52,8 @@ class StreamedElicitation(Elicitation):
             await write(last)  # the call's result, or what the endpoint cannot read: it ends the call
             return None
         keys = [answer_key(self._session, str(question["id"])) for question in asked]
-        answers = await self._answers(keys, interrupts, b"".join(numbered), write)
+        by_link = [isinstance(q.get("params"), dict) and asked_by_url(q["params"]) for q in asked]
+        answers = await self._answers(keys, interrupts, by_link, b"".join(numbered), write)
         if answers is None:  # none in time, or the store failed: the held result ends the call
             await write(message_event(held[0]))
             return None
@@ -64,7 +66,7 @@ class StreamedElicitation(Elicitation):
         return orjson.dumps({**going_on, STREAM: {**stream, "continues": True, "runs": (stream.get("runs") or 1) + 1}})
 
 
-    async def _answers(self, keys: list[str], interrupts: list[Any], questions: bytes,
+    async def _answers(self, keys: list[str], interrupts: list[Any], by_link: list[bool], questions: bytes,
                        write: Write) -> list[dict[str, Any]] | None:
         """The client's answers to the questions, as the next run's `_meta` carries them; None when one did not come
         in time."""
@@ -73,10 +75,14 @@ class StreamedElicitation(Elicitation):
             for key in keys:  # before they are asked: an answer is kept only for a question asked
                 await self._asked.keep(key, {})
             await write(questions)
-            for key, interrupt in zip(keys, interrupts, strict=False):
+            for key, interrupt, link in zip(keys, interrupts, by_link, strict=False):
                 said = await self._answer(key, write)
                 if said is None:
                     return None
+                if link:
+                    result = said.get("result")
+                    answers.append(url_answer(interrupt.get("id"), result if isinstance(result, dict) else {}))
+                    continue
                 _, unwrap = form_for(interrupt, enums_of_2025_11=self._form_mode)
                 answers.append(resume_of(interrupt, said, unwrap))
         except Exception:
