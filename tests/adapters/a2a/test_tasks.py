@@ -495,12 +495,8 @@ APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}, "r
             "required": ["approved"]}
 
 
-class SchemaAgent:
-    """An AG-UI agent whose interrupt declares a `responseSchema`, and that fails a run answered otherwise, as
-    real ones do; an answer that fits is echoed."""
-
-    def __init__(self) -> None:
-        self.payloads: list[Any] = []
+class ScriptedAgent:
+    """An AG-UI agent in a few lines: each run's events, as `events` makes them from what the run was given."""
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -511,7 +507,24 @@ class SchemaAgent:
             body += message.get("body", b"")
             if not message.get("more_body"):
                 break
-        run = orjson.loads(body)
+        events = self.events(orjson.loads(body))
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": b"".join(b"data: " + orjson.dumps(e) + b"\n\n"
+                                                                   for e in events)})
+
+    def events(self, run: dict[str, Any]) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+
+class SchemaAgent(ScriptedAgent):
+    """An AG-UI agent whose interrupt declares a `responseSchema`, and that fails a run answered otherwise, as
+    real ones do; an answer that fits is echoed."""
+
+    def __init__(self) -> None:
+        self.payloads: list[Any] = []
+
+    def events(self, run: dict[str, Any]) -> list[dict[str, Any]]:
         started = {"type": "RUN_STARTED", "threadId": run["threadId"], "runId": run["runId"]}
         if run.get("resume"):
             payload = run["resume"][0].get("payload")
@@ -528,10 +541,7 @@ class SchemaAgent:
                                 "outcome": {"type": "interrupt", "interrupts": [
                                     {"id": "int-1", "reason": "approval", "message": "Delete /tmp/demo?",
                                      "responseSchema": APPROVAL}]}}]
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"text/event-stream")]})
-        await send({"type": "http.response.body", "body": b"".join(b"data: " + orjson.dumps(e) + b"\n\n"
-                                                                   for e in events)})
+        return events
 
 
 def test_an_answer_is_shaped_as_the_interrupts_schema_asks_else_asked_again_and_never_fails_the_task() -> None:
@@ -571,23 +581,14 @@ def test_an_approval_answered_in_plain_words_is_that_yes_or_no(said: str, approv
 # -- a task waiting on a tool the client runs --------------------------------------------------------------------
 
 
-class ClientToolAgent:
+class ClientToolAgent(ScriptedAgent):
     """An AG-UI agent that calls a tool it does not run (`ask_user`) and ends its run there, as an agent with tools
     for the frontend does; given the tool's result, it says what came back."""
 
     def __init__(self) -> None:
         self.tool_messages: list[dict[str, Any]] = []
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        run = orjson.loads(body)
+    def events(self, run: dict[str, Any]) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = [{"type": "RUN_STARTED", "threadId": run["threadId"], "runId": run["runId"]}]
         answered = [m for m in run["messages"] if m.get("role") == "tool"]
         if answered:
@@ -601,10 +602,7 @@ class ClientToolAgent:
                        {"type": "TOOL_CALL_ARGS", "toolCallId": "call-1", "delta": '{"question":"Which file?"}'},
                        {"type": "TOOL_CALL_END", "toolCallId": "call-1"}]
         events.append({"type": "RUN_FINISHED", "threadId": run["threadId"], "runId": run["runId"]})
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"text/event-stream")]})
-        await send({"type": "http.response.body", "body": b"".join(b"data: " + orjson.dumps(e) + b"\n\n"
-                                                                   for e in events)})
+        return events
 
 
 def test_a_tool_result_sent_to_a_task_waiting_on_the_client_s_tool_continues_it() -> None:

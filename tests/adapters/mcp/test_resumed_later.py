@@ -4,11 +4,9 @@ reconnection a proxy holds until the run is over, and raw HTTP."""
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack
 from typing import Any
 
 import httpx
@@ -21,10 +19,10 @@ from servers import Served
 from gateway.agent.server import create_agent_app
 from gateway.conversations.store import MemoryStore
 from gateway.server.app import create_app
+from tests.adapters.mcp.cutting_proxy import cut_once
 from tests.adapters.mcp.test_resumption import (
     KEY,
     SLOW_TEXT,
-    CuttingProxy,
     gateway_config,
     progress_of,
     results_of,
@@ -81,41 +79,8 @@ def test_a_call_cut_on_one_replica_is_replayed_on_the_other_after_its_run_ended(
     assert result["content"][0]["text"] == SLOW_TEXT
 
 
-class HoldingProxy(CuttingProxy):
-    """A proxy that cuts the first answer after `cut_after` progress notifications, then holds every later
-    connection for `hold` seconds before it reaches the gateway: a client that comes back after the run ended."""
-
-    def __init__(self, target: str, hold: float) -> None:
-        super().__init__(target)
-        self.hold = hold
-
-    def _accept(self) -> None:
-        while not self._closing:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._connect, args=(client, self.hold if self.cuts else 0.0),
-                             daemon=True).start()
-
-    def _connect(self, client: socket.socket, hold: float) -> None:
-        time.sleep(hold)
-        upstream = socket.create_connection(self.target, timeout=30)
-        threading.Thread(target=self._pipe, args=(client, upstream, False), daemon=True).start()
-        threading.Thread(target=self._pipe, args=(upstream, client, True), daemon=True).start()
-
-
-@contextmanager
-def held_after_cut(url: str, hold: float) -> Iterator[HoldingProxy]:
-    proxy = HoldingProxy(url.removesuffix("/mcp"), hold)
-    try:
-        yield proxy
-    finally:
-        proxy.close()
-
-
 def test_the_python_sdk_coming_back_after_the_run_ended_gets_every_progress_and_the_result(url: str) -> None:
-    with held_after_cut(url, RUN_S) as proxy:
+    with cut_once(url, hold=RUN_S) as proxy:
         run = run_mcp_client(f"{proxy.url}/mcp", [{"call": "helper", "arguments": {"message": "go slow"}}], key=KEY)
     assert proxy.cuts == 1 and run.error is None, run
     [step] = run.steps
@@ -127,39 +92,12 @@ def test_the_python_sdk_coming_back_after_the_run_ended_gets_every_progress_and_
 
 # A call that goes on past its question, its connection cut once it has been asked.
 
-class CutAfterQuestion(CuttingProxy):
-    """A proxy that closes the first connection whose answer has carried an `elicitation/create`."""
-
-    def _pipe(self, source: socket.socket, sink: socket.socket, answers: bool) -> None:
-        try:
-            while data := source.recv(65536):
-                sink.sendall(data)
-                if answers and self.cuts == 0 and b"elicitation/create" in data:
-                    self.cuts += 1
-                    break
-        except OSError:
-            pass
-        for end in (source, sink):
-            with suppress(OSError):
-                end.shutdown(socket.SHUT_RDWR)
-            end.close()
-
-
-@contextmanager
-def cut_after_question(url: str) -> Iterator[CutAfterQuestion]:
-    proxy = CutAfterQuestion(url.removesuffix("/mcp"))
-    try:
-        yield proxy
-    finally:
-        proxy.close()
-
-
 APPROVE = {"call": "helper", "arguments": {"message": "please approve"},
            "elicit": {"action": "accept", "content": {"approved": True}}}
 
 
 def test_the_python_sdk_cut_after_a_question_answers_it_and_comes_back_for_the_result(url: str) -> None:
-    with cut_after_question(url) as proxy:
+    with cut_once(url, after_progress=None, after=b"elicitation/create") as proxy:
         run = run_mcp_client(f"{proxy.url}/mcp", [APPROVE], key=KEY)
     assert proxy.cuts == 1 and run.error is None, run
     [step] = run.steps
@@ -168,7 +106,7 @@ def test_the_python_sdk_cut_after_a_question_answers_it_and_comes_back_for_the_r
 
 
 def test_the_typescript_sdk_cut_after_a_question_answers_it_and_comes_back_for_the_result(url: str) -> None:
-    with cut_after_question(url) as proxy:
+    with cut_once(url, after_progress=None, after=b"elicitation/create") as proxy:
         run = run_mcp(f"{proxy.url}/mcp", [APPROVE], key=KEY)
     assert proxy.cuts == 1 and run["error"] is None, run
     [step] = run["steps"]

@@ -7,10 +7,9 @@ and its caller's only."""
 from __future__ import annotations
 
 import json
-import socket
-import threading
+import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import httpx
@@ -24,6 +23,7 @@ from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
 from gateway.server.app import create_app
+from tests.adapters.mcp.cutting_proxy import cut_once
 
 KEY = "sk-team-0123456789abcdef"
 OTHER = "sk-else-0123456789abcdef"
@@ -149,7 +149,6 @@ def test_a_call_resumed_after_its_run_ended_gets_its_result(url: str) -> None:
     with session(url) as client:
         before = client.call_cut_after(1)
         client.http.post(url, headers=client.headers, json={"jsonrpc": "2.0", "id": 9, "method": "ping"})
-        import time
         time.sleep(2.5)  # "go slow" lasts 2 s at this pace: the run has ended
         after = list(sse_events(iter(client.resume(before[-1]["id"]).text.splitlines())))
     [result] = results_of(after)
@@ -177,61 +176,6 @@ def test_a_get_without_last_event_id_is_405(url: str) -> None:
 
 
 # The SDK clients, their connection cut by a proxy once the call's stream has shown progress.
-
-class CuttingProxy:
-    """A TCP proxy on 127.0.0.1 that closes the first connection whose answer has carried `cut_after` progress
-    notifications: a network that drops a long answer."""
-
-    def __init__(self, target: str, cut_after: int = 2) -> None:
-        host, port = target.removeprefix("http://").split(":")
-        self.target = (host, int(port))
-        self.cut_after = cut_after
-        self.cuts = 0
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
-        self._closing = False
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while not self._closing:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(self.target, timeout=30)
-            threading.Thread(target=self._pipe, args=(client, upstream, False), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(upstream, client, True), daemon=True).start()
-
-    def _pipe(self, source: socket.socket, sink: socket.socket, answers: bool) -> None:
-        seen = 0
-        try:
-            while data := source.recv(65536):
-                if answers and self.cuts == 0:
-                    seen += data.count(b"notifications/progress")
-                    if seen >= self.cut_after:
-                        self.cuts += 1
-                        break
-                sink.sendall(data)
-        except OSError:
-            pass
-        for end in (source, sink):
-            with suppress(OSError):
-                end.shutdown(socket.SHUT_RDWR)
-            end.close()
-
-    def close(self) -> None:
-        self._closing = True
-        self.listener.close()
-
-
-@contextmanager
-def cut_once(url: str) -> Iterator[CuttingProxy]:
-    proxy = CuttingProxy(url.removesuffix("/mcp"))
-    try:
-        yield proxy
-    finally:
-        proxy.close()
-
 
 def test_the_typescript_sdk_comes_back_with_last_event_id_after_its_connection_is_cut(url: str) -> None:
     with cut_once(url) as proxy:
