@@ -148,14 +148,12 @@ PEERS = {
          "interrupt": "Resumed with", "failure": "scripted failure", "multi-turn": "(turn 2)"}),
     "mcp": Peer(
         "mcp", "mcp 2.3.0 MCPServer, its agent tool",
-        {"text": "hello", "failure": "please fail", "multi-turn": "hello"},
-        {"text": "you said hello", "failure": "scripted upstream failure",
-         "multi-turn": "turn 2: you said again (before: hello)"},
+        {"text": "hello", "interrupt": "please approve", "failure": "please fail", "multi-turn": "hello"},
+        {"text": "you said hello", "interrupt": "please approve: deleted /tmp/demo",
+         "failure": "scripted upstream failure", "multi-turn": "turn 2: you said again (before: hello)"},
         {"reasoning": "an MCP tool's result has no reasoning",
          "server tool": "an MCP tool's result is what it says: the tools it runs itself are not in it",
-         "client tool": "an MCP server is called as one tool and given none of the client's to call",
-         "interrupt": "the MCPServer's `agent` tool asks nothing; an MCP server's question (elicitation) as an "
-                      "interrupt its clients answer: tests/adapters/mcp/test_upstream_elicitation.py"}),
+         "client tool": "an MCP server is called as one tool and given none of the client's to call"}),
 }
 UPSTREAMS = list(PEERS)
 CLIENT_LOSSY = {

@@ -2,7 +2,8 @@
 `/mcp`, whose tools the gateway calls as agents.
 
     agent(message, conversation_id?)   keeps conversations by id; streams its answer as progress (the text so far);
-                                       fails (isError) when the message says "please fail"
+                                       fails (isError) when the message says "please fail"; asks to approve (an
+                                       input_required form, 2026-07-28) when it says "please approve"
     oneshot(message)                   keeps nothing: answers with what it was given (the gateway's history as text)
     status(message)                    progress that are status lines ("step 1/2"), then its answer
     ask(prompt)                        its message in an argument of another name
@@ -42,7 +43,7 @@ from mcp.server.mcpserver import (
     Resolve,
 )
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ElicitRequest, ElicitRequestURLParams, InputRequiredResult
+from mcp.types import ElicitRequest, ElicitRequestFormParams, ElicitRequestURLParams, InputRequiredResult
 from pydantic import BaseModel, Field
 from starlette.datastructures import Headers
 from starlette.requests import Request
@@ -54,14 +55,27 @@ conversations: dict[str, list[str]] = {}
 cancelled = 0
 
 
+APPROVAL_FORM = {"type": "object", "properties": {"approved": {"type": "boolean", "description": "Go ahead?"}},
+                 "required": ["approved"]}
+
+
 @server.tool()
-async def agent(message: str, ctx: Context, conversation_id: str | None = None) -> str:
-    """A conversational agent: it remembers what each conversation said, and fails when asked to."""
+async def agent(message: str, ctx: Context, conversation_id: str | None = None) -> Any:
+    """A conversational agent: it remembers what each conversation said, fails when asked to, and asks first
+    (an `input_required` form, 2026-07-28) when asked to approve."""
+    approval = (ctx.input_responses or {}).get("approval")
+    if "please approve" in message and approval is None:
+        return InputRequiredResult(input_requests={"approval": ElicitRequest(params=ElicitRequestFormParams(
+            message="Delete /tmp/demo?", requested_schema=APPROVAL_FORM))}, request_state="asked-to-approve")
     if "please fail" in message:
         raise ToolError("scripted upstream failure")
     said = conversations.setdefault(conversation_id or "", [])
     said.append(message)
     answer = f"turn {len(said)}: you said {message}"
+    if approval is not None:
+        content = getattr(approval, "content", None) or {}
+        approved = getattr(approval, "action", None) == "accept" and content.get("approved") is True
+        answer += ": deleted /tmp/demo" if approved else ": kept /tmp/demo"
     if len(said) > 1:
         answer += f" (before: {said[-2]})"
     words = answer.split(" ")
