@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import socket
+import subprocess
 import threading
 import time
 from types import TracebackType
 from typing import Any
 
+import httpx
 import uvicorn
 from starlette.types import ASGIApp
 
@@ -18,6 +20,20 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def wait_answering(process: subprocess.Popen[Any], *urls: str, seconds: float = 20.0, what: str = "it") -> None:
+    """Until every URL answers (a server another process runs, started a moment ago); the test fails when `process`
+    ends first or `seconds` pass."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            for url in urls:
+                httpx.get(url, timeout=1)
+            return
+        except httpx.HTTPError:
+            assert time.monotonic() < deadline and process.poll() is None, f"{what} did not start"
+            time.sleep(0.05)
 
 
 class Served:

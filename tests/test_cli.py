@@ -13,6 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 from helpers import fixture_path
+from servers import wait_answering
 
 from gateway.cli import main
 
@@ -58,16 +59,8 @@ class Demo:
             self.printed.append(line)
 
     def wait_until_serving(self) -> None:
-        import httpx
-
         deadline = time.monotonic() + 20
-        while True:
-            try:
-                httpx.get(f"{self.base}/healthz", timeout=1)
-                break
-            except httpx.HTTPError:
-                assert time.monotonic() < deadline and self.process.poll() is None, "demo did not start"
-                time.sleep(0.05)
+        wait_answering(self.process, f"{self.base}/healthz", what="demo")
         while not any(line.startswith("curl") and "/v1/responses" in line for line in self.printed):
             assert time.monotonic() < deadline, "demo did not print its requests"
             time.sleep(0.05)
@@ -193,7 +186,6 @@ def test_serve_with_workers_shares_the_work_and_sums_the_metrics(tmp_path: Path)
     import os
     import subprocess
     import sys
-    import time
 
     import httpx
     from e2e import Reply, post, request_body, user_message
@@ -212,14 +204,7 @@ def test_serve_with_workers_shares_the_work_and_sums_the_metrics(tmp_path: Path)
             stderr=subprocess.PIPE)
         try:
             base = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    httpx.get(f"{base}/healthz", timeout=1)
-                    break
-                except httpx.HTTPError:
-                    assert time.monotonic() < deadline and process.poll() is None, "serve did not start"
-                    time.sleep(0.1)
+            wait_answering(process, f"{base}/healthz", seconds=30, what="serve")
             with httpx.Client(timeout=10) as http:
                 for index in range(6):
                     reply = Reply("vercel", post(http, f"{base}/api/chat", request_body("vercel", [
@@ -238,7 +223,6 @@ def test_metrics_on_an_address_of_their_own_are_every_workers_and_nothing_else(t
     import os
     import subprocess
     import sys
-    import time
 
     import httpx
     from e2e import Reply, post, request_body, user_message
@@ -260,15 +244,7 @@ def test_metrics_on_an_address_of_their_own_are_every_workers_and_nothing_else(t
             stderr=subprocess.PIPE)
         try:
             base, scrape = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{metrics_port}"
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    httpx.get(f"{base}/healthz", timeout=1)
-                    httpx.get(f"{scrape}/metrics", timeout=1)
-                    break
-                except httpx.HTTPError:
-                    assert time.monotonic() < deadline and process.poll() is None, "serve did not start"
-                    time.sleep(0.1)
+            wait_answering(process, f"{base}/healthz", f"{scrape}/metrics", seconds=30, what="serve")
             for index in range(4):  # a connection each, spread across the workers
                 with httpx.Client(timeout=10) as http:
                     reply = Reply("vercel", post(http, f"{base}/api/chat", request_body("vercel", [

@@ -66,7 +66,7 @@ async def run(url: str, plan: list[dict[str, Any]], key: str | None, timeout: fl
             answering.clear()
             answering["elicit"] = step.get("elicit")
             try:
-                done = await _step(client, step)
+                done = await run_step(client, step)
                 if "asked" in answering:
                     done["elicited"] = answering["asked"]
                 print(json.dumps(done), flush=True)
@@ -74,7 +74,7 @@ async def run(url: str, plan: list[dict[str, Any]], key: str | None, timeout: fl
                 print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
 
 
-async def _step(client: Client, step: dict[str, Any]) -> dict[str, Any]:
+async def run_step(client: Client, step: dict[str, Any]) -> dict[str, Any]:
     if step.get("list"):
         listed = await client.list_tools()
         return {"tools": [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listed.tools]}

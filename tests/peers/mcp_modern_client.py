@@ -30,6 +30,7 @@ from mcp.client import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import ElicitRequestParams, ElicitResult
 from mcp_client import command
+from mcp_client import run_step as one_step
 
 
 async def run(url: str, plan: list[dict[str, Any]], key: str | None, timeout: float) -> None:
@@ -60,17 +61,9 @@ async def run(url: str, plan: list[dict[str, Any]], key: str | None, timeout: fl
 
 
 async def _step(client: Client, step: dict[str, Any], elicited: list[dict[str, Any]]) -> dict[str, Any]:
-    if step.get("list"):
-        listed = await client.list_tools()
-        return {"tools": [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listed.tools]}
-    progress: list[list[Any]] = []
-
-    async def on_progress(at: float, total: float | None, message: str | None) -> None:
-        progress.append([at, total, message])
-
-    result = await client.call_tool(step["call"], step.get("arguments", {}), progress_callback=on_progress)
-    return {"isError": result.is_error, "content": [block.text for block in result.content if block.type == "text"],
-            "structured": result.structured_content, "progress": progress, "elicited": list(elicited)}
+    """A step as `mcp_client.py` runs it; a call's line also says what the client was asked."""
+    done = await one_step(client, step)
+    return done if step.get("list") else {**done, "elicited": list(elicited)}
 
 
 if __name__ == "__main__":

@@ -5,13 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import httpx
 from helpers import ROOT
-from servers import free_port
+from servers import free_port, wait_answering
 
 
 @contextmanager
@@ -22,14 +20,7 @@ def agent_command(pace: float = 0.0) -> Iterator[str]:
                                 "--pace", str(pace)], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
-                break
-            except httpx.HTTPError:
-                assert time.monotonic() < deadline and process.poll() is None, "agent did not start"
-                time.sleep(0.05)
+        wait_answering(process, f"http://127.0.0.1:{port}/healthz", what="agent")
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()
