@@ -162,3 +162,12 @@ def test_each_principals_share_of_pending_push_notifications_is_half_the_process
     assert Push.model_validate({"allow_hosts": ["h"], "max_pending": 30}).pending_share == 15
     assert Push.model_validate({"allow_hosts": ["h"], "max_pending": 1}).pending_share == 1
     assert Push.model_validate({"allow_hosts": ["h"], "max_pending_per_principal": 50}).pending_share == 50
+
+
+def test_a_dialect_s_own_section_is_read_and_checked_with_the_file() -> None:
+    config = parse_config(MINIMAL + "a2a:\n  grpc_port: 50051\n", "gw.yaml", environ={})
+    assert config.settings_of("a2a").grpc_port == 50051
+    assert parse_config(MINIMAL, environ={}).settings_of("a2a").grpc_port is None
+    assert config.settings_of("ag-ui") is None
+    with pytest.raises(ConfigError, match=r"gw.yaml:\d+: a2a.grpc_prt: unknown key; did you mean grpc_port\?"):
+        parse_config(MINIMAL + "a2a:\n  grpc_prt: 50051\n", "gw.yaml", environ={})

@@ -104,7 +104,8 @@ def _models(base: type[Model]) -> set[type[Model]]:
 
 def test_the_configuration_reference_names_every_key_of_every_section() -> None:
     sections = list(reference.sections())
-    assert {section.model for section in sections} >= {*_models(Model), InspectorOptions, RecordOptions}
+    documented = {model for section in sections for model in section.model.__mro__}  # GatewayConfig: made from a base
+    assert documented >= {*_models(Model), InspectorOptions, RecordOptions}
     text = (ROOT / reference.PAGE).read_text()
     for section in sections:
         for name in section.model.model_fields:

@@ -11,7 +11,7 @@ decode.py    an agent's responses to canonical events                          c
 reading.py   an agent's messages and parts, for decode.py
 document.py  a task as its watchers see it; fold.py, a task from its responses
 queries.py   GetTask, CancelTask, SubscribeToTask; listing.py ListTasks; push.py push notification configs
-wire.py      the spellings of 1.0 and 0.3
+wire.py      the spellings of 1.0 and 0.3                                      settings.py  the `a2a:` section
 ```
 """
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from gateway.core.capabilities import Discovery, Endpoint, OwnErrors, ProtocolHeaders, Variants
+from gateway.core.capabilities import Discovery, Endpoint, OwnErrors, ProtocolHeaders, Settings, Variants
 from gateway.core.codec import Dialect, Likeness, Sniff
 from gateway.core.queries import RunQueries, RunRecord, Webhook
 from gateway.core.turn import Turn
@@ -34,6 +34,7 @@ from .errors import error_reply
 from .push import webhook_of
 from .queries import answer_query, read_query
 from .request import build_request, parse_request, sample_request
+from .settings import A2ASettings
 from .updates import client_call
 from .versions import check_request
 from .wire import METHODS, QUERIES, REST, SEND, V03
@@ -112,5 +113,7 @@ DIALECT = Dialect(
         OwnErrors(error_reply),
         QUERIES_OF_TASKS,
         ProtocolHeaders(check=check_request, passed=("a2a-extensions",)),
+        Settings(A2ASettings, "A2A across the gateway: its gRPC binding, and the keys that sign and check agent "
+                              "cards."),
     ),
 )

@@ -12,21 +12,16 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from gateway.config.route import Auth, Cors, Limits, Push, Route, Timeouts
-from gateway.config.settings import GatewayConfig, MetricsOptions, Store
-from gateway.config.upstream import Upstream, UpstreamTLS
+from gateway.config.reference import sections
+from gateway.config.settings import GatewayConfig
 from gateway.core.validation import error_message, field_path
-from gateway.inspector.options import InspectorOptions
-from gateway.recordings.options import RecordOptions
 
 
 class ConfigError(ValueError):
     """The configuration is wrong; the message says where and how."""
 
 
-_KEYS = sorted({name for model in (Timeouts, Limits, Auth, Cors, Push, UpstreamTLS, Upstream, Route, Store,
-                                   GatewayConfig, MetricsOptions, InspectorOptions, RecordOptions)
-                for name in model.model_fields})
+_KEYS = sorted({name for section in sections() for name in section.model.model_fields})
 """Every key a configuration may hold, for "did you mean"."""
 
 

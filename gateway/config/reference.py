@@ -198,7 +198,11 @@ def _attribute_docstrings(model: type[BaseModel]) -> dict[str, str]:
     for cls in reversed(model.__mro__):
         if not (isinstance(cls, type) and issubclass(cls, BaseModel)) or cls is BaseModel:
             continue
-        body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0]
+        try:
+            source = inspect.getsource(cls)
+        except OSError:  # made by `create_model` (the dialects' sections): its fields say what they are themselves
+            continue
+        body = ast.parse(textwrap.dedent(source)).body[0]
         assert isinstance(body, ast.ClassDef)
         for statement, after in zip(body.body, body.body[1:], strict=False):
             if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and \

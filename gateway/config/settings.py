@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, create_model, field_validator
 
+from adapters import registry
 from gateway.config.model import Model
 from gateway.config.route import Route, route_path
 from gateway.conversations.store import KNOWN, Backend, ConversationStore, backend_for, open_store
+from gateway.core.capabilities import Settings
 from gateway.inspector.options import InspectorOptions
 from gateway.runs.board import KeptLimits
 
@@ -158,11 +161,14 @@ class GatewayConfig(Model):
     def _host_patterns(cls, entries: list[str] | None) -> list[str] | None:
         return None if entries is None else [allowed_host(entry) for entry in entries]
 
+    def settings_of(self, dialect: str) -> Any:
+        """The dialect's own section (`Settings`) as configured, its defaults where the file has none; None for a
+        dialect without one."""
+        return getattr(self, dialect, None) if registry.get(dialect).capabilities_of(Settings) else None
+
     @field_validator("routes")
     @classmethod
     def _resolve_paths(cls, routes: list[Route]) -> list[Route]:
-        from adapters import registry
-
         seen: dict[str, tuple[str, str]] = {}
         names: set[str] = set()
         for index, route in enumerate(routes):
@@ -181,3 +187,17 @@ class GatewayConfig(Model):
                     raise ValueError(f"path {path} is served by both {twin[0]} and {route.name}")
                 seen[route_path(path)] = (route.name, path)
         return routes
+
+
+def _with_dialect_sections(base: type[GatewayConfig]) -> type[GatewayConfig]:
+    """The configuration with a section for each dialect that brings `Settings`, named after it: the dialects are
+    known only once the registry is, so the sections are added to the model here rather than declared in it."""
+    sections: dict[str, Any] = {}
+    for name, dialect in registry.DIALECTS.items():
+        for section in dialect.capabilities_of(Settings):
+            sections[name] = (section.model, Field(default_factory=section.model, description=section.description))
+    return create_model("GatewayConfig", __base__=base, __doc__=base.__doc__, __module__=__name__, **sections)
+
+
+if not TYPE_CHECKING:
+    GatewayConfig = _with_dialect_sections(GatewayConfig)

@@ -25,6 +25,7 @@ HeldCalls        its servers ask the user mid-call and wait on the call (MCP   r
 NamedRoutes      one endpoint for every route, each request naming its route   endpoints/named_routes (across the
                  (MCP's tools): what is not a run it answers itself; runs      routes)
                  chained in one answer (`Continuation`: MCP's elicitation)
+Settings         a section of the configuration of its own (`a2a:`)          config/settings (read with the file)
 ```
 """
 
@@ -48,6 +49,18 @@ class Capability:
     except the endpoints (`Resource`, `PathAnswer`): one object each."""
 
     __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Settings(Capability):
+    """What an operator sets for the dialect across the whole gateway (A2A's card signing key), in a section of the
+    configuration named after the dialect: read and checked with the rest of the file, so a mistake in it stops
+    the gateway at start as any other does."""
+
+    model: type[Any]
+    """A pydantic model (extra keys forbidden); its defaults stand when the section is absent."""
+    description: str
+    """What the section is for, in the configuration reference."""
 
 
 @dataclass(frozen=True, slots=True)
