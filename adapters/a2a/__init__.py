@@ -1,7 +1,7 @@
 """A2A (Agent2Agent) 1.0, and 0.3 where still common: JSON-RPC over HTTP, a task per run, an agent card to find
 the agent by. As an upstream the gateway calls `SendStreamingMessage` (or `SendMessage`, or the HTTP+JSON binding,
-as the card says); as a server it answers both, the requests about tasks (`queries.py`), and publishes a card of
-its own (`card.py`).
+as the card says); as a server it answers both on JSON-RPC and on HTTP+JSON (`rest.py`), the requests about tasks
+(`queries.py`), and publishes a card of its own (`card.py`).
 
 ```
 request.py   a client's request to a turn; a turn to an upstream's request     versions.py  A2A-Version
@@ -11,6 +11,7 @@ decode.py    an agent's responses to canonical events                          c
 reading.py   an agent's messages and parts, for decode.py
 document.py  a task as its watchers see it; fold.py, a task from its responses
 queries.py   GetTask, CancelTask, SubscribeToTask; listing.py ListTasks; push.py push notification configs
+rest.py      the HTTP+JSON binding's calls, read as the JSON-RPC calls they stand for
 wire.py      the spellings of 1.0 and 0.3                                      settings.py  the `a2a:` section
 ```
 """
@@ -34,6 +35,7 @@ from .errors import error_reply
 from .push import webhook_of
 from .queries import answer_query, read_query
 from .request import build_request, parse_request, sample_request
+from .rest import RESOURCES
 from .settings import A2ASettings
 from .updates import client_call
 from .versions import check_request
@@ -115,5 +117,6 @@ DIALECT = Dialect(
         ProtocolHeaders(check=check_request, passed=("a2a-extensions",)),
         Settings(A2ASettings, "A2A across the gateway: its gRPC binding, and the keys that sign and check agent "
                               "cards."),
+        *RESOURCES,
     ),
 )

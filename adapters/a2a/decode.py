@@ -15,6 +15,7 @@ result, or a JSON-RPC error sent before any stream).
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 import orjson
 
@@ -32,8 +33,8 @@ _FAILED_CODES = {"failed": ErrorCode.UPSTREAM_ERROR, "rejected": ErrorCode.UPSTR
 
 
 class A2ADecoder(JsonSSEOrBodyDecoder):
-    __slots__ = ("_attempts", "_context_id", "_foreign", "_open_text", "_said", "_steady_artifact", "_task_id",
-                 "_whole_task")
+    __slots__ = ("_attempts", "_context_id", "_foreign", "_open_text", "_rest", "_said", "_steady_artifact",
+                 "_task_id", "_whole_task")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__(max_event_bytes, json_starts=b"{[")
@@ -51,11 +52,14 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
         """The body read after a re-attach is about another task (an agent that ran the request anew): ignored."""
         self._steady_artifact = ""
         """The artifact the last steady text delta wrote to (`steady_text`)."""
+        self._rest: bool | None = None
+        """The agent answers on HTTP+JSON (its responses come bare, with no JSON-RPC envelope): the calls about its
+        task go there too. Known from the first response."""
 
     def cancel_request(self) -> UpstreamRequest | None:
         if self._task_id is None or (self.repair.done and not self.repair.cut):
             return None  # no task, or it ended by itself
-        return _task_call("CancelTask", self._task_id, streams=False)
+        return _task_call("CancelTask", self._task_id, streams=False, rest=self._rest is True)
 
     def reattach_request(self, broke: bool = True) -> UpstreamRequest | None:
         """`SubscribeToTask` for the task the stream was running (it answers the task as it stands, then the rest),
@@ -66,10 +70,12 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
         self._foreign = False
         self.restart()
         self._whole_task = self._attempts == 2
+        rest = self._rest is True
         if self._whole_task:
-            return _task_call("GetTask", self._task_id, streams=False, accept="application/json", json_reply=True)
+            return _task_call("GetTask", self._task_id, streams=False, accept="application/json", json_reply=True,
+                              rest=rest)
         return _task_call("SubscribeToTask", self._task_id, streams=True, accept="text/event-stream",
-                          json_reply=True)
+                          json_reply=True, rest=rest)
 
     def on_body(self, body: Any, out: Events) -> None:
         if isinstance(body, dict):
@@ -79,6 +85,8 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
                              self.repair.out)
 
     def on_frame(self, frame: dict[str, Any], out: Events) -> None:
+        if self._rest is None:
+            self._rest = "jsonrpc" not in frame
         error = frame.get("error")
         if error is not None:
             if self._attempts:
@@ -260,24 +268,41 @@ def _another(named: Any, this: str | None) -> bool:
     return this is not None and isinstance(named, str) and named != this
 
 
-def _task_call(method: str, task_id: str, *, streams: bool, accept: str | None = None,
-               json_reply: bool = False) -> UpstreamRequest:
-    """A JSON-RPC 1.0 call about the task (a task's id is only known from a stream that began, which 1.0 spoke)."""
-    body = {"jsonrpc": "2.0", "id": new_id("rpc"), "method": method, "params": {"id": task_id}}
-    headers = {"content-type": "application/json"}
+_REST_CALLS = {"CancelTask": ("POST", ":cancel"), "SubscribeToTask": ("POST", ":subscribe"), "GetTask": ("GET", "")}
+"""Where each call about a task goes on HTTP+JSON: `{url}/tasks/{id}<suffix>`."""
+
+
+def _task_call(method: str, task_id: str, *, streams: bool, accept: str | None = None, json_reply: bool = False,
+               rest: bool = False) -> UpstreamRequest:
+    """A 1.0 call about the task, on the binding its stream came on (a task's id is only known from a stream that
+    began, which 1.0 spoke): JSON-RPC, or HTTP+JSON's path with no body."""
+    headers = {"a2a-version": "1.0"}
     if accept is not None:
         headers["accept"] = accept
-    headers["a2a-version"] = "1.0"
+    if rest:
+        verb, suffix = _REST_CALLS[method]
+        return UpstreamRequest(b"", headers, streams=streams, path=f"/tasks/{quote(task_id, safe='')}{suffix}",
+                               json_reply=json_reply, method=verb)
+    body = {"jsonrpc": "2.0", "id": new_id("rpc"), "method": method, "params": {"id": task_id}}
+    headers["content-type"] = "application/json"
     return UpstreamRequest(orjson.dumps(body), headers, streams=streams, json_reply=json_reply)
 
 
 def _rpc_error(error: Any) -> canonical.RunError:
+    """A JSON-RPC error (its ErrorInfo first in `data`), or HTTP+JSON's AIP-193 one (in `details`, before the stream
+    or in an `event: error` frame), as the run's error: the ErrorInfo's reason its code."""
     if not isinstance(error, dict):
-        return canonical.RunError("upstream answered with a JSON-RPC error", code=ErrorCode.UPSTREAM_ERROR)
+        return canonical.RunError("upstream answered with an A2A error", code=ErrorCode.UPSTREAM_ERROR)
     message = str_or(error.get("message"), "upstream error")
     code = error.get("code")
-    data = error.get("data")
-    info = data[0] if isinstance(data, list) and data and isinstance(data[0], dict) else {}
+    rest = "data" not in error and ("details" in error or isinstance(error.get("status"), str))
+    details = error.get("details") if rest else error.get("data")
+    info = next((d for d in details if isinstance(d, dict) and "reason" in d), {}) if isinstance(details, list) \
+        else {}
     reason = str_or(info.get("reason")).lower()  # google.rpc.ErrorInfo's: the gateway's own code, past a gateway
+    if rest:
+        said = " ".join(str(x) for x in (code, error.get("status"), info.get("reason")) if x)
+        return canonical.RunError(f"{message} (HTTP+JSON error {said})" if said else message,
+                                  code=reason or ErrorCode.UPSTREAM_ERROR)
     return canonical.RunError(f"{message} (A2A error {code})" if code is not None else message,
                               code=reason or ErrorCode.UPSTREAM_ERROR)

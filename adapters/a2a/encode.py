@@ -222,10 +222,20 @@ _HANDLERS: dict[type, Callable[[TaskWriter, Any], list[Response]]] = {
 _HANDLERS[canonical.StepStarted] = _HANDLERS[canonical.StepFinished] = TaskWriter._steps
 must_place("TaskWriter", _HANDLERS.keys() | _DROPS.keys())
 
+BARE = object()
+"""The JSON-RPC id of a request that came on HTTP+JSON: its responses have no envelope."""
+
 
 def _frame(version: str | None, rpc_id: Any, kind: str, value: dict[str, Any], chars: int = 0) -> bytes:
-    response = {"jsonrpc": "2.0", "id": rpc_id, "result": wrap(version, kind, value)}
+    """One stream response in the client's JSON-RPC envelope; on HTTP+JSON (`rpc_id` is `BARE`), as it is."""
+    result = wrap(version, kind, value)
+    response = result if rpc_id is BARE else {"jsonrpc": "2.0", "id": rpc_id, "result": result}
     return b"data: " + json_bytes(response, chars) + b"\n\n"
+
+
+def _rpc_id(request: Turn | None) -> Any:
+    call = client_call(request)
+    return BARE if call.get("binding") else call.get("id")
 
 
 def _stream_event(self: A2AStreamEncoder, e: canonical.Event) -> bytes:
@@ -245,7 +255,8 @@ def _stream_text(self: A2AStreamEncoder, e: canonical.TextDelta) -> bytes:
 
 
 class A2AStreamEncoder(SSEEncoder):
-    """`SendStreamingMessage`'s reply: each response in a JSON-RPC envelope carrying the request's id."""
+    """`SendStreamingMessage`'s reply: each response in a JSON-RPC envelope carrying the request's id (bare on
+    HTTP+JSON)."""
 
     __slots__ = ("chunks", "rpc_id", "writer")
 
@@ -255,7 +266,7 @@ class A2AStreamEncoder(SSEEncoder):
     def __init__(self, request: Turn | None = None) -> None:
         super().__init__(request)
         self.writer = TaskWriter(request, self.dropped)
-        self.rpc_id = client_call(request).get("id")
+        self.rpc_id = _rpc_id(request)
         updates, rpc_id = self.writer.updates, self.rpc_id
         self.chunks = DeltaFrames(lambda message_id: _frame(updates.version, rpc_id,
                                                             *updates.text_chunk(message_id, HOLE)))
@@ -277,7 +288,7 @@ class A2ATaskEncoder(BodyEncoder):
         self._chars = 0
         """Characters of text and arguments the task holds, for how its JSON is written (`json_bytes`)."""
         self.writer = TaskWriter(request, self.dropped)
-        self.rpc_id = client_call(request).get("id")
+        self.rpc_id = _rpc_id(request)
         earlier = client_call(request).get("task")
         self._task: dict[str, Any] = {}
         if isinstance(earlier, dict):
@@ -298,6 +309,8 @@ class A2ATaskEncoder(BodyEncoder):
                 updates = self.writer.updates
                 shown = limit_history(task, updates.history_length)
                 result = {"kind": "task", **shown} if updates.version == V03 else {"task": shown}
+                if self.rpc_id is BARE:  # HTTP+JSON's SendMessageResponse
+                    return json_bytes(result, self._chars)
                 return json_bytes({"jsonrpc": "2.0", "id": self.rpc_id, "result": result}, self._chars)
         return b""
 

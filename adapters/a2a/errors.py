@@ -1,5 +1,6 @@
-"""A2A's errors as its clients read them: a JSON-RPC error in an HTTP 200, its `data` an array of details whose
-`google.rpc.ErrorInfo` names the reason.
+"""A2A's errors as its clients read them: on JSON-RPC, an error in an HTTP 200, its `data` an array of details whose
+`google.rpc.ErrorInfo` names the reason; on HTTP+JSON, an AIP-193 body (`{"error": {code, status, message,
+details}}`) with the same ErrorInfo, under the HTTP status of specification 1.0.0's table (`REST_STATUS`).
 
 ```
 JSON-RPC                     A2A                                 the gateway's error
@@ -40,7 +41,10 @@ from gateway.core.errors import (
     WebhooksNotSupported,
 )
 
+from .wire import BINDING, REST
+
 ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
+BAD_REQUEST = "type.googleapis.com/google.rpc.BadRequest"
 A2A_DOMAIN = "a2a-protocol.org"
 
 
@@ -79,18 +83,63 @@ _CODES: list[tuple[type[GatewayError], int, str | None]] = [
 ]
 """First match wins: subclasses before their bases."""
 
+REST_STATUS: dict[int, tuple[int, str, str]] = {
+    -32001: (404, "NOT_FOUND", "TASK_NOT_FOUND"),
+    -32002: (409, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE"),
+    -32003: (400, "FAILED_PRECONDITION", "PUSH_NOTIFICATION_NOT_SUPPORTED"),
+    -32004: (400, "FAILED_PRECONDITION", "UNSUPPORTED_OPERATION"),
+    -32005: (415, "INVALID_ARGUMENT", "CONTENT_TYPE_NOT_SUPPORTED"),
+    -32006: (502, "INTERNAL", "INVALID_AGENT_RESPONSE"),
+    -32009: (400, "FAILED_PRECONDITION", "VERSION_NOT_SUPPORTED"),
+    -32600: (400, "INVALID_ARGUMENT", "INVALID_REQUEST"),
+    -32601: (404, "NOT_FOUND", "METHOD_NOT_FOUND"),
+    -32602: (400, "INVALID_ARGUMENT", "INVALID_PARAMS"),
+    -32700: (400, "INVALID_ARGUMENT", "INVALID_REQUEST"),
+}
+"""HTTP+JSON's status, `google.rpc.Code` name and reason for each A2A and JSON-RPC error: specification 1.0.0's
+(which the conformance kit tests). 1.0.1 answers 400 for TaskNotCancelable and ContentTypeNotSupported and 500 for
+InvalidAgentResponse, as a2a-sdk 1.3.0 does; its clients read only the reason, so either reads the same to them."""
+
+_STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+                 408: "DEADLINE_EXCEEDED", 409: "ABORTED", 413: "INVALID_ARGUMENT", 415: "INVALID_ARGUMENT",
+                 429: "RESOURCE_EXHAUSTED", 501: "UNIMPLEMENTED", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+"""The `google.rpc.Code` name of the gateway's own statuses (limits, the upstream), for an error with no A2A code."""
+
 
 def error_reply(error: GatewayError, request: Any) -> tuple[int, bytes]:
     """A refused request as its client reads it: an A2A error (-32001 to -32009) with its ErrorInfo in the A2A
     domain; a JSON-RPC one (-32600 to -32700); or -32603 for whatever else stopped it (limits, the upstream), with
     the gateway's code as the reason. The HTTP status the gateway would have answered is in the metadata."""
     code, reason = next(((rpc, why) for kind, rpc, why in _CODES if isinstance(error, kind)), (-32603, None))
+    if isinstance(request, dict) and request.get(BINDING) == REST:
+        return rest_error(error, code)
     metadata: dict[str, str] = {"status": str(error.status)}  # what the gateway would have answered in HTTP
     if error.details:
         metadata["details"] = orjson.dumps(error.details).decode()
     info = error_info(reason, metadata) if reason is not None else \
         {"@type": ERROR_INFO, "reason": error.code.upper(), "domain": "agent-gateway", "metadata": metadata}
     return 200, rpc_error(request_id(request), code, error.message, info)
+
+
+def rest_error(error: GatewayError, code: int) -> tuple[int, bytes]:
+    """The error as HTTP+JSON tells it: AIP-193, under the status of `REST_STATUS` (an error with no A2A code, its
+    own HTTP status, its gateway code as the reason); an invalid param's fields as `google.rpc.BadRequest`."""
+    status, name, reason = REST_STATUS.get(code) or (error.status, _STATUS_NAMES.get(error.status, "INTERNAL"), "")
+    info = error_info(reason) if reason else \
+        {"@type": ERROR_INFO, "reason": error.code.upper(), "domain": "agent-gateway", "metadata": {}}
+    details: list[dict[str, Any]] = [info]
+    fields = [d for d in error.details if isinstance(d, dict) and isinstance(d.get("field"), str)]
+    if fields:
+        violations = [{"field": d["field"].removeprefix("params."), "description": str(d.get("message", ""))}
+                      for d in fields]
+        info["metadata"] = {"errors": orjson.dumps([{"field": v["field"], "message": v["description"]}
+                                                    for v in violations]).decode()}
+        details.append({"@type": BAD_REQUEST, "fieldViolations": violations})
+    return status, aip193(status, name, error.message, details)
+
+
+def aip193(status: int, name: str, message: str, details: list[dict[str, Any]]) -> bytes:
+    return orjson.dumps({"error": {"code": status, "status": name, "message": message, "details": details}})
 
 
 def error_info(reason: str, metadata: dict[str, str] | None = None) -> dict[str, Any]:

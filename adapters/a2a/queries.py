@@ -17,13 +17,14 @@ import orjson
 from gateway.core.errors import InvalidRequest, NotSupported, RunNotCancelable, RunNotFound
 from gateway.core.queries import ENDED, Answer, CallerRuns, RunQuery, StreamedAnswer
 
+from .encode import BARE
 from .errors import request_id
 from .fold import canceled, limit_history, task_of
 from .listing import list_tasks
 from .params import count, param
 from .push import answer_push
 from .request import check_envelope
-from .wire import QUERIES, TERMINAL, V03, message_v03, part_v03, state, task_v03
+from .wire import BINDING, QUERIES, REST, TERMINAL, V03, message_v03, part_v03, state, task_v03
 
 STREAMING = frozenset({"SubscribeToTask", "tasks/resubscribe"})
 SSE_HEADERS = {"content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no"}
@@ -91,14 +92,15 @@ async def _subscribe(task_id: str, version: str | None, request: dict[str, Any],
     if not found.running and found.record.status in ENDED:
         raise NotSupported(f"task {task_id!r} has ended ({state(task['status']['state'])}): there is nothing to "
                            "subscribe to; GetTask reads it")
-    rpc_id = request_id(request)
+    rpc_id = BARE if request.get(BINDING) == REST else request_id(request)
     return StreamedAnswer(_frames(rpc_id, version, task, runs.follow(task_id, len(found.updates))), SSE_HEADERS,
                           b": ping\n\n")
 
 
 async def _frames(rpc_id: Any, version: str | None, task: dict[str, Any],
                   updates: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    """The task as it stands, then each update as it comes, in the subscriber's own JSON-RPC envelope."""
+    """The task as it stands, then each update as it comes, in the subscriber's own JSON-RPC envelope (none on
+    HTTP+JSON)."""
     yield _frame(rpc_id, {"kind": "task", **task_v03(task)} if version == V03 else {"task": task})
     async for update in updates:
         result = orjson.loads(update)
@@ -106,7 +108,8 @@ async def _frames(rpc_id: Any, version: str | None, task: dict[str, Any],
 
 
 def _frame(rpc_id: Any, result: dict[str, Any]) -> bytes:
-    return b"data: " + orjson.dumps({"jsonrpc": "2.0", "id": rpc_id, "result": result}) + b"\n\n"
+    response = result if rpc_id is BARE else {"jsonrpc": "2.0", "id": rpc_id, "result": result}
+    return b"data: " + orjson.dumps(response) + b"\n\n"
 
 
 def result_v03(result: dict[str, Any]) -> dict[str, Any]:
@@ -133,4 +136,7 @@ def spelled(version: str | None, task: dict[str, Any]) -> dict[str, Any]:
 
 
 def reply(request: dict[str, Any], result: Any) -> Answer:
+    """The result in the client's JSON-RPC response; on HTTP+JSON, as it is (`{}` for none: a deleted config)."""
+    if request.get(BINDING) == REST:
+        return Answer(orjson.dumps({} if result is None else result))
     return Answer(orjson.dumps({"jsonrpc": "2.0", "id": request_id(request), "result": result}))

@@ -23,7 +23,20 @@ from gateway.core.validation import validate
 
 from .errors import InvalidRpcRequest, MethodNotFound
 from .push import request_webhooks
-from .wire import METHODS, REST, SEND, SERVED, V03, data_part, is_user, message_v10, part_kind, role_for, text_part
+from .wire import (
+    BINDING,
+    METHODS,
+    REST,
+    SEND,
+    SERVED,
+    V03,
+    data_part,
+    is_user,
+    message_v10,
+    part_kind,
+    role_for,
+    text_part,
+)
 
 FUNCTION_CALL, FUNCTION_RESPONSE = "function_call", "function_response"
 """Google ADK's marks (`metadata.adk_type`) on the data parts that carry tool activity over A2A."""
@@ -118,7 +131,7 @@ def parse_request(body: dict[str, Any]) -> Turn:
     asked = {"id": request.id, "stream": stream, "continues": message.task_id, "message": message_v10(sent),
              "history_length": configuration.history_length if configuration is not None else None,
              "return_immediately": configuration is not None and configuration.return_immediately,
-             "webhooks": request_webhooks(body["params"])}
+             "webhooks": request_webhooks(body["params"]), "binding": body.get(BINDING) == REST}
     # A message naming its task continues it: its context is the task's (the server fills it in when not named).
     return Turn(messages=messages, history="delta",
                 conversation_id=message.context_id or (None if message.task_id else new_id("ctx")),

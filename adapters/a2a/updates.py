@@ -16,8 +16,9 @@ Response = tuple[str, dict[str, Any]]
 
 
 def client_call(request: Turn | None) -> dict[str, Any]:
-    """The client's JSON-RPC call as `request.parse_request` keeps it: its id, whether it streams, the task it
-    continues, its message, and what it asked of the reply; empty for a request of another dialect."""
+    """The client's call as `request.parse_request` keeps it: its JSON-RPC id, whether it streams, the task it
+    continues, its message, what it asked of the reply, and whether it came on HTTP+JSON (`binding`: answered with
+    no JSON-RPC envelope); empty for a request of another dialect."""
     a2a = request.metadata.get("a2a") if request is not None else None
     return a2a if isinstance(a2a, dict) else {}
 

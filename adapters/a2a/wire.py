@@ -13,6 +13,10 @@ V03 = "0.3"
 REST = "rest"
 """The variant name of the HTTP+JSON binding (`POST /message:stream`); JSON-RPC is the dialect without a variant."""
 
+BINDING = "agent_gateway_binding"
+"""The key of a request read from an HTTP+JSON call (`rest.py`) that says so (its value `REST`): the dialect reads it
+as the JSON-RPC call it stands for, and answers it the HTTP+JSON way (`updates.client_call`'s `binding`)."""
+
 SEND = "send"
 """The variant name of an agent that does not stream: it is called with `SendMessage` and answers one body."""
 

@@ -112,6 +112,8 @@ class RouteHandler:
                       called: Called | None = None) -> None:
         """Identify the caller (no slot taken), read and check its body within deadlines, then take a slot: a
         caller that stalls its body holds neither a slot nor more than the process's body budget."""
+        if called is not None:  # what an error before its body is read quotes: the call read without one
+            call.request_json = called.resource.read(called.params, {}, headers)
         try:
             caller = identify(call)
             body = await self.reader.body(receive)

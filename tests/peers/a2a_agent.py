@@ -16,6 +16,8 @@ Everything but `/healthz` is the SDK's own: `AgentExecutor`, `DefaultRequestHand
     POST /v1/message:send, /v1/message:stream, ...                                  HTTP+JSON 0.3 (compat)
     /plain/...                          the same agent, same routes under /plain, with `capabilities.streaming`
                                         false: SendStreamingMessage is refused there, SendMessage works
+    /rest-only/...                      the same agent on HTTP+JSON only: no JSON-RPC route, and a card listing
+                                        HTTP+JSON alone
     GET  /healthz                       ours, for the launcher
 
 The card lists four interfaces, in this order: JSONRPC 1.0 (`<base>/`), HTTP+JSON 1.0 (`<base>`), JSONRPC 0.3 and
@@ -203,10 +205,12 @@ class ScriptedAgent(AgentExecutor):
         await updater.cancel(updater.new_agent_message([new_text_part("Cancelled at the client's request.")]))
 
 
-def _interfaces(base: str) -> list[AgentInterface]:
-    """JSON-RPC at `<base>/` and HTTP+JSON under `<base>`, each in 1.0 and (the compat layer) 0.3."""
+def _interfaces(base: str, jsonrpc: bool = True) -> list[AgentInterface]:
+    """JSON-RPC at `<base>/` (unless not `jsonrpc`) and HTTP+JSON under `<base>`, each in 1.0 and (the compat
+    layer) 0.3."""
+    bindings = (("JSONRPC", f"{base}/"), ("HTTP+JSON", base)) if jsonrpc else (("HTTP+JSON", base),)
     return [AgentInterface(url=url, protocol_binding=binding, protocol_version=version)
-            for version in ("1.0", "0.3") for binding, url in (("JSONRPC", f"{base}/"), ("HTTP+JSON", base))]
+            for version in ("1.0", "0.3") for binding, url in bindings]
 
 
 def _card(streaming: bool) -> AgentCard:
@@ -224,23 +228,23 @@ def _card(streaming: bool) -> AgentCard:
     )
 
 
-def _card_modifier(prefix: str) -> Callable[[AgentCard], Awaitable[AgentCard]]:
+def _card_modifier(prefix: str, jsonrpc: bool) -> Callable[[AgentCard], Awaitable[AgentCard]]:
     async def modify(card: AgentCard) -> AgentCard:
         served = AgentCard()
         served.CopyFrom(card)
         del served.supported_interfaces[:]
-        served.supported_interfaces.extend(_interfaces(BASE_URL.get() + prefix))
+        served.supported_interfaces.extend(_interfaces(BASE_URL.get() + prefix, jsonrpc))
         return served
 
     return modify
 
 
-def _agent_routes(prefix: str, streaming: bool) -> list[BaseRoute]:
+def _agent_routes(prefix: str, streaming: bool, jsonrpc: bool = True) -> list[BaseRoute]:
     card = _card(streaming)
     store = InMemoryTaskStore()
     handler = DefaultRequestHandler(agent_executor=ScriptedAgent(store), task_store=store, agent_card=card)
-    return [*create_agent_card_routes(card, card_modifier=_card_modifier(prefix)),
-            *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True),
+    rpc = create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True) if jsonrpc else []
+    return [*create_agent_card_routes(card, card_modifier=_card_modifier(prefix, jsonrpc)), *rpc,
             *create_rest_routes(handler, enable_v0_3_compat=True)]
 
 
@@ -270,4 +274,5 @@ class RememberOrigin:
 # The REST routes end with a catch-all `/{tenant}` mount, so /healthz and /plain come first.
 app = RememberOrigin(Starlette(routes=[Route("/healthz", healthz),
                                        Mount("/plain", routes=_agent_routes("/plain", streaming=False)),
+                                       Mount("/rest-only", routes=_agent_routes("/rest-only", True, jsonrpc=False)),
                                        *_agent_routes("", streaming=True)]))

@@ -236,8 +236,9 @@ def test_the_card_names_the_route_and_its_url() -> None:
         card = http.get(gw.url + "/a2a/.well-known/agent-card.json").json()
         bare = http.get(gw.url + "/.well-known/agent-card.json").json()
     assert card == bare and card["name"] == "a2a-test" and card["capabilities"]["streaming"] is True
-    assert {(i["protocolBinding"], i["protocolVersion"], i["url"]) for i in card["supportedInterfaces"]} == {
-        ("JSONRPC", "1.0", gw.url + "/a2a"), ("JSONRPC", "0.3", gw.url + "/a2a")}
+    assert [(i["protocolBinding"], i["protocolVersion"], i["url"]) for i in card["supportedInterfaces"]] == [
+        ("JSONRPC", "1.0", gw.url + "/a2a"), ("HTTP+JSON", "1.0", gw.url + "/a2a"),
+        ("JSONRPC", "0.3", gw.url + "/a2a")]  # the preferred first: an SDK client takes the first it speaks
 
 
 def test_a_card_is_published_under_a2a_paths_only_and_the_startup_line_counts_routes() -> None:

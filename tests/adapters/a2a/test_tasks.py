@@ -1,7 +1,9 @@
 """The gateway as an A2A 1.0 agent, to the letter of the specification: paths with and without a trailing slash,
 the card (schema, caching, the 0.3 fields a 0.3 client asks for), versions, JSON-RPC error codes, the rules a task
 keeps, `ListTasks`, `SubscribeToTask` and push notification configs. Over real HTTP, in front of the built-in agent
-speaking AG-UI; `test_replicas.py` has the same across replicas, `test_clients.py` through the SDKs."""
+speaking AG-UI; `test_replicas.py` has the same across replicas, `test_clients.py` through the SDKs. A test marked
+`both` runs on JSON-RPC and on HTTP+JSON (`a2a_binding`: the same calls, answers read back as JSON-RPC's);
+`test_rest.py` has what only HTTP+JSON says."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from collections.abc import Iterator
 from email.utils import formatdate
 from typing import Any
 
+import a2a_binding
 import httpx
 import orjson
 import pytest
@@ -41,8 +44,26 @@ def gateway() -> Iterator[str]:
         yield gw.url
 
 
+BINDING = {"now": "jsonrpc"}
+"""The binding `rpc` and `stream` call on: JSON-RPC, unless a test marked `both` runs on HTTP+JSON."""
+
+
+@pytest.fixture
+def binding(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setitem(BINDING, "now", request.param)
+    return str(request.param)
+
+
+def both(test: Any) -> Any:
+    """Run `test` on JSON-RPC and on HTTP+JSON: what it asks with `rpc` and `stream` holds on either binding."""
+    return pytest.mark.parametrize("binding", ["jsonrpc", "http-json"], indirect=True)(
+        pytest.mark.usefixtures("binding")(test))
+
+
 def rpc(url: str, method: str, params: Any, headers: dict[str, str] | None = None, rpc_id: Any = 1
         ) -> dict[str, Any]:
+    if BINDING["now"] == "http-json":
+        return a2a_binding.call(url, method, params, headers)
     body = {"jsonrpc": "2.0", "id": rpc_id, "method": method, "params": params}
     response = httpx.post(url, content=orjson.dumps(body), headers={"content-type": "application/json", **V10,
                                                                     **(headers or {})}, timeout=20)
@@ -76,7 +97,11 @@ def error_of(answer: dict[str, Any]) -> tuple[int, str | None]:
 
 
 def stream(url: str, method: str, params: Any, into: list[dict[str, Any]], rpc_id: Any = 9) -> None:
-    """The JSON-RPC results of a streamed answer, appended as they come."""
+    """The JSON-RPC results of a streamed answer (HTTP+JSON's responses), appended as they come."""
+    if BINDING["now"] == "http-json":
+        for frame in a2a_binding.frames(url, method, params):
+            into.append(frame)
+        return
     body = {"jsonrpc": "2.0", "id": rpc_id, "method": method, "params": params}
     with httpx.stream("POST", url, content=orjson.dumps(body), timeout=20,
                       headers={"content-type": "application/json", **V10}) as response:
@@ -116,8 +141,8 @@ def test_the_card_holds_only_what_the_1_0_schema_allows_and_0_3_fields_when_aske
     asked_by_header = httpx.get(gateway + "/.well-known/agent-card.json", headers={"a2a-version": "0.3"}).json()
     asked_by_url = httpx.get(gateway + "/a2a/.well-known/agent-card.json?A2A-Version=0.3").json()
     assert set(card) <= CARD_FIELDS, set(card) - CARD_FIELDS
-    assert {(i["protocolBinding"], i["protocolVersion"]) for i in card["supportedInterfaces"]} == {
-        ("JSONRPC", "1.0"), ("JSONRPC", "0.3")}
+    assert [(i["protocolBinding"], i["protocolVersion"]) for i in card["supportedInterfaces"]] == [
+        ("JSONRPC", "1.0"), ("HTTP+JSON", "1.0"), ("JSONRPC", "0.3")]
     assert card["capabilities"] == {"streaming": True, "pushNotifications": False}
     for old in (asked_by_header, asked_by_url):
         assert (old["url"], old["preferredTransport"], old["protocolVersion"]) == (
@@ -191,11 +216,13 @@ def test_application_a2a_json_is_taken_as_json(gateway: str) -> None:
 # -- task rules ----------------------------------------------------------------------------------------------------
 
 
+@both
 def test_a_message_to_a_task_that_does_not_exist_is_task_not_found(gateway: str) -> None:
     answer = rpc(gateway + "/a2a", "SendMessage", {"message": message("to nobody", taskId="does-not-exist-123")})
     assert error_of(answer) == (-32001, "TASK_NOT_FOUND")
 
 
+@both
 def test_a_message_to_a_finished_task_is_refused_and_its_task_is_unchanged(gateway: str) -> None:
     task = send(gateway + "/a2a", "hello")
     answer = rpc(gateway + "/a2a", "SendMessage", {"message": message("again", taskId=task["id"])})
@@ -205,6 +232,7 @@ def test_a_message_to_a_finished_task_is_refused_and_its_task_is_unchanged(gatew
     assert got["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
+@both
 def test_a_task_id_with_another_tasks_context_is_refused(gateway: str) -> None:
     task = waiting_task(gateway + "/a2a")
     answer = rpc(gateway + "/a2a", "SendMessage",
@@ -212,6 +240,7 @@ def test_a_task_id_with_another_tasks_context_is_refused(gateway: str) -> None:
     assert answer["error"]["code"] == -32602 and task["contextId"] in answer["error"]["message"]
 
 
+@both
 def test_a_message_naming_only_its_task_continues_it_in_the_tasks_context(gateway: str) -> None:
     task = waiting_task(gateway + "/a2a")
     answered = send(gateway + "/a2a", "yes", taskId=task["id"])
@@ -221,6 +250,7 @@ def test_a_message_naming_only_its_task_continues_it_in_the_tasks_context(gatewa
     assert texts[0] == "please interrupt" and "yes" in texts  # the whole task: what both requests made
 
 
+@both
 def test_cancel_of_a_task_waiting_for_input_makes_it_canceled_for_good(gateway: str) -> None:
     task = waiting_task(gateway + "/a2a")
     cancelled = rpc(gateway + "/a2a", "CancelTask", {"id": task["id"]})["result"]
@@ -232,6 +262,7 @@ def test_cancel_of_a_task_waiting_for_input_makes_it_canceled_for_good(gateway: 
     assert answer["error"]["code"] == -32004
 
 
+@both
 def test_cancel_of_a_running_task_answers_and_keeps_it_canceled(gateway: str) -> None:
     results: list[dict[str, Any]] = []
     streaming = threading.Thread(target=stream, args=(gateway + "/a2a", "SendStreamingMessage",
@@ -249,6 +280,7 @@ def test_cancel_of_a_running_task_answers_and_keeps_it_canceled(gateway: str) ->
     assert "Let me think" in "".join(p["text"] for a in got["artifacts"] for p in a["parts"])
 
 
+@both
 def test_get_task_shows_a_running_task_as_it_stands_and_cuts_its_history(gateway: str) -> None:
     results: list[dict[str, Any]] = []
     streaming = threading.Thread(target=stream, args=(gateway + "/a2a", "SendStreamingMessage",
@@ -265,6 +297,7 @@ def test_get_task_shows_a_running_task_as_it_stands_and_cuts_its_history(gateway
     assert "history" not in none and len(running["history"]) == 1
 
 
+@both
 def test_return_immediately_answers_the_task_at_once_and_the_task_goes_on_to_its_end(gateway: str) -> None:
     started = time.monotonic()
     answer = rpc(gateway + "/a2a", "SendMessage", {"message": message("hang on"),
@@ -305,6 +338,7 @@ def test_a_03_client_reads_and_follows_tasks_in_03(gateway: str) -> None:
 # -- ListTasks -----------------------------------------------------------------------------------------------------
 
 
+@both
 def test_list_tasks_pages_the_callers_tasks_newest_first_with_filters(gateway: str) -> None:
     context = f"ctx-list-{uuid.uuid4().hex[:6]}"
     made = [send(gateway + "/a2a", f"hello {n}", contextId=context)["id"] for n in range(5)]
@@ -334,6 +368,7 @@ def test_list_tasks_pages_the_callers_tasks_newest_first_with_filters(gateway: s
     assert bad["error"]["code"] == -32602
 
 
+@both
 def test_list_tasks_never_shows_another_keys_tasks() -> None:
     with Served(create_agent_app("ag-ui")) as agent, \
             Served(create_app(config(agent.url, auth={"keys": ["key-a", "key-b"]}))) as gw:
@@ -350,6 +385,7 @@ def test_list_tasks_never_shows_another_keys_tasks() -> None:
 # -- SubscribeToTask -----------------------------------------------------------------------------------------------
 
 
+@both
 def test_every_subscriber_gets_the_task_and_then_every_update_to_its_end(gateway: str) -> None:
     sent: list[dict[str, Any]] = []
     streaming = threading.Thread(target=stream, args=(gateway + "/a2a", "SendStreamingMessage",
@@ -375,6 +411,7 @@ def test_every_subscriber_gets_the_task_and_then_every_update_to_its_end(gateway
         assert seen == texts  # the snapshot and the updates after it: nothing lost, nothing twice
 
 
+@both
 def test_a_subscriber_to_a_waiting_task_follows_the_message_that_continues_it(gateway: str) -> None:
     task = waiting_task(gateway + "/a2a")
     got: list[dict[str, Any]] = []
@@ -387,6 +424,7 @@ def test_a_subscriber_to_a_waiting_task_follows_the_message_that_continues_it(ga
     assert state_of(got[0]) == "TASK_STATE_INPUT_REQUIRED" and state_of(got[-1]) == "TASK_STATE_COMPLETED"
 
 
+@both
 def test_subscribing_to_no_task_or_a_finished_one_is_refused(gateway: str) -> None:
     done = send(gateway + "/a2a", "hello")
     missing = rpc(gateway + "/a2a", "SubscribeToTask", {"id": "no-such-task"})
@@ -398,6 +436,7 @@ def test_subscribing_to_no_task_or_a_finished_one_is_refused(gateway: str) -> No
 # -- push notifications --------------------------------------------------------------------------------------------
 
 
+@both
 def test_push_notification_configs_are_not_supported_while_push_is_off(gateway: str) -> None:
     task = send(gateway + "/a2a", "hello")
     for method, params in [("CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": "http://x/"}),
@@ -442,6 +481,7 @@ def wait_for(check: Any, seconds: float = 10) -> None:
         time.sleep(0.05)
 
 
+@both
 def test_push_delivers_a_tasks_updates_to_its_webhook_with_its_token_and_credentials() -> None:
     receiver = Receiver(failures=1)  # the first delivery fails, and is retried
     with Served(receiver) as hook, Served(create_agent_app("ag-ui")) as agent, \
@@ -470,6 +510,7 @@ def test_push_delivers_a_tasks_updates_to_its_webhook_with_its_token_and_credent
     assert "result" in deleted and "result" in deleted_again and error_of(gone)[0] == -32001
 
 
+@both
 def test_push_configs_come_with_the_message_too_and_deliveries_are_bounded() -> None:
     receiver = Receiver()
     push = {"allow_hosts": ["127.0.0.1"], "max_notifications": 2}
@@ -483,6 +524,7 @@ def test_push_configs_come_with_the_message_too_and_deliveries_are_bounded() -> 
     assert len(receiver.deliveries) == 2  # many more updates than that: the rest were not sent
 
 
+@both
 def test_a_message_carrying_a_push_config_on_a_route_without_push_is_refused(gateway: str) -> None:
     answer = rpc(gateway + "/a2a", "SendMessage", {"message": message("hello"), "configuration": {
         "taskPushNotificationConfig": {"url": "http://127.0.0.1:9/hook"}}})
@@ -544,6 +586,7 @@ class SchemaAgent(ScriptedAgent):
         return events
 
 
+@both
 def test_an_answer_is_shaped_as_the_interrupts_schema_asks_else_asked_again_and_never_fails_the_task() -> None:
     agent = SchemaAgent()
     with Served(agent) as upstream, Served(create_app(config(upstream.url))) as gw:
@@ -566,6 +609,7 @@ def test_an_answer_is_shaped_as_the_interrupts_schema_asks_else_asked_again_and_
     assert agent.payloads == [{"approved": True}, {"approved": False, "reason": "not now"}]
 
 
+@both
 @pytest.mark.parametrize(("said", "approved"), [("Yes, go ahead.", True), ("no thanks", False),
                                                 ("absolutely not", False), ("sure, do it", True)])
 def test_an_approval_answered_in_plain_words_is_that_yes_or_no(said: str, approved: bool) -> None:
@@ -605,6 +649,7 @@ class ClientToolAgent(ScriptedAgent):
         return events
 
 
+@both
 def test_a_tool_result_sent_to_a_task_waiting_on_the_client_s_tool_continues_it() -> None:
     """What ADK's RemoteA2aAgent sends after running a call the remote agent left it: a `function_response` data
     part naming the call, on the waiting task."""
