@@ -213,7 +213,13 @@ class Relay:
         if request is None:
             return None
         response.offer = None
-        return await self._reattach_to(request)
+        while request is not None:
+            answered = await self._reattach_to(request)
+            if answered is not None:
+                return answered
+            # refused by its status (A2A's HTTP+JSON refuses a subscribe to an ended task so): the dialect's next way
+            request = self.decoder.reattach_request(broke)
+        return None
 
     def _offered(self, chunk: bytes) -> Offer:
         """The upstream's bytes, in its connection's callback while the run waits for them (`Response.offer`):

@@ -33,6 +33,13 @@ def peer() -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(params=["jsonrpc", "http-json"])
+def agent(peer: str, request: pytest.FixtureRequest) -> str:
+    """The peer as an upstream whose card offers JSON-RPC (and HTTP+JSON: JSON-RPC is taken), or HTTP+JSON only
+    (its twin under `/rest-only`): everything the gateway asks of it goes on that binding."""
+    return peer if request.param == "jsonrpc" else peer + "/rest-only"
+
+
 def gateway(url: str, dialect: str, variant: str | None = None) -> Served:
     route = Route(name="a2a-test", upstream=Upstream(url=url, dialect=dialect, variant=variant))
     return Served(create_app(GatewayConfig(routes=[route], store=Store(url="memory://"))))
@@ -47,16 +54,16 @@ def ask(http: httpx.Client, base: str, client: str, text: str, conversation: str
 
 
 @pytest.mark.parametrize("client", OTHERS)
-def test_every_client_talks_to_an_a2a_agent_found_by_its_card(peer: str, client: str) -> None:
-    with gateway(peer, "a2a") as gw, httpx.Client(timeout=30) as http:
+def test_every_client_talks_to_an_a2a_agent_found_by_its_card(agent: str, client: str) -> None:
+    with gateway(agent, "a2a") as gw, httpx.Client(timeout=30) as http:
         reply = ask(http, gw.url, client, "hello there", f"card-{client}")
     assert isinstance(reply.events[-1], RunFinished), reply.events
     assert "echo: hello there" in reply.text and "history=1" in reply.text
 
 
-def test_the_conversation_is_the_a2a_context_and_only_the_new_message_goes_up(peer: str) -> None:
+def test_the_conversation_is_the_a2a_context_and_only_the_new_message_goes_up(agent: str) -> None:
     """AG-UI sends its whole history each turn; the A2A agent keeps its own by contextId, so it gets one message."""
-    with gateway(peer, "a2a") as gw, httpx.Client(timeout=30) as http:
+    with gateway(agent, "a2a") as gw, httpx.Client(timeout=30) as http:
         first = ask(http, gw.url, "ag-ui", "hello there", "thread-history")
         history = [user_message("ag-ui", "hello there"),
                    {"id": "a1", "role": "assistant", "content": first.text}, user_message("ag-ui", "and again")]
@@ -68,16 +75,16 @@ def test_the_conversation_is_the_a2a_context_and_only_the_new_message_goes_up(pe
     assert "history=2" in second.text  # the agent's own tally of the context: one user message per turn
 
 
-def test_an_a2a_agents_tool_activity_reaches_the_client_as_tool_calls(peer: str) -> None:
-    with gateway(peer, "a2a") as gw, httpx.Client(timeout=30) as http:
+def test_an_a2a_agents_tool_activity_reaches_the_client_as_tool_calls(agent: str) -> None:
+    with gateway(agent, "a2a") as gw, httpx.Client(timeout=30) as http:
         reply = ask(http, gw.url, "ag-ui", "what is the weather in Paris?", "thread-weather")
     assert [e.name for e in reply.events if isinstance(e, ToolCallStart)] == ["get_weather"]
     assert [e.content for e in reply.events if isinstance(e, ToolResult)] == ["sunny, 21C in Paris"]
     assert reply.text == "Tool get_weather said: sunny, 21C in Paris."
 
 
-def test_input_required_is_an_interrupt_and_the_answer_continues_the_same_task(peer: str) -> None:
-    with gateway(peer, "a2a") as gw, httpx.Client(timeout=30) as http:
+def test_input_required_is_an_interrupt_and_the_answer_continues_the_same_task(agent: str) -> None:
+    with gateway(agent, "a2a") as gw, httpx.Client(timeout=30) as http:
         asked = ask(http, gw.url, "ag-ui", "please interrupt", "thread-interrupt")
         interrupt = next(e for e in asked.events if isinstance(e, Interrupt))
         answer = request_body("ag-ui", [user_message("ag-ui", "please interrupt")], "thread-interrupt",
@@ -88,8 +95,8 @@ def test_input_required_is_an_interrupt_and_the_answer_continues_the_same_task(p
     assert resumed.text == "Resumed with yes", resumed.events
 
 
-def test_a_failed_task_is_the_clients_error(peer: str) -> None:
-    with gateway(peer, "a2a") as gw, httpx.Client(timeout=30) as http:
+def test_a_failed_task_is_the_clients_error(agent: str) -> None:
+    with gateway(agent, "a2a") as gw, httpx.Client(timeout=30) as http:
         reply = ask(http, gw.url, "vercel", "this will fail", "chat-fail")
     assert "partial answer..." in reply.text
     assert reply.error is not None and reply.error.message == "scripted upstream failure"
@@ -108,9 +115,9 @@ def test_a_configured_variant_calls_that_binding(peer: str, variant: str) -> Non
     assert f"echo: hello {variant}" in reply.text and isinstance(reply.events[-1], RunFinished)
 
 
-def test_a_client_that_leaves_cancels_the_a2a_task(peer: str) -> None:
+def test_a_client_that_leaves_cancels_the_a2a_task(agent: str) -> None:
     """An A2A task outlives its stream: the gateway sends CancelTask for the run it abandons."""
-    with gateway(peer, "a2a") as gw:
+    with gateway(agent, "a2a") as gw:
         body = request_body("ag-ui", [user_message("ag-ui", "hang on")], "thread-leaves")
         with httpx.stream("POST", gw.url + "/agui", content=orjson.dumps(body), timeout=30,
                           headers={"content-type": "application/json"}) as response:
@@ -121,10 +128,20 @@ def test_a_client_that_leaves_cancels_the_a2a_task(peer: str) -> None:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and states != ["TASK_STATE_CANCELED"]:
             time.sleep(0.1)
-            listed = httpx.post(peer + "/", json={"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}},
-                                headers={"a2a-version": "1.0"}).json()
-            states = [t["status"]["state"] for t in listed["result"]["tasks"] if _asked(t) == "hang on"]
+            listed = httpx.get(agent + "/tasks", headers={"a2a-version": "1.0"}).json()  # HTTP+JSON's ListTasks
+            states = [t["status"]["state"] for t in listed["tasks"] if _asked(t) == "hang on"]
     assert states == ["TASK_STATE_CANCELED"]
+
+
+def test_a_crash_mid_stream_is_the_clients_error_on_either_binding(agent: str) -> None:
+    """The SDK ends a crashed task's stream with an error frame: JSON-RPC's error, or HTTP+JSON's `event: error`
+    with an AIP-193 body."""
+    with gateway(agent, "a2a") as gw, httpx.Client(timeout=30) as http:
+        reply = ask(http, gw.url, "vercel", "crash now", "chat-crash")
+    assert "partial answer..." in reply.text
+    assert reply.error is not None
+    assert reply.error.message == ("unknown exception (HTTP+JSON error 500 INTERNAL)" if "rest-only" in agent
+                                   else "scripted crash (A2A error -32603)"), reply.error
 
 
 def _asked(task: dict[str, Any]) -> str | None:
@@ -334,16 +351,21 @@ def test_a_browsers_client_reads_the_card_cross_origin_on_a_route_with_cors() ->
 class DroppingAgent:
     """An A2A agent whose stream breaks off after "Hello ": `SubscribeToTask` then answers the task as it stands
     ("Hello wor") and the rest ("ld", completed); with `ended`, the task has ended by then: `SubscribeToTask` is
-    refused and `GetTask` answers it whole."""
+    refused and `GetTask` answers it whole. With `rest`, on HTTP+JSON: each call at its path, answered bare, the
+    refusal an AIP-193 body."""
 
-    def __init__(self, ended: bool = False) -> None:
-        self.ended = ended
+    REST_CALLS = {("POST", "/message:stream"): "SendStreamingMessage", ("POST", "/tasks/t-1:subscribe"):
+                  "SubscribeToTask", ("GET", "/tasks/t-1"): "GetTask"}
+
+    def __init__(self, ended: bool = False, rest: bool = False) -> None:
+        self.ended, self.rest = ended, rest
         self.methods: list[str] = []
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        if scope["method"] == "GET":  # the card: none, so the configured URL is called as JSON-RPC 1.0
+        rest_call = self.REST_CALLS.get((scope["method"], scope["path"])) if self.rest else None
+        if scope["method"] == "GET" and rest_call is None:  # the card: none, so the configured URL is called
             await send({"type": "http.response.start", "status": 404, "headers": []})
             await send({"type": "http.response.body", "body": b""})
             return
@@ -353,13 +375,14 @@ class DroppingAgent:
             body += message.get("body", b"")
             if not message.get("more_body"):
                 break
-        request = orjson.loads(body)
+        request = {"method": rest_call, "id": None} if self.rest else orjson.loads(body)
         self.methods.append(request["method"])
         rpc_id, task = request["id"], {"id": "t-1", "contextId": "c-1"}
 
         def frame(result: dict[str, Any]) -> dict[str, Any]:
+            response = result if self.rest else {"jsonrpc": "2.0", "id": rpc_id, "result": result}
             return {"type": "http.response.body", "more_body": True,
-                    "body": b"data: " + orjson.dumps({"jsonrpc": "2.0", "id": rpc_id, "result": result}) + b"\n\n"}
+                    "body": b"data: " + orjson.dumps(response) + b"\n\n"}
 
         def chunk(text: str, append: bool, last: bool) -> dict[str, Any]:
             return frame({"artifactUpdate": {"taskId": "t-1", "contextId": "c-1", "append": append, "lastChunk": last,
@@ -380,19 +403,27 @@ class DroppingAgent:
             await send(frame({"statusUpdate": {"taskId": "t-1", "contextId": "c-1", "status": done}}))
             await send({"type": "http.response.body", "body": b""})
             return
-        if request["method"] == "SubscribeToTask":
+        whole = {**task, "status": done, "artifacts": [{"artifactId": "a-1", "parts": [{"text": "Hello world"}]}]}
+        status = 200
+        if self.rest and request["method"] == "SubscribeToTask":
+            status, answer = 400, {"error": {"code": 400, "status": "FAILED_PRECONDITION", "message": "task has ended",
+                                             "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                                                          "reason": "UNSUPPORTED_OPERATION"}]}}
+        elif request["method"] == "SubscribeToTask":
             answer = {"jsonrpc": "2.0", "id": rpc_id, "error": {"code": -32004, "message": "task has ended"}}
         else:
-            answer = {"jsonrpc": "2.0", "id": rpc_id, "result": {
-                **task, "status": done, "artifacts": [{"artifactId": "a-1", "parts": [{"text": "Hello world"}]}]}}
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+            answer = whole if self.rest else {"jsonrpc": "2.0", "id": rpc_id, "result": whole}
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json")]})
         await send({"type": "http.response.body", "body": orjson.dumps(answer)})
 
 
+@pytest.mark.parametrize("rest", [False, True], ids=["jsonrpc", "http-json"])
 @pytest.mark.parametrize("ended", [False, True], ids=["subscribed", "read-whole"])
-def test_a_stream_that_breaks_off_mid_task_is_reattached_before_it_is_an_error(ended: bool) -> None:
-    agent = DroppingAgent(ended)
-    with Served(agent) as upstream, gateway(upstream.url + "/", "a2a") as gw, httpx.Client(timeout=30) as http:
+def test_a_stream_that_breaks_off_mid_task_is_reattached_before_it_is_an_error(ended: bool, rest: bool) -> None:
+    agent = DroppingAgent(ended, rest)
+    with Served(agent) as upstream, gateway(upstream.url + "/", "a2a", "rest" if rest else None) as gw, \
+            httpx.Client(timeout=30) as http:
         reply = ask(http, gw.url, "ag-ui", "hello", f"drop-{ended}")
     assert reply.error is None and isinstance(reply.events[-1], RunFinished), reply.events
     assert reply.text == "Hello world"  # what came before the break, then only the rest
