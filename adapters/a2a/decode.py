@@ -300,6 +300,9 @@ def _rpc_error(error: Any) -> canonical.RunError:
     info = next((d for d in details if isinstance(d, dict) and "reason" in d), {}) if isinstance(details, list) \
         else {}
     reason = str_or(info.get("reason")).lower()  # google.rpc.ErrorInfo's: the gateway's own code, past a gateway
+    metadata = info.get("metadata")
+    if rest and reason == "internal_error" and isinstance(metadata, dict):  # on HTTP+JSON, in the metadata
+        reason = str_or(metadata.get("code"), reason)
     if rest:
         said = " ".join(str(x) for x in (code, error.get("status"), info.get("reason")) if x)
         return canonical.RunError(f"{message} (HTTP+JSON error {said})" if said else message,

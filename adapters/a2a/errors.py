@@ -122,11 +122,11 @@ def error_reply(error: GatewayError, request: Any) -> tuple[int, bytes]:
 
 
 def rest_error(error: GatewayError, code: int) -> tuple[int, bytes]:
-    """The error as HTTP+JSON tells it: AIP-193, under the status of `REST_STATUS` (an error with no A2A code, its
-    own HTTP status, its gateway code as the reason); an invalid param's fields as `google.rpc.BadRequest`."""
+    """The error as HTTP+JSON tells it: AIP-193, under the status of `REST_STATUS`; an error with no A2A code
+    (limits, the upstream) under its own HTTP status as `INTERNAL_ERROR`, which SDK clients raise with its message,
+    the gateway's code in the metadata; an invalid param's fields as `google.rpc.BadRequest`."""
     status, name, reason = REST_STATUS.get(code) or (error.status, _STATUS_NAMES.get(error.status, "INTERNAL"), "")
-    info = error_info(reason) if reason else \
-        {"@type": ERROR_INFO, "reason": error.code.upper(), "domain": "agent-gateway", "metadata": {}}
+    info = error_info(reason) if reason else error_info("INTERNAL_ERROR", {"code": error.code})
     details: list[dict[str, Any]] = [info]
     fields = [d for d in error.details if isinstance(d, dict) and isinstance(d.get("field"), str)]
     if fields:

@@ -163,6 +163,12 @@ def fronted(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
         yield gw.url + "/a2a", dialect
 
 
+@pytest.fixture(params=["jsonrpc", "http-json"])
+def binding(request: pytest.FixtureRequest) -> str:
+    """The binding a2a-sdk's client calls the gateway on (the card lists both)."""
+    return str(request.param)
+
+
 def responses_of(run: Any) -> list[dict[str, Any]]:
     assert run.error is None, run.error
     return list(run.responses)
@@ -177,35 +183,40 @@ def states(responses: list[dict[str, Any]]) -> list[str]:
     return [r["statusUpdate"]["status"]["state"] for r in responses if "statusUpdate" in r]
 
 
-def test_a2a_sdks_client_finds_the_gateways_card_and_streams_a_task(fronted: tuple[str, str]) -> None:
+def test_a2a_sdks_client_finds_the_gateways_card_and_streams_a_task(fronted: tuple[str, str], binding: str) -> None:
     url, dialect = fronted
-    responses = responses_of(run_a2a_client(url, "hello", context_id=f"ctx-{dialect}"))
+    run = run_a2a_client(url, "hello", context_id=f"ctx-{dialect}-{binding}", binding=binding)
+    responses = responses_of(run)
+    assert run.requests[-1]["url"] == (url if binding == "jsonrpc" else url + "/message:stream")
     task = responses[0]["task"]
-    assert task["contextId"] == f"ctx-{dialect}" and task["status"]["state"] == "TASK_STATE_SUBMITTED"
+    assert task["contextId"] == f"ctx-{dialect}-{binding}" and task["status"]["state"] == "TASK_STATE_SUBMITTED"
     assert states(responses) == ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
     assert "You said: hello." in texts(responses)
 
 
-def test_SendMessage_gets_the_finished_task_in_one_body(fronted: tuple[str, str]) -> None:
+def test_SendMessage_gets_the_finished_task_in_one_body(fronted: tuple[str, str], binding: str) -> None:
     url, dialect = fronted
-    responses = responses_of(run_a2a_client(url, "hello", context_id=f"ctx-send-{dialect}", stream=False))
+    responses = responses_of(run_a2a_client(url, "hello", context_id=f"ctx-send-{dialect}-{binding}", stream=False,
+                                            binding=binding))
     (only,) = responses
     task = only["task"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
     assert "You said: hello." in "".join(p["text"] for a in task["artifacts"] for p in a["parts"])
 
 
-def test_an_interrupt_is_input_required_and_the_next_message_continues_the_task(fronted: tuple[str, str]) -> None:
+def test_an_interrupt_is_input_required_and_the_next_message_continues_the_task(fronted: tuple[str, str],
+                                                                                binding: str) -> None:
     url, dialect = fronted
     if dialect == "agent-respond":
         pytest.skip("lossy by design: the eval platform has no human in the loop")
     if dialect == "vercel":
         pytest.skip("not built: a Vercel interrupt that is no tool call of the stream is answered on the call the "
                     "gateway never recorded, so a client without the history cannot answer it (ag-kit neither)")
-    asked = responses_of(run_a2a_client(url, "please interrupt", context_id=f"ctx-int-{dialect}"))
+    context = f"ctx-int-{dialect}-{binding}"
+    asked = responses_of(run_a2a_client(url, "please interrupt", context_id=context, binding=binding))
     assert states(asked)[-1] == "TASK_STATE_INPUT_REQUIRED"
     task_id = asked[0]["task"]["id"]
-    answered = responses_of(run_a2a_client(url, "yes", context_id=f"ctx-int-{dialect}", task_id=task_id))
+    answered = responses_of(run_a2a_client(url, "yes", context_id=context, task_id=task_id, binding=binding))
     assert "statusUpdate" in answered[0] and answered[0]["statusUpdate"]["taskId"] == task_id
     assert states(answered)[-1] == "TASK_STATE_COMPLETED"
     assert "Resumed" in texts(answered) and '"yes"' in texts(answered)
@@ -242,9 +253,9 @@ def test_refusals_are_json_rpc_errors_carrying_the_request_id() -> None:
     assert garbage.status_code == 200 and garbage.json()["error"]["code"] == -32700
 
 
-def test_an_unreachable_upstream_is_an_internal_error_the_sdk_raises() -> None:
+def test_an_unreachable_upstream_is_an_internal_error_the_sdk_raises(binding: str) -> None:
     with gateway("http://127.0.0.1:9/agui", "ag-ui") as gw:
-        run = run_a2a_client(gw.url + "/a2a", "hello", timeout=10)
+        run = run_a2a_client(gw.url + "/a2a", "hello", timeout=10, binding=binding)
     assert run.error is not None and "upstream unreachable" in run.error
 
 
@@ -289,9 +300,9 @@ def test_a_card_is_published_under_a2a_paths_only_and_the_startup_line_counts_ro
                                                         "itself"]
 
 
-def test_a_run_error_mid_stream_is_a_failed_task() -> None:
+def test_a_run_error_mid_stream_is_a_failed_task(binding: str) -> None:
     with Served(create_agent_app("ag-ui")) as agent, gateway(agent.url + "/agui", "ag-ui") as gw:
-        responses = responses_of(run_a2a_client(gw.url + "/a2a", "please fail"))
+        responses = responses_of(run_a2a_client(gw.url + "/a2a", "please fail", binding=binding))
     assert states(responses)[-1] == "TASK_STATE_FAILED"
     failed = responses[-1]["statusUpdate"]["status"]["message"]["parts"][0]["text"]
     assert failed  # the upstream's reason, in the words the client shows
@@ -316,9 +327,10 @@ def test_GetTask_answers_a_finished_task_on_a_gateway_that_kept_it(fronted: tupl
     assert missing["error"]["code"] == -32001
 
 
-def test_CancelTask_ends_a_running_task_as_canceled_and_stops_the_upstream() -> None:
+def test_CancelTask_ends_a_running_task_as_canceled_and_stops_the_upstream(binding: str) -> None:
     with Served(create_agent_app("ag-ui")) as agent, gateway(agent.url + "/agui", "ag-ui") as gw:
-        run = run_a2a_client(gw.url + "/a2a", "hang on", context_id="ctx-cancel", cancel_after=2, timeout=15)
+        run = run_a2a_client(gw.url + "/a2a", "hang on", context_id="ctx-cancel", cancel_after=2, timeout=15,
+                             binding=binding)
         deadline = time.monotonic() + 5
         while (disconnects := httpx.get(agent.url + "/_disconnects").json()) < 1 and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -1,5 +1,6 @@
 """A2A tasks on any replica: two gateways over one real Redis, a task running on the first, asked about,
-cancelled, followed and continued through the second."""
+cancelled, followed and continued through the second, on either binding (`both`); `test_rest.py` has a task
+started on one binding and asked about on the other."""
 
 from __future__ import annotations
 
@@ -18,7 +19,17 @@ from servers import Served
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.server.app import create_app
-from tests.adapters.a2a.test_tasks import Receiver, message, rpc, send, state_of, stream, wait_for
+from tests.adapters.a2a.test_tasks import (  # noqa: F401 (binding: the fixture `both` uses)
+    Receiver,
+    binding,
+    both,
+    message,
+    rpc,
+    send,
+    state_of,
+    stream,
+    wait_for,
+)
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +59,7 @@ def running_on(url: str, text: str) -> tuple[str, list[dict[str, Any]], threadin
     return results[0]["task"]["id"], results, thread
 
 
+@both
 def test_get_task_answers_for_a_task_running_on_the_other_replica(redis: RedisServer) -> None:
     with replicas(redis) as (one, two):
         task_id, results, thread = running_on(one, "go slow")
@@ -61,6 +73,7 @@ def test_get_task_answers_for_a_task_running_on_the_other_replica(redis: RedisSe
     assert done["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
+@both
 def test_cancel_task_asked_of_the_other_replica_stops_the_task_where_it_runs(redis: RedisServer) -> None:
     with replicas(redis) as (one, two):
         task_id, results, thread = running_on(one, "hang on")
@@ -71,6 +84,7 @@ def test_cancel_task_asked_of_the_other_replica_stops_the_task_where_it_runs(red
     assert state_of(results[-1]) == "TASK_STATE_CANCELED" and not thread.is_alive()
 
 
+@both
 def test_a_subscriber_on_the_other_replica_gets_every_update_to_the_end(redis: RedisServer) -> None:
     gated = GatedAgent()  # the task runs until its subscriber has had the task as it stands
     with Served(gated.app) as held, replicas(redis, upstream={"url": held.url + "/agui", "dialect": "ag-ui"}) \
@@ -90,6 +104,7 @@ def test_a_subscriber_on_the_other_replica_gets_every_update_to_the_end(redis: R
     assert state_of(followed[-1]) == "TASK_STATE_COMPLETED" and seen == texts == FIRST + REST
 
 
+@both
 def test_a_task_waiting_on_one_replica_is_continued_and_followed_on_the_other(redis: RedisServer) -> None:
     with replicas(redis) as (one, two):
         task = send(one, "please interrupt", contextId=f"ctx-{uuid.uuid4().hex[:6]}")
@@ -103,6 +118,7 @@ def test_a_task_waiting_on_one_replica_is_continued_and_followed_on_the_other(re
     assert state_of(followed[0]) == "TASK_STATE_INPUT_REQUIRED" and state_of(followed[-1]) == "TASK_STATE_COMPLETED"
 
 
+@both
 def test_a_webhook_registered_on_one_replica_is_sent_the_updates_of_a_task_on_the_other(redis: RedisServer) -> None:
     receiver = Receiver()
     with Served(receiver) as hook, replicas(redis, push={"allow_hosts": ["127.0.0.1"]}) as (one, two):
