@@ -1,5 +1,6 @@
 """The A2A decoder's rules for artifacts and the task's end: an update that does not `append` replaces the artifact
-(A2A's rule), shown to a client that keeps what it was shown; a completed task whose answer was cut short."""
+(A2A's rule), shown to a client that keeps what it was shown; a completed task whose answer was cut short; an
+agent on HTTP+JSON asked about its task there, and its AIP-193 errors read."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import orjson
 import pytest
 
 from adapters.a2a.decode import A2ADecoder
-from gateway.core.events import Event, RunFinished, TextDelta, TextStart
+from gateway.core.events import Event, RunError, RunFinished, TextDelta, TextStart
 
 TASK = {"task": {"id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_WORKING"}}}
 DONE = {"statusUpdate": {"taskId": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_COMPLETED"}}}
@@ -86,3 +87,28 @@ def test_a_completed_task_cut_short_says_so_in_its_metadata(where: str) -> None:
         events = decoder.feed(orjson.dumps(body)) + decoder.close()
     assert messages(events) == ["The answer is"]
     assert isinstance(events[-1], RunFinished) and events[-1].stop_reason == "length"
+
+
+def test_an_agent_answering_bare_responses_is_asked_about_its_task_on_http_json() -> None:
+    rest, rpc = A2ADecoder(), A2ADecoder()
+    rest.feed(b"data: " + orjson.dumps(TASK) + b"\n\n")
+    rpc.feed(b"data: " + orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": TASK}) + b"\n\n")
+    cancel, subscribe, get = rest.cancel_request(), rest.reattach_request(), rest.reattach_request()
+    assert cancel is not None and subscribe is not None and get is not None
+    assert [(r.method, r.path, r.body) for r in (cancel, subscribe, get)] == [
+        ("POST", "/tasks/t1:cancel", b""), ("POST", "/tasks/t1:subscribe", b""), ("GET", "/tasks/t1", b"")]
+    called = rpc.cancel_request()
+    assert called is not None and called.path is None and orjson.loads(called.body)["method"] == "CancelTask"
+
+
+@pytest.mark.parametrize("framed", [False, True], ids=["body", "event-error"])
+def test_an_http_json_error_is_the_runs_error_with_its_reason_as_code(framed: bool) -> None:
+    error = {"error": {"code": 404, "status": "NOT_FOUND", "message": "Task not found", "details": [
+        {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "TASK_NOT_FOUND",
+         "domain": "a2a-protocol.org", "metadata": {}}]}}
+    decoder = A2ADecoder()
+    body = b"event: error\ndata: " + orjson.dumps(error) + b"\n\n" if framed else orjson.dumps(error)
+    events = decoder.feed(body) + decoder.close()
+    [failed] = [e for e in events if isinstance(e, RunError)]
+    assert failed.code == "task_not_found"
+    assert failed.message == "Task not found (HTTP+JSON error 404 NOT_FOUND TASK_NOT_FOUND)"
