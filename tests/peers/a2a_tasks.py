@@ -6,7 +6,8 @@ Runs in the a2a peer's venv (`tests/peers/requirements-a2a.txt`), like `a2a_clie
 
 operation: get (`get_task`), cancel (`cancel_task`), list (`list_tasks`), subscribe (`subscribe`:
 SubscribeToTask), push-create, push-get, push-list, push-delete (the push notification config methods). The params
-are the request's, in its JSON form, read into the SDK's request type.
+are the request's, in its JSON form, read into the SDK's request type. `--binding http-json` calls the card's
+HTTP+JSON interface instead of its JSON-RPC one.
 
 stdout: the answer in the SDK's JSON form (`MessageToDict`); for subscribe, each `StreamResponse` as it comes.
 Exit status 0; on an error 1, with one line "<ExceptionType>: <message>" on stderr: the SDK raises A2A's errors as
@@ -55,7 +56,8 @@ async def run(args: argparse.Namespace) -> None:
         interfaces = [i for i in card.supported_interfaces if (i.protocol_version or "1.0") == "1.0"]
         del card.supported_interfaces[:]
         card.supported_interfaces.extend(interfaces)
-        client = ClientFactory(ClientConfig(httpx_client=http)).create(card)
+        bindings = [{"jsonrpc": "JSONRPC", "http-json": "HTTP+JSON"}[args.binding]]
+        client = ClientFactory(ClientConfig(httpx_client=http, supported_protocol_bindings=bindings)).create(card)
         name, kind = OPERATIONS[args.operation]
         request = ParseDict(json.loads(args.params), kind())
         if args.operation == "subscribe":
@@ -73,6 +75,7 @@ def main() -> None:
     parser.add_argument("operation", choices=sorted(OPERATIONS))
     parser.add_argument("params", nargs="?", default="{}", help="the request, as JSON")
     parser.add_argument("--timeout", type=float, default=30.0)
+    parser.add_argument("--binding", choices=("jsonrpc", "http-json"), default="jsonrpc")
     args = parser.parse_args()
     try:
         asyncio.run(run(args))

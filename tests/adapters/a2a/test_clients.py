@@ -1,7 +1,7 @@
-"""The gateway's A2A tasks through the real clients, `a2a-sdk`'s (`tests/peers/a2a_tasks.py`) and `@a2a-js/sdk`
-1.3.0's (`tests/clients/a2a-tasks.mjs`): ListTasks, SubscribeToTask on another replica over Redis, push delivery to
-a webhook on 127.0.0.1, and the errors, each as the SDK raises it. Install first: `.venv/bin/python
-tests/peers_env.py` and `npm ci --prefix tests/clients`."""
+"""The gateway's A2A tasks through the real clients, `a2a-sdk`'s (`tests/peers/a2a_tasks.py`, on JSON-RPC and on
+HTTP+JSON) and `@a2a-js/sdk` 1.3.0's (`tests/clients/a2a-tasks.mjs`): ListTasks, SubscribeToTask on another replica
+over Redis, push delivery to a webhook on 127.0.0.1, and the errors, each as the SDK raises it. Install first:
+`.venv/bin/python tests/peers_env.py` and `npm ci --prefix tests/clients`."""
 
 from __future__ import annotations
 
@@ -33,24 +33,35 @@ def python_asks(url: str, operation: str, params: dict[str, Any]) -> tuple[list[
     return run.answers, run.error
 
 
+def python_rest_asks(url: str, operation: str, params: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
+    """a2a-sdk's client on HTTP+JSON."""
+    run = run_a2a_tasks(url, operation, params, binding="http-json")
+    return run.answers, run.error
+
+
 def js_asks(url: str, operation: str, params: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
     run = run_a2a_tasks_js(url + "/", operation, params)
     return run["answers"], run["error"]
 
 
-@pytest.fixture(params=["python", "js"])
+ASKS = {"python": python_asks, "python-http-json": python_rest_asks, "js": js_asks}
+
+
+@pytest.fixture(params=sorted(ASKS))
 def ask(request: pytest.FixtureRequest) -> Ask:
-    return python_asks if request.param == "python" else js_asks
+    return ASKS[request.param]
 
 
 Follow = Callable[[str, str, dict[str, Any]], Following]
 
 
-@pytest.fixture(params=["python", "js"])
+@pytest.fixture(params=["python", "python-http-json", "js"])
 def follow(request: pytest.FixtureRequest) -> Follow:
     """An SDK client's answers read as they come (a subscribe's)."""
     if request.param == "python":
         return follow_a2a_tasks
+    if request.param == "python-http-json":
+        return lambda url, operation, params: follow_a2a_tasks(url, operation, params, binding="http-json")
     return lambda url, operation, params: follow_a2a_tasks_js(url + "/", operation, params)
 
 
@@ -146,6 +157,8 @@ def test_push_configs_through_the_sdk_and_delivery_to_a_local_webhook(replicas: 
 
 
 ERRORS = {  # what each SDK calls A2A's errors
+    "python-http-json": {"-32001": "TaskNotFoundError", "-32002": "TaskNotCancelableError",
+                         "-32003": "PushNotificationNotSupportedError", "-32004": "UnsupportedOperationError"},
     "python": {"-32001": "TaskNotFoundError", "-32002": "TaskNotCancelableError",
                "-32003": "PushNotificationNotSupportedError", "-32004": "UnsupportedOperationError"},
     "js": {"-32001": "TaskNotFoundError", "-32002": "TaskNotCancelableError",
@@ -153,10 +166,10 @@ ERRORS = {  # what each SDK calls A2A's errors
 }
 
 
-@pytest.mark.parametrize("client", ["python", "js"])
+@pytest.mark.parametrize("client", sorted(ERRORS))
 def test_the_sdks_raise_a2as_own_errors_for_the_gateways_error_codes(client: str) -> None:
     names = ERRORS[client]
-    asks = python_asks if client == "python" else js_asks
+    asks = ASKS[client]
     with Served(create_agent_app("ag-ui")) as agent, Served(create_app(GatewayConfig.model_validate({
             "store": {"url": "memory://"}, "routes": [{"name": "t", "paths": ["/a2a"], "client_dialects": ["a2a"],
                                                         "upstream": {"url": agent.url + "/agui",
@@ -169,8 +182,9 @@ def test_the_sdks_raise_a2as_own_errors_for_the_gateways_error_codes(client: str
             "-32003": asks(url, "push-create", {"taskId": done["id"], "url": "http://127.0.0.1:9/"})[1],
             "-32004": asks(url, "subscribe", {"id": done["id"]})[1],
         }
-        if client == "python":
-            to_nobody = run_a2a_client(url, "hello", task_id="no-such-task").error
+        if client.startswith("python"):
+            binding = client.removeprefix("python-") if client != "python" else "jsonrpc"
+            to_nobody = run_a2a_client(url, "hello", task_id="no-such-task", binding=binding).error
         else:
             to_nobody = run_a2a_send(url + "/", "hello", task_id="no-such-task")["error"]
         to_done = rpc(url, "SendMessage", {"message": message("again", taskId=done["id"])})

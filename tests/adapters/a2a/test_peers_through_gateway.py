@@ -229,10 +229,11 @@ def test_a2a_03_clients_are_answered_in_03(fronted: tuple[str, str]) -> None:
     assert run_a2a_client(url, "hello", version="0.3").requests[-1]["body"]["method"] == "message/stream"
 
 
-def test_the_js_client_streams_a_task_through_the_gateway(fronted: tuple[str, str]) -> None:
+def test_the_js_client_streams_a_task_through_the_gateway(fronted: tuple[str, str], binding: str) -> None:
     url, dialect = fronted
-    run = run_a2a_send(url + "/", "hello", context_id=f"ctx-js-{dialect}")
+    run = run_a2a_send(url + "/", "hello", context_id=f"ctx-js-{dialect}-{binding}", binding=binding)
     assert run["error"] is None, run["error"]
+    assert run["requests"][-1]["url"].endswith("/a2a" if binding == "jsonrpc" else "/a2a/message:stream")
     assert states(run["responses"])[-1] == "TASK_STATE_COMPLETED"
     assert "You said: hello." in texts(run["responses"])
 
