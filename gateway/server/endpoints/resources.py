@@ -40,6 +40,9 @@ def mount(handler: RouteHandler, mounted: Mounted) -> None:
         resources = registry.get(name).capabilities_of(Resource)
         if not resources:
             continue
+        methods: dict[str, list[str]] = {}  # a preflight reaches the first resource at a path: it allows them all
+        for resource in resources:
+            methods.setdefault(resource.path, []).append(resource.method)
         for path in route.served_paths:
             base = path.rstrip("/")
             for resource in resources:
@@ -47,7 +50,7 @@ def mount(handler: RouteHandler, mounted: Mounted) -> None:
                 if route.cors is not None:
                     cors = route.cors
                     endpoint = CORSMiddleware(endpoint, allow_origins=cors.allow_origins,
-                                              allow_methods=[resource.method], allow_headers=cors.allow_headers,
+                                              allow_methods=methods[resource.path], allow_headers=cors.allow_headers,
                                               allow_credentials=cors.allow_credentials,
                                               expose_headers=["x-request-id", "content-location"],
                                               max_age=cors.max_age)

@@ -185,3 +185,17 @@ def test_a_task_running_on_one_replica_over_json_rpc_is_cancelled_on_the_other_o
     assert running["status"]["state"] == "TASK_STATE_WORKING"
     assert cancelled["status"]["state"] == "TASK_STATE_CANCELED" and not thread.is_alive()
     assert results[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+def test_a_browsers_preflight_is_allowed_each_method_a_path_takes() -> None:
+    """`:subscribe` and the push configs take two methods each: the preflight for either is answered yes."""
+    with Served(create_agent_app("ag-ui")) as agent, \
+            Served(create_app(config(agent.url, cors={"allow_origins": ["https://app.example"]}))) as gw:
+        asked = {"origin": "https://app.example", "access-control-request-method": "POST"}
+        subscribe = httpx.options(gw.url + "/a2a/tasks/t-1:subscribe", headers=asked)
+        configs = httpx.options(gw.url + "/a2a/tasks/t-1/pushNotificationConfigs", headers=asked)
+        delete = httpx.options(gw.url + "/a2a/tasks/t-1/pushNotificationConfigs/c-1",
+                               headers={**asked, "access-control-request-method": "DELETE"})
+    for preflight in (subscribe, configs, delete):
+        assert preflight.status_code == 200, preflight.text
+        assert preflight.headers["access-control-allow-origin"] == "https://app.example"
