@@ -23,6 +23,7 @@ from gateway.core.encoding import EVENT_TYPES, HOLE, BodyEncoder, DeltaFrames, S
 from gateway.core.ids import new_id
 from gateway.core.turn import Turn
 
+from .errors import STREAM_CUT, stream_error
 from .fold import fold, limit_history
 from .request import FUNCTION_CALL, FUNCTION_RESPONSE
 from .updates import Response, TaskUpdates, client_call
@@ -244,7 +245,10 @@ def _stream_event(self: A2AStreamEncoder, e: canonical.Event) -> bytes:
         return b""
     version, rpc_id = self.writer.updates.version, self.rpc_id
     held = self.writer.held_chars if type(e) is canonical.ToolCallEnd else 0  # a call's arguments, gathered whole
-    return b"".join([_frame(version, rpc_id, kind, value, held) for kind, value in responses])
+    out = b"".join([_frame(version, rpc_id, kind, value, held) for kind, value in responses])
+    if rpc_id is BARE and type(e) is canonical.RunError and e.code in STREAM_CUT:
+        out += stream_error(e.message, e.code)  # on HTTP+JSON, after the task's failed end: the stream's own error
+    return out
 
 
 def _stream_text(self: A2AStreamEncoder, e: canonical.TextDelta) -> bytes:

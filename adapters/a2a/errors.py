@@ -28,6 +28,7 @@ import orjson
 
 from gateway.core.errors import (
     ConversationMismatch,
+    ErrorCode,
     GatewayError,
     InvalidRequest,
     MalformedRequest,
@@ -136,6 +137,22 @@ def rest_error(error: GatewayError, code: int) -> tuple[int, bytes]:
                                                     for v in violations]).decode()}
         details.append({"@type": BAD_REQUEST, "fieldViolations": violations})
     return status, aip193(status, name, error.message, details)
+
+
+_CUT_STATUS = {ErrorCode.UPSTREAM_TIMEOUT: 504, ErrorCode.SHUTTING_DOWN: 503, ErrorCode.OVERLOADED: 503,
+               ErrorCode.STORE_UNAVAILABLE: 503, ErrorCode.GATEWAY_ERROR: 500}
+STREAM_CUT = frozenset(ErrorCode) - {ErrorCode.UPSTREAM_ERROR, ErrorCode.UPSTREAM_REJECTED}
+"""The codes of a run's error that say the gateway could not carry the stream to its end (a deadline, an upstream
+that broke off or sent what cannot be read, the process stopping), not that the agent failed its task."""
+
+
+def stream_error(message: str, code: str) -> bytes:
+    """HTTP+JSON's error mid-stream, as a2a-sdk's server writes one: `event: error` with an AIP-193 body, the
+    status the gateway would have answered before the stream (502 for the upstream's failures)."""
+    status = _CUT_STATUS.get(code, 502)
+    name = {500: "INTERNAL", 502: "INTERNAL"}.get(status) or _STATUS_NAMES[status]
+    body = aip193(status, name, message, [error_info("INTERNAL_ERROR", {"code": code})])
+    return b"event: error\ndata: " + body + b"\n\n"
 
 
 def aip193(status: int, name: str, message: str, details: list[dict[str, Any]]) -> bytes:

@@ -19,7 +19,7 @@ from servers import Served
 from gateway.agent.server import create_agent_app
 from gateway.server.app import create_app
 from tests.adapters.a2a.test_replicas import replicas, running_on
-from tests.adapters.a2a.test_tasks import V10, config, message, rpc, send, wait_for, waiting_task
+from tests.adapters.a2a.test_tasks import V10, config, message, rpc, send, stream, wait_for, waiting_task
 
 ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 
@@ -199,3 +199,24 @@ def test_a_browsers_preflight_is_allowed_each_method_a_path_takes() -> None:
     for preflight in (subscribe, configs, delete):
         assert preflight.status_code == 200, preflight.text
         assert preflight.headers["access-control-allow-origin"] == "https://app.example"
+
+
+def test_a_stream_the_gateway_cuts_ends_failed_then_with_an_error_event_on_rest_only() -> None:
+    """A deadline mid-stream: the task ends failed on both bindings (what GetTask says); HTTP+JSON then has the
+    stream's own error, `event: error` with an AIP-193 body, as a2a-sdk's server ends a stream it cannot finish."""
+    with Served(create_agent_app("ag-ui")) as agent, \
+            Served(create_app(config(agent.url, timeouts={"idle": 1}))) as gw:
+        url = gw.url + "/a2a"
+        with httpx.stream("POST", url + "/message:stream", content=orjson.dumps({"message": message("hang on")}),
+                          headers={"content-type": "application/json", **V10}, timeout=20) as response:
+            rest = response.read()
+        on_rpc: list[dict[str, Any]] = []
+        stream(url, "SendStreamingMessage", {"message": message("hang on")}, on_rpc)
+    *updates, last = [e for e in rest.split(b"\n\n") if e]
+    failed = orjson.loads(updates[-1].removeprefix(b"data: "))
+    assert failed["statusUpdate"]["status"]["state"] == "TASK_STATE_FAILED"
+    assert last.startswith(b"event: error\ndata: ")
+    error = orjson.loads(last.split(b"\ndata: ", 1)[1])["error"]
+    assert (error["code"], error["status"], error["details"][0]["metadata"]) == (
+        504, "DEADLINE_EXCEEDED", {"code": "upstream_timeout"})
+    assert on_rpc[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_FAILED"  # and no error after it
