@@ -139,8 +139,9 @@ def rest_error(error: GatewayError, code: int) -> tuple[int, bytes]:
     return status, aip193(status, name, error.message, details)
 
 
-_CUT_STATUS = {ErrorCode.UPSTREAM_TIMEOUT: 504, ErrorCode.SHUTTING_DOWN: 503, ErrorCode.OVERLOADED: 503,
-               ErrorCode.STORE_UNAVAILABLE: 503, ErrorCode.GATEWAY_ERROR: 500}
+_CUT_STATUS: dict[str, int] = {ErrorCode.UPSTREAM_TIMEOUT: 504, ErrorCode.SHUTTING_DOWN: 503,
+                               ErrorCode.OVERLOADED: 503, ErrorCode.STORE_UNAVAILABLE: 503,
+                               ErrorCode.GATEWAY_ERROR: 500}
 STREAM_CUT = frozenset(ErrorCode) - {ErrorCode.UPSTREAM_ERROR, ErrorCode.UPSTREAM_REJECTED}
 """The codes of a run's error that say the gateway could not carry the stream to its end (a deadline, an upstream
 that broke off or sent what cannot be read, the process stopping), not that the agent failed its task."""
