@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 from inkeep_upstream import create_inkeep_app
-from peers_env import agkit_agui_upstream, agkit_upstream, langgraph_upstream, pydantic_upstream
+from peers_env import a2a_upstream, agkit_agui_upstream, agkit_upstream, langgraph_upstream, pydantic_upstream
 from servers import Served
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -307,3 +307,11 @@ def test_an_a2a_agent_is_checked_from_its_base_url_as_the_gateway_finds_it(capsy
     with Served(create_agent_app("a2a")) as agent:
         assert main(["check", agent.url, "--dialect", "a2a", "--scenario", "text"]) == 0
     assert "PASS  text" in capsys.readouterr().out
+
+
+def test_an_a2a_agent_on_http_json_only_is_checked_there_and_its_bare_responses_pass() -> None:
+    """a2a-sdk's server with no JSON-RPC (its card lists HTTP+JSON alone): every conversation goes on HTTP+JSON,
+    the cancel and the interrupt's answer too, and its bare responses are judged by that binding's rules."""
+    with a2a_upstream() as url:
+        report = asyncio.run(check(url + "/rest-only", "a2a"))
+    assert outcomes(report) == {**ALL_PASS, "client-tool": "skip"}, explain(report)

@@ -1,7 +1,9 @@
-"""A2A's rules for a reply, as `a2a-sdk`'s client reads one: JSON-RPC 2.0 responses carrying the request's id,
-each result exactly one of task, message, status update or artifact update (1.0) or an object with a known `kind`
-(0.3); a task's updates naming it; a streamed task that ends in a final state or waits for the client; and a
-`SendMessage` reply that is one such result."""
+"""A2A's rules for a reply, as `a2a-sdk`'s client reads one: JSON-RPC 2.0 responses carrying the request's id
+(on HTTP+JSON, the responses bare, told by their first having no `jsonrpc`), each result exactly one of task,
+message, status update or artifact update (1.0) or an object with a known `kind` (0.3); a task's updates naming it;
+a streamed task that ends in a final state or waits for the client; and a `SendMessage` reply that is one such
+result. An error is JSON-RPC's (an integer code and a message), or HTTP+JSON's AIP-193 one (`{"error": {code,
+status, message}}`)."""
 
 from __future__ import annotations
 
@@ -44,12 +46,17 @@ def _one_body(answer: Answer) -> list[Violation]:
     except orjson.JSONDecodeError:
         return [Violation("json", "the reply is not JSON", preview(answer.body))]
     found: list[Violation] = []
-    if answer.status != 200:
+    rest = isinstance(value, dict) and "jsonrpc" not in value
+    if rest and (answer.status >= 300) != ("error" in value):
+        found.append(Violation("status", f"an HTTP+JSON error has an error status and a body saying it, and only it; "
+                                         f"got {answer.status}"))
+    elif not rest and answer.status != 200:
         found.append(Violation("status", f"a JSON-RPC reply is HTTP 200, errors included; got {answer.status}"))
     stream = _Stream(found)
     stream.frame(0, preview(answer.body), value)
-    if isinstance(value, dict) and isinstance(value.get("result"), dict):
-        kind, _ = response_kind(value["result"])
+    result = value if rest else value.get("result") if isinstance(value, dict) else None
+    if isinstance(result, dict) and "error" not in result:
+        kind, _ = response_kind(result)
         if kind not in ("task", "message"):
             found.append(Violation("send-result", f"SendMessage's result is a task or a message, not a {kind}"))
     return found
@@ -63,11 +70,18 @@ class _Stream:
         self.last_state: str | None = None
         self.ended_at: int | None = None
         self.error = False
+        self.rest: bool | None = None
+        """The responses come bare (HTTP+JSON): known from the first."""
 
     def fail(self, rule: str, message: str, frame: str | None, index: int | None) -> None:
         self.found.append(Violation(rule, message, frame, index))
 
     def frame(self, index: int, frame: str, value: object) -> None:
+        if self.rest is None:
+            self.rest = isinstance(value, dict) and "jsonrpc" not in value
+        if self.rest:
+            self._rest_frame(index, frame, value)
+            return
         if not isinstance(value, dict) or value.get("jsonrpc") != "2.0":
             self.fail("jsonrpc", 'each event is a JSON-RPC 2.0 response ("jsonrpc": "2.0")', frame, index)
             return
@@ -82,7 +96,25 @@ class _Stream:
                 self.fail("error", "a JSON-RPC error has an integer code and a message", frame, index)
             self.error = True
             return
-        result = value.get("result")
+        self._result(index, frame, value.get("result"))
+
+    def _rest_frame(self, index: int, frame: str, value: object) -> None:
+        """An HTTP+JSON response: the result itself, or an AIP-193 error (an `event: error` frame's)."""
+        if not isinstance(value, dict) or "jsonrpc" in value:
+            self.fail("binding", "an HTTP+JSON stream's responses are all bare, with no JSON-RPC envelope", frame,
+                      index)
+            return
+        if "error" in value:
+            error = value["error"]
+            if not (isinstance(error, dict) and isinstance(error.get("code"), int)
+                    and isinstance(error.get("status"), str) and isinstance(error.get("message"), str)):
+                self.fail("error", "an HTTP+JSON error is AIP-193's: an integer code, a status and a message", frame,
+                          index)
+            self.error = True
+            return
+        self._result(index, frame, value)
+
+    def _result(self, index: int, frame: str, result: object) -> None:
         if not isinstance(result, dict):
             self.fail("result", "a response has a result object or an error", frame, index)
             return
