@@ -106,7 +106,9 @@ class Resource(Capability):
     """Under the route's path; `{name}` stands for one path segment the request is read with."""
     read: Callable[[Mapping[str, str], dict[str, Any], Mapping[str, str]], dict[str, Any]]
     """The request as the dialect's `parse_request` or its queries read it, given the path's segments, the JSON
-    body (for a GET, the query parameters) and the headers (lowercase names: LangGraph's `Last-Event-ID`)."""
+    body (for a GET, the query parameters) and the headers (lowercase names: LangGraph's `Last-Event-ID`). Called
+    first with an empty body too, before the body is read: an error before then (a missing key, a body too large)
+    is told by the dialect's `OwnErrors` as for that request (A2A's HTTP+JSON binding), so it never raises."""
 
 
 class Asked(Protocol):
