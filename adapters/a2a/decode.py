@@ -1,6 +1,7 @@
 """An A2A agent's reply into canonical events: a stream of task, status-update, artifact-update and message
 responses (each in a JSON-RPC envelope, or bare on the HTTP+JSON binding), or one JSON body (`SendMessage`'s
-result, or a JSON-RPC error sent before any stream).
+result, or an error sent before any stream: JSON-RPC's, or HTTP+JSON's AIP-193 one). The calls about the task (its
+cancel, a re-attach) go on the binding its stream came on.
 
 - The task opens the run (its `contextId` the thread, its `id` the run).
 - Artifact chunks are text (one message per artifact, ended by `lastChunk`) or named data; file parts are data.
