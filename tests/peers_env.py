@@ -6,8 +6,9 @@ fully pinned requirements file in `tests/peers/` and started as a subprocess (uv
     pydantic   pydantic-ai's `AGUIAdapter` and `VercelAIAdapter` (`tests/peers/pydantic_agent.py`)
     agkit      `cloudbase-agent-server` 0.1.1, AG-Kit's send-message dialect (`tests/peers/agkit_agent.py`)
     agkit-agui `cloudbase-agent-server` 0.1.22, AG-UI over `/send-message` (`tests/peers/agkit_agui_agent.py`)
-    a2a        `a2a-sdk[http-server]` 1.3.0, the official A2A SDK, JSON-RPC and HTTP+JSON, 1.0 and 0.3
-               (`tests/peers/a2a_agent.py`); its client too (`tests/peers/a2a_client.py`, see `run_a2a_client`)
+    a2a        `a2a-sdk[http-server]` 1.3.0, the official A2A SDK, JSON-RPC, HTTP+JSON and gRPC
+               (grpcio), 1.0 and 0.3 (`tests/peers/a2a_agent.py`); its client too (`tests/peers/a2a_client.py`,
+               see `run_a2a_client`)
     langgraph  `langgraph dev` (`langgraph-cli[inmem]` 0.4.40, langgraph-api 0.16.7) serving a scripted graph
                (`tests/peers/langgraph/`); `langgraph-sdk` 0.4.14's client too (`tests/peers/langgraph_client.py`)
     mcp        `mcp` 2.3.0, the official MCP Python SDK: an MCPServer over streamable HTTP (`tests/peers/mcp_server.py`)
@@ -113,7 +114,7 @@ AGKIT = Peer("agkit", "agkit_agent",
 AGKIT_AGUI = Peer("agkit-agui", "agkit_agui_agent",
                   ("cloudbase-agent-server==0.1.22", "cloudbase-agent-core==0.1.13", "ag-ui-protocol==0.1.22",
                    "uvicorn==0.54.0"))
-A2A = Peer("a2a", "a2a_agent", ("a2a-sdk[http-server]==1.3.0", "uvicorn==0.54.0"))
+A2A = Peer("a2a", "a2a_agent", ("a2a-sdk[http-server]==1.3.0", "uvicorn==0.54.0", "grpcio==1.85.3"))
 MCP = Peer("mcp", "mcp_server", ("mcp==2.3.0", "uvicorn==0.54.0"))
 LITELLM = Peer("litellm", "litellm_proxy", ("litellm[proxy]==1.108.7", "uvicorn==0.54.0"))
 LANGGRAPH = Peer("langgraph", "langgraph", ("langgraph-cli[inmem]==0.4.40", "langgraph-api==0.16.7",
