@@ -351,17 +351,18 @@ class A2AClientRun:
 def run_a2a_client(url: str, text: str, *, context_id: str | None = None, task_id: str | None = None,
                    message_id: str | None = None, stream: bool = True, binding: str = "jsonrpc",
                    version: str = "1.0", cancel_after: int = 0, timeout: float = 30.0,
-                   data: Any = None) -> A2AClientRun:
+                   data: Any = None, key: str | None = None) -> A2AClientRun:
     """Send `text` to the A2A agent at `url` (its base: the card is read from there) with a2a-sdk's client.
 
-    `binding` is "jsonrpc" or "http-json", `version` "1.0" or "0.3" (the card's interfaces of that version only),
-    `stream=False` sends SendMessage; `cancel_after=N` sends CancelTask after the N-th response; `data` (JSON) is
-    sent as a data part, after the text when that is not empty.
+    `binding` is "jsonrpc", "http-json" or "grpc", `version` "1.0" or "0.3" (the card's interfaces of that version
+    only), `stream=False` sends SendMessage; `cancel_after=N` sends CancelTask after the N-th response; `data` (JSON) is
+    sent as a data part, after the text when that is not empty; `key` is sent as `Authorization: Bearer <key>`.
     """
     _require(A2A)
     command = [str(A2A.python), str(PEERS_DIR / "a2a_client.py"), url, text, "--binding", binding,
                "--version", version, "--timeout", str(timeout), "--dump-requests"]
-    for option, value in (("--context-id", context_id), ("--task-id", task_id), ("--message-id", message_id)):
+    for option, value in (("--context-id", context_id), ("--task-id", task_id), ("--message-id", message_id),
+                          ("--key", key)):
         if value is not None:
             command += [option, value]
     if not stream:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from gateway.core.capabilities import AgentDescription
 
@@ -25,6 +26,7 @@ def agent_card(agent: AgentDescription, asked: Mapping[str, str]) -> dict[str, A
         "name": agent.name,
         "description": agent.description or f"{agent.name}, through agent-gateway",
         "supportedInterfaces": [{"url": agent.url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+                                *_grpc(agent),
                                 {"url": agent.url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}],
         "version": agent.version,
         "capabilities": {"streaming": agent.streaming, "pushNotifications": agent.webhooks},
@@ -39,6 +41,17 @@ def agent_card(agent: AgentDescription, asked: Mapping[str, str]) -> dict[str, A
     if version == "0.3":
         card.update({"url": agent.url, "preferredTransport": "JSONRPC", "protocolVersion": "0.3"})
     return card
+
+
+def _grpc(agent: AgentDescription) -> list[dict[str, Any]]:
+    """The gRPC interface, while the gateway serves it (`grpc_server`): a gRPC target, `host:port` with no scheme,
+    the host the card's URL names; naming the route in `tenant` (each request's), which a client sends back."""
+    port = agent.listeners.get("grpc")
+    host = urlsplit(agent.url).hostname if port is not None else None
+    if host is None:
+        return []
+    target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return [{"url": target, "protocolBinding": "GRPC", "protocolVersion": "1.0", "tenant": agent.name}]
 
 
 VARIES = (HEADER,)

@@ -202,7 +202,7 @@ def _serve_here(config: GatewayConfig, args: argparse.Namespace, opened: _Opened
     from gateway.server.connections.uvicorn_options import uvicorn_options
 
     log.info("listening on %s", _url(args), extra={"url": _url(args)})
-    app = create_app(config, opened.store, log_bodies=args.log_bodies)
+    app = create_app(config, opened.store, log_bodies=args.log_bodies, listen_host=args.host)
     server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(config.max_connections)))
     exit_quietly_when_stopped()
     server.run(sockets=opened.sockets)
@@ -219,7 +219,8 @@ def _serve_in_workers(config: GatewayConfig, args: argparse.Namespace, opened: _
     for bound in opened.sockets:  # they were free: each worker binds its own (gateway/server/connections/workers.py)
         bound.close()
     os.environ[CONFIG_ENV] = orjson.dumps({"config": config.model_dump(mode="json"), "log_format": args.log_format,
-                                           "log_level": args.log_level, "log_bodies": args.log_bodies}).decode()
+                                           "log_level": args.log_level, "log_bodies": args.log_bodies,
+                                           "host": args.host}).decode()
     url = _url(args)
     with tempfile.TemporaryDirectory(prefix="agent-gateway-metrics-") as metrics_dir:
         os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", metrics_dir)
@@ -268,9 +269,12 @@ def _check_config(config: GatewayConfig, ask: bool) -> int:
     """`serve --check`: what a start would find, found without writing anything (a SQLite store is looked at, not
     opened: opening creates it)."""
     from gateway.conversations.store import StoreError, redact_url
+    from gateway.server.connections.listeners import problems
     from gateway.server.operations.probe import probe
 
     print(f"configuration: ok ({len(config.routes)} route{'s' if len(config.routes) != 1 else ''})")
+    for unserved in problems(config):  # served without it: HTTP goes on, the cards leave it out
+        print(f"note: {unserved}")
     url = config.store.url
     store: ConversationStore | None = None
     if (found := config.store.backend().found) is not None:  # opening it would create it: looked at instead
