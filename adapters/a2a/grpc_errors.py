@@ -39,6 +39,9 @@ _HTTP = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIE
          405: "UNIMPLEMENTED", 408: "DEADLINE_EXCEEDED", 409: "FAILED_PRECONDITION", 413: "RESOURCE_EXHAUSTED",
          415: "INVALID_ARGUMENT", 422: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED", 499: "CANCELLED",
          501: "UNIMPLEMENTED", 502: "UNAVAILABLE", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+_STANDARD = {-32600: "INVALID_REQUEST", -32601: "METHOD_NOT_FOUND", -32602: "INVALID_PARAMS",
+             -32700: "INVALID_REQUEST"}
+"""The reasons a2a-sdk gives JSON-RPC's own errors (its clients raise `InvalidParamsError` by `INVALID_PARAMS`)."""
 DETAILS = "grpc-status-details-bin"
 _TYPES = "type.googleapis.com/"
 
@@ -94,12 +97,10 @@ def from_rpc(error: dict[str, Any]) -> Refusal:
     grpc_code = _RPC.get(code) if isinstance(code, int) else None
     if grpc_code is None:
         grpc_code = _HTTP.get(_int(metadata.get("status")), "INTERNAL")
-    reason = info.get("reason") if info else None
-    if reason is None and isinstance(code, int):
-        reason = {-32600: "INVALID_REQUEST", -32601: "METHOD_NOT_FOUND", -32602: "INVALID_PARAMS",
-                  -32603: "INTERNAL_ERROR", -32700: "PARSE_ERROR"}.get(code)
-    return Refusal(grpc_code, str(error.get("message") or grpc_code), reason,
-                   str(info.get("domain") or proto.DOMAIN) if info else proto.DOMAIN, metadata,
+    reason, domain = (info.get("reason"), str(info.get("domain") or proto.DOMAIN)) if info else (None, proto.DOMAIN)
+    if code in _STANDARD:  # A2A's reasons for JSON-RPC's own errors, which the JSON-RPC binding has no need of
+        reason, domain = _STANDARD[code], proto.DOMAIN
+    return Refusal(grpc_code, str(error.get("message") or grpc_code), reason, domain, metadata,
                    _fields(metadata.get("details")))
 
 

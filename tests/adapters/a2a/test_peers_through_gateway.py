@@ -16,7 +16,7 @@ import pytest
 from e2e import Reply, post, request_body, user_message
 from node_clients import run_a2a_send
 from peers_env import a2a_upstream, run_a2a_client
-from servers import Served
+from servers import Served, free_port
 
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig, Route, Store, Upstream
@@ -33,9 +33,10 @@ def peer() -> Iterator[str]:
         yield url
 
 
-def gateway(url: str, dialect: str, variant: str | None = None) -> Served:
+def gateway(url: str, dialect: str, variant: str | None = None, grpc_port: int | None = None) -> Served:
     route = Route(name="a2a-test", upstream=Upstream(url=url, dialect=dialect, variant=variant))
-    return Served(create_app(GatewayConfig(routes=[route], store=Store(url="memory://"))))
+    return Served(create_app(GatewayConfig.model_validate({"routes": [route], "store": Store(url="memory://"),
+                                                           "a2a": {"grpc_port": grpc_port}})))
 
 
 def ask(http: httpx.Client, base: str, client: str, text: str, conversation: str, **extra: Any) -> Reply:
@@ -139,11 +140,18 @@ def _asked(task: dict[str, Any]) -> str | None:
 
 @pytest.fixture(scope="module", params=OTHERS)
 def fronted(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
-    """The gateway serving A2A in front of the built-in agent speaking another dialect: (its /a2a URL, dialect)."""
+    """The gateway serving A2A in front of the built-in agent speaking another dialect, over JSON-RPC and gRPC: (its
+    /a2a URL, dialect)."""
     dialect = request.param
     with Served(create_agent_app(dialect)) as agent, \
-            gateway(agent.url + PATHS[dialect], dialect) as gw:
+            gateway(agent.url + PATHS[dialect], dialect, grpc_port=free_port()) as gw:
         yield gw.url + "/a2a", dialect
+
+
+@pytest.fixture(params=["jsonrpc", "grpc"])
+def binding(request: pytest.FixtureRequest) -> str:
+    """The binding a2a-sdk's client calls the gateway on (the card lists both)."""
+    return str(request.param)
 
 
 def responses_of(run: Any) -> list[dict[str, Any]]:
@@ -160,35 +168,38 @@ def states(responses: list[dict[str, Any]]) -> list[str]:
     return [r["statusUpdate"]["status"]["state"] for r in responses if "statusUpdate" in r]
 
 
-def test_a2a_sdks_client_finds_the_gateways_card_and_streams_a_task(fronted: tuple[str, str]) -> None:
+def test_a2a_sdks_client_finds_the_gateways_card_and_streams_a_task(fronted: tuple[str, str], binding: str) -> None:
     url, dialect = fronted
-    responses = responses_of(run_a2a_client(url, "hello", context_id=f"ctx-{dialect}"))
+    responses = responses_of(run_a2a_client(url, "hello", context_id=f"ctx-{dialect}-{binding}", binding=binding))
     task = responses[0]["task"]
-    assert task["contextId"] == f"ctx-{dialect}" and task["status"]["state"] == "TASK_STATE_SUBMITTED"
+    assert task["contextId"] == f"ctx-{dialect}-{binding}" and task["status"]["state"] == "TASK_STATE_SUBMITTED"
     assert states(responses) == ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
     assert "You said: hello." in texts(responses)
 
 
-def test_SendMessage_gets_the_finished_task_in_one_body(fronted: tuple[str, str]) -> None:
+def test_SendMessage_gets_the_finished_task_in_one_body(fronted: tuple[str, str], binding: str) -> None:
     url, dialect = fronted
-    responses = responses_of(run_a2a_client(url, "hello", context_id=f"ctx-send-{dialect}", stream=False))
+    responses = responses_of(run_a2a_client(url, "hello", context_id=f"ctx-send-{dialect}-{binding}", stream=False,
+                                            binding=binding))
     (only,) = responses
     task = only["task"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
     assert "You said: hello." in "".join(p["text"] for a in task["artifacts"] for p in a["parts"])
 
 
-def test_an_interrupt_is_input_required_and_the_next_message_continues_the_task(fronted: tuple[str, str]) -> None:
+def test_an_interrupt_is_input_required_and_the_next_message_continues_the_task(fronted: tuple[str, str],
+                                                                                 binding: str) -> None:
     url, dialect = fronted
     if dialect == "agent-respond":
         pytest.skip("lossy by design: the eval platform has no human in the loop")
     if dialect == "vercel":
         pytest.skip("not built: a Vercel interrupt that is no tool call of the stream is answered on the call the "
                     "gateway never recorded, so a client without the history cannot answer it (ag-kit neither)")
-    asked = responses_of(run_a2a_client(url, "please interrupt", context_id=f"ctx-int-{dialect}"))
+    context = f"ctx-int-{dialect}-{binding}"
+    asked = responses_of(run_a2a_client(url, "please interrupt", context_id=context, binding=binding))
     assert states(asked)[-1] == "TASK_STATE_INPUT_REQUIRED"
     task_id = asked[0]["task"]["id"]
-    answered = responses_of(run_a2a_client(url, "yes", context_id=f"ctx-int-{dialect}", task_id=task_id))
+    answered = responses_of(run_a2a_client(url, "yes", context_id=context, task_id=task_id, binding=binding))
     assert "statusUpdate" in answered[0] and answered[0]["statusUpdate"]["taskId"] == task_id
     assert states(answered)[-1] == "TASK_STATE_COMPLETED"
     assert "Resumed" in texts(answered) and '"yes"' in texts(answered)
