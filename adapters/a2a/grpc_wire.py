@@ -95,12 +95,17 @@ def fill(message: Any, value: dict[str, Any], schema: proto.Schema) -> None:
 
 
 def _varint(value: int) -> bytes:
+    if value < 0x80:
+        return _SMALL[value]
     out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+_SMALL = [bytes((n,)) for n in range(0x80)]
 
 
 def _field(number: int, payload: bytes) -> bytes:
@@ -111,9 +116,9 @@ def _field(number: int, payload: bytes) -> bytes:
 class TextChunks:
     """A message's chunks after its first, as `frame(stream_response("artifact-update", ...))` writes them: the
     update's fields but the text are the same for every chunk, serialized once (a parser takes fields in any
-    order)."""
+    order); what comes before the text depends only on its length, and is kept for the lengths chunks have."""
 
-    __slots__ = ("_artifact", "_update")
+    __slots__ = ("_artifact", "_heads", "_update")
 
     def __init__(self, update: dict[str, Any]) -> None:
         schema = proto.loaded()
@@ -123,12 +128,32 @@ class TextChunks:
         fill(artifact, {k: v for k, v in update["artifact"].items() if k != "parts"}, schema)
         self._update = bytes(head.SerializeToString())
         self._artifact = bytes(artifact.SerializeToString())
+        self._heads: dict[int, bytes] = {}
 
     def frame(self, text: str) -> bytes:
-        part = b"\x0a" + _varint(len(data := text.encode())) + data  # Part.text = 1
-        artifact = self._artifact + _field(4, part)  # Artifact.parts = 4
-        update = self._update + _field(3, artifact)  # TaskArtifactUpdateEvent.artifact = 3
-        return frame(_field(4, update))  # StreamResponse.artifact_update = 4
+        data = text.encode()
+        head = self._heads.get(len(data))
+        if head is None:
+            head = self._head(len(data))
+        return head + data
+
+    def _head(self, size: int) -> bytes:
+        text_field = b"\x0a" + _varint(size)  # Part.text = 1
+        part_size = len(text_field) + size
+        parts_field = b"\x22" + _varint(part_size)  # Artifact.parts = 4
+        artifact_size = len(self._artifact) + len(parts_field) + part_size
+        artifact_field = b"\x1a" + _varint(artifact_size)  # TaskArtifactUpdateEvent.artifact = 3
+        update_size = len(self._update) + len(artifact_field) + artifact_size
+        update_field = b"\x22" + _varint(update_size)  # StreamResponse.artifact_update = 4
+        head = b"".join((_LENGTH.pack(len(update_field) + update_size), update_field, self._update, artifact_field,
+                         self._artifact, parts_field, text_field))
+        if size < _KEPT_SIZES:
+            self._heads[size] = head
+        return head
+
+
+_KEPT_SIZES = 256
+"""Chunks up to this many bytes have their head kept: a model's tokens are a few bytes each."""
 
 
 def _proto_event(self: A2AProtoStreamEncoder, e: canonical.Event) -> bytes:
