@@ -110,7 +110,17 @@ def _configuration(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
 
 
 def _add_flags(config: GatewayConfig, args: argparse.Namespace) -> None:
-    """What --inspector-bodies, --record and --inspector add to the configuration's routes and inspector."""
+    """What --inspector-bodies, --record and --inspector add to the configuration's routes and inspector, and a
+    listener's port flag (`--a2a-grpc-port`) to its dialect's section."""
+    from adapters import registry
+    from gateway.cli import listener_flag
+    from gateway.core.capabilities import Listener
+
+    for name, dialect in registry.DIALECTS.items():
+        listener = dialect.capability(Listener)
+        port = getattr(args, listener_flag(name, listener.setting), None) if listener is not None else None
+        if listener is not None and port is not None:
+            setattr(config.settings_of(name), listener.setting, port)
     for route in config.routes:
         route.inspector_bodies = route.inspector_bodies or args.inspector_bodies
         if args.record:

@@ -142,8 +142,13 @@ def test_serve_check_says_in_one_line_why_grpc_is_not_served_without_grpcio(tmp_
     hide_grpc = "import sys; sys.modules['grpc'] = None; from gateway.cli import main; sys.exit(main())"
     done = subprocess.run([sys.executable, "-c", hide_grpc, "serve", "--config", str(path), "--check"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60, check=False)
-    assert "note: a2a.grpc_port is set but grpcio is not installed: pip install 'agent-gateway[grpc]'" in \
-        done.stdout.splitlines(), done.stdout + done.stderr
+    by_flag = subprocess.run([sys.executable, "-c", hide_grpc, "serve", "--upstream", agent.url + "/agui",
+                              "--upstream-dialect", "ag-ui", "--store", "memory://", "--a2a-grpc-port",
+                              str(free_port()), "--check"], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                             check=False)
+    note = "note: a2a.grpc_port is set but grpcio is not installed: pip install 'agent-gateway[grpc]'"
+    assert note in done.stdout.splitlines(), done.stdout + done.stderr
+    assert note in by_flag.stdout.splitlines(), by_flag.stdout + by_flag.stderr  # `--a2a-grpc-port` sets it too
 
 
 # -- calls
@@ -241,11 +246,12 @@ def test_a_draining_gateway_lets_a_grpc_stream_finish_and_takes_no_new_call(tmp_
     port, grpc_port = free_port(), free_port()
     with Served(create_agent_app("ag-ui", pace=0.05)) as slow:
         path = tmp_path / "gateway.yaml"
-        configured = config(slow, grpc_port).model_dump(mode="json", exclude_unset=True)
+        configured = config(slow, None).model_dump(mode="json", exclude_unset=True)
         path.write_text(orjson.dumps({**configured, "drain_seconds": 10}).decode())
         log = (tmp_path / "gateway.log").open("ab")
         process = subprocess.Popen([sys.executable, "-m", "gateway", "serve", "--config", str(path), "--port",
-                                    str(port), "--log-format", "human"], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                                    str(port), "--a2a-grpc-port", str(grpc_port), "--log-format", "human"],
+                                   cwd=tmp_path, stdin=subprocess.DEVNULL,
                                    stdout=subprocess.DEVNULL, stderr=log,
                                    env={**os.environ, "PYTHONPATH": str(ROOT)})
         try:
