@@ -280,3 +280,21 @@ def test_a_draining_gateway_lets_a_grpc_stream_finish_and_takes_no_new_call(tmp_
     assert stream.answers[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert late.code == "UNAVAILABLE"
     assert "Traceback" not in (tmp_path / "gateway.log").read_text()
+
+
+def test_a_grpc_port_in_use_is_one_line_at_start_not_a_traceback(gw: Gateway) -> None:
+    """Another gateway's gRPC port is taken even though gRPC servers share theirs (SO_REUSEPORT) between workers;
+    the gateway's own HTTP port is not a gRPC port."""
+    taken = gw.target.rpartition(":")[2]
+    http_port = str(free_port())
+    said = {}
+    for name, grpc_port in (("another's", taken), ("its own HTTP", http_port)):
+        done = subprocess.run([sys.executable, "-m", "gateway", "serve", "--upstream", "http://127.0.0.1:9/agui",
+                               "--upstream-dialect", "ag-ui", "--store", "memory://", "--port", http_port,
+                               "--a2a-grpc-port", grpc_port, "--log-format", "human"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        said[name] = done.stderr.strip().splitlines()[-1]
+    assert said["another's"].endswith(f"127.0.0.1:{taken} is in use: try another a2a.grpc_port")
+    assert said["its own HTTP"].endswith(f"a2a.grpc_port {http_port} needs a port of its own, not the gateway's or "
+                                         "the metrics'")
