@@ -97,6 +97,7 @@ async def start(app: InProcess, host: str, port: int, routes: Mapping[str, str])
     return _Running(server)
 
 
+_Posted = tuple[str, list[tuple[str, str]], bytes]
 _PASSED_OVER = ("grpc-", ":")
 """Metadata that is gRPC's own, not the client's headers."""
 
@@ -109,8 +110,7 @@ class _Service:
         self._routes = routes
         self._schema = schema
 
-    def _call(self, method: str, request: Any, context: Any, stream: bool) -> tuple[str, list[tuple[str, str]],
-                                                                                     bytes]:
+    def _call(self, method: str, request: Any, context: Any, stream: bool) -> _Posted:
         """The route's path, the headers and the JSON-RPC body the call stands for."""
         params = self._schema.json_format.MessageToDict(request)
         tenant = params.pop("tenant", None)
