@@ -21,7 +21,7 @@ import grpc
 import httpx
 import orjson
 import pytest
-from peers_env import run_a2a_client
+from peers_env import follow_a2a_tasks, run_a2a_client, run_a2a_tasks
 from servers import Served, free_port
 
 from adapters.a2a import proto
@@ -165,6 +165,39 @@ def test_a_task_started_over_grpc_is_read_over_json_rpc(gw: Gateway) -> None:
     assert "You said: hello." in "".join(p["text"] for a in got["artifacts"] for p in a["parts"])
     over_grpc = call(gw.target, "GetTask", {"id": task_id})
     assert over_grpc.answers == [got]
+
+
+def test_the_sdks_grpc_client_follows_a_running_task_and_asks_about_tasks(agent: Served) -> None:
+    """SubscribeToTask on a task started over JSON-RPC (it streams on as it runs), then GetTask, ListTasks and
+    CancelTask as the SDK's gRPC transport sends them."""
+    with Served(create_agent_app("ag-ui", pace=0.05)) as slow, gateway(slow) as gw:
+        url = gw.url + "/assistant/a2a"
+        started: list[dict[str, Any]] = []
+        streaming = threading.Thread(target=lambda: started.extend(
+            run_a2a_client(url, "slow please", context_id="ctx-grpc-follow").responses))
+        streaming.start()
+        deadline = time.monotonic() + 10
+        while not (tasks := call(gw.target, "ListTasks", {"contextId": "ctx-grpc-follow"}).answers[0].get("tasks")):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        task_id = tasks[0]["id"]
+        with follow_a2a_tasks(url, "subscribe", {"id": task_id}, binding="grpc") as subscriber:
+            assert subscriber.first(), subscriber.done()
+            error = subscriber.done()
+        streaming.join(30)
+        got = run_a2a_tasks(url, "get", {"id": task_id}, binding="grpc")
+        listed = run_a2a_tasks(url, "list", {"contextId": "ctx-grpc-follow"}, binding="grpc")
+        cancel = run_a2a_tasks(url, "cancel", {"id": task_id}, binding="grpc")
+    assert error is None, error
+    answers = subscriber.answers
+    assert answers[0]["task"]["id"] == task_id
+    assert answers[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert any("artifactUpdate" in a for a in answers)  # what the task said after the subscriber came
+    assert started[0]["task"]["id"] == task_id  # the task the JSON-RPC client started
+    assert got.error is None and got.answers[0]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert got.answers[0]["contextId"] == "ctx-grpc-follow"
+    assert [t["id"] for t in listed.answers[0]["tasks"]] == [task_id]
+    assert cancel.error is not None and cancel.error.startswith("TaskNotCancelableError")
 
 
 def test_queries_over_grpc(gw: Gateway) -> None:
