@@ -26,6 +26,10 @@ AG-UI over protobuf is one more source and target, `ag-ui/proto`, when the `prot
 AG-UI dialect asked for (and answering in) `application/vnd.ag-ui.event+proto`, fed one length-prefixed event per
 piece.
 
+A2A over gRPC is one more target, `a2a/grpc`, when the `protobuf` runtime is installed: the A2A stream as the
+gateway's gRPC listener asks a route for it, each response a length-prefixed protobuf `StreamResponse` (what the
+listener sends on as the call's messages), beside `a2a`'s JSON-RPC over SSE.
+
 MCP has two sources. `mcp` is, as every row, its own encoder's stream: the gateway's MCP face, whose progress
 notifications each repeat the text so far and go out as it grows by an eighth (so about 60 notifications carry the
 N deltas, and the row, like agent-respond's, reads as N tokens' worth per second), then the result with the tool
@@ -88,6 +92,8 @@ from gateway.core.turn import Turn  # noqa: E402
 
 HEADLINE = ("ag-kit", "ag-ui")
 PROTO = "ag-ui/proto"
+A2A_GRPC = "a2a/grpc"
+"""A2A's stream as its gRPC listener carries it: a target only."""
 PER_DELTA = "mcp/per-delta"
 """An MCP server on the official SDK reporting each delta as progress with the text so far: a source only."""
 TARGET_NOW = 300_000
@@ -182,6 +188,18 @@ def protobuf_ag_ui() -> Dialect | None:
         return proto.decoder_for(proto.MEDIA_TYPE, max_event_bytes)
 
     return replace(ag_ui, name=PROTO, new_encoder=lambda request: ag_ui.new_encoder(asked), new_decoder=new_decoder)
+
+
+def protobuf_a2a() -> Dialect | None:
+    """A2A's stream as protobuf `StreamResponse` messages (the gRPC binding's), a target for the tables; None without
+    the `protobuf` runtime."""
+    from adapters.a2a import grpc_wire, proto
+
+    if not proto.available():
+        return None
+    a2a = registry.get("a2a")
+    asked = Turn(accept=grpc_wire.MEDIA_TYPE)
+    return replace(a2a, name=A2A_GRPC, new_encoder=lambda request: a2a.new_encoder(asked))
 
 
 def mcp_per_delta(dialect: Dialect) -> Dialect:
@@ -341,7 +359,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="which repetition to report (default best)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of Markdown tables")
     parser.add_argument("--dialects", default=None, metavar="A,B",
-                        help="only these sources and targets (default: every dialect, ag-ui/proto, mcp/per-delta)")
+                        help="only these sources and targets (default: every dialect, ag-ui/proto, mcp/per-delta, "
+                        "a2a/grpc)")
     args = parser.parse_args(argv)
     if args.events < 1 or args.min_reps < 1 or args.seconds < 0 or (args.chunk is not None and args.chunk < 1):
         parser.error("--events, --min-reps and --chunk must be positive, --seconds not negative")
@@ -359,12 +378,14 @@ def main(argv: list[str] | None = None) -> int:
     sources = {**dialects, PER_DELTA: mcp_per_delta(dialects["mcp"])}
     if args.dialects:
         asked = args.dialects.split(",")
-        unknown = [name for name in asked if name not in sources]
+        unknown = [name for name in asked if name not in sources and name != A2A_GRPC]
         if unknown:
             print(f"unknown dialects {unknown}: choose among {list(sources)}", file=sys.stderr)
             return 2
-        sources = {name: sources[name] for name in asked}
+        sources = {name: sources[name] for name in asked if name in sources}
         dialects = {name: dialects[name] for name in asked if name in dialects}
+    if (grpc := protobuf_a2a()) is not None and (not args.dialects or A2A_GRPC in args.dialects.split(",")):
+        dialects[A2A_GRPC] = grpc
     names, targets = list(sources), list(dialects)
     workloads = {name: make_workload(sources[name], n, args.chunk) for name in names}
 

@@ -6,8 +6,9 @@ fully pinned requirements file in `tests/peers/` and started as a subprocess (uv
     pydantic   pydantic-ai's `AGUIAdapter` and `VercelAIAdapter` (`tests/peers/pydantic_agent.py`)
     agkit      `cloudbase-agent-server` 0.1.1, AG-Kit's send-message dialect (`tests/peers/agkit_agent.py`)
     agkit-agui `cloudbase-agent-server` 0.1.22, AG-UI over `/send-message` (`tests/peers/agkit_agui_agent.py`)
-    a2a        `a2a-sdk[http-server]` 1.3.0, the official A2A SDK, JSON-RPC and HTTP+JSON, 1.0 and 0.3
-               (`tests/peers/a2a_agent.py`); its client too (`tests/peers/a2a_client.py`, see `run_a2a_client`)
+    a2a        `a2a-sdk[http-server]` 1.3.0, the official A2A SDK, JSON-RPC, HTTP+JSON and gRPC
+               (grpcio), 1.0 and 0.3 (`tests/peers/a2a_agent.py`); its client too (`tests/peers/a2a_client.py`,
+               see `run_a2a_client`)
     langgraph  `langgraph dev` (`langgraph-cli[inmem]` 0.4.40, langgraph-api 0.16.7) serving a scripted graph
                (`tests/peers/langgraph/`); `langgraph-sdk` 0.4.14's client too (`tests/peers/langgraph_client.py`)
     mcp        `mcp` 2.3.0, the official MCP Python SDK: an MCPServer over streamable HTTP (`tests/peers/mcp_server.py`)
@@ -113,7 +114,7 @@ AGKIT = Peer("agkit", "agkit_agent",
 AGKIT_AGUI = Peer("agkit-agui", "agkit_agui_agent",
                   ("cloudbase-agent-server==0.1.22", "cloudbase-agent-core==0.1.13", "ag-ui-protocol==0.1.22",
                    "uvicorn==0.54.0"))
-A2A = Peer("a2a", "a2a_agent", ("a2a-sdk[http-server]==1.3.0", "uvicorn==0.54.0"))
+A2A = Peer("a2a", "a2a_agent", ("a2a-sdk[http-server]==1.3.0", "uvicorn==0.54.0", "grpcio==1.85.3"))
 MCP = Peer("mcp", "mcp_server", ("mcp==2.3.0", "uvicorn==0.54.0"))
 LITELLM = Peer("litellm", "litellm_proxy", ("litellm[proxy]==1.108.7", "uvicorn==0.54.0"))
 LANGGRAPH = Peer("langgraph", "langgraph", ("langgraph-cli[inmem]==0.4.40", "langgraph-api==0.16.7",
@@ -350,17 +351,18 @@ class A2AClientRun:
 def run_a2a_client(url: str, text: str, *, context_id: str | None = None, task_id: str | None = None,
                    message_id: str | None = None, stream: bool = True, binding: str = "jsonrpc",
                    version: str = "1.0", cancel_after: int = 0, timeout: float = 30.0,
-                   data: Any = None) -> A2AClientRun:
+                   data: Any = None, key: str | None = None) -> A2AClientRun:
     """Send `text` to the A2A agent at `url` (its base: the card is read from there) with a2a-sdk's client.
 
-    `binding` is "jsonrpc" or "http-json", `version` "1.0" or "0.3" (the card's interfaces of that version only),
-    `stream=False` sends SendMessage; `cancel_after=N` sends CancelTask after the N-th response; `data` (JSON) is
-    sent as a data part, after the text when that is not empty.
+    `binding` is "jsonrpc", "http-json" or "grpc", `version` "1.0" or "0.3" (the card's interfaces of that version
+    only), `stream=False` sends SendMessage; `cancel_after=N` sends CancelTask after the N-th response; `data` (JSON) is
+    sent as a data part, after the text when that is not empty; `key` is sent as `Authorization: Bearer <key>`.
     """
     _require(A2A)
     command = [str(A2A.python), str(PEERS_DIR / "a2a_client.py"), url, text, "--binding", binding,
                "--version", version, "--timeout", str(timeout), "--dump-requests"]
-    for option, value in (("--context-id", context_id), ("--task-id", task_id), ("--message-id", message_id)):
+    for option, value in (("--context-id", context_id), ("--task-id", task_id), ("--message-id", message_id),
+                          ("--key", key)):
         if value is not None:
             command += [option, value]
     if not stream:
@@ -410,7 +412,7 @@ def run_a2a_tasks(url: str, operation: str, params: dict[str, Any], timeout: flo
                   binding: str = "jsonrpc") -> A2ATasksRun:
     """Ask the A2A agent at `url` (its base) about its tasks with a2a-sdk's client: `operation` is get, cancel,
     list, subscribe, push-create, push-get, push-list or push-delete, with the request's `params` (JSON form), on
-    `binding` ("jsonrpc" or "http-json")."""
+    `binding` ("jsonrpc", "http-json" or "grpc")."""
     done = subprocess.run(a2a_tasks_command(url, operation, params, timeout, binding), capture_output=True, text=True,
                           env=_clean_env(), timeout=timeout + 30, check=False)
     run = A2ATasksRun(answers=[json.loads(line) for line in done.stdout.splitlines() if line.strip()])

@@ -6,6 +6,8 @@ as the card says); as a server it answers both on JSON-RPC and on HTTP+JSON (`re
 ```
 request.py   a client's request to a turn; a turn to an upstream's request     versions.py  A2A-Version
 encode.py    canonical events to a task's responses (streamed, or one body)   errors.py    JSON-RPC errors
+grpc_server.py  the gRPC binding, served; grpc_wire.py its stream responses; grpc_errors.py its statuses; proto.py
+             the protobuf schema (proto_schema.py, generated)
 updates.py   the task, status and artifact updates encode.py writes; the client's call
 decode.py    an agent's responses to canonical events                          card.py      the agent card
 reading.py   an agent's messages and parts, for decode.py
@@ -21,17 +23,27 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from gateway.core.capabilities import Discovery, Endpoint, OwnErrors, ProtocolHeaders, Settings, Variants
+from gateway.core.capabilities import (
+    Discovery,
+    Endpoint,
+    Listener,
+    OwnErrors,
+    ProtocolHeaders,
+    Settings,
+    Variants,
+)
 from gateway.core.codec import Dialect, Likeness, Sniff
+from gateway.core.encoding import Encoder
 from gateway.core.queries import RunQueries, RunRecord, Webhook
 from gateway.core.turn import Turn
 
+from . import encode, grpc_server
 from .card import VARIES, agent_card
 from .conformance import judge
 from .decode import A2ADecoder
 from .document import TaskLog
-from .encode import new_encoder
 from .errors import error_reply
+from .grpc_wire import A2AProtoStreamEncoder, wants_proto
 from .push import webhook_of
 from .queries import answer_query, read_query
 from .request import build_request, parse_request, sample_request
@@ -73,6 +85,13 @@ def read_card(card: Any, url: str) -> Endpoint | None:
         if key in offered:
             return Endpoint(offered[key], variant)
     return None
+
+
+def new_encoder(request: Turn | None = None) -> Encoder:
+    """The reply the request asked for (`encode.new_encoder`); a stream for the gRPC listener in protobuf."""
+    if client_call(request).get("stream") is not False and wants_proto(request):
+        return A2AProtoStreamEncoder(request)
+    return encode.new_encoder(request)
 
 
 def continues(turn: Turn) -> str | None:
@@ -117,6 +136,7 @@ DIALECT = Dialect(
         ProtocolHeaders(check=check_request, passed=("a2a-extensions",)),
         Settings(A2ASettings, "A2A across the gateway: its gRPC binding, and the keys that sign and check agent "
                               "cards."),
+        Listener("grpc", "grpc_port", grpc_server.missing, grpc_server.start),
         *RESOURCES,
     ),
 )

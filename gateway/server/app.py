@@ -35,9 +35,10 @@ from gateway.server.connections.addresses import Addresses
 from gateway.server.connections.bodies import BodyBudget
 from gateway.server.connections.drain import Drain
 from gateway.server.connections.hosts import ErrorReply, HostCheck
+from gateway.server.connections.listeners import Listeners
 from gateway.server.endpoints.capabilities import Mounted, mount_across, mount_route
 from gateway.server.endpoints.conversations import ConversationEndpoints
-from gateway.server.endpoints.documents import usable
+from gateway.server.endpoints.documents import owners, usable
 from gateway.server.endpoints.push import Pusher
 from gateway.server.endpoints.scrape import MetricsEndpoint
 from gateway.server.operations import logs
@@ -106,15 +107,16 @@ def from_environment() -> Gateway:
     logs.configure(options["log_format"], options["log_level"], worker=os.getpid())
     config = GatewayConfig.model_validate(options["config"])
     http_server.HEAD_SECONDS = config.header_timeout
-    return create_app(config, log_bodies=options["log_bodies"])
+    return create_app(config, log_bodies=options["log_bodies"], listen_host=options.get("host", "127.0.0.1"))
 
 
 def create_app(config: GatewayConfig, store: ConversationStore | None = None,
                extra_routes: list[BaseRoute] | None = None, *, log_bodies: bool = False,
-               tracer_provider: TracerProvider | None = None) -> Gateway:
+               tracer_provider: TracerProvider | None = None, listen_host: str = "127.0.0.1") -> Gateway:
     """The gateway for `config`. `store` overrides the configured one (tests share one between two apps);
     `extra_routes` are served beside the gateway's (the demo mounts its built-in agent there); `tracer_provider`
-    traces requests with a provider of the caller's (tests), instead of what the `OTEL_*` environment says."""
+    traces requests with a provider of the caller's (tests), instead of what the `OTEL_*` environment says;
+    `listen_host` is where the transports other than HTTP (`Listener`) listen, as the HTTP server does."""
     if store is None:
         store = config.store.open()
     tracing = Tracing(tracer_provider) if tracer_provider is not None else tracing_from_environment()
@@ -130,6 +132,9 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
                           debug_errors=config.debug_errors, tracing=tracing, pusher=pusher)
     ring, inspector_routes = _inspector(config)
     mounted = Mounted(inspector_routes)
+    listeners = Listeners(config, listen_host, partial(_served_at, config))
+    mounted.listening = listeners.serving
+    drain.on_begin.append(listeners.draining)
     handlers: dict[str, tuple[ASGIApp, frozenset[str]]] = {}
     route_handlers: list[RouteHandler] = []
     host_replies: dict[str, ErrorReply] = {}
@@ -156,9 +161,11 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
         gc.freeze()
         probing = asyncio.create_task(warn_if_unreachable(config, store))
         drain.install()
+        await listeners.start(gateway)
         try:
             yield
         finally:
+            await listeners.stop()
             drain.uninstall()
             probing.cancel()
             await pusher.close()
@@ -173,7 +180,18 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
     app = Starlette(routes=mounted.routes, lifespan=lifespan, exception_handlers=_refusals(route_handlers, scrape))
     app.router.redirect_slashes = False  # its redirect would be built from the client's Host header
     alone = (scrape.port, scrape.alone()) if scrape.port is not None else None
-    return Gateway(handlers, app, mounted.sockets, Addresses(HostCheck(config.allowed_hosts), alone, host_replies))
+    gateway = Gateway(handlers, app, mounted.sockets, Addresses(HostCheck(config.allowed_hosts), alone, host_replies))
+    return gateway
+
+
+def _served_at(config: GatewayConfig, dialect: str) -> dict[str, str]:
+    """The routes that serve `dialect`, by name, and the path each serves it at (for a `Listener`)."""
+    found: dict[str, str] = {}
+    for route in config.routes:
+        path = next((p for p in route.served_paths if dialect in owners(route.dialects, p)), None)
+        if dialect in route.dialects and path is not None:
+            found[route.name] = path
+    return found
 
 
 def _inspector(config: GatewayConfig) -> tuple[RunRing | None, list[BaseRoute]]:

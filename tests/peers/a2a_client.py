@@ -22,7 +22,9 @@ Exit status 0; on an error 1, with one line "<ExceptionType>: <message>" on stde
 
 Options: --context-id, --task-id (continue a task, e.g. answer INPUT_REQUIRED), --message-id, --data JSON (a data
 part, e.g. a form's fields), --no-stream,
---binding jsonrpc|http-json, --version 1.0|0.3, --cancel-after N, --timeout SECONDS.
+--binding jsonrpc|http-json|grpc (gRPC: `grpc.aio.insecure_channel` to the card's `host:port`), --key KEY
+(`Authorization: Bearer KEY`, sent as a service parameter: a header, or gRPC metadata), --version 1.0|0.3,
+--cancel-after N, --timeout SECONDS.
 """
 
 from __future__ import annotations
@@ -35,11 +37,11 @@ import uuid
 from typing import Any
 
 import httpx
-from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.client import A2ACardResolver, ClientCallContext, ClientConfig, ClientFactory
 from a2a.types.a2a_pb2 import CancelTaskRequest, Message, Part, Role, SendMessageRequest, StreamResponse
 from google.protobuf.json_format import MessageToDict, ParseDict
 
-BINDINGS = {"jsonrpc": "JSONRPC", "http-json": "HTTP+JSON"}
+BINDINGS = {"jsonrpc": "JSONRPC", "http-json": "HTTP+JSON", "grpc": "GRPC"}
 
 
 def _emit(line: dict[str, Any]) -> None:
@@ -84,17 +86,23 @@ async def run(args: argparse.Namespace) -> None:
                       if (i.protocol_version or "1.0").startswith(args.version)]
         del card.supported_interfaces[:]
         card.supported_interfaces.extend(interfaces)
+        channels = {}
+        if args.binding == "grpc":
+            import grpc
+
+            channels["grpc_channel_factory"] = grpc.aio.insecure_channel
         config = ClientConfig(streaming=not args.no_stream, httpx_client=http,
-                              supported_protocol_bindings=[BINDINGS[args.binding]])
+                              supported_protocol_bindings=[BINDINGS[args.binding]], **channels)
         client = ClientFactory(config).create(card)
+        context = ClientCallContext(service_parameters={"Authorization": f"Bearer {args.key}"}) if args.key else None
         message = Message(message_id=args.message_id or str(uuid.uuid4()), role=Role.ROLE_USER,
                           parts=_parts(args), context_id=args.context_id or "", task_id=args.task_id or "")
         seen = 0
-        async for response in client.send_message(SendMessageRequest(message=message)):
+        async for response in client.send_message(SendMessageRequest(message=message), context=context):
             _emit(MessageToDict(response))
             seen += 1
             if seen == args.cancel_after:
-                cancelled = await client.cancel_task(CancelTaskRequest(id=_task_id(response)))
+                cancelled = await client.cancel_task(CancelTaskRequest(id=_task_id(response)), context=context)
                 _emit({"cancelTask": MessageToDict(cancelled)})
         await client.close()
 
@@ -110,6 +118,7 @@ def main() -> None:
     parser.add_argument("--no-stream", action="store_true", help="SendMessage instead of SendStreamingMessage")
     parser.add_argument("--binding", choices=sorted(BINDINGS), default="jsonrpc")
     parser.add_argument("--version", choices=("1.0", "0.3"), default="1.0")
+    parser.add_argument("--key", help="sent as Authorization: Bearer KEY")
     parser.add_argument("--cancel-after", type=int, default=0, metavar="N",
                         help="send CancelTask for the task after the N-th response")
     parser.add_argument("--timeout", type=float, default=30.0)

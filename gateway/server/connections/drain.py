@@ -57,6 +57,8 @@ class Drain:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self._restore: dict[int, Handler] = {}
+        self.on_begin: list[Callable[[float], None]] = []
+        """Told the grace when the drain begins: what serves calls other than the HTTP server's (`Listener`)."""
 
     def begin(self, heard: int = signal.SIGTERM) -> None:
         """Start draining (in the event loop) on the signal `heard`; a second call ends what is left at once."""
@@ -64,6 +66,8 @@ class Drain:
             self._end_all("a second signal")
             return
         self.draining = True
+        for begun in self.on_begin:
+            begun(self.grace)
         if not self.streams:
             log.info("draining: no stream is running")
         else:

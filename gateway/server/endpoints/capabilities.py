@@ -44,6 +44,8 @@ class Mounted:
     paths: dict[str, tuple[ASGIApp, frozenset[str]]] = field(default_factory=dict)
     """What an exact path serves, by method, before anything else: an endpoint across the routes takes its path
     from a route that has it too (`NamedRoutes`)."""
+    listening: dict[str, dict[str, int]] = field(default_factory=dict)
+    """What each dialect is also served on while the app runs (`Listener`): for the documents that say so."""
 
     def by_method(self, at: str, answering: Mapping[str, Answering], cors: Cors | None) -> None:
         """An endpoint at `at` that answers each of its methods its own way, behind the route's CORS policy when it

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from email.utils import formatdate, parsedate_to_datetime
 from typing import TYPE_CHECKING
 
@@ -44,15 +44,16 @@ MAX_AGE = 300
 
 
 def mount_discovery(handlers: list[RouteHandler], mounted: Mounted) -> None:
-    mounted.routes += _published([handler.route for handler in handlers])
+    mounted.routes += _published([handler.route for handler in handlers], mounted.listening)
 
 
 def discovery_routes(config: GatewayConfig) -> list[Route]:
     """The documents a configuration's routes publish, as the app serves them."""
-    return _published(config.routes)
+    return _published(config.routes, {})
 
 
-def _published(configured: list[ConfigRoute]) -> list[Route]:
+def _published(configured: list[ConfigRoute], listening: Mapping[str, Mapping[str, int]]) -> list[Route]:
+    """`listening`: what each dialect is also served on while the app runs (`Listener`), by name, and its port."""
     published = time.time()
     found: list[tuple[str, str, ASGIApp | Callable[[Request], Awaitable[Response]]]] = []
     publishing: set[str] = set()
@@ -62,10 +63,10 @@ def _published(configured: list[ConfigRoute]) -> list[Route]:
             if discovery is None:
                 continue
             for path in route.served_paths:
-                if name not in _owners(route.dialects, path):
+                if name not in owners(route.dialects, path):
                     continue  # another dialect's path: its clients, not this dialect's, are sent there
                 publishing.add(route.name)
-                card = _document_endpoint(route, path, discovery, published)
+                card = _document_endpoint(route, path, discovery, published, name, listening)
                 endpoint: ASGIApp | Callable[[Request], Awaitable[Response]] = card
                 if route.cors is not None:  # a browser's A2A client reads the card cross-origin too
                     endpoint = CORSMiddleware(request_response(card), allow_origins=route.cors.allow_origins,
@@ -83,14 +84,14 @@ def _published(configured: list[ConfigRoute]) -> list[Route]:
     return routes
 
 
-def _owners(dialects: list[str], path: str) -> list[str]:
+def owners(dialects: list[str], path: str) -> list[str]:
     """The dialects a route's path is for: those whose conventional path it is or ends with (`/a2a`,
     `/team/v1/chat/completions`), or all of them on a path of its own."""
     return [name for name in dialects if any(path.endswith(own) for own in registry.get(name).paths)] or dialects
 
 
-def _document_endpoint(route: ConfigRoute, path: str, discovery: Discovery, published: float
-                       ) -> Callable[[Request], Awaitable[Response]]:
+def _document_endpoint(route: ConfigRoute, path: str, discovery: Discovery, published: float, dialect: str,
+                       listening: Mapping[str, Mapping[str, int]]) -> Callable[[Request], Awaitable[Response]]:
     info = route.agent
     varies = [*discovery.varies, *(() if info.url else ("host",))]
     last_modified = formatdate(int(published), usegmt=True)
@@ -105,7 +106,8 @@ def _document_endpoint(route: ConfigRoute, path: str, discovery: Discovery, publ
         asked.update(request.headers)
         document = discovery.document(AgentDescription(name=route.name, description=info.description, url=url,
                                              version=info.version, skills=tuple(s.model_dump() for s in info.skills),
-                                             webhooks=route.push is not None), asked)
+                                             webhooks=route.push is not None,
+                                             listeners=dict(listening.get(dialect, {}))), asked)
         body = orjson.dumps(document)
         headers = {"etag": f'W/"{hashlib.sha256(body).hexdigest()[:40]}"', "last-modified": last_modified,
                    "cache-control": f"public, max-age={MAX_AGE}"}

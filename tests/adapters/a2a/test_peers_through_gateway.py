@@ -16,7 +16,7 @@ import pytest
 from e2e import Reply, post, request_body, user_message
 from node_clients import run_a2a_send
 from peers_env import a2a_upstream, run_a2a_client
-from servers import Served
+from servers import Served, free_port
 
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig, Route, Store, Upstream
@@ -40,9 +40,10 @@ def agent(peer: str, request: pytest.FixtureRequest) -> str:
     return peer if request.param == "jsonrpc" else peer + "/rest-only"
 
 
-def gateway(url: str, dialect: str, variant: str | None = None) -> Served:
+def gateway(url: str, dialect: str, variant: str | None = None, grpc_port: int | None = None) -> Served:
     route = Route(name="a2a-test", upstream=Upstream(url=url, dialect=dialect, variant=variant))
-    return Served(create_app(GatewayConfig(routes=[route], store=Store(url="memory://"))))
+    return Served(create_app(GatewayConfig.model_validate({"routes": [route], "store": Store(url="memory://"),
+                                                           "a2a": {"grpc_port": grpc_port}})))
 
 
 def ask(http: httpx.Client, base: str, client: str, text: str, conversation: str, **extra: Any) -> Reply:
@@ -156,16 +157,17 @@ def _asked(task: dict[str, Any]) -> str | None:
 
 @pytest.fixture(scope="module", params=OTHERS)
 def fronted(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
-    """The gateway serving A2A in front of the built-in agent speaking another dialect: (its /a2a URL, dialect)."""
+    """The gateway serving A2A in front of the built-in agent speaking another dialect, over JSON-RPC and gRPC: (its
+    /a2a URL, dialect)."""
     dialect = request.param
     with Served(create_agent_app(dialect)) as agent, \
-            gateway(agent.url + PATHS[dialect], dialect) as gw:
+            gateway(agent.url + PATHS[dialect], dialect, grpc_port=free_port()) as gw:
         yield gw.url + "/a2a", dialect
 
 
-@pytest.fixture(params=["jsonrpc", "http-json"])
+@pytest.fixture(params=["jsonrpc", "http-json", "grpc"])
 def binding(request: pytest.FixtureRequest) -> str:
-    """The binding a2a-sdk's client calls the gateway on (the card lists both)."""
+    """The binding a2a-sdk's client calls the gateway on (the card lists all three)."""
     return str(request.param)
 
 
@@ -187,7 +189,8 @@ def test_a2a_sdks_client_finds_the_gateways_card_and_streams_a_task(fronted: tup
     url, dialect = fronted
     run = run_a2a_client(url, "hello", context_id=f"ctx-{dialect}-{binding}", binding=binding)
     responses = responses_of(run)
-    assert run.requests[-1]["url"] == (url if binding == "jsonrpc" else url + "/message:stream")
+    over_http = {"jsonrpc": url, "http-json": url + "/message:stream"}
+    assert run.requests[-1]["url"] == over_http.get(binding, url + "/.well-known/agent-card.json")
     task = responses[0]["task"]
     assert task["contextId"] == f"ctx-{dialect}-{binding}" and task["status"]["state"] == "TASK_STATE_SUBMITTED"
     assert states(responses) == ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
