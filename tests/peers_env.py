@@ -113,7 +113,7 @@ AGKIT = Peer("agkit", "agkit_agent",
 AGKIT_AGUI = Peer("agkit-agui", "agkit_agui_agent",
                   ("cloudbase-agent-server==0.1.22", "cloudbase-agent-core==0.1.13", "ag-ui-protocol==0.1.22",
                    "uvicorn==0.54.0"))
-A2A = Peer("a2a", "a2a_agent", ("a2a-sdk[http-server]==1.3.0", "uvicorn==0.54.0"))
+A2A = Peer("a2a", "a2a_agent", ("a2a-sdk[http-server,signing]==1.3.0", "uvicorn==0.54.0"))
 MCP = Peer("mcp", "mcp_server", ("mcp==2.3.0", "uvicorn==0.54.0"))
 LITELLM = Peer("litellm", "litellm_proxy", ("litellm[proxy]==1.108.7", "uvicorn==0.54.0"))
 LANGGRAPH = Peer("langgraph", "langgraph", ("langgraph-cli[inmem]==0.4.40", "langgraph-api==0.16.7",

@@ -268,7 +268,7 @@ def _check_config(config: GatewayConfig, ask: bool) -> int:
     """`serve --check`: what a start would find, found without writing anything (a SQLite store is looked at, not
     opened: opening creates it)."""
     from gateway.conversations.store import StoreError, redact_url
-    from gateway.server.operations.probe import probe
+    from gateway.server.operations.probe import documents, probe
 
     print(f"configuration: ok ({len(config.routes)} route{'s' if len(config.routes) != 1 else ''})")
     url = config.store.url
@@ -287,7 +287,7 @@ def _check_config(config: GatewayConfig, ask: bool) -> int:
 
     async def run() -> bool:
         try:
-            results = await probe(config, store)
+            results = await probe(config, store) + await documents(config)
         finally:
             if store is not None:
                 await store.close()

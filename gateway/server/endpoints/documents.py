@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from email.utils import formatdate, parsedate_to_datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.datastructures import Headers
@@ -44,15 +44,16 @@ MAX_AGE = 300
 
 
 def mount_discovery(handlers: list[RouteHandler], mounted: Mounted) -> None:
-    mounted.routes += _published([handler.route for handler in handlers])
+    if handlers:
+        mounted.routes += _published([handler.route for handler in handlers], handlers[0].settings_of)
 
 
 def discovery_routes(config: GatewayConfig) -> list[Route]:
     """The documents a configuration's routes publish, as the app serves them."""
-    return _published(config.routes)
+    return _published(config.routes, config.settings_of)
 
 
-def _published(configured: list[ConfigRoute]) -> list[Route]:
+def _published(configured: list[ConfigRoute], settings_of: Callable[[str], Any]) -> list[Route]:
     published = time.time()
     found: list[tuple[str, str, ASGIApp | Callable[[Request], Awaitable[Response]]]] = []
     publishing: set[str] = set()
@@ -65,7 +66,7 @@ def _published(configured: list[ConfigRoute]) -> list[Route]:
                 if name not in _owners(route.dialects, path):
                     continue  # another dialect's path: its clients, not this dialect's, are sent there
                 publishing.add(route.name)
-                card = _document_endpoint(route, path, discovery, published)
+                card = _document_endpoint(route, path, discovery, published, settings_of(name))
                 endpoint: ASGIApp | Callable[[Request], Awaitable[Response]] = card
                 if route.cors is not None:  # a browser's A2A client reads the card cross-origin too
                     endpoint = CORSMiddleware(request_response(card), allow_origins=route.cors.allow_origins,
@@ -89,7 +90,7 @@ def _owners(dialects: list[str], path: str) -> list[str]:
     return [name for name in dialects if any(path.endswith(own) for own in registry.get(name).paths)] or dialects
 
 
-def _document_endpoint(route: ConfigRoute, path: str, discovery: Discovery, published: float
+def _document_endpoint(route: ConfigRoute, path: str, discovery: Discovery, published: float, settings: Any
                        ) -> Callable[[Request], Awaitable[Response]]:
     info = route.agent
     varies = [*discovery.varies, *(() if info.url else ("host",))]
@@ -105,7 +106,7 @@ def _document_endpoint(route: ConfigRoute, path: str, discovery: Discovery, publ
         asked.update(request.headers)
         document = discovery.document(AgentDescription(name=route.name, description=info.description, url=url,
                                              version=info.version, skills=tuple(s.model_dump() for s in info.skills),
-                                             webhooks=route.push is not None), asked)
+                                             webhooks=route.push is not None, settings=settings), asked)
         body = orjson.dumps(document)
         headers = {"etag": f'W/"{hashlib.sha256(body).hexdigest()[:40]}"', "last-modified": last_modified,
                    "cache-control": f"public, max-age={MAX_AGE}"}
