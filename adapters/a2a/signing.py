@@ -69,7 +69,7 @@ def _from_jwk(entry: Any, private: bool) -> _Loaded:
     try:
         key = _KINDS[entry["kty"]].import_key(entry)
     except (JoseError, ValueError, TypeError, KeyError) as exc:
-        raise ValueError(f"not a usable JWK ({type(exc).__name__})") from None
+        raise ValueError(f"not a usable JWK ({exc})") from None
     return _described(key, private, entry.get("kid"), entry.get("alg"))
 
 
@@ -127,35 +127,51 @@ def _quiet() -> Iterator[None]:
 
 
 class CardSigner:
-    """Signs the cards the gateway serves with one key, each distinct card once."""
+    """Signs the cards the gateway serves with one key, each distinct payload once: the 1.0 and the 0.3 form of a
+    card share their signature, and a card served again costs a lookup, not a canonicalization."""
 
     def __init__(self, text: str) -> None:
         loaded = _load(text, private=True)[0]
         self.key = loaded.key
         self.kid = loaded.kid
         self.algorithm = loaded.algorithms[0]
-        self._signed: OrderedDict[bytes, list[dict[str, str]]] = OrderedDict()
+        self._by_card: OrderedDict[bytes, dict[str, str]] = OrderedDict()
+        self._by_payload: OrderedDict[bytes, dict[str, str]] = OrderedDict()
 
     def signed(self, card: dict[str, Any]) -> dict[str, Any]:
         """The card with its `signatures`: this key's, after those it had."""
         seen = orjson.dumps(card, option=orjson.OPT_SORT_KEYS)
-        signatures = self._signed.get(seen)
-        if signatures is None:
-            header = {"alg": self.algorithm, "kid": self.kid, "typ": "JOSE"}
-            with _quiet():
-                compact = jws.serialize_compact(header, payload(card), self.key, algorithms=[self.algorithm])
-            protected, _, signature = compact.split(".")
-            signatures = [*card.get("signatures", ()), {"protected": protected, "signature": signature}]
-            self._signed[seen] = signatures
-            if len(self._signed) > CACHED_CARDS:
-                self._signed.popitem(last=False)
-        else:
-            self._signed.move_to_end(seen)
-        return {**card, "signatures": signatures}
+        signature = _recall(self._by_card, seen)
+        if signature is None:
+            signed = payload(card)
+            signature = _recall(self._by_payload, signed) or self._sign(signed)
+            _remember(self._by_payload, signed, signature)
+            _remember(self._by_card, seen, signature)
+        return {**card, "signatures": [*card.get("signatures", ()), signature]}
+
+    def _sign(self, signed: bytes) -> dict[str, str]:
+        header = {"alg": self.algorithm, "kid": self.kid, "typ": "JOSE"}
+        with _quiet():
+            protected, _, signature = jws.serialize_compact(header, signed, self.key,
+                                                            algorithms=[self.algorithm]).split(".")
+        return {"protected": protected, "signature": signature}
 
     def public_jwk(self) -> dict[str, Any]:
         """The public half, as a JWK with its `kid` and `alg`: what a client is given to check the cards by."""
         return {**self.key.as_dict(private=False), "kid": self.kid, "alg": self.algorithm, "use": "sig"}
+
+
+def _recall(cache: OrderedDict[bytes, dict[str, str]], key: bytes) -> dict[str, str] | None:
+    found = cache.get(key)
+    if found is not None:
+        cache.move_to_end(key)
+    return found
+
+
+def _remember(cache: OrderedDict[bytes, dict[str, str]], key: bytes, signature: dict[str, str]) -> None:
+    cache[key] = signature
+    if len(cache) > CACHED_CARDS:
+        cache.popitem(last=False)
 
 
 class CardTrust:
