@@ -18,7 +18,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from e2e import Reply, post, request_body, user_message
-from peers_env import a2a_upstream, check_a2a_card
+from peers_env import a2a_upstream, check_a2a_card, run_a2a_client
 from servers import Served
 
 from adapters.a2a.canonical import payload
@@ -218,6 +218,12 @@ def test_an_upstream_card_not_signed_by_a_trusted_key_is_refused_with_one_log_li
     assert reply.error.message == f"the upstream is not called: {why}"
     assert [record.getMessage() for record in caplog.records] == [
         f"route signed: the upstream is refused: {why}; its runs fail until it is fixed"]
+
+
+def test_an_a2a_client_is_told_why_in_its_own_error(unsigned_peer: str) -> None:
+    with gateway({"trusted_card_keys": [public_pem(PEER_KEY)]}, unsigned_peer, "a2a") as gw:
+        run = run_a2a_client(gw.url + "/a2a", "hello")
+    assert run.error == "InternalError: the upstream is not called: its agent card is not signed"
 
 
 def test_serve_check_says_in_one_line_which_upstream_card_is_refused_and_why(
