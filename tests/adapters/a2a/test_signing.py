@@ -6,6 +6,7 @@ refused by the gateway. Install first: `.venv/bin/python tests/peers_env.py`."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import logging
 import sys
@@ -51,6 +52,18 @@ def ed25519_jwk(key: ed25519.Ed25519PrivateKey, kid: str) -> str:
     return json.dumps({"kty": "OKP", "crv": "Ed25519", "x": b64(public), "d": b64(private), "kid": kid})
 
 
+def thumbprint(key: Any) -> str:
+    """RFC 7638, by hand: SHA-256 of the public JWK's required members, sorted, no whitespace."""
+    numbers = key.public_key().public_numbers()
+    if isinstance(key, ec.EllipticCurvePrivateKey):
+        members = {"crv": "P-256", "kty": "EC", "x": b64(numbers.x.to_bytes(32, "big")),
+                   "y": b64(numbers.y.to_bytes(32, "big"))}
+    else:
+        members = {"e": b64(numbers.e.to_bytes((numbers.e.bit_length() + 7) // 8, "big")), "kty": "RSA",
+                   "n": b64(numbers.n.to_bytes((numbers.n.bit_length() + 7) // 8, "big"))}
+    return b64(hashlib.sha256(json.dumps(members, separators=(",", ":"), sort_keys=True).encode()).digest())
+
+
 KEYS = {"EC P-256, PEM": (ec.generate_private_key(ec.SECP256R1()), "ES256"),
         "Ed25519, JWK": (ed25519.Ed25519PrivateKey.generate(), "EdDSA"),
         "RSA 2048, PEM": (rsa.generate_private_key(public_exponent=65537, key_size=2048), "RS256")}
@@ -87,7 +100,7 @@ def test_a_card_the_gateway_signs_verifies_with_a2a_sdks_verifier_in_both_versio
                    for version in ("1.0", "0.3")}
     assert checked["1.0"]["valid"] and checked["0.3"]["valid"], checked
     assert protected(card)["alg"] == alg and protected(card)["typ"] == "JOSE"
-    assert protected(card)["kid"] == ("gw-ed" if alg == "EdDSA" else protected(card)["kid"])
+    assert protected(card)["kid"] == ("gw-ed" if alg == "EdDSA" else thumbprint(key))  # the JWK's, or RFC 7638
     assert old["url"] == gw.url + "/a2a" and "url" not in card
     assert old["signatures"] == card["signatures"]  # one signature covers both forms
     assert checked["1.0"]["payload"] == payload(card).decode()  # byte for byte what the SDK rebuilt
@@ -114,11 +127,29 @@ def test_a_card_is_signed_once_per_distinct_card() -> None:
     assert other_host["signatures"] != first["signatures"]
 
 
-def test_what_the_sdk_canonicalizes_its_own_way_is_signed_its_way() -> None:
+LEGACY_CARD = {
+    "name": "0.3 agent", "description": "A card of 0.3's only", "version": "0.1", "protocolVersion": "0.3.0",
+    "url": "http://h/rpc", "preferredTransport": "JSONRPC", "additionalInterfaces": [
+        {"url": "http://h/rpc", "transport": "JSONRPC"}, {"url": "http://h/rest", "transport": "HTTP+JSON"}],
+    "capabilities": {"streaming": False}, "supportsAuthenticatedExtendedCard": True,
+    "securitySchemes": {"key": {"type": "apiKey", "in": "header", "name": "X-Key"},
+                        "oauth": {"type": "oauth2", "flows": {"authorizationCode": {
+                            "authorizationUrl": "https://h/auth", "tokenUrl": "https://h/token", "scopes": {"r": ""},
+                            "pkceRequired": False}}}},
+    "security": [{"key": []}, {"oauth": ["r"]}],
+    "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+    "skills": [{"id": "s", "name": "S", "description": "Does S", "tags": ["s"], "security": [{"key": []}]}]}
+"""What a2a-sdk's card reader maps before it canonicalizes: 0.3's interfaces, security and extended-card flag."""
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["1.0 with extras", "0.3"])
+def test_what_the_sdk_canonicalizes_its_own_way_is_signed_its_way(legacy: bool) -> None:
     """Empty fields (REQUIRED ones too), 0.3's fields and unknown ones, an extension's numbers (doubles), `false`
-    without presence, snake_case names and text outside ASCII: the SDK's verifier accepts the signature."""
+    without presence, snake_case names and text outside ASCII; a card of 0.3's only: the SDK's verifier accepts the
+    signature, over the payload it rebuilds byte for byte."""
     key = KEYS["EC P-256, PEM"][0]
-    card = {"name": "gateway route ✓ café", "description": "", "version": "1.0.0", "documentationUrl": "",
+    card = LEGACY_CARD if legacy else {
+            "name": "gateway route ✓ café", "description": "", "version": "1.0.0", "documentationUrl": "",
             "supportedInterfaces": [{"url": "http://h/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0",
                                      "tenant": ""}],
             "capabilities": {"streaming": True, "pushNotifications": False, "extensions": [
