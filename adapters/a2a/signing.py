@@ -23,9 +23,12 @@ import orjson
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from joserfc import jws
 from joserfc.errors import JoseError
+from joserfc.jwa import ESAlgorithm
 from joserfc.jwk import ECKey, OKPKey, RSAKey
+from joserfc.jws import JWSRegistry
 
 from .canonical import payload
 
@@ -36,7 +39,27 @@ _CURVES = {"P-256": "ES256", "P-384": "ES384", "P-521": "ES512"}
 _RSA = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512")
 CACHED_CARDS = 256
 """Distinct cards whose signatures a signer keeps (they differ by Host and version): a card asked for again costs
-no signing, and a client that invents Host names costs a signing each but no memory past this."""
+no signing, and a client that invents Host names (with `agent.url` unset) costs a signing each but no memory past
+this."""
+
+
+class _SameEverywhere(ESAlgorithm):
+    """ECDSA with the nonce derived from the key and the message (RFC 6979), not drawn at random: a card is signed
+    alike by every worker and replica, so its bytes and `ETag` are the same wherever a client asks."""
+
+    def sign(self, msg: bytes, key: ECKey) -> bytes:
+        der = key.get_op_key("sign").sign(msg, ec.ECDSA(self.hash_alg(), deterministic_signing=True))
+        r, s = decode_dss_signature(der)
+        size = (key.curve_key_size + 7) // 8
+        return r.to_bytes(size, "big") + s.to_bytes(size, "big")
+
+
+class _Registry(JWSRegistry):
+    """joserfc's algorithms, ECDSA signing alike everywhere, and room for a card as large as the gateway reads."""
+
+    algorithms = {**JWSRegistry.algorithms, "ES256": _SameEverywhere("ES256", "P-256", 256),
+                  "ES384": _SameEverywhere("ES384", "P-384", 384), "ES512": _SameEverywhere("ES512", "P-521", 512)}
+    max_payload_length = 512 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,13 +175,9 @@ class CardSigner:
     def _sign(self, signed: bytes) -> dict[str, str]:
         header = {"alg": self.algorithm, "kid": self.kid, "typ": "JOSE"}
         with _quiet():
-            protected, _, signature = jws.serialize_compact(header, signed, self.key,
-                                                            algorithms=[self.algorithm]).split(".")
+            protected, _, signature = jws.serialize_compact(
+                header, signed, self.key, registry=_Registry(algorithms=[self.algorithm])).split(".")
         return {"protected": protected, "signature": signature}
-
-    def public_jwk(self) -> dict[str, Any]:
-        """The public half, as a JWK with its `kid` and `alg`: what a client is given to check the cards by."""
-        return {**self.key.as_dict(private=False), "kid": self.kid, "alg": self.algorithm, "use": "sig"}
 
 
 def _recall(cache: OrderedDict[bytes, dict[str, str]], key: bytes) -> dict[str, str] | None:
@@ -194,7 +213,7 @@ class CardTrust:
             header = _protected(entry)
             if header is None:
                 continue
-            kids.append(str(header.get("kid")))
+            kids.append(f"kid {header['kid']}" if isinstance(header.get("kid"), str) else "no kid")
             alg = header.get("alg")
             # The key its kid names first, then the others: a signer's kid need not be the one configured here.
             for loaded in sorted(self.keys, key=lambda loaded: loaded.kid != header.get("kid")):
@@ -203,13 +222,13 @@ class CardTrust:
                 try:
                     with _quiet():
                         jws.deserialize_compact(f"{entry['protected']}..{entry['signature']}", loaded.key,
-                                                algorithms=[alg], payload=signed)
+                                                registry=_Registry(algorithms=[alg]), payload=signed)
                 except (JoseError, ValueError, TypeError):
                     continue
                 return None
         if not kids:
             return "its agent card's signatures cannot be read"
-        return f"no signature of its agent card (kid {', '.join(kids)}) verifies with a key of a2a.trusted_card_keys"
+        return f"no signature of its agent card ({', '.join(kids)}) verifies with a key of a2a.trusted_card_keys"
 
 
 def _protected(entry: Any) -> dict[str, Any] | None:

@@ -116,15 +116,38 @@ def test_a_card_changed_by_one_character_is_refused_by_a2a_sdk() -> None:
     assert not refused["valid"] and refused["error"] == "InvalidSignaturesError: No valid signature found"
 
 
-def test_a_card_is_signed_once_per_distinct_card() -> None:
-    """ES256 signatures are randomised: the same signature twice is the same signing."""
+def test_a_card_is_signed_once_per_distinct_payload(monkeypatch: pytest.MonkeyPatch) -> None:
+    signings: list[bytes] = []
+    sign = CardSigner._sign
+
+    def counted(signer: CardSigner, signed: bytes) -> dict[str, str]:
+        signings.append(signed)
+        return sign(signer, signed)
+
+    monkeypatch.setattr(CardSigner, "_sign", counted)
     with gateway({"card_signing_key": signing_key("EC P-256, PEM")}) as gw, httpx.Client(timeout=10) as http:
         first, again = (http.get(gw.url + CARD).json() for _ in range(2))
+        old = http.get(gw.url + CARD, headers={"a2a-version": "0.3"}).json()  # the same payload
+        assert len(signings) == 1
         other_host = http.get(gw.url + CARD, headers={"host": gw.url.removeprefix("http://").replace(
             "127.0.0.1", "localhost")}).json()
-    assert first["signatures"] == again["signatures"]
+    assert len(signings) == 2 and first["signatures"] == again["signatures"] == old["signatures"]
     assert other_host["supportedInterfaces"][0]["url"].startswith("http://localhost:")
     assert other_host["signatures"] != first["signatures"]
+
+
+def test_two_gateways_with_one_key_serve_the_same_card_and_etag() -> None:
+    """ECDSA signs alike everywhere (RFC 6979): a client's conditional GET holds across workers and replicas."""
+    def served() -> tuple[str, bytes]:
+        config = GatewayConfig.model_validate({
+            "routes": [{"name": "signed", "upstream": {"url": "http://127.0.0.1:9/agui", "dialect": "ag-ui"},
+                        "agent": {"url": "https://agents.example.com/a2a"}}],
+            "store": {"url": "memory://"}, "a2a": {"card_signing_key": signing_key("EC P-256, PEM")}})
+        with Served(create_app(config)) as gw:
+            card = httpx.get(gw.url + CARD, timeout=10)
+        return card.headers["etag"], card.content
+
+    assert served() == served()
 
 
 LEGACY_CARD = {
