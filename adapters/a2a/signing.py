@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
@@ -48,7 +49,10 @@ class _SameEverywhere(ESAlgorithm):
     alike by every worker and replica, so its bytes and `ETag` are the same wherever a client asks."""
 
     def sign(self, msg: bytes, key: ECKey) -> bytes:
-        der = key.get_op_key("sign").sign(msg, ec.ECDSA(self.hash_alg(), deterministic_signing=True))
+        try:
+            der = key.get_op_key("sign").sign(msg, ec.ECDSA(self.hash_alg(), deterministic_signing=True))
+        except UnsupportedAlgorithm:  # a `cryptography` on an OpenSSL older than 3.2: random nonces, still valid
+            return super().sign(msg, key)
         r, s = decode_dss_signature(der)
         size = (key.curve_key_size + 7) // 8
         return r.to_bytes(size, "big") + s.to_bytes(size, "big")
