@@ -80,7 +80,8 @@ async def documents(config: GatewayConfig) -> list[Probe]:
             with contextlib.suppress(GatewayError):  # the reason is kept in `refused`
                 await reading.endpoint()
             what = f"{route.name}: upstream {route.upstream.url}'s {discovery.path}"
-            found.append(Probe(what, reading.refused is None, reading.refused or "accepted"))
+            found.append(Probe(what, reading.refused is None,
+                               "accepted" if reading.refused is None else reading.refused + reading.unread))
     finally:
         await pool.close()
     return found

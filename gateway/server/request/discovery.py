@@ -44,7 +44,10 @@ class Discovery:
         self.settings = settings
         """The dialect's own section of the configuration, for `Discovery.refusal`."""
         self.refused: str | None = None
-        """Why the last document read was refused, while it stands."""
+        """Why the last document read was refused, while it stands (what the runs fail with)."""
+        self.unread = ""
+        """Why that document could not be read, if so (" (HTTP 404)"): for the log and `serve --check`, not for
+        clients, who are not shown the upstream's answers."""
         self.configured = route.upstream.target(route.timeouts.connect)
         self.target = self.configured
         self.variant: str | None = None
@@ -98,7 +101,7 @@ class Discovery:
         """Whether the dialect's settings refuse the upstream by this document (None: it could not be read, for
         the reason `detail` gives): the reason is kept for the runs that fail by it, and logged each time the
         document is read."""
-        self.refused = discovery.refusal(document, self.settings)
+        self.refused, self.unread = discovery.refusal(document, self.settings), detail
         if self.refused is not None:
             log.error("route %s: the upstream is refused: %s%s; its runs fail until it is fixed", self.route.name,
                       self.refused, detail, extra={"route": self.route.name})

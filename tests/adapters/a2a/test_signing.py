@@ -293,6 +293,9 @@ def test_serve_check_says_in_one_line_which_upstream_card_is_refused_and_why(
   - name: unsigned
     paths: [/two/agui]
     upstream: {{url: '{unsigned_peer}', dialect: a2a}}
+  - name: cardless
+    paths: [/three/agui]
+    upstream: {{url: '{unsigned_peer}/nothing-here', dialect: a2a}}
 store: {{url: 'memory://'}}
 a2a:
   trusted_card_keys: ['${{PEER_KEY}}']
@@ -303,3 +306,5 @@ a2a:
     card = "/.well-known/agent-card.json"
     assert f"trusted: upstream {signed_peer}'s {card}: ok (accepted)" in out
     assert f"unsigned: upstream {unsigned_peer}'s {card}: FAILED (its agent card is not signed)" in out
+    assert f"cardless: upstream {unsigned_peer}/nothing-here's {card}: FAILED (its agent card could not be read, and " \
+           "a2a.trusted_card_keys asks for a signed one (HTTP 404))" in out
