@@ -128,7 +128,8 @@ def test_a_card_is_signed_once_per_distinct_payload(monkeypatch: pytest.MonkeyPa
     with gateway({"card_signing_key": signing_key("EC P-256, PEM")}) as gw, httpx.Client(timeout=10) as http:
         first, again = (http.get(gw.url + CARD).json() for _ in range(2))
         old = http.get(gw.url + CARD, headers={"a2a-version": "0.3"}).json()  # the same payload
-        assert len(signings) == 1
+        bare = http.get(gw.url + "/.well-known/agent-card.json").json()  # the same card
+        assert len(signings) == 1 and bare == first
         other_host = http.get(gw.url + CARD, headers={"host": gw.url.removeprefix("http://").replace(
             "127.0.0.1", "localhost")}).json()
     assert len(signings) == 2 and first["signatures"] == again["signatures"] == old["signatures"]
