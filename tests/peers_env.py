@@ -6,9 +6,9 @@ fully pinned requirements file in `tests/peers/` and started as a subprocess (uv
     pydantic   pydantic-ai's `AGUIAdapter` and `VercelAIAdapter` (`tests/peers/pydantic_agent.py`)
     agkit      `cloudbase-agent-server` 0.1.1, AG-Kit's send-message dialect (`tests/peers/agkit_agent.py`)
     agkit-agui `cloudbase-agent-server` 0.1.22, AG-UI over `/send-message` (`tests/peers/agkit_agui_agent.py`)
-    a2a        `a2a-sdk[http-server]` 1.3.0, the official A2A SDK, JSON-RPC, HTTP+JSON and gRPC
+    a2a        `a2a-sdk[http-server,signing]` 1.3.0, the official A2A SDK, JSON-RPC, HTTP+JSON and gRPC
                (grpcio), 1.0 and 0.3 (`tests/peers/a2a_agent.py`); its client too (`tests/peers/a2a_client.py`,
-               see `run_a2a_client`)
+               see `run_a2a_client`), and its card verifier (`tests/peers/a2a_card_check.py`, see `check_a2a_card`)
     langgraph  `langgraph dev` (`langgraph-cli[inmem]` 0.4.40, langgraph-api 0.16.7) serving a scripted graph
                (`tests/peers/langgraph/`); `langgraph-sdk` 0.4.14's client too (`tests/peers/langgraph_client.py`)
     mcp        `mcp` 2.3.0, the official MCP Python SDK: an MCPServer over streamable HTTP (`tests/peers/mcp_server.py`)
@@ -114,7 +114,7 @@ AGKIT = Peer("agkit", "agkit_agent",
 AGKIT_AGUI = Peer("agkit-agui", "agkit_agui_agent",
                   ("cloudbase-agent-server==0.1.22", "cloudbase-agent-core==0.1.13", "ag-ui-protocol==0.1.22",
                    "uvicorn==0.54.0"))
-A2A = Peer("a2a", "a2a_agent", ("a2a-sdk[http-server]==1.3.0", "uvicorn==0.54.0", "grpcio==1.85.3"))
+A2A = Peer("a2a", "a2a_agent", ("a2a-sdk[http-server,signing]==1.3.0", "uvicorn==0.54.0", "grpcio==1.85.3"))
 MCP = Peer("mcp", "mcp_server", ("mcp==2.3.0", "uvicorn==0.54.0"))
 LITELLM = Peer("litellm", "litellm_proxy", ("litellm[proxy]==1.108.7", "uvicorn==0.54.0"))
 LANGGRAPH = Peer("langgraph", "langgraph", ("langgraph-cli[inmem]==0.4.40", "langgraph-api==0.16.7",
@@ -210,8 +210,9 @@ def _healthy(url: str) -> bool:
 
 
 @contextmanager
-def _serve(peer: Peer) -> Iterator[str]:
-    """Run `peer` on 127.0.0.1 (uvicorn picks the port), yield its base URL once /healthz answers, then stop it."""
+def _serve(peer: Peer, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Run `peer` on 127.0.0.1 (uvicorn picks the port), with `env` added to its environment, yield its base URL
+    once /healthz answers, then stop it."""
     _require(peer)
     command = [str(peer.python), "-c", LAUNCHER, "--app-dir", str(PEERS_DIR), f"{peer.module}:app",
                "--host", "127.0.0.1", "--port", "0", "--log-level", "info", "--no-access-log",
@@ -220,7 +221,7 @@ def _serve(peer: Peer) -> Iterator[str]:
         log_path = Path(scratch) / "server.log"
         with open(log_path, "wb") as log:
             process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                       env=_clean_env(), cwd=scratch)
+                                       env={**_clean_env(), **(env or {})}, cwd=scratch)
         try:
             yield _wait_until_serving(peer, process, log_path)
         finally:
@@ -276,10 +277,12 @@ def agkit_agui_upstream() -> Iterator[str]:
 
 
 @contextmanager
-def a2a_upstream() -> Iterator[str]:
+def a2a_upstream(signing_key: str | None = None, tampered: bool = False) -> Iterator[str]:
     """a2a-sdk 1.3.0 serving A2A 1.0 (and 0.3 through its compat layer) over JSON-RPC (`POST /`) and HTTP+JSON
-    (`POST /message:stream`, ...), its card at `/.well-known/agent-card.json`; a non-streaming twin under `/plain`."""
-    with _serve(A2A) as url:
+    (`POST /message:stream`, ...), its card at `/.well-known/agent-card.json`; a non-streaming twin under `/plain`.
+    With `signing_key` (an EC P-256 PEM) its cards are signed by the SDK's signer; `tampered` changes them after."""
+    env = {"A2A_CARD_SIGNING_KEY": signing_key, "A2A_CARD_TAMPERED": "1" if tampered else "0"} if signing_key else {}
+    with _serve(A2A, env) as url:
         yield url
 
 
@@ -383,6 +386,25 @@ def run_a2a_client(url: str, text: str, *, context_id: str | None = None, task_i
     if done.returncode != 0:
         run.error = other[-1] if other else f"a2a_client.py exited with {done.returncode} and said nothing"
     return run
+
+
+def check_a2a_card(url: str, key: str, alg: str, *, version: str = "1.0", card: dict[str, Any] | None = None
+                   ) -> dict[str, Any]:
+    """a2a-sdk's own verifier (`tests/peers/a2a_card_check.py`) on the card at `url` (its base), or on `card`,
+    with the public `key` (a JWK or a PEM): {"valid": True, "payload": ...} or {"valid": False, "error": ...}."""
+    _require(A2A)
+    command = [str(A2A.python), str(PEERS_DIR / "a2a_card_check.py"), url, "--key", key, "--alg", alg,
+               "--version", version]
+    with tempfile.TemporaryDirectory(prefix="a2a-card-") as scratch:
+        if card is not None:
+            path = Path(scratch) / "card.json"
+            path.write_text(json.dumps(card, ensure_ascii=False))
+            command += ["--card-file", str(path)]
+        done = subprocess.run(command, capture_output=True, text=True, env=_clean_env(), timeout=60, check=False)
+    if done.returncode != 0 or not done.stdout.strip():
+        raise RuntimeError(f"a2a_card_check.py exited with {done.returncode}: {done.stderr[-2000:]}")
+    checked: dict[str, Any] = json.loads(done.stdout)
+    return checked
 
 
 @dataclass

@@ -15,6 +15,7 @@ document.py  a task as its watchers see it; fold.py, a task from its responses
 queries.py   GetTask, CancelTask, SubscribeToTask; listing.py ListTasks; push.py push notification configs
 rest.py      the HTTP+JSON binding's calls, read as the JSON-RPC calls they stand for
 wire.py      the spellings of 1.0 and 0.3                                      settings.py  the `a2a:` section
+signing.py   signed cards: the gateway's signed, an upstream's checked         canonical.py what is signed
 ```
 """
 
@@ -94,6 +95,11 @@ def new_encoder(request: Turn | None = None) -> Encoder:
     return encode.new_encoder(request)
 
 
+def refusal(card: Any, settings: A2ASettings | None) -> str | None:
+    """An upstream's card refused by `a2a.trusted_card_keys` (`signing.py`)."""
+    return None if settings is None else settings.refusal(card)
+
+
 def continues(turn: Turn) -> str | None:
     """A message naming its task continues it."""
     task_id = client_call(turn).get("continues")
@@ -130,7 +136,7 @@ DIALECT = Dialect(
     judge=judge,
     capabilities=(
         Variants({V03: "delta", REST: "delta", SEND: "delta"}),
-        Discovery(path=CARD_PATH, read=read_card, document=agent_card, varies=VARIES),
+        Discovery(path=CARD_PATH, read=read_card, document=agent_card, varies=VARIES, refusal=refusal),
         OwnErrors(error_reply),
         QUERIES_OF_TASKS,
         ProtocolHeaders(check=check_request, passed=("a2a-extensions",)),

@@ -40,7 +40,7 @@ def agent_card(agent: AgentDescription, asked: Mapping[str, str]) -> dict[str, A
         version = None  # the 1.0 card lists what is spoken
     if version == "0.3":
         card.update({"url": agent.url, "preferredTransport": "JSONRPC", "protocolVersion": "0.3"})
-    return card
+    return card if agent.settings is None else agent.settings.signed(card)  # last: it signs the card as served
 
 
 def _at_route(agent: AgentDescription, binding: str, version: str) -> dict[str, Any]:

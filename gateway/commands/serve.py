@@ -301,7 +301,7 @@ def _check_config(config: GatewayConfig, ask: bool) -> int:
     opened: opening creates it)."""
     from gateway.conversations.store import StoreError, redact_url
     from gateway.server.connections.listeners import problems
-    from gateway.server.operations.probe import probe
+    from gateway.server.operations.probe import documents, probe
 
     print(f"configuration: ok ({len(config.routes)} route{'s' if len(config.routes) != 1 else ''})")
     for unserved in problems(config):  # served without it: HTTP goes on, the cards leave it out
@@ -322,7 +322,7 @@ def _check_config(config: GatewayConfig, ask: bool) -> int:
 
     async def run() -> bool:
         try:
-            results = await probe(config, store)
+            results = await probe(config, store) + await documents(config)
         finally:
             if store is not None:
                 await store.close()

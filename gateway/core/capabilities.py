@@ -235,6 +235,9 @@ class AgentDescription:
     """The route sends run updates to webhooks its clients register (A2A's push notifications)."""
     listeners: Mapping[str, int] = field(default_factory=dict)
     """The other transports the route's dialect is served on (`Listener`), by name, and their ports."""
+    settings: Any = None
+    """The dialect's own section of the configuration (`Settings`), for a document that depends on it (A2A's card,
+    signed with its key); None for a dialect without one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +256,10 @@ class Discovery(Capability):
     headers and query parameters, names lowercased: A2A's `A2A-Version`)."""
     varies: tuple[str, ...] = ()
     """The request headers the document depends on, for caches (`Vary`)."""
+    refusal: Callable[[Any, Any], str | None] = lambda document, settings: None
+    """Why the dialect's settings (`Settings`) refuse to call an upstream by its document (A2A: a card that no
+    trusted key signed), given the document (None when it could not be read); None when they do not. The route's
+    runs fail with the reason until a document is read that is not refused."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -129,7 +129,8 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
                           mapper=ConversationMapper(store, max_messages=config.store.max_messages,
                                                     max_bytes=config.store.max_conversation_bytes),
                           drain=drain, keepalive=config.keepalive_seconds, metrics=metrics, log_bodies=log_bodies,
-                          debug_errors=config.debug_errors, tracing=tracing, pusher=pusher)
+                          debug_errors=config.debug_errors, tracing=tracing, pusher=pusher,
+                          settings_of=config.settings_of)
     ring, inspector_routes = _inspector(config)
     mounted = Mounted(inspector_routes)
     listeners = Listeners(config, listen_host, partial(_served_at, config))

@@ -7,6 +7,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
@@ -51,8 +52,10 @@ class RouteHandler:
     def __init__(self, route: Route, *, pool: Pool, mapper: ConversationMapper, bodies: BodyBudget,
                  keepalive: float, metrics: Metrics, board: RunBoard, drain: Drain, log_bodies: bool = False,
                  debug_errors: bool = False, tracing: Tracing | None = None, pusher: Pusher | None = None,
-                 observer: Observer | None = None) -> None:
+                 observer: Observer | None = None, settings_of: Callable[[str], Any] = lambda dialect: None) -> None:
         self.route = route
+        self.settings_of = settings_of
+        """A dialect's own section of the configuration (`GatewayConfig.settings_of`), for what serves it."""
         self.observer = observer
         """The inspector and the route's recordings, when either is on: None costs the route's runs nothing."""
         self.drain = drain
@@ -69,7 +72,7 @@ class RouteHandler:
         self.resumable = ResumableRuns(self)
         self.debug_errors = debug_errors
         self.upstream = registry.get(route.upstream.dialect)
-        self.discovery = Discovery(route, self.upstream, pool)
+        self.discovery = Discovery(route, self.upstream, pool, settings_of(self.upstream.name))
         self.side_calls = SideCalls(pool)
         self.sessions = upstream_sessions.kept_for(self.upstream, pool, route.timeouts.connect,
                                                    route.timeouts.first_event, debug_errors)

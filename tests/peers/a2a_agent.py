@@ -20,6 +20,10 @@ Everything but `/healthz` is the SDK's own: `AgentExecutor`, `DefaultRequestHand
                                         HTTP+JSON alone
     GET  /healthz                       ours, for the launcher
 
+With `A2A_CARD_SIGNING_KEY` (a PEM private key, EC P-256) in its environment, each card it serves is signed by the
+SDK's own signer (`create_agent_card_signer`, ES256, kid `peer-key`) after its interfaces are set; with
+`A2A_CARD_TAMPERED=1` too, its description is changed after signing, as a card altered on the way would be.
+
 The card lists four interfaces, in this order: JSONRPC 1.0 (`<base>/`), HTTP+JSON 1.0 (`<base>`), JSONRPC 0.3 and
 HTTP+JSON 0.3 (same URLs). The SDK client picks the first interface of a binding it speaks, at version 1.0 if listed.
 
@@ -64,6 +68,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
 import re
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -228,13 +233,34 @@ def _card(streaming: bool) -> AgentCard:
     )
 
 
+def _signer() -> Callable[[AgentCard], AgentCard]:
+    """The SDK's card signer when the environment gives a key; else the card as it is."""
+    key = os.environ.get("A2A_CARD_SIGNING_KEY")
+    if not key:
+        return lambda card: card
+    from a2a.utils.signing import create_agent_card_signer
+
+    sign = create_agent_card_signer(key, {"alg": "ES256", "kid": "peer-key", "typ": "JOSE"})
+    tampered = os.environ.get("A2A_CARD_TAMPERED") == "1"
+
+    def signed(card: AgentCard) -> AgentCard:
+        sign(card)
+        if tampered:
+            card.description += "!"
+        return card
+
+    return signed
+
+
 def _card_modifier(prefix: str, jsonrpc: bool) -> Callable[[AgentCard], Awaitable[AgentCard]]:
+    signed = _signer()
+
     async def modify(card: AgentCard) -> AgentCard:
         served = AgentCard()
         served.CopyFrom(card)
         del served.supported_interfaces[:]
         served.supported_interfaces.extend(_interfaces(BASE_URL.get() + prefix, jsonrpc))
-        return served
+        return signed(served)
 
     return modify
 

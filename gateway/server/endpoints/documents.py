@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from email.utils import formatdate, parsedate_to_datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.datastructures import Headers
@@ -44,16 +44,20 @@ MAX_AGE = 300
 
 
 def mount_discovery(handlers: list[RouteHandler], mounted: Mounted) -> None:
-    mounted.routes += _published([handler.route for handler in handlers], mounted.listening)
+    if handlers:
+        mounted.routes += _published([handler.route for handler in handlers], mounted.listening,
+                                     handlers[0].settings_of)
 
 
 def discovery_routes(config: GatewayConfig) -> list[Route]:
     """The documents a configuration's routes publish, as the app serves them."""
-    return _published(config.routes, {})
+    return _published(config.routes, {}, config.settings_of)
 
 
-def _published(configured: list[ConfigRoute], listening: Mapping[str, Mapping[str, int]]) -> list[Route]:
-    """`listening`: what each dialect is also served on while the app runs (`Listener`), by name, and its port."""
+def _published(configured: list[ConfigRoute], listening: Mapping[str, Mapping[str, int]],
+               settings_of: Callable[[str], Any]) -> list[Route]:
+    """`listening`: what each dialect is also served on while the app runs (`Listener`), by name, and its port;
+    `settings_of`: each dialect's own section of the configuration (`Settings`)."""
     published = time.time()
     found: list[tuple[str, str, ASGIApp | Callable[[Request], Awaitable[Response]]]] = []
     publishing: set[str] = set()
@@ -66,7 +70,8 @@ def _published(configured: list[ConfigRoute], listening: Mapping[str, Mapping[st
                 if name not in owners(route.dialects, path):
                     continue  # another dialect's path: its clients, not this dialect's, are sent there
                 publishing.add(route.name)
-                card = _document_endpoint(route, path, discovery, published, name, listening)
+                card = _document_endpoint(route, path, discovery, published, dict(listening.get(name, {})),
+                                          settings_of(name))
                 endpoint: ASGIApp | Callable[[Request], Awaitable[Response]] = card
                 if route.cors is not None:  # a browser's A2A client reads the card cross-origin too
                     endpoint = CORSMiddleware(request_response(card), allow_origins=route.cors.allow_origins,
@@ -90,8 +95,8 @@ def owners(dialects: list[str], path: str) -> list[str]:
     return [name for name in dialects if any(path.endswith(own) for own in registry.get(name).paths)] or dialects
 
 
-def _document_endpoint(route: ConfigRoute, path: str, discovery: Discovery, published: float, dialect: str,
-                       listening: Mapping[str, Mapping[str, int]]) -> Callable[[Request], Awaitable[Response]]:
+def _document_endpoint(route: ConfigRoute, path: str, discovery: Discovery, published: float,
+                       listeners: dict[str, int], settings: Any) -> Callable[[Request], Awaitable[Response]]:
     info = route.agent
     varies = [*discovery.varies, *(() if info.url else ("host",))]
     last_modified = formatdate(int(published), usegmt=True)
@@ -106,8 +111,8 @@ def _document_endpoint(route: ConfigRoute, path: str, discovery: Discovery, publ
         asked.update(request.headers)
         document = discovery.document(AgentDescription(name=route.name, description=info.description, url=url,
                                              version=info.version, skills=tuple(s.model_dump() for s in info.skills),
-                                             webhooks=route.push is not None,
-                                             listeners=dict(listening.get(dialect, {}))), asked)
+                                             webhooks=route.push is not None, listeners=listeners,
+                                             settings=settings), asked)
         body = orjson.dumps(document)
         headers = {"etag": f'W/"{hashlib.sha256(body).hexdigest()[:40]}"', "last-modified": last_modified,
                    "cache-control": f"public, max-age={MAX_AGE}"}

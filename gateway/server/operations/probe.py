@@ -8,12 +8,14 @@ its TLS options, the TLS handshake included), without sending it a request.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
 
 from gateway.config import GatewayConfig, Route
 from gateway.conversations.store import ConversationStore, redact_url
+from gateway.core.errors import GatewayError
 from gateway.upstream.http1 import HTTPError, Pool
 
 log = logging.getLogger("agent_gateway.probe")
@@ -56,6 +58,33 @@ async def _upstream(pool: Pool, route: Route) -> Probe:
     except HTTPError as exc:
         return Probe(what, ok=False, detail=str(exc))
     return Probe(what, ok=True, detail=f"connected in {(time.monotonic() - started) * 1000:.0f} ms")
+
+
+async def documents(config: GatewayConfig) -> list[Probe]:
+    """For each upstream whose dialect's settings would refuse it by its discovery document (A2A's card, with
+    `a2a.trusted_card_keys`), the document read and judged as the route's first run would: `serve --check` says
+    why a route's runs would fail before any is sent."""
+    from adapters import registry
+    from gateway.core.capabilities import Discovery
+    from gateway.server.request.discovery import Discovery as Reading
+
+    pool = Pool()
+    found: list[Probe] = []
+    try:
+        for route in config.routes:
+            dialect = registry.get(route.upstream.dialect)
+            discovery, settings = dialect.capability(Discovery), config.settings_of(dialect.name)
+            if discovery is None or discovery.refusal(None, settings) is None:
+                continue  # nothing refused: a document is only a hint of where to call
+            reading = Reading(route, dialect, pool, settings)
+            with contextlib.suppress(GatewayError):  # the reason is kept in `refused`
+                await reading.endpoint()
+            what = f"{route.name}: upstream {route.upstream.url}'s {discovery.path}"
+            found.append(Probe(what, reading.refused is None,
+                               "accepted" if reading.refused is None else reading.refused + reading.unread))
+    finally:
+        await pool.close()
+    return found
 
 
 READINESS_SECONDS = 2.0

@@ -3,7 +3,9 @@ gateway makes to an upstream beside the run's own (cancelling a task the client 
 
 The document names an endpoint by URL. Only its path is taken: the origin stays the configured one, so a card
 written for the agent's public address still works from a sidecar, and no card can send the gateway to a host
-its operator did not configure.
+its operator did not configure. A document the dialect's settings refuse (`Discovery.refusal`: an A2A card that no
+trusted key signed) fails the route's runs, with the reason, until one is read that is not refused: the configured
+URL is not called instead.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import orjson
@@ -19,6 +22,7 @@ from gateway.config import Route
 from gateway.core import capabilities
 from gateway.core.capabilities import Endpoint
 from gateway.core.codec import Dialect, UpstreamRequest
+from gateway.core.errors import UpstreamError
 from gateway.upstream.http1 import HTTPError, Pool, Target
 
 log = logging.getLogger("agent_gateway.discovery")
@@ -33,10 +37,17 @@ SIDE_CALL_SECONDS = 5.0
 class Discovery:
     """Where one route calls its upstream: the configured URL until the upstream's document says otherwise."""
 
-    def __init__(self, route: Route, dialect: Dialect, pool: Pool) -> None:
+    def __init__(self, route: Route, dialect: Dialect, pool: Pool, settings: Any = None) -> None:
         self.route = route
         self.dialect = dialect
         self.pool = pool
+        self.settings = settings
+        """The dialect's own section of the configuration, for `Discovery.refusal`."""
+        self.refused: str | None = None
+        """Why the last document read was refused, while it stands (what the runs fail with)."""
+        self.unread = ""
+        """Why that document could not be read, if so (" (HTTP 404)"): for the log and `serve --check`, not for
+        clients, who are not shown the upstream's answers."""
         self.configured = route.upstream.target(route.timeouts.connect)
         self.target = self.configured
         self.variant: str | None = None
@@ -54,6 +65,8 @@ class Discovery:
             async with self._lock:
                 if not self._done and time.monotonic() >= self._next_attempt:
                     await self._discover(discovery)
+        if self.refused is not None:
+            raise UpstreamError(f"the upstream is not called: {self.refused}")
         return self.target, self.variant
 
     async def _discover(self, discovery: capabilities.Discovery) -> None:
@@ -66,8 +79,13 @@ class Discovery:
             self.document = document
         except (HTTPError, TimeoutError, ValueError) as exc:
             self._next_attempt = time.monotonic() + RETRY_SECONDS
+            if self._refuse(discovery, None, f" ({exc})"):
+                return
             log.warning("route %s: the upstream's %s could not be read (%s); calling %s as configured",
                         self.route.name, path, exc, url, extra={"route": self.route.name})
+            return
+        if self._refuse(discovery, document):
+            self._next_attempt = time.monotonic() + RETRY_SECONDS
             return
         self._done = True
         if endpoint is None:
@@ -78,6 +96,16 @@ class Discovery:
         self.variant = endpoint.variant
         log.info("route %s: the upstream's %s names %s%s", self.route.name, path, self.target.url,
                  f" ({endpoint.variant})" if endpoint.variant else "", extra={"route": self.route.name})
+
+    def _refuse(self, discovery: capabilities.Discovery, document: object, detail: str = "") -> bool:
+        """Whether the dialect's settings refuse the upstream by this document (None: it could not be read, for
+        the reason `detail` gives): the reason is kept for the runs that fail by it, and logged each time the
+        document is read."""
+        self.refused, self.unread = discovery.refusal(document, self.settings), detail
+        if self.refused is not None:
+            log.error("route %s: the upstream is refused: %s%s; its runs fail until it is fixed", self.route.name,
+                      self.refused, detail, extra={"route": self.route.name})
+        return self.refused is not None
 
     async def _get(self, path: str) -> object:
         headers = {"accept": "application/json", **self.route.upstream.headers}
