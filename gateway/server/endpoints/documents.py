@@ -70,8 +70,7 @@ def _published(configured: list[ConfigRoute], listening: Mapping[str, Mapping[st
                 if name not in owners(route.dialects, path):
                     continue  # another dialect's path: its clients, not this dialect's, are sent there
                 publishing.add(route.name)
-                card = _document_endpoint(route, path, discovery, published, dict(listening.get(name, {})),
-                                          settings_of(name))
+                card = _document_endpoint(route, path, discovery, published, name, listening, settings_of(name))
                 endpoint: ASGIApp | Callable[[Request], Awaitable[Response]] = card
                 if route.cors is not None:  # a browser's A2A client reads the card cross-origin too
                     endpoint = CORSMiddleware(request_response(card), allow_origins=route.cors.allow_origins,
@@ -95,8 +94,10 @@ def owners(dialects: list[str], path: str) -> list[str]:
     return [name for name in dialects if any(path.endswith(own) for own in registry.get(name).paths)] or dialects
 
 
-def _document_endpoint(route: ConfigRoute, path: str, discovery: Discovery, published: float,
-                       listeners: dict[str, int], settings: Any) -> Callable[[Request], Awaitable[Response]]:
+def _document_endpoint(route: ConfigRoute, path: str, discovery: Discovery, published: float, dialect: str,
+                       listening: Mapping[str, Mapping[str, int]], settings: Any
+                       ) -> Callable[[Request], Awaitable[Response]]:
+    """`listening` is filled once the listeners have started, after the routes are mounted: read at each request."""
     info = route.agent
     varies = [*discovery.varies, *(() if info.url else ("host",))]
     last_modified = formatdate(int(published), usegmt=True)
@@ -111,8 +112,8 @@ def _document_endpoint(route: ConfigRoute, path: str, discovery: Discovery, publ
         asked.update(request.headers)
         document = discovery.document(AgentDescription(name=route.name, description=info.description, url=url,
                                              version=info.version, skills=tuple(s.model_dump() for s in info.skills),
-                                             webhooks=route.push is not None, listeners=listeners,
-                                             settings=settings), asked)
+                                             webhooks=route.push is not None,
+                                             listeners=dict(listening.get(dialect, {})), settings=settings), asked)
         body = orjson.dumps(document)
         headers = {"etag": f'W/"{hashlib.sha256(body).hexdigest()[:40]}"', "last-modified": last_modified,
                    "cache-control": f"public, max-age={MAX_AGE}"}

@@ -121,11 +121,11 @@ def hello(text: str = "hello", **message: Any) -> dict[str, Any]:
 # -- the card
 
 
-def test_the_card_lists_grpc_after_json_rpc_naming_the_route_as_tenant(gw: Gateway) -> None:
+def test_the_card_lists_grpc_after_the_http_bindings_naming_the_route_as_tenant(gw: Gateway) -> None:
     card = httpx.get(gw.url + "/assistant/a2a/.well-known/agent-card.json", timeout=10).json()
     bindings = [(i["protocolBinding"], i["protocolVersion"]) for i in card["supportedInterfaces"]]
-    assert bindings == [("JSONRPC", "1.0"), ("GRPC", "1.0"), ("JSONRPC", "0.3")]
-    grpc_interface = card["supportedInterfaces"][1]
+    assert bindings == [("JSONRPC", "1.0"), ("HTTP+JSON", "1.0"), ("GRPC", "1.0"), ("JSONRPC", "0.3")]
+    grpc_interface = card["supportedInterfaces"][2]
     assert grpc_interface == {"url": gw.target, "protocolBinding": "GRPC", "protocolVersion": "1.0",
                               "tenant": "assistant"}  # a gRPC target: no scheme; the host the card was asked at
 

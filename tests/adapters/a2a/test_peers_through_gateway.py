@@ -232,6 +232,7 @@ def test_a2a_03_clients_are_answered_in_03(fronted: tuple[str, str]) -> None:
     assert run_a2a_client(url, "hello", version="0.3").requests[-1]["body"]["method"] == "message/stream"
 
 
+@pytest.mark.parametrize("binding", ["jsonrpc", "http-json"])  # @a2a-js/sdk's gRPC transport is not installed
 def test_the_js_client_streams_a_task_through_the_gateway(fronted: tuple[str, str], binding: str) -> None:
     url, dialect = fronted
     run = run_a2a_send(url + "/", "hello", context_id=f"ctx-js-{dialect}-{binding}", binding=binding)
@@ -258,7 +259,7 @@ def test_refusals_are_json_rpc_errors_carrying_the_request_id() -> None:
 
 
 def test_an_unreachable_upstream_is_an_internal_error_the_sdk_raises(binding: str) -> None:
-    with gateway("http://127.0.0.1:9/agui", "ag-ui") as gw:
+    with gateway("http://127.0.0.1:9/agui", "ag-ui", grpc_port=free_port()) as gw:
         run = run_a2a_client(gw.url + "/a2a", "hello", timeout=10, binding=binding)
     assert run.error is not None and "upstream unreachable" in run.error
 
@@ -305,7 +306,7 @@ def test_a_card_is_published_under_a2a_paths_only_and_the_startup_line_counts_ro
 
 
 def test_a_run_error_mid_stream_is_a_failed_task(binding: str) -> None:
-    with Served(create_agent_app("ag-ui")) as agent, gateway(agent.url + "/agui", "ag-ui") as gw:
+    with Served(create_agent_app("ag-ui")) as agent, gateway(agent.url + "/agui", "ag-ui", grpc_port=free_port()) as gw:
         responses = responses_of(run_a2a_client(gw.url + "/a2a", "please fail", binding=binding))
     assert states(responses)[-1] == "TASK_STATE_FAILED"
     failed = responses[-1]["statusUpdate"]["status"]["message"]["parts"][0]["text"]
@@ -332,7 +333,7 @@ def test_GetTask_answers_a_finished_task_on_a_gateway_that_kept_it(fronted: tupl
 
 
 def test_CancelTask_ends_a_running_task_as_canceled_and_stops_the_upstream(binding: str) -> None:
-    with Served(create_agent_app("ag-ui")) as agent, gateway(agent.url + "/agui", "ag-ui") as gw:
+    with Served(create_agent_app("ag-ui")) as agent, gateway(agent.url + "/agui", "ag-ui", grpc_port=free_port()) as gw:
         run = run_a2a_client(gw.url + "/a2a", "hang on", context_id="ctx-cancel", cancel_after=2, timeout=15,
                              binding=binding)
         deadline = time.monotonic() + 5
