@@ -103,7 +103,7 @@ def test_every_example_config_starts_and_serves(path: Path, tmp_path: Path) -> N
     """Each use case's config, its upstream played by the built-in agent of the configured dialect."""
     import httpx
     from e2e import Reply, post, request_body, user_message
-    from servers import Served
+    from servers import Served, free_port
 
     from gateway.agent.server import create_agent_app
     from gateway.core.events import RunFinished
@@ -114,6 +114,7 @@ def test_every_example_config_starts_and_serves(path: Path, tmp_path: Path) -> N
         url = agent.url + httpx.URL(upstream.url).path
         environ = {name: url for name in ("AGKIT_URL", "VERCEL_AGENT_URL", "AGENT_URL")}
         environ["AGENT_GATEWAY_STORE"] = f"sqlite:///{tmp_path}/conversations.db"
+        environ["A2A_GRPC_PORT"] = str(free_port())
         config = load_config(path, environ=environ)
         route = config.routes[0]
         with Served(create_app(config)) as gateway, httpx.Client(timeout=10) as http:
