@@ -210,7 +210,7 @@ def _healthy(url: str) -> bool:
 
 
 @contextmanager
-def _serve(peer: Peer) -> Iterator[str]:
+def _serve(peer: Peer, env: dict[str, str] | None = None) -> Iterator[str]:
     """Run `peer` on 127.0.0.1 (uvicorn picks the port), yield its base URL once /healthz answers, then stop it."""
     _require(peer)
     command = [str(peer.python), "-c", LAUNCHER, "--app-dir", str(PEERS_DIR), f"{peer.module}:app",
@@ -220,7 +220,7 @@ def _serve(peer: Peer) -> Iterator[str]:
         log_path = Path(scratch) / "server.log"
         with open(log_path, "wb") as log:
             process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                       env=_clean_env(), cwd=scratch)
+                                       env={**_clean_env(), **(env or {})}, cwd=scratch)
         try:
             yield _wait_until_serving(peer, process, log_path)
         finally:
@@ -276,10 +276,11 @@ def agkit_agui_upstream() -> Iterator[str]:
 
 
 @contextmanager
-def a2a_upstream() -> Iterator[str]:
+def a2a_upstream(grpc: bool = False) -> Iterator[str]:
     """a2a-sdk 1.3.0 serving A2A 1.0 (and 0.3 through its compat layer) over JSON-RPC (`POST /`) and HTTP+JSON
-    (`POST /message:stream`, ...), its card at `/.well-known/agent-card.json`; a non-streaming twin under `/plain`."""
-    with _serve(A2A) as url:
+    (`POST /message:stream`, ...), its card at `/.well-known/agent-card.json`; a non-streaming twin under `/plain`.
+    With `grpc`, gRPC too, on a port of its own, which the card lists first."""
+    with _serve(A2A, {"A2A_PEER_GRPC": "1"} if grpc else None) as url:
         yield url
 
 

@@ -23,7 +23,21 @@ from gateway.core.validation import validate
 
 from .errors import InvalidRpcRequest, MethodNotFound
 from .push import request_webhooks
-from .wire import METHODS, REST, SEND, SERVED, V03, data_part, is_user, message_v10, part_kind, role_for, text_part
+from .wire import (
+    GRPC,
+    GRPC_SEND,
+    METHODS,
+    REST,
+    SEND,
+    SERVED,
+    V03,
+    data_part,
+    is_user,
+    message_v10,
+    part_kind,
+    role_for,
+    text_part,
+)
 
 FUNCTION_CALL, FUNCTION_RESPONSE = "function_call", "function_response"
 """Google ADK's marks (`metadata.adk_type`) on the data parts that carry tool activity over A2A."""
@@ -192,6 +206,10 @@ def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
         headers["a2a-version"] = "1.0"
     if variant == REST:
         return UpstreamRequest(orjson.dumps(params), headers, streams=True, path="/message:stream", json_reply=True)
+    if variant in (GRPC, GRPC_SEND):
+        from .grpc_calls import send_request
+
+        return send_request(params, streams=variant == GRPC)
     method = ("message/stream" if streams else "message/send") if version == V03 else \
         ("SendStreamingMessage" if streams else "SendMessage")
     body = {"jsonrpc": "2.0", "id": new_id("rpc"), "method": method, "params": params}

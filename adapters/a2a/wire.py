@@ -13,6 +13,12 @@ V03 = "0.3"
 REST = "rest"
 """The variant name of the HTTP+JSON binding (`POST /message:stream`); JSON-RPC is the dialect without a variant."""
 
+GRPC = "grpc"
+"""The variant name of the gRPC binding (`SendStreamingMessage` on `lf.a2a.v1.A2AService`)."""
+
+GRPC_SEND = "grpc-send"
+"""The gRPC binding for an agent that does not stream: `SendMessage`."""
+
 SEND = "send"
 """The variant name of an agent that does not stream: it is called with `SendMessage` and answers one body."""
 
