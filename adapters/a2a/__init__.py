@@ -55,7 +55,7 @@ from .request import build_request, parse_request, sample_request
 from .settings import A2ASettings
 from .updates import client_call
 from .versions import check_request
-from .wire import GRPC, GRPC_SEND, METHODS, QUERIES, REST, SEND, V03
+from .wire import GRPC, GRPC_SEND, JSONRPC, METHODS, QUERIES, REST, SEND, V03
 
 CARD_PATH = "/.well-known/agent-card.json"
 
@@ -72,8 +72,8 @@ def sniff(body: dict[str, Any]) -> Likeness:
 SPOKEN: dict[tuple[str, str], str | None] = {("JSONRPC", "1.0"): None, ("HTTP+JSON", "1.0"): REST,
                                             ("GRPC", "1.0"): GRPC, ("JSONRPC", "0.3"): V03}
 """The interfaces the gateway calls, by binding and version, and the variant each is."""
-_PINNED: dict[str, str | None] = {SEND: None, GRPC_SEND: GRPC}
-"""A pin that names a variant of an interface (`send`: JSON-RPC 1.0 without a stream)."""
+_PINNED: dict[str, str | None] = {JSONRPC: None, SEND: None, GRPC_SEND: GRPC}
+"""A pin that names a variant of an interface (`send`: JSON-RPC 1.0 without a stream), or JSON-RPC 1.0 itself."""
 
 
 def read_card(card: Any, url: str, pinned: str | None = None) -> Endpoint | None:
@@ -170,7 +170,7 @@ DIALECT = Dialect(
     sample_request=sample_request,
     judge=judge,
     capabilities=(
-        Variants({V03: "delta", REST: "delta", SEND: "delta", GRPC: "delta", GRPC_SEND: "delta"}),
+        Variants({V03: "delta", REST: "delta", SEND: "delta", GRPC: "delta", GRPC_SEND: "delta", JSONRPC: "delta"}),
         UpstreamTransport(frozenset({GRPC, GRPC_SEND}), grpc_calls.missing, grpc_calls.new_calls),
         WireFormats(proto_decoder),
         Discovery(path=CARD_PATH, read=read_card, document=agent_card, varies=VARIES),

@@ -13,6 +13,9 @@ V03 = "0.3"
 REST = "rest"
 """The variant name of the HTTP+JSON binding (`POST /message:stream`); JSON-RPC is the dialect without a variant."""
 
+JSONRPC = "jsonrpc"
+"""A route's pin to JSON-RPC 1.0, which is otherwise the dialect without a variant (a card may prefer another)."""
+
 GRPC = "grpc"
 """The variant name of the gRPC binding (`SendStreamingMessage` on `lf.a2a.v1.A2AService`)."""
 

@@ -4,6 +4,7 @@ of its own responses, its failures as its own errors."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Protocol
 
@@ -70,7 +71,15 @@ class ForeignResponse(Response):
         return data
 
     async def drain(self, timeout: float, limit: int = 65536) -> None:
-        """Nothing to drain for a connection's sake: the call is its own."""
+        """Read what is left for up to `timeout` seconds and `limit` bytes: the call's end (a side call's answer,
+        which `release()` would otherwise cut short)."""
+        try:
+            async with asyncio.timeout(timeout):
+                left = limit
+                while left > 0 and (chunk := await self.read()):
+                    left -= len(chunk)
+        except (TimeoutError, HTTPError):
+            pass
 
     def release(self) -> None:
         self._answer.release()

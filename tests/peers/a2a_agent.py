@@ -17,7 +17,8 @@ Everything but `/healthz` is the SDK's own: `AgentExecutor`, `DefaultRequestHand
     /plain/...                          the same agent, same routes under /plain, with `capabilities.streaming`
                                         false: SendStreamingMessage is refused there, SendMessage works
     GET  /healthz                       ours, for the launcher
-    GET  /bindings                      ours: how many calls each binding got ({"jsonrpc", "rest", "grpc"})
+    GET  /bindings                      ours: how many calls each binding got ({"jsonrpc", "rest", "grpc"}), but
+                                        those a test makes to look (with an `x-test-probe` header)
 
 With `A2A_PEER_GRPC=1` in its environment it also serves gRPC (`lf.a2a.v1.A2AService`, the SDK's `GrpcHandler`
 on a `grpc.aio` server, plaintext on a port of its own), and the card lists GRPC 1.0 first (`127.0.0.1:<port>`).
@@ -310,7 +311,7 @@ class RememberOrigin:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             path = scope["path"]
-            if scope["method"] == "POST":
+            if scope["method"] == "POST" and b"x-test-probe" not in dict(scope["headers"]):
                 binding = "jsonrpc" if path in ("/", "/plain/") else "rest" if ":" in path else None
                 if binding is not None:
                     CALLS[binding] += 1

@@ -33,6 +33,26 @@ def peer() -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="module")
+def grpc_peer() -> Iterator[str]:
+    """The same agent serving gRPC too, which its card lists first."""
+    with a2a_upstream(grpc=True) as url:
+        yield url
+
+
+@pytest.fixture(params=["jsonrpc", "grpc"])
+def agent(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The a2a-sdk agent, called on the binding its card prefers: JSON-RPC, or gRPC (checked after the test by the
+    calls each binding got)."""
+    binding = str(request.param)
+    url = str(request.getfixturevalue("grpc_peer" if binding == "grpc" else "peer"))
+    before = httpx.get(url + "/bindings").json()
+    yield url
+    after = httpx.get(url + "/bindings").json()
+    assert after[binding] > before[binding]
+    assert all(after[other] == before[other] for other in after if other != binding), (before, after)
+
+
 def gateway(url: str, dialect: str, variant: str | None = None, grpc_port: int | None = None) -> Served:
     route = Route(name="a2a-test", upstream=Upstream(url=url, dialect=dialect, variant=variant))
     return Served(create_app(GatewayConfig.model_validate({"routes": [route], "store": Store(url="memory://"),
@@ -48,16 +68,16 @@ def ask(http: httpx.Client, base: str, client: str, text: str, conversation: str
 
 
 @pytest.mark.parametrize("client", OTHERS)
-def test_every_client_talks_to_an_a2a_agent_found_by_its_card(peer: str, client: str) -> None:
-    with gateway(peer, "a2a") as gw, httpx.Client(timeout=30) as http:
+def test_every_client_talks_to_an_a2a_agent_found_by_its_card(agent: str, client: str) -> None:
+    with gateway(agent, "a2a") as gw, httpx.Client(timeout=30) as http:
         reply = ask(http, gw.url, client, "hello there", f"card-{client}")
     assert isinstance(reply.events[-1], RunFinished), reply.events
     assert "echo: hello there" in reply.text and "history=1" in reply.text
 
 
-def test_the_conversation_is_the_a2a_context_and_only_the_new_message_goes_up(peer: str) -> None:
+def test_the_conversation_is_the_a2a_context_and_only_the_new_message_goes_up(agent: str) -> None:
     """AG-UI sends its whole history each turn; the A2A agent keeps its own by contextId, so it gets one message."""
-    with gateway(peer, "a2a") as gw, httpx.Client(timeout=30) as http:
+    with gateway(agent, "a2a") as gw, httpx.Client(timeout=30) as http:
         first = ask(http, gw.url, "ag-ui", "hello there", "thread-history")
         history = [user_message("ag-ui", "hello there"),
                    {"id": "a1", "role": "assistant", "content": first.text}, user_message("ag-ui", "and again")]
@@ -69,16 +89,16 @@ def test_the_conversation_is_the_a2a_context_and_only_the_new_message_goes_up(pe
     assert "history=2" in second.text  # the agent's own tally of the context: one user message per turn
 
 
-def test_an_a2a_agents_tool_activity_reaches_the_client_as_tool_calls(peer: str) -> None:
-    with gateway(peer, "a2a") as gw, httpx.Client(timeout=30) as http:
+def test_an_a2a_agents_tool_activity_reaches_the_client_as_tool_calls(agent: str) -> None:
+    with gateway(agent, "a2a") as gw, httpx.Client(timeout=30) as http:
         reply = ask(http, gw.url, "ag-ui", "what is the weather in Paris?", "thread-weather")
     assert [e.name for e in reply.events if isinstance(e, ToolCallStart)] == ["get_weather"]
     assert [e.content for e in reply.events if isinstance(e, ToolResult)] == ["sunny, 21C in Paris"]
     assert reply.text == "Tool get_weather said: sunny, 21C in Paris."
 
 
-def test_input_required_is_an_interrupt_and_the_answer_continues_the_same_task(peer: str) -> None:
-    with gateway(peer, "a2a") as gw, httpx.Client(timeout=30) as http:
+def test_input_required_is_an_interrupt_and_the_answer_continues_the_same_task(agent: str) -> None:
+    with gateway(agent, "a2a") as gw, httpx.Client(timeout=30) as http:
         asked = ask(http, gw.url, "ag-ui", "please interrupt", "thread-interrupt")
         interrupt = next(e for e in asked.events if isinstance(e, Interrupt))
         answer = request_body("ag-ui", [user_message("ag-ui", "please interrupt")], "thread-interrupt",
@@ -89,8 +109,8 @@ def test_input_required_is_an_interrupt_and_the_answer_continues_the_same_task(p
     assert resumed.text == "Resumed with yes", resumed.events
 
 
-def test_a_failed_task_is_the_clients_error(peer: str) -> None:
-    with gateway(peer, "a2a") as gw, httpx.Client(timeout=30) as http:
+def test_a_failed_task_is_the_clients_error(agent: str) -> None:
+    with gateway(agent, "a2a") as gw, httpx.Client(timeout=30) as http:
         reply = ask(http, gw.url, "vercel", "this will fail", "chat-fail")
     assert "partial answer..." in reply.text
     assert reply.error is not None and reply.error.message == "scripted upstream failure"
@@ -109,9 +129,9 @@ def test_a_configured_variant_calls_that_binding(peer: str, variant: str) -> Non
     assert f"echo: hello {variant}" in reply.text and isinstance(reply.events[-1], RunFinished)
 
 
-def test_a_client_that_leaves_cancels_the_a2a_task(peer: str) -> None:
+def test_a_client_that_leaves_cancels_the_a2a_task(agent: str) -> None:
     """An A2A task outlives its stream: the gateway sends CancelTask for the run it abandons."""
-    with gateway(peer, "a2a") as gw:
+    with gateway(agent, "a2a") as gw:
         body = request_body("ag-ui", [user_message("ag-ui", "hang on")], "thread-leaves")
         with httpx.stream("POST", gw.url + "/agui", content=orjson.dumps(body), timeout=30,
                           headers={"content-type": "application/json"}) as response:
@@ -122,8 +142,8 @@ def test_a_client_that_leaves_cancels_the_a2a_task(peer: str) -> None:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and states != ["TASK_STATE_CANCELED"]:
             time.sleep(0.1)
-            listed = httpx.post(peer + "/", json={"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}},
-                                headers={"a2a-version": "1.0"}).json()
+            listed = httpx.post(agent + "/", json={"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}},
+                                headers={"a2a-version": "1.0", "x-test-probe": "1"}).json()
             states = [t["status"]["state"] for t in listed["result"]["tasks"] if _asked(t) == "hang on"]
     assert states == ["TASK_STATE_CANCELED"]
 
