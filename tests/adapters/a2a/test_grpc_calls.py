@@ -6,14 +6,21 @@ decoder's reading of statuses and text chunks. The parametrised upstream scenari
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from e2e import Reply, post, request_body, user_message
 from peers_env import a2a_upstream, run_a2a_client
 from servers import Served, free_port
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 import adapters.a2a as a2a
 from adapters.a2a import grpc_calls, proto
@@ -26,6 +33,7 @@ from gateway.core.events import Interrupt, RunError, RunFinished, TextDelta
 from gateway.server.app import create_app
 
 KEY = "k-upstream-grpc"
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
@@ -103,20 +111,35 @@ def test_a_grpc_only_card_without_grpcio_is_refused_with_what_to_install(monkeyp
     assert a2a.read_card(also_jsonrpc, "http://agent") == a2a.Endpoint("http://agent/", None)
 
 
-def test_a_run_to_a_grpc_only_agent_without_grpcio_is_refused_in_the_clients_error(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    from starlette.applications import Starlette
-    from starlette.responses import JSONResponse
-    from starlette.routing import Route
-
+@pytest.fixture(scope="module")
+def only_grpc() -> Iterator[str]:
+    """An agent whose card offers gRPC alone."""
     card = {"name": "g", "supportedInterfaces": [{"url": "127.0.0.1:1", "protocolBinding": "GRPC",
                                                   "protocolVersion": "1.0"}]}
-    monkeypatch.setattr(grpc_calls, "missing", lambda: "grpcio is not installed: pip install 'agent-gateway[grpc]'")
     app = Starlette(routes=[Route("/.well-known/agent-card.json", lambda request: JSONResponse(card))])
-    with Served(app) as only_grpc, gateway(only_grpc.url) as gw:
+    with Served(app) as served:
+        yield served.url
+
+
+def test_a_run_to_a_grpc_only_agent_without_grpcio_is_refused_in_the_clients_error(
+        monkeypatch: pytest.MonkeyPatch, only_grpc: str) -> None:
+    monkeypatch.setattr(grpc_calls, "missing", lambda: "grpcio is not installed: pip install 'agent-gateway[grpc]'")
+    with gateway(only_grpc) as gw:
         reply = ask(gw.url, "hello", "refused")
     assert reply.error is not None and "pip install 'agent-gateway[grpc]'" in reply.error.message
     assert "offers gRPC only" in reply.error.message
+
+
+def test_serve_check_without_grpcio_fails_a_route_whose_agent_offers_only_grpc(tmp_path: Path, only_grpc: str) -> None:
+    path = tmp_path / "gateway.yaml"
+    path.write_text(orjson.dumps({"store": {"url": "memory://"}, "routes": [
+        {"name": "front", "upstream": {"url": only_grpc, "dialect": "a2a"}}]}).decode())
+    hide_grpc = "import sys; sys.modules['grpc'] = None; from gateway.cli import main; sys.exit(main())"
+    done = subprocess.run([sys.executable, "-c", hide_grpc, "serve", "--config", str(path), "--check"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert "front: upstream FAILED (the agent's card offers gRPC only, and grpcio is not installed: pip install " \
+        "'agent-gateway[grpc]')" in done.stdout.splitlines(), done.stdout + done.stderr
+    assert done.returncode == 1
 
 
 # -- over gRPC
