@@ -319,8 +319,8 @@ def _check_config(config: GatewayConfig, ask: bool) -> int:
         for result in results:
             print(result.line())
         passed = all(result.ok for result in results)
-        for route, why in await _unusable(config):
-            print(f"{route}: upstream FAILED ({why})")
+        for name, why in await _unusable(config):
+            print(f"{name}: upstream FAILED ({why})")
             passed = False
         for route in config.routes:
             if not ask and (note := _base_url_note(route)) is not None:  # asked, the answer says it
