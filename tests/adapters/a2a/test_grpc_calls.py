@@ -234,3 +234,34 @@ def test_an_oversized_message_fails_the_run() -> None:
     decoder = A2AProtoDecoder(max_event_bytes=64)
     events = decoder.feed(_update("x" * 200, append=False))
     assert isinstance(events[-1], RunError) and events[-1].code == "upstream_event_too_large"
+
+
+def test_the_decoder_reads_what_the_json_rpc_decoder_reads_from_the_same_responses() -> None:
+    """The text chunks read off their bytes (after the first of a size) give what reading each whole gives: for
+    chunks of one size and of several, another task's chunk on the stream, a second artifact, a status message."""
+    def chunk(text: str, artifact: str = "a1", task: str = "t1", *, append: bool = True,
+              last: bool = False) -> tuple[str, dict[str, Any]]:
+        return "artifact-update", {"taskId": task, "contextId": "c1", "append": append, "lastChunk": last,
+                                   "artifact": {"artifactId": artifact, "name": "response", "parts": [{"text": text}]}}
+
+    responses = [("task", {"id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_SUBMITTED"}}),
+                 chunk("tok0 ", append=False), *[chunk(f"tok{i} ") for i in range(1, 30)], chunk("é ", task="t2"),
+                 chunk(" \x01"), chunk("a"), chunk("b"), chunk("end", last=True),
+                 chunk("second ", "a2", append=False), chunk("artifact", "a2", last=True),
+                 ("status-update", {"taskId": "t1", "contextId": "c1", "status": {
+                     "state": "TASK_STATE_COMPLETED", "message": {"role": "ROLE_AGENT", "messageId": "m1",
+                                                                 "parts": [{"text": "done"}]}}})]
+    json_decoder, proto_decoder = a2a.A2ADecoder(), A2AProtoDecoder()
+    from_json = [e for kind, value in responses
+                 for e in json_decoder.feed(b"data: " + orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": {
+                     {"artifact-update": "artifactUpdate", "status-update": "statusUpdate"}.get(kind, kind): value}})
+                     + b"\n\n")] + json_decoder.close()
+    from_proto = [e for kind, value in responses for e in proto_decoder.feed(frame(stream_response(kind, value)))] + \
+        proto_decoder.close()
+
+    def shown(events: list[Any]) -> list[tuple[str, str]]:
+        return [(type(e).__name__, getattr(e, "delta", "")) for e in events]
+
+    assert shown(from_proto) == shown(from_json)
+    assert "".join(e.delta for e in from_proto if isinstance(e, TextDelta)).startswith("tok0 tok1 ")
+    assert proto_decoder.ignored == json_decoder.ignored == 1
