@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -190,6 +191,36 @@ def test_the_gateway_calls_another_gateways_grpc_listener_with_the_routes_key() 
     assert grpc_interface["tenant"] == "assistant"
     assert "You said: hello through two gateways" in reply.text and isinstance(reply.events[-1], RunFinished)
     assert refused.error is not None and "(gRPC UNAUTHENTICATED)" in refused.error.message
+
+
+def test_an_idle_deadline_ends_a_grpc_run_and_cancels_its_task(grpc_peer: str) -> None:
+    """The core's deadlines hold over gRPC: the idle one ends the run, and `CancelTask` goes over gRPC."""
+    with gateway(grpc_peer, timeouts={"idle": 1.0}) as gw:
+        reply = ask(gw.url, "hang around", "idle-grpc")
+    assert "Let me think about that" in reply.text
+    assert reply.error is not None and reply.error.code == "upstream_timeout", reply.events
+    deadline, states = time.monotonic() + 10, [""]
+    while time.monotonic() < deadline and states != ["TASK_STATE_CANCELED"]:
+        time.sleep(0.1)
+        listed = httpx.post(grpc_peer + "/", json={"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}},
+                            headers={"a2a-version": "1.0", "x-test-probe": "1"}).json()["result"]["tasks"]
+        states = [t["status"]["state"] for t in listed if "hang around" in orjson.dumps(t).decode()]
+    assert states == ["TASK_STATE_CANCELED"]
+
+
+def test_a_grpc_upstream_that_cannot_be_reached_is_a_502() -> None:
+    with gateway(f"http://127.0.0.1:{free_port()}", "grpc") as gw:
+        response = httpx.post(gw.url + "/agui", json=request_body("ag-ui", [user_message("ag-ui", "hi")], "down"),
+                              timeout=30)
+    assert response.status_code == 502 and response.json()["error"]["message"].startswith("upstream unreachable")
+
+
+def test_a_grpc_exchange_is_recorded(grpc_peer: str, tmp_path: Path) -> None:
+    with gateway(grpc_peer, record={"dir": str(tmp_path)}) as gw:
+        reply = ask(gw.url, "hello recorded", "recorded-grpc")
+    assert "echo: hello recorded" in reply.text
+    [recording] = list(tmp_path.rglob("*.jsonl*")) or list(tmp_path.rglob("*"))[:1]
+    assert b"hello recorded" in recording.read_bytes()
 
 
 # -- the decoder
