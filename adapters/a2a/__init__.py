@@ -31,8 +31,6 @@ from gateway.core.capabilities import (
     OwnErrors,
     ProtocolHeaders,
     Settings,
-    Unusable,
-    UpstreamTransport,
     Variants,
     WireFormats,
 )
@@ -40,6 +38,7 @@ from gateway.core.codec import Dialect, Likeness, Sniff
 from gateway.core.decoding import Decoder
 from gateway.core.encoding import Encoder
 from gateway.core.queries import RunQueries, RunRecord, Webhook
+from gateway.core.transports import Unusable, UpstreamTransport
 from gateway.core.turn import Turn
 
 from . import encode, grpc_calls, grpc_server

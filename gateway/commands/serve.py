@@ -269,7 +269,8 @@ async def _unusable(config: GatewayConfig) -> list[tuple[str, str]]:
     """The routes whose runs would all be refused as the gateway is installed (an upstream whose card offers only
     gRPC, without grpcio), and why: read as a run reads its upstream's card."""
     from adapters import registry
-    from gateway.core.capabilities import Discovery, UpstreamTransport
+    from gateway.core.capabilities import Discovery
+    from gateway.core.transports import UpstreamTransport
     from gateway.server.request.discovery import unusable
     from gateway.upstream.http1 import Pool
 

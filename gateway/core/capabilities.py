@@ -28,9 +28,11 @@ NamedRoutes      one endpoint for every route, each request naming its route   e
 Settings         a section of the configuration of its own (`a2a:`)          config/settings (read with the file)
 Listener         a transport the HTTP server does not speak, on a port of its  connections/listeners (started and
                  own (A2A's gRPC), each call handed to the app in process      stopped with the app)
-UpstreamTransport  variants whose upstreams it calls itself, over a transport  request/discovery (the target), the
-                 the HTTP/1.1 client does not speak (A2A's gRPC)               pool (each call)
 ```
+
+`RunQueries` (`gateway.core.queries`), `SocketMode` (`gateway.core.sockets`) and `UpstreamTransport`
+(`gateway.core.transports`: variants whose upstreams it calls itself, over a transport the HTTP/1.1 client does not
+speak, A2A's gRPC) are kinds in modules of their own.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway.core.decoding import Decoder
-from gateway.core.errors import GatewayError, UpstreamError
+from gateway.core.errors import GatewayError
 from gateway.core.turn import History, Message, Resume, Turn
 
 if TYPE_CHECKING:
@@ -119,56 +121,6 @@ class Listener(Capability):
     start: Callable[[InProcess, str, int, Mapping[str, str]], Awaitable[Running]]
     """Serve on this host and port, given the app and the routes of the dialect: each route's name and the path it
     serves the dialect at, in the configuration's order."""
-
-
-class TransportAnswer(Protocol):
-    """An upstream's answer to a call made over an `UpstreamTransport`, read as the HTTP client's responses are."""
-
-    @property
-    def status(self) -> int: ...
-
-    @property
-    def headers(self) -> Mapping[str, str]:
-        """Lowercase names; `content-type` says how the body is read (`WireFormats`)."""
-        ...
-
-    async def read(self) -> bytes:
-        """The body's next bytes as they come, b"" once it has ended; raises `ConnectionError` when the call
-        broke."""
-        ...
-
-    def release(self) -> None:
-        """Done with the answer: a call not read to its end is cancelled."""
-        ...
-
-
-class TransportCalls(Protocol):
-    """The calls an `UpstreamTransport` makes, with its connections (one per upstream address, bounded), for one
-    app: made when the app first needs it, closed with the app."""
-
-    async def call(self, url: str, connect_timeout: float, method: str, path: str | None, body: bytes,
-                   headers: Mapping[str, str]) -> TransportAnswer:
-        """Make the call `UpstreamRequest` describes (its method, path, body and headers, with the route's) to the
-        upstream at `url` (`scheme://host:port/...` as the discovery document and configuration name it); raises
-        `TimeoutError` when no connection was made within `connect_timeout`, `ConnectionError` when none could
-        be."""
-        ...
-
-    async def close(self) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class UpstreamTransport(Capability):
-    """Named variants of the dialect whose upstreams are reached over a transport the gateway's HTTP/1.1 client
-    does not speak (A2A's gRPC, over HTTP/2): the dialect makes those calls itself, and its answers are read as the
-    HTTP client's are, so the deadlines, cancels, limits, captures and errors of a run hold for them unchanged.
-    A discovery document that names such a variant's endpoint gives its port on the configured host
-    (`Endpoint.url`)."""
-
-    variants: frozenset[str]
-    missing: Callable[[], str | None]
-    """What the transport needs that is not installed, in a line ("... pip install ..."), or None."""
-    open: Callable[[], TransportCalls]
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,11 +224,6 @@ class Endpoint:
     variant: str | None = None
 
 
-class Unusable(UpstreamError):
-    """An upstream's discovery document names only endpoints the gateway cannot call as installed (A2A's gRPC
-    without grpcio): every run of the route is refused with this (a 502) while the document says so."""
-
-
 @dataclass(frozen=True, slots=True)
 class AgentDescription:
     """How a route describes its agent to clients that ask (A2A's agent card), from its config."""
@@ -305,7 +252,7 @@ class Discovery(Capability):
     read: Callable[[Any, str, str | None], Endpoint | None]
     """The endpoint an upstream's document names, given the document, the URL it came from and the variant the
     route pins (None: the one the upstream prefers); None if the document names none this dialect can call, and
-    `Unusable` raised when it names only some that the gateway could call with what is not installed."""
+    `transports.Unusable` raised when it names only some that the gateway could call with what is not installed."""
     document: Callable[[AgentDescription, Mapping[str, str]], dict[str, Any]]
     """The document for a route of the gateway's that serves this dialect, given what the request for it asked (its
     headers and query parameters, names lowercased: A2A's `A2A-Version`)."""

@@ -18,8 +18,9 @@ import orjson
 
 from gateway.config import Route
 from gateway.core import capabilities
-from gateway.core.capabilities import Endpoint, Unusable, UpstreamTransport
+from gateway.core.capabilities import Endpoint
 from gateway.core.codec import Dialect, UpstreamRequest
+from gateway.core.transports import Unusable, UpstreamTransport
 from gateway.upstream.foreign import Transport
 from gateway.upstream.http1 import HTTPError, Pool, Target
 

@@ -29,8 +29,8 @@ from adapters.a2a.grpc_decode import A2AProtoDecoder, status_frame
 from adapters.a2a.grpc_wire import frame, stream_response
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
-from gateway.core.capabilities import Unusable
 from gateway.core.events import Interrupt, RunError, RunFinished, TextDelta
+from gateway.core.transports import Unusable
 from gateway.server.app import create_app
 
 KEY = "k-upstream-grpc"
