@@ -23,6 +23,7 @@ from typing import NamedTuple, NoReturn, TypeVar
 
 from adapters import registry
 from gateway.commands import version
+from gateway.core.capabilities import Listener
 
 _N = TypeVar("_N", int, float)
 
@@ -139,6 +140,8 @@ class _Dialects:
         self.names = list(registry.DIALECTS)
         self.variants = list(registry.variants())
         self.variant_help = "; ".join(f"{variant} ({dialect})" for variant, dialect in registry.variants().items())
+        self.listeners = [(name, listener) for name, dialect in registry.DIALECTS.items()
+                          if (listener := dialect.capability(Listener)) is not None]
 
 
 class _Command(NamedTuple):
@@ -204,6 +207,15 @@ def _serve(serve: argparse.ArgumentParser, dialects: _Dialects) -> None:
                        help="let the inspector show what every route's runs said (routes[].inspector_bodies)")
     serve.add_argument("--record", metavar="DIR",
                        help="record every route's exchanges into DIR, a file per conversation (routes[].record)")
+    for dialect, listener in dialects.listeners:  # a transport of a dialect's on a port of its own (A2A's gRPC)
+        serve.add_argument(f"--{dialect}-{listener.setting.replace('_', '-')}", type=_port, metavar="PORT",
+                           dest=listener_flag(dialect, listener.setting),
+                           help=f"serve {dialect} over {listener.name} on this port too ({dialect}.{listener.setting})")
+
+
+def listener_flag(dialect: str, setting: str) -> str:
+    """The attribute of `serve`'s arguments that sets a `Listener`'s port."""
+    return f"listener_{dialect.replace('-', '_')}_{setting}"
 
 
 def _one_route(serve: argparse.ArgumentParser, dialects: _Dialects) -> None:

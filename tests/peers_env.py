@@ -396,21 +396,25 @@ class A2ATasksRun:
     """"<ExceptionType>: <message>": the SDK raises A2A's errors as their own types (`TaskNotFoundError`, ...)."""
 
 
-def a2a_tasks_command(url: str, operation: str, params: dict[str, Any], timeout: float = 30.0) -> list[str]:
+def a2a_tasks_command(url: str, operation: str, params: dict[str, Any], timeout: float = 30.0,
+                      binding: str = "jsonrpc") -> list[str]:
     _require(A2A)
     return [str(A2A.python), str(PEERS_DIR / "a2a_tasks.py"), url, operation, json.dumps(params), "--timeout",
-            str(timeout)]
+            str(timeout), "--binding", binding]
 
 
-def follow_a2a_tasks(url: str, operation: str, params: dict[str, Any], timeout: float = 30.0) -> Following:
+def follow_a2a_tasks(url: str, operation: str, params: dict[str, Any], timeout: float = 30.0,
+                     binding: str = "jsonrpc") -> Following:
     """`run_a2a_tasks`, its answers read as they come (a subscribe's)."""
-    return Following(a2a_tasks_command(url, operation, params, timeout), env=_clean_env())
+    return Following(a2a_tasks_command(url, operation, params, timeout, binding), env=_clean_env())
 
 
-def run_a2a_tasks(url: str, operation: str, params: dict[str, Any], timeout: float = 30.0) -> A2ATasksRun:
+def run_a2a_tasks(url: str, operation: str, params: dict[str, Any], timeout: float = 30.0,
+                  binding: str = "jsonrpc") -> A2ATasksRun:
     """Ask the A2A agent at `url` (its base) about its tasks with a2a-sdk's client: `operation` is get, cancel,
-    list, subscribe, push-create, push-get, push-list or push-delete, with the request's `params` (JSON form)."""
-    done = subprocess.run(a2a_tasks_command(url, operation, params, timeout), capture_output=True, text=True,
+    list, subscribe, push-create, push-get, push-list or push-delete, with the request's `params` (JSON form);
+    `binding` "jsonrpc" or "grpc"."""
+    done = subprocess.run(a2a_tasks_command(url, operation, params, timeout, binding), capture_output=True, text=True,
                           env=_clean_env(), timeout=timeout + 30, check=False)
     run = A2ATasksRun(answers=[json.loads(line) for line in done.stdout.splitlines() if line.strip()])
     if done.returncode != 0:

@@ -11,6 +11,7 @@ The route is the request's `tenant`, naming it; with one A2A route it is that ro
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -21,6 +22,8 @@ from gateway.core.capabilities import Answering, InProcess
 from . import proto
 from .grpc_errors import Refusal, from_http, from_rpc, invalid_argument
 from .grpc_wire import MEDIA_TYPE, frames
+
+log = logging.getLogger("agent_gateway.app")
 
 RPCS: dict[str, tuple[str, str | None]] = {
     "SendMessage": ("SendMessageRequest", "SendMessageResponse"),
@@ -94,6 +97,7 @@ async def start(app: InProcess, host: str, port: int, routes: Mapping[str, str])
     return _Running(server)
 
 
+_Posted = tuple[str, list[tuple[str, str]], bytes]
 _PASSED_OVER = ("grpc-", ":")
 """Metadata that is gRPC's own, not the client's headers."""
 
@@ -106,8 +110,7 @@ class _Service:
         self._routes = routes
         self._schema = schema
 
-    def _call(self, method: str, request: Any, context: Any, stream: bool) -> tuple[str, list[tuple[str, str]],
-                                                                                     bytes]:
+    def _call(self, method: str, request: Any, context: Any, stream: bool) -> _Posted:
         """The route's path, the headers and the JSON-RPC body the call stands for."""
         params = self._schema.json_format.MessageToDict(request)
         tenant = params.pop("tenant", None)
@@ -137,9 +140,12 @@ class _Service:
                 if isinstance(result, dict):
                     self._schema.json_format.ParseDict(result, message, ignore_unknown_fields=True)
                 return bytes(message.SerializeToString())
-            except Refusal as refusal:
-                await refusal.abort(context)
-                raise AssertionError("abort raises") from None
+            except self._schema.json_format.ParseError as exc:
+                refusal = _unwritable(exc)
+            except Refusal as refused:
+                refusal = refused
+            await refusal.abort(context)
+            raise AssertionError("abort raises")
 
         return handle
 
@@ -150,8 +156,12 @@ class _Service:
                 async with self._app("POST", path, headers, body, _client(context)) as answer:
                     async for message in self._stream(answer):
                         yield message
-            except Refusal as refusal:
-                await refusal.abort(context)
+                return
+            except self._schema.json_format.ParseError as exc:
+                refusal = _unwritable(exc)
+            except Refusal as refused:
+                refusal = refused
+            await refusal.abort(context)
 
         return handle
 
@@ -187,6 +197,12 @@ class _Service:
         message = self._schema.StreamResponse()
         self._schema.json_format.ParseDict(result, message, ignore_unknown_fields=True)
         return bytes(message.SerializeToString())
+
+
+def _unwritable(exc: Exception) -> Refusal:
+    """An answer of the route's that the schema cannot hold: the gateway's fault, said as such."""
+    log.warning("an A2A answer could not be written in protobuf: %s", exc)
+    return Refusal("INTERNAL", f"the answer could not be written in protobuf: {exc}", "INTERNAL_ERROR")
 
 
 def _client(context: Any) -> tuple[str, int] | None:

@@ -110,7 +110,17 @@ def _configuration(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
 
 
 def _add_flags(config: GatewayConfig, args: argparse.Namespace) -> None:
-    """What --inspector-bodies, --record and --inspector add to the configuration's routes and inspector."""
+    """What --inspector-bodies, --record and --inspector add to the configuration's routes and inspector, and a
+    listener's port flag (`--a2a-grpc-port`) to its dialect's section."""
+    from adapters import registry
+    from gateway.cli import listener_flag
+    from gateway.core.capabilities import Listener
+
+    for name, dialect in registry.DIALECTS.items():
+        listener = dialect.capability(Listener)
+        port = getattr(args, listener_flag(name, listener.setting), None) if listener is not None else None
+        if listener is not None and port is not None:
+            setattr(config.settings_of(name), listener.setting, port)
     for route in config.routes:
         route.inspector_bodies = route.inspector_bodies or args.inspector_bodies
         if args.record:
@@ -164,12 +174,33 @@ def _open(config: GatewayConfig, args: argparse.Namespace) -> _Opened | None:
     sock = bind(args.host, args.port)
     metrics_sock = bind(*metrics_at, "another metrics.listen") if metrics_at is not None else None
     bound = [bound for bound in (sock, metrics_sock) if bound is not None]
-    if sock is None or (metrics_at is not None and metrics_sock is None):
+    if sock is None or (metrics_at is not None and metrics_sock is None) or not _listeners_free(config, args):
         for each in bound:
             each.close()
         asyncio.run(store.close())
         return None
     return _Opened(store, bound)
+
+
+def _listeners_free(config: GatewayConfig, args: argparse.Namespace) -> bool:
+    """Whether each port a `Listener` will serve on (A2A's gRPC) is free, found now, before anything says
+    "listening": a port in use (by another gateway too: the listener's workers share theirs) is one line."""
+    from gateway.server.connections.listeners import configured
+
+    taken = {args.port} | ({config.metrics.address[1]} if config.metrics.address is not None else set())
+    for name, listener, port in configured(config):
+        setting = f"{name}.{listener.setting}"
+        if listener.missing() is not None:
+            continue  # not served: said when the app starts
+        if port in taken:
+            log.error("%s %d needs a port of its own, not the gateway's or the metrics'", setting, port)
+            return False
+        probe = bind(args.host, port, f"another {setting}")
+        if probe is None:
+            return False
+        probe.close()
+        taken.add(port)
+    return True
 
 
 def _announce(config: GatewayConfig, args: argparse.Namespace, made_key: bool) -> None:

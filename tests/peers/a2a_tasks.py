@@ -55,7 +55,14 @@ async def run(args: argparse.Namespace) -> None:
         interfaces = [i for i in card.supported_interfaces if (i.protocol_version or "1.0") == "1.0"]
         del card.supported_interfaces[:]
         card.supported_interfaces.extend(interfaces)
-        client = ClientFactory(ClientConfig(httpx_client=http)).create(card)
+        if args.binding == "grpc":
+            import grpc
+
+            config = ClientConfig(httpx_client=http, supported_protocol_bindings=["GRPC"],
+                                  grpc_channel_factory=grpc.aio.insecure_channel)
+        else:
+            config = ClientConfig(httpx_client=http)
+        client = ClientFactory(config).create(card)
         name, kind = OPERATIONS[args.operation]
         request = ParseDict(json.loads(args.params), kind())
         if args.operation == "subscribe":
@@ -73,6 +80,8 @@ def main() -> None:
     parser.add_argument("operation", choices=sorted(OPERATIONS))
     parser.add_argument("params", nargs="?", default="{}", help="the request, as JSON")
     parser.add_argument("--timeout", type=float, default=30.0)
+    parser.add_argument("--binding", choices=("jsonrpc", "grpc"), default="jsonrpc",
+                        help="the card's JSON-RPC interface, or its gRPC one")
     args = parser.parse_args()
     try:
         asyncio.run(run(args))

@@ -54,7 +54,11 @@ class Listeners:
             if (missing := listener.missing()) is not None:
                 log.warning("%s.%s is set but %s", name, listener.setting, missing)
                 continue
-            self._running.append(await listener.start(InProcessApp(app), self.host, port, self._paths_of(name)))
+            try:
+                self._running.append(await listener.start(InProcessApp(app), self.host, port, self._paths_of(name)))
+            except OSError as exc:  # taken since `serve` found it free: HTTP goes on, the cards leave it out
+                log.error("%s over %s is not served: %s", name, listener.name, exc)
+                continue
             self.serving.setdefault(name, {})[listener.name] = port
             log.info("%s over %s on %s:%d", name, listener.name, self.host, port)
 

@@ -21,7 +21,7 @@ import grpc
 import httpx
 import orjson
 import pytest
-from peers_env import run_a2a_client
+from peers_env import follow_a2a_tasks, run_a2a_client, run_a2a_tasks
 from servers import Served, free_port
 
 from adapters.a2a import proto
@@ -142,8 +142,13 @@ def test_serve_check_says_in_one_line_why_grpc_is_not_served_without_grpcio(tmp_
     hide_grpc = "import sys; sys.modules['grpc'] = None; from gateway.cli import main; sys.exit(main())"
     done = subprocess.run([sys.executable, "-c", hide_grpc, "serve", "--config", str(path), "--check"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60, check=False)
-    assert "note: a2a.grpc_port is set but grpcio is not installed: pip install 'agent-gateway[grpc]'" in \
-        done.stdout.splitlines(), done.stdout + done.stderr
+    by_flag = subprocess.run([sys.executable, "-c", hide_grpc, "serve", "--upstream", agent.url + "/agui",
+                              "--upstream-dialect", "ag-ui", "--store", "memory://", "--a2a-grpc-port",
+                              str(free_port()), "--check"], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                             check=False)
+    note = "note: a2a.grpc_port is set but grpcio is not installed: pip install 'agent-gateway[grpc]'"
+    assert note in done.stdout.splitlines(), done.stdout + done.stderr
+    assert note in by_flag.stdout.splitlines(), by_flag.stdout + by_flag.stderr  # `--a2a-grpc-port` sets it too
 
 
 # -- calls
@@ -160,6 +165,39 @@ def test_a_task_started_over_grpc_is_read_over_json_rpc(gw: Gateway) -> None:
     assert "You said: hello." in "".join(p["text"] for a in got["artifacts"] for p in a["parts"])
     over_grpc = call(gw.target, "GetTask", {"id": task_id})
     assert over_grpc.answers == [got]
+
+
+def test_the_sdks_grpc_client_follows_a_running_task_and_asks_about_tasks(agent: Served) -> None:
+    """SubscribeToTask on a task started over JSON-RPC (it streams on as it runs), then GetTask, ListTasks and
+    CancelTask as the SDK's gRPC transport sends them."""
+    with Served(create_agent_app("ag-ui", pace=0.05)) as slow, gateway(slow) as gw:
+        url = gw.url + "/assistant/a2a"
+        started: list[dict[str, Any]] = []
+        streaming = threading.Thread(target=lambda: started.extend(
+            run_a2a_client(url, "slow please", context_id="ctx-grpc-follow").responses))
+        streaming.start()
+        deadline = time.monotonic() + 10
+        while not (tasks := call(gw.target, "ListTasks", {"contextId": "ctx-grpc-follow"}).answers[0].get("tasks")):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        task_id = tasks[0]["id"]
+        with follow_a2a_tasks(url, "subscribe", {"id": task_id}, binding="grpc") as subscriber:
+            assert subscriber.first(), subscriber.done()
+            error = subscriber.done()
+        streaming.join(30)
+        got = run_a2a_tasks(url, "get", {"id": task_id}, binding="grpc")
+        listed = run_a2a_tasks(url, "list", {"contextId": "ctx-grpc-follow"}, binding="grpc")
+        cancel = run_a2a_tasks(url, "cancel", {"id": task_id}, binding="grpc")
+    assert error is None, error
+    answers = subscriber.answers
+    assert answers[0]["task"]["id"] == task_id
+    assert answers[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert any("artifactUpdate" in a for a in answers)  # what the task said after the subscriber came
+    assert started[0]["task"]["id"] == task_id  # the task the JSON-RPC client started
+    assert got.error is None and got.answers[0]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert got.answers[0]["contextId"] == "ctx-grpc-follow"
+    assert [t["id"] for t in listed.answers[0]["tasks"]] == [task_id]
+    assert cancel.error is not None and cancel.error.startswith("TaskNotCancelableError")
 
 
 def test_queries_over_grpc(gw: Gateway) -> None:
@@ -241,11 +279,12 @@ def test_a_draining_gateway_lets_a_grpc_stream_finish_and_takes_no_new_call(tmp_
     port, grpc_port = free_port(), free_port()
     with Served(create_agent_app("ag-ui", pace=0.05)) as slow:
         path = tmp_path / "gateway.yaml"
-        configured = config(slow, grpc_port).model_dump(mode="json", exclude_unset=True)
+        configured = config(slow, None).model_dump(mode="json", exclude_unset=True)
         path.write_text(orjson.dumps({**configured, "drain_seconds": 10}).decode())
         log = (tmp_path / "gateway.log").open("ab")
         process = subprocess.Popen([sys.executable, "-m", "gateway", "serve", "--config", str(path), "--port",
-                                    str(port), "--log-format", "human"], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                                    str(port), "--a2a-grpc-port", str(grpc_port), "--log-format", "human"],
+                                   cwd=tmp_path, stdin=subprocess.DEVNULL,
                                    stdout=subprocess.DEVNULL, stderr=log,
                                    env={**os.environ, "PYTHONPATH": str(ROOT)})
         try:
@@ -274,3 +313,21 @@ def test_a_draining_gateway_lets_a_grpc_stream_finish_and_takes_no_new_call(tmp_
     assert stream.answers[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert late.code == "UNAVAILABLE"
     assert "Traceback" not in (tmp_path / "gateway.log").read_text()
+
+
+def test_a_grpc_port_in_use_is_one_line_at_start_not_a_traceback(gw: Gateway) -> None:
+    """Another gateway's gRPC port is taken even though gRPC servers share theirs (SO_REUSEPORT) between workers;
+    the gateway's own HTTP port is not a gRPC port."""
+    taken = gw.target.rpartition(":")[2]
+    http_port = str(free_port())
+    said = {}
+    for name, grpc_port in (("another's", taken), ("its own HTTP", http_port)):
+        done = subprocess.run([sys.executable, "-m", "gateway", "serve", "--upstream", "http://127.0.0.1:9/agui",
+                               "--upstream-dialect", "ag-ui", "--store", "memory://", "--port", http_port,
+                               "--a2a-grpc-port", grpc_port, "--log-format", "human"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        said[name] = done.stderr.strip().splitlines()[-1]
+    assert said["another's"].endswith(f"127.0.0.1:{taken} is in use: try another a2a.grpc_port")
+    assert said["its own HTTP"].endswith(f"a2a.grpc_port {http_port} needs a port of its own, not the gateway's or "
+                                         "the metrics'")
