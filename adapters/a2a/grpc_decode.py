@@ -82,6 +82,11 @@ class A2AProtoDecoder(A2ADecoder):
         self._buffer = b""
         self._chunks = None
 
+    def reattach_request(self, broke: bool = True) -> UpstreamRequest | None:
+        request = super().reattach_request(broke)
+        self._whole_task = False  # GetTask's task comes as the StreamResponse holding it (`grpc_calls`)
+        return request
+
     def feed(self, chunk: bytes) -> list[canonical.Event]:
         out: list[canonical.Event] = []
         repair = self.repair

@@ -223,6 +223,26 @@ def test_a_grpc_exchange_is_recorded(grpc_peer: str, tmp_path: Path) -> None:
     assert b"hello recorded" in recording.read_bytes()
 
 
+@pytest.mark.parametrize("ended", [False, True], ids=["subscribed", "read-whole"])
+def test_a_grpc_stream_that_breaks_off_mid_task_is_reattached_over_grpc(ended: bool) -> None:
+    """`tests/dropping_grpc_agent.py`, in a process of its own (grpc.aio keeps to one event loop a process):
+    the stream breaks off after "Hello " (UNAVAILABLE), and the rest comes from `SubscribeToTask` (or `GetTask`)."""
+    port = free_port()
+    command = [sys.executable, str(ROOT / "tests" / "dropping_grpc_agent.py"), str(port),
+               *(["--ended"] if ended else [])]
+    agent = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert agent.stdout is not None and agent.stdout.readline().strip() == "serving"
+        with gateway(f"http://127.0.0.1:{port}/team", "grpc") as gw:
+            reply = ask(gw.url, "hello", f"drop-grpc-{ended}")
+    finally:
+        agent.terminate()
+        said, _ = agent.communicate(timeout=10)
+    assert reply.error is None and isinstance(reply.events[-1], RunFinished), reply.events
+    assert reply.text == "Hello world"  # what came before the break, then only the rest
+    assert said.split() == ["SendStreamingMessage:team", "SubscribeToTask:team", *(["GetTask:team"] if ended else [])]
+
+
 # -- the decoder
 
 
