@@ -316,3 +316,17 @@ def test_the_decoder_reads_what_the_json_rpc_decoder_reads_from_the_same_respons
     assert shown(from_proto) == shown(from_json)
     assert "".join(e.delta for e in from_proto if isinstance(e, TextDelta)).startswith("tok0 tok1 ")
     assert proto_decoder.ignored == json_decoder.ignored == 1
+
+
+def test_agent_gateway_check_talks_to_an_agent_whose_card_prefers_grpc(grpc_peer: str) -> None:
+    """`agent-gateway check` calls the agent as the gateway would, over gRPC: the answers read, not judged as
+    JSON-RPC's."""
+    import asyncio
+
+    from gateway.check import check
+
+    before = calls(grpc_peer)
+    report = asyncio.run(check(grpc_peer, "a2a", ["text"], timeout=20))
+    [result] = report.results
+    assert result.outcome == "pass", result
+    assert calls(grpc_peer)["grpc"] > before["grpc"]
