@@ -26,9 +26,10 @@ AG-UI over protobuf is one more source and target, `ag-ui/proto`, when the `prot
 AG-UI dialect asked for (and answering in) `application/vnd.ag-ui.event+proto`, fed one length-prefixed event per
 piece.
 
-A2A over gRPC is one more target, `a2a/grpc`, when the `protobuf` runtime is installed: the A2A stream as the
-gateway's gRPC listener asks a route for it, each response a length-prefixed protobuf `StreamResponse` (what the
-listener sends on as the call's messages), beside `a2a`'s JSON-RPC over SSE.
+A2A over gRPC is one more source and target, `a2a/grpc`, when the `protobuf` runtime is installed: the A2A stream
+as the gateway's gRPC listener asks a route for it, each response a length-prefixed protobuf `StreamResponse` (what
+the listener sends on as the call's messages), beside `a2a`'s JSON-RPC over SSE; as a source, the same messages as
+the gateway's gRPC calls hand an agent's answer to its decoder (`grpc_decode`), fed one message per piece.
 
 MCP has two sources. `mcp` is, as every row, its own encoder's stream: the gateway's MCP face, whose progress
 notifications each repeat the text so far and go out as it grows by an eighth (so about 60 notifications carry the
@@ -191,15 +192,18 @@ def protobuf_ag_ui() -> Dialect | None:
 
 
 def protobuf_a2a() -> Dialect | None:
-    """A2A's stream as protobuf `StreamResponse` messages (the gRPC binding's), a target for the tables; None without
-    the `protobuf` runtime."""
+    """A2A's stream as protobuf `StreamResponse` messages (the gRPC binding's), a source and target for the tables;
+    None without the `protobuf` runtime."""
     from adapters.a2a import grpc_wire, proto
 
     if not proto.available():
         return None
+    from adapters.a2a.grpc_decode import A2AProtoDecoder
+
     a2a = registry.get("a2a")
     asked = Turn(accept=grpc_wire.MEDIA_TYPE)
-    return replace(a2a, name=A2A_GRPC, new_encoder=lambda request: a2a.new_encoder(asked))
+    return replace(a2a, name=A2A_GRPC, new_encoder=lambda request: a2a.new_encoder(asked),
+                   new_decoder=A2AProtoDecoder)
 
 
 def mcp_per_delta(dialect: Dialect) -> Dialect:
@@ -232,7 +236,7 @@ def make_workload(dialect: Dialect, n: int, chunk: int | None) -> Workload:
         chunks = [body]
     elif chunk:
         chunks = split_fixed(body, chunk)
-    elif dialect.name == PROTO:
+    elif dialect.name in (PROTO, A2A_GRPC):
         chunks = split_proto(body)
     else:
         chunks = split_frames(body)
@@ -385,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
         sources = {name: sources[name] for name in asked if name in sources}
         dialects = {name: dialects[name] for name in asked if name in dialects}
     if (grpc := protobuf_a2a()) is not None and (not args.dialects or A2A_GRPC in args.dialects.split(",")):
-        dialects[A2A_GRPC] = grpc
+        dialects[A2A_GRPC] = sources[A2A_GRPC] = grpc
     names, targets = list(sources), list(dialects)
     workloads = {name: make_workload(sources[name], n, args.chunk) for name in names}
 

@@ -28,6 +28,7 @@ from gateway.core.conformance import Answer, Violation
 from gateway.core.errors import GatewayError
 from gateway.core.events import Event, Interrupt, RunError, TextDelta, ToolCallStart, ToolResult
 from gateway.core.ids import new_id
+from gateway.core.transports import Unusable
 from gateway.core.turn import Message, Resume, Tool, Turn
 from gateway.upstream.http1 import HTTPError, Pool, Target
 
@@ -168,6 +169,8 @@ class Checker:
         self.target = target or Target(url, connect_timeout=min(timeout, 10.0))
         """Where requests go: the URL, or a route's upstream as the gateway reaches it (its proxy, its TLS)."""
         self.pool = Pool(user_agent="agent-gateway-check")
+        self.unusable: str | None = None
+        """Why the upstream's discovery document leaves nothing to call as the gateway is installed."""
         self.sessions: KeptSessions | None = None
         """The conversations' sessions, for a dialect whose servers serve runs only in one (MCP's)."""
 
@@ -195,10 +198,16 @@ class Checker:
         route = Route(name="check", upstream=Upstream(url=self.url, dialect=self.dialect.name))
         discovery = Discovery(route, self.dialect, self.pool)
         discovery.target = discovery.configured = self.target
-        self.target, self.variant = await discovery.endpoint()
+        try:
+            self.target, self.variant = await discovery.endpoint()
+        except Unusable as exc:
+            self.unusable = exc.message
 
     async def exchange(self, turn: Turn, label: str, leave_after_first_event: bool = False) -> Reply:
         step = Step(label)
+        if self.unusable is not None:
+            step.error = self.unusable
+            return Reply(step, [], RunRecorder(), False)
         try:
             session, variant = await self._in_session(turn)
         except GatewayError as error:  # the conversation could not even begin
@@ -208,6 +217,8 @@ class Checker:
         headers = {**request.headers, **self.headers, **session}
         decoder = self.dialect.new_decoder()
         decoder.sent(request)
+        other_format = False
+        """The answer came in another wire format than the dialect's usual one (`WireFormats`): read, not judged."""
         events: list[Event] = []
         body = bytearray()
         answer_headers: dict[str, str] = {}
@@ -217,6 +228,12 @@ class Checker:
             async with asyncio.timeout(self.timeout):
                 response = await self.pool.post(self.target, request.body, headers, request.path)
                 step.status, answer_headers = response.status, response.headers
+                formats = self.dialect.capability(capabilities.WireFormats)
+                other = formats.decoder_for(response.headers.get("content-type", ""), MAX_REPLY) \
+                    if formats is not None else None
+                if other is not None:
+                    decoder, other_format = other, True
+                    decoder.sent(request)
                 try:
                     decoding = _read_as_the_dialect(request, response.status, response.headers)
                     while chunk := await response.read():
@@ -245,7 +262,7 @@ class Checker:
         if step.status is not None and not left_early:
             if step.error is None and _read_as_the_dialect(request, step.status, answer_headers):
                 events += decoder.close()
-            for found in self.dialect.judge(Answer(step.status, answer_headers, bytes(body))):
+            for found in () if other_format else self.dialect.judge(Answer(step.status, answer_headers, bytes(body))):
                 (step.notes if found.convention else step.violations).append(found)
         step.events = len(events)
         recorder = RunRecorder()

@@ -277,11 +277,14 @@ def agkit_agui_upstream() -> Iterator[str]:
 
 
 @contextmanager
-def a2a_upstream(signing_key: str | None = None, tampered: bool = False) -> Iterator[str]:
+def a2a_upstream(grpc: bool = False, signing_key: str | None = None, tampered: bool = False) -> Iterator[str]:
     """a2a-sdk 1.3.0 serving A2A 1.0 (and 0.3 through its compat layer) over JSON-RPC (`POST /`) and HTTP+JSON
     (`POST /message:stream`, ...), its card at `/.well-known/agent-card.json`; a non-streaming twin under `/plain`.
-    With `signing_key` (an EC P-256 PEM) its cards are signed by the SDK's signer; `tampered` changes them after."""
+    With `grpc`, gRPC too, on a port of its own, which the card lists first. With `signing_key` (an EC P-256 PEM)
+    its cards are signed by the SDK's signer; `tampered` changes them after."""
     env = {"A2A_CARD_SIGNING_KEY": signing_key, "A2A_CARD_TAMPERED": "1" if tampered else "0"} if signing_key else {}
+    if grpc:
+        env["A2A_PEER_GRPC"] = "1"
     with _serve(A2A, env) as url:
         yield url
 

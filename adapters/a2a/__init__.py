@@ -1,13 +1,14 @@
 """A2A (Agent2Agent) 1.0, and 0.3 where still common: JSON-RPC over HTTP, a task per run, an agent card to find
-the agent by. As an upstream the gateway calls `SendStreamingMessage` (or `SendMessage`, or the HTTP+JSON binding,
-as the card says); as a server it answers both on JSON-RPC and on HTTP+JSON (`rest.py`), the requests about tasks
-(`queries.py`), and publishes a card of its own (`card.py`).
+the agent by. As an upstream the gateway calls `SendStreamingMessage` (or `SendMessage`) on the binding the
+agent's card prefers among JSON-RPC, HTTP+JSON and gRPC; as a server it answers all three (HTTP+JSON: `rest.py`;
+gRPC: `grpc_server.py`), the requests about tasks (`queries.py`), and publishes a card of its own (`card.py`).
 
 ```
 request.py   a client's request to a turn; a turn to an upstream's request     versions.py  A2A-Version
 encode.py    canonical events to a task's responses (streamed, or one body)   errors.py    JSON-RPC errors
 grpc_server.py  the gRPC binding, served; grpc_wire.py its stream responses; grpc_errors.py its statuses; proto.py
-             the protobuf schema (proto_schema.py, generated)
+             the protobuf schema (proto_schema.py, generated); grpc_calls.py an agent called over gRPC, and
+             grpc_decode.py its answer read
 updates.py   the task, status and artifact updates encode.py writes; the client's call
 decode.py    an agent's responses to canonical events                          card.py      the agent card
 reading.py   an agent's messages and parts, for decode.py
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
+from urllib.parse import quote
 
 from gateway.core.capabilities import (
     Discovery,
@@ -32,19 +34,22 @@ from gateway.core.capabilities import (
     ProtocolHeaders,
     Settings,
     Variants,
+    WireFormats,
 )
 from gateway.core.codec import Dialect, Likeness, Sniff
+from gateway.core.decoding import Decoder
 from gateway.core.encoding import Encoder
 from gateway.core.queries import RunQueries, RunRecord, Webhook
+from gateway.core.transports import Unusable, UpstreamTransport
 from gateway.core.turn import Turn
 
-from . import encode, grpc_server
+from . import encode, grpc_calls, grpc_server
 from .card import VARIES, agent_card
 from .conformance import judge
 from .decode import A2ADecoder
 from .document import TaskLog
 from .errors import error_reply
-from .grpc_wire import A2AProtoStreamEncoder, wants_proto
+from .grpc_wire import MEDIA_TYPE, A2AProtoStreamEncoder, wants_proto
 from .push import webhook_of
 from .queries import answer_query, read_query
 from .request import build_request, parse_request, sample_request
@@ -52,7 +57,7 @@ from .rest import RESOURCES
 from .settings import A2ASettings
 from .updates import client_call
 from .versions import check_request
-from .wire import METHODS, QUERIES, REST, SEND, V03
+from .wire import GRPC, GRPC_SEND, JSONRPC, METHODS, QUERIES, REST, SEND, V03
 
 CARD_PATH = "/.well-known/agent-card.json"
 
@@ -66,26 +71,54 @@ def sniff(body: dict[str, Any]) -> Likeness:
         Likeness.PLAUSIBLE
 
 
-def read_card(card: Any, url: str) -> Endpoint | None:
-    """The interface to call, best first: JSON-RPC 1.0 (`SendMessage` if the agent does not stream), HTTP+JSON
-    1.0, JSON-RPC 0.3. A card without `supportedInterfaces` is 0.3's: its `url` and `preferredTransport`."""
+SPOKEN: dict[tuple[str, str], str | None] = {("JSONRPC", "1.0"): None, ("HTTP+JSON", "1.0"): REST,
+                                            ("GRPC", "1.0"): GRPC, ("JSONRPC", "0.3"): V03}
+"""The interfaces the gateway calls, by binding and version, and the variant each is."""
+_PINNED: dict[str, str | None] = {JSONRPC: None, SEND: None, GRPC_SEND: GRPC}
+"""A pin that names a variant of an interface (`send`: JSON-RPC 1.0 without a stream), or JSON-RPC 1.0 itself."""
+
+
+def read_card(card: Any, url: str, pinned: str | None = None) -> Endpoint | None:
+    """The interface the agent prefers among those the gateway speaks: the first of `supportedInterfaces` (card
+    order is the agent's preference) whose binding and version are JSON-RPC 1.0 (`SendMessage` if the agent does
+    not stream), HTTP+JSON 1.0, gRPC 1.0 (with grpcio installed) or JSON-RPC 0.3; the one of the `pinned` variant
+    if the route names one. A card without `supportedInterfaces` is 0.3's: its `url` and `preferredTransport`.
+    A card whose only such interface is gRPC, without grpcio, raises `Unusable`."""
     if not isinstance(card, dict):
         return None
     capabilities = card.get("capabilities")
     streaming = not (isinstance(capabilities, dict) and capabilities.get("streaming") is False)
-    offered: dict[tuple[str, str], str] = {}
+    offered: list[tuple[str, str, str, str]] = []
     for interface in card.get("supportedInterfaces") or ():
         if isinstance(interface, dict) and isinstance(interface.get("url"), str):
-            key = (str(interface.get("protocolBinding", "")).upper(), str(interface.get("protocolVersion", "")))
-            offered.setdefault(key, interface["url"])
+            offered.append((str(interface.get("protocolBinding", "")).upper(),
+                            _version(interface.get("protocolVersion")), interface["url"],
+                            str(interface.get("tenant") or "")))
     if isinstance(card.get("url"), str):
-        version = str(card.get("protocolVersion") or "0.3")
-        offered.setdefault((str(card.get("preferredTransport") or "JSONRPC").upper(), version), card["url"])
-    for key, variant in ((("JSONRPC", "1.0"), None if streaming else SEND), (("HTTP+JSON", "1.0"), REST),
-                         (("JSONRPC", "0.3"), V03)):
-        if key in offered:
-            return Endpoint(offered[key], variant)
+        offered.append((str(card.get("preferredTransport") or "JSONRPC").upper(),
+                        _version(card.get("protocolVersion") or "0.3"), card["url"], ""))
+    wanted = None if pinned is None else _PINNED.get(pinned, pinned)
+    without_grpc = None
+    for binding, version, where, tenant in offered:
+        if (binding, version) not in SPOKEN or (pinned is not None and SPOKEN[binding, version] != wanted):
+            continue
+        variant = SPOKEN[binding, version]
+        if variant == GRPC:
+            if (without_grpc := grpc_calls.missing()) is not None:
+                continue
+            return Endpoint(where + ("/" + quote(tenant, safe="") if tenant else ""),
+                            GRPC if streaming else GRPC_SEND)
+        return Endpoint(where, SEND if variant is None and not streaming else variant)
+    if without_grpc is not None:
+        raise Unusable(f"the agent's card offers {'' if pinned is None else 'the route pins '}gRPC only, and "
+                       f"{without_grpc}")
     return None
+
+
+def _version(value: Any) -> str:
+    """`1.0` for 1.0.x (a patch changes nothing on the wire) and for no version; `0.3` for 0.3.x."""
+    text = str(value or "1.0")
+    return ".".join(text.split(".")[:2])
 
 
 def new_encoder(request: Turn | None = None) -> Encoder:
@@ -98,6 +131,15 @@ def new_encoder(request: Turn | None = None) -> Encoder:
 def refusal(card: Any, settings: A2ASettings | None) -> str | None:
     """An upstream's card refused by `a2a.trusted_card_keys` (`signing.py`)."""
     return None if settings is None else settings.refusal(card)
+
+
+def proto_decoder(content_type: str, max_event_bytes: int) -> Decoder | None:
+    """The decoder of a gRPC call's answer (`grpc_calls`); None for the other bindings' (`A2ADecoder`)."""
+    if content_type != MEDIA_TYPE:
+        return None
+    from .grpc_decode import A2AProtoDecoder
+
+    return A2AProtoDecoder(max_event_bytes)
 
 
 def continues(turn: Turn) -> str | None:
@@ -135,7 +177,9 @@ DIALECT = Dialect(
     sample_request=sample_request,
     judge=judge,
     capabilities=(
-        Variants({V03: "delta", REST: "delta", SEND: "delta"}),
+        Variants({V03: "delta", REST: "delta", SEND: "delta", GRPC: "delta", GRPC_SEND: "delta", JSONRPC: "delta"}),
+        UpstreamTransport(frozenset({GRPC, GRPC_SEND}), grpc_calls.missing, grpc_calls.new_calls),
+        WireFormats(proto_decoder),
         Discovery(path=CARD_PATH, read=read_card, document=agent_card, varies=VARIES, refusal=refusal),
         OwnErrors(error_reply),
         QUERIES_OF_TASKS,

@@ -60,7 +60,7 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
     def cancel_request(self) -> UpstreamRequest | None:
         if self._task_id is None or (self.repair.done and not self.repair.cut):
             return None  # no task, or it ended by itself
-        return _task_call("CancelTask", self._task_id, streams=False, rest=self._rest is True)
+        return self.task_call("CancelTask", self._task_id, streams=False)
 
     def reattach_request(self, broke: bool = True) -> UpstreamRequest | None:
         """`SubscribeToTask` for the task the stream was running (it answers the task as it stands, then the rest),
@@ -71,12 +71,17 @@ class A2ADecoder(JsonSSEOrBodyDecoder):
         self._foreign = False
         self.restart()
         self._whole_task = self._attempts == 2
-        rest = self._rest is True
         if self._whole_task:
-            return _task_call("GetTask", self._task_id, streams=False, accept="application/json", json_reply=True,
-                              rest=rest)
-        return _task_call("SubscribeToTask", self._task_id, streams=True, accept="text/event-stream",
-                          json_reply=True, rest=rest)
+            return self.task_call("GetTask", self._task_id, streams=False, accept="application/json",
+                                  json_reply=True)
+        return self.task_call("SubscribeToTask", self._task_id, streams=True, accept="text/event-stream",
+                              json_reply=True)
+
+    def task_call(self, method: str, task_id: str, *, streams: bool, accept: str | None = None,
+                  json_reply: bool = False) -> UpstreamRequest:
+        """A call about the task, on the binding the run was sent on: HTTP+JSON's for an agent that answered bare."""
+        return _task_call(method, task_id, streams=streams, accept=accept, json_reply=json_reply,
+                          rest=self._rest is True)
 
     def on_body(self, body: Any, out: Events) -> None:
         if isinstance(body, dict):

@@ -25,6 +25,8 @@ from .errors import InvalidRpcRequest, MethodNotFound
 from .push import request_webhooks
 from .wire import (
     BINDING,
+    GRPC,
+    GRPC_SEND,
     METHODS,
     REST,
     SEND,
@@ -205,6 +207,10 @@ def build_request(turn: Turn, variant: str | None = None) -> UpstreamRequest:
         headers["a2a-version"] = "1.0"
     if variant == REST:
         return UpstreamRequest(orjson.dumps(params), headers, streams=True, path="/message:stream", json_reply=True)
+    if variant in (GRPC, GRPC_SEND):
+        from .grpc_calls import send_request
+
+        return send_request(params, streams=variant == GRPC)
     method = ("message/stream" if streams else "message/send") if version == V03 else \
         ("SendStreamingMessage" if streams else "SendMessage")
     body = {"jsonrpc": "2.0", "id": new_id("rpc"), "method": method, "params": params}

@@ -17,6 +17,15 @@ BINDING = "agent_gateway_binding"
 """The key of a request read from an HTTP+JSON call (`rest.py`) that says so (its value `REST`): the dialect reads it
 as the JSON-RPC call it stands for, and answers it the HTTP+JSON way (`updates.client_call`'s `binding`)."""
 
+JSONRPC = "jsonrpc"
+"""A route's pin to JSON-RPC 1.0, which is otherwise the dialect without a variant (a card may prefer another)."""
+
+GRPC = "grpc"
+"""The variant name of the gRPC binding (`SendStreamingMessage` on `lf.a2a.v1.A2AService`)."""
+
+GRPC_SEND = "grpc-send"
+"""The gRPC binding for an agent that does not stream: `SendMessage`."""
+
 SEND = "send"
 """The variant name of an agent that does not stream: it is called with `SendMessage` and answers one body."""
 

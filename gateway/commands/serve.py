@@ -296,6 +296,28 @@ def _open_store(config: GatewayConfig) -> ConversationStore | None:
         return None
 
 
+async def _unusable(config: GatewayConfig) -> list[tuple[str, str]]:
+    """The routes whose runs would all be refused as the gateway is installed (an upstream whose card offers only
+    gRPC, without grpcio), and why: read as a run reads its upstream's card."""
+    from adapters import registry
+    from gateway.core.capabilities import Discovery
+    from gateway.core.transports import UpstreamTransport
+    from gateway.server.request.discovery import unusable
+    from gateway.upstream.http1 import Pool
+
+    pool = Pool(user_agent="agent-gateway-check")
+    found = []
+    try:
+        for route in config.routes:
+            dialect = registry.get(route.upstream.dialect)
+            if dialect.capability(UpstreamTransport) is not None and dialect.capability(Discovery) is not None \
+                    and (why := await unusable(route, dialect, pool)) is not None:
+                found.append((route.name, why))
+    finally:
+        await pool.close()
+    return found
+
+
 def _check_config(config: GatewayConfig, ask: bool) -> int:
     """`serve --check`: what a start would find, found without writing anything (a SQLite store is looked at, not
     opened: opening creates it)."""
@@ -328,10 +350,13 @@ def _check_config(config: GatewayConfig, ask: bool) -> int:
                 await store.close()
         for result in results:
             print(result.line())
+        passed = all(result.ok for result in results)
+        for name, why in await _unusable(config):
+            print(f"{name}: upstream FAILED ({why})")
+            passed = False
         for route in config.routes:
             if not ask and (note := _base_url_note(route)) is not None:  # asked, the answer says it
                 print(f"{route.name}: note: {note}")
-        passed = all(result.ok for result in results)
         if ask:
             from gateway.check import ask_upstream
 

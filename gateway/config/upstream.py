@@ -14,6 +14,7 @@ from adapters import registry
 from gateway.config.model import TOKEN, Model, known_dialect
 from gateway.core.validation import listed
 from gateway.upstream import tls
+from gateway.upstream.foreign import Transport
 from gateway.upstream.http1 import FRAMING_HEADERS, HOP_BY_HOP_HEADERS, Target
 from gateway.upstream.proxies import Proxy, parse_proxy, proxy_for
 from gateway.upstream.url import UpstreamURL
@@ -92,11 +93,11 @@ class Upstream(Model):
             raise ValueError(f"the environment's proxy for this upstream cannot be used: {exc}") from None
         return self
 
-    def target(self, connect_timeout: float, url: str | None = None) -> Target:
+    def target(self, connect_timeout: float, url: str | None = None, transport: Transport | None = None) -> Target:
         """How the upstream client reaches this upstream: its URL (or `url`, on its origin, as its discovery
-        document names it), proxy, TLS context and connection cap."""
+        document names it), proxy, TLS context and connection cap; or the transport that calls it instead."""
         return Target(url or self.url, connect_timeout, self.max_connections, proxy=self.proxy_to_use(),
-                      ssl_context=self.tls.context() if self.tls is not None else None)
+                      ssl_context=self.tls.context() if self.tls is not None else None, transport=transport)
 
     def proxy_to_use(self, environ: Mapping[str, str] | None = None) -> Proxy | None:
         """The route's proxy, or the environment's for this URL, or none."""

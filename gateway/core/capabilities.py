@@ -29,6 +29,10 @@ Settings         a section of the configuration of its own (`a2a:`)          con
 Listener         a transport the HTTP server does not speak, on a port of its  connections/listeners (started and
                  own (A2A's gRPC), each call handed to the app in process      stopped with the app)
 ```
+
+`RunQueries` (`gateway.core.queries`), `SocketMode` (`gateway.core.sockets`) and `UpstreamTransport`
+(`gateway.core.transports`: variants whose upstreams it calls itself, over a transport the HTTP/1.1 client does not
+speak, A2A's gRPC) are kinds in modules of their own.
 """
 
 from __future__ import annotations
@@ -217,6 +221,8 @@ class Endpoint:
     """Where and how to call an upstream, as its discovery document (A2A's agent card) describes it."""
 
     url: str
+    """An HTTP endpoint's URL (only its path is taken, on the configured origin); for a variant of an
+    `UpstreamTransport`, its address, `host:port` and a path (only the port and path are taken)."""
     variant: str | None = None
 
 
@@ -248,9 +254,10 @@ class Discovery(Capability):
 
     path: str
     """Where, under an agent's URL, the document is published ("/.well-known/agent-card.json")."""
-    read: Callable[[Any, str], Endpoint | None]
-    """The endpoint an upstream's document names, given the document and the URL it came from; None if the
-    document names none this dialect can call."""
+    read: Callable[[Any, str, str | None], Endpoint | None]
+    """The endpoint an upstream's document names, given the document, the URL it came from and the variant the
+    route pins (None: the one the upstream prefers); None if the document names none this dialect can call, and
+    `transports.Unusable` raised when it names only some that the gateway could call with what is not installed."""
     document: Callable[[AgentDescription, Mapping[str, str]], dict[str, Any]]
     """The document for a route of the gateway's that serves this dialect, given what the request for it asked (its
     headers and query parameters, names lowercased: A2A's `A2A-Version`)."""

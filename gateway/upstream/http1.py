@@ -21,6 +21,7 @@ http1.py        the pool: connections by origin, made on demand, kept alive, cap
 request.py      a route's Target, and the request head written for it
 connection.py   one socket and httptools' parser over it
 response.py     one response read as it arrives (and Offer, what a reader does with bytes offered to it)
+foreign.py      a call over a transport this client does not speak, made by who speaks it, read as a response
 errors.py       the error tree
 ```
 """
@@ -29,7 +30,9 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 
+from gateway.upstream import foreign
 from gateway.upstream.connection import MAX_LINE, Connection
 from gateway.upstream.errors import (
     ConnectError,
@@ -64,6 +67,8 @@ class Pool:
 
     def __init__(self, keepalive: float = 1.5, user_agent: str = "agent-gateway") -> None:
         self.keepalive = keepalive
+        self.transports: dict[str, foreign.Transport] = {}
+        """The other transports this app's upstreams are called over, by name: closed with the pool."""
         self.user_agent = user_agent
         self._idle: dict[tuple[object, ...], list[Connection]] = {}
         self._open: set[Connection] = set()
@@ -78,7 +83,10 @@ class Pool:
 
     async def request(self, method: str, target: Target, body: bytes, headers: dict[str, str],
                       path: str | None = None) -> Response:
-        """Any method; `post` is the proxy's one."""
+        """Any method; `post` is the proxy's one. A target reached over another transport is called through it."""
+        if target.transport is not None:
+            return await foreign.call(target.transport, target.url, target.connect_timeout, method, path, body,
+                                      headers)
         head = request_head(method, target, body, headers, path, self.user_agent)
         connection = self._take(target.key) or await self._new_connection(target)
         response = connection.send(head, body)
@@ -125,6 +133,13 @@ class Pool:
                 waiter.set_result(None)
                 return
 
+    def transport(self, name: str, open_transport: Callable[[], foreign.Transport]) -> foreign.Transport:
+        """The transport called `name` of this pool, opened the first time it is asked for."""
+        found = self.transports.get(name)
+        if found is None:
+            found = self.transports[name] = open_transport()
+        return found
+
     async def reach(self, target: Target) -> None:
         """Connect to `target` (its proxy and TLS handshake included) and close again: whether it can be reached."""
         (await self._new_connection(target)).close()
@@ -135,6 +150,9 @@ class Pool:
         for connection in list(self._open):
             connection.close(abort=True)
         self._idle.clear()
+        transports, self.transports = self.transports, {}
+        for transport in transports.values():
+            await transport.close()
 
     def opened(self, connection: Connection) -> None:
         self._open.add(connection)

@@ -6,6 +6,7 @@ import ssl
 
 from gateway.upstream import tls
 from gateway.upstream.errors import InvalidRequestHead
+from gateway.upstream.foreign import Transport
 from gateway.upstream.proxies import Proxy, absolute_target
 from gateway.upstream.url import UpstreamURL
 
@@ -24,10 +25,11 @@ class Target:
     these, so routes that differ in any never share one."""
 
     __slots__ = ("authorization", "connect_timeout", "host", "host_header", "key", "max_connections", "path", "port",
-                 "proxy", "ssl", "tls", "url")
+                 "proxy", "ssl", "tls", "transport", "url")
 
     def __init__(self, url: str, connect_timeout: float, max_connections: int | None = None, *,
-                 proxy: Proxy | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
+                 proxy: Proxy | None = None, ssl_context: ssl.SSLContext | None = None,
+                 transport: Transport | None = None) -> None:
         parsed = UpstreamURL.parse(url)
         self.url = url
         self.tls = parsed.tls
@@ -43,6 +45,8 @@ class Target:
         self.key: tuple[object, ...] = (self.tls, self.host, self.port, proxy, self.ssl)
         self.connect_timeout = connect_timeout
         self.max_connections = max_connections
+        self.transport = transport
+        """What calls this upstream instead of the pool's connections: a transport the client does not speak."""
 
     def under(self, path: str) -> str:
         """The request target for `path` under this target's URL (`/a2a` + `/message:stream`), its query dropped."""

@@ -19,6 +19,11 @@ Everything but `/healthz` is the SDK's own: `AgentExecutor`, `DefaultRequestHand
     /rest-only/...                      the same agent on HTTP+JSON only: no JSON-RPC route, and a card listing
                                         HTTP+JSON alone
     GET  /healthz                       ours, for the launcher
+    GET  /bindings                      ours: how many calls each binding got ({"jsonrpc", "rest", "grpc"}), but
+                                        those a test makes to look (with an `x-test-probe` header)
+
+With `A2A_PEER_GRPC=1` in its environment it also serves gRPC (`lf.a2a.v1.A2AService`, the SDK's `GrpcHandler`
+on a `grpc.aio` server, plaintext on a port of its own), and the card lists GRPC 1.0 first (`127.0.0.1:<port>`).
 
 With `A2A_CARD_SIGNING_KEY` (a PEM private key, EC P-256) in its environment, each card it serves is signed by the
 SDK's own signer (`create_agent_card_signer`, ES256, kid `peer-key`) after its interfaces are set; with
@@ -71,7 +76,8 @@ import contextvars
 import os
 import re
 import uuid
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 from a2a.helpers import new_data_part, new_task_from_user_message, new_text_message, new_text_part
@@ -91,7 +97,7 @@ from a2a.types.a2a_pb2 import (
 )
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
 STEP = 0.01  # seconds between chunks: enough for them to leave in separate writes
@@ -210,12 +216,19 @@ class ScriptedAgent(AgentExecutor):
         await updater.cancel(updater.new_agent_message([new_text_part("Cancelled at the client's request.")]))
 
 
-def _interfaces(base: str, jsonrpc: bool = True) -> list[AgentInterface]:
+GRPC_PORT: list[int] = []
+"""The port gRPC is served on, once it is (`A2A_PEER_GRPC=1`)."""
+CALLS = {"jsonrpc": 0, "rest": 0, "grpc": 0}
+
+
+def _interfaces(base: str, jsonrpc: bool = True, grpc: bool = False) -> list[AgentInterface]:
     """JSON-RPC at `<base>/` (unless not `jsonrpc`) and HTTP+JSON under `<base>`, each in 1.0 and (the compat
-    layer) 0.3."""
+    layer) 0.3; gRPC first when it is served (the streaming agent's only)."""
+    first = [AgentInterface(url=f"127.0.0.1:{GRPC_PORT[0]}", protocol_binding="GRPC", protocol_version="1.0")] \
+        if grpc and GRPC_PORT else []
     bindings = (("JSONRPC", f"{base}/"), ("HTTP+JSON", base)) if jsonrpc else (("HTTP+JSON", base),)
-    return [AgentInterface(url=url, protocol_binding=binding, protocol_version=version)
-            for version in ("1.0", "0.3") for binding, url in bindings]
+    return first + [AgentInterface(url=url, protocol_binding=binding, protocol_version=version)
+                    for version in ("1.0", "0.3") for binding, url in bindings]
 
 
 def _card(streaming: bool) -> AgentCard:
@@ -259,16 +272,22 @@ def _card_modifier(prefix: str, jsonrpc: bool) -> Callable[[AgentCard], Awaitabl
         served = AgentCard()
         served.CopyFrom(card)
         del served.supported_interfaces[:]
-        served.supported_interfaces.extend(_interfaces(BASE_URL.get() + prefix, jsonrpc))
+        served.supported_interfaces.extend(_interfaces(BASE_URL.get() + prefix, jsonrpc, grpc=not prefix))
         return signed(served)
 
     return modify
+
+
+HANDLERS: list[DefaultRequestHandler] = []
+"""The root agent's request handler, which gRPC serves too."""
 
 
 def _agent_routes(prefix: str, streaming: bool, jsonrpc: bool = True) -> list[BaseRoute]:
     card = _card(streaming)
     store = InMemoryTaskStore()
     handler = DefaultRequestHandler(agent_executor=ScriptedAgent(store), task_store=store, agent_card=card)
+    if not prefix:
+        HANDLERS.append(handler)
     rpc = create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True) if jsonrpc else []
     return [*create_agent_card_routes(card, card_modifier=_card_modifier(prefix, jsonrpc)), *rpc,
             *create_rest_routes(handler, enable_v0_3_compat=True)]
@@ -276,6 +295,35 @@ def _agent_routes(prefix: str, streaming: bool, jsonrpc: bool = True) -> list[Ba
 
 async def healthz(request: Request) -> Response:
     return PlainTextResponse("ok")
+
+
+async def bindings(request: Request) -> Response:
+    return JSONResponse(CALLS)
+
+
+@asynccontextmanager
+async def serve_grpc(app: Starlette) -> AsyncIterator[None]:
+    """gRPC beside HTTP, with `A2A_PEER_GRPC=1`: the SDK's own `GrpcHandler` over the streaming agent's handler."""
+    if os.environ.get("A2A_PEER_GRPC") != "1":
+        yield
+        return
+    import grpc.aio
+    from a2a.server.request_handlers.grpc_handler import GrpcHandler
+    from a2a.types import a2a_pb2_grpc
+
+    class Counted(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+        async def intercept_service(self, continuation: Any, details: Any) -> Any:
+            CALLS["grpc"] += 1
+            return await continuation(details)
+
+    server = grpc.aio.server(interceptors=[Counted()])
+    GRPC_PORT.append(server.add_insecure_port("127.0.0.1:0"))
+    a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(HANDLERS[0]), server)
+    await server.start()
+    try:
+        yield
+    finally:
+        await server.stop(0)
 
 
 Scope = MutableMapping[str, Any]
@@ -291,6 +339,11 @@ class RememberOrigin:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
+            path = scope["path"]
+            if scope["method"] == "POST" and b"x-test-probe" not in dict(scope["headers"]):
+                binding = "jsonrpc" if path in ("/", "/plain/") else "rest" if ":" in path else None
+                if binding is not None:
+                    CALLS[binding] += 1
             host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
             if re.fullmatch(r"[\w.\-\[\]:]+", host):
                 BASE_URL.set(f"http://{host}")
@@ -298,7 +351,7 @@ class RememberOrigin:
 
 
 # The REST routes end with a catch-all `/{tenant}` mount, so /healthz and /plain come first.
-app = RememberOrigin(Starlette(routes=[Route("/healthz", healthz),
+app = RememberOrigin(Starlette(lifespan=serve_grpc, routes=[Route("/healthz", healthz), Route("/bindings", bindings),
                                        Mount("/plain", routes=_agent_routes("/plain", streaming=False)),
                                        Mount("/rest-only", routes=_agent_routes("/rest-only", True, jsonrpc=False)),
                                        *_agent_routes("", streaming=True)]))

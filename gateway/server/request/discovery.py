@@ -3,9 +3,10 @@ gateway makes to an upstream beside the run's own (cancelling a task the client 
 
 The document names an endpoint by URL. Only its path is taken: the origin stays the configured one, so a card
 written for the agent's public address still works from a sidecar, and no card can send the gateway to a host
-its operator did not configure. A document the dialect's settings refuse (`Discovery.refusal`: an A2A card that no
-trusted key signed) fails the route's runs, with the reason, until one is read that is not refused: the configured
-URL is not called instead.
+its operator did not configure. An endpoint the dialect calls over a transport of its own (`UpstreamTransport`:
+A2A's gRPC) is an address on another port: its port (and path) is taken, on the configured host. A document the
+dialect's settings refuse (`Discovery.refusal`: an A2A card that no trusted key signed) fails the route's runs, with
+the reason, until one is read that is not refused: the configured URL is not called instead.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from gateway.core import capabilities
 from gateway.core.capabilities import Endpoint
 from gateway.core.codec import Dialect, UpstreamRequest
 from gateway.core.errors import UpstreamError
+from gateway.core.transports import Unusable, UpstreamTransport
+from gateway.upstream.foreign import Transport
 from gateway.upstream.http1 import HTTPError, Pool, Target
 
 log = logging.getLogger("agent_gateway.discovery")
@@ -49,7 +52,12 @@ class Discovery:
         """Why that document could not be read, if so (" (HTTP 404)"): for the log and `serve --check`, not for
         clients, who are not shown the upstream's answers."""
         self.configured = route.upstream.target(route.timeouts.connect)
-        self.target = self.configured
+        """Where the document is read, over HTTP."""
+        self._transport = dialect.capability(UpstreamTransport)
+        self.unusable: Unusable | None = None
+        """Why no run of the route can be sent: what calling the upstream as configured, or as its document says,
+        needs that is not installed."""
+        self.target = self._called(route.upstream.url, route.upstream.variant)
         self.variant: str | None = None
         """The variant the document showed the upstream to be."""
         self.document: object = None
@@ -60,6 +68,8 @@ class Discovery:
         self._lock = asyncio.Lock()
 
     async def endpoint(self) -> tuple[Target, str | None]:
+        """Where to call the upstream and the variant its document shows; raises `Unusable` when the gateway cannot
+        call it as installed, and `UpstreamError` while its document is refused."""
         discovery = self._discovery
         if discovery is not None and not self._done and time.monotonic() >= self._next_attempt:
             async with self._lock:
@@ -67,7 +77,20 @@ class Discovery:
                     await self._discover(discovery)
         if self.refused is not None:
             raise UpstreamError(f"the upstream is not called: {self.refused}")
+        if self.unusable is not None:
+            raise self.unusable
         return self.target, self.variant
+
+    def _called(self, url: str, variant: str | None) -> Target:
+        """The target a variant is called at: over the dialect's own transport for a variant of its
+        `UpstreamTransport` (or `unusable` set, when that is not installed), else over HTTP."""
+        transport = self._transport
+        if transport is None or variant not in transport.variants:
+            return self.route.upstream.target(self.route.timeouts.connect, url)
+        if (missing := transport.missing()) is not None:
+            self.unusable = Unusable(f"the upstream is called over {variant} here, and {missing}")
+        calls: Transport = self.pool.transport(self.dialect.name, transport.open)
+        return self.route.upstream.target(self.route.timeouts.connect, url, transport=calls)
 
     async def _discover(self, discovery: capabilities.Discovery) -> None:
         path = discovery.path
@@ -75,8 +98,14 @@ class Discovery:
         try:
             async with asyncio.timeout(min(self.route.timeouts.first_event, 10.0)):
                 document = await self._get(path)
-            endpoint = discovery.read(document, url)
+            endpoint = discovery.read(document, url, self.route.upstream.variant)
             self.document = document
+        except Unusable as exc:
+            self._done = True
+            self.unusable = exc
+            log.warning("route %s: the upstream's %s: %s", self.route.name, path, exc.message,
+                        extra={"route": self.route.name})
+            return
         except (HTTPError, TimeoutError, ValueError) as exc:
             self._next_attempt = time.monotonic() + RETRY_SECONDS
             if self._refuse(discovery, None, f" ({exc})"):
@@ -92,7 +121,10 @@ class Discovery:
             log.warning("route %s: the upstream's %s names no endpoint the gateway can call; calling %s as "
                         "configured", self.route.name, path, url, extra={"route": self.route.name})
             return
-        self.target = self.route.upstream.target(self.route.timeouts.connect, _on_origin(url, endpoint))
+        transport = self._transport
+        over_transport = transport is not None and endpoint.variant in transport.variants
+        self.target = self._called(_on_port(url, endpoint) if over_transport else _on_origin(url, endpoint),
+                                   endpoint.variant)
         self.variant = endpoint.variant
         log.info("route %s: the upstream's %s names %s%s", self.route.name, path, self.target.url,
                  f" ({endpoint.variant})" if endpoint.variant else "", extra={"route": self.route.name})
@@ -130,6 +162,29 @@ def _on_origin(configured: str, endpoint: Endpoint) -> str:
     """The endpoint's path and query on the configured URL's origin."""
     base, found = urlsplit(configured), urlsplit(endpoint.url)
     return urlunsplit((base.scheme, base.netloc, found.path or "/", found.query, ""))
+
+
+def _on_port(configured: str, endpoint: Endpoint) -> str:
+    """An address's port and path (`host:port/tenant`) on the configured URL's scheme and host."""
+    base, found = urlsplit(configured), urlsplit("//" + endpoint.url.split("://", 1)[-1])
+    host = base.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    try:
+        port = found.port or base.port
+    except ValueError:  # not a port: the configured one
+        port = base.port
+    return urlunsplit((base.scheme, f"{host}:{port}" if port else host, found.path or "/", "", ""))
+
+
+async def unusable(route: Route, dialect: Dialect, pool: Pool) -> str | None:
+    """Why the route's runs would be refused as the gateway is installed (its upstream's document offers only what
+    needs a package that is missing), read as a run would: for `serve --check`."""
+    discovery = Discovery(route, dialect, pool)
+    try:
+        await discovery.endpoint()
+    except Unusable as exc:
+        return exc.message
+    return None
 
 
 class SideCalls:

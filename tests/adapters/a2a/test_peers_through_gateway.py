@@ -33,11 +33,30 @@ def peer() -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(params=["jsonrpc", "http-json"])
-def agent(peer: str, request: pytest.FixtureRequest) -> str:
-    """The peer as an upstream whose card offers JSON-RPC (and HTTP+JSON: JSON-RPC is taken), or HTTP+JSON only
-    (its twin under `/rest-only`): everything the gateway asks of it goes on that binding."""
-    return peer if request.param == "jsonrpc" else peer + "/rest-only"
+@pytest.fixture(scope="module")
+def grpc_peer() -> Iterator[str]:
+    """The same agent serving gRPC too, which its card lists first."""
+    with a2a_upstream(grpc=True) as url:
+        yield url
+
+
+COUNTED = {"jsonrpc": "jsonrpc", "http-json": "rest", "grpc": "grpc"}
+"""Each binding by the name the peer counts its calls under (`/bindings`)."""
+
+
+@pytest.fixture(params=list(COUNTED))
+def agent(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The a2a-sdk agent, called on the binding its card prefers: JSON-RPC; HTTP+JSON (its twin under
+    `/rest-only`, whose card offers nothing else); or gRPC (listed first): checked after the test by the calls each
+    binding got."""
+    binding = str(request.param)
+    peer = str(request.getfixturevalue("grpc_peer" if binding == "grpc" else "peer"))
+    before = httpx.get(peer + "/bindings").json()
+    yield peer + "/rest-only" if binding == "http-json" else peer
+    after = httpx.get(peer + "/bindings").json()
+    counted = COUNTED[binding]
+    assert after[counted] > before[counted]
+    assert all(after[other] == before[other] for other in after if other != counted), (before, after)
 
 
 def gateway(url: str, dialect: str, variant: str | None = None, grpc_port: int | None = None) -> Served:
