@@ -153,15 +153,19 @@ def test_a_client_that_leaves_cancels_the_a2a_task(agent: str) -> None:
     assert states == ["TASK_STATE_CANCELED"]
 
 
-def test_a_crash_mid_stream_is_the_clients_error_on_either_binding(agent: str) -> None:
-    """The SDK ends a crashed task's stream with an error frame: JSON-RPC's error, or HTTP+JSON's `event: error`
-    with an AIP-193 body."""
+def test_a_crash_mid_stream_is_the_clients_error_on_every_binding(agent: str,
+                                                                   request: pytest.FixtureRequest) -> None:
+    """The SDK ends a crashed task's stream with an error: JSON-RPC's error, HTTP+JSON's `event: error` with an
+    AIP-193 body, or the gRPC call's status, each as the SDK words it."""
     with gateway(agent, "a2a") as gw, httpx.Client(timeout=30) as http:
         reply = ask(http, gw.url, "vercel", "crash now", "chat-crash")
     assert "partial answer..." in reply.text
     assert reply.error is not None
-    assert reply.error.message == ("unknown exception (HTTP+JSON error 500 INTERNAL)" if "rest-only" in agent
-                                   else "scripted crash (A2A error -32603)"), reply.error
+    assert reply.error.message == {
+        "jsonrpc": "scripted crash (A2A error -32603)",
+        "http-json": "unknown exception (HTTP+JSON error 500 INTERNAL)",
+        "grpc": "Unexpected <class 'RuntimeError'>: scripted crash (gRPC UNKNOWN)",
+    }[request.node.callspec.params["agent"]], reply.error
 
 
 def _asked(task: dict[str, Any]) -> str | None:
