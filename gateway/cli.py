@@ -23,7 +23,7 @@ from typing import NamedTuple, NoReturn, TypeVar
 
 from adapters import registry
 from gateway.commands import version
-from gateway.core.capabilities import Listener
+from gateway.core.listeners import Listener
 
 _N = TypeVar("_N", int, float)
 

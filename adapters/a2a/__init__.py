@@ -29,7 +29,6 @@ from urllib.parse import quote
 from gateway.core.capabilities import (
     Discovery,
     Endpoint,
-    Listener,
     OwnErrors,
     ProtocolHeaders,
     Settings,
@@ -39,6 +38,7 @@ from gateway.core.capabilities import (
 from gateway.core.codec import Dialect, Likeness, Sniff
 from gateway.core.decoding import Decoder
 from gateway.core.encoding import Encoder
+from gateway.core.listeners import Listener
 from gateway.core.queries import RunQueries, RunRecord, Webhook
 from gateway.core.transports import Unusable, UpstreamTransport
 from gateway.core.turn import Turn

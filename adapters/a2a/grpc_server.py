@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from gateway.core.capabilities import Answering, InProcess
+from gateway.core.listeners import Answering, InProcess
 
 from . import proto
 from .grpc_errors import Refusal, from_http, from_rpc, invalid_argument

@@ -114,7 +114,7 @@ def _add_flags(config: GatewayConfig, args: argparse.Namespace) -> None:
     listener's port flag (`--a2a-grpc-port`) to its dialect's section."""
     from adapters import registry
     from gateway.cli import listener_flag
-    from gateway.core.capabilities import Listener
+    from gateway.core.listeners import Listener
 
     for name, dialect in registry.DIALECTS.items():
         listener = dialect.capability(Listener)

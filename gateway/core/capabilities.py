@@ -27,7 +27,8 @@ NamedRoutes      one endpoint for every route, each request naming its route   e
                  chained in one answer (`Continuation`: MCP's elicitation)
 Settings         a section of the configuration of its own (`a2a:`)          config/settings (read with the file)
 Listener         a transport the HTTP server does not speak, on a port of its  connections/listeners (started and
-                 own (A2A's gRPC), each call handed to the app in process      stopped with the app)
+                 own (A2A's gRPC), each call handed to the app in process      stopped with the app);
+                 (`gateway.core.listeners`)
 ```
 
 `RunQueries` (`gateway.core.queries`), `SocketMode` (`gateway.core.sockets`) and `UpstreamTransport`
@@ -37,8 +38,7 @@ speak, A2A's gRPC) are kinds in modules of their own.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -68,59 +68,6 @@ class Settings(Capability):
     """A pydantic model (extra keys forbidden); its defaults stand when the section is absent."""
     description: str
     """What the section is for, in the configuration reference."""
-
-
-class Answering(Protocol):
-    """The gateway's answer to a call a `Listener` handed it: what an HTTP client would have read."""
-
-    @property
-    def status(self) -> int: ...
-
-    @property
-    def headers(self) -> Mapping[str, str]:
-        """Lowercase names."""
-        ...
-
-    def body(self) -> AsyncIterator[bytes]:
-        """The body as the app writes it, piece by piece."""
-        ...
-
-
-class InProcess(Protocol):
-    """The gateway's own app, for a `Listener`: a call handed to it as the HTTP request it stands for is served as
-    one from an HTTP client is (keys, limits, routes, principals, replicas, draining). Leaving the `async with`
-    before the answer ends is the client leaving."""
-
-    def __call__(self, method: str, path: str, headers: Sequence[tuple[str, str]], body: bytes,
-                 client: tuple[str, int] | None = None) -> AbstractAsyncContextManager[Answering]: ...
-
-
-class Running(Protocol):
-    """A `Listener` serving."""
-
-    def draining(self, grace: float) -> None:
-        """Take no new call; those in flight may run `grace` seconds more (the app ends its runs in band first)."""
-
-    async def stop(self) -> None:
-        """Stop now, the calls left ended."""
-
-
-@dataclass(frozen=True, slots=True)
-class Listener(Capability):
-    """Its clients reach it over a transport the gateway's HTTP server does not speak (A2A's gRPC), on a port of
-    its own, set in the dialect's `Settings`: the dialect serves that transport and hands each call to the gateway's
-    app in process, as the HTTP request it stands for, so that everything that holds over HTTP holds for it. Each
-    worker serves it beside the HTTP server, and stops it as it drains."""
-
-    name: str
-    """What the transport is called, as the routes' `AgentDescription.listeners` name it ("grpc")."""
-    setting: str
-    """The field of the dialect's `Settings` that holds the port (unset: not served)."""
-    missing: Callable[[], str | None]
-    """What it needs that is not installed, in a line ("grpcio is not installed: pip install ..."), or None."""
-    start: Callable[[InProcess, str, int, Mapping[str, str]], Awaitable[Running]]
-    """Serve on this host and port, given the app and the routes of the dialect: each route's name and the path it
-    serves the dialect at, in the configuration's order."""
 
 
 @dataclass(frozen=True, slots=True)

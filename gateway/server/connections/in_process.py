@@ -1,5 +1,5 @@
 """A call a `Listener` hands to the gateway's own app, served in process as the HTTP request it stands for
-(`gateway.core.capabilities.InProcess`): the app cannot tell it from one an HTTP client sent, so keys, limits,
+(`gateway.core.listeners.InProcess`): the app cannot tell it from one an HTTP client sent, so keys, limits,
 routes, principals, replicas and draining hold for it as they do over HTTP. The listener leaving before the answer
 ends (its client gone, its deadline past) is the client disconnecting; a listener reading slowly holds the app's
 writes back, as a slow socket does."""

@@ -11,7 +11,7 @@ from starlette.types import ASGIApp
 
 from adapters import registry
 from gateway.config import GatewayConfig
-from gateway.core.capabilities import Listener, Running
+from gateway.core.listeners import Listener, Running
 from gateway.server.connections.in_process import InProcessApp
 
 log = logging.getLogger("agent_gateway.app")
