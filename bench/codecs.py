@@ -31,6 +31,9 @@ as the gateway's gRPC listener asks a route for it, each response a length-prefi
 the listener sends on as the call's messages), beside `a2a`'s JSON-RPC over SSE; as a source, the same messages as
 the gateway's gRPC calls hand an agent's answer to its decoder (`grpc_decode`), fed one message per piece.
 
+A2A over HTTP+JSON is one more source and target, `a2a/rest`: the same stream responses as `a2a`'s, bare (no
+JSON-RPC envelope), each an SSE `data:` frame, as the binding's clients read them and its agents send them.
+
 MCP has two sources. `mcp` is, as every row, its own encoder's stream: the gateway's MCP face, whose progress
 notifications each repeat the text so far and go out as it grows by an eighth (so about 60 notifications carry the
 N deltas, and the row, like agent-respond's, reads as N tokens' worth per second), then the result with the tool
@@ -94,6 +97,7 @@ from gateway.core.turn import Turn  # noqa: E402
 HEADLINE = ("ag-kit", "ag-ui")
 PROTO = "ag-ui/proto"
 A2A_GRPC = "a2a/grpc"
+A2A_REST = "a2a/rest"
 """A2A's stream as its gRPC listener carries it: a target only."""
 PER_DELTA = "mcp/per-delta"
 """An MCP server on the official SDK reporting each delta as progress with the text so far: a source only."""
@@ -204,6 +208,14 @@ def protobuf_a2a() -> Dialect | None:
     asked = Turn(accept=grpc_wire.MEDIA_TYPE)
     return replace(a2a, name=A2A_GRPC, new_encoder=lambda request: a2a.new_encoder(asked),
                    new_decoder=A2AProtoDecoder)
+
+
+def rest_a2a() -> Dialect:
+    """A2A's stream on its HTTP+JSON binding (bare stream responses over SSE), a source and target for the tables;
+    its decoder tells the binding from the first response, as from an agent's."""
+    a2a = registry.get("a2a")
+    asked = Turn(metadata={"a2a": {"binding": True}})
+    return replace(a2a, name=A2A_REST, new_encoder=lambda request: a2a.new_encoder(asked))
 
 
 def mcp_per_delta(dialect: Dialect) -> Dialect:
@@ -364,7 +376,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of Markdown tables")
     parser.add_argument("--dialects", default=None, metavar="A,B",
                         help="only these sources and targets (default: every dialect, ag-ui/proto, mcp/per-delta, "
-                        "a2a/grpc)")
+                        "a2a/grpc, a2a/rest)")
     args = parser.parse_args(argv)
     if args.events < 1 or args.min_reps < 1 or args.seconds < 0 or (args.chunk is not None and args.chunk < 1):
         parser.error("--events, --min-reps and --chunk must be positive, --seconds not negative")
@@ -382,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
     sources = {**dialects, PER_DELTA: mcp_per_delta(dialects["mcp"])}
     if args.dialects:
         asked = args.dialects.split(",")
-        unknown = [name for name in asked if name not in sources and name != A2A_GRPC]
+        unknown = [name for name in asked if name not in sources and name not in (A2A_GRPC, A2A_REST)]
         if unknown:
             print(f"unknown dialects {unknown}: choose among {list(sources)}", file=sys.stderr)
             return 2
@@ -390,6 +402,8 @@ def main(argv: list[str] | None = None) -> int:
         dialects = {name: dialects[name] for name in asked if name in dialects}
     if (grpc := protobuf_a2a()) is not None and (not args.dialects or A2A_GRPC in args.dialects.split(",")):
         dialects[A2A_GRPC] = sources[A2A_GRPC] = grpc
+    if not args.dialects or A2A_REST in args.dialects.split(","):
+        dialects[A2A_REST] = sources[A2A_REST] = rest_a2a()
     names, targets = list(sources), list(dialects)
     workloads = {name: make_workload(sources[name], n, args.chunk) for name in names}
 
