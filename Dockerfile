@@ -11,7 +11,8 @@
 #   /etc/agent-gateway/gateway.yaml for another dialect.
 
 # Build stage: the project and every dependency as wheels, so the final stage installs without build tools. The
-# extras: [redis] for the default store (compose's Redis service), [otel] so tracing is one environment variable away.
+# extras: [redis] for the default store (compose's Redis service), [otel] so tracing is one environment variable away,
+# [grpc] and [signing] so that the A2A configuration (/etc/agent-gateway/a2a-to-agui.yaml) serves gRPC and signs cards.
 # The project's wheel is the compiled build (mypyc compiles the per-event modules into C extensions, which needs a C
 # compiler here and nothing in the final stage); `--build-arg COMPILE=0` builds pure Python instead.
 # `agent-gateway --version` says which build runs.
@@ -24,7 +25,7 @@ WORKDIR /src
 COPY pyproject.toml README.md setup.py ./
 COPY gateway/ gateway/
 COPY adapters/ adapters/
-RUN AGENT_GATEWAY_COMPILE=$COMPILE pip wheel --no-cache-dir --wheel-dir /wheels ".[otel,redis]"
+RUN AGENT_GATEWAY_COMPILE=$COMPILE pip wheel --no-cache-dir --wheel-dir /wheels ".[otel,redis,grpc,signing]"
 
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -35,7 +36,7 @@ RUN groupadd --system --gid 10001 gateway \
       --shell /usr/sbin/nologin gateway
 # The wheels are bind-mounted, not copied, so they never land in a layer of the final image.
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
-    pip install --no-cache-dir --no-index --find-links=/wheels "agent-gateway[otel,redis]"
+    pip install --no-cache-dir --no-index --find-links=/wheels "agent-gateway[otel,redis,grpc,signing]"
 COPY config/ /etc/agent-gateway/
 COPY config/compose.yaml /etc/agent-gateway/gateway.yaml
 # The working directory is the user's own: a relative sqlite:/// store is written here.

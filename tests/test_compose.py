@@ -209,12 +209,14 @@ def test_the_image_is_slim_runs_as_non_root_and_checks_its_own_health() -> None:
     assert "config/compose.yaml /etc/agent-gateway/gateway.yaml" in final_stage("COPY")
 
 
-def test_the_image_installs_the_extras_its_default_config_uses() -> None:
-    """The default store is compose's Redis (the [redis] extra), and tracing is one variable away (the [otel] one)."""
+def test_the_image_installs_the_extras_its_configs_use() -> None:
+    """The default store is compose's Redis (the [redis] extra), tracing is one variable away (the [otel] one), and
+    the A2A config it carries serves gRPC and may sign its cards ([grpc], [signing])."""
     (builder, final) = dockerfile_stages()
-    assert ("RUN", 'AGENT_GATEWAY_COMPILE=$COMPILE pip wheel --no-cache-dir --wheel-dir /wheels ".[otel,redis]"') \
+    extras = "otel,redis,grpc,signing"
+    assert ("RUN", f'AGENT_GATEWAY_COMPILE=$COMPILE pip wheel --no-cache-dir --wheel-dir /wheels ".[{extras}]"') \
         in builder
-    assert any(name == "RUN" and args.endswith('"agent-gateway[otel,redis]"') for name, args in final)
+    assert any(name == "RUN" and args.endswith(f'"agent-gateway[{extras}]"') for name, args in final)
     assert load_config(ROOT / "config" / "compose.yaml", environ={}).store.url.startswith("redis://")
 
 
