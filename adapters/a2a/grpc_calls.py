@@ -20,9 +20,10 @@ from urllib.parse import unquote, urlsplit
 
 from gateway.core.codec import UpstreamRequest
 
-from .grpc_decode import SERVICE_PATH, status_frame, varint
+from .grpc_decode import SERVICE_PATH, status_frame
 from .grpc_server import missing
 from .grpc_wire import MEDIA_TYPE, fill, frame
+from .proto import varint
 
 STREAMED = frozenset({"SendStreamingMessage", "SubscribeToTask"})
 TASK_ANSWERS = frozenset({"GetTask", "CancelTask"})

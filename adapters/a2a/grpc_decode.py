@@ -20,6 +20,7 @@ from gateway.core.sse import DEFAULT_MAX_FRAME
 
 from . import proto
 from .decode import A2ADecoder
+from .proto import varint
 
 SERVICE_PATH = "/" + proto.SERVICE + "/"
 STATUS_FRAME = 0x8000_0000
@@ -267,11 +268,3 @@ def _read(message: Any, schema: proto.Schema) -> dict[str, Any]:
             out[field.camelcase_name] = list(value) if field.is_repeated else value
     return out
 
-
-def varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)

@@ -19,6 +19,7 @@ from gateway.core.turn import Turn
 
 from . import proto
 from .encode import A2AStreamEncoder
+from .proto import varint
 
 MEDIA_TYPE = "application/vnd.a2a.stream-response+proto"
 """What the gRPC listener asks a route's stream in (`Accept`): length-prefixed `StreamResponse` messages."""
@@ -94,23 +95,11 @@ def fill(message: Any, value: dict[str, Any], schema: proto.Schema) -> None:
             setattr(message, field.name, item)
 
 
-def _varint(value: int) -> bytes:
-    if value < 0x80:
-        return _SMALL[value]
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-_SMALL = [bytes((n,)) for n in range(0x80)]
 
 
 def _field(number: int, payload: bytes) -> bytes:
     """A length-delimited field (wire type 2)."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
 
 
 class TextChunks:
@@ -138,13 +127,13 @@ class TextChunks:
         return head + data
 
     def _head(self, size: int) -> bytes:
-        text_field = b"\x0a" + _varint(size)  # Part.text = 1
+        text_field = b"\x0a" + varint(size)  # Part.text = 1
         part_size = len(text_field) + size
-        parts_field = b"\x22" + _varint(part_size)  # Artifact.parts = 4
+        parts_field = b"\x22" + varint(part_size)  # Artifact.parts = 4
         artifact_size = len(self._artifact) + len(parts_field) + part_size
-        artifact_field = b"\x1a" + _varint(artifact_size)  # TaskArtifactUpdateEvent.artifact = 3
+        artifact_field = b"\x1a" + varint(artifact_size)  # TaskArtifactUpdateEvent.artifact = 3
         update_size = len(self._update) + len(artifact_field) + artifact_size
-        update_field = b"\x22" + _varint(update_size)  # StreamResponse.artifact_update = 4
+        update_field = b"\x22" + varint(update_size)  # StreamResponse.artifact_update = 4
         head = b"".join((_LENGTH.pack(len(update_field) + update_size), update_field, self._update, artifact_field,
                          self._artifact, parts_field, text_field))
         if size < _KEPT_SIZES:

@@ -76,3 +76,18 @@ def loaded() -> Schema:
     if found is None:
         raise RuntimeError("A2A over gRPC needs the protobuf runtime: pip install 'agent-gateway[grpc]'")
     return found
+
+
+def varint(value: int) -> bytes:
+    """A protobuf varint (a field's key, a length), as the hand-written fast paths write them."""
+    if value < 0x80:
+        return _SMALL[value]
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+_SMALL = [bytes((n,)) for n in range(0x80)]

@@ -4,7 +4,6 @@ of its own responses, its failures as its own errors."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Protocol
 
@@ -58,6 +57,7 @@ class ForeignResponse(Response):
         self.offer = None
         self.complete = False
         self.keep_alive = False
+        self._error = None  # `drain` reads what is left of the call's end, as a connection's
 
     async def read(self) -> bytes:
         if self.complete:
@@ -69,17 +69,6 @@ class ForeignResponse(Response):
         if not data:
             self.complete = True
         return data
-
-    async def drain(self, timeout: float, limit: int = 65536) -> None:
-        """Read what is left for up to `timeout` seconds and `limit` bytes: the call's end (a side call's answer,
-        which `release()` would otherwise cut short)."""
-        try:
-            async with asyncio.timeout(timeout):
-                left = limit
-                while left > 0 and (chunk := await self.read()):
-                    left -= len(chunk)
-        except (TimeoutError, HTTPError):
-            pass
 
     def release(self) -> None:
         self._answer.release()
