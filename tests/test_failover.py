@@ -16,6 +16,7 @@ from e2e import Reply, post, request_body, user_message
 from servers import Served, free_port
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from adapters import registry
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
@@ -54,13 +55,14 @@ class Switch:
             raise RuntimeError("the upstream breaks off mid-run")
 
 
-def gateway_config(primary: str, fallback: str, **route: Any) -> GatewayConfig:
+def gateway_config(primary: str, fallback: str, dialect: str = "vercel", **route: Any) -> GatewayConfig:
     """AG-Kit clients (they send only what is new: the gateway keeps the history) in front of an AG-UI agent,
-    falling back to a Vercel AI SDK agent."""
+    falling back to an agent of `dialect` (by default a Vercel AI SDK agent)."""
     return GatewayConfig.model_validate({"routes": [{
         "name": "kit", "paths": ["/kit"], "client_dialects": ["ag-kit"],
         "upstream": {"url": f"{primary}/agui", "dialect": "ag-ui"},
-        "fallbacks": [{"url": f"{fallback}/api/chat", "dialect": "vercel", "name": "vercel-twin"}],
+        "fallbacks": [{"url": fallback + registry.get(dialect).paths[0], "dialect": dialect,
+                       "name": "vercel-twin"}],
         "timeouts": {"first_event": 1.0, "connect": 1.0}, **route}]})
 
 
@@ -74,6 +76,15 @@ def fallback() -> Iterator[tuple[Switch, str]]:
     switch = Switch(create_agent_app("vercel"))
     with Served(switch) as served:
         yield switch, served.url
+
+
+@pytest.fixture(params=["langgraph"])
+def keeping(request: pytest.FixtureRequest) -> Iterator[tuple[str, Switch, str]]:
+    """A fallback that keeps the conversation itself (a LangGraph thread). An A2A agent, sent one message a turn,
+    cannot be given a conversation begun elsewhere: the client is told so (`history_conflict`)."""
+    switch = Switch(create_agent_app(request.param))
+    with Served(switch) as served:
+        yield request.param, switch, served.url
 
 
 @pytest.fixture
@@ -111,6 +122,22 @@ def test_a_run_the_upstream_fails_before_its_first_event_goes_to_the_fallback_wi
         agui.mode = "up"
         three = turn(http, gateway.url, "and again", f"moves-{failure}")  # where it last succeeded
         assert "(turn 3)" in three.text and agui.runs == 2 and vercel.runs == 2
+
+
+def test_a_fallback_that_keeps_its_own_history_is_given_all_of_it_in_a_conversation_of_its_own(
+        primary: tuple[Switch, str], keeping: tuple[str, Switch, str]) -> None:
+    """What it never heard is the whole conversation: sent only the new message, it would answer "(turn 1)"."""
+    (agui, agui_url), (dialect, other, other_url) = primary, keeping
+    config = gateway_config(agui_url, other_url, dialect)
+    with Served(create_app(config, store=MemoryStore())) as gateway, httpx.Client(timeout=20) as http:
+        assert "(turn 1)" in turn(http, gateway.url, "hi", "keeping").text
+        agui.mode = "503"
+        two = turn(http, gateway.url, "again", "keeping")
+        assert two.error is None and "You said: again. (turn 2)" in two.text
+        three = turn(http, gateway.url, "more", "keeping")  # now only what is new: it keeps the rest
+        assert "You said: more. (turn 3)" in three.text and agui.runs == 2
+        last = http.get(f"{other_url}/_requests").json()[-1]
+        assert "hi" not in str(last) and "again" not in str(last)
 
 
 def test_a_refused_connection_goes_to_the_fallback_with_the_conversation_whole(
