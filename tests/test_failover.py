@@ -8,11 +8,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from typing import Any
 
 import httpx
 import pytest
 from e2e import Reply, post, request_body, user_message
+from redis_server import RedisServer
 from servers import Served, free_port
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -21,6 +23,7 @@ from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
 from gateway.server.app import create_app
+from gateway.server.request.shared_ejection import LOOK_SECONDS
 
 
 class Switch:
@@ -128,6 +131,7 @@ def test_a_fallback_that_keeps_its_own_history_is_given_all_of_it_in_a_conversat
         primary: tuple[Switch, str], keeping: tuple[str, Switch, str]) -> None:
     """What it never heard is the whole conversation: sent only the new message, it would answer "(turn 1)"."""
     (agui, agui_url), (dialect, other, other_url) = primary, keeping
+    assert other.runs == 0
     config = gateway_config(agui_url, other_url, dialect)
     with Served(create_app(config, store=MemoryStore())) as gateway, httpx.Client(timeout=20) as http:
         assert "(turn 1)" in turn(http, gateway.url, "hi", "keeping").text
@@ -203,3 +207,23 @@ def test_readyz_is_unready_only_when_every_upstream_of_a_route_is_ejected(primar
         assert ready.json()["ejected"] == {"kit": ["primary", "vercel-twin"]}
         refused = post(http, f"{gateway.url}/kit", request_body("ag-kit", [user_message("ag-kit", "hi")], "none"))
         assert refused.status_code == 502 and agui.runs == 1 and vercel.runs == 1
+
+
+def test_two_replicas_sharing_redis_share_failures_and_ejection(primary: tuple[Switch, str],
+                                                                fallback: tuple[Switch, str]) -> None:
+    """A failure on each replica is two in a row; an ejection one replica made skips the upstream on the other."""
+    (agui, agui_url), (vercel, vercel_url) = primary, fallback
+    agui.mode = "503"
+    with RedisServer() as redis, ExitStack() as stack, httpx.Client(timeout=20) as http:
+        config = gateway_config(agui_url, vercel_url, eject_after=2, eject_for=30.0)
+        config.store.url = redis.url
+        one, two = (stack.enter_context(Served(create_app(config))).url for _ in range(2))
+        assert "(turn 1)" in turn(http, one, "hi", "replica-1").text
+        assert "(turn 1)" in turn(http, two, "hi", "replica-2").text
+        assert agui.runs == 2  # one failure on each: two in a row, so ejected
+        assert "(turn 1)" in turn(http, two, "hi", "replica-3").text
+        assert agui.runs == 2
+        time.sleep(LOOK_SECONDS + 0.2)  # the first replica looks again at the others' ejections
+        assert "(turn 1)" in turn(http, one, "hi", "replica-4").text
+        assert agui.runs == 2 and vercel.runs == 4
+        assert http.get(f"{one}/readyz").json() == {"status": "ready", "ejected": {"kit": ["primary"]}}

@@ -40,6 +40,7 @@ from gateway.server.request.ejection import Ejection
 from gateway.server.request.entry import entered, identify
 from gateway.server.request.reading import Called, RequestReader
 from gateway.server.request.request_ids import request_id_of
+from gateway.server.request.shared_ejection import SharedEjection
 from gateway.server.resumable import ResumableRuns
 from gateway.server.stream.deadlines import watch_disconnect
 from gateway.upstream.http1 import Pool
@@ -79,8 +80,11 @@ class RouteHandler:
         """The route's upstream, then its fallbacks: a run tries them in turn (see `Call.run`)."""
         self.upstream = self.backends[0].dialect
         """The dialect of the route's own upstream (the first of `backends`)."""
-        self.ejection = Ejection(route.eject_after, route.eject_for,
-                                 partial(_shown_ejected, metrics, route.name)) if route.fallbacks else None
+        shared = mapper.store.shared_redis()
+        self.ejection = Ejection(
+            route.eject_after, route.eject_for, partial(_shown_ejected, metrics, route.name),
+            shared=SharedEjection(shared, route.name, route.eject_after, route.eject_for) if shared else None,
+        ) if route.fallbacks else None
         """Which of the route's upstreams are skipped, on a route with fallbacks."""
         self.in_flight = metrics.in_flight.labels(route.name)
         self.access = Access(route)

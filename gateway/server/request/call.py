@@ -326,7 +326,7 @@ class Call:
             error, self.record.error_detail = await refused(response, wrong, self.handler.debug_errors)
             await self.failed_before_reply(error, "status")
         elif self.moves is not None:
-            self.moves.answered(self)
+            await self.moves.answered(self)
         return not refuse
 
     async def failed_before_reply(self, error: GatewayError, reason: str) -> None:

@@ -48,11 +48,11 @@ class Moves:
         self.tried: list[str] = []
         """Each upstream that failed the run, and why ("primary: unreachable"): the access log's `failovers`."""
 
-    def answered(self, call: Call) -> None:
+    async def answered(self, call: Call) -> None:
         """The upstream the call asked answered 2xx: the run is its, and it is in service."""
         ejection = call.handler.ejection
         if ejection is not None:
-            ejection.succeeded(call.backend.name)
+            await ejection.succeeded(call.backend.name)
 
 
 async def run(call: Call, client: Dialect, turn: Turn) -> None:
@@ -61,6 +61,7 @@ async def run(call: Call, client: Dialect, turn: Turn) -> None:
     handler, record = call.handler, call.record
     ejection = handler.ejection
     assert ejection is not None
+    await ejection.look([backend.name for backend in handler.backends])
     heard_by = await handler.mapper.heard_by(handler.route.name, call.caller.principal, turn)
     moves = call.moves = Moves()
     left: tuple[str, str] | None = None
@@ -84,7 +85,7 @@ async def run(call: Call, client: Dialect, turn: Turn) -> None:
             if (silent := _unanswered(call)) is None:
                 raise
             failed = silent
-        ejection.failed(backend.name)
+        await ejection.failed(backend.name)
         moves.tried.append(f"{backend.name}: {failed.reason}")
         record.failovers = ", ".join(moves.tried)
         left, failure = (backend.name, failed.reason), failed.error
