@@ -256,9 +256,10 @@ class Route(Model):
     upstream: Upstream
     """The agent the route's runs go to."""
     fallbacks: list[Upstream] = []
-    """Upstreams of any dialect a run goes to, in order, when the one before failed it before its first event (refused,
-    a non-2xx answer, the connect deadline, ejected), the conversation written for each: a run whose first event
-    reached the client never moves. A conversation's next turns go where it last succeeded."""
+    """Upstreams of any dialect a run goes to, in order, when the one before failed it before its reply began
+    (refused, a non-2xx answer, the connect or first-event deadline before it answered, ejected), the conversation
+    written for each: a run whose reply has begun never moves. A conversation's next turns go where it last
+    succeeded."""
     eject_after: int = Field(3, gt=0, description="runs in a row an upstream of a route with fallbacks may fail "
                              "before it is skipped (ejected) for `eject_for` seconds")
     eject_for: float = Field(30.0, gt=0, description="seconds an ejected upstream is skipped; then one run tries it "
