@@ -6,6 +6,7 @@ is ejected, then tried again. Real HTTP: the built-in agent as every upstream, b
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -17,12 +18,14 @@ from e2e import Reply, post, request_body, user_message
 from redis_server import RedisServer
 from servers import Served, free_port
 from starlette.types import ASGIApp, Receive, Scope, Send
+from test_operations import access_lines
 
 from adapters import registry
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
 from gateway.server.app import create_app
+from gateway.server.operations.logs import ACCESS
 from gateway.server.request.shared_ejection import LOOK_SECONDS
 
 
@@ -142,6 +145,20 @@ def test_a_fallback_that_keeps_its_own_history_is_given_all_of_it_in_a_conversat
         assert "You said: more. (turn 3)" in three.text and agui.runs == 2
         last = http.get(f"{other_url}/_requests").json()[-1]
         assert "hi" not in str(last) and "again" not in str(last)
+
+
+def test_the_access_line_names_the_upstream_that_answered_and_the_one_that_failed_first(
+        primary: tuple[Switch, str], fallback: tuple[Switch, str], caplog: pytest.LogCaptureFixture) -> None:
+    (agui, agui_url), (_, vercel_url) = primary, fallback
+    agui.mode = "503"
+    with Served(create_app(gateway_config(agui_url, vercel_url), store=MemoryStore())) as gateway, \
+            caplog.at_level(logging.INFO, logger=ACCESS), httpx.Client(timeout=20) as http:
+        post(http, f"{gateway.url}/kit", request_body("ag-kit", [user_message("ag-kit", "hi")], "logged"),
+             {"x-request-id": "failover-log"})
+        [line] = access_lines(caplog, "failover-log")
+    assert (line.upstream, line.upstream_dialect, line.failovers) == (  # type: ignore[attr-defined]
+        "vercel-twin", "vercel", "primary: status")
+    assert line.status == 200 and line.error_detail == "HTTP 503: overloaded"  # type: ignore[attr-defined]
 
 
 def test_a_refused_connection_goes_to_the_fallback_with_the_conversation_whole(

@@ -15,6 +15,7 @@ The client is told the last failure when none answered (or that every upstream i
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import TYPE_CHECKING
 
 from gateway.core.codec import Dialect
@@ -85,6 +86,7 @@ async def run(call: Call, client: Dialect, turn: Turn) -> None:
             if (silent := _unanswered(call)) is None:
                 raise
             failed = silent
+        call.deadlines.count_first_event_anew()  # each upstream has the first-event deadline; the total one holds
         await ejection.failed(backend.name)
         moves.tried.append(f"{backend.name}: {failed.reason}")
         record.failovers = ", ".join(moves.tried)
@@ -100,11 +102,10 @@ def _unanswered(call: Call) -> Moved | None:
     told nothing yet: the run moves on (the task goes on, the deadline counts anew for the next upstream)."""
     deadlines = call.deadlines
     if deadlines.cancelled_because is not CancelReason.TIMEOUT or deadlines.upstream_answered \
-            or call.writer.reply is not Reply.UNSENT:
+            or call.writer.reply is not Reply.UNSENT \
+            or time.monotonic() - deadlines.started_at >= call.route.timeouts.total:  # the run's own time is up
         return None
     task = asyncio.current_task()
     assert task is not None
     task.uncancel()
-    error = UpstreamTimeout(deadlines.missed_deadline)
-    deadlines.count_first_event_anew()
-    return Moved(error, "timeout")
+    return Moved(UpstreamTimeout(deadlines.missed_deadline), "timeout")
