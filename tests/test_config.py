@@ -172,3 +172,15 @@ def test_a_dialect_s_own_section_is_read_and_checked_with_the_file() -> None:
     assert config.settings_of("ag-ui") is None
     with pytest.raises(ConfigError, match=r"gw.yaml:\d+: a2a.grpc_prt: unknown key; did you mean grpc_port\?"):
         parse_config(MINIMAL + "a2a:\n  grpc_prt: 50051\n", "gw.yaml", environ={})
+
+
+def test_fallbacks_are_upstreams_of_any_dialect_named_once_per_route() -> None:
+    text = MINIMAL + """    fallbacks:
+      - {url: http://127.0.0.1:9001/api/chat, dialect: vercel}
+      - {url: http://127.0.0.1:2024, dialect: langgraph, name: graph}
+"""
+    route = parse_config(text, environ={}).routes[0]
+    assert [u.dialect for u in route.upstreams] == ["ag-kit", "vercel", "langgraph"]
+    assert (route.eject_after, route.eject_for) == (3, 30.0)
+    with pytest.raises(ConfigError, match=r"the upstream name 'graph' is given twice"):
+        parse_config(text.replace("dialect: vercel}", "dialect: vercel, name: graph}"), "gw.yaml", environ={})

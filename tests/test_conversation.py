@@ -274,8 +274,8 @@ def test_conversations_stored_by_earlier_gateways_still_load_and_are_written_bac
         [Message("user", "use the tool", "u1"), Message("assistant", "", None, [ToolCall("c", "ask", '{"q":1}')])],
         {"c": "ask"}, {"i": "c"}, {"count": 2}, None)
     assert encode_conversation(old) == STORED_BEFORE_VARIANTS[:-1] + (
-        b',"upstream_variant":null,"interrupted_run":null,"answered":[],"interrupt_schemas":{},"interrupt_states":{},"continued":false,'
-        b'"transcript_key":null}')
+        b',"upstream_variant":null,"interrupted_run":null,"answered":[],"interrupt_schemas":{},"interrupt_states":{},"upstream":"",'
+        b'"continued":false,"transcript_key":null}')
     conversation = decode_conversation(STORED)
     assert conversation == Conversation("derived:9a1e", "conv_cd34", [
         Message("user", [ContentPart("text", text="what is this?"),
@@ -284,10 +284,11 @@ def test_conversations_stored_by_earlier_gateways_still_load_and_are_written_bac
         Message("tool", "boom", tool_call_id="c", name="ask", error="boom"),
     ], upstream_variant="inkeep")
     # From before runs, answered interrupts, answers' schemas and upstream states, files held by a provider, chains
-    # and their transcripts' copies were kept:
+    # and their transcripts' copies, and which of a route's upstreams heard it were kept:
     assert encode_conversation(conversation) == STORED[:-1].replace(
         b'"filename":null}', b'"filename":null,"file_id":null,"provider":null}') + (
-        b',"interrupted_run":null,"answered":[],"interrupt_schemas":{},"interrupt_states":{},"continued":false,"transcript_key":null}')
+        b',"interrupted_run":null,"answered":[],"interrupt_schemas":{},"interrupt_states":{},"upstream":"",'
+        b'"continued":false,"transcript_key":null}')
 
 
 def test_an_unreadable_stored_conversation_starts_afresh() -> None:

@@ -67,10 +67,12 @@ def test_the_readme_is_short_and_starts_with_the_two_commands() -> None:
     assert "scripts/test" in (ROOT / ".ci" / "run").read_text()
 
 
-def test_the_readmes_route_is_a_configuration_the_gateway_takes() -> None:
-    (route,) = re.findall(r"```yaml\n(.*?)```", README.read_text(), re.DOTALL)
+def test_the_readmes_routes_are_configurations_the_gateway_takes() -> None:
+    route, fallbacks = re.findall(r"```yaml\n(.*?)```", README.read_text(), re.DOTALL)
     config = parse_config(route, "README.md", environ={})
     assert config.routes[0].upstream.dialect == "ag-kit"
+    config = parse_config(fallbacks, "README.md", environ={})
+    assert [u.dialect for u in config.routes[0].upstreams] == ["langgraph", "vercel"]
 
 
 def _nav_pages(nav: object) -> list[str]:

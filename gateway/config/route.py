@@ -255,6 +255,15 @@ class Route(Model):
     """The dialects clients may speak here; `auto` is every dialect the gateway knows."""
     upstream: Upstream
     """The agent the route's runs go to."""
+    fallbacks: list[Upstream] = []
+    """Upstreams of any dialect a run goes to, in order, when the one before failed it before its reply began
+    (refused, a non-2xx answer, the connect or first-event deadline before it answered, ejected), the conversation
+    written for each: a run whose reply has begun never moves. A conversation's next turns go where it last
+    succeeded."""
+    eject_after: int = Field(3, gt=0, description="runs in a row an upstream of a route with fallbacks may fail "
+                             "before it is skipped (ejected) for `eject_for` seconds")
+    eject_for: float = Field(30.0, gt=0, description="seconds an ejected upstream is skipped; then one run tries it "
+                             "again")
     forward_headers: list[str] = []
     """Inbound headers passed to the upstream. `Authorization` and cookies only if listed here."""
     timeouts: Timeouts = Timeouts()
@@ -320,6 +329,18 @@ class Route(Model):
                                  "upstream.headers)")
         return self
 
+    @model_validator(mode="after")
+    def _upstreams_named_once(self) -> Route:
+        names = [upstream_name(self, index) for index in range(1 + len(self.fallbacks))]
+        if twice := sorted({name for name in names if names.count(name) > 1}):
+            raise ValueError(f"fallbacks: the upstream name {twice[0]!r} is given twice")
+        return self
+
+    @property
+    def upstreams(self) -> list[Upstream]:
+        """The upstream, then its fallbacks, in the order runs try them."""
+        return [self.upstream, *self.fallbacks]
+
     @field_validator("auth")
     @classmethod
     def _keys_readable(cls, auth: Auth | None) -> Auth | None:
@@ -357,6 +378,13 @@ class Route(Model):
     @property
     def dialects(self) -> list[str]:
         return list(registry.DIALECTS) if self.client_dialects == "auto" else list(self.client_dialects)
+
+
+def upstream_name(route: Route, index: int) -> str:
+    """What logs, metrics and `/readyz` call a route's upstream `index` (0: `upstream`, then its fallbacks): its
+    `name`, else `primary`, `fallback1`, `fallback2`, ..."""
+    upstream = route.upstreams[index]
+    return upstream.name or ("primary" if index == 0 else f"fallback{index}")
 
 
 def route_path(path: str) -> str:

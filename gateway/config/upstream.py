@@ -50,6 +50,9 @@ class UpstreamTLS(Model):
 class Upstream(Model):
     """Where a route sends its runs: the upstream's URL and dialect, the headers it is sent, its proxy and TLS."""
 
+    name: str | None = Field(None, min_length=1, max_length=64)
+    """What logs, metrics and `/readyz` call this upstream on a route with `fallbacks`; default: `primary` for the
+    route's `upstream`, `fallback1`, `fallback2`, ... for its fallbacks."""
     url: str
     """The agent's http:// or https:// URL: where it answers runs, or its server's base URL for A2A and LangGraph.
     `user:password@` in it goes as a Basic `Authorization` header (a configured `Authorization` wins)."""

@@ -32,6 +32,9 @@ class Conversation:
     """The `responseSchema` of each open interrupt that declared one: what its answer must be."""
     interrupt_states: dict[str, Any] = field(default_factory=dict)
     """The `upstream_state` of each open interrupt that has one: what the upstream needs back with its answer."""
+    upstream: str = ""
+    """Which of its route's upstreams heard the conversation last (a fallback's name; empty: the route's own): one
+    that did not is given the whole history in a conversation of its own."""
     continued: bool = False
     """A later run continued this record of a chain of runs (`Turn.chains_runs`): an upstream that keeps the
     history has moved past it, so continuing from here again is a fork."""

@@ -73,11 +73,13 @@ class ConversationMapper:
 
     async def begin(self, route: str, turn: Turn, client: Dialect, upstream: Dialect,
                     variant: str | None = None, principal: str = "anonymous", *,
-                    transparent_ids: bool = False) -> Exchange:
+                    transparent_ids: bool = False, heard_by: str = "") -> Exchange:
         """What goes upstream this turn. `variant` is the upstream's as configured or learned, if known; the
         conversation remembers what its upstream turned out to be. `principal` is whose conversations the caller
         reaches (see `gateway.server.request.access`): the same id from another principal is another conversation, here
-        and upstream, unless `transparent_ids` says the upstream is sent the client's own ids."""
+        and upstream, unless `transparent_ids` says the upstream is sent the client's own ids. `heard_by` names which
+        of the route's upstreams this is (`Conversation.upstream`): a conversation another one heard moves here, in
+        a new upstream conversation given the whole history."""
         key = self._key(route, principal, turn)
         conversation, readable = await self._load(key)
         if not readable and needs_history(turn, upstream.history_of(variant)):
@@ -90,7 +92,11 @@ class ConversationMapper:
             raise UnknownRun(f"Previous response with id '{turn.follows}' not found.")
         followed = replace(conversation) if turn.follows is not None and conversation is not None else None
         if conversation is None:
-            conversation = Conversation(key, _upstream_id(route, principal, turn.conversation_id, transparent_ids))
+            conversation = Conversation(key, _upstream_id(route, principal, turn.conversation_id, transparent_ids),
+                                        upstream=heard_by)
+        moved = stored and conversation.upstream != heard_by
+        if moved:
+            _moved(conversation, heard_by, transparent_ids)
         variant = variant or conversation.upstream_variant
         upstream_history = upstream.history_of(variant)
         forked = followed is not None and followed.continued and upstream_history == "delta"
@@ -108,6 +114,9 @@ class ConversationMapper:
         if forked:
             history, messages = "full", known
             why = "a second run from the same point of a chain: a new upstream conversation, given the whole history"
+        if moved:
+            history, messages = "full", known
+            why = "the conversation moves here from another of the route's upstreams: given the whole history"
         state = turn.state
         if state is None and "state" not in client.carries:
             state = conversation.state  # the upstream gets back the state it last reported
@@ -204,6 +213,12 @@ class ConversationMapper:
             await self.store.delete(conversation.transcript_key)
         await self.store.delete(key)
 
+    async def heard_by(self, route: str, principal: str, turn: Turn) -> str | None:
+        """Which of the route's upstreams heard the turn's conversation last (`Conversation.upstream`), if the
+        store keeps it and answers."""
+        conversation, _ = await self._load(self._key(route, principal, turn), quiet=True)
+        return conversation.upstream if conversation is not None else None
+
     @staticmethod
     def _key(route: str, principal: str, turn: Turn) -> str:
         if turn.conversation_id:
@@ -250,6 +265,15 @@ def _upstream_id(route: str, principal: str, client_id: str | None, transparent:
     if transparent:
         return client_id
     return f"conv_{scoped_digest('upstream', route, principal, client_id)[:32]}"
+
+
+def _moved(conversation: Conversation, heard_by: str, transparent: bool) -> None:
+    """A conversation another of the route's upstreams heard, as the one `heard_by` names starts it: a new
+    conversation there (what the other showed itself to be and the ids it minted are not this one's)."""
+    conversation.upstream = heard_by
+    conversation.upstream_variant = None
+    if not transparent:
+        conversation.upstream_id = new_id("conv")
 
 
 def _resumes(turn: Turn, conversation: Conversation, checked: bool) -> tuple[list[Resume], list[str], list[str]]:

@@ -150,7 +150,7 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
         host_replies.update({path: reply for path in route.served_paths
                              if (reply := registry.error_reply(None, route.dialects, path)) is not None})
     scrape = MetricsEndpoint(metrics, config.metrics)
-    mounted.routes += _operations(config, drain, store, pool, scrape)
+    mounted.routes += _operations(config, drain, store, pool, scrape, route_handlers)
     mount_across(route_handlers, mounted)
     handlers.update(mounted.paths)
     mounted.routes += extra_routes or []
@@ -225,13 +225,14 @@ def _mount(handler: RouteHandler, mounted: Mounted) -> dict[str, tuple[ASGIApp, 
 
 
 def _operations(config: GatewayConfig, drain: Drain, store: ConversationStore, pool: Pool,
-                scrape: MetricsEndpoint) -> list[BaseRoute]:
+                scrape: MetricsEndpoint, handlers: list[RouteHandler]) -> list[BaseRoute]:
     """Health, readiness and the metrics beside the routes."""
 
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok")
 
     upstreams = UpstreamReadiness(config.routes, pool)
+    handlers_by_name = {handler.route.name: handler for handler in handlers}
 
     async def readyz(request: Request) -> Response:
         if drain.draining:
@@ -240,7 +241,12 @@ def _operations(config: GatewayConfig, drain: Drain, store: ConversationStore, p
             return JSONResponse({"status": "store unreachable"}, status_code=503)
         if down := await upstreams.unreachable():
             return JSONResponse({"status": "upstream unreachable", "routes": down}, status_code=503)
-        return JSONResponse({"status": "ready"})
+        ejected = {handler.route.name: out for handler in handlers
+                   if handler.ejection is not None and (out := handler.ejection.ejected())}
+        if every := [name for name, out in ejected.items() if len(out) == len(handlers_by_name[name].backends)]:
+            return JSONResponse({"status": "every upstream ejected", "routes": every, "ejected": ejected},
+                                status_code=503)
+        return JSONResponse({"status": "ready", "ejected": ejected} if ejected else {"status": "ready"})
 
     return [Route("/healthz", healthz, methods=["GET"]), Route("/readyz", readyz, methods=["GET"]),
             *scrape.beside_routes()]

@@ -31,14 +31,16 @@ from gateway.server.endpoints.push import Pusher
 from gateway.server.operations.metrics import Metrics
 from gateway.server.operations.observed import Observer
 from gateway.server.operations.record import RequestOutcome
-from gateway.server.operations.telemetry import Tracing, upstream_attributes
-from gateway.server.request import held_calls, upstream_sessions
+from gateway.server.operations.telemetry import Tracing
 from gateway.server.request.access import Access
+from gateway.server.request.backends import Backend
 from gateway.server.request.call import Call
-from gateway.server.request.discovery import Discovery, SideCalls
+from gateway.server.request.discovery import SideCalls
+from gateway.server.request.ejection import Ejection
 from gateway.server.request.entry import entered, identify
 from gateway.server.request.reading import Called, RequestReader
 from gateway.server.request.request_ids import request_id_of
+from gateway.server.request.shared_ejection import SharedEjection
 from gateway.server.resumable import ResumableRuns
 from gateway.server.stream.deadlines import watch_disconnect
 from gateway.upstream.http1 import Pool
@@ -71,22 +73,22 @@ class RouteHandler:
         self.reader = RequestReader(route, bodies)
         self.resumable = ResumableRuns(self)
         self.debug_errors = debug_errors
-        self.upstream = registry.get(route.upstream.dialect)
-        self.discovery = Discovery(route, self.upstream, pool, settings_of(self.upstream.name))
         self.side_calls = SideCalls(pool)
-        self.sessions = upstream_sessions.kept_for(self.upstream, pool, route.timeouts.connect,
-                                                   route.timeouts.first_event, debug_errors)
-        """The route's sessions with its upstream, when its dialect serves runs only in one (MCP's)."""
-        self.held = held_calls.held_for(self.upstream, self.side_calls, route.timeouts.total,
-                                        route.upstream.max_connections)
-        """The calls held open while their clients answer what the upstream asked in them (MCP 2025's)."""
+        self.backends = [Backend(route, index, pool, self.side_calls, debug_errors=debug_errors,
+                                 traced=tracing is not None, settings_of=settings_of)
+                         for index in range(len(route.upstreams))]
+        """The route's upstream, then its fallbacks: a run tries them in turn (see `Call.run`)."""
+        self.upstream = self.backends[0].dialect
+        """The dialect of the route's own upstream (the first of `backends`)."""
+        shared = mapper.store.shared_redis()
+        self.ejection = Ejection(
+            route.eject_after, route.eject_for, partial(_shown_ejected, metrics, route.name),
+            shared=SharedEjection(shared, route.name, route.eject_after, route.eject_for) if shared else None,
+        ) if route.fallbacks else None
+        """Which of the route's upstreams are skipped, on a route with fallbacks."""
         self.in_flight = metrics.in_flight.labels(route.name)
         self.access = Access(route)
-        self.learned_variant: str | None = None
-        """What the upstream's response headers showed it to be, when the route does not say."""
         self.tracing = tracing
-        self.upstream_span = upstream_attributes(route.upstream.url) if tracing is not None else {}
-        """The attributes every upstream call's span of this route has."""
         self.runs = queries.route_runs(self)
         """The runs whose clients ask about them (A2A's tasks), when a dialect of the route has such clients."""
 
@@ -187,3 +189,7 @@ class RouteHandler:
             watcher.cancel()
             if watched is not None:
                 await watched.close()
+
+
+def _shown_ejected(metrics: Metrics, route: str, upstream: str, ejected: bool) -> None:
+    metrics.upstream_ejected.labels(route, upstream).set(1 if ejected else 0)

@@ -103,6 +103,13 @@ class Metrics:
             "agent_gateway_push_notifications", "Push notifications (A2A's), by outcome: delivered, failed (refused, "
             "or its tries ran out), dropped (too many waiting), skipped (its webhook is cooling off).",
             ["route", "outcome"], registry=self.registry)
+        self.failovers = Counter(
+            "agent_gateway_failovers", "Runs that moved to the next of a route's upstreams before their first event, "
+            "by the upstream they left, the one they went to, and why (unreachable, timeout, status, unavailable, "
+            "ejected).", ["route", "from", "to", "reason"], registry=self.registry)
+        self.upstream_ejected = Gauge(
+            "agent_gateway_upstream_ejected", "1 while a route's upstream is skipped after failing runs in a row "
+            "(`eject_after`), else 0.", ["route", "upstream"], registry=self.registry, multiprocess_mode="max")
 
         self._series: dict[tuple[str, str, str], Series] = {}
 

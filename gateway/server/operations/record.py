@@ -42,6 +42,10 @@ class AccessRecord:
     client_dialect: str = "unknown"
     """Left as "unknown" until the request's body is read as a dialect's."""
     upstream_dialect: str
+    upstream: str | None = None
+    """On a route with fallbacks: which of its upstreams the run went to last (the one that answered, if any)."""
+    failovers: str | None = None
+    """On a route with fallbacks: each upstream that failed the run before its reply, and why."""
     status: int | None = None
     """The HTTP status the client was sent; None if the client left before the response started."""
     outcome: RequestOutcome | str | None = None

@@ -49,9 +49,10 @@ ATTRIBUTE = "agent_gateway."
 _TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}(-[ -~]*)?")
 _MAX_TRACESTATE = 512
 """The length W3C Trace Context asks every participant to pass on whole; a longer tracestate is not passed on."""
-_RECORD_ATTRIBUTES = ("route", "client_dialect", "upstream_dialect", "conversation_id", "run_id", "outcome",
-                      "events", "upstream_ms", "history")
-"""Access record fields a span carries as they are, under `agent_gateway.`: all ids and figures, no free text."""
+_RECORD_ATTRIBUTES = ("route", "client_dialect", "upstream_dialect", "upstream", "failovers", "conversation_id",
+                      "run_id", "outcome", "events", "upstream_ms", "history")
+"""Access record fields a span carries as they are, under `agent_gateway.`: all ids, names and figures, no free
+text (`failovers` is the configured names of the upstreams a run left, and why, in words of the gateway's)."""
 
 
 def from_environment(environ: Mapping[str, str] = os.environ) -> Tracing | None:

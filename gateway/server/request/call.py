@@ -51,7 +51,7 @@ from gateway.conversations.mapper import Exchange
 from gateway.conversations.recorder import RunRecorder
 from gateway.core.capabilities import ProtocolHeaders, Variants, WholeHistory, WireFormats
 from gateway.core.codec import Decoder, Dialect, UpstreamRequest
-from gateway.core.errors import GatewayError
+from gateway.core.errors import ErrorCode, GatewayError
 from gateway.core.events import Interrupt, RunFinished, RunStarted
 from gateway.core.ids import new_id
 from gateway.core.turn import Turn
@@ -60,7 +60,9 @@ from gateway.recordings.capture import RunCapture
 from gateway.runs.watched import WatchedRun
 from gateway.server.operations.record import AccessRecord
 from gateway.server.operations.telemetry import RequestTrace, pass_trace_context
+from gateway.server.request import failover
 from gateway.server.request.access import ANONYMOUS, Caller
+from gateway.server.request.failover import Moved, Moves
 from gateway.server.request.held_calls import Held
 from gateway.server.request.reporting import report
 from gateway.server.stream.client import ClientWriter
@@ -87,6 +89,11 @@ class Call:
     def __init__(self, handler: RouteHandler, send: Send, headers: Headers, request_id: str) -> None:
         self.handler = handler
         self.route = handler.route
+        self.backend = handler.backends[0]
+        """The upstream this run calls: the route's own, or a fallback once the run moved (`failover.run`)."""
+        self.moves: Moves | None = None
+        """On a route with fallbacks, while another upstream is left to move the run to: what the run's attempts
+        did. A failure before the reply then moves the run instead of telling the client."""
         self.headers = headers
         self.request_id = request_id
         self.trace: RequestTrace | None = None
@@ -117,7 +124,7 @@ class Call:
         self.caller = Caller(None, ANONYMOUS)
         self.started_at = time.monotonic()
         self.record = AccessRecord(request_id=request_id, route=handler.route.name,
-                                   upstream_dialect=handler.upstream.name)
+                                   upstream_dialect=self.backend.dialect.name)
         self.writer = ClientWriter(send, request_id, self.record, self.report)
         self.deadlines = Deadlines(self.route.timeouts, handler.keepalive, self.writer, self.record, self.started_at)
 
@@ -128,10 +135,23 @@ class Call:
             report(self)
 
     async def run(self, client: Dialect, turn: Turn) -> None:
-        """Ask the upstream the client's turn and relay its answer, one concern a layer: where the upstream is, the
+        """Ask the upstream the client's turn and relay its answer; on a route with fallbacks, the next upstream
+        when one fails before its reply (`failover.run`)."""
+        if self.handler.ejection is None:
+            await self.attempt(client, turn)
+        else:
+            await failover.run(self, client, turn)
+
+    async def attempt(self, client: Dialect, turn: Turn) -> None:
+        """Ask `backend` the client's turn and relay its answer, one concern a layer: where the upstream is, the
         turn mapped for it, the request built and sent, the answer's status checked and its variant learnt, its
         reply relayed, and the rest of its body drained."""
-        target, discovered = await self.handler.discovery.endpoint()
+        try:
+            target, discovered = await self.backend.discovery.endpoint()
+        except GatewayError as error:
+            if self.moves is None:
+                raise
+            raise Moved(error, "unavailable") from None
         try:
             exchange = await self._map_history(client, turn, discovered)
         except AnswerNotExpected as refused:
@@ -176,15 +196,16 @@ class Call:
     async def _map_history(self, client: Dialect, turn: Turn, discovered: str | None) -> Exchange:
         """The turn as the upstream is asked it: the conversation's history mapped for its dialect and variant."""
         route, handler = self.route, self.handler
-        exchange = await handler.mapper.begin(route.name, turn, client, handler.upstream,
-                                              route.upstream.variant or discovered or handler.learned_variant,
+        exchange = await handler.mapper.begin(route.name, turn, client, self.backend.dialect,
+                                              self.backend.config.variant or discovered or self.backend.learned_variant,
                                               self.caller.principal,
-                                              transparent_ids=route.upstream.ids == "transparent")
-        if route.upstream.agent is not None:
-            exchange.upstream_turn.agent = route.upstream.agent
+                                              transparent_ids=self.backend.config.ids == "transparent",
+                                              heard_by=self.backend.heard_as)
+        if self.backend.config.agent is not None:
+            exchange.upstream_turn.agent = self.backend.config.agent
         elif turn.agent == route.name:  # the route itself, as a listing of agents names it: the upstream's default
             exchange.upstream_turn.agent = None
-        exchange.upstream_turn.model = route.upstream.model or turn.model or route.name
+        exchange.upstream_turn.model = self.backend.config.model or turn.model or route.name
         return exchange
 
     async def _ask_again(self, client: Dialect, turn: Turn, refused: AnswerNotExpected) -> None:
@@ -208,7 +229,7 @@ class Call:
         """The conversation's session with an upstream that serves runs only in one (`UpstreamSessions`), opened if
         need be: its headers go on the run's requests, its variant to the request's builder. False when it could
         not be opened: the client has been told why."""
-        sessions = self.handler.sessions
+        sessions = self.backend.sessions
         if sessions is None:
             return True
         self.session_headers = {}
@@ -216,7 +237,7 @@ class Call:
             opened = await sessions.opened(exchange.conversation.upstream_id, exchange.upstream_turn, target,
                                            self._upstream_headers({}, client))
         except GatewayError as error:
-            await self.writer.fail_before_start(error)
+            await self.failed_before_reply(error, "unavailable")
             return False
         self.session_headers = dict(opened.headers)
         if opened.variant is not None:
@@ -226,7 +247,7 @@ class Call:
     def _session_lost(self, response: Response, exchange: Exchange) -> bool:
         """Whether the upstream answered that it no longer knows the conversation's session: forgotten, to be
         opened again once."""
-        sessions = self.handler.sessions
+        sessions = self.backend.sessions
         if sessions is None or not self.session_headers or not sessions.lost(response.status):
             return False
         sessions.forget(exchange.conversation.upstream_id)
@@ -236,7 +257,7 @@ class Call:
         """The call held open by this process (`HeldCalls`) that this turn answers, once the upstream has been sent
         the answers; None when the turn answers no held call; False when it could not be answered: the client has
         been told why."""
-        held_calls = self.handler.held
+        held_calls = self.backend.held
         if held_calls is None:
             return None
         held = await held_calls.answer(exchange.upstream_turn.resume)
@@ -253,13 +274,13 @@ class Call:
 
     def _hold(self, response: Response, outbound: UpstreamRequest) -> bool:
         """Whether the run ended on questions its upstream waits for on this very call: it is then held open."""
-        held_calls, relay = self.handler.held, self.relay
+        held_calls, relay = self.backend.held, self.relay
         if held_calls is None or relay is None or self.target is None or self.writer.gone:
             return False
         return held_calls.hold_for(relay.recorder.interrupts, response, outbound, self.target, self.upstream_headers)
 
     def _build_request(self, exchange: Exchange, client: Dialect, target: Target) -> UpstreamRequest:
-        outbound = self.handler.upstream.build_request(exchange.upstream_turn, exchange.upstream_variant)
+        outbound = self.backend.dialect.build_request(exchange.upstream_turn, exchange.upstream_variant)
         self.upstream_headers = self._upstream_headers(outbound.headers, client)
         self.target = target
         self._capture_request(target, outbound, exchange)
@@ -270,7 +291,7 @@ class Call:
         capture = self.capture
         if capture is not None:
             capture.upstream_asked(target.url, outbound, self.upstream_headers, exchange.upstream_variant,
-                                   self.handler.discovery.document)
+                                   self.backend.discovery.document)
             capture.mapping, capture.conversation = exchange.decision, exchange.conversation.upstream_id
 
     async def _send(self, outbound: UpstreamRequest, target: Target) -> Response | None:
@@ -286,7 +307,8 @@ class Call:
             error, detail = send_failure(exc, self.route.timeouts.connect, self.handler.debug_errors)
             if detail is not None:
                 self.record.error_detail = detail  # for the operator's log, not the client
-            await self.writer.fail_before_start(error)
+            await self.failed_before_reply(error, "timeout" if error.code == ErrorCode.UPSTREAM_TIMEOUT
+                                           else "unreachable")
             return None
         self.deadlines.note_upstream_answered()
         self.record.upstream_ms = round((time.monotonic() - sent_at) * 1000, 3)
@@ -299,20 +321,29 @@ class Call:
     async def _check_status(self, response: Response, outbound: UpstreamRequest) -> bool:
         """Whether the answer is a reply to relay; if not, the client has been told so, with a 502."""
         content_type = response.headers.get("content-type", "")
-        refuse, wrong = refusal_to_read(outbound, response.status, content_type, self.handler.upstream.name)
+        refuse, wrong = refusal_to_read(outbound, response.status, content_type, self.backend.dialect.name)
         if refuse:
             error, self.record.error_detail = await refused(response, wrong, self.handler.debug_errors)
-            await self.writer.fail_before_start(error)
+            await self.failed_before_reply(error, "status")
+        elif self.moves is not None:
+            await self.moves.answered(self)
         return not refuse
+
+    async def failed_before_reply(self, error: GatewayError, reason: str) -> None:
+        """The upstream failed the run before its reply began: on a route with fallbacks, while another upstream is
+        left, the run moves there (`Moved`); else the client is told."""
+        if self.moves is not None:
+            raise Moved(error, reason)
+        await self.writer.fail_before_start(error)
 
     def _learn_variant(self, response: Response, exchange: Exchange) -> None:
         """What the answer shows the upstream to be, when the route does not say: it goes for the conversation, and
         for the route's next new ones (an upstream that answers as the AI SDK again is plain useChat again)."""
-        upstream = self.handler.upstream
+        upstream = self.backend.dialect
         variants = upstream.capability(Variants)
-        if self.route.upstream.variant is None and variants is not None \
+        if self.backend.config.variant is None and variants is not None \
                 and (variant := variants.shown_by(response.headers)) is not None:
-            self.handler.learned_variant = exchange.upstream_variant = variant or None
+            self.backend.learned_variant = exchange.upstream_variant = variant or None
 
     async def _relay(self, response: Response, outbound: UpstreamRequest, client: Dialect, turn: Turn,
                      exchange: Exchange) -> None:
@@ -321,11 +352,11 @@ class Call:
         seen = replace(turn, messages=exchange.known_history) if client.capability(WholeHistory) else turn
         encoder = client.new_encoder(seen)
         _under_mount(encoder.headers, self.mount)
-        if client is handler.upstream:  # what only a server of the dialect answers goes back to its client
+        if client is self.backend.dialect:  # what only a server of the dialect answers goes back to its client
             encoder.headers.update({h: v for h in _passed(client) if (v := response.headers.get(h))})
         if self.watched is not None:
             await self.watched.answered()
-        decoder = _reply_decoder(handler.upstream, outbound, response.headers.get("content-type", ""),
+        decoder = _reply_decoder(self.backend.dialect, outbound, response.headers.get("content-type", ""),
                                  self.route.limits.max_event_bytes)
         if self.capture is not None:
             decoder, encoder = self.capture.tap(decoder, encoder)
@@ -376,14 +407,14 @@ class Call:
 
     def _upstream_headers(self, dialect_headers: dict[str, str], client: Dialect) -> dict[str, str]:
         headers = {name: value for name in self.route.forward_headers if (value := self.headers.get(name))}
-        if client is self.handler.upstream:  # what only a server of the dialect reads (A2A-Extensions)
+        if client is self.backend.dialect:  # what only a server of the dialect reads (A2A-Extensions)
             headers.update({name: value for name in _passed(client) if (value := self.headers.get(name))})
-        headers.update(self.route.upstream.headers)
+        headers.update(self.backend.config.headers)
         headers.update(dialect_headers)
         headers.update(self.session_headers)
         headers["x-request-id"] = self.request_id
         if self.trace is not None:
-            self.trace.upstream(headers, self.handler.upstream_span)
+            self.trace.upstream(headers, self.backend.span)
         else:
             pass_trace_context(self.headers, headers)
         return headers

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
-from gateway.config import Route
+from gateway.config import Route, Upstream
 from gateway.core import capabilities
 from gateway.core.capabilities import Endpoint
 from gateway.core.codec import Dialect, UpstreamRequest
@@ -40,8 +40,11 @@ SIDE_CALL_SECONDS = 5.0
 class Discovery:
     """Where one route calls its upstream: the configured URL until the upstream's document says otherwise."""
 
-    def __init__(self, route: Route, dialect: Dialect, pool: Pool, settings: Any = None) -> None:
+    def __init__(self, route: Route, dialect: Dialect, pool: Pool, settings: Any = None,
+                 upstream: Upstream | None = None) -> None:
         self.route = route
+        self.upstream = upstream or route.upstream
+        """Which of the route's upstreams this is (a fallback's, or the route's own)."""
         self.dialect = dialect
         self.pool = pool
         self.settings = settings
@@ -51,13 +54,13 @@ class Discovery:
         self.unread = ""
         """Why that document could not be read, if so (" (HTTP 404)"): for the log and `serve --check`, not for
         clients, who are not shown the upstream's answers."""
-        self.configured = route.upstream.target(route.timeouts.connect)
+        self.configured = self.upstream.target(route.timeouts.connect)
         """Where the document is read, over HTTP."""
         self._transport = dialect.capability(UpstreamTransport)
         self.unusable: Unusable | None = None
         """Why no run of the route can be sent: what calling the upstream as configured, or as its document says,
         needs that is not installed."""
-        self.target = self._called(route.upstream.url, route.upstream.variant)
+        self.target = self._called(self.upstream.url, self.upstream.variant)
         self.variant: str | None = None
         """The variant the document showed the upstream to be."""
         self.document: object = None
@@ -86,19 +89,19 @@ class Discovery:
         `UpstreamTransport` (or `unusable` set, when that is not installed), else over HTTP."""
         transport = self._transport
         if transport is None or variant not in transport.variants:
-            return self.route.upstream.target(self.route.timeouts.connect, url)
+            return self.upstream.target(self.route.timeouts.connect, url)
         if (missing := transport.missing()) is not None:
             self.unusable = Unusable(f"the upstream is called over {variant} here, and {missing}")
         calls: Transport = self.pool.transport(self.dialect.name, transport.open)
-        return self.route.upstream.target(self.route.timeouts.connect, url, transport=calls)
+        return self.upstream.target(self.route.timeouts.connect, url, transport=calls)
 
     async def _discover(self, discovery: capabilities.Discovery) -> None:
         path = discovery.path
-        url = self.route.upstream.url
+        url = self.upstream.url
         try:
             async with asyncio.timeout(min(self.route.timeouts.first_event, 10.0)):
                 document = await self._get(path)
-            endpoint = discovery.read(document, url, self.route.upstream.variant)
+            endpoint = discovery.read(document, url, self.upstream.variant)
             self.document = document
         except Unusable as exc:
             self._done = True
@@ -140,7 +143,7 @@ class Discovery:
         return self.refused is not None
 
     async def _get(self, path: str) -> object:
-        headers = {"accept": "application/json", **self.route.upstream.headers}
+        headers = {"accept": "application/json", **self.upstream.headers}
         response = await self.pool.request("GET", self.configured, b"", headers, path)
         try:
             body = b""

@@ -96,8 +96,8 @@ class Deadlines:
     `cancelled_because`; the client leaving, its cancel and the process stopping cancel it the same way."""
 
     __slots__ = ("_keep_alive_in_flight", "_keepalive", "_record", "_timeouts", "_timer", "_writer",
-                 "cancelled_because", "last_upstream_event", "missed_deadline", "request_task", "started_at",
-                 "storing_conversation", "upstream_answered", "wake_at")
+                 "cancelled_because", "first_event_from", "last_upstream_event", "missed_deadline", "request_task",
+                 "started_at", "storing_conversation", "upstream_answered", "wake_at")
 
     def __init__(self, timeouts: Timeouts, keepalive: float, writer: ClientWriter, record: AccessRecord,
                  started_at: float) -> None:
@@ -107,6 +107,9 @@ class Deadlines:
         self._record = record
         self.started_at = started_at
         """When the request arrived (monotonic): the first-event and total deadlines count from it."""
+        self.first_event_from = started_at
+        """When the first-event deadline counts from: the request's arrival, or when it moved to another upstream
+        (`count_first_event_anew`)."""
         self.last_upstream_event = 0.0
         """When the upstream's body last brought an event (monotonic): the idle deadline counts from it. Bytes
         that finish none (a comment, a frame that never ends) do not count: an upstream saying only that it is
@@ -147,6 +150,13 @@ class Deadlines:
     def note_upstream_answered(self) -> None:
         """The upstream answered the request: a deadline that passes from now on is the run's, not the answer's."""
         self.upstream_answered = True
+
+    def count_first_event_anew(self) -> None:
+        """The run moved to another upstream, which did not answer yet: its first-event deadline counts from now,
+        the total one still from the request's arrival."""
+        self.cancelled_because = None
+        self.upstream_answered = False
+        self.first_event_from = time.monotonic()
 
     def carry_on(self) -> None:
         """The request goes on after a cancel from here, to tell its client why: it may be cancelled again."""
@@ -263,7 +273,7 @@ class Deadlines:
             case CountsFrom.ARRIVAL:
                 return self.started_at
             case CountsFrom.ARRIVAL_UNTIL_AN_EVENT:
-                return None if started else self.started_at
+                return None if started else self.first_event_from
             case CountsFrom.LAST_EVENT:
                 return self.last_upstream_event if started else None
 

@@ -1,0 +1,111 @@
+"""A run on a route with fallbacks: its upstreams tried in turn until one answers (`run`).
+
+```
+ order: where the conversation last succeeded, then the route's upstream and its fallbacks
+   │
+   ├─ ejected? ─▶ skipped
+   ├─ Call.attempt fails before its reply (unreachable, the connect deadline, a non-2xx answer, no answer by
+   │  the first-event deadline, its document or session unavailable)
+   │    ─▶ Moved: counted against it (`Ejection`); the next one is asked, the conversation mapped anew for it
+   └─ answers 2xx ─▶ the run is its: a failure from then on is told in band, as on any route
+```
+
+The client is told the last failure when none answered (or that every upstream is ejected)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING
+
+from gateway.core.codec import Dialect
+from gateway.core.errors import GatewayError, UpstreamError, UpstreamTimeout
+from gateway.core.turn import Turn
+from gateway.server.request.backends import order
+from gateway.server.stream.client import Reply
+from gateway.server.stream.deadlines import CancelReason
+
+if TYPE_CHECKING:
+    from gateway.server.request.call import Call
+
+
+class Moved(Exception):
+    """The upstream failed the run before its reply began: the run moves to the next one."""
+
+    def __init__(self, error: GatewayError, reason: str) -> None:
+        super().__init__(error.message)
+        self.error = error
+        """What the client is told if no upstream is left."""
+        self.reason = reason
+        """Why, as `agent_gateway_failovers_total` says it: unreachable, timeout, status, unavailable."""
+
+
+class Moves:
+    """What one run's attempts did, on a route with fallbacks."""
+
+    __slots__ = ("tried",)
+
+    def __init__(self) -> None:
+        self.tried: list[str] = []
+        """Each upstream that failed the run, and why ("primary: unreachable"): the access log's `failovers`."""
+
+    async def answered(self, call: Call) -> None:
+        """The upstream the call asked answered 2xx: the run is its, and it is in service."""
+        ejection = call.handler.ejection
+        if ejection is not None:
+            await ejection.succeeded(call.backend.name)
+
+
+async def run(call: Call, client: Dialect, turn: Turn) -> None:
+    """Ask the route's upstreams the client's turn in turn, until one answers; the conversation is mapped for each
+    as it is asked (`ConversationMapper.begin`, told who heard the conversation)."""
+    handler, record = call.handler, call.record
+    ejection = handler.ejection
+    assert ejection is not None
+    await ejection.look([backend.name for backend in handler.backends])
+    heard_by = await handler.mapper.heard_by(handler.route.name, call.caller.principal, turn)
+    moves = call.moves = Moves()
+    left: tuple[str, str] | None = None
+    """The upstream the run is moving away from, and why."""
+    failure: GatewayError | None = None
+    for backend in order(handler.backends, heard_by):
+        if not ejection.admits(backend.name):
+            left = left or (backend.name, "ejected")
+            continue
+        if left is not None:
+            handler.metrics.failovers.labels(handler.route.name, left[0], backend.name, left[1]).inc()
+        call.backend = backend
+        call.target, call.upstream_headers, call.session_headers = None, {}, {}
+        record.upstream, record.upstream_dialect = backend.name, backend.dialect.name
+        try:
+            await call.attempt(client, turn)
+            return
+        except Moved as moved:
+            failed = moved
+        except asyncio.CancelledError:
+            if (silent := _unanswered(call)) is None:
+                raise
+            failed = silent
+        call.deadlines.count_first_event_anew()  # each upstream has the first-event deadline; the total one holds
+        await ejection.failed(backend.name)
+        moves.tried.append(f"{backend.name}: {failed.reason}")
+        record.failovers = ", ".join(moves.tried)
+        left, failure = (backend.name, failed.reason), failed.error
+    call.moves = None
+    if failure is None:
+        failure = UpstreamError("every upstream of this route is out of service after failing runs; retry shortly")
+    await call.writer.fail_before_start(failure)
+
+
+def _unanswered(call: Call) -> Moved | None:
+    """A cancel of the run's task that is the first-event deadline passing before the upstream answered, the client
+    told nothing yet: the run moves on (the task goes on, the deadline counts anew for the next upstream)."""
+    deadlines = call.deadlines
+    if deadlines.cancelled_because is not CancelReason.TIMEOUT or deadlines.upstream_answered \
+            or call.writer.reply is not Reply.UNSENT \
+            or time.monotonic() - deadlines.started_at >= call.route.timeouts.total:  # the run's own time is up
+        return None
+    task = asyncio.current_task()
+    assert task is not None
+    task.uncancel()
+    return Moved(UpstreamTimeout(deadlines.missed_deadline), "timeout")
