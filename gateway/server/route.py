@@ -34,6 +34,7 @@ from gateway.server.operations.record import RequestOutcome
 from gateway.server.operations.telemetry import Tracing, upstream_attributes
 from gateway.server.request import held_calls, upstream_sessions
 from gateway.server.request.access import Access
+from gateway.server.request.budget import Budget
 from gateway.server.request.call import Call
 from gateway.server.request.discovery import Discovery, SideCalls
 from gateway.server.request.entry import entered, identify
@@ -65,6 +66,9 @@ class RouteHandler:
         """Where the route's resumable runs are (when `route.resumable`)."""
         self.pool = pool
         self.mapper = mapper
+        budget = route.limits.tokens_per_key
+        self.budget = Budget(route.name, budget, mapper.store) if budget is not None else None
+        """The route's token budget per key, when it sets one."""
         self.keepalive = keepalive
         self.metrics = metrics
         self.log_bodies = log_bodies
@@ -134,6 +138,8 @@ class RouteHandler:
                 turn = call.continued(turn)
                 self.reader.check_size(turn)
             turn = await queries.continuing(self, call, client, turn)
+            if self.budget is not None:
+                await self.budget.check(caller.accounted_as)
             self.access.admit(caller)
         except ClientGone:
             call.record.outcome = RequestOutcome.CLIENT_GONE
