@@ -126,6 +126,7 @@ def test_events_a_pair_drops_or_approximates_are_counted_by_kind() -> None:
         ("ag-kit", "state", "ag-ui"): 2,  # a snapshot and a delta
         ("vercel", "interrupt_as_tool_call", "ag-ui"): 1,
         ("agent-respond", "interrupt_as_note", "ag-ui"): 1,
+        ("ag-kit", "usage", "ag-ui"): 2,  # the built-in agent's usage reports
     }  # and nothing for the AG-UI client, which carries it all
 
 

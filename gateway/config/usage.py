@@ -21,7 +21,8 @@ class Price(Model):
 class Pricing(Model):
     """What a route's runs cost, by the model their usage reports name: `agent_gateway_cost_total` counts it."""
 
-    currency: str = Field("USD", pattern=r"^[A-Za-z]{1,8}$", description="the currency the prices are in")
+    currency: str = Field("USD", min_length=1, max_length=8, description="the currency the prices are in (a "
+                          "label of `agent_gateway_cost_total`)")
     default: Price | None = None
     """The price of a model not in `models`, or of a run whose usage names none; unset: such runs cost nothing."""
     models: dict[str, Price] = {}
