@@ -105,6 +105,8 @@ class Metrics:
 
         self._series: dict[tuple[str, str, str], Series] = {}
         self._keys: set[tuple[str, str]] = set()
+        self._token_children: dict[tuple[str, str, str], Counter] = {}
+        """`tokens`' children, looked up once (as `Series` does): bounded as the key labels are."""
 
     def key_label(self, route: str, key: str) -> str:
         """`key` as a metrics label: keys come from the configuration, so they are few; a tenant header's values
@@ -119,8 +121,12 @@ class Metrics:
         """Count a run's tokens under its key: the counts, by kind, for the access log."""
         counts = {kind: value for kind, field in _TOKEN_KINDS if (value := getattr(usage, field))}
         label = self.key_label(route, key)
+        children = self._token_children
         for kind, value in counts.items():
-            self.tokens.labels(route, label, kind).inc(value)
+            child = children.get((route, label, kind))
+            if child is None:
+                child = children[route, label, kind] = self.tokens.labels(route, label, kind)
+            child.inc(value)
         return counts
 
     def series(self, route: str, client: str, upstream: str) -> Series:
