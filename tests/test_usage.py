@@ -4,6 +4,7 @@ dialect before the upstream is called, shared by replicas over one Redis."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -107,6 +108,30 @@ def test_a_key_over_its_budget_gets_a_429_in_its_dialect_before_the_upstream_is_
     assert refused[0].json()["error"]["code"] == "over_budget"  # the gateway's own shape, which AG-UI's clients read
     assert "tokens for this day" in refused[1].json()["error"]["message"]  # OpenAI's error shape
     assert "You said: hi" in other_key.text  # budgets are per key
+
+
+def test_a_run_started_within_budget_finishes_when_the_key_goes_over_it_meanwhile(agent: Served) -> None:
+    limits = {"tokens_per_key": {"per": "day", "max": 3}}
+    with Served(create_app(config(agent, auth={"keys": list(KEYS.values())}, limits=limits),
+                           store=MemoryStore())) as gateway, httpx.Client(timeout=10) as http:
+        opened, slow_text = threading.Event(), []
+
+        def slow() -> None:  # twenty ticks, 50 ms apart
+            body = request_body("ag-ui", [user_message("ag-ui", "slow please")])
+            with http.stream("POST", f"{gateway.url}/agui", json=body, headers={"x-api-key": KEYS["alice"]}) as sent:
+                chunks = sent.iter_text()
+                slow_text.append(next(chunks))
+                opened.set()
+                slow_text.extend(chunks)
+
+        running = threading.Thread(target=slow)
+        running.start()
+        assert opened.wait(10)
+        assert ask(http, gateway.url, "spend the whole budget now", KEYS["alice"]).status_code == 200
+        running.join(10)
+        after = ask(http, gateway.url, "and now", KEYS["alice"])
+    assert "tick 20." in "".join(slow_text) and "RUN_FINISHED" in "".join(slow_text)  # every tick, and its end
+    assert after.status_code == 429
 
 
 def test_tenants_of_a_tenant_header_route_have_a_budget_each(agent: Served) -> None:
