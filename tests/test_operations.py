@@ -98,8 +98,8 @@ def test_tokens_the_upstream_reports_are_counted_per_route() -> None:
         for dialect, path in (("ag-ui", "/agui"), ("ag-kit", "/send-message")):
             post(http, f"{gateway.url}{path}", request_body(dialect, [user_message(dialect, "count")]))
         samples = metric_samples(http, gateway.url)
-    assert samples["agent_gateway_tokens_total", (("kind", "input"), ("route", "ops"))] == 30
-    assert samples["agent_gateway_tokens_total", (("kind", "output"), ("route", "ops"))] == 14
+    assert samples["agent_gateway_tokens_total", (("key_id", "anonymous"), ("kind", "input"), ("route", "ops"))] == 30
+    assert samples["agent_gateway_tokens_total", (("key_id", "anonymous"), ("kind", "output"), ("route", "ops"))] == 14
     # The AG-Kit client could not be told: that is counted too (two reports), the AG-UI one could.
     assert samples["agent_gateway_events_dropped_total", (
         ("client_dialect", "ag-kit"), ("kind", "usage"), ("upstream_dialect", "ag-ui"))] == 2
@@ -126,6 +126,7 @@ def test_events_a_pair_drops_or_approximates_are_counted_by_kind() -> None:
         ("ag-kit", "state", "ag-ui"): 2,  # a snapshot and a delta
         ("vercel", "interrupt_as_tool_call", "ag-ui"): 1,
         ("agent-respond", "interrupt_as_note", "ag-ui"): 1,
+        ("ag-kit", "usage", "ag-ui"): 2,  # the built-in agent's usage reports
     }  # and nothing for the AG-UI client, which carries it all
 
 

@@ -41,6 +41,9 @@ FALLBACK_TOOL = Tool("get_location", "The user's location, from their device.",
                      {"type": "object", "properties": {}})
 """Vercel and agent-respond requests cannot offer tools: like a useChat server, the agent then declares its own."""
 
+AGENT_MODEL = "builtin-agent"
+"""The model name the built-in agent's usage reports give: what a route's `pricing` may price."""
+
 Timeline = list[tuple[float, canonical.Event]]
 """Each event with the seconds to wait before sending it."""
 
@@ -107,8 +110,20 @@ def script(turn: Turn, history: list[Message]) -> Script:
         s.pause(HANG)
     s.emit(canonical.RunStarted(thread_id=turn.conversation_id, run_id=turn.run_id or new_id("run"),
                                 parent_run_id=turn.parent_run_id))
-    s.emit(conformance_kit.play(s, kit) if kit else _act(s, turn, history, text, keyword))
+    if kit:
+        s.emit(conformance_kit.play(s, kit))
+    else:
+        ending = _act(s, turn, history, text, keyword)
+        s.emit(_usage(s, history), ending)
     return s
+
+
+def _usage(s: Script, history: list[Message]) -> canonical.Usage:
+    """What the run used, a token a word: the conversation's words in, the reply's words out, so that a newcomer
+    sees tokens counted (and priced, and budgeted) per key."""
+    said = sum(len(e.delta.split()) for _, e in s.timeline if isinstance(e, canonical.TextDelta))
+    heard = sum(len((m.text or "").split()) for m in history)
+    return canonical.Usage(input_tokens=heard, output_tokens=said, total_tokens=heard + said, model=AGENT_MODEL)
 
 
 def _act(s: Script, turn: Turn, history: list[Message], text: str,

@@ -106,12 +106,16 @@ def _anchor(path: str) -> str:
 
 
 def _models_in(annotation: Any) -> Iterator[tuple[type[BaseModel], str]]:
-    """The models a field's values are, with how the path goes on into them: `` for one, `[]` for a list's items."""
+    """The models a field's values are, with how the path goes on into them: `` for one, `[]` for a list's items,
+    `.NAME` for a map's values."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         yield annotation, ""
     elif get_origin(annotation) is list:
         for inner, suffix in _models_in(get_args(annotation)[0]):
             yield inner, f"[]{suffix}"
+    elif get_origin(annotation) is dict:
+        for inner, suffix in _models_in(get_args(annotation)[1]):
+            yield inner, f".NAME{suffix}"
     elif get_origin(annotation) in (Union, types.UnionType):
         for arg in get_args(annotation):
             yield from _models_in(arg)
@@ -130,7 +134,7 @@ def _type_name(annotation: Any, key: str) -> str:
     if origin is list:
         return f"list of {_type_name(args[0], f'{key}[]')}"
     if origin is dict:
-        return f"map of {_type_name(args[0], key)} to {_type_name(args[1], key)}"
+        return f"map of {_type_name(args[0], key)} to {_type_name(args[1], f'{key}.NAME')}"
     names = {str: "string", int: "integer", float: "number", bool: "boolean"}
     if annotation in names:
         return names[annotation]

@@ -14,6 +14,7 @@ from pydantic import Field, field_validator, model_validator
 from adapters import registry
 from gateway.config.model import TOKEN, Model, known_dialect
 from gateway.config.upstream import RESERVED_UPSTREAM_HEADERS, Upstream
+from gateway.config.usage import Pricing, TokenBudget
 from gateway.core.addresses import ip_address
 from gateway.recordings.options import RecordOptions
 
@@ -60,6 +61,9 @@ class Limits(Model):
                                    "past it the run goes on, no longer resumable")
     max_resume_bytes: int = Field(16 * 1024 * 1024, gt=0, description="bytes of a resumable run's reply kept for "
                                   "resuming; past it the run goes on, no longer resumable")
+    tokens_per_key: TokenBudget | None = None
+    """Tokens each API key (each tenant, on a `tenant_header` route; the route's callers together, on an open
+    route) may use per minute, hour or day, counted in the shared store so that replicas share one budget."""
 
 
 class Auth(Model):
@@ -270,6 +274,8 @@ class Route(Model):
     """How long each step of a run may take."""
     limits: Limits = Limits()
     """What one request, and the route's requests together, may hold."""
+    pricing: Pricing | None = None
+    """What the route's runs cost per million tokens, by model: counted per key in `agent_gateway_cost_total`."""
     auth: Auth | None = None
     """API keys: a request without a valid one is a 401, and the key never goes upstream. Unset: an open route."""
     tenant_header: str | None = None

@@ -134,6 +134,11 @@ class RunRecorder:
             usage.input_tokens = min((usage.input_tokens or 0) + reported.input_tokens, _MAX_TOKENS)
         if type(reported.output_tokens) is int and 0 <= reported.output_tokens < _MAX_TOKENS:
             usage.output_tokens = min((usage.output_tokens or 0) + reported.output_tokens, _MAX_TOKENS)
+        if type(reported.reasoning_tokens) is int and 0 <= reported.reasoning_tokens < _MAX_TOKENS:
+            usage.reasoning_tokens = min((usage.reasoning_tokens or 0) + reported.reasoning_tokens, _MAX_TOKENS)
+        if type(reported.cached_input_tokens) is int and 0 <= reported.cached_input_tokens < _MAX_TOKENS:
+            usage.cached_input_tokens = min((usage.cached_input_tokens or 0) + reported.cached_input_tokens,
+                                            _MAX_TOKENS)
         if isinstance(reported.model, str) and reported.model:
             usage.model = reported.model[:_MAX_NAME]
         if isinstance(reported.provider, str) and reported.provider:

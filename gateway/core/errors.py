@@ -52,6 +52,7 @@ class ErrorCode(StrEnum):
     HOST_NOT_ALLOWED = "host_not_allowed"
     UNAUTHORIZED = "unauthorized"
     TOO_MANY_STREAMS = "too_many_streams"
+    OVER_BUDGET = "over_budget"
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
     REQUEST_TOO_LARGE = "request_too_large"
     REQUEST_TIMEOUT = "request_timeout"
@@ -140,6 +141,17 @@ class Unauthorized(RequestError):
 class TooManyStreams(RequestError):
     status = 429
     code: str = ErrorCode.TOO_MANY_STREAMS
+
+
+class OverBudget(RequestError):
+    """A key past its token budget (`limits.tokens_per_key`): `Retry-After` says when its window turns."""
+
+    status = 429
+    code: str = ErrorCode.OVER_BUDGET
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.headers = {"retry-after": str(retry_after)}
 
 
 class UnsupportedMediaType(RequestError):

@@ -34,6 +34,7 @@ from gateway.server.operations.record import RequestOutcome
 from gateway.server.operations.telemetry import Tracing
 from gateway.server.request.access import Access
 from gateway.server.request.backends import Backend
+from gateway.server.request.budget import Budget
 from gateway.server.request.call import Call
 from gateway.server.request.discovery import SideCalls
 from gateway.server.request.ejection import Ejection
@@ -67,6 +68,9 @@ class RouteHandler:
         """Where the route's resumable runs are (when `route.resumable`)."""
         self.pool = pool
         self.mapper = mapper
+        budget = route.limits.tokens_per_key
+        self.budget = Budget(route.name, budget, mapper.store) if budget is not None else None
+        """The route's token budget per key, when it sets one."""
         self.keepalive = keepalive
         self.metrics = metrics
         self.log_bodies = log_bodies
@@ -136,6 +140,8 @@ class RouteHandler:
                 turn = call.continued(turn)
                 self.reader.check_size(turn)
             turn = await queries.continuing(self, call, client, turn)
+            if self.budget is not None:
+                await self.budget.check(caller.accounted_as)
             self.access.admit(caller)
         except ClientGone:
             call.record.outcome = RequestOutcome.CLIENT_GONE

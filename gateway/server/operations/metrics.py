@@ -14,6 +14,10 @@ from gateway.core.dropped import Dropped
 from gateway.core.events import Usage
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+MAX_KEY_LABELS = 10_000
+"""Distinct (route, key) pairs the token and cost metrics label; past it, "other"."""
+_TOKEN_KINDS = (("input", "input_tokens"), ("output", "output_tokens"), ("reasoning", "reasoning_tokens"),
+                ("cached", "cached_input_tokens"))
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
 
@@ -28,8 +32,6 @@ class Series:
         self.first_event = metrics.first_event.labels(*self._labels)
         self.upstream_latency = metrics.upstream_latency.labels(*self._labels)
         self.duration = metrics.duration.labels(*self._labels)
-        self.input_tokens = metrics.tokens.labels(route, "input")
-        self.output_tokens = metrics.tokens.labels(route, "output")
         self._by_status: dict[str, Counter] = {}
         self._dropped: dict[str, Counter] = {}
 
@@ -38,12 +40,6 @@ class Series:
         if child is None:
             child = self._by_status[status] = self._metrics.requests.labels(*self._labels, status)
         return child
-
-    def tokens(self, usage: Usage) -> None:
-        if usage.input_tokens:
-            self.input_tokens.inc(usage.input_tokens)
-        if usage.output_tokens:
-            self.output_tokens.inc(usage.output_tokens)
 
     def dropped(self, counts: dict[Dropped, int]) -> None:
         """What the client's dialect could not carry of one request's run (`Encoder.dropped`), by kind."""
@@ -89,8 +85,11 @@ class Metrics:
                                   list(ids), buckets=_LATENCY_BUCKETS, registry=self.registry)
         self.errors = Counter("agent_gateway_errors", "Failed requests and runs, by error code.",
                               ["route", "kind"], registry=self.registry)
-        self.tokens = Counter("agent_gateway_tokens", "Tokens the upstream reported its runs used (input, output).",
-                              ["route", "kind"], registry=self.registry)
+        self.tokens = Counter("agent_gateway_tokens", "Tokens the upstream reported its runs used, by the key that "
+                              "asked (input, output, and of these reasoning and cached).",
+                              ["route", "key_id", "kind"], registry=self.registry)
+        self.cost = Counter("agent_gateway_cost", "What the tokens of the runs cost, by the key that asked, at the "
+                            "route's pricing.", ["route", "key_id", "currency"], registry=self.registry)
         self.events_dropped = Counter(
             "agent_gateway_events_dropped", "Canonical events the client's dialect could not carry: left out, or "
             "approximated (the kind says which).", ["client_dialect", "upstream_dialect", "kind"],
@@ -112,6 +111,30 @@ class Metrics:
             "(`eject_after`), else 0.", ["route", "upstream"], registry=self.registry, multiprocess_mode="max")
 
         self._series: dict[tuple[str, str, str], Series] = {}
+        self._keys: set[tuple[str, str]] = set()
+        self._token_children: dict[tuple[str, str, str], Counter] = {}
+        """`tokens`' children, looked up once (as `Series` does): bounded as the key labels are."""
+
+    def key_label(self, route: str, key: str) -> str:
+        """`key` as a metrics label: keys come from the configuration, so they are few; a tenant header's values
+        come from a trusted front end, and past `MAX_KEY_LABELS` new ones are counted as "other"."""
+        if (route, key) not in self._keys:
+            if len(self._keys) >= MAX_KEY_LABELS:
+                return "other"
+            self._keys.add((route, key))
+        return key
+
+    def usage(self, route: str, key: str, usage: Usage) -> dict[str, int]:
+        """Count a run's tokens under its key: the counts, by kind, for the access log."""
+        counts = {kind: value for kind, field in _TOKEN_KINDS if (value := getattr(usage, field))}
+        label = self.key_label(route, key)
+        children = self._token_children
+        for kind, value in counts.items():
+            child = children.get((route, label, kind))
+            if child is None:
+                child = children[route, label, kind] = self.tokens.labels(route, label, kind)
+            child.inc(value)
+        return counts
 
     def series(self, route: str, client: str, upstream: str) -> Series:
         key = (route, client, upstream)

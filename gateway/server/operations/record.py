@@ -57,6 +57,10 @@ class AccessRecord:
     """The trace the request's spans are in, when tracing is on and they are recorded."""
     key_id: str | None = None
     """Which API key the caller presented (its id, never the key)."""
+    tokens: dict[str, int] | None = None
+    """The tokens the upstream said the run used, by kind (input, output, reasoning, cached)."""
+    cost: float | None = None
+    """What those tokens cost, in the route's `pricing` currency."""
     request_body: str | None = None
     """The body's first 4 KiB, only with `--log-bodies`."""
     conversation_id: str | None = None

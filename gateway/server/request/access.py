@@ -35,6 +35,11 @@ class Caller:
     key_id: str | None
     principal: str
 
+    @property
+    def accounted_as(self) -> str:
+        """Whose tokens a run's are (metrics, budgets): the key's id, else the tenant's principal, or "anonymous"."""
+        return self.key_id or self.principal
+
 
 class Slots:
     """Things a route's callers hold at once, counted in all and per key: past either limit, `TooManyStreams`."""

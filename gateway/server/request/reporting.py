@@ -12,6 +12,7 @@ from gateway.server.operations.logs import ACCESS
 from gateway.server.operations.record import RequestOutcome
 
 if TYPE_CHECKING:
+    from gateway.core.events import Usage
     from gateway.server.request.call import Call
 
 log = logging.getLogger("agent_gateway.proxy")
@@ -51,7 +52,7 @@ def report(call: Call) -> None:
         metrics.errors.labels(route.name, kind).inc()
     usage = relay.recorder.usage if relay is not None else None
     if usage is not None:
-        series.tokens(usage)
+        _account(call, usage)
     if relay is not None and relay.encoder.dropped:
         series.dropped(relay.encoder.dropped)
     if relay is not None and (ignored := relay.decoder.ignored):
@@ -70,3 +71,17 @@ def report(call: Call) -> None:
     log_access.log(logging.WARNING if failed_upstream else logging.INFO, "request", extra=record.log_fields())
     if call.handler.observer is not None:
         call.handler.observer.end(call)
+
+
+def _account(call: Call, usage: Usage) -> None:
+    """A run's tokens counted under its caller's key (metrics, access log), priced with the route's `pricing`,
+    and spent from its budget."""
+    route, record, metrics, who = call.route, call.record, call.handler.metrics, call.caller.accounted_as
+    record.tokens = metrics.usage(route.name, who, usage)
+    if route.pricing is not None and (price := route.pricing.price(usage.model)) is not None:
+        cost = ((usage.input_tokens or 0) * price.input + (usage.output_tokens or 0) * price.output) / 1_000_000
+        record.cost = round(cost, 9)
+        if cost:
+            metrics.cost.labels(route.name, metrics.key_label(route.name, who), route.pricing.currency).inc(cost)
+    if call.handler.budget is not None:
+        call.handler.budget.spend(who, (usage.input_tokens or 0) + (usage.output_tokens or 0))

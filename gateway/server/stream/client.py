@@ -238,7 +238,7 @@ class ClientWriter:
             status, body = self.error_reply(error)
         else:
             status, body = error.status, orjson.dumps(error.to_json())
-            headers.update(error.headers)
+        headers.update(error.headers)
         await self.respond(status, headers, body)
 
     async def abort(self, error: GatewayError, code: str) -> None:
