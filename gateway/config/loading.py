@@ -6,13 +6,13 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
-from gateway.config.reference import sections
 from gateway.config.settings import GatewayConfig
 from gateway.core.validation import error_message, field_path
 
@@ -21,8 +21,13 @@ class ConfigError(ValueError):
     """The configuration is wrong; the message says where and how."""
 
 
-_KEYS = sorted({name for section in sections() for name in section.model.model_fields})
-"""Every key a configuration may hold, for "did you mean"."""
+@cache
+def _keys() -> list[str]:
+    """Every key a configuration may hold, for "did you mean": read from the models as the reference page is
+    (imported here, not at the top, so that `python -m gateway.config.reference` runs a module not yet loaded)."""
+    from gateway.config.reference import sections
+
+    return sorted({name for section in sections() for name in section.model.model_fields})
 
 
 def load_config(path: str | Path, environ: dict[str, str] | None = None) -> GatewayConfig:
@@ -63,7 +68,7 @@ def parse_config(text: str, source: str = "<config>", environ: dict[str, str] | 
             where = f"{source}:{line}" if line else source
             message = error_message(error)
             if message == "unknown key" and isinstance(loc[-1], str):
-                close = difflib.get_close_matches(loc[-1], _KEYS, n=1)
+                close = difflib.get_close_matches(loc[-1], _keys(), n=1)
                 message = f"unknown key{f'; did you mean {close[0]}?' if close else ''}"
             entry = f"{where}: {field_path(loc) if loc else 'the file'}: {message}"
             if entry not in lines:
