@@ -76,7 +76,7 @@ def test_chat_completions_stream_the_agents_text_with_usage_and_a_finish_reason(
     assert report["text"] == HELLO and report["finishReasons"] == ["stop"]
     assert report["objects"] == ["chat.completion.chunk"] and len(report["ids"]) == 1
     assert report["lastChoices"] == 0  # include_usage: a last chunk with no choices, carrying the usage
-    assert sorted(report["usage"]) == ["completion_tokens", "prompt_tokens", "total_tokens"]
+    assert {"completion_tokens", "prompt_tokens", "total_tokens"} <= set(report["usage"])  # details where reported
     assert report["final"] == {"role": "assistant", "content": HELLO, "finish_reason": "stop"}
 
 
@@ -84,9 +84,12 @@ def test_a_chat_completion_in_one_body(seen: dict[str, Any], request: pytest.Fix
     report = _step(seen, "chat-body")
     assert report["object"] == "chat.completion" and report["choices"] == 1
     assert (report["role"], report["content"], report["finish_reason"]) == ("assistant", HELLO, "stop")
-    # The agent counts no tokens: no usage, but from a Chat Completions agent, which streams zeros when asked to
-    reported = request.node.callspec.params["seen"] == "openai-chat"
-    assert report["usage"] == ({"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0} if reported else None)
+    # The built-in agent counts a token a word ("hello" in, five words out), where its dialect carries usage
+    carried = request.node.callspec.params["seen"] in ("ag-ui", "agent-respond", "langgraph", "openai-chat",
+                                                       "openai-responses")
+    usage = report["usage"]
+    counts = {name: usage[name] for name in ("prompt_tokens", "completion_tokens", "total_tokens")} if usage else None
+    assert counts == ({"prompt_tokens": 1, "completion_tokens": 5, "total_tokens": 6} if carried else None)
 
 
 def test_chat_completions_round_trip_a_client_tool_by_hand_and_with_run_tools(seen: dict[str, Any]) -> None:

@@ -136,11 +136,18 @@ def test_a_failing_run_is_the_sdks_error_in_chat_completions(client: openai.Open
         _complete(client, mode, upstream, SAY["fail"])
 
 
-@pytest.mark.parametrize("upstream", ["ag-ui"])
+@pytest.mark.parametrize("upstream", ["ag-kit"])  # the built-in agent reports usage; AG-Kit cannot carry it
 def test_a_chat_completion_reports_no_usage_when_the_agent_reported_none(client: openai.OpenAI,
                                                                          upstream: str) -> None:
     completion = client.chat.completions.create(model=upstream, messages=[{"role": "user", "content": "hello"}])
     assert completion.usage is None
+
+
+@pytest.mark.parametrize("upstream", ["ag-ui"])
+def test_a_chat_completion_reports_the_usage_the_agent_reported(client: openai.OpenAI, upstream: str) -> None:
+    completion = client.chat.completions.create(model=upstream, messages=[{"role": "user", "content": "hello"}])
+    assert completion.usage is not None  # the built-in agent's: a token a word
+    assert (completion.usage.prompt_tokens, completion.usage.completion_tokens) == (1, 5)
 
 
 @pytest.mark.parametrize("upstream", ["ag-kit"])  # an agent that keeps the history: the gateway must find it
