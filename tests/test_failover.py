@@ -9,6 +9,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from typing import Any
 
@@ -30,9 +31,10 @@ from gateway.server.request.shared_ejection import LOOK_SECONDS
 
 
 class Switch:
-    """An upstream the test turns: `up` passes each request to `app`; `503` refuses it; `silent` never answers it
-    (until the gateway gives up); `cut` sends the first event of a run, then breaks the connection. `runs` counts
-    the runs that reached it, whatever it did with them."""
+    """An upstream the test turns: `up` passes each request to `app`; `503` refuses it, `400` says it is wrong;
+    `silent` never answers it (until the gateway gives up); `mute` answers 200, then sends nothing; `hangs up`
+    answers 200 and ends its body with no event; `cut` sends the first event of a run, then breaks the connection.
+    `slow` passes it on after 0.8s. `runs` counts the runs that reached it, whatever it did with them."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -46,11 +48,25 @@ class Switch:
         self.runs += 1
         if self.mode == "up":
             await self.app(scope, receive, send)
-        elif self.mode == "503":
-            await send({"type": "http.response.start", "status": 503, "headers": [(b"content-type", b"text/plain")]})
-            await send({"type": "http.response.body", "body": b"overloaded"})
+        elif self.mode == "slow":
+            await asyncio.sleep(0.8)
+            await self.app(scope, receive, send)
+        elif self.mode == "503 json":  # an error its dialect reads: relayed as the run's error on a plain route
+            await send({"type": "http.response.start", "status": 503,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": b'{"error": {"message": "overloaded"}}'})
+        elif self.mode in ("503", "400"):
+            await send({"type": "http.response.start", "status": int(self.mode),
+                        "headers": [(b"content-type", b"text/plain")]})
+            await send({"type": "http.response.body", "body": b"overloaded" if self.mode == "503" else b"no"})
         elif self.mode == "silent":
             await asyncio.sleep(30)
+        elif self.mode in ("mute", "hangs up"):
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"text/event-stream")]})
+            await send({"type": "http.response.body", "body": b"", "more_body": self.mode == "mute"})
+            if self.mode == "mute":
+                await asyncio.sleep(30)
         elif self.mode == "cut":
             await send({"type": "http.response.start", "status": 200,
                         "headers": [(b"content-type", b"text/event-stream")]})
@@ -110,9 +126,10 @@ def metric(http: httpx.Client, gateway: str, name: str, **labels: str) -> float:
     return 0.0
 
 
-@pytest.mark.parametrize("failure", ["503", "silent"])
+@pytest.mark.parametrize(("failure", "reason"), [("503", "status"), ("silent", "timeout"), ("mute", "timeout"),
+                                                 ("hangs up", "broke")])
 def test_a_run_the_upstream_fails_before_its_first_event_goes_to_the_fallback_with_the_conversation_whole(
-        failure: str, primary: tuple[Switch, str], fallback: tuple[Switch, str]) -> None:
+        failure: str, reason: str, primary: tuple[Switch, str], fallback: tuple[Switch, str]) -> None:
     (agui, agui_url), (vercel, vercel_url) = primary, fallback
     with Served(create_app(gateway_config(agui_url, vercel_url), store=MemoryStore())) as gateway, \
             httpx.Client(timeout=20) as http:
@@ -122,7 +139,6 @@ def test_a_run_the_upstream_fails_before_its_first_event_goes_to_the_fallback_wi
         two = turn(http, gateway.url, "again", f"moves-{failure}")
         assert two.error is None and "You said: again. (turn 2)" in two.text  # the fallback was told turn 1
         assert agui.runs == 2 and vercel.runs == 1
-        reason = "status" if failure == "503" else "timeout"
         assert metric(http, gateway.url, "agent_gateway_failovers_total", route="kit", to="vercel-twin",
                       reason=reason) == 1
         agui.mode = "up"
@@ -188,6 +204,36 @@ def test_a_run_whose_first_event_reached_the_client_never_moves(primary: tuple[S
         assert vercel.runs == 0
 
 
+def test_a_one_body_client_and_upstream_move_on_an_error_body_the_upstreams_dialect_reads(
+        fallback: tuple[Switch, str]) -> None:
+    """An /agent/respond upstream answering 503 with its dialect's JSON error: on a plain route that is the run's
+    error; with a fallback left, the run moves there, and the eval platform gets one whole answer."""
+    vercel, vercel_url = fallback
+    respond = Switch(create_agent_app("agent-respond"))
+    with Served(respond) as served:
+        config = GatewayConfig.model_validate({"routes": [{
+            "name": "eval", "paths": ["/agent/respond"], "client_dialects": ["agent-respond"],
+            "upstream": {"url": f"{served.url}/agent/respond", "dialect": "agent-respond"},
+            "fallbacks": [{"url": f"{vercel_url}/api/chat", "dialect": "vercel", "name": "vercel-twin"}]}]})
+        respond.mode = "503 json"
+        with Served(create_app(config, store=MemoryStore())) as gateway, httpx.Client(timeout=20) as http:
+            body = request_body("agent-respond", [user_message("agent-respond", "hi")], "one-body")
+            reply = Reply("agent-respond", post(http, f"{gateway.url}/agent/respond", body))
+            assert reply.response.status_code == 200 and "You said: hi" in reply.text
+            assert respond.runs == 1 and vercel.runs == 1
+
+
+def test_an_answer_that_the_run_is_wrong_is_the_clients_and_moves_nothing(primary: tuple[Switch, str],
+                                                                          fallback: tuple[Switch, str]) -> None:
+    (agui, agui_url), (vercel, vercel_url) = primary, fallback
+    agui.mode = "400"
+    config = gateway_config(agui_url, vercel_url, eject_after=1)
+    with Served(create_app(config, store=MemoryStore())) as gateway, httpx.Client(timeout=20) as http:
+        refused = post(http, f"{gateway.url}/kit", request_body("ag-kit", [user_message("ag-kit", "hi")], "wrong"))
+        assert refused.status_code == 502 and "400" in refused.text and vercel.runs == 0
+        assert http.get(f"{gateway.url}/readyz").json() == {"status": "ready"}  # not held against the upstream
+
+
 def test_an_upstream_failing_runs_in_a_row_is_ejected_then_tried_again(primary: tuple[Switch, str],
                                                                        fallback: tuple[Switch, str]) -> None:
     (agui, agui_url), (vercel, vercel_url) = primary, fallback
@@ -244,3 +290,27 @@ def test_two_replicas_sharing_redis_share_failures_and_ejection(primary: tuple[S
         assert "(turn 1)" in turn(http, one, "hi", "replica-4").text
         assert agui.runs == 2 and vercel.runs == 4
         assert http.get(f"{one}/readyz").json() == {"status": "ready", "ejected": {"kit": ["primary"]}}
+
+
+def test_once_an_ejection_is_over_one_run_on_one_replica_tries_the_upstream_again(
+        primary: tuple[Switch, str], fallback: tuple[Switch, str]) -> None:
+    """While the first replica's run tries the upstream again (slowly), the other replica's runs skip it."""
+    (agui, agui_url), (vercel, vercel_url) = primary, fallback
+    agui.mode = "503"
+    with RedisServer() as redis, ExitStack() as stack, httpx.Client(timeout=20) as http:
+        config = gateway_config(agui_url, vercel_url, eject_after=1, eject_for=1.0)
+        config.store.url = redis.url
+        one, two = (stack.enter_context(Served(create_app(config))).url for _ in range(2))
+        assert "(turn 1)" in turn(http, one, "hi", "trial-1").text
+        assert "(turn 1)" in turn(http, two, "hi", "trial-2").text  # ejected on the other replica too
+        assert agui.runs == 1
+        agui.mode = "slow"
+        time.sleep(1.2)  # both replicas' ejections are over
+        with ThreadPoolExecutor(1) as pool:
+            trying = pool.submit(turn, http, one, "hi", "trial-3")
+            while agui.runs < 2:  # the first replica's run is trying it
+                time.sleep(0.02)
+            assert "(turn 1)" in turn(http, two, "hi", "trial-4").text
+            assert agui.runs == 2 and vercel.runs == 3  # not tried by the second replica meanwhile
+            assert "(turn 1)" in trying.result().text
+        assert agui.runs == 2 and vercel.runs == 3  # the trial run was the primary's

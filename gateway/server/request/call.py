@@ -28,7 +28,8 @@ client's cancel, the client gone or stalled; `Deadlines.ending` says what each m
 
 Errors before the response starts are a real HTTP status with a JSON body (400/413/415/422 for the request,
 502 when the upstream failed, 504 when it timed out), or the client dialect's own error (A2A's JSON-RPC errors).
-The response starts when the upstream has answered 2xx; after that, an error is an in-band event in the client's
+The response starts when the upstream has answered 2xx (on a route with fallbacks, when it sent its first event:
+until then the run may move, failover.py); after that, an error is an in-band event in the client's
 dialect, followed by its terminator. What each request did is its `AccessRecord` (record.py): one log line, its
 metrics and its span. A run that ends on a question its upstream waits for on the call itself (`HeldCalls`) leaves
 the upstream's response held open (held_calls.py); the turn that answers it reads that response on instead of
@@ -51,7 +52,7 @@ from gateway.conversations.mapper import Exchange
 from gateway.conversations.recorder import RunRecorder
 from gateway.core.capabilities import ProtocolHeaders, Variants, WholeHistory, WireFormats
 from gateway.core.codec import Decoder, Dialect, UpstreamRequest
-from gateway.core.errors import ErrorCode, GatewayError
+from gateway.core.errors import ErrorCode, GatewayError, UpstreamError
 from gateway.core.events import Interrupt, RunFinished, RunStarted
 from gateway.core.ids import new_id
 from gateway.core.turn import Turn
@@ -67,7 +68,7 @@ from gateway.server.request.held_calls import Held
 from gateway.server.request.reporting import report
 from gateway.server.stream.client import ClientWriter
 from gateway.server.stream.deadlines import CancelReason, Deadlines
-from gateway.server.stream.relay import UNBUFFERED_HEADERS, Relay
+from gateway.server.stream.relay import UNBUFFERED_HEADERS, NoFirstEvent, Relay
 from gateway.server.stream.upstream_errors import failure_line, refusal_to_read, refused, send_failure
 from gateway.upstream.http1 import HTTPError, Response, Target
 
@@ -319,14 +320,18 @@ class Call:
         return response
 
     async def _check_status(self, response: Response, outbound: UpstreamRequest) -> bool:
-        """Whether the answer is a reply to relay; if not, the client has been told so, with a 502."""
+        """Whether the answer is a reply to relay; if not, the client has been told so, with a 502. On a route with
+        fallbacks, an answer that says the upstream cannot serve now (a 5xx, 408, 429, or a body that is not its
+        dialect's) moves the run, even one whose error its dialect could relay while another upstream is left."""
         content_type = response.headers.get("content-type", "")
         refuse, wrong = refusal_to_read(outbound, response.status, content_type, self.backend.dialect.name)
-        if refuse:
+        moves = self.moves
+        moving = moves is not None and (wrong is not None or _unserved(response.status)) and (refuse or moves.more)
+        if refuse or moving:
             error, self.record.error_detail = await refused(response, wrong, self.handler.debug_errors)
-            await self.failed_before_reply(error, "status")
-        elif self.moves is not None:
-            await self.moves.answered(self)
+            if moving:
+                raise Moved(error, "status")
+            await self.writer.fail_before_start(error)
         return not refuse
 
     async def failed_before_reply(self, error: GatewayError, reason: str) -> None:
@@ -365,8 +370,11 @@ class Call:
             recorder=RunRecorder(exchange.conversation.state, handler.mapper.max_bytes), decoder=decoder,
             upstream_status=response.status, mapper=handler.mapper, record=self.record, writer=self.writer,
             deadlines=self.deadlines, reattach=self.reattach, max_held=self.route.limits.max_held_text,
-            abandon=self.cancel_upstream)
-        await relay.run(response, outbound.streams)
+            abandon=self.cancel_upstream, committing=self.moves.answered if self.moves is not None else None)
+        try:
+            await relay.run(response, outbound.streams)
+        except NoFirstEvent as ended:
+            raise Moved(UpstreamError(ended.message), "broke") from None
 
     async def reattach(self, request: UpstreamRequest) -> Response | None:
         """Ask the upstream for the rest of a run whose stream broke off (see `Decoder.reattach_request`): its
@@ -432,6 +440,11 @@ def _passed(dialect: Dialect) -> tuple[str, ...]:
     """The headers only a server of the dialect reads (`ProtocolHeaders`), passed between its client and upstream."""
     headers = dialect.capability(ProtocolHeaders)
     return headers.passed if headers is not None else ()
+
+
+def _unserved(status: int) -> bool:
+    """Whether an answer's status says the upstream cannot serve the run now, rather than that the run is wrong."""
+    return status >= 500 or status in (408, 429)
 
 
 def _reply_decoder(upstream: Dialect, outbound: UpstreamRequest, content_type: str, max_event_bytes: int

@@ -49,9 +49,9 @@ class Ejection:
                 self._shown(name, True)
             health.ejected_until = max(health.ejected_until, now + left)
 
-    def admits(self, name: str) -> bool:
-        """Whether a run may try the upstream now: it is in service, or its ejection is over and no other run is
-        trying it again (this one then does)."""
+    async def admits(self, name: str) -> bool:
+        """Whether a run may try the upstream now: it is in service, or its ejection is over and no other run, on
+        any replica, is trying it again (this one then does)."""
         health = self._health.get(name)
         if health is None or health.ejected_until == 0.0:
             return True
@@ -59,7 +59,7 @@ class Ejection:
         if now < health.ejected_until or now < health.trial_until:
             return False
         health.trial_until = now + self.seconds
-        return True
+        return self._shared is None or await self._shared.may_try(name)
 
     async def failed(self, name: str) -> None:
         """A run failed at the upstream before its first event."""

@@ -4,11 +4,15 @@
  order: where the conversation last succeeded, then the route's upstream and its fallbacks
    │
    ├─ ejected? ─▶ skipped
-   ├─ Call.attempt fails before its reply (unreachable, the connect deadline, a non-2xx answer, no answer by
-   │  the first-event deadline, its document or session unavailable)
+   ├─ Call.attempt fails before its first event (unreachable, the connect deadline, a 5xx, 408 or 429 answer,
+   │  no event by the first-event deadline, a reply that broke off or ended before one, its document or session
+   │  unavailable)
    │    ─▶ Moved: counted against it (`Ejection`); the next one is asked, the conversation mapped anew for it
-   └─ answers 2xx ─▶ the run is its: a failure from then on is told in band, as on any route
+   └─ sends its first event ─▶ the run is its: a failure from then on is told in band, as on any route
 ```
+
+Until that first event the client is sent nothing, not even the response's head (`Relay`'s `committing`). An
+answer that says the run itself is wrong (any other 4xx) is the client's, on the first upstream as on the last.
 
 The client is told the last failure when none answered (or that every upstream is ejected)."""
 
@@ -22,6 +26,7 @@ from gateway.core.codec import Dialect
 from gateway.core.errors import GatewayError, UpstreamError, UpstreamTimeout
 from gateway.core.turn import Turn
 from gateway.server.request.backends import order
+from gateway.server.request.ejection import Ejection
 from gateway.server.stream.client import Reply
 from gateway.server.stream.deadlines import CancelReason
 
@@ -43,17 +48,20 @@ class Moved(Exception):
 class Moves:
     """What one run's attempts did, on a route with fallbacks."""
 
-    __slots__ = ("tried",)
+    __slots__ = ("_ejection", "more", "now_asked", "tried")
 
-    def __init__(self) -> None:
+    def __init__(self, ejection: Ejection) -> None:
+        self._ejection = ejection
         self.tried: list[str] = []
         """Each upstream that failed the run, and why ("primary: unreachable"): the access log's `failovers`."""
+        self.now_asked = ""
+        """The upstream being asked."""
+        self.more = False
+        """Another upstream is left to ask after it."""
 
-    async def answered(self, call: Call) -> None:
-        """The upstream the call asked answered 2xx: the run is its, and it is in service."""
-        ejection = call.handler.ejection
-        if ejection is not None:
-            await ejection.succeeded(call.backend.name)
+    async def answered(self) -> None:
+        """The upstream being asked sent the run's first event: the run is its, and it is in service."""
+        await self._ejection.succeeded(self.now_asked)
 
 
 async def run(call: Call, client: Dialect, turn: Turn) -> None:
@@ -64,17 +72,19 @@ async def run(call: Call, client: Dialect, turn: Turn) -> None:
     assert ejection is not None
     await ejection.look([backend.name for backend in handler.backends])
     heard_by = await handler.mapper.heard_by(handler.route.name, call.caller.principal, turn)
-    moves = call.moves = Moves()
+    moves = call.moves = Moves(ejection)
     left: tuple[str, str] | None = None
     """The upstream the run is moving away from, and why."""
     failure: GatewayError | None = None
-    for backend in order(handler.backends, heard_by):
-        if not ejection.admits(backend.name):
+    backends = order(handler.backends, heard_by)
+    for index, backend in enumerate(backends):
+        if not await ejection.admits(backend.name):
             left = left or (backend.name, "ejected")
             continue
         if left is not None:
             handler.metrics.failovers.labels(handler.route.name, left[0], backend.name, left[1]).inc()
-        call.backend = backend
+        call.backend, moves.now_asked, moves.more = backend, backend.name, index < len(backends) - 1
+        call.relay = None
         call.target, call.upstream_headers, call.session_headers = None, {}, {}
         record.upstream, record.upstream_dialect = backend.name, backend.dialect.name
         try:
@@ -86,6 +96,9 @@ async def run(call: Call, client: Dialect, turn: Turn) -> None:
             if (silent := _unanswered(call)) is None:
                 raise
             failed = silent
+        if call.relay is not None:  # it answered, then sent nothing: it may run on (an A2A task) unless told
+            call.cancel_upstream()
+            record.upstream_cancelled = False
         call.deadlines.count_first_event_anew()  # each upstream has the first-event deadline; the total one holds
         await ejection.failed(backend.name)
         moves.tried.append(f"{backend.name}: {failed.reason}")
@@ -98,10 +111,10 @@ async def run(call: Call, client: Dialect, turn: Turn) -> None:
 
 
 def _unanswered(call: Call) -> Moved | None:
-    """A cancel of the run's task that is the first-event deadline passing before the upstream answered, the client
-    told nothing yet: the run moves on (the task goes on, the deadline counts anew for the next upstream)."""
+    """A cancel of the run's task that is the first-event deadline passing before the upstream's first event, the
+    client told nothing yet: the run moves on (the task goes on, the deadline counts anew for the next upstream)."""
     deadlines = call.deadlines
-    if deadlines.cancelled_because is not CancelReason.TIMEOUT or deadlines.upstream_answered \
+    if deadlines.cancelled_because is not CancelReason.TIMEOUT or call.record.events \
             or call.writer.reply is not Reply.UNSENT \
             or time.monotonic() - deadlines.started_at >= call.route.timeouts.total:  # the run's own time is up
         return None

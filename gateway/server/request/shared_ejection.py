@@ -1,9 +1,10 @@
 """Ejection shared by the replicas over the Redis their store shares (`SharedEjection`), beside each process's own
-(`Ejection`): two keys per upstream of a route with fallbacks, each expiring.
+(`Ejection`): three keys per upstream of a route with fallbacks, each expiring.
 
 ```
 agw:eject:{route}:{upstream}:f   its failures in a row, on any replica (expires after eject_for)
 agw:eject:{route}:{upstream}:e   set while it is ejected (expires after eject_for)
+agw:eject:{route}:{upstream}:t   set by the one replica whose run tries it again once its ejection is over
 ```
 
 A replica writes a failure as it happens, and reads every upstream's ejection at most once a `LOOK_SECONDS` per
@@ -47,18 +48,29 @@ class SharedEjection:
                     return False
                 async with self._redis.client.pipeline(transaction=False) as pipe:
                     pipe.set(ejected, "1", px=self._ms)
-                    pipe.delete(failures)
+                    pipe.delete(failures, self._prefix + name + ":t")
                     await pipe.execute()
                 return True
         except StoreError as exc:
             log.warning("a failure of upstream %s was not shared with the other replicas: %s", name, exc)
             return False
 
+    async def may_try(self, name: str) -> bool:
+        """Whether this replica's run is the one that tries the upstream again after its ejection: the first to ask
+        is, for `eject_for` seconds (or until that run ends). Redis failing: each replica decides for itself."""
+        try:
+            with self._redis.errors():
+                return bool(await self._redis.client.set(self._prefix + name + ":t", "1", nx=True, px=self._ms))
+        except StoreError as exc:
+            log.warning("whether another replica tries upstream %s again could not be read: %s", name, exc)
+            return True
+
     async def succeeded(self, name: str) -> None:
         """The upstream answered: its failures in a row, and its ejection, are over on every replica."""
         try:
             with self._redis.errors():
-                await self._redis.client.delete(self._prefix + name + ":f", self._prefix + name + ":e")
+                await self._redis.client.delete(self._prefix + name + ":f", self._prefix + name + ":e",
+                                                self._prefix + name + ":t")
         except StoreError as exc:
             log.warning("upstream %s answering again was not shared with the other replicas: %s", name, exc)
 

@@ -38,6 +38,15 @@ UNBUFFERED_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 _TERMINAL = frozenset({RunFinished, RunError})
 
+class NoFirstEvent(Exception):
+    """The upstream's stream broke or ended before its first event, on a run that may still move to another
+    upstream (`Relay`'s `committing`): the client has been sent nothing."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
 class HeldTooMuch(Exception):
     """The run brought more of one piece its client needs whole (a tool call's arguments, a one-body reply) than the
     route lets the gateway hold: it ends with an error rather than grow the process."""
@@ -52,16 +61,22 @@ class Relay:
     """One run, from the upstream's 2xx body to the client's last byte. It holds what the run is translated and
     recorded with: the upstream's decoder, the client's encoder, the recorder and the exchange."""
 
-    __slots__ = ("_deadlines", "_end", "_first_frame_alone", "_handed_back", "_max_held", "_offer_pending",
-                 "_reattach_to", "_record", "_send", "_started_at", "_streams", "_upstream_status", "_watched",
-                 "_writer", "decoder", "encoder", "exchange", "recorder")
+    __slots__ = ("_committing", "_deadlines", "_end", "_first_frame_alone", "_handed_back", "_max_held",
+                 "_offer_pending", "_reattach_to", "_record", "_send", "_sent_by", "_started_at", "_streams",
+                 "_upstream_status", "_watched", "_writer", "decoder", "encoder", "exchange", "recorder")
 
     def __init__(self, *, exchange: Exchange, client_dialect: Dialect, decoder: Decoder, encoder: Encoder,
                  recorder: RunRecorder, upstream_status: int, mapper: ConversationMapper, record: AccessRecord,
                  writer: ClientWriter, deadlines: Deadlines, watched: WatchedRun | None = None,
                  reattach: Callable[[UpstreamRequest], Awaitable[Response | None]] | None = None,
-                 max_held: int = 1 << 62, abandon: Callable[[], None] | None = None) -> None:
+                 max_held: int = 1 << 62, abandon: Callable[[], None] | None = None,
+                 committing: Callable[[], Awaitable[None]] | None = None) -> None:
         self.exchange = exchange
+        self._committing = committing
+        """On a run that may still move to another upstream (a route with fallbacks): called as its first event
+        goes out, when the run becomes this upstream's. Until then the client is sent nothing, not even the
+        response's head, and a run that ends or is cut short before that event is left to the caller
+        (`NoFirstEvent`, or the cancel), which may move it."""
         self._max_held = max_held
         """Characters of one piece the client needs whole that the run may bring (`limits.max_held_text`)."""
         self._reattach_to = reattach
@@ -78,10 +93,12 @@ class Relay:
         self._started_at = deadlines.started_at
         self._streams = encoder.streams
         """The client gets the events as they come, not one body at the end."""
-        self._send: Callable[[bytes], Awaitable[None]] = \
+        self._sent_by: Callable[[bytes], Awaitable[None]] = \
             writer.write if encoder.streams else partial(writer.answer_early, encoder)
         """Sends the client the bytes of a batch that does not end the run: a piece of its stream, or (a client
         that asked for its whole reply before the run's end) that reply."""
+        self._send: Callable[[bytes], Awaitable[None]] = \
+            self._sent_by if committing is None else self._commit_then_send
         self._first_frame_alone = False
         """The first frame of the upstream's stream is still to be translated and sent on its own."""
         self._offer_pending = False
@@ -94,13 +111,11 @@ class Relay:
 
     async def run(self, response: Response, upstream_streams: bool) -> None:
         """Move the upstream's body to the client, translated, and store what the run added to the conversation."""
-        decoder, encoder, writer = self.decoder, self.encoder, self._writer
-        await writer.begin_reply(encoder, UNBUFFERED_HEADERS)
-        if not self._streams and (opening := encoder.opening()):  # the client asked for no more than that
-            await writer.answer_early(encoder, opening)
+        decoder, encoder = self.decoder, self.encoder
+        if self._committing is None:
+            await self._begin_reply(opening=True)
         self._deadlines.heard_from_upstream(time.monotonic())
         self._first_frame_alone = encoder.streams and upstream_streams
-        self._offer_pending = self._streams and writer.direct_writes  # the start goes through the task as it did
         first_break: HTTPError | None = None
         """How the upstream's stream broke, for the error when what was asked for next brought nothing more."""
         try:
@@ -114,6 +129,8 @@ class Relay:
                 again = await self._reattach(response, broke is not None)  # broke off mid-run: ask for the rest
                 if again is None:
                     events = _ended(decoder, broke, first_break)
+                    if self._committing is not None and not self._record.events and _broke_off(events, broke):
+                        raise NoFirstEvent(_what_broke(events))
                     break
                 first_break = first_break or broke
                 response.offer = None
@@ -121,6 +138,8 @@ class Relay:
         except HeldTooMuch as exc:
             events = _held_too_much(decoder, exc)
         except asyncio.CancelledError:
+            if self._committing is not None and not self._record.events:  # the run may still move: the caller's
+                raise
             cut_short = self._cut_short()
             if cut_short is None:  # not ours, or nobody is left to tell: the exchange ends
                 raise
@@ -132,6 +151,27 @@ class Relay:
                 await self._deliver(events)
             except HeldTooMuch as exc:  # the run's last batch went past the bound (a one-body upstream's whole reply)
                 await self._deliver(_held_too_much(decoder, exc))
+
+    async def _begin_reply(self, *, opening: bool) -> None:
+        """The client's reply begins: a stream's head goes out, and a client that asked for no more than the run's
+        start (`opening`) is given it. From here the client's pieces may be written in the upstream's callback."""
+        writer, encoder = self._writer, self.encoder
+        await writer.begin_reply(encoder, UNBUFFERED_HEADERS)
+        if opening and not self._streams and (early := encoder.opening()):
+            await writer.answer_early(encoder, early)
+        self._offer_pending = self._streams and writer.direct_writes  # the start goes through the task as it did
+
+    async def _commit(self, opening: bool = True) -> None:
+        """The run's first event goes out: the run is this upstream's, and its reply begins."""
+        committing, self._committing, self._send = self._committing, None, self._sent_by
+        assert committing is not None
+        await committing()
+        await self._begin_reply(opening=opening)
+
+    async def _commit_then_send(self, out: bytes) -> None:
+        if self._committing is not None:
+            await self._commit()
+        await self._sent_by(out)
 
     async def _stream(self, response: Response) -> bool:
         """Read `response`'s body, each read through `_step` and its bytes sent: True once the run's end is out (or
@@ -271,6 +311,8 @@ class Relay:
             if out:
                 await self._send(out)
             return
+        if self._committing is not None:  # the run's first batch is its last: no start to give early
+            await self._commit(opening=False)
         await self._end.finish(out, terminal)
 
 
@@ -290,6 +332,24 @@ def _ended(decoder: Decoder, broke: HTTPError | None, first_break: HTTPError | N
             events[-1].code == ErrorCode.UPSTREAM_TRUNCATED:
         events[-1] = RunError(f"upstream connection broke: {failure_line(first_break)}", code=ErrorCode.UPSTREAM_ERROR)
     return events
+
+
+_EMPTY = "upstream ended its reply without a run"
+
+
+def _what_broke(events: list[Event]) -> str:
+    last = events[-1] if events else None
+    return last.message if isinstance(last, RunError) else _EMPTY
+
+
+def _broke_off(events: list[Event], broke: HTTPError | None) -> bool:
+    """Whether a run's last events say only that the upstream's reply broke or ended before the run did (not an
+    error of the upstream's own, which is its answer)."""
+    if not events:
+        return True
+    last = events[-1]
+    return isinstance(last, RunError) and (broke is not None or last.code == ErrorCode.UPSTREAM_TRUNCATED) \
+        and all(isinstance(event, RunStarted) for event in events[:-1])
 
 
 def _rewrite_start(events: list[Event], turn: Turn) -> None:
