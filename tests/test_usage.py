@@ -4,7 +4,10 @@ dialect before the upstream is called, shared by the processes on one SQLite fil
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,7 +22,7 @@ import redis as redis_client
 from e2e import Reply, post, request_body, user_message
 from prometheus_client.parser import text_string_to_metric_families
 from redis_server import RedisServer
-from servers import Served
+from servers import Served, free_port, wait_answering
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -245,6 +248,37 @@ def test_two_gateways_on_one_sqlite_file_share_one_budget(agent: Served, tmp_pat
         assert ask(http, two, "bob still may", KEYS["bob"]).status_code == 200
     assert refused.status_code == 429 and int(refused.headers["retry-after"]) > 0
     assert refused.json()["error"]["code"] == "over_budget"
+
+
+def test_the_workers_of_serve_share_one_budget_on_the_sqlite_store(agent: Served, tmp_path: Path) -> None:
+    """`serve --workers 2` on the default kind of store: whichever worker a connection reaches, the key's budget is
+    the one the other worker spent."""
+    port, path = free_port(), tmp_path / "gateway.db"
+    settings = tmp_path / "gateway.json"
+    settings.write_text(orjson.dumps({"store": {"url": f"sqlite:///{path}"}, "routes": [{
+        "name": "paid", "upstream": {"url": agent.url + "/agui", "dialect": "ag-ui"},
+        "auth": {"keys": list(KEYS.values())}, "limits": {"tokens_per_key": {"per": "day", "max": 3}}}]}).decode())
+    process = subprocess.Popen([sys.executable, "-m", "gateway", "serve", "--workers", "2", "--port", str(port),
+                                "--config", str(settings)], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                               env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_answering(process, f"{url}/healthz", seconds=30, what="serve")
+        with httpx.Client(timeout=10) as http:
+            assert ask(http, url, "spend the budget", KEYS["alice"]).status_code == 200
+        deadline = time.monotonic() + 5
+        while not counted_in(path):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        answered = []
+        for _ in range(6):  # a connection each, spread across the workers
+            with httpx.Client(timeout=10) as http:
+                answered.append(ask(http, url, "more", KEYS["alice"]).status_code)
+    finally:
+        process.terminate()
+        process.wait(15)
+    assert answered == [429] * 6
 
 
 def test_a_budget_lets_requests_through_while_its_store_is_down(agent: Served,
