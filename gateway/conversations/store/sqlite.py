@@ -193,17 +193,19 @@ class SQLiteCounters(Counters):
             conn.execute("BEGIN IMMEDIATE")
             try:
                 conn.execute("DELETE FROM counters WHERE expires_at <= ?", (now,))
-                rows = conn.execute(
+                conn.execute(
                     "INSERT INTO counters (key, value, expires_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
-                    "value = value + excluded.value, expires_at = excluded.expires_at RETURNING value",
+                    "value = value + excluded.value, expires_at = excluded.expires_at",
                     (key, n, now + ttl),
-                ).fetchall()
+                )
+                # Read in the same transaction, not with RETURNING: it needs SQLite 3.35, newer than some hosts have.
+                count = int(conn.execute("SELECT value FROM counters WHERE key = ?", (key,)).fetchone()[0])
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
-            return int(rows[0][0])
+            return count
 
         return await self._store._run(add)
 
