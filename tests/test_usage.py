@@ -1,22 +1,32 @@
 """Usage per key: tokens and cost counted under the key that asked, and token budgets refused in the client's
-dialect before the upstream is called, shared by replicas over one Redis."""
+dialect before the upstream is called, shared by the processes on one SQLite file and the replicas on one Redis."""
 
 from __future__ import annotations
 
 import logging
+import os
+import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, closing, contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 import redis as redis_client
 from e2e import Reply, post, request_body, user_message
 from prometheus_client.parser import text_string_to_metric_families
 from redis_server import RedisServer
-from servers import Served
+from servers import Served, free_port, wait_answering
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig, key_id
@@ -90,6 +100,48 @@ def test_a_priced_route_counts_cost_per_key_by_model_or_its_default(agent: Serve
     assert output > 0  # the built-in agent's model is priced by name: 2 EUR an output token, nothing for input
     assert found["agent_gateway_cost_total", (("currency", "EUR"), ("key_id", "anonymous"), ("route", "paid"))] == \
         2 * output
+
+
+def usage_naming_no_model() -> Starlette:
+    """An AG-UI agent whose runs report 3 input and 5 output tokens but no model, as many frameworks' reports do."""
+
+    async def run(request: Request) -> Response:
+        body = orjson.loads(await request.body())
+        ids = {"threadId": body.get("threadId", "thread"), "runId": body.get("runId", "run")}
+        events = [{"type": "RUN_STARTED", **ids},
+                  {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+                  {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "Counted."},
+                  {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+                  {"type": "RUN_FINISHED", **ids, "usage": [{"inputTokens": 3, "outputTokens": 5}]}]
+        return Response(b"".join(b"data: " + orjson.dumps(e) + b"\n\n" for e in events),
+                        media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/agui", run, methods=["POST"])])
+
+
+@pytest.mark.parametrize(("asked", "dialect", "per_token"), [
+    ({"model": "small"}, "ag-ui", 1),  # the upstream's `model`
+    ({}, "openai-chat", 2),  # the client's request's model
+    ({}, "ag-ui", 7),  # neither: the route's name, which the prices do not name, so the default
+])
+def test_a_run_whose_usage_names_no_model_is_priced_by_the_model_it_asked_for(
+        asked: dict[str, str], dialect: str, per_token: int) -> None:
+    pricing = {"default": {"input": 7_000_000, "output": 7_000_000},
+               "models": {"small": {"input": 1_000_000, "output": 1_000_000},
+                          "large": {"input": 2_000_000, "output": 2_000_000}}}
+    with Served(usage_naming_no_model()) as agent:
+        settings = GatewayConfig.model_validate({"routes": [{"name": "paid", "pricing": pricing, "upstream": {
+            "url": agent.url + "/agui", "dialect": "ag-ui", **asked}}]})
+        with Served(create_app(settings, store=MemoryStore())) as gateway, httpx.Client(timeout=10) as http:
+            body = request_body(dialect, [user_message(dialect, "hi")], agent="paid")
+            if dialect == "openai-chat":
+                body["model"] = "large"
+            path = {"ag-ui": "/agui", "openai-chat": "/v1/chat/completions"}[dialect]
+            assert post(http, gateway.url + path, body).status_code == 200
+            found = samples(http, gateway.url)
+    assert tokens(found, "anonymous", "input") == 3 and tokens(found, "anonymous", "output") == 5
+    assert found["agent_gateway_cost_total", (("currency", "USD"), ("key_id", "anonymous"), ("route", "paid"))] == \
+        (3 + 5) * per_token
 
 
 def test_a_key_over_its_budget_gets_a_429_in_its_dialect_before_the_upstream_is_called(agent: Served) -> None:
@@ -169,3 +221,73 @@ def test_two_replicas_on_one_redis_share_one_budget(agent: Served) -> None:
         assert upstream_calls(http, agent) == before
         assert ask(http, two, "bob still may", KEYS["bob"]).status_code == 200
     assert refused.status_code == 429 and int(refused.headers["retry-after"]) > 0
+
+
+def counted_in(path: Path) -> int:
+    """The budget counters a SQLite store's file holds."""
+    with closing(sqlite3.connect(path)) as conn:
+        return int(conn.execute("SELECT count(*) FROM counters").fetchone()[0])
+
+
+def test_two_gateways_on_one_sqlite_file_share_one_budget(agent: Served, tmp_path: Path) -> None:
+    """As the workers of `serve --workers N` do: each opens the file, and a key spends one budget across them."""
+    limits = {"tokens_per_key": {"per": "day", "max": 3}}
+    path = tmp_path / "gateway.db"
+    settings = config(agent, {"url": f"sqlite:///{path}"}, auth={"keys": list(KEYS.values())}, limits=limits)
+    with ExitStack() as stack:
+        one, two = (stack.enter_context(Served(create_app(settings))).url for _ in range(2))
+        http = stack.enter_context(httpx.Client(timeout=10))
+        assert ask(http, one, "spend the budget on one", KEYS["alice"]).status_code == 200
+        deadline = time.monotonic() + 5  # counted as the run's last byte goes, in the background
+        while not counted_in(path):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        before = upstream_calls(http, agent)
+        refused = ask(http, two, "and on two", KEYS["alice"])
+        assert upstream_calls(http, agent) == before
+        assert ask(http, two, "bob still may", KEYS["bob"]).status_code == 200
+    assert refused.status_code == 429 and int(refused.headers["retry-after"]) > 0
+    assert refused.json()["error"]["code"] == "over_budget"
+
+
+def test_the_workers_of_serve_share_one_budget_on_the_sqlite_store(agent: Served, tmp_path: Path) -> None:
+    """`serve --workers 2` on the default kind of store: whichever worker a connection reaches, the key's budget is
+    the one the other worker spent."""
+    port, path = free_port(), tmp_path / "gateway.db"
+    settings = tmp_path / "gateway.json"
+    settings.write_text(orjson.dumps({"store": {"url": f"sqlite:///{path}"}, "routes": [{
+        "name": "paid", "upstream": {"url": agent.url + "/agui", "dialect": "ag-ui"},
+        "auth": {"keys": list(KEYS.values())}, "limits": {"tokens_per_key": {"per": "day", "max": 3}}}]}).decode())
+    process = subprocess.Popen([sys.executable, "-m", "gateway", "serve", "--workers", "2", "--port", str(port),
+                                "--config", str(settings)], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                               env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_answering(process, f"{url}/healthz", seconds=30, what="serve")
+        with httpx.Client(timeout=10) as http:
+            assert ask(http, url, "spend the budget", KEYS["alice"]).status_code == 200
+        deadline = time.monotonic() + 5
+        while not counted_in(path):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        answered = []
+        for _ in range(6):  # a connection each, spread across the workers
+            with httpx.Client(timeout=10) as http:
+                answered.append(ask(http, url, "more", KEYS["alice"]).status_code)
+    finally:
+        process.terminate()
+        process.wait(15)
+    assert answered == [429] * 6
+
+
+def test_a_budget_lets_requests_through_while_its_store_is_down(agent: Served,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    limits = {"tokens_per_key": {"per": "day", "max": 1}}
+    with RedisServer() as redis, caplog.at_level(logging.WARNING, logger="agent_gateway.budget"), \
+            Served(create_app(config(agent, {"url": redis.url}, limits=limits))) as gateway, \
+            httpx.Client(timeout=10) as http:
+        redis.stop()
+        answered = [ask(http, gateway.url, "over the budget, unseen").status_code for _ in range(2)]
+    assert answered == [200, 200]
+    assert any("token budget not checked, the store failed" in r.getMessage() for r in caplog.records)

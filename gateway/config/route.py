@@ -63,7 +63,8 @@ class Limits(Model):
                                   "resuming; past it the run goes on, no longer resumable")
     tokens_per_key: TokenBudget | None = None
     """Tokens each API key (each tenant, on a `tenant_header` route; the route's callers together, on an open
-    route) may use per minute, hour or day, counted in the shared store so that replicas share one budget."""
+    route) may use per minute, hour or day, counted in the store: the workers on one SQLite file, or the replicas on
+    one Redis, share one budget (a memory store's is the process's)."""
 
 
 class Auth(Model):

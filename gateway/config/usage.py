@@ -19,18 +19,25 @@ class Price(Model):
 
 
 class Pricing(Model):
-    """What a route's runs cost, by the model their usage reports name: `agent_gateway_cost_total` counts it."""
+    """What a route's runs cost, by model: `agent_gateway_cost_total` counts it. A run's price is the first found of
+    the model its usage report names, the model the run asked its upstream for (the upstream's `model`, else the
+    client's request's, else the route's name) and `default`."""
 
     currency: str = Field("USD", min_length=1, max_length=8, description="the currency the prices are in (a "
                           "label of `agent_gateway_cost_total`)")
     default: Price | None = None
-    """The price of a model not in `models`, or of a run whose usage names none; unset: such runs cost nothing."""
+    """The price of a run whose models are not in `models` (neither the one its usage report names nor the one it
+    asked its upstream for); unset: such runs cost nothing."""
     models: dict[str, Price] = {}
-    """Prices by the model name the upstream's usage reports give."""
+    """Prices by model name: the one a run's usage report names, else the one the run asked its upstream for (the
+    upstream's `model`, else the client's request's, else the route's name)."""
 
-    def price(self, model: str | None) -> Price | None:
-        found = self.models.get(model) if model is not None else None
-        return found or self.default
+    def price(self, *names: str | None) -> Price | None:
+        """The price of the first of `names` that `models` prices, else `default`."""
+        for name in names:
+            if name is not None and (found := self.models.get(name)) is not None:
+                return found
+        return self.default
 
 
 class TokenBudget(Model):

@@ -13,11 +13,14 @@ maximum number of conversations (the least recently written go first) and a maxi
 `group` (the gateway passes the caller's principal): a group holds at most `max_per_group` conversations, its own
 least recently written going first, so one caller filling the store evicts its own history before anyone else's,
 and a group's values can be listed, most recently written first (`newest`). Backend failures come out as
-`StoreError` and nothing else, so the caller decides whether a dead store fails the request. A store the replicas
-share offers them its Redis (`shared_redis`), for what else they share (the run board).
+`StoreError` and nothing else, so the caller decides whether a dead store fails the request. A store also keeps
+counters that expire (`counters`, for token budgets), shared as its conversations are: by the replicas on one
+Redis, by the processes on one SQLite file, in the process for memory. A store the replicas share offers them its
+Redis (`shared_redis`), for what else they share (the run board).
 
 ```
 store/base.py     the interface and its bounds (ConversationStore), StoreError, Listed and its cursors, scoped keys
+store/counters.py Counters, the counters that expire a store keeps, and ProcessCounters, a process's own
 store/memory.py   MemoryStore
 store/sqlite.py   SQLiteStore, and what a sqlite:// URL names
 store/redis.py    RedisStore
@@ -42,12 +45,13 @@ from gateway.conversations.store.base import (
     scoped_digest,
     scoped_key,
 )
+from gateway.conversations.store.counters import Counters, ProcessCounters
 from gateway.conversations.store.memory import MemoryStore
 from gateway.conversations.store.redis import REDIS_MAX_CONNECTIONS, REDIS_MISSING, RedisStore, redis_exceptions
 from gateway.conversations.store.schemes import BACKENDS, KNOWN, Backend, backend_for, open_store
 from gateway.conversations.store.sqlite import SQLiteStore
 
 __all__ = ["BACKENDS", "DEFAULT_MAX_ENTRIES", "DEFAULT_MAX_VALUE_BYTES", "DEFAULT_TTL", "KNOWN",
-           "REDIS_MAX_CONNECTIONS", "REDIS_MISSING", "Backend", "Bounds", "ConversationStore", "Listed", "MemoryStore",
-           "RedisStore", "SQLiteStore", "SharedRedis", "StoreError", "backend_for", "open_store", "redact_url",
-           "redis_exceptions", "scoped_digest", "scoped_key"]
+           "REDIS_MAX_CONNECTIONS", "REDIS_MISSING", "Backend", "Bounds", "ConversationStore", "Counters", "Listed",
+           "MemoryStore", "ProcessCounters", "RedisStore", "SQLiteStore", "SharedRedis", "StoreError", "backend_for",
+           "open_store", "redact_url", "redis_exceptions", "scoped_digest", "scoped_key"]

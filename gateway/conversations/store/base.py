@@ -9,6 +9,8 @@ from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, Protocol, TypedDict
 from urllib.parse import urlsplit, urlunsplit
 
+from gateway.conversations.store.counters import Counters, ProcessCounters
+
 DEFAULT_TTL = 7 * 24 * 3600.0
 DEFAULT_MAX_ENTRIES = 100_000
 DEFAULT_MAX_VALUE_BYTES = 1 << 20
@@ -92,6 +94,7 @@ class ConversationStore(ABC):
         self.max_entries = max_entries
         self.max_value_bytes = max_value_bytes
         self.max_per_group = max_per_group or max_entries
+        self._counters: Counters | None = None
 
     @abstractmethod
     async def get(self, key: str) -> bytes | None:
@@ -116,6 +119,13 @@ class ConversationStore(ABC):
 
     @abstractmethod
     async def close(self) -> None: ...
+
+    def counters(self) -> Counters:
+        """Counters kept where the conversations are, so that the processes sharing this store share them; this
+        process's (`ProcessCounters`) for a store of one process."""
+        if self._counters is None:
+            self._counters = ProcessCounters()
+        return self._counters
 
     def shared_redis(self) -> SharedRedis | None:
         """The Redis the gateway's replicas share through this store; None for a store of one process or host."""

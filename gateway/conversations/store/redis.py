@@ -9,6 +9,7 @@ from types import ModuleType
 from typing import Any, Unpack
 
 from gateway.conversations.store.base import Bounds, ConversationStore, Listed, SharedRedis, StoreError, redact_url
+from gateway.conversations.store.counters import Counters
 
 REDIS_MAX_CONNECTIONS = 64
 """Per gateway process. A store call takes well under a millisecond, so 64 serve thousands of turns a second."""
@@ -100,12 +101,16 @@ class RedisStore(ConversationStore):
         )
         self._redis = aioredis.Redis.from_pool(pool)
         self._put_script = self._redis.register_script(_PUT_SCRIPT)
+        self._counting = RedisCounters(self)
 
     def _key(self, key: str) -> str:
         return f"{self.prefix}v:{key}"
 
     def shared_redis(self) -> SharedRedis:
         return self
+
+    def counters(self) -> Counters:
+        return self._counting
 
     @property
     def client(self) -> Any:
@@ -196,3 +201,24 @@ class RedisStore(ConversationStore):
         if not self._closed:
             self._closed = True
             await self._redis.aclose()
+
+
+class RedisCounters(Counters):
+    """A Redis store's counters, shared by every replica: an `INCRBY` and a `PEXPIRE` in one transaction. Their keys
+    are written as given, outside the store's prefix (`agw:budget:...`, where replicas have always counted)."""
+
+    def __init__(self, store: RedisStore) -> None:
+        self._store = store
+
+    async def add(self, key: str, n: int, ttl: float) -> int:
+        with self._store.errors():
+            async with self._store.client.pipeline(transaction=True) as pipe:
+                pipe.incrby(key, n)
+                pipe.pexpire(key, max(1, round(ttl * 1000)))
+                count, _ = await pipe.execute()
+        return int(count)
+
+    async def get(self, key: str) -> int:
+        with self._store.errors():
+            found = await self._store.client.get(key)
+        return int(found or 0)

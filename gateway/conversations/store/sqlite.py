@@ -14,6 +14,7 @@ from typing import Any, TypeVar, Unpack
 from urllib.parse import unquote
 
 from gateway.conversations.store.base import Bounds, ConversationStore, Listed, StoreError
+from gateway.conversations.store.counters import Counters
 
 _T = TypeVar("_T")
 
@@ -26,7 +27,8 @@ class SQLiteStore(ConversationStore):
 
     One connection, used only from one dedicated thread: sqlite3 blocks, and a single writer needs no locking of
     its own. The row count is tracked in memory so trimming costs an index lookup per put, not a scan; it is
-    recounted every `_RECOUNT_EVERY` puts in case another process writes the same file.
+    recounted every `_RECOUNT_EVERY` puts in case another process writes the same file. Its counters
+    (`SQLiteCounters`) are a table of the same file, so every process using the file shares them.
     """
 
     _RECOUNT_EVERY = 1000
@@ -58,11 +60,15 @@ class SQLiteStore(ConversationStore):
             self._conn.execute("CREATE INDEX IF NOT EXISTS conversations_updated_at ON conversations(updated_at)")
             self._conn.execute("CREATE INDEX IF NOT EXISTS conversations_grp ON conversations(grp, updated_at)")
             self._conn.execute("CREATE INDEX IF NOT EXISTS conversations_expires_at ON conversations(expires_at)")
+            self._conn.execute("CREATE TABLE IF NOT EXISTS counters"
+                               "(key TEXT PRIMARY KEY, value INTEGER NOT NULL, expires_at REAL NOT NULL)")
+            self._conn.execute("CREATE INDEX IF NOT EXISTS counters_expires_at ON counters(expires_at)")
             self._rows = self._count()
         except sqlite3.Error as exc:
             self._conn.close()
             raise StoreError(f"cannot open SQLite store at {self.path}: {exc}") from exc
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agw-sqlite")
+        self._counting = SQLiteCounters(self)
 
     def _count(self) -> int:
         row = self._conn.execute("SELECT count(*) FROM conversations").fetchone()
@@ -154,6 +160,9 @@ class SQLiteStore(ConversationStore):
 
         return await self._run(newest)
 
+    def counters(self) -> Counters:
+        return self._counting
+
     async def ping(self) -> bool:
         try:
             await self._run(lambda: self._conn.execute("SELECT 1").fetchone())
@@ -168,6 +177,46 @@ class SQLiteStore(ConversationStore):
         # Queued behind any operation still running, so none of them sees a closed connection.
         await asyncio.get_running_loop().run_in_executor(self._executor, self._conn.close)
         self._executor.shutdown(wait=False)
+
+
+class SQLiteCounters(Counters):
+    """A store's counters, in its file's `counters` table, on its thread. An add is one write transaction, so the
+    processes sharing the file never lose one another's; it first deletes the expired rows, an index range scan
+    that touches only those."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self._store = store
+
+    async def add(self, key: str, n: int, ttl: float) -> int:
+        def add() -> int:
+            now, conn = time.time(), self._store._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("DELETE FROM counters WHERE expires_at <= ?", (now,))
+                conn.execute(
+                    "INSERT INTO counters (key, value, expires_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
+                    "value = value + excluded.value, expires_at = excluded.expires_at",
+                    (key, n, now + ttl),
+                )
+                # Read in the same transaction, not with RETURNING: it needs SQLite 3.35, newer than some hosts have.
+                count = int(conn.execute("SELECT value FROM counters WHERE key = ?", (key,)).fetchone()[0])
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            return count
+
+        return await self._store._run(add)
+
+    async def get(self, key: str) -> int:
+        def get() -> int:
+            row = self._store._conn.execute(
+                "SELECT value FROM counters WHERE key = ? AND expires_at > ?", (key, time.time())
+            ).fetchone()
+            return 0 if row is None else int(row[0])
+
+        return await self._store._run(get)
 
 
 def sqlite_path(url: str) -> str:

@@ -1,10 +1,11 @@
 """Token budgets per key (`limits.tokens_per_key`): a key past its budget is refused before its request goes
 upstream; a run already started finishes, and its tokens count.
 
-Windows are calendar ones (UTC minutes, hours, days), so every replica agrees when one turns. With a store the
-replicas share (Redis), the count is an `INCRBY` on a key per (route, key, window) that expires with its window;
-otherwise it is this process's. A store that fails lets requests through (logged): a budget is an accounting
-limit, not what keeps the gateway up.
+Windows are calendar ones (UTC minutes, hours, days), so every process agrees when one turns. The count is one of
+the store's counters (`ConversationStore.counters`), a key per (route, key, window) that expires after its window:
+shared as the store is, by the replicas on one Redis and by the workers on one SQLite file; a memory store's are
+the process's. A store that fails lets requests through (logged): a budget is an accounting limit, not what keeps
+the gateway up.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ import math
 import time
 
 from gateway.config.usage import TokenBudget
-from gateway.conversations.store import ConversationStore, StoreError
-from gateway.conversations.store.base import SharedRedis
+from gateway.conversations.store import ConversationStore, Counters, StoreError
 from gateway.core.errors import OverBudget
 
 log = logging.getLogger("agent_gateway.budget")
@@ -27,15 +27,12 @@ PREFIX = "agw:budget:"
 class Budget:
     """One route's budget: `check` before a request is admitted, `spend` once its run reported its usage."""
 
-    def __init__(self, route: str, budget: TokenBudget, store: ConversationStore | None) -> None:
+    def __init__(self, route: str, budget: TokenBudget, store: ConversationStore) -> None:
         self.route = route
         self.max = budget.max
         self.seconds = budget.seconds
         self.per = budget.per
-        self._redis: SharedRedis | None = store.shared_redis() if store is not None else None
-        self._window = 0
-        self._used: dict[str, int] = {}
-        """This process's counts in the current window, without a shared store."""
+        self._counters: Counters = store.counters()
         self._spending: set[asyncio.Task[None]] = set()
 
     def _current(self) -> tuple[int, int]:
@@ -50,41 +47,28 @@ class Budget:
     async def check(self, who: str) -> None:
         """Raise `OverBudget` when `who` has used its window's tokens."""
         start, retry_after = self._current()
-        if self._redis is None:
-            used = self._used.get(who, 0) if self._window == start else 0
-        else:
-            try:
-                with self._redis.errors():
-                    found = await self._redis.client.get(self._key(who, start))
-            except StoreError as exc:
-                log.warning("route %s: token budget not checked, the store failed: %s", self.route, exc)
-                return
-            used = int(found or 0)
+        try:
+            used = await self._counters.get(self._key(who, start))
+        except StoreError as exc:
+            log.warning("route %s: token budget not checked, the store failed: %s", self.route, exc)
+            return
         if used >= self.max:
             raise OverBudget(f"this key has used its {self.max} tokens for this {self.per}: retry in {retry_after} "
                              "seconds", retry_after)
 
     def spend(self, who: str, tokens: int) -> None:
-        """Count a finished run's tokens against `who`'s window (in the background with a shared store)."""
+        """Count a finished run's tokens against `who`'s window, in the background."""
         if tokens <= 0:
             return
         start, _ = self._current()
-        if self._redis is None:
-            if self._window != start:
-                self._window, self._used = start, {}
-            self._used[who] = self._used.get(who, 0) + tokens
-            return
-        task = asyncio.get_running_loop().create_task(self._add(self._redis, self._key(who, start), tokens))
+        task = asyncio.get_running_loop().create_task(self._add(self._key(who, start), tokens))
         self._spending.add(task)
         task.add_done_callback(self._spending.discard)
 
-    async def _add(self, redis: SharedRedis, key: str, tokens: int) -> None:
+    async def _add(self, key: str, tokens: int) -> None:
         try:
-            with redis.errors():
-                async with redis.client.pipeline(transaction=True) as pipe:
-                    pipe.incrby(key, tokens)
-                    pipe.expire(key, self.seconds + 60)
-                    await pipe.execute()
+            # Kept a minute past its window: processes whose clocks differ a little still find it.
+            await self._counters.add(key, tokens, self.seconds + 60)
         except StoreError as exc:
             log.warning("route %s: %d tokens not counted against a budget, the store failed: %s", self.route,
                         tokens, exc)

@@ -14,6 +14,7 @@ from gateway.server.operations.record import RequestOutcome
 if TYPE_CHECKING:
     from gateway.core.events import Usage
     from gateway.server.request.call import Call
+    from gateway.server.stream.relay import Relay
 
 log = logging.getLogger("agent_gateway.proxy")
 log_access = logging.getLogger(ACCESS)
@@ -51,8 +52,8 @@ def report(call: Call) -> None:
         kind = record.error if record.error in _ERROR_KINDS else ErrorCode.UPSTREAM_ERROR
         metrics.errors.labels(route.name, kind).inc()
     usage = relay.recorder.usage if relay is not None else None
-    if usage is not None:
-        _account(call, usage)
+    if relay is not None and usage is not None:
+        _account(call, relay, usage)
     if relay is not None and relay.encoder.dropped:
         series.dropped(relay.encoder.dropped)
     if relay is not None and (ignored := relay.decoder.ignored):
@@ -73,12 +74,13 @@ def report(call: Call) -> None:
         call.handler.observer.end(call)
 
 
-def _account(call: Call, usage: Usage) -> None:
-    """A run's tokens counted under its caller's key (metrics, access log), priced with the route's `pricing`,
-    and spent from its budget."""
+def _account(call: Call, relay: Relay, usage: Usage) -> None:
+    """A run's tokens counted under its caller's key (metrics, access log), priced with the route's `pricing` (by
+    the model its usage names, else the one it asked its upstream for), and spent from its budget."""
     route, record, metrics, who = call.route, call.record, call.handler.metrics, call.caller.accounted_as
     record.tokens = metrics.usage(route.name, who, usage)
-    if route.pricing is not None and (price := route.pricing.price(usage.model)) is not None:
+    if route.pricing is not None and \
+            (price := route.pricing.price(usage.model, relay.exchange.upstream_turn.model)) is not None:
         cost = ((usage.input_tokens or 0) * price.input + (usage.output_tokens or 0) * price.output) / 1_000_000
         record.cost = round(cost, 9)
         if cost:
