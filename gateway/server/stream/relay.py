@@ -38,6 +38,7 @@ UNBUFFERED_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 _TERMINAL = frozenset({RunFinished, RunError})
 
+
 class NoFirstEvent(Exception):
     """The upstream's stream broke or ended before its first event, on a run that may still move to another
     upstream (`Relay`'s `committing`): the client has been sent nothing."""
