@@ -49,6 +49,18 @@ class Moves:
         self.tried: list[str] = []
         """Each upstream that failed the run, and why ("primary: unreachable"): the access log's `failovers`."""
 
+    def failed(self, call: Call, moved: Moved, began: float) -> None:
+        """The upstream the call asked since `began` (monotonic) failed the run: said in the access log, the span
+        and the run's capture, each attempt apart."""
+        backend = call.backend
+        self.tried.append(f"{backend.name}: {moved.reason}")
+        call.record.failovers = ", ".join(self.tried)
+        if call.trace is not None:
+            call.trace.attempt_failed(moved.reason, began, backend.span)
+        if call.capture is not None:
+            call.capture.upstream_failed(backend.name, backend.dialect.name, backend.config.url, moved.reason,
+                                         moved.error.code, began)
+
     async def answered(self, call: Call) -> None:
         """The upstream the call asked answered 2xx: the run is its, and it is in service."""
         ejection = call.handler.ejection
@@ -77,6 +89,7 @@ async def run(call: Call, client: Dialect, turn: Turn) -> None:
         call.backend = backend
         call.target, call.upstream_headers, call.session_headers = None, {}, {}
         record.upstream, record.upstream_dialect = backend.name, backend.dialect.name
+        began = time.monotonic()
         try:
             await call.attempt(client, turn)
             return
@@ -88,8 +101,7 @@ async def run(call: Call, client: Dialect, turn: Turn) -> None:
             failed = silent
         call.deadlines.count_first_event_anew()  # each upstream has the first-event deadline; the total one holds
         await ejection.failed(backend.name)
-        moves.tried.append(f"{backend.name}: {failed.reason}")
-        record.failovers = ", ".join(moves.tried)
+        moves.failed(call, failed, began)
         left, failure = (backend.name, failed.reason), failed.error
     call.moves = None
     if failure is None:
