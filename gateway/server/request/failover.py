@@ -6,7 +6,8 @@
    ├─ ejected? ─▶ skipped
    ├─ Call.attempt fails before its reply (unreachable, the connect deadline, a non-2xx answer, no answer by
    │  the first-event deadline, its document or session unavailable)
-   │    ─▶ Moved: counted against it (`Ejection`); the next one is asked, the conversation mapped anew for it
+   │    ─▶ Moved: counted against it (`Ejection`), its span ended and its attempt captured (`Moves.failed`); the
+   │       next one is asked, the conversation mapped anew for it
    └─ answers 2xx ─▶ the run is its: a failure from then on is told in band, as on any route
 ```
 
