@@ -22,7 +22,9 @@ import pytest
 from e2e import post, request_body, user_message
 from helpers import ROOT
 from servers import Served
+from test_failover import Switch
 
+from adapters import registry
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.inspector import app as inspector_app
@@ -31,6 +33,7 @@ from gateway.inspector.options import InspectorOptions
 from gateway.inspector.ring import InspectedRun, RunRing
 from gateway.inspector.views import summary
 from gateway.recordings.capture import RunCapture
+from gateway.recordings.exchange import parse
 from gateway.server.app import create_app
 from gateway.server.operations.record import AccessRecord
 from gateway.server.route import RouteHandler
@@ -337,3 +340,39 @@ def test_past_the_live_views_it_allows_the_inspector_refuses_another(agent: str,
         assert next(pieces).startswith(b"retry:")  # watching now
         refused = http.get(f"{gateway.url}/_inspector/api/live", headers=AUTH)
         assert refused.status_code == 429 and refused.json()["error"]["code"] == "too_many_watchers"
+
+
+def test_a_run_that_moved_lists_the_upstream_that_failed_it_before_the_one_that_answered() -> None:
+    """The run's own upstream request and answer are the fallback's; the primary's are an attempt, with why it failed.
+    The fallback's configured headers are kept out as the primary's are."""
+    primary = Switch(create_agent_app("ag-ui"))
+    primary.mode = "503"
+    with Served(primary) as agui, Served(create_agent_app("vercel", test_hooks=False)) as vercel:
+        vercel_url = vercel.url + registry.get("vercel").paths[0]
+        config = GatewayConfig.model_validate({
+            "routes": [{"name": "kit", "paths": ["/kit"], "client_dialects": ["ag-kit"], "inspector_bodies": True,
+                        "upstream": {"url": f"{agui.url}/agui", "dialect": "ag-ui"},
+                        "fallbacks": [{"url": vercel_url, "dialect": "vercel", "name": "vercel-twin",
+                                       "headers": {"X-Twin-Secret": "twin-secret-value"}}]}],
+            "store": {"url": "memory://"}, "inspector": {"key": KEY, "capture": "always"}})
+        with Served(create_app(config)) as gateway, httpx.Client(timeout=30) as http:
+            reply = post(http, f"{gateway.url}/kit", request_body("ag-kit", [user_message("ag-kit", "hi")], "moved"))
+            assert reply.status_code == 200 and primary.runs == 1
+            shown = http.get(f"{gateway.url}/_inspector/api/runs/1", headers=AUTH)
+            recording = http.get(f"{gateway.url}/_inspector/api/runs/1/recording", headers=AUTH)
+    detail = shown.json()
+    assert (detail["run"]["upstream"], detail["run"]["failovers"]) == ("vercel-twin", "primary: status")
+    (attempt,) = detail["attempts"]
+    assert {key: attempt[key] for key in ("upstream", "dialect", "url", "reason", "error", "status")} == {
+        "upstream": "primary", "dialect": "ag-ui", "url": f"{agui.url}/agui", "reason": "status",
+        "error": "upstream_error", "status": 503}
+    assert attempt["response"]["status"] == 503 and attempt["took_ms"] >= 0
+    assert attempt["request"]["url"] == f"{agui.url}/agui" and "hi" in str(attempt["request"]["body"])
+    assert detail["upstream_request"]["url"] == vercel_url and detail["upstream_response"]["status"] == 200
+    assert attempt["began_ms"] + attempt["took_ms"] <= detail["upstream_request"]["sent_ms"]
+    assert "twin-secret-value" not in shown.text and "x-twin-secret" not in shown.text.lower()
+
+    exchange = parse(recording.content, "download")  # what the fallback answered, as replay reads it
+    assert exchange.upstream_dialect == "vercel" and exchange.upstream_response.status == 200
+    assert [(a["upstream"], a["reason"], a["status"]) for a in exchange.raw["attempts"]] == [
+        ("primary", "status", 503)]

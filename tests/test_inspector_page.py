@@ -19,7 +19,9 @@ import orjson
 import pytest
 from e2e import post, request_body, user_message
 from servers import Served
+from test_failover import Switch
 
+from adapters import registry
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
@@ -220,5 +222,36 @@ def test_runs_the_inspector_forgot_leave_the_list(browser: Browser) -> None:
             expect(page.locator('#runs tbody tr[data-id="3"]')).to_have_count(1)
             expect(page.locator('#runs tbody tr[data-id="1"]')).to_have_count(0)  # the ring keeps two
             expect(rows).to_have_count(2)  # the page shows no run it could no longer open
+            context.close()
+            gateway.http.close()
+
+
+def test_a_run_that_moved_shows_the_upstream_that_failed_it_before_the_one_that_answered(browser: Browser) -> None:
+    primary = Switch(create_agent_app("ag-ui", test_hooks=False))
+    primary.mode = "503"
+    with Served(primary) as agui, Served(create_agent_app("vercel", test_hooks=False)) as vercel:
+        config = GatewayConfig.model_validate({
+            "routes": [{"name": "moving", "paths": ["/kit"], "client_dialects": ["ag-kit"], "inspector_bodies": True,
+                        "upstream": {"url": f"{agui.url}/agui", "dialect": "ag-ui"},
+                        "fallbacks": [{"url": vercel.url + registry.get("vercel").paths[0], "dialect": "vercel",
+                                       "name": "vercel-twin"}]}],
+            "store": {"url": "memory://"}, "inspector": {"key": KEY}})
+        with Served(create_app(config, store=MemoryStore())) as served:
+            gateway = Gateway(served.url)
+            context = browser.new_context()
+            page = context.new_page()
+            page.goto(f"{gateway.url}/_inspector/?key={KEY}")
+            expect(page.locator("#live")).to_have_text("live")
+            assert gateway.ask("/kit", "ag-kit", "hello", "moving").status_code == 200
+            row = page.locator("#runs tbody tr", has_text="moving").first
+            expect(row).to_contain_text("moved to vercel-twin")
+            row.click()
+            attempts = page.locator("#attempts")
+            expect(attempts).to_be_visible()
+            expect(attempts).to_contain_text("primary · ag-ui")
+            expect(attempts).to_contain_text("status (HTTP 503) · upstream_error")
+            expect(page.locator("#attempts ~ .requests #upstream-request-title")).to_have_text(  # after the attempts
+                "Upstream request (vercel-twin)")
+            expect(page.locator("#upstream-request")).to_contain_text("vercel · POST " + vercel.url)
             context.close()
             gateway.http.close()

@@ -18,17 +18,21 @@ import pytest
 from e2e import Reply, post, request_body, user_message
 from helpers import ROOT, decode
 from replaying import converse
-from servers import Served
+from servers import Served, free_port
 
+from adapters import registry
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
+from gateway.core.codec import UpstreamRequest
 from gateway.recordings import files as files_module
+from gateway.recordings.capture import RunCapture
 from gateway.recordings.exchange import Recorded, parse, read
 from gateway.recordings.files import RecordingFiles
 from gateway.recordings.options import RecordOptions
 from gateway.recordings.replay import ReplayApp
 from gateway.server.app import create_app
+from gateway.server.operations.record import AccessRecord
 
 CLIENT_KEY = "client-key-that-must-never-be-recorded"
 UPSTREAM_SECRET = "upstream-secret-that-must-never-be-recorded"
@@ -74,6 +78,47 @@ def test_credentials_and_the_routes_upstream_headers_never_reach_a_recording(age
     assert upstream["url"] == f"{agent}/agui"
     assert "authorization" not in exchange.raw["client"]["headers"]
     assert b"hello" in exchange.client_body  # bodies are kept: replaying needs them
+
+
+def test_a_run_every_upstream_failed_is_recorded_as_the_last_one_asked_with_each_attempt() -> None:
+    """On a route with fallbacks: the last upstream failed before it was asked (its document unavailable), so the
+    recording's upstream is the one before it, in that one's dialect; `attempts` says both."""
+    now = [0.0]
+    capture = RunCapture("r1", "kit", limit=100_000, clock=lambda: now[0], origin=0.0)
+    capture.upstream_asked("http://127.0.0.1:1/agui?key=k", UpstreamRequest(b'{"threadId": "t"}'), {}, None)
+    now[0] = 0.5
+    capture.upstream_answered(503, [("content-type", "text/plain")])
+    capture.upstream_failed("primary", "ag-ui", "http://127.0.0.1:1/agui", "status", "upstream_error", 0.0)
+    now[0] = 0.75
+    capture.upstream_failed("twin", "a2a", "http://user:pw@127.0.0.1:2/a2a?key=k", "unavailable", "upstream_error",
+                            0.5)
+    recorded = capture.exchange(AccessRecord(request_id="r1", route="kit", upstream_dialect="a2a"), "ag-kit", "a2a")
+    assert recorded["upstream"]["dialect"] == "ag-ui" and recorded["upstream"]["url"] == "http://127.0.0.1:1/agui"
+    assert recorded["upstream_response"]["status"] == 503
+    assert recorded["attempts"] == [
+        {"upstream": "primary", "dialect": "ag-ui", "url": "http://127.0.0.1:1/agui", "reason": "status",
+         "error": "upstream_error", "began": 0.0, "ended": 0.5, "status": 503},
+        {"upstream": "twin", "dialect": "a2a", "url": "http://127.0.0.1:2/a2a", "reason": "unavailable",
+         "error": "upstream_error", "began": 0.5, "ended": 0.75, "status": None}]
+    assert parse(orjson.dumps(recorded), "here").upstream_dialect == "ag-ui"
+
+
+def test_a_run_that_moved_is_recorded_as_the_upstream_that_answered_and_replays_as_it(
+        tmp_path: Path) -> None:
+    fallback = create_agent_app("vercel", test_hooks=False)
+    with Served(fallback) as vercel:
+        url = vercel.url + registry.get("vercel").paths[0]
+        route = {"upstream": {"url": f"http://127.0.0.1:{free_port()}/agui", "dialect": "ag-ui"},
+                 "fallbacks": [{"url": url, "dialect": "vercel", "name": "twin"}]}
+        with _gateway("", {"dir": str(tmp_path)}, **route) as gateway:
+            assert _ask(gateway, "hello", "moved").status_code == 200
+    (exchange,) = read(sorted(tmp_path.glob("*.jsonl")))
+    assert exchange.upstream_dialect == "vercel"
+    assert [(a["upstream"], a["reason"]) for a in exchange.raw["attempts"]] == [("primary", "unreachable")]
+    with Served(ReplayApp([exchange], speed=None)) as replay, httpx.Client(timeout=30) as http:
+        replayed = http.post(f"{replay.url}{registry.get('vercel').paths[0]}", content=exchange.upstream_body,
+                             headers={"content-type": "application/json"})
+    assert replayed.status_code == 200 and replayed.content == exchange.upstream_response.body
 
 
 PUSH_TOKEN = "push-token-that-must-never-be-recorded"

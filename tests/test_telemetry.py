@@ -29,6 +29,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 from servers import Served, free_port
+from test_failover import Switch
+from test_failover import gateway_config as failover_config
 
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
@@ -50,11 +52,11 @@ def gateway_config(url: str, dialect: str, name: str = "traced") -> GatewayConfi
 class Traced:
     """A gateway in front of `upstream_url`, its spans kept in memory."""
 
-    def __init__(self, upstream_url: str, dialect: str) -> None:
+    def __init__(self, upstream_url: str = "", dialect: str = "", config: GatewayConfig | None = None) -> None:
         self.exporter = InMemorySpanExporter()
         self.provider = TracerProvider()
         self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
-        self.served = Served(create_app(gateway_config(upstream_url, dialect), store=MemoryStore(),
+        self.served = Served(create_app(config or gateway_config(upstream_url, dialect), store=MemoryStore(),
                                         tracer_provider=self.provider))
 
     def __enter__(self) -> Traced:
@@ -205,6 +207,79 @@ def test_an_unreachable_upstream_fails_both_spans() -> None:
         assert span.status.status_code == StatusCode.ERROR and span.status.description == "upstream_error"
     assert dict(spans[SpanKind.SERVER].attributes or {})["http.response.status_code"] == 502
     assert "http.response.status_code" not in dict(spans[SpanKind.CLIENT].attributes or {})
+
+
+@pytest.fixture
+def switched() -> Iterator[tuple[Switch, Switch, GatewayConfig]]:
+    """An AG-UI agent the test can make fail, with a Vercel AI SDK agent as its fallback (test_failover's)."""
+    primary, fallback = Switch(create_agent_app("ag-ui")), Switch(create_agent_app("vercel"))
+    with Served(primary) as agui, Served(fallback) as vercel:
+        yield primary, fallback, failover_config(agui.url, vercel.url)
+
+
+def clients(spans: list[ReadableSpan]) -> list[ReadableSpan]:
+    """The client spans, in the order their calls were made."""
+    return sorted((span for span in spans if span.kind == SpanKind.CLIENT), key=lambda span: span.start_time or 0)
+
+
+@pytest.mark.parametrize(("failure", "reason"), [("503", "status"), ("silent", "timeout")])
+def test_each_upstream_a_run_asked_is_a_client_span_the_one_that_failed_it_an_error_saying_why(
+        switched: tuple[Switch, Switch, GatewayConfig], failure: str, reason: str) -> None:
+    primary, _, config = switched
+    primary.mode = failure
+    with Traced(config=config) as gateway, httpx.Client(timeout=20) as http:
+        reply = post(http, f"{gateway.url}/kit", request_body("ag-kit", [user_message("ag-kit", "hi")], "moved"))
+        assert reply.status_code == 200
+        spans = gateway.spans(3)
+    server = by_kind(spans)[SpanKind.SERVER]
+    failed, answered = clients(spans)
+    assert server.context is not None
+    for span in (failed, answered):
+        assert span.parent is not None and span.parent.span_id == server.context.span_id
+    attributes = dict(failed.attributes or {})
+    assert (attributes["agent_gateway.upstream"], attributes["agent_gateway.upstream_dialect"]) == ("primary", "ag-ui")
+    assert attributes["error.type"] == reason and str(attributes["url.full"]).endswith("/agui")
+    assert attributes.get("http.response.status_code") == (503 if failure == "503" else None)
+    assert failed.status.status_code == StatusCode.ERROR and failed.status.description == reason
+    attributes = dict(answered.attributes or {})
+    assert (attributes["agent_gateway.upstream"], attributes["agent_gateway.upstream_dialect"]) == (
+        "vercel-twin", "vercel")
+    assert attributes["http.response.status_code"] == 200 and "error.type" not in attributes
+    assert answered.status.status_code == StatusCode.UNSET
+    assert failed.end_time is not None and answered.start_time is not None
+    assert failed.end_time <= answered.start_time
+    attributes = dict(server.attributes or {})
+    assert attributes["agent_gateway.upstream"] == "vercel-twin"
+    assert attributes["agent_gateway.failovers"] == f"primary: {reason}"
+
+
+def test_a_run_every_upstream_failed_has_a_failed_client_span_for_each(
+        switched: tuple[Switch, Switch, GatewayConfig]) -> None:
+    primary, fallback, config = switched
+    primary.mode = fallback.mode = "503"
+    with Traced(config=config) as gateway, httpx.Client(timeout=20) as http:
+        body = request_body("ag-kit", [user_message("ag-kit", "hi")], "all-failed")
+        assert post(http, f"{gateway.url}/kit", body).status_code == 502
+        spans = gateway.spans(3)
+    assert [dict(span.attributes or {})["agent_gateway.upstream"] for span in clients(spans)] == [
+        "primary", "vercel-twin"]
+    for span in clients(spans):
+        assert span.status.status_code == StatusCode.ERROR and span.status.description == "status"
+    assert by_kind(spans)[SpanKind.SERVER].status.status_code == StatusCode.ERROR
+
+
+def test_an_upstream_skipped_while_ejected_has_no_span(switched: tuple[Switch, Switch, GatewayConfig]) -> None:
+    primary, _, config = switched
+    config.routes[0].eject_after = 1
+    primary.mode = "503"
+    with Traced(config=config) as gateway, httpx.Client(timeout=20) as http:
+        body = request_body("ag-kit", [user_message("ag-kit", "hi")], "ejected")
+        assert post(http, f"{gateway.url}/kit", body).status_code == 200
+        assert len(clients(gateway.spans(3))) == 2  # the primary failed it, and is ejected
+        assert post(http, f"{gateway.url}/kit", body).status_code == 200
+        (answered,) = clients(gateway.spans(2))
+    assert dict(answered.attributes or {})["agent_gateway.upstream"] == "vercel-twin"
+    assert primary.runs == 1
 
 
 def test_token_usage_the_upstream_reports_is_on_the_span() -> None:

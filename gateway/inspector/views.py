@@ -35,6 +35,7 @@ def summary(run: InspectedRun) -> dict[str, Any]:
     return {
         "id": run.number, "request_id": record.request_id, "started": run.started, "route": record.route,
         "path": record.path, "client_dialect": record.client_dialect, "upstream_dialect": record.upstream_dialect,
+        "upstream": record.upstream, "failovers": record.failovers,
         "key_id": record.key_id, "status": record.status, "outcome": record.outcome, "error": record.error,
         "conversation_id": record.conversation_id, "ttfe_ms": record.ttfe_ms, "duration_ms": record.duration_ms,
         "events_in": record.events, "events_out": events_out if events_out is not None else
@@ -55,12 +56,24 @@ def detail(run: InspectedRun, after: int = 0) -> dict[str, Any]:
     found.update({
         "version": capture.version, "mapping": capture.mapping, "truncated": capture.truncated,
         "client_request": _request(capture.client_request, bodies),
+        "attempts": [_attempt(attempt, bodies) for attempt in capture.attempts],
         "upstream_request": _request(capture.upstream_request, bodies),
         "upstream_response": capture.upstream_head and _head(capture.upstream_head),
         "client_response": capture.client_head and _head(capture.client_head),
         "rows": [_row(row, bodies) for row in capture.rows[after:]], "after": after,
     })
     return found
+
+
+def _attempt(attempt: dict[str, Any], bodies: bool) -> dict[str, Any]:
+    """An upstream that failed the run before its reply, on a route with fallbacks: who, why, what it was asked and
+    answered, and when (ms from the request)."""
+    return {"upstream": attempt["upstream"], "dialect": attempt["dialect"], "url": attempt["url"],
+            "reason": attempt["reason"], "error": attempt["error"],
+            "status": attempt["head"]["status"] if attempt["head"] else None,
+            "began_ms": round(attempt["began"] * 1000, 3),
+            "took_ms": round((attempt["ended"] - attempt["began"]) * 1000, 3),
+            "request": _request(attempt["request"], bodies), "response": attempt["head"] and _head(attempt["head"])}
 
 
 def _head(head: dict[str, Any]) -> dict[str, Any]:

@@ -116,6 +116,8 @@ class RunCapture:
         """What the conversation mapping decided this turn, and why."""
         self.conversation: str | None = None
         """The upstream's conversation id: a recording's file per conversation is named after it."""
+        self.attempts: list[dict[str, Any]] = []
+        """The upstreams that failed the run before its reply, on a route with fallbacks (`upstream_failed`)."""
         self.rows: list[Row] = []
         self.client_frames: list[tuple[float, bytes]] = []
         self.client_done = False
@@ -166,6 +168,24 @@ class RunCapture:
         self.version += 1
         self.upstream_head = {"status": status, "headers": safe_headers(headers, self.configured),
                               "at": self.clock() - self.origin}
+
+    def upstream_failed(self, upstream: str, dialect: str, url: str, reason: str, error: str, began: float) -> None:
+        """The upstream asked since `began` (monotonic) failed the run before its reply, which moves on (`Moved`): what
+        it was asked and answered becomes an attempt, with why, and the next upstream's is the run's."""
+        asked, self.version = self.upstream_request, self.version + 1
+        self.attempts.append({"upstream": upstream, "dialect": dialect, "url": asked["url"] if asked else safe_url(url),
+                              "reason": reason, "error": error, "request": asked, "head": self.upstream_head,
+                              "began": began - self.origin, "ended": self.clock() - self.origin})
+        self.upstream_request = self.upstream_head = None
+
+    def last_asked(self, dialect: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str]:
+        """The upstream request and answer a recording holds, and the upstream's dialect: the run's, or when every
+        upstream failed it, the last one asked's (no request: none was asked)."""
+        if self.upstream_request is None:
+            for attempt in reversed(self.attempts):
+                if attempt["request"] is not None:
+                    return attempt["request"], attempt["head"], attempt["dialect"]
+        return self.upstream_request, self.upstream_head, dialect
 
     # The upstream's frames and the events they made.
 
@@ -244,12 +264,14 @@ class RunCapture:
         return TappedDirect(direct, self)
 
     def exchange(self, record: Any, client_dialect: str, upstream_dialect: str) -> dict[str, Any]:
-        """The capture as a line of a recording; `record` is the run's access record."""
+        """The capture as a line of a recording; `record` is the run's access record. A run that moved between
+        upstreams adds `attempts`, which replaying ignores."""
         client = self.client_request or {"method": "POST", "path": "", "headers": {}, "body": b""}
-        upstream = self.upstream_request or {"url": "", "path": None, "headers": {}, "body": b"", "variant": None}
-        upstream_head = self.upstream_head or {"status": 0, "headers": {}, "at": 0.0}
+        upstream, upstream_head, upstream_dialect = self.last_asked(upstream_dialect)
+        upstream = upstream or {"url": "", "path": None, "headers": {}, "body": b"", "variant": None}
+        upstream_head = upstream_head or {"status": 0, "headers": {}, "at": 0.0}
         client_head = self.client_head or {"status": 0, "headers": {}}
-        return {
+        exchange: dict[str, Any] = {
             "format": FORMAT, "id": self.request_id,
             "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.recorded_at)),
             "route": self.route, "conversation": record.conversation_id, "key_id": record.key_id,
@@ -264,6 +286,11 @@ class RunCapture:
                                              if row.frame and row.source == "upstream"]},
             "client_response": {**client_head, "frames": [(at, wire(data)) for at, data in self.client_frames]},
         }
+        if self.attempts:  # what replay ignores: who failed the run first, and why
+            exchange["attempts"] = [
+                {key: attempt[key] for key in ("upstream", "dialect", "url", "reason", "error", "began", "ended")}
+                | {"status": attempt["head"]["status"] if attempt["head"] else None} for attempt in self.attempts]
+        return exchange
 
 
 class TappedDecoder:

@@ -6,8 +6,13 @@
  "client":            {"dialect", "method", "path", "headers", "body"},
  "upstream":          {"dialect", "variant", "url", "path", "headers", "body", "sent_at", "discovery"},
  "upstream_response": {"status", "headers", "at", "frames": [[at, bytes], ...]},
- "client_response":   {"status", "headers", "frames": [[at, bytes], ...]}}
+ "client_response":   {"status", "headers", "frames": [[at, bytes], ...]},
+ "attempts":          [{"upstream", "dialect", "url", "reason", "error", "status", "began", "ended"}, ...]}
 ```
+
+`attempts` is there only when the run moved between a route's upstreams: those that failed it before their reply, and
+why (`upstream` and `upstream_response` are the one that answered, or the last asked when none did). Replaying
+ignores it.
 
 Times are seconds from the client's request reaching the gateway. Bytes are a string when they are UTF-8, else
 `{"base64": ...}`. Credentials never reach a recording: the headers that carry them, and those a route adds for

@@ -50,6 +50,7 @@ function flags(run) {
   if (run.resumed) found.push(el("span", { class: "pill warn" }, "resumed"));
   if (run.stopped) found.push(el("span", { class: "pill warn" }, "stopped"));
   if (run.reattached) found.push(el("span", { class: "pill warn" }, "reattached"));
+  if (run.failovers) found.push(el("span", { class: "pill warn", title: run.failovers }, `moved to ${run.upstream}`));
   if (run.truncated) found.push(el("span", { class: "pill bad" }, "capture cut"));
   if (!run.captured) found.push(el("span", { class: "pill", title: "runs are captured while the page is open" }, "summary only"));
   return found.length ? found : "–";
@@ -59,7 +60,7 @@ function flags(run) {
 
 function matches(run, words) {
   const text = [run.route, run.client_dialect, run.upstream_dialect, run.status, run.outcome, run.error, run.key_id,
-    run.path, run.conversation_id, run.request_id, run.in_flight ? "running" : "", run.resumed ? "resumed" : "",
+    run.path, run.conversation_id, run.request_id, run.upstream, run.failovers, run.in_flight ? "running" : "", run.resumed ? "resumed" : "",
     run.stopped ? "stopped" : "", Object.keys(run.dropped || {}).join(" ")].join(" ").toLowerCase();
   return words.every((word) => text.includes(word));
 }
@@ -126,10 +127,11 @@ function body(value) {
 
 function renderRequest(target, request, response, dialect, side) {
   if (!request) {
-    target.replaceChildren(el("p", { class: "muted" }, side === "upstream" ? "The upstream was not called." : "Not captured."));
+    const none = { upstream: "The upstream was not called.", moved: "No upstream answered: each failed the run (above)." };
+    target.replaceChildren(el("p", { class: "muted" }, none[side] || "Not captured."));
     return;
   }
-  const where = side === "upstream"
+  const where = side !== "client"
     ? `POST ${request.url}${request.path || ""}${request.variant ? ` (${request.variant})` : ""}`
     : `${request.method} ${request.path}`;
   const answer = response ? `answered ${response.status}${response.at_ms !== null && response.at_ms !== undefined ? ` at ${ms(response.at_ms)}` : ""}` : "";
@@ -138,6 +140,21 @@ function renderRequest(target, request, response, dialect, side) {
     answer ? el("p", { class: "meta" }, answer) : null,
     headers(request.headers),
     body(request.body));
+}
+
+// An upstream that failed the run before its reply (a route with fallbacks): who, why, and what it was asked.
+function attemptItem(attempt) {
+  const why = `${attempt.reason}${attempt.status !== null ? ` (HTTP ${attempt.status})` : ""} · ${attempt.error}`;
+  return el("li", { class: "attempt" },
+    el("p", { class: "meta" }, `${attempt.upstream} · ${attempt.dialect} · POST ${attempt.url}`),
+    el("p", {}, el("span", { class: "why" }, why), ` · asked at ${ms(attempt.began_ms)}, failed ${ms(attempt.took_ms)} later`),
+    attempt.request ? el("details", {}, el("summary", {}, "what it was asked"),
+      headers(attempt.request.headers), body(attempt.request.body)) : null);
+}
+
+function renderAttempts(attempts) {
+  $("attempts").hidden = !attempts || !attempts.length;
+  $("attempt-list").replaceChildren(...(attempts || []).map(attemptItem));
 }
 
 function eventLine(event) {
@@ -184,13 +201,16 @@ function renderRun(view, fresh) {
   $("not-captured").textContent = view.captured ? "" : "This run started while nobody watched: only its summary was kept. Runs that start while this page is open are captured whole.";
   $("mapping").hidden = !view.mapping;
   if (view.mapping) $("mapping").replaceChildren(el("strong", {}, "Conversation mapping: "), view.mapping);
+  renderAttempts(view.attempts);
+  $("upstream-request-title").textContent = run.upstream ? `Upstream request (${run.upstream})` : "Upstream request";
   if (!view.captured) {
     $("client-request").replaceChildren(); $("upstream-request").replaceChildren();
     $("timeline").tBodies[0].replaceChildren();
     return;
   }
   renderRequest($("client-request"), view.client_request, view.client_response, run.client_dialect, "client");
-  renderRequest($("upstream-request"), view.upstream_request, view.upstream_response, run.upstream_dialect, "upstream");
+  renderRequest($("upstream-request"), view.upstream_request, view.upstream_response, run.upstream_dialect,
+    view.attempts && view.attempts.length ? "moved" : "upstream");
   $("upstream-col").textContent = `Upstream frame (${run.upstream_dialect})`;
   $("client-col").textContent = `Client frames (${run.client_dialect})`;
   const tbody = $("timeline").tBodies[0];

@@ -69,6 +69,8 @@ class Observer:
         self.ring = ring
         self.files = files
         self.bodies = route.inspector_bodies
+        self.configured = [name for upstream in route.upstreams for name in upstream.headers]
+        """The headers the route adds for its upstreams (fallbacks too): never kept."""
 
     def begin(self, call: Watched) -> None:
         ring, files = self.ring, self.files
@@ -81,7 +83,7 @@ class Observer:
             capture = RunCapture(call.request_id, self.route.name, limit=max(limits),
                                  budget=ring.budget if watched and ring is not None else None,
                                  recorded=files is not None,
-                                 configured_headers=self.route.upstream.headers, origin=call.started_at)
+                                 configured_headers=self.configured, origin=call.started_at)
             call.writer.tap(capture)
             call.capture = capture
         if ring is not None:
@@ -93,7 +95,7 @@ class Observer:
             call.inspected.end()
             call.inspected = None
         capture = call.capture
-        if self.files is None or capture is None or capture.upstream_request is None:
+        if self.files is None or capture is None or capture.last_asked("")[0] is None:  # the upstream was not asked
             return
         if capture.truncated:
             log.warning("route %s: the exchange %s was larger than record.max_file_bytes: not recorded",

@@ -1,5 +1,5 @@
-"""Tracing with OpenTelemetry: a server span per request, a client span for its upstream call, W3C trace context
-taken from the client and passed upstream.
+"""Tracing with OpenTelemetry: a server span per request, a client span for its upstream call (one per upstream
+asked, on a route with fallbacks), W3C trace context taken from the client and passed upstream.
 
 Optional twice over. Without the `[otel]` extra, or when the standard `OTEL_*` environment asks for no traces,
 `from_environment()` is None and a request pays an `is None` check (and a header lookup, to pass the client's trace
@@ -158,7 +158,9 @@ class Tracing:
 
 class RequestTrace:
     """The spans of one request: the server span from its first byte to its last, and the client span of the
-    upstream call, from sending the request to the last byte read of the response."""
+    upstream call, from sending the request to the last byte read of the response. On a route with fallbacks, each
+    upstream that failed the run before its reply has a client span of its own, ended as it failed
+    (`attempt_failed`)."""
 
     __slots__ = ("_clock", "_epoch", "_server", "_tracing", "_upstream", "_upstream_sent", "trace_id")
 
@@ -192,6 +194,21 @@ class RequestTrace:
     def upstream_answered(self, status: int) -> None:
         if self._upstream is not None:
             self._upstream.set_attribute("http.response.status_code", status)
+
+    def attempt_failed(self, reason: str, began: float, attributes: Mapping[str, str | int]) -> None:
+        """The upstream asked since `began` (monotonic) failed the run before its reply, and the run moves on: its
+        span ends now, an error of type `reason` (`Moved.reason`: unreachable, timeout, status, unavailable). One
+        that failed before it was called (its discovery document unavailable) gets a span from `began`, with the
+        `attributes` of a call to it."""
+        span = self._upstream
+        if span is None:
+            span = self._tracing.tracer.start_span("POST", trace.set_span_in_context(self._server),
+                                                   trace.SpanKind.CLIENT, attributes=attributes,
+                                                   start_time=self._at(began))
+        self._upstream = None
+        span.set_attribute("error.type", reason)
+        span.set_status(trace.StatusCode.ERROR, reason)
+        span.end(self._at(time.monotonic()))
 
     def end(self, record: AccessRecord, error: str | None, usage: Usage | None, upstream_read: float) -> None:
         """End the spans with what the access record says of the request. `error` is the request's error kind
@@ -235,14 +252,19 @@ def _usage_attributes(usage: Usage) -> dict[str, Any]:
     return attributes
 
 
-def upstream_attributes(url: str) -> dict[str, str | int]:
+def upstream_attributes(url: str, named: tuple[str, str] | None = None) -> dict[str, str | int]:
     """The upstream call's span attributes that hold for every request of a route: where it goes, without the
-    URL's user information or query (either may hold a secret)."""
+    URL's user information or query (either may hold a secret); on a route with fallbacks, `named` (which of its
+    upstreams the call went to, and its dialect) too."""
     parsed = UpstreamURL.parse(url)
     scheme = "https" if parsed.tls else "http"
     path = parsed.target.partition("?")[0]
-    return {"http.request.method": "POST", "server.address": parsed.host, "server.port": parsed.port,
-            "url.scheme": scheme, "url.full": f"{scheme}://{parsed.host_header}{path}"}
+    attributes: dict[str, str | int] = {
+        "http.request.method": "POST", "server.address": parsed.host, "server.port": parsed.port,
+        "url.scheme": scheme, "url.full": f"{scheme}://{parsed.host_header}{path}"}
+    if named is not None:
+        attributes[ATTRIBUTE + "upstream"], attributes[ATTRIBUTE + "upstream_dialect"] = named
+    return attributes
 
 
 def _trace_context(headers: Headers) -> dict[str, str]:

@@ -36,8 +36,9 @@ class Backend:
         """The calls held open while their clients answer what it asked in them (MCP 2025's)."""
         self.learned_variant: str | None = None
         """What its response headers showed it to be, when the route does not say."""
-        self.span = upstream_attributes(self.config.url) if traced else {}
-        """The attributes every call's span to it has."""
+        named = (self.name, self.dialect.name) if route.fallbacks else None
+        self.span = upstream_attributes(self.config.url, named) if traced else {}
+        """The attributes every call's span to it has (which upstream it is, on a route with fallbacks)."""
 
 
 def order(backends: list[Backend], heard_by: str | None) -> list[Backend]:

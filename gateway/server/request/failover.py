@@ -7,7 +7,8 @@
    ├─ Call.attempt fails before its first event (unreachable, the connect deadline, a 5xx, 408 or 429 answer,
    │  no event by the first-event deadline, a reply that broke off or ended before one, its document or session
    │  unavailable)
-   │    ─▶ Moved: counted against it (`Ejection`); the next one is asked, the conversation mapped anew for it
+   │    ─▶ Moved: counted against it (`Ejection`), its span ended and its attempt captured (`Moves.failed`); the
+   │       next one is asked, the conversation mapped anew for it
    └─ sends its first event ─▶ the run is its: a failure from then on is told in band, as on any route
 ```
 
@@ -59,6 +60,18 @@ class Moves:
         self.more = False
         """Another upstream is left to ask after it."""
 
+    def failed(self, call: Call, moved: Moved, began: float) -> None:
+        """The upstream the call asked since `began` (monotonic) failed the run: said in the access log, the span
+        and the run's capture, each attempt apart."""
+        backend = call.backend
+        self.tried.append(f"{backend.name}: {moved.reason}")
+        call.record.failovers = ", ".join(self.tried)
+        if call.trace is not None:
+            call.trace.attempt_failed(moved.reason, began, backend.span)
+        if call.capture is not None:
+            call.capture.upstream_failed(backend.name, backend.dialect.name, backend.config.url, moved.reason,
+                                         moved.error.code, began)
+
     async def answered(self) -> None:
         """The upstream being asked sent the run's first event: the run is its, and it is in service."""
         await self._ejection.succeeded(self.now_asked)
@@ -87,6 +100,7 @@ async def run(call: Call, client: Dialect, turn: Turn) -> None:
         call.relay = None
         call.target, call.upstream_headers, call.session_headers = None, {}, {}
         record.upstream, record.upstream_dialect = backend.name, backend.dialect.name
+        began = time.monotonic()
         try:
             await call.attempt(client, turn)
             return
@@ -101,8 +115,7 @@ async def run(call: Call, client: Dialect, turn: Turn) -> None:
             record.upstream_cancelled = False
         call.deadlines.count_first_event_anew()  # each upstream has the first-event deadline; the total one holds
         await ejection.failed(backend.name)
-        moves.tried.append(f"{backend.name}: {failed.reason}")
-        record.failovers = ", ".join(moves.tried)
+        moves.failed(call, failed, began)
         left, failure = (backend.name, failed.reason), failed.error
     call.moves = None
     if failure is None:
