@@ -58,7 +58,7 @@ class ResumableRuns:
                         max_entries=route.limits.max_resume_events, max_bytes=route.limits.max_resume_bytes,
                         keep=route.timeouts.resume_keep,
                         conversation=conversation_key(route.name, principal, conversation) if conversation else None,
-                        owner=principal)
+                        owner=principal, dialect=client.name)
             running = await handler.board.claim(tape, route.timeouts.total)
         except GatewayError as error:
             await call.writer.fail_before_start(error)

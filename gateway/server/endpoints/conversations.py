@@ -9,6 +9,7 @@ from starlette.types import Receive, Scope, Send
 
 from adapters import registry
 from gateway.core.errors import InvalidRequest, NoRunningRun
+from gateway.core.turn import Turn
 from gateway.core.validation import MAX_ID, bad_id
 from gateway.server.operations.record import RequestOutcome
 from gateway.server.request.call import Call
@@ -16,6 +17,7 @@ from gateway.server.request.entry import entered, identify
 from gateway.server.request.reading import check_content_type
 from gateway.server.stream import resume
 from gateway.server.stream.resume import conversation_key
+from gateway.server.stream.translated import TranslatedReply
 
 if TYPE_CHECKING:
     from gateway.server.route import RouteHandler
@@ -56,8 +58,13 @@ class ConversationEndpoints:
                 await call.writer.respond(204, {}, b"")
                 return
             dialect = record.client_dialect  # the path's, when only one is served there
-            await handler.resumable.follow(call, receive, reply, resume.last_event_id(headers) or 0,
-                                           registry.get(dialect) if dialect != "unknown" else None)
+            client = registry.get(dialect) if dialect != "unknown" else None
+            if client is not None:  # a run another dialect's client started is read in this one's
+                limits = handler.route.limits
+                reply = TranslatedReply(reply, client, Turn(conversation_id=conversation, accept=headers.get("accept")),
+                                        max_entries=limits.max_resume_events, max_bytes=limits.max_resume_bytes,
+                                        max_event_bytes=limits.max_event_bytes)
+            await handler.resumable.follow(call, receive, reply, resume.last_event_id(headers) or 0, client)
             return
         if not await handler.board.stop_conversation(key):
             raise NoRunningRun(f"no run of conversation {conversation!r} is running")

@@ -1,0 +1,100 @@
+"""A run's kept reply as a client of another dialect reads it: an AG-UI run followed by the AI SDK's resume GET, by
+an A2A or a Responses client, each in its own dialect.
+
+```
+tape (the bytes the run's own client was sent) ─▶ that dialect's decoder ─▶ events ─▶ the follower's encoder ─▶
+    the follower's own reply, numbered piece by piece (an SSE `id:` where its dialect has ids)
+```
+
+Why from the bytes, and not canonical events kept beside them: the run's per-event path stays as it is (nothing more
+is written, to memory or Redis, for a follower that may never come), a tape written by any replica or release reads
+the same, and every dialect already has a decoder that reads what its encoder writes (the gateway serves each
+dialect's clients from an upstream of the same). What it costs: a follower sees no more than the run's own dialect
+carried (an AG-Kit run shows no reasoning to an AG-UI follower), and each follower decodes and encodes the reply
+again, from its start.
+
+Positions: the translation is made from the tape's start for each follower, the same on every replica and every
+time, so a follower's position is the number of a piece of its own translated reply (the `id:` an AG-UI follower
+gets, and sends back as `Last-Event-ID`); a follower that comes back with one is sent the pieces after it. A follower
+of the run's own dialect reads the tape as it is.
+"""
+
+from __future__ import annotations
+
+from adapters import registry
+from gateway.core.capabilities import EventIds, WireFormats
+from gateway.core.codec import Dialect
+from gateway.core.decoding import Decoder
+from gateway.core.encoding import Encoder
+from gateway.core.turn import Turn
+from gateway.runs.tape import Entry, Head, RunReply, Tape
+from gateway.server.stream.relay import UNBUFFERED_HEADERS
+
+
+class TranslatedReply:
+    """A `RunReply` in `client`'s dialect, read from one kept in whichever dialect started the run. Its translated
+    pieces are kept for the follower within the route's limits for a kept reply; past them it is lost, as an
+    outgrown tape is."""
+
+    __slots__ = ("_client", "_decoder", "_encoder", "_max_event_bytes", "_next", "_out", "_source", "_through",
+                 "_turn")
+
+    def __init__(self, source: RunReply, client: Dialect, turn: Turn, *, max_entries: int, max_bytes: int,
+                 max_event_bytes: int) -> None:
+        self._source = source
+        self._client = client
+        self._turn = turn
+        self._max_event_bytes = max_event_bytes
+        self._out = Tape("", event_ids=client.capability(EventIds) is not None, max_entries=max_entries,
+                         max_bytes=max_bytes, keep=0, dialect=client.name)
+        self._next = 0
+        """The next entry of the source to read."""
+        self._through: bool | None = None
+        """Whether the source is in the follower's dialect already (None until its head is read)."""
+        self._decoder: Decoder | None = None
+        self._encoder: Encoder | None = None
+
+    async def read(self, start: int, wait: float) -> list[Entry]:
+        out = self._out
+        while True:
+            if self._through:
+                return [entry for entry in await self._source.read(max(start, self._next), wait) if entry.seq >= start]
+            if start < len(out.entries) or out.ended:
+                return await out.read(start, 0)
+            entries = await self._source.read(self._next, wait)
+            if not entries:
+                return []
+            if self._through is None and entries[0].seq == 0 and self._opens_through(entries[0]):
+                return [entry for entry in entries if entry.seq >= start]
+            for entry in entries:
+                self._take(entry)
+            self._next = entries[-1].seq + 1
+
+    def _opens_through(self, head_entry: Entry) -> bool:
+        """Read the source's head: whether it is the follower's own dialect (read as it is), else the decoder and
+        encoder that translate it, and the follower's head."""
+        head = Head.load(head_entry.data)
+        source = registry.DIALECTS.get(head.dialect)
+        self._through = source is None or source is self._client
+        if self._through:
+            return True
+        formats = source.capability(WireFormats)
+        content_type = head.headers.get("content-type", "")
+        decoder = formats.decoder_for(content_type, self._max_event_bytes) if formats is not None else None
+        self._decoder = decoder if decoder is not None else source.new_decoder(max_event_bytes=self._max_event_bytes)
+        self._encoder = encoder = self._client.new_encoder(self._turn)
+        self._out.open(Head(encoder.status_code, {**encoder.headers, **UNBUFFERED_HEADERS}, encoder.keep_alive()))
+        self._next = 1
+        return False
+
+    def _take(self, entry: Entry) -> None:
+        """One piece of the source, translated onto the follower's reply."""
+        if entry.seq == 0:
+            return
+        assert self._decoder is not None and self._encoder is not None
+        events = self._decoder.feed(entry.data)
+        if entry.last:
+            events += self._decoder.close()
+        body = self._encoder.encode(events) if events else b""
+        if body or entry.last:
+            self._out.record(body, last=entry.last)

@@ -1,0 +1,79 @@
+"""A resumable run followed in another dialect than the one that started it (`gateway/server/stream/translated.py`):
+an AG-UI run dropped on one replica and followed on the other, over one real Redis, by a client of each dialect the
+route serves, each getting the whole text as its own dialect writes it.
+
+The gateways and the upstream (the built-in agent, paced so a run lasts a while) are real servers on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from node_clients import node_clients_available, verify_vercel
+from redis_server import RedisServer
+from servers import Served
+from test_resume import PACE, agent_calls, agui_body, frames, read_some
+
+from gateway.agent.server import create_agent_app
+from gateway.config import GatewayConfig
+from gateway.server.app import create_app
+
+TEXT = "".join(f"tick {i}. " for i in range(1, 21))
+"""What the paced agent answers "slow please" with."""
+PATHS = {"ag-ui": "/agui", "vercel": "/api/chat"}
+
+
+def config(agent: str, store: str, **route: Any) -> GatewayConfig:
+    """One resumable route serving every follower's dialect, each on its own path."""
+    return GatewayConfig.model_validate({"store": {"url": store}, "routes": [
+        {"name": "chat", "paths": list(PATHS.values()), "client_dialects": list(PATHS), "resumable": True,
+         "upstream": {"url": f"{agent}/send-message", "dialect": "ag-kit"}, **route}]})
+
+
+@contextmanager
+def replicas(store: str, **route: Any) -> Iterator[tuple[str, str, str]]:
+    """The paced agent and two gateways in front of it, sharing `store`."""
+    with ExitStack() as stack:
+        agent = stack.enter_context(Served(create_agent_app("ag-kit", pace=PACE)))
+        one, two = (stack.enter_context(Served(create_app(config(agent.url, store, **route)))).url for _ in range(2))
+        yield agent.url, one, two
+
+
+@pytest.fixture(scope="module")
+def redis() -> Iterator[RedisServer]:
+    with RedisServer() as server:
+        yield server
+
+
+def dropped_agui_run(gateway: str, thread: str) -> list[dict[str, Any]]:
+    """An AG-UI run started on `gateway`, its client gone after a few events."""
+    return frames(read_some(f"{gateway}{PATHS['ag-ui']}", agui_body(thread), 4))
+
+
+def vercel_text(body: bytes) -> str:
+    return "".join(chunk.get("delta", "") for chunk in _chunks(body) if chunk.get("type") == "text-delta")
+
+
+def _chunks(body: bytes) -> list[dict[str, Any]]:
+    return [orjson.loads(frame["data"]) for frame in frames(body) if frame["data"] != "[DONE]"]
+
+
+def test_an_agui_run_dropped_on_one_replica_is_followed_whole_by_an_ai_sdk_client_on_the_other(
+        redis: RedisServer) -> None:
+    with replicas(redis.url) as (agent, one, two):
+        dropped_agui_run(one, "thread-v1")
+        followed = httpx.get(f"{two}{PATHS['vercel']}/thread-v1/stream", timeout=10)
+        assert followed.status_code == 200
+        assert followed.headers["x-vercel-ai-ui-message-stream"] == "v1"
+        assert b"RUN_STARTED" not in followed.content and followed.content.endswith(b"data: [DONE]\n\n")
+        assert vercel_text(followed.content) == TEXT
+        assert len(agent_calls(agent)) == 1
+        if node_clients_available():
+            verdict = verify_vercel({"followed": followed.content})["followed"]
+            assert verdict["ok"], verdict
+            assert [p["text"] for p in verdict["message"]["parts"] if p["type"] == "text"] == [TEXT]
