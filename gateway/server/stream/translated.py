@@ -76,7 +76,7 @@ class TranslatedReply:
         head = Head.load(head_entry.data)
         source = registry.DIALECTS.get(head.dialect)
         self._through = source is None or source is self._client
-        if self._through:
+        if source is None or source is self._client:
             return True
         formats = source.capability(WireFormats)
         content_type = head.headers.get("content-type", "")
