@@ -14,7 +14,8 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from node_clients import node_clients_available, verify_vercel
+from e2e import request_body, user_message
+from node_clients import node_clients_available, verify_agui, verify_vercel
 from redis_server import RedisServer
 from servers import Served
 from test_resume import PACE, agent_calls, agui_body, frames, read_some
@@ -55,6 +56,18 @@ def dropped_agui_run(gateway: str, thread: str) -> list[dict[str, Any]]:
     return frames(read_some(f"{gateway}{PATHS['ag-ui']}", agui_body(thread), 4))
 
 
+def get_some(url: str, count: int) -> bytes:
+    """GET a follower's stream, read `count` SSE events, then drop the connection."""
+    received = b""
+    with httpx.Client(timeout=10) as http, http.stream("GET", url) as response:
+        assert response.status_code == 200
+        for chunk in response.iter_raw():
+            received += chunk
+            if received.count(b"\n\n") >= count:
+                break
+    return b"".join(block + b"\n\n" for block in received.split(b"\n\n")[:count])
+
+
 def vercel_text(body: bytes) -> str:
     return "".join(chunk.get("delta", "") for chunk in _chunks(body) if chunk.get("type") == "text-delta")
 
@@ -77,3 +90,27 @@ def test_an_agui_run_dropped_on_one_replica_is_followed_whole_by_an_ai_sdk_clien
             verdict = verify_vercel({"followed": followed.content})["followed"]
             assert verdict["ok"], verdict
             assert [p["text"] for p in verdict["message"]["parts"] if p["type"] == "text"] == [TEXT]
+
+
+def test_an_ai_sdk_run_is_followed_by_an_agui_client_that_comes_back_with_last_event_id_for_the_rest(
+        redis: RedisServer) -> None:
+    """Positions are the follower's own: the `id:` of its translated reply, the same on every replica."""
+    with replicas(redis.url) as (agent, one, two):
+        body = orjson.dumps(request_body("vercel", [user_message("vercel", "slow please")], conversation="chat-a1"))
+        read_some(f"{one}{PATHS['vercel']}", body, 4)
+        first = get_some(f"{two}{PATHS['ag-ui']}/chat-a1/stream", 6)
+        rest = httpx.get(f"{one}{PATHS['ag-ui']}/chat-a1/stream", timeout=10,
+                         headers={"last-event-id": frames(first)[-1]["id"]})
+        assert rest.status_code == 200
+        events = frames(first) + frames(rest.content)
+        assert [int(e["id"]) for e in events] == list(range(1, len(events) + 1))
+        decoded = [orjson.loads(e["data"]) for e in events]
+        assert decoded[0]["type"] == "RUN_STARTED" and decoded[-1]["type"] == "RUN_FINISHED"
+        assert decoded[0]["threadId"] == decoded[-1]["threadId"] == "chat-a1"
+        assert decoded[0]["runId"] == decoded[-1]["runId"]  # the run's, whichever replica translated it
+        assert "".join(e.get("delta", "") for e in decoded) == TEXT
+        assert len(agent_calls(agent)) == 1
+        if node_clients_available():
+            verdict = verify_agui({"followed": first + rest.content})["followed"]
+            assert verdict["ok"], verdict
+            assert [m["content"] for m in verdict["messages"] if m["role"] == "assistant"] == [TEXT]

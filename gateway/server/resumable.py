@@ -16,6 +16,7 @@ from gateway.core.capabilities import EventIds
 from gateway.core.codec import Dialect
 from gateway.core.errors import GatewayError, Overloaded, ResumeUnavailable
 from gateway.core.events import RunError
+from gateway.core.ids import new_id
 from gateway.core.turn import Turn
 from gateway.runs.tape import RunReply, Tape, TapeLost
 from gateway.server.operations.record import RequestOutcome
@@ -58,7 +59,7 @@ class ResumableRuns:
                         max_entries=route.limits.max_resume_events, max_bytes=route.limits.max_resume_bytes,
                         keep=route.timeouts.resume_keep,
                         conversation=conversation_key(route.name, principal, conversation) if conversation else None,
-                        owner=principal, dialect=client.name)
+                        owner=principal, dialect=client.name, run_id=turn.run_id or new_id("run"))
             running = await handler.board.claim(tape, route.timeouts.total)
         except GatewayError as error:
             await call.writer.fail_before_start(error)

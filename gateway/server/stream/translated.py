@@ -26,6 +26,7 @@ from gateway.core.capabilities import EventIds, WireFormats
 from gateway.core.codec import Dialect
 from gateway.core.decoding import Decoder
 from gateway.core.encoding import Encoder
+from gateway.core.events import RunStarted
 from gateway.core.turn import Turn
 from gateway.runs.tape import Entry, Head, RunReply, Tape
 from gateway.server.stream.relay import UNBUFFERED_HEADERS
@@ -36,8 +37,8 @@ class TranslatedReply:
     pieces are kept for the follower within the route's limits for a kept reply; past them it is lost, as an
     outgrown tape is."""
 
-    __slots__ = ("_client", "_decoder", "_encoder", "_max_event_bytes", "_next", "_out", "_source", "_through",
-                 "_turn")
+    __slots__ = ("_client", "_decoder", "_encoder", "_max_event_bytes", "_next", "_out", "_run_id", "_source",
+                 "_through", "_turn")
 
     def __init__(self, source: RunReply, client: Dialect, turn: Turn, *, max_entries: int, max_bytes: int,
                  max_event_bytes: int) -> None:
@@ -53,6 +54,7 @@ class TranslatedReply:
         """Whether the source is in the follower's dialect already (None until its head is read)."""
         self._decoder: Decoder | None = None
         self._encoder: Encoder | None = None
+        self._run_id = ""
 
     async def read(self, start: int, wait: float) -> list[Entry]:
         out = self._out
@@ -85,6 +87,7 @@ class TranslatedReply:
         self._encoder = encoder = self._client.new_encoder(self._turn)
         self._out.open(Head(encoder.status_code, {**encoder.headers, **UNBUFFERED_HEADERS}, encoder.keep_alive()))
         self._next = 1
+        self._run_id = head.run_id
         return False
 
     def _take(self, entry: Entry) -> None:
@@ -95,6 +98,10 @@ class TranslatedReply:
         events = self._decoder.feed(entry.data)
         if entry.last:
             events += self._decoder.close()
+        for event in events:
+            if isinstance(event, RunStarted):  # named as the follower named it, where the run's dialect does not
+                event.thread_id = event.thread_id or self._turn.conversation_id
+                event.run_id = event.run_id or self._run_id or None
         body = self._encoder.encode(events) if events else b""
         if body or entry.last:
             self._out.record(body, last=entry.last)
