@@ -16,6 +16,7 @@ import orjson
 import pytest
 from e2e import request_body, user_message
 from node_clients import node_clients_available, verify_agui, verify_vercel
+from openai import OpenAI
 from redis_server import RedisServer
 from servers import Served
 from test_resume import PACE, agent_calls, agui_body, frames, read_some
@@ -26,7 +27,7 @@ from gateway.server.app import create_app
 
 TEXT = "".join(f"tick {i}. " for i in range(1, 21))
 """What the paced agent answers "slow please" with."""
-PATHS = {"ag-ui": "/agui", "vercel": "/api/chat"}
+PATHS = {"ag-ui": "/agui", "vercel": "/api/chat", "openai-responses": "/v1/responses"}
 
 
 def config(agent: str, store: str, **route: Any) -> GatewayConfig:
@@ -51,9 +52,10 @@ def redis() -> Iterator[RedisServer]:
         yield server
 
 
-def dropped_agui_run(gateway: str, thread: str) -> list[dict[str, Any]]:
+def dropped_agui_run(gateway: str, thread: str, key: str | None = None) -> list[dict[str, Any]]:
     """An AG-UI run started on `gateway`, its client gone after a few events."""
-    return frames(read_some(f"{gateway}{PATHS['ag-ui']}", agui_body(thread), 4))
+    headers = {"authorization": f"Bearer {key}"} if key else None
+    return frames(read_some(f"{gateway}{PATHS['ag-ui']}", agui_body(thread), 4, headers))
 
 
 def get_some(url: str, count: int) -> bytes:
@@ -114,3 +116,39 @@ def test_an_ai_sdk_run_is_followed_by_an_agui_client_that_comes_back_with_last_e
             verdict = verify_agui({"followed": first + rest.content})["followed"]
             assert verdict["ok"], verdict
             assert [m["content"] for m in verdict["messages"] if m["role"] == "assistant"] == [TEXT]
+
+
+def test_an_agui_run_is_streamed_to_an_openai_sdk_client_as_a_response_and_resumed_from_starting_after(
+        redis: RedisServer) -> None:
+    """`GET /v1/responses/{id}?stream=true&starting_after=N` (the `openai` SDK's `responses.retrieve`), the id
+    being the conversation the AG-UI client named, on the replica that does not run it."""
+    with replicas(redis.url) as (agent, one, two):
+        dropped_agui_run(one, "thread-o1")
+        openai = OpenAI(base_url=f"{two}/v1", api_key="unused", max_retries=0)
+        first = []
+        for event in openai.responses.retrieve("thread-o1", stream=True):
+            first.append(event)
+            if len(first) == 8:
+                break  # the client goes away, and comes back for what follows the last event it had
+        rest = list(openai.responses.retrieve("thread-o1", stream=True, starting_after=first[-1].sequence_number))
+        events = first + rest
+        assert [e.sequence_number for e in events] == list(range(1, len(events) + 1))
+        assert events[0].type == "response.created" and events[-1].type == "response.completed"
+        assert events[-1].response.id == "thread-o1" and events[-1].response.output_text == TEXT
+        assert "".join(e.delta for e in events if e.type == "response.output_text.delta") == TEXT
+        assert len(agent_calls(agent)) == 1
+
+
+def test_another_callers_follower_of_any_dialect_is_refused_as_a_resume_of_the_same_dialect_is(
+        redis: RedisServer) -> None:
+    with replicas(redis.url, auth={"keys": ["alice", "mallory"]}) as (_agent, one, two):
+        dropped_agui_run(one, "thread-p1", key="alice")
+        mallory = {"authorization": "Bearer mallory"}
+        same_dialect = httpx.get(f"{two}{PATHS['ag-ui']}/thread-p1/stream", headers=mallory, timeout=10)
+        assert same_dialect.status_code == 204  # no run of hers runs there
+        assert httpx.get(f"{two}{PATHS['vercel']}/thread-p1/stream", headers=mallory, timeout=10).status_code == 204
+        responses = httpx.get(f"{two}/v1/responses/thread-p1", params={"stream": "true"}, headers=mallory, timeout=10)
+        assert responses.status_code == 404 and responses.json()["error"]["code"] == "response_not_found"
+        alice = httpx.get(f"{two}{PATHS['vercel']}/thread-p1/stream", headers={"authorization": "Bearer alice"},
+                          timeout=10)
+        assert alice.status_code == 200 and vercel_text(alice.content) == TEXT

@@ -23,6 +23,7 @@ from gateway.server.operations.record import RequestOutcome
 from gateway.server.stream import resume
 from gateway.server.stream.deadlines import watch_disconnect
 from gateway.server.stream.resume import conversation_key
+from gateway.server.stream.translated import TranslatedReply
 
 if TYPE_CHECKING:
     from gateway.server.request.call import Call
@@ -87,6 +88,15 @@ class ResumableRuns:
             await handler.admitted(call, receive, client, turn)
         finally:
             handler.board.finish(tape)
+
+    async def follow_in(self, call: Call, receive: Receive, reply: RunReply, client: Dialect, turn: Turn,
+                        after: int) -> None:
+        """Send a client a run's reply as its own dialect writes it, whichever dialect's client started the run
+        (`turn`: what its reply is written for); `after`, its position in that reply."""
+        limits = self.handler.route.limits
+        translated = TranslatedReply(reply, client, turn, max_entries=limits.max_resume_events,
+                                     max_bytes=limits.max_resume_bytes, max_event_bytes=limits.max_event_bytes)
+        await self.follow(call, receive, translated, after, client)
 
     async def follow(self, call: Call, receive: Receive, reply: RunReply, after: int,
                      client: Dialect | None = None) -> None:

@@ -17,7 +17,6 @@ from gateway.server.request.entry import entered, identify
 from gateway.server.request.reading import check_content_type
 from gateway.server.stream import resume
 from gateway.server.stream.resume import conversation_key
-from gateway.server.stream.translated import TranslatedReply
 
 if TYPE_CHECKING:
     from gateway.server.route import RouteHandler
@@ -58,13 +57,12 @@ class ConversationEndpoints:
                 await call.writer.respond(204, {}, b"")
                 return
             dialect = record.client_dialect  # the path's, when only one is served there
-            client = registry.get(dialect) if dialect != "unknown" else None
-            if client is not None:  # a run another dialect's client started is read in this one's
-                limits = handler.route.limits
-                reply = TranslatedReply(reply, client, Turn(conversation_id=conversation, accept=headers.get("accept")),
-                                        max_entries=limits.max_resume_events, max_bytes=limits.max_resume_bytes,
-                                        max_event_bytes=limits.max_event_bytes)
-            await handler.resumable.follow(call, receive, reply, resume.last_event_id(headers) or 0, client)
+            after = resume.last_event_id(headers) or 0
+            if dialect == "unknown":
+                await handler.resumable.follow(call, receive, reply, after)
+            else:  # in the path's dialect, whichever dialect's client started the run
+                turn = Turn(conversation_id=conversation, accept=headers.get("accept"))
+                await handler.resumable.follow_in(call, receive, reply, registry.get(dialect), turn, after)
             return
         if not await handler.board.stop_conversation(key):
             raise NoRunningRun(f"no run of conversation {conversation!r} is running")

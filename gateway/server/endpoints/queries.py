@@ -28,6 +28,7 @@ from gateway.core.errors import InvalidRequest, ListingNeedsCaller, Overloaded
 from gateway.core.queries import (
     Answer,
     FinalFrame,
+    Followed,
     KeptConversation,
     RunPath,
     RunQueries,
@@ -48,6 +49,7 @@ from gateway.server.request.access import ANONYMOUS
 from gateway.server.request.call import Call
 from gateway.server.request.entry import STORE_DOWN, entered, identify
 from gateway.server.request.reading import check_content_type
+from gateway.server.stream.resume import conversation_key
 
 if TYPE_CHECKING:
     from gateway.server.endpoints.capabilities import Mounted
@@ -66,6 +68,9 @@ async def answer(handler: RouteHandler, call: Call, receive: Receive, client: Di
     assert queries is not None and handler.runs is not None
     record = call.record
     record.client_dialect, record.run_id, record.outcome = client.name, query.run_id, RequestOutcome.QUERY
+    if handler.route.resumable and (followed := queries.follows(query)) is not None \
+            and await _followed(handler, call, receive, client, followed):
+        return
     try:
         answered = await queries.answer(query, CallerView(handler, call.caller.principal))
     except StoreError as exc:
@@ -77,6 +82,24 @@ async def answer(handler: RouteHandler, call: Call, receive: Receive, client: Di
     handler.access.admit(call.caller)
     call.release = partial(handler.access.release, call.caller)
     await _stream(call, receive, answered, handler.keepalive)
+
+
+async def _followed(handler: RouteHandler, call: Call, receive: Receive, client: Dialect, followed: Followed) -> bool:
+    """Send a query that follows a conversation the run running in it, in the client's dialect whichever dialect's
+    client started it; False when none runs there (the caller's own: another's is not found)."""
+    key = conversation_key(handler.route.name, call.caller.principal, followed.conversation)
+    try:
+        reply = await handler.board.running_in(key)
+    except StoreError as exc:
+        call.record.error_detail = str(exc)
+        raise Overloaded(STORE_DOWN) from exc
+    if reply is None:
+        return False
+    call.record.conversation_id = followed.conversation
+    handler.access.admit(call.caller)
+    call.release = partial(handler.access.release, call.caller)
+    await handler.resumable.follow_in(call, receive, reply, client, followed.turn, followed.after)
+    return True
 
 
 class CallerView(CallerRuns):

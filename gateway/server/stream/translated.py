@@ -14,8 +14,9 @@ carried (an AG-Kit run shows no reasoning to an AG-UI follower), and each follow
 again, from its start.
 
 Positions: the translation is made from the tape's start for each follower, the same on every replica and every
-time, so a follower's position is the number of a piece of its own translated reply (the `id:` an AG-UI follower
-gets, and sends back as `Last-Event-ID`); a follower that comes back with one is sent the pieces after it. A follower
+time, so a follower's position is the number of an event of its own translated reply, counted from 1: the `id:` an
+AG-UI follower gets and sends back as `Last-Event-ID`, a Responses event's `sequence_number` (`starting_after`); a
+follower that comes back with one is sent the events after it. A follower
 of the run's own dialect reads the tape as it is.
 """
 
@@ -103,5 +104,16 @@ class TranslatedReply:
                 event.thread_id = event.thread_id or self._turn.conversation_id
                 event.run_id = event.run_id or self._run_id or None
         body = self._encoder.encode(events) if events else b""
-        if body or entry.last:
-            self._out.record(body, last=entry.last)
+        pieces = _events_of(body) if self._encoder.streams else [body]
+        if not pieces and entry.last:
+            pieces = [b""]
+        for n, piece in enumerate(pieces, 1):
+            self._out.record(piece, last=entry.last and n == len(pieces))
+
+
+def _events_of(body: bytes) -> list[bytes]:
+    """An SSE body as its events, one piece each: a follower's position counts its reply's events."""
+    frames = body.split(b"\n\n")
+    tail = frames.pop()
+    pieces = [frame + b"\n\n" for frame in frames]
+    return [*pieces, tail] if tail else pieces
