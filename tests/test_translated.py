@@ -15,7 +15,7 @@ import httpx
 import orjson
 import pytest
 from e2e import request_body, user_message
-from node_clients import node_clients_available, verify_agui, verify_vercel
+from node_clients import node_clients_available, run_a2a_tasks_js, verify_agui, verify_vercel
 from openai import OpenAI
 from redis_server import RedisServer
 from servers import Served
@@ -27,7 +27,7 @@ from gateway.server.app import create_app
 
 TEXT = "".join(f"tick {i}. " for i in range(1, 21))
 """What the paced agent answers "slow please" with."""
-PATHS = {"ag-ui": "/agui", "vercel": "/api/chat", "openai-responses": "/v1/responses"}
+PATHS = {"ag-ui": "/agui", "vercel": "/api/chat", "openai-responses": "/v1/responses", "a2a": "/a2a"}
 
 
 def config(agent: str, store: str, **route: Any) -> GatewayConfig:
@@ -152,3 +152,19 @@ def test_another_callers_follower_of_any_dialect_is_refused_as_a_resume_of_the_s
         alice = httpx.get(f"{two}{PATHS['vercel']}/thread-p1/stream", headers={"authorization": "Bearer alice"},
                           timeout=10)
         assert alice.status_code == 200 and vercel_text(alice.content) == TEXT
+
+
+@pytest.mark.skipif(not node_clients_available(), reason="needs `npm ci --prefix tests/clients`")
+def test_an_agui_run_is_followed_by_the_a2a_sdks_subscribe_as_a_task_of_the_id_it_named(redis: RedisServer) -> None:
+    """`SubscribeToTask` (`@a2a-js/sdk`'s `resubscribeTask`) naming the conversation the AG-UI client named."""
+    with replicas(redis.url) as (agent, one, two):
+        dropped_agui_run(one, "thread-a2")
+        followed = run_a2a_tasks_js(f"{two}{PATHS['a2a']}/", "subscribe", {"id": "thread-a2"})
+        assert followed["error"] is None, followed["error"]
+        answers = followed["answers"]
+        assert answers[0]["task"]["id"] == answers[0]["task"]["contextId"] == "thread-a2"
+        assert answers[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        text = "".join(part.get("text", "") for answer in answers if "artifactUpdate" in answer
+                       for part in answer["artifactUpdate"]["artifact"]["parts"])
+        assert text == TEXT
+        assert len(agent_calls(agent)) == 1

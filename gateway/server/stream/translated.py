@@ -100,9 +100,9 @@ class TranslatedReply:
         if entry.last:
             events += self._decoder.close()
         for event in events:
-            if isinstance(event, RunStarted):  # named as the follower named it, where the run's dialect does not
+            if isinstance(event, RunStarted):  # named as the follower names it, else as the run named itself
                 event.thread_id = event.thread_id or self._turn.conversation_id
-                event.run_id = event.run_id or self._run_id or None
+                event.run_id = self._turn.run_id or event.run_id or self._run_id or None
         body = self._encoder.encode(events) if events else b""
         pieces = _events_of(body) if self._encoder.streams else [body]
         if not pieces and entry.last:
