@@ -17,6 +17,7 @@ import pytest
 from e2e import request_body, user_message
 from node_clients import node_clients_available, run_a2a_tasks_js, verify_agui, verify_vercel
 from openai import OpenAI
+from peers_env import LANGGRAPH, run_langgraph_client
 from redis_server import RedisServer
 from servers import Served
 from test_resume import PACE, agent_calls, agui_body, frames, read_some
@@ -27,7 +28,8 @@ from gateway.server.app import create_app
 
 TEXT = "".join(f"tick {i}. " for i in range(1, 21))
 """What the paced agent answers "slow please" with."""
-PATHS = {"ag-ui": "/agui", "vercel": "/api/chat", "openai-responses": "/v1/responses", "a2a": "/a2a"}
+PATHS = {"ag-ui": "/agui", "vercel": "/api/chat", "openai-responses": "/v1/responses", "a2a": "/a2a",
+         "langgraph": "/langgraph"}
 
 
 def config(agent: str, store: str, **route: Any) -> GatewayConfig:
@@ -167,4 +169,17 @@ def test_an_agui_run_is_followed_by_the_a2a_sdks_subscribe_as_a_task_of_the_id_i
         text = "".join(part.get("text", "") for answer in answers if "artifactUpdate" in answer
                        for part in answer["artifactUpdate"]["artifact"]["parts"])
         assert text == TEXT
+        assert len(agent_calls(agent)) == 1
+
+
+@pytest.mark.skipif(not LANGGRAPH.installed(), reason="needs the langgraph peer: python tests/peers_env.py")
+def test_an_agui_run_is_joined_by_langgraphs_sdk_on_the_thread_of_its_conversation(redis: RedisServer) -> None:
+    """`client.runs.join_stream(thread_id, run_id)` (`langgraph-sdk`), the thread being the AG-UI client's; the
+    thread has no LangGraph run of that id, so the run running in its conversation is joined."""
+    with replicas(redis.url) as (agent, one, two):
+        dropped_agui_run(one, "thread-l1")
+        joined = run_langgraph_client(f"{two}{PATHS['langgraph']}", "join", thread="thread-l1", run="run-l1")
+        assert joined.error is None, joined.error
+        assert joined.events("metadata")[0]["run_id"] == "run-l1"
+        assert joined.text == TEXT
         assert len(agent_calls(agent)) == 1

@@ -24,7 +24,7 @@ from gateway.config import Push
 from gateway.conversations.mapper import decode_conversation
 from gateway.conversations.store import StoreError, scoped_key
 from gateway.core.codec import Dialect
-from gateway.core.errors import InvalidRequest, ListingNeedsCaller, Overloaded
+from gateway.core.errors import InvalidRequest, ListingNeedsCaller, Overloaded, RunNotFound
 from gateway.core.queries import (
     Answer,
     FinalFrame,
@@ -68,14 +68,19 @@ async def answer(handler: RouteHandler, call: Call, receive: Receive, client: Di
     assert queries is not None and handler.runs is not None
     record = call.record
     record.client_dialect, record.run_id, record.outcome = client.name, query.run_id, RequestOutcome.QUERY
-    if handler.route.resumable and (followed := queries.follows(query)) is not None \
-            and await _followed(handler, call, receive, client, followed):
-        return
+    followed = queries.follows(query) if handler.route.resumable else None
     try:
         answered = await queries.answer(query, CallerView(handler, call.caller.principal))
     except StoreError as exc:
         record.error_detail = str(exc)
         raise Overloaded(STORE_DOWN) from exc
+    except RunNotFound:  # no run of the client's own by that id: a conversation's, of any dialect, may be
+        if followed is None or not await _followed(handler, call, receive, client, followed):
+            raise
+        return
+    if isinstance(answered, Answer) and answered.status == 404 and followed is not None \
+            and await _followed(handler, call, receive, client, followed):
+        return
     if isinstance(answered, Answer):
         await call.writer.respond(answered.status, dict(answered.headers), answered.body)
         return
@@ -85,8 +90,10 @@ async def answer(handler: RouteHandler, call: Call, receive: Receive, client: Di
 
 
 async def _followed(handler: RouteHandler, call: Call, receive: Receive, client: Dialect, followed: Followed) -> bool:
-    """Send a query that follows a conversation the run running in it, in the client's dialect whichever dialect's
-    client started it; False when none runs there (the caller's own: another's is not found)."""
+    """Send a query that follows a conversation, and names no run of the client's own, the run running in that
+    conversation, in the client's dialect whichever dialect's client started it (written for this query even when
+    it is the same dialect: its JSON-RPC id, the ids it named); False when none runs there (the caller's own:
+    another's is not found)."""
     key = conversation_key(handler.route.name, call.caller.principal, followed.conversation)
     try:
         reply = await handler.board.running_in(key)
@@ -98,7 +105,7 @@ async def _followed(handler: RouteHandler, call: Call, receive: Receive, client:
     call.record.conversation_id = followed.conversation
     handler.access.admit(call.caller)
     call.release = partial(handler.access.release, call.caller)
-    await handler.resumable.follow_in(call, receive, reply, client, followed.turn, followed.after)
+    await handler.resumable.follow_in(call, receive, reply, client, followed.turn, followed.after, rewrite=True)
     return True
 
 

@@ -16,8 +16,8 @@ again, from its start.
 Positions: the translation is made from the tape's start for each follower, the same on every replica and every
 time, so a follower's position is the number of an event of its own translated reply, counted from 1: the `id:` an
 AG-UI follower gets and sends back as `Last-Event-ID`, a Responses event's `sequence_number` (`starting_after`); a
-follower that comes back with one is sent the events after it. A follower
-of the run's own dialect reads the tape as it is.
+follower that comes back with one is sent the events after it. A follower of the run's own dialect reads the tape as
+it is, but for one that asked otherwise than the run's client (A2A's subscriber, answered with its own JSON-RPC id).
 """
 
 from __future__ import annotations
@@ -38,15 +38,17 @@ class TranslatedReply:
     pieces are kept for the follower within the route's limits for a kept reply; past them it is lost, as an
     outgrown tape is."""
 
-    __slots__ = ("_client", "_decoder", "_encoder", "_max_event_bytes", "_next", "_out", "_run_id", "_source",
-                 "_through", "_turn")
+    __slots__ = ("_client", "_decoder", "_encoder", "_max_event_bytes", "_next", "_out", "_rewrite", "_run_id",
+                 "_source", "_through", "_turn")
 
     def __init__(self, source: RunReply, client: Dialect, turn: Turn, *, max_entries: int, max_bytes: int,
-                 max_event_bytes: int) -> None:
+                 max_event_bytes: int, rewrite: bool = False) -> None:
         self._source = source
         self._client = client
         self._turn = turn
         self._max_event_bytes = max_event_bytes
+        self._rewrite = rewrite
+        """Translate a reply in the follower's own dialect too (written for another request of it)."""
         self._out = Tape("", event_ids=client.capability(EventIds) is not None, max_entries=max_entries,
                          max_bytes=max_bytes, keep=0, dialect=client.name)
         self._next = 0
@@ -78,8 +80,8 @@ class TranslatedReply:
         encoder that translate it, and the follower's head."""
         head = Head.load(head_entry.data)
         source = registry.DIALECTS.get(head.dialect)
-        self._through = source is None or source is self._client
-        if source is None or source is self._client:
+        self._through = source is None or (source is self._client and not self._rewrite)
+        if source is None or self._through:
             return True
         formats = source.capability(WireFormats)
         content_type = head.headers.get("content-type", "")
