@@ -183,3 +183,33 @@ def test_an_agui_run_is_joined_by_langgraphs_sdk_on_the_thread_of_its_conversati
         assert joined.events("metadata")[0]["run_id"] == "run-l1"
         assert joined.text == TEXT
         assert len(agent_calls(agent)) == 1
+
+
+def started(gateway: str, dialect: str, conversation: str) -> None:
+    """A run started on `gateway` by a client of `dialect` in `conversation`, its client gone after a few events."""
+    body = request_body(dialect, [user_message(dialect, "slow please")], conversation=conversation, agent="chat")
+    if dialect == "openai-responses":
+        body["conversation"] = conversation
+    path = PATHS[dialect] + (f"/threads/{conversation}/runs/stream" if dialect == "langgraph" else "")
+    read_some(f"{gateway}{path}", orjson.dumps(body), 3, {"a2a-version": "1.0"} if dialect == "a2a" else None)
+
+
+@pytest.mark.skipif(not node_clients_available(), reason="needs `npm ci --prefix tests/clients`")
+@pytest.mark.parametrize(("source", "follower"), [(source, follower) for follower in ("ag-ui", "vercel")
+                                                   for source in ("ag-ui", "vercel", "a2a", "openai-responses",
+                                                                  "langgraph") if source != follower])
+def test_a_run_started_in_any_dialect_is_followed_whole_at_its_conversations_stream_in_the_paths_dialect(
+        redis: RedisServer, source: str, follower: str) -> None:
+    """`GET {path}/{conversation}/stream`, checked by the follower dialect's real client."""
+    with replicas(redis.url) as (_agent, one, two):
+        started(one, source, f"{source}-c1")
+        followed = httpx.get(f"{two}{PATHS[follower]}/{source}-c1/stream", timeout=15)
+        assert followed.status_code == 200
+        if follower == "vercel":
+            verdict = verify_vercel({"followed": followed.content})["followed"]
+            assert verdict["ok"], verdict
+            assert [p["text"] for p in verdict["message"]["parts"] if p["type"] == "text"] == [TEXT]
+        else:
+            checked = verify_agui({"followed": followed.content})["followed"]
+            assert checked["ok"], checked
+            assert [m["content"] for m in checked["messages"] if m["role"] == "assistant"] == [TEXT]
