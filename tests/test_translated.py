@@ -7,14 +7,18 @@ The gateways and the upstream (the built-in agent, paced so a run lasts a while)
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
 import pytest
 from e2e import request_body, user_message
+from faults import GatewayProcess
 from node_clients import node_clients_available, run_a2a_tasks_js, verify_agui, verify_vercel
 from openai import OpenAI
 from peers_env import LANGGRAPH, run_langgraph_client
@@ -213,3 +217,29 @@ def test_a_run_started_in_any_dialect_is_followed_whole_at_its_conversations_str
             checked = verify_agui({"followed": followed.content})["followed"]
             assert checked["ok"], checked
             assert [m["content"] for m in checked["messages"] if m["role"] == "assistant"] == [TEXT]
+
+
+def test_a_translated_follower_of_a_run_lost_with_its_replica_is_told_so_in_its_own_dialect(
+        redis: RedisServer, tmp_path: Path) -> None:
+    """Replica A runs an AG-UI run and dies (SIGKILL); an AI SDK follower on replica B gets the AI SDK's own error
+    chunk saying the run was lost, not a bare end it would take for a dropped connection."""
+    with Served(create_agent_app("ag-kit", pace=0.1)) as agent:
+        path = tmp_path / "gateway.yaml"
+        path.write_text(orjson.dumps(config(agent.url, redis.url).model_dump(mode="json", exclude_defaults=True))
+                        .decode())
+        with GatewayProcess(path) as running, GatewayProcess(path) as other:
+            dropped_agui_run(running.url, "thread-lost")
+            followed = b""
+            with httpx.Client(timeout=30) as http, \
+                    http.stream("GET", f"{other.url}{PATHS['vercel']}/thread-lost/stream") as response:
+                for chunk in response.iter_raw():
+                    followed += chunk
+                    if followed.count(b"\n\n") >= 6 and running.process is not None:
+                        os.kill(running.pid, signal.SIGKILL)
+                        running.process.wait()
+                        running.process = None
+    last = _chunks(followed)[-1]
+    assert last["type"] == "error" and "lost with the replica" in last["errorText"], last
+    if node_clients_available():
+        verdict = verify_vercel({"followed": followed})["followed"]
+        assert verdict["ok"] and "lost with the replica" in (verdict["in_band_error"] or ""), verdict
