@@ -14,7 +14,7 @@ carried (an AG-Kit run shows no reasoning to an AG-UI follower), and each follow
 again, from its start.
 
 Positions: the translation is made from the tape's start for each follower, the same on every replica and every
-time, so a follower's position is the number of an event of its own translated reply, counted from 1: the `id:` an
+time, so a follower's position is the number of an SSE event of its own translated reply, counted from 1: the `id:` an
 AG-UI follower gets and sends back as `Last-Event-ID`, a Responses event's `sequence_number` (`starting_after`); a
 follower that comes back with one is sent the events after it. A follower of the run's own dialect reads the tape as
 it is, but for one that asked otherwise than the run's client (A2A's subscriber, answered with its own JSON-RPC id).
@@ -39,7 +39,7 @@ class TranslatedReply:
     outgrown tape is."""
 
     __slots__ = ("_client", "_decoder", "_encoder", "_max_event_bytes", "_next", "_out", "_rewrite", "_run_id",
-                 "_source", "_through", "_turn")
+                 "_source", "_sse", "_through", "_turn")
 
     def __init__(self, source: RunReply, client: Dialect, turn: Turn, *, max_entries: int, max_bytes: int,
                  max_event_bytes: int, rewrite: bool = False) -> None:
@@ -49,8 +49,8 @@ class TranslatedReply:
         self._max_event_bytes = max_event_bytes
         self._rewrite = rewrite
         """Translate a reply in the follower's own dialect too (written for another request of it)."""
-        self._out = Tape("", event_ids=client.capability(EventIds) is not None, max_entries=max_entries,
-                         max_bytes=max_bytes, keep=0, dialect=client.name)
+        self._out = Tape("", event_ids=False, max_entries=max_entries, max_bytes=max_bytes, keep=0,
+                         dialect=client.name)
         self._next = 0
         """The next entry of the source to read."""
         self._through: bool | None = None
@@ -58,12 +58,14 @@ class TranslatedReply:
         self._decoder: Decoder | None = None
         self._encoder: Encoder | None = None
         self._run_id = ""
+        self._sse = False
+        """Whether the follower's reply is SSE: numbered event by event (else piece by piece, as it is written)."""
 
     async def read(self, start: int, wait: float) -> list[Entry]:
         out = self._out
         while True:
             if self._through:
-                return [entry for entry in await self._source.read(max(start, self._next), wait) if entry.seq >= start]
+                return await self._source.read(start, wait)
             if start < len(out.entries) or out.ended:
                 return await out.read(start, 0)
             entries = await self._source.read(self._next, wait)
@@ -88,6 +90,8 @@ class TranslatedReply:
         decoder = formats.decoder_for(content_type, self._max_event_bytes) if formats is not None else None
         self._decoder = decoder if decoder is not None else source.new_decoder(max_event_bytes=self._max_event_bytes)
         self._encoder = encoder = self._client.new_encoder(self._turn)
+        self._sse = encoder.streams and encoder.headers.get("content-type", "").startswith("text/event-stream")
+        self._out.event_ids = self._sse and self._client.capability(EventIds) is not None
         self._out.open(Head(encoder.status_code, {**encoder.headers, **UNBUFFERED_HEADERS}, encoder.keep_alive()))
         self._next = 1
         self._run_id = head.run_id
@@ -100,13 +104,13 @@ class TranslatedReply:
         assert self._decoder is not None and self._encoder is not None
         events = self._decoder.feed(entry.data)
         if entry.last:
-            events += self._decoder.close()
+            events = [*events, *self._decoder.close()]
         for event in events:
             if isinstance(event, RunStarted):  # named as the follower names it, else as the run named itself
                 event.thread_id = event.thread_id or self._turn.conversation_id
                 event.run_id = self._turn.run_id or event.run_id or self._run_id or None
         body = self._encoder.encode(events) if events else b""
-        pieces = _events_of(body) if self._encoder.streams else [body]
+        pieces = _events_of(body) if self._sse else [body] if body else []
         if not pieces and entry.last:
             pieces = [b""]
         for n, piece in enumerate(pieces, 1):
