@@ -155,6 +155,12 @@ def test_another_callers_follower_of_any_dialect_is_refused_as_a_resume_of_the_s
         assert httpx.get(f"{two}{PATHS['vercel']}/thread-p1/stream", headers=mallory, timeout=10).status_code == 204
         responses = httpx.get(f"{two}/v1/responses/thread-p1", params={"stream": "true"}, headers=mallory, timeout=10)
         assert responses.status_code == 404 and responses.json()["error"]["code"] == "response_not_found"
+        subscribe = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": "thread-p1"}}
+        a2a = httpx.post(f"{two}{PATHS['a2a']}", json=subscribe, headers={**mallory, "a2a-version": "1.0"}, timeout=10)
+        assert a2a.json()["error"]["code"] == -32001  # TaskNotFoundError, as for a task of another caller's
+        join = httpx.get(f"{two}{PATHS['langgraph']}/threads/thread-p1/runs/run-p1/stream", headers=mallory,
+                         timeout=10)
+        assert join.status_code == 404
         alice = httpx.get(f"{two}{PATHS['vercel']}/thread-p1/stream", headers={"authorization": "Bearer alice"},
                           timeout=10)
         assert alice.status_code == 200 and vercel_text(alice.content) == TEXT
