@@ -28,6 +28,7 @@ from test_resume import PACE, agent_calls, agui_body, frames, read_some
 
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
+from gateway.runs.tape import PIECE_COST, TAPE_COST
 from gateway.server.app import create_app
 
 TEXT = "".join(f"tick {i}. " for i in range(1, 21))
@@ -249,3 +250,17 @@ def test_a_translated_follower_of_a_run_lost_with_its_replica_is_told_so_in_its_
     if node_clients_available():
         verdict = verify_vercel({"followed": followed})["followed"]
         assert verdict["ok"] and "lost with the replica" in (verdict["in_band_error"] or ""), verdict
+
+
+def test_a_translation_larger_than_the_kept_reply_is_not_cut_for_it(redis: RedisServer) -> None:
+    """The run's reply (about 5.4 KB kept, as a tape counts it) fits its route's limit; the same run as A2A
+    writes it (about 8 KB) would not: the limit bounds what is kept, not a follower's translation of it."""
+    with replicas(redis.url, limits={"max_resume_bytes": 6500}) as (_agent, one, two):
+        dropped_agui_run(one, "thread-big")
+        subscribe = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": "thread-big"}}
+        followed = httpx.post(f"{two}{PATHS['a2a']}", json=subscribe, headers={"a2a-version": "1.0"}, timeout=10)
+    results = [orjson.loads(frame["data"])["result"] for frame in frames(followed.content)]
+    assert len(followed.content) + TAPE_COST + PIECE_COST * len(results) > 6500  # as a tape of its own would count
+    assert results[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert "".join(part["text"] for result in results if "artifactUpdate" in result
+                   for part in result["artifactUpdate"]["artifact"]["parts"]) == TEXT

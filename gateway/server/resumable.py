@@ -94,9 +94,7 @@ class ResumableRuns:
         """Send a client a run's reply as its own dialect writes it, whichever dialect's client started the run
         (`turn`: what its reply is written for); `after`, its position in that reply. A reply in the client's
         own dialect is sent as it is, unless `rewrite`."""
-        limits = self.handler.route.limits
-        translated = TranslatedReply(reply, client, turn, max_entries=limits.max_resume_events,
-                                     max_bytes=limits.max_resume_bytes, max_event_bytes=limits.max_event_bytes,
+        translated = TranslatedReply(reply, client, turn, max_event_bytes=self.handler.route.limits.max_event_bytes,
                                      rewrite=rewrite)
         await self.follow(call, receive, translated, after, client)
 

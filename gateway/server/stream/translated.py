@@ -22,6 +22,8 @@ it is, but for one that asked otherwise than the run's client (A2A's subscriber,
 
 from __future__ import annotations
 
+import sys
+
 from adapters import registry
 from gateway.core.capabilities import EventIds, WireFormats
 from gateway.core.codec import Dialect
@@ -34,23 +36,25 @@ from gateway.server.stream.relay import UNBUFFERED_HEADERS
 
 
 class TranslatedReply:
-    """A `RunReply` in `client`'s dialect, read from one kept in whichever dialect started the run. Its translated
-    pieces are kept for the follower within the route's limits for a kept reply; past them it is lost, as an
-    outgrown tape is."""
+    """A `RunReply` in `client`'s dialect, read from one kept in whichever dialect started the run. The translated
+    pieces are held for the follower until it has read them, a batch of the source's at a time: the source's
+    limits bound the rest (a translation may be larger than its source, and is not cut for it)."""
 
-    __slots__ = ("_client", "_decoder", "_encoder", "_max_event_bytes", "_next", "_out", "_rewrite", "_run_id",
-                 "_source", "_sse", "_through", "_turn")
+    __slots__ = ("_client", "_decoder", "_encoder", "_max_event_bytes", "_next", "_out", "_read", "_rewrite",
+                 "_run_id", "_source", "_sse", "_through", "_turn")
 
-    def __init__(self, source: RunReply, client: Dialect, turn: Turn, *, max_entries: int, max_bytes: int,
-                 max_event_bytes: int, rewrite: bool = False) -> None:
+    def __init__(self, source: RunReply, client: Dialect, turn: Turn, *, max_event_bytes: int,
+                 rewrite: bool = False) -> None:
         self._source = source
         self._client = client
         self._turn = turn
         self._max_event_bytes = max_event_bytes
         self._rewrite = rewrite
         """Translate a reply in the follower's own dialect too (written for another request of it)."""
-        self._out = Tape("", event_ids=False, max_entries=max_entries, max_bytes=max_bytes, keep=0,
+        self._out = Tape("", event_ids=False, max_entries=sys.maxsize, max_bytes=sys.maxsize, keep=0,
                          dialect=client.name)
+        self._read = 0
+        """The pieces before this one the follower has read, and are let go."""
         self._next = 0
         """The next entry of the source to read."""
         self._through: bool | None = None
@@ -66,7 +70,8 @@ class TranslatedReply:
         while True:
             if self._through:
                 return await self._source.read(start, wait)
-            if start < len(out.entries) or out.ended:
+            if start < len(out.entries) or out.ended or out.lost:
+                self._let_go(start)
                 return await out.read(start, 0)
             entries = await self._source.read(self._next, wait)
             if not entries:
@@ -76,6 +81,13 @@ class TranslatedReply:
             for entry in entries:
                 self._take(entry)
             self._next = entries[-1].seq + 1
+
+    def _let_go(self, start: int) -> None:
+        """Forget the pieces before `start`: a follower reads on, never back (it comes back as a new one)."""
+        entries = self._out.entries
+        for seq in range(self._read, min(start, len(entries))):
+            entries[seq] = b""
+        self._read = max(self._read, start)
 
     def _opens_through(self, head_entry: Entry) -> bool:
         """Read the source's head: whether it is the follower's own dialect (read as it is), else the decoder and
