@@ -264,3 +264,32 @@ def test_a_translation_larger_than_the_kept_reply_is_not_cut_for_it(redis: Redis
     assert results[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert "".join(part["text"] for result in results if "artifactUpdate" in result
                    for part in result["artifactUpdate"]["artifact"]["parts"]) == TEXT
+
+
+SUBSCRIBES = {
+    "json-rpc 1.0": ("POST", "", {"jsonrpc": "2.0", "id": 3, "method": "SubscribeToTask", "params": {"id": "{id}"}}),
+    "json-rpc 0.3": ("POST", "", {"jsonrpc": "2.0", "id": 3, "method": "tasks/resubscribe", "params": {"id": "{id}"}}),
+    "http+json": ("GET", "/tasks/{id}:subscribe", None),
+}
+
+
+@pytest.mark.parametrize("binding", list(SUBSCRIBES))
+def test_an_a2a_subscriber_follows_an_agui_run_in_its_own_version_and_binding(redis: RedisServer,
+                                                                                 binding: str) -> None:
+    method, under, body = SUBSCRIBES[binding]
+    conversation = f"thread-{binding.replace(' ', '-').replace('.', '')}"
+    with replicas(redis.url) as (_agent, one, two):
+        dropped_agui_run(one, conversation)
+        followed = httpx.request(method, f"{two}{PATHS['a2a']}{under.replace('{id}', conversation)}", timeout=10,
+                                 content=orjson.dumps(body).replace(b"{id}", conversation.encode()) if body else None,
+                                 headers={"content-type": "application/json",
+                                          "a2a-version": "0.3" if "0.3" in binding else "1.0"})
+    results = [orjson.loads(frame["data"]) for frame in frames(followed.content)]
+    if body is not None:
+        assert {result["id"] for result in results} == {3}  # the subscriber's own JSON-RPC id
+        results = [result["result"] for result in results]
+    artifacts = [r.get("artifactUpdate", r)["artifact"] for r in results
+                 if "artifactUpdate" in r or r.get("kind") == "artifact-update"]
+    assert "".join(part["text"] for artifact in artifacts for part in artifact["parts"]) == TEXT
+    last = results[-1].get("statusUpdate", results[-1])
+    assert last["taskId"] == conversation and last["status"]["state"] in ("TASK_STATE_COMPLETED", "completed")
