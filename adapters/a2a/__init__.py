@@ -51,7 +51,7 @@ from .document import TaskLog
 from .errors import error_reply
 from .grpc_wire import MEDIA_TYPE, A2AProtoStreamEncoder, wants_proto
 from .push import webhook_of
-from .queries import answer_query, read_query
+from .queries import answer_query, follows, read_query
 from .request import build_request, parse_request, sample_request
 from .rest import RESOURCES
 from .settings import A2ASettings
@@ -160,7 +160,7 @@ def webhooks(turn: Turn) -> list[Webhook]:
 
 
 QUERIES_OF_TASKS = RunQueries(read=read_query, answer=answer_query, new_log=TaskLog, continues=continues,
-                              continued=continued, left_tools_wait=True, webhooks=webhooks)
+                              continued=continued, left_tools_wait=True, webhooks=webhooks, follows=follows)
 
 
 DIALECT = Dialect(

@@ -15,7 +15,8 @@ from typing import Any
 import orjson
 
 from gateway.core.errors import InvalidRequest, NotSupported, RunNotCancelable, RunNotFound
-from gateway.core.queries import ENDED, Answer, CallerRuns, RunQuery, StreamedAnswer
+from gateway.core.queries import ENDED, Answer, CallerRuns, Followed, RunQuery, StreamedAnswer
+from gateway.core.turn import Turn
 
 from .encode import BARE
 from .errors import request_id
@@ -28,6 +29,19 @@ from .wire import BINDING, QUERIES, REST, TERMINAL, V03, message_v03, part_v03, 
 
 STREAMING = frozenset({"SubscribeToTask", "tasks/resubscribe"})
 SSE_HEADERS = {"content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no"}
+
+
+def follows(query: RunQuery) -> Followed | None:
+    """`SubscribeToTask` naming a conversation (the id another dialect's client gave it, its `contextId` here) rather
+    than a task: its running run as a task of that id, in the subscriber's version and binding."""
+    params = query.request.get("params")
+    task_id = params.get("id") if query.name in STREAMING and isinstance(params, dict) else None
+    if not isinstance(task_id, str) or not task_id:
+        return None
+    rest = query.request.get(BINDING) == REST
+    asked = {"id": None if rest else request_id(query.request), "stream": True, "binding": rest}
+    return Followed(task_id, Turn(conversation_id=task_id, run_id=task_id, variant=QUERIES[query.name],
+                                  metadata={"a2a": asked}))
 
 
 def read_query(body: dict[str, Any]) -> RunQuery | None:

@@ -28,7 +28,7 @@ from gateway.core.queries import RunQueries
 
 from .conformance import judge
 from .decode import LangGraphDecoder
-from .queries import answer_query, read_query
+from .queries import answer_query, follows, read_query
 from .replies import new_encoder
 from .request import build_request, parse_request, sample_request
 from .resources import RESOURCES
@@ -48,7 +48,7 @@ def error_reply(error: GatewayError, request: Any) -> tuple[int, bytes]:
 
 
 QUERIES_OF_RUNS = RunQueries(read=read_query, answer=answer_query, new_log=RunLog, continues=lambda turn: None,
-                             continued=lambda turn, record: turn)
+                             continued=lambda turn, record: turn, follows=follows)
 """Each run is its own: a run after an interrupt is a new run on the thread, not the old one continued."""
 
 

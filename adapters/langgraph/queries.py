@@ -1,5 +1,6 @@
 """What a LangGraph client asks beside its runs: threads and their state (from the conversation store), its runs
-(the run board and the store: on any replica), joining a run's stream, cancelling it, and the assistants (one per
+(the run board and the store: on any replica), joining a run's stream (on a resumable route, also a run another
+dialect's client started on the thread's conversation: `follows`), cancelling it, and the assistants (one per
 route). A thread's runs and state are only ever its caller's: another principal's are not found."""
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import orjson
 
 from gateway.core.errors import InvalidRequest, RunNotFound
 from gateway.core.ids import new_id
-from gateway.core.queries import Answer, CallerRuns, RunQuery, RunRecord, StreamedAnswer
+from gateway.core.queries import Answer, CallerRuns, Followed, RunQuery, RunRecord, StreamedAnswer
+from gateway.core.turn import Turn
 
 from . import threads
 from .request import uuid_of
@@ -25,6 +27,20 @@ RUN_LIFETIME = 24 * 3600.0
 """How long a join waits for a run to end: as long as it runs (a route's total timeout ends it sooner)."""
 LISTED = 100
 """Runs a thread's listing (and the threads' search) reads, newest first."""
+
+
+def follows(query: RunQuery) -> Followed | None:
+    """A join (`GET /threads/{thread_id}/runs/{run_id}/stream`) of a run the thread has none of: the run running in
+    the conversation of the thread's id, whichever dialect's client started it, as a run of the id the join named,
+    in the modes it asks (those of a run that names none, without it)."""
+    asked = query.request
+    thread_id, run_id = asked.get("thread_id"), asked.get("run_id")
+    if query.name != "join" or not isinstance(thread_id, str) or not isinstance(run_id, str):
+        return None
+    given = asked.get("body")
+    modes = given.get("stream_mode") if isinstance(given, dict) else None
+    metadata = {"langgraph": {"stream_mode": [modes] if isinstance(modes, str) else modes}} if modes else {}
+    return Followed(thread_id, Turn(conversation_id=thread_id, run_id=run_id, metadata=metadata))
 
 
 def read_query(body: dict[str, Any]) -> RunQuery | None:

@@ -3,7 +3,8 @@ gateway served, as it stands. A response is a run (`gateway.core.queries`): the 
 replica runs it, or in the store once it has ended; a response is only ever its caller's. One still running is
 `in_progress`; cancelling it stops it wherever it runs (its stream ends `incomplete`, reason `cancelled`, and the
 upstream's run is cancelled) and answers it `cancelled`. Deleting one forgets it, and the conversation it left
-(`previous_response_id` naming it is then a 404)."""
+(`previous_response_id` naming it is then a 404). On a resumable route, `GET ...?stream=true` naming a conversation
+streams the run running in it (`follows`), whichever dialect's client started it."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import orjson
 
 from gateway.core import events as canonical
 from gateway.core.encoding import json_bytes
-from gateway.core.queries import Answer, CallerRuns, RunPath, RunQueries, RunQuery, RunRecord, RunState
+from gateway.core.errors import InvalidRequest
+from gateway.core.queries import Answer, CallerRuns, Followed, RunPath, RunQueries, RunQuery, RunRecord, RunState
 from gateway.core.turn import Turn
 
 from .items import ERRORS
@@ -95,6 +97,17 @@ def _refused(state: RunState, why: str) -> Answer:
                                                       "response_not_cancellable", None)}), 400)
 
 
+def follows(query: RunQuery) -> Followed | None:
+    """`GET /v1/responses/{id}?stream=true&starting_after=N` naming a conversation (the id another dialect's client
+    gave it) rather than a response: its running run as a response of that id streams it, from after event `N`."""
+    if query.name != "retrieve" or not query.run_id or str(query.request.get("stream")).lower() not in ("true", "1"):
+        return None
+    after = str(query.request.get("starting_after") or "0")
+    if not after.isdigit() or len(after) > 15:
+        raise InvalidRequest("starting_after must be the sequence_number of an event of the stream")
+    return Followed(query.run_id, Turn(conversation_id=query.run_id, run_id=query.run_id), int(after))
+
+
 def _no_query(body: dict[str, Any]) -> RunQuery | None:
     return None  # every request in a body is a new response
 
@@ -108,4 +121,4 @@ def _continued(turn: Turn, record: RunRecord) -> Turn:
 
 
 QUERIES_OF_RESPONSES = RunQueries(read=_no_query, answer=answer, new_log=ResponseLog, continues=_continues,
-                                  continued=_continued, paths=RUN_PATHS)
+                                  continued=_continued, paths=RUN_PATHS, follows=follows)

@@ -211,6 +211,20 @@ class StreamedAnswer:
 
 
 @dataclass(frozen=True, slots=True)
+class Followed:
+    """A query that follows a run by the conversation it runs in (A2A's `SubscribeToTask`, Responses'
+    `GET /v1/responses/{id}?stream=true`): on a resumable route, a run of that conversation that a client of any
+    dialect started is sent to it as its own dialect writes it (`gateway.server.stream.translated`)."""
+
+    conversation: str
+    turn: Turn
+    """What the follower's reply is written for: its encoder's request (the JSON-RPC id it answers, the ids it names
+    the run by)."""
+    after: int = 0
+    """The pieces of that reply the follower has already (Responses' `starting_after`): it is sent the rest."""
+
+
+@dataclass(frozen=True, slots=True)
 class RunQueries(Capability):
     """What a dialect whose clients ask about their runs says about them."""
 
@@ -236,3 +250,6 @@ class RunQueries(Capability):
     paths: tuple[RunPath, ...] = ()
     """Queries at paths under the dialect's own, the run's id in the path (Responses'); `read` reads those that come
     in a body (A2A's)."""
+    follows: Callable[[RunQuery], Followed | None] = lambda query: None
+    """A query that may follow a conversation's run started by any dialect's client (see `Followed`); on a
+    resumable route, one whose conversation has a run running is answered so, any other as the dialect answers it."""

@@ -2,7 +2,7 @@
 the rest, in order, each piece once.
 
 ```
-seq 0       the response head: status, headers, the dialect's keep-alive bytes (JSON)
+seq 0       the response head: status, headers, the dialect's keep-alive bytes, the dialect's name (JSON)
 seq 1..n    the pieces of the body, as they went out (with an SSE `id: <seq>` line when the dialect has ids)
 seq n       the last piece is flagged: the reply ended there
 ```
@@ -43,14 +43,20 @@ class Head(NamedTuple):
     status: int
     headers: dict[str, str]
     keep_alive: bytes
+    dialect: str = ""
+    """The dialect the reply is written in, for a follower of another to translate it ("" where unknown)."""
+    run_id: str = ""
+    """The run's id, the same for every follower, for one whose dialect names the run where the reply does not."""
 
     def dump(self) -> bytes:
-        return orjson.dumps({"status": self.status, "headers": self.headers, "keep_alive": self.keep_alive.decode()})
+        return orjson.dumps({"status": self.status, "headers": self.headers, "keep_alive": self.keep_alive.decode(),
+                             "dialect": self.dialect, "run_id": self.run_id})
 
     @staticmethod
     def load(data: bytes) -> Head:
         value = orjson.loads(data)
-        return Head(value["status"], value["headers"], value["keep_alive"].encode())
+        return Head(value["status"], value["headers"], value["keep_alive"].encode(), value.get("dialect", ""),
+                    value.get("run_id", ""))
 
 
 class RunReply(Protocol):
@@ -74,12 +80,16 @@ class Tape:
     """A run's reply in the process that runs it: appended by the run's request, read by any number of followers.
     Bounded: past `max_entries` pieces or `max_bytes` it is dropped whole (`lost`), and the run goes on unkept."""
 
-    __slots__ = ("_changed", "conversation", "ended", "entries", "event_ids", "keep", "key", "lost", "max_bytes",
-                 "max_entries", "mirror", "owner", "size", "stop")
+    __slots__ = ("_changed", "conversation", "dialect", "ended", "entries", "event_ids", "keep", "key", "lost",
+                 "max_bytes", "max_entries", "mirror", "owner", "run_id", "size", "stop")
 
     def __init__(self, key: str, *, event_ids: bool, max_entries: int, max_bytes: int, keep: float,
-                 conversation: str | None = None, owner: str = "anonymous") -> None:
+                 conversation: str | None = None, owner: str = "anonymous", dialect: str = "",
+                 run_id: str = "") -> None:
         self.key = key
+        self.dialect = dialect
+        """The dialect of the client the reply is written for, named in its head, with `run_id`."""
+        self.run_id = run_id
         self.owner = owner
         """The principal whose run it is: the board bounds what each principal's ended runs keep."""
         self.keep = keep
@@ -101,7 +111,7 @@ class Tape:
         self._changed: asyncio.Future[None] | None = None
 
     def open(self, head: Head) -> None:
-        self.begin(head.dump())
+        self.begin(head._replace(dialect=self.dialect, run_id=self.run_id).dump())
 
     def begin(self, first: bytes) -> None:
         """The first entry: a reply's head, or what the readers of a run's feed start from."""

@@ -16,12 +16,14 @@ from gateway.core.capabilities import EventIds
 from gateway.core.codec import Dialect
 from gateway.core.errors import GatewayError, Overloaded, ResumeUnavailable
 from gateway.core.events import RunError
+from gateway.core.ids import new_id
 from gateway.core.turn import Turn
 from gateway.runs.tape import RunReply, Tape, TapeLost
 from gateway.server.operations.record import RequestOutcome
 from gateway.server.stream import resume
 from gateway.server.stream.deadlines import watch_disconnect
 from gateway.server.stream.resume import conversation_key
+from gateway.server.stream.translated import TranslatedReply
 
 if TYPE_CHECKING:
     from gateway.server.request.call import Call
@@ -58,7 +60,7 @@ class ResumableRuns:
                         max_entries=route.limits.max_resume_events, max_bytes=route.limits.max_resume_bytes,
                         keep=route.timeouts.resume_keep,
                         conversation=conversation_key(route.name, principal, conversation) if conversation else None,
-                        owner=principal)
+                        owner=principal, dialect=client.name, run_id=turn.run_id or new_id("run"))
             running = await handler.board.claim(tape, route.timeouts.total)
         except GatewayError as error:
             await call.writer.fail_before_start(error)
@@ -86,6 +88,15 @@ class ResumableRuns:
             await handler.admitted(call, receive, client, turn)
         finally:
             handler.board.finish(tape)
+
+    async def follow_in(self, call: Call, receive: Receive, reply: RunReply, client: Dialect, turn: Turn,
+                        after: int, *, rewrite: bool = False) -> None:
+        """Send a client a run's reply as its own dialect writes it, whichever dialect's client started the run
+        (`turn`: what its reply is written for); `after`, its position in that reply. A reply in the client's
+        own dialect is sent as it is, unless `rewrite`."""
+        translated = TranslatedReply(reply, client, turn, max_event_bytes=self.handler.route.limits.max_event_bytes,
+                                     rewrite=rewrite)
+        await self.follow(call, receive, translated, after, client)
 
     async def follow(self, call: Call, receive: Receive, reply: RunReply, after: int,
                      client: Dialect | None = None) -> None:

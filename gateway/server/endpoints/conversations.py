@@ -9,6 +9,7 @@ from starlette.types import Receive, Scope, Send
 
 from adapters import registry
 from gateway.core.errors import InvalidRequest, NoRunningRun
+from gateway.core.turn import Turn
 from gateway.core.validation import MAX_ID, bad_id
 from gateway.server.operations.record import RequestOutcome
 from gateway.server.request.call import Call
@@ -56,8 +57,12 @@ class ConversationEndpoints:
                 await call.writer.respond(204, {}, b"")
                 return
             dialect = record.client_dialect  # the path's, when only one is served there
-            await handler.resumable.follow(call, receive, reply, resume.last_event_id(headers) or 0,
-                                           registry.get(dialect) if dialect != "unknown" else None)
+            after = resume.last_event_id(headers) or 0
+            if dialect == "unknown":
+                await handler.resumable.follow(call, receive, reply, after)
+            else:  # in the path's dialect, whichever dialect's client started the run
+                turn = Turn(conversation_id=conversation, accept=headers.get("accept"))
+                await handler.resumable.follow_in(call, receive, reply, registry.get(dialect), turn, after)
             return
         if not await handler.board.stop_conversation(key):
             raise NoRunningRun(f"no run of conversation {conversation!r} is running")

@@ -24,10 +24,11 @@ from gateway.config import Push
 from gateway.conversations.mapper import decode_conversation
 from gateway.conversations.store import StoreError, scoped_key
 from gateway.core.codec import Dialect
-from gateway.core.errors import InvalidRequest, ListingNeedsCaller, Overloaded
+from gateway.core.errors import InvalidRequest, ListingNeedsCaller, Overloaded, RunNotFound
 from gateway.core.queries import (
     Answer,
     FinalFrame,
+    Followed,
     KeptConversation,
     RunPath,
     RunQueries,
@@ -48,6 +49,7 @@ from gateway.server.request.access import ANONYMOUS
 from gateway.server.request.call import Call
 from gateway.server.request.entry import STORE_DOWN, entered, identify
 from gateway.server.request.reading import check_content_type
+from gateway.server.stream.resume import conversation_key
 
 if TYPE_CHECKING:
     from gateway.server.endpoints.capabilities import Mounted
@@ -66,17 +68,45 @@ async def answer(handler: RouteHandler, call: Call, receive: Receive, client: Di
     assert queries is not None and handler.runs is not None
     record = call.record
     record.client_dialect, record.run_id, record.outcome = client.name, query.run_id, RequestOutcome.QUERY
+    followed = queries.follows(query) if handler.route.resumable else None
     try:
         answered = await queries.answer(query, CallerView(handler, call.caller.principal))
     except StoreError as exc:
         record.error_detail = str(exc)
         raise Overloaded(STORE_DOWN) from exc
+    except RunNotFound:  # no run of the client's own by that id: a conversation's, of any dialect, may be
+        if followed is None or not await _followed(handler, call, receive, client, followed):
+            raise
+        return
+    if isinstance(answered, Answer) and answered.status == 404 and followed is not None \
+            and await _followed(handler, call, receive, client, followed):
+        return
     if isinstance(answered, Answer):
         await call.writer.respond(answered.status, dict(answered.headers), answered.body)
         return
     handler.access.admit(call.caller)
     call.release = partial(handler.access.release, call.caller)
     await _stream(call, receive, answered, handler.keepalive)
+
+
+async def _followed(handler: RouteHandler, call: Call, receive: Receive, client: Dialect, followed: Followed) -> bool:
+    """Send a query that follows a conversation, and names no run of the client's own, the run running in that
+    conversation, in the client's dialect whichever dialect's client started it (written for this query even when
+    it is the same dialect: its JSON-RPC id, the ids it named); False when none runs there (the caller's own:
+    another's is not found)."""
+    key = conversation_key(handler.route.name, call.caller.principal, followed.conversation)
+    try:
+        reply = await handler.board.running_in(key)
+    except StoreError as exc:
+        call.record.error_detail = str(exc)
+        raise Overloaded(STORE_DOWN) from exc
+    if reply is None:
+        return False
+    call.record.conversation_id = followed.conversation
+    handler.access.admit(call.caller)
+    call.release = partial(handler.access.release, call.caller)
+    await handler.resumable.follow_in(call, receive, reply, client, followed.turn, followed.after, rewrite=True)
+    return True
 
 
 class CallerView(CallerRuns):
