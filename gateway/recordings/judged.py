@@ -9,7 +9,9 @@ run (a resumed one), would break rules their streams kept.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+import orjson
 
 from adapters import registry
 from gateway.core.conformance import Answer, Violation
@@ -37,10 +39,11 @@ def judge_run(capture: RunCapture, client_dialect: str, upstream_dialect: str) -
     found: list[Broken] = []
     if not any(row.source.startswith("gateway: ") for row in capture.rows):
         upstream = Answer(upstream_head["status"], _lower(upstream_head["headers"]),
-                          b"".join(row.frame for row in capture.rows if row.source == "upstream"))
+                          b"".join(row.frame for row in capture.rows if row.source == "upstream"),
+                          _json(capture.upstream_request))
         found += _judged("upstream", upstream_dialect, upstream)
     client = Answer(client_head["status"], _lower(client_head["headers"]),
-                    b"".join(data for _, data in capture.client_frames))
+                    b"".join(data for _, data in capture.client_frames), _json(capture.client_request))
     return found + _judged("client", client_dialect, client)
 
 
@@ -48,6 +51,14 @@ def _judged(side: Side, dialect: str, answer: Answer) -> list[Broken]:
     if dialect not in registry.DIALECTS:  # a request refused before its dialect was known
         return []
     return [Broken(side, dialect, violation) for violation in registry.get(dialect).judge(answer)]
+
+
+def _json(request: dict[str, Any] | None) -> object:
+    """A captured request's body, as its judge reads it (None if it was not JSON)."""
+    try:
+        return orjson.loads(request["body"]) if request is not None else None
+    except orjson.JSONDecodeError:
+        return None
 
 
 def _lower(headers: dict[str, str]) -> dict[str, str]:
