@@ -28,6 +28,7 @@ from gateway.server.route import RouteHandler
 
 VIOLATIONS = "agent_gateway_conformance_violations_total"
 JUDGED = "agent_gateway_conformance_judged_runs_total"
+INSPECTOR_KEY = "inspector-key-for-tests-0123456789"
 
 
 def _sse(*events: dict[str, Any]) -> bytes:
@@ -150,3 +151,19 @@ def test_judge_sample_is_a_share_between_0_and_1() -> None:
     with pytest.raises(ValueError, match="sample"):
         GatewayConfig.model_validate({"routes": [route("r", "ag-ui", "http://127.0.0.1:1/agui", "ag-ui",
                                                        judge={"sample": 1.5})]})
+
+
+def test_the_inspector_shows_what_the_judge_found_on_the_runs_line(scripted: str) -> None:
+    rule = "run-finished-with-open-text-messages"
+    config = GatewayConfig.model_validate({
+        "routes": [route("judged", "ag-ui", f"{scripted}/agui/{rule}", "ag-ui", judge={"sample": 1})],
+        "inspector": {"key": INSPECTOR_KEY}})
+    with Served(create_app(config, store=MemoryStore())) as gateway, httpx.Client(timeout=20) as http:
+        reply = ask(http, f"{gateway.url}/judged", "ag-ui", "hi", "inspected")
+        judged(http, gateway.url, "judged", 1)
+        [run] = http.get(f"{gateway.url}/_inspector/api/runs",
+                         headers={"authorization": f"Bearer {INSPECTOR_KEY}"}).json()["runs"]
+    assert run["request_id"] == reply.response.headers["x-request-id"]
+    [found] = run["violations"]
+    assert (found["side"], found["dialect"], found["rule"]) == ("upstream", "ag-ui", rule)
+    assert "RUN_FINISHED while text messages are still open" in found["message"] and found["frame"] == 3

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Callable
 
 from gateway.recordings.capture import RunCapture
 from gateway.recordings.judged import Broken, judge_run
@@ -30,14 +31,17 @@ class Judging:
     def sampled(self) -> bool:
         return random.random() < self.options.sample
 
-    def judge(self, capture: RunCapture, request_id: str, client_dialect: str, upstream_dialect: str) -> None:
-        """Judge a run whose last byte has gone, off the loop; what it found is counted and logged when done."""
+    def judge(self, capture: RunCapture, request_id: str, client_dialect: str, upstream_dialect: str,
+              then: Callable[[list[Broken]], None] | None = None) -> None:
+        """Judge a run whose last byte has gone, off the loop; what it found is counted and logged when done, and
+        given to `then` (the inspector's line of the run)."""
         task = asyncio.get_running_loop().create_task(
-            self._judged(capture, request_id, client_dialect, upstream_dialect))
+            self._judged(capture, request_id, client_dialect, upstream_dialect, then))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
-    async def _judged(self, capture: RunCapture, request_id: str, client_dialect: str, upstream_dialect: str) -> None:
+    async def _judged(self, capture: RunCapture, request_id: str, client_dialect: str, upstream_dialect: str,
+                      then: Callable[[list[Broken]], None] | None) -> None:
         try:
             found = await asyncio.to_thread(judge_run, capture, client_dialect, upstream_dialect)
         except Exception:  # a judge that fails on a reply is the judge's bug, never the run's
@@ -53,6 +57,8 @@ class Judging:
                         len(found), "s" * (len(found) != 1), "; ".join(_described(b) for b in found),
                         extra={"route": self.route, "request_id": request_id,
                                "rules": sorted({f"{b.side}:{b.violation.rule}" for b in found})})
+        if then is not None:
+            then(found)
         self.metrics.judged.labels(self.route).inc()  # last: what the run broke is counted and logged by now
 
 

@@ -99,13 +99,14 @@ class Observer:
                                         lambda: call.relay.encoder.dropped if call.relay is not None else {})
 
     def end(self, call: Watched) -> None:
-        if call.inspected is not None:
-            call.inspected.end()
+        inspected = call.inspected
+        if inspected is not None:
+            inspected.end()
             call.inspected = None
         capture = call.capture
         if capture is None:
             return
-        after = [self._recorded(call, capture), self._judged(call, capture)]
+        after = [self._recorded(call, capture), self._judged(call, capture, inspected)]
         then = [each for each in after if each is not None]
         if not then:
             return
@@ -135,12 +136,14 @@ class Observer:
 
         return write
 
-    def _judged(self, call: Watched, capture: RunCapture) -> Callable[[], None] | None:
-        """What hands the run to the route's judge, if it sampled this run and the client stayed to its end."""
+    def _judged(self, call: Watched, capture: RunCapture, inspected: InspectedRun | None) -> Callable[[], None] | None:
+        """What hands the run to the route's judge, if it sampled this run and the client stayed to its end; what
+        the judge finds is shown on the run's inspector line."""
         judging, record, request_id = self.judging, call.record, call.request_id
         if judging is None or not capture.judged or record.outcome == RequestOutcome.CLIENT_GONE:
             return None
-        return lambda: judging.judge(capture, request_id, record.client_dialect, record.upstream_dialect)
+        then = inspected.judged if inspected is not None else None
+        return lambda: judging.judge(capture, request_id, record.client_dialect, record.upstream_dialect, then)
 
 
 def recording_of(run: InspectedRun) -> dict[str, Any] | None:
