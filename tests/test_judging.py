@@ -4,10 +4,11 @@ rules logged in one line."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import orjson
@@ -23,7 +24,10 @@ from adapters import registry
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
+from gateway.recordings.options import JudgeOptions
 from gateway.server.app import create_app
+from gateway.server.operations.judging import MAX_PENDING, Judging
+from gateway.server.operations.metrics import Metrics
 from gateway.server.route import RouteHandler
 
 VIOLATIONS = "agent_gateway_conformance_violations_total"
@@ -167,3 +171,17 @@ def test_the_inspector_shows_what_the_judge_found_on_the_runs_line(scripted: str
     [found] = run["violations"]
     assert (found["side"], found["dialect"], found["rule"]) == ("upstream", "ag-ui", rule)
     assert "RUN_FINISHED while text messages are still open" in found["message"] and found["frame"] == 3
+
+
+def test_while_a_routes_judge_is_behind_no_run_is_sampled() -> None:
+    judging = Judging("r", JudgeOptions(sample=1), Metrics())
+    assert judging.sampled()
+
+    async def behind() -> None:
+        waiting = [asyncio.get_running_loop().create_future() for _ in range(MAX_PENDING)]
+        judging._pending.update(cast(set[asyncio.Task[None]], set(waiting)))
+        assert not judging.sampled()  # nothing is captured for a judge that cannot keep up
+        judging._pending.clear()
+        assert judging.sampled()
+
+    asyncio.run(behind())

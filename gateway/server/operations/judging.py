@@ -16,6 +16,9 @@ from gateway.recordings.options import JudgeOptions
 from gateway.server.operations.metrics import Metrics
 
 log = logging.getLogger("agent_gateway.conformance")
+MAX_PENDING = 16
+"""A route's runs waiting for their judge at most: while that many wait, no run is sampled (none is captured for
+a judge that cannot keep up)."""
 
 
 class Judging:
@@ -29,7 +32,7 @@ class Judging:
         """Judgements under way: held, as the loop keeps only weak references to tasks."""
 
     def sampled(self) -> bool:
-        return random.random() < self.options.sample
+        return len(self._pending) < MAX_PENDING and random.random() < self.options.sample
 
     def judge(self, capture: RunCapture, request_id: str, client_dialect: str, upstream_dialect: str,
               then: Callable[[list[Broken]], None] | None = None) -> None:
