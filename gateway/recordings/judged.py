@@ -40,10 +40,10 @@ def judge_run(capture: RunCapture, client_dialect: str, upstream_dialect: str) -
     if not any(row.source.startswith("gateway: ") for row in capture.rows):
         upstream = Answer(upstream_head["status"], _lower(upstream_head["headers"]),
                           b"".join(row.frame for row in capture.rows if row.source == "upstream"),
-                          _json(capture.upstream_request))
+                          _asked(capture.upstream_request))
         found += _judged("upstream", upstream_dialect, upstream)
     client = Answer(client_head["status"], _lower(client_head["headers"]),
-                    b"".join(data for _, data in capture.client_frames), _json(capture.client_request))
+                    b"".join(data for _, data in capture.client_frames), _asked(capture.client_request))
     return found + _judged("client", client_dialect, client)
 
 
@@ -53,10 +53,14 @@ def _judged(side: Side, dialect: str, answer: Answer) -> list[Broken]:
     return [Broken(side, dialect, violation) for violation in registry.get(dialect).judge(answer)]
 
 
-def _json(request: dict[str, Any] | None) -> object:
-    """A captured request's body, as its judge reads it (None if it was not JSON)."""
+def _asked(request: dict[str, Any] | None) -> object:
+    return request_json(request["body"]) if request is not None else None
+
+
+def request_json(body: bytes) -> object:
+    """A request's body as a judge is given it (`Answer.request`): None if it is not JSON."""
     try:
-        return orjson.loads(request["body"]) if request is not None else None
+        return orjson.loads(body)
     except orjson.JSONDecodeError:
         return None
 
