@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, cast
 
 import httpx
@@ -17,7 +17,7 @@ from e2e import Reply, post, request_body, user_message
 from servers import Served
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from adapters import registry
@@ -55,12 +55,22 @@ SCRIPTS = {
 
 
 def scripted_agent() -> Starlette:
-    """An AG-UI agent that answers `/agui/{rule}` with the script that breaks that rule."""
+    """An AG-UI agent that answers `/agui/{rule}` with the script that breaks that rule, and `/agui-stalls` with a
+    text message begun, then silence."""
 
     async def respond(request: Request) -> Response:
         return Response(SCRIPTS[request.path_params["rule"]], media_type="text/event-stream")
 
-    return Starlette(routes=[Route("/agui/{rule}", respond, methods=["POST"])])
+    async def stalls(request: Request) -> StreamingResponse:
+        async def body() -> AsyncIterator[bytes]:
+            yield _sse(STARTED, {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+                       {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "and then"})
+            await asyncio.sleep(30)
+
+        return StreamingResponse(body(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/agui/{rule}", respond, methods=["POST"]),
+                             Route("/agui-stalls", stalls, methods=["POST"])])
 
 
 def route(name: str, client: str, url: str, upstream: str, **extra: Any) -> dict[str, Any]:
@@ -135,6 +145,19 @@ def test_a_clean_upstream_flags_nothing_on_either_side(client: str, caplog: pyte
             judged(http, gateway.url, "clean", 2)
             assert metric(http, gateway.url, VIOLATIONS) == 0
     assert not [r for r in caplog.records if r.name == "agent_gateway.conformance"]
+
+
+@pytest.mark.parametrize("client", ["ag-ui", "vercel"])
+def test_an_upstream_stream_the_gateway_cut_is_not_blamed_on_the_upstream(scripted: str, client: str) -> None:
+    config = GatewayConfig.model_validate({"routes": [
+        route("cut", client, f"{scripted}/agui-stalls", "ag-ui", judge={"sample": 1}, timeouts={"idle": 0.5})]})
+    with Served(create_app(config, store=MemoryStore())) as gateway, httpx.Client(timeout=20) as http:
+        reply = ask(http, f"{gateway.url}/cut", client, "hi", "cut")
+        assert reply.error is not None and "upstream sent nothing" in reply.error.message
+        judged(http, gateway.url, "cut", 1)
+        # The text message the upstream never ended was cut by the idle deadline, not left open by the upstream;
+        # the gateway's error, in its client's dialect, ends the run as the client expects.
+        assert metric(http, gateway.url, VIOLATIONS) == 0
 
 
 @pytest.mark.parametrize("judge", [None, {"sample": 0}])
