@@ -52,6 +52,11 @@ SCRIPTS = {
         {"type": "TEXT_MESSAGE_END", "messageId": "m"}, FINISHED),
 }
 """AG-UI replies that each break one rule of `@ag-ui/client`'s, by the rule's id."""
+VERCEL_WITHOUT_DONE = _sse({"type": "start"}, {"type": "text-start", "id": "t"},
+                           {"type": "text-delta", "id": "t", "delta": "no [DONE] after"},
+                           {"type": "text-end", "id": "t"},
+                           {"type": "finish"})
+"""A UI message stream `useChat` reads, without the `data: [DONE]` the AI SDK's servers end with: a convention."""
 
 
 def scripted_agent() -> Starlette:
@@ -69,8 +74,13 @@ def scripted_agent() -> Starlette:
 
         return StreamingResponse(body(), media_type="text/event-stream")
 
+    async def without_done(request: Request) -> Response:
+        return Response(VERCEL_WITHOUT_DONE, media_type="text/event-stream",
+                        headers={"x-vercel-ai-ui-message-stream": "v1"})
+
     return Starlette(routes=[Route("/agui/{rule}", respond, methods=["POST"]),
-                             Route("/agui-stalls", stalls, methods=["POST"])])
+                             Route("/agui-stalls", stalls, methods=["POST"]),
+                             Route("/vercel-without-done", without_done, methods=["POST"])])
 
 
 def route(name: str, client: str, url: str, upstream: str, **extra: Any) -> dict[str, Any]:
@@ -145,6 +155,20 @@ def test_a_clean_upstream_flags_nothing_on_either_side(client: str, caplog: pyte
             judged(http, gateway.url, "clean", 2)
             assert metric(http, gateway.url, VIOLATIONS) == 0
     assert not [r for r in caplog.records if r.name == "agent_gateway.conformance"]
+
+
+def test_a_broken_convention_is_counted_and_logged_but_no_warning(scripted: str,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    config = GatewayConfig.model_validate({"routes": [
+        route("conventions", "ag-ui", f"{scripted}/vercel-without-done", "vercel", judge={"sample": 1})]})
+    caplog.set_level(logging.INFO, "agent_gateway.conformance")
+    with Served(create_app(config, store=MemoryStore())) as gateway, httpx.Client(timeout=20) as http:
+        assert ask(http, f"{gateway.url}/conventions", "ag-ui", "hi", "conventions").finished is not None
+        judged(http, gateway.url, "conventions", 1)
+        assert metric(http, gateway.url, VIOLATIONS, side="upstream", dialect="vercel", rule="convention-done") == 1
+        assert metric(http, gateway.url, VIOLATIONS) == 1
+    [line] = [r for r in caplog.records if r.name == "agent_gateway.conformance"]
+    assert line.levelno == logging.INFO and "convention-done" in line.getMessage()
 
 
 @pytest.mark.parametrize("client", ["ag-ui", "vercel"])

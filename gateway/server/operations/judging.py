@@ -56,10 +56,12 @@ class Judging:
         for broken in found:
             self.metrics.violations.labels(self.route, broken.side, broken.dialect, broken.violation.rule).inc()
         if found:
-            log.warning("route %s: the run %s broke %d rule%s of its dialects: %s", self.route, request_id,
-                        len(found), "s" * (len(found) != 1), "; ".join(_described(b) for b in found),
-                        extra={"route": self.route, "request_id": request_id,
-                               "rules": sorted({f"{b.side}:{b.violation.rule}" for b in found})})
+            # What only the documents ask, and no client enforces (`convention-...`), is no warning.
+            level = logging.WARNING if any(not b.violation.convention for b in found) else logging.INFO
+            log.log(level, "route %s: the run %s broke %d rule%s of its dialects: %s", self.route, request_id,
+                    len(found), "s" * (len(found) != 1), "; ".join(_described(b) for b in found),
+                    extra={"route": self.route, "request_id": request_id,
+                           "rules": sorted({f"{b.side}:{b.violation.rule}" for b in found})})
         if then is not None:
             then(found)
         self.metrics.judged.labels(self.route).inc()  # last: what the run broke is counted and logged by now
