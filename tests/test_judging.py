@@ -142,12 +142,15 @@ def test_an_upstream_that_breaks_a_rule_of_its_dialect_is_flagged_on_the_upstrea
     assert f"upstream ag-ui {rule}" in line.getMessage()
 
 
+@pytest.mark.parametrize("resumable", [False, True])
 @pytest.mark.parametrize("client", ["ag-ui", "vercel", "openai-responses"])
-def test_a_clean_upstream_flags_nothing_on_either_side(client: str, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, "agent_gateway.conformance")
+def test_a_clean_upstream_flags_nothing_on_either_side(client: str, resumable: bool,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "agent_gateway.conformance")
     with Served(create_agent_app("ag-ui")) as agent:
         config = GatewayConfig.model_validate({"routes": [
-            route("clean", client, agent.url + registry.get("ag-ui").paths[0], "ag-ui", judge={"sample": 1})]})
+            route("clean", client, agent.url + registry.get("ag-ui").paths[0], "ag-ui", judge={"sample": 1},
+                  resumable=resumable)]})
         with Served(create_app(config, store=MemoryStore())) as gateway, httpx.Client(timeout=20) as http:
             for number, text in enumerate(["hello", "what is the weather in Paris?"]):
                 reply = ask(http, f"{gateway.url}/clean", client, text, f"clean-{number}")
