@@ -13,7 +13,7 @@ from typing import Any, cast
 import httpx
 import orjson
 import pytest
-from e2e import Reply, post, request_body, user_message
+from e2e import Reply, judges_settled, post, request_body, user_message
 from servers import Served
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -185,6 +185,24 @@ def test_an_upstream_stream_the_gateway_cut_is_not_blamed_on_the_upstream(script
         # The text message the upstream never ended was cut by the idle deadline, not left open by the upstream;
         # the gateway's error, in its client's dialect, ends the run as the client expects.
         assert metric(http, gateway.url, VIOLATIONS) == 0
+
+
+def test_a_run_its_client_left_is_not_judged(scripted: str) -> None:
+    config = GatewayConfig.model_validate({"routes": [
+        route("left", "ag-ui", f"{scripted}/agui-stalls", "ag-ui", judge={"sample": 1})]})
+    app = create_app(config, store=MemoryStore())
+    with Served(app) as gateway, httpx.Client(timeout=20) as http:
+        body = orjson.dumps(request_body("ag-ui", [user_message("ag-ui", "hi")], "left"))
+        with http.stream("POST", f"{gateway.url}/left", content=body,
+                         headers={"content-type": "application/json"}) as response:
+            assert b"TEXT_MESSAGE_CONTENT" in next(response.iter_bytes())  # then it leaves, mid-message
+        deadline = time.monotonic() + 20
+        while metric(http, gateway.url, "agent_gateway_requests_total", route="left") < 1:  # reported
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        judges_settled(app)
+        # Cut short by its client, its stream would break rules it kept: it is not judged at all.
+        assert metric(http, gateway.url, JUDGED) == 0 and metric(http, gateway.url, VIOLATIONS) == 0
 
 
 @pytest.mark.parametrize("judge", [None, {"sample": 0}])
