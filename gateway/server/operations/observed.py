@@ -106,14 +106,14 @@ class Observer:
         capture = call.capture
         if capture is None:
             return
-        after = [self._recorded(call, capture), self._judged(call, capture, inspected)]
-        then = [each for each in after if each is not None]
-        if not then:
+        steps = [step for step in (self._recorded(call, capture), self._judged(call, capture, inspected))
+                 if step is not None]
+        if not steps:
             return
 
         def done() -> None:
-            for each in then:
-                each()
+            for step in steps:
+                step()
 
         if call.writer.complete and not capture.client_done:
             capture.when_done = done  # the report comes as the last byte goes: recorded and judged once it has
