@@ -4,6 +4,8 @@ benchmarks share), reading replies, and watching the relay's direct path."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -113,9 +115,19 @@ class Reply:
         return last if isinstance(last, RunFinished) else None
 
 
-def gateway_side_violations(http: httpx.Client, gateway: str) -> dict[str, float]:
-    """`agent_gateway_conformance_violations_total`'s samples on the gateway's own side (what it wrote its clients),
-    each by its labels: a route that judges its runs must have none."""
+@contextmanager
+def no_gateway_side_violation(http: httpx.Client, gateway: str, app: Gateway) -> Iterator[None]:
+    """For a block of runs on routes that judge every run (`judge: {sample: 1}`): once their judges have settled,
+    what the gateway wrote its clients broke no rule of their dialects."""
+    before = _gateway_side_violations(http, gateway)
+    yield
+    judges_settled(app)
+    after = _gateway_side_violations(http, gateway)
+    assert after == before, f"the gateway broke its clients' rules: {sorted(set(after.items()) - set(before.items()))}"
+
+
+def _gateway_side_violations(http: httpx.Client, gateway: str) -> dict[str, float]:
+    """`agent_gateway_conformance_violations_total`'s samples on the gateway's own side, each by its labels."""
     return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
             for line in http.get(f"{gateway}/metrics").text.splitlines()
             if line.startswith("agent_gateway_conformance_violations_total{") and 'side="client"' in line}
@@ -131,3 +143,4 @@ def judges_settled(app: Gateway) -> None:
     while any(judging._pending for judging in judgings):
         assert time.monotonic() < deadline, "the judges did not settle"
         time.sleep(0.01)
+

@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from e2e import gateway_side_violations, judges_settled
+from e2e import no_gateway_side_violation
 from helpers import ROOT, sse_payloads
 from inkeep_upstream import create_inkeep_app
 from mcp_sdks import SDKS, run_sdk
@@ -221,7 +221,7 @@ def world() -> Iterator[World]:
         routes = [{"name": route_name(c, u), "paths": [f"/{c}/to/{u.replace(' ', '-')}"], "client_dialects": [c],
                    "upstream": {"url": urls[u], "dialect": PEERS[u].dialect},
                    "timeouts": {"first_event": 20, "idle": 20, "total": 60},
-                   "judge": {"sample": 1}}  # every run judged: see no_gateway_side_violation
+                   "judge": {"sample": 1}}  # every run judged: see gateway_side_judged
                   for c in DIALECTS for u in UPSTREAMS]
         config = GatewayConfig.model_validate({"routes": routes})
         app = create_app(config, store=MemoryStore())
@@ -230,18 +230,15 @@ def world() -> Iterator[World]:
 
 
 @pytest.fixture(autouse=True)
-def no_gateway_side_violation(request: pytest.FixtureRequest) -> Iterator[None]:
+def gateway_side_judged(request: pytest.FixtureRequest) -> Iterator[None]:
     """Every run of the matrix's routes is judged (`judge: {sample: 1}`): after each test that uses them, what the
     gateway wrote its clients broke no rule of their dialects, whatever the real upstreams sent."""
     if "world" not in request.fixturenames:
         yield
         return
     world: World = request.getfixturevalue("world")
-    before = gateway_side_violations(world.http, world.gateway)
-    yield
-    judges_settled(world.app)
-    after = gateway_side_violations(world.http, world.gateway)
-    assert after == before, f"the gateway broke its clients' rules: {sorted(set(after.items()) - set(before.items()))}"
+    with no_gateway_side_violation(world.http, world.gateway, world.app):
+        yield
 
 
 # -- clients
