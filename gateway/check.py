@@ -30,6 +30,7 @@ from gateway.core.events import Event, Interrupt, RunError, TextDelta, ToolCallS
 from gateway.core.ids import new_id
 from gateway.core.transports import Unusable
 from gateway.core.turn import Message, Resume, Tool, Turn
+from gateway.recordings.judged import request_json
 from gateway.upstream.http1 import HTTPError, Pool, Target
 
 if TYPE_CHECKING:
@@ -262,7 +263,8 @@ class Checker:
         if step.status is not None and not left_early:
             if step.error is None and _read_as_the_dialect(request, step.status, answer_headers):
                 events += decoder.close()
-            for found in () if other_format else self.dialect.judge(Answer(step.status, answer_headers, bytes(body))):
+            answer = Answer(step.status, answer_headers, bytes(body), request_json(request.body))
+            for found in () if other_format else self.dialect.judge(answer):
                 (step.notes if found.convention else step.violations).append(found)
         step.events = len(events)
         recorder = RunRecorder()

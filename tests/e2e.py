@@ -3,6 +3,9 @@ benchmarks share), reading replies, and watching the relay's direct path."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -28,11 +31,14 @@ from gateway.core.events import (
     ToolResult,
     Usage,
 )
+from gateway.server.route import RouteHandler
 from gateway.server.stream.relay import Relay
 from gateway.upstream.http1 import Offer
 
 if TYPE_CHECKING:
     import pytest
+
+    from gateway.server.app import Gateway
 
 
 def watch_offers(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Offer, object]]:
@@ -107,3 +113,34 @@ class Reply:
     def finished(self) -> RunFinished | None:
         last = self.events[-1]
         return last if isinstance(last, RunFinished) else None
+
+
+@contextmanager
+def no_gateway_side_violation(http: httpx.Client, gateway: str, app: Gateway) -> Iterator[None]:
+    """For a block of runs on routes that judge every run (`judge: {sample: 1}`): once their judges have settled,
+    what the gateway wrote its clients broke no rule of their dialects."""
+    before = _gateway_side_violations(http, gateway)
+    yield
+    judges_settled(app)
+    after = _gateway_side_violations(http, gateway)
+    assert after == before, f"the gateway broke its clients' rules: {sorted(set(after.items()) - set(before.items()))}"
+
+
+def _gateway_side_violations(http: httpx.Client, gateway: str) -> dict[str, float]:
+    """`agent_gateway_conformance_violations_total`'s samples on the gateway's own side, each by its labels."""
+    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in http.get(f"{gateway}/metrics").text.splitlines()
+            if line.startswith("agent_gateway_conformance_violations_total{") and 'side="client"' in line}
+
+
+def judges_settled(app: Gateway) -> None:
+    """Until no judge of `app`'s routes has a run under way (it judges after a run's last byte, so a client has its
+    reply first): for an app served in this process."""
+    judgings = {handler.observer.judging for handler, _ in app.handlers.values()
+                if isinstance(handler, RouteHandler) and handler.observer is not None
+                and handler.observer.judging is not None}
+    deadline = time.monotonic() + 30
+    while any(judging._pending for judging in judgings):
+        assert time.monotonic() < deadline, "the judges did not settle"
+        time.sleep(0.01)
+

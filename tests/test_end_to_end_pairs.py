@@ -13,14 +13,22 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from e2e import DIALECTS, Reply, post, request_body, user_message, watch_offers
+from e2e import (
+    DIALECTS,
+    Reply,
+    no_gateway_side_violation,
+    post,
+    request_body,
+    user_message,
+    watch_offers,
+)
 from servers import Served
 
 from adapters import registry
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
-from gateway.server.app import create_app
+from gateway.server.app import Gateway, create_app
 from gateway.server.stream import client as client_module
 from gateway.upstream.http1 import Offer
 
@@ -31,9 +39,10 @@ WEATHER_TOOL = {"name": "get_location", "description": "Where the user is",
 
 
 class World:
-    def __init__(self, agents: dict[str, Served], gateway: Served) -> None:
+    def __init__(self, agents: dict[str, Served], gateway: Served, app: Gateway) -> None:
         self.agents = agents
         self.gateway = gateway
+        self.app = app
         self.http = httpx.Client(timeout=30)
 
     def url(self, client: str, upstream: str) -> str:
@@ -59,7 +68,8 @@ def gateway_config(agents: dict[str, Served], **timeouts: float) -> GatewayConfi
         path = agents[upstream].url + _agent_path(upstream)
         routes.append({"name": f"{client}-{upstream}", "paths": [f"/{client}/to/{upstream}"],
                        "client_dialects": [client], "upstream": {"url": path, "dialect": upstream},
-                       "timeouts": {"connect": 2, "first_event": 5, "idle": 5, "total": 30, **timeouts}})
+                       "timeouts": {"connect": 2, "first_event": 5, "idle": 5, "total": 30, **timeouts},
+                       "judge": {"sample": 1}})  # every run judged: see gateway_side_judged
     return GatewayConfig.model_validate({"routes": routes, "keepalive_seconds": 0.5})
 
 
@@ -73,13 +83,26 @@ def world() -> Iterator[World]:
     for agent in agents.values():
         agent.__enter__()
     try:
-        with Served(create_app(gateway_config(agents), store=MemoryStore())) as gateway:
-            world = World(agents, gateway)
+        app = create_app(gateway_config(agents), store=MemoryStore())
+        with Served(app) as gateway:
+            world = World(agents, gateway, app)
             yield world
             world.http.close()
     finally:
         for agent in agents.values():
             agent.__exit__(None, None, None)
+
+
+@pytest.fixture(autouse=True)
+def gateway_side_judged(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every run of the pairs' routes is judged (`judge: {sample: 1}`): after each test that uses them, what the
+    gateway wrote its clients broke no rule of their dialects."""
+    if "world" not in request.fixturenames:
+        yield
+        return
+    world: World = request.getfixturevalue("world")
+    with no_gateway_side_violation(world.http, world.gateway.url, world.app):
+        yield
 
 
 @pytest.mark.parametrize(("client", "upstream"), PAIRS)

@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from e2e import no_gateway_side_violation
 from helpers import ROOT, sse_payloads
 from inkeep_upstream import create_inkeep_app
 from mcp_sdks import SDKS, run_sdk
@@ -53,7 +54,7 @@ from gateway.core.codec import as_text
 from gateway.core.conformance import Answer
 from gateway.core.ids import new_id
 from gateway.core.sse import SSEEventDecoder
-from gateway.server.app import create_app
+from gateway.server.app import Gateway, create_app
 
 with warnings.catch_warnings():  # the 0.1.1 server still uses pydantic's class-based config
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -197,6 +198,7 @@ class World:
     gateway: str
     http: httpx.Client
     inkeep: str
+    app: Gateway
 
     def url(self, client: str, upstream: str) -> str:
         return f"{self.gateway}/{client}/to/{upstream.replace(' ', '-')}"
@@ -218,10 +220,25 @@ def world() -> Iterator[World]:
                 "a2a": a2a, "mcp": f"{mcp}/mcp"}
         routes = [{"name": route_name(c, u), "paths": [f"/{c}/to/{u.replace(' ', '-')}"], "client_dialects": [c],
                    "upstream": {"url": urls[u], "dialect": PEERS[u].dialect},
-                   "timeouts": {"first_event": 20, "idle": 20, "total": 60}} for c in DIALECTS for u in UPSTREAMS]
+                   "timeouts": {"first_event": 20, "idle": 20, "total": 60},
+                   "judge": {"sample": 1}}  # every run judged: see gateway_side_judged
+                  for c in DIALECTS for u in UPSTREAMS]
         config = GatewayConfig.model_validate({"routes": routes})
-        with Served(create_app(config, store=MemoryStore())) as gateway, httpx.Client(timeout=60) as http:
-            yield World(gateway.url, http, inkeep.url)
+        app = create_app(config, store=MemoryStore())
+        with Served(app) as gateway, httpx.Client(timeout=60) as http:
+            yield World(gateway.url, http, inkeep.url, app)
+
+
+@pytest.fixture(autouse=True)
+def gateway_side_judged(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every run of the matrix's routes is judged (`judge: {sample: 1}`): after each test that uses them, what the
+    gateway wrote its clients broke no rule of their dialects, whatever the real upstreams sent."""
+    if "world" not in request.fixturenames:
+        yield
+        return
+    world: World = request.getfixturevalue("world")
+    with no_gateway_side_violation(world.http, world.gateway, world.app):
+        yield
 
 
 # -- clients

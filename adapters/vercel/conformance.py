@@ -115,6 +115,8 @@ class _Stream:
             except (ValueError, RecursionError):
                 self.not_json[index] = violation
         self.readers = (Reader(6), Reader(7))
+        for reader in self.readers:
+            reader.continuing(answer.request)
         self.found: list[Violation] = []
         self.client = Client.READING
         self.error_at = -1

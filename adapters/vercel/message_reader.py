@@ -36,6 +36,24 @@ class Reader:
         """The message's tool parts, None for each step-start."""
         self.metadata: Literal["primitive", "object"] | None = None
 
+    def continuing(self, request: object) -> None:
+        """Begin from the request's last message when it is the assistant's (a tool's output added, an approval
+        answered): `useChat` reads the reply as going on with that message, its tool parts and its id."""
+        messages = request.get("messages") if isinstance(request, dict) else None
+        last = messages[-1] if isinstance(messages, list) and messages else None
+        if not isinstance(last, dict) or last.get("role") != "assistant":
+            return
+        self.message_id = last["id"] if isinstance(last.get("id"), str) else ""
+        for part in last.get("parts") or ():
+            if not isinstance(part, dict):
+                continue
+            if part.get("type") == "step-start":
+                self.parts.append(None)
+            elif isinstance(call_id := part.get("toolCallId"), str):
+                approval = part.get("approval")
+                approval_id = approval.get("id") if isinstance(approval, dict) else None
+                self.parts.append(ToolPart(call_id, approval_id if isinstance(approval_id, str) else None))
+
     def read(self, chunk: dict[str, Any], index: int) -> tuple[str, str] | None:
         """Take in one schema-valid chunk; return (rule, message) where the client would throw."""
         kind: str = chunk["type"]

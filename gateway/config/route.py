@@ -1,5 +1,6 @@
 """A route: where clients call and in which dialects, the upstream it sends their runs to, and how the gateway
-treats them on the way (timeouts, limits, keys, CORS, push notifications, the agent's card, resuming, recording)."""
+treats them on the way (timeouts, limits, keys, CORS, push notifications, the agent's card, resuming, recording,
+judging)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from gateway.config.model import TOKEN, Model, known_dialect
 from gateway.config.upstream import RESERVED_UPSTREAM_HEADERS, Upstream
 from gateway.config.usage import Pricing, TokenBudget
 from gateway.core.addresses import ip_address
-from gateway.recordings.options import RecordOptions
+from gateway.recordings.options import JudgeOptions, RecordOptions
 
 NEVER_FORWARDED = (RESERVED_UPSTREAM_HEADERS - {"proxy-connection"}) | {"content-type", "accept", "accept-encoding"}
 """Headers a route's `forward_headers` may not name: the framing and hop-by-hop ones, and those the dialect sets
@@ -312,6 +313,9 @@ class Route(Model):
     unready together."""
     record: RecordOptions | None = None
     """Each exchange written to a file (`gateway.recordings`): for replaying the agent, judging and translating."""
+    judge: JudgeOptions | None = None
+    """A share of the runs judged live by the dialects' rules (`agent-gateway check`'s), on both sides: each rule
+    broken counted in `agent_gateway_conformance_violations_total` and logged. Unset: no run is judged, at no cost."""
     inspector_bodies: bool = False
     """The inspector shows what this route's runs said (request bodies, frames, event fields); otherwise their
     shape only."""

@@ -28,6 +28,9 @@ class Answer:
     headers: Mapping[str, str]
     """Lower-case names."""
     body: bytes
+    request: object = None
+    """The request's JSON body, when known: a client that reads the reply as going on from what it sent (the AI
+    SDK's, from its last assistant message) is judged from there."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -167,9 +167,10 @@ class InspectorApp:
                 changed = []
                 for run in ring:
                     if run.ended:
-                        if run.number in settled and settled[run.number] is run.capture:
+                        seen = (run.capture, run.violations)  # a judge's verdict comes after the end
+                        if run.number in settled and settled[run.number] == seen:
                             continue
-                        settled[run.number] = run.capture
+                        settled[run.number] = seen
                     line = summary(run)
                     packed = orjson.dumps(line)
                     if shown.get(run.number) != packed:

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from gateway.core.dropped import Dropped
 from gateway.recordings.capture import Budget, RunCapture
+
+if TYPE_CHECKING:
+    from gateway.recordings.judged import Broken
 
 GRACE_SECONDS = 10.0
 """How long after the last live view closed runs are still captured: a page that reloads misses nothing."""
@@ -22,7 +25,7 @@ GRACE_SECONDS = 10.0
 class InspectedRun:
     """One run as the inspector lists it."""
 
-    __slots__ = ("_dropped_now", "bodies", "capture", "dropped", "ended", "number", "record", "started")
+    __slots__ = ("_dropped_now", "bodies", "capture", "dropped", "ended", "number", "record", "started", "violations")
 
     def __init__(self, number: int, record: Any, capture: RunCapture | None, bodies: bool,
                  dropped_now: Callable[[], dict[Dropped, int]] | None) -> None:
@@ -37,11 +40,21 @@ class InspectedRun:
         self.dropped: dict[str, int] = {}
         self._dropped_now = dropped_now
         """What the client's dialect has dropped so far, while the run runs."""
+        self.violations: list[dict[str, Any]] | None = None
+        """The rules the route's judge found the run broke, each with its side (`routes[].judge`); None: not
+        judged."""
 
     def losses(self) -> dict[str, int]:
         if not self.ended and self._dropped_now is not None:
             return _plain(self._dropped_now())
         return self.dropped
+
+    def judged(self, found: Iterable[Broken]) -> None:
+        """What the route's judge found of the run, once it ended."""
+        self.violations = [{"side": b.side, "dialect": b.dialect, "rule": b.violation.rule,
+                            "message": b.violation.message, "frame": b.violation.index} for b in found]
+        if self.capture is not None:
+            self.capture.version += 1  # a live view of the run shows it
 
     def end(self) -> None:
         if self._dropped_now is not None:

@@ -42,7 +42,7 @@ def summary(run: InspectedRun) -> dict[str, Any]:
         max(0, record.events - left_out), "frames_in": frames_in, "dropped": dropped, "in_flight": not run.ended,
         "resumed": record.outcome == "resumed", "stopped": record.outcome == "stopped",
         "reattached": bool(record.upstream_reattached), "captured": capture is not None, "bodies": run.bodies,
-        "truncated": bool(capture is not None and capture.truncated),
+        "truncated": bool(capture is not None and capture.truncated), "violations": run.violations,
     }
 
 

@@ -7,6 +7,6 @@ client frames ◀── gateway ◀── upstream head and frames, each with it
         └──────────── capture.py (one run, bounded) ──────────┘
                             │
           files.py (to disk, bounded) · exchange.py (the format) · replay.py (served as an agent)
-                            offline.py (check and translate a recording)
+          offline.py (check and translate a recording) · judged.py (a live run judged, both sides)
 ```
 """

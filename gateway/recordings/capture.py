@@ -123,7 +123,9 @@ class RunCapture:
         self.client_done = False
         """The response's last byte has been sent (or its send failed)."""
         self.when_done: Callable[[], None] | None = None
-        """Called once the last byte is sent, for what needs all of it (a recording)."""
+        """Called once the last byte is sent, for what needs all of it (a recording, a judge)."""
+        self.judged = False
+        """The route's judge sampled the run: it is judged once it ends (`gateway.recordings.judged`)."""
         self._unwritten = 0
         """The first row whose output may not have been written yet."""
         self._batches: dict[int, tuple[list[Event], list[tuple[Row, int]]]] = {}

@@ -10,6 +10,7 @@ from gateway.core.conformance import Answer, Violation
 from gateway.core.events import Event
 from gateway.core.turn import Turn
 from gateway.recordings.exchange import Frames, Recorded
+from gateway.recordings.judged import request_json
 
 
 @dataclass(slots=True)
@@ -51,17 +52,20 @@ def judge(recorded: list[Recorded]) -> list[Judged]:
     """Every reply of every exchange, the upstream's and the client's, judged by its own dialect's rules."""
     found: list[Judged] = []
     for exchange in recorded:
-        found.append(_judge(exchange.where, "upstream", exchange.upstream_dialect, exchange.upstream_response))
-        found.append(_judge(exchange.where, "client", exchange.client_dialect, exchange.client_response))
+        found.append(_judge(exchange.where, "upstream", exchange.upstream_dialect, exchange.upstream_response,
+                            exchange.upstream_body))
+        found.append(_judge(exchange.where, "client", exchange.client_dialect, exchange.client_response,
+                            exchange.client_body))
     return found
 
 
-def _judge(where: str, side: str, dialect: str, response: Frames) -> Judged:
+def _judge(where: str, side: str, dialect: str, response: Frames, request: bytes) -> Judged:
     if dialect not in registry.DIALECTS:
         return Judged(where, side, dialect, 0, skipped=f"{dialect} is not a dialect this gateway knows")
     if response.status == 0:
         return Judged(where, side, dialect, 0, skipped="no reply was recorded (the exchange ended before one)")
-    answer = Answer(response.status, {k.lower(): v for k, v in response.headers.items()}, response.body)
+    answer = Answer(response.status, {k.lower(): v for k, v in response.headers.items()}, response.body,
+                    request_json(request))
     return Judged(where, side, dialect, len(_events(dialect, response)), registry.get(dialect).judge(answer))
 
 

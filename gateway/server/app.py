@@ -42,6 +42,7 @@ from gateway.server.endpoints.documents import owners, usable
 from gateway.server.endpoints.push import Pusher
 from gateway.server.endpoints.scrape import MetricsEndpoint
 from gateway.server.operations import logs
+from gateway.server.operations.judging import Judging
 from gateway.server.operations.metrics import Metrics
 from gateway.server.operations.observed import Observer, recording_of
 from gateway.server.operations.probe import UpstreamReadiness, warn_if_unreachable
@@ -143,8 +144,9 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
     for route in config.routes:
         files = RecordingFiles(route.record, route.name) if route.record is not None else None
         recordings += [files] if files is not None else []
-        route_handler = new_handler(route, observer=Observer(route, ring, files)
-                                    if ring is not None or files is not None else None)
+        judging = Judging(route.name, route.judge, metrics) if route.judge is not None and route.judge.sample else None
+        route_handler = new_handler(route, observer=Observer(route, ring, files, judging)
+                                    if ring is not None or files is not None or judging is not None else None)
         route_handlers.append(route_handler)
         handlers.update(_mount(route_handler, mounted))
         host_replies.update({path: reply for path in route.served_paths

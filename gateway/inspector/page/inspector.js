@@ -52,8 +52,21 @@ function flags(run) {
   if (run.reattached) found.push(el("span", { class: "pill warn" }, "reattached"));
   if (run.failovers) found.push(el("span", { class: "pill warn", title: run.failovers }, `moved to ${run.upstream}`));
   if (run.truncated) found.push(el("span", { class: "pill bad" }, "capture cut"));
+  if (run.violations && run.violations.length) {
+    found.push(el("span", { class: "pill bad", title: run.violations.map((v) => `${v.side}: ${v.rule}`).join("\n") },
+      `${run.violations.length} rule${run.violations.length === 1 ? "" : "s"} broken`));
+  }
   if (!run.captured) found.push(el("span", { class: "pill", title: "runs are captured while the page is open" }, "summary only"));
   return found.length ? found : "–";
+}
+
+// What the route's judge found (routes[].judge): each broken rule, the side and frame it is about.
+function judged(run) {
+  if (!run.violations) return "–";
+  if (!run.violations.length) return el("span", { class: "pill ok" }, "no rule broken");
+  return el("ul", { class: "violations" }, run.violations.map((v) => el("li", {},
+    el("span", { class: "pill bad" }, `${v.side} · ${v.dialect}`), " ", el("code", {}, v.rule),
+    v.frame === null ? "" : ` (frame ${v.frame + 1})`, `: ${v.message}`)));
 }
 
 // The run list
@@ -61,7 +74,8 @@ function flags(run) {
 function matches(run, words) {
   const text = [run.route, run.client_dialect, run.upstream_dialect, run.status, run.outcome, run.error, run.key_id,
     run.path, run.conversation_id, run.request_id, run.upstream, run.failovers, run.in_flight ? "running" : "", run.resumed ? "resumed" : "",
-    run.stopped ? "stopped" : "", Object.keys(run.dropped || {}).join(" ")].join(" ").toLowerCase();
+    run.stopped ? "stopped" : "", Object.keys(run.dropped || {}).join(" "),
+    (run.violations || []).map((v) => v.rule).join(" ")].join(" ").toLowerCase();
   return words.every((word) => text.includes(word));
 }
 
@@ -190,6 +204,7 @@ function renderRun(view, fresh) {
     ["Events in / out", `${run.events_in} / ${run.events_out}${run.frames_in !== null ? ` (${run.frames_in} upstream frames)` : ""}`],
     ["Dropped or approximated", lossPills(run.dropped)], ["Principal", run.key_id ? `key ${run.key_id}` : "anonymous"],
     ["Conversation", run.conversation_id || "–"], ["Request", run.request_id], ["Also", flags(run)],
+    ["Judged", judged(run)],
   ];
   $("facts").replaceChildren(...facts.map(([name, value]) => el("div", {}, el("dt", {}, name), el("dd", {}, value))));
   const download = $("download");

@@ -109,6 +109,13 @@ class Metrics:
         self.upstream_ejected = Gauge(
             "agent_gateway_upstream_ejected", "1 while a route's upstream is skipped after failing runs in a row "
             "(`eject_after`), else 0.", ["route", "upstream"], registry=self.registry, multiprocess_mode="max")
+        self.judged = Counter(
+            "agent_gateway_conformance_judged_runs", "Runs of a route with `judge` whose both sides were judged by "
+            "their dialects' rules.", ["route"], registry=self.registry)
+        self.violations = Counter(
+            "agent_gateway_conformance_violations", "Rules of its dialect a judged run's reply broke: `upstream`, "
+            "what the upstream sent (the agent's); `client`, what the gateway wrote (the gateway's own).",
+            ["route", "side", "dialect", "rule"], registry=self.registry)
 
         self._series: dict[tuple[str, str, str], Series] = {}
         self._keys: set[tuple[str, str]] = set()

@@ -288,6 +288,29 @@ def test_text_delta_without_start_message() -> None:
                                   orjson.dumps(TEXT_DELTA).decode(), 1)
 
 
+CONTINUED = {"id": "chat", "messageId": "a1", "messages": [
+    {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "delete it"}]},
+    {"id": "a1", "role": "assistant", "parts": [
+        {"type": "step-start"},
+        {"type": "tool-search", "toolCallId": "c1", "state": "approval-responded", "input": {},
+         "approval": {"id": "ap1", "approved": True}}]}]}
+"""What useChat sends once its user answered an approval: the reply goes on with the assistant's message."""
+
+
+def test_a_reply_that_goes_on_from_the_requests_assistant_message_may_settle_its_tool_calls() -> None:
+    body = sse(START, TOOL_OUTPUT, TEXT_START, TEXT_DELTA, TEXT_END, {"type": "finish"})
+    assert hard(judge(Answer(200, HEADERS, body, CONTINUED))) == []
+    asked = {**CONTINUED, "messages": CONTINUED["messages"][:1]}  # the user's message last: a new message
+    assert [v.rule for v in hard(judge(Answer(200, HEADERS, body, asked)))] == ["tool-output-without-call"]
+    assert [v.rule for v in hard(check(body))] == ["tool-output-without-call"]  # no request: nothing to go on from
+
+
+def test_a_reply_that_starts_another_message_does_not_go_on_from_the_requests_in_ai_7() -> None:
+    body = sse({"type": "start", "messageId": "a2"}, TOOL_OUTPUT, {"type": "finish"})
+    found = hard(judge(Answer(200, HEADERS, body, CONTINUED)))
+    assert [v.rule for v in found] == ["tool-output-without-call"] and "ai 7" in found[0].message
+
+
 def test_a_refused_status_is_all_there_is_to_say() -> None:
     found = check(b'{"error":"nope"}', status=500, headers={"content-type": "application/json"})
     assert [(v.rule, v.frame) for v in found] == [("status", '{"error":"nope"}')]

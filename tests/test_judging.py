@@ -1,0 +1,255 @@
+"""Runs judged live (`judge:` on a route), over real HTTP: the upstream's reply by its dialect's rules, what the
+gateway wrote by the client's; each broken rule counted in `agent_gateway_conformance_violations_total` and the run's
+rules logged in one line."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, cast
+
+import httpx
+import orjson
+import pytest
+from e2e import Reply, judges_settled, post, request_body, user_message
+from servers import Served
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from adapters import registry
+from gateway.agent.server import create_agent_app
+from gateway.config import GatewayConfig
+from gateway.conversations.store import MemoryStore
+from gateway.recordings.options import JudgeOptions
+from gateway.server.app import create_app
+from gateway.server.operations.judging import MAX_PENDING, Judging
+from gateway.server.operations.metrics import Metrics
+from gateway.server.route import RouteHandler
+
+VIOLATIONS = "agent_gateway_conformance_violations_total"
+JUDGED = "agent_gateway_conformance_judged_runs_total"
+INSPECTOR_KEY = "inspector-key-for-tests-0123456789"
+
+
+def _sse(*events: dict[str, Any]) -> bytes:
+    return b"".join(b"data: " + orjson.dumps(event) + b"\n\n" for event in events)
+
+
+STARTED = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
+FINISHED = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
+SCRIPTS = {
+    "run-finished-with-open-text-messages": _sse(
+        STARTED, {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "never ended"}, FINISHED),
+    "tool-call-args-without-start": _sse(
+        STARTED, {"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": "{}"},
+        {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "after a call never started"},
+        {"type": "TEXT_MESSAGE_END", "messageId": "m"}, FINISHED),
+}
+"""AG-UI replies that each break one rule of `@ag-ui/client`'s, by the rule's id."""
+VERCEL_WITHOUT_DONE = _sse({"type": "start"}, {"type": "text-start", "id": "t"},
+                           {"type": "text-delta", "id": "t", "delta": "no [DONE] after"},
+                           {"type": "text-end", "id": "t"},
+                           {"type": "finish"})
+"""A UI message stream `useChat` reads, without the `data: [DONE]` the AI SDK's servers end with: a convention."""
+
+
+def scripted_agent() -> Starlette:
+    """An AG-UI agent that answers `/agui/{rule}` with the script that breaks that rule, and `/agui-stalls` with a
+    text message begun, then silence."""
+
+    async def respond(request: Request) -> Response:
+        return Response(SCRIPTS[request.path_params["rule"]], media_type="text/event-stream")
+
+    async def stalls(request: Request) -> StreamingResponse:
+        async def body() -> AsyncIterator[bytes]:
+            yield _sse(STARTED, {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+                       {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "and then"})
+            await asyncio.sleep(30)
+
+        return StreamingResponse(body(), media_type="text/event-stream")
+
+    async def without_done(request: Request) -> Response:
+        return Response(VERCEL_WITHOUT_DONE, media_type="text/event-stream",
+                        headers={"x-vercel-ai-ui-message-stream": "v1"})
+
+    return Starlette(routes=[Route("/agui/{rule}", respond, methods=["POST"]),
+                             Route("/agui-stalls", stalls, methods=["POST"]),
+                             Route("/vercel-without-done", without_done, methods=["POST"])])
+
+
+def route(name: str, client: str, url: str, upstream: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "paths": [f"/{name}"], "client_dialects": [client],
+            "upstream": {"url": url, "dialect": upstream}, **extra}
+
+
+def metric(http: httpx.Client, gateway: str, name: str, **labels: str) -> float:
+    """The sum of a metric's samples with these labels on the gateway's `/metrics` (0 when it has none)."""
+    total = 0.0
+    for line in http.get(f"{gateway}/metrics").text.splitlines():
+        if line.startswith(f"{name}{{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def judged(http: httpx.Client, gateway: str, route_name: str, runs: int) -> None:
+    """Until the route's judge has settled `runs` runs (counted, once counted and logged what they broke): it judges
+    after the reply's last byte, so a client has its reply before the judge is done."""
+    deadline = time.monotonic() + 20
+    while metric(http, gateway, JUDGED, route=route_name) < runs:
+        assert time.monotonic() < deadline, f"the judge of {route_name} settled fewer than {runs} runs"
+        time.sleep(0.02)
+    assert metric(http, gateway, JUDGED, route=route_name) == runs
+
+
+def ask(http: httpx.Client, url: str, client: str, text: str, conversation: str) -> Reply:
+    return Reply(client, post(http, url, request_body(client, [user_message(client, text)], conversation)))
+
+
+@pytest.fixture(scope="module")
+def scripted() -> Iterator[str]:
+    with Served(scripted_agent()) as served:
+        yield served.url
+
+
+@pytest.mark.parametrize("client", ["ag-ui", "vercel"])
+@pytest.mark.parametrize("rule", sorted(SCRIPTS))
+def test_an_upstream_that_breaks_a_rule_of_its_dialect_is_flagged_on_the_upstream_side_in_the_metric_and_the_log(
+        scripted: str, rule: str, client: str, caplog: pytest.LogCaptureFixture) -> None:
+    config = GatewayConfig.model_validate({"routes": [
+        route("judged", client, f"{scripted}/agui/{rule}", "ag-ui", judge={"sample": 1})]})
+    caplog.set_level(logging.WARNING, "agent_gateway.conformance")
+    with Served(create_app(config, store=MemoryStore())) as gateway, httpx.Client(timeout=20) as http:
+        reply = ask(http, f"{gateway.url}/judged", client, "hi", "broken")
+        assert reply.response.status_code == 200
+        judged(http, gateway.url, "judged", 1)
+        assert metric(http, gateway.url, VIOLATIONS, route="judged", side="upstream", dialect="ag-ui",
+                      rule=rule) == 1
+        assert metric(http, gateway.url, VIOLATIONS, side="client") == 0  # the gateway wrote what its client reads
+    lines = [r for r in caplog.records if r.name == "agent_gateway.conformance"]
+    assert len(lines) == 1  # once per run, every rule in it
+    line = lines[0]
+    fields = vars(line)  # what the log call passed as `extra`
+    assert line.levelno == logging.WARNING
+    assert fields["route"] == "judged"
+    assert fields["request_id"] == reply.response.headers["x-request-id"]
+    assert f"upstream:{rule}" in fields["rules"]
+    assert f"upstream ag-ui {rule}" in line.getMessage()
+
+
+@pytest.mark.parametrize("resumable", [False, True])
+@pytest.mark.parametrize("client", ["ag-ui", "vercel", "openai-responses"])
+def test_a_clean_upstream_flags_nothing_on_either_side(client: str, resumable: bool,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "agent_gateway.conformance")
+    with Served(create_agent_app("ag-ui")) as agent:
+        config = GatewayConfig.model_validate({"routes": [
+            route("clean", client, agent.url + registry.get("ag-ui").paths[0], "ag-ui", judge={"sample": 1},
+                  resumable=resumable)]})
+        with Served(create_app(config, store=MemoryStore())) as gateway, httpx.Client(timeout=20) as http:
+            for number, text in enumerate(["hello", "what is the weather in Paris?"]):
+                reply = ask(http, f"{gateway.url}/clean", client, text, f"clean-{number}")
+                assert reply.response.status_code == 200 and reply.finished is not None
+            judged(http, gateway.url, "clean", 2)
+            assert metric(http, gateway.url, VIOLATIONS) == 0
+    assert not [r for r in caplog.records if r.name == "agent_gateway.conformance"]
+
+
+def test_a_broken_convention_is_counted_and_logged_but_no_warning(scripted: str,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    config = GatewayConfig.model_validate({"routes": [
+        route("conventions", "ag-ui", f"{scripted}/vercel-without-done", "vercel", judge={"sample": 1})]})
+    caplog.set_level(logging.INFO, "agent_gateway.conformance")
+    with Served(create_app(config, store=MemoryStore())) as gateway, httpx.Client(timeout=20) as http:
+        assert ask(http, f"{gateway.url}/conventions", "ag-ui", "hi", "conventions").finished is not None
+        judged(http, gateway.url, "conventions", 1)
+        assert metric(http, gateway.url, VIOLATIONS, side="upstream", dialect="vercel", rule="convention-done") == 1
+        assert metric(http, gateway.url, VIOLATIONS) == 1
+    [line] = [r for r in caplog.records if r.name == "agent_gateway.conformance"]
+    assert line.levelno == logging.INFO and "convention-done" in line.getMessage()
+
+
+@pytest.mark.parametrize("client", ["ag-ui", "vercel"])
+def test_an_upstream_stream_the_gateway_cut_is_not_blamed_on_the_upstream(scripted: str, client: str) -> None:
+    config = GatewayConfig.model_validate({"routes": [
+        route("cut", client, f"{scripted}/agui-stalls", "ag-ui", judge={"sample": 1}, timeouts={"idle": 0.5})]})
+    with Served(create_app(config, store=MemoryStore())) as gateway, httpx.Client(timeout=20) as http:
+        reply = ask(http, f"{gateway.url}/cut", client, "hi", "cut")
+        assert reply.error is not None and "upstream sent nothing" in reply.error.message
+        judged(http, gateway.url, "cut", 1)
+        # The text message the upstream never ended was cut by the idle deadline, not left open by the upstream;
+        # the gateway's error, in its client's dialect, ends the run as the client expects.
+        assert metric(http, gateway.url, VIOLATIONS) == 0
+
+
+def test_a_run_its_client_left_is_not_judged(scripted: str) -> None:
+    config = GatewayConfig.model_validate({"routes": [
+        route("left", "ag-ui", f"{scripted}/agui-stalls", "ag-ui", judge={"sample": 1})]})
+    app = create_app(config, store=MemoryStore())
+    with Served(app) as gateway, httpx.Client(timeout=20) as http:
+        body = orjson.dumps(request_body("ag-ui", [user_message("ag-ui", "hi")], "left"))
+        with http.stream("POST", f"{gateway.url}/left", content=body,
+                         headers={"content-type": "application/json"}) as response:
+            assert b"TEXT_MESSAGE_CONTENT" in next(response.iter_bytes())  # then it leaves, mid-message
+        deadline = time.monotonic() + 20
+        while metric(http, gateway.url, "agent_gateway_requests_total", route="left") < 1:  # reported
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        judges_settled(app)
+        # Cut short by its client, its stream would break rules it kept: it is not judged at all.
+        assert metric(http, gateway.url, JUDGED) == 0 and metric(http, gateway.url, VIOLATIONS) == 0
+
+
+@pytest.mark.parametrize("judge", [None, {"sample": 0}])
+def test_a_route_that_judges_no_run_captures_none(scripted: str, judge: dict[str, Any] | None) -> None:
+    rule = "tool-call-args-without-start"
+    config = GatewayConfig.model_validate({"routes": [
+        route("unjudged", "ag-ui", f"{scripted}/agui/{rule}", "ag-ui", **({"judge": judge} if judge else {}))]})
+    app = create_app(config, store=MemoryStore())
+    handler = next(iter(app.handlers.values()))[0]
+    assert isinstance(handler, RouteHandler)
+    assert handler.observer is None  # nothing watches its runs: they run the relay's own objects
+    with Served(app) as gateway, httpx.Client(timeout=20) as http:
+        assert ask(http, f"{gateway.url}/unjudged", "ag-ui", "hi", "unjudged").response.status_code == 200
+        assert metric(http, gateway.url, JUDGED) == 0
+
+
+def test_judge_sample_is_a_share_between_0_and_1() -> None:
+    with pytest.raises(ValueError, match="sample"):
+        GatewayConfig.model_validate({"routes": [route("r", "ag-ui", "http://127.0.0.1:1/agui", "ag-ui",
+                                                       judge={"sample": 1.5})]})
+
+
+def test_the_inspector_shows_what_the_judge_found_on_the_runs_line(scripted: str) -> None:
+    rule = "run-finished-with-open-text-messages"
+    config = GatewayConfig.model_validate({
+        "routes": [route("judged", "ag-ui", f"{scripted}/agui/{rule}", "ag-ui", judge={"sample": 1})],
+        "inspector": {"key": INSPECTOR_KEY}})
+    with Served(create_app(config, store=MemoryStore())) as gateway, httpx.Client(timeout=20) as http:
+        reply = ask(http, f"{gateway.url}/judged", "ag-ui", "hi", "inspected")
+        judged(http, gateway.url, "judged", 1)
+        [run] = http.get(f"{gateway.url}/_inspector/api/runs",
+                         headers={"authorization": f"Bearer {INSPECTOR_KEY}"}).json()["runs"]
+    assert run["request_id"] == reply.response.headers["x-request-id"]
+    [found] = run["violations"]
+    assert (found["side"], found["dialect"], found["rule"]) == ("upstream", "ag-ui", rule)
+    assert "RUN_FINISHED while text messages are still open" in found["message"] and found["frame"] == 3
+
+
+def test_while_a_routes_judge_is_behind_no_run_is_sampled() -> None:
+    judging = Judging("r", JudgeOptions(sample=1), Metrics())
+    assert judging.sampled()
+
+    async def behind() -> None:
+        waiting = [asyncio.get_running_loop().create_future() for _ in range(MAX_PENDING)]
+        judging._pending.update(cast(set[asyncio.Task[None]], set(waiting)))
+        assert not judging.sampled()  # nothing is captured for a judge that cannot keep up
+        judging._pending.clear()
+        assert judging.sampled()
+
+    asyncio.run(behind())
