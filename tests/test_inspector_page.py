@@ -20,6 +20,7 @@ import pytest
 from e2e import post, request_body, user_message
 from servers import Served
 from test_failover import Switch
+from test_judging import scripted_agent
 
 from adapters import registry
 from gateway.agent.server import create_agent_app
@@ -253,5 +254,39 @@ def test_a_run_that_moved_shows_the_upstream_that_failed_it_before_the_one_that_
             expect(page.locator("#attempts ~ .requests #upstream-request-title")).to_have_text(  # after the attempts
                 "Upstream request (vercel-twin)")
             expect(page.locator("#upstream-request")).to_contain_text("vercel · POST " + vercel.url)
+            context.close()
+            gateway.http.close()
+
+
+def test_a_broken_rule_is_shown_beside_the_frame_that_broke_it(browser: Browser) -> None:
+    with Served(scripted_agent()) as scripted:
+        config = GatewayConfig.model_validate({
+            "routes": [{"name": "judged", "paths": ["/judged"], "client_dialects": ["ag-ui"], "inspector_bodies": True,
+                        "upstream": {"url": f"{scripted.url}/agui-unfinished", "dialect": "ag-ui"},
+                        "judge": {"sample": 1}}],
+            "store": {"url": "memory://"}, "inspector": {"key": KEY}})
+        with Served(create_app(config, store=MemoryStore())) as served:
+            gateway = Gateway(served.url)
+            context = browser.new_context(viewport={"width": 1440, "height": 1000})
+            page = context.new_page()
+            page.goto(f"{gateway.url}/_inspector/?key={KEY}")
+            expect(page.locator("#live")).to_have_text("live")
+            gateway.ask("/judged", "ag-ui", "hello", "judged")
+            row = page.locator("#runs tbody tr", has_text="judged").first
+            expect(row).to_contain_text("2 rules broken")
+            row.click()
+            # The upstream's second event came in the timeline's fourth row (comments came before it): the rule it
+            # broke is there, beside that frame, and only there.
+            frame = page.locator("#timeline tbody tr").nth(3).locator("td.frame")
+            expect(frame.locator("pre")).to_contain_text('"type":"TOOL_CALL_ARGS"')
+            broken = frame.locator("ul.broken")
+            expect(broken).to_contain_text("upstream · ag-ui tool-call-args-without-start (frame 2)")
+            expect(broken).to_contain_text("which was never started (TOOL_CALL_START)")
+            expect(page.locator("#timeline ul.broken li")).to_have_count(1)
+            # What is about no frame (the stream's end) stays with the run.
+            facts = page.locator("#facts")
+            expect(facts).to_contain_text("no-terminal-event")
+            expect(facts).to_contain_text("1 broken rule shown beside its frame in the timeline")
+            expect(facts).not_to_contain_text("tool-call-args-without-start")
             context.close()
             gateway.http.close()

@@ -24,6 +24,9 @@ from adapters import registry
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
+from gateway.core.sse import KEEP_ALIVE
+from gateway.recordings.capture import RunCapture
+from gateway.recordings.judged import judge_run
 from gateway.recordings.options import JudgeOptions
 from gateway.server.app import create_app
 from gateway.server.operations.judging import MAX_PENDING, Judging
@@ -52,6 +55,14 @@ SCRIPTS = {
         {"type": "TEXT_MESSAGE_END", "messageId": "m"}, FINISHED),
 }
 """AG-UI replies that each break one rule of `@ag-ui/client`'s, by the rule's id."""
+THINKING = b": the agent is thinking\n\n"
+UNFINISHED = THINKING + _sse(STARTED) + THINKING + _sse(
+    {"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": "{}"}, {"type": "TOOL_CALL_END", "toolCallId": "c"},
+    {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}) + THINKING + _sse(
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "and never a RUN_FINISHED"},
+    {"type": "TEXT_MESSAGE_END", "messageId": "m"})
+"""An AG-UI reply with comments between its events (each a frame the gateway reads, none an event a judge numbers):
+a tool call's arguments without its start, and no terminal event (a rule about no frame)."""
 VERCEL_WITHOUT_DONE = _sse({"type": "start"}, {"type": "text-start", "id": "t"},
                            {"type": "text-delta", "id": "t", "delta": "no [DONE] after"},
                            {"type": "text-end", "id": "t"},
@@ -60,8 +71,8 @@ VERCEL_WITHOUT_DONE = _sse({"type": "start"}, {"type": "text-start", "id": "t"},
 
 
 def scripted_agent() -> Starlette:
-    """An AG-UI agent that answers `/agui/{rule}` with the script that breaks that rule, and `/agui-stalls` with a
-    text message begun, then silence."""
+    """An AG-UI agent that answers `/agui/{rule}` with the script that breaks that rule, `/agui-unfinished` with
+    `UNFINISHED`, and `/agui-stalls` with a text message begun, then silence."""
 
     async def respond(request: Request) -> Response:
         return Response(SCRIPTS[request.path_params["rule"]], media_type="text/event-stream")
@@ -78,7 +89,11 @@ def scripted_agent() -> Starlette:
         return Response(VERCEL_WITHOUT_DONE, media_type="text/event-stream",
                         headers={"x-vercel-ai-ui-message-stream": "v1"})
 
+    async def unfinished(request: Request) -> Response:
+        return Response(UNFINISHED, media_type="text/event-stream")
+
     return Starlette(routes=[Route("/agui/{rule}", respond, methods=["POST"]),
+                             Route("/agui-unfinished", unfinished, methods=["POST"]),
                              Route("/agui-stalls", stalls, methods=["POST"]),
                              Route("/vercel-without-done", without_done, methods=["POST"])])
 
@@ -239,6 +254,55 @@ def test_the_inspector_shows_what_the_judge_found_on_the_runs_line(scripted: str
     [found] = run["violations"]
     assert (found["side"], found["dialect"], found["rule"]) == ("upstream", "ag-ui", rule)
     assert "RUN_FINISHED while text messages are still open" in found["message"] and found["frame"] == 3
+
+
+@pytest.mark.parametrize("client", ["ag-ui", "vercel"])
+def test_a_broken_rule_is_placed_on_the_timeline_row_of_the_upstream_frame_that_broke_it(scripted: str,
+                                                                                        client: str) -> None:
+    config = GatewayConfig.model_validate({
+        "routes": [route("placed", client, f"{scripted}/agui-unfinished", "ag-ui", judge={"sample": 1})],
+        "inspector": {"key": INSPECTOR_KEY}})
+    inspector = {"authorization": f"Bearer {INSPECTOR_KEY}"}
+    with Served(create_app(config, store=MemoryStore())) as gateway, httpx.Client(timeout=20) as http:
+        ask(http, f"{gateway.url}/placed", client, "hi", "placed")
+        judged(http, gateway.url, "placed", 1)
+        [run] = http.get(f"{gateway.url}/_inspector/api/runs", headers=inspector).json()["runs"]
+        rows = http.get(f"{gateway.url}/_inspector/api/runs/{run['id']}", headers=inspector).json()["rows"]
+    found = {v["rule"]: v for v in run["violations"]}
+    assert set(found) == {"tool-call-args-without-start", "no-terminal-event"}
+    args = found["tool-call-args-without-start"]
+    # The judge's second event is the gateway's fourth read: the comments before it are frames no judge numbers.
+    assert (args["side"], args["frame"], args["row"]) == ("upstream", 1, 3)
+    assert rows[3]["source"] == "upstream" and rows[3]["frame"].startswith('data: {"type":"TOOL_CALL_ARGS"')
+    assert found["no-terminal-event"]["row"] is None  # about the stream's end, no frame: the run's own
+
+
+def test_a_rule_the_gateways_writing_broke_is_placed_on_the_row_whose_events_were_written_as_that_frame() -> None:
+    # A gateway that wrote its AG-UI client another dialect (AG-Kit) stands for one whose writing breaks its client's
+    # rules: the run is captured as the relay captures it, each read decoded and written, a keep-alive after each
+    # write and an event id before it (as a resumable route writes them), none of them a frame any row made.
+    capture = RunCapture("run", "route", limit=1 << 20)
+    decoder, encoder = capture.tap(registry.get("ag-ui").new_decoder(), registry.get("ag-kit").new_encoder(None))
+    capture.upstream_answered(200, [("content-type", "text/event-stream")])
+    capture.client_started(200, [(b"content-type", b"text/event-stream")])
+    script = SCRIPTS["run-finished-with-open-text-messages"].replace(b"data: ", THINKING + b"data: ")
+    for number, read in enumerate(script.split(b"\n\n")[:-1]):
+        if out := encoder.encode(decoder.feed(read + b"\n\n")):
+            capture.wrote(b"id: %d\n" % number + out)
+        capture.wrote(KEEP_ALIVE)
+    assert not encoder.encode(decoder.close())
+    capture.done()
+    found = judge_run(capture, "ag-ui", "ag-ui")
+    assert found is not None
+    client = {b.violation.rule: b for b in found if b.side == "client"}
+    assert set(client) == {"unknown-event-type", "json", "no-terminal-event"}
+    # The client's first frame was written for the gateway's sixth read, its second (`[DONE]`) for the eighth.
+    assert [(client[rule].violation.index, client[rule].row) for rule in ("unknown-event-type", "json")] == [
+        (0, 5), (1, 7)]
+    for broken in (client["unknown-event-type"], client["json"]):
+        assert broken.row is not None and broken.violation.frame is not None
+        assert broken.violation.frame.encode() in b"".join(e.out for e in capture.rows[broken.row].events)
+    assert client["no-terminal-event"].row is None
 
 
 def test_while_a_routes_judge_is_behind_no_run_is_sampled() -> None:

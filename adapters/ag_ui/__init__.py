@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.core.capabilities import EventIds, Variants, WireFormats
+from gateway.core.capabilities import EventIds, JudgedFrames, Variants, WireFormats
 from gateway.core.codec import Dialect, Encoder, Likeness, Sniff
 from gateway.core.turn import Turn
 
 from . import proto
-from .conformance import judge
+from .conformance import frame_ends, judge
 from .decode import AguiDecoder
 from .encode import AguiEncoder
 from .legacy import LegacyAguiEncoder, LegacyProtoAguiEncoder
@@ -44,5 +44,6 @@ DIALECT = Dialect(
     sniff=Sniff(sniff, "an AG-UI request (RunAgentInput) needs threadId, runId and messages"),
     sample_request=sample_request,
     judge=judge,
-    capabilities=(EventIds(), Variants({proto.VARIANT: "full"}), WireFormats(proto.decoder_for)),
+    capabilities=(EventIds(), Variants({proto.VARIANT: "full"}), WireFormats(proto.decoder_for),
+                  JudgedFrames(frame_ends)),
 )

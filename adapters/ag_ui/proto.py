@@ -361,6 +361,19 @@ class ProtoFramer:
         return len(self._buffer)
 
 
+def message_ends(body: bytes) -> list[int]:
+    """Where each whole length-prefixed message of `body` ends, as `ProtoFramer` cuts them."""
+    ends: list[int] = []
+    at = 0
+    while at + 4 <= len(body):
+        (length,) = _LENGTH.unpack_from(body, at)
+        if at + 4 + length > len(body):
+            break
+        at += 4 + length
+        ends.append(at)
+    return ends
+
+
 def decoder_for(content_type: str, max_event_bytes: int) -> Any:
     """A decoder for an upstream's protobuf reply; None for any other (SSE: the dialect's own decoder)."""
     if content_type.partition(";")[0].strip().lower() != MEDIA_TYPE:

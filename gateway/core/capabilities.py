@@ -15,6 +15,8 @@ OwnErrors        errors before the reply in its own shape (JSON-RPC's)         s
                                                                                entry sets
 ProtocolHeaders  headers it refuses a request by, and passes on (A2A-Version)  request/reading, request/call
 WireFormats      a second wire format for an upstream's reply (AG-UI protobuf) request/call
+JudgedFrames     how its judge numbers a reply's frames, where not by SSE     recordings/judged (the live judge)
+                 events (AG-UI's client framing, and protobuf)
 Variants         named variants, and the headers that show one (Inkeep)        the registry, request/call
 ClientHistory    how a client that keeps the history sends a reply back        stream/run_end
 WholeHistory     its encoder is given the conversation's whole history        request/call
@@ -48,6 +50,7 @@ from gateway.core.turn import History, Message, Resume, Turn
 
 if TYPE_CHECKING:
     from gateway.core.codec import UpstreamRequest
+    from gateway.core.conformance import FrameEnds
     from gateway.core.queries import Answer
 
 
@@ -233,6 +236,14 @@ class WireFormats(Capability):
 
     decoder_for: Callable[[str, int], Decoder | None]
     """A decoder for a reply of this content type, given `max_event_bytes`; None where `new_decoder` reads it."""
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedFrames(Capability):
+    """The dialect's judge numbers a reply's frames otherwise than `conformance.sse_frame_ends` does: where each of
+    them ends, so that the live judge shows a broken rule beside the frame that broke it."""
+
+    ends: FrameEnds
 
 
 @dataclass(frozen=True, slots=True)

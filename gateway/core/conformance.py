@@ -7,12 +7,16 @@ package's chunk schema and stream state machine, AG-Kit's event models, the eval
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import orjson
 
 from gateway.core.sse import SSEDecoder
+
+BLANK_LINE = re.compile(rb"(?:\r\n|\r|\n)(?:\r\n|\r|\n)")
+"""Where an SSE event ends, whichever line ends the stream uses."""
 
 PREVIEW = 300
 """Characters of an offending frame kept in a report."""
@@ -51,6 +55,9 @@ class Violation:
 
 
 Judge = Callable[[Answer], list[Violation]]
+FrameEnds = Callable[[Answer], list[int]]
+"""Where each frame a judge numbers (`Violation.index`) ends in an answer's body, in bytes past its last one: what
+places a broken rule beside the frame that broke it (`gateway.recordings.judged`)."""
 
 
 def preview(frame: bytes | str) -> str:
@@ -117,3 +124,24 @@ def sse_json_frames(answer: Answer, found: list[Violation]) -> list[tuple[int, b
         except orjson.JSONDecodeError:
             found.append(Violation("json", "an event's data is not JSON", preview(data), index))
     return out
+
+
+def sse_frame_ends(answer: Answer) -> list[int]:
+    """Where each frame ends as `sse_json_frames` numbers them: the SSE events that carry data, as `SSEDecoder`
+    dispatches them (past the blank line, or the body's end for a last one without it). A body without any (one JSON
+    document) is one frame, 0, as the one-body judges number it."""
+    body = answer.body
+    ends: list[int] = []
+    start = 0
+    for blank in BLANK_LINE.finditer(body):
+        if _dispatched(body[start:blank.start()]):
+            ends.append(blank.end())
+        start = blank.end()
+    if start < len(body) and _dispatched(body[start:]):
+        ends.append(len(body))
+    return ends or ([len(body)] if body.strip() else [])
+
+
+def _dispatched(block: bytes) -> bool:
+    """Whether an SSE block, its blank line left out, is an event a decoder hands on (it carries data)."""
+    return bool(SSEDecoder(max_frame=len(block) + 3).feed(block + b"\n\n"))

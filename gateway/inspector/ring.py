@@ -41,8 +41,8 @@ class InspectedRun:
         self._dropped_now = dropped_now
         """What the client's dialect has dropped so far, while the run runs."""
         self.violations: list[dict[str, Any]] | None = None
-        """The rules the route's judge found the run broke, each with its side (`routes[].judge`); None: not
-        judged."""
+        """The rules the route's judge found the run broke, each with its side, the frame its judge numbers and the
+        capture's row that holds it (`routes[].judge`); None: not judged."""
 
     def losses(self) -> dict[str, int]:
         if not self.ended and self._dropped_now is not None:
@@ -52,7 +52,7 @@ class InspectedRun:
     def judged(self, found: Iterable[Broken]) -> None:
         """What the route's judge found of the run, once it ended."""
         self.violations = [{"side": b.side, "dialect": b.dialect, "rule": b.violation.rule,
-                            "message": b.violation.message, "frame": b.violation.index} for b in found]
+                            "message": b.violation.message, "frame": b.violation.index, "row": b.row} for b in found]
         if self.capture is not None:
             self.capture.version += 1  # a live view of the run shows it
 

@@ -4,18 +4,27 @@ is the agent's; on the client's, the gateway's own.
 
 Only a whole run is judged: one the client left, one the capture cut short, or one whose reply this request did not
 run (a resumed one), would break rules their streams kept.
+
+A broken rule about a frame is placed on the capture's row that holds it (the inspector's timeline row): the frames
+a judge numbers are found in the side's body by its dialect's framing (`JudgedFrames`, else SSE events), and each is
+given the row its last byte came in: the upstream's frame read, or the bytes the row's events were written to the
+client as. The client's body holds more than those (ids, keep-alives): its frames are placed only when the rows'
+bytes frame alike, else left to the run.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from bisect import bisect_left
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import orjson
 
 from adapters import registry
-from gateway.core.conformance import Answer, Violation
-from gateway.recordings.capture import RunCapture
+from gateway.core.capabilities import JudgedFrames
+from gateway.core.conformance import Answer, FrameEnds, Violation, sse_frame_ends
+from gateway.recordings.capture import Row, RunCapture
 
 Side = Literal["upstream", "client"]
 
@@ -27,6 +36,9 @@ class Broken:
     side: Side
     dialect: str
     violation: Violation
+    row: int | None = None
+    """The capture's row that holds the frame (`RunCapture.rows`), on the side's own column of it; None for a rule
+    about no frame (the head, the stream's end) or one whose frame no row holds."""
 
 
 def judge_run(capture: RunCapture, client_dialect: str, upstream_dialect: str) -> list[Broken] | None:
@@ -37,20 +49,49 @@ def judge_run(capture: RunCapture, client_dialect: str, upstream_dialect: str) -
     if capture.truncated or not capture.client_done or upstream_head is None or client_head is None:
         return None
     found: list[Broken] = []
-    if not any(row.source.startswith("gateway: ") for row in capture.rows):
-        upstream = Answer(upstream_head["status"], _lower(upstream_head["headers"]),
-                          b"".join(row.frame for row in capture.rows if row.source == "upstream"),
+    rows = capture.rows
+    if not any(row.source.startswith("gateway: ") for row in rows):
+        read = [(at, row.frame) for at, row in enumerate(rows) if row.source == "upstream"]
+        upstream = Answer(upstream_head["status"], _lower(upstream_head["headers"]), b"".join(b for _, b in read),
                           _asked(capture.upstream_request))
-        found += _judged("upstream", upstream_dialect, upstream)
+        found += _judged("upstream", upstream_dialect, upstream, read)
     client = Answer(client_head["status"], _lower(client_head["headers"]),
                     b"".join(data for _, data in capture.client_frames), _asked(capture.client_request))
-    return found + _judged("client", client_dialect, client)
+    return found + _judged("client", client_dialect, client, [(at, _written(row)) for at, row in enumerate(rows)])
 
 
-def _judged(side: Side, dialect: str, answer: Answer) -> list[Broken]:
+def _judged(side: Side, dialect: str, answer: Answer, pieces: list[tuple[int, bytes]]) -> list[Broken]:
+    """What `dialect`'s judge found of `answer`, each rule about a frame on the row whose piece holds the frame;
+    `pieces` are the rows' bytes for this side, in order, with each row's place."""
     if dialect not in registry.DIALECTS:  # a request refused before its dialect was known
         return []
-    return [Broken(side, dialect, violation) for violation in registry.get(dialect).judge(answer)]
+    found = registry.get(dialect).judge(answer)
+    if not any(violation.index is not None for violation in found):
+        return [Broken(side, dialect, violation) for violation in found]
+    framing = registry.get(dialect).capability(JudgedFrames)
+    rows = _rows_of_frames(answer, pieces, framing.ends if framing is not None else sse_frame_ends)
+    return [Broken(side, dialect, v, rows[v.index] if v.index is not None and v.index < len(rows) else None)
+            for v in found]
+
+
+def _rows_of_frames(answer: Answer, pieces: list[tuple[int, bytes]], ends: FrameEnds) -> list[int]:
+    """The row holding each frame the judge numbers: the row whose piece holds the frame's last byte. Empty when
+    the pieces together do not frame as the body does (the client's body has bytes no row made)."""
+    joined = b"".join(piece for _, piece in pieces)
+    frames = ends(answer) if joined == answer.body else ends(replace(answer, body=joined))
+    if joined != answer.body and len(frames) != len(ends(answer)):
+        return []
+    reached: list[int] = []  # where each piece ends in the joined body
+    total = 0
+    for _, piece in pieces:
+        total += len(piece)
+        reached.append(total)
+    return [pieces[bisect_left(reached, end)][0] for end in frames]
+
+
+def _written(row: Row) -> bytes:
+    """The bytes a row's events were written to the client as."""
+    return b"".join(event.out for event in row.events)
 
 
 def _asked(request: dict[str, Any] | None) -> object:
@@ -65,5 +106,5 @@ def request_json(body: bytes) -> object:
         return None
 
 
-def _lower(headers: dict[str, str]) -> dict[str, str]:
+def _lower(headers: Mapping[str, str]) -> dict[str, str]:
     return {name.lower(): value for name, value in headers.items()}

@@ -11,6 +11,6 @@ every broken frame; past that first error it no longer models the client's messa
 warnings stop), because the client would hold none.
 """
 
-from .client import AguiClient, judge
+from .client import AguiClient, frame_ends, judge
 
-__all__ = ["AguiClient", "judge"]
+__all__ = ["AguiClient", "frame_ends", "judge"]

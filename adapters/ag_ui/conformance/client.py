@@ -141,6 +141,22 @@ def judge(answer: Answer) -> list[Violation]:
     return client.found
 
 
+def frame_ends(answer: Answer) -> list[int]:
+    """Where each frame the judge numbers ends in the body: each protobuf event, or each event as the client frames it
+    (`frames`: split on a literal "\\n\\n", an event being a block with a `data:` line)."""
+    if answer.headers.get("content-type", "") == PROTOBUF:
+        return proto.message_ends(answer.body)
+    body = answer.body
+    at = 3 if body.startswith(b"\xef\xbb\xbf") else 0  # the byte order mark the client drops
+    ends: list[int] = []
+    for block in body[at:].split(b"\n\n"):
+        at += len(block)
+        if any(line.startswith(b"data:") for line in block.split(b"\n")):
+            ends.append(min(at + 2, len(body)))
+        at += 2
+    return ends
+
+
 def _protobuf_frames(body: bytes, client: AguiClient) -> list[str]:
     """Each protobuf event as the JSON object `@ag-ui/proto`'s decode gives the rest of the pipeline."""
     if not proto.available():

@@ -60,13 +60,40 @@ function flags(run) {
   return found.length ? found : "–";
 }
 
-// What the route's judge found (routes[].judge): each broken rule, the side and frame it is about.
-function judged(run) {
+// What the route's judge found (routes[].judge): each broken rule, the side and frame it is about. A rule about a
+// frame the timeline shows is listed beside it there (`placed`); here are the others (the head, the stream's end).
+const placed = (v, captured) => captured && v.row !== null && v.row !== undefined;
+
+function brokenItem(v) {
+  return el("li", {},
+    el("span", { class: "pill bad" }, `${v.side} · ${v.dialect}`), " ", el("code", { class: "rule" }, v.rule),
+    v.frame === null ? "" : ` (frame ${v.frame + 1})`, `: ${v.message}`);
+}
+
+function judged(run, captured) {
   if (!run.violations) return "–";
   if (!run.violations.length) return el("span", { class: "pill ok" }, "no rule broken");
-  return el("ul", { class: "violations" }, run.violations.map((v) => el("li", {},
-    el("span", { class: "pill bad" }, `${v.side} · ${v.dialect}`), " ", el("code", {}, v.rule),
-    v.frame === null ? "" : ` (frame ${v.frame + 1})`, `: ${v.message}`)));
+  const beside = run.violations.filter((v) => placed(v, captured)).length;
+  const rest = run.violations.filter((v) => !placed(v, captured));
+  return [
+    rest.length ? el("ul", { class: "violations" }, rest.map(brokenItem)) : null,
+    beside ? el("p", { class: "muted" }, `${beside} broken rule${beside === 1 ? "" : "s"} shown beside ${beside === 1 ? "its frame" : "their frames"} in the timeline`) : null,
+  ];
+}
+
+// Each broken rule beside the frame that broke it: in the upstream's frame cell, or in the client's (its row's write).
+function markBroken(run, tbody) {
+  for (const list of tbody.querySelectorAll("ul.broken")) list.remove();
+  for (const row of tbody.rows) row.classList.remove("broke");
+  for (const v of run.violations || []) {
+    const row = placed(v, true) ? tbody.rows[v.row] : undefined;
+    if (!row) continue;
+    const cell = row.cells[v.side === "upstream" ? 1 : 3];
+    let list = cell.querySelector("ul.broken");
+    if (!list) { list = el("ul", { class: "broken violations" }); cell.append(list); }
+    list.append(brokenItem(v));
+    row.classList.add("broke");
+  }
 }
 
 // The run list
@@ -204,7 +231,7 @@ function renderRun(view, fresh) {
     ["Events in / out", `${run.events_in} / ${run.events_out}${run.frames_in !== null ? ` (${run.frames_in} upstream frames)` : ""}`],
     ["Dropped or approximated", lossPills(run.dropped)], ["Principal", run.key_id ? `key ${run.key_id}` : "anonymous"],
     ["Conversation", run.conversation_id || "–"], ["Request", run.request_id], ["Also", flags(run)],
-    ["Judged", judged(run)],
+    ["Judged", judged(run, view.captured)],
   ];
   $("facts").replaceChildren(...facts.map(([name, value]) => el("div", {}, el("dt", {}, name), el("dd", {}, value))));
   const download = $("download");
@@ -238,6 +265,7 @@ function renderRun(view, fresh) {
     if (at < tbody.rows.length) tbody.rows[at].replaceWith(node); else tbody.append(node);
   }
   state.after = Math.max(0, tbody.rows.length - 1);
+  markBroken(run, tbody);
 }
 
 async function openRun(id, push = true) {
