@@ -21,9 +21,12 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from adapters import registry
+from adapters.ag_ui import proto
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
+from gateway.core.capabilities import JudgedFrames
+from gateway.core.conformance import Answer, sse_frame_ends
 from gateway.core.sse import KEEP_ALIVE
 from gateway.recordings.capture import RunCapture
 from gateway.recordings.judged import judge_run
@@ -303,6 +306,51 @@ def test_a_rule_the_gateways_writing_broke_is_placed_on_the_row_whose_events_wer
         assert broken.row is not None and broken.violation.frame is not None
         assert broken.violation.frame.encode() in b"".join(e.out for e in capture.rows[broken.row].events)
     assert client["no-terminal-event"].row is None
+
+
+TRICKY = (b": hello\n\ndata: not json 0\r\n\r\n: c\r\revent: message\ndata: not json 1\n\ndata:\n\n"
+          b"data: not\ndata: json 2\n\n\ndata: not json 3")
+"""An SSE body of frames none of which is JSON, between comments, ended by every kind of line end, one of two data
+lines, one empty, the last without its blank line."""
+
+
+@pytest.mark.parametrize("dialect", sorted(registry.DIALECTS))
+def test_each_judges_frames_are_found_where_it_numbers_them(dialect: str) -> None:
+    answer = Answer(200, {"content-type": "text/event-stream"}, TRICKY)
+    framing = registry.get(dialect).capability(JudgedFrames)
+    ends = (framing.ends if framing is not None else sse_frame_ends)(answer)
+    about_frames = [v for v in registry.get(dialect).judge(answer) if v.index is not None and v.frame]
+    assert about_frames
+    for violation in about_frames:
+        assert violation.frame is not None and violation.index is not None
+        start = ends[violation.index - 1] if violation.index else 0
+        assert violation.frame.split("\n")[0].encode() in TRICKY[start:ends[violation.index]], violation
+
+
+@pytest.mark.skipif(not proto.available(), reason="no protobuf runtime (agent-gateway[proto])")
+def test_a_broken_rule_of_a_protobuf_reply_is_placed_on_the_read_that_completed_its_event() -> None:
+    events = [STARTED, {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+              {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "hi"},
+              {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+              {"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": "{}"}, FINISHED]
+    messages = [proto.encode(event) for event in events]
+    capture = RunCapture("run", "route", limit=1 << 20)
+    upstream = proto.decoder_for(proto.MEDIA_TYPE, 1 << 20)
+    decoder, encoder = capture.tap(upstream, registry.get("ag-ui").new_encoder(None))
+    capture.upstream_answered(200, [("content-type", proto.MEDIA_TYPE)])
+    capture.client_started(200, [(b"content-type", b"text/event-stream")])
+    # The capture cuts a read where an SSE frame would end, which a binary body has anywhere: its rows are not its
+    # events.
+    for read in (b"".join(messages[:5]), messages[5]):
+        capture.wrote(encoder.encode(decoder.feed(read)))
+    assert not encoder.encode(decoder.close())
+    capture.done()
+    found = judge_run(capture, "ag-ui", "ag-ui")
+    assert found is not None
+    [args] = [b for b in found if b.violation.rule == "tool-call-args-without-start"]
+    assert args.side == "upstream" and args.violation.index == 4 and args.row is not None
+    assert "ToolCallArgs" in [event.kind for event in capture.rows[args.row].events]
+    assert args.row != 4
 
 
 def test_while_a_routes_judge_is_behind_no_run_is_sampled() -> None:

@@ -26,6 +26,8 @@ from toy_dialect import DIALECT as TOY
 from adapters import registry
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
+from gateway.recordings.capture import RunCapture
+from gateway.recordings.judged import judge_run
 from gateway.server.app import create_app
 
 SUITES = ["tests/test_properties.py", "tests/test_recorded_translations.py", "tests/test_end_to_end_pairs.py"]
@@ -85,3 +87,23 @@ def test_the_toy_answers_a_get_under_its_path_with_its_own_code(toy_gateway: str
     assert reply.status_code == 200, reply.text
     assert reply.json() == {"formats": ["application/x-ndjson", "application/json-seq"]}
     assert httpx.post(f"{toy_gateway}/toy/formats", json={}, timeout=10).status_code == 405
+
+
+def test_a_broken_rule_of_a_toy_reply_is_placed_on_the_read_of_its_line_by_the_framing_the_toy_brings(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(registry.DIALECTS, TOY.name, TOY)
+    capture = RunCapture("run", "toy", limit=1 << 20)
+    decoder, encoder = capture.tap(TOY.new_decoder(), registry.get("ag-ui").new_encoder(None))
+    capture.upstream_answered(200, [("content-type", "application/x-ndjson")])
+    capture.client_started(200, [(b"content-type", b"text/event-stream")])
+    lines = [orjson.dumps(event) + b"\n" for event in (
+        {"type": "start"}, {"type": "text", "id": "m1", "text": "hello"}, {"type": "shout", "text": "!"},
+        {"type": "end"})]
+    for read in (lines[0] + lines[1], lines[2] + lines[3]):  # two lines a read: a row per read, not per line
+        capture.wrote(encoder.encode(decoder.feed(read)))
+    capture.wrote(encoder.encode(decoder.close()))
+    capture.done()
+    found = judge_run(capture, "ag-ui", "toy")
+    assert found is not None
+    [shout] = [b for b in found if b.side == "upstream"]
+    assert (shout.violation.rule, shout.violation.index, shout.row) == ("type", 2, 1)

@@ -1,16 +1,18 @@
 """What the toy dialect alone brings, to prove a dialect brings such things from its own package: a second wire
-format (an upstream may answer in JSON text sequences, RFC 7464, as well as JSON lines) and an endpoint of its own
-under its path (`GET <path>/formats`, answered here, the upstream never asked)."""
+format (an upstream may answer in JSON text sequences, RFC 7464, as well as JSON lines), an endpoint of its own
+under its path (`GET <path>/formats`, answered here, the upstream never asked), and how its judge numbers frames
+(lines, `JudgedFrames`)."""
 
 from __future__ import annotations
 
 import orjson
 
 from gateway.core import events as canonical
-from gateway.core.capabilities import Asked, PathAnswer, WireFormats
+from gateway.core.capabilities import Asked, JudgedFrames, PathAnswer, WireFormats
 from gateway.core.decoding import Decoder
 from gateway.core.queries import Answer
 
+from .conformance import frame_ends
 from .decode import ToyDecoder
 
 LINES = "application/x-ndjson"
@@ -36,4 +38,5 @@ async def formats(asked: Asked) -> Answer:
     return Answer(orjson.dumps({"formats": [LINES, SEQUENCE]}))
 
 
-CAPABILITIES = (WireFormats(decoder_for), PathAnswer("GET", "/formats", formats, outcome="formats"))
+CAPABILITIES = (WireFormats(decoder_for), PathAnswer("GET", "/formats", formats, outcome="formats"),
+                JudgedFrames(frame_ends))

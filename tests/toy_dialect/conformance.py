@@ -27,3 +27,15 @@ def judge(answer: Answer) -> list[Violation]:
     if not found and (not lines or orjson.loads(lines[-1])["type"] not in ("end", "error")):
         found.append(Violation("terminal", "the last line ends the run (end or error)"))
     return found
+
+
+def frame_ends(answer: Answer) -> list[int]:
+    """Where each line the judge numbers ends (past its line feed): its frames are lines, not SSE events."""
+    ends: list[int] = []
+    at = 0
+    for line in answer.body.split(b"\n"):
+        at += len(line)
+        if line.strip():
+            ends.append(min(at + 1, len(answer.body)))
+        at += 1
+    return ends
