@@ -144,4 +144,4 @@ def sse_frame_ends(answer: Answer) -> list[int]:
 
 def _dispatched(block: bytes) -> bool:
     """Whether an SSE block, its blank line left out, is an event a decoder hands on (it carries data)."""
-    return bool(SSEDecoder(max_frame=len(block) + 3).feed(block + b"\n\n"))
+    return b"data" in block and bool(SSEDecoder(max_frame=len(block) + 3).feed(block + b"\n\n"))

@@ -62,7 +62,7 @@ function flags(run) {
 
 // What the route's judge found (routes[].judge): each broken rule, the side and frame it is about. A rule about a
 // frame the timeline shows is listed beside it there (`placed`); here are the others (the head, the stream's end).
-const placed = (v, captured) => captured && v.row !== null && v.row !== undefined;
+const placed = (v, rows) => v.row !== null && v.row !== undefined && v.row < rows;
 
 function brokenItem(v) {
   return el("li", {},
@@ -70,11 +70,11 @@ function brokenItem(v) {
     v.frame === null ? "" : ` (frame ${v.frame + 1})`, `: ${v.message}`);
 }
 
-function judged(run, captured) {
+function judged(run, rows) {
   if (!run.violations) return "–";
   if (!run.violations.length) return el("span", { class: "pill ok" }, "no rule broken");
-  const beside = run.violations.filter((v) => placed(v, captured)).length;
-  const rest = run.violations.filter((v) => !placed(v, captured));
+  const beside = run.violations.filter((v) => placed(v, rows)).length;
+  const rest = run.violations.filter((v) => !placed(v, rows));
   return [
     rest.length ? el("ul", { class: "violations" }, rest.map(brokenItem)) : null,
     beside ? el("p", { class: "muted" }, `${beside} broken rule${beside === 1 ? "" : "s"} shown beside ${beside === 1 ? "its frame" : "their frames"} in the timeline`) : null,
@@ -86,8 +86,8 @@ function markBroken(run, tbody) {
   for (const list of tbody.querySelectorAll("ul.broken")) list.remove();
   for (const row of tbody.rows) row.classList.remove("broke");
   for (const v of run.violations || []) {
-    const row = placed(v, true) ? tbody.rows[v.row] : undefined;
-    if (!row) continue;
+    if (!placed(v, tbody.rows.length)) continue;
+    const row = tbody.rows[v.row];
     const cell = row.cells[v.side === "upstream" ? 1 : 3];
     let list = cell.querySelector("ul.broken");
     if (!list) { list = el("ul", { class: "broken violations" }); cell.append(list); }
@@ -231,7 +231,7 @@ function renderRun(view, fresh) {
     ["Events in / out", `${run.events_in} / ${run.events_out}${run.frames_in !== null ? ` (${run.frames_in} upstream frames)` : ""}`],
     ["Dropped or approximated", lossPills(run.dropped)], ["Principal", run.key_id ? `key ${run.key_id}` : "anonymous"],
     ["Conversation", run.conversation_id || "–"], ["Request", run.request_id], ["Also", flags(run)],
-    ["Judged", judged(run, view.captured)],
+    ["Judged", judged(run, view.captured ? (view.after || 0) + (view.rows || []).length : 0)],
   ];
   $("facts").replaceChildren(...facts.map(([name, value]) => el("div", {}, el("dt", {}, name), el("dd", {}, value))));
   const download = $("download");
