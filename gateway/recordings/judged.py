@@ -15,7 +15,6 @@ bytes frame alike, else left to the run.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -106,5 +105,5 @@ def request_json(body: bytes) -> object:
         return None
 
 
-def _lower(headers: Mapping[str, str]) -> dict[str, str]:
+def _lower(headers: dict[str, str]) -> dict[str, str]:
     return {name.lower(): value for name, value in headers.items()}
