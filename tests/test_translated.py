@@ -19,7 +19,7 @@ import orjson
 import pytest
 from e2e import request_body, user_message
 from faults import GatewayProcess
-from node_clients import node_clients_available, run_a2a_tasks_js, verify_agui, verify_vercel
+from node_clients import node_clients_available, run_a2a_tasks_js, run_agui, verify_agui, verify_vercel
 from openai import OpenAI
 from peers_env import LANGGRAPH, run_langgraph_client
 from redis_server import RedisServer
@@ -293,3 +293,63 @@ def test_an_a2a_subscriber_follows_an_agui_run_in_its_own_version_and_binding(re
     assert "".join(part["text"] for artifact in artifacts for part in artifact["parts"]) == TEXT
     last = results[-1].get("statusUpdate", results[-1])
     assert last["taskId"] == conversation and last["status"]["state"] in ("TASK_STATE_COMPLETED", "completed")
+
+
+def agui_input(thread: str, run: str) -> dict[str, Any]:
+    """A RunAgentInput for `thread`, naming its run `run`."""
+    return {**request_body("ag-ui", [user_message("ag-ui", "slow please")], conversation=thread), "runId": run}
+
+
+def test_an_agui_post_with_last_event_id_follows_its_threads_run_another_dialect_started_from_after_it(
+        redis: RedisServer) -> None:
+    """An AI SDK run; an AG-UI client POSTs a RunAgentInput for its thread with `Last-Event-ID: 0` (nothing had
+    yet), loses its connection, and comes back to the other replica with the last id it had: one run, upstream
+    and in the follower's events, numbered on without a gap, named by the follower's own run id."""
+    with replicas(redis.url) as (agent, one, two):
+        started(one, "vercel", "chat-p1")
+        body = orjson.dumps(agui_input("chat-p1", "run-p1"))
+        first = frames(read_some(f"{two}{PATHS['ag-ui']}", body, 5, {"last-event-id": "0"}))
+        rest = httpx.post(f"{one}{PATHS['ag-ui']}", content=body, timeout=10,
+                          headers={"content-type": "application/json", "last-event-id": first[-1]["id"]})
+        assert rest.status_code == 200
+        events = first + frames(rest.content)
+        assert [int(e["id"]) for e in events] == list(range(1, len(events) + 1))
+        decoded = [orjson.loads(e["data"]) for e in events]
+        assert decoded[0]["type"] == "RUN_STARTED" and decoded[-1]["type"] == "RUN_FINISHED"
+        assert decoded[0]["runId"] == decoded[-1]["runId"] == "run-p1"
+        assert "".join(e.get("delta", "") for e in decoded) == TEXT
+        assert len(agent_calls(agent)) == 1
+
+
+@pytest.mark.skipif(not node_clients_available(), reason="needs `npm ci --prefix tests/clients`")
+def test_the_agui_clients_http_agent_with_last_event_id_is_sent_its_threads_run_whole_in_ag_ui(
+        redis: RedisServer) -> None:
+    """`@ag-ui/client`'s HttpAgent, its request given a `Last-Event-ID` header, for the thread of a Responses run."""
+    with replicas(redis.url) as (agent, one, two):
+        started(one, "openai-responses", "resp-p2")
+        run = run_agui({"url": f"{two}{PATHS['ag-ui']}", "threadId": "resp-p2", "headers": {"last-event-id": "0"},
+                        "steps": [{"messages": [{"role": "user", "content": "slow please"}], "runId": "run-p2"}]})
+        [step] = run["steps"]
+        assert step["error"] is None and step["terminal"], step
+        assert [m["content"] for m in step["newMessages"] if m["role"] == "assistant"] == [TEXT]
+        assert len(agent_calls(agent)) == 1
+
+
+def test_without_last_event_id_an_agui_post_in_a_thread_another_dialect_runs_in_is_a_new_run(
+        redis: RedisServer) -> None:
+    with replicas(redis.url) as (agent, one, two):
+        started(one, "vercel", "chat-p3")
+        new = httpx.post(f"{two}{PATHS['ag-ui']}", content=orjson.dumps(agui_input("chat-p3", "run-p3")),
+                         headers={"content-type": "application/json"}, timeout=10)
+        assert new.status_code == 200 and b"RUN_FINISHED" in new.content
+        assert len(agent_calls(agent)) == 2
+
+
+def test_an_agui_post_with_last_event_id_naming_another_run_than_its_threads_agui_run_is_not_kept(
+        redis: RedisServer) -> None:
+    """Its thread's run is AG-UI's own, of another run id: not the run the client had events of."""
+    with replicas(redis.url) as (_agent, one, two):
+        dropped_agui_run(one, "thread-p4")
+        late = httpx.post(f"{two}{PATHS['ag-ui']}", content=orjson.dumps(agui_input("thread-p4", "run-other")),
+                          headers={"content-type": "application/json", "last-event-id": "3"}, timeout=10)
+        assert late.status_code == 410
