@@ -24,7 +24,7 @@ from openai import OpenAI
 from peers_env import LANGGRAPH, run_langgraph_client
 from redis_server import RedisServer
 from servers import Served
-from test_resume import PACE, agent_calls, agui_body, frames, read_some
+from test_resume import PACE, agent_calls, agui_body, frames, read_some, wait_until
 
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
@@ -353,3 +353,52 @@ def test_an_agui_post_with_last_event_id_naming_another_run_than_its_threads_agu
         late = httpx.post(f"{two}{PATHS['ag-ui']}", content=orjson.dumps(agui_input("thread-p4", "run-other")),
                           headers={"content-type": "application/json", "last-event-id": "3"}, timeout=10)
         assert late.status_code == 410
+
+
+def test_an_ended_run_is_followed_by_another_dialect_from_the_position_it_names_while_it_is_kept(
+        redis: RedisServer) -> None:
+    """An AG-UI follower that had part of an AI SDK run comes back once it ended, with `Last-Event-ID`: the rest
+    (at its conversation's stream, and by POST); a Responses client streams it whole; the AI SDK's own
+    `resumeStream`, which names no position, still gets 204 once nothing runs."""
+    with replicas(redis.url) as (agent, one, two):
+        started(one, "vercel", "chat-e1")
+        first = frames(get_some(f"{two}{PATHS['ag-ui']}/chat-e1/stream", 6))
+        assert vercel_text(httpx.get(f"{two}{PATHS['vercel']}/chat-e1/stream", timeout=10).content) == TEXT  # ended
+        assert httpx.get(f"{two}{PATHS['vercel']}/chat-e1/stream", timeout=10).status_code == 204
+        last = {"last-event-id": first[-1]["id"]}
+        rest = httpx.get(f"{one}{PATHS['ag-ui']}/chat-e1/stream", headers=last, timeout=10)
+        posted = httpx.post(f"{two}{PATHS['ag-ui']}", content=orjson.dumps(agui_input("chat-e1", "run-e1")),
+                            headers={"content-type": "application/json", **last}, timeout=10)
+        for came in (rest, posted):
+            assert came.status_code == 200
+            events = first + frames(came.content)
+            assert [int(e["id"]) for e in events] == list(range(1, len(events) + 1))
+            assert orjson.loads(events[-1]["data"])["type"] == "RUN_FINISHED"
+            assert "".join(orjson.loads(e["data"]).get("delta", "") for e in events) == TEXT
+        openai = OpenAI(base_url=f"{one}/v1", api_key="unused", max_retries=0)
+        streamed = list(openai.responses.retrieve("chat-e1", stream=True))
+        assert streamed[-1].type == "response.completed" and streamed[-1].response.output_text == TEXT
+        assert len(agent_calls(agent)) == 1
+
+
+def test_an_ended_run_is_no_longer_followed_once_its_reply_is_not_kept(redis: RedisServer) -> None:
+    with replicas(redis.url, timeouts={"resume_keep": 3.0}) as (_agent, one, two):
+        dropped_agui_run(one, "thread-e2")
+        assert vercel_text(httpx.get(f"{two}{PATHS['vercel']}/thread-e2/stream", timeout=10).content) == TEXT
+        kept = httpx.get(f"{one}{PATHS['vercel']}/thread-e2/stream", headers={"last-event-id": "0"}, timeout=10)
+        assert kept.status_code == 200 and vercel_text(kept.content) == TEXT
+        assert wait_until(lambda: httpx.get(f"{two}{PATHS['vercel']}/thread-e2/stream", timeout=10,
+                                            headers={"last-event-id": "2"}).status_code == 204, 10)
+        gone = httpx.get(f"{one}/v1/responses/thread-e2", params={"stream": "true"}, timeout=10)
+        assert gone.status_code == 404
+
+
+def test_one_gateway_without_redis_follows_an_ended_run_in_another_dialect_too() -> None:
+    with ExitStack() as stack:
+        agent = stack.enter_context(Served(create_agent_app("ag-kit", pace=PACE)))
+        gateway = stack.enter_context(Served(create_app(config(agent.url, "memory://")))).url
+        started(gateway, "a2a", "task-e3")
+        assert vercel_text(httpx.get(f"{gateway}{PATHS['vercel']}/task-e3/stream", timeout=10).content) == TEXT
+        openai = OpenAI(base_url=f"{gateway}/v1", api_key="unused", max_retries=0)
+        streamed = list(openai.responses.retrieve("task-e3", stream=True))
+        assert streamed[-1].type == "response.completed" and streamed[-1].response.output_text == TEXT

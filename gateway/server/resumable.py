@@ -43,8 +43,9 @@ class ResumableRuns:
                   body: bytes) -> None:
         """A run on a resumable route: a request for a run that is running (a retry, or a client reconnecting
         with `Last-Event-ID`) is sent that run's reply; any other is a new run whose reply is kept. A request with
-        `Last-Event-ID` for a run not kept follows its conversation's run, when another dialect's client started
-        it, as the client's own dialect writes it (without the header, a request is a new run, as ever)."""
+        `Last-Event-ID` for a run not kept follows its conversation's last run (running, or ended and still kept),
+        when another dialect's client started it, as the client's own dialect writes it (without the header, a
+        request is a new run, as ever)."""
         handler = self.handler
         route, principal = handler.route, call.caller.principal
         key = resume.run_key(route.name, principal, client, turn, headers, body)
@@ -58,7 +59,7 @@ class ResumableRuns:
                     await self.follow(call, receive, reply, after, client)
                     return
                 if conversation:  # a run of its conversation another dialect's client started, as it follows it
-                    reply = await handler.board.running_in(conversation_key(route.name, principal, conversation))
+                    reply = await handler.board.kept_in(conversation_key(route.name, principal, conversation))
                 if reply is None:
                     raise ResumeUnavailable(resume.NOT_KEPT)
                 await self.follow_in(call, receive, reply, client, turn, after, foreign=True)
