@@ -402,3 +402,30 @@ def test_one_gateway_without_redis_follows_an_ended_run_in_another_dialect_too()
         openai = OpenAI(base_url=f"{gateway}/v1", api_key="unused", max_retries=0)
         streamed = list(openai.responses.retrieve("task-e3", stream=True))
         assert streamed[-1].type == "response.completed" and streamed[-1].response.output_text == TEXT
+
+
+def langgraph_text(body: bytes) -> str:
+    """The text of a LangGraph stream's AI message chunks."""
+    found = [orjson.loads(frame["data"]) for frame in frames(body)]
+    return "".join(data[0]["content"] for data in found
+                   if isinstance(data, list) and data[0].get("type") == "AIMessageChunk")
+
+
+@pytest.mark.skipif(not LANGGRAPH.installed(), reason="needs the langgraph peer: python tests/peers_env.py")
+@pytest.mark.parametrize("when", ["running", "ended"])
+def test_langgraphs_join_with_last_event_id_gets_the_rest_of_a_run_another_dialect_started(
+        redis: RedisServer, when: str) -> None:
+    """The frames' ids are the follower's own, from 0 as LangGraph numbers them: `join_stream(..., last_event_id)`
+    (`langgraph-sdk`) on the other replica gets the frames after it, while the run runs or once it has ended."""
+    with replicas(redis.url) as (agent, one, two):
+        dropped_agui_run(one, "thread-l2")
+        first = get_some(f"{two}{PATHS['langgraph']}/threads/thread-l2/runs/run-l2/stream", 6)
+        assert [frame["id"] for frame in frames(first)] == [str(n) for n in range(6)]
+        if when == "ended":
+            assert vercel_text(httpx.get(f"{two}{PATHS['vercel']}/thread-l2/stream", timeout=10).content) == TEXT
+        joined = run_langgraph_client(f"{one}{PATHS['langgraph']}", "join", thread="thread-l2", run="run-l2",
+                                      last_event_id=frames(first)[-1]["id"])
+        assert joined.error is None, joined.error
+        assert not joined.events("metadata")  # said before the position it named
+        assert langgraph_text(first) + joined.text == TEXT
+        assert len(agent_calls(agent)) == 1
