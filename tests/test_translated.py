@@ -19,12 +19,12 @@ import orjson
 import pytest
 from e2e import request_body, user_message
 from faults import GatewayProcess
-from node_clients import node_clients_available, run_a2a_tasks_js, verify_agui, verify_vercel
+from node_clients import node_clients_available, run_a2a_tasks_js, run_agui, verify_agui, verify_vercel
 from openai import OpenAI
 from peers_env import LANGGRAPH, run_langgraph_client
 from redis_server import RedisServer
 from servers import Served
-from test_resume import PACE, agent_calls, agui_body, frames, read_some
+from test_resume import PACE, agent_calls, agui_body, frames, read_some, wait_until
 
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
@@ -293,3 +293,139 @@ def test_an_a2a_subscriber_follows_an_agui_run_in_its_own_version_and_binding(re
     assert "".join(part["text"] for artifact in artifacts for part in artifact["parts"]) == TEXT
     last = results[-1].get("statusUpdate", results[-1])
     assert last["taskId"] == conversation and last["status"]["state"] in ("TASK_STATE_COMPLETED", "completed")
+
+
+def agui_input(thread: str, run: str) -> dict[str, Any]:
+    """A RunAgentInput for `thread`, naming its run `run`."""
+    return {**request_body("ag-ui", [user_message("ag-ui", "slow please")], conversation=thread), "runId": run}
+
+
+def test_an_agui_post_with_last_event_id_follows_its_threads_run_another_dialect_started_from_after_it(
+        redis: RedisServer) -> None:
+    """An AI SDK run; an AG-UI client POSTs a RunAgentInput for its thread with `Last-Event-ID: 0` (nothing had
+    yet), loses its connection, and comes back to the other replica with the last id it had: one run, upstream
+    and in the follower's events, numbered on without a gap, named by the follower's own run id."""
+    with replicas(redis.url) as (agent, one, two):
+        started(one, "vercel", "chat-p1")
+        body = orjson.dumps(agui_input("chat-p1", "run-p1"))
+        first = frames(read_some(f"{two}{PATHS['ag-ui']}", body, 5, {"last-event-id": "0"}))
+        rest = httpx.post(f"{one}{PATHS['ag-ui']}", content=body, timeout=10,
+                          headers={"content-type": "application/json", "last-event-id": first[-1]["id"]})
+        assert rest.status_code == 200
+        events = first + frames(rest.content)
+        assert [int(e["id"]) for e in events] == list(range(1, len(events) + 1))
+        decoded = [orjson.loads(e["data"]) for e in events]
+        assert decoded[0]["type"] == "RUN_STARTED" and decoded[-1]["type"] == "RUN_FINISHED"
+        assert decoded[0]["runId"] == decoded[-1]["runId"] == "run-p1"
+        assert "".join(e.get("delta", "") for e in decoded) == TEXT
+        assert len(agent_calls(agent)) == 1
+
+
+@pytest.mark.skipif(not node_clients_available(), reason="needs `npm ci --prefix tests/clients`")
+def test_the_agui_clients_http_agent_with_last_event_id_is_sent_its_threads_run_whole_in_ag_ui(
+        redis: RedisServer) -> None:
+    """`@ag-ui/client`'s HttpAgent, its request given a `Last-Event-ID` header, for the thread of a Responses run."""
+    with replicas(redis.url) as (agent, one, two):
+        started(one, "openai-responses", "resp-p2")
+        run = run_agui({"url": f"{two}{PATHS['ag-ui']}", "threadId": "resp-p2", "headers": {"last-event-id": "0"},
+                        "steps": [{"messages": [{"role": "user", "content": "slow please"}], "runId": "run-p2"}]})
+        [step] = run["steps"]
+        assert step["error"] is None and step["terminal"], step
+        assert [m["content"] for m in step["newMessages"] if m["role"] == "assistant"] == [TEXT]
+        assert len(agent_calls(agent)) == 1
+
+
+def test_without_last_event_id_an_agui_post_in_a_thread_another_dialect_runs_in_is_a_new_run(
+        redis: RedisServer) -> None:
+    with replicas(redis.url) as (agent, one, two):
+        started(one, "vercel", "chat-p3")
+        new = httpx.post(f"{two}{PATHS['ag-ui']}", content=orjson.dumps(agui_input("chat-p3", "run-p3")),
+                         headers={"content-type": "application/json"}, timeout=10)
+        assert new.status_code == 200 and b"RUN_FINISHED" in new.content
+        assert len(agent_calls(agent)) == 2
+
+
+def test_an_agui_post_with_last_event_id_naming_another_run_than_its_threads_agui_run_is_not_kept(
+        redis: RedisServer) -> None:
+    """Its thread's run is AG-UI's own, of another run id: not the run the client had events of."""
+    with replicas(redis.url) as (_agent, one, two):
+        dropped_agui_run(one, "thread-p4")
+        late = httpx.post(f"{two}{PATHS['ag-ui']}", content=orjson.dumps(agui_input("thread-p4", "run-other")),
+                          headers={"content-type": "application/json", "last-event-id": "3"}, timeout=10)
+        assert late.status_code == 410
+
+
+def test_an_ended_run_is_followed_by_another_dialect_from_the_position_it_names_while_it_is_kept(
+        redis: RedisServer) -> None:
+    """An AG-UI follower that had part of an AI SDK run comes back once it ended, with `Last-Event-ID`: the rest
+    (at its conversation's stream, and by POST); a Responses client streams it whole; the AI SDK's own
+    `resumeStream`, which names no position, still gets 204 once nothing runs."""
+    with replicas(redis.url) as (agent, one, two):
+        started(one, "vercel", "chat-e1")
+        first = frames(get_some(f"{two}{PATHS['ag-ui']}/chat-e1/stream", 6))
+        assert vercel_text(httpx.get(f"{two}{PATHS['vercel']}/chat-e1/stream", timeout=10).content) == TEXT  # ended
+        assert httpx.get(f"{two}{PATHS['vercel']}/chat-e1/stream", timeout=10).status_code == 204
+        last = {"last-event-id": first[-1]["id"]}
+        rest = httpx.get(f"{one}{PATHS['ag-ui']}/chat-e1/stream", headers=last, timeout=10)
+        posted = httpx.post(f"{two}{PATHS['ag-ui']}", content=orjson.dumps(agui_input("chat-e1", "run-e1")),
+                            headers={"content-type": "application/json", **last}, timeout=10)
+        for came in (rest, posted):
+            assert came.status_code == 200
+            events = first + frames(came.content)
+            assert [int(e["id"]) for e in events] == list(range(1, len(events) + 1))
+            assert orjson.loads(events[-1]["data"])["type"] == "RUN_FINISHED"
+            assert "".join(orjson.loads(e["data"]).get("delta", "") for e in events) == TEXT
+        openai = OpenAI(base_url=f"{one}/v1", api_key="unused", max_retries=0)
+        streamed = list(openai.responses.retrieve("chat-e1", stream=True))
+        assert streamed[-1].type == "response.completed" and streamed[-1].response.output_text == TEXT
+        assert len(agent_calls(agent)) == 1
+
+
+def test_an_ended_run_is_no_longer_followed_once_its_reply_is_not_kept(redis: RedisServer) -> None:
+    with replicas(redis.url, timeouts={"resume_keep": 3.0}) as (_agent, one, two):
+        dropped_agui_run(one, "thread-e2")
+        assert vercel_text(httpx.get(f"{two}{PATHS['vercel']}/thread-e2/stream", timeout=10).content) == TEXT
+        kept = httpx.get(f"{one}{PATHS['vercel']}/thread-e2/stream", headers={"last-event-id": "0"}, timeout=10)
+        assert kept.status_code == 200 and vercel_text(kept.content) == TEXT
+        assert wait_until(lambda: httpx.get(f"{two}{PATHS['vercel']}/thread-e2/stream", timeout=10,
+                                            headers={"last-event-id": "2"}).status_code == 204, 10)
+        gone = httpx.get(f"{one}/v1/responses/thread-e2", params={"stream": "true"}, timeout=10)
+        assert gone.status_code == 404
+
+
+def test_one_gateway_without_redis_follows_an_ended_run_in_another_dialect_too() -> None:
+    with ExitStack() as stack:
+        agent = stack.enter_context(Served(create_agent_app("ag-kit", pace=PACE)))
+        gateway = stack.enter_context(Served(create_app(config(agent.url, "memory://")))).url
+        started(gateway, "a2a", "task-e3")
+        assert vercel_text(httpx.get(f"{gateway}{PATHS['vercel']}/task-e3/stream", timeout=10).content) == TEXT
+        openai = OpenAI(base_url=f"{gateway}/v1", api_key="unused", max_retries=0)
+        streamed = list(openai.responses.retrieve("task-e3", stream=True))
+        assert streamed[-1].type == "response.completed" and streamed[-1].response.output_text == TEXT
+
+
+def langgraph_text(body: bytes) -> str:
+    """The text of a LangGraph stream's AI message chunks."""
+    found = [orjson.loads(frame["data"]) for frame in frames(body)]
+    return "".join(data[0]["content"] for data in found
+                   if isinstance(data, list) and data[0].get("type") == "AIMessageChunk")
+
+
+@pytest.mark.skipif(not LANGGRAPH.installed(), reason="needs the langgraph peer: python tests/peers_env.py")
+@pytest.mark.parametrize("when", ["running", "ended"])
+def test_langgraphs_join_with_last_event_id_gets_the_rest_of_a_run_another_dialect_started(
+        redis: RedisServer, when: str) -> None:
+    """The frames' ids are the follower's own, from 0 as LangGraph numbers them: `join_stream(..., last_event_id)`
+    (`langgraph-sdk`) on the other replica gets the frames after it, while the run runs or once it has ended."""
+    with replicas(redis.url) as (agent, one, two):
+        dropped_agui_run(one, "thread-l2")
+        first = get_some(f"{two}{PATHS['langgraph']}/threads/thread-l2/runs/run-l2/stream", 6)
+        assert [frame["id"] for frame in frames(first)] == [str(n) for n in range(6)]
+        if when == "ended":
+            assert vercel_text(httpx.get(f"{two}{PATHS['vercel']}/thread-l2/stream", timeout=10).content) == TEXT
+        joined = run_langgraph_client(f"{one}{PATHS['langgraph']}", "join", thread="thread-l2", run="run-l2",
+                                      last_event_id=frames(first)[-1]["id"])
+        assert joined.error is None, joined.error
+        assert not joined.events("metadata")  # said before the position it named
+        assert langgraph_text(first) + joined.text == TEXT
+        assert len(agent_calls(agent)) == 1

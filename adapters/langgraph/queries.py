@@ -32,7 +32,9 @@ LISTED = 100
 def follows(query: RunQuery) -> Followed | None:
     """A join (`GET /threads/{thread_id}/runs/{run_id}/stream`) of a run the thread has none of: the run running in
     the conversation of the thread's id, whichever dialect's client started it, as a run of the id the join named,
-    in the modes it asks (those of a run that names none, without it)."""
+    in the modes it asks (those of a run that names none, without it). A join with `Last-Event-ID` (the `id:` of a
+    frame, counted from 0 as the encoder numbers them: a follower's position is that plus one) is sent the frames
+    after it, while the run runs or once it has ended, while it is kept, as for the thread's own runs."""
     asked = query.request
     thread_id, run_id = asked.get("thread_id"), asked.get("run_id")
     if query.name != "join" or not isinstance(thread_id, str) or not isinstance(run_id, str):
@@ -40,7 +42,10 @@ def follows(query: RunQuery) -> Followed | None:
     given = asked.get("body")
     modes = given.get("stream_mode") if isinstance(given, dict) else None
     metadata = {"langgraph": {"stream_mode": [modes] if isinstance(modes, str) else modes}} if modes else {}
-    return Followed(thread_id, Turn(conversation_id=thread_id, run_id=run_id, metadata=metadata))
+    last = asked.get("last_event_id")
+    after = int(last) + 1 if isinstance(last, str) and last.isdigit() and len(last) <= 15 else 0
+    return Followed(thread_id, Turn(conversation_id=thread_id, run_id=run_id, metadata=metadata), after,
+                    ended=after > 0)
 
 
 def read_query(body: dict[str, Any]) -> RunQuery | None:

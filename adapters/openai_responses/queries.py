@@ -99,13 +99,14 @@ def _refused(state: RunState, why: str) -> Answer:
 
 def follows(query: RunQuery) -> Followed | None:
     """`GET /v1/responses/{id}?stream=true&starting_after=N` naming a conversation (the id another dialect's client
-    gave it) rather than a response: its running run as a response of that id streams it, from after event `N`."""
+    gave it) rather than a response: its latest run as a response of that id streams it, from after event `N`,
+    while it runs and once it has ended, while it is kept (as the API streams a stored background response again)."""
     if query.name != "retrieve" or not query.run_id or str(query.request.get("stream")).lower() not in ("true", "1"):
         return None
     after = str(query.request.get("starting_after") or "0")
     if not after.isdigit() or len(after) > 15:
         raise InvalidRequest("starting_after must be the sequence_number of an event of the stream")
-    return Followed(query.run_id, Turn(conversation_id=query.run_id, run_id=query.run_id), int(after))
+    return Followed(query.run_id, Turn(conversation_id=query.run_id, run_id=query.run_id), int(after), ended=True)
 
 
 def _no_query(body: dict[str, Any]) -> RunQuery | None:

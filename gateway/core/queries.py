@@ -222,6 +222,10 @@ class Followed:
     the run by)."""
     after: int = 0
     """The pieces of that reply the follower has already (Responses' `starting_after`): it is sent the rest."""
+    ended: bool = False
+    """Whether a run that has ended is followed too, while its reply is kept: the follower named a position in it
+    (the rest is its, as for the run's own client), or its dialect streams ended runs again (Responses' retrieve).
+    Else only a running run is (a subscriber of A2A's, as its own tasks, has nothing to subscribe to once it ended)."""
 
 
 @dataclass(frozen=True, slots=True)

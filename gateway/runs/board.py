@@ -140,6 +140,11 @@ class RunBoard:
         key = self.conversations.get(conversation)
         return self._running(key) if key is not None else None
 
+    async def kept_in(self, conversation: str) -> RunReply | None:
+        """The reply of the conversation's latest run, running or kept after its end."""
+        key = self.conversations.get(conversation)
+        return await self.find(key) if key is not None else None
+
     async def stop(self, key: str) -> bool:
         """End the run `key` names upstream, wherever it runs; False if none is running."""
         tape = self._running(key)

@@ -129,6 +129,12 @@ class RedisRunBoard(RunBoard):
         key = await self._run_of(conversation)
         return _RemoteReply(self, key) if key is not None and await self._alive(key) else None
 
+    async def kept_in(self, conversation: str) -> RunReply | None:
+        """The latest run of every replica's (a run here may be older than another replica's); this replica's own
+        when Redis names none (its claim there failed)."""
+        key = await self._run_of(conversation)
+        return await self.find(key) if key is not None else await super().kept_in(conversation)
+
     async def stop(self, key: str) -> bool:
         if await super().stop(key):
             return True

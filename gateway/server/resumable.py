@@ -42,20 +42,28 @@ class ResumableRuns:
     async def run(self, call: Call, receive: Receive, client: Dialect, turn: Turn, headers: Headers,
                   body: bytes) -> None:
         """A run on a resumable route: a request for a run that is running (a retry, or a client reconnecting
-        with `Last-Event-ID`) is sent that run's reply; any other is a new run whose reply is kept."""
+        with `Last-Event-ID`) is sent that run's reply; any other is a new run whose reply is kept. A request with
+        `Last-Event-ID` for a run not kept follows its conversation's last run (running, or ended and still kept),
+        when another dialect's client started it, as the client's own dialect writes it (without the header, a
+        request is a new run, as ever)."""
         handler = self.handler
         route, principal = handler.route, call.caller.principal
         key = resume.run_key(route.name, principal, client, turn, headers, body)
         after: int | None = None
         try:
             after = resume.last_event_id(headers)
+            conversation = turn.conversation_id
             if after is not None:  # the client had part of the reply: only the rest will do, never a second run
                 reply = await handler.board.find(key)
+                if reply is not None:
+                    await self.follow(call, receive, reply, after, client)
+                    return
+                if conversation:  # a run of its conversation another dialect's client started, as it follows it
+                    reply = await handler.board.kept_in(conversation_key(route.name, principal, conversation))
                 if reply is None:
                     raise ResumeUnavailable(resume.NOT_KEPT)
-                await self.follow(call, receive, reply, after, client)
+                await self.follow_in(call, receive, reply, client, turn, after, foreign=True)
                 return
-            conversation = turn.conversation_id
             tape = Tape(key, event_ids=client.capability(EventIds) is not None,
                         max_entries=route.limits.max_resume_events, max_bytes=route.limits.max_resume_bytes,
                         keep=route.timeouts.resume_keep,
@@ -90,12 +98,12 @@ class ResumableRuns:
             handler.board.finish(tape)
 
     async def follow_in(self, call: Call, receive: Receive, reply: RunReply, client: Dialect, turn: Turn,
-                        after: int, *, rewrite: bool = False) -> None:
+                        after: int, *, rewrite: bool = False, foreign: bool = False) -> None:
         """Send a client a run's reply as its own dialect writes it, whichever dialect's client started the run
         (`turn`: what its reply is written for); `after`, its position in that reply. A reply in the client's
-        own dialect is sent as it is, unless `rewrite`."""
+        own dialect is sent as it is, unless `rewrite`; refused as not kept when `foreign` (see `TranslatedReply`)."""
         translated = TranslatedReply(reply, client, turn, max_event_bytes=self.handler.route.limits.max_event_bytes,
-                                     rewrite=rewrite)
+                                     rewrite=rewrite, foreign=foreign)
         await self.follow(call, receive, translated, after, client)
 
     async def follow(self, call: Call, receive: Receive, reply: RunReply, after: int,

@@ -24,9 +24,9 @@ if TYPE_CHECKING:
 
 class ConversationEndpoints:
     """A resumable route's conversation endpoints, under each of its paths: `GET {path}/{conversation}/stream`
-    sends the conversation's running run's reply from its start (the AI SDK's `resumeStream`), or from after
-    `Last-Event-ID`, or 204 when no run is running; `DELETE` there, or `POST {path}/{conversation}/stop`, stops
-    the run, whichever replica runs it."""
+    sends the conversation's running run's reply from its start (the AI SDK's `resumeStream`), or 204 when no run
+    is running; with `Last-Event-ID`, its last run's from after that id, ended or not while it is kept. `DELETE`
+    there, or `POST {path}/{conversation}/stop`, stops the run, whichever replica runs it."""
 
     def __init__(self, handler: RouteHandler) -> None:
         self.handler = handler
@@ -51,13 +51,14 @@ class ConversationEndpoints:
         if scope["method"] == "GET":
             handler.access.admit(caller)
             call.release = partial(handler.access.release, caller)
-            reply = await handler.board.running_in(key)
+            after = resume.last_event_id(headers)  # a position in the run: its last run, ended or not, will do
+            reply = await (handler.board.running_in(key) if after is None else handler.board.kept_in(key))
             if reply is None:
                 record.outcome = RequestOutcome.NO_RUN
                 await call.writer.respond(204, {}, b"")
                 return
             dialect = record.client_dialect  # the path's, when only one is served there
-            after = resume.last_event_id(headers) or 0
+            after = after or 0
             if dialect == "unknown":
                 await handler.resumable.follow(call, receive, reply, after)
             else:  # in the path's dialect, whichever dialect's client started the run

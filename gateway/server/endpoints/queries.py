@@ -91,12 +91,13 @@ async def answer(handler: RouteHandler, call: Call, receive: Receive, client: Di
 
 async def _followed(handler: RouteHandler, call: Call, receive: Receive, client: Dialect, followed: Followed) -> bool:
     """Send a query that follows a conversation, and names no run of the client's own, the run running in that
-    conversation, in the client's dialect whichever dialect's client started it (written for this query even when
-    it is the same dialect: its JSON-RPC id, the ids it named); False when none runs there (the caller's own:
-    another's is not found)."""
+    conversation (or its last one, still kept, for `Followed.ended`), in the client's dialect whichever dialect's
+    client started it (written for this query even when it is the same dialect: its JSON-RPC id, the ids it
+    named); False when there is none (the caller's own: another's is not found)."""
     key = conversation_key(handler.route.name, call.caller.principal, followed.conversation)
     try:
-        reply = await handler.board.running_in(key)
+        board = handler.board
+        reply = await (board.kept_in(key) if followed.ended else board.running_in(key))
     except StoreError as exc:
         call.record.error_detail = str(exc)
         raise Overloaded(STORE_DOWN) from exc

@@ -31,7 +31,7 @@ from gateway.core.decoding import Decoder
 from gateway.core.encoding import Encoder
 from gateway.core.events import RunStarted
 from gateway.core.turn import Turn
-from gateway.runs.tape import Entry, Head, RunReply, Tape
+from gateway.runs.tape import Entry, Head, RunReply, Tape, TapeLost
 from gateway.server.stream.relay import UNBUFFERED_HEADERS
 
 
@@ -40,17 +40,20 @@ class TranslatedReply:
     pieces are held for the follower until it has read them, a batch of the source's at a time: the source's
     limits bound the rest (a translation may be larger than its source, and is not cut for it)."""
 
-    __slots__ = ("_client", "_decoder", "_encoder", "_max_event_bytes", "_next", "_out", "_read", "_rewrite",
-                 "_run_id", "_source", "_sse", "_through", "_turn")
+    __slots__ = ("_client", "_decoder", "_encoder", "_foreign", "_max_event_bytes", "_next", "_out", "_read",
+                 "_rewrite", "_run_id", "_source", "_sse", "_through", "_turn")
 
     def __init__(self, source: RunReply, client: Dialect, turn: Turn, *, max_event_bytes: int,
-                 rewrite: bool = False) -> None:
+                 rewrite: bool = False, foreign: bool = False) -> None:
         self._source = source
         self._client = client
         self._turn = turn
         self._max_event_bytes = max_event_bytes
         self._rewrite = rewrite
         """Translate a reply in the follower's own dialect too (written for another request of it)."""
+        self._foreign = foreign
+        """Only a reply another dialect's client started will do: one of the follower's own is another run than the
+        one it named (its own runs are found by their ids), as good as not kept for it (`TapeLost`)."""
         self._out = Tape("", event_ids=False, max_entries=sys.maxsize, max_bytes=sys.maxsize, keep=0,
                          dialect=client.name)
         self._read = 0
@@ -94,6 +97,8 @@ class TranslatedReply:
         encoder that translate it, and the follower's head."""
         head = Head.load(head_entry.data)
         source = registry.DIALECTS.get(head.dialect)
+        if self._foreign and source in (None, self._client):
+            raise TapeLost("the conversation's run is of the follower's own dialect, and not the one it named")
         self._through = source is None or (source is self._client and not self._rewrite)
         if source is None or self._through:
             return True
