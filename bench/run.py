@@ -322,6 +322,7 @@ class Bench:
                     "client_dialects": [client],
                     "upstream": {"url": f"http://127.0.0.1:{self.up_port}/{upstream}", "dialect": upstream},
                     "resumable": bool(self.args.resumable),
+                    **({"judge": {"sample": self.args.judge}} if self.args.judge is not None else {}),
                 })
         store = {"memory": "memory://", "sqlite": f"sqlite:///{self.tmp / 'conversations.db'}",
                  "redis": f"redis://127.0.0.1:{self.redis_port}/0"}[self.gw_store]
@@ -820,6 +821,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="experiment: gc.freeze() in the gateway 3 s after it starts (implies the GC shim)")
     parser.add_argument("--inspector", action="store_true",
                         help="the inspector on, capturing every run (its cost when the page is open)")
+    parser.add_argument("--judge", type=float, default=None, metavar="SAMPLE",
+                        help="judge this share of every route's runs live (routes[].judge.sample)")
     parser.add_argument("--resumable", action="store_true",
                         help="every gateway route resumable (its replies kept for reconnecting clients)")
     parser.add_argument("--gateway-log-level", default="info", choices=["debug", "info", "warning", "error"])
