@@ -15,7 +15,6 @@ from starlette.routing import Route
 
 from adapters import registry
 from gateway.config import GatewayConfig
-from gateway.conversations import mapper as mapper_module
 from gateway.conversations.mapper import Conversation, ConversationMapper, decode_conversation, encode_conversation
 from gateway.conversations.recorder import LEFT_OUT, RunRecorder
 from gateway.conversations.store import MemoryStore, StoreError
@@ -202,13 +201,11 @@ class OutageStore(MemoryStore):
         return await super().get(key)
 
 
-def test_an_answer_to_an_interrupt_waits_for_the_store_and_is_refused_past_its_patience(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_answer_to_an_interrupt_waits_for_the_store_and_is_refused_past_its_patience() -> None:
     """Only the store knows which interrupt an answer is for, and that it is this caller's to answer: without it
     the answer would reach the upstream as a new message."""
-    monkeypatch.setattr(mapper_module, "STORE_PATIENCE", 0.6)
     store = OutageStore()
-    mapper = ConversationMapper(store)
+    mapper = ConversationMapper(store, patience=0.6)
     turn = Turn([Message("user", "delete it", "u1")], conversation_id="t")
     exchange_once(mapper, turn, "ag-ui", "ag-kit", [RunStarted(), Interrupt("i", tool_call_id="c"),
                                                    RunFinished(outcome="interrupt")])

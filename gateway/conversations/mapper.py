@@ -28,9 +28,9 @@ and a rerun of the same test case starts afresh. A client that continues runs by
 is kept under each run's id too, and found by its transcript when it sends the whole of it back instead.
 
 A store that does not answer never makes a turn look like a first one. A turn that needs what it holds (a delta
-client's turn to a full-history upstream, an answer to an interrupt) waits up to `STORE_PATIENCE` for it, then is
-refused (`StoreUnavailable`, 503); any other goes on, the upstream given all it can be: the client's whole history
-when its conversation upstream is new.
+client's turn to a full-history upstream, an answer to an interrupt) waits up to the store's patience
+(`store.patience`) for it, then is refused (`StoreUnavailable`, 503); any other goes on, the upstream given all it
+can be: the client's whole history when its conversation upstream is new.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from gateway.conversations.answers import AnswerNotExpected, shaped
 from gateway.conversations.conversation import Conversation, Exchange, decode_conversation, encode_conversation
 from gateway.conversations.history import DECISION, FULL_ASKED, needs_history, says_anything_new, sent_upstream
 from gateway.conversations.recorder import RunRecorder
-from gateway.conversations.store import ConversationStore, StoreError, scoped_digest, scoped_key
+from gateway.conversations.store import STORE_PATIENCE, ConversationStore, StoreError, scoped_digest, scoped_key
 from gateway.core.codec import Dialect
 from gateway.core.errors import InterruptAnswered, StoreUnavailable, UnknownRun
 from gateway.core.ids import new_id
@@ -59,14 +59,15 @@ __all__ = ["STORE_PATIENCE", "Conversation", "ConversationMapper", "Exchange", "
 
 log = logging.getLogger("agent_gateway.conversation")
 
-STORE_PATIENCE = 5.0
-"""Seconds a turn that needs its history waits for a store that does not answer, before it is refused."""
 STORE_RETRY_SECONDS = 0.25
 
 
 class ConversationMapper:
-    def __init__(self, store: ConversationStore, *, max_messages: int = 1000, max_bytes: int = 1 << 62) -> None:
+    def __init__(self, store: ConversationStore, *, max_messages: int = 1000, max_bytes: int = 1 << 62,
+                 patience: float = STORE_PATIENCE) -> None:
         self.store = store
+        self.patience = patience
+        """Seconds a turn that needs its history waits for a store that does not answer."""
         self.max_messages = max_messages
         self.max_bytes = max_bytes
         """What the store keeps of one conversation: a run's recorder holds no more."""
@@ -83,7 +84,7 @@ class ConversationMapper:
         key = self._key(route, principal, turn)
         conversation, readable = await self._load(key)
         if not readable and needs_history(turn, upstream.history_of(variant)):
-            conversation, readable = await self._load_within(key, STORE_PATIENCE)
+            conversation, readable = await self._load_within(key, self.patience)
             if not readable:
                 raise StoreUnavailable("the conversation store did not answer, and this turn needs the history it "
                                        "keeps: retry shortly")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Iterator
 from types import ModuleType
@@ -10,6 +9,7 @@ from typing import Any, Unpack
 
 from gateway.conversations.store.base import Bounds, ConversationStore, Listed, SharedRedis, StoreError, redact_url
 from gateway.conversations.store.counters import Counters
+from gateway.conversations.store.redis_servers import Reach, RedisServers
 
 REDIS_MAX_CONNECTIONS = 64
 """Per gateway process. A store call takes well under a millisecond, so 64 serve thousands of turns a second."""
@@ -68,6 +68,7 @@ class RedisStore(ConversationStore):
     Values live at `{prefix}v:{key}` with a PX expiry; the sorted set `{prefix}index` scores each by its last write
     so the oldest can be trimmed beyond `max_entries`, and `{prefix}group:{group}` does the same per group for
     `max_per_group`. Index entries of expired values are dropped on the next put.
+    The URL names one server or, behind sentinels, a primary found through them (`redis_servers.py`).
     redis-py reconnects by itself after an outage; the client retries a command a few times, quickly, so a pooled
     connection that died with the server costs a retry rather than an error.
     """
@@ -75,31 +76,29 @@ class RedisStore(ConversationStore):
     def __init__(self, url: str, prefix: str = "agw:conv:", *, timeout: float = 1.0, **bounds: Unpack[Bounds]) -> None:
         super().__init__(**bounds)
         self._exceptions = redis_exceptions()
-        import redis.asyncio as aioredis
         from redis.asyncio.retry import Retry
         from redis.backoff import ExponentialBackoff
 
         self.url = redact_url(url)
-        self._url = url
         self.prefix = prefix
         self._ttl_ms = max(1, round(self.ttl * 1000))
         self._index = f"{prefix}index"
         self._timeout = timeout
         self._closed = False
-        pool = aioredis.BlockingConnectionPool.from_url(
-            url,
+        self._servers = RedisServers(url, timeout)
+        self._redis = self._servers.client(
+            blocking_pool=True,
             # A burst of turns waits for one of these (at most `timeout`) instead of failing: redis-py's default
             # pool refuses the 101st concurrent caller. `?max_connections=` in the URL wins over this.
             max_connections=REDIS_MAX_CONNECTIONS,
             timeout=timeout,
             socket_timeout=timeout,
             socket_connect_timeout=timeout,
-            # A dropped connection is retried (Redis restarted); a timeout is not: a hung Redis must cost a turn
-            # one timeout per call, not three.
+            # A dropped connection is retried (Redis restarted, or failed over); a timeout is not: a hung Redis
+            # must cost a turn one timeout per call, not three.
             retry=Retry(ExponentialBackoff(cap=0.1, base=0.01), retries=2,
                         supported_errors=(self._exceptions.ConnectionError,)),
         )
-        self._redis = aioredis.Redis.from_pool(pool)
         self._put_script = self._redis.register_script(_PUT_SCRIPT)
         self._counting = RedisCounters(self)
 
@@ -120,19 +119,26 @@ class RedisStore(ConversationStore):
     def blocking_client(self) -> Any:
         """A client of the same Redis for commands that wait (a blocking `XREAD`): its own connections, without the
         store's short socket timeout, and the same retry of a connection that died with the server."""
-        import redis.asyncio as aioredis
         from redis.asyncio.retry import Retry
         from redis.backoff import ExponentialBackoff
 
-        return aioredis.Redis.from_url(self._url, max_connections=10_000, socket_connect_timeout=self._timeout,
-                                       retry=Retry(ExponentialBackoff(cap=0.1, base=0.01), retries=2,
-                                                   supported_errors=(self._exceptions.ConnectionError,)))
+        return self._servers.client(blocking_pool=False, max_connections=10_000,
+                                    socket_connect_timeout=self._timeout,
+                                    retry=Retry(ExponentialBackoff(cap=0.1, base=0.01), retries=2,
+                                                supported_errors=(self._exceptions.ConnectionError,)))
+
+    async def reach(self) -> Reach:
+        self._servers.follow()
+        if self._closed:
+            return Reach(self._servers.kind, None, False)
+        return await self._servers.reach(self._redis)
 
     @contextlib.contextmanager
     def errors(self) -> Iterator[None]:
         """Redis's failures as `StoreError`."""
         if self._closed:
             raise StoreError(f"Redis store for {self.url} is closed")
+        self._servers.follow()
         errors = self._exceptions
         try:
             yield
@@ -189,18 +195,13 @@ class RedisStore(ConversationStore):
         return found
 
     async def ping(self) -> bool:
-        if self._closed:
-            return False
-        try:
-            async with asyncio.timeout(self._timeout):
-                return bool(await self._redis.ping())
-        except Exception:
-            return False
+        return (await self.reach()).reachable
 
     async def close(self) -> None:
         if not self._closed:
             self._closed = True
             await self._redis.aclose()
+            await self._servers.close()
 
 
 class RedisCounters(Counters):
