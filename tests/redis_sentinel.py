@@ -32,6 +32,13 @@ def _cli(port: int, *args: str) -> str:
     return done.stdout.decode(errors="replace").strip()
 
 
+def sentinel_conf(port: int, primary: int) -> str:
+    """A sentinel of the primary at 127.0.0.1:`primary`, quick to judge it down."""
+    return (f"port {port}\nsentinel monitor {SERVICE} 127.0.0.1 {primary} 2\n"
+            f"sentinel down-after-milliseconds {SERVICE} {DOWN_AFTER_MS}\n"
+            f"sentinel failover-timeout {SERVICE} 5000\nsentinel parallel-syncs {SERVICE} 1")
+
+
 def _quietly(done: Callable[[], bool]) -> bool:
     try:
         return done()
@@ -40,7 +47,11 @@ def _quietly(done: Callable[[], bool]) -> bool:
 
 
 class RedisSentinels:
-    def __init__(self, sentinels: int = 3, startup_timeout: float = 30.0) -> None:
+    def __init__(self, sentinels: int = 3, startup_timeout: float = 30.0,
+                 conf: Callable[[int, int], str] | None = None) -> None:
+        """`conf(port, primary's port)`: a sentinel's configuration file (by default the one `sentinel_conf` writes;
+        a test of another's passes it); it listens on 127.0.0.1 and keeps its files in a temp dir either way."""
+        self.conf = conf or sentinel_conf
         self.primary = RedisServer()
         self.replica = RedisServer()
         self.count = sentinels
@@ -64,11 +75,7 @@ class RedisSentinels:
         for n in range(self.count):
             port = _free_port()
             conf = self._dir / f"sentinel-{n}.conf"
-            conf.write_text(f"port {port}\nbind 127.0.0.1\ndir {self._dir}\n"
-                            f"sentinel monitor {SERVICE} 127.0.0.1 {self.primary.port} 2\n"
-                            f"sentinel down-after-milliseconds {SERVICE} {DOWN_AFTER_MS}\n"
-                            f"sentinel failover-timeout {SERVICE} 5000\n"
-                            f"sentinel parallel-syncs {SERVICE} 1\n")
+            conf.write_text(f"{self.conf(port, self.primary.port)}\nbind 127.0.0.1\ndir {self._dir}\n")
             self._procs.append(subprocess.Popen(
                 ["redis-server", str(conf), "--sentinel", "--logfile", str(self._dir / f"sentinel-{n}.log")],
                 cwd=self._dir, stdin=subprocess.DEVNULL))
