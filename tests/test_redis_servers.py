@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 
 import httpx
@@ -17,6 +18,7 @@ import orjson
 import pytest
 from e2e import Reply, post, request_body, user_message
 from redis_sentinel import RedisSentinels
+from redis_server import RedisServer
 from servers import Served
 from test_resume import JSON, PACE, agui_body, assert_whole, disconnects, frames, read_some, wait_until
 
@@ -125,6 +127,16 @@ def say(http: httpx.Client, gateway: str, text: str, conversation: str) -> str:
                                                                      conversation))).text
 
 
+def test_readyz_says_a_single_redis_is_one_and_where_it_is_and_not_ready_while_it_is_down() -> None:
+    with RedisServer() as redis, agents() as upstreams, replicas(gateway_config(upstreams, redis.url), 1) as [one]:
+        single = {"kind": "single", "primary": f"127.0.0.1:{redis.port}"}
+        assert httpx.get(f"{one}/readyz").json() == {"status": "ready", "redis": {**single, "reachable": True}}
+        redis.stop()
+        down = httpx.get(f"{one}/readyz", timeout=10)
+        assert down.status_code == 503
+        assert down.json() == {"status": "store unreachable", "redis": {**single, "reachable": False}}
+
+
 def test_two_replicas_over_sentinels_share_conversations_runs_and_stops_through_a_failover(
         sentinels: RedisSentinels) -> None:
     with agents() as upstreams, replicas(gateway_config(upstreams, sentinels.url)) as [one, two], \
@@ -178,3 +190,52 @@ def test_a_turn_waits_out_a_killed_primary_within_its_patience_and_is_answered_w
         assert http.get(f"{patient}/readyz").json()["redis"]["primary"] == f"127.0.0.1:{redis.replica.port}"
         assert "(turn 4)" in say(http, hasty, "and you?", "killed")
 
+
+
+CHAOS_CONVERSATIONS = 12
+CHAOS_TURNS = 3
+
+
+def test_a_primary_killed_mid_traffic_costs_no_conversation_its_history(capsys: pytest.CaptureFixture[str]) -> None:
+    """Bounded load on two replicas (conversations each taking turns on both in turn) while the primary is killed
+    (SIGKILL): every turn is answered or refused with a clear 503, none hangs, and afterwards every conversation
+    goes on with the history it had before the kill."""
+    outcomes: dict[str, list[str]] = {}
+
+    def converse(http: httpx.Client, gateways: list[str], conversation: str) -> None:
+        for n in range(CHAOS_TURNS):
+            response = http.post(f"{gateways[n % 2]}/kit", json=request_body(
+                "ag-kit", [user_message("ag-kit", f"turn of {conversation}")], conversation))
+            if response.status_code == 503:
+                assert response.json()["error"]["code"] == "store_unavailable", response.text
+                outcomes[conversation].append("503")
+            else:
+                assert response.status_code == 200, response.text
+                outcomes[conversation].append(Reply("ag-kit", response).text)
+
+    with RedisSentinels() as redis, agents() as upstreams, httpx.Client(timeout=60) as http, \
+            replicas(gateway_config(upstreams, redis.url, patience=20.0)) as gateways:
+        names = [f"chaos-{n}" for n in range(CHAOS_CONVERSATIONS)]
+        for name in names:
+            outcomes[name] = []
+            assert "(turn 1)" in say(http, gateways[0], "first", name)
+        redis.wait(redis.in_sync, "the replica to have every first turn")
+        with ThreadPoolExecutor(CHAOS_CONVERSATIONS) as pool:
+            running = [pool.submit(converse, http, gateways, name) for name in names]
+            redis.wait(lambda: sum(len(said) for said in outcomes.values()) >= CHAOS_CONVERSATIONS,
+                       "the load to be under way")
+            redis.primary.kill()
+            for done in running:
+                done.result(timeout=120)
+        answered = {name: sum(said != "503" for said in outcomes[name]) for name in names}
+        lost = 0
+        for name in names:
+            last = say(http, gateways[1], "last", name)
+            turn = int(last.rpartition("(turn ")[2].partition(")")[0])
+            assert turn >= 2, f"{name} lost the history it had before the kill: {last!r}"
+            lost += 2 + answered[name] - turn
+        turns = sum(answered.values())
+        refused = sum(said.count("503") for said in outcomes.values())
+        with capsys.disabled():
+            print(f"\nchaos over Sentinel: {turns} turns answered, {refused} refused with a 503, {lost} lost")
+        assert lost == 0

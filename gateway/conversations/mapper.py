@@ -48,7 +48,14 @@ from gateway.conversations.answers import AnswerNotExpected, shaped
 from gateway.conversations.conversation import Conversation, Exchange, decode_conversation, encode_conversation
 from gateway.conversations.history import DECISION, FULL_ASKED, needs_history, says_anything_new, sent_upstream
 from gateway.conversations.recorder import RunRecorder
-from gateway.conversations.store import STORE_PATIENCE, ConversationStore, StoreError, scoped_digest, scoped_key
+from gateway.conversations.store import (
+    STORE_PATIENCE,
+    ConversationStore,
+    StoreError,
+    StoreUnreachable,
+    scoped_digest,
+    scoped_key,
+)
 from gateway.core.codec import Dialect
 from gateway.core.errors import InterruptAnswered, StoreUnavailable, UnknownRun
 from gateway.core.ids import new_id
@@ -178,19 +185,34 @@ class ConversationMapper:
             keys.append(_derived_key(exchange.route, exchange.principal, client_turn, next_transcript))
         group = scoped_key("principal", exchange.principal)
         conversation.transcript_key = keys[1] if len(keys) > 1 else None
-        try:
-            for key in keys or [conversation.key]:
-                conversation.key = key
-                await self.store.put(key, encode_conversation(conversation), group)
-            conversation.key = keys[0] if keys else old_key
-            if exchange.followed is not None and not exchange.followed.continued:
-                exchange.followed.continued = True
-                await self.store.put(old_key, encode_conversation(exchange.followed), group)
-            elif exchange.stored and keys and old_key not in keys and client_turn.follows is None:
-                await self.store.delete(old_key)  # found by the transcript it has moved on from
-        except StoreError as exc:
+        followed = exchange.followed if exchange.followed is not None and not exchange.followed.continued else None
+        if followed is not None:
+            followed.continued = True
+        moved_on = exchange.stored and bool(keys) and old_key not in keys and client_turn.follows is None
+        # A store that answered as the turn began and does not now (failing over) is waited for, as a turn that
+        # needs its history waits: the turn costs a wait, not its history. One that did not answer is not.
+        deadline = time.monotonic() + (0.0 if exchange.history_lost else self.patience)
+        while True:
+            try:
+                for key in keys or [old_key]:
+                    conversation.key = key
+                    await self.store.put(key, encode_conversation(conversation), group)
+                conversation.key = keys[0] if keys else old_key
+                if followed is not None:
+                    await self.store.put(old_key, encode_conversation(followed), group)
+                elif moved_on:
+                    await self.store.delete(old_key)  # found by the transcript it has moved on from
+                return
+            except StoreUnreachable as exc:
+                if time.monotonic() + STORE_RETRY_SECONDS < deadline:
+                    await asyncio.sleep(STORE_RETRY_SECONDS)
+                    continue
+                failed: StoreError = exc
+            except StoreError as exc:
+                failed = exc
             exchange.history_lost = True
-            log.warning("conversation %s not saved: %s", conversation.key, exc)
+            log.warning("conversation %s not saved: %s", conversation.key, failed)
+            return
 
     async def history_after(self, route: str, principal: str, run_id: str) -> list[Message]:
         """The whole history as a run of a chain left it (`Turn.chains_runs`): raises `UnknownRun` when the store

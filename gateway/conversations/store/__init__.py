@@ -14,10 +14,11 @@ maximum number of conversations (the least recently written go first) and a maxi
 `group` (the gateway passes the caller's principal): a group holds at most `max_per_group` conversations, its own
 least recently written going first, so one caller filling the store evicts its own history before anyone else's,
 and a group's values can be listed, most recently written first (`newest`). Backend failures come out as
-`StoreError` and nothing else, so the caller decides whether a dead store fails the request. A store also keeps
-counters that expire (`counters`, for token budgets), shared as its conversations are: by the replicas on one
-Redis, by the processes on one SQLite file, in the process for memory. A store the replicas share offers them its
-Redis (`shared_redis`), for what else they share (the run board).
+`StoreError` and nothing else (`StoreUnreachable` when asking again may succeed), so the caller decides whether a
+dead store fails the request. A store also keeps counters that expire (`counters`, for token budgets), shared as
+its conversations are: by the replicas on one Redis, by the processes on one SQLite file, in the process for
+memory. A store the replicas share offers them its Redis (`shared_redis`), for what else they share (the run
+board).
 
 ```
 store/base.py     the interface and its bounds (ConversationStore), StoreError, Listed and its cursors, scoped keys
@@ -44,6 +45,7 @@ from gateway.conversations.store.base import (
     Listed,
     SharedRedis,
     StoreError,
+    StoreUnreachable,
     redact_url,
     scoped_digest,
     scoped_key,
@@ -58,4 +60,5 @@ from gateway.conversations.store.sqlite import SQLiteStore
 __all__ = ["BACKENDS", "DEFAULT_MAX_ENTRIES", "DEFAULT_MAX_VALUE_BYTES", "DEFAULT_TTL", "KNOWN",
            "REDIS_MAX_CONNECTIONS", "REDIS_MISSING", "STORE_PATIENCE", "Backend", "Bounds", "ConversationStore",
            "Counters", "Listed", "MemoryStore", "ProcessCounters", "Reach", "RedisStore", "SQLiteStore", "SharedRedis",
-           "StoreError", "backend_for", "open_store", "redact_url", "redis_exceptions", "scoped_digest", "scoped_key"]
+           "StoreError", "StoreUnreachable", "backend_for", "open_store", "redact_url", "redis_exceptions",
+           "scoped_digest", "scoped_key"]

@@ -50,6 +50,10 @@ class StoreError(Exception):
     the package its backend needs not installed."""
 
 
+class StoreUnreachable(StoreError):
+    """The store did not answer (down, failing over, timed out): the same call may succeed once it is back."""
+
+
 class SharedRedis(Protocol):
     """The Redis a store keeps its conversations in, which the gateway's replicas share: they keep what else they
     share there too (the run board, `gateway/runs/redis.py`)."""

@@ -7,7 +7,15 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any, Unpack
 
-from gateway.conversations.store.base import Bounds, ConversationStore, Listed, SharedRedis, StoreError, redact_url
+from gateway.conversations.store.base import (
+    Bounds,
+    ConversationStore,
+    Listed,
+    SharedRedis,
+    StoreError,
+    StoreUnreachable,
+    redact_url,
+)
 from gateway.conversations.store.counters import Counters
 from gateway.conversations.store.redis_servers import Reach, RedisServers
 
@@ -145,7 +153,7 @@ class RedisStore(ConversationStore):
         except (errors.AuthenticationError, errors.AuthorizationError) as exc:
             raise StoreError(f"Redis at {self.url} refused the credentials: {exc}") from exc
         except (errors.ConnectionError, errors.TimeoutError, OSError) as exc:
-            raise StoreError(f"Redis at {self.url} is unreachable: {exc}") from exc
+            raise StoreUnreachable(f"Redis at {self.url} is unreachable: {exc}") from exc
         except errors.RedisError as exc:
             raise StoreError(f"Redis at {self.url} failed: {exc}") from exc
 
