@@ -154,6 +154,10 @@ class RedisStore(ConversationStore):
             raise StoreError(f"Redis at {self.url} refused the credentials: {exc}") from exc
         except (errors.ConnectionError, errors.TimeoutError, OSError) as exc:
             raise StoreUnreachable(f"Redis at {self.url} is unreachable: {exc}") from exc
+        except RuntimeError as exc:
+            # uvloop refuses a write on a connection it closed as the server went away (a RuntimeError, which
+            # redis-py neither maps nor retries): a dropped connection all the same.
+            raise StoreUnreachable(f"Redis at {self.url} dropped the connection: {exc}") from exc
         except errors.RedisError as exc:
             raise StoreError(f"Redis at {self.url} failed: {exc}") from exc
 

@@ -157,8 +157,8 @@ class RedisServers:
         self._following = asyncio.create_task(self._switches())
 
     async def _switches(self) -> None:
-        """Listen to one sentinel after another for `+switch-master` of this primary; on one, drop every connection
-        (those in use too: their command is retried, on the new primary)."""
+        """Listen to one sentinel after another for `+switch-master` of this primary; on one, leave the old
+        primary (`_leave`)."""
         while True:
             for sentinel in list(self._sentinel.sentinels):
                 pubsub = sentinel.pubsub(ignore_subscribe_messages=True)
@@ -167,8 +167,7 @@ class RedisServers:
                     while True:
                         message = await pubsub.get_message(timeout=self._timeout)
                         if message is not None and _text(message["data"]).split(" ")[0] == self._service:
-                            for client in self._clients:
-                                await client.connection_pool.disconnect()
+                            await self._leave()
                 except asyncio.CancelledError:
                     raise
                 except Exception:  # this sentinel is gone: the next one
@@ -193,14 +192,28 @@ class RedisServers:
         except Exception:
             return Reach(self.kind, primary, False)
 
+    async def _leave(self) -> None:
+        """Close the idle connections now, and those in use as they come back to their pool: closing one under a
+        command could break it midway (its next write fails on a closed transport, outside redis-py's retry)."""
+        for client in self._clients:
+            pool = client.connection_pool
+            await pool.disconnect(inuse_connections=False)
+            for connection in list(pool._in_use_connections):
+                # Where redis-py has it; where not, a connection in use is closed by the sentinels as they
+                # reconfigure the old primary, or leaves it on its first write there (READONLY).
+                mark = getattr(connection, "mark_for_reconnect", None)
+                if mark is not None:
+                    mark()
+
     async def close(self) -> None:
         if self._following is not None:
             self._following.cancel()
             with contextlib.suppress(BaseException):
                 await self._following
         if self._sentinel is not None:
-            with contextlib.suppress(Exception):
-                await self._sentinel.aclose()
+            for sentinel in self._sentinel.sentinels:
+                with contextlib.suppress(Exception):
+                    await sentinel.aclose()
 
 
 def _text(value: bytes | str) -> str:
