@@ -12,15 +12,18 @@ import asyncio
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 
 import httpx
 import orjson
 import pytest
+import yaml
 from e2e import Reply, post, request_body, user_message
 from redis_sentinel import RedisSentinels
 from redis_server import RedisServer
 from servers import Served
 from test_resume import JSON, PACE, agui_body, assert_whole, disconnects, frames, read_some, wait_until
+from test_shared_conversations import gateway_process
 
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
@@ -196,7 +199,19 @@ CHAOS_CONVERSATIONS = 12
 CHAOS_TURNS = 3
 
 
-def test_a_primary_killed_mid_traffic_costs_no_conversation_its_history(capsys: pytest.CaptureFixture[str]) -> None:
+@contextmanager
+def gateway_processes(tmp_path: Path, agents: dict[str, str], store: str, patience: float) -> Iterator[list[str]]:
+    """Two `agent-gateway serve` processes, as replicas are deployed."""
+    config = tmp_path / "gateway.yaml"
+    config.write_text(yaml.safe_dump({"store": {"url": store, "patience": patience}, "routes": [
+        {"name": "kit", "paths": ["/kit"], "client_dialects": ["ag-kit"],
+         "upstream": {"url": f"{agents['ag-ui']}/agui", "dialect": "ag-ui"}}]}))
+    with gateway_process(config) as one, gateway_process(config) as two:
+        yield [one, two]
+
+
+def test_a_primary_killed_mid_traffic_costs_no_conversation_its_history(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
     """Bounded load on two replicas (conversations each taking turns on both in turn) while the primary is killed
     (SIGKILL): every turn is answered or refused with a clear 503, none hangs, and afterwards every conversation
     goes on with the history it had before the kill."""
@@ -214,7 +229,7 @@ def test_a_primary_killed_mid_traffic_costs_no_conversation_its_history(capsys: 
                 outcomes[conversation].append(Reply("ag-kit", response).text)
 
     with RedisSentinels() as redis, agents() as upstreams, httpx.Client(timeout=60) as http, \
-            replicas(gateway_config(upstreams, redis.url, patience=20.0)) as gateways:
+            gateway_processes(tmp_path, upstreams, redis.url, patience=20.0) as gateways:
         names = [f"chaos-{n}" for n in range(CHAOS_CONVERSATIONS)]
         for name in names:
             outcomes[name] = []

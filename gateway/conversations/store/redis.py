@@ -136,9 +136,9 @@ class RedisStore(ConversationStore):
                                                 supported_errors=(self._exceptions.ConnectionError,)))
 
     async def reach(self) -> Reach:
-        self._servers.follow()
         if self._closed:
             return Reach(self._servers.kind, None, False)
+        self._servers.follow()
         return await self._servers.reach(self._redis)
 
     @contextlib.contextmanager
