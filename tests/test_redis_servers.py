@@ -27,7 +27,7 @@ from test_shared_conversations import gateway_process
 
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
-from gateway.conversations.store import RedisStore, redact_url
+from gateway.conversations.store import RedisStore, StoreUnreachable, redact_url
 from gateway.conversations.store.redis_servers import sentinel_url
 from gateway.server.app import create_app
 
@@ -89,6 +89,33 @@ def test_the_store_follows_a_failover_and_keeps_a_write_made_before_the_old_prim
             await store.close()
 
     asyncio.run(scenario())
+
+
+def test_with_wait_replicas_a_write_no_replica_acknowledged_in_time_is_not_taken_as_saved(
+        sentinels: RedisSentinels) -> None:
+    replica = next(server for server in (sentinels.primary, sentinels.replica)
+                   if server.port != sentinels.primary_port())
+
+    async def scenario() -> None:
+        store = RedisStore(f"{sentinels.url}?wait_replicas=1", timeout=0.5)
+        try:
+            await store.put("acknowledged", b"1")
+            replica.freeze()
+            try:
+                with pytest.raises(StoreUnreachable, match="0 of the 1 replicas asked for acknowledged the write"):
+                    await store.put("unacknowledged", b"2")
+            finally:
+                replica.thaw()
+            assert await store.get("acknowledged") == b"1"
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_wait_replicas_that_is_not_a_count_is_refused_as_the_configuration_loads() -> None:
+    with pytest.raises(ValueError, match="wait_replicas is a number of replicas"):
+        GatewayConfig.model_validate({"store": {"url": "redis://h:6379/0?wait_replicas=all"}, "routes": []})
 
 
 def test_serve_check_says_it_found_sentinels_and_where_their_primary_is(sentinels: RedisSentinels,

@@ -17,7 +17,7 @@ from gateway.conversations.store.base import (
     redact_url,
 )
 from gateway.conversations.store.counters import Counters
-from gateway.conversations.store.redis_servers import Reach, RedisServers
+from gateway.conversations.store.redis_servers import Reach, RedisServers, replicas_to_wait_for
 
 REDIS_MAX_CONNECTIONS = 64
 """Per gateway process. A store call takes well under a millisecond, so 64 serve thousands of turns a second."""
@@ -76,7 +76,8 @@ class RedisStore(ConversationStore):
     Values live at `{prefix}v:{key}` with a PX expiry; the sorted set `{prefix}index` scores each by its last write
     so the oldest can be trimmed beyond `max_entries`, and `{prefix}group:{group}` does the same per group for
     `max_per_group`. Index entries of expired values are dropped on the next put.
-    The URL names one server or, behind sentinels, a primary found through them (`redis_servers.py`).
+    The URL names one server or, behind sentinels, a primary found through them (`redis_servers.py`); with
+    `?wait_replicas=N`, a conversation is saved once N replicas have it too (`WAIT`).
     redis-py reconnects by itself after an outage; the client retries a command a few times, quickly, so a pooled
     connection that died with the server costs a retry rather than an error.
     """
@@ -88,6 +89,7 @@ class RedisStore(ConversationStore):
         from redis.backoff import ExponentialBackoff
 
         self.url = redact_url(url)
+        url, self._acks = replicas_to_wait_for(url)
         self.prefix = prefix
         self._ttl_ms = max(1, round(self.ttl * 1000))
         self._index = f"{prefix}index"
@@ -168,9 +170,22 @@ class RedisStore(ConversationStore):
 
     async def put(self, key: str, value: bytes, group: str = "") -> None:
         self._check_size(value)
+        keys = [self._key(key), self._index, f"{self.prefix}group:{group}"]
+        args = [value, self._ttl_ms, self.max_entries, self.max_per_group]
         with self.errors():
-            await self._put_script(keys=[self._key(key), self._index, f"{self.prefix}group:{group}"],
-                                   args=[value, self._ttl_ms, self.max_entries, self.max_per_group])
+            if not self._acks:
+                await self._put_script(keys=keys, args=args)
+                return
+            # WAIT counts the replicas that have this connection's writes: the write and the WAIT on one.
+            async with self._redis.pipeline(transaction=False) as pipe:
+                pipe.scripts.add(self._put_script)  # loaded by the pipeline if Redis does not have it yet
+                pipe.evalsha(self._put_script.sha, len(keys), *keys, *args)
+                # Half the timeout: WAIT's answer must come before the socket's timeout.
+                pipe.execute_command("WAIT", self._acks, max(1, round(self._timeout * 500)))
+                _, acknowledged = await pipe.execute()
+        if acknowledged < self._acks:
+            raise StoreUnreachable(f"Redis at {self.url}: {acknowledged} of the {self._acks} replicas asked for "
+                                   f"acknowledged the write within {self._timeout / 2:g}s")
 
     async def delete(self, key: str) -> None:
         with self.errors():

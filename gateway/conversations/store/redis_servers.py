@@ -104,6 +104,21 @@ def _host_port(text: str) -> tuple[str, int]:
     return host, int(port) if port else SENTINEL_PORT
 
 
+def replicas_to_wait_for(url: str) -> tuple[str, int]:
+    """The URL without its `wait_replicas` option, and that option: how many replicas must acknowledge a
+    conversation's write (`WAIT`) before it counts as saved, so that a failover cannot lose it (0: none). A
+    `ValueError` for one that is not a count."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    said = [value for name, value in query if name == "wait_replicas"]
+    if not said:
+        return url, 0
+    if not said[-1].isdigit():
+        raise ValueError(f"wait_replicas is a number of replicas, not {said[-1]!r}")
+    rest = urlencode([(name, value) for name, value in query if name != "wait_replicas"])
+    return parts._replace(query=rest).geturl(), int(said[-1])
+
+
 def is_sentinel(url: str) -> bool:
     return url.partition("://")[0].lower() in SENTINEL_SCHEMES
 
