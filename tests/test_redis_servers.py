@@ -93,11 +93,12 @@ def test_the_store_follows_a_failover_and_keeps_a_write_made_before_the_old_prim
 
 def test_with_wait_replicas_a_write_no_replica_acknowledged_in_time_is_not_taken_as_saved(
         sentinels: RedisSentinels) -> None:
+    sentinels.wait(sentinels.in_sync, "the replica to follow the primary")  # after a failover, it resyncs first
     replica = next(server for server in (sentinels.primary, sentinels.replica)
                    if server.port != sentinels.primary_port())
 
     async def scenario() -> None:
-        store = RedisStore(f"{sentinels.url}?wait_replicas=1", timeout=0.5)
+        store = RedisStore(f"{sentinels.url}?wait_replicas=1", timeout=2.0)
         try:
             await store.put("acknowledged", b"1")
             replica.freeze()

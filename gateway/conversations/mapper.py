@@ -39,6 +39,7 @@ import asyncio
 import hashlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
@@ -189,30 +190,23 @@ class ConversationMapper:
         if followed is not None:
             followed.continued = True
         moved_on = exchange.stored and bool(keys) and old_key not in keys and client_turn.follows is None
+
+        async def write() -> None:
+            for key in keys or [old_key]:
+                conversation.key = key
+                await self.store.put(key, encode_conversation(conversation), group)
+            conversation.key = keys[0] if keys else old_key
+            if followed is not None:
+                await self.store.put(old_key, encode_conversation(followed), group)
+            elif moved_on:
+                await self.store.delete(old_key)  # found by the transcript it has moved on from
+
         # A store that answered as the turn began and does not now (failing over) is waited for, as a turn that
         # needs its history waits: the turn costs a wait, not its history. One that did not answer is not.
-        deadline = time.monotonic() + (0.0 if exchange.history_lost else self.patience)
-        while True:
-            try:
-                for key in keys or [old_key]:
-                    conversation.key = key
-                    await self.store.put(key, encode_conversation(conversation), group)
-                conversation.key = keys[0] if keys else old_key
-                if followed is not None:
-                    await self.store.put(old_key, encode_conversation(followed), group)
-                elif moved_on:
-                    await self.store.delete(old_key)  # found by the transcript it has moved on from
-                return
-            except StoreUnreachable as exc:
-                if time.monotonic() + STORE_RETRY_SECONDS < deadline:
-                    await asyncio.sleep(STORE_RETRY_SECONDS)
-                    continue
-                failed: StoreError = exc
-            except StoreError as exc:
-                failed = exc
+        failed = await _written_within(write, 0.0 if exchange.history_lost else self.patience)
+        if failed is not None:
             exchange.history_lost = True
             log.warning("conversation %s not saved: %s", conversation.key, failed)
-            return
 
     async def history_after(self, route: str, principal: str, run_id: str) -> list[Message]:
         """The whole history as a run of a chain left it (`Turn.chains_runs`): raises `UnknownRun` when the store
@@ -278,6 +272,22 @@ class ConversationMapper:
                 log.info("conversation %s loaded once the store answered again", key)
                 return conversation, True
         return None, False
+
+async def _written_within(write: Callable[[], Awaitable[None]], patience: float) -> StoreError | None:
+    """`write` done, done again while the store does not answer (`StoreUnreachable`) for up to `patience` seconds;
+    the error it gave up on, or None once written."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            await write()
+            return None
+        except StoreUnreachable as exc:
+            if time.monotonic() + STORE_RETRY_SECONDS >= deadline:
+                return exc
+            await asyncio.sleep(STORE_RETRY_SECONDS)
+        except StoreError as exc:
+            return exc
+
 
 def _upstream_id(route: str, principal: str, client_id: str | None, transparent: bool) -> str:
     """The id a new conversation has upstream. Derived, not minted, so that a conversation the store lost still
