@@ -111,6 +111,13 @@ class RedisServer:
                 proc.kill()
                 proc.wait()
 
+    def kill(self) -> None:
+        """SIGKILL: gone at once, as in a crash, without a shutdown that lets its replicas catch up."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+
     def freeze(self) -> None:
         """Stop the server answering (SIGSTOP): connections stay open, commands wait, as in a long pause."""
         assert self._proc is not None

@@ -15,10 +15,9 @@ from starlette.routing import Route
 
 from adapters import registry
 from gateway.config import GatewayConfig
-from gateway.conversations import mapper as mapper_module
 from gateway.conversations.mapper import Conversation, ConversationMapper, decode_conversation, encode_conversation
 from gateway.conversations.recorder import LEFT_OUT, RunRecorder
-from gateway.conversations.store import MemoryStore, StoreError
+from gateway.conversations.store import MemoryStore, StoreError, StoreUnreachable
 from gateway.core.errors import InterruptAnswered, StoreUnavailable
 from gateway.core.events import (
     Interrupt,
@@ -202,13 +201,11 @@ class OutageStore(MemoryStore):
         return await super().get(key)
 
 
-def test_an_answer_to_an_interrupt_waits_for_the_store_and_is_refused_past_its_patience(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_answer_to_an_interrupt_waits_for_the_store_and_is_refused_past_its_patience() -> None:
     """Only the store knows which interrupt an answer is for, and that it is this caller's to answer: without it
     the answer would reach the upstream as a new message."""
-    monkeypatch.setattr(mapper_module, "STORE_PATIENCE", 0.6)
     store = OutageStore()
-    mapper = ConversationMapper(store)
+    mapper = ConversationMapper(store, patience=0.6)
     turn = Turn([Message("user", "delete it", "u1")], conversation_id="t")
     exchange_once(mapper, turn, "ag-ui", "ag-kit", [RunStarted(), Interrupt("i", tool_call_id="c"),
                                                    RunFinished(outcome="interrupt")])
@@ -231,6 +228,59 @@ def test_a_turn_that_needs_nothing_stored_goes_on_without_the_store() -> None:
     sent = exchange_once(ConversationMapper(store), Turn([Message("user", "hi")], conversation_id="t"), "ag-ui",
                          "ag-kit", [RunStarted(), RunFinished()])
     assert [m.text for m in sent.messages] == ["hi"]
+
+
+class FailingOverStore(MemoryStore):
+    """A store that fails as unreachable while `down`, as Redis does while it fails over."""
+
+    down = False
+    puts_refused = 0
+
+    async def get(self, key: str) -> bytes | None:
+        if self.down:
+            raise StoreUnreachable("failing over")
+        return await super().get(key)
+
+    async def put(self, key: str, value: bytes, group: str = "") -> None:
+        if self.down:
+            self.puts_refused += 1
+            raise StoreUnreachable("failing over")
+        await super().put(key, value, group)
+
+
+def test_a_store_that_fails_as_a_turn_ends_is_waited_for_within_its_patience_and_the_turn_is_saved() -> None:
+    store = FailingOverStore()
+    mapper = ConversationMapper(store, patience=5)
+    turn = Turn([Message("user", "hi", "u1")], conversation_id="t")
+
+    async def a_turn_ending_in_a_failover_of(seconds: float) -> None:
+        exchange = await mapper.begin("r", turn, registry.get("ag-kit"), registry.get("ag-ui"))
+        store.down = True
+        asyncio.get_running_loop().call_later(seconds, setattr, store, "down", False)
+        recorder = RunRecorder()
+        recorder.record([RunStarted(), TextStart("m"), TextDelta("m", "hello"), TextEnd("m"), RunFinished()])
+        await mapper.finish(exchange, recorder)
+        assert not exchange.history_lost
+
+    asyncio.run(a_turn_ending_in_a_failover_of(0.6))
+    assert store.puts_refused > 1
+    saved = decode_conversation(asyncio.run(store.get(mapper._key("r", "anonymous", turn))) or b"")
+    assert [m.text for m in saved.history] == ["hi", "hello"]
+
+
+def test_a_store_that_was_down_as_the_turn_began_is_not_waited_for_as_it_ends() -> None:
+    store = FailingOverStore()
+    store.down = True
+    mapper = ConversationMapper(store, patience=30)
+
+    async def turn() -> bool:
+        exchange = await mapper.begin("r", Turn([Message("user", "hi")], conversation_id="t"),
+                                      registry.get("ag-ui"), registry.get("ag-kit"))
+        await asyncio.wait_for(mapper.finish(exchange, RunRecorder()), 5)
+        return exchange.history_lost
+
+    assert asyncio.run(turn())
+    assert store.puts_refused == 1
 
 
 def test_the_upstream_variant_learned_once_is_remembered_by_the_conversation() -> None:

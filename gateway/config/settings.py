@@ -12,7 +12,7 @@ from pydantic import Field, create_model, field_validator
 from adapters import registry
 from gateway.config.model import Model
 from gateway.config.route import Route, route_path
-from gateway.conversations.store import KNOWN, Backend, ConversationStore, backend_for, open_store
+from gateway.conversations.store import KNOWN, STORE_PATIENCE, Backend, ConversationStore, backend_for, open_store
 from gateway.core.capabilities import Settings
 from gateway.inspector.options import InspectorOptions
 from gateway.runs.board import KeptLimits
@@ -23,7 +23,12 @@ class Store(Model):
     tasks, stored responses), with the bounds on what it holds."""
 
     url: str = "sqlite:///agent-gateway.db"
-    """`memory://`, `sqlite:///path/to/file.db` or `redis://host:6379/0`."""
+    """`memory://`, `sqlite:///path/to/file.db`, `redis://host:6379/0` or, behind Redis Sentinel,
+    `redis+sentinel://host1:26379,host2:26379/mymaster/0` (the primary the sentinels name, through failovers)."""
+    patience: float = Field(STORE_PATIENCE, gt=0)
+    """Seconds a turn that needs its history (a client that sends only what is new, to an upstream that takes the
+    whole history; an answer to an interrupt) waits for a store that does not answer, as while Redis fails over,
+    before it is refused with a 503 and `Retry-After`. A turn that needs nothing stored never waits."""
 
     def open(self) -> ConversationStore:
         """The store these settings name (raises `StoreError` or ValueError when it cannot be opened)."""

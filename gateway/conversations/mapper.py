@@ -28,9 +28,9 @@ and a rerun of the same test case starts afresh. A client that continues runs by
 is kept under each run's id too, and found by its transcript when it sends the whole of it back instead.
 
 A store that does not answer never makes a turn look like a first one. A turn that needs what it holds (a delta
-client's turn to a full-history upstream, an answer to an interrupt) waits up to `STORE_PATIENCE` for it, then is
-refused (`StoreUnavailable`, 503); any other goes on, the upstream given all it can be: the client's whole history
-when its conversation upstream is new.
+client's turn to a full-history upstream, an answer to an interrupt) waits up to the store's patience
+(`store.patience`) for it, then is refused (`StoreUnavailable`, 503); any other goes on, the upstream given all it
+can be: the client's whole history when its conversation upstream is new.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ import asyncio
 import hashlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
@@ -48,7 +49,14 @@ from gateway.conversations.answers import AnswerNotExpected, shaped
 from gateway.conversations.conversation import Conversation, Exchange, decode_conversation, encode_conversation
 from gateway.conversations.history import DECISION, FULL_ASKED, needs_history, says_anything_new, sent_upstream
 from gateway.conversations.recorder import RunRecorder
-from gateway.conversations.store import ConversationStore, StoreError, scoped_digest, scoped_key
+from gateway.conversations.store import (
+    STORE_PATIENCE,
+    ConversationStore,
+    StoreError,
+    StoreUnreachable,
+    scoped_digest,
+    scoped_key,
+)
 from gateway.core.codec import Dialect
 from gateway.core.errors import InterruptAnswered, StoreUnavailable, UnknownRun
 from gateway.core.ids import new_id
@@ -59,14 +67,15 @@ __all__ = ["STORE_PATIENCE", "Conversation", "ConversationMapper", "Exchange", "
 
 log = logging.getLogger("agent_gateway.conversation")
 
-STORE_PATIENCE = 5.0
-"""Seconds a turn that needs its history waits for a store that does not answer, before it is refused."""
 STORE_RETRY_SECONDS = 0.25
 
 
 class ConversationMapper:
-    def __init__(self, store: ConversationStore, *, max_messages: int = 1000, max_bytes: int = 1 << 62) -> None:
+    def __init__(self, store: ConversationStore, *, max_messages: int = 1000, max_bytes: int = 1 << 62,
+                 patience: float = STORE_PATIENCE) -> None:
         self.store = store
+        self.patience = patience
+        """Seconds a turn that needs its history waits for a store that does not answer."""
         self.max_messages = max_messages
         self.max_bytes = max_bytes
         """What the store keeps of one conversation: a run's recorder holds no more."""
@@ -83,7 +92,7 @@ class ConversationMapper:
         key = self._key(route, principal, turn)
         conversation, readable = await self._load(key)
         if not readable and needs_history(turn, upstream.history_of(variant)):
-            conversation, readable = await self._load_within(key, STORE_PATIENCE)
+            conversation, readable = await self._load_within(key, self.patience)
             if not readable:
                 raise StoreUnavailable("the conversation store did not answer, and this turn needs the history it "
                                        "keeps: retry shortly")
@@ -177,19 +186,27 @@ class ConversationMapper:
             keys.append(_derived_key(exchange.route, exchange.principal, client_turn, next_transcript))
         group = scoped_key("principal", exchange.principal)
         conversation.transcript_key = keys[1] if len(keys) > 1 else None
-        try:
-            for key in keys or [conversation.key]:
+        followed = exchange.followed if exchange.followed is not None and not exchange.followed.continued else None
+        if followed is not None:
+            followed.continued = True
+        moved_on = exchange.stored and bool(keys) and old_key not in keys and client_turn.follows is None
+
+        async def write() -> None:
+            for key in keys or [old_key]:
                 conversation.key = key
                 await self.store.put(key, encode_conversation(conversation), group)
             conversation.key = keys[0] if keys else old_key
-            if exchange.followed is not None and not exchange.followed.continued:
-                exchange.followed.continued = True
-                await self.store.put(old_key, encode_conversation(exchange.followed), group)
-            elif exchange.stored and keys and old_key not in keys and client_turn.follows is None:
+            if followed is not None:
+                await self.store.put(old_key, encode_conversation(followed), group)
+            elif moved_on:
                 await self.store.delete(old_key)  # found by the transcript it has moved on from
-        except StoreError as exc:
+
+        # A store that answered as the turn began and does not now (failing over) is waited for, as a turn that
+        # needs its history waits: the turn costs a wait, not its history. One that did not answer is not.
+        failed = await _written_within(write, 0.0 if exchange.history_lost else self.patience)
+        if failed is not None:
             exchange.history_lost = True
-            log.warning("conversation %s not saved: %s", conversation.key, exc)
+            log.warning("conversation %s not saved: %s", conversation.key, failed)
 
     async def history_after(self, route: str, principal: str, run_id: str) -> list[Message]:
         """The whole history as a run of a chain left it (`Turn.chains_runs`): raises `UnknownRun` when the store
@@ -255,6 +272,22 @@ class ConversationMapper:
                 log.info("conversation %s loaded once the store answered again", key)
                 return conversation, True
         return None, False
+
+async def _written_within(write: Callable[[], Awaitable[None]], patience: float) -> StoreError | None:
+    """`write` done, done again while the store does not answer (`StoreUnreachable`) for up to `patience` seconds;
+    the error it gave up on, or None once written."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            await write()
+            return None
+        except StoreUnreachable as exc:
+            if time.monotonic() + STORE_RETRY_SECONDS >= deadline:
+                return exc
+            await asyncio.sleep(STORE_RETRY_SECONDS)
+        except StoreError as exc:
+            return exc
+
 
 def _upstream_id(route: str, principal: str, client_id: str | None, transparent: bool) -> str:
     """The id a new conversation has upstream. Derived, not minted, so that a conversation the store lost still

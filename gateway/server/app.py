@@ -128,7 +128,8 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
     pusher = Pusher(pool)
     new_handler = partial(RouteHandler, pool=pool, bodies=BodyBudget(config.max_body_bytes_in_flight), board=board,
                           mapper=ConversationMapper(store, max_messages=config.store.max_messages,
-                                                    max_bytes=config.store.max_conversation_bytes),
+                                                    max_bytes=config.store.max_conversation_bytes,
+                                                    patience=config.store.patience),
                           drain=drain, keepalive=config.keepalive_seconds, metrics=metrics, log_bodies=log_bodies,
                           debug_errors=config.debug_errors, tracing=tracing, pusher=pusher,
                           settings_of=config.settings_of)
@@ -239,8 +240,11 @@ def _operations(config: GatewayConfig, drain: Drain, store: ConversationStore, p
     async def readyz(request: Request) -> Response:
         if drain.draining:
             return JSONResponse({"status": "draining"}, status_code=503)
-        if not await store.ping():
-            return JSONResponse({"status": "store unreachable"}, status_code=503)
+        # A shared Redis says which kind it is and where its primary is: behind sentinels, that moves.
+        redis = (await shared.reach()).as_json() if (shared := store.shared_redis()) is not None else None
+        said = {"redis": redis} if redis is not None else {}
+        if not (redis["reachable"] if redis is not None else await store.ping()):
+            return JSONResponse({"status": "store unreachable", **said}, status_code=503)
         if down := await upstreams.unreachable():
             return JSONResponse({"status": "upstream unreachable", "routes": down}, status_code=503)
         ejected = {handler.route.name: out for handler in handlers
@@ -248,7 +252,7 @@ def _operations(config: GatewayConfig, drain: Drain, store: ConversationStore, p
         if every := [name for name, out in ejected.items() if len(out) == len(handlers_by_name[name].backends)]:
             return JSONResponse({"status": "every upstream ejected", "routes": every, "ejected": ejected},
                                 status_code=503)
-        return JSONResponse({"status": "ready", "ejected": ejected} if ejected else {"status": "ready"})
+        return JSONResponse({"status": "ready", **({"ejected": ejected} if ejected else {}), **said})
 
     return [Route("/healthz", healthz, methods=["GET"]), Route("/readyz", readyz, methods=["GET"]),
             *scrape.beside_routes()]

@@ -10,10 +10,14 @@ from typing import Any, NamedTuple, Protocol, TypedDict
 from urllib.parse import urlsplit, urlunsplit
 
 from gateway.conversations.store.counters import Counters, ProcessCounters
+from gateway.conversations.store.redis_servers import Reach
 
 DEFAULT_TTL = 7 * 24 * 3600.0
 DEFAULT_MAX_ENTRIES = 100_000
 DEFAULT_MAX_VALUE_BYTES = 1 << 20
+STORE_PATIENCE = 5.0
+"""Seconds a turn that needs its history waits for a store that does not answer, before it is refused (by default:
+`store.patience`)."""
 
 
 class Listed(NamedTuple):
@@ -46,6 +50,10 @@ class StoreError(Exception):
     the package its backend needs not installed."""
 
 
+class StoreUnreachable(StoreError):
+    """The store did not answer (down, failing over, timed out): the same call may succeed once it is back."""
+
+
 class SharedRedis(Protocol):
     """The Redis a store keeps its conversations in, which the gateway's replicas share: they keep what else they
     share there too (the run board, `gateway/runs/redis.py`)."""
@@ -62,6 +70,10 @@ class SharedRedis(Protocol):
 
     def errors(self) -> AbstractContextManager[None]:
         """Redis's failures as `StoreError`."""
+        ...
+
+    async def reach(self) -> Reach:
+        """The kind of Redis, its primary, and whether that answers (for `/readyz` and `serve --check`)."""
         ...
 
 
@@ -152,14 +164,12 @@ def scoped_digest(namespace: str, *parts: str) -> str:
 
 
 def redact_url(url: str) -> str:
-    """The URL fit for logs and error messages: no password, no query string (it may carry one too)."""
+    """The URL fit for logs and error messages: no password, no query string (it may carry one too). Read as text,
+    so that a URL naming several hosts (`redis+sentinel://h1:26379,h2:26379/...`) keeps them all."""
     parts = urlsplit(url)
-    if parts.password is None and not parts.query:
+    userinfo, _, hosts = parts.netloc.rpartition("@")
+    if ":" not in userinfo and not parts.query:
         return url
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{parts.username}@{host}" if parts.username else host
-    if parts.port is not None:
-        netloc += f":{parts.port}"
+    user = userinfo.partition(":")[0]
+    netloc = f"{user}@{hosts}" if user else hosts
     return urlunsplit((parts.scheme, netloc, parts.path, "", parts.fragment))

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any, Unpack
 
-from gateway.conversations.store.base import Bounds, ConversationStore, Listed, SharedRedis, StoreError, redact_url
+from gateway.conversations.store.base import (
+    Bounds,
+    ConversationStore,
+    Listed,
+    SharedRedis,
+    StoreError,
+    StoreUnreachable,
+    redact_url,
+)
 from gateway.conversations.store.counters import Counters
+from gateway.conversations.store.redis_servers import Reach, RedisServers, replicas_to_wait_for
 
 REDIS_MAX_CONNECTIONS = 64
 """Per gateway process. A store call takes well under a millisecond, so 64 serve thousands of turns a second."""
@@ -68,6 +76,8 @@ class RedisStore(ConversationStore):
     Values live at `{prefix}v:{key}` with a PX expiry; the sorted set `{prefix}index` scores each by its last write
     so the oldest can be trimmed beyond `max_entries`, and `{prefix}group:{group}` does the same per group for
     `max_per_group`. Index entries of expired values are dropped on the next put.
+    The URL names one server or, behind sentinels, a primary found through them (`redis_servers.py`); with
+    `?wait_replicas=N`, a conversation is saved once N replicas have it too (`WAIT`).
     redis-py reconnects by itself after an outage; the client retries a command a few times, quickly, so a pooled
     connection that died with the server costs a retry rather than an error.
     """
@@ -75,31 +85,30 @@ class RedisStore(ConversationStore):
     def __init__(self, url: str, prefix: str = "agw:conv:", *, timeout: float = 1.0, **bounds: Unpack[Bounds]) -> None:
         super().__init__(**bounds)
         self._exceptions = redis_exceptions()
-        import redis.asyncio as aioredis
         from redis.asyncio.retry import Retry
         from redis.backoff import ExponentialBackoff
 
         self.url = redact_url(url)
-        self._url = url
+        url, self._acks = replicas_to_wait_for(url)
         self.prefix = prefix
         self._ttl_ms = max(1, round(self.ttl * 1000))
         self._index = f"{prefix}index"
         self._timeout = timeout
         self._closed = False
-        pool = aioredis.BlockingConnectionPool.from_url(
-            url,
+        self._servers = RedisServers(url, timeout)
+        self._redis = self._servers.client(
+            blocking_pool=True,
             # A burst of turns waits for one of these (at most `timeout`) instead of failing: redis-py's default
             # pool refuses the 101st concurrent caller. `?max_connections=` in the URL wins over this.
             max_connections=REDIS_MAX_CONNECTIONS,
             timeout=timeout,
             socket_timeout=timeout,
             socket_connect_timeout=timeout,
-            # A dropped connection is retried (Redis restarted); a timeout is not: a hung Redis must cost a turn
-            # one timeout per call, not three.
+            # A dropped connection is retried (Redis restarted, or failed over); a timeout is not: a hung Redis
+            # must cost a turn one timeout per call, not three.
             retry=Retry(ExponentialBackoff(cap=0.1, base=0.01), retries=2,
                         supported_errors=(self._exceptions.ConnectionError,)),
         )
-        self._redis = aioredis.Redis.from_pool(pool)
         self._put_script = self._redis.register_script(_PUT_SCRIPT)
         self._counting = RedisCounters(self)
 
@@ -120,26 +129,37 @@ class RedisStore(ConversationStore):
     def blocking_client(self) -> Any:
         """A client of the same Redis for commands that wait (a blocking `XREAD`): its own connections, without the
         store's short socket timeout, and the same retry of a connection that died with the server."""
-        import redis.asyncio as aioredis
         from redis.asyncio.retry import Retry
         from redis.backoff import ExponentialBackoff
 
-        return aioredis.Redis.from_url(self._url, max_connections=10_000, socket_connect_timeout=self._timeout,
-                                       retry=Retry(ExponentialBackoff(cap=0.1, base=0.01), retries=2,
-                                                   supported_errors=(self._exceptions.ConnectionError,)))
+        return self._servers.client(blocking_pool=False, max_connections=10_000,
+                                    socket_connect_timeout=self._timeout,
+                                    retry=Retry(ExponentialBackoff(cap=0.1, base=0.01), retries=2,
+                                                supported_errors=(self._exceptions.ConnectionError,)))
+
+    async def reach(self) -> Reach:
+        if self._closed:
+            return Reach(self._servers.kind, None, False)
+        self._servers.follow()
+        return await self._servers.reach(self._redis)
 
     @contextlib.contextmanager
     def errors(self) -> Iterator[None]:
         """Redis's failures as `StoreError`."""
         if self._closed:
             raise StoreError(f"Redis store for {self.url} is closed")
+        self._servers.follow()
         errors = self._exceptions
         try:
             yield
         except (errors.AuthenticationError, errors.AuthorizationError) as exc:
             raise StoreError(f"Redis at {self.url} refused the credentials: {exc}") from exc
         except (errors.ConnectionError, errors.TimeoutError, OSError) as exc:
-            raise StoreError(f"Redis at {self.url} is unreachable: {exc}") from exc
+            raise StoreUnreachable(f"Redis at {self.url} is unreachable: {exc}") from exc
+        except RuntimeError as exc:
+            # uvloop refuses a write on a connection it closed as the server went away (a RuntimeError, which
+            # redis-py neither maps nor retries): a dropped connection all the same.
+            raise StoreUnreachable(f"Redis at {self.url} dropped the connection: {exc}") from exc
         except errors.RedisError as exc:
             raise StoreError(f"Redis at {self.url} failed: {exc}") from exc
 
@@ -150,9 +170,22 @@ class RedisStore(ConversationStore):
 
     async def put(self, key: str, value: bytes, group: str = "") -> None:
         self._check_size(value)
+        keys = [self._key(key), self._index, f"{self.prefix}group:{group}"]
+        args = [value, self._ttl_ms, self.max_entries, self.max_per_group]
         with self.errors():
-            await self._put_script(keys=[self._key(key), self._index, f"{self.prefix}group:{group}"],
-                                   args=[value, self._ttl_ms, self.max_entries, self.max_per_group])
+            if not self._acks:
+                await self._put_script(keys=keys, args=args)
+                return
+            # WAIT counts the replicas that have this connection's writes: the write and the WAIT on one.
+            async with self._redis.pipeline(transaction=False) as pipe:
+                pipe.scripts.add(self._put_script)  # loaded by the pipeline if Redis does not have it yet
+                pipe.evalsha(self._put_script.sha, len(keys), *keys, *args)
+                # Half the timeout: WAIT's answer must come before the socket's timeout.
+                pipe.execute_command("WAIT", self._acks, max(1, round(self._timeout * 500)))
+                _, acknowledged = await pipe.execute()
+        if acknowledged < self._acks:
+            raise StoreUnreachable(f"Redis at {self.url}: {acknowledged} of the {self._acks} replicas asked for "
+                                   f"acknowledged the write within {self._timeout / 2:g}s")
 
     async def delete(self, key: str) -> None:
         with self.errors():
@@ -189,18 +222,13 @@ class RedisStore(ConversationStore):
         return found
 
     async def ping(self) -> bool:
-        if self._closed:
-            return False
-        try:
-            async with asyncio.timeout(self._timeout):
-                return bool(await self._redis.ping())
-        except Exception:
-            return False
+        return (await self.reach()).reachable
 
     async def close(self) -> None:
         if not self._closed:
             self._closed = True
             await self._redis.aclose()
+            await self._servers.close()
 
 
 class RedisCounters(Counters):

@@ -12,6 +12,7 @@ from typing import Unpack
 from gateway.conversations.store.base import Bounds, ConversationStore, StoreError, redact_url
 from gateway.conversations.store.memory import MemoryStore
 from gateway.conversations.store.redis import RedisStore, redis_exceptions
+from gateway.conversations.store.redis_servers import SENTINEL_SCHEMES, replicas_to_wait_for, sentinel_url
 from gateway.conversations.store.sqlite import SQLiteStore, sqlite_found, sqlite_path
 
 
@@ -20,11 +21,19 @@ def _any_url(url: str) -> None:
 
 
 def _redis_installed(url: str) -> None:
-    """The redis package the backend needs is there: said as the configuration loads, not at the first request."""
+    """The redis package the backend needs is there, and the URL's `wait_replicas` is a count: said as the
+    configuration loads, not at the first request."""
     try:
         redis_exceptions()
     except StoreError as exc:
         raise ValueError(str(exc)) from None
+    replicas_to_wait_for(url)
+
+
+def _sentinels_named(url: str) -> None:
+    """As `_redis_installed`, and the URL names sentinels and the primary they watch."""
+    _redis_installed(url)
+    sentinel_url(replicas_to_wait_for(url)[0])
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +62,8 @@ BACKENDS = (
             checks=sqlite_path, found=sqlite_found),
     Backend(("redis", "rediss"), ("redis://host:port/db", "rediss://..."),
             lambda url, bounds: RedisStore(url, **bounds), checks=_redis_installed),
+    Backend(SENTINEL_SCHEMES, ("redis+sentinel://host:26379,host2:26379/primary/db", "rediss+sentinel://..."),
+            lambda url, bounds: RedisStore(url, **bounds), checks=_sentinels_named),
 )
 
 _WRITTEN = [written for backend in BACKENDS for written in backend.written]

@@ -42,9 +42,13 @@ async def probe(config: GatewayConfig, store: ConversationStore | None) -> list[
     if store is None:
         return results
     started = time.monotonic()
-    ready = await store.ping()
+    shared = store.shared_redis()
+    reach = await shared.reach() if shared is not None else None
+    ready = reach.reachable if reach is not None else await store.ping()
     took = f"{(time.monotonic() - started) * 1000:.0f} ms"
-    results.append(Probe(f"store {redact_url(config.store.url)}", ready, took if ready else "it does not answer"))
+    detail = took if ready else "it does not answer"
+    results.append(Probe(f"store {redact_url(config.store.url)}", ready,
+                         f"{reach.line()}, {detail}" if reach is not None else detail))
     return results
 
 

@@ -1,0 +1,245 @@
+"""What a Redis store's URL names, and the clients that reach it: one server, or the primary that sentinels name.
+
+```
+redis://[user:password@]host:6379/0                     one server (rediss://: over TLS)
+redis+sentinel://[user:password@]h1:26379,h2:26379/mymaster/0
+                                                        the primary of `mymaster`, found through the sentinels
+                                                        (rediss+sentinel://: primary and sentinels over TLS)
+```
+
+Behind sentinels every command goes to the primary, so a request always reads what it wrote: each new connection
+asks the sentinels where the primary is, and a failover is followed without a restart. An old primary that is still
+up takes writes until the sentinels reconfigure it, seconds later, and those writes would be lost as it becomes a
+replica: so each process listens to a sentinel for `+switch-master` (`follow`) and drops every connection the
+moment one is announced. A write that still reaches a replica is refused `READONLY`, which redis-py takes as a
+failover too: either way the connection comes back through the sentinels, to the new primary.
+
+The user and password in the URL are the primary's; the sentinels' own, if they need any, are the query's
+`sentinel_username` and `sentinel_password`. Other query options are redis-py's, as in a `redis://` URL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+SENTINEL_SCHEMES = ("redis+sentinel", "rediss+sentinel")
+SENTINEL_PORT = 26379
+_SENTINEL_OPTIONS = ("sentinel_username", "sentinel_password")
+"""Query options that are the sentinels' credentials, not the primary's."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """What `/readyz` and `serve --check` say of a Redis store: the kind of Redis found, the address of the server
+    it writes to, and whether that answers."""
+
+    kind: Literal["single", "sentinel"]
+    primary: str | None
+    """host:port; None when no sentinel names a primary."""
+    reachable: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "primary": self.primary, "reachable": self.reachable}
+
+    def line(self) -> str:
+        return f"{self.kind}, primary {self.primary or 'unknown'}"
+
+
+@dataclass(frozen=True, slots=True)
+class SentinelURL:
+    """A `redis+sentinel://` URL, read: where the sentinels are, which primary they name, and how to connect to
+    each."""
+
+    sentinels: tuple[tuple[str, int], ...]
+    service: str
+    primary_options: dict[str, Any]
+    """redis-py's connection options for the primary (credentials, db, TLS, the query's options)."""
+    sentinel_options: dict[str, Any]
+    """For the sentinels: TLS as the primary's, and their own credentials."""
+
+
+def sentinel_url(url: str) -> SentinelURL:
+    """A sentinel URL read, or a `ValueError` saying what is wrong with it (said as the configuration loads)."""
+    from redis.asyncio.connection import parse_url
+
+    parts = urlsplit(url)
+    tls = parts.scheme.lower() == "rediss+sentinel"
+    userinfo, at, hosts = parts.netloc.rpartition("@")
+    sentinels = tuple(_host_port(host) for host in hosts.split(",") if host.strip())
+    if not sentinels:
+        raise ValueError("a sentinel URL names its sentinels: redis+sentinel://host1:26379,host2:26379/mymaster/0")
+    service, _, db = parts.path.strip("/").partition("/")
+    if not service:
+        raise ValueError("a sentinel URL names the primary the sentinels watch: redis+sentinel://host:26379/mymaster/0")
+    if db and not db.isdigit():
+        raise ValueError(f"the database after the primary's name is a number, not {db!r}")
+    query = parse_qsl(parts.query)
+    own = {name: value for name, value in query if name in _SENTINEL_OPTIONS}
+    rest = urlencode([(name, value) for name, value in query if name not in _SENTINEL_OPTIONS])
+    options: dict[str, Any] = dict(parse_url(f"redis://{userinfo}{at}localhost/{db or 0}?{rest}"))
+    options.pop("host", None)
+    options.pop("port", None)
+    tls_options = {name: value for name, value in options.items() if name.startswith("ssl_")}
+    if tls:
+        options["ssl"] = True
+    sentinel_options: dict[str, Any] = {**tls_options, "ssl": True} if tls else {}
+    sentinel_options.update({name.removeprefix("sentinel_"): value for name, value in own.items()})
+    return SentinelURL(sentinels, service, options, sentinel_options)
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    host, port = text.strip(), ""
+    if host.startswith("["):
+        host, _, port = host[1:].partition("]")
+        port = port.removeprefix(":")
+    elif host.count(":") == 1:
+        host, _, port = host.partition(":")
+    if not host or (port and not port.isdigit()):
+        raise ValueError(f"{text!r} is not a sentinel's host:port")
+    return host, int(port) if port else SENTINEL_PORT
+
+
+def replicas_to_wait_for(url: str) -> tuple[str, int]:
+    """The URL without its `wait_replicas` option, and that option: how many replicas must acknowledge a
+    conversation's write (`WAIT`) before it counts as saved, so that a failover cannot lose it (0: none). A
+    `ValueError` for one that is not a count."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    said = [value for name, value in query if name == "wait_replicas"]
+    if not said:
+        return url, 0
+    if not said[-1].isdigit():
+        raise ValueError(f"wait_replicas is a number of replicas, not {said[-1]!r}")
+    rest = urlencode([(name, value) for name, value in query if name != "wait_replicas"])
+    return parts._replace(query=rest).geturl(), int(said[-1])
+
+
+def is_sentinel(url: str) -> bool:
+    return url.partition("://")[0].lower() in SENTINEL_SCHEMES
+
+
+class RedisServers:
+    """The Redis a store's URL names: the clients that reach it, and what is found of it (`reach`). Closing it
+    closes what it opened to find the primary; each client is closed by whoever holds it."""
+
+    def __init__(self, url: str, timeout: float) -> None:
+        self._url = url
+        self._timeout = timeout
+        self.kind: Literal["single", "sentinel"] = "sentinel" if is_sentinel(url) else "single"
+        self._sentinel: Any = None
+        self._service = ""
+        self._clients: list[Any] = []
+        self._following: asyncio.Task[None] | None = None
+        if self.kind == "sentinel":
+            from redis.asyncio.sentinel import Sentinel
+
+            found = sentinel_url(url)
+            self._service = found.service
+            self._sentinel = Sentinel(found.sentinels, sentinel_kwargs={  # type: ignore[no-untyped-call]
+                "socket_timeout": timeout, "socket_connect_timeout": timeout, **found.sentinel_options},
+                **found.primary_options)
+
+    def client(self, *, blocking_pool: bool, **options: Any) -> Any:
+        """A client of the primary with these redis-py options (the URL's query wins over them). `blocking_pool`:
+        a caller past `max_connections` waits up to `timeout` for one, instead of failing at once."""
+        import redis.asyncio as aioredis
+
+        if self._sentinel is None:
+            if not blocking_pool:
+                return aioredis.Redis.from_url(self._url, **options)
+            return aioredis.Redis.from_pool(aioredis.BlockingConnectionPool.from_url(self._url, **options))
+        from redis.asyncio.sentinel import SentinelConnectionPool
+
+        pool_class = _blocking_sentinel_pool() if blocking_pool else SentinelConnectionPool
+        kept = {name: value for name, value in options.items() if name not in self._sentinel.connection_kwargs}
+        client = self._sentinel.master_for(self._service, connection_pool_class=pool_class, **kept)
+        self._clients.append(client)
+        return client
+
+    def follow(self) -> None:
+        """Behind sentinels, start listening for failovers in this event loop, unless that is being done already;
+        nothing for one server. Cheap enough to call before each command."""
+        if self._sentinel is None:
+            return
+        following = self._following
+        if following is not None and not following.done() and following.get_loop() is asyncio.get_running_loop():
+            return
+        self._following = asyncio.create_task(self._switches())
+
+    async def _switches(self) -> None:
+        """Listen to one sentinel after another for `+switch-master` of this primary; on one, leave the old
+        primary (`_leave`)."""
+        while True:
+            for sentinel in list(self._sentinel.sentinels):
+                pubsub = sentinel.pubsub(ignore_subscribe_messages=True)
+                try:
+                    await pubsub.subscribe("+switch-master")
+                    while True:
+                        message = await pubsub.get_message(timeout=self._timeout)
+                        if message is not None and _text(message["data"]).split(" ")[0] == self._service:
+                            await self._leave()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # this sentinel is gone: the next one
+                    pass
+                finally:
+                    with contextlib.suppress(Exception):
+                        await pubsub.aclose()
+            await asyncio.sleep(self._timeout)
+
+    async def reach(self, client: Any) -> Reach:
+        """Where the primary is and whether it answers `client`, within the store's timeout. Never raises."""
+        primary: str | None = None
+        try:
+            async with asyncio.timeout(self._timeout * (1 if self._sentinel is None else 2)):  # + asking them
+                if self._sentinel is None:
+                    kwargs = client.connection_pool.connection_kwargs
+                    primary = f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}"
+                else:
+                    host, port = await self._sentinel.discover_master(self._service)
+                    primary = f"{host}:{port}"
+                return Reach(self.kind, primary, bool(await client.ping()))
+        except Exception:
+            return Reach(self.kind, primary, False)
+
+    async def _leave(self) -> None:
+        """Close the idle connections now, and those in use as they come back to their pool: closing one under a
+        command could break it midway (its next write fails on a closed transport, outside redis-py's retry)."""
+        for client in self._clients:
+            pool = client.connection_pool
+            await pool.disconnect(inuse_connections=False)
+            for connection in list(pool._in_use_connections):
+                # Where redis-py has it; where not, a connection in use is closed by the sentinels as they
+                # reconfigure the old primary, or leaves it on its first write there (READONLY).
+                mark = getattr(connection, "mark_for_reconnect", None)
+                if mark is not None:
+                    mark()
+
+    async def close(self) -> None:
+        if self._following is not None:
+            self._following.cancel()
+            with contextlib.suppress(BaseException):
+                await self._following
+        if self._sentinel is not None:
+            for sentinel in self._sentinel.sentinels:
+                with contextlib.suppress(Exception):
+                    await sentinel.aclose()
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+@functools.cache
+def _blocking_sentinel_pool() -> type:
+    """A sentinel's pool that, like `BlockingConnectionPool`, makes a caller wait for a free connection (made on
+    first use: redis is an optional import)."""
+    from redis.asyncio import BlockingConnectionPool
+    from redis.asyncio.sentinel import SentinelConnectionPool
+
+    return type("BlockingSentinelConnectionPool", (SentinelConnectionPool, BlockingConnectionPool), {})
