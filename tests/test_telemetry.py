@@ -471,3 +471,16 @@ def test_agent_gateway_serve_exports_its_spans_over_otlp_http(agent: Served, rec
     assert attributes["agent_gateway.time_to_first_event_ms"].double_value > 0
     assert attributes["http.response.status_code"].int_value == 200
     assert b"secret" not in b"".join(export.SerializeToString() for export in receiver.exports)
+
+
+def test_opening_an_upstream_session_is_a_client_span_of_its_own_ended_before_the_run_is_asked() -> None:
+    """An MCP upstream serves runs only in a session: its opening is a call of its own, whose span ends as it is
+    answered, not lost under the run's call."""
+    with Served(create_agent_app("mcp")) as upstream, Traced(upstream.url + "/mcp", "mcp") as gateway, \
+            httpx.Client(timeout=10) as http:
+        post(http, f"{gateway.url}/send-message", request_body("ag-kit", [user_message("ag-kit", "hi")]))
+        spans = gateway.spans(3)
+    clients = [span for span in spans if span.kind is SpanKind.CLIENT]
+    assert len(clients) == 2
+    opened, asked = sorted(clients, key=lambda span: span.start_time or 0)
+    assert opened.end_time is not None and asked.start_time is not None and opened.end_time <= asked.start_time

@@ -184,8 +184,12 @@ class RequestTrace:
         return self._epoch + int((monotonic - self._clock) * 1e9)
 
     def upstream(self, headers: dict[str, str], attributes: Mapping[str, str | int]) -> None:
-        """Start the upstream call's span and give the upstream its trace context (`traceparent`, `tracestate`)."""
-        self._upstream_sent = time.monotonic()
+        """Start the upstream call's span and give the upstream its trace context (`traceparent`, `tracestate`). A
+        call before it in the run (an upstream session's opening, a request sent again) was answered: its span ends."""
+        sent = time.monotonic()
+        if self._upstream is not None:
+            self._upstream.end(self._at(sent))
+        self._upstream_sent = sent
         self._upstream = span = self._tracing.tracer.start_span(
             "POST", trace.set_span_in_context(self._server), trace.SpanKind.CLIENT, attributes=attributes,
             start_time=self._at(self._upstream_sent))
