@@ -106,7 +106,9 @@ class RedisSentinels:
         seconds to reconfigure it: until then it still takes writes)."""
         self.wait(self.in_sync, "the replica to catch up")
         old = self.primary_port()
-        _cli(self.ports[0], "SENTINEL", "FAILOVER", SERVICE)
+        # A sentinel learns of the replica from the primary's INFO, every few seconds: until it has, the failover is
+        # refused (NOGOODSLAVE) and nothing happens. Asked again until one starts.
+        self.wait(lambda: _cli(self.ports[0], "SENTINEL", "FAILOVER", SERVICE) == "OK", "a failover to start")
         self.wait(lambda: all(_cli(port, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE).split()[1:] != [str(old)]
                               for port in self.ports), "every sentinel to name the new primary")
         if settled:
