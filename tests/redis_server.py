@@ -35,8 +35,11 @@ def _free_port() -> int:
 
 
 class RedisServer:
-    def __init__(self, *, password: str | None = None, startup_timeout: float = 10.0) -> None:
+    def __init__(self, *, password: str | None = None, startup_timeout: float = 10.0,
+                 options: tuple[str, ...] = ()) -> None:
+        """`options`: more of redis-server's command-line options (`--cluster-enabled yes`)."""
         self.password = password
+        self.options = options
         self.startup_timeout = startup_timeout
         self.port = 0
         self._dir: Path | None = None
@@ -76,6 +79,7 @@ class RedisServer:
         args += ["--dir", str(self._dir), "--logfile", str(self._dir / "redis.log"), "--daemonize", "no"]
         if self.password:
             args += ["--requirepass", self.password]
+        args += self.options
         self._proc = subprocess.Popen(args, cwd=self._dir, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:

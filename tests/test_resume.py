@@ -24,6 +24,7 @@ import pytest
 from e2e import request_body, user_message
 from faults import FaultUpstream
 from node_clients import node_clients_available, run_vercel_resume
+from redis_cluster import RedisCluster
 from redis_server import RedisServer
 from servers import Served
 from test_shared_conversations import gateway_process
@@ -282,8 +283,15 @@ def redis() -> Iterator[RedisServer]:
         yield server
 
 
-def test_a_reconnect_with_last_event_id_gets_the_rest_from_the_other_replica(redis: RedisServer) -> None:
-    with replicas(2, redis.url) as (agent, [one, two]):
+@pytest.fixture(scope="module", params=["one server", "cluster"])
+def shared(request: pytest.FixtureRequest) -> Iterator[RedisServer | RedisCluster]:
+    """What the replicas share: one Redis, or a cluster of three primaries (whose runs spread over its slots)."""
+    with RedisServer() if request.param == "one server" else RedisCluster(replicas=0) as redis:
+        yield redis
+
+
+def test_a_reconnect_with_last_event_id_gets_the_rest_from_the_other_replica(shared: RedisServer) -> None:
+    with replicas(2, shared.url) as (agent, [one, two]):
         body = agui_body("thread-r1")
         first = frames(read_some(f"{one}/ag-ui", body, 6))
         rest = httpx.post(f"{two}/ag-ui", content=body, headers={**JSON, "last-event-id": first[-1]["id"]},
@@ -293,8 +301,8 @@ def test_a_reconnect_with_last_event_id_gets_the_rest_from_the_other_replica(red
         assert len(agent_calls(agent)) == 1
 
 
-def test_a_retry_on_the_other_replica_attaches_to_the_run(redis: RedisServer) -> None:
-    with replicas(2, redis.url) as (agent, [one, two]):
+def test_a_retry_on_the_other_replica_attaches_to_the_run(shared: RedisServer) -> None:
+    with replicas(2, shared.url) as (agent, [one, two]):
         body = orjson.dumps(request_body("agent-respond", [user_message("agent-respond", "slow please")]))
         with pytest.raises(httpx.ReadTimeout):  # the platform gives up on its side, and retries elsewhere
             httpx.post(f"{one}/agent-respond", content=body, headers=JSON, timeout=0.5)
@@ -304,8 +312,8 @@ def test_a_retry_on_the_other_replica_attaches_to_the_run(redis: RedisServer) ->
         assert len(agent_calls(agent)) == 1
 
 
-def test_a_stop_asked_of_the_other_replica_ends_the_run_upstream(redis: RedisServer) -> None:
-    with replicas(2, redis.url) as (agent, [one, two]):
+def test_a_stop_asked_of_the_other_replica_ends_the_run_upstream(shared: RedisServer) -> None:
+    with replicas(2, shared.url) as (agent, [one, two]):
         body = orjson.dumps(request_body("vercel", [user_message("vercel", "slow please")], conversation="chat-r3"))
         read_some(f"{one}/vercel", body, 3)
         assert httpx.delete(f"{two}/vercel/chat-r3/stream").status_code == 202

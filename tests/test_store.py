@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 import redis.asyncio as aioredis
+from redis_cluster import RedisCluster
 from redis_server import RedisServer, RedisServerMissing
 from servers import Served
 
@@ -31,6 +32,7 @@ from gateway.conversations.store import (
     open_store,
     redact_url,
 )
+from gateway.conversations.store.redis import CLUSTER_SHARDS, shared_bound
 from gateway.server.app import create_app
 
 T = TypeVar("T")
@@ -60,15 +62,27 @@ def redis_server() -> Iterator[RedisServer]:
         yield server
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
+@pytest.fixture(scope="module")
+def redis_cluster() -> Iterator[RedisCluster]:
+    """Three primaries, no replicas: what a store's operations need of a cluster (its failovers are tested in
+    test_redis_cluster.py)."""
+    try:
+        with RedisCluster(replicas=0) as cluster:
+            yield cluster
+    except RedisServerMissing as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis", "redis-cluster"])
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> MakeStore:
     if request.param == "memory":
         return MemoryStore
     if request.param == "sqlite":
         return lambda **bounds: SQLiteStore(tmp_path / "conversations.db", **bounds)
-    server: RedisServer = request.getfixturevalue("redis_server")
+    url = (request.getfixturevalue("redis_server") if request.param == "redis"
+           else request.getfixturevalue("redis_cluster")).url
     prefix = f"test:{uuid.uuid4().hex}:"
-    return lambda **bounds: RedisStore(server.url, prefix=prefix, **bounds)
+    return lambda **bounds: RedisStore(url, prefix=prefix, **bounds)
 
 
 async def _closing(store: ConversationStore, body: Callable[[ConversationStore], Awaitable[Any]]) -> None:
@@ -124,7 +138,14 @@ def test_ttl_expires_and_put_restarts_it(make_store: MakeStore) -> None:
     run(_closing(make_store(ttl=0.3), body))
 
 
-def test_evicts_the_least_recently_written(make_store: MakeStore) -> None:
+def _skip_where_bounds_are_shared(request: pytest.FixtureRequest) -> None:
+    if request.node.callspec.params.get("make_store") == "redis-cluster":
+        pytest.skip("a cluster keeps each bound per shard, with a margin: test_a_cluster_keeps_its_bounds_per_shard_so...")
+
+
+def test_evicts_the_least_recently_written(make_store: MakeStore, request: pytest.FixtureRequest) -> None:
+    _skip_where_bounds_are_shared(request)
+
     async def body(store: ConversationStore) -> None:
         for key in "abc":
             await store.put(key, key.encode())
@@ -170,7 +191,10 @@ def test_a_group_listing_leaves_out_what_expired(make_store: MakeStore) -> None:
     run(_closing(make_store(ttl=0.3), body))
 
 
-def test_a_group_over_its_quota_evicts_its_own_oldest_and_nobody_elses(make_store: MakeStore) -> None:
+def test_a_group_over_its_quota_evicts_its_own_oldest_and_nobody_elses(make_store: MakeStore,
+                                                                        request: pytest.FixtureRequest) -> None:
+    _skip_where_bounds_are_shared(request)
+
     async def body(store: ConversationStore) -> None:
         await store.put("kept", b"k", group="protected")
         for index in range(6):
@@ -339,6 +363,50 @@ def test_redis_replicas_share_conversations(redis_server: RedisServer) -> None:
         finally:
             await one.close()
             await two.close()
+
+    run(body())
+
+
+def test_a_cluster_keeps_its_bounds_per_shard_so_the_newest_stay_and_the_whole_stays_near_the_bound(
+        redis_cluster: RedisCluster) -> None:
+    bound, written = 256, 2000
+    per_shard = shared_bound(bound, CLUSTER_SHARDS)
+
+    async def body() -> None:
+        store = RedisStore(redis_cluster.url, prefix=f"test:{uuid.uuid4().hex}:", max_entries=bound)
+        try:
+            for n in range(written):
+                await store.put(f"conversation-{n}", b"x", group="g")
+            kept = await store.newest("g", None, written)
+            assert {listed.key for listed in kept} >= {f"conversation-{n}" for n in range(written - bound, written)}
+            assert bound <= len(kept) <= per_shard * CLUSTER_SHARDS
+        finally:
+            await store.close()
+
+    run(body())
+    assert per_shard * CLUSTER_SHARDS < 3 * bound
+
+
+def test_a_shards_share_of_a_bound_is_the_bound_on_one_server_and_a_margin_over_an_even_share_on_a_cluster() -> None:
+    assert shared_bound(100_000, 1) == 100_000
+    assert 100_000 / 64 < shared_bound(100_000, 64) < 1.1 * 100_000 / 64
+    assert shared_bound(3, 64) <= 3
+
+
+def test_a_cluster_spreads_conversations_over_its_primaries(redis_cluster: RedisCluster) -> None:
+    async def body() -> None:
+        store = RedisStore(redis_cluster.url, prefix=f"test:{uuid.uuid4().hex}:")
+        try:
+            for n in range(200):
+                await store.put(f"conversation-{n}", b"x")
+        finally:
+            await store.close()
+        for port in redis_cluster.primary_ports():
+            raw = aioredis.Redis(host="127.0.0.1", port=port)
+            try:
+                assert await raw.dbsize() > 0
+            finally:
+                await raw.aclose()
 
     run(body())
 

@@ -12,18 +12,19 @@ import pytest
 from redis_server import RedisServer
 from test_store import MakeStore, run
 from test_store import make_store as make_store  # a fixture, used by its name
+from test_store import redis_cluster as redis_cluster  # a fixture, used by its name
 from test_store import redis_server as redis_server  # a fixture, used by its name
 
 from gateway.conversations.store import RedisStore, SQLiteStore, StoreError
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=["sqlite", "redis", "redis-cluster"])
 def make_shared(request: pytest.FixtureRequest, tmp_path: Path) -> MakeStore:
     """Each call a store of its own on the same backend: as two worker processes on one file, or two replicas on
-    one Redis, have."""
+    one Redis (or one cluster), have."""
     if request.param == "sqlite":
         return lambda: SQLiteStore(tmp_path / "conversations.db")
-    server: RedisServer = request.getfixturevalue("redis_server")
+    server: RedisServer = request.getfixturevalue("redis_server" if request.param == "redis" else "redis_cluster")
     return lambda: RedisStore(server.url)
 
 

@@ -24,7 +24,8 @@ class Store(Model):
 
     url: str = "sqlite:///agent-gateway.db"
     """`memory://`, `sqlite:///path/to/file.db`, `redis://host:6379/0` or, behind Redis Sentinel,
-    `redis+sentinel://host1:26379,host2:26379/mymaster/0` (the primary the sentinels name, through failovers)."""
+    `redis+sentinel://host1:26379,host2:26379/mymaster/0` (the primary the sentinels name, through failovers) or a
+    Redis Cluster, `redis+cluster://host1:7000,host2:7001`."""
     patience: float = Field(STORE_PATIENCE, gt=0)
     """Seconds a turn that needs its history (a client that sends only what is new, to an upstream that takes the
     whole history; an answer to an interrupt) waits for a store that does not answer, as while Redis fails over,

@@ -10,6 +10,10 @@ stopped from any.
                          run's key, or a `stoppable` run's name)
 ```
 
+On a Redis Cluster a run's two keys share its key as their hash tag (`{prefix}{{key}}:m`, `{prefix}{{key}}:s`), so
+that the runs spread over the slots and a claim is still one script, and the stop channel is a shard channel
+(`SPUBLISH`, `SSUBSCRIBE`).
+
 The replica running a run writes its entries to the stream in the background, in batches (`redis_writes.py`: one
 pipeline for every command the board has), as they go to its own client: Redis is never waited on between the
 upstream and that client. If Redis fails, the run goes on and is resumable only on its own replica; a claim that
@@ -26,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gateway.conversations.store import SharedRedis, StoreError
+from gateway.conversations.store.redis_servers import add_script
 from gateway.core.ids import new_id
 from gateway.runs.board import KeptLimits, RunBoard
 from gateway.runs.redis_writes import RedisMirror, RedisWrites
@@ -39,18 +44,17 @@ READ_BATCH = 512
 CLOSE_SECONDS = 5.0
 """How long closing waits for the writes still queued."""
 
-# KEYS: meta, stream, conversation (or meta again when none); ARGV: replica, lifetime ms, alive prefix, run key,
-# whether there is a conversation. Returns the running owner, or nothing once the key is claimed for ARGV[1].
+# KEYS: meta, stream; ARGV: replica, lifetime ms, the owner known to be gone ('' for none). Returns the replica
+# running the run, or nothing once the run is claimed for ARGV[1]. Whether an owner is still there is read beside
+# the script: its key is in another slot on a cluster.
 _CLAIM = """
-local state = redis.call('HGET', KEYS[1], 'state')
-if state == 'running' then
+if redis.call('HGET', KEYS[1], 'state') == 'running' then
   local owner = redis.call('HGET', KEYS[1], 'owner')
-  if owner and redis.call('EXISTS', ARGV[3] .. owner) == 1 then return owner end
+  if owner and owner ~= ARGV[3] then return owner end
 end
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('HSET', KEYS[1], 'state', 'running', 'owner', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-if ARGV[5] == '1' then redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2]) end
 return false
 """
 
@@ -63,6 +67,9 @@ class RedisRunBoard(RunBoard):
         self._prefix = prefix
         self.replica = new_id("replica")
         self._claim = self._redis.register_script(_CLAIM)
+        self._cluster = store.cluster
+        self._tagged = "{%s}" if store.cluster else "%s"
+        """How a run's key is written in its keys' names: a hash tag on a cluster, so that both are in one slot."""
         self._readers = store.blocking_client()
         """Followers on other replicas block reading the stream: on their own connections, not the store's."""
         self._listener: asyncio.Task[None] | None = None
@@ -70,10 +77,10 @@ class RedisRunBoard(RunBoard):
         self._writes = RedisWrites(store)
 
     def _meta(self, key: str) -> str:
-        return f"{self._prefix}{key}:m"
+        return f"{self._prefix}{self._tagged % key}:m"
 
     def _stream(self, key: str) -> str:
-        return f"{self._prefix}{key}:s"
+        return f"{self._prefix}{self._tagged % key}:s"
 
     def _conversation(self, conversation: str) -> str:
         return f"{self._prefix}c:{conversation}"
@@ -84,22 +91,34 @@ class RedisRunBoard(RunBoard):
             return running
         self._listen()
         lifetime_ms = max(1, round((lifetime + tape.keep) * 1000))
-        conversation = tape.conversation
-        keys = [self._meta(tape.key), self._stream(tape.key),
-                self._conversation(conversation) if conversation else self._meta(tape.key)]
-        args = [self.replica, lifetime_ms, f"{self._prefix}alive:", tape.key, "1" if conversation else "0"]
-
-        def claiming(pipe: Any) -> None:
-            pipe.scripts.add(self._claim)  # loaded by the pipeline if Redis does not have it yet
-            pipe.evalsha(self._claim.sha, len(keys), *keys, *args)
-
-        [owner] = await self._writes.ask(claiming)
+        owner = await self._claimed(tape, lifetime_ms, "")
+        if owner is not None and not await self._there(owner):
+            owner = await self._claimed(tape, lifetime_ms, owner)
         if owner:
             return self._running(tape.key) or _RemoteReply(self, tape.key)
         self._register(tape)
         tape.mirror = RedisMirror(self._writes, self._meta(tape.key), self._stream(tape.key), lifetime_ms,
                                   max(1, round(tape.keep * 1000)))
         return None
+
+    async def _claimed(self, tape: Tape, lifetime_ms: int, gone: str) -> str | None:
+        """Claim the run unless a replica other than `gone` runs it: that replica, or None once claimed. The
+        conversation's latest run is this one either way."""
+        keys, args = [self._meta(tape.key), self._stream(tape.key)], [self.replica, lifetime_ms, gone]
+        conversation = tape.conversation
+
+        def claiming(pipe: Any) -> None:
+            add_script(pipe, self._claim, keys, args)
+            if conversation:
+                pipe.set(self._conversation(conversation), tape.key, px=lifetime_ms)
+
+        owner, *_ = await self._writes.ask(claiming)
+        return _text(owner) if owner else None
+
+    async def _there(self, replica: str) -> bool:
+        """Whether the replica is still there (it says so every `BEAT`)."""
+        [alive] = await self._writes.ask(lambda pipe: pipe.exists(f"{self._prefix}alive:{replica}"))
+        return bool(alive)
 
     async def find(self, key: str) -> RunReply | None:
         running = self._running(key)
@@ -140,7 +159,7 @@ class RedisRunBoard(RunBoard):
             return True
         if not await self._alive(key):
             return False
-        await self._writes.ask(lambda pipe: pipe.publish(f"{self._prefix}stop", key))
+        await self._writes.ask(lambda pipe: self._publish_stop(pipe, key))
         return True
 
     def stoppable(self, name: str, stop: Callable[[], None]) -> Callable[[], None]:
@@ -151,7 +170,7 @@ class RedisRunBoard(RunBoard):
         """Here, or else asked of every replica: whichever runs it stops it (raises `StoreError`)."""
         if await super().stop_named(name):
             return True
-        await self._writes.ask(lambda pipe: pipe.publish(f"{self._prefix}stop", name))
+        await self._writes.ask(lambda pipe: self._publish_stop(pipe, name))
         return True
 
     async def stop_conversation(self, conversation: str) -> bool:
@@ -177,8 +196,13 @@ class RedisRunBoard(RunBoard):
         [(state, owner)] = await self._writes.ask(lambda pipe: pipe.hmget(self._meta(key), ["state", "owner"]))
         if state is None or _text(state) != "running" or owner is None:
             return None
-        [alive] = await self._writes.ask(lambda pipe: pipe.exists(f"{self._prefix}alive:{_text(owner)}"))
-        return _text(owner) if alive else None
+        return _text(owner) if await self._there(_text(owner)) else None
+
+    def _publish_stop(self, pipe: Any, named: str) -> None:
+        if self._cluster:
+            pipe.spublish(f"{self._prefix}stop", named)
+        else:
+            pipe.publish(f"{self._prefix}stop", named)
 
     def _listen(self) -> None:
         if self._listener is None and not self._closed:
@@ -190,7 +214,11 @@ class RedisRunBoard(RunBoard):
         while not self._closed:
             pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
             try:
-                await pubsub.subscribe(f"{self._prefix}stop")
+                await self._redis.initialize()  # a cluster's client: the stop channel's node is known
+                if self._cluster:
+                    await pubsub.ssubscribe(f"{self._prefix}stop")
+                else:
+                    await pubsub.subscribe(f"{self._prefix}stop")
                 beat_at = 0.0
                 while True:
                     if time.monotonic() >= beat_at:
@@ -200,8 +228,11 @@ class RedisRunBoard(RunBoard):
                             log.warning("Redis at %s answers again: runs are resumable from any replica",
                                         self._store.url)
                             failing = False
-                    message = await pubsub.get_message(timeout=BEAT)
-                    if message is not None and message.get("type") == "message":
+                    if self._cluster:
+                        message = await pubsub.get_sharded_message(timeout=BEAT)
+                    else:
+                        message = await pubsub.get_message(timeout=BEAT)
+                    if message is not None and _text(message.get("type", b"")) in ("message", "smessage"):
                         named = _text(message["data"])
                         tape = self._running(named)
                         if tape is not None and tape.stop is not None:
@@ -250,6 +281,7 @@ class _RemoteReply:
         after = "0-0" if start == 0 else f"1-{start - 1}"
         try:
             with board._store.errors():
+                await board._readers.initialize()  # a cluster's client: as its first commands come at once
                 found = await board._readers.xread({board._stream(self._key): after}, count=READ_BATCH,
                                                    block=max(1, round(wait * 1000)))
             if not found and not await board._alive(self._key) and await board._state(self._key) != "ended":

@@ -51,10 +51,10 @@ class RedisWrites:
                         async with self._redis.pipeline(transaction=False) as pipe:
                             sizes = []
                             for commands, _, mirror in batch:
-                                before = len(pipe.command_stack)
+                                before = len(pipe)
                                 if mirror is None or not mirror.failed:  # a failed one's stream has a gap
                                     commands(pipe)
-                                sizes.append(len(pipe.command_stack) - before)
+                                sizes.append(len(pipe) - before)
                             replies = await pipe.execute(raise_on_error=False)
                 except StoreError as exc:
                     self._failed(batch, exc)

@@ -60,6 +60,8 @@ class SharedRedis(Protocol):
 
     url: str
     """For messages: without credentials."""
+    cluster: bool
+    """A Redis Cluster: the keys one operation touches share a hash tag, and pub/sub is sharded."""
 
     @property
     def client(self) -> Any: ...

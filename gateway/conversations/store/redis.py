@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import heapq
+import math
+import zlib
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any, Unpack
@@ -17,10 +20,20 @@ from gateway.conversations.store.base import (
     redact_url,
 )
 from gateway.conversations.store.counters import Counters
-from gateway.conversations.store.redis_servers import Reach, RedisServers, replicas_to_wait_for
+from gateway.conversations.store.redis_servers import (
+    ClusterTurns,
+    Reach,
+    RedisServers,
+    add_script,
+    replicas_to_wait_for,
+)
 
 REDIS_MAX_CONNECTIONS = 64
 """Per gateway process. A store call takes well under a millisecond, so 64 serve thousands of turns a second."""
+
+CLUSTER_SHARDS = 64
+"""On a cluster, the conversations are spread over this many slots (a hash tag each), with their indexes: enough
+to spread them over a cluster's primaries, few enough for a listing to ask each."""
 
 REDIS_MISSING = "the redis store needs the redis package: pip install 'agent-gateway[redis]'"
 
@@ -70,12 +83,34 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
+class _Descending(str):
+    """A key that sorts after the keys it is greater than: ties on a score list the greater key first."""
+
+    __slots__ = ()
+
+    def __lt__(self, other: str) -> bool:
+        return str.__gt__(self, other)
+
+
+def shared_bound(bound: int, shards: int) -> int:
+    """One shard's share of a bound, with a margin of three standard deviations of how many of the bound's
+    conversations a hash sends to one shard: the whole holds a little more than the bound rather than lose a
+    conversation early in the fullest shard."""
+    if shards == 1:
+        return bound
+    share = bound / shards
+    return min(bound, math.ceil(share + 3 * math.sqrt(share)) + 1)
+
+
 class RedisStore(ConversationStore):
     """Conversations in Redis, shared by every gateway replica using the same URL and prefix.
 
     Values live at `{prefix}v:{key}` with a PX expiry; the sorted set `{prefix}index` scores each by its last write
     so the oldest can be trimmed beyond `max_entries`, and `{prefix}group:{group}` does the same per group for
     `max_per_group`. Index entries of expired values are dropped on the next put.
+    On a cluster the same keys are spread over `CLUSTER_SHARDS` slots by a hash of the conversation's key, each shard
+    with its own indexes in its slot (`{agw:conv:17}v:{key}`, `{agw:conv:17}index`), so that a put is still one
+    atomic script; each shard keeps its share of the bounds (`shared_bound`).
     The URL names one server or, behind sentinels, a primary found through them (`redis_servers.py`); with
     `?wait_replicas=N`, a conversation is saved once N replicas have it too (`WAIT`).
     redis-py reconnects by itself after an outage; the client retries a command a few times, quickly, so a pooled
@@ -92,7 +127,6 @@ class RedisStore(ConversationStore):
         url, self._acks = replicas_to_wait_for(url)
         self.prefix = prefix
         self._ttl_ms = max(1, round(self.ttl * 1000))
-        self._index = f"{prefix}index"
         self._timeout = timeout
         self._closed = False
         self._servers = RedisServers(url, timeout)
@@ -111,9 +145,20 @@ class RedisStore(ConversationStore):
         )
         self._put_script = self._redis.register_script(_PUT_SCRIPT)
         self._counting = RedisCounters(self)
+        self.cluster = self._servers.kind == "cluster"
+        self._shards = [f"{{{prefix}{n}}}" for n in range(CLUSTER_SHARDS)] if self.cluster else [prefix]
+        self._max_entries = shared_bound(self.max_entries, len(self._shards))
+        self._max_per_group = shared_bound(self.max_per_group, len(self._shards))
+        self._turns: contextlib.AbstractAsyncContextManager[Any] = (
+            ClusterTurns(self._redis, REDIS_MAX_CONNECTIONS) if self.cluster else contextlib.nullcontext())
+
+    def _shard(self, key: str) -> str:
+        """The prefix of the keys that hold the conversation and its index entries (one slot's, on a cluster)."""
+        shards = self._shards
+        return shards[zlib.crc32(key.encode()) % len(shards)] if len(shards) > 1 else shards[0]
 
     def _key(self, key: str) -> str:
-        return f"{self.prefix}v:{key}"
+        return f"{self._shard(key)}v:{key}"
 
     def shared_redis(self) -> SharedRedis:
         return self
@@ -156,6 +201,12 @@ class RedisStore(ConversationStore):
             raise StoreError(f"Redis at {self.url} refused the credentials: {exc}") from exc
         except (errors.ConnectionError, errors.TimeoutError, OSError) as exc:
             raise StoreUnreachable(f"Redis at {self.url} is unreachable: {exc}") from exc
+        except (errors.ClusterDownError, errors.TryAgainError, errors.SlotNotCoveredError) as exc:
+            raise StoreUnreachable(f"Redis Cluster at {self.url} is failing over: {exc}") from exc
+        except (errors.CrossSlotTransactionError, errors.InvalidPipelineStack) as exc:
+            raise StoreError(f"Redis Cluster at {self.url} refused: {exc}") from exc
+        except errors.RedisClusterException as exc:  # no node of it answers
+            raise StoreUnreachable(f"Redis Cluster at {self.url} is unreachable: {exc}") from exc
         except RuntimeError as exc:
             # uvloop refuses a write on a connection it closed as the server went away (a RuntimeError, which
             # redis-py neither maps nor retries): a dropped connection all the same.
@@ -165,61 +216,89 @@ class RedisStore(ConversationStore):
 
     async def get(self, key: str) -> bytes | None:
         with self.errors():
-            value = await self._redis.get(self._key(key))
+            async with self._turns:
+                value = await self._redis.get(self._key(key))
         return value.encode() if isinstance(value, str) else value
 
     async def put(self, key: str, value: bytes, group: str = "") -> None:
         self._check_size(value)
-        keys = [self._key(key), self._index, f"{self.prefix}group:{group}"]
-        args = [value, self._ttl_ms, self.max_entries, self.max_per_group]
+        shard = self._shard(key)
+        keys = [f"{shard}v:{key}", f"{shard}index", f"{shard}group:{group}"]
+        args = [value, self._ttl_ms, self._max_entries, self._max_per_group]
         with self.errors():
-            if not self._acks:
-                await self._put_script(keys=keys, args=args)
-                return
-            # WAIT counts the replicas that have this connection's writes: the write and the WAIT on one.
-            async with self._redis.pipeline(transaction=False) as pipe:
-                pipe.scripts.add(self._put_script)  # loaded by the pipeline if Redis does not have it yet
-                pipe.evalsha(self._put_script.sha, len(keys), *keys, *args)
-                # Half the timeout: WAIT's answer must come before the socket's timeout.
-                pipe.execute_command("WAIT", self._acks, max(1, round(self._timeout * 500)))
-                _, acknowledged = await pipe.execute()
+            async with self._turns:
+                if not self._acks and not self.cluster:
+                    await self._put_script(keys=keys, args=args)
+                    return
+                if not self._acks:  # a node new to the script (a promoted replica) has it at once
+                    await self._redis.eval(_PUT_SCRIPT, len(keys), *keys, *args)
+                    return
+                # WAIT counts the replicas that have this connection's writes: the write and the WAIT on one (a
+                # cluster's pipeline sends a node's commands on one connection).
+                async with self._redis.pipeline(transaction=False) as pipe:
+                    add_script(pipe, self._put_script, keys, args)
+                    # Half the timeout: WAIT's answer must come before the socket's timeout.
+                    wait = ("WAIT", self._acks, max(1, round(self._timeout * 500)))
+                    if self.cluster:
+                        pipe.execute_command(*wait, target_nodes=self._redis.get_node_from_key(keys[0]))
+                    else:
+                        pipe.execute_command(*wait)
+                    _, acknowledged = await pipe.execute()
         if acknowledged < self._acks:
             raise StoreUnreachable(f"Redis at {self.url}: {acknowledged} of the {self._acks} replicas asked for "
                                    f"acknowledged the write within {self._timeout / 2:g}s")
 
     async def delete(self, key: str) -> None:
+        shard = self._shard(key)
         with self.errors():
-            async with self._redis.pipeline(transaction=True) as pipe:
-                pipe.delete(self._key(key))
-                pipe.zrem(self._index, self._key(key))
+            async with self._turns, self._redis.pipeline(transaction=True) as pipe:
+                pipe.delete(f"{shard}v:{key}")
+                pipe.zrem(f"{shard}index", f"{shard}v:{key}")
                 await pipe.execute()
 
     async def newest(self, group: str, after: str | None, limit: int) -> list[Listed]:
+        """Each shard's newest past the position, merged by score (on a cluster, each shard's scores are its
+        primary's clock); again from the last one looked at while shards had more and too few were live."""
         position = Listed.after(after)
-        index, prefix = f"{self.prefix}group:{group}", self._key("")
         found: list[Listed] = []
         batch = limit + 64
         with self.errors():
-            while len(found) < limit:
-                top = "+inf" if position is None else repr(position[0])
-                listed: list[Any] = await self._redis.zrevrangebyscore(index, top, "-inf", start=0, num=batch,
-                                                                       withscores=True)
-                members = [(_text(name)[len(prefix):], float(score)) for name, score in listed]
-                # Ties on the position's score come again: those at or before its key were listed already.
-                fresh = [(key, score) for key, score in members if position is None or score < position[0]
-                         or (score == position[0] and key < position[1])]
-                if not fresh:
-                    break
-                values = await self._redis.mget([prefix + key for key, _ in fresh])
-                for (key, score), value in zip(fresh, values, strict=True):
-                    position = (score, key)
-                    if value is not None:  # else expired, its index entry not yet trimmed
-                        found.append(Listed.at(score, key, value.encode() if isinstance(value, str) else value))
-                        if len(found) >= limit:
-                            break
-                if len(members) < batch:
-                    break
+            async with self._turns:
+                while len(found) < limit:
+                    top = "+inf" if position is None else repr(position[0])
+                    async with self._redis.pipeline(transaction=False) as pipe:
+                        for shard in self._shards:
+                            pipe.zrevrangebyscore(f"{shard}group:{group}", top, "-inf", start=0, num=batch,
+                                                  withscores=True)
+                        listed: list[list[Any]] = await pipe.execute()
+                    merged = list(heapq.merge(*(self._fresh(shard, members, position)
+                                                for shard, members in zip(self._shards, listed, strict=True)),
+                                              key=lambda member: (-member[1], _Descending(member[0]))))
+                    fresh = merged[:batch]
+                    if not fresh:
+                        break
+                    async with self._redis.pipeline(transaction=False) as pipe:
+                        for key, _ in fresh:
+                            pipe.get(self._key(key))
+                        values = await pipe.execute()
+                    for (key, score), value in zip(fresh, values, strict=True):
+                        position = (score, key)
+                        if value is not None:  # else expired, its index entry not yet trimmed
+                            found.append(Listed.at(score, key, value.encode() if isinstance(value, str) else value))
+                            if len(found) >= limit:
+                                break
+                    if len(merged) <= batch and all(len(members) < batch for members in listed):
+                        break
         return found
+
+    @staticmethod
+    def _fresh(shard: str, members: list[Any], position: tuple[float, str] | None) -> list[tuple[str, float]]:
+        """A shard's listed members past the position, newest first. Ties on the position's score come again:
+        those at or before its key were listed already."""
+        prefix = f"{shard}v:"
+        named = [(_text(name)[len(prefix):], float(score)) for name, score in members]
+        return [(key, score) for key, score in named if position is None or score < position[0]
+                or (score == position[0] and key < position[1])]
 
     async def ping(self) -> bool:
         return (await self.reach()).reachable

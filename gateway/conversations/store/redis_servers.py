@@ -1,10 +1,13 @@
-"""What a Redis store's URL names, and the clients that reach it: one server, or the primary that sentinels name.
+"""What a Redis store's URL names, and the clients that reach it: one server, the primary that sentinels name, or a
+cluster.
 
 ```
 redis://[user:password@]host:6379/0                     one server (rediss://: over TLS)
 redis+sentinel://[user:password@]h1:26379,h2:26379/mymaster/0
                                                         the primary of `mymaster`, found through the sentinels
                                                         (rediss+sentinel://: primary and sentinels over TLS)
+redis+cluster://[user:password@]h1:7000,h2:7001         a Redis Cluster, learnt from any of these nodes
+                                                        (rediss+cluster://: over TLS)
 ```
 
 Behind sentinels every command goes to the primary, so a request always reads what it wrote: each new connection
@@ -16,6 +19,10 @@ failover too: either way the connection comes back through the sentinels, to the
 
 The user and password in the URL are the primary's; the sentinels' own, if they need any, are the query's
 `sentinel_username` and `sentinel_password`. Other query options are redis-py's, as in a `redis://` URL.
+
+A cluster's client learns the slots' primaries from the nodes named, follows a slot that moves (MOVED, ASK) and a
+primary that fails over, and sends each command to its slot's primary, never a replica. Whoever uses it keeps the
+keys that one operation touches in one slot (a hash tag: `agw:run:{key}:m`, `agw:run:{key}:s`).
 """
 
 from __future__ import annotations
@@ -28,7 +35,10 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 SENTINEL_SCHEMES = ("redis+sentinel", "rediss+sentinel")
+CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")
 SENTINEL_PORT = 26379
+REDIS_PORT = 6379
+Kind = Literal["single", "sentinel", "cluster"]
 _SENTINEL_OPTIONS = ("sentinel_username", "sentinel_password")
 """Query options that are the sentinels' credentials, not the primary's."""
 
@@ -38,16 +48,18 @@ class Reach:
     """What `/readyz` and `serve --check` say of a Redis store: the kind of Redis found, the address of the server
     it writes to, and whether that answers."""
 
-    kind: Literal["single", "sentinel"]
+    kind: Kind
     primary: str | None
-    """host:port; None when no sentinel names a primary."""
+    """host:port (a cluster's primaries: host:port, host:port, ...); None when no sentinel names a primary, or no
+    node of the cluster answers."""
     reachable: bool
+    """Whether it answers (for a cluster: every primary)."""
 
     def as_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "primary": self.primary, "reachable": self.reachable}
 
     def line(self) -> str:
-        return f"{self.kind}, primary {self.primary or 'unknown'}"
+        return f"{self.kind}, {'primaries' if self.kind == 'cluster' else 'primary'} {self.primary or 'unknown'}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +104,34 @@ def sentinel_url(url: str) -> SentinelURL:
     return SentinelURL(sentinels, service, options, sentinel_options)
 
 
-def _host_port(text: str) -> tuple[str, int]:
+@dataclass(frozen=True, slots=True)
+class ClusterURL:
+    """A `redis+cluster://` URL, read: the nodes to learn the cluster from, and how to connect to each node."""
+
+    nodes: tuple[tuple[str, int], ...]
+    options: dict[str, Any]
+
+
+def cluster_url(url: str) -> ClusterURL:
+    """A cluster URL read, or a `ValueError` saying what is wrong with it (said as the configuration loads)."""
+    from redis.asyncio.connection import parse_url
+
+    parts = urlsplit(url)
+    userinfo, at, hosts = parts.netloc.rpartition("@")
+    nodes = tuple(_host_port(host, REDIS_PORT, "a cluster node's") for host in hosts.split(",") if host.strip())
+    if not nodes:
+        raise ValueError("a cluster URL names at least one of its nodes: redis+cluster://host1:7000,host2:7001")
+    if parts.path.strip("/") not in ("", "0"):
+        raise ValueError(f"a Redis Cluster has only database 0, not {parts.path.strip('/')!r}")
+    options: dict[str, Any] = dict(parse_url(f"redis://{userinfo}{at}localhost/0?{parts.query}"))
+    for name in ("host", "port", "db"):
+        options.pop(name, None)
+    if parts.scheme.lower() == "rediss+cluster":
+        options["ssl"] = True
+    return ClusterURL(nodes, options)
+
+
+def _host_port(text: str, default_port: int = SENTINEL_PORT, what: str = "a sentinel's") -> tuple[str, int]:
     host, port = text.strip(), ""
     if host.startswith("["):
         host, _, port = host[1:].partition("]")
@@ -100,8 +139,8 @@ def _host_port(text: str) -> tuple[str, int]:
     elif host.count(":") == 1:
         host, _, port = host.partition(":")
     if not host or (port and not port.isdigit()):
-        raise ValueError(f"{text!r} is not a sentinel's host:port")
-    return host, int(port) if port else SENTINEL_PORT
+        raise ValueError(f"{text!r} is not {what} host:port")
+    return host, int(port) if port else default_port
 
 
 def replicas_to_wait_for(url: str) -> tuple[str, int]:
@@ -119,8 +158,9 @@ def replicas_to_wait_for(url: str) -> tuple[str, int]:
     return parts._replace(query=rest).geturl(), int(said[-1])
 
 
-def is_sentinel(url: str) -> bool:
-    return url.partition("://")[0].lower() in SENTINEL_SCHEMES
+def kind_of(url: str) -> Kind:
+    scheme = url.partition("://")[0].lower()
+    return "sentinel" if scheme in SENTINEL_SCHEMES else "cluster" if scheme in CLUSTER_SCHEMES else "single"
 
 
 class RedisServers:
@@ -130,7 +170,7 @@ class RedisServers:
     def __init__(self, url: str, timeout: float) -> None:
         self._url = url
         self._timeout = timeout
-        self.kind: Literal["single", "sentinel"] = "sentinel" if is_sentinel(url) else "single"
+        self.kind = kind_of(url)
         self._sentinel: Any = None
         self._service = ""
         self._clients: list[Any] = []
@@ -149,6 +189,8 @@ class RedisServers:
         a caller past `max_connections` waits up to `timeout` for one, instead of failing at once."""
         import redis.asyncio as aioredis
 
+        if self.kind == "cluster":
+            return _cluster_client(self._url, **options)
         if self._sentinel is None:
             if not blocking_pool:
                 return aioredis.Redis.from_url(self._url, **options)
@@ -197,6 +239,12 @@ class RedisServers:
         primary: str | None = None
         try:
             async with asyncio.timeout(self._timeout * (1 if self._sentinel is None else 2)):  # + asking them
+                if self.kind == "cluster":
+                    nodes = client.get_primaries() or (await client.initialize()).get_primaries()
+                    primary = ", ".join(sorted(node.name for node in nodes))
+                    answers = await asyncio.gather(*(client.execute_command("PING", target_nodes=node)
+                                                     for node in nodes))
+                    return Reach(self.kind, primary, all(answers))
                 if self._sentinel is None:
                     kwargs = client.connection_pool.connection_kwargs
                     primary = f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}"
@@ -233,6 +281,55 @@ class RedisServers:
 
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
+
+
+def add_script(pipe: Any, script: Any, keys: list[Any], args: list[Any]) -> None:
+    """Add a registered script's run to a pipeline: by its hash, loaded first where Redis lacks it; on a cluster's
+    pipeline (which loads none) as its text, for a node that fails over to a replica lacks what its primary had."""
+    scripts = getattr(pipe, "scripts", None)
+    if scripts is None:
+        pipe.eval(script.script, len(keys), *keys, *args)
+    else:
+        scripts.add(script)
+        pipe.evalsha(script.sha, len(keys), *keys, *args)
+
+
+class ClusterTurns:
+    """A cluster client's callers: at most `bound` at once, for the client has no pool that makes them wait; and
+    each once the client knows the slots. A command asked before that is sent to no node in particular, and the
+    MOVED answers that follow make the client close connections other commands are using."""
+
+    def __init__(self, client: Any, bound: int) -> None:
+        self._client = client
+        self._turns = asyncio.Semaphore(bound)
+
+    async def __aenter__(self) -> None:
+        await self._turns.acquire()
+        try:
+            await self._client.initialize()
+        except BaseException:
+            self._turns.release()
+            raise
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._turns.release()
+
+
+CLUSTER_MAX_CONNECTIONS = 512
+"""Per node and client, in each process. A cluster client opens a connection per command in flight and refuses one
+past its bound (it has no pool that waits), so the bound is set past what a process has in flight."""
+
+
+def _cluster_client(url: str, **options: Any) -> Any:
+    """A cluster client: its nodes from the URL, its options the caller's with the URL's query winning. A command
+    on a connection that broke is retried by the cluster client itself, after it has relearnt the slots."""
+    from redis.asyncio.cluster import ClusterNode, RedisCluster
+
+    found = cluster_url(url)
+    bound = max(options.pop("max_connections", 0), CLUSTER_MAX_CONNECTIONS)
+    options.pop("timeout", None)  # a blocking pool's wait: the cluster client does not wait for connections
+    merged = {"max_connections": bound, **options, **found.options}
+    return RedisCluster(startup_nodes=[ClusterNode(host, port) for host, port in found.nodes], **merged)
 
 
 @functools.cache

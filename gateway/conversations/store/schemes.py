@@ -12,7 +12,13 @@ from typing import Unpack
 from gateway.conversations.store.base import Bounds, ConversationStore, StoreError, redact_url
 from gateway.conversations.store.memory import MemoryStore
 from gateway.conversations.store.redis import RedisStore, redis_exceptions
-from gateway.conversations.store.redis_servers import SENTINEL_SCHEMES, replicas_to_wait_for, sentinel_url
+from gateway.conversations.store.redis_servers import (
+    CLUSTER_SCHEMES,
+    SENTINEL_SCHEMES,
+    cluster_url,
+    replicas_to_wait_for,
+    sentinel_url,
+)
 from gateway.conversations.store.sqlite import SQLiteStore, sqlite_found, sqlite_path
 
 
@@ -34,6 +40,12 @@ def _sentinels_named(url: str) -> None:
     """As `_redis_installed`, and the URL names sentinels and the primary they watch."""
     _redis_installed(url)
     sentinel_url(replicas_to_wait_for(url)[0])
+
+
+def _cluster_named(url: str) -> None:
+    """As `_redis_installed`, and the URL names the cluster's nodes and no database but 0."""
+    _redis_installed(url)
+    cluster_url(replicas_to_wait_for(url)[0])
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +76,8 @@ BACKENDS = (
             lambda url, bounds: RedisStore(url, **bounds), checks=_redis_installed),
     Backend(SENTINEL_SCHEMES, ("redis+sentinel://host:26379,host2:26379/primary/db", "rediss+sentinel://..."),
             lambda url, bounds: RedisStore(url, **bounds), checks=_sentinels_named),
+    Backend(CLUSTER_SCHEMES, ("redis+cluster://host:7000,host2:7001", "rediss+cluster://..."),
+            lambda url, bounds: RedisStore(url, **bounds), checks=_cluster_named),
 )
 
 _WRITTEN = [written for backend in BACKENDS for written in backend.written]

@@ -2,10 +2,12 @@
 (`Ejection`): three keys per upstream of a route with fallbacks, each expiring.
 
 ```
-agw:eject:{route}:{upstream}:f   its failures in a row, on any replica (expires after eject_for)
-agw:eject:{route}:{upstream}:e   set while it is ejected (expires after eject_for)
-agw:eject:{route}:{upstream}:t   set by the one replica whose run tries it again once its ejection is over
+agw:eject:{route:upstream}:f   its failures in a row, on any replica (expires after eject_for)
+agw:eject:{route:upstream}:e   set while it is ejected (expires after eject_for)
+agw:eject:{route:upstream}:t   set by the one replica whose run tries it again once its ejection is over
 ```
+
+The braces are a hash tag: on a Redis Cluster an upstream's three keys are in one slot, for one `DEL` of them all.
 
 A replica writes a failure as it happens, and reads every upstream's ejection at most once a `LOOK_SECONDS` per
 route, before a run. Redis failing leaves each replica its own ejection: logged, never a run's failure.
@@ -30,14 +32,17 @@ class SharedEjection:
 
     def __init__(self, redis: SharedRedis, route: str, after: int, seconds: float) -> None:
         self._redis = redis
-        self._prefix = f"{PREFIX}{route}:"
+        self._route = route
         self._after = after
         self._ms = max(1, round(seconds * 1000))
         self._looked_at = -LOOK_SECONDS
 
+    def _key(self, name: str, which: str) -> str:
+        return f"{PREFIX}{{{self._route}:{name}}}:{which}"
+
     async def failed(self, name: str) -> bool:
         """Count a failure of the upstream: whether it is ejected now (it has failed `after` runs in a row)."""
-        failures, ejected = self._prefix + name + ":f", self._prefix + name + ":e"
+        failures, ejected = self._key(name, "f"), self._key(name, "e")
         try:
             with self._redis.errors():
                 async with self._redis.client.pipeline(transaction=False) as pipe:
@@ -48,7 +53,7 @@ class SharedEjection:
                     return False
                 async with self._redis.client.pipeline(transaction=False) as pipe:
                     pipe.set(ejected, "1", px=self._ms)
-                    pipe.delete(failures, self._prefix + name + ":t")
+                    pipe.delete(failures, self._key(name, "t"))
                     await pipe.execute()
                 return True
         except StoreError as exc:
@@ -60,7 +65,7 @@ class SharedEjection:
         is, for `eject_for` seconds (or until that run ends). Redis failing: each replica decides for itself."""
         try:
             with self._redis.errors():
-                return bool(await self._redis.client.set(self._prefix + name + ":t", "1", nx=True, px=self._ms))
+                return bool(await self._redis.client.set(self._key(name, "t"), "1", nx=True, px=self._ms))
         except StoreError as exc:
             log.warning("whether another replica tries upstream %s again could not be read: %s", name, exc)
             return True
@@ -69,8 +74,8 @@ class SharedEjection:
         """The upstream answered: its failures in a row, and its ejection, are over on every replica."""
         try:
             with self._redis.errors():
-                await self._redis.client.delete(self._prefix + name + ":f", self._prefix + name + ":e",
-                                                self._prefix + name + ":t")
+                await self._redis.client.delete(self._key(name, "f"), self._key(name, "e"),
+                                                self._key(name, "t"))
         except StoreError as exc:
             log.warning("upstream %s answering again was not shared with the other replicas: %s", name, exc)
 
@@ -85,8 +90,8 @@ class SharedEjection:
             with self._redis.errors():
                 async with self._redis.client.pipeline(transaction=False) as pipe:
                     for name in names:
-                        pipe.pttl(self._prefix + name + ":e")
-                        pipe.exists(self._prefix + name + ":f")
+                        pipe.pttl(self._key(name, "e"))
+                        pipe.exists(self._key(name, "f"))
                     replies = await pipe.execute()
         except StoreError as exc:
             log.warning("the replicas' ejected upstreams could not be read: %s", exc)
