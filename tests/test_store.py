@@ -140,7 +140,7 @@ def test_ttl_expires_and_put_restarts_it(make_store: MakeStore) -> None:
 
 def _skip_where_bounds_are_shared(request: pytest.FixtureRequest) -> None:
     if request.node.callspec.params.get("make_store") == "redis-cluster":
-        pytest.skip("a cluster keeps each bound per shard, with a margin: test_a_cluster_keeps_its_bounds_per_shard_so...")
+        pytest.skip("a cluster keeps each bound per shard, with a margin (test_a_cluster_keeps_its_bounds...)")
 
 
 def test_evicts_the_least_recently_written(make_store: MakeStore, request: pytest.FixtureRequest) -> None:
