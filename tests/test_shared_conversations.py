@@ -27,11 +27,14 @@ from gateway.agent.server import create_agent_app
 
 @contextmanager
 def gateway_process(config: Path) -> Iterator[str]:
+    """`agent-gateway serve` on a free port, its log in a file beside the config: a pipe nobody reads fills with
+    the access log of a few hundred requests, and the process stops as it writes the next line."""
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(port)],
-        cwd=config.parent, env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log_path = config.parent / f"gateway-{port}.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(port)],
+            cwd=config.parent, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=log)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 20
@@ -42,7 +45,7 @@ def gateway_process(config: Path) -> Iterator[str]:
             except httpx.HTTPError:
                 pass
             if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"gateway did not start: {process.stderr.read().decode() if process.stderr else ''}")
+                raise RuntimeError(f"gateway did not start: {log_path.read_text(errors='replace')[-4000:]}")
             time.sleep(0.05)
         yield url
     finally:
@@ -52,8 +55,6 @@ def gateway_process(config: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-        if process.stderr:
-            process.stderr.close()
 
 
 def write_config(tmp_path: Path, store: str, agents: dict[str, str]) -> Path:
