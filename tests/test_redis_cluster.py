@@ -177,6 +177,41 @@ def test_with_wait_replicas_a_cluster_write_counts_once_its_slots_replica_has_it
     asyncio.run(scenario())
 
 
+def test_a_command_whose_connection_the_cluster_client_closes_under_it_fails_as_unreachable(
+        cluster: RedisCluster) -> None:
+    """As a primary fails over, the cluster's client closes every connection to relearn the slots (CLUSTERDOWN),
+    the connections other commands are using too: those commands must fail as a store that does not answer (a turn
+    waits within its patience, and saves), never as an error of the gateway's own."""
+    failures: set[str] = set()
+
+    async def scenario() -> None:
+        store = RedisStore(cluster.url, prefix="closed-under:")
+        closing = True
+
+        async def turns(n: int) -> None:
+            while closing:
+                try:
+                    await store.put(f"conversation-{n}", b"x")
+                    await store.get(f"conversation-{n}")
+                except StoreUnreachable:
+                    pass
+                except Exception as exc:  # what else a command raised is what is asserted
+                    failures.add(f"{type(exc).__name__}: {exc}")
+
+        try:
+            running = [asyncio.create_task(turns(n)) for n in range(64)]
+            for _ in range(100):
+                await asyncio.sleep(0.01)
+                await store.client.aclose()  # what redis-py's cluster client does on CLUSTERDOWN
+            closing = False
+            await asyncio.gather(*running)
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
+    assert not failures
+
+
 def _primary_port_of(port: int) -> int:
     info = redis.Redis(host="127.0.0.1", port=port).info("replication")
     return int(info["master_port"])

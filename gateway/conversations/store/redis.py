@@ -83,6 +83,14 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
+def _raised_in_redis(exc: BaseException) -> bool:
+    """Whether the exception was raised inside redis-py (not by the code that called it)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and str(tb.tb_frame.f_globals.get("__name__", "")).startswith("redis.")
+
+
 class _Descending(str):
     """A key that sorts after the keys it is greater than: ties on a score list the greater key first."""
 
@@ -213,6 +221,12 @@ class RedisStore(ConversationStore):
             raise StoreUnreachable(f"Redis at {self.url} dropped the connection: {exc}") from exc
         except errors.RedisError as exc:
             raise StoreError(f"Redis at {self.url} failed: {exc}") from exc
+        except AttributeError as exc:
+            if not _raised_in_redis(exc):
+                raise
+            # A cluster's client closes every connection as it relearns the slots in a failover (CLUSTERDOWN), those
+            # other commands are using too: theirs fail on a transport that is gone, unmapped and not retried.
+            raise StoreUnreachable(f"Redis at {self.url} dropped the connection: {exc}") from exc
 
     async def get(self, key: str) -> bytes | None:
         with self.errors():
