@@ -9,6 +9,7 @@ gateways are in-process replicas over it (and `serve` processes for the chaos te
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +29,8 @@ from test_resume import JSON, agui_body, assert_whole, disconnects, frames, read
 
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
-from gateway.conversations.store import RedisStore, StoreUnreachable
+from gateway.conversations.store import RedisStore, StoreError, StoreUnreachable
+from gateway.runs.redis import RedisRunBoard
 from gateway.server.app import create_app
 from tests.adapters.a2a.test_tasks import message, rpc, send, stream
 
@@ -131,7 +133,9 @@ def test_two_replicas_over_a_cluster_share_conversations_runs_stops_tasks_and_bu
         assert refused.status_code == 429 and refused.json()["error"]["code"] == "over_budget"
         assert spend(http, two, KEYS[1]).status_code == 200
 
-        killed = cluster.kill_primary_of("{agw:conv:0}")
+        # The primary of the stop channel's slot: the replicas' listeners were subscribed there. The conversations'
+        # shards are on every primary, so some of theirs too.
+        killed = cluster.kill_primary_of("agw:run:stop")
         cluster.wait(lambda: len(cluster.primary_ports()) == 3 and cluster.healthy(), "the failover")
         try:
             assert_shared(cluster, upstreams, two, one, http, 2)
@@ -141,6 +145,49 @@ def test_two_replicas_over_a_cluster_share_conversations_runs_stops_tasks_and_bu
         finally:
             killed.start()  # back as a replica of the primary that took its place
             cluster.wait_healthy()
+
+
+def test_a_stop_reaches_a_run_after_the_primary_of_the_stop_channel_failed_over(cluster: RedisCluster) -> None:
+    """The listener's subscription fails with the primary of the stop channel's slot, and is made again on the
+    replica that took its place: the listener must learn where the slot went itself (its replica's beat is kept
+    on another primary here, so that no command of its own fails and teaches the client)."""
+    cluster.wait_healthy()
+    stop_channel = cluster.primary_of("agw:run:stop").port
+    replica = next(name for name in (f"replica-{n}" for n in range(64))
+                   if cluster.primary_of(f"agw:run:alive:{name}").port != stop_channel)
+    stopped: list[str] = []
+
+    async def stop_arrives(asking: RedisRunBoard) -> bool:
+        for _ in range(100):
+            with contextlib.suppress(StoreError):  # the asking replica learns of the failover as it asks
+                await asking.stop_named("the-run")
+            await asyncio.sleep(0.1)
+            if stopped:
+                return True
+        return False
+
+    async def scenario() -> None:
+        stores = [RedisStore(cluster.url), RedisStore(cluster.url)]
+        running, asking = RedisRunBoard(stores[0]), RedisRunBoard(stores[1])
+        running.replica = replica
+        try:
+            running.stoppable("the-run", lambda: stopped.append("stopped"))
+            assert await stop_arrives(asking)
+            stopped.clear()
+            killed = await asyncio.to_thread(cluster.kill_primary_of, "agw:run:stop")
+            try:
+                await asyncio.to_thread(cluster.wait, lambda: len(cluster.primary_ports()) == 3, "the failover")
+                assert await stop_arrives(asking), "the listener is still subscribed on the primary that died"
+            finally:
+                killed.start()  # back as a replica of the primary that took its place
+                await asyncio.to_thread(cluster.wait_healthy)
+        finally:
+            for board in (running, asking):
+                await board.close()
+            for store in stores:
+                await store.close()
+
+    asyncio.run(scenario())
 
 
 def test_serve_check_says_it_found_a_cluster_and_its_primaries(cluster: RedisCluster,

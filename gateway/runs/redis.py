@@ -214,6 +214,10 @@ class RedisRunBoard(RunBoard):
         while not self._closed:
             pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
             try:
+                if self._cluster and failing:
+                    # A subscription's failure does not make the client relearn the slots, as a command's does: it
+                    # would subscribe again on the primary that failed over, for good.
+                    await self._redis.nodes_manager.initialize()
                 await self._redis.initialize()  # a cluster's client: the stop channel's node is known
                 if self._cluster:
                     await pubsub.ssubscribe(f"{self._prefix}stop")
