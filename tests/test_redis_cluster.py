@@ -190,6 +190,48 @@ def test_a_stop_reaches_a_run_after_the_primary_of_the_stop_channel_failed_over(
     asyncio.run(scenario())
 
 
+def test_a_follower_on_another_replica_is_told_the_run_is_lost_once_the_primary_of_its_keys_failed_over(
+        cluster: RedisCluster) -> None:
+    """The run's keys' primary dies mid-run: the run goes on on its replica, unmirrored, and a follower on another
+    replica reading its stream (a blocking XREAD on that primary) must be told it is lost once the replica taking
+    its place answers, not wait out the run's silence (`timeouts.idle`) for entries that will never come."""
+    cluster.wait_healthy()
+    with Served(create_agent_app("ag-kit", pace=0.3)) as paced:
+        config = GatewayConfig.model_validate({"store": {"url": cluster.url}, "routes": [
+            {"name": "ag-ui", "paths": ["/ag-ui"], "client_dialects": ["ag-ui"], "resumable": True,
+             "timeouts": {"idle": 600},
+             "upstream": {"url": f"{paced.url}/send-message", "dialect": "ag-kit"}}]})
+        with replicas(config) as [one, two]:
+            body = agui_body("followed-through-a-failover")
+            first = frames(read_some(f"{one}/ag-ui", body, 3))
+            [meta] = run_keys(cluster)
+            followed: list[bytes] = []
+
+            def follow() -> None:
+                with httpx.stream("POST", f"{two}/ag-ui", content=body, timeout=120,
+                                  headers={**JSON, "last-event-id": first[-1]["id"]}) as response:
+                    followed.extend(response.iter_raw())
+
+            following = ThreadPoolExecutor(1).submit(follow)
+            assert wait_until(lambda: bool(followed), 10)
+            killed = cluster.kill_primary_of(meta)
+            try:
+                following.result(timeout=60)
+            finally:
+                killed.start()
+                cluster.wait_healthy()
+    events = frames(b"".join(followed))
+    assert orjson.loads(events[-1]["data"])["type"] == "RUN_ERROR"
+
+
+def run_keys(cluster: RedisCluster) -> list[str]:
+    client = redis.RedisCluster(host="127.0.0.1", port=cluster.primary_ports()[0])
+    try:
+        return [key.decode() for key in client.scan_iter(match="agw:run:{*}:m")]
+    finally:
+        client.close()
+
+
 def test_serve_check_says_it_found_a_cluster_and_its_primaries(cluster: RedisCluster,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     from gateway.cli import main

@@ -226,7 +226,9 @@ class RedisRunBoard(RunBoard):
                 beat_at = 0.0
                 while True:
                     if time.monotonic() >= beat_at:
-                        await self._redis.set(f"{self._prefix}alive:{self.replica}", b"1", px=round(ALIVE * 1000))
+                        # With the board's writes: a pipeline each beat, with it what Redis failing kept back.
+                        await self._writes.ask(lambda pipe: pipe.set(f"{self._prefix}alive:{self.replica}", b"1",
+                                                                     px=round(ALIVE * 1000)))
                         beat_at = time.monotonic() + BEAT
                         if failing:
                             log.warning("Redis at %s answers again: runs are resumable from any replica",

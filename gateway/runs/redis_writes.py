@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from gateway.conversations.store import SharedRedis, StoreError
@@ -30,6 +29,9 @@ class RedisWrites:
         self.writing: asyncio.Task[None] | None = None
         """Writing what is pending, while there is any."""
         self._failing = False
+        self._unmarked: dict[str, int] = {}
+        """The runs whose streams have a gap, not yet marked lost in Redis (their meta key, and how long to keep
+        it): written with every pipeline until one goes through, for no follower to wait for what will not come."""
 
     async def ask(self, commands: Commands) -> list[Any]:
         """The replies to the commands `commands` adds to the next pipeline (raises `StoreError`)."""
@@ -55,11 +57,16 @@ class RedisWrites:
                                 if mirror is None or not mirror.failed:  # a failed one's stream has a gap
                                     commands(pipe)
                                 sizes.append(len(pipe) - before)
+                            marking = dict(self._unmarked)
+                            for meta, keep_ms in marking.items():
+                                _mark_lost(pipe, meta, keep_ms)
                             replies = await pipe.execute(raise_on_error=False)
                 except StoreError as exc:
                     self._failed(batch, exc)
                     continue
                 self._failing = False
+                for meta in marking:
+                    self._unmarked.pop(meta, None)
                 at = 0
                 for (_, future, mirror), size in zip(batch, sizes, strict=True):
                     part, at = replies[at:at + size], at + size
@@ -79,8 +86,7 @@ class RedisWrites:
                 future.set_exception(error)
         for mirror in mirrors:
             mirror.failed = True
-            # So that no replica waits for what will not come (if Redis takes it).
-            self.queue(partial(_mark_lost, mirror.meta), None, None)
+            self._unmarked[mirror.meta] = mirror.keep_ms
         if mirrors and not self._failing:
             log.warning("%s: %d runs go on, resumable only on their replica", error, len(mirrors))
             self._failing = True
@@ -124,5 +130,6 @@ def _mirror_commands(pipe: Any, mirror: RedisMirror, seq: int, data: bytes, last
         pipe.pexpire(stream, mirror.keep_ms)
 
 
-def _mark_lost(meta: str, pipe: Any) -> None:
+def _mark_lost(pipe: Any, meta: str, keep_ms: int) -> None:
     pipe.hset(meta, "state", "lost")
+    pipe.pexpire(meta, keep_ms)  # a meta key the failover lost is made again: it must not stay for good
