@@ -102,6 +102,17 @@ class RedisCluster:
         node.kill()
         return node
 
+    def reshard(self, slots: int) -> None:
+        """Move `slots` slots from the first primary to the second, their keys with them (MOVED, ASK meanwhile)."""
+        source, target = self.primary_ports()[:2]
+        ids = {port: _cli(port, "CLUSTER", "MYID") for port in (source, target)}
+        done = subprocess.run(["redis-cli", "--cluster", "reshard", f"127.0.0.1:{source}", "--cluster-from",
+                               ids[source], "--cluster-to", ids[target], "--cluster-slots", str(slots),
+                               "--cluster-yes"], capture_output=True, timeout=120, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"redis-cli --cluster reshard failed: {done.stdout.decode()[-2000:]}")
+        self.wait_healthy()
+
     def wait_healthy(self) -> None:
         self.wait(self.healthy, "the cluster to be healthy")
 

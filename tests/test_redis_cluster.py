@@ -301,6 +301,48 @@ def test_a_command_whose_connection_the_cluster_client_closes_under_it_fails_as_
     assert not failures
 
 
+def test_conversations_stay_whole_while_slots_move_between_primaries(cluster: RedisCluster) -> None:
+    """Slots resharded from one primary to another under traffic: a command for a slot that moved is followed
+    (MOVED), one for a slot mid-move asked where it is going (ASK), and a put whose keys are split by the move
+    (TRYAGAIN) fails as a store that does not answer, for the turn to wait; every conversation stays whole."""
+    cluster.wait_healthy()
+    written: dict[str, bytes] = {}
+    failures: set[str] = set()
+
+    async def scenario() -> None:
+        store = RedisStore(cluster.url, prefix="resharded:")
+        moving = True
+
+        async def turns(n: int) -> None:
+            count = 0
+            while moving or count < 3:
+                key, value = f"conversation-{n}", f"turn {count}".encode()
+                try:
+                    await store.put(key, value, group="g")
+                    written[key] = value
+                    count += 1
+                    assert await store.get(key) == value
+                except StoreUnreachable:
+                    await asyncio.sleep(0.05)
+                except Exception as exc:  # what else a command raised is what is asserted
+                    failures.add(f"{type(exc).__name__}: {exc}")
+
+        try:
+            running = [asyncio.create_task(turns(n)) for n in range(32)]
+            await asyncio.sleep(0.2)
+            await asyncio.to_thread(cluster.reshard, 2000)
+            moving = False
+            await asyncio.gather(*running)
+            for key, value in written.items():
+                assert await store.get(key) == value, key
+            assert len(await store.newest("g", None, 100)) == 32
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
+    assert not failures
+
+
 def _primary_port_of(port: int) -> int:
     info = redis.Redis(host="127.0.0.1", port=port).info("replication")
     return int(info["master_port"])
