@@ -354,11 +354,14 @@ CHAOS_TURNS_AFTER = 3
 CHAOS_TURNS_AT_MOST = 200
 
 
+@pytest.mark.parametrize("patience", [20.0, 0.2], ids=["patient", "hasty"])
 def test_a_cluster_primary_killed_mid_traffic_costs_no_conversation_its_history(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], patience: float) -> None:
     """Bounded load on two `serve` replicas (conversations each taking turns on both in turn, spread over the
     cluster's primaries) while one primary is killed (SIGKILL) and its replica takes over: every turn is answered or
-    refused with a clear 503, none hangs, and afterwards every conversation goes on with the history it had."""
+    refused with a clear 503, none hangs, and afterwards every conversation goes on with the history it had. A
+    replica whose patience outlasts the failover loses no turn; one whose does not loses only the turns it said it
+    could not save (answered, then given up on within its patience): Redis itself loses none."""
     outcomes: dict[str, list[str]] = {}
     stop = threading.Event()
 
@@ -381,7 +384,7 @@ def test_a_cluster_primary_killed_mid_traffic_costs_no_conversation_its_history(
 
     with RedisCluster(primaries=3, replicas=1) as cluster, agents() as upstreams, \
             httpx.Client(timeout=60) as http, \
-            gateway_processes(tmp_path, upstreams, cluster.url, patience=20.0) as gateways:
+            gateway_processes(tmp_path, upstreams, cluster.url, patience=patience) as gateways:
         names = [f"chaos-{n}" for n in range(CHAOS_CONVERSATIONS)]
         for name in names:
             outcomes[name] = []
@@ -409,8 +412,12 @@ def test_a_cluster_primary_killed_mid_traffic_costs_no_conversation_its_history(
             lost += 2 + answered[name] - turn
         turns = sum(answered.values())
         refused = sum(said.count("503") for said in outcomes.values())
-        with capsys.disabled():
-            print(f"\nchaos over a cluster (primary 127.0.0.1:{killed.port} killed after {at_kill} turns): "
-                  f"{turns} turns answered, {refused} refused with a 503, {lost} lost")
-        assert not short, f"lost the history they had before the kill: {short}"
+    unsaved = sum(log.read_text().count(" not saved: ") for log in tmp_path.glob("gateway-*.log"))
+    with capsys.disabled():
+        print(f"\nchaos over a cluster, patience {patience:g}s (primary 127.0.0.1:{killed.port} killed after "
+              f"{at_kill} turns): {turns} turns answered, {refused} refused with a 503, {lost} lost, {unsaved} "
+              "logged as not saved")
+    assert not short, f"lost the history they had before the kill: {short}"
+    assert lost <= unsaved  # a write whose answer the kill cut off may have been made all the same
+    if patience > 10:
         assert lost == 0
