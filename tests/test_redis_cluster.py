@@ -1,6 +1,7 @@
 """A Redis Cluster store, proven end to end: two gateway replicas over three primaries with a replica each share
 conversations, runs, stops, A2A tasks and budgets; say `cluster` and its primaries where asked; ride out a primary
-killed mid-traffic; and, with `?wait_replicas=1`, take a write as saved only once its slot's replica has it.
+killed mid-traffic (its stop listener and the followers of its runs too) and slots moving between primaries; and,
+with `?wait_replicas=1`, take a write as saved only once its slot's replica has it.
 
 The Redis here is real: six `redis-server` processes on 127.0.0.1 joined as a cluster (`redis_cluster.py`); the
 gateways are in-process replicas over it (and `serve` processes for the chaos test), in front of the built-in agent.
@@ -39,8 +40,8 @@ KEYS = ["key-alice", "key-bob"]
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[RedisCluster]:
-    with RedisCluster(primaries=3, replicas=1) as redis:
-        yield redis
+    with RedisCluster(primaries=3, replicas=1) as started:
+        yield started
 
 
 def primaries(cluster: RedisCluster) -> str:
@@ -81,8 +82,7 @@ def budgets_counted(cluster: RedisCluster) -> bool:
         client.close()
 
 
-def assert_shared(cluster: RedisCluster, upstreams: dict[str, str], one: str, two: str, http: httpx.Client,
-                  n: int) -> None:
+def assert_shared(upstreams: dict[str, str], one: str, two: str, http: httpx.Client, n: int) -> None:
     """What two replicas share, each asked of one and seen through the other: `n` tells the rounds apart."""
     conversation = f"cluster-{n}"
     assert "(turn 1)" in say(http, one, "hi", conversation)
@@ -125,7 +125,7 @@ def test_two_replicas_over_a_cluster_share_conversations_runs_stops_tasks_and_bu
         ready = http.get(f"{one}/readyz").json()
         assert ready == {"status": "ready", "redis": {"kind": "cluster", "primary": primaries(cluster),
                                                       "reachable": True}}
-        assert_shared(cluster, upstreams, one, two, http, 1)
+        assert_shared(upstreams, one, two, http, 1)
 
         assert spend(http, one, KEYS[0]).status_code == 200
         assert wait_until(lambda: budgets_counted(cluster), 5)  # counted as the run's last byte goes
@@ -138,7 +138,7 @@ def test_two_replicas_over_a_cluster_share_conversations_runs_stops_tasks_and_bu
         killed = cluster.kill_primary_of("agw:run:stop")
         cluster.wait(lambda: len(cluster.primary_ports()) == 3 and cluster.healthy(), "the failover")
         try:
-            assert_shared(cluster, upstreams, two, one, http, 2)
+            assert_shared(upstreams, two, one, http, 2)
             assert "(turn 4)" in say(http, two, "fourth", "cluster-1")
             assert http.get(f"{two}/readyz").json()["redis"]["primary"] == primaries(cluster)
             assert f"127.0.0.1:{killed.port}" not in primaries(cluster)
