@@ -201,6 +201,27 @@ def test_two_replicas_over_sentinels_share_conversations_runs_and_stops_through_
         assert wait_until(lambda: disconnects(upstreams["paced"]) == stopped + 1, 10), "the stop never arrived"
 
 
+def test_a_stop_asked_of_another_replica_right_after_a_manual_failover_reaches_the_run(
+        sentinels: RedisSentinels) -> None:
+    """For seconds after `SENTINEL FAILOVER` the old primary is still up and still a primary: a listener subscribed
+    there hears nothing published on the new one. The board's listener must move the moment the sentinels
+    announce the switch, not when the old primary steps down and drops it."""
+    with agents() as upstreams, replicas(gateway_config(upstreams, sentinels.url)) as [one, two]:
+        # A run on each replica starts its board's listener, on the primary before the failover.
+        for gateway in (one, two):
+            assert httpx.post(f"{gateway}/ag-ui", content=agui_body(f"listening-{gateway[-5:]}", "hi"),
+                              headers=JSON, timeout=10).status_code == 200
+        old = sentinels.failover(settled=False)
+        try:
+            stopped = disconnects(upstreams["paced"])
+            chat = orjson.dumps(request_body("vercel", [user_message("vercel", "hang on")], conversation="chat-f"))
+            read_some(f"{one}/vercel", chat, 2)
+            assert httpx.delete(f"{two}/vercel/chat-f/stream").status_code == 202
+            assert wait_until(lambda: disconnects(upstreams["paced"]) == stopped + 1, 15), "the stop never arrived"
+        finally:
+            sentinels.settle(old)
+
+
 def test_a_turn_waits_out_a_killed_primary_within_its_patience_and_is_answered_with_its_whole_history() -> None:
     """The primary dies; the sentinels promote the replica in a few seconds. A turn that needs its history waits
     for it on a replica whose patience outlasts the failover, and is refused with a 503 on one whose does not;

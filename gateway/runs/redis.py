@@ -66,6 +66,9 @@ class RedisRunBoard(RunBoard):
         self._readers = store.blocking_client()
         """Followers on other replicas block reading the stream: on their own connections, not the store's."""
         self._listener: asyncio.Task[None] | None = None
+        self._switched = asyncio.Event()
+        """Set when a new primary takes over (behind sentinels): the listener subscribes again, there."""
+        self._forget_switches = store.on_switch(self._switched.set)
         self._closed = False
         self._writes = RedisWrites(store)
 
@@ -185,14 +188,16 @@ class RedisRunBoard(RunBoard):
             self._listener = asyncio.create_task(self._serve())
 
     async def _serve(self) -> None:
-        """Say this replica is alive, and stop the runs a stop names, whichever replica it was asked of."""
+        """Say this replica is alive, and stop the runs a stop names, whichever replica it was asked of. When a new
+        primary takes over, subscribe again at once: the old one hears nothing published on the new."""
         failing = False
         while not self._closed:
+            self._switched.clear()
             pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
             try:
                 await pubsub.subscribe(f"{self._prefix}stop")
                 beat_at = 0.0
-                while True:
+                while not self._switched.is_set():
                     if time.monotonic() >= beat_at:
                         await self._redis.set(f"{self._prefix}alive:{self.replica}", b"1", px=round(ALIVE * 1000))
                         beat_at = time.monotonic() + BEAT
@@ -200,7 +205,7 @@ class RedisRunBoard(RunBoard):
                             log.warning("Redis at %s answers again: runs are resumable from any replica",
                                         self._store.url)
                             failing = False
-                    message = await pubsub.get_message(timeout=BEAT)
+                    message = await _next_message(pubsub, self._switched)
                     if message is not None and message.get("type") == "message":
                         named = _text(message["data"])
                         tape = self._running(named)
@@ -228,6 +233,7 @@ class RedisRunBoard(RunBoard):
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(writing), CLOSE_SECONDS)
         self._closed = True
+        self._forget_switches()
         if self._listener is not None:
             self._listener.cancel()
             with contextlib.suppress(BaseException):
@@ -261,6 +267,21 @@ class _RemoteReply:
             return []
         return [Entry(int(_text(entry_id).rpartition("-")[2]), fields[b"d"], b"e" in fields)
                 for entry_id, fields in found[0][1]]
+
+
+async def _next_message(pubsub: Any, switched: asyncio.Event) -> Any:
+    """The subscription's next message within BEAT, or None; None at once when a new primary takes over, the read
+    cancelled here, by the one task that uses the subscription's connection, before that is closed."""
+    reading = asyncio.ensure_future(pubsub.get_message(timeout=BEAT))
+    waiting = asyncio.ensure_future(switched.wait())
+    try:
+        await asyncio.wait((reading, waiting), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiting.cancel()
+        if not reading.done():
+            reading.cancel()
+            await asyncio.wait((reading,))
+    return None if reading.cancelled() else reading.result()
 
 
 def _text(value: bytes | str) -> str:
