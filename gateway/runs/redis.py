@@ -286,7 +286,7 @@ async def _next_message(pubsub: Any, switched: asyncio.Event) -> Any:
         waiting.cancel()
         if not reading.done():
             reading.cancel()
-            await asyncio.wait((reading,))
+            await asyncio.gather(reading, return_exceptions=True)
     return None if reading.cancelled() else reading.result()
 
 
