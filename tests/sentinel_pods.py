@@ -1,6 +1,6 @@
 """The pods of deploy/kubernetes/sentinel/ run here: each a Redis and a sentinel started by the manifest's own
-commands and bootstrap script, as real `redis-server` processes on 127.0.0.1. The pods' names become 127.0.0.1 and
-a port of their own, through the variables the script reads.
+commands and bootstrap script, as real `redis-server` processes on 127.0.0.1. The pods' names become `localhost` and
+a port of their own, through the variables the script reads: a name still, as the pods go by.
 
 ```python
 with SentinelPods() as pods:       # nothing started
@@ -34,6 +34,8 @@ MANIFEST = ROOT / "deploy" / "kubernetes" / "sentinel" / "redis-sentinel.yaml"
 DOCUMENTS: list[dict[str, Any]] = [doc for doc in yaml.safe_load_all(MANIFEST.read_text()) if doc]
 TIMINGS = {"DOWN_AFTER_MS": "1000", "FAILOVER_TIMEOUT_MS": "5000"}
 """Quicker than the manifest's: a silent primary is judged down in a second."""
+HOST = "localhost"
+"""Every pod's name here: the nodes and sentinels tell each other and the gateway this, not an IP."""
 WAIT = 30.0
 """The bound on every wait for the pods (a failover takes a few seconds)."""
 
@@ -107,15 +109,16 @@ class Pod:
         return self._start("sentinel")
 
     def _start(self, name: str) -> subprocess.Popen[bytes]:
-        """The container's command, with the script where the pod mounts it, and its Redis bound to 127.0.0.1."""
+        """The container's command, with the script where the pod mounts it, and its Redis bound to the loopback
+        (IPv6's too where there is one, for a `localhost` resolved to ::1)."""
         command = container(name)["command"]
         assert command[1].endswith("/bootstrap.sh"), command
         env = {"PATH": os.environ["PATH"], **environment(name), **TIMINGS, **self.settings,
-               "SELF_HOST": "127.0.0.1", "REDIS_PORT": str(self.redis_port),
+               "SELF_HOST": HOST, "REDIS_PORT": str(self.redis_port),
                "SENTINEL_PORT": str(self.sentinel_port), "DATA_DIR": str(self.dir)}
         log = (self.dir / f"{name}.log").open("ab")
         with log:
-            proc = subprocess.Popen([command[0], str(self.script), *command[2:], "--bind", "127.0.0.1"],
+            proc = subprocess.Popen([command[0], str(self.script), *command[2:], "--bind", "127.0.0.1", "-::1"],
                                     env=env, cwd=self.dir, stdin=subprocess.DEVNULL, stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True)
         self.procs[name] = proc
@@ -159,8 +162,8 @@ class SentinelPods:
             (self.dir / str(index)).mkdir()
             self.pods.append(Pod(index, ports[2 * index:2 * index + 2], self.dir / str(index),
                                  self.dir / "bootstrap.sh"))
-        local = {"SENTINELS": " ".join(f"127.0.0.1:{pod.sentinel_port}" for pod in self.pods),
-                 "FIRST_PRIMARY": f"127.0.0.1:{self.pods[0].redis_port}"}
+        local = {"SENTINELS": " ".join(f"{HOST}:{pod.sentinel_port}" for pod in self.pods),
+                 "FIRST_PRIMARY": f"{HOST}:{self.pods[0].redis_port}"}
         for pod in self.pods:
             pod.settings.update(local)
 
@@ -200,7 +203,7 @@ class SentinelPods:
     def url(self, store: str) -> str:
         """A store URL of the manifest's with each pod's name turned into its sentinel's local address."""
         for pod in self.pods:
-            store = re.sub(rf"[\w.-]+-{pod.index}\.[\w.-]+:\d+", f"127.0.0.1:{pod.sentinel_port}", store)
+            store = re.sub(rf"[\w.-]+-{pod.index}\.[\w.-]+:\d+", f"{HOST}:{pod.sentinel_port}", store)
         return store
 
     def wait(self, done: Callable[[], bool], what: str) -> None:

@@ -8,18 +8,23 @@ from __future__ import annotations
 import re
 
 import httpx
+import redis
+import yaml
 from helpers import ROOT
-from sentinel_pods import SCRIPT, STATEFULSET, SentinelPods, cli, container, environment, find
+from sentinel_pods import HOST, SCRIPT, STATEFULSET, SentinelPods, cli, container, environment, find
 from servers import Served
 
 from gateway.agent.server import create_agent_app
-from gateway.config import load_config
+from gateway.config import parse_config
 from gateway.conversations.store.redis_servers import sentinel_url
 from gateway.server.app import create_app
 
 SERVICE = find("Service", "agent-gateway-redis-sentinel")
 STORE: str = find("ConfigMap", "agent-gateway-store")["data"]["url"]
 POD = STATEFULSET["spec"]["template"]["spec"]
+GATEWAY: str = next(doc["data"]["gateway.yaml"] for doc in yaml.safe_load_all((ROOT / "deploy" / "kubernetes" /
+                    "gateway.yaml").read_text()) if doc["kind"] == "ConfigMap")
+"""The Kubernetes gateway's configuration, which takes its store from the variant's agent-gateway-store."""
 
 
 def port(container_name: str) -> int:
@@ -77,15 +82,20 @@ def test_the_first_pod_boots_as_the_primary_the_others_as_its_replicas_and_the_g
         assert pods[0].replication()["role"] == "master"
         for pod in pods.pods[1:]:
             assert pods.replication_of(pod) == pods[0].redis_port
-        for pod in pods.pods:
+        for pod in pods.pods:  # each known by its name, not its IP
             assert pods.named_primary(pod) == pods[0].redis_port
-            for setting in ("resolve-hostnames", "announce-hostnames"):  # the pods' names, not their IPs
-                assert cli(pod.sentinel_port, "SENTINEL", "CONFIG", "GET", setting).split() == [setting, "yes"]
-        config = load_config(ROOT / "config" / "compose.yaml",
-                             environ={"AGENT_GATEWAY_STORE": pods.url(STORE), "AGENT_URL": f"{agent.url}/agui"})
+            sentinel = redis.Redis(host="127.0.0.1", port=pod.sentinel_port, decode_responses=True)
+            with sentinel:
+                replicas = {(r["ip"], r["port"]) for r in sentinel.sentinel_slaves(pods.service)}
+                others = {(s["ip"], s["port"]) for s in sentinel.sentinel_sentinels(pods.service)}
+            assert replicas == {(HOST, other.redis_port) for other in pods.pods[1:]}
+            assert others == {(HOST, other.sentinel_port) for other in pods.pods if other is not pod}
+        config = parse_config(GATEWAY, "configmap",
+                              environ={"AGENT_GATEWAY_STORE": pods.url(STORE), "AGENT_URL": f"{agent.url}/agui"})
         with Served(create_app(config)) as gateway:
             ready = httpx.get(f"{gateway.url}/readyz", timeout=10).json()
-    assert ready["redis"] == {"kind": "sentinel", "primary": f"127.0.0.1:{pods[0].redis_port}", "reachable": True}
+    # The primary by its name, which the gateway resolves: a restarted pod keeps it, where its IP changes.
+    assert ready["redis"] == {"kind": "sentinel", "primary": f"{HOST}:{pods[0].redis_port}", "reachable": True}
 
 
 def test_an_old_primary_restarted_after_its_failover_comes_back_as_a_replica_of_the_new_one() -> None:
