@@ -7,6 +7,7 @@ with SentinelPods() as pods:       # nothing started
     pods.boot()                    # pod -0, then -1, then -2 (OrderedReady), each once it answers
     pods[0].kill()                 # the pod is lost: its Redis and its sentinel
     pods[0].start_redis()          # its Redis container starts again, bootstrap first
+    pods[1].pre_stop()             # its Redis container's preStop
 ```
 """
 
@@ -109,20 +110,31 @@ class Pod:
         return self._start("sentinel")
 
     def _start(self, name: str) -> subprocess.Popen[bytes]:
-        """The container's command, with the script where the pod mounts it, and its Redis bound to the loopback
-        (IPv6's too where there is one, for a `localhost` resolved to ::1)."""
-        command = container(name)["command"]
-        assert command[1].endswith("/bootstrap.sh"), command
-        env = {"PATH": os.environ["PATH"], **environment(name), **TIMINGS, **self.settings,
-               "SELF_HOST": HOST, "REDIS_PORT": str(self.redis_port),
-               "SENTINEL_PORT": str(self.sentinel_port), "DATA_DIR": str(self.dir)}
-        log = (self.dir / f"{name}.log").open("ab")
-        with log:
-            proc = subprocess.Popen([command[0], str(self.script), *command[2:], "--bind", "127.0.0.1", "-::1"],
-                                    env=env, cwd=self.dir, stdin=subprocess.DEVNULL, stdout=log,
+        """The container's command, its Redis bound to the loopback (IPv6's too where there is one, for a
+        `localhost` resolved to ::1)."""
+        with (self.dir / f"{name}.log").open("ab") as log:
+            proc = subprocess.Popen([*self._local(container(name)["command"]), "--bind", "127.0.0.1", "-::1"],
+                                    env=self._environment(name), cwd=self.dir, stdin=subprocess.DEVNULL, stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True)
         self.procs[name] = proc
         return proc
+
+    def pre_stop(self) -> None:
+        """The Redis container's preStop, run to its end, as Kubernetes runs it before stopping the container."""
+        command = self._local(container("redis")["lifecycle"]["preStop"]["exec"]["command"])
+        with (self.dir / "pre-stop.log").open("ab") as log:
+            subprocess.run(command, env=self._environment("redis"), cwd=self.dir, stdin=subprocess.DEVNULL,
+                           stdout=log, stderr=subprocess.STDOUT, timeout=WAIT, check=True)
+
+    def _local(self, command: list[str]) -> list[str]:
+        """A command of the manifest's, with the script where this pod has it."""
+        assert command[1].endswith("/bootstrap.sh"), command
+        return [command[0], str(self.script), *command[2:]]
+
+    def _environment(self, name: str) -> dict[str, str]:
+        return {"PATH": os.environ["PATH"], **environment(name), **TIMINGS, **self.settings, "SELF_HOST": HOST,
+                "REDIS_PORT": str(self.redis_port), "SENTINEL_PORT": str(self.sentinel_port),
+                "DATA_DIR": str(self.dir)}
 
     def answers(self, name: str) -> bool:
         port = self.redis_port if name == "redis" else self.sentinel_port

@@ -71,9 +71,13 @@ def test_both_containers_run_the_bootstrap_from_its_configmap_with_every_setting
         command = container(name)["command"]
         assert command[:3] == ["sh", f"{mount['mountPath']}/bootstrap.sh", name]
         assert required <= {e["name"] for e in container(name)["env"]}
-    # The startup probe outlasts a restarted primary's wait for its failover.
+    # The startup probe outlasts a restarted primary's wait for its failover; the grace period, a stopping
+    # primary's wait for its step-down and then Redis's own wait for its replicas (shutdown-timeout, 10 s).
     startup = container("redis")["startupProbe"]
     assert startup["periodSeconds"] * startup["failureThreshold"] > int(environment("redis")["FAILOVER_WAIT"])
+    assert int(environment("redis")["STEP_DOWN_WAIT"]) + 10 < POD["terminationGracePeriodSeconds"]
+    assert container("redis")["lifecycle"]["preStop"]["exec"]["command"][:3] == [
+        "sh", f"{mount['mountPath']}/bootstrap.sh", "step-down"]
 
 
 def test_the_first_pod_boots_as_the_primary_the_others_as_its_replicas_and_the_gateway_finds_it() -> None:
@@ -131,3 +135,16 @@ def test_a_primary_restarted_before_the_sentinels_notice_waits_for_their_failove
         new = next(pod for pod in pods.pods if pod.redis_port == promoted)
         pods.wait(lambda: pods.in_sync(new, "before"), "every node to follow the new primary")
         assert cli(promoted, "GET", "before") == "1"
+
+
+def test_a_primary_that_stops_has_the_sentinels_promote_a_replica_before_it_goes() -> None:
+    """A rolling update or a drained node: the failover is at once, not once the sentinels judge the primary down."""
+    with SentinelPods() as pods:
+        pods.boot()
+        pods[1].pre_stop()  # a replica: nothing to hand over
+        assert pods.named_primary(pods[1]) == pods[0].redis_port
+        pods[0].pre_stop()  # returns once a sentinel names another: the others hear of it from that one
+        pods.wait(lambda: all(pods.named_primary(pod) not in (None, pods[0].redis_port) for pod in pods.pods),
+                  "every sentinel to name another primary")
+        promoted = pods.named_primary(pods[1])
+        pods.wait(lambda: pods.replication_of(pods[0]) == promoted, "the old primary to follow the new")
