@@ -160,13 +160,12 @@ class Pod:
 class SentinelPods:
     """The StatefulSet's pods, its replicas of them, with the manifest's service name, quorum and script."""
 
-    def __init__(self, script: str = SCRIPT) -> None:
-        """`script`: the bootstrap each container runs (the manifest's, or a test's variant of it)."""
+    def __init__(self) -> None:
         if shutil.which("redis-server") is None or shutil.which("redis-cli") is None:
             raise RedisServerMissing("redis-server and redis-cli are needed: apt-get install -y redis-server")
         self.service = environment("redis")["MASTER_NAME"]
         self.dir = Path(tempfile.mkdtemp(prefix="agw-k8s-sentinel-"))
-        (self.dir / "bootstrap.sh").write_text(script)
+        (self.dir / "bootstrap.sh").write_text(SCRIPT)
         self.pods: list[Pod] = []
         replicas = STATEFULSET["spec"]["replicas"]
         ports = free_ports(2 * replicas)
