@@ -111,10 +111,13 @@ def test_an_old_primary_restarted_after_its_failover_comes_back_as_a_replica_of_
         pods.wait(lambda: pods.named_primary(pods[1]) not in (None, pods[0].redis_port), "a failover")
         promoted = pods.named_primary(pods[1])
 
-        pods[0].start_redis()  # its Redis first: only the other pods' sentinels can answer
+        # Its sentinel first: had it trusted the first boot, it would name its own Redis to it.
+        pods[0].start_sentinel()
+        pods.wait(lambda: pods[0].answers("sentinel"), "the old primary's sentinel to start")
+        assert pods.named_primary(pods[0]) == promoted
+        pods[0].start_redis()
         pods.wait(lambda: pods[0].answers("redis"), "the old primary to start")
         assert pods.replication_of(pods[0]) == promoted, "back as a second primary"
-        pods[0].start_sentinel()
         new = next(pod for pod in pods.pods if pod.redis_port == promoted)
         pods.wait(lambda: pods.in_sync(new, "before"), "the old primary to copy the new one")
         pods.wait(lambda: all(pods.named_primary(pod) == promoted and pods.sees_all(pod) for pod in pods.pods),
