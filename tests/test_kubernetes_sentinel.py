@@ -67,7 +67,10 @@ def test_both_containers_run_the_bootstrap_from_its_configmap_with_every_setting
     assert volume["configMap"]["name"] == "agent-gateway-redis-sentinel"
     required = set(re.findall(r"\$\{(\w+):\?\}", SCRIPT))
     assert required == {"SELF_HOST", "SENTINELS", "FIRST_PRIMARY"}
-    for name in ("redis", "sentinel"):
+    [plain] = [doc for doc in yaml.safe_load_all((ROOT / "deploy" / "kubernetes" / "redis.yaml").read_text())
+               if doc["kind"] == "Deployment"]
+    for name in ("redis", "sentinel"):  # the Redis of redis.yaml, whose image has redis-cli and a POSIX sh
+        assert container(name)["image"] == plain["spec"]["template"]["spec"]["containers"][0]["image"]
         command = container(name)["command"]
         assert command[:3] == ["sh", f"{mount['mountPath']}/bootstrap.sh", name]
         assert required <= {e["name"] for e in container(name)["env"]}
