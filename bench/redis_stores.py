@@ -4,9 +4,10 @@ with nothing saved to disk, and returns the URL the gateway is given.
 ```
 redis             one redis-server                                        redis://127.0.0.1:<port>/0
 redis-sentinel    a primary, its replica, and a sentinel watching them    redis+sentinel://127.0.0.1:<port>/agw-bench/0
+redis-cluster     a cluster of three primaries                            redis+cluster://127.0.0.1:<p1>,...,127.0.0.1:<p3>
 ```
 
-Another kind (a cluster) is a function of the same shape and a line in `KINDS`.
+Another kind is a function of the same shape and a line in `KINDS`.
 """
 
 from __future__ import annotations
@@ -69,7 +70,24 @@ def sentinel(harness: Harness) -> str:
     return f"redis+sentinel://127.0.0.1:{watcher}/{SERVICE}/0"
 
 
-KINDS: dict[str, Callable[[Harness], str]] = {"redis": single, "redis-sentinel": sentinel}
+def cluster(harness: Harness) -> str:
+    """Three primaries sharing the slots, without replicas (what the gateway does differently on a cluster is in
+    the client and the keys, not in what the primaries copy to their replicas)."""
+    ports = [harness.port() for _ in range(3)]
+    directory = harness.tmp / "cluster"
+    directory.mkdir(exist_ok=True)
+    for port in ports:
+        harness.launch(f"redis-cluster-{port}", [*_server(port), "--dir", str(directory), "--cluster-enabled", "yes",
+                                                 "--cluster-config-file", f"nodes-{port}.conf"], port)
+    created = subprocess.run(["redis-cli", "--cluster", "create", *(f"127.0.0.1:{port}" for port in ports),
+                              "--cluster-yes"], capture_output=True, timeout=60, check=False)
+    if created.returncode != 0:
+        raise RuntimeError(f"redis-cli --cluster create failed: {created.stdout.decode(errors='replace')[-2000:]}")
+    _wait(lambda: all("cluster_state:ok" in _cli(port, "CLUSTER", "INFO") for port in ports), "the cluster to be ok")
+    return "redis+cluster://" + ",".join(f"127.0.0.1:{port}" for port in ports)
+
+
+KINDS: dict[str, Callable[[Harness], str]] = {"redis": single, "redis-sentinel": sentinel, "redis-cluster": cluster}
 """A scenario's `store` -> what starts it."""
 
 

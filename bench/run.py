@@ -9,10 +9,10 @@ What it starts (all on 127.0.0.1, each stopped by PID at the end, whatever happe
 - `bench/upstream.py`: the upstream agent, any dialect by path, N text deltas stamped with their send time;
 - nginx (`bench/nginx.conf`): a plain SSE pass-through to the upstream, 1 worker;
 - the gateway: `python -m gateway serve --config <generated> --workers 1`, one route per pair
-  `/p/<client>/<upstream>`, memory store (the `-sqlite`, `-redis`, `-redis-sentinel` and `-workers2` scenarios: a
-  SQLite store, a Redis store, a primary behind Sentinel, two workers);
-- redis-server, for the `-redis` scenarios only (`bench/redis_stores.py`: one server, or a primary, its replica and a
-  sentinel; skipped with a line when it is not installed).
+  `/p/<client>/<upstream>`, memory store (the `-sqlite`, `-redis`, `-redis-sentinel`, `-redis-cluster` and
+  `-workers2` scenarios: a SQLite store, a Redis store, a primary behind Sentinel, a cluster, two workers);
+- redis-server, for the `-redis` scenarios only (`bench/redis_stores.py`: one server; a primary, its replica and a
+  sentinel; or three primaries in a cluster; skipped with a line when it is not installed).
 
 Layout: the systems under test (gateway, nginx) have core 0 to themselves, one at a time under load; the harness
 (upstream, load client, this script) shares core 1. Each measurement is one `bench/load.py` run: C keep-alive streams
@@ -137,7 +137,7 @@ class Scenario:
     a 2-core machine it shares the second)."""
     store: str = "memory"
     """The gateway's conversation store: "memory", or "sqlite" or a Redis (`redis_stores.KINDS`: "redis",
-    "redis-sentinel"), which workers share (`serve --workers` needs one).
+    "redis-sentinel", "redis-cluster"), which workers share (`serve --workers` needs one).
     The gateway is restarted for a scenario whose workers or store differ from the last one's."""
     timeout: float = 30.0
     grace: float = 10.0
@@ -175,6 +175,8 @@ def scenarios(quick: bool) -> list[Scenario]:
                  store="redis"),
         Scenario("unpaced-c16-redis-sentinel", 200, 0, 16, [HEADLINE], 4.0, 1.0, targets=("gateway",),
                  store="redis-sentinel"),
+        Scenario("unpaced-c16-redis-cluster", 200, 0, 16, [HEADLINE], 4.0, 1.0, targets=("gateway",),
+                 store="redis-cluster"),
     ]
 
 
