@@ -269,7 +269,9 @@ def test_a_follower_that_finds_entries_a_failover_lost_is_told_the_run_was_lost_
                           timeout=10)
     events = first + frames(rest.content)
     assert [int(event["id"]) for event in events if "id" in event] == [1, 2, 3, 4, 5]
-    assert orjson.loads(events[-1]["data"])["code"] == "resume_unavailable", events[-1]
+    error = orjson.loads(events[-1]["data"])
+    assert error["code"] == "resume_unavailable", events[-1]
+    assert error["message"] == "part of the run's reply was lost as Redis failed over: start it again"
 
 
 def test_a_turn_waits_out_a_killed_primary_within_its_patience_and_is_answered_with_its_whole_history() -> None:

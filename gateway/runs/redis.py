@@ -34,7 +34,7 @@ from gateway.conversations.store.redis_servers import add_script
 from gateway.core.ids import new_id
 from gateway.runs.board import KeptLimits, RunBoard
 from gateway.runs.redis_writes import RedisMirror, RedisWrites
-from gateway.runs.tape import Entry, RunReply, Tape, TapeLost
+from gateway.runs.tape import Entry, RunReply, Tape, TapeBroken, TapeLost
 
 log = logging.getLogger("agent_gateway.runs")
 
@@ -301,7 +301,7 @@ class _RemoteReply:
         # Entries the run's replica wrote to a primary as the sentinels replaced it are lost with it: the follower
         # gets those before the gap, then is told, rather than passed over them in silence.
         if entries[0].seq != start:
-            raise TapeLost("part of the run's reply was lost with a failover of Redis")
+            raise TapeBroken("part of the run's reply was lost with a failover of Redis")
         gap = next((n for n, entry in enumerate(entries) if entry.seq != start + n), len(entries))
         return entries[:gap]
 
