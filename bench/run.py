@@ -9,9 +9,10 @@ What it starts (all on 127.0.0.1, each stopped by PID at the end, whatever happe
 - `bench/upstream.py`: the upstream agent, any dialect by path, N text deltas stamped with their send time;
 - nginx (`bench/nginx.conf`): a plain SSE pass-through to the upstream, 1 worker;
 - the gateway: `python -m gateway serve --config <generated> --workers 1`, one route per pair
-  `/p/<client>/<upstream>`, memory store (the `-sqlite`, `-redis` and `-workers2` scenarios: a SQLite store, a
-  Redis store, two workers);
-- redis-server, for the `-redis` scenarios only (skipped with a line when it is not installed).
+  `/p/<client>/<upstream>`, memory store (the `-sqlite`, `-redis`, `-redis-sentinel`, `-redis-cluster` and
+  `-workers2` scenarios: a SQLite store, a Redis store, a primary behind Sentinel, a cluster, two workers);
+- redis-server, for the `-redis` scenarios only (`bench/redis_stores.py`: one server; a primary, its replica and a
+  sentinel; or three primaries in a cluster; skipped with a line when it is not installed).
 
 Layout: the systems under test (gateway, nginx) have core 0 to themselves, one at a time under load; the harness
 (upstream, load client, this script) shares core 1. Each measurement is one `bench/load.py` run: C keep-alive streams
@@ -57,6 +58,8 @@ if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
 
 from load import _children, machine_busy  # noqa: E402
+from redis_stores import KINDS as REDIS_KINDS  # noqa: E402
+from redis_stores import Harness  # noqa: E402
 from upstream import DIALECTS, UPSTREAMS, expected  # noqa: E402
 
 PY = sys.executable
@@ -133,8 +136,8 @@ class Scenario:
     """Gateway worker processes, on as many cores (from core 0 up; the harness keeps its core, so with 2 workers on
     a 2-core machine it shares the second)."""
     store: str = "memory"
-    """The gateway's conversation store: "memory", or "sqlite" or "redis", which workers share (`serve --workers`
-    needs one).
+    """The gateway's conversation store: "memory", or "sqlite" or a Redis (`redis_stores.KINDS`: "redis",
+    "redis-sentinel", "redis-cluster"), which workers share (`serve --workers` needs one).
     The gateway is restarted for a scenario whose workers or store differ from the last one's."""
     timeout: float = 30.0
     grace: float = 10.0
@@ -170,6 +173,10 @@ def scenarios(quick: bool) -> list[Scenario]:
         Scenario("unpaced-c16-redis", 200, 0, 16, [HEADLINE], 4.0, 1.0, targets=("gateway",), store="redis"),
         Scenario("unpaced-c16-workers2-redis", 200, 0, 16, [HEADLINE], 4.0, 1.0, targets=("gateway",), workers=2,
                  store="redis"),
+        Scenario("unpaced-c16-redis-sentinel", 200, 0, 16, [HEADLINE], 4.0, 1.0, targets=("gateway",),
+                 store="redis-sentinel"),
+        Scenario("unpaced-c16-redis-cluster", 200, 0, 16, [HEADLINE], 4.0, 1.0, targets=("gateway",),
+                 store="redis-cluster"),
     ]
 
 
@@ -265,6 +272,10 @@ class Bench:
     ng_port: int = 0
     gw_port: int = 0
     redis_port: int = 0
+    """The first port for Redis servers; a kind that needs more takes the next ones."""
+    redis_urls: dict[str, str] = field(default_factory=dict)
+    """The Redis kinds started, and their URLs."""
+    redis_servers: int = 0
     gw_starts: int = 0
     gw_workers: int = 1
     gw_store: str = "memory"
@@ -304,14 +315,22 @@ class Bench:
         proc = self.procs.start("nginx", cmd, self.out / "nginx.log")
         wait_port(self.ng_port, proc, "nginx")
 
-    def start_redis(self) -> None:
-        """A throwaway redis-server on the harness's core, nothing saved to disk."""
-        if "redis" in self.procs.procs:
+    def start_redis(self, kind: str) -> None:
+        """The Redis a store names (`redis_stores.py`), once: throwaway servers on the harness's core."""
+        if kind in self.redis_urls:
             return
-        cmd = [shutil.which("redis-server") or "redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1",
-               "--save", "", "--appendonly", "no", "--dir", str(self.tmp)]
-        proc = self.procs.start("redis", pinned(HARNESS_CPU, cmd, self.pin), self.out / "redis.log")
-        wait_port(self.redis_port, proc, "redis-server")
+
+        def launch(name: str, cmd: list[str], port: int) -> None:
+            wait_port(port, self.procs.start(name, pinned(HARNESS_CPU, cmd, self.pin), self.out / f"{name}.log"), name)
+
+        self.redis_urls[kind] = REDIS_KINDS[kind](Harness(launch, self.redis_server_port, self.tmp))
+
+    def redis_server_port(self) -> int:
+        port = self.redis_port + self.redis_servers
+        self.redis_servers += 1
+        if not port_free(port):
+            raise RuntimeError(f"port {port}, for a Redis server, is in use: pass --port")
+        return port
 
     def gateway_config(self) -> Path:
         routes = []
@@ -325,7 +344,7 @@ class Bench:
                     **({"judge": {"sample": self.args.judge}} if self.args.judge is not None else {}),
                 })
         store = {"memory": "memory://", "sqlite": f"sqlite:///{self.tmp / 'conversations.db'}",
-                 "redis": f"redis://127.0.0.1:{self.redis_port}/0"}[self.gw_store]
+                 **self.redis_urls}[self.gw_store]
         config: dict[str, Any] = {"routes": routes, "store": {"url": store, "max_conversations": 2000}}
         if self.args.inspector:  # every run captured, as when the page is open
             config["inspector"] = {"key": "bench-inspector-key-0123456789", "capture": "always"}
@@ -801,7 +820,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--reps", type=int, default=None, help="repetitions per measurement (default 2, quick 1)")
     parser.add_argument("--only", default=None, help="comma-separated scenario names to run")
     parser.add_argument("--targets", default="direct,nginx,gateway", help="comma-separated subset of the targets")
-    parser.add_argument("--port", type=int, default=18500, help="first of four free ports (default 18500)")
+    parser.add_argument("--port", type=int, default=18500,
+                        help="first of four free ports; the fourth is the first Redis server's, and a Redis kind with "
+                             "more servers takes the ports after it (default 18500)")
     parser.add_argument("--out", default=None, help="results directory (default bench/results/<stamp>)")
     parser.add_argument("--no-pin", dest="pin", action="store_false", help="let the scheduler place everything")
     parser.add_argument("--noise-cores", type=float, default=0.3,
@@ -858,9 +879,9 @@ def main(argv: list[str] | None = None) -> int:
     stamp = time.strftime("%Y%m%d-%H%M%S") + ("-quick" if args.quick else "") + ("-profile" if args.profile else "")
     out = Path(args.out) if args.out else BENCH / "results" / stamp
     out.mkdir(parents=True, exist_ok=True)
-    if not shutil.which("redis-server") and any(s.store == "redis" for s in all_scenarios):
+    if not shutil.which("redis-server") and any(s.store in REDIS_KINDS for s in all_scenarios):
         print("redis-server is not installed: the -redis scenarios are skipped", file=sys.stderr)
-        all_scenarios = [s for s in all_scenarios if s.store != "redis"]
+        all_scenarios = [s for s in all_scenarios if s.store not in REDIS_KINDS]
     ports = [args.port, args.port + 1, args.port + 2, args.port + 3]
     busy = [p for p in ports if not port_free(p)]
     if busy:
@@ -917,8 +938,8 @@ def run(bench: Bench, all_scenarios: list[Scenario], reps: int, out: Path) -> in
         for s in all_scenarios:
             if "gateway" in s.targets and (s.fresh_gateway or (s.workers, s.store) != (bench.gw_workers,
                                                                                         bench.gw_store)):
-                if s.store == "redis":
-                    bench.start_redis()
+                if s.store in REDIS_KINDS:
+                    bench.start_redis(s.store)
                 bench.restart_gateway(s.workers, s.store)
             if s.fresh_gateway and "gateway" in s.targets:
                 client, upstream = s.pairs[0]

@@ -201,6 +201,79 @@ def test_two_replicas_over_sentinels_share_conversations_runs_and_stops_through_
         assert wait_until(lambda: disconnects(upstreams["paced"]) == stopped + 1, 10), "the stop never arrived"
 
 
+def test_a_stop_asked_of_another_replica_right_after_a_manual_failover_reaches_the_run(
+        sentinels: RedisSentinels) -> None:
+    """For seconds after `SENTINEL FAILOVER` the old primary is still up and still a primary: a listener subscribed
+    there hears nothing published on the new one. The board's listener must move the moment the sentinels
+    announce the switch, not when the old primary steps down and drops it."""
+    with agents() as upstreams, replicas(gateway_config(upstreams, sentinels.url)) as [one, two]:
+        # A run on each replica starts its board's listener, on the primary before the failover.
+        for gateway in (one, two):
+            assert httpx.post(f"{gateway}/ag-ui", content=agui_body(f"listening-{gateway[-5:]}", "hi"),
+                              headers=JSON, timeout=10).status_code == 200
+        old = sentinels.failover(settled=False)
+        try:
+            stopped = disconnects(upstreams["paced"])
+            chat = orjson.dumps(request_body("vercel", [user_message("vercel", "hang on")], conversation="chat-f"))
+            read_some(f"{one}/vercel", chat, 2)
+            assert httpx.delete(f"{two}/vercel/chat-f/stream").status_code == 202
+            assert wait_until(lambda: disconnects(upstreams["paced"]) == stopped + 1, 15), "the stop never arrived"
+        finally:
+            sentinels.settle(old)
+
+
+SLOW_PACE = 0.4
+"""Seconds between the agent's events for a run that outlasts a failover: a "slow" run is 24 events, about 10 s."""
+
+
+def test_a_run_followed_from_the_other_replica_through_a_failover_gets_every_event_or_an_in_band_error(
+        sentinels: RedisSentinels) -> None:
+    """The run goes on on its own replica while the sentinels promote the replica; a client follows it from the other
+    replica, which reads the run's stream in Redis through the failover. It gets every event, numbered without a
+    gap, to the run's end, or the in-band error a follower gets when Redis is gone: never a silent gap, a bare end,
+    or a hang."""
+    with Served(create_agent_app("ag-kit", pace=SLOW_PACE)) as slow, \
+            replicas(gateway_config({"ag-ui": slow.url, "paced": slow.url}, sentinels.url)) as [one, two], \
+            ThreadPoolExecutor(1) as background:
+        body = agui_body("through-a-failover")
+        first = frames(read_some(f"{one}/ag-ui", body, 3))
+        failing_over = background.submit(sentinels.failover, settled=False)
+        rest = httpx.post(f"{two}/ag-ui", content=body, headers={**JSON, "last-event-id": first[-1]["id"]},
+                          timeout=30)
+        sentinels.settle(failing_over.result(timeout=60))
+    events = first + frames(rest.content)
+    numbered = [int(event["id"]) for event in events if "id" in event]
+    assert numbered == list(range(1, len(numbered) + 1)), f"events lost in the failover: {numbered}"
+    last = orjson.loads(events[-1]["data"])
+    if last["type"] == "RUN_ERROR":
+        assert last["code"] == "resume_unavailable", last
+    else:
+        assert_whole(events)
+
+
+def test_a_follower_that_finds_entries_a_failover_lost_is_told_the_run_was_lost_not_passed_over_them() -> None:
+    """What a failover can leave in a run's stream: the entries its replica wrote to the old primary as the
+    sentinels replaced it are gone, and those written to the new one go on after the gap. Made here by deleting two
+    entries of an ended run from a single Redis."""
+    import redis as redis_py
+
+    with RedisServer() as redis, agents() as upstreams, replicas(gateway_config(upstreams, redis.url)) as [one, two]:
+        body = agui_body("gap")
+        first = frames(read_some(f"{one}/ag-ui", body, 3))
+        with redis_py.Redis.from_url(redis.url) as direct:
+            assert wait_until(lambda: len(direct.keys("agw:run:*:s")) == 1 and direct.hget(
+                direct.keys("agw:run:*:m")[0], "state") == b"ended", 10), "the run never ended"
+            [stream] = direct.keys("agw:run:*:s")
+            assert direct.xdel(stream, "1-6", "1-7") == 2
+        rest = httpx.post(f"{two}/ag-ui", content=body, headers={**JSON, "last-event-id": first[-1]["id"]},
+                          timeout=10)
+    events = first + frames(rest.content)
+    assert [int(event["id"]) for event in events if "id" in event] == [1, 2, 3, 4, 5]
+    error = orjson.loads(events[-1]["data"])
+    assert error["code"] == "resume_unavailable", events[-1]
+    assert error["message"] == "part of the run's reply was lost as Redis failed over: start it again"
+
+
 def test_a_turn_waits_out_a_killed_primary_within_its_patience_and_is_answered_with_its_whole_history() -> None:
     """The primary dies; the sentinels promote the replica in a few seconds. A turn that needs its history waits
     for it on a replica whose patience outlasts the failover, and is refused with a 503 on one whose does not;

@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from gateway.conversations.store import SharedRedis, StoreError
@@ -34,7 +34,7 @@ from gateway.conversations.store.redis_servers import add_script
 from gateway.core.ids import new_id
 from gateway.runs.board import KeptLimits, RunBoard
 from gateway.runs.redis_writes import RedisMirror, RedisWrites
-from gateway.runs.tape import Entry, RunReply, Tape, TapeLost
+from gateway.runs.tape import Entry, RunReply, Tape, TapeBroken, TapeLost
 
 log = logging.getLogger("agent_gateway.runs")
 
@@ -73,6 +73,9 @@ class RedisRunBoard(RunBoard):
         self._readers = store.blocking_client()
         """Followers on other replicas block reading the stream: on their own connections, not the store's."""
         self._listener: asyncio.Task[None] | None = None
+        self._switched = asyncio.Event()
+        """Set when a new primary takes over (behind sentinels): the listener subscribes again, there."""
+        self._forget_switches = store.on_switch(self._switched.set)
         self._closed = False
         self._writes = RedisWrites(store)
 
@@ -209,9 +212,11 @@ class RedisRunBoard(RunBoard):
             self._listener = asyncio.create_task(self._serve())
 
     async def _serve(self) -> None:
-        """Say this replica is alive, and stop the runs a stop names, whichever replica it was asked of."""
+        """Say this replica is alive, and stop the runs a stop names, whichever replica it was asked of. When a new
+        primary takes over, subscribe again at once: the old one hears nothing published on the new."""
         failing = False
         while not self._closed:
+            self._switched.clear()
             pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
             try:
                 if self._cluster and failing:
@@ -224,7 +229,7 @@ class RedisRunBoard(RunBoard):
                 else:
                     await pubsub.subscribe(f"{self._prefix}stop")
                 beat_at = 0.0
-                while True:
+                while not self._switched.is_set():
                     if time.monotonic() >= beat_at:
                         # With the board's writes: a pipeline each beat, with it what Redis failing kept back.
                         await self._writes.ask(lambda pipe: pipe.set(f"{self._prefix}alive:{self.replica}", b"1",
@@ -234,10 +239,9 @@ class RedisRunBoard(RunBoard):
                             log.warning("Redis at %s answers again: runs are resumable from any replica",
                                         self._store.url)
                             failing = False
-                    if self._cluster:
-                        message = await pubsub.get_sharded_message(timeout=BEAT)
-                    else:
-                        message = await pubsub.get_message(timeout=BEAT)
+                    reading = (pubsub.get_sharded_message(timeout=BEAT) if self._cluster
+                               else pubsub.get_message(timeout=BEAT))
+                    message = await _next_message(reading, self._switched)
                     if message is not None and _text(message.get("type", b"")) in ("message", "smessage"):
                         named = _text(message["data"])
                         tape = self._running(named)
@@ -265,6 +269,7 @@ class RedisRunBoard(RunBoard):
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(writing), CLOSE_SECONDS)
         self._closed = True
+        self._forget_switches()
         if self._listener is not None:
             self._listener.cancel()
             with contextlib.suppress(BaseException):
@@ -297,8 +302,30 @@ class _RemoteReply:
             return []
         if not found:
             return []
-        return [Entry(int(_text(entry_id).rpartition("-")[2]), fields[b"d"], b"e" in fields)
-                for entry_id, fields in found[0][1]]
+        entries = [Entry(int(_text(entry_id).rpartition("-")[2]), fields[b"d"], b"e" in fields)
+                   for entry_id, fields in found[0][1]]
+        # Entries the run's replica wrote to a primary as the sentinels replaced it are lost with it: the follower
+        # gets those before the gap, then is told, rather than passed over them in silence.
+        if entries[0].seq != start:
+            raise TapeBroken("part of the run's reply was lost with a failover of Redis")
+        gap = next((n for n, entry in enumerate(entries) if entry.seq != start + n), len(entries))
+        return entries[:gap]
+
+
+async def _next_message(read: Coroutine[Any, Any, Any], switched: asyncio.Event) -> Any:
+    """The subscription's next message (`read` it within BEAT), or None; None at once when a new primary takes
+    over, the read cancelled here, by the one task that uses the subscription's connection, before that is
+    closed."""
+    reading = asyncio.ensure_future(read)
+    waiting = asyncio.ensure_future(switched.wait())
+    try:
+        await asyncio.wait((reading, waiting), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiting.cancel()
+        if not reading.done():
+            reading.cancel()
+            await asyncio.gather(reading, return_exceptions=True)
+    return None if reading.cancelled() else reading.result()
 
 
 def _text(value: bytes | str) -> str:

@@ -27,6 +27,11 @@ class TapeLost(Exception):
     cannot be resumed."""
 
 
+class TapeBroken(TapeLost):
+    """Entries in the middle of the run's reply are gone (written to a Redis primary as it was replaced): what
+    follows them cannot be sent without a hole."""
+
+
 PIECE_COST = 64
 """Bytes a kept piece costs beyond its data: its bytes object's header and its slot in the list, rounded."""
 TAPE_COST = 1024

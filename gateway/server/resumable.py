@@ -18,7 +18,7 @@ from gateway.core.errors import GatewayError, Overloaded, ResumeUnavailable
 from gateway.core.events import RunError
 from gateway.core.ids import new_id
 from gateway.core.turn import Turn
-from gateway.runs.tape import RunReply, Tape, TapeLost
+from gateway.runs.tape import RunReply, Tape, TapeBroken, TapeLost
 from gateway.server.operations.record import RequestOutcome
 from gateway.server.stream import resume
 from gateway.server.stream.deadlines import watch_disconnect
@@ -134,13 +134,14 @@ class ResumableRuns:
             watcher.cancel()
 
 
-def _lost_run_error(client: Dialect) -> Callable[[dict[str, str]], bytes]:
+def _lost_run_error(client: Dialect) -> Callable[[dict[str, str], TapeLost], bytes]:
     """The client dialect's error for a run lost midway, written as the run's reply is: in the wire format its head
     says (AG-UI's protobuf or SSE), whatever the follower asked for."""
 
-    def lost(headers: dict[str, str]) -> bytes:
+    def lost(headers: dict[str, str], how: TapeLost) -> bytes:
         wire = Turn(accept=headers.get("content-type"))
-        return client.new_encoder(wire).encode([RunError(resume.LOST, code="resume_unavailable")])
+        message = resume.BROKEN if isinstance(how, TapeBroken) else resume.LOST
+        return client.new_encoder(wire).encode([RunError(message, code="resume_unavailable")])
 
     return lost
 

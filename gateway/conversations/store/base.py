@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, Protocol, TypedDict
 from urllib.parse import urlsplit, urlunsplit
@@ -76,6 +77,11 @@ class SharedRedis(Protocol):
 
     async def reach(self) -> Reach:
         """The kind of Redis, its primary, and whether that answers (for `/readyz` and `serve --check`)."""
+        ...
+
+    def on_switch(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` whenever a new primary takes over (behind sentinels), for a subscriber to follow it;
+        returns what forgets it."""
         ...
 
 

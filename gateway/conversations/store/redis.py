@@ -6,7 +6,7 @@ import contextlib
 import heapq
 import math
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any, Unpack
 
@@ -189,6 +189,9 @@ class RedisStore(ConversationStore):
                                     socket_connect_timeout=self._timeout,
                                     retry=Retry(ExponentialBackoff(cap=0.1, base=0.01), retries=2,
                                                 supported_errors=(self._exceptions.ConnectionError,)))
+
+    def on_switch(self, callback: Callable[[], None]) -> Callable[[], None]:
+        return self._servers.on_switch(callback)
 
     async def reach(self) -> Reach:
         if self._closed:

@@ -15,7 +15,8 @@ asks the sentinels where the primary is, and a failover is followed without a re
 up takes writes until the sentinels reconfigure it, seconds later, and those writes would be lost as it becomes a
 replica: so each process listens to a sentinel for `+switch-master` (`follow`) and drops every connection the
 moment one is announced. A write that still reaches a replica is refused `READONLY`, which redis-py takes as a
-failover too: either way the connection comes back through the sentinels, to the new primary.
+failover too: either way the connection comes back through the sentinels, to the new primary. A connection held for
+long (a subscription) is moved by its holder, told of the switch (`on_switch`).
 
 The user and password in the URL are the primary's; the sentinels' own, if they need any, are the query's
 `sentinel_username` and `sentinel_password`. Other query options are redis-py's, as in a `redis://` URL.
@@ -30,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -175,6 +177,7 @@ class RedisServers:
         self._service = ""
         self._clients: list[Any] = []
         self._following: asyncio.Task[None] | None = None
+        self._switched: list[Callable[[], None]] = []
         if self.kind == "sentinel":
             from redis.asyncio.sentinel import Sentinel
 
@@ -234,6 +237,18 @@ class RedisServers:
                         await pubsub.aclose()
             await asyncio.sleep(self._timeout)
 
+    def on_switch(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` (in the loop that follows the sentinels) each time they name a new primary: a connection
+        held for long, as a subscription is, stays on the old one until its holder leaves it. Returns what forgets
+        the callback."""
+        self._switched.append(callback)
+
+        def forget() -> None:
+            with contextlib.suppress(ValueError):
+                self._switched.remove(callback)
+
+        return forget
+
     async def reach(self, client: Any) -> Reach:
         """Where the primary is and whether it answers `client`, within the store's timeout. Never raises."""
         primary: str | None = None
@@ -267,6 +282,8 @@ class RedisServers:
                 mark = getattr(connection, "mark_for_reconnect", None)
                 if mark is not None:
                     mark()
+        for switched in list(self._switched):
+            switched()
 
     async def close(self) -> None:
         if self._following is not None:

@@ -31,6 +31,7 @@ ENTRY_WAIT = 1.0
 
 NOT_KEPT = "the run's reply is no longer kept: start a new run"
 LOST = "the run was lost with the replica that ran it: start it again"
+BROKEN = "part of the run's reply was lost as Redis failed over: start it again"
 _EVENT_ID = re.compile(r"[0-9]{1,15}")
 
 
@@ -59,11 +60,12 @@ def last_event_id(headers: Headers) -> int | None:
 
 
 async def follow(reply: RunReply, writer: ClientWriter, after: int, keepalive: float, patience: float,
-                 lost: Callable[[dict[str, str]], bytes] | None = None) -> None:
+                 lost: Callable[[dict[str, str], TapeLost], bytes] | None = None) -> None:
     """Send a client a run's kept reply: the head, the pieces after `after`, then the rest as the run goes, until
     its end. The head goes out with the first piece, or once the run has been seen alive and quiet: a reply lost
     before then (its replica died) raises `TapeLost`, for the client to be told so rather than sent an empty 200.
-    One lost after it ends with `lost` (given the head's headers: the error in the reply's own wire format), the
+    One lost after it ends with `lost` (given the head's headers, for the error in the reply's own wire format, and
+    how it was lost), the
     client dialect's in-band error, rather than a bare end a client would
     take for a dropped connection and reconnect to forever. A reply with nothing new for `patience` seconds
     (longer than the run may be silent) is taken as lost. A client that takes nothing for `keepalive` seconds is
@@ -77,10 +79,10 @@ async def follow(reply: RunReply, writer: ClientWriter, after: int, keepalive: f
             silent = 0.0 if entries else silent + ENTRY_WAIT
             if silent > patience:
                 raise TapeLost("nothing new from the run for longer than it may be silent")
-        except TapeLost:
+        except TapeLost as exc:
             if not writer.started:
                 raise
-            await writer.end(lost(head.headers) if lost is not None and head is not None else b"")
+            await writer.end(lost(head.headers, exc) if lost is not None and head is not None else b"")
             return
         if not entries:
             quiet = head is not None and not writer.started  # alive and quiet: the client has its head meanwhile
