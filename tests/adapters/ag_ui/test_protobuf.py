@@ -202,11 +202,13 @@ def test_a_run_lost_midway_ends_in_the_wire_format_of_its_reply() -> None:
     """A follower's reply is the run's, as the run's own client asked for it: the error for a run lost with its
     replica is written in that reply's wire format (its head's content type), not in SSE into a protobuf stream."""
     from adapters import registry
+    from gateway.runs.tape import TapeLost
     from gateway.server.resumable import _lost_run_error
 
     lost = _lost_run_error(registry.get("ag-ui"))
-    in_proto = lost({"content-type": proto.MEDIA_TYPE})
+    gone = TapeLost("the run's replica is gone")
+    in_proto = lost({"content-type": proto.MEDIA_TYPE}, gone)
     event = proto.decode(in_proto[4:])
     assert event["type"] == "RUN_ERROR" and event["code"] == "resume_unavailable", event
-    in_sse = lost({"content-type": "text/event-stream"})
+    in_sse = lost({"content-type": "text/event-stream"}, gone)
     assert [orjson.loads(p)["type"] for p in sse_payloads(in_sse)] == ["RUN_ERROR"]
