@@ -24,6 +24,8 @@ from redis_server import RedisServer, RedisServerMissing, _free_port
 SERVICE = "mymaster"
 DOWN_AFTER_MS = 1000
 """How long a silent primary takes to be judged down: short, so a killed primary fails over within seconds."""
+FAILOVER_TIMEOUT_MS = 5000
+"""How long a failover may take before the sentinels give it up (and may try again)."""
 
 
 def _cli(port: int, *args: str) -> str:
@@ -36,7 +38,7 @@ def sentinel_conf(port: int, primary: int) -> str:
     """A sentinel of the primary at 127.0.0.1:`primary`, quick to judge it down."""
     return (f"port {port}\nsentinel monitor {SERVICE} 127.0.0.1 {primary} 2\n"
             f"sentinel down-after-milliseconds {SERVICE} {DOWN_AFTER_MS}\n"
-            f"sentinel failover-timeout {SERVICE} 5000\nsentinel parallel-syncs {SERVICE} 1")
+            f"sentinel failover-timeout {SERVICE} {FAILOVER_TIMEOUT_MS}\nsentinel parallel-syncs {SERVICE} 1")
 
 
 def _quietly(done: Callable[[], bool]) -> bool:
@@ -107,10 +109,23 @@ class RedisSentinels:
         self.wait(self.in_sync, "the replica to catch up")
         old = self.primary_port()
         # A sentinel learns of the replica from the primary's INFO, every few seconds: until it has, the failover is
-        # refused (NOGOODSLAVE) and nothing happens. Asked again until one starts.
-        self.wait(lambda: _cli(self.ports[0], "SENTINEL", "FAILOVER", SERVICE) == "OK", "a failover to start")
-        self.wait(lambda: all(_cli(port, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE).split()[1:] != [str(old)]
-                              for port in self.ports), "every sentinel to name the new primary")
+        # refused (NOGOODSLAVE) and nothing happens. Asked again until one starts; and again if one started but was
+        # given up (a replica too slow to be promoted within the failover timeout, on a loaded machine).
+        def named(port: int) -> bool:
+            found = _cli(port, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE).split()
+            return len(found) == 2 and found[1] != str(old)
+
+        deadline = time.monotonic() + self.startup_timeout
+        while True:  # never asked again once a sentinel names another primary: that would fail back over
+            self.wait(lambda: any(named(port) for port in self.ports)
+                      or _cli(self.ports[0], "SENTINEL", "FAILOVER", SERVICE) == "OK", "a failover to start")
+            try:
+                self.wait(lambda: all(named(port) for port in self.ports), "every sentinel to name the new primary",
+                          within=2 * FAILOVER_TIMEOUT_MS / 1000)
+                break
+            except RuntimeError:
+                if time.monotonic() > deadline:
+                    raise
         if settled:
             self.settle(old)
         return old
@@ -119,10 +134,10 @@ class RedisSentinels:
         """Until the old primary follows the new one."""
         self.wait(lambda: "role:slave" in _cli(old, "INFO", "replication"), "the old primary to follow the new")
 
-    def wait(self, done: Callable[[], bool], what: str) -> None:
-        """Until `done()` (one that raises, as a sentinel still starting makes it, is not done), within the
-        startup timeout."""
-        deadline = time.monotonic() + self.startup_timeout
+    def wait(self, done: Callable[[], bool], what: str, within: float | None = None) -> None:
+        """Until `done()` (one that raises, as a sentinel still starting makes it, is not done), within `within`
+        seconds (by default the startup timeout)."""
+        deadline = time.monotonic() + (self.startup_timeout if within is None else within)
         while not _quietly(done):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"timed out waiting for {what}")
