@@ -375,6 +375,8 @@ class Call:
             await relay.run(response, outbound.streams)
         except NoFirstEvent as ended:
             raise Moved(UpstreamError(ended.message), "broke") from None
+        finally:
+            relay.close()
 
     async def reattach(self, request: UpstreamRequest) -> Response | None:
         """Ask the upstream for the rest of a run whose stream broke off (see `Decoder.reattach_request`): its

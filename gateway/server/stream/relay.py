@@ -153,6 +153,14 @@ class Relay:
             except HeldTooMuch as exc:  # the run's last batch went past the bound (a one-body upstream's whole reply)
                 await self._deliver(_held_too_much(decoder, exc))
 
+    def close(self) -> None:
+        """The run is over here: the request's methods it was handed (and its own, `_commit_then_send`) go, so that
+        the request's objects are freed as it ends, by their counts, not left to the cycle collector with every
+        event they hold."""
+        self._reattach_to = self._committing = None
+        self._send = self._sent_by
+        self._end.close()
+
     async def _begin_reply(self, *, opening: bool) -> None:
         """The client's reply begins: a stream's head goes out, and a client that asked for no more than the run's
         start (`opening`) is given it. From here the client's pieces may be written in the upstream's callback."""

@@ -41,6 +41,10 @@ class RunEnd:
         self._abandon = abandon
         """Tells the upstream to stop a run the gateway ended itself (see `Decoder.cancel_request`)."""
 
+    def close(self) -> None:
+        """See `Relay.close`."""
+        self._abandon = None
+
     async def finish(self, out: bytes, terminal: RunFinished | RunError) -> None:
         """The run's last bytes, `out`, sent once the conversation is stored."""
         record = self._record
