@@ -7,16 +7,19 @@ keep-alive, closes and backpressure are what a real peer would do on the wire.
 from __future__ import annotations
 
 import asyncio
+import gc
 import gzip
 import os
 import shutil
 import ssl
 import subprocess
+import weakref
 from pathlib import Path
 
 import pytest
 from scripted_http import STREAM_HEAD, Server, chunk, read_all, run
 
+from gateway.upstream.connection import Connection
 from gateway.upstream.http1 import (
     ConnectError,
     ConnectionBroken,
@@ -93,6 +96,34 @@ def test_a_response_left_unread_closes_its_connection() -> None:
         assert server.connections == 2
 
     run(main)
+
+
+def test_a_connection_the_server_closed_is_freed_without_the_cycle_collector() -> None:
+    """An upstream that closes after each reply: each of its connections goes as it closes, by its count."""
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\nok")
+        return False
+
+    async def main() -> list[weakref.ref[Connection]]:
+        made: list[weakref.ref[Connection]] = []
+        async with Server(handler) as server:
+            pool, target = Pool(), Target(server.url(), 5)
+            for _ in range(3):
+                response = await pool.post(target, b"{}", {})
+                made.append(weakref.ref(response._connection))
+                assert await read_all(response) == b"ok"
+                response.release()
+                await asyncio.sleep(0.05)  # the close's callback
+            await pool.close()
+        return made
+
+    gc.collect()
+    gc.disable()
+    try:
+        made = asyncio.run(main())
+        assert [ref() for ref in made] == [None, None, None]
+    finally:
+        gc.enable()
 
 
 def test_an_idle_connection_the_server_closed_is_not_used() -> None:

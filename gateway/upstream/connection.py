@@ -23,6 +23,10 @@ class _AfterTheResponse(Exception):
     """The upstream sent bytes after a whole response: stop parsing them."""
 
 
+_NO_PARSER = httptools.HttpResponseParser(object())
+"""A closed connection's parser: it reads nothing more, and calls nothing back."""
+
+
 class Connection(asyncio.Protocol):
     """One socket to an origin, and httptools' parser over it, which routes the parse to the current response."""
 
@@ -79,6 +83,9 @@ class Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        # The parser holds this connection's callbacks: swapped for one that holds nothing, the connection is freed
+        # by its count as it goes, not left in a cycle for the collector (an upstream that closes after each reply).
+        self.parser = _NO_PARSER
         self.pool.forget(self)
         if self.response is not None:
             self.response.fail(ConnectionBroken(exc))
