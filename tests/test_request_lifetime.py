@@ -16,14 +16,22 @@ from client_bodies import request_body, user_message
 from e2e import post
 from servers import Served
 
+from adapters import registry
 from gateway.agent.server import create_agent_app
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
+from gateway.core.turn import Message, Turn
 from gateway.server.app import create_app
 from gateway.server.request import call as call_module
 
 CLIENTS = {"ag-ui": "/agui", "vercel": "/api/chat", "a2a": "/a2a", "openai-chat": "/v1/chat/completions",
-           "openai-responses": "/v1/responses", "agent-respond": "/agent/respond"}
+           "openai-responses": "/v1/responses", "agent-respond": "/agent/respond", "langgraph": "/langgraph",
+           "mcp": "/mcp"}
+
+
+def _named(path: str) -> str:
+    """A route's name from its path: what a client that names its agent (an MCP tool, an OpenAI model) calls."""
+    return path.strip("/").replace("/", "_").replace("-", "_")
 
 
 @pytest.fixture(scope="module")
@@ -34,13 +42,16 @@ def agents() -> Iterator[dict[str, Served]]:
 
 @pytest.fixture(scope="module")
 def gateway(agents: dict[str, Served]) -> Iterator[Served]:
-    """Routes for several clients in front of AG-UI and AG-Kit agents, and one with a fallback, whose run is
-    committed to its upstream as its first event goes out."""
+    """Routes for every kind of client in front of an AG-Kit agent; a resumable one, whose reply is kept for a
+    client that comes back; and one with a fallback, whose run is committed to its upstream as its first event goes
+    out."""
     ag_ui = {"url": agents["ag-ui"].url + "/agui", "dialect": "ag-ui"}
     ag_kit = {"url": agents["ag-kit"].url + "/send-message", "dialect": "ag-kit"}
     routes: list[dict[str, Any]] = [
-        {"name": client.replace("-", "_"), "paths": [path], "client_dialects": [client], "upstream": ag_kit}
+        {"name": _named(path), "paths": [path], "client_dialects": [client], "upstream": ag_kit}
         for client, path in CLIENTS.items()]
+    routes.append({"name": "resumable", "paths": ["/resumable"], "client_dialects": ["ag-ui"], "upstream": ag_kit,
+                   "resumable": True})
     routes.append({"name": "fallback", "paths": ["/fallback"], "client_dialects": ["ag-ui"], "upstream": ag_ui,
                    "fallbacks": [{**ag_kit, "name": "kit"}]})
     config = GatewayConfig.model_validate({"routes": routes})
@@ -77,14 +88,19 @@ def _freed(calls: list[weakref.ref[Any]], seconds: float = 5.0) -> bool:
     return True
 
 
-@pytest.mark.parametrize(("client", "path"), [*CLIENTS.items(), ("ag-ui", "/fallback")])
+@pytest.mark.parametrize(("client", "path"), [*CLIENTS.items(), ("ag-ui", "/resumable"), ("ag-ui", "/fallback")])
 def test_a_finished_request_is_freed_without_the_cycle_collector(gateway: Served, calls: list[weakref.ref[Any]],
                                                                  client: str, path: str) -> None:
     with httpx.Client(timeout=10) as http:
         for turn in range(3):
-            body = request_body(client, [user_message(client, f"hi {turn}")], conversation=f"conv-{path}-{turn}",
-                                agent=path.strip("/").replace("-", "_"))
-            reply = post(http, gateway.url + path, body, {"accept": "text/event-stream"})
+            messages = [user_message(client, f"hi {turn}")]
+            agent = _named(path)
+            request = registry.get(client).build_request(
+                Turn(conversation_id=f"conv-{path}-{turn}", agent=agent, messages=[Message("user", f"hi {turn}")]),
+                None)
+            body = request_body(client, messages, conversation=f"conv-{path}-{turn}", agent=agent)
+            reply = post(http, gateway.url + path + (request.path or ""), body,
+                         {"accept": "application/json, text/event-stream"})
             assert reply.status_code == 200, reply.text
     assert len(calls) == 3
     assert _freed(calls), "a finished request's Call is held in a reference cycle"
