@@ -5,6 +5,7 @@ rules logged in one line."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -27,7 +28,9 @@ from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
 from gateway.core.capabilities import JudgedFrames
 from gateway.core.conformance import Answer, sse_frame_ends
+from gateway.core.events import RunFinished, RunStarted, TextDelta, TextEnd, TextStart
 from gateway.core.sse import KEEP_ALIVE
+from gateway.core.turn import Message, Turn
 from gateway.recordings.capture import RunCapture
 from gateway.recordings.judged import judge_run
 from gateway.recordings.options import JudgeOptions
@@ -365,3 +368,21 @@ def test_while_a_routes_judge_is_behind_no_run_is_sampled() -> None:
         assert judging.sampled()
 
     asyncio.run(behind())
+
+
+@pytest.mark.parametrize("dialect", sorted(registry.DIALECTS))
+def test_judging_a_run_leaves_no_reference_cycle(dialect: str) -> None:
+    """A judged run's objects go as it is judged, by their counts: on a route judging every run, a cycle a run
+    would wait, with the whole reply, for the cycle collector."""
+    codec = registry.get(dialect)
+    encoder = codec.new_encoder(Turn(conversation_id="c1", messages=[Message("user", "hi", "u1")]))
+    body = encoder.encode([RunStarted(thread_id="t", run_id="r"), TextStart("m1"), TextDelta("m1", "hello"),
+                           TextEnd("m1"), RunFinished()])
+    answer = Answer(encoder.status_code, encoder.headers, body)
+    gc.collect()
+    gc.disable()
+    try:
+        codec.judge(answer)
+        assert gc.collect() == 0
+    finally:
+        gc.enable()

@@ -16,43 +16,58 @@ from .schema import Issue, Stripped
 from .verify import Verifier
 
 
-class AguiClient:
-    """One `runAgent` over one answer's frames: parse, upgrade, enforce, expand, verify, apply, in the client's
-    order, collecting what each stage rejects or warns about."""
+class Findings:
+    """What the client's stages reject or warn about, each with the frame it was found in. Apart from the client,
+    which holds the stages: a stage holding the client's own methods would make each judged run a reference cycle."""
 
-    def __init__(self, found: list[Violation] | None = None) -> None:
-        self.found: list[Violation] = found if found is not None else []
+    def __init__(self, found: list[Violation]) -> None:
+        self.found = found
         self.failed = False
         """The real client would have stopped by now."""
         self._said: set[tuple[str, str]] = set()
-        self._index: int | None = None
-        self._frame: str | None = None
-        self._last: str | None = None
-        self._legacy = Legacy(self._warn)
-        self._chunks = Chunks()
-        self._verifier = Verifier(self.fail)
-        self._reducer = Reducer(self._warn)
+        self.index: int | None = None
+        self.frame: str | None = None
 
     @property
     def full(self) -> bool:
         return len(self.found) >= MAX_VIOLATIONS
 
-    def _add(self, rule: str, message: str) -> None:
+    def warn(self, rule: str, message: str) -> None:
         if self.full or (rule, message) in self._said:
             return
         self._said.add((rule, message))
-        self.found.append(Violation(rule, message, None if self._frame is None else preview(self._frame),
-                                    self._index))
-
-    def _warn(self, rule: str, message: str) -> None:
-        self._add(rule, message)
+        self.found.append(Violation(rule, message, None if self.frame is None else preview(self.frame), self.index))
 
     def fail(self, rule: str, message: str) -> None:
-        self._add(rule, message)
+        self.warn(rule, message)
         self.failed = True
 
+
+class AguiClient:
+    """One `runAgent` over one answer's frames: parse, upgrade, enforce, expand, verify, apply, in the client's
+    order, collecting what each stage rejects or warns about."""
+
+    def __init__(self, found: list[Violation] | None = None) -> None:
+        findings = self.findings = Findings(found if found is not None else [])
+        self._last: str | None = None
+        self._legacy = Legacy(findings.warn)
+        self._chunks = Chunks()
+        self._verifier = Verifier(findings.fail)
+        self._reducer = Reducer(findings.warn)
+
+    @property
+    def found(self) -> list[Violation]:
+        return self.findings.found
+
+    @property
+    def full(self) -> bool:
+        return self.findings.full
+
+    def fail(self, rule: str, message: str) -> None:
+        self.findings.fail(rule, message)
+
     def frame(self, index: int, data: str) -> None:
-        self._index, self._frame = index, data
+        self.findings.index, self.findings.frame = index, data
         if len(data) > MAX_BUFFER:
             self.fail("sse-buffer", f"an event of {len(data)} characters: the client's SSE buffer holds at most "
                                      f"{MAX_BUFFER // (1024 * 1024)} MB and the run fails")
@@ -85,27 +100,27 @@ class AguiClient:
         for item in expanded:
             self._last = item["type"]
             self._verifier.check(item)
-            if not self.failed:
+            if not self.findings.failed:
                 self._reducer.apply(item)
 
     def _enforce(self, event: Event) -> Event | None:
         """The event as the schema leaves it, or None when the client drops it. An event with a malformed field
         goes on without that field, so later stages judge the rest; without a required one it goes no further."""
-        kind = event["type"]
+        kind, warn = event["type"], self.findings.warn
         schema = SCHEMAS.get(kind)
         if schema is None:
-            self._warn("unknown-event-type", f"unknown event type '{kind}': AG-UI 1.0 has no such event, so the "
-                                             f"client drops it with a warning")
+            warn("unknown-event-type", f"unknown event type '{kind}': AG-UI 1.0 has no such event, so the "
+                                       f"client drops it with a warning")
             return None
         stripped: list[Stripped] = []
         value = schema.strip(event, (), stripped)
         for item in stripped:
             if item.why is None:
-                self._warn("unknown-field", f"{kind} carries '{dotted(item.path)}', which the AG-UI 1.0 schema does "
-                                            f"not describe: the client strips it with a warning")
+                warn("unknown-field", f"{kind} carries '{dotted(item.path)}', which the AG-UI 1.0 schema does "
+                                      f"not describe: the client strips it with a warning")
             else:
-                self._warn("unknown-union-member", f"{kind} '{dotted(item.path)}' is dropped with a warning: "
-                                                   f"{item.why}")
+                warn("unknown-union-member", f"{kind} '{dotted(item.path)}' is dropped with a warning: "
+                                             f"{item.why}")
         issues: list[Issue] = []
         schema.check(value, (), issues)
         for issue in issues:
@@ -119,7 +134,7 @@ class AguiClient:
         return {key: item for key, item in value.items() if key not in bad}
 
     def finish(self) -> None:
-        self._index = self._frame = None
+        self.findings.index = self.findings.frame = None
         if self._last not in ("RUN_FINISHED", "RUN_ERROR"):
             self.fail("no-terminal-event", f"the stream ended without RUN_FINISHED or RUN_ERROR (last event: "
                                             f"{self._last or 'none'}): nothing tells the client the run is over "
