@@ -1,13 +1,20 @@
-"""The log handler: access lines batched on the event loop, nothing lost or reordered."""
+"""The log handler: access lines batched on the event loop, nothing lost or reordered; and written straight to it
+where it is theirs alone, as logging would write them."""
 
 from __future__ import annotations
 
 import asyncio
 import io
 import logging
+import sys
 import weakref
+from collections.abc import Callable, Iterator
 
-from gateway.server.operations.logs import BatchedHandler
+import orjson
+import pytest
+
+from gateway.server.operations.logs import ACCESS, AccessLog, BatchedHandler, configure
+from gateway.server.operations.record import RequestOutcome
 
 
 class CountingStream(io.StringIO):
@@ -81,3 +88,79 @@ def test_what_waits_at_exit_is_written_by_logging_shutdown() -> None:
     asyncio.run(main())
     logging.shutdown([weakref.ref(logger.handlers[0])])  # what the interpreter runs at exit, for every handler
     assert stream.getvalue() == "last words\n"
+
+
+@pytest.fixture
+def configured(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str, int | None], CountingStream]]:
+    """`configure` as `serve` calls it, writing to a stream the test reads; the loggers as they were afterwards."""
+    root = logging.getLogger("agent_gateway")
+    saved = root.handlers[:], root.level, root.propagate
+
+    def configured(fmt: str, worker: int | None) -> CountingStream:
+        stream = CountingStream()
+        monkeypatch.setattr(sys, "stderr", stream)
+        configure(fmt, "info", worker)
+        return stream
+
+    yield configured
+    root.handlers[:], root.level, root.propagate = saved
+
+
+FIELDS = {"request_id": "req_1", "route": "r\n1", "status": 200, "events": 3, "outcome": RequestOutcome.SUCCESS,
+          "duration_ms": 1.5}
+
+
+class Taking(logging.Handler):
+    """A handler of an application's own: it keeps the records it is given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.taken: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.taken.append(record)
+
+
+def _without_time(line: str, fmt: str) -> str:
+    if fmt == "json":
+        value = orjson.loads(line)
+        del value["ts"]
+        return orjson.dumps(value).decode()
+    return line.split(" ", 1)[1]
+
+
+@pytest.mark.parametrize("fmt", ["json", "human"])
+@pytest.mark.parametrize("worker", [None, 4242])
+def test_an_access_line_written_directly_is_the_line_logging_writes(
+        configured: Callable[[str, int | None], CountingStream], fmt: str, worker: int | None) -> None:
+    stream = configured(fmt, worker)
+    AccessLog().write(logging.WARNING, FIELDS)
+    logging.getLogger(ACCESS).warning("request", extra=FIELDS)
+    logging.getLogger("agent_gateway").handlers[0].flush()
+    direct, logged = stream.getvalue().splitlines()
+    assert _without_time(direct, fmt) == _without_time(logged, fmt)
+    assert ("4242" in direct) is (worker is not None)
+
+
+def test_access_lines_go_through_logging_where_another_handler_takes_them(
+        configured: Callable[[str, int | None], CountingStream]) -> None:
+    stream = configured("json", None)
+    other = Taking()
+    access = logging.getLogger(ACCESS)
+    access.addHandler(other)
+    try:
+        AccessLog().write(logging.INFO, FIELDS)
+    finally:
+        access.removeHandler(other)
+    logging.getLogger("agent_gateway").handlers[0].flush()
+    assert [(record.getMessage(), record.__dict__["request_id"]) for record in other.taken] == [("request", "req_1")]
+    assert orjson.loads(stream.getvalue())["request_id"] == "req_1"  # and the gateway's own handler still has it
+
+
+def test_an_access_line_below_the_level_is_not_written(
+        configured: Callable[[str, int | None], CountingStream]) -> None:
+    stream = configured("json", None)
+    logging.getLogger("agent_gateway").setLevel(logging.WARNING)
+    AccessLog().write(logging.INFO, FIELDS)
+    logging.getLogger("agent_gateway").handlers[0].flush()
+    assert stream.getvalue() == ""

@@ -26,24 +26,34 @@ def _extras(record: logging.LogRecord) -> dict[str, Any]:
 
 
 class JsonFormatter(logging.Formatter):
-    def __init__(self) -> None:
+    def __init__(self, worker: int | None = None) -> None:
         super().__init__()
+        self._worker = worker
+        """The worker process a line came from, under `serve --workers N`: its process id, as `ps` shows it."""
         self._second = -1
         self._stamp = ""
 
     def format(self, record: logging.LogRecord) -> str:
-        second = int(record.created)
+        return self.line(record.created, record.levelname, record.name, record.getMessage(), _extras(record),
+                         self.formatException(record.exc_info) if record.exc_info else None)
+
+    def line(self, created: float, level: str, logger: str, message: str, fields: dict[str, Any],
+             exc: str | None = None) -> str:
+        """A line from what a record holds (`created` is its `time.time()`), for `format` and for `AccessLog`."""
+        second = int(created)
         if second != self._second:  # one strftime a second, not one a line
             self._second, self._stamp = second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
         line: dict[str, Any] = {
-            "ts": f"{self._stamp}.{int(record.msecs):03d}Z",
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
+            "ts": f"{self._stamp}.{int((created - second) * 1000):03d}Z",
+            "level": level.lower(),
+            "logger": logger,
+            "msg": message,
         }
-        line.update(_extras(record))
-        if record.exc_info:
-            line["exc"] = self.formatException(record.exc_info)
+        line.update(fields)
+        if self._worker is not None:
+            line["worker"] = self._worker
+        if exc is not None:
+            line["exc"] = exc
         return orjson.dumps(line, default=str).decode()
 
 
@@ -51,13 +61,22 @@ class HumanFormatter(logging.Formatter):
     """One line per record whatever a client put in an id: control characters are written escaped (`\\n`,
     `\\x1b`), so no value can start a line of its own or drive the terminal."""
 
+    def __init__(self, worker: int | None = None) -> None:
+        super().__init__()
+        self._worker = worker
+
     def format(self, record: logging.LogRecord) -> str:
-        extra = " ".join(f"{k}={_escaped(str(v))}" for k, v in _extras(record).items())
-        text = f"{time.strftime('%H:%M:%S', time.localtime(record.created))} {record.levelname:<7} " \
-               f"{_escaped(record.getMessage())}{' ' + extra if extra else ''}"
+        text = self.line(record.created, record.levelname, record.name, record.getMessage(), _extras(record))
         if record.exc_info:
             text += "\n" + self.formatException(record.exc_info)
         return text
+
+    def line(self, created: float, level: str, logger: str, message: str, fields: dict[str, Any]) -> str:
+        if self._worker is not None:
+            fields = {**fields, "worker": self._worker}
+        extra = " ".join(f"{k}={_escaped(str(v))}" for k, v in fields.items())
+        return f"{time.strftime('%H:%M:%S', time.localtime(created))} {level:<7} " \
+               f"{_escaped(message)}{' ' + extra if extra else ''}"
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -87,6 +106,10 @@ class BatchedHandler(logging.StreamHandler[TextIO]):
         except Exception:
             self.handleError(record)
             return
+        self.queue(line)
+
+    def queue(self, line: str) -> None:
+        """A formatted line, written with the others logged on the loop (see the class)."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -118,18 +141,6 @@ def default_format(stream: TextIO) -> str:
     return "human" if stream.isatty() else "json"
 
 
-class _Worker(logging.Filter):
-    """Names the worker process a line came from, under `serve --workers N`: its process id, as `ps` shows it."""
-
-    def __init__(self, pid: int) -> None:
-        super().__init__()
-        self.pid = pid
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.worker = self.pid
-        return True
-
-
 def configure(fmt: str = "json", level: str = "info", worker: int | None = None) -> None:
     """Every line of ours on stderr, in `fmt`; a `worker`'s lines carry its process id."""
     # Neither format shows where a call was made, nor thread or process names: don't collect them per record
@@ -137,10 +148,44 @@ def configure(fmt: str = "json", level: str = "info", worker: int | None = None)
     logging._srcfile = None
     logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     handler = BatchedHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else HumanFormatter())
-    if worker is not None:
-        handler.addFilter(_Worker(worker))
+    handler.setFormatter(JsonFormatter(worker) if fmt == "json" else HumanFormatter(worker))
     root = logging.getLogger("agent_gateway")
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     root.propagate = False
+
+
+class AccessLog:
+    """Writes the access lines, one a request and most of what the gateway logs. Where they go to the handler
+    `configure` installed and nowhere else, a line is formatted from its fields and queued on that handler
+    directly: `logging` would make a `LogRecord` of it and pass it through its loggers, handlers and filters first,
+    a cost per request several times the line's own. Anywhere else (a test capturing logs, an application that
+    embeds the gateway with handlers of its own), a line goes through `logging`."""
+
+    def __init__(self) -> None:
+        self._logger = logging.getLogger(ACCESS)
+
+    def write(self, level: int, fields: dict[str, Any]) -> None:
+        logger = self._logger
+        if not logger.isEnabledFor(level):
+            return
+        handler = _only_handler(logger)
+        formatter = handler.formatter if handler is not None else None
+        if isinstance(formatter, JsonFormatter | HumanFormatter):
+            assert handler is not None
+            handler.queue(formatter.line(time.time(), logging.getLevelName(level), ACCESS, "request", fields))
+        else:
+            logger.log(level, "request", extra=fields)
+
+
+def _only_handler(logger: logging.Logger) -> BatchedHandler | None:
+    """The `BatchedHandler` that alone handles `logger`'s lines, with no filter on the way; None if there is none."""
+    if logger.handlers or logger.filters or not logger.propagate:
+        return None
+    parent = logger.parent
+    if parent is None or parent.filters or parent.propagate or len(parent.handlers) != 1:
+        return None
+    handler = parent.handlers[0]
+    if type(handler) is not BatchedHandler or handler.filters or logger.getEffectiveLevel() < handler.level:
+        return None
+    return handler

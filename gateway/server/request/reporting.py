@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from gateway.core.dropped import Dropped
 from gateway.core.errors import ErrorCode
-from gateway.server.operations.logs import ACCESS
+from gateway.server.operations.logs import AccessLog
 from gateway.server.operations.record import RequestOutcome
 
 if TYPE_CHECKING:
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from gateway.server.stream.relay import Relay
 
 log = logging.getLogger("agent_gateway.proxy")
-log_access = logging.getLogger(ACCESS)
+access_log = AccessLog()
 
 _ERROR_KINDS = frozenset(ErrorCode)
 """The error kinds counted under their own metrics label: the gateway's codes, never one an upstream chose."""
@@ -69,7 +69,7 @@ def report(call: Call) -> None:
     if call.trace is not None:
         call.trace.end(record, kind, usage, call.deadlines.last_upstream_event)
     failed_upstream = (record.status or 0) >= 500 or (kind is not None and kind.startswith("upstream_"))
-    log_access.log(logging.WARNING if failed_upstream else logging.INFO, "request", extra=record.log_fields())
+    access_log.write(logging.WARNING if failed_upstream else logging.INFO, record.log_fields())
     if call.handler.observer is not None:
         call.handler.observer.end(call)
 
