@@ -22,9 +22,11 @@ its upstream's run open)."""
 
 
 class GatedAgent:
-    """`app` serves AG-UI at `/agui`; `gate` is closed until the test opens it; `waiting` counts the runs at it."""
+    """`app` serves AG-UI at `/agui`; `gate` is closed until the test opens it; `waiting` counts the runs at it.
+    With `chatter`, a run at the gate says one more word every `chatter` seconds (a run that keeps changing)."""
 
-    def __init__(self) -> None:
+    def __init__(self, chatter: float | None = None) -> None:
+        self.chatter = chatter
         self.gate = threading.Event()
         self.waiting = 0
         self.app = Starlette(routes=[Route("/agui", self._run, methods=["POST"])])
@@ -42,7 +44,11 @@ class GatedAgent:
         self.waiting += 1
         try:
             deadline = time.monotonic() + DEADLINE_SECONDS
+            said = time.monotonic()
             while not self.gate.is_set() and time.monotonic() < deadline:
+                if self.chatter is not None and time.monotonic() - said >= self.chatter:
+                    said = time.monotonic()
+                    yield _sse({"type": "TEXT_MESSAGE_CONTENT", **message, "delta": "."})
                 await asyncio.sleep(0.02)
         finally:
             self.waiting -= 1

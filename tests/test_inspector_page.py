@@ -1,7 +1,7 @@
 """The inspector's page in a real browser: Debian's Chromium, driven by Playwright, against a gateway on 127.0.0.1
-in front of the built-in agent. What is checked is what a person sees: the runs appearing live, a run in flight
-filling its timeline, the translation side by side with what was dropped, the keyboard, the filter, the download,
-and a browser without the key seeing nothing.
+in front of the built-in agent. What is checked is what a person sees: the runs appearing live, a click on a running
+run that the list's updates do not lose, a run in flight filling its timeline, the translation side by side with what
+was dropped, the keyboard, the filter, the download, and a browser without the key seeing nothing.
 
 `INSPECTOR_SCREENSHOT=docs/inspector.png` also saves the run view (the picture in docs/inspector.md)."""
 
@@ -11,6 +11,7 @@ import os
 import shutil
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ def _browser_missing(why: str) -> None:
 
 
 try:
-    from playwright.sync_api import Browser, Page, expect, sync_playwright
+    from playwright.sync_api import Browser, ElementHandle, Page, expect, sync_playwright
 except ImportError:  # pragma: no cover - what scripts/test installs
     sync_playwright = None
 
@@ -65,6 +66,7 @@ class Gateway:
     def __init__(self, url: str) -> None:
         self.url = url
         self.http = httpx.Client(timeout=30)
+        self.asked: list[threading.Thread] = []
 
     def ask(self, path: str, dialect: str, text: str, conversation: str) -> httpx.Response:
         body = request_body(dialect, [user_message(dialect, text)], conversation)
@@ -73,6 +75,7 @@ class Gateway:
     def ask_later(self, path: str, dialect: str, text: str, conversation: str) -> threading.Thread:
         thread = threading.Thread(target=self.ask, args=(path, dialect, text, conversation), daemon=True)
         thread.start()
+        self.asked.append(thread)
         return thread
 
 
@@ -157,8 +160,11 @@ def test_what_the_clients_dialect_dropped_is_marked_with_its_reason(page: Page, 
 def test_the_keyboard_moves_opens_goes_back_and_filters(page: Page, gateway: Gateway) -> None:
     gateway.ask("/agui", "ag-ui", "hello", "browser-3")
     gateway.ask("/agent/respond", "agent-respond", "hello", "browser-4")
+    page.reload()  # selects the newest run; the page kept selected the newest it had seen (another test's, or none)
+    expect(page.locator("#live")).to_have_text("live")
     rows = page.locator("#runs tbody tr")
     expect(rows.first).to_contain_text("eval")
+    expect(rows.first).to_have_attribute("aria-selected", "true")
     page.keyboard.press("j")
     expect(page.locator("#runs tbody tr[aria-selected=true]")).to_contain_text("chat")
     page.keyboard.press("Enter")
@@ -174,12 +180,10 @@ def test_the_keyboard_moves_opens_goes_back_and_filters(page: Page, gateway: Gat
     expect(page.locator("#count")).to_contain_text(" of ")
 
 
-def test_a_run_in_flight_fills_its_timeline_as_it_goes(browser: Browser) -> None:
-    """The run waits at its upstream's gate after its first words, until the page has shown it running with those
-    words; what it says once let go then reaches the open page live. The gate, not a clock: a paced run of 1.8 s
-    ended before a slow browser had clicked its row (the list redraws a running row at every update, and Chromium
-    with its CPU throttled 12x to 16x never found it stable in time)."""
-    agent = GatedAgent()
+@contextmanager
+def _watching(browser: Browser, agent: GatedAgent) -> Iterator[tuple[Gateway, Page]]:
+    """A gateway whose route `held` (`/agui`) is in front of `agent`, and a page open on its inspector. On the way
+    out the gate is opened and the requests asked are waited for, so that no run outlives the test."""
     with Served(agent.app) as upstream:
         config = GatewayConfig.model_validate({
             "routes": [{"name": "held", "paths": ["/agui"], "client_dialects": ["ag-ui"], "inspector_bodies": True,
@@ -189,23 +193,83 @@ def test_a_run_in_flight_fills_its_timeline_as_it_goes(browser: Browser) -> None
             gateway = Gateway(served.url)
             context = browser.new_context(viewport={"width": 1440, "height": 1000})
             page = context.new_page()
-            page.goto(f"{gateway.url}/_inspector/?key={KEY}")
-            expect(page.locator("#live")).to_have_text("live")
-            thread = gateway.ask_later("/agui", "ag-ui", "hello", "held")
             try:
-                page.locator("#runs tbody tr.running", has_text="held").click()
-                expect(page.locator("#facts")).to_contain_text("running")
-                timeline, rows = page.locator("#timeline"), page.locator("#timeline tbody tr")
-                expect(timeline).to_contain_text(FIRST)  # every row before the gate is shown
-                early = rows.count()
+                page.goto(f"{gateway.url}/_inspector/?key={KEY}")
+                expect(page.locator("#live")).to_have_text("live")
+                yield gateway, page
             finally:
                 agent.gate.set()
-            thread.join(30)
-            expect(page.locator("#facts")).to_contain_text("success")
-            expect(timeline).to_contain_text(REST.strip())
-            assert rows.count() > early
-            context.close()
-            gateway.http.close()
+                for thread in gateway.asked:
+                    thread.join(30)
+                context.close()
+                gateway.http.close()
+
+
+def test_a_run_in_flight_fills_its_timeline_as_it_goes(browser: Browser) -> None:
+    """The run waits at its upstream's gate after its first words, until the page has shown it running with those
+    words; what it says once let go then reaches the open page live. The gate, not a clock: a run paced to last
+    seconds may end before a slow browser (Chromium with its CPU throttled 12x to 16x) has clicked its row."""
+    agent = GatedAgent()
+    with _watching(browser, agent) as (gateway, page):
+        thread = gateway.ask_later("/agui", "ag-ui", "hello", "held")
+        page.locator("#runs tbody tr.running", has_text="held").click()
+        expect(page.locator("#facts")).to_contain_text("running")
+        timeline, rows = page.locator("#timeline"), page.locator("#timeline tbody tr")
+        expect(timeline).to_contain_text(FIRST)  # every row before the gate is shown
+        early = rows.count()
+        agent.gate.set()
+        thread.join(30)
+        expect(page.locator("#facts")).to_contain_text("success")
+        expect(timeline).to_contain_text(REST.strip())
+        assert rows.count() > early
+
+
+def test_a_click_on_a_running_run_opens_it_though_the_list_was_redrawn_between_press_and_release(
+        browser: Browser) -> None:
+    """A run that keeps talking redraws the list at every update; a click is a press and a release on the same row,
+    and a redraw between the two must not take that row away."""
+    agent = GatedAgent(chatter=0.05)
+    with _watching(browser, agent) as (gateway, page):
+        gateway.ask_later("/agui", "ag-ui", "hello", "clicked")
+        counts = page.locator("#runs tbody tr.running", has_text="held").locator("td").nth(7)
+        box = counts.bounding_box()
+        assert box is not None
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.mouse.down()
+        before = counts.inner_text()
+        expect(counts).not_to_have_text(before)  # the run said more, and the list was redrawn, as the button was down
+        page.mouse.up()
+        expect(page.locator("#run-view")).to_be_visible()
+        expect(page.locator("#run-title")).to_contain_text("held")
+
+
+def test_a_running_runs_row_stays_the_same_node_as_its_cells_change_and_new_runs_come_above_it(
+        browser: Browser) -> None:
+    agent = GatedAgent(chatter=0.05)
+    with _watching(browser, agent) as (gateway, page):
+        first = gateway.ask_later("/agui", "ag-ui", "hello", "first")
+        row = page.locator('#runs tbody tr[data-id="1"]')
+        node = row.element_handle()
+        page.keyboard.press("j")  # the keyboard's focus is on it
+        expect(row).to_be_focused()
+        counts = row.locator("td").nth(7)
+        before = counts.inner_text()
+        expect(counts).not_to_have_text(before)
+        assert _shown_as(node, '#runs tbody tr[data-id="1"]:focus')
+        second = gateway.ask_later("/agui", "ag-ui", "hello", "second")
+        expect(page.locator("#runs tbody tr").first).to_have_attribute("data-id", "2")
+        assert _shown_as(node, '#runs tbody tr:nth-child(2):focus[aria-selected="true"]')
+        agent.gate.set()
+        first.join(30)
+        second.join(30)
+        expect(row).to_contain_text("success")
+        assert _shown_as(node, "#runs tbody tr:nth-child(2):not(.running)")
+
+
+def _shown_as(node: ElementHandle, selector: str) -> bool:
+    """Whether `node` is still in the page, as the element `selector` finds."""
+    return bool(node.evaluate("(node, selector) => node.isConnected && node === document.querySelector(selector)",
+                              selector))
 
 
 def test_a_run_downloads_as_a_recording_that_reads_back(page: Page, gateway: Gateway, tmp_path: Path) -> None:

@@ -111,32 +111,73 @@ function visibleRuns() {
   return [...state.runs.values()].sort((a, b) => b.id - a.id).filter((run) => matches(run, words));
 }
 
+// A run's row, made anew; `renderList` copies it into the row already shown, so that row stays the same node.
+function runRow(run) {
+  return el("tr", {
+    "data-id": run.id, tabindex: run.id === state.selected ? "0" : "-1", class: run.in_flight ? "running" : "",
+    "aria-selected": run.id === state.selected ? "true" : "false",
+  },
+  el("td", { class: "num" }, clock(run.started)),
+  el("td", {}, run.route),
+  el("td", { class: "dialects" }, `${run.client_dialect} ← ${run.upstream_dialect}`),
+  el("td", {}, run.key_id ? `key ${run.key_id}` : "anonymous"),
+  el("td", {}, statusPill(run)),
+  el("td", {}, outcomePill(run)),
+  el("td", { class: "num" }, ms(run.ttfe_ms)),
+  el("td", { class: "num" }, `${run.events_in} / ${run.events_out}`),
+  el("td", {}, lossPills(run.dropped)),
+  el("td", {}, flags(run)));
+}
+
+// Makes `node` what `want` is, changing only what differs: a node that stays is not replaced, so a click pressed on
+// it before a refresh and released after still lands on it, and focus stays where it was.
+function morph(node, want) {
+  if (node.nodeType !== Node.ELEMENT_NODE) {
+    if (node.nodeValue !== want.nodeValue) node.nodeValue = want.nodeValue;
+    return;
+  }
+  for (const { name } of [...node.attributes]) if (!want.hasAttribute(name)) node.removeAttribute(name);
+  for (const { name, value } of want.attributes) if (node.getAttribute(name) !== value) node.setAttribute(name, value);
+  const have = [...node.childNodes];
+  const wanted = [...want.childNodes];
+  for (const [index, child] of wanted.entries()) {
+    const old = have[index];
+    if (old && old.nodeName === child.nodeName) morph(old, child);
+    else if (old) old.replaceWith(child);
+    else node.append(child);
+  }
+  for (const extra of have.slice(wanted.length)) extra.remove();
+}
+
+// What each row shows: a run's line is replaced, never changed, when the feed sends it anew, so a row whose line and
+// selection are those it shows is left as it is.
+const drawn = new WeakMap();
+
+function inList() {
+  return Boolean(document.activeElement && document.activeElement.closest("#runs"));
+}
+
+// Each run keeps its row while it is shown: the list is redrawn at every update of a running run, and a row made
+// anew each time would lose a click pressed before an update and released after it.
 function renderList() {
   const runs = visibleRuns();
   const body = $("runs").tBodies[0];
   if (!runs.some((run) => run.id === state.selected)) state.selected = runs.length ? runs[0].id : 0;
-  const focused = document.activeElement && document.activeElement.closest && document.activeElement.closest("#runs");
-  body.replaceChildren(...runs.map((run) => {
-    const row = el("tr", {
-      "data-id": run.id, tabindex: run.id === state.selected ? "0" : "-1", class: run.in_flight ? "running" : "",
-      "aria-selected": run.id === state.selected ? "true" : "false",
-    },
-    el("td", { class: "num" }, clock(run.started)),
-    el("td", {}, run.route),
-    el("td", { class: "dialects" }, `${run.client_dialect} ← ${run.upstream_dialect}`),
-    el("td", {}, run.key_id ? `key ${run.key_id}` : "anonymous"),
-    el("td", {}, statusPill(run)),
-    el("td", {}, outcomePill(run)),
-    el("td", { class: "num" }, ms(run.ttfe_ms)),
-    el("td", { class: "num" }, `${run.events_in} / ${run.events_out}`),
-    el("td", {}, lossPills(run.dropped)),
-    el("td", {}, flags(run)));
-    row.addEventListener("click", () => openRun(run.id));
-    return row;
-  }));
+  const focused = inList();
+  const shown = new Set(runs.map((run) => run.id));
+  const rows = new Map([...body.rows].map((row) => [Number(row.dataset.id), row]));
+  for (const [id, row] of rows) if (!shown.has(id)) row.remove();
+  for (const [index, run] of runs.entries()) {
+    const selected = run.id === state.selected;
+    const row = rows.get(run.id) || runRow(run);
+    const shows = drawn.get(row);
+    if (shows && (shows.run !== run || shows.selected !== selected)) morph(row, runRow(run));
+    drawn.set(row, { run, selected });
+    if (body.rows[index] !== row) body.insertBefore(row, body.rows[index] || null);  // a new run, or a new order
+  }
   $("empty").hidden = state.runs.size > 0;
   $("count").textContent = state.runs.size ? `${runs.length} of ${state.runs.size}` : "";
-  if (focused) focusSelected();
+  if (focused && !inList()) focusSelected();  // its row was filtered out or forgotten
 }
 
 function focusSelected() {
@@ -348,6 +389,10 @@ document.addEventListener("keydown", (event) => {
 });
 
 $("filter").addEventListener("input", renderList);
+$("runs").tBodies[0].addEventListener("click", (event) => {
+  const row = event.target.closest("tr[data-id]");
+  if (row) openRun(Number(row.dataset.id));
+});
 $("back").addEventListener("click", () => showList());
 window.addEventListener("popstate", () => route(false));
 
