@@ -131,10 +131,11 @@ class ConversationMapper:
             state = conversation.state  # the upstream gets back the state it last reported
         upstream_turn = replace(turn, messages=messages, history=history,
                                 conversation_id=conversation.upstream_id, run_id=None, resume=resume, state=state)
-        log.debug("conversation %s (%s): the upstream's %s is sent %s, %d of the %d messages it will have seen%s",
-                  key, "stored" if stored else "new" if readable else "store unreadable", conversation.upstream_id,
-                  "the whole history" if history == "full" else "what is new", len(messages), len(known),
-                  f", and {len(resume)} answers to interrupts" if resume else "")
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("conversation %s (%s): the upstream's %s is sent %s, %d of the %d messages it will have seen%s",
+                      key, "stored" if stored else "new" if readable else "store unreadable", conversation.upstream_id,
+                      "the whole history" if history == "full" else "what is new", len(messages), len(known),
+                      f", and {len(resume)} answers to interrupts" if resume else "")
         if not stored and why == FULL_ASKED:
             why = "a new upstream conversation: the upstream takes the whole history each turn"
         return Exchange(route, principal, conversation, turn, upstream_turn, known, stored, variant,
