@@ -60,7 +60,7 @@ from gateway.conversations.store import (
 from gateway.core.codec import Dialect
 from gateway.core.errors import InterruptAnswered, StoreUnavailable, UnknownRun
 from gateway.core.ids import new_id
-from gateway.core.turn import ANY_OPEN_INTERRUPT, Message, Resume, Turn, new_messages
+from gateway.core.turn import ANY_OPEN_INTERRUPT, Message, Resume, Turn, new_messages, revised
 
 __all__ = ["STORE_PATIENCE", "Conversation", "ConversationMapper", "Exchange", "decode_conversation",
            "encode_conversation"]
@@ -129,7 +129,7 @@ class ConversationMapper:
         state = turn.state
         if state is None and "state" not in client.carries:
             state = conversation.state  # the upstream gets back the state it last reported
-        upstream_turn = replace(turn, messages=messages, history=history,
+        upstream_turn = revised(turn, messages=messages, history=history,
                                 conversation_id=conversation.upstream_id, run_id=None, resume=resume, state=state)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("conversation %s (%s): the upstream's %s is sent %s, %d of the %d messages it will have seen%s",
