@@ -101,3 +101,14 @@ def test_a_long_or_controlled_id_is_named_wherever_the_client_put_it(bad: str, a
                                      "without control characters")
     assert refused.value.details == [{"field": ID_FIELDS[at], "message": f"must be at most {MAX_ID} characters, "
                                       "without control characters"}]
+
+
+@pytest.mark.parametrize("digits", range(19, 41))
+def test_an_integer_past_64_bits_is_refused_wherever_it_stands_and_one_within_them_is_read(digits: int) -> None:
+    past = str(2 ** 64 + 7).ljust(digits, "9")
+    for body in (b'{"n":%s}' % past.encode(), b'{"a":"x1","n":[1,%s]}' % past.encode(),
+                 b'{"s":"9a","n":-%s,"t":12}' % past.encode()):
+        with pytest.raises(MalformedRequest, match=f"holds the integer -?{past[:39]}"):
+            load_json_object(body)
+    within = str(2 ** 64 - 1)[:digits]
+    assert load_json_object(b'{"id":"%s","n":%s}' % (past.encode(), within.encode())) == {"id": past, "n": int(within)}
