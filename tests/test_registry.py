@@ -67,3 +67,12 @@ def test_a_body_of_the_paths_only_dialect_gets_that_dialects_field_errors() -> N
 
 def test_on_a_path_no_dialect_owns_every_candidate_may_read_the_body() -> None:
     assert registry.read_request(INKEEP_BODY, ["vercel", "agent-respond"], "/chat")[0].name == "vercel"
+
+
+def test_a_dialects_capability_of_each_kind_is_the_first_it_brings_of_that_kind_asked_once_or_again() -> None:
+    kinds = {type(capability) for dialect in registry.DIALECTS.values() for capability in dialect.capabilities}
+    kinds |= {base for kind in list(kinds) for base in kind.__mro__[1:-1]}
+    for dialect in registry.DIALECTS.values():
+        for kind in sorted(kinds, key=lambda kind: kind.__qualname__):
+            first = next((c for c in dialect.capabilities if isinstance(c, kind)), None)
+            assert dialect.capability(kind) is first and dialect.capability(kind) is first

@@ -1,10 +1,12 @@
-"""The canonical turn's readings of what a client said: a yes or a no in words."""
+"""The canonical turn's readings of what a client said (a yes or a no in words), and a turn revised."""
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
+
 import pytest
 
-from gateway.core.turn import Resume, approves, yes_or_no
+from gateway.core.turn import Context, Message, Resume, Tool, Turn, approves, revised, yes_or_no
 
 
 @pytest.mark.parametrize("said", [
@@ -38,3 +40,17 @@ def test_an_answer_that_is_neither_or_hedged_is_not_read_as_either(said: str) ->
 def test_a_text_answer_approves_unless_it_says_no(said: str, approved: bool) -> None:
     """Text that is not a no is an answer's content (a form's one field), so it does not refuse."""
     assert approves(Resume("int-1", payload=said)) is approved
+
+
+def test_a_revised_turn_is_what_dataclasses_replace_makes_whichever_field_changes() -> None:
+    turn = Turn(messages=[Message("user", "hi", "m1")], history="delta", conversation_id="c", run_id="r",
+                parent_run_id="p", tools=[Tool("t")], context=[Context("d", "v")], state={"s": 1},
+                forwarded_props={"f": 2}, resume=[Resume("i", "resolved", None)], metadata={"k": "v"}, variant="v",
+                agent="a", client_version="1", accept="text/event-stream", model="m", follows="run_0",
+                chains_runs=True)
+    for field in fields(Turn):
+        changed = {field.name: None}
+        assert revised(turn, **changed) == replace(turn, **changed)
+    assert revised(turn) == turn and revised(turn) is not turn
+    with pytest.raises(KeyError):
+        revised(turn, nothing=1)

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.core.errors import MalformedRequest
-from gateway.core.validation import field_path, load_json_object
+from gateway.core.errors import InvalidRequest, MalformedRequest
+from gateway.core.turn import Message, Resume, ToolCall, Turn
+from gateway.core.validation import MAX_ID, check_ids, field_path, load_json_object
 
 
 def test_body_that_is_not_json_or_not_an_object_is_malformed() -> None:
@@ -74,3 +75,40 @@ def test_a_config_file_that_is_no_mapping_or_an_empty_list_is_said_in_its_terms(
         parse_config("- a\n- b\n", "gw.yaml", environ={})
     with pytest.raises(ConfigError, match=r"gw\.yaml:1: routes: must not be empty"):
         parse_config("routes: []\n", "gw.yaml", environ={})
+
+
+ID_FIELDS = ["conversation id", "run id", "parent run id", "message id", "tool call id", "tool call id",
+             "interrupt id", "previous run id", "model"]
+
+
+def _turn_with_ids(ids: list[str]) -> Turn:
+    conversation, run, parent, message, answered, call, interrupt, follows, model = ids
+    return Turn(messages=[Message("tool", "done", message, tool_call_id=answered),
+                          Message("assistant", "", "m2", [ToolCall(call, "f", "{}")])],
+                conversation_id=conversation, run_id=run, parent_run_id=parent,
+                resume=[Resume(interrupt, "resolved", None)], follows=follows, model=model)
+
+
+@pytest.mark.parametrize("bad", ["x" * 257, "a\nb", "\x7f", "c1\x9b", "\x00"])
+@pytest.mark.parametrize("at", range(len(ID_FIELDS)))
+def test_a_long_or_controlled_id_is_named_wherever_the_client_put_it(bad: str, at: int) -> None:
+    ids = ["i" * 256, "r", "p", "m", "c", "d", "q", "f", "gpt"]
+    check_ids(_turn_with_ids(ids), "toy")  # every id at most 256 plain characters: taken
+    ids[at] = bad
+    with pytest.raises(InvalidRequest) as refused:
+        check_ids(_turn_with_ids(ids), "toy")
+    assert refused.value.message == (f"invalid toy request: a {ID_FIELDS[at]} must be at most {MAX_ID} characters, "
+                                     "without control characters")
+    assert refused.value.details == [{"field": ID_FIELDS[at], "message": f"must be at most {MAX_ID} characters, "
+                                      "without control characters"}]
+
+
+@pytest.mark.parametrize("digits", range(19, 41))
+def test_an_integer_past_64_bits_is_refused_wherever_it_stands_and_one_within_them_is_read(digits: int) -> None:
+    past = str(2 ** 64 + 7).ljust(digits, "9")
+    for body in (b'{"n":%s}' % past.encode(), b'{"a":"x1","n":[1,%s]}' % past.encode(),
+                 b'{"s":"9a","n":-%s,"t":12}' % past.encode()):
+        with pytest.raises(MalformedRequest, match=f"holds the integer -?{past[:39]}"):
+            load_json_object(body)
+    within = str(2 ** 64 - 1)[:digits]
+    assert load_json_object(b'{"id":"%s","n":%s}' % (past.encode(), within.encode())) == {"id": past, "n": int(within)}

@@ -60,7 +60,7 @@ from gateway.conversations.store import (
 from gateway.core.codec import Dialect
 from gateway.core.errors import InterruptAnswered, StoreUnavailable, UnknownRun
 from gateway.core.ids import new_id
-from gateway.core.turn import ANY_OPEN_INTERRUPT, Message, Resume, Turn, new_messages
+from gateway.core.turn import ANY_OPEN_INTERRUPT, Message, Resume, Turn, new_messages, revised
 
 __all__ = ["STORE_PATIENCE", "Conversation", "ConversationMapper", "Exchange", "decode_conversation",
            "encode_conversation"]
@@ -129,12 +129,13 @@ class ConversationMapper:
         state = turn.state
         if state is None and "state" not in client.carries:
             state = conversation.state  # the upstream gets back the state it last reported
-        upstream_turn = replace(turn, messages=messages, history=history,
+        upstream_turn = revised(turn, messages=messages, history=history,
                                 conversation_id=conversation.upstream_id, run_id=None, resume=resume, state=state)
-        log.debug("conversation %s (%s): the upstream's %s is sent %s, %d of the %d messages it will have seen%s",
-                  key, "stored" if stored else "new" if readable else "store unreadable", conversation.upstream_id,
-                  "the whole history" if history == "full" else "what is new", len(messages), len(known),
-                  f", and {len(resume)} answers to interrupts" if resume else "")
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("conversation %s (%s): the upstream's %s is sent %s, %d of the %d messages it will have seen%s",
+                      key, "stored" if stored else "new" if readable else "store unreadable", conversation.upstream_id,
+                      "the whole history" if history == "full" else "what is new", len(messages), len(known),
+                      f", and {len(resume)} answers to interrupts" if resume else "")
         if not stored and why == FULL_ASKED:
             why = "a new upstream conversation: the upstream takes the whole history each turn"
         return Exchange(route, principal, conversation, turn, upstream_turn, known, stored, variant,

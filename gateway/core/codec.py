@@ -124,13 +124,19 @@ class Dialect:
     """The rules a real client of this dialect holds an agent's reply to (`agent-gateway check`)."""
     capabilities: tuple[Capability, ...] = ()
     """What this dialect alone brings (`gateway.core.capabilities`), each found by its kind."""
+    _found: dict[type[Any], Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """`capability`'s answers by kind: a request asks several times for kinds most dialects do not bring."""
 
     def capability(self, kind: type[C]) -> C | None:
         """The dialect's capability of this kind, or None if it brings none."""
-        for capability in self.capabilities:
-            if isinstance(capability, kind):
-                return capability
-        return None
+        try:
+            found: C | None = self._found[kind]
+            return found
+        except KeyError:
+            pass
+        found = next((capability for capability in self.capabilities if isinstance(capability, kind)), None)
+        self._found[kind] = found
+        return found
 
     def capabilities_of(self, kind: type[C]) -> tuple[C, ...]:
         """Every capability of this kind the dialect brings, for a kind a dialect may bring several of (endpoints)."""

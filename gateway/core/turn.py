@@ -8,7 +8,8 @@ history between dialects that keep it and dialects that don't.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any, Literal
 
 Role = Literal["system", "developer", "user", "assistant", "tool", "reasoning"]
@@ -184,6 +185,21 @@ class Turn:
     chains_runs: bool = False
     """The client continues runs by their ids (`follows`) rather than by naming a conversation: the gateway keeps
     the conversation as each run leaves it, under the run's id, so any run of it can be continued (a fork)."""
+
+
+_FIELDS = tuple(f.name for f in fields(Turn))
+_read_fields = attrgetter(*_FIELDS)
+_FIELD_AT = {name: index for index, name in enumerate(_FIELDS)}
+
+
+def revised(turn: Turn, **changes: Any) -> Turn:
+    """`dataclasses.replace(turn, **changes)` at half its cost, for the turn every request makes for its upstream:
+    the fields read in one call, without replace's checks of each field's kind. A name that is no field is a
+    `KeyError`."""
+    values = list(_read_fields(turn))
+    for name, value in changes.items():
+        values[_FIELD_AT[name]] = value
+    return Turn(*values)
 
 
 def new_messages(turn: Turn) -> list[Message]:

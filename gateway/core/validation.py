@@ -22,8 +22,11 @@ MAX_ID = 256
 """Longest conversation, run, message, tool call or interrupt id a client may send: ids are stored, logged and sent
 upstream."""
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")
-"""A run of digits as long as the shortest integer orjson reads as a float, in or out of a string."""
+_LONG_DIGITS = b"0" * 19
+"""A run of digits as long as the shortest integer orjson reads as a float, in or out of a string, once every digit
+is `0` and every other byte a space (`_DIGITS_ALONE`): one pass of `bytes.translate` and a substring search, which
+a regular expression's tries at every byte cost several times over."""
+_DIGITS_ALONE = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -59,7 +62,7 @@ def _too_deep(limit: int) -> str:
 
 
 def _check_integers(body: bytes) -> None:
-    if _LONG_DIGITS.search(body) and (number := _integer_past_64_bits(body)) is not None:
+    if _LONG_DIGITS in body.translate(_DIGITS_ALONE) and (number := _integer_past_64_bits(body)) is not None:
         shown = number if len(number) <= 40 else number[:40] + "..."
         raise MalformedRequest(f"request body holds the integer {shown}, which is past 64 bits: it would not reach "
                                "the agent as written. Send it as a string")

@@ -43,6 +43,8 @@ class Connection(asyncio.Protocol):
         """Whether the parser finished anything (a header, a body piece) during the current read."""
         self.unfinished = 0
         """Bytes read since the parser last finished anything."""
+        self.poller: select.poll | None = None
+        """What `readable` asks the socket with."""
 
     # asyncio.Protocol
 
@@ -136,12 +138,15 @@ class Connection(asyncio.Protocol):
     def readable(self) -> bool:
         """Whether an idle connection has something to read: the server closed it, or sent what nobody asked."""
         assert self.transport is not None
-        sock = self.transport.get_extra_info("socket")
-        if sock is None:
-            return True
         try:
-            poller = select.poll()  # not select.select: it fails for descriptors numbered 1024 and up
-            poller.register(sock.fileno(), select.POLLIN)
+            poller = self.poller
+            if poller is None:  # made once: the socket is the connection's for its life
+                sock = self.transport.get_extra_info("socket")
+                if sock is None:
+                    return True
+                poller = select.poll()  # not select.select: it fails for descriptors numbered 1024 and up
+                poller.register(sock.fileno(), select.POLLIN)
+                self.poller = poller
             return bool(poller.poll(0))
         except (OSError, ValueError):
             return True

@@ -14,8 +14,7 @@ async with entered(handler, scope, send, dialect) as call:   # the call made, in
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from types import TracebackType
 from typing import TYPE_CHECKING
 
 from starlette.datastructures import Headers
@@ -35,9 +34,8 @@ if TYPE_CHECKING:
 STORE_DOWN = "the gateway's store is unreachable: retry shortly"
 
 
-@asynccontextmanager
-async def entered(handler: RouteHandler, scope: Scope, send: Send, dialect: str, *, observed: bool = False,
-                  traced: bool = False) -> AsyncIterator[Call]:
+def entered(handler: RouteHandler, scope: Scope, send: Send, dialect: str, *, observed: bool = False,
+            traced: bool = False) -> Entered:
     """A request of `handler`'s route as a `Call`, `dialect` named in its access line (or "unknown"); `observed`:
     shown by the inspector and recorded (a run, or a run followed), `traced`: given spans (a run, a query)."""
     headers = Headers(scope=scope)
@@ -50,18 +48,38 @@ async def entered(handler: RouteHandler, scope: Scope, send: Send, dialect: str,
         call.record.trace_id = call.trace.trace_id  # left out of the log line when None
     handler.in_flight.inc()
     handler.drain.streams.add(call)
-    try:
-        yield call
-    except ClientGone:
-        call.record.outcome = RequestOutcome.CLIENT_GONE
-    except GatewayError as error:  # its HTTP status before the reply starts; in band after, as a run cut short
-        await call.writer.abort(error, error.code)
-    except StoreError as exc:
-        call.record.error_detail = str(exc)
-        store_down = Overloaded(STORE_DOWN)
-        await call.writer.abort(store_down, store_down.code)
-    finally:
-        call.report()  # once: usually already done as the last byte went out
+    return Entered(call)
+
+
+class Entered:
+    """The call of `entered` while the entry point works on it: a refusal it raises is written in the client's
+    dialect, and the request reported once. A class, not a generator: every request goes through it."""
+
+    __slots__ = ("call",)
+
+    def __init__(self, call: Call) -> None:
+        self.call = call
+
+    async def __aenter__(self) -> Call:
+        return self.call
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        traceback: TracebackType | None) -> bool:
+        call = self.call
+        try:
+            if isinstance(error, ClientGone):
+                call.record.outcome = RequestOutcome.CLIENT_GONE
+            elif isinstance(error, GatewayError):  # its HTTP status before the reply starts; in band after
+                await call.writer.abort(error, error.code)
+            elif isinstance(error, StoreError):
+                call.record.error_detail = str(error)
+                store_down = Overloaded(STORE_DOWN)
+                await call.writer.abort(store_down, store_down.code)
+            else:
+                return False
+            return True
+        finally:
+            call.report()  # once: usually already done as the last byte went out
 
 
 def identify(call: Call) -> Caller:

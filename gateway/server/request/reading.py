@@ -65,8 +65,7 @@ class RequestReader:
             while True:
                 deadline = started + patience + len(body) / limits.min_body_rate
                 try:
-                    async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
-                        message: Message = await receive()
+                    message = await _within(receive, max(0.0, deadline - time.monotonic()))
                 except TimeoutError:
                     raise RequestTimeout(f"the request body did not arrive in time: {len(body)} bytes in "
                                          f"{time.monotonic() - started:.0f}s") from None
@@ -117,6 +116,29 @@ class RequestReader:
         if len(turn.messages) > self.route.limits.max_messages:
             raise RequestTooLarge(f"the request has {len(turn.messages)} messages; this route takes "
                                   f"{self.route.limits.max_messages}")
+
+
+async def _within(receive: Receive, seconds: float) -> Message:
+    """The next message, or `TimeoutError` after `seconds`: `asyncio.timeout`'s rule (its own cancel becomes the
+    timeout, anyone else's stays a cancel) for one timer and no more, as every request's body is read with it."""
+    task = asyncio.current_task()
+    assert task is not None
+    cancelling = task.cancelling()
+    expired: list[bool] = []
+
+    def expire() -> None:
+        expired.append(True)
+        task.cancel()
+
+    timer = asyncio.get_running_loop().call_later(seconds, expire)
+    try:
+        return await receive()
+    except asyncio.CancelledError:
+        if expired and task.uncancel() <= cancelling:
+            raise TimeoutError from None
+        raise
+    finally:
+        timer.cancel()
 
 
 def _check_headers(dialect: Dialect, request: dict[str, Any], headers: Headers) -> None:
