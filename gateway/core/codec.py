@@ -46,6 +46,11 @@ class UpstreamRequest:
     method: str = "POST"
     """The HTTP method: a request about a run already started may be a GET (LangGraph's join)."""
 
+    def __post_init__(self) -> None:
+        # Kept as long as its run (a call held open, a failover): copied at its size, as orjson's output sits in a
+        # buffer of at least 4 KiB.
+        self.body = bytes(memoryview(self.body))
+
 
 class Likeness(IntEnum):
     """How much a request body looks like a dialect's own, for a path several dialects serve. Bodies are tried in

@@ -67,13 +67,14 @@ class RunBoard:
         if tape.conversation is not None:
             self.conversations[tape.conversation] = tape.key
 
-    def finish(self, tape: Tape) -> None:
-        """The run is over (ended, failed or cut off): keep its reply for late resumes, within the limits."""
+    def finish(self, tape: Tape, *, kept: bool = True) -> None:
+        """The run is over (ended, failed or cut off): keep its reply for late resumes, within the limits; not when
+        nothing will look it up here again (`kept` False: its followers hold it already)."""
         tape.abandon()  # unless it ended: a reply without its end is no use to a follower
         tape.stop = None
         if self.tapes.get(tape.key) is not tape:
             return
-        if tape.lost or tape.keep <= 0:
+        if tape.lost or tape.keep <= 0 or not kept:
             self._forget(tape.key)
             return
         key, limits = tape.key, self.limits

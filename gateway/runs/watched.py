@@ -193,9 +193,12 @@ class WatchedRun:
         self._end()
 
     def _end(self) -> None:
+        """The end of the feed. An ended feed is looked up only by a follower of a run that waited for its client,
+        for the request that continued it (`CallerRuns.follow`): the feed of a run's first request is not kept here
+        (a follower on another replica reads its copy in Redis, kept as long as the others)."""
         if not self.tape.ended and not self.tape.lost:
             self.tape.record(b"", last=True)
-        self._runs.board.finish(self.tape)
+        self._runs.board.finish(self.tape, kept=self._base.requests > 1)
 
     async def _save(self, record: RunRecord) -> None:
         """Keep the record; a store that fails costs the record, not the run."""

@@ -152,6 +152,7 @@ class RouteHandler:
             await call.writer.fail_before_start(error)
             return
         call.writer.error_reply = client.errors_for(call.request_json)
+        call.request_json = None  # what an error reply quotes of the body, it holds: the rest is not kept for the run
         call.release = partial(self.access.release, caller)  # freed as the last byte goes, like the report
         record = call.record
         record.client_dialect, record.conversation_id, record.run_id = client.name, turn.conversation_id, turn.run_id
