@@ -6,9 +6,10 @@
 What it starts (all on 127.0.0.1, stopped by PID at the end): the fault upstream (`tests/faults.py`, its `ok`
 run: `--events` text deltas `"n=0 "`, `"n=1 "`, ... `--gap` seconds apart, in the upstream's dialect) and the
 gateway (`python -m gateway serve --config <generated>`, memory store), one route per (client, upstream) dialect
-pair, `/soak/<client>/<upstream>`. Then `--streams` workers each post one stream after another through the pairs
-(worker i starts at pair i mod 16) until `--seconds` have passed, so that many streams are always open. Each
-stream is a conversation of its own (the store is bounded to 256 of them, so it stops growing at once).
+pair, every dialect in front of every one, `/soak/<client>/<upstream>`. Then `--streams` workers each post one
+stream after another through the pairs (worker i starts at pair i, modulo their number) until `--seconds` have
+passed, so that many streams are always open. Each stream is a conversation of its own (the store is bounded to 256
+of them, so it stops growing at once).
 
 Every stream is read whole with aiohttp, decoded with the client dialect's own decoder (`tests/helpers.decode`)
 and checked: HTTP 200, a finished run with no error, and the numbers of its deltas exactly 0..events-1. Per stream a
