@@ -23,14 +23,18 @@ with jsonpatch for the registry, imported to find the modules (`gateway.compiled
 
 
 def extensions() -> list[Extension]:
-    """The compiled modules as setuptools extensions (in one shared library, so calls between them stay in C)."""
+    """The compiled modules as setuptools extensions (in one shared library, so calls between them stay in C), and
+    the modules written in C (`gateway.compiled.NATIVE`)."""
     from mypyc.build import mypycify
 
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, here)  # the registry, which says which dialects' decoders there are (`compiled.modules`)
-    modules = runpy.run_path(os.path.join(here, "gateway", "compiled.py"))["modules"]()
-    return mypycify([name.replace(".", "/") + ".py" for name in modules], opt_level="3",
-                    group_name="agent_gateway", target_dir=os.path.join("build", "mypyc"))
+    build = runpy.run_path(os.path.join(here, "gateway", "compiled.py"))
+    compiled = mypycify([name.replace(".", "/") + ".py" for name in build["modules"]()], opt_level="3",
+                        group_name="agent_gateway", target_dir=os.path.join("build", "mypyc"))
+    native = [Extension(name, [name.replace(".", "/") + ".c"], extra_compile_args=["-O2"])
+              for name in build["NATIVE"]]
+    return [*compiled, *native]
 
 
 if __name__ == "__main__":

@@ -29,6 +29,10 @@ CORE = (
 )
 """What one upstream event crosses whatever its dialect: SSE framing, the decoders' bases, repair, and the recorder."""
 
+NATIVE = ("gateway.server.stream._splice",)
+"""Modules written in C, each beside the Python module it stands in for (`_splice.c`, for `splice.py`): built with
+the compiled modules; without them, the Python runs."""
+
 DECODING = ("decode", "reading")
 """A dialect's own modules one upstream event crosses, by name: its decoder's (`decode`, and `<format>_decode` for
 another wire format it reads: AG-UI's `proto_decode`), and what its decoder reads messages with (`reading`)."""
@@ -71,13 +75,14 @@ def _origin(name: str) -> str | None:
 
 
 def compiled() -> list[str]:
-    """The modules of `modules()` that run (or would be imported) compiled."""
-    return [name for name in modules() if (origin := _origin(name)) and origin.endswith(tuple(EXTENSION_SUFFIXES))]
+    """The modules of `modules()` and `NATIVE` that run (or would be imported) compiled."""
+    return [name for name in (*modules(), *NATIVE)
+            if (origin := _origin(name)) and origin.endswith(tuple(EXTENSION_SUFFIXES))]
 
 
 def unlisted() -> list[str]:
-    """Loaded modules of ours that are compiled but not in `modules()`: left by an older build."""
-    listed = modules()
+    """Loaded modules of ours that are compiled but not in `modules()` or `NATIVE`: left by an older build."""
+    listed = (*modules(), *NATIVE)
     return sorted(name for name, module in list(sys.modules.items())
                   if name.partition(".")[0] in ("gateway", "adapters") and name not in listed
                   and str(getattr(module, "__file__", "")).endswith(tuple(EXTENSION_SUFFIXES)))
@@ -89,7 +94,8 @@ def stale() -> list[str]:
     for name in compiled():
         origin = _origin(name)
         assert origin is not None
-        source = origin[: -len(next(s for s in EXTENSION_SUFFIXES if origin.endswith(s)))] + ".py"
+        source = origin[: -len(next(s for s in EXTENSION_SUFFIXES if origin.endswith(s)))] \
+            + (".c" if name in NATIVE else ".py")
         if os.path.exists(source) and os.path.getmtime(source) > os.path.getmtime(origin) + STALE_SECONDS:
             found.append(name)
     return found
@@ -107,8 +113,8 @@ def summary() -> str:
     if old:
         return (f"compiled with mypyc, but STALE: {', '.join(old)} edited since the build "
                 "(run scripts/compile, or scripts/compile --clean for pure Python)")
-    listed = modules()
+    listed = (*modules(), *NATIVE)
     if len(done) < len(listed):
         missing = [name for name in listed if name not in done]
         return f"partly compiled with mypyc ({len(done)} of {len(listed)} modules; not {', '.join(missing)})"
-    return f"compiled with mypyc ({len(done)} modules)"
+    return f"compiled with mypyc ({len(done) - len(NATIVE)} modules) and C ({len(NATIVE)})"

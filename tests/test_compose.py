@@ -247,7 +247,7 @@ def test_the_images_builder_makes_the_compiled_build_by_default(tmp_path: Path) 
     subprocess.run(argv, cwd=context, env=environ, check=True, capture_output=True, timeout=900)
     (wheel,) = (tmp_path / "wheels").glob("agent_gateway-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    for module in compiled.modules():
+    for module in (*compiled.modules(), *compiled.NATIVE):
         stem = module.replace(".", "/")
         assert any(name.startswith(stem + ".") and name.endswith(".so") for name in names), module
     assert not any("apt-get" in args for name, args in final)

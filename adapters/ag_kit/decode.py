@@ -49,6 +49,15 @@ class AgKitDecoder(AguiDecoder):
         else:
             out.append(canonical.Raw("ag-kit", event=frame))
 
+    def steady_text(self, frame: Any) -> str | None:
+        if frame.get("type") != "text":
+            return super().steady_text(frame)
+        content = frame.get("content")
+        if type(content) is str and self._text is not None:
+            self._steady_message = self._text
+            return content
+        return None
+
     def _end_text(self, out: Events) -> None:
         if self._text is not None:
             out.append(canonical.TextEnd(self._text))

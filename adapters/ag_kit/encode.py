@@ -86,6 +86,9 @@ class AgKitEncoder(SSEEncoder):
     METADATA = frozenset({canonical.TextDelta, canonical.ToolCallArgs, canonical.Raw, *DROPS})
     """Deltas count theirs; the dropped are counted whole."""
 
+    def text_around(self, message_id: str) -> tuple[bytes, bytes] | None:
+        return _TEXT.around()
+
     handlers = {
         canonical.TextDelta: _text,
         canonical.ToolCallArgs: _tool_args,

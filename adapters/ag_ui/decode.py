@@ -34,7 +34,7 @@ _CHUNKS = ("TEXT_MESSAGE_CHUNK", "TOOL_CALL_CHUNK", "REASONING_MESSAGE_CHUNK")
 
 
 class AguiDecoder(JsonSSEDecoder):
-    __slots__ = ("_chunk_reasoning", "_chunk_text", "_chunk_tool", "_spans", "_thinking", "version")
+    __slots__ = ("_chunk_reasoning", "_chunk_text", "_chunk_tool", "_spans", "_steady_message", "_thinking", "version")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__(max_event_bytes)
@@ -47,6 +47,24 @@ class AguiDecoder(JsonSSEDecoder):
         waits for the span's, so what the span holds after the message (its encrypted value) still belongs to it."""
         self.version: str | None = None
         """The protocol version the upstream declared in `RUN_STARTED`; None if it declared none (before 1.0)."""
+        self._steady_message: str | None = None
+        """The message of the last frame `steady_text` named."""
+
+    def steady_text(self, frame: Any) -> str | None:
+        if frame.get("type") == "TEXT_MESSAGE_CONTENT" and len(frame) == 3 \
+                and self._chunk_text is self._chunk_tool is self._chunk_reasoning is None:
+            message_id, delta = frame.get("messageId"), frame.get("delta")
+            if type(message_id) is str and type(delta) is str:
+                self._steady_message = message_id
+                return delta
+        return None
+
+    def on_steady_text(self, text: str, out: Events) -> None:
+        assert self._steady_message is not None
+        out.append(canonical.TextDelta(self._steady_message, text))
+
+    def steady_message(self) -> str | None:
+        return self._steady_message
 
     def on_frame(self, frame: dict[str, Any], out: Events) -> None:
         kind = frame.get("type")

@@ -297,6 +297,9 @@ class AguiEncoder(SSEEncoder):
         """The subagent each open message, reasoning message and tool call belongs to, when not the agent's own."""
         self._text = DeltaFrames(_text_content)
 
+    def text_around(self, message_id: str) -> tuple[bytes, bytes] | None:
+        return None if self._owners else self._text.around(message_id)
+
     def tag(self, event: dict[str, Any], e: canonical.Event, owner: str | None = None) -> dict[str, Any]:
         return tagged(event, e, owner)
 

@@ -97,6 +97,9 @@ class ChatDecoder(JsonSSEOrBodyDecoder):
             assert self._text is not None
             out.append(canonical.TextDelta(self._text, text))
 
+    def steady_message(self) -> str | None:
+        return self._text
+
     def on_done(self, out: Events) -> None:
         self._end(out)
         out.append(canonical.RunFinished(stop_reason=self._stop_reason))

@@ -282,6 +282,11 @@ class ChatStreamEncoder(SSEEncoder):
         self.refusals: set[str] = set()
         """The messages that are the model's refusal: `delta.refusal`, not `content`."""
 
+    def text_around(self, message_id: str) -> tuple[bytes, bytes] | None:
+        if self.lead is not None:  # the next text goes with what leads it
+            return None
+        return (self.refusal if self.refusals and message_id in self.refusals else self.text).around()
+
 
 def _frame(head: dict[str, Any], delta: dict[str, Any]) -> bytes:
     return b"data: " + orjson.dumps({**head, "choices": [{"index": 0, "delta": delta,

@@ -298,6 +298,9 @@ class VercelEncoder(SSEEncoder):
         self._families: Shown | None = None
         self._text = DeltaFrames(_text_delta_frame)
 
+    def text_around(self, message_id: str) -> tuple[bytes, bytes] | None:
+        return self._text.around(message_id)
+
     def _part(self, chunk: dict[str, Any], e: canonical.Event, author: str | None = None, encrypted: str | None = None,
               carried: bool = True) -> dict[str, Any]:
         """A chunk with what AG-UI said of its part, in its `providerMetadata` where its schema has one."""

@@ -24,7 +24,7 @@ from gateway.core.events import Event, RunFinished
 from gateway.core.native import mypyc_attr
 from gateway.core.repair import RunRepair
 from gateway.core.sse import DEFAULT_MAX_FRAME, FrameTooLarge, SSEDecoder
-from gateway.core.steady import SteadyText
+from gateway.core.steady import FrameAroundText, SteadyText
 
 if TYPE_CHECKING:
     from gateway.core.codec import UpstreamRequest
@@ -252,6 +252,24 @@ class JsonSSEDecoder(RepairedDecoder):
     def on_steady_text(self, text: str, out: Events) -> None:
         """What `on_frame` does with a frame `steady_text` named, knowing only its text."""
         raise NotImplementedError
+
+    def steady_message(self) -> str | None:
+        """The message whose `TextDelta` (without metadata) is all `on_steady_text` makes of a text, keeping
+        nothing; None where it does more, or the dialect does not say."""
+        return None
+
+    def spliced_text(self) -> tuple[bytes, bytes, str] | None:
+        """What the next frame is, if it is another text delta of the open message and reading it would be no more
+        than that delta: its bytes before and after the text's JSON string, and the message (see
+        `gateway.server.stream.splice`). None where the next frame must be read."""
+        shape = self._steady.shape
+        if type(shape) is not FrameAroundText or self.repair.done or not self._sse.idle():
+            return None
+        message_id = self.steady_message()
+        if message_id is None or message_id not in self.repair.open_text:
+            return None
+        before, after = shape.around()
+        return before, after, message_id
 
     def on_done(self, out: Events) -> None:
         out.append(RunFinished())

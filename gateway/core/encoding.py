@@ -99,10 +99,19 @@ class DeltaFrames:
 
     def frame(self, delta: str, id: str | None = None) -> bytes:
         if id is not self._id and id != self._id:
-            self._before, _, self._after = self._render(id).rpartition(_HOLE_JSON)
-            self._id = id
+            self._for(id)
         text = orjson.dumps(delta) if len(delta) < LARGE_TEXT else json_bytes(delta, len(delta))
         return self._before + text + self._after
+
+    def around(self, id: str | None = None) -> tuple[bytes, bytes]:
+        """The bytes `frame` writes before a delta's JSON string, and after it."""
+        if id is not self._id and id != self._id:
+            self._for(id)
+        return self._before, self._after
+
+    def _for(self, id: str | None) -> None:
+        self._before, _, self._after = self._render(id).rpartition(_HOLE_JSON)
+        self._id = id
 
 
 class SSEEncoder:
@@ -152,6 +161,12 @@ class SSEEncoder:
 
     def opening(self) -> bytes:
         return b""
+
+    def text_around(self, message_id: str) -> tuple[bytes, bytes] | None:
+        """The bytes this encoder writes, now and for as long as only such deltas follow, before and after the JSON
+        string of a `TextDelta` of `message_id` without metadata, whose text is not empty, written alone; None where
+        it writes more, keeps anything of it, or the dialect does not say (see `gateway.server.stream.splice`)."""
+        return None
 
 
 def must_place(owner: str, placed: Collection[type]) -> None:

@@ -70,6 +70,10 @@ class SSEDecoder:
             return [body for block in blocks if (body := block[6:])]
         return [data for block in blocks if (data := _frame_data(block)) is not None]
 
+    def idle(self) -> bool:
+        """Whether nothing is held between frames: the next byte begins a frame."""
+        return not self._buffer and not self._pending_cr
+
     def feed_blocks(self, chunk: bytes) -> list[bytes]:
         """The whole frames (their lines, LF-separated) completed by this chunk, fields and all."""
         if self._pending_cr or 13 in chunk:

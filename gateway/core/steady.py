@@ -46,6 +46,10 @@ class FrameAroundText:
         self._start = len(before)
         self._least = len(before) + len(after) + 2  # the shortest JSON string, ""
 
+    def around(self) -> tuple[bytes, bytes]:
+        """The frame's bytes before its text's JSON string, and after it."""
+        return self._before, self._after
+
     def text_of(self, data: bytes) -> str | None:
         """The frame's text, if it is this shape; else None."""
         if len(data) < self._least or not data.startswith(self._before) or not data.endswith(self._after):

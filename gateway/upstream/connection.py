@@ -110,8 +110,11 @@ class Connection(asyncio.Protocol):
 
     def on_body(self, body: bytes) -> None:
         self.moved = True
-        if self.response is not None:
-            self.response.on_body(body)
+        response = self.response
+        if response is not None:
+            splice = response.splice
+            if splice is None or not splice(body):
+                response.on_body(body)
 
     def on_message_complete(self) -> None:
         self.moved = True

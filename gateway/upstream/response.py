@@ -54,7 +54,7 @@ class Response:
 
     __slots__ = ("_chunks", "_coding", "_connection", "_decompress", "_error", "_head", "_head_bytes", "_inflated_any",
                  "_interim", "_paused", "_raw_headers", "_size", "_tail", "_until_close", "_waiter", "_woken_by_offer",
-                 "complete", "headers", "keep_alive", "offer", "status")
+                 "complete", "headers", "keep_alive", "offer", "splice", "status")
 
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
@@ -77,6 +77,9 @@ class Response:
         self.status = 0
         self.headers: dict[str, str] = {}
         self.offer: Callable[[bytes], Offer] | None = None
+        self.splice: Callable[[bytes], bool] | None = None
+        """Offered each body piece as the connection reads it, before anything else: a piece it took (True) is the
+        reader's no more (gateway.server.stream.splice)."""
         self._woken_by_offer = False
         """The reader's `offer` took bytes and asked its task to go on (`TAKEN_AND_WAKE`): `read()` returns b"" once,
         unless bytes came since."""
@@ -207,6 +210,8 @@ class Response:
         """After each read from the socket: wake the reader, and stop reading while it lags far behind."""
         waiter = self._waiter
         if waiter is not None and not waiter.done():
+            if not self._chunks and not self.complete and self._error is None:
+                return  # nothing new to read: a piece the splice took, or a head not whole yet
             offer = self.offer
             if offer is not None and self._chunks and not self.complete and self._error is None \
                     and self._decompress is None:

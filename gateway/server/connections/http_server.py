@@ -126,6 +126,11 @@ class DirectBody:
             self._cycle = None
             return False
 
+    @property
+    def cycle(self) -> RequestResponseCycle | None:
+        """The response's cycle, for a writer that reads it as `ready` does (the text splice)."""
+        return self._cycle
+
     def write(self, body: bytes) -> None:
         """One piece (never empty), once `ready` said so."""
         assert self._cycle is not None

@@ -19,8 +19,9 @@ from gateway.core.errors import ErrorCode, GatewayError
 from gateway.core.events import RunError
 from gateway.recordings.capture import RunCapture
 from gateway.runs.tape import Head, Tape
-from gateway.server.connections.http_server import direct_body
+from gateway.server.connections.http_server import DirectBody, direct_body
 from gateway.server.operations.record import AccessRecord, RequestOutcome
+from gateway.server.stream.splice import TextSplice
 
 log = logging.getLogger("agent_gateway.proxy")
 
@@ -169,6 +170,14 @@ class ClientWriter:
         """Whether `write_now` may be called: the server writes pieces directly and the client is reading."""
         direct = self._direct
         return direct is not None and not self.gone and direct.ready()
+
+    def text_splice(self) -> TextSplice | None:
+        """A splice that writes to this client's connection (see `gateway.server.stream.splice`), where pieces are
+        written to it directly and nothing else keeps what it is sent (a tape, a capture); else None."""
+        direct = self._direct
+        if type(direct) is not DirectBody or direct.cycle is None or self.outlives_client:
+            return None
+        return TextSplice(direct.cycle)
 
     def write_now(self, body: bytes, now: float) -> None:
         """`write` without an await, once `can_write_now` said so (and nothing was awaited since); `now` is the

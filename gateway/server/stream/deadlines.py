@@ -96,8 +96,8 @@ class Deadlines:
     `cancelled_because`; the client leaving, its cancel and the process stopping cancel it the same way."""
 
     __slots__ = ("_keep_alive_in_flight", "_keepalive", "_record", "_timeouts", "_timer", "_writer",
-                 "cancelled_because", "first_event_from", "last_upstream_event", "missed_deadline", "request_task",
-                 "started_at", "storing_conversation", "upstream_answered", "wake_at")
+                 "cancelled_because", "catch_up", "first_event_from", "last_upstream_event", "missed_deadline",
+                 "request_task", "started_at", "storing_conversation", "upstream_answered", "wake_at")
 
     def __init__(self, timeouts: Timeouts, keepalive: float, writer: ClientWriter, record: AccessRecord,
                  started_at: float) -> None:
@@ -128,6 +128,9 @@ class Deadlines:
         """When the timer fires next (monotonic)."""
         self._timer: asyncio.TimerHandle | None = None
         self._keep_alive_in_flight: asyncio.Task[None] | None = None
+        self.catch_up: Callable[[], object] | None = None
+        """Brings what the timer reads up to date with what the run did outside its own steps (the text splice's
+        pieces: when the upstream was last heard from, when the client was last written to)."""
 
     def arm(self) -> None:
         """(Re)start the timer: once per request, and again only if a deadline moves closer than its wake-up."""
@@ -221,6 +224,8 @@ class Deadlines:
         self._timer = None
         if self.cancelled_because is not None:
             return
+        if self.catch_up is not None:
+            self.catch_up()
         keepalive, writer = self._keepalive, self._writer
         now = time.monotonic()
         deadline, missed = self._next_deadline()

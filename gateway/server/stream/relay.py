@@ -2,8 +2,9 @@
 
 ```
 upstream body ─▶ read ▸ decode ▸ repair ▸ record ▸ encode ▸ write ─▶ client
-                                            │
-                         terminal event ─▶ store the conversation ─▶ last byte   (RunEnd, run_end.py)
+   │                                        │
+   │                     terminal event ─▶ store the conversation ─▶ last byte   (RunEnd, run_end.py)
+   └─ a steady text delta, re-framed as it is read ─▶ client; recorded at the next batch (RunSplice, splice.py)
 ```
 
 The read loop does nothing per chunk but decode, encode and write: the deadlines and the keep-alive are kept by
@@ -20,6 +21,8 @@ from functools import partial
 from gateway.conversations.mapper import ConversationMapper, Exchange
 from gateway.conversations.recorder import RunRecorder
 from gateway.core.codec import Decoder, Dialect, Encoder, UpstreamRequest
+from gateway.core.decoding import JsonSSEDecoder
+from gateway.core.encoding import SSEEncoder
 from gateway.core.errors import ErrorCode, UpstreamRefused
 from gateway.core.events import Event, RunError, RunFinished, RunStarted
 from gateway.core.ids import new_id
@@ -29,6 +32,7 @@ from gateway.server.operations.record import AccessRecord
 from gateway.server.stream.client import ClientWriter
 from gateway.server.stream.deadlines import Deadlines
 from gateway.server.stream.run_end import RunEnd
+from gateway.server.stream.splice import RunSplice
 from gateway.server.stream.upstream_errors import failure_line
 from gateway.upstream.http1 import DECLINED, TAKEN, TAKEN_AND_WAKE, HTTPError, Offer, Response
 
@@ -63,7 +67,7 @@ class Relay:
     recorded with: the upstream's decoder, the client's encoder, the recorder and the exchange."""
 
     __slots__ = ("_committing", "_deadlines", "_end", "_first_frame_alone", "_handed_back", "_max_held",
-                 "_offer_pending", "_reattach_to", "_record", "_send", "_sent_by", "_started_at", "_streams",
+                 "_offer_pending", "_reattach_to", "_record", "_send", "_sent_by", "_splice", "_started_at", "_streams",
                  "_upstream_status", "_watched", "_writer", "decoder", "encoder", "exchange", "recorder")
 
     def __init__(self, *, exchange: Exchange, client_dialect: Dialect, decoder: Decoder, encoder: Encoder,
@@ -109,6 +113,14 @@ class Relay:
         self._end = RunEnd(exchange=exchange, client_dialect=client_dialect, encoder=encoder, recorder=recorder,
                            mapper=mapper, record=record, writer=writer, deadlines=deadlines, watched=watched,
                            abandon=abandon)
+        self._splice: RunSplice | None = None
+        """Writes the run's steady text deltas to the client as the upstream's connection reads them, where both
+        dialects can say what one is and nothing but the client is shown the run."""
+        if watched is None and isinstance(decoder, JsonSSEDecoder) and isinstance(encoder, SSEEncoder):
+            splice = writer.text_splice()
+            if splice is not None:
+                self._splice = RunSplice(splice, decoder, encoder)
+                deadlines.catch_up = self._catch_up
 
     async def run(self, response: Response, upstream_streams: bool) -> None:
         """Move the upstream's body to the client, translated, and store what the run added to the conversation."""
@@ -146,7 +158,7 @@ class Relay:
                 raise
             events = cut_short
         finally:
-            response.offer = None
+            response.offer = response.splice = None
         if events:  # empty only if the run already ended when the deadline struck
             try:
                 await self._deliver(events)
@@ -159,6 +171,7 @@ class Relay:
         event they hold."""
         self._reattach_to = self._committing = None
         self._send = self._sent_by
+        self._deadlines.catch_up = None
         self._end.close()
 
     async def _begin_reply(self, *, opening: bool) -> None:
@@ -211,6 +224,8 @@ class Relay:
             if self._offer_pending and self._record.events:
                 self._offer_pending = False
                 response.offer = self._offered
+                if self._splice is not None:
+                    response.splice = self._splice.splice.took
 
     async def _send_first_frame(self, chunk: bytes) -> bytes:
         """The first frame of the first read goes out alone, when much comes after it: the client's first event
@@ -261,7 +276,7 @@ class Relay:
         request = self.decoder.reattach_request(broke)
         if request is None:
             return None
-        response.offer = None
+        response.offer = response.splice = None
         while request is not None:
             answered = await self._reattach_to(request)
             if answered is not None:
@@ -285,6 +300,8 @@ class Relay:
                 return TAKEN_AND_WAKE
             if out:
                 writer.write_now(out, now)
+                if self._splice is not None:
+                    self._splice.arm()
         except Exception as exc:  # raised in the task, as it would have been there
             self._handed_back = exc
             return TAKEN_AND_WAKE
@@ -293,6 +310,9 @@ class Relay:
     def _translate(self, events: list[Event]) -> bytes:
         """Count, record and encode one batch of events: the client's bytes for it."""
         record, recorder = self._record, self.recorder
+        if self._splice is not None:
+            self._splice.disarm()
+            self._catch_up()
         recorder.record(events)  # before the start is rewritten: the recorder keeps the upstream's thread id
         if recorder.largest_call > self._max_held or (recorder.held > self._max_held and not self._streams):
             too_much, self._max_held = _too_much(recorder, self._max_held), 1 << 62  # said once: the error goes through
@@ -307,6 +327,16 @@ class Relay:
         if self._watched is not None:
             self._watched.feed(events)
         return self.encoder.encode(events)
+
+    def _catch_up(self) -> None:
+        """Record, count and time the text deltas the splice wrote since the last batch, as if they had been one."""
+        assert self._splice is not None
+        count, spliced, at = self._splice.taken()
+        if spliced is not None:
+            self.recorder.record([spliced])
+            self._record.events += count
+            self._deadlines.heard_from_upstream(at)
+            self._writer.keep_alive_from(at)
 
     async def _deliver(self, events: list[Event]) -> None:
         """Translate and send one batch of events, the run's end once its terminal event is among them."""
