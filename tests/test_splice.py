@@ -113,11 +113,14 @@ def test_canonical_in_c_is_the_reference(string: bytes) -> None:
 def test_a_steady_piece_is_written_as_the_clients_frame_in_one_chunk(implementation: type[Any]) -> None:
     cycle = Cycle()
     splice = armed(implementation, cycle)
+    before = time.monotonic()
     assert splice.took(piece(b'"one "')) and splice.took(piece(b'"t\\"w\\\\o\\n\xc3\xa9"', b"\r\n\r\n"))
+    written_by = time.monotonic()
     assert cycle.transport.written == [chunk(PREFIX + b'"one "' + SUFFIX),
                                        chunk(PREFIX + b'"t\\"w\\\\o\\n\xc3\xa9"' + SUFFIX)]
     assert splice.armed and splice.count == 2
-    assert splice.taken()[:2] == (2, 'one t"w\\o\né')
+    count, text, last_at = splice.taken()
+    assert (count, text) == (2, 'one t"w\\o\né') and before <= last_at <= written_by
     assert splice.taken()[:2] == (0, "") and splice.count == 0
 
 

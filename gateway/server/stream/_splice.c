@@ -5,7 +5,6 @@
 #include <Python.h>
 #include <structmember.h>
 #include <string.h>
-#include <time.h>
 
 #define MAX_SPLICED (1 << 16)
 #define MAX_PENDING (1 << 20)
@@ -25,7 +24,7 @@ typedef struct {
     double last_at;
 } TextSplice;
 
-static PyObject *orjson_loads;
+static PyObject *orjson_loads, *monotonic;
 static PyObject *str_flow, *str_write_paused, *str_disconnected, *str_response_complete, *str_transport, *str_write;
 
 static int hex_digit(unsigned char c) {
@@ -241,9 +240,10 @@ static PyObject *TextSplice_took(TextSplice *self, PyObject *piece) {
     Py_DECREF(written);
     if (keep_text(self, string + 1, string_len - 2) < 0) return NULL;
     self->count++;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    self->last_at = (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+    PyObject *now = PyObject_CallNoArgs(monotonic); /* Python's own clock, whatever it is on this platform */
+    if (now == NULL) return NULL;
+    self->last_at = PyFloat_AsDouble(now);
+    Py_DECREF(now);
     Py_RETURN_TRUE;
 }
 
@@ -314,6 +314,11 @@ PyMODINIT_FUNC PyInit__splice(void) {
     orjson_loads = PyObject_GetAttrString(orjson, "loads");
     Py_DECREF(orjson);
     if (orjson_loads == NULL) return NULL;
+    PyObject *time = PyImport_ImportModule("time");
+    if (time == NULL) return NULL;
+    monotonic = PyObject_GetAttrString(time, "monotonic");
+    Py_DECREF(time);
+    if (monotonic == NULL) return NULL;
     str_flow = PyUnicode_InternFromString("flow");
     str_write_paused = PyUnicode_InternFromString("write_paused");
     str_disconnected = PyUnicode_InternFromString("disconnected");
