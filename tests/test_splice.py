@@ -18,6 +18,7 @@ from client_bodies import request_body, user_message
 from e2e import post
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from prometheus_client.parser import text_string_to_metric_families
 from servers import Served
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -304,9 +305,10 @@ def _strings(value: Any) -> list[str]:
     return [found for item in value for found in _strings(item)] if isinstance(value, list) else []
 
 
-def test_a_spliced_stream_longer_than_the_idle_deadline_is_not_idle(spliced: list[int]) -> None:
+def test_a_long_spliced_stream_is_not_idle_and_every_event_counts(spliced: list[int]) -> None:
     """The deadlines' timer catches up on what the splice wrote: a stream of spliced deltas is neither cut off as
-    silent nor sent keep-alives."""
+    silent nor sent keep-alives; and every delta spliced is counted (304 events: the start, the message's start, 300
+    deltas, its end, the run's end)."""
     upstream = PacedUpstream(_texts(300, seed=7), escaped_every=0)
     with Served(upstream.app) as agent:
         route = {"name": "idle", "paths": ["/ag-ui/from/ag-ui"], "client_dialects": ["ag-ui"],
@@ -316,6 +318,41 @@ def test_a_spliced_stream_longer_than_the_idle_deadline_is_not_idle(spliced: lis
             started = time.monotonic()
             body = _ask(gateway, "ag-ui", "ag-ui", "long")
             took = time.monotonic() - started
+            with httpx.Client() as http:
+                samples = _samples(http, gateway)
     assert took > 0.5 and sum(spliced) > 200
+    ids = (("client_dialect", "ag-ui"), ("route", "idle"), ("upstream_dialect", "ag-ui"))
+    assert samples["agent_gateway_events_translated_total", ids] == 304
     assert b"RUN_ERROR" not in body and body.rstrip().endswith(b'"outcome":{"type":"success"}}')
     assert b"\n: " not in body and not body.startswith(b": ")
+
+
+def test_what_was_spliced_counts_when_the_client_leaves_mid_stream(spliced: list[int]) -> None:
+    upstream = PacedUpstream(_texts(300, seed=8), escaped_every=0)
+    with Served(upstream.app) as agent:
+        route = {"name": "left", "paths": ["/ag-ui/from/ag-ui"], "client_dialects": ["ag-ui"],
+                 "upstream": {"url": f"{agent.url}/ag-ui", "dialect": "ag-ui"}}
+        with Served(create_app(GatewayConfig.model_validate({"routes": [route]}), store=MemoryStore())) as gateway, \
+                httpx.Client(timeout=30) as http:
+            body = request_body("ag-ui", [user_message("ag-ui", "go")], "left")
+            deltas = 0
+            with http.stream("POST", f"{gateway.url}/ag-ui/from/ag-ui", content=orjson.dumps(body),
+                             headers={"content-type": "application/json"}) as reply:
+                for line in reply.iter_lines():
+                    deltas += "TEXT_MESSAGE_CONTENT" in line
+                    if deltas == 100:
+                        break
+            deadline = time.monotonic() + 10
+            while _samples(http, gateway)["agent_gateway_streams_in_flight", (("route", "left"),)] and \
+                    time.monotonic() < deadline:
+                time.sleep(0.05)
+            samples = _samples(http, gateway)
+    assert sum(spliced) >= 90
+    ids = (("client_dialect", "ag-ui"), ("route", "left"), ("upstream_dialect", "ag-ui"))
+    assert samples["agent_gateway_events_translated_total", ids] >= 102  # the start, the message's, 100 deltas
+
+
+def _samples(http: httpx.Client, gateway: Served) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(http.get(f"{gateway.url}/metrics").text)
+            for sample in family.samples}

@@ -159,6 +159,9 @@ class Relay:
             events = cut_short
         finally:
             response.offer = response.splice = None
+            if self._splice is not None:  # a run its client left ends here: what was spliced still counts
+                self._splice.disarm()
+                self._catch_up()
         if events:  # empty only if the run already ended when the deadline struck
             try:
                 await self._deliver(events)
