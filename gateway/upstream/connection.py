@@ -78,6 +78,8 @@ class Connection(asyncio.Protocol):
                 if self.unfinished > MAX_LINE:
                     response.fail(ProtocolError(f"upstream sent a line longer than {MAX_LINE // 1024} KiB"))
                     self.close()
+        if response.splice is not None:
+            response.splice.flush()  # what it took of this read goes out before anything the reader writes of it
         response.fed()
 
     def eof_received(self) -> bool:
@@ -113,7 +115,7 @@ class Connection(asyncio.Protocol):
         response = self.response
         if response is not None:
             splice = response.splice
-            if splice is None or not splice(body):
+            if splice is None or not splice.took(body):
                 response.on_body(body)
 
     def on_message_complete(self) -> None:

@@ -54,7 +54,7 @@ class ForeignResponse(Response):
         self._answer = answer
         self.status = answer.status
         self.headers = dict(answer.headers)
-        self.offer = None
+        self.offer = self.splice = None
         self.complete = False
         self.keep_alive = False
         self._error = None  # `drain` reads what is left of the call's end, as a connection's

@@ -7,7 +7,7 @@ import asyncio
 import enum
 import zlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from gateway.upstream.errors import ConnectionBroken, HTTPError, ProtocolError
 
@@ -41,6 +41,17 @@ class Offer(enum.Enum):
 TAKEN: Final = Offer.TAKEN
 DECLINED: Final = Offer.DECLINED
 TAKEN_AND_WAKE: Final = Offer.TAKEN_AND_WAKE
+
+
+class Splice(Protocol):
+    """What takes body pieces before a response's reader does, writing what it makes of them elsewhere
+    (gateway.server.stream.splice)."""
+
+    def took(self, piece: bytes) -> bool:
+        """Whether it took `piece` (then the reader never sees it)."""
+
+    def flush(self) -> None:
+        """The connection's read is over: what it made of the pieces it took goes out now."""
 
 
 class Response:
@@ -77,9 +88,9 @@ class Response:
         self.status = 0
         self.headers: dict[str, str] = {}
         self.offer: Callable[[bytes], Offer] | None = None
-        self.splice: Callable[[bytes], bool] | None = None
-        """Offered each body piece as the connection reads it, before anything else: a piece it took (True) is the
-        reader's no more (gateway.server.stream.splice)."""
+        self.splice: Splice | None = None
+        """Offered each body piece as the connection reads it, before anything else: a piece it took is the
+        reader's no more."""
         self._woken_by_offer = False
         """The reader's `offer` took bytes and asked its task to go on (`TAKEN_AND_WAKE`): `read()` returns b"" once,
         unless bytes came since."""

@@ -19,6 +19,9 @@ typedef struct {
     char *text; /* the spliced strings' insides, still escaped */
     Py_ssize_t text_len;
     Py_ssize_t text_cap;
+    char *out; /* the client's chunks for the pieces of this read, written at its end (flush) */
+    Py_ssize_t out_len;
+    Py_ssize_t out_cap;
     int armed;
     Py_ssize_t count;
     double last_at;
@@ -109,6 +112,7 @@ static int TextSplice_init(TextSplice *self, PyObject *args, PyObject *kwds) {
     self->armed = 0;
     self->count = 0;
     self->text_len = 0;
+    self->out_len = 0;
     self->last_at = 0.0;
     return 0;
 }
@@ -131,6 +135,7 @@ static void TextSplice_dealloc(TextSplice *self) {
     Py_CLEAR(self->prefix);
     Py_CLEAR(self->suffix);
     PyMem_Free(self->text);
+    PyMem_Free(self->out);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -172,25 +177,60 @@ static int client_ready(PyObject *cycle) {
     return 1;
 }
 
-static int keep_text(TextSplice *self, const char *text, Py_ssize_t size) {
-    if (self->text_len + size > self->text_cap) {
-        Py_ssize_t cap = self->text_cap ? self->text_cap : 256;
-        while (cap < self->text_len + size) cap *= 2;
-        char *grown = PyMem_Realloc(self->text, cap);
+/* Room for `size` more bytes in the buffer (*data, *len, *cap); NULL (and MemoryError) if there is none. */
+static char *room(char **data, Py_ssize_t *len, Py_ssize_t *cap, Py_ssize_t size) {
+    if (*len + size > *cap) {
+        Py_ssize_t grown_cap = *cap ? *cap : 256;
+        while (grown_cap < *len + size) grown_cap *= 2;
+        char *grown = PyMem_Realloc(*data, grown_cap);
         if (grown == NULL) {
             PyErr_NoMemory();
-            return -1;
+            return NULL;
         }
-        self->text = grown;
-        self->text_cap = cap;
+        *data = grown;
+        *cap = grown_cap;
     }
-    memcpy(self->text + self->text_len, text, size);
-    self->text_len += size;
+    char *at = *data + *len;
+    *len += size;
+    return at;
+}
+
+/* The client's chunks so far go out, in one write; -1 on an error. */
+static int flush_out(TextSplice *self) {
+    if (self->out_len == 0) return 0;
+    PyObject *out = PyBytes_FromStringAndSize(self->out, self->out_len);
+    self->out_len = 0;
+    if (self->out_cap > 65536) {
+        PyMem_Free(self->out);
+        self->out = NULL;
+        self->out_cap = 0;
+    }
+    if (out == NULL) return -1;
+    PyObject *transport = PyObject_GetAttr(self->cycle, str_transport);
+    if (transport == NULL) {
+        Py_DECREF(out);
+        return -1;
+    }
+    PyObject *written = PyObject_CallMethodOneArg(transport, str_write, out);
+    Py_DECREF(transport);
+    Py_DECREF(out);
+    if (written == NULL) return -1;
+    Py_DECREF(written);
+    PyObject *now = PyObject_CallNoArgs(monotonic); /* Python's own clock, whatever it is on this platform */
+    if (now == NULL) return -1;
+    self->last_at = PyFloat_AsDouble(now);
+    Py_DECREF(now);
     return 0;
+}
+
+static PyObject *TextSplice_flush(TextSplice *self, PyObject *unused) {
+    if (flush_out(self) < 0) return NULL;
+    Py_RETURN_NONE;
 }
 
 static PyObject *decline(TextSplice *self) {
     self->armed = 0;
+    if (flush_out(self) < 0) return NULL; /* what was taken goes out before the piece the relay writes */
     Py_RETURN_FALSE;
 }
 
@@ -218,32 +258,17 @@ static PyObject *TextSplice_took(TextSplice *self, PyObject *piece) {
     Py_ssize_t body_len = prefix_len + string_len + suffix_len;
     char size_line[24];
     int size_len = snprintf(size_line, sizeof size_line, "%zx\r\n", body_len);
-    PyObject *out = PyBytes_FromStringAndSize(NULL, size_len + body_len + 2);
-    if (out == NULL) return NULL;
-    char *o = PyBytes_AS_STRING(out);
+    char *o = room(&self->out, &self->out_len, &self->out_cap, size_len + body_len + 2);
+    char *kept = o == NULL ? NULL : room(&self->text, &self->text_len, &self->text_cap, string_len - 2);
+    if (kept == NULL) return NULL;
     memcpy(o, size_line, size_len);
     o += size_len;
     memcpy(o, PyBytes_AS_STRING(self->prefix), prefix_len);
     memcpy(o + prefix_len, string, string_len);
     memcpy(o + prefix_len + string_len, PyBytes_AS_STRING(self->suffix), suffix_len);
     memcpy(o + body_len, "\r\n", 2);
-
-    PyObject *transport = PyObject_GetAttr(self->cycle, str_transport);
-    if (transport == NULL) {
-        Py_DECREF(out);
-        return NULL;
-    }
-    PyObject *written = PyObject_CallMethodOneArg(transport, str_write, out);
-    Py_DECREF(transport);
-    Py_DECREF(out);
-    if (written == NULL) return NULL;
-    Py_DECREF(written);
-    if (keep_text(self, string + 1, string_len - 2) < 0) return NULL;
+    memcpy(kept, string + 1, string_len - 2);
     self->count++;
-    PyObject *now = PyObject_CallNoArgs(monotonic); /* Python's own clock, whatever it is on this platform */
-    if (now == NULL) return NULL;
-    self->last_at = PyFloat_AsDouble(now);
-    Py_DECREF(now);
     Py_RETURN_TRUE;
 }
 
@@ -282,6 +307,7 @@ static PyMemberDef TextSplice_members[] = {
 static PyMethodDef TextSplice_methods[] = {
     {"arm", (PyCFunction)TextSplice_arm, METH_VARARGS, NULL},
     {"took", (PyCFunction)TextSplice_took, METH_O, NULL},
+    {"flush", (PyCFunction)TextSplice_flush, METH_NOARGS, NULL},
     {"taken", (PyCFunction)TextSplice_taken, METH_NOARGS, NULL},
     {NULL},
 };

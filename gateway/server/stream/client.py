@@ -175,9 +175,10 @@ class ClientWriter:
         """A splice that writes to this client's connection (see `gateway.server.stream.splice`), where pieces are
         written to it directly and nothing else keeps what it is sent (a tape, a capture); else None."""
         direct = self._direct
-        if type(direct) is not DirectBody or direct.cycle is None or self.outlives_client:
+        if type(direct) is not DirectBody or self.outlives_client:
             return None
-        return TextSplice(direct.cycle)
+        direct.ready()  # a uvicorn whose cycle is made otherwise is let go of here, and `cycle` is None
+        return None if direct.cycle is None else TextSplice(direct.cycle)
 
     def write_now(self, body: bytes, now: float) -> None:
         """`write` without an await, once `can_write_now` said so (and nothing was awaited since); `now` is the

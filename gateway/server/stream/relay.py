@@ -228,7 +228,7 @@ class Relay:
                 self._offer_pending = False
                 response.offer = self._offered
                 if self._splice is not None:
-                    response.splice = self._splice.splice.took
+                    response.splice = self._splice.splice
 
     async def _send_first_frame(self, chunk: bytes) -> bytes:
         """The first frame of the first read goes out alone, when much comes after it: the client's first event

@@ -5,10 +5,11 @@ Most of a stream is deltas of one text message, each a frame that differs from t
 both sides say what such a frame is around its text (the upstream's decoder, `JsonSSEDecoder.spliced_text`; the
 client's encoder, `SSEEncoder.text_around`), a body piece that is one such frame, whose text is a JSON string
 written as the client's encoder writes strings (orjson's form: `canonical`), is the client's frame with the same
-string in it: `TextSplice.took` writes it to the client's connection at once, and keeps what the run's bookkeeping
-needs (how many, when, and the text, still escaped) for the relay to catch up on (`taken`). Any other piece is
-declined, and the splice disarmed: it goes the whole way, through the decoder, and the relay arms the splice again
-once the run is steady.
+string in it: `TextSplice.took` keeps it for the client's connection, where a read's pieces go in one write at the
+end of the read (`flush`), and keeps what the run's bookkeeping needs (how many, when, and the text, still escaped)
+for the relay to catch up on (`taken`). Any other piece is declined, and the splice disarmed (what it kept is
+written first): it goes the whole way, through the decoder, and the relay arms the splice again once the run is
+steady.
 
 This module is the reference; `_splice.c`, built with the compiled build (`scripts/compile`), is the same class
 in C, imported instead of it when there.
@@ -59,17 +60,19 @@ class TextSplice:
     `cycle`, whose `transport`, `flow.write_paused`, `disconnected` and `response_complete` are read as uvicorn's
     own `send` reads them). `arm` says what a steady frame is on each side."""
 
-    __slots__ = ("_after", "_before", "_cycle", "_prefix", "_suffix", "_text", "armed", "count", "last_at")
+    __slots__ = ("_after", "_before", "_cycle", "_out", "_prefix", "_suffix", "_text", "armed", "count", "last_at")
 
     def __init__(self, cycle: Any) -> None:
         self._cycle = cycle
         self._before = self._after = self._prefix = self._suffix = b""
         self._text = bytearray()
+        self._out: list[bytes] = []
+        """The client's chunks for this read's pieces, written at its end."""
         self.armed = False
         self.count = 0
         """Pieces spliced since the relay last caught up."""
         self.last_at = 0.0
-        """When the last was (monotonic)."""
+        """When the last was written (monotonic)."""
 
     def arm(self, before: bytes, after: bytes, prefix: bytes, suffix: bytes) -> None:
         """Splice from now on: a piece `data: ` + `before` + string + `after`, ended by a blank line, is written
@@ -78,19 +81,28 @@ class TextSplice:
         self.armed = True
 
     def took(self, piece: bytes) -> bool:
-        """Whether `piece` was spliced (written to the client); if not, the splice is disarmed."""
+        """Whether `piece` was spliced (kept for the client, until `flush`); if not, the splice is disarmed and what
+        it kept is written."""
         if not self.armed:
             return False
         string = self._string(piece)
         if string is None or len(self._text) + len(string) > MAX_PENDING or not _ready(self._cycle):
             self.armed = False
+            self.flush()
             return False
         body = self._prefix + string + self._suffix
-        self._cycle.transport.write(b"%x\r\n%b\r\n" % (len(body), body))
+        self._out.append(b"%x\r\n%b\r\n" % (len(body), body))
         self._text += string[1:-1]
         self.count += 1
-        self.last_at = time.monotonic()
         return True
+
+    def flush(self) -> None:
+        """Write what was spliced since the last flush, in one write: at the end of each read."""
+        out = self._out
+        if out:
+            self._cycle.transport.write(out[0] if len(out) == 1 else b"".join(out))
+            out.clear()
+            self.last_at = time.monotonic()
 
     def taken(self) -> tuple[int, str, float]:
         """How many pieces were spliced since the last call, their text joined, and when the last was; the
