@@ -184,9 +184,60 @@ def responses_stream(rng: random.Random) -> bytes:
     return body + event({"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}})
 
 
+def agui_stream(rng: random.Random) -> bytes:
+    """Text of one message or another, with chunk streams, tool calls, reasoning and odd values among it."""
+    frames: list[Any] = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]
+    for _ in range(rng.randint(1, 40)):
+        roll, message = rng.random(), rng.choice(["m1", "m1", "m1", "m2"])
+        if roll < 0.05:
+            frames.append({"type": "TEXT_MESSAGE_START", "messageId": message, "role": "assistant"})
+        elif roll < 0.09:
+            frames.append({"type": "TEXT_MESSAGE_END", "messageId": message})
+        elif roll < 0.14:
+            frames.append({"type": "TEXT_MESSAGE_CHUNK", "messageId": message, "delta": rng.choice(TEXTS)})
+        elif roll < 0.17:
+            frames.append({"type": "TOOL_CALL_CHUNK", "toolCallId": "c1", "toolCallName": "f", "delta": "{}"})
+        elif roll < 0.20:
+            frames.append({"type": "REASONING_MESSAGE_CONTENT", "messageId": "r1", "delta": rng.choice(TEXTS)})
+        elif roll < 0.23:
+            frames.append({"type": "TEXT_MESSAGE_CONTENT", "messageId": message, "delta": rng.choice(TEXTS),
+                           "metadata": {"k": 1}})
+        elif roll < 0.25:
+            frames.append({"type": "TEXT_MESSAGE_CONTENT", "messageId": message, "delta": rng.choice([1, None])})
+        else:
+            frames.append({"type": "TEXT_MESSAGE_CONTENT", "messageId": message, "delta": rng.choice(TEXTS)})
+    frames.append({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
+    encoded = [orjson.dumps(f) for f in frames]
+    if rng.random() < 0.3:  # another server's spacing and escapes
+        encoded = [f.replace(b'":', b'": ').replace("é".encode(), b"\\u00e9") for f in encoded]
+    return sse(encoded)
+
+
+def agkit_stream(rng: random.Random) -> bytes:
+    """AG-Kit's text between tool calls and interrupts, odd values, and AG-UI's events among them."""
+    frames: list[Any] = []
+    for _ in range(rng.randint(1, 40)):
+        roll = rng.random()
+        if roll < 0.05:
+            frames.append({"type": "tool-call-start", "toolCallId": "c1", "toolCallName": "f"})
+        elif roll < 0.08:
+            frames.append({"type": "tool-call-end", "toolCallId": "c1"})
+        elif roll < 0.10:
+            frames.append({"type": "interrupt", "id": "i1", "reason": "ask", "payload": {}})
+        elif roll < 0.13:
+            frames.append({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m9", "delta": rng.choice(TEXTS)})
+        elif roll < 0.15:
+            frames.append({"type": "text", "content": rng.choice([1, None, ["x"]])})
+        elif roll < 0.18:
+            frames.append({"type": "text", "content": rng.choice(TEXTS), "extra": 1})
+        else:
+            frames.append({"type": "text", "content": rng.choice(TEXTS)})
+    return sse([*[orjson.dumps(f) for f in frames], b"[DONE]"])
+
+
 STREAMS: dict[str, Callable[[random.Random], bytes]] = {
     "openai-chat": chat_stream, "a2a": a2a_stream, "langgraph": langgraph_stream,
-    "openai-responses": responses_stream}
+    "openai-responses": responses_stream, "ag-ui": agui_stream, "ag-kit": agkit_stream}
 
 
 @pytest.mark.parametrize("dialect", sorted(STREAMS))
@@ -218,7 +269,9 @@ def test_a_steady_streams_tokens_are_not_read_whole(dialect: str, monkeypatch: p
                   "artifact": {"artifactId": "a1", "parts": [{"kind": "text", "text": f"t{i}"}]}}},
               "langgraph": lambda i: [{"content": f"t{i}", "type": "AIMessageChunk", "id": "m1"}, {}],
               "openai-responses": lambda i: {"type": "response.output_text.delta", "sequence_number": i + 2,
-                                             "item_id": "msg_1", "delta": f"t{i}"}}[dialect]
+                                             "item_id": "msg_1", "delta": f"t{i}"},
+              "ag-ui": lambda i: {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": f"t{i}"},
+              "ag-kit": lambda i: {"type": "text", "content": f"t{i}"}}[dialect]
     event = "messages" if dialect == "langgraph" else None
     body = sse([frames(i) for i in range(50)], event)
     if dialect == "openai-responses":

@@ -146,8 +146,9 @@ class RunSplice:
         self._misses = 0
 
     def arm(self) -> None:
-        """Splice the next pieces, if they are text deltas both dialects can say the frame of."""
-        if self._armed_at == self._spliced:
+        """Splice the next pieces, if they are text deltas both dialects can say the frame of: after a batch was
+        written in the upstream's callback, and nothing is left to write."""
+        if self._armed_at == self._spliced:  # it declined the first piece it was offered
             self._misses += 1
             if self._misses >= MISSES:
                 return
@@ -166,7 +167,9 @@ class RunSplice:
 
     def disarm(self) -> None:
         """What comes next goes through the run's steps: they write to the client now."""
-        self.splice.armed = False
+        if self.splice.armed:  # it was offered nothing since it was armed: no miss
+            self.splice.armed = False
+            self._armed_at = -1
 
     def taken(self) -> tuple[int, TextDelta | None, float]:
         """How many deltas were spliced since the last call, all of them as one (their text joined), and when the
