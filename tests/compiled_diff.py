@@ -8,8 +8,8 @@ values put into a few of its frames' fields (or fields removed, or another event
 chunks to every decoder that reads its dialect;
 the events go through the recorder and every dialect's encoder. One block per case: the events, the recorded
 messages, each encoder's bytes, or the exception each stage raised. `--pure` imports `gateway.compiled.modules()`
-from their `.py` even where a compiled build (scripts/compile) sits beside them. `tests/test_compiled.py` runs both
-and compares.
+from their `.py` even where a compiled build (scripts/compile) sits beside them, and the Python of `NATIVE`'s modules
+for them. `tests/test_compiled.py` runs both and compares.
 """
 
 from __future__ import annotations
@@ -44,12 +44,16 @@ WALL_CLOCK = re.compile(r'(\\?"timestamp\\?":\\?")[0-9T:.Z-]+')
 
 
 class _FromSource:
-    """A finder that imports the compiled modules from their `.py`: the pure-Python run of the same checkout."""
+    """A finder that imports the compiled modules from their `.py`, and finds none of the modules in C (their Python
+    stands in): the pure-Python run of the same checkout."""
 
-    def __init__(self, modules: Sequence[str]) -> None:
+    def __init__(self, modules: Sequence[str], native: Sequence[str]) -> None:
         self.modules = set(modules)
+        self.native = set(native)
 
     def find_spec(self, name: str, path: Sequence[str] | None, target: ModuleType | None = None) -> ModuleSpec | None:
+        if name in self.native:
+            raise ModuleNotFoundError(f"{name} is left out of the pure-Python run", name=name)
         if name not in self.modules:
             return None
         spec = importlib.machinery.PathFinder.find_spec(name, path)
@@ -110,9 +114,10 @@ def main(argv: list[str]) -> None:
     seed, cases = int(argv[0]), int(argv[1])
     sys.path.insert(0, str(ROOT))
     if "--pure" in argv:  # the list asked of another process: finding it imports the modules it lists, compiled
-        listed = subprocess.run([sys.executable, "-c", "from gateway.compiled import modules; print(*modules())"],
-                                capture_output=True, text=True, check=True, cwd=ROOT).stdout.split()
-        sys.meta_path.insert(0, _FromSource(listed))  # type: ignore[arg-type]
+        listed, native = subprocess.run(
+            [sys.executable, "-c", "from gateway.compiled import NATIVE, modules; print(*modules()); print(*NATIVE)"],
+            capture_output=True, text=True, check=True, cwd=ROOT).stdout.splitlines()
+        sys.meta_path.insert(0, _FromSource(listed.split(), native.split()))  # type: ignore[arg-type]
 
     from adapters import registry
     from gateway import compiled
