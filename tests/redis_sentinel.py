@@ -115,7 +115,9 @@ class RedisSentinels:
             found = _cli(port, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE).split()
             return len(found) == 2 and found[1] != str(old)
 
-        deadline = time.monotonic() + self.startup_timeout
+        # On a loaded machine the sentinels may fail over twice (a second epoch, to the other replica, as the first
+        # ends) and take tens of seconds to agree again: they are given twice the startup timeout.
+        deadline = time.monotonic() + 2 * self.startup_timeout
         while True:  # never asked again once a sentinel names another primary: that would fail back over
             self.wait(lambda: any(named(port) for port in self.ports)
                       or _cli(self.ports[0], "SENTINEL", "FAILOVER", SERVICE) == "OK", "a failover to start")
