@@ -26,6 +26,10 @@ DOWN_AFTER_MS = 1000
 """How long a silent primary takes to be judged down: short, so a killed primary fails over within seconds."""
 FAILOVER_TIMEOUT_MS = 5000
 """How long a failover may take before the sentinels give it up (and may try again)."""
+QUICK_TIMERS = ("tilt-period", "1000", "info-period", "1000", "publish-period", "500")
+"""`SENTINEL DEBUG` timers: a sentinel whose timer ran late (a loaded machine) stops acting for the tilt period, 30 s
+by default, which stalls a failover past any test's budget; and it learns replicas from the primary's INFO, and
+other sentinels' views from their hellos, every 10 s and 2 s by default."""
 
 
 def _cli(port: int, *args: str) -> str:
@@ -39,6 +43,12 @@ def sentinel_conf(port: int, primary: int) -> str:
     return (f"port {port}\nsentinel monitor {SERVICE} 127.0.0.1 {primary} 2\n"
             f"sentinel down-after-milliseconds {SERVICE} {DOWN_AFTER_MS}\n"
             f"sentinel failover-timeout {SERVICE} {FAILOVER_TIMEOUT_MS}\nsentinel parallel-syncs {SERVICE} 1")
+
+
+def _status(port: int) -> str:
+    """A sentinel's tilt and its view of the service, from its INFO."""
+    return "; ".join(line for line in _cli(port, "INFO", "sentinel").splitlines()
+                     if line.startswith(("sentinel_tilt", "master0")))
 
 
 def _quietly(done: Callable[[], bool]) -> bool:
@@ -82,6 +92,8 @@ class RedisSentinels:
                 ["redis-server", str(conf), "--sentinel", "--logfile", str(self._dir / f"sentinel-{n}.log")],
                 cwd=self._dir, stdin=subprocess.DEVNULL))
             self.ports.append(port)
+        self.wait(lambda: all(_cli(port, "SENTINEL", "DEBUG", *QUICK_TIMERS) == "OK" for port in self.ports),
+                  "the sentinels to start")
         self.wait(lambda: self.in_sync() and all(self._sees_all(port) for port in self.ports),
                   "the sentinels to find each other and the replica")
 
@@ -125,9 +137,9 @@ class RedisSentinels:
                 self.wait(lambda: all(named(port) for port in self.ports), "every sentinel to name the new primary",
                           within=2 * FAILOVER_TIMEOUT_MS / 1000)
                 break
-            except RuntimeError:
+            except RuntimeError as timeout:
                 if time.monotonic() > deadline:
-                    raise
+                    raise RuntimeError(f"{timeout}; what the sentinels logged:\n{self.logs()}") from None
         if settled:
             self.settle(old)
         return old
@@ -135,6 +147,16 @@ class RedisSentinels:
     def settle(self, old: int) -> None:
         """Until the old primary follows the new one."""
         self.wait(lambda: "role:slave" in _cli(old, "INFO", "replication"), "the old primary to follow the new")
+
+    def logs(self, lines: int = 30) -> str:
+        """What each sentinel says of the service (tilt included) and the last `lines` of its log: what a failover
+        that never settled did."""
+        if self._dir is None:
+            return ""
+        return "\n".join(
+            f"--- sentinel {n}: {_status(port)}\n"
+            + "\n".join((self._dir / f"sentinel-{n}.log").read_text(errors="replace").splitlines()[-lines:])
+            for n, port in enumerate(self.ports))
 
     def wait(self, done: Callable[[], bool], what: str, within: float | None = None) -> None:
         """Until `done()` (one that raises, as a sentinel still starting makes it, is not done), within `within`
