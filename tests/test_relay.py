@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import orjson
+import pytest
 
 from adapters import registry
 from gateway.config import Timeouts
@@ -17,9 +18,11 @@ from gateway.conversations.recorder import RunRecorder
 from gateway.conversations.store import MemoryStore
 from gateway.core.codec import Dialect
 from gateway.server.operations.record import AccessRecord
+from gateway.server.stream import client as client_module
 from gateway.server.stream.client import ClientWriter
 from gateway.server.stream.deadlines import CancelReason, Deadlines
-from gateway.server.stream.relay import Relay
+from gateway.server.stream.relay import FIRST_FRAME_ALONE_PAST, Relay
+from gateway.upstream.http1 import Offer
 
 
 def frame(event: dict[str, Any]) -> bytes:
@@ -210,3 +213,70 @@ def test_an_upstream_that_ends_its_body_early_ends_the_run_with_an_error() -> No
     asyncio.run(run.run(ScriptedResponse([START, TEXT[0], TEXT[1]])))
     last = run.client.events()[-1]
     assert last["type"] == "RUN_ERROR" and run.client.ended
+
+
+class OfferingResponse(ScriptedResponse):
+    """Offers each chunk to the reader's `offer` while it waits, as the upstream's connection does in its read
+    callback (`Response.fed`); a chunk it declines is read. `taken` has what the offer took."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        super().__init__(chunks)
+        self.taken: list[bytes] = []
+
+    async def read(self) -> bytes:
+        await asyncio.sleep(0)
+        while self.chunks and self.offer is not None:
+            chunk = self.chunks.pop(0)
+            took = self.offer(chunk)
+            if took is Offer.DECLINED:
+                return chunk
+            self.taken.append(chunk)
+            if took is Offer.TAKEN_AND_WAKE:
+                return b""
+        return await super().read()
+
+
+class DirectWrites:
+    """A server's direct writes (`DirectBody`) to the client whose `send` it is given, always ready."""
+
+    def __init__(self, send: Any) -> None:
+        self.client: Client = send.__self__
+
+    def ready(self) -> bool:
+        return True
+
+    def write(self, body: bytes) -> None:
+        self.client.messages.append({"type": "http.response.body", "body": body, "more_body": True})
+
+
+def test_a_runs_first_event_is_written_from_the_upstreams_callback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From the reply's head on, nothing waits for the run's task to wake: the first event's read is translated
+    and written as the connection reads it, as every read after it is."""
+    monkeypatch.setattr(client_module, "direct_body", DirectWrites)
+    run = Run()
+    response = OfferingResponse([START, TEXT[0] + TEXT[1], TEXT[2], TEXT[3] + FINISH])
+    asyncio.run(run.run(response))
+    assert response.taken == [START, TEXT[0] + TEXT[1], TEXT[2], TEXT[3] + FINISH]
+    assert [e["type"] for e in run.client.events()] == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT",
+                                                       "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED"]
+    assert run.client.ended and run.record.events == 6 and run.record.ttfe_ms is not None
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["in-the-callback", "by-the-task"])
+def test_a_first_read_with_much_after_its_first_frame_sends_that_frame_alone(
+        direct: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if direct:
+        monkeypatch.setattr(client_module, "direct_body", DirectWrites)
+    run = Run()
+    many = b"".join(frame({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": f"word {i} "})
+                    for i in range(FIRST_FRAME_ALONE_PAST // 40))
+    first = START + TEXT[0] + many
+    asyncio.run(run.run((OfferingResponse if direct else ScriptedResponse)([first, TEXT[3] + FINISH])))
+    bodies = [m["body"] for m in run.client.messages if m["type"] == "http.response.body"]
+    assert [e["type"] for e in _events(bodies[0])] == ["RUN_STARTED"]
+    assert [e["type"] for e in _events(bodies[1])][:2] == ["TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT"]
+    assert len(run.client.events()) == 4 + FIRST_FRAME_ALONE_PAST // 40
+
+
+def _events(body: bytes) -> list[dict[str, Any]]:
+    return [orjson.loads(line[6:]) for line in body.split(b"\n") if line.startswith(b"data: {")]

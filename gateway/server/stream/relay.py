@@ -184,7 +184,7 @@ class Relay:
         await writer.begin_reply(encoder, UNBUFFERED_HEADERS)
         if opening and not self._streams and (early := encoder.opening()):
             await writer.answer_early(encoder, early)
-        self._offer_pending = self._streams and writer.direct_writes  # the start goes through the task as it did
+        self._offer_pending = self._streams and writer.direct_writes
 
     async def _commit(self, opening: bool = True) -> None:
         """The run's first event goes out: the run is this upstream's, and its reply begins."""
@@ -203,6 +203,11 @@ class Relay:
         nobody is left to send it to), False when the body ended before the run did."""
         step, send, writer = self._step, self._send, self._writer
         while True:
+            if self._offer_pending:  # from the reply's start on (the first event too), or its commit
+                self._offer_pending = False
+                response.offer = self._offered
+                if self._splice is not None:
+                    response.splice = self._splice.splice
             chunk = await response.read()
             if self._handed_back is None:  # else `_offered` took the run's end, or failed: b"" wakes the task
                 if not chunk:
@@ -213,7 +218,9 @@ class Relay:
                     # come back to).
                     return True
                 if self._first_frame_alone:
-                    chunk = await self._send_first_frame(chunk)
+                    first, chunk = self._first_frame(chunk)
+                    if first:
+                        await send(first)
                 if chunk:
                     out = step(chunk, time.monotonic())  # most reads: no coroutine made for the batch
                     if out:
@@ -224,23 +231,17 @@ class Relay:
                     raise handed
                 await self._deliver(handed)
                 return True
-            if self._offer_pending and self._record.events:
-                self._offer_pending = False
-                response.offer = self._offered
-                if self._splice is not None:
-                    response.splice = self._splice.splice
 
-    async def _send_first_frame(self, chunk: bytes) -> bytes:
+    def _first_frame(self, chunk: bytes) -> tuple[bytes, bytes]:
         """The first frame of the first read goes out alone, when much comes after it: the client's first event
-        should not wait for the translation of everything else the read brought. What is left of `chunk`."""
+        should not wait for the translation of everything else the read brought. The client's bytes for that frame
+        (b"" when it is not cut off), and what is left of `chunk`."""
         self._first_frame_alone = False
         cut = chunk.find(b"\n\n") + 2
         if cut <= 1 or len(chunk) - cut <= FIRST_FRAME_ALONE_PAST:
-            return chunk
+            return b"", chunk
         out = self._step(chunk[:cut], time.monotonic())
-        if out:
-            await self._send(out)
-        return chunk[cut:] if self._handed_back is None else b""
+        return out, (chunk[cut:] if self._handed_back is None else b"")
 
     def _step(self, chunk: bytes, now: float) -> bytes:
         """The per-event step, for the loop and `_offered` alike: `chunk` decoded, the time of its events (`now`)
@@ -298,6 +299,12 @@ class Relay:
             return DECLINED
         try:
             now = time.monotonic()
+            if self._first_frame_alone:
+                first, chunk = self._first_frame(chunk)
+                if first:
+                    writer.write_now(first, now)
+                if not chunk:
+                    return TAKEN_AND_WAKE if self._handed_back is not None else TAKEN
             out = self._step(chunk, now)
             if self._handed_back is not None:
                 return TAKEN_AND_WAKE
