@@ -25,12 +25,15 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
+from adapters import registry
 from gateway.config import GatewayConfig
 from gateway.conversations.store import MemoryStore
+from gateway.core.decoding import JsonSSEDecoder
+from gateway.core.encoding import SSEEncoder
 from gateway.server.app import create_app
 from gateway.server.stream import splice as splice_module
 from gateway.server.stream.client import ClientWriter
-from gateway.server.stream.splice import MAX_PENDING, PythonTextSplice, RunSplice, canonical
+from gateway.server.stream.splice import MAX_PENDING, PythonTextSplice, RunSplice, canonical, says_steady_frames
 
 try:
     from gateway.server.stream import _splice as native
@@ -283,6 +286,16 @@ def _ask(gateway: Served, client: str, upstream: str, conversation: str, text: s
         reply = post(http, f"{gateway.url}/{client}/from/{upstream}", body)
     assert reply.status_code == 200, reply.text
     return _IDS.sub(b"ID", reply.content.replace(conversation.encode(), b"CONVERSATION"))
+
+
+def test_only_the_pairs_whose_dialects_say_steady_frames_are_given_a_splice() -> None:
+    for upstream in registry.DIALECTS.values():
+        decoder = upstream.new_decoder()
+        for client in registry.DIALECTS.values():
+            encoder = client.new_encoder(client.parse_request(client.sample_request("hi", "conv-1")))
+            if isinstance(decoder, JsonSSEDecoder) and isinstance(encoder, SSEEncoder):
+                pair = upstream.name in UPSTREAMS and client.name in CLIENTS
+                assert says_steady_frames(decoder, encoder) is pair, (client.name, upstream.name)
 
 
 @pytest.mark.parametrize("upstream", UPSTREAMS)

@@ -32,7 +32,7 @@ from gateway.server.operations.record import AccessRecord
 from gateway.server.stream.client import ClientWriter
 from gateway.server.stream.deadlines import Deadlines
 from gateway.server.stream.run_end import RunEnd
-from gateway.server.stream.splice import RunSplice
+from gateway.server.stream.splice import RunSplice, says_steady_frames
 from gateway.server.stream.upstream_errors import failure_line
 from gateway.upstream.http1 import DECLINED, TAKEN, TAKEN_AND_WAKE, HTTPError, Offer, Response
 
@@ -116,7 +116,8 @@ class Relay:
         self._splice: RunSplice | None = None
         """Writes the run's steady text deltas to the client as the upstream's connection reads them, where both
         dialects can say what one is and nothing but the client is shown the run."""
-        if watched is None and isinstance(decoder, JsonSSEDecoder) and isinstance(encoder, SSEEncoder):
+        if watched is None and isinstance(decoder, JsonSSEDecoder) and isinstance(encoder, SSEEncoder) \
+                and says_steady_frames(decoder, encoder):
             splice = writer.text_splice()
             if splice is not None:
                 self._splice = RunSplice(splice, decoder, encoder)

@@ -181,6 +181,14 @@ class RunSplice:
         return count, TextDelta(self.message_id, text), at
 
 
+def says_steady_frames(decoder: JsonSSEDecoder, encoder: SSEEncoder) -> bool:
+    """Whether the upstream's decoder and the client's encoder can each say a steady delta's frame, by their own
+    `steady_message` and `text_around` (the bases' say nothing): a run of any other pair is never armed, and is
+    given no splice to offer its pieces to."""
+    return type(decoder).steady_message is not JsonSSEDecoder.steady_message \
+        and type(encoder).text_around is not SSEEncoder.text_around
+
+
 def _ready(cycle: Any) -> bool:
     """Whether the client takes a piece without a wait: uvicorn's `send` would write it at once."""
     return not (cycle.flow.write_paused or cycle.disconnected or cycle.response_complete)
