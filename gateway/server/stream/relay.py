@@ -232,6 +232,7 @@ class Relay:
                     raise handed
                 await self._deliver(handed)
                 return True
+            chunk = first = out = b""  # nothing of this read is held while the next is awaited: all a paced run's life
 
     def _first_frame(self, chunk: bytes) -> tuple[bytes, bytes]:
         """The first frame of the first read goes out alone, when much comes after it: the client's first event
