@@ -280,3 +280,19 @@ def test_a_first_read_with_much_after_its_first_frame_sends_that_frame_alone(
 
 def _events(body: bytes) -> list[dict[str, Any]]:
     return [orjson.loads(line[6:]) for line in body.split(b"\n") if line.startswith(b"data: {")]
+
+
+def test_nothing_of_a_read_is_held_while_the_next_is_awaited() -> None:
+    """A paced run waits for its next read most of its life: the last read and the client's bytes for it are not
+    kept alive meanwhile."""
+    held: dict[str, Any] = {}
+
+    def look(run: Run) -> None:
+        coroutine: Any = run.deadlines.request_task.get_coro()  # type: ignore[union-attr]
+        while coroutine is not None and coroutine.__qualname__ != "Relay._stream":
+            coroutine = getattr(coroutine, "cr_await", None)
+        held.update(coroutine.cr_frame.f_locals)
+        run.deadlines.cancel_request(CancelReason.CANCELLED)
+
+    asyncio.run(Run().run(ScriptedResponse([START, TEXT[0] + TEXT[1]], hang=True), then=look))
+    assert held["chunk"] == held["out"] == b""
