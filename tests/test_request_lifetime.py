@@ -1,6 +1,6 @@
 """A request's objects are freed as it ends, by their reference counts: one left in a reference cycle waits, with
 every event the run held, for the cycle collector, whose passes over them cost a busy gateway a tenth of its CPU
-and pause every stream while they run."""
+and pause every stream while they run. And while it runs, a request holds no more than its run needs."""
 
 from __future__ import annotations
 
@@ -104,3 +104,22 @@ def test_a_finished_request_is_freed_without_the_cycle_collector(gateway: Served
             assert reply.status_code == 200, reply.text
     assert len(calls) == 3
     assert _freed(calls), "a finished request's Call is held in a reference cycle"
+
+
+def test_a_run_does_not_keep_the_body_it_sent_its_upstream(gateway: Served, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client that sends its whole history each turn makes a large upstream request: once the reply's decoder has
+    read it, it is let go, not held for as long as the reply streams."""
+    sent: list[tuple[int, Any]] = []
+    original = call_module._reply_decoder
+
+    def noted(upstream: Any, outbound: Any, *args: Any) -> Any:
+        sent.append((len(outbound.body), outbound))
+        return original(upstream, outbound, *args)
+
+    monkeypatch.setattr(call_module, "_reply_decoder", noted)
+    history = [user_message("ag-ui", "words " * 2000)]
+    with httpx.Client(timeout=10) as http:
+        reply = post(http, gateway.url + "/agui", request_body("ag-ui", history, conversation="long-history"))
+    assert reply.status_code == 200, reply.text
+    [(size, outbound)] = sent
+    assert size > 12_000 and outbound.body == b""

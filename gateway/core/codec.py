@@ -47,8 +47,8 @@ class UpstreamRequest:
     """The HTTP method: a request about a run already started may be a GET (LangGraph's join)."""
 
     def __post_init__(self) -> None:
-        # Kept as long as its run (a call held open, a failover): copied at its size, as orjson's output sits in a
-        # buffer of at least 4 KiB.
+        # Kept while its answer is read where a call may be held open on it: copied at its size, as orjson's output
+        # sits in a buffer of at least 4 KiB.
         self.body = bytes(memoryview(self.body))
 
 
