@@ -171,7 +171,7 @@ def rss_kb(pid: int) -> int:
 
 
 async def soak(gateway: str, pid: int, *, streams: int, seconds: float, events: int, gap: float,
-               stream_timeout: float = 120.0) -> SoakReport:
+               stream_timeout: float = 120.0, message: str = "count for me") -> SoakReport:
     """Drive `streams` concurrent numbered streams through the gateway at `gateway` for `seconds`."""
     report = SoakReport(streams, seconds, events, gap)
     report.baseline_rss_kb = rss_kb(pid)
@@ -191,7 +191,7 @@ async def soak(gateway: str, pid: int, *, streams: int, seconds: float, events: 
         while time.monotonic() < deadline:
             client, upstream = PAIRS[(index + turn) % len(PAIRS)]
             turn += 1
-            body = orjson.dumps(request_body(client, [user_message(client, "count for me")], f"soak-{index}-{turn}"))
+            body = orjson.dumps(request_body(client, [user_message(client, message)], f"soak-{index}-{turn}"))
             try:
                 async with session.post(f"{gateway}/soak/{client}/{upstream}", data=body,
                                         headers={"content-type": "application/json"}) as response:
@@ -252,6 +252,11 @@ def upstream_process(log: Path) -> Iterator[str]:
             process.wait(10)
 
 
+def long_message(kib: int) -> str:
+    """The streams' user message: three words, or `kib` KiB of them."""
+    return "count for me" + " word" * (kib * 1024 // 5)
+
+
 def raise_file_limit(needed: int) -> None:
     """Each stream holds three sockets across the processes (client, gateway both sides, upstream)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -259,13 +264,14 @@ def raise_file_limit(needed: int) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(needed, hard), hard))
 
 
-def run(streams: int, seconds: float, events: int, gap: float, directory: Path) -> SoakReport:
+def run(streams: int, seconds: float, events: int, gap: float, directory: Path, *, message_kib: int = 0
+        ) -> SoakReport:
     raise_file_limit(4 * streams + 1024)
     with upstream_process(directory / "upstream.log") as upstream:
         config = write_config(directory, upstream, events, gap)
         with GatewayProcess(config) as gateway:
             report = asyncio.run(soak(gateway.url, gateway.pid, streams=streams, seconds=seconds, events=events,
-                                      gap=gap))
+                                      gap=gap, message=long_message(message_kib)))
             if gateway.process is None or gateway.process.poll() is not None:
                 raise RuntimeError(f"the gateway died during the soak:\n{gateway.log_tail()}")
     return report
@@ -277,10 +283,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=60.0, help="how long to keep them coming (default: 60)")
     parser.add_argument("--events", type=int, default=50, help="numbered text deltas per stream (default: 50)")
     parser.add_argument("--gap", type=float, default=0.1, help="seconds between an upstream's events (default: 0.1)")
+    parser.add_argument("--message-kib", type=int, default=0,
+                        help="each stream's user message this many KiB long, as a long conversation's request is "
+                             "(default: three words)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="agw-soak-") as directory:
-        report = run(args.streams, args.seconds, args.events, args.gap, Path(directory))
+        report = run(args.streams, args.seconds, args.events, args.gap, Path(directory), message_kib=args.message_kib)
     if args.json:
         print(json.dumps(report.to_json()))
     else:
