@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import gc
 import time
+import types
 import weakref
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from client_bodies import request_body, user_message
 from e2e import post
@@ -23,6 +25,7 @@ from gateway.conversations.store import MemoryStore
 from gateway.core.turn import Message, Turn
 from gateway.server.app import create_app
 from gateway.server.request import call as call_module
+from gateway.server.request import reading as reading_module
 
 CLIENTS = {"ag-ui": "/agui", "vercel": "/api/chat", "a2a": "/a2a", "openai-chat": "/v1/chat/completions",
            "openai-responses": "/v1/responses", "agent-respond": "/agent/respond", "langgraph": "/langgraph",
@@ -123,3 +126,27 @@ def test_a_run_does_not_keep_the_body_it_sent_its_upstream(gateway: Served, monk
     assert reply.status_code == 200, reply.text
     [(size, outbound)] = sent
     assert size > 12_000 and outbound.body == b""
+
+
+@pytest.mark.parametrize("path", ["/agui", "/resumable"])
+def test_a_run_does_not_keep_its_clients_body(gateway: Served, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    """Once the body is read into the turn, no coroutine of the request holds the client's bytes while it runs."""
+    bodies: list[bytes] = []
+    read = reading_module.RequestReader.body
+
+    async def reading(self: Any, receive: Any) -> bytes:
+        body = await read(self, receive)
+        bodies.append(body)
+        return body
+
+    monkeypatch.setattr(reading_module.RequestReader, "body", reading)
+    body = orjson.dumps(request_body("ag-ui", [user_message("ag-ui", "slow please " + "words " * 2000)],
+                                     conversation=f"long-{path}"))
+    with httpx.Client(timeout=10) as http, http.stream("POST", gateway.url + path, content=body,
+                                                        headers={"content-type": "application/json"}) as reply:
+        assert reply.status_code == 200
+        chunks = reply.iter_raw()
+        next(chunks)  # the run is under way: its request's coroutines wait for the upstream
+        holders = [r for r in gc.get_referrers(bodies[0]) if isinstance(r, types.CoroutineType)]
+        assert b"RUN_FINISHED" in b"".join(chunks)
+    assert len(bodies) == 1 and not holders, [h.__qualname__ for h in holders]

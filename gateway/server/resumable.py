@@ -39,16 +39,15 @@ class ResumableRuns:
     def __init__(self, handler: RouteHandler) -> None:
         self.handler = handler
 
-    async def run(self, call: Call, receive: Receive, client: Dialect, turn: Turn, headers: Headers,
-                  body: bytes) -> None:
+    async def run(self, call: Call, receive: Receive, client: Dialect, turn: Turn, headers: Headers, key: str
+                  ) -> None:
         """A run on a resumable route: a request for a run that is running (a retry, or a client reconnecting
         with `Last-Event-ID`) is sent that run's reply; any other is a new run whose reply is kept. A request with
         `Last-Event-ID` for a run not kept follows its conversation's last run (running, or ended and still kept),
         when another dialect's client started it, as the client's own dialect writes it (without the header, a
-        request is a new run, as ever)."""
+        request is a new run, as ever). `key` names the run (`resume.run_key`)."""
         handler = self.handler
         route, principal = handler.route, call.caller.principal
-        key = resume.run_key(route.name, principal, client, turn, headers, body)
         after: int | None = None
         try:
             after = resume.last_event_id(headers)

@@ -44,6 +44,7 @@ from gateway.server.request.request_ids import request_id_of
 from gateway.server.request.shared_ejection import SharedEjection
 from gateway.server.resumable import ResumableRuns
 from gateway.server.stream.deadlines import watch_disconnect
+from gateway.server.stream.resume import run_key
 from gateway.upstream.http1 import Pool
 
 log = logging.getLogger("agent_gateway.proxy")
@@ -156,8 +157,11 @@ class RouteHandler:
         call.release = partial(self.access.release, caller)  # freed as the last byte goes, like the report
         record = call.record
         record.client_dialect, record.conversation_id, record.run_id = client.name, turn.conversation_id, turn.run_id
-        if self.route.resumable:
-            await self.resumable.run(call, receive, client, turn, headers, body)
+        key = run_key(self.route.name, call.caller.principal, client, turn, headers, body) if self.route.resumable \
+            else None
+        del body  # the run needs its turn: the client's bytes are not held for as long as it runs
+        if key is not None:
+            await self.resumable.run(call, receive, client, turn, headers, key)
         else:
             await self.admitted(call, receive, client, turn)
 
