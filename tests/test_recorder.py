@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import tracemalloc
+
 from gateway.conversations.recorder import LEFT_OUT, RunRecorder
 from gateway.core.events import (
     Interrupt,
@@ -53,6 +55,25 @@ def test_a_run_longer_than_the_store_keeps_lets_go_of_its_text() -> None:
     held = RunRecorder(max_chars=1000)
     held.record([TextStart("m"), TextDelta("m", "x" * 900), TextEnd("m")])
     assert not held.overflowed and held.close()[0].text == "x" * 900
+
+
+def test_a_long_message_costs_about_its_characters_while_it_streams_not_an_object_per_delta() -> None:
+    def deltas() -> list[str]:  # a long answer, a token a delta: 10,000 characters, each delta a string of its own
+        return [f"t{k:03} " for k in range(2000)]
+
+    recorder = RunRecorder()
+    tracemalloc.start()
+    try:
+        recorder.record([TextStart("m"), *(TextDelta("m", d) for d in deltas()), ToolCallStart("c", "write"),
+                         *(ToolCallArgs("c", d) for d in deltas()), ReasoningDelta("r", "x")])
+        recorder.record([ReasoningDelta("r", d) for d in deltas()])
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held < 3 * 30_000  # a string per delta: 60 bytes and more each, 360 KB for the three
+    [reasoning, message] = recorder.close()
+    assert message.content == "".join(deltas()) and message.tool_calls[0].arguments == "".join(deltas())
+    assert reasoning.content == "x" + "".join(deltas())
 
 
 def test_token_usage_is_summed_over_reports_and_what_is_not_a_count_is_left_out() -> None:

@@ -35,6 +35,10 @@ from gateway.core.events import (
 from gateway.core.state import StateTracker
 from gateway.core.turn import Message, ToolCall
 
+JOINED_AT = 16
+"""Pieces of a text (deltas) joined into one string as they come: a long message held while it streams costs about
+its characters, not a string object per delta (five times its size for a token's few)."""
+
 LEFT_OUT = "[The agent's reply is left out here: it was longer than the gateway stores of a conversation.]"
 """What stands for a run's reply in the stored history when the run was longer than the store keeps."""
 
@@ -58,10 +62,10 @@ class RunRecorder:
         self.usage: Usage | None = None
         """What the upstream reported the run used, summed over its reports; None if it reported nothing."""
         self._assistant: Message | None = None
-        self._text: list[str] = []  # the open assistant message's text, joined once it closes
+        self._text = TextPieces()  # the open assistant message's text, joined once it closes
         self._reasoning: Message | None = None
-        self._reasoning_text: list[str] = []
-        self._args: dict[str, list[str]] = {}
+        self._reasoning_text = TextPieces()
+        self._args: dict[str, TextPieces] = {}
         self.max_chars = max_chars
         self.held = 0
         """Characters of text, arguments, results and reasoning the run has brought: what a one-body reply holds."""
@@ -78,7 +82,7 @@ class RunRecorder:
                 if self._assistant is None:
                     self._open()
                 if self._within_limit(e.delta):
-                    self._text.append(e.delta)
+                    self._text.add(e.delta)
             elif isinstance(e, ToolCallArgs):
                 size = self._call_sizes.get(e.tool_call_id, 0) + len(e.delta)
                 self._call_sizes[e.tool_call_id] = size
@@ -86,14 +90,14 @@ class RunRecorder:
                     self.largest_call = size
                 pieces = self._args.get(e.tool_call_id)
                 if pieces is not None and self._within_limit(e.delta):
-                    pieces.append(e.delta)
+                    pieces.add(e.delta)
             elif isinstance(e, TextStart):
                 if self._assistant is not None and self._assistant.tool_calls:
                     self._close()
                 self._open(e.message_id)
             elif isinstance(e, ToolCallStart):
                 self._open(e.parent_message_id).tool_calls.append(ToolCall(e.tool_call_id, e.name, ""))
-                self._args[e.tool_call_id] = []
+                self._args[e.tool_call_id] = TextPieces()
             elif isinstance(e, ToolCallEnd):
                 self._finish_call(e.tool_call_id)
             elif isinstance(e, ToolResult):
@@ -110,7 +114,7 @@ class RunRecorder:
                     self._reasoning = Message("reasoning", "", e.message_id)
                     self.messages.append(self._reasoning)
                 if self._within_limit(e.delta):
-                    self._reasoning_text.append(e.delta)
+                    self._reasoning_text.add(e.delta)
             elif isinstance(e, Interrupt):
                 self.interrupts.append(e)
             elif isinstance(e, InterruptResolved):
@@ -175,8 +179,8 @@ class RunRecorder:
 
     def _close_reasoning(self) -> None:
         if self._reasoning is not None:
-            self._reasoning.content = "".join(self._reasoning_text)
-            self._reasoning, self._reasoning_text = None, []
+            self._reasoning.content = self._reasoning_text.text()
+            self._reasoning, self._reasoning_text = None, TextPieces()
 
     def _open(self, message_id: str | None = None) -> Message:
         if self._assistant is None:
@@ -189,14 +193,40 @@ class RunRecorder:
             return
         for call in self._assistant.tool_calls:
             if call.id == tool_call_id:
-                call.arguments = "".join(pieces) or "{}"
+                call.arguments = pieces.text() or "{}"
                 self.pending_tools[tool_call_id] = call.name
 
     def _close(self) -> None:
         if self._assistant is not None:
             for tool_call_id in list(self._args):
                 self._finish_call(tool_call_id)
-            self._assistant.content = "".join(self._text)
+            self._assistant.content = self._text.text()
             if self._assistant.content or self._assistant.tool_calls:
                 self.messages.append(self._assistant)
-            self._assistant, self._text = None, []
+            self._assistant, self._text = None, TextPieces()
+
+
+class TextPieces:
+    """A text that comes in pieces, held as it streams: every `JOINED_AT` pieces are joined into one string, so that
+    it costs about its characters however small its pieces, and is joined whole once, when it is read."""
+
+    __slots__ = ("_joined", "_pieces")
+
+    def __init__(self) -> None:
+        self._pieces: list[str] = []
+        self._joined = 0
+        """How many of `_pieces`, from the start, are joins of `JOINED_AT` pieces each: they are not joined again."""
+
+    def add(self, piece: str) -> None:
+        pieces, joined = self._pieces, self._joined
+        pieces.append(piece)
+        if len(pieces) - joined >= JOINED_AT:
+            pieces[joined:] = ["".join(pieces[joined:])]
+            self._joined = joined + 1
+
+    def text(self) -> str:
+        return "".join(self._pieces)
+
+    def clear(self) -> None:
+        self._pieces.clear()
+        self._joined = 0
