@@ -76,7 +76,7 @@ class RunRepair:
         self.unresolved_tools: dict[str, None] = {}
         self.open_steps: list[str | None] = []
         self.open_subagents: dict[str, None] = {}
-        self.seen_subagents: set[str] = set()
+        self.seen_subagents: dict[str, None] = {}
         self.out: list[Event] = []
         """Where `append` writes: the list of events a decoder is about to return."""
 
@@ -183,7 +183,7 @@ class RunRepair:
     def _subagent_started(self, event: SubagentStarted, out: list[Event]) -> None:
         if event.subagent_run_id in self.seen_subagents:
             return  # an id names one invocation: a second start is not another
-        self.seen_subagents.add(event.subagent_run_id)
+        self.seen_subagents[event.subagent_run_id] = None
         if event.parent_subagent_run_id is not None and event.parent_subagent_run_id not in self.open_subagents:
             event.parent_subagent_run_id = None
         self.open_subagents[event.subagent_run_id] = None

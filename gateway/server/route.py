@@ -97,9 +97,6 @@ class RouteHandler:
         self.runs = queries.route_runs(self)
         """The runs whose clients ask about them (A2A's tasks), when a dialect of the route has such clients."""
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.serve(scope, receive, send)
-
     async def serve(self, scope: Scope, receive: Receive, send: Send,
                     continued: Callable[[Turn], Turn] | None = None) -> None:
         """A request; `continued` makes its turn what the client's connection remembers (a WebSocket's runs,
@@ -117,6 +114,9 @@ class RouteHandler:
             call.continued = continued
             call.mount = path.rstrip("/")
             await self._handle(call, call.headers, receive, path, called)
+
+    __call__ = serve
+    """The route as an ASGI app (not a coroutine that awaits `serve`: a suspended frame less, for every run's life)."""
 
     async def _handle(self, call: Call, headers: Headers, receive: Receive, path: str,
                       called: Called | None = None) -> None:

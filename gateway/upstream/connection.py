@@ -30,6 +30,9 @@ _NO_PARSER = httptools.HttpResponseParser(object())
 class Connection(asyncio.Protocol):
     """One socket to an origin, and httptools' parser over it, which routes the parse to the current response."""
 
+    __slots__ = ("__weakref__", "closed", "expiry", "key", "loop", "moved", "parser", "poller", "pool", "response",
+                 "transport", "unfinished")
+
     def __init__(self, pool: Pool, key: tuple[object, ...]) -> None:
         self.pool = pool
         self.key = key

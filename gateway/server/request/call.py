@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -135,13 +135,11 @@ class Call:
             self.reported = True
             report(self)
 
-    async def run(self, client: Dialect, turn: Turn) -> None:
+    def run(self, client: Dialect, turn: Turn) -> Coroutine[Any, Any, None]:
         """Ask the upstream the client's turn and relay its answer; on a route with fallbacks, the next upstream
-        when one fails before its reply (`failover.run`)."""
-        if self.handler.ejection is None:
-            await self.attempt(client, turn)
-        else:
-            await failover.run(self, client, turn)
+        when one fails before its reply (`failover.run`). The coroutine to await, not one that awaits it: a
+        suspended frame less, for every run's life."""
+        return self.attempt(client, turn) if self.handler.ejection is None else failover.run(self, client, turn)
 
     async def attempt(self, client: Dialect, turn: Turn) -> None:
         """Ask `backend` the client's turn and relay its answer, one concern a layer: where the upstream is, the
