@@ -64,8 +64,11 @@ def test_a_long_message_costs_about_its_characters_while_it_streams_not_an_objec
     recorder = RunRecorder()
     tracemalloc.start()
     try:
-        recorder.record([TextStart("m"), *(TextDelta("m", d) for d in deltas()), ToolCallStart("c", "write"),
-                         *(ToolCallArgs("c", d) for d in deltas()), ReasoningDelta("r", "x")])
+        recorder.record([TextStart("m")])
+        for delta in deltas():  # a batch each, as a paced stream's
+            recorder.record([TextDelta("m", delta)])
+        recorder.record([ToolCallStart("c", "write"), *(ToolCallArgs("c", d) for d in deltas()),
+                         ReasoningDelta("r", "x")])
         recorder.record([ReasoningDelta("r", d) for d in deltas()])
         held, _ = tracemalloc.get_traced_memory()
     finally:

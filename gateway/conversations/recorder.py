@@ -82,15 +82,15 @@ class RunRecorder:
                 if self._assistant is None:
                     self._open()
                 if self._within_limit(e.delta):
-                    self._text.add(e.delta)
+                    self._text.pieces.append(e.delta)
             elif isinstance(e, ToolCallArgs):
                 size = self._call_sizes.get(e.tool_call_id, 0) + len(e.delta)
                 self._call_sizes[e.tool_call_id] = size
                 if size > self.largest_call:
                     self.largest_call = size
-                pieces = self._args.get(e.tool_call_id)
-                if pieces is not None and self._within_limit(e.delta):
-                    pieces.add(e.delta)
+                args = self._args.get(e.tool_call_id)
+                if args is not None and self._within_limit(e.delta):
+                    args.pieces.append(e.delta)
             elif isinstance(e, TextStart):
                 if self._assistant is not None and self._assistant.tool_calls:
                     self._close()
@@ -114,7 +114,7 @@ class RunRecorder:
                     self._reasoning = Message("reasoning", "", e.message_id)
                     self.messages.append(self._reasoning)
                 if self._within_limit(e.delta):
-                    self._reasoning_text.add(e.delta)
+                    self._reasoning_text.pieces.append(e.delta)
             elif isinstance(e, Interrupt):
                 self.interrupts.append(e)
             elif isinstance(e, InterruptResolved):
@@ -129,6 +129,12 @@ class RunRecorder:
                 self._add_usage(e)
             elif isinstance(e, Raw):
                 self.raw += 1
+        self._text.settle()  # per batch, not per delta: the loop above is every event's
+        if self._reasoning is not None:
+            self._reasoning_text.settle()
+        if self._args:
+            for args in self._args.values():
+                args.settle()
 
     def _add_usage(self, reported: Any) -> None:  # a Usage, as Any: compiled, its fields would be type-checked
         """Token counts summed (each a non-negative integer, else left out: upstreams send what they like), the
@@ -207,26 +213,26 @@ class RunRecorder:
 
 
 class TextPieces:
-    """A text that comes in pieces, held as it streams: every `JOINED_AT` pieces are joined into one string, so that
-    it costs about its characters however small its pieces, and is joined whole once, when it is read."""
+    """A text that comes in pieces, held as it streams: `pieces` is appended to, and `settle()` after a batch joins
+    what came since into one string once it is `JOINED_AT` pieces or more, so that the text costs about its
+    characters however small its pieces; `text()` joins it whole, once, when it is read."""
 
-    __slots__ = ("_joined", "_pieces")
+    __slots__ = ("_joined", "pieces")
 
     def __init__(self) -> None:
-        self._pieces: list[str] = []
+        self.pieces: list[str] = []
         self._joined = 0
-        """How many of `_pieces`, from the start, are joins of `JOINED_AT` pieces each: they are not joined again."""
+        """How many of `pieces`, from the start, are joins already: they are not joined again."""
 
-    def add(self, piece: str) -> None:
-        pieces, joined = self._pieces, self._joined
-        pieces.append(piece)
+    def settle(self) -> None:
+        pieces, joined = self.pieces, self._joined
         if len(pieces) - joined >= JOINED_AT:
             pieces[joined:] = ["".join(pieces[joined:])]
             self._joined = joined + 1
 
     def text(self) -> str:
-        return "".join(self._pieces)
+        return "".join(self.pieces)
 
     def clear(self) -> None:
-        self._pieces.clear()
+        self.pieces.clear()
         self._joined = 0
