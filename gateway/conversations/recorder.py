@@ -37,7 +37,7 @@ from gateway.core.turn import Message, ToolCall
 
 JOINED_AT = 16
 """Pieces of a text (deltas) joined into one string as they come: a long message held while it streams costs about
-its characters, not a string object per delta (five times its size for a token's few)."""
+its characters, not a string object per delta (some 55 bytes for a token's few characters)."""
 
 LEFT_OUT = "[The agent's reply is left out here: it was longer than the gateway stores of a conversation.]"
 """What stands for a run's reply in the stored history when the run was longer than the store keeps."""
