@@ -185,6 +185,8 @@ class Checker:
                 if name == scenarios[0] and any(step.status in (None, 404) for step in result.steps):
                     break  # not even a response head, or not the endpoint: nothing else would get further
         finally:
+            if self.sessions is not None:  # the sessions it opened, ended at the upstream as the gateway's are
+                await self.sessions.close()
             await self.pool.close()
         return Report(self.url, self.dialect.name, results)
 
@@ -280,7 +282,7 @@ class Checker:
             self.sessions = kept_for(self.dialect, self.pool, self.target.connect_timeout, self.timeout, True)
         if self.sessions is None:
             return {}, self.variant
-        opened = await self.sessions.opened(turn.conversation_id or "", turn, self.target, self.headers)
+        opened = (await self.sessions.opened(turn.conversation_id or "", turn, self.target, self.headers)).opened
         return dict(opened.headers), opened.variant or self.variant
 
     def _not_found(self, path: str | None) -> str:

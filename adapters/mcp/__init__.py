@@ -14,7 +14,7 @@ from .endpoint import PATH, answer
 from .eras import session_lost
 from .errors import reply
 from .request import build_request, parse_request, sample_request
-from .session import open_session
+from .session import end_session, open_session
 from .tasks import QUERIES_OF_TASKS, new_encoder
 from .upstream_questions import answers, waits
 
@@ -38,6 +38,7 @@ DIALECT = Dialect(
     sniff=Sniff(sniff, 'an mcp request is a JSON-RPC "tools/call" with params.name and params.arguments.message'),
     sample_request=sample_request,
     judge=judge,
-    capabilities=(UpstreamSessions(open_session, session_lost), HeldCalls(waits, answers), OwnErrors(reply),
-                  QUERIES_OF_TASKS, NamedRoutes(PATH, ("POST", "GET", "DELETE"), answer, check_origin=True)),
+    capabilities=(UpstreamSessions(open_session, session_lost, end_session), HeldCalls(waits, answers),
+                  OwnErrors(reply), QUERIES_OF_TASKS,
+                  NamedRoutes(PATH, ("POST", "GET", "DELETE"), answer, check_origin=True)),
 )

@@ -11,6 +11,7 @@ server/discover ──▶ 2026-07-28 listed ────────────
 Asking first is the research's "dual-era client": a server that serves both eras (mcp 2.3.0) is spoken to in the
 newer, whose questions to the user (`input_required`) wait for the client's answer without holding the call open.
 What it answered is remembered by the upstream's URL (`eras.py`): the next conversation's session skips the asking.
+A session the gateway lets go is ended with a `DELETE` (`end_session`).
 """
 
 from __future__ import annotations
@@ -97,6 +98,14 @@ async def _open(send: Send, turn: Turn, modern: bool) -> Opened:
         tool)
     return Opened({k: v for k, v in headers.items() if k in (VERSION_HEADER, SESSION_HEADER)},
                   variant_of(False, _threaded(schema)))
+
+
+def end_session(opened: Opened) -> UpstreamRequest | None:
+    """The `DELETE` that ends a session the gateway lets go (the spec's "clients that no longer need a particular
+    session SHOULD send" it); None for a server that gave no session id (2026-07-28's, or one that keeps none)."""
+    if SESSION_HEADER not in opened.headers:
+        return None
+    return UpstreamRequest(b"", dict(opened.headers), streams=False, method="DELETE")
 
 
 def _threaded(schema: Any) -> bool:

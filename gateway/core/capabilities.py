@@ -298,7 +298,7 @@ class Opened:
 class UpstreamSessions(Capability):
     """Its servers serve a run's request only inside a session the client opened first, with requests of its own,
     and name on each later request (MCP's `initialize` and `Mcp-Session-Id`). The server keeps one per conversation
-    and opens another when the upstream says it lost one."""
+    (for as many as the store keeps), opens another when the upstream says it lost one, and ends those it lets go."""
 
     open: Callable[[Callable[[UpstreamRequest], Awaitable[Exchanged]], Turn, str], Awaitable[Opened]]
     """Open a session for this turn's conversation, given a function that sends one request to the upstream (with
@@ -306,6 +306,9 @@ class UpstreamSessions(Capability):
     may be remembered by it); raises a `GatewayError` when the upstream refuses."""
     lost: Callable[[int], bool] = lambda status: status == 404
     """Whether a run's answer with this status says the upstream no longer knows the session."""
+    ends: Callable[[Opened], UpstreamRequest | None] = lambda opened: None
+    """The request that ends a session the server will not use again (MCP's `DELETE`), so that the upstream need
+    not keep it; None for a session with nothing to end."""
 
 
 @dataclass(frozen=True, slots=True)

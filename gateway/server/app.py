@@ -176,6 +176,8 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
             for files in recordings:
                 await asyncio.to_thread(files.close)  # what is queued is written
             await board.close()
+            await asyncio.gather(*(backend.sessions.close() for handler in route_handlers
+                                   for backend in handler.backends if backend.sessions is not None))
             await pool.close()
             await store.close()
             if tracing is not None:

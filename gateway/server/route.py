@@ -80,7 +80,8 @@ class RouteHandler:
         self.debug_errors = debug_errors
         self.side_calls = SideCalls(pool)
         self.backends = [Backend(route, index, pool, self.side_calls, debug_errors=debug_errors,
-                                 traced=tracing is not None, settings_of=settings_of)
+                                 traced=tracing is not None, settings_of=settings_of,
+                                 conversations_kept=mapper.store.max_entries)
                          for index in range(len(route.upstreams))]
         """The route's upstream, then its fallbacks: a run tries them in turn (see `Call.run`)."""
         self.upstream = self.backends[0].dialect

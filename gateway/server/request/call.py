@@ -66,6 +66,7 @@ from gateway.server.request.access import ANONYMOUS, Caller
 from gateway.server.request.failover import Moved, Moves
 from gateway.server.request.held_calls import Held
 from gateway.server.request.reporting import report
+from gateway.server.request.upstream_sessions import KeptSession
 from gateway.server.stream.client import ClientWriter
 from gateway.server.stream.deadlines import CancelReason, Deadlines
 from gateway.server.stream.relay import UNBUFFERED_HEADERS, NoFirstEvent, Relay
@@ -111,8 +112,10 @@ class Call:
         self.reattached: list[Response] = []
         """What the upstream answered when asked for the rest of a run whose stream broke off."""
         self.upstream_headers: dict[str, str] = {}
+        self.session: KeptSession | None = None
+        """The conversation's session with the upstream, while the run is in it (`UpstreamSessions`)."""
         self.session_headers: dict[str, str] = {}
-        """What the upstream's session adds to each request of the run (`UpstreamSessions`)."""
+        """What the upstream's session adds to each request of the run."""
         self.continued: Callable[[Turn], Turn] | None = None
         """What the client's connection makes of the turn, for a request on a WebSocket (`RouteHandler.serve`)."""
         self.request_json: dict[str, Any] | None = None
@@ -160,6 +163,15 @@ class Call:
             return
         if not await self._in_session(exchange, client, target):
             return
+        try:
+            await self._ask(exchange, client, turn, target)
+        finally:
+            if self.session is not None:  # not held open with a call waiting in it
+                self.session.leave()
+                self.session = None
+
+    async def _ask(self, exchange: Exchange, client: Dialect, turn: Turn, target: Target) -> None:
+        """The turn sent (or the answer to a call held open), and the upstream's answer relayed."""
         answered = await self._answer_held(exchange)
         if answered is False:
             return
@@ -233,11 +245,12 @@ class Call:
             return True
         self.session_headers = {}
         try:
-            opened = await sessions.opened(exchange.conversation.upstream_id, exchange.upstream_turn, target,
-                                           self._upstream_headers({}, client))
+            self.session = await sessions.opened(exchange.conversation.upstream_id, exchange.upstream_turn, target,
+                                                 self._upstream_headers({}, client))
         except GatewayError as error:
             await self.failed_before_reply(error, "unavailable")
             return False
+        opened = self.session.opened
         self.session_headers = dict(opened.headers)
         if opened.variant is not None:
             exchange.upstream_variant = opened.variant
@@ -246,10 +259,11 @@ class Call:
     def _session_lost(self, response: Response, exchange: Exchange) -> bool:
         """Whether the upstream answered that it no longer knows the conversation's session: forgotten, to be
         opened again once."""
-        sessions = self.backend.sessions
-        if sessions is None or not self.session_headers or not sessions.lost(response.status):
+        sessions, session = self.backend.sessions, self.session
+        if sessions is None or session is None or not self.session_headers or not sessions.lost(response.status):
             return False
-        sessions.forget(exchange.conversation.upstream_id)
+        self.session = None
+        sessions.forget(exchange.conversation.upstream_id, session)
         return True
 
     async def _answer_held(self, exchange: Exchange) -> Held | Literal[False] | None:
@@ -276,7 +290,11 @@ class Call:
         held_calls, relay = self.backend.held, self.relay
         if held_calls is None or relay is None or self.target is None or self.writer.gone:
             return False
-        return held_calls.hold_for(relay.recorder.interrupts, response, outbound, self.target, self.upstream_headers)
+        held = held_calls.hold_for(relay.recorder.interrupts, response, outbound, self.target, self.upstream_headers,
+                                   self.session)
+        if held:
+            self.session = None  # the held call is in it until it is answered or given up
+        return held
 
     def _build_request(self, exchange: Exchange, client: Dialect, target: Target) -> UpstreamRequest:
         outbound = self.backend.dialect.build_request(exchange.upstream_turn, exchange.upstream_variant)

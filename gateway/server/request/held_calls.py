@@ -25,6 +25,7 @@ from gateway.core.errors import GatewayError, ResumeUnavailable, UpstreamError, 
 from gateway.core.events import Interrupt
 from gateway.core.turn import Resume
 from gateway.server.request.discovery import SideCalls
+from gateway.server.request.upstream_sessions import KeptSession
 from gateway.upstream.http1 import HTTPError, Response, Target
 
 log = logging.getLogger("agent_gateway.held_calls")
@@ -52,6 +53,8 @@ class Held:
     target: Target
     headers: dict[str, str]
     ids: list[str]
+    session: KeptSession | None = None
+    """The upstream's session the call is in (`UpstreamSessions`), left as the call is answered or given up."""
     expiry: asyncio.TimerHandle | None = field(default=None)
 
 
@@ -88,13 +91,13 @@ class HeldUpstreamCalls:
         return held
 
     def hold_for(self, interrupts: list[Interrupt], response: Response, request: UpstreamRequest, target: Target,
-                 headers: dict[str, str]) -> bool:
+                 headers: dict[str, str], session: KeptSession | None = None) -> bool:
         """Whether a run that ended on `interrupts` waits for their answers on its very call: the call is then held
-        open for them, not read on nor released."""
+        open for them, not read on nor released, and stays in its `session` till then."""
         ids = [i.id for i in interrupts if self.capability.waits(i.upstream_state)]
         if not ids:
             return False
-        self._hold(Held(response, request, target, dict(headers), ids))
+        self._hold(Held(response, request, target, dict(headers), ids, session))
         return True
 
     def _hold(self, held: Held) -> None:
@@ -130,6 +133,9 @@ class HeldUpstreamCalls:
             self.held.pop(id_, None)
         if held.expiry is not None:
             held.expiry.cancel()
+        if held.session is not None:
+            held.session.leave()
+            held.session = None
 
     def _give_up(self, held: Held, why: str) -> None:
         """Stop holding a call nobody answered: the upstream is told it is cancelled, and its response closed."""

@@ -10,51 +10,132 @@ Call.run ──▶ opened(conversation) ──kept?──▶ its headers and var
 
 Sessions live in the process: a replica that has none for a conversation opens its own, which costs the upstream
 a handshake, not the conversation (the gateway keeps its history; a tool that keeps conversations is named them).
+A route keeps as many as the store keeps conversations (at most `MAX_KEPT`): a session past them would serve a
+conversation the store has let go, which comes back, if ever, under a new upstream id. A session let go, the least
+recently used first, and every session as the gateway stops, is ended at the upstream (the dialect's `ends`: MCP's
+`DELETE`), which would otherwise keep it until it restarts.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
-from collections.abc import Mapping
+import logging
+from collections.abc import Mapping, Sequence
 
 from gateway.core.capabilities import Exchanged, Opened, UpstreamSessions
 from gateway.core.codec import Dialect, UpstreamRequest
-from gateway.core.errors import UpstreamError, UpstreamTimeout
+from gateway.core.errors import GatewayError, UpstreamError, UpstreamTimeout
 from gateway.core.turn import Turn
 from gateway.server.stream.upstream_errors import send_failure
 from gateway.upstream.http1 import HTTPError, Pool, Target
 
 MAX_KEPT = 4096
-"""Sessions kept per route, the least recently used forgotten first."""
+"""Sessions kept per route, the least recently used let go first."""
+MAX_ENDING = 32
+"""Sessions being ended at once; past it a session let go is not ended (its upstream keeps it, as it would if the
+gateway had never said)."""
+END_SECONDS = 5.0
+"""The longest ending one session may take, and ending them all as the gateway stops."""
 MAX_ANSWER_BYTES = 1 << 22
 """The most of one answer read while opening a session (a long list of tools)."""
 
+log = logging.getLogger("agent_gateway.proxy")
+
+
+class KeptSession:
+    """One conversation's session, what ending it needs (where it is, and the caller's forwarded headers: its
+    credentials, which the upstream may check on the `DELETE` as on the session's other requests), and the calls
+    in it: a session let go while a run or a held call is in it is ended when the last of them leaves."""
+
+    __slots__ = ("caller", "let_go", "opened", "owner", "target", "users")
+
+    def __init__(self, owner: KeptSessions, opened: Opened, target: Target, caller: dict[str, str] | None) -> None:
+        self.owner = owner
+        self.opened = opened
+        self.target = target
+        self.caller = caller
+        self.users = 0
+        self.let_go = False
+
+    def leave(self) -> None:
+        """A call in the session is over."""
+        self.users -= 1
+        if self.users == 0 and self.let_go:
+            self.owner.end_soon(self)
+
 
 class KeptSessions:
-    """A route's open sessions with its upstream, by conversation."""
+    """A route's open sessions with one of its upstreams, by conversation."""
 
     def __init__(self, sessions: UpstreamSessions, pool: Pool, connect_timeout: float, open_timeout: float,
-                 debug_errors: bool) -> None:
+                 debug_errors: bool, *, most: int = MAX_KEPT, forwarded: Sequence[str] = (),
+                 headers: Mapping[str, str] | None = None) -> None:
         self.sessions = sessions
         self.pool = pool
         self.connect_timeout = connect_timeout
         self.open_timeout = open_timeout
         """Seconds opening a session may take: the route's wait for a first event, which it comes before."""
         self.debug_errors = debug_errors
-        self.kept: OrderedDict[str, Opened] = OrderedDict()
+        self.most = most
+        self.forwarded = tuple(forwarded)
+        """The caller's headers the route forwards: kept with a session, for the request that ends it."""
+        self.headers = dict(headers or {})
+        """The route's own headers for the upstream, sent with the request that ends a session too."""
+        self.kept: dict[str, KeptSession] = {}
+        """Least recently used first."""
+        self.ending: set[asyncio.Task[None]] = set()
 
     def lost(self, status: int) -> bool:
         return self.sessions.lost(status)
 
-    async def opened(self, conversation: str, turn: Turn, target: Target, headers: Mapping[str, str]) -> Opened:
-        """The conversation's session, opened now if it has none: raises a `GatewayError` for the client when the
-        upstream cannot open one."""
-        opened = self.kept.get(conversation)
-        if opened is not None:
-            self.kept.move_to_end(conversation)
-            return opened
+    async def opened(self, conversation: str, turn: Turn, target: Target, headers: Mapping[str, str]
+                     ) -> KeptSession:
+        """The conversation's session, opened now if it has none, with the caller in it until it `leave`s: raises a
+        `GatewayError` for the client when the upstream cannot open one."""
+        session = self.kept.pop(conversation, None)
+        if session is None:
+            session = await self._open(turn, target, headers)
+            meanwhile = self.kept.pop(conversation, None)  # another request of the conversation opened one
+            if meanwhile is not None:
+                self._let_go(meanwhile)
+        self.kept[conversation] = session
+        session.users += 1
+        while len(self.kept) > self.most:
+            self._let_go(self.kept.pop(next(iter(self.kept))))
+        return session
 
+    def forget(self, conversation: str, session: KeptSession) -> None:
+        """The upstream lost the conversation's session: the caller leaves it, and there is nothing to end."""
+        if self.kept.get(conversation) is session:
+            del self.kept[conversation]
+        session.let_go = False
+        session.leave()
+
+    async def close(self) -> None:
+        """Every session ended at the upstream, as the gateway stops, within `END_SECONDS` in all."""
+        kept = list(self.kept.values())
+        self.kept.clear()
+        limit = asyncio.Semaphore(MAX_ENDING)
+
+        async def end(session: KeptSession) -> None:
+            async with limit:
+                await self._end(session)
+
+        ends = [asyncio.ensure_future(end(session)) for session in kept] + list(self.ending)
+        if ends:
+            await asyncio.wait(ends, timeout=END_SECONDS)
+            for task in ends:
+                task.cancel()
+
+    def end_soon(self, session: KeptSession) -> None:
+        """End a session let go, unless `MAX_ENDING` are being ended already."""
+        if len(self.ending) >= MAX_ENDING:
+            return
+        task = asyncio.ensure_future(self._end(session))
+        self.ending.add(task)
+        task.add_done_callback(self.ending.discard)
+
+    async def _open(self, turn: Turn, target: Target, headers: Mapping[str, str]) -> KeptSession:
         async def send(request: UpstreamRequest) -> Exchanged:
             return await self._exchange(target, request, {**headers, **request.headers})
 
@@ -63,13 +144,24 @@ class KeptSessions:
                 opened = await self.sessions.open(send, turn, target.url)
         except TimeoutError:
             raise UpstreamTimeout(f"the upstream did not open a session within {self.open_timeout:g}s") from None
-        self.kept[conversation] = opened
-        while len(self.kept) > MAX_KEPT:
-            self.kept.popitem(last=False)
-        return opened
+        caller = {name: value for name in self.forwarded if (value := headers.get(name)) is not None}
+        return KeptSession(self, opened, target, caller or None)
 
-    def forget(self, conversation: str) -> None:
-        self.kept.pop(conversation, None)
+    def _let_go(self, session: KeptSession) -> None:
+        session.let_go = True
+        if session.users == 0:
+            self.end_soon(session)
+
+    async def _end(self, session: KeptSession) -> None:
+        request = self.sessions.ends(session.opened)
+        if request is None:
+            return
+        headers = {**self.headers, **(session.caller or {}), **request.headers}
+        try:
+            async with asyncio.timeout(END_SECONDS):
+                await self._exchange(session.target, request, headers)
+        except (GatewayError, TimeoutError) as exc:
+            log.debug("an upstream session was not ended: %s", exc)
 
     async def _exchange(self, target: Target, request: UpstreamRequest, headers: dict[str, str]) -> Exchanged:
         try:
@@ -89,10 +181,12 @@ class KeptSessions:
         return Exchanged(response.status, response.headers, body)
 
 
-def kept_for(upstream: Dialect, pool: Pool, connect_timeout: float, open_timeout: float, debug_errors: bool
+def kept_for(upstream: Dialect, pool: Pool, connect_timeout: float, open_timeout: float, debug_errors: bool, *,
+             most: int = MAX_KEPT, forwarded: Sequence[str] = (), headers: Mapping[str, str] | None = None
              ) -> KeptSessions | None:
-    """A route's sessions, when its upstream's dialect needs them."""
+    """A route's sessions with one of its upstreams, when its dialect needs them: at most `most` (and `MAX_KEPT`)."""
     sessions = upstream.capability(UpstreamSessions)
     if sessions is None:
         return None
-    return KeptSessions(sessions, pool, connect_timeout, open_timeout, debug_errors)
+    return KeptSessions(sessions, pool, connect_timeout, open_timeout, debug_errors, most=min(most, MAX_KEPT),
+                        forwarded=forwarded, headers=headers)

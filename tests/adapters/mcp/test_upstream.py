@@ -124,6 +124,25 @@ def test_a_session_the_server_lost_is_opened_again(world: World) -> None:
     assert world.counts()["sessions"] == 1
 
 
+def test_sessions_past_the_stores_conversations_are_ended_at_the_server_and_the_rest_as_the_gateway_stops(
+        world: World) -> None:
+    """The route keeps a session for as many conversations as its store keeps (two here): the oldest is ended with
+    a `DELETE` as the third opens, and those kept as the gateway stops, so that the server does not keep them."""
+    before = world.counts()["sessions"]
+    route = {"name": "legacy", "paths": ["/legacy/in"], "client_dialects": ["ag-ui"],
+             "upstream": {"url": f"{world.server}/legacy/mcp", "dialect": "mcp", "agent": "agent"}}
+    config = GatewayConfig.model_validate({"routes": [route]})
+    with Served(create_app(config, store=MemoryStore(max_entries=2))) as gateway:
+        for number in range(4):
+            body = request_body("ag-ui", [user_message("ag-ui", "hi")], f"ended-{number}")
+            assert Reply("ag-ui", post(world.http, f"{gateway.url}/legacy/in", body)).text == "turn 1: you said hi"
+        deadline = time.monotonic() + 5
+        while world.counts()["sessions"] != before + 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert world.counts()["sessions"] == before + 2
+    assert world.counts()["sessions"] == before
+
+
 def test_a_server_of_both_protocols_is_spoken_to_in_2026_without_a_session(world: World) -> None:
     before = world.counts()["sessions"]
     assert world.say("ag-ui", "ag-ui", "hello", "modern-1").text == "turn 1: you said hello"
