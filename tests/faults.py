@@ -124,7 +124,9 @@ class Call:
     ended: float | None = None
     end: str | None = None
     opening: bool = False
-    """A request that opens a session for the run rather than being it (MCP's initialize, tools/list)."""
+    """A request that opens a session for the run rather than being it (MCP's initialize, tools/list), or ends
+    one (its DELETE)."""
+    method: str = "POST"
     """How the answer ended: complete, reset, dropped, peer_closed (the gateway went away), capped (max_seconds)."""
 
     @property
@@ -343,7 +345,7 @@ async def _read_request(reader: asyncio.StreamReader, leftover: bytes) -> Call |
         fault_part, _, query = spec.partition("?")
         fault = fault_part.strip() or fault
         params.update(parse_qsl(query))
-    return Call(url.path, dialect, fault, params, headers, body)
+    return Call(url.path, dialect, fault, params, headers, body, method=method)
 
 
 class _Answer:
@@ -431,9 +433,12 @@ class _Answer:
             await self.send(body, count=False)
             call.end = "complete"
             return True
-        if (named := registry.get(dialect).capability(NamedRoutes)) is not None and call.body:
-            # What is not a run (MCP's initialize, tools/list) is answered as the dialect answers it, fault or not.
-            answered = await named.answer(InMemoryEndpoint("POST", call.headers, orjson.loads(call.body),
+        named = registry.get(dialect).capability(NamedRoutes)
+        if named is not None and (call.body or call.method == "DELETE"):
+            # What is not a run (MCP's initialize, tools/list, a session's end) is answered as the dialect answers
+            # it, fault or not.
+            answered = await named.answer(InMemoryEndpoint(call.method, call.headers,
+                                                           orjson.loads(call.body) if call.body else None,
                                                            [AgentDescription("agent", "", "")], _SESSIONS))
             if answered.run is None:
                 headers = dict(answered.headers)
