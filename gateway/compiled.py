@@ -25,6 +25,7 @@ CORE = (
     "gateway.core.repair",
     "gateway.core.decoding",
     "gateway.core.steady",
+    "gateway.core.text_pieces",
     "gateway.conversations.recorder",
 )
 """What one upstream event crosses whatever its dialect: SSE framing, the decoders' bases, repair, and the recorder."""

@@ -21,6 +21,7 @@ from gateway.core.codec import as_text, json_or_text
 from gateway.core.dropped import Dropped, drop_map
 from gateway.core.encoding import EVENT_TYPES, HOLE, BodyEncoder, DeltaFrames, SSEEncoder, json_bytes, must_place
 from gateway.core.ids import new_id
+from gateway.core.text_pieces import TextPieces
 from gateway.core.turn import Turn
 
 from .errors import STREAM_CUT, stream_error
@@ -47,7 +48,7 @@ class TaskWriter:
         self._continues = bool(client_call(request).get("continues"))
         self.sent: dict[str, bool] = {}
         """Text messages being written as artifacts: message id -> whether a chunk went out."""
-        self._calls: dict[str, tuple[str, list[str]]] = {}
+        self._calls: dict[str, tuple[str, TextPieces]] = {}
         self.held_chars = 0
         """Characters of text the reply holds whole: a tool call's arguments once gathered, and for a reply in one
         body all it holds (what its JSON is written by, `json_bytes`, goes by)."""
@@ -91,13 +92,13 @@ class TaskWriter:
         return [self.updates.text(e.message_id, "", append=True, last=True)]
 
     def _tool_start(self, e: canonical.ToolCallStart) -> list[Response]:
-        self._calls[e.tool_call_id] = (e.name, [])
+        self._calls[e.tool_call_id] = (e.name, TextPieces())
         return []
 
     def _tool_args(self, e: canonical.ToolCallArgs) -> list[Response]:
         call = self._calls.get(e.tool_call_id)
         if call is not None:
-            call[1].append(e.delta)
+            call[1].add(e.delta)
         return []
 
     def _tool_end(self, e: canonical.ToolCallEnd) -> list[Response]:
@@ -105,9 +106,9 @@ class TaskWriter:
         if call is None:
             return []
         name, pieces = call
-        text = "".join(pieces)
+        text = pieces.text()
         self.held_chars = len(text)
-        args = json_or_text(text) if pieces else {}
+        args = json_or_text(text) if pieces.pieces else {}
         part = data_part(self.updates.version, {"id": e.tool_call_id, "name": name, "args": args},
                          {"adk_type": FUNCTION_CALL})
         self._unresolved[e.tool_call_id] = part

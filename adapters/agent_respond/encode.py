@@ -19,6 +19,7 @@ from gateway.core.dropped import Dropped, drop_map
 from gateway.core.encoding import BodyEncoder, failed_status, json_bytes
 from gateway.core.errors import ErrorCode
 from gateway.core.state import StateTracker
+from gateway.core.text_pieces import TextPieces
 from gateway.core.turn import Turn
 from gateway.core.usage import UsageTotals
 
@@ -47,9 +48,9 @@ class AgentRespondEncoder(BodyEncoder):
     def __init__(self, request: Turn | None = None) -> None:
         super().__init__()
         self._messages: list[dict[str, Any]] = []
-        self._text: list[str] | None = None  # the open assistant message's text, None when none is open
+        self._text: TextPieces | None = None  # the open assistant message's text, None when none is open
         self._calls: dict[str, dict[str, Any]] = {}
-        self._arguments: dict[str, list[str]] = {}  # joined once at the end: += on a str is quadratic
+        self._arguments: dict[str, TextPieces] = {}
         self._names: dict[str, str] = {}
         self._pending: dict[str, str] = {}
         self._interrupts: list[canonical.Interrupt] = []
@@ -66,12 +67,12 @@ class AgentRespondEncoder(BodyEncoder):
             if e.metadata is not None:
                 self.dropped[Dropped.METADATA] += 1  # no field for an event's metadata
             if isinstance(e, canonical.TextDelta):
-                self._open().append(e.delta)
+                self._open().add(e.delta)
                 self._chars += len(e.delta)
             elif isinstance(e, canonical.ToolCallArgs):
                 pieces = self._arguments.get(e.tool_call_id)
                 if pieces is not None:
-                    pieces.append(e.delta)
+                    pieces.add(e.delta)
                     self._chars += len(e.delta)
             elif isinstance(e, canonical.TextStart):
                 if self._calls:
@@ -79,7 +80,7 @@ class AgentRespondEncoder(BodyEncoder):
             elif isinstance(e, canonical.ToolCallStart):
                 self._open()
                 self._names[e.tool_call_id] = e.name
-                self._arguments[e.tool_call_id] = []
+                self._arguments[e.tool_call_id] = TextPieces()
                 self._calls[e.tool_call_id] = {"id": e.tool_call_id, "type": "function",
                                                "function": {"name": e.name, "arguments": ""}}
             elif isinstance(e, canonical.ToolCallEnd):
@@ -128,19 +129,20 @@ class AgentRespondEncoder(BodyEncoder):
             self._families = Shown()
         return self._families
 
-    def _open(self) -> list[str]:
+    def _open(self) -> TextPieces:
         if self._text is None:
-            self._text = []
+            self._text = TextPieces()
         return self._text
 
     def _flush(self) -> None:
         if self._text is None:
             return
-        text = "".join(self._text)
+        text = self._text.text()
         message: dict[str, Any] = {"role": "assistant", "content": text or None}
         if self._calls:
             for call_id, call in self._calls.items():
-                call["function"]["arguments"] = "".join(self._arguments.pop(call_id, ()))
+                arguments = self._arguments.pop(call_id, None)
+                call["function"]["arguments"] = arguments.text() if arguments is not None else ""
             message["tool_calls"] = list(self._calls.values())
         if text or self._calls:
             self._messages.append(message)

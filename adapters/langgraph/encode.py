@@ -44,6 +44,7 @@ from gateway.core.dropped import Dropped, drop_map
 from gateway.core.encoding import HOLE, DeltaFrames, SSEEncoder
 from gateway.core.ids import new_id
 from gateway.core.state import StateTracker
+from gateway.core.text_pieces import TextPieces
 from gateway.core.turn import Turn
 from gateway.core.usage import UsageTotals
 
@@ -101,7 +102,7 @@ def _run_started(self: LangGraphEncoder, e: canonical.RunStarted) -> bytes:
 
 
 def _text_start(self: LangGraphEncoder, e: canonical.TextStart) -> bytes:
-    self._texts[e.message_id] = []
+    self._texts[e.message_id] = TextPieces()
     message = self._text_messages[e.message_id] = _ai_message(self, e.message_id)
     tags = message_tags(e.name, e.subagent_run_id, e.metadata)
     if not tags:
@@ -115,7 +116,10 @@ def _text_delta(self: LangGraphEncoder, e: canonical.TextDelta) -> bytes:
         self.dropped[Dropped.METADATA] += 1
     if not e.delta:
         return b""
-    self._texts.setdefault(e.message_id, []).append(e.delta)
+    text = self._texts.get(e.message_id)
+    if text is None:  # a delta of a message never started
+        text = self._texts[e.message_id] = TextPieces()
+    text.add(e.delta)
     if "messages-tuple" not in self._modes:
         return b""
     number = self._next
@@ -125,7 +129,9 @@ def _text_delta(self: LangGraphEncoder, e: canonical.TextDelta) -> bytes:
 
 def _text_end(self: LangGraphEncoder, e: canonical.TextEnd) -> bytes:
     message = self._text_messages.pop(e.message_id, None) or _ai_message(self, e.message_id)  # others may be open
-    message["content"] += "".join(self._texts.pop(e.message_id, ()))  # an id used again adds to its message
+    text = self._texts.pop(e.message_id, None)
+    if text is not None:
+        message["content"] += text.text()  # an id used again adds to its message
     last = _tuple(self, ai_chunk(e.message_id, "", chunk_position="last"))
     return last + _update(self, NODE, {"messages": [message]})
 
@@ -164,7 +170,7 @@ def _tool_start(self: LangGraphEncoder, e: canonical.ToolCallStart) -> bytes:
     parent = e.parent_message_id or (self._current["id"] if self._current is not None else f"msg-{e.tool_call_id}")
     message = _ai_message(self, parent)
     index = len(message["tool_calls"])
-    self._calls[e.tool_call_id] = {"message": message, "index": index, "name": e.name, "args": ""}
+    self._calls[e.tool_call_id] = {"message": message, "index": index, "name": e.name, "args": TextPieces()}
     message["tool_calls"].append({"name": e.name, "args": {}, "id": e.tool_call_id, "type": "tool_call"})
     piece = {"name": e.name, "args": "", "id": e.tool_call_id, "index": index, "type": "tool_call_chunk"}
     return _tuple(self, ai_chunk(parent, "", tool_call_chunks=[piece]))
@@ -176,7 +182,7 @@ def _tool_args(self: LangGraphEncoder, e: canonical.ToolCallArgs) -> bytes:
     call = self._calls.get(e.tool_call_id)
     if call is None or not e.delta:
         return b""
-    call["args"] += e.delta
+    call["args"].add(e.delta)
     piece = {"name": None, "args": e.delta, "id": None, "index": call["index"], "type": "tool_call_chunk"}
     return _tuple(self, ai_chunk(call["message"]["id"], "", tool_call_chunks=[piece]))
 
@@ -186,10 +192,11 @@ def _tool_end(self: LangGraphEncoder, e: canonical.ToolCallEnd) -> bytes:
     if call is None:
         return b""
     message = call["message"]
+    text = call["args"].text()
     try:
-        args = orjson.loads(call["args"] or "{}")
+        args = orjson.loads(text or "{}")
     except orjson.JSONDecodeError:
-        args = {"arguments": call["args"]}
+        args = {"arguments": text}
     message["tool_calls"][call["index"]]["args"] = args
     return _update(self, NODE, {"messages": [message]})
 
@@ -369,7 +376,7 @@ class LangGraphEncoder(SSEEncoder):
             [to_langchain(m) for m in request.messages if m.role != "reasoning"] if request else []
         """The thread's messages: what the gateway knows of it (`WholeHistory`), then the run's."""
         self._state: dict[str, Any] = dict(request.state) if request and isinstance(request.state, dict) else {}
-        self._texts: dict[str, list[str]] = {}
+        self._texts: dict[str, TextPieces] = {}
         """Each open text message's text so far, for the whole message `values` and `updates` carry."""
         self._text_messages: dict[str, dict[str, Any]] = {}
         """Each open text message's whole message: messages streamed at once each end in their own."""

@@ -31,6 +31,7 @@ from gateway.core import events as canonical
 from gateway.core.codec import drop_none, json_or_text, output_of
 from gateway.core.dropped import Dropped, drop_map
 from gateway.core.encoding import SSEEncoder
+from gateway.core.text_pieces import TextPieces
 from gateway.core.turn import Turn
 
 from .input_required import input_required
@@ -66,9 +67,9 @@ def _text(self: McpEncoder, e: canonical.TextDelta) -> bytes:
     if self.between_messages:
         self.between_messages = False
         if self.text_length:
-            self.text_parts.append("\n\n")
+            self.so_far.add("\n\n")
             self.text_length += 2
-    self.text_parts.append(delta)
+    self.so_far.add(delta)
     self.text_length += len(delta)
     if self.token is None:
         return b""
@@ -91,15 +92,16 @@ def _text_end(self: McpEncoder, e: canonical.TextEnd) -> bytes:
 
 def _tool_start(self: McpEncoder, e: canonical.ToolCallStart) -> bytes:
     self.calls[e.tool_call_id] = {"id": e.tool_call_id, "name": e.name, "arguments": ""}
+    self.arguments[e.tool_call_id] = TextPieces()
     return b""
 
 
 def _tool_args(self: McpEncoder, e: canonical.ToolCallArgs) -> bytes:
     if e.metadata is not None:
         self.dropped[Dropped.METADATA] += 1
-    call = self.calls.get(e.tool_call_id)
-    if call is not None:
-        call["arguments"] += e.delta
+    arguments = self.arguments.get(e.tool_call_id)
+    if arguments is not None:
+        arguments.add(e.delta)
     return b""
 
 
@@ -107,7 +109,8 @@ def _tool_end(self: McpEncoder, e: canonical.ToolCallEnd) -> bytes:
     call = self.calls.get(e.tool_call_id)
     if call is None:
         return b""
-    call["arguments"] = json_or_text(call["arguments"] or "{}")
+    arguments = self.arguments.pop(e.tool_call_id, None)
+    call["arguments"] = json_or_text((arguments.text() if arguments is not None else "") or "{}")
     return self.log({"toolCall": {"id": call["id"], "name": call["name"], "arguments": call["arguments"]}})
 
 
@@ -126,12 +129,12 @@ def _reasoning(self: McpEncoder, e: canonical.ReasoningDelta) -> bytes:
     if self.log_level is None:
         self.dropped[Dropped.REASONING] += 1
     else:
-        self.reasoning += e.delta
+        self.reasoning.add(e.delta)
     return b""
 
 
 def _reasoning_end(self: McpEncoder, e: canonical.ReasoningEnd) -> bytes:
-    said, self.reasoning = self.reasoning, ""
+    said, self.reasoning = self.reasoning.text(), TextPieces()
     return self.log({"reasoning": said}) if said else b""
 
 
@@ -165,9 +168,9 @@ def _nothing(self: McpEncoder, e: canonical.Event) -> bytes:
 
 
 class McpEncoder(SSEEncoder):
-    __slots__ = ("between_messages", "calls", "conversation_id", "data", "elicits", "era", "error", "id",
+    __slots__ = ("arguments", "between_messages", "calls", "conversation_id", "data", "elicits", "era", "error", "id",
                  "interrupts", "links", "log_level", "outcome", "pieces", "reasoning", "shown", "shown_at",
-                 "stop_reason", "text_length", "text_parts", "token", "tool")
+                 "so_far", "stop_reason", "text_length", "token", "tool")
 
     DROPS = drop_map(Dropped.STATE, Dropped.MESSAGES_SNAPSHOT, Dropped.STEP, Dropped.USAGE, Dropped.RAW,
                      Dropped.ACTIVITY, Dropped.SUBAGENT, Dropped.ENCRYPTED_VALUE, Dropped.INTERRUPT_RESOLVED)
@@ -208,9 +211,8 @@ class McpEncoder(SSEEncoder):
         """The tool the client called: the route, which a later call answers an interrupt with."""
         said = asked.get("said")
         said = said if isinstance(said, str) else ""
-        self.text_parts: list[str] = [said] if said else []
-        """The text so far, in the pieces it came in until it is shown (appending to one string copies it): the
-        call's, which may go on from another run's."""
+        self.so_far = TextPieces(said)
+        """The text so far: the call's, which may go on from another run's."""
         self.text_length = len(said)
         self.between_messages = False
         after = asked.get("progressAfter")
@@ -220,13 +222,15 @@ class McpEncoder(SSEEncoder):
         """How much of `text` the last progress notification showed."""
         self.shown_at = 0.0
         self.calls: dict[str, dict[str, Any]] = {}
+        self.arguments: dict[str, TextPieces] = {}
+        """The arguments of the calls still open, so far."""
         self.data: list[dict[str, Any]] = []
         self.interrupts: list[dict[str, Any]] = []
         self.stop_reason: str | None = None
         level = asked.get("logLevel")
         self.log_level = level if level in LOGGED_AT else None
         """The client asked for log lines at a level that shows the run's (`notifications/message`, at info)."""
-        self.reasoning = ""
+        self.reasoning = TextPieces()
         self.error: dict[str, Any] | None = None
         self.outcome: dict[str, Any] | None = None
         """The `CallToolResult` the call ended with, once it has (what a task's `tasks/result` returns)."""
@@ -239,11 +243,8 @@ class McpEncoder(SSEEncoder):
 
     @property
     def text(self) -> str:
-        """The text so far, its pieces joined into one."""
-        parts = self.text_parts
-        if len(parts) > 1:
-            parts[:] = ["".join(parts)]
-        return parts[0] if parts else ""
+        """The text so far."""
+        return self.so_far.text()
 
     def progress(self) -> bytes:
         """A progress notification with the text so far."""
@@ -266,6 +267,8 @@ class McpEncoder(SSEEncoder):
                               for i in self.interrupts)
             asked += f"\n\n{HOW_TO_ANSWER.format(tool=self.tool or 'this tool', conversation=self.conversation_id)}"
             text = f"{text}\n\n{asked}" if text else asked
+        for call_id, arguments in self.arguments.items():  # calls still open: their arguments so far
+            self.calls[call_id]["arguments"] = arguments.text()
         structured = drop_none({"conversation_id": self.conversation_id,
                                 "toolCalls": list(self.calls.values()) or None, "data": self.data or None,
                                 "interrupts": self.interrupts or None, "stopReason": self.stop_reason,

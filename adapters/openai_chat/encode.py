@@ -27,6 +27,7 @@ from gateway.core import events as canonical
 from gateway.core.dropped import Dropped, drop_map
 from gateway.core.encoding import HOLE, BodyEncoder, DeltaFrames, SSEEncoder, failed_status, json_bytes
 from gateway.core.ids import new_id
+from gateway.core.text_pieces import TextPieces
 from gateway.core.turn import Turn
 from gateway.core.usage import UsageTotals
 
@@ -56,9 +57,9 @@ class Completion:
         self.created = int(time.time())
         self.model = (request.model if request is not None else None) or "agent-gateway"
         self._offered = {tool.name for tool in request.tools} if request is not None else set()
-        self.calls: dict[str, tuple[int, str, list[str]]] = {}
+        self.calls: dict[str, tuple[int, str, TextPieces]] = {}
         """Tool calls the client will see: id -> (index, name, argument pieces)."""
-        self._held: dict[str, tuple[str, list[str]]] = {}
+        self._held: dict[str, tuple[str, TextPieces]] = {}
         """Calls to tools the client did not offer: shown only if no result comes."""
         self._streamed: set[str] = set()
         self.interrupts: list[canonical.Interrupt] = []
@@ -77,21 +78,21 @@ class Completion:
         self.opened(e)
         if e.name in self._offered:
             index = len(self.calls)
-            self.calls[e.tool_call_id] = (index, e.name, [])
+            self.calls[e.tool_call_id] = (index, e.name, TextPieces())
             self._streamed.add(e.tool_call_id)
             return index
-        self._held[e.tool_call_id] = (e.name, [])
+        self._held[e.tool_call_id] = (e.name, TextPieces())
         return None
 
     def args(self, e: canonical.ToolCallArgs) -> int | None:
         held = self._held.get(e.tool_call_id)
         if held is not None:
-            held[1].append(e.delta)
+            held[1].add(e.delta)
             return None
         call = self.calls.get(e.tool_call_id)
         if call is None:
             return None
-        call[2].append(e.delta)
+        call[2].add(e.delta)
         return call[0]
 
     def result(self, e: canonical.ToolResult) -> None:
@@ -121,7 +122,7 @@ class Completion:
         for call_id, (name, pieces) in self._held.items():
             index = max((i for i, _, _ in self.calls.values()), default=-1) + 1
             self.calls[call_id] = (index, name, pieces)
-            out.append((index, call_id, name, "".join(pieces)))
+            out.append((index, call_id, name, pieces.text()))
         self._held.clear()
         return out
 
@@ -307,12 +308,12 @@ class ChatBodyEncoder(BodyEncoder):
     def __init__(self, request: Turn | None = None) -> None:
         super().__init__()
         self.completion = Completion(request, self.dropped)
-        self._text: list[str] = []
-        self._refusal: list[str] = []
+        self._text = TextPieces()
+        self._refusal = TextPieces()
         self._refusals: set[str] = set()
         self._lead: str | None = ""
         """What goes before the next text (as `ChatStreamEncoder.lead`)."""
-        self._reasoning: list[str] = []
+        self._reasoning = TextPieces()
 
     def encode(self, events: list[canonical.Event]) -> bytes:
         c = self.completion
@@ -321,12 +322,12 @@ class ChatBodyEncoder(BodyEncoder):
                 self.dropped[Dropped.METADATA] += 1  # no field for an event's metadata
             if isinstance(e, canonical.TextDelta):
                 if e.message_id in self._refusals:
-                    self._refusal.append(e.delta)
+                    self._refusal.add(e.delta)
                     continue
                 if self._lead is not None and e.delta:
-                    self._text.append(self._lead)
+                    self._text.add(self._lead)
                     self._lead = None
-                self._text.append(e.delta)
+                self._text.add(e.delta)
             elif isinstance(e, canonical.TextStart):
                 c.opened(e)
                 if e.refusal:
@@ -334,7 +335,7 @@ class ChatBodyEncoder(BodyEncoder):
                 elif self._lead is None:
                     self._lead = SEPARATOR
             elif isinstance(e, canonical.ReasoningDelta):
-                self._reasoning.append(e.delta)
+                self._reasoning.add(e.delta)
             elif isinstance(e, canonical.ToolCallStart):
                 c.start_call(e)
             elif isinstance(e, canonical.ReasoningStart):
@@ -362,18 +363,18 @@ class ChatBodyEncoder(BodyEncoder):
         c = self.completion
         c.release_held()
         note = c.note(e)
-        text = "".join(self._text) + ((SEPARATOR if self._lead is None else self._lead) + note if note else "")
+        text = self._text.text() + ((SEPARATOR if self._lead is None else self._lead) + note if note else "")
         chars = len(text)
         message: dict[str, Any] = {"role": "assistant", "content": text or None}
-        if self._reasoning:
-            message["reasoning_content"] = reasoning = "".join(self._reasoning)
+        if self._reasoning.pieces:
+            message["reasoning_content"] = reasoning = self._reasoning.text()
             chars += len(reasoning)
         if c.calls:
             message["tool_calls"] = [{"id": call_id, "type": "function",
-                                      "function": {"name": name, "arguments": "".join(pieces) or "{}"}}
+                                      "function": {"name": name, "arguments": pieces.text() or "{}"}}
                                      for call_id, (_, name, pieces) in sorted(c.calls.items(), key=lambda i: i[1][0])]
             chars += sum(len(call["function"]["arguments"]) for call in message["tool_calls"])
-        message["refusal"] = "".join(self._refusal) or None
+        message["refusal"] = self._refusal.text() or None
         chars += len(message["refusal"] or "")
         return json_bytes({"id": c.id, "object": "chat.completion", "created": c.created, "model": c.model,
                            "choices": [{"index": 0, "message": message, "finish_reason": c.finish_reason(e),

@@ -51,13 +51,13 @@ class Calls:
     def args(self, out: Output, e: canonical.ToolCallArgs) -> list[Semantic]:
         held = self._held.get(e.tool_call_id)
         if held is not None:
-            held.pieces.append(e.delta)
+            held.so_far.add(e.delta)
             out.chars += len(e.delta)
             return []
         call = self._open.get(e.tool_call_id)
         if call is None or not e.delta:
             return []
-        call.pieces.append(e.delta)
+        call.so_far.add(e.delta)
         out.chars += len(e.delta)
         return [("response.function_call_arguments.delta", {"item_id": call.item_id, "output_index": call.index,
                                                             "delta": e.delta})]
@@ -67,7 +67,7 @@ class Calls:
         return self._done(out, call) if call is not None else []
 
     def _done(self, out: Output, call: OpenItem) -> list[Semantic]:
-        arguments = "".join(call.pieces) or "{}"
+        arguments = call.so_far.text() or "{}"
         item = out.items[call.index] = function_call_item(call.item_id, call.call_id, call.name, arguments)
         return [("response.function_call_arguments.done", {"item_id": call.item_id, "output_index": call.index,
                                                            "arguments": arguments}),
@@ -82,7 +82,7 @@ class Calls:
             return []  # the agent answered a call of the client's own tool itself: the call stands as it went out
         output = as_text(e.content if isinstance(e.content, str) else output_of(e.content))  # parts as JSON objects
         out.chars += len(output)
-        return out.added_done(mcp_call_item(held.call_id, held.name, "".join(held.pieces) or "{}", self.server_label,
+        return out.added_done(mcp_call_item(held.call_id, held.name, held.so_far.text() or "{}", self.server_label,
                                             output, e.is_error, approval))
 
     def interrupt(self, out: Output, e: canonical.Interrupt) -> list[Semantic]:
@@ -92,7 +92,7 @@ class Calls:
             if e.expires_at is not None:
                 out.dropped[Dropped.INTERRUPT_EXPIRY] += 1  # a call's approval request has no field for a deadline
             return out.added_done({"id": e.id, "type": APPROVAL_REQUEST, "server_label": self.server_label,
-                                   "name": held.name, "arguments": "".join(held.pieces) or "{}",
+                                   "name": held.name, "arguments": held.so_far.text() or "{}",
                                    "call_id": held.call_id})
         question = drop_none({"reason": e.reason or None, "message": e.message, "payload": e.payload,
                               "response_schema": e.response_schema, "tool_call_id": e.tool_call_id,

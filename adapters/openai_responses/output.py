@@ -7,6 +7,7 @@ from typing import Any
 
 from gateway.core import events as canonical
 from gateway.core.dropped import Dropped
+from gateway.core.text_pieces import TextPieces
 
 Semantic = tuple[str, dict[str, Any]]
 """One streaming event: its type and its fields (without `type` and `sequence_number`)."""
@@ -15,7 +16,7 @@ Semantic = tuple[str, dict[str, Any]]
 class OpenItem:
     """An item being written: where it is in the output, and its text or arguments so far."""
 
-    __slots__ = ("call_id", "index", "item_id", "name", "pieces", "refusal")
+    __slots__ = ("call_id", "index", "item_id", "name", "refusal", "so_far")
 
     def __init__(self, index: int, item_id: str, name: str = "", call_id: str = "", *, refusal: bool = False) -> None:
         self.index = index
@@ -24,7 +25,7 @@ class OpenItem:
         self.call_id = call_id
         self.refusal = refusal
         """A message that is the model's refusal: its part is `refusal`, its deltas `response.refusal.delta`."""
-        self.pieces: list[str] = []
+        self.so_far = TextPieces()
 
 
 class Output:

@@ -106,7 +106,7 @@ class ResponseWriter:
         """The open message a delta belongs to, its delta kept; None for a delta of no open message."""
         text = self.texts.get(e.message_id)
         if text is not None:
-            text.pieces.append(e.delta)
+            text.so_far.add(e.delta)
             self.out.chars += len(e.delta)
         return text
 
@@ -123,7 +123,7 @@ class ResponseWriter:
         text = self.texts.pop(e.message_id, None)
         if text is None:
             return []
-        whole = "".join(text.pieces)
+        whole = text.so_far.text()
         item = self.out.items[text.index] = message_item(text.item_id, whole, refusal=text.refusal)
         where = {"item_id": text.item_id, "output_index": text.index, "content_index": 0}
         done = ("response.refusal.done", {**where, "refusal": whole}) if text.refusal else \
@@ -145,7 +145,7 @@ class ResponseWriter:
         text = self.texts.get(e.message_id)
         if text is None:
             return []
-        text.pieces.append(e.delta)
+        text.so_far.add(e.delta)
         self.out.chars += len(e.delta)
         return [("response.reasoning_summary_text.delta", {"item_id": text.item_id, "output_index": text.index,
                                                            "summary_index": 0, "delta": e.delta})]
@@ -154,7 +154,7 @@ class ResponseWriter:
         text = self.texts.pop(e.message_id, None)
         if text is None:
             return []
-        whole = "".join(text.pieces)
+        whole = text.so_far.text()
         item = self.out.items[text.index] = reasoning_item(text.item_id, whole,
                                                            self._encrypted.pop(e.message_id, None))
         where = {"item_id": text.item_id, "output_index": text.index, "summary_index": 0}

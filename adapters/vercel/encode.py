@@ -32,6 +32,7 @@ from gateway.core.dropped import Dropped, drop_map
 from gateway.core.encoding import HOLE, SSE_HEADERS, DeltaFrames, SSEEncoder, json_bytes, sse_frame
 from gateway.core.sse import DONE
 from gateway.core.state import StateTracker
+from gateway.core.text_pieces import TextPieces
 from gateway.core.turn import Turn
 
 from . import approvals
@@ -62,7 +63,7 @@ def _text_delta(enc: VercelEncoder, e: canonical.TextDelta) -> bytes:
 def _tool_call_args(enc: VercelEncoder, e: canonical.ToolCallArgs) -> bytes:
     args = enc._args.get(e.tool_call_id)
     if args is not None:
-        args.append(e.delta)
+        args.add(e.delta)
     if e.metadata is not None:
         enc.dropped[Dropped.METADATA] += 1
     return sse_frame({"type": "tool-input-delta", "toolCallId": e.tool_call_id, "inputTextDelta": e.delta})
@@ -101,7 +102,7 @@ def _encrypted_value(enc: VercelEncoder, e: canonical.EncryptedValue) -> bytes:
 
 
 def _tool_call_start(enc: VercelEncoder, e: canonical.ToolCallStart) -> bytes:
-    enc._args[e.tool_call_id] = []
+    enc._args[e.tool_call_id] = TextPieces()
     enc._names[e.tool_call_id] = e.name
     if e.subagent_run_id is not None:
         enc._authors[e.tool_call_id] = e.subagent_run_id
@@ -110,7 +111,8 @@ def _tool_call_start(enc: VercelEncoder, e: canonical.ToolCallStart) -> bytes:
 
 
 def _tool_call_end(enc: VercelEncoder, e: canonical.ToolCallEnd) -> bytes:
-    text = "".join(enc._args.pop(e.tool_call_id, ()))
+    args = enc._args.pop(e.tool_call_id, None)
+    text = args.text() if args is not None else ""
     encrypted = enc._encrypted.pop(e.tool_call_id, None) if enc._encrypted else None
     chunk = {"type": "tool-input-available", "toolCallId": e.tool_call_id,
              "toolName": enc._names.get(e.tool_call_id, "unknown_tool"),
@@ -286,7 +288,7 @@ class VercelEncoder(SSEEncoder):
         self._inkeep = request is not None and request.variant == INKEEP
         self._settles = [r for r in request.resume if r.tool_call_id is None] \
             if request is not None and self._sdk.approvals else []
-        self._args: dict[str, list[str]] = {}
+        self._args: dict[str, TextPieces] = {}
         self._names: dict[str, str] = {}
         self._authors: dict[str, str] = {}  # tool call id -> the subagent that made it, said when its input is
         self._open: set[str] = set()  # reasoning parts not yet ended, whose encrypted value can still join them

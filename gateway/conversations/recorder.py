@@ -33,11 +33,8 @@ from gateway.core.events import (
     Usage,
 )
 from gateway.core.state import StateTracker
+from gateway.core.text_pieces import TextPieces
 from gateway.core.turn import Message, ToolCall
-
-JOINED_AT = 16
-"""Pieces of a text (deltas) joined into one string as they come: a long message held while it streams costs about
-its characters, not a string object per delta (some 55 bytes for a token's few characters)."""
 
 LEFT_OUT = "[The agent's reply is left out here: it was longer than the gateway stores of a conversation.]"
 """What stands for a run's reply in the stored history when the run was longer than the store keeps."""
@@ -210,29 +207,3 @@ class RunRecorder:
             if self._assistant.content or self._assistant.tool_calls:
                 self.messages.append(self._assistant)
             self._assistant, self._text = None, TextPieces()
-
-
-class TextPieces:
-    """A text that comes in pieces, held as it streams: `pieces` is appended to, and `settle()` after a batch joins
-    what came since into one string once it is `JOINED_AT` pieces or more, so that the text costs about its
-    characters however small its pieces; `text()` joins it whole, once, when it is read."""
-
-    __slots__ = ("_joined", "pieces")
-
-    def __init__(self) -> None:
-        self.pieces: list[str] = []
-        self._joined = 0
-        """How many of `pieces`, from the start, are joins already: they are not joined again."""
-
-    def settle(self) -> None:
-        pieces, joined = self.pieces, self._joined
-        if len(pieces) - joined >= JOINED_AT:
-            pieces[joined:] = ["".join(pieces[joined:])]
-            self._joined = joined + 1
-
-    def text(self) -> str:
-        return "".join(self.pieces)
-
-    def clear(self) -> None:
-        self.pieces.clear()
-        self._joined = 0
