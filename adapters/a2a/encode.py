@@ -25,7 +25,7 @@ from gateway.core.text_pieces import TextPieces
 from gateway.core.turn import Turn
 
 from .errors import STREAM_CUT, stream_error
-from .fold import fold, limit_history
+from .fold import Folded, limit_history
 from .request import FUNCTION_CALL, FUNCTION_RESPONSE
 from .updates import Response, TaskUpdates, client_call
 from .wire import STOP_REASON, V03, data_part, part_v03, part_v10, task_v03, text_part, wrap
@@ -283,7 +283,7 @@ class A2ATaskEncoder(BodyEncoder):
     """`SendMessage`'s reply: the task as it stands when the run ends (or pauses), in one JSON-RPC response; a task
     that the request continues, whole (with what its earlier requests made)."""
 
-    __slots__ = ("_answered", "_chars", "_task", "immediately", "rpc_id", "writer")
+    __slots__ = ("_answered", "_chars", "_folded", "immediately", "rpc_id", "writer")
 
     def __init__(self, request: Turn | None = None) -> None:
         super().__init__()
@@ -295,24 +295,25 @@ class A2ATaskEncoder(BodyEncoder):
         self.writer = TaskWriter(request, self.dropped)
         self.rpc_id = _rpc_id(request)
         earlier = client_call(request).get("task")
-        self._task: dict[str, Any] = {}
+        task: dict[str, Any] = {}
         if isinstance(earlier, dict):
-            self._task = task_v03(earlier) if self.writer.updates.version == V03 else copy.deepcopy(earlier)
-            self._task.setdefault("history", []).extend(self.writer.updates.history())
+            task = task_v03(earlier) if self.writer.updates.version == V03 else copy.deepcopy(earlier)
+            task.setdefault("history", []).extend(self.writer.updates.history())
+        self._folded = Folded(task)
 
     def encode(self, events: list[canonical.Event]) -> bytes:
-        task = self._task
+        folded = self._folded
         for e in events:
             if type(e) is canonical.TextDelta or type(e) is canonical.ToolCallArgs:
                 self._chars += len(e.delta)
             for kind, value in self.writer.event(e):
-                fold(task, kind, value)
-            if type(e) in (canonical.RunFinished, canonical.RunError) or (self.immediately and "id" in task):
+                folded.add(kind, value)
+            if type(e) in (canonical.RunFinished, canonical.RunError) or (self.immediately and folded.has_id()):
                 if self._answered:
                     return b""
                 self._answered = True
                 updates = self.writer.updates
-                shown = limit_history(task, updates.history_length)
+                shown = limit_history(folded.task(), updates.history_length)
                 result = {"kind": "task", **shown} if updates.version == V03 else {"task": shown}
                 if self.rpc_id is BARE:  # HTTP+JSON's SendMessageResponse
                     return json_bytes(result, self._chars)

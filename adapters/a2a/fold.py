@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from gateway.core.queries import RunState
+from gateway.core.text_pieces import TextPieces
 
 from .wire import now, response_kind, state_for
 
@@ -50,19 +51,86 @@ def fold(task: dict[str, Any], kind: str, value: dict[str, Any]) -> None:
         task.setdefault("history", []).append(copy.deepcopy(value))
 
 
+class Folded:
+    """A task folded response by response (`fold`), with the text appended to an artifact held in pieces until the
+    task is read: joining each chunk onto the text before it would copy the whole text at every chunk."""
+
+    __slots__ = ("_appended", "_open", "_task")
+
+    def __init__(self, task: dict[str, Any]) -> None:
+        self._task = task
+        self._open: tuple[Any, dict[str, Any]] | None = None
+        """The artifact whose text is being appended to (its id), and its last part, which the text goes into."""
+        self._appended = TextPieces()
+
+    def add(self, kind: str, value: dict[str, Any]) -> None:
+        appended = _appended_text(value) if kind == "artifact-update" else None
+        if appended is not None and self._open is not None and self._open[0] == appended[0]:
+            self._appended.add(appended[1])
+            return
+        self._settle()
+        fold(self._task, kind, value)
+        if appended is not None:
+            self._open_last_part(appended[0])
+
+    def has_id(self) -> bool:
+        """Whether the task has been given its id yet."""
+        return "id" in self._task
+
+    def task(self) -> dict[str, Any]:
+        """The task as it stands."""
+        self._settle()
+        return self._task
+
+    def _open_last_part(self, artifact_id: Any) -> None:
+        for artifact in self._task.get("artifacts") or ():
+            if artifact.get("artifactId") == artifact_id:
+                parts = artifact.get("parts")
+                if parts and "text" in parts[-1]:
+                    parts[-1] = dict(parts[-1])  # the task's own, to add to: not an update's
+                    self._open = (artifact_id, parts[-1])
+                return
+
+    def _settle(self) -> None:
+        if self._open is not None:
+            if self._appended.pieces:
+                part = self._open[1]
+                part["text"] += self._appended.text()
+                self._appended = TextPieces()
+            self._open = None
+
+
+def _appended_text(value: dict[str, Any]) -> tuple[Any, str] | None:
+    """The artifact and the text of an update that appends one text chunk to it, which `fold` joins onto the text
+    before it; None for any other."""
+    artifact = value.get("artifact")
+    if not value.get("append") or not isinstance(artifact, dict):
+        return None
+    parts = artifact.get("parts")
+    if not isinstance(parts, list) or len(parts) != 1:
+        return None
+    part = parts[0]
+    if not isinstance(part, dict) or not isinstance(text := part.get("text"), str) or not set(part) <= _TEXT_ONLY:
+        return None
+    return artifact.get("artifactId"), text
+
+
+_TEXT_ONLY = frozenset({"text", "kind"})
+
+
 def fold_updates(task: dict[str, Any], updates: list[bytes]) -> dict[str, Any]:
     """The task with a running run's updates (1.0 stream responses) applied."""
-    task = copy.deepcopy(task)
+    folded = Folded(copy.deepcopy(task))
     for update in updates:
         kind, value = response_kind(orjson.loads(update))
-        fold(task, kind, value)
-    return task
+        folded.add(kind, value)
+    return folded.task()
 
 
 def _extend(parts: list[dict[str, Any]], more: list[dict[str, Any]]) -> None:
     """Chunks of an artifact, joined: text onto the text before it (an empty closing chunk adds nothing)."""
     for part in more:
-        if "text" in part and parts and "text" in parts[-1] and set(part) <= {"text", "kind"}:
+        if "text" in part and parts and "text" in parts[-1] and set(part) <= _TEXT_ONLY:
             parts[-1] = {**parts[-1], "text": parts[-1]["text"] + part["text"]}
         else:
             parts.append(part)

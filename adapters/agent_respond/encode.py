@@ -67,7 +67,7 @@ class AgentRespondEncoder(BodyEncoder):
             if e.metadata is not None:
                 self.dropped[Dropped.METADATA] += 1  # no field for an event's metadata
             if isinstance(e, canonical.TextDelta):
-                self._open().add(e.delta)
+                self._open().pieces.append(e.delta)  # settled at the batch's end
                 self._chars += len(e.delta)
             elif isinstance(e, canonical.ToolCallArgs):
                 pieces = self._arguments.get(e.tool_call_id)
@@ -122,6 +122,8 @@ class AgentRespondEncoder(BodyEncoder):
                 return self._failed(e)
             elif (kind := _DROPS.get(type(e))) is not None:
                 self.dropped[kind] += 1
+        if self._text is not None:
+            self._text.settle()
         return b""
 
     def _shown(self) -> Shown:
