@@ -146,7 +146,7 @@ def test_a_client_that_leaves_cancels_its_request() -> None:
         async def receive() -> dict[str, Any]:
             return {"type": "http.disconnect"}
 
-        await watch_disconnect(receive, writer, kept)  # type: ignore[arg-type]
+        watch_disconnect(receive, writer, kept)  # type: ignore[arg-type]  # a task, for a send not uvicorn's
         await asyncio.wait([task], timeout=1)
         return task.cancelled()
 
@@ -163,7 +163,7 @@ def test_a_client_that_leaves_a_kept_reply_leaves_the_run_going() -> None:
         async def receive() -> dict[str, Any]:
             return {"type": "http.disconnect"}
 
-        await watch_disconnect(receive, writer, kept)  # type: ignore[arg-type]
+        watch_disconnect(receive, writer, kept)  # type: ignore[arg-type]  # a task, for a send not uvicorn's
         await task
         return task.cancelled()
 

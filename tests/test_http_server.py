@@ -3,13 +3,17 @@ body's pieces can be written without a coroutine each, when the client is readin
 
 from __future__ import annotations
 
+import asyncio
+import collections
+import gc
 import socket
+import threading
 import time
 
 from servers import Served
 from starlette.types import Message, Receive, Scope, Send
 
-from gateway.server.connections.http_server import direct_body
+from gateway.server.connections.http_server import QuietEvent, direct_body, on_client_gone
 
 
 class Writes:
@@ -126,3 +130,95 @@ def test_a_send_that_is_not_uvicorns_has_no_direct_writes() -> None:
         pass
 
     assert direct_body(wrapped) is None
+
+
+class Watches:
+    """An ASGI app that streams until its client leaves, and says whether `on_client_gone` called back (and when
+    not, after the response's end)."""
+
+    def __init__(self, end: bool = False) -> None:
+        self.end = end
+        self.gone = threading.Event()
+        self.registered = threading.Event()
+        self.watching = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        while (await receive()).get("more_body"):
+            pass
+        stop = on_client_gone(send, self.gone.set)
+        self.watching = stop is not None
+        self.registered.set()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": b"one", "more_body": not self.end})
+        for _ in range(200):
+            if self.end or self.gone.is_set():
+                break
+            await asyncio.sleep(0.01)
+        if stop is not None:
+            stop()
+
+
+def test_a_client_that_leaves_mid_response_is_told_by_a_callback_not_a_task() -> None:
+    app = Watches()
+    with Served(app) as server:
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            sock.sendall(REQUEST)
+            assert app.registered.wait(5)
+            assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+        assert app.gone.wait(5) and app.watching
+
+
+def test_a_client_that_leaves_after_the_response_is_not_gone() -> None:
+    app = Watches(end=True)
+    with Served(app) as server:
+        _first_read(server.port, REQUEST)
+        time.sleep(0.1)
+    assert app.watching and not app.gone.is_set()
+
+
+def test_another_servers_send_cannot_be_watched_by_a_callback() -> None:
+    async def send(message: Message) -> None:
+        pass
+
+    assert on_client_gone(send, lambda: None) is None
+
+
+def test_the_quiet_event_wakes_its_waiters_as_asyncios_does() -> None:
+    async def main() -> list[str]:
+        event, said = QuietEvent(), []
+
+        async def waits(name: str) -> None:
+            await event.wait()
+            said.append(name)
+
+        waiting = [asyncio.create_task(waits(name)) for name in ("a", "b")]
+        await asyncio.sleep(0)
+        assert not said and not event.is_set()
+        event.set()
+        await asyncio.gather(*waiting)
+        event.clear()
+        late = asyncio.create_task(waits("late"))
+        await asyncio.sleep(0)
+        late.cancel()  # a waiter cancelled goes, and the next set finds none
+        await asyncio.gather(late, return_exceptions=True)
+        event.set()
+        assert await event.wait() is True
+        return said
+
+    assert asyncio.run(main()) == ["a", "b"]
+
+
+def test_an_open_streaming_connection_holds_no_empty_deque() -> None:
+    """uvicorn makes a flow control event, a request's body event and a pipeline deque per connection, each an
+    empty deque of some 760 bytes: the gateway's protocol holds none."""
+    app = Watches()
+    with Served(app) as server:
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            sock.sendall(REQUEST)
+            assert app.registered.wait(5)
+            protocol = next(o for o in gc.get_objects() if type(o).__name__ == "HeadDeadlineProtocol")
+            held = [protocol.pipeline, protocol.flow._is_writable_event, protocol.cycle.message_event]
+            assert not any(isinstance(o, collections.deque | asyncio.Event) for o in held)
+        assert app.gone.wait(5)

@@ -112,7 +112,7 @@ class ResumableRuns:
         call.record.outcome = RequestOutcome.RESUMED
         deadlines = call.deadlines
         deadlines.guard(asyncio.current_task())
-        watcher = asyncio.create_task(watch_disconnect(receive, call.writer, deadlines))
+        stop_watching = watch_disconnect(receive, call.writer, deadlines)
         try:
             timeouts, keepalive = self.handler.route.timeouts, self.handler.keepalive
             patience = max(timeouts.first_event, timeouts.idle) + keepalive
@@ -130,7 +130,7 @@ class ResumableRuns:
             elif ending.error is not None:
                 await call.writer.fail_before_start(ending.error)
         finally:
-            watcher.cancel()
+            stop_watching()
 
 
 def _lost_run_error(client: Dialect) -> Callable[[dict[str, str], TapeLost], bytes]:

@@ -176,7 +176,7 @@ class RouteHandler:
         task = asyncio.current_task()
         assert task is not None
         deadlines.guard(task)
-        watcher = asyncio.create_task(watch_disconnect(receive, writer, deadlines))
+        stop_watching = watch_disconnect(receive, writer, deadlines)
         try:
             await call.run(client, turn)
         except asyncio.CancelledError:
@@ -198,7 +198,7 @@ class RouteHandler:
             await writer.abort(failed, failed.code)
         finally:
             deadlines.disarm()
-            watcher.cancel()
+            stop_watching()
             if watched is not None:
                 await watched.close()
 

@@ -13,12 +13,20 @@ in one write.
 
 `DirectBody` writes a streamed response's pieces as uvicorn's `send` would, but without a coroutine per piece, when
 the client is reading: the relay writes paced events so, from the upstream connection's read callback. It also
-drops a client that stopped reading, which `send` cannot.
+drops a client that stopped reading, which `send` cannot. `on_client_gone` calls back when the client of a
+response leaves before its end: what a task awaiting `receive` for `http.disconnect` would learn, without the task.
+
+What a connection holds while it streams is kept small: uvicorn makes an `asyncio.Event` for each connection's flow
+control and each request's body, and a deque for pipelined requests, each with an empty deque of some 760 bytes;
+here they are a `QuietEvent` and a list, whose waiters are made only when something waits.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from starlette.types import Send
@@ -28,11 +36,24 @@ HEAD_SECONDS = 10.0
 """Set from the configuration's `header_timeout` before the server starts (in each worker)."""
 
 
+GONE = "_agent_gateway_client_gone"
+"""The attribute of a request's cycle that `HeadDeadlineProtocol` calls when the client leaves before the response's
+end (None: nothing to call); set on the cycles it makes, so that `on_client_gone` knows the protocol will."""
+
+
 class HeadDeadlineProtocol(HttpToolsProtocol):
     _head_timer: asyncio.TimerHandle | None = None
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if type(self.pipeline) is deque:
+            self.pipeline = _Pipeline()  # type: ignore[assignment]
+
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        flow = self.flow
+        if type(getattr(flow, "_is_writable_event", None)) is asyncio.Event:
+            flow._is_writable_event = QuietEvent(is_set=flow._is_writable_event.is_set())  # type: ignore[assignment]
         self._arm_head_deadline()
 
     def on_message_begin(self) -> None:
@@ -46,10 +67,19 @@ class HeadDeadlineProtocol(HttpToolsProtocol):
         cycle = self.cycle
         if cycle is not None and cycle is not before and self.transport is not None:
             cycle.transport = _HeadHeld(self.transport, cycle, self.loop)  # type: ignore[assignment]
+            if type(cycle.message_event) is asyncio.Event and not cycle.message_event.is_set():
+                cycle.message_event = QuietEvent()  # type: ignore[assignment]
+            setattr(cycle, GONE, None)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_head_deadline()
+        cycle = self.cycle
         super().connection_lost(exc)
+        if cycle is not None and cycle.disconnected:
+            gone = getattr(cycle, GONE, None)
+            if gone is not None:
+                setattr(cycle, GONE, None)
+                gone()
 
     def _arm_head_deadline(self) -> None:
         if self._head_timer is None:
@@ -144,6 +174,74 @@ class DirectBody:
             return False
         cycle.transport.abort()
         return True
+
+
+def on_client_gone(send: Send, gone: Callable[[], None]) -> Callable[[], None] | None:
+    """Call `gone` when the client of the response `send` belongs to leaves before the response's end, if it is a
+    cycle of `HeadDeadlineProtocol`'s; returns what stops the watch, once the response is over. None for any other
+    server's `send`: its `receive` says when the client has left."""
+    cycle = getattr(send, "__self__", None)
+    if type(cycle) is not RequestResponseCycle or not hasattr(cycle, GONE):
+        return None
+    if cycle.disconnected:
+        asyncio.get_running_loop().call_soon(gone)
+        return _nothing
+    setattr(cycle, GONE, gone)
+    return partial(setattr, cycle, GONE, None)
+
+
+def _nothing() -> None:
+    pass
+
+
+class QuietEvent:
+    """`asyncio.Event` as uvicorn uses it (`set`, `clear`, `is_set`, `wait`), its waiters a list made when one
+    waits, not a deque made with the event."""
+
+    __slots__ = ("_set", "_waiters")
+
+    def __init__(self, is_set: bool = False) -> None:
+        self._set = is_set
+        self._waiters: list[asyncio.Future[bool]] | None = None
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        if not self._set:
+            self._set = True
+            for waiter in self._waiters or ():
+                if not waiter.done():
+                    waiter.set_result(True)
+
+    def clear(self) -> None:
+        self._set = False
+
+    async def wait(self) -> bool:
+        if self._set:
+            return True
+        waiter = asyncio.get_running_loop().create_future()
+        if self._waiters is None:
+            self._waiters = []
+        waiters = self._waiters
+        waiters.append(waiter)
+        try:
+            await waiter
+            return True
+        finally:
+            waiters.remove(waiter)
+            if not waiters and self._waiters is waiters:
+                self._waiters = None
+
+
+class _Pipeline(list[Any]):
+    """The requests a connection read while it answers another (HTTP pipelining), as uvicorn's deque is used: the
+    last in at the front, the next out from the back."""
+
+    __slots__ = ()
+
+    def appendleft(self, item: Any) -> None:
+        self.insert(0, item)
 
 
 def direct_body(send: Send) -> DirectBody | None:

@@ -19,7 +19,7 @@ from gateway.core.errors import ErrorCode, GatewayError
 from gateway.core.events import RunError
 from gateway.recordings.capture import RunCapture
 from gateway.runs.tape import Head, Tape
-from gateway.server.connections.http_server import DirectBody, direct_body
+from gateway.server.connections.http_server import DirectBody, direct_body, on_client_gone
 from gateway.server.operations.record import AccessRecord, RequestOutcome
 from gateway.server.stream.splice import TextSplice
 
@@ -101,6 +101,11 @@ class ClientWriter:
     def client_left(self) -> None:
         """The client disconnected before it had its last byte."""
         self.gone = True
+
+    def when_gone(self, gone: Callable[[], None]) -> Callable[[], None] | None:
+        """Call `gone` if the client disconnects before the response's end, when the server can say so (the
+        gateway's own: `on_client_gone`); returns what stops the watch. None from another server."""
+        return on_client_gone(self._send, gone)
 
     def keep_alive_from(self, now: float) -> None:
         """The client counts as written to at `now` (monotonic): the next keep-alive is due a period after it."""

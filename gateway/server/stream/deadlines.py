@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from functools import partial
 from typing import Any
 
 from starlette.types import Receive
@@ -305,18 +306,37 @@ class Deadlines:
             self._drop_stuck_client()
 
 
-async def watch_disconnect(receive: Receive, writer: ClientWriter, deadlines: Deadlines) -> None:
+def watch_disconnect(receive: Receive, writer: ClientWriter, deadlines: Deadlines) -> Callable[[], None]:
     """A client that leaves ends its exchange; when its reply is kept (a resumable run), only its part: the run
-    goes on. A disconnect that says the client's word stopped the run (`STOPPED`: MCP's `notifications/cancelled`,
-    by the endpoint that serves several routes) ends the run whatever is kept."""
+    goes on. Returns what stops watching, once the exchange is over. The gateway's HTTP server says so by a
+    callback (`ClientWriter.when_gone`); any other's `receive` is awaited by a task for its `http.disconnect`."""
+    stop = writer.when_gone(partial(_client_gone, writer, deadlines))
+    if stop is not None:
+        return stop
+    watcher = asyncio.create_task(_await_disconnect(receive, writer, deadlines))
+
+    def cancel() -> None:
+        watcher.cancel()
+
+    return cancel
+
+
+def _client_gone(writer: ClientWriter, deadlines: Deadlines, stopped: bool = False) -> None:
+    if not writer.complete:  # after the last byte the server says so too
+        writer.client_left()
+        if stopped or not writer.outlives_client:  # the upstream told to stop, nobody else
+            deadlines.cancel_request(CancelReason.CLIENT_GONE)
+
+
+async def _await_disconnect(receive: Receive, writer: ClientWriter, deadlines: Deadlines) -> None:
+    """A disconnect that says the client's word stopped the run (`STOPPED`: MCP's `notifications/cancelled`, by the
+    endpoint that serves several routes) ends the run whatever is kept."""
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            if not writer.complete:  # after the last byte the server says so too
-                writer.client_left()
-                if message.get(STOPPED) or not writer.outlives_client:  # the upstream told to stop, nobody else
-                    deadlines.cancel_request(CancelReason.CLIENT_GONE)
-                elif writer.outlived:  # the run goes on for its client to come back to; its client's word may stop it
-                    await asyncio.sleep(STOP_POLL_S)  # a server's receive answers at once once the client has gone
-                    continue
+            _client_gone(writer, deadlines, bool(message.get(STOPPED)))
+            if not writer.complete and writer.outlived and not message.get(STOPPED):
+                # the run goes on for its client to come back to; its client's word may stop it
+                await asyncio.sleep(STOP_POLL_S)  # a server's receive answers at once once the client has gone
+                continue
             return
