@@ -36,13 +36,10 @@ HEAD_SECONDS = 10.0
 """Set from the configuration's `header_timeout` before the server starts (in each worker)."""
 
 
-GONE = "_agent_gateway_client_gone"
-"""The attribute of a request's cycle that `HeadDeadlineProtocol` calls when the client leaves before the response's
-end (None: nothing to call); set on the cycles it makes, so that `on_client_gone` knows the protocol will."""
-
-
 class HeadDeadlineProtocol(HttpToolsProtocol):
     _head_timer: asyncio.TimerHandle | None = None
+    client_gone: tuple[RequestResponseCycle, Callable[[], None]] | None = None
+    """What to call if the client leaves before the end of the response of this cycle (`on_client_gone`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -69,17 +66,14 @@ class HeadDeadlineProtocol(HttpToolsProtocol):
             cycle.transport = _HeadHeld(self.transport, cycle, self.loop)  # type: ignore[assignment]
             if type(cycle.message_event) is asyncio.Event and not cycle.message_event.is_set():
                 cycle.message_event = QuietEvent()  # type: ignore[assignment]
-            setattr(cycle, GONE, None)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_head_deadline()
-        cycle = self.cycle
         super().connection_lost(exc)
-        if cycle is not None and cycle.disconnected:
-            gone = getattr(cycle, GONE, None)
-            if gone is not None:
-                setattr(cycle, GONE, None)
-                gone()
+        watched = self.client_gone
+        if watched is not None and watched[0].disconnected:
+            self.client_gone = None
+            watched[1]()
 
     def _arm_head_deadline(self) -> None:
         if self._head_timer is None:
@@ -181,13 +175,20 @@ def on_client_gone(send: Send, gone: Callable[[], None]) -> Callable[[], None] |
     cycle of `HeadDeadlineProtocol`'s; returns what stops the watch, once the response is over. None for any other
     server's `send`: its `receive` says when the client has left."""
     cycle = getattr(send, "__self__", None)
-    if type(cycle) is not RequestResponseCycle or not hasattr(cycle, GONE):
+    protocol = getattr(getattr(cycle, "on_response", None), "__self__", None)
+    if type(cycle) is not RequestResponseCycle or not isinstance(protocol, HeadDeadlineProtocol):
         return None
     if cycle.disconnected:
         asyncio.get_running_loop().call_soon(gone)
         return _nothing
-    setattr(cycle, GONE, gone)
-    return partial(setattr, cycle, GONE, None)
+    protocol.client_gone = (cycle, gone)
+    return partial(_unwatch, protocol, cycle)
+
+
+def _unwatch(protocol: HeadDeadlineProtocol, cycle: RequestResponseCycle) -> None:
+    watched = protocol.client_gone
+    if watched is not None and watched[0] is cycle:
+        protocol.client_gone = None
 
 
 def _nothing() -> None:
