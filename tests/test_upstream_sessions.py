@@ -36,118 +36,118 @@ async def _answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, nu
     return True
 
 
-def _ended(server: Server) -> list[str]:
-    """The session ids the server was sent a DELETE for, in order."""
-    return [next(line.split(b": ")[1].decode() for line in request.split(b"\r\n") if line.startswith(b"session-id"))
-            for request in server.requests if request.startswith(b"DELETE")]
+class Upstream:
+    """The server, and a route's sessions with it (at most `most`), the route's headers `x-route-key` and the caller's
+    forwarded `x-user-token`."""
+
+    def __init__(self, server: Server, most: int, ends: Callable[[Opened], UpstreamRequest | None]) -> None:
+        self.server = server
+        self.pool = Pool()
+        self.target = Target(server.url("/mcp"), 5)
+        self.sessions = KeptSessions(UpstreamSessions(_open, ends=ends), self.pool, 5, 5, False, most=most,
+                                     forwarded=("x-user-token",), headers={"x-route-key": "k"})
+
+    async def enter(self, conversation: str, token: str = "t") -> KeptSession:
+        """The conversation's session, with a call in it."""
+        return await self.sessions.opened(conversation, Turn(), self.target,
+                                          {"x-user-token": token, "x-request-id": "r"})
+
+    async def used(self, conversation: str) -> KeptSession:
+        """The conversation's session, after a call in it."""
+        session = await self.enter(conversation)
+        session.leave()
+        return session
+
+    async def ended(self) -> list[str]:
+        """The session ids the server was sent a DELETE for, in order, once those being ended are."""
+        while self.sessions.ending:
+            await asyncio.wait(set(self.sessions.ending))
+        return [next(line.split(b": ")[1].decode() for line in request.split(b"\r\n")
+                     if line.startswith(b"session-id"))
+                for request in self.server.requests if request.startswith(b"DELETE")]
 
 
-async def _settled(sessions: KeptSessions) -> None:
-    while sessions.ending:
-        await asyncio.wait(set(sessions.ending))
+def _with_upstream(most: int, test: Callable[[Upstream], Awaitable[None]],
+                   ends: Callable[[Opened], UpstreamRequest | None] = _ends) -> None:
+    async def main() -> None:
+        async with Server(_answer) as server:
+            upstream = Upstream(server, most, ends)
+            try:
+                await test(upstream)
+            finally:
+                await upstream.pool.close()
+
+    run(main)
 
 
-def _sessions(pool: Pool, most: int, ends: Callable[[Opened], UpstreamRequest | None] = _ends) -> KeptSessions:
-    return KeptSessions(UpstreamSessions(_open, ends=ends), pool, 5, 5, False, most=most,
-                        forwarded=("x-user-token",), headers={"x-route-key": "k"})
-
-
-async def _in(sessions: KeptSessions, target: Target, conversation: str, token: str = "t") -> KeptSession:
-    return await sessions.opened(conversation, Turn(), target, {"x-user-token": token, "x-request-id": "r"})
+def _id(session: KeptSession) -> str:
+    return session.opened.headers["session-id"]
 
 
 def test_a_session_past_the_kept_ones_is_ended_at_the_upstream_with_the_routes_and_callers_headers() -> None:
-    async def main() -> None:
-        async with Server(_answer) as server:
-            pool = Pool()
-            sessions = _sessions(pool, most=2)
-            target = Target(server.url("/mcp"), 5)
-            first = await _in(sessions, target, "a", token="alice")
-            first.leave()
-            for conversation in ("b", "c"):
-                (await _in(sessions, target, conversation)).leave()
-            await _settled(sessions)
-            assert _ended(server) == [first.opened.headers["session-id"]]
-            assert list(sessions.kept) == ["b", "c"]
-            delete = next(r for r in server.requests if r.startswith(b"DELETE"))
-            assert b"x-user-token: alice" in delete and b"x-route-key: k" in delete
-            assert b"x-request-id" not in delete  # what belonged to the request that opened it
-            await pool.close()
+    async def test(upstream: Upstream) -> None:
+        first = await upstream.enter("a", token="alice")
+        first.leave()
+        for conversation in ("b", "c"):
+            await upstream.used(conversation)
+        assert await upstream.ended() == [_id(first)]
+        assert list(upstream.sessions.kept) == ["b", "c"]
+        delete = next(r for r in upstream.server.requests if r.startswith(b"DELETE"))
+        assert b"x-user-token: alice" in delete and b"x-route-key: k" in delete
+        assert b"x-request-id" not in delete  # what belonged to the request that opened it
 
-    run(main)
+    _with_upstream(2, test)
 
 
 def test_a_session_used_again_is_kept_over_one_opened_before_it() -> None:
-    async def main() -> None:
-        async with Server(_answer) as server:
-            pool = Pool()
-            sessions = _sessions(pool, most=2)
-            target = Target(server.url("/mcp"), 5)
-            a = await _in(sessions, target, "a")
-            a.leave()
-            b = await _in(sessions, target, "b")
-            b.leave()
-            assert await _in(sessions, target, "a") is a
-            a.leave()
-            (await _in(sessions, target, "c")).leave()
-            await _settled(sessions)
-            assert _ended(server) == [b.opened.headers["session-id"]]
-            await pool.close()
+    async def test(upstream: Upstream) -> None:
+        a = await upstream.used("a")
+        b = await upstream.used("b")
+        assert await upstream.used("a") is a
+        await upstream.used("c")
+        assert await upstream.ended() == [_id(b)]
 
-    run(main)
+    _with_upstream(2, test)
 
 
 def test_a_session_let_go_while_a_call_is_in_it_is_ended_when_the_call_leaves() -> None:
-    async def main() -> None:
-        async with Server(_answer) as server:
-            pool = Pool()
-            sessions = _sessions(pool, most=1)
-            target = Target(server.url("/mcp"), 5)
-            running = await _in(sessions, target, "a")
-            (await _in(sessions, target, "b")).leave()
-            await _settled(sessions)
-            assert _ended(server) == []  # "a" is let go, but its run is still in it
-            running.leave()
-            await _settled(sessions)
-            assert _ended(server) == [running.opened.headers["session-id"]]
-            await pool.close()
+    async def test(upstream: Upstream) -> None:
+        running = await upstream.enter("a")
+        await upstream.used("b")
+        assert await upstream.ended() == []  # "a" is let go, but its run is still in it
+        running.leave()
+        assert await upstream.ended() == [_id(running)]
 
-    run(main)
+    _with_upstream(1, test)
 
 
 def test_a_session_the_upstream_lost_is_forgotten_and_not_ended() -> None:
-    async def main() -> None:
-        async with Server(_answer) as server:
-            pool = Pool()
-            sessions = _sessions(pool, most=4)
-            target = Target(server.url("/mcp"), 5)
-            lost = await _in(sessions, target, "a")
-            sessions.forget("a", lost)
-            again = await _in(sessions, target, "a")
-            assert again is not lost
-            again.leave()
-            await sessions.close()
-            assert _ended(server) == [again.opened.headers["session-id"]]
-            await pool.close()
+    async def test(upstream: Upstream) -> None:
+        lost = await upstream.enter("a")
+        upstream.sessions.forget("a", lost)
+        again = await upstream.used("a")
+        assert again is not lost
+        await upstream.sessions.close()
+        assert await upstream.ended() == [_id(again)]
 
-    run(main)
+    _with_upstream(4, test)
 
 
-def test_every_session_kept_is_ended_as_the_gateway_stops_and_none_of_a_dialect_with_nothing_to_end() -> None:
-    async def main() -> None:
-        async with Server(_answer) as server:
-            pool = Pool()
-            target = Target(server.url("/mcp"), 5)
-            sessions = _sessions(pool, most=8)
-            opened = [await _in(sessions, target, str(n)) for n in range(5)]
-            await sessions.close()
-            assert sorted(_ended(server)) == sorted(s.opened.headers["session-id"] for s in opened)
-            assert not sessions.kept
-            silent = _sessions(pool, most=1, ends=lambda opened: None)
-            for conversation in ("x", "y"):
-                (await _in(silent, target, conversation)).leave()
-            await silent.close()
-            assert len(_ended(server)) == 5
-            await pool.close()
+def test_every_session_kept_is_ended_as_the_gateway_stops() -> None:
+    async def test(upstream: Upstream) -> None:
+        opened = [await upstream.enter(str(n)) for n in range(5)]
+        await upstream.sessions.close()
+        assert sorted(await upstream.ended()) == sorted(_id(session) for session in opened)
+        assert not upstream.sessions.kept
 
-    run(main)
+    _with_upstream(8, test)
+
+
+def test_a_dialect_with_no_session_to_end_is_sent_nothing() -> None:
+    async def test(upstream: Upstream) -> None:
+        for conversation in ("x", "y"):
+            await upstream.used(conversation)
+        await upstream.sessions.close()
+        assert await upstream.ended() == []
+
+    _with_upstream(1, test, ends=lambda opened: None)
