@@ -7,6 +7,7 @@ import asyncio
 import collections
 import gc
 import socket
+import sys
 import threading
 import time
 
@@ -221,4 +222,18 @@ def test_an_open_streaming_connection_holds_no_empty_deque() -> None:
             protocol = next(o for o in gc.get_objects() if type(o).__name__ == "HeadDeadlineProtocol")
             held = [protocol.pipeline, protocol.flow._is_writable_event, protocol.cycle.message_event]
             assert not any(isinstance(o, collections.deque | asyncio.Event) for o in held)
+        assert app.gone.wait(5)
+
+
+def test_an_open_streaming_connections_attributes_keep_their_shared_keys() -> None:
+    """uvicorn's protocol sets 28 attributes; one more of the gateway's in the instance dict makes it a combined
+    dict of some 1,600 bytes for every connection, where the shared keys' values take under 300."""
+    app = Watches()
+    with Served(app) as server:
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            sock.sendall(REQUEST)
+            assert app.registered.wait(5)
+            protocol = next(o for o in gc.get_objects() if type(o).__name__ == "HeadDeadlineProtocol")
+            assert protocol.client_gone is not None
+            assert sys.getsizeof(protocol.__dict__) < 600
         assert app.gone.wait(5)
