@@ -4,6 +4,7 @@ and pause every stream while they run. And while it runs, a request holds no mor
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import time
 import types
@@ -150,3 +151,26 @@ def test_a_run_does_not_keep_its_clients_body(gateway: Served, monkeypatch: pyte
         holders = [r for r in gc.get_referrers(bodies[0]) if isinstance(r, types.CoroutineType)]
         assert b"RUN_FINISHED" in b"".join(chunks)
     assert len(bodies) == 1 and not holders, [h.__qualname__ for h in holders]
+
+
+def test_an_open_stream_suspends_no_frame_above_its_route(gateway: Served) -> None:
+    """Every frame a request's task keeps suspended is kept for as long as its stream is open: the app and the
+    forwarded headers hand the server the route's coroutine, and the route awaits its run where it read the
+    request, not from a frame that did."""
+    body = orjson.dumps(request_body("ag-ui", [user_message("ag-ui", "slow please")], conversation="frames"))
+    with httpx.Client(timeout=10) as http, http.stream("POST", gateway.url + "/agui", content=body,
+                                                        headers={"content-type": "application/json"}) as reply:
+        assert reply.status_code == 200
+        chunks = reply.iter_raw()
+        next(chunks)
+        chains: list[list[str]] = []
+        for task in [o for o in gc.get_objects() if isinstance(o, asyncio.Task)]:
+            chain: list[str] = []
+            coroutine: Any = task.get_coro()
+            while coroutine is not None:
+                chain.append(getattr(coroutine, "__qualname__", type(coroutine).__name__))
+                coroutine = getattr(coroutine, "cr_await", None)
+            chains.append(chain)
+        assert b"RUN_FINISHED" in b"".join(chunks)
+    [chain] = [chain for chain in chains if "RouteHandler.admitted" in chain]
+    assert chain[:3] == ["RequestResponseCycle.run_asgi", "RouteHandler.serve", "RouteHandler.admitted"], chain

@@ -6,7 +6,7 @@ import asyncio
 import gc
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -34,6 +34,7 @@ from gateway.server.connections import http_server
 from gateway.server.connections.addresses import Addresses
 from gateway.server.connections.bodies import BodyBudget
 from gateway.server.connections.drain import Drain
+from gateway.server.connections.forwarded import ForwardedHeaders
 from gateway.server.connections.hosts import ErrorReply, HostCheck
 from gateway.server.connections.listeners import Listeners
 from gateway.server.endpoints.capabilities import Mounted, mount_across, mount_route
@@ -74,32 +75,33 @@ class Gateway:
         """The WebSocket at a route's path, for a client dialect that has one (`gateway.server.endpoints.sockets`)."""
         self.addresses = addresses if addresses is not None else Addresses(HostCheck(None))
         """What a request meets before the routes, by the address it came in on: a Host check, the metrics."""
+        self.forwarded = ForwardedHeaders()
+        """The client and scheme a trusted proxy forwards (uvicorn's rules; its own middleware is off)."""
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        """The request's own coroutine, for the server to await: no frame of the app's stays suspended above it for as
+        long as the request runs (every open stream's). uvicorn is told it is an ASGI 3 app (`uvicorn_options`)."""
         if scope["type"] == "http":
+            self.forwarded.apply(scope)
             address = self.addresses[scope.get("server")]
             if address is not None and (elsewhere := address.elsewhere(scope["headers"])) is not None:
-                await elsewhere(scope, receive, _with_request_id(scope, send))
-                return
+                return elsewhere(scope, receive, _with_request_id(scope, send))
             path = route_path(scope["path"])
             if path != scope["path"]:  # every path answers with and without a trailing slash, never a redirect
                 scope = {**scope, "path": path}
             handler = self.handlers.get(path)
             if handler is not None and scope["method"] in handler[1]:
-                await handler[0](scope, receive, send)
-                return
-            await self.app(scope, receive, _with_request_id(scope, send))
-            return
+                return handler[0](scope, receive, send)
+            return self.app(scope, receive, _with_request_id(scope, send))
         if scope["type"] == "websocket":
+            self.forwarded.apply(scope)
             address = self.addresses[scope.get("server")]
             if address is not None and (elsewhere := address.elsewhere(
                     [(name.lower(), value) for name, value in scope["headers"]])) is not None:  # as the client wrote
-                await elsewhere(scope, receive, _with_request_id(scope, send))
-                return
+                return elsewhere(scope, receive, _with_request_id(scope, send))
             if (socket := self.sockets.get(route_path(scope["path"]))) is not None:
-                await socket(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+                return socket(scope, receive, send)
+        return self.app(scope, receive, send)
 
 
 def from_environment() -> Gateway:

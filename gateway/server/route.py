@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from functools import partial
 from typing import Any
 
@@ -114,15 +114,19 @@ class RouteHandler:
         async with entered(self, scope, send, dialect, observed=True, traced=True) as call:
             call.continued = continued
             call.mount = path.rstrip("/")
-            await self._handle(call, call.headers, receive, path, called)
+            run = await self._handle(call, call.headers, receive, path, called)
+            if run is not None:
+                await run
 
     __call__ = serve
     """The route as an ASGI app (not a coroutine that awaits `serve`: a suspended frame less, for every run's life)."""
 
     async def _handle(self, call: Call, headers: Headers, receive: Receive, path: str,
-                      called: Called | None = None) -> None:
+                      called: Called | None = None) -> Coroutine[Any, Any, None] | None:
         """Identify the caller (no slot taken), read and check its body within deadlines, then take a slot: a
-        caller that stalls its body holds neither a slot nor more than the process's body budget."""
+        caller that stalls its body holds neither a slot nor more than the process's body budget. Returns the run
+        to await (None when the request is answered already): not awaited here, a suspended frame less for every
+        run's life."""
         if called is not None:  # what an error before its body is read quotes: the call read without one
             call.request_json = called.resource.read(called.params, {}, headers)
         try:
@@ -135,7 +139,7 @@ class RouteHandler:
             client, turn = self.reader.parse(call, headers, body, path, called)
             if isinstance(turn, RunQuery):
                 await queries.answer(self, call, receive, client, turn)
-                return
+                return None
             if self.drain.draining:
                 raise ShuttingDown
             if call.continued is not None:
@@ -147,12 +151,12 @@ class RouteHandler:
             self.access.admit(caller)
         except ClientGone:
             call.record.outcome = RequestOutcome.CLIENT_GONE
-            return
+            return None
         except GatewayError as error:
             candidates = [called.dialect] if called is not None else self.route.dialects
             call.writer.error_reply = registry.error_reply(call.request_json, candidates, path)
             await call.writer.fail_before_start(error)
-            return
+            return None
         call.writer.error_reply = client.errors_for(call.request_json)
         call.request_json = None  # what an error reply quotes of the body, it holds: the rest is not kept for the run
         call.release = partial(self.access.release, caller)  # freed as the last byte goes, like the report
@@ -162,9 +166,8 @@ class RouteHandler:
             else None
         del body  # the run needs its turn: the client's bytes are not held for as long as it runs
         if key is not None:
-            await self.resumable.run(call, receive, client, turn, headers, key)
-        else:
-            await self.admitted(call, receive, client, turn)
+            return self.resumable.run(call, receive, client, turn, headers, key)
+        return self.admitted(call, receive, client, turn)
 
     async def admitted(self, call: Call, receive: Receive, client: Dialect, turn: Turn) -> None:
         writer, deadlines = call.writer, call.deadlines
