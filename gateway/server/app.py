@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import inspect
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -80,7 +81,8 @@ class Gateway:
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         """The request's own coroutine, for the server to await: no frame of the app's stays suspended above it for as
-        long as the request runs (every open stream's). uvicorn is told it is an ASGI 3 app (`uvicorn_options`)."""
+        long as the request runs (every open stream's). Marked a coroutine function below, as servers tell an ASGI 3
+        app by that."""
         if scope["type"] == "http":
             self.forwarded.apply(scope)
             address = self.addresses[scope.get("server")]
@@ -102,6 +104,19 @@ class Gateway:
             if (socket := self.sockets.get(route_path(scope["path"]))) is not None:
                 return socket(scope, receive, send)
         return self.app(scope, receive, send)
+
+
+def _marked_as_coroutine_function(function: Callable[..., Any]) -> None:
+    """`inspect.markcoroutinefunction` (Python 3.12), or on 3.11 the mark `asyncio.iscoroutinefunction` looks for:
+    a function that returns a coroutine is then told apart from an ASGI 2 app as a coroutine function is."""
+    mark = getattr(inspect, "markcoroutinefunction", None)
+    if mark is not None:
+        mark(function)
+    else:
+        function._is_coroutine = asyncio.coroutines._is_coroutine  # type: ignore[attr-defined]
+
+
+_marked_as_coroutine_function(Gateway.__call__)
 
 
 def from_environment() -> Gateway:
