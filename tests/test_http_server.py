@@ -10,6 +10,9 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from servers import Served
 from starlette.types import Message, Receive, Scope, Send
@@ -211,29 +214,29 @@ def test_the_quiet_event_wakes_its_waiters_as_asyncios_does() -> None:
     assert asyncio.run(main()) == ["a", "b"]
 
 
-def test_an_open_streaming_connection_holds_no_empty_deque() -> None:
-    """uvicorn makes a flow control event, a request's body event and a pipeline deque per connection, each an
-    empty deque of some 760 bytes: the gateway's protocol holds none."""
+@contextmanager
+def _open_streaming_connection() -> Iterator[Any]:
+    """The gateway's protocol of a connection whose response is streaming, until the client leaves."""
     app = Watches()
     with Served(app) as server:
         with socket.create_connection(("127.0.0.1", server.port)) as sock:
             sock.sendall(REQUEST)
             assert app.registered.wait(5)
-            protocol = next(o for o in gc.get_objects() if type(o).__name__ == "HeadDeadlineProtocol")
-            held = [protocol.pipeline, protocol.flow._is_writable_event, protocol.cycle.message_event]
-            assert not any(isinstance(o, collections.deque | asyncio.Event) for o in held)
+            yield next(o for o in gc.get_objects() if type(o).__name__ == "HeadDeadlineProtocol")
         assert app.gone.wait(5)
+
+
+def test_an_open_streaming_connection_holds_no_empty_deque() -> None:
+    """uvicorn makes a flow control event, a request's body event and a pipeline deque per connection, each an
+    empty deque of some 760 bytes: the gateway's protocol holds none."""
+    with _open_streaming_connection() as protocol:
+        held = [protocol.pipeline, protocol.flow._is_writable_event, protocol.cycle.message_event]
+        assert not any(isinstance(o, collections.deque | asyncio.Event) for o in held)
 
 
 def test_an_open_streaming_connections_attributes_keep_their_shared_keys() -> None:
     """uvicorn's protocol sets 28 attributes; one more of the gateway's in the instance dict makes it a combined
     dict of some 1,600 bytes for every connection, where the shared keys' values take under 300."""
-    app = Watches()
-    with Served(app) as server:
-        with socket.create_connection(("127.0.0.1", server.port)) as sock:
-            sock.sendall(REQUEST)
-            assert app.registered.wait(5)
-            protocol = next(o for o in gc.get_objects() if type(o).__name__ == "HeadDeadlineProtocol")
-            assert protocol.client_gone is not None
-            assert sys.getsizeof(protocol.__dict__) < 600
-        assert app.gone.wait(5)
+    with _open_streaming_connection() as protocol:
+        assert protocol.client_gone is not None
+        assert sys.getsizeof(protocol.__dict__) < 600
