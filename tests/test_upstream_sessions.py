@@ -1,7 +1,7 @@
-"""A route's sessions with an upstream that serves runs only in one (`KeptSessions`), against a real HTTP server on
-127.0.0.1 that opens a session on each `POST` and ends one on each `DELETE`: how many are kept, which are ended at
-the upstream and when, and with what headers. The MCP SDK's own server, through the gateway, is in
-`tests/adapters/mcp/test_upstream.py`."""
+"""A route's sessions with an upstream that serves runs only in one (`KeptSessions`, on the process's
+`SessionShelf`), against a real HTTP server on 127.0.0.1 that opens a session on each `POST` and ends one on each
+`DELETE`: how many are kept, which are ended at the upstream and when, and with what headers. The MCP SDK's own
+server, through the gateway, is in `tests/adapters/mcp/test_upstream.py`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from scripted_http import Server, run
 from gateway.core.capabilities import Exchanged, Opened, UpstreamSessions
 from gateway.core.codec import UpstreamRequest
 from gateway.core.turn import Turn
-from gateway.server.request.upstream_sessions import KeptSession, KeptSessions
+from gateway.server.request.upstream_sessions import KeptSession, KeptSessions, SessionShelf
 from gateway.upstream.http1 import Pool, Target
 
 OK = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n"
@@ -37,14 +37,14 @@ async def _answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, nu
 
 
 class Upstream:
-    """The server, and a route's sessions with it (at most `most`), the route's headers `x-route-key` and the caller's
+    """The server, and a route's sessions with it (on `shelf`), the route's headers `x-route-key` and the caller's
     forwarded `x-user-token`."""
 
-    def __init__(self, server: Server, most: int, ends: Callable[[Opened], UpstreamRequest | None]) -> None:
+    def __init__(self, server: Server, shelf: SessionShelf, ends: Callable[[Opened], UpstreamRequest | None]) -> None:
         self.server = server
         self.pool = Pool()
         self.target = Target(server.url("/mcp"), 5)
-        self.sessions = KeptSessions(UpstreamSessions(_open, ends=ends), self.pool, 5, 5, False, most=most,
+        self.sessions = KeptSessions(UpstreamSessions(_open, ends=ends), self.pool, 5, 5, False, shelf=shelf,
                                      forwarded=("x-user-token",), headers={"x-route-key": "k"})
 
     async def enter(self, conversation: str, token: str = "t") -> KeptSession:
@@ -71,7 +71,7 @@ def _with_upstream(most: int, test: Callable[[Upstream], Awaitable[None]],
                    ends: Callable[[Opened], UpstreamRequest | None] = _ends) -> None:
     async def main() -> None:
         async with Server(_answer) as server:
-            upstream = Upstream(server, most, ends)
+            upstream = Upstream(server, SessionShelf(most), ends)
             try:
                 await test(upstream)
             finally:
@@ -91,7 +91,7 @@ def test_a_session_past_the_kept_ones_is_ended_at_the_upstream_with_the_routes_a
         for conversation in ("b", "c"):
             await upstream.used(conversation)
         assert await upstream.ended() == [_id(first)]
-        assert list(upstream.sessions.kept) == ["b", "c"]
+        assert upstream.sessions.conversations() == ["b", "c"]
         delete = next(r for r in upstream.server.requests if r.startswith(b"DELETE"))
         assert b"x-user-token: alice" in delete and b"x-route-key: k" in delete
         assert b"x-request-id" not in delete  # what belonged to the request that opened it
@@ -138,9 +138,28 @@ def test_every_session_kept_is_ended_as_the_gateway_stops() -> None:
         opened = [await upstream.enter(str(n)) for n in range(5)]
         await upstream.sessions.close()
         assert sorted(await upstream.ended()) == sorted(_id(session) for session in opened)
-        assert not upstream.sessions.kept
+        assert not upstream.sessions.conversations()
 
     _with_upstream(8, test)
+
+
+def test_the_routes_of_one_process_keep_no_more_sessions_together_than_their_shelf() -> None:
+    """The routes share the store's conversations: two routes' sessions are let go as one route's would be, and the
+    one that stops ends its own only."""
+    async def test(first: Upstream) -> None:
+        second = Upstream(first.server, first.sessions.shelf, _ends)
+        try:
+            a = await first.used("a")
+            await second.used("a")
+            await first.used("b")
+            assert await first.ended() == [_id(a)]
+            assert first.sessions.conversations() == ["b"] and second.sessions.conversations() == ["a"]
+            await second.sessions.close()
+            assert first.sessions.conversations() == ["b"] and not second.sessions.conversations()
+        finally:
+            await second.pool.close()
+
+    _with_upstream(2, test)
 
 
 def test_a_dialect_with_no_session_to_end_is_sent_nothing() -> None:

@@ -52,6 +52,7 @@ from gateway.server.operations.refusals import error_response, log_refusal
 from gateway.server.operations.telemetry import Tracing
 from gateway.server.operations.telemetry import from_environment as tracing_from_environment
 from gateway.server.request.request_ids import request_id_of
+from gateway.server.request.upstream_sessions import SessionShelf
 from gateway.server.route import RouteHandler
 from gateway.upstream.http1 import Pool
 
@@ -149,7 +150,7 @@ def create_app(config: GatewayConfig, store: ConversationStore | None = None,
                                                     patience=config.store.patience),
                           drain=drain, keepalive=config.keepalive_seconds, metrics=metrics, log_bodies=log_bodies,
                           debug_errors=config.debug_errors, tracing=tracing, pusher=pusher,
-                          settings_of=config.settings_of)
+                          settings_of=config.settings_of, shelf=SessionShelf(store.max_entries))
     ring, inspector_routes = _inspector(config)
     mounted = Mounted(inspector_routes)
     listeners = Listeners(config, listen_host, partial(_served_at, config))

@@ -42,6 +42,7 @@ from gateway.server.request.entry import entered, identify
 from gateway.server.request.reading import Called, RequestReader
 from gateway.server.request.request_ids import request_id_of
 from gateway.server.request.shared_ejection import SharedEjection
+from gateway.server.request.upstream_sessions import SessionShelf
 from gateway.server.resumable import ResumableRuns
 from gateway.server.stream.deadlines import watch_disconnect
 from gateway.server.stream.resume import run_key
@@ -54,9 +55,10 @@ class RouteHandler:
     """The ASGI app behind one route's paths."""
 
     def __init__(self, route: Route, *, pool: Pool, mapper: ConversationMapper, bodies: BodyBudget,
-                 keepalive: float, metrics: Metrics, board: RunBoard, drain: Drain, log_bodies: bool = False,
-                 debug_errors: bool = False, tracing: Tracing | None = None, pusher: Pusher | None = None,
-                 observer: Observer | None = None, settings_of: Callable[[str], Any] = lambda dialect: None) -> None:
+                 keepalive: float, metrics: Metrics, board: RunBoard, drain: Drain, shelf: SessionShelf,
+                 log_bodies: bool = False, debug_errors: bool = False, tracing: Tracing | None = None,
+                 pusher: Pusher | None = None, observer: Observer | None = None,
+                 settings_of: Callable[[str], Any] = lambda dialect: None) -> None:
         self.route = route
         self.settings_of = settings_of
         """A dialect's own section of the configuration (`GatewayConfig.settings_of`), for what serves it."""
@@ -80,8 +82,7 @@ class RouteHandler:
         self.debug_errors = debug_errors
         self.side_calls = SideCalls(pool)
         self.backends = [Backend(route, index, pool, self.side_calls, debug_errors=debug_errors,
-                                 traced=tracing is not None, settings_of=settings_of,
-                                 conversations_kept=mapper.store.max_entries)
+                                 traced=tracing is not None, settings_of=settings_of, shelf=shelf)
                          for index in range(len(route.upstreams))]
         """The route's upstream, then its fallbacks: a run tries them in turn (see `Call.run`)."""
         self.upstream = self.backends[0].dialect

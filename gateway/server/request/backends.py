@@ -20,7 +20,7 @@ class Backend:
     sessions and held calls, the variant it showed itself to be."""
 
     def __init__(self, route: Route, index: int, pool: Pool, side_calls: SideCalls, *, debug_errors: bool,
-                 traced: bool, settings_of: Callable[[str], Any], conversations_kept: int) -> None:
+                 traced: bool, settings_of: Callable[[str], Any], shelf: upstream_sessions.SessionShelf) -> None:
         self.config = route.upstreams[index]
         self.name = upstream_name(route, index)
         """What logs, metrics and `/readyz` call it."""
@@ -30,9 +30,9 @@ class Backend:
         self.dialect = registry.get(self.config.dialect)
         self.discovery = Discovery(route, self.dialect, pool, settings_of(self.dialect.name), self.config)
         self.sessions = upstream_sessions.kept_for(self.dialect, pool, route.timeouts.connect,
-                                                   route.timeouts.first_event, debug_errors, most=conversations_kept,
+                                                   route.timeouts.first_event, debug_errors, shelf=shelf,
                                                    forwarded=route.forward_headers, headers=self.config.headers)
-        """Its sessions, when its dialect serves runs only in one (MCP's): no more than the store's conversations."""
+        """Its sessions, when its dialect serves runs only in one (MCP's), on the process's shelf."""
         self.held = held_calls.held_for(self.dialect, side_calls, route.timeouts.total, self.config.max_connections)
         """The calls held open while their clients answer what it asked in them (MCP 2025's)."""
         self.learned_variant: str | None = None

@@ -10,10 +10,11 @@ Call.run ──▶ opened(conversation) ──kept?──▶ its headers and var
 
 Sessions live in the process: a replica that has none for a conversation opens its own, which costs the upstream
 a handshake, not the conversation (the gateway keeps its history; a tool that keeps conversations is named them).
-A route keeps as many as the store keeps conversations (at most `MAX_KEPT`): a session past them would serve a
-conversation the store has let go, which comes back, if ever, under a new upstream id. A session let go, the least
-recently used first, and every session as the gateway stops, is ended at the upstream (the dialect's `ends`: MCP's
-`DELETE`), which would otherwise keep it until it restarts.
+The process keeps as many, over all its routes, as the store keeps conversations (`SessionShelf`, at most
+`MAX_KEPT`): the routes share the store, and a session past its conversations would serve one the store has let go,
+which comes back, if ever, under a new upstream id. A session let go, the least recently used first, and every
+session as the gateway stops, is ended at the upstream (the dialect's `ends`: MCP's `DELETE`), which would
+otherwise keep it until it restarts.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from gateway.server.stream.upstream_errors import send_failure
 from gateway.upstream.http1 import HTTPError, Pool, Target
 
 MAX_KEPT = 4096
-"""Sessions kept per route, the least recently used let go first."""
+"""Sessions kept by the process, over all its routes, the least recently used let go first."""
 MAX_ENDING = 32
 """Sessions being ended at once; past it a session let go is not ended (its upstream keeps it, as it would if the
 gateway had never said)."""
@@ -64,11 +65,28 @@ class KeptSession:
             self.owner.end_soon(self)
 
 
+class SessionShelf:
+    """Every session the process keeps, over all its routes and their upstreams, least recently used first: no more
+    than the conversations of the store the routes share, however many routes keep sessions."""
+
+    def __init__(self, most: int = MAX_KEPT) -> None:
+        self.most = min(most, MAX_KEPT)
+        self.kept: dict[tuple[KeptSessions, str], KeptSession] = {}
+        """By the route's sessions and the conversation, least recently used first."""
+
+    def put(self, owner: KeptSessions, conversation: str, session: KeptSession) -> None:
+        """The conversation's session, used now: the least recently used past `most` are let go."""
+        self.kept[owner, conversation] = session
+        while len(self.kept) > self.most:
+            oldest = self.kept.pop(next(iter(self.kept)))
+            oldest.owner.let_go(oldest)
+
+
 class KeptSessions:
-    """A route's open sessions with one of its upstreams, by conversation."""
+    """A route's open sessions with one of its upstreams, by conversation, on the process's shelf."""
 
     def __init__(self, sessions: UpstreamSessions, pool: Pool, connect_timeout: float, open_timeout: float,
-                 debug_errors: bool, *, most: int = MAX_KEPT, forwarded: Sequence[str] = (),
+                 debug_errors: bool, *, shelf: SessionShelf | None = None, forwarded: Sequence[str] = (),
                  headers: Mapping[str, str] | None = None) -> None:
         self.sessions = sessions
         self.pool = pool
@@ -76,13 +94,11 @@ class KeptSessions:
         self.open_timeout = open_timeout
         """Seconds opening a session may take: the route's wait for a first event, which it comes before."""
         self.debug_errors = debug_errors
-        self.most = most
+        self.shelf = shelf if shelf is not None else SessionShelf()
         self.forwarded = tuple(forwarded)
         """The caller's headers the route forwards: kept with a session, for the request that ends it."""
         self.headers = dict(headers or {})
         """The route's own headers for the upstream, sent with the request that ends a session too."""
-        self.kept: dict[str, KeptSession] = {}
-        """Least recently used first."""
         self.ending: set[asyncio.Task[None]] = set()
 
     def lost(self, status: int) -> bool:
@@ -92,29 +108,32 @@ class KeptSessions:
                      ) -> KeptSession:
         """The conversation's session, opened now if it has none, with the caller in it until it `leave`s: raises a
         `GatewayError` for the client when the upstream cannot open one."""
-        session = self.kept.pop(conversation, None)
+        kept = self.shelf.kept
+        session = kept.pop((self, conversation), None)
         if session is None:
             session = await self._open(turn, target, headers)
-            meanwhile = self.kept.pop(conversation, None)  # another request of the conversation opened one
+            meanwhile = kept.pop((self, conversation), None)  # another request of the conversation opened one
             if meanwhile is not None:
-                self._let_go(meanwhile)
-        self.kept[conversation] = session
+                self.let_go(meanwhile)
         session.users += 1
-        while len(self.kept) > self.most:
-            self._let_go(self.kept.pop(next(iter(self.kept))))
+        self.shelf.put(self, conversation, session)
         return session
+
+    def conversations(self) -> list[str]:
+        """Those it keeps a session for, least recently used first."""
+        return [conversation for owner, conversation in self.shelf.kept if owner is self]
 
     def forget(self, conversation: str, session: KeptSession) -> None:
         """The upstream lost the conversation's session: the caller leaves it, and there is nothing to end."""
-        if self.kept.get(conversation) is session:
-            del self.kept[conversation]
+        if self.shelf.kept.get((self, conversation)) is session:
+            del self.shelf.kept[self, conversation]
         session.let_go = False
         session.leave()
 
     async def close(self) -> None:
         """Every session ended at the upstream, as the gateway stops, within `END_SECONDS` in all."""
-        kept = list(self.kept.values())
-        self.kept.clear()
+        shelf = self.shelf.kept
+        kept = [shelf.pop(key) for key in [key for key in shelf if key[0] is self]]
         limit = asyncio.Semaphore(MAX_ENDING)
 
         async def end(session: KeptSession) -> None:
@@ -147,7 +166,8 @@ class KeptSessions:
         caller = {name: value for name in self.forwarded if (value := headers.get(name)) is not None}
         return KeptSession(self, opened, target, caller or None)
 
-    def _let_go(self, session: KeptSession) -> None:
+    def let_go(self, session: KeptSession) -> None:
+        """One of its sessions is off the shelf: ended at the upstream once no call is in it."""
         session.let_go = True
         if session.users == 0:
             self.end_soon(session)
@@ -182,11 +202,11 @@ class KeptSessions:
 
 
 def kept_for(upstream: Dialect, pool: Pool, connect_timeout: float, open_timeout: float, debug_errors: bool, *,
-             most: int = MAX_KEPT, forwarded: Sequence[str] = (), headers: Mapping[str, str] | None = None
+             shelf: SessionShelf | None = None, forwarded: Sequence[str] = (), headers: Mapping[str, str] | None = None
              ) -> KeptSessions | None:
-    """A route's sessions with one of its upstreams, when its dialect needs them: at most `most` (and `MAX_KEPT`)."""
+    """A route's sessions with one of its upstreams, when its dialect needs them, on `shelf` (the process's)."""
     sessions = upstream.capability(UpstreamSessions)
     if sessions is None:
         return None
-    return KeptSessions(sessions, pool, connect_timeout, open_timeout, debug_errors, most=min(most, MAX_KEPT),
+    return KeptSessions(sessions, pool, connect_timeout, open_timeout, debug_errors, shelf=shelf,
                         forwarded=forwarded, headers=headers)

@@ -126,16 +126,19 @@ def test_a_session_the_server_lost_is_opened_again(world: World) -> None:
 
 def test_sessions_past_the_stores_conversations_are_ended_at_the_server_and_the_rest_as_the_gateway_stops(
         world: World) -> None:
-    """The route keeps a session for as many conversations as its store keeps (two here): the oldest is ended with
-    a `DELETE` as the third opens, and those kept as the gateway stops, so that the server does not keep them."""
+    """The gateway keeps a session for as many conversations as its store keeps (two here), over its two routes:
+    the oldest is ended with a `DELETE` as the third opens, whichever route's, and those kept as the gateway stops,
+    so that the server does not keep them."""
     before = world.counts()["sessions"]
-    route = {"name": "legacy", "paths": ["/legacy/in"], "client_dialects": ["ag-ui"],
-             "upstream": {"url": f"{world.server}/legacy/mcp", "dialect": "mcp", "agent": "agent"}}
-    config = GatewayConfig.model_validate({"routes": [route]})
+    routes = [{"name": name, "paths": [f"/{name}/in"], "client_dialects": ["ag-ui"],
+               "upstream": {"url": f"{world.server}/legacy/mcp", "dialect": "mcp", "agent": "agent"}}
+              for name in ("one", "two")]
+    config = GatewayConfig.model_validate({"routes": routes})
     with Served(create_app(config, store=MemoryStore(max_entries=2))) as gateway:
         for number in range(4):
             body = request_body("ag-ui", [user_message("ag-ui", "hi")], f"ended-{number}")
-            assert Reply("ag-ui", post(world.http, f"{gateway.url}/legacy/in", body)).text == "turn 1: you said hi"
+            route = routes[number % 2]["name"]
+            assert Reply("ag-ui", post(world.http, f"{gateway.url}/{route}/in", body)).text == "turn 1: you said hi"
         deadline = time.monotonic() + 5
         while world.counts()["sessions"] != before + 2 and time.monotonic() < deadline:
             time.sleep(0.05)
