@@ -30,7 +30,7 @@ a client can tell lost, duplicated and reordered events apart.
 Other parameters: `pad` (bytes of filler after each delta's number), `linger` (seconds between the last event and
 the reset), `max_seconds` (cap on any hang or endless stream, default 60), `keepalive` (seconds the connection may
 then stay idle before the server closes it; default: forever). A refused connection needs no server:
-`closed_port()` is a port nothing listens on.
+`servers.closed_port()` is a port nothing listens on.
 
 ```python
 with FaultUpstream() as upstream:
@@ -84,10 +84,6 @@ MAX_HEAD = 64 * 1024
 MAX_REQUESTS_PER_CONNECTION = 100_000
 MAX_EVENTS = 10_000_000
 _REASONS = {200: "OK", 404: "Not Found", 502: "Bad Gateway"}
-
-
-closed_port = free_port
-"""A port on 127.0.0.1 that nothing listens on: connecting to it is refused."""
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 0.02) -> bool:
@@ -559,7 +555,7 @@ class GatewayProcess:
 
     def __init__(self, config: Path, port: int = 0, *, log_level: str = "warning", startup: float = 20.0) -> None:
         self.config = config
-        self.port = port or closed_port()
+        self.port = port or free_port()
         self.log_level = log_level
         self.startup = startup
         self.log = config.with_name(f"{config.stem}-{self.port}.log")

@@ -22,6 +22,18 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+_held_closed: list[socket.socket] = []
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 that refuses connections for as long as the tests run: bound and never listening, so no
+    server a later test starts on a free port can take it (a port merely released can be handed out again)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    _held_closed.append(sock)
+    return int(sock.getsockname()[1])
+
+
 def wait_answering(process: subprocess.Popen[Any], *urls: str, seconds: float = 20.0, what: str = "it") -> None:
     """Until every URL answers (a server another process runs, started a moment ago); the test fails when `process`
     ends first or `seconds` pass."""

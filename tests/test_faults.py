@@ -23,11 +23,11 @@ import httpx
 import orjson
 import pytest
 from e2e import DIALECTS, Reply, post, request_body, user_message, watch_offers
-from faults import HTML, Call, FaultUpstream, GatewayProcess, closed_port, wait_until
+from faults import HTML, Call, FaultUpstream, GatewayProcess, wait_until
 from helpers import sse_payloads
 from prometheus_client.parser import text_string_to_metric_families
 from redis_server import RedisServer
-from servers import Served
+from servers import Served, closed_port
 
 from adapters import registry
 from gateway.agent.server import create_agent_app

@@ -233,7 +233,7 @@ def test_a_metrics_key_left_empty_or_an_address_without_a_port_is_a_config_error
 
 
 def test_serve_check_reaches_every_upstream_and_the_store(capsys: pytest.CaptureFixture[str]) -> None:
-    from servers import free_port
+    from servers import closed_port
 
     from gateway.cli import main
 
@@ -244,16 +244,16 @@ def test_serve_check_reaches_every_upstream_and_the_store(capsys: pytest.Capture
     assert out[0] == "configuration: ok (1 route)"
     assert out[1].startswith(f"route0: upstream {agent.url}/send-message (ag-kit): ok (connected in ")
     assert out[2].startswith("store memory://: ok")
-    closed = free_port()
+    closed = closed_port()
     assert main(["serve", "--check", "--upstream", f"http://127.0.0.1:{closed}/x", "--upstream-dialect", "ag-kit",
                  "--store", "memory://"]) == 1
     assert "FAILED (cannot connect to" in capsys.readouterr().out
 
 
 def test_an_upstream_unreachable_at_startup_is_a_warning(caplog: pytest.LogCaptureFixture) -> None:
-    from servers import free_port
+    from servers import closed_port
 
-    closed = free_port()
+    closed = closed_port()
     config = GatewayConfig.model_validate({"routes": [{"name": "away", "upstream": {
         "url": f"http://127.0.0.1:{closed}/send-message", "dialect": "ag-kit"}}], "store": {"url": "memory://"}})
     with caplog.at_level(logging.WARNING, logger="agent_gateway.probe"), Served(create_app(config)):
@@ -424,7 +424,7 @@ def test_readiness_follows_the_upstreams_of_routes_that_ask_for_it() -> None:
     """Liveness (/healthz) never depends on an upstream; readiness does for a route that says so."""
     from servers import free_port
 
-    closed = free_port()
+    closed = free_port()  # served on later in the test, so not held closed
     config = GatewayConfig.model_validate({"store": {"url": "memory://"}, "routes": [
         {"name": "sidecar", "paths": ["/a"], "ready_needs_upstream": True,
          "upstream": {"url": f"http://127.0.0.1:{closed}/agui", "dialect": "ag-ui"}},

@@ -18,7 +18,7 @@ import pytest
 from e2e import Reply, post, request_body, user_message
 from helpers import ROOT, decode
 from replaying import converse
-from servers import Served, free_port
+from servers import Served, closed_port
 
 from adapters import registry
 from gateway.agent.server import create_agent_app
@@ -108,7 +108,7 @@ def test_a_run_that_moved_is_recorded_as_the_upstream_that_answered_and_replays_
     fallback = create_agent_app("vercel", test_hooks=False)
     with Served(fallback) as vercel:
         url = vercel.url + registry.get("vercel").paths[0]
-        route = {"upstream": {"url": f"http://127.0.0.1:{free_port()}/agui", "dialect": "ag-ui"},
+        route = {"upstream": {"url": f"http://127.0.0.1:{closed_port()}/agui", "dialect": "ag-ui"},
                  "fallbacks": [{"url": url, "dialect": "vercel", "name": "twin"}]}
         with _gateway("", {"dir": str(tmp_path)}, **route) as gateway:
             assert _ask(gateway, "hello", "moved").status_code == 200

@@ -28,7 +28,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
-from servers import Served, free_port
+from servers import Served, closed_port, free_port
 from test_failover import Switch
 from test_failover import gateway_config as failover_config
 
@@ -198,7 +198,7 @@ def test_a_failed_run_is_an_error_span_with_the_gateways_error_code(agent: Serve
 
 
 def test_an_unreachable_upstream_fails_both_spans() -> None:
-    with Traced(f"http://127.0.0.1:{free_port()}/send-message", "ag-kit") as gateway, \
+    with Traced(f"http://127.0.0.1:{closed_port()}/send-message", "ag-kit") as gateway, \
             httpx.Client(timeout=10) as http:
         reply = post(http, f"{gateway.url}/agui", request_body("ag-ui", [user_message("ag-ui", "hi")]))
         assert reply.status_code == 502

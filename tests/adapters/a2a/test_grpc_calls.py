@@ -18,7 +18,7 @@ import orjson
 import pytest
 from e2e import Reply, post, request_body, user_message
 from peers_env import a2a_upstream, run_a2a_client
-from servers import Served, free_port
+from servers import Served, closed_port, free_port
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -209,7 +209,7 @@ def test_an_idle_deadline_ends_a_grpc_run_and_cancels_its_task(grpc_peer: str) -
 
 
 def test_a_grpc_upstream_that_cannot_be_reached_is_a_502() -> None:
-    with gateway(f"http://127.0.0.1:{free_port()}", "grpc") as gw:
+    with gateway(f"http://127.0.0.1:{closed_port()}", "grpc") as gw:
         response = httpx.post(gw.url + "/agui", json=request_body("ag-ui", [user_message("ag-ui", "hi")], "down"),
                               timeout=30)
     assert response.status_code == 502 and response.json()["error"]["message"].startswith("upstream unreachable")
