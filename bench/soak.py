@@ -52,8 +52,9 @@ for _path in (ROOT, ROOT / "tests"):
 import aiohttp  # noqa: E402
 import orjson  # noqa: E402
 from client_bodies import DIALECTS, request_body, user_message  # noqa: E402
-from faults import GatewayProcess, closed_port, wait_until  # noqa: E402
+from faults import GatewayProcess, wait_until  # noqa: E402
 from helpers import decode  # noqa: E402
+from servers import free_port  # noqa: E402
 
 from gateway.core.events import RunError, RunFinished, TextDelta  # noqa: E402
 
@@ -227,7 +228,7 @@ async def soak(gateway: str, pid: int, *, streams: int, seconds: float, events: 
 @contextlib.contextmanager
 def upstream_process(log: Path) -> Iterator[str]:
     """The fault upstream in its own process (its CPU is not the gateway's nor the client's)."""
-    port = closed_port()
+    port = free_port()
     with log.open("ab") as out:
         process = subprocess.Popen([sys.executable, str(ROOT / "tests" / "faults.py"), "--port", str(port)],
                                    stdin=subprocess.DEVNULL, stdout=out, stderr=out)
