@@ -18,6 +18,7 @@ in C, imported instead of it when there.
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +35,8 @@ MAX_SPLICED = 1 << 16
 """Bytes of a string past which a piece is declined: the encoders write a text this long otherwise (`json_bytes`)."""
 MAX_PENDING = 1 << 20
 """Bytes of spliced text the relay has not caught up on past which a piece is declined (and it catches up)."""
-_ENDS = (b"\n\n", b"\r\n\r\n")
+_PLAIN = re.compile(rb'"[ !#-\[\]-\x7f]+"')
+"""A JSON string of printable ASCII that needs no escape, which orjson writes as it is: most deltas of a stream."""
 
 
 def canonical(string: bytes) -> bool:
@@ -43,6 +45,8 @@ def canonical(string: bytes) -> bool:
     escaped."""
     if len(string) < 3 or len(string) >= MAX_SPLICED or string[0] != 0x22 or string[-1] != 0x22:
         return False
+    if _PLAIN.fullmatch(string) is not None:
+        return True
     try:
         value = orjson.loads(string)
     except orjson.JSONDecodeError:
@@ -60,11 +64,13 @@ class TextSplice:
     `cycle`, whose `transport`, `flow.write_paused`, `disconnected` and `response_complete` are read as uvicorn's
     own `send` reads them). `arm` says what a steady frame is on each side."""
 
-    __slots__ = ("_after", "_before", "_cycle", "_out", "_prefix", "_suffix", "_text", "armed", "count", "last_at")
+    __slots__ = ("_before", "_cycle", "_framing", "_out", "_prefix", "_suffix_end", "_tail", "_tail_crlf", "_text",
+                 "armed", "count", "last_at")
 
     def __init__(self, cycle: Any) -> None:
         self._cycle = cycle
-        self._before = self._after = self._prefix = self._suffix = b""
+        self._before = self._tail = self._tail_crlf = self._prefix = self._suffix_end = b""
+        self._framing = 0
         self._text = bytearray()
         self._out: list[bytes] = []
         """The client's chunks for this read's pieces, written at its end."""
@@ -77,7 +83,8 @@ class TextSplice:
     def arm(self, before: bytes, after: bytes, prefix: bytes, suffix: bytes) -> None:
         """Splice from now on: a piece `data: ` + `before` + string + `after`, ended by a blank line, is written
         to the client as `prefix` + string + `suffix` in one HTTP chunk."""
-        self._before, self._after, self._prefix, self._suffix = b"data: " + before, after, prefix, suffix
+        self._before, self._tail, self._tail_crlf = b"data: " + before, after + b"\n\n", after + b"\r\n\r\n"
+        self._prefix, self._suffix_end, self._framing = prefix, suffix + b"\r\n", len(prefix) + len(suffix)
         self.armed = True
 
     def took(self, piece: bytes) -> bool:
@@ -86,12 +93,13 @@ class TextSplice:
         if not self.armed:
             return False
         string = self._string(piece)
-        if string is None or len(self._text) + len(string) > MAX_PENDING or not _ready(self._cycle):
+        cycle = self._cycle
+        if string is None or len(self._text) + len(string) > MAX_PENDING or cycle.flow.write_paused \
+                or cycle.disconnected or cycle.response_complete:  # the client would not take it at once
             self.armed = False
             self.flush()
             return False
-        body = self._prefix + string + self._suffix
-        self._out.append(b"%x\r\n%b\r\n" % (len(body), body))
+        self._out.append(b"%x\r\n%b%b%b" % (len(string) + self._framing, self._prefix, string, self._suffix_end))
         self._text += string[1:-1]
         self.count += 1
         return True
@@ -114,17 +122,16 @@ class TextSplice:
         return count, orjson.loads(b'"' + text + b'"'), self.last_at
 
     def _string(self, piece: bytes) -> bytes | None:
-        before, after = self._before, self._after
+        before = self._before
         if not piece.startswith(before):
             return None
-        for end in _ENDS:
-            if piece.endswith(end):
-                stop = len(piece) - len(end)
-                if not piece.endswith(after, 0, stop):
-                    return None
-                string = piece[len(before):stop - len(after)]
-                return string if canonical(string) else None
-        return None
+        if piece.endswith(self._tail):
+            string = piece[len(before):len(piece) - len(self._tail)]
+        elif piece.endswith(self._tail_crlf):
+            string = piece[len(before):len(piece) - len(self._tail_crlf)]
+        else:
+            return None
+        return string if canonical(string) else None
 
 
 class RunSplice:
@@ -187,11 +194,6 @@ def says_steady_frames(decoder: JsonSSEDecoder, encoder: SSEEncoder) -> bool:
     given no splice to offer its pieces to."""
     return type(decoder).steady_message is not JsonSSEDecoder.steady_message \
         and type(encoder).text_around is not SSEEncoder.text_around
-
-
-def _ready(cycle: Any) -> bool:
-    """Whether the client takes a piece without a wait: uvicorn's `send` would write it at once."""
-    return not (cycle.flow.write_paused or cycle.disconnected or cycle.response_complete)
 
 
 PythonTextSplice = TextSplice
