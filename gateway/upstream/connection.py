@@ -30,8 +30,8 @@ _NO_PARSER = httptools.HttpResponseParser(object())
 class Connection(asyncio.Protocol):
     """One socket to an origin, and httptools' parser over it, which routes the parse to the current response."""
 
-    __slots__ = ("__weakref__", "closed", "expiry", "key", "loop", "moved", "parser", "poller", "pool", "response",
-                 "transport", "unfinished")
+    __slots__ = ("__weakref__", "closed", "expiry", "key", "loop", "moved", "news_for_reader", "parser", "poller",
+                 "pool", "response", "transport", "unfinished")
 
     def __init__(self, pool: Pool, key: tuple[object, ...]) -> None:
         self.pool = pool
@@ -44,6 +44,8 @@ class Connection(asyncio.Protocol):
         self.expiry: asyncio.TimerHandle | None = None
         self.moved = False
         """Whether the parser finished anything (a header, a body piece) during the current read."""
+        self.news_for_reader = False
+        """Whether the current read gave the response's reader anything: body the splice did not take, or the end."""
         self.unfinished = 0
         """Bytes read since the parser last finished anything."""
         self.poller: select.poll | None = None
@@ -60,7 +62,7 @@ class Connection(asyncio.Protocol):
         if response is None or response.complete:  # bytes nobody asked for: the connection can't be trusted
             self.close()
             return
-        self.moved = False
+        self.moved = self.news_for_reader = False
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserCallbackError as exc:
@@ -83,7 +85,8 @@ class Connection(asyncio.Protocol):
                     self.close()
         if response.splice is not None:
             response.splice.flush()  # what it took of this read goes out before anything the reader writes of it
-        response.fed()
+        if self.news_for_reader:  # else a read the splice took whole, or a head not whole yet: nothing to wake for
+            response.fed()
 
     def eof_received(self) -> bool:
         return False  # close our side too
@@ -120,9 +123,10 @@ class Connection(asyncio.Protocol):
             splice = response.splice
             if splice is None or not splice.took(body):
                 response.on_body(body)
+                self.news_for_reader = True
 
     def on_message_complete(self) -> None:
-        self.moved = True
+        self.moved = self.news_for_reader = True
         if self.response is not None:
             self.response.on_message_complete()
 

@@ -218,7 +218,8 @@ class Response:
             self.complete = True
 
     def fed(self) -> None:
-        """After each read from the socket: wake the reader, and stop reading while it lags far behind."""
+        """After a read from the socket that gave the reader body or the body's end: wake it, and stop reading
+        while it lags far behind."""
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             if not self._chunks and not self.complete and self._error is None:
