@@ -195,6 +195,20 @@ static char *room(char **data, Py_ssize_t *len, Py_ssize_t *cap, Py_ssize_t size
     return at;
 }
 
+/* `size` in lowercase hex and CRLF, an HTTP chunk's size line, into `line` (24 bytes hold any); its length. */
+static int hex_line(char *line, Py_ssize_t size) {
+    char digits[16];
+    int n = 0;
+    do {
+        digits[n++] = "0123456789abcdef"[size & 15];
+        size >>= 4;
+    } while (size > 0);
+    for (int i = 0; i < n; i++) line[i] = digits[n - 1 - i];
+    line[n] = '\r';
+    line[n + 1] = '\n';
+    return n + 2;
+}
+
 /* The client's chunks so far go out, in one write; -1 on an error. */
 static int flush_out(TextSplice *self) {
     if (self->out_len == 0) return 0;
@@ -257,7 +271,7 @@ static PyObject *TextSplice_took(TextSplice *self, PyObject *piece) {
     Py_ssize_t prefix_len = PyBytes_GET_SIZE(self->prefix), suffix_len = PyBytes_GET_SIZE(self->suffix);
     Py_ssize_t body_len = prefix_len + string_len + suffix_len;
     char size_line[24];
-    int size_len = snprintf(size_line, sizeof size_line, "%zx\r\n", body_len);
+    int size_len = hex_line(size_line, body_len);
     char *o = room(&self->out, &self->out_len, &self->out_cap, size_len + body_len + 2);
     char *kept = o == NULL ? NULL : room(&self->text, &self->text_len, &self->text_cap, string_len - 2);
     if (kept == NULL) return NULL;
