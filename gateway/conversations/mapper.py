@@ -36,6 +36,7 @@ can be: the client's whole history when its conversation upstream is new.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import logging
 import time
@@ -185,7 +186,7 @@ class ConversationMapper:
             keys.append(scoped_key("after", exchange.route, exchange.principal, client_turn.run_id))
         if next_transcript is not None:  # and where the client finds it when it sends the whole transcript back
             keys.append(_derived_key(exchange.route, exchange.principal, client_turn, next_transcript))
-        group = scoped_key("principal", exchange.principal)
+        group = _principal_group(exchange.principal)
         conversation.transcript_key = keys[1] if len(keys) > 1 else None
         followed = exchange.followed if exchange.followed is not None and not exchange.followed.continued else None
         if followed is not None:
@@ -288,6 +289,12 @@ async def _written_within(write: Callable[[], Awaitable[None]], patience: float)
             await asyncio.sleep(STORE_RETRY_SECONDS)
         except StoreError as exc:
             return exc
+
+
+@functools.lru_cache(maxsize=1024)
+def _principal_group(principal: str) -> str:
+    """The store's group of a principal's conversations (what a listing reads), the same for each of its turns."""
+    return scoped_key("principal", principal)
 
 
 def _upstream_id(route: str, principal: str, client_id: str | None, transparent: bool) -> str:
