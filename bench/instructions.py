@@ -28,7 +28,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -41,14 +40,13 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 PY = sys.executable
+if str(ROOT / "tests") not in sys.path:
+    sys.path.insert(0, str(ROOT / "tests"))
+
+from servers import free_port  # noqa: E402
+
 STARTUP_SECONDS = 180.0
 """How long the gateway may take to answer `/healthz` under callgrind (tens of times slower than natively)."""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_healthy(url: str, process: subprocess.Popen[bytes], seconds: float) -> None:
