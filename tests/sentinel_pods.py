@@ -211,6 +211,20 @@ class SentinelPods:
         return all(pod.replication().get("master_link_status") == "up" and cli(pod.redis_port, "EXISTS", key) == "1"
                    for pod in self.pods if pod is not primary and "redis" in pod.procs)
 
+    def agreed_primary(self, key: str) -> int | None:
+        """The port of the primary every running sentinel names, once every other running node follows it with
+        `key`; None until then. Read afresh each time: a sentinel that had not yet heard of one failover may start
+        another, and the higher epoch's primary is the one that stands."""
+        named = {self.named_primary(pod) for pod in self.pods if "sentinel" in pod.procs}
+        if len(named) != 1 or None in named:
+            return None
+        [port] = named
+        primary = next((pod for pod in self.pods if pod.redis_port == port), None)
+        if primary is None or any(self.replication_of(pod) != port for pod in self.pods
+                                  if pod is not primary and "redis" in pod.procs):
+            return None
+        return port if self.in_sync(primary, key) else None
+
     def url(self, store: str) -> str:
         """A store URL of the manifest's with each pod's name turned into its sentinel's local address."""
         for pod in self.pods:

@@ -136,13 +136,12 @@ def test_a_primary_restarted_before_the_sentinels_notice_waits_for_their_failove
         pods[0].kill("redis")  # its container restarts, in the same pod: its sentinel stays
         pods[0].start_redis()
         pods.wait(lambda: pods[0].answers("redis"), "the old primary to start")
-        # Its bootstrap waited on the first sentinel that answers; another hears of the failover a moment later.
-        pods.wait(lambda: pods.named_primary(pods[1]) not in (None, pods[0].redis_port),
-                  "the other sentinels to name the promoted replica")
+        # Its bootstrap waited on the first sentinel that answers; the others hear of the failover a moment later,
+        # and one that had not yet heard may fail over once more: what counts is the primary they settle on.
+        pods.wait(lambda: pods.agreed_primary("before") not in (None, pods[0].redis_port),
+                  "every sentinel to name a promoted replica and every node to follow it")
         promoted = pods.named_primary(pods[1])
-        assert promoted != pods[0].redis_port and pods.replication_of(pods[0]) == promoted
-        new = next(pod for pod in pods.pods if pod.redis_port == promoted)
-        pods.wait(lambda: pods.in_sync(new, "before"), "every node to follow the new primary")
+        assert promoted is not None and promoted != pods[0].redis_port
         assert cli(promoted, "GET", "before") == "1"
 
 
