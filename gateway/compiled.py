@@ -27,8 +27,11 @@ CORE = (
     "gateway.core.steady",
     "gateway.core.text_pieces",
     "gateway.conversations.recorder",
+    "gateway.upstream.connection",
+    "gateway.upstream.response",
 )
-"""What one upstream event crosses whatever its dialect: SSE framing, the decoders' bases, repair, and the recorder."""
+"""What one upstream event crosses whatever its dialect: the upstream connection's read and its response, SSE
+framing, the decoders' bases, repair, and the recorder."""
 
 NATIVE = ("gateway.server.stream._splice",)
 """Modules written in C, each beside the Python module it stands in for (`_splice.c`, for `splice.py`): built with

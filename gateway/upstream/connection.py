@@ -27,10 +27,13 @@ _NO_PARSER = httptools.HttpResponseParser(object())
 """A closed connection's parser: it reads nothing more, and calls nothing back."""
 
 
-class Connection(asyncio.Protocol):
-    """One socket to an origin, and httptools' parser over it, which routes the parse to the current response."""
+class Connection:
+    """One socket to an origin, and httptools' parser over it, which routes the parse to the current response.
 
-    __slots__ = ("__weakref__", "closed", "expiry", "key", "loop", "moved", "news_for_reader", "parser", "poller",
+    An `asyncio.Protocol` by its methods, not by inheritance (the loops call them by name): mypyc compiles a
+    subclass of it into a class whose deallocator leaves its weak references behind, and crashes as one goes."""
+
+    __slots__ = ("closed", "expiry", "key", "loop", "moved", "news_for_reader", "parser", "poller",
                  "pool", "response", "transport", "unfinished")
 
     def __init__(self, pool: Pool, key: tuple[object, ...]) -> None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
+from typing import cast
 
 from gateway.upstream import foreign
 from gateway.upstream.connection import MAX_LINE, Connection
@@ -190,8 +191,8 @@ class Pool:
         loop = asyncio.get_running_loop()
         proxy = target.proxy
 
-        def factory() -> Connection:
-            return Connection(self, target.key)
+        def factory() -> asyncio.Protocol:
+            return cast(asyncio.Protocol, Connection(self, target.key))  # a protocol by its methods
 
         try:
             async with asyncio.timeout(target.connect_timeout):
@@ -210,4 +211,4 @@ class Pool:
             raise ConnectError(f"cannot connect to {target.host_header} through the proxy: {exc}") from exc
         except OSError as exc:  # refused, unresolvable, TLS (ssl.SSLError is an OSError)
             raise ConnectError(f"cannot connect to {target.host_header}: {exc}") from exc
-        return connection
+        return cast(Connection, connection)
