@@ -25,8 +25,10 @@ rest are cut) and are checked. Figures:
 - `errors` by kind: `http_<status>`, `timeout`, `conn_<Error>`, `frames` / `tokens` (a stream with another count than
   `--expect-*`), `in_band` (the dialect's own error event), `cut` (still open `--grace` after the window);
 - `cpu`: for this client, for each `--watch name=pid` process tree (all threads, `/proc/<pid>/task/*/schedstat`,
-  ns) and the machine (`/proc/stat`): CPU seconds, % of a core and µs per event in the window; `other_cores` is the
-  machine's load minus everything watched, i.e. noise from other processes;
+  ns) and the machine (`/proc/stat`): CPU seconds, % of a core and µs per event in the window; `user_share`, the part
+  of a tree's CPU spent in user space rather than in the kernel (its threads' `utime` and `stime`, sampled at the
+  clock's ticks: `ticks` says how many it rests on); `other_cores` is the machine's load minus everything watched,
+  i.e. noise from other processes;
 - `rss_kb` per watched tree (`VmRSS` of each process, summed): before the load (`idle`), `peak` and `end` (last
   sample in the window), and `after` the streams closed.
 
@@ -295,8 +297,18 @@ def process_tree(pid: int, kids: dict[int, list[int]] | None = None) -> list[int
     return out
 
 
-def cpu_ns(pids: list[int]) -> int:
-    total = 0
+@dataclass(slots=True)
+class CpuTime:
+    """A process tree's CPU so far: all of it in ns (the scheduler's own count), and its user and kernel parts in
+    clock ticks (the kernel's sampled split, 10 ms a tick here: a share, not a count to subtract)."""
+
+    ns: int = 0
+    user_ticks: int = 0
+    kernel_ticks: int = 0
+
+
+def cpu_time(pids: list[int]) -> CpuTime:
+    total = CpuTime()
     for pid in pids:
         try:
             tasks = os.listdir(f"/proc/{pid}/task")
@@ -305,7 +317,12 @@ def cpu_ns(pids: list[int]) -> int:
         for task in tasks:
             try:
                 with open(f"/proc/{pid}/task/{task}/schedstat", "rb") as f:
-                    total += int(f.read().split()[0])
+                    total.ns += int(f.read().split()[0])
+                with open(f"/proc/{pid}/task/{task}/stat", "rb") as f:
+                    stat = f.read()
+                fields = stat[stat.rfind(b")") + 2:].split()  # from field 3 (state) on: utime is 14, stime 15
+                total.user_ticks += int(fields[11])
+                total.kernel_ticks += int(fields[12])
             except (OSError, ValueError, IndexError):
                 pass
     return total
@@ -335,13 +352,13 @@ def machine_busy() -> tuple[int, int]:
 @dataclass(slots=True)
 class Snapshot:
     t: float
-    procs: dict[str, int]
+    procs: dict[str, CpuTime]
     machine: tuple[int, int]
 
 
 def snapshot(watch: dict[str, int]) -> Snapshot:
     kids = _children()
-    procs = {name: cpu_ns(process_tree(pid, kids)) for name, pid in watch.items()}
+    procs = {name: cpu_time(process_tree(pid, kids)) for name, pid in watch.items()}
     return Snapshot(perf(), procs, machine_busy())
 
 
@@ -484,11 +501,15 @@ async def run(o: Options) -> dict[str, Any]:
     window = b.t - a.t
     cpu: dict[str, Any] = {}
     for name in watch_all:
-        seconds = (b.procs[name] - a.procs[name]) / 1e9
+        before, after = a.procs[name], b.procs[name]
+        seconds = (after.ns - before.ns) / 1e9
+        user, kernel = after.user_ticks - before.user_ticks, after.kernel_ticks - before.kernel_ticks
         cpu[name] = {"cpu_s": round(seconds, 4), "pct_core": round(100 * seconds / window, 1),
                      "us_per_event": round(1e6 * seconds / stats.tokens, 3) if stats.tokens else None,
                      "us_per_frame": round(1e6 * seconds / stats.frames, 3) if stats.frames else None,
-                     "us_per_req": round(1e6 * seconds / stats.ok, 1) if stats.ok else None}
+                     "us_per_req": round(1e6 * seconds / stats.ok, 1) if stats.ok else None,
+                     "user_share": round(user / (user + kernel), 3) if user + kernel else None,
+                     "ticks": user + kernel}
     busy, total = b.machine[0] - a.machine[0], b.machine[1] - a.machine[1]
     ncpu = os.cpu_count() or 1
     machine_cores = ncpu * busy / total if total else 0.0

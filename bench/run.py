@@ -22,7 +22,8 @@ nginx carry the upstream's own dialect: the comparison is per text-delta event, 
 ("event" below means one text delta, "tok<k>@<stamp>").
 
 Figures per row (median over repetitions, which alternate the order of the targets): CPU µs per event of the system
-under test (its whole process tree, from schedstat), events/s, requests/s, time to first event p50/p99, per-event
+under test (its whole process tree, from schedstat) and the share of it in user space (the rest is the kernel's:
+the system calls, the wake-ups), events/s, requests/s, time to first event p50/p99, per-event
 latency p50/p99 and what the row adds over direct, RSS per open stream (1000 streams: (RSS during - RSS idle) /
 1000), and ratios against nginx. Results go to bench/results/<stamp>/: results.jsonl (one load.py line per
 measurement, with its scenario, pair, target and repetition), summary.md (the tables and targets), env.txt, the
@@ -540,6 +541,18 @@ def fmt(x: float | None, digits: int = 1) -> str:
     return f"{x:.{digits}f}"
 
 
+def percent(share: float | None) -> str:
+    return "-" if share is None else f"{100 * share:.0f}"
+
+
+def split(row: dict[str, Any]) -> str:
+    """A row's CPU an event, and its part in user space and in the kernel where the ticks say."""
+    total, user = row["sut_us_ev"], row["sut_user"]
+    if user is None:
+        return f"{total:.1f} µs"
+    return f"{total:.1f} µs ({total * user:.1f} user, {total * (1 - user):.1f} kernel)"
+
+
 def fmt_delta(x: float | None, digits: int = 3) -> str:
     return "-" if x is None else f"{x:+.{digits}f}"
 
@@ -556,7 +569,7 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "reps": len(rows), "noisy": sum(1 for r in rows if r.get("noisy")), "c": c,
         "req_s": m("req_per_s"), "ev_s": m("events_per_s"), "frames_s": m("frames_per_s"),
         "sut_us_ev": m("cpu", "sut", "us_per_event"), "sut_pct": m("cpu", "sut", "pct_core"),
-        "sut_us_req": m("cpu", "sut", "us_per_req"),
+        "sut_us_req": m("cpu", "sut", "us_per_req"), "sut_user": m("cpu", "sut", "user_share"),
         "up_pct": m("cpu", "upstream", "pct_core"), "client_pct": m("cpu", "client", "pct_core"),
         "ttfe50": m("ttfe_ms", "p50"), "ttfe99": m("ttfe_ms", "p99"),
         "lat50": m("lat_us", "p50"), "lat99": m("lat_us", "p99"),
@@ -602,10 +615,10 @@ class Summary:
                "event = one text delta (every dialect carries each once); CPU = the system under test's whole "
                "process tree on its own core; added = this row minus direct (same scenario, same upstream); "
                "x nginx = this row / nginx. Direct and nginx rows carry the upstream's own dialect.", "",
-               "| scenario | C | pair (client <- upstream) | target | req/s | events/s | CPU µs/event | CPU % core "
-               "| CPU x nginx | TTFE p50 / p99 ms | TTFE added p50 / p99 ms | latency p50 / p99 µs "
+               "| scenario | C | pair (client <- upstream) | target | req/s | events/s | CPU µs/event | CPU % user "
+               "| CPU % core | CPU x nginx | TTFE p50 / p99 ms | TTFE added p50 / p99 ms | latency p50 / p99 µs "
                "| latency added p50 / p99 µs | errors | reps (noisy) |",
-               "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+               "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
         for s in self.scenarios:
             for client, upstream in s.pairs:
                 direct = self.get(s.name, "direct", client, upstream)
@@ -636,7 +649,7 @@ class Summary:
                         errors += f" (+{g['warmup_errors']} in warm-up)"
                     out.append(
                         f"| {s.name} | {g['c']} | {label} | {target} | {fmt(g['req_s'])} | {fmt(g['ev_s'])} | "
-                        f"{fmt(g['sut_us_ev'], 2)} | {fmt(g['sut_pct'])} | "
+                        f"{fmt(g['sut_us_ev'], 2)} | {percent(g['sut_user'])} | {fmt(g['sut_pct'])} | "
                         f"{'-' if ratio is None else f'{ratio:.2f}x'} | "
                         f"{fmt(g['ttfe50'], 3)} / {fmt(g['ttfe99'], 3)} | {ttfe_add} | {lat} | {lat_add} | "
                         f"{errors} | {g['reps']} ({g['noisy']}) |")
@@ -682,7 +695,7 @@ class Summary:
                 if s.paced and s.concurrency in (16, 128) and ng and gw["sut_us_ev"] and ng["sut_us_ev"]:
                     ratio, limit = gw["sut_us_ev"] / ng["sut_us_ev"], 1.5 if self.compiled else 2.0
                     check(f"paced CPU/event ≤ {limit:g}x nginx ({s.name}, {build})", pair, round(ratio, 2), limit,
-                          "x", f"gateway {gw['sut_us_ev']:.1f} µs vs nginx {ng['sut_us_ev']:.1f} µs{pace}",
+                          "x", f"gateway {split(gw)} vs nginx {split(ng)}{pace}",
                           ok=ratio <= limit and kept)
                 if not s.paced and s.concurrency >= 16 and s.store == "memory" and gw["sut_us_ev"] and self.compiled:
                     check(f"batched CPU/event ≤ 3 µs ({s.name}, compiled)", pair, round(gw["sut_us_ev"], 2), 3.0,
