@@ -360,8 +360,9 @@ class Bench:
         self.gw_starts += 1
         self.gw_workers, self.gw_store = workers, store
         config = self.gateway_config()
-        cmd = [PY, "-m", "gateway", "serve", "--config", str(config), "--host", "127.0.0.1",
-               "--port", str(self.gw_port), "--workers", str(workers), "--log-level", self.args.gateway_log_level]
+        python = self.args.gateway_python or PY
+        cmd = [python, "-m", "gateway", "serve", "--config", str(config), "--host", "127.0.0.1", "--port",
+               str(self.gw_port), "--workers", str(workers), "--log-level", self.args.gateway_log_level]
         env = dict(os.environ)
         src = Path(self.args.gateway_src).resolve() if self.args.gateway_src else ROOT
         paths = [str(src)]
@@ -762,12 +763,14 @@ def environment(bench: Bench) -> str:
         except metadata.PackageNotFoundError:
             versions.append(f"{package} -")
     src = bench.args.gateway_src or str(ROOT)
+    python = bench.args.gateway_python or PY
     return "\n".join([
         f"date: {time.strftime('%Y-%m-%dT%H:%M:%S%z')}",
         f"machine: {os.cpu_count()} CPUs, {os.uname().release}, Python {sys.version.split()[0]} ({PY})",
         f"nginx: {sh(['nginx', '-v'])}",
         f"gateway source: {src}; git {sh(['git', '-C', src, 'rev-parse', '--short', 'HEAD'])}, changed files: "
         f"{sh(['git', '-C', src, 'status', '--porcelain', '--', 'gateway', 'adapters', 'pyproject.toml']) or 'none'}",
+        f"gateway interpreter: {sh([python, '--version'])} ({python})",
         f"gateway stack requested: {bench.args.gateway_stack}; loaded in the gateway process: {bench.gateway_stack()}",
         f"gateway log level: {bench.args.gateway_log_level}; GC shim: stats {bench.args.gc_stats}, threshold "
         f"{bench.args.gateway_gc_threshold or 'default'}, freeze {bench.args.gateway_gc_freeze}",
@@ -847,6 +850,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="re-measure once when other processes used more than this (default 0.3)")
     parser.add_argument("--gateway-src", default=None,
                         help="run the gateway from this source tree (e.g. a `git archive` of another commit)")
+    parser.add_argument("--gateway-python", default=None, metavar="PYTHON",
+                        help="run the gateway under this interpreter (one with the project's dependencies installed, "
+                             "e.g. another Python's venv); the harness stays on this one")
     parser.add_argument("--gateway-stack", choices=["auto", "asyncio"], default="auto",
                         help="auto: uvicorn picks uvloop + httptools when installed; asyncio: hide them")
     parser.add_argument("--gc-stats", action="store_true",
