@@ -3,6 +3,7 @@
     .venv/bin/python bench/run.py            # the full run, about 8-9 minutes
     .venv/bin/python bench/run.py --quick    # a smoke run, about 1.5 minutes
     .venv/bin/python bench/run.py --profile paced-c128    # py-spy the gateway under one scenario's load
+    .venv/bin/python bench/run.py --decompose             # a paced event: its request's part and its delta's
 
 What it starts (all on 127.0.0.1, each stopped by PID at the end, whatever happens):
 
@@ -834,6 +835,33 @@ def profile(bench: Bench, out: Path) -> int:
     return 0
 
 
+def decomposed(bench: Bench, out: Path) -> int:
+    """A paced event's CPU split into its request's part and its delta's (`decompose.py`): nginx and the gateway
+    over each N of `--decompose-ns`, paced and warm, alternated each repetition."""
+    from decompose import LOADS, PACED_CONCURRENCY, PACED_DELAY_MS, report
+
+    args = bench.args
+    client, upstream = tuple(args.profile_pair.split(",")) if args.profile_pair else HEADLINE
+    ns = sorted({int(n) for n in args.decompose_ns.split(",")})
+    reps = args.reps or 2
+    measured: dict[tuple[str, str, int], list[float]] = {}
+    for rep in range(1, reps + 1):
+        for kind in LOADS:
+            for n in ns:
+                s = Scenario(f"decompose-{kind}-n{n}", n, PACED_DELAY_MS, PACED_CONCURRENCY, [], 6.0, 1.0, ramp=0.5) \
+                    if kind == "paced" else Scenario(f"decompose-{kind}-n{n}", n, 0, 1, [], 3.0, 1.0)
+                for target in ("nginx", "gateway") if rep % 2 else ("gateway", "nginx"):
+                    row = bench.measure(s, target, client, upstream, rep)
+                    print(progress_line(row), file=sys.stderr, flush=True)
+                    us = dig(row, "cpu", "sut", "us_per_event")
+                    if us is not None and not row["errors"]:
+                        measured.setdefault((kind, target, n), []).append(float(us))
+    text = report(measured, ns, client, upstream, reps)
+    (out / "decompose.md").write_text(f"```\n{(out / 'env.txt').read_text()}```\n\n{text}")
+    print(text)
+    return 0
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -874,7 +902,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--profile", default=None, metavar="SCENARIO",
                         help="instead of the benchmark: py-spy the gateway under this scenario's load "
                              "(headline pair unless --profile-pair client,upstream)")
-    parser.add_argument("--profile-pair", default=None, metavar="CLIENT,UPSTREAM")
+    parser.add_argument("--profile-pair", default=None, metavar="CLIENT,UPSTREAM",
+                        help="the pair --profile and --decompose load (default: the headline pair)")
+    parser.add_argument("--decompose", action="store_true",
+                        help="instead of the benchmark: a paced event's CPU split into its request's part and its "
+                             "delta's, fitted over --decompose-ns (bench/decompose.py)")
+    parser.add_argument("--decompose-ns", default="100,200,400", metavar="N,N,...",
+                        help="deltas a request for --decompose (default 100,200,400)")
     parser.add_argument("--profile-seconds", type=float, default=8.0)
     parser.add_argument("--profile-rate", type=int, default=100, help="py-spy samples per second (default 100)")
     return parser.parse_args(argv)
@@ -943,6 +977,8 @@ def run(bench: Bench, all_scenarios: list[Scenario], reps: int, out: Path) -> in
     print(env, file=sys.stderr)
     if args.profile:
         return profile(bench, out)
+    if args.decompose:
+        return decomposed(bench, out)
 
     # sanity: a few short streams through every target and pair, checked
     sanity = Scenario("sanity", 5, 0, 1, [], 10.0, 0.0, timeout=10.0, grace=5.0)
