@@ -21,10 +21,25 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-PACED_DELAY_MS = 5.0
-PACED_CONCURRENCY = 16
-LOADS = ("paced", "warm")
-"""Paced: `PACED_CONCURRENCY` streams, a delta every `PACED_DELAY_MS`. Warm: one stream, unpaced."""
+
+@dataclass(frozen=True)
+class Load:
+    """One way of loading the pair, the same for every N."""
+
+    delay_ms: float
+    concurrency: int
+    duration: float
+    """The measurement window, s (after a 1 s warm-up)."""
+    ramp: float = 0.0
+
+    def describe(self) -> str:
+        streams = "one stream" if self.concurrency == 1 else f"{self.concurrency} streams"
+        return f"{streams}, a delta every {self.delay_ms:g} ms" if self.delay_ms else f"{streams}, unpaced"
+
+
+LOADS = {"paced": Load(5.0, 16, 6.0, ramp=0.5), "warm": Load(0.0, 1, 3.0)}
+"""Paced: the paced targets' load, where a request's work runs on a CPU left idle between requests. Warm: the same
+work back to back, its caches full."""
 
 
 @dataclass(frozen=True)
@@ -51,8 +66,8 @@ def report(measured: dict[tuple[str, str, int], list[float]], ns: list[int], cli
            reps: int) -> str:
     """The medians a row, and the fits: each target's, and the gateway's excess over nginx."""
     lines = [f"# A paced event decomposed: {client} <- {upstream}, {reps} repetitions\n",
-             f"Paced: {PACED_CONCURRENCY} streams, a delta every {PACED_DELAY_MS:g} ms. Warm: one stream, unpaced. "
-             "CPU µs an event, median (min-max) of the repetitions.\n",
+             " ".join(f"{kind.capitalize()}: {load.describe()}." for kind, load in LOADS.items()) +
+             " CPU µs an event, median (min-max) of the repetitions.\n",
              "| load | target | " + " | ".join(f"N={n}" for n in ns) + " | µs a delta (fit) | µs a request (fit) |",
              "|---|---|" + "---:|" * (len(ns) + 2)]
     for kind in LOADS:

@@ -289,6 +289,11 @@ class Bench:
         return bool(self.args.pin)
 
     @property
+    def gateway_python(self) -> str:
+        """The interpreter the gateway runs under: `--gateway-python`, else the harness's own."""
+        return str(self.args.gateway_python or PY)
+
+    @property
     def gc_shim(self) -> bool:
         """Whether the gateway runs with the GC sitecustomize (any of the GC options asks for it)."""
         args = self.args
@@ -361,9 +366,8 @@ class Bench:
         self.gw_starts += 1
         self.gw_workers, self.gw_store = workers, store
         config = self.gateway_config()
-        python = self.args.gateway_python or PY
-        cmd = [python, "-m", "gateway", "serve", "--config", str(config), "--host", "127.0.0.1", "--port",
-               str(self.gw_port), "--workers", str(workers), "--log-level", self.args.gateway_log_level]
+        cmd = [self.gateway_python, "-m", "gateway", "serve", "--config", str(config), "--host", "127.0.0.1",
+               "--port", str(self.gw_port), "--workers", str(workers), "--log-level", self.args.gateway_log_level]
         env = dict(os.environ)
         src = Path(self.args.gateway_src).resolve() if self.args.gateway_src else ROOT
         paths = [str(src)]
@@ -764,14 +768,13 @@ def environment(bench: Bench) -> str:
         except metadata.PackageNotFoundError:
             versions.append(f"{package} -")
     src = bench.args.gateway_src or str(ROOT)
-    python = bench.args.gateway_python or PY
     return "\n".join([
         f"date: {time.strftime('%Y-%m-%dT%H:%M:%S%z')}",
         f"machine: {os.cpu_count()} CPUs, {os.uname().release}, Python {sys.version.split()[0]} ({PY})",
         f"nginx: {sh(['nginx', '-v'])}",
         f"gateway source: {src}; git {sh(['git', '-C', src, 'rev-parse', '--short', 'HEAD'])}, changed files: "
         f"{sh(['git', '-C', src, 'status', '--porcelain', '--', 'gateway', 'adapters', 'pyproject.toml']) or 'none'}",
-        f"gateway interpreter: {sh([python, '--version'])} ({python})",
+        f"gateway interpreter: {sh([bench.gateway_python, '--version'])} ({bench.gateway_python})",
         f"gateway stack requested: {bench.args.gateway_stack}; loaded in the gateway process: {bench.gateway_stack()}",
         f"gateway log level: {bench.args.gateway_log_level}; GC shim: stats {bench.args.gc_stats}, threshold "
         f"{bench.args.gateway_gc_threshold or 'default'}, freeze {bench.args.gateway_gc_freeze}",
@@ -838,7 +841,7 @@ def profile(bench: Bench, out: Path) -> int:
 def decomposed(bench: Bench, out: Path) -> int:
     """A paced event's CPU split into its request's part and its delta's (`decompose.py`): nginx and the gateway
     over each N of `--decompose-ns`, paced and warm, alternated each repetition."""
-    from decompose import LOADS, PACED_CONCURRENCY, PACED_DELAY_MS, report
+    from decompose import LOADS, report
 
     args = bench.args
     client, upstream = tuple(args.profile_pair.split(",")) if args.profile_pair else HEADLINE
@@ -846,10 +849,10 @@ def decomposed(bench: Bench, out: Path) -> int:
     reps = args.reps or 2
     measured: dict[tuple[str, str, int], list[float]] = {}
     for rep in range(1, reps + 1):
-        for kind in LOADS:
+        for kind, load in LOADS.items():
             for n in ns:
-                s = Scenario(f"decompose-{kind}-n{n}", n, PACED_DELAY_MS, PACED_CONCURRENCY, [], 6.0, 1.0, ramp=0.5) \
-                    if kind == "paced" else Scenario(f"decompose-{kind}-n{n}", n, 0, 1, [], 3.0, 1.0)
+                s = Scenario(f"decompose-{kind}-n{n}", n, load.delay_ms, load.concurrency, [], load.duration, 1.0,
+                             ramp=load.ramp)
                 for target in ("nginx", "gateway") if rep % 2 else ("gateway", "nginx"):
                     row = bench.measure(s, target, client, upstream, rep)
                     print(progress_line(row), file=sys.stderr, flush=True)
