@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from scripted_http import STREAM_HEAD, Server, chunk, read_all, run
 
-from gateway.upstream.connection import BODY_WITH_THE_HEAD, Connection
+from gateway.upstream.connection import Connection
 from gateway.upstream.http1 import (
     ConnectError,
     ConnectionBroken,
@@ -230,55 +230,6 @@ def test_a_body_without_a_length_ends_with_the_connection() -> None:
             assert await read_all(response) == b'{"a": 1}'
             response.release()
             await pool.close()
-
-    run(main)
-
-
-def test_a_read_with_the_head_and_much_more_gives_the_reader_the_head_and_its_first_bytes_before_the_rest() -> None:
-    frames = [f"data: {i} {'x' * 60}\n\n".encode() for i in range(100)]
-
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
-        writer.write(STREAM_HEAD + b"".join(chunk(f) for f in frames) + b"0\r\n\r\n")  # one write, one read
-        return True
-
-    async def main() -> None:
-        async with Server(handler) as server:
-            pool, target = Pool(), Target(server.url(), 5)
-            for _ in range(2):
-                response = await pool.post(target, b"{}", {})
-                first = await response.read()
-                assert first and len(first) <= BODY_WITH_THE_HEAD  # the rest not parsed yet
-                assert first + await read_all(response) == b"".join(frames)
-                response.release()
-            await pool.close()
-        assert server.connections == 1  # the response was read to its end: its connection was used again
-
-    run(main)
-
-
-def test_what_came_before_the_connection_was_lost_is_read_though_its_parse_was_left_for_later() -> None:
-    """The loss and the read before it can come in one turn of the loop (libuv reads on to the end of the stream):
-    the body without a length ends with all that came, not with what the head's read parsed of it."""
-    body = b"{\"a\": \"" + b"y" * 10 * BODY_WITH_THE_HEAD + b"\"}"
-
-    class Socket:  # a connection's transport and pool, which see no more of it here than its writes
-        def write(self, data: bytes) -> None:
-            pass
-
-        def opened(self, connection: Connection) -> None:
-            pass
-
-        def forget(self, connection: Connection) -> None:
-            pass
-
-    async def main() -> None:
-        socket = Socket()
-        connection = Connection(socket, ("127.0.0.1", 80))  # type: ignore[arg-type]
-        connection.connection_made(socket)  # type: ignore[arg-type]
-        response = connection.send(b"POST / HTTP/1.1\r\n\r\n", b"")
-        connection.data_received(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n" + body)
-        connection.connection_lost(None)
-        assert await read_all(response) == body
 
     run(main)
 

@@ -17,10 +17,6 @@ if TYPE_CHECKING:
 MAX_LINE = 16 * 1024
 """Bytes the parser may take without finishing anything (a header line, a chunk size line): llhttp's headers
 grow by concatenation, so an endless line would cost time quadratic in its length."""
-BODY_WITH_THE_HEAD = 1024
-"""Body bytes parsed with the head they came in one read with: when more came (a fast upstream's whole reply), the
-rest is parsed on the loop's next turn, after the response's reader has had the head and these, so that the first
-events go out before the parser has been through everything else (a callback a chunk)."""
 
 
 class _AfterTheResponse(Exception):
@@ -38,7 +34,7 @@ class Connection:
     subclass of it into a class whose deallocator leaves its weak references behind, and crashes as one goes."""
 
     __slots__ = ("closed", "expiry", "key", "loop", "moved", "news_for_reader", "parser", "poller",
-                 "pool", "response", "rest", "transport", "unfinished")
+                 "pool", "response", "transport", "unfinished")
 
     def __init__(self, pool: Pool, key: tuple[object, ...]) -> None:
         self.pool = pool
@@ -57,9 +53,6 @@ class Connection:
         """Bytes read since the parser last finished anything."""
         self.poller: select.poll | None = None
         """What `readable` asks the socket with."""
-        self.rest = b""
-        """What came after the head and its first body bytes in the head's read, until the loop's next turn parses
-        it (`BODY_WITH_THE_HEAD`)."""
 
     # asyncio.Protocol
 
@@ -72,10 +65,6 @@ class Connection:
         if response is None or response.complete:  # bytes nobody asked for: the connection can't be trusted
             self.close()
             return
-        if self.rest:  # what an earlier read left for later goes first
-            data, self.rest = self.rest + data, b""
-        elif response.status == 0 and len(data) > 3 * BODY_WITH_THE_HEAD:
-            data = self._head_first(data)
         self.moved = self.news_for_reader = False
         try:
             self.parser.feed_data(data)
@@ -101,30 +90,11 @@ class Connection:
             response.splice.flush()  # what it took of this read goes out before anything the reader writes of it
         if self.news_for_reader:  # else a read the splice took whole, or a head not whole yet: nothing to wake for
             response.fed()
-        if self.rest:  # after the reader's wake-up for the head, which the parse has just scheduled
-            self.loop.call_soon(self._parse_rest)
-
-    def _head_first(self, data: bytes) -> bytes:
-        """What of a read that brings a head is parsed now: the head and its first body bytes, when much more came
-        with them; the rest is left for the loop's next turn (`BODY_WITH_THE_HEAD`)."""
-        end = data.find(b"\r\n\r\n")
-        if end < 0:
-            return data
-        cut = end + 4 + BODY_WITH_THE_HEAD
-        if len(data) - cut <= 2 * BODY_WITH_THE_HEAD:
-            return data
-        self.rest = data[cut:]
-        return data[:cut]
-
-    def _parse_rest(self) -> None:
-        if self.rest and not self.closed:
-            self.data_received(b"")
 
     def eof_received(self) -> bool:
         return False  # close our side too
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._parse_rest()  # what came before the loss may end the response
         self.closed = True
         # The parser holds this connection's callbacks: swapped for one that holds nothing, the connection is freed
         # by its count as it goes, not left in a cycle for the collector (an upstream that closes after each reply).

@@ -57,7 +57,7 @@ class HeldTooMuch(Exception):
     route lets the gateway hold: it ends with an error rather than grow the process."""
 
 
-FIRST_FRAME_ALONE_PAST = 256
+FIRST_FRAME_ALONE_PAST = 1024
 """Bytes after the first frame of the first read past which the first frame is sent alone: translating less costs
 the first event less time than a write of its own costs the request."""
 
