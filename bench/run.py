@@ -1,4 +1,5 @@
-"""The gateway benchmark: direct vs nginx vs the gateway, same upstream, same client, same run.
+"""The gateway benchmark: direct vs nginx vs a Python pass-through vs the gateway, same upstream, same client, same
+run.
 
     .venv/bin/python bench/run.py            # the full run, about 8-9 minutes
     .venv/bin/python bench/run.py --quick    # a smoke run, about 1.5 minutes
@@ -9,13 +10,15 @@ What it starts (all on 127.0.0.1, each stopped by PID at the end, whatever happe
 
 - `bench/upstream.py`: the upstream agent, any dialect by path, N text deltas stamped with their send time;
 - nginx (`bench/nginx.conf`): a plain SSE pass-through to the upstream, 1 worker;
+- the pump (`bench/pump.py`): the least a proxy in Python on uvloop does, bytes copied both ways and nothing parsed,
+  for the scenarios that issue 49's targets read (`PUMPED`): what the gateway costs above it is its own work;
 - the gateway: `python -m gateway serve --config <generated> --workers 1`, one route per pair
   `/p/<client>/<upstream>`, memory store (the `-sqlite`, `-redis`, `-redis-sentinel`, `-redis-cluster` and
   `-workers2` scenarios: a SQLite store, a Redis store, a primary behind Sentinel, a cluster, two workers);
 - redis-server, for the `-redis` scenarios only (`bench/redis_stores.py`: one server; a primary, its replica and a
   sentinel; or three primaries in a cluster; skipped with a line when it is not installed).
 
-Layout: the systems under test (gateway, nginx) have core 0 to themselves, one at a time under load; the harness
+Layout: the systems under test (gateway, nginx, pump) have core 0 to themselves, one at a time under load; the harness
 (upstream, load client, this script) shares core 1. Each measurement is one `bench/load.py` run: C keep-alive streams
 for a warm-up and a window. Per scenario, and per dialect pair (client <- upstream), three rows: `direct` (client ->
 upstream), `nginx` (client -> nginx -> upstream) and `gateway` (client -> gateway -> upstream, translated). direct and
@@ -72,6 +75,9 @@ NOISE_RETRIES = 12
 HEADLINE = ("ag-ui", "ag-kit")
 """(client, upstream): the pair every scenario runs (the README's first use case: AG-UI frontend, AG-Kit agent)."""
 PAIRS_C16 = [("ag-ui", "ag-kit"), ("vercel", "ag-ui"), ("ag-ui", "ag-ui")]
+TARGETS = ("direct", "nginx", "pump", "gateway")
+"""Every target, in the tables' order. The pump runs only in the scenarios that issue 49's targets read (their
+`targets`): there the floor of a proxy in Python is measured beside nginx."""
 RESPOND = [("agent-respond", "vercel")]
 GC_SHIM = """# written by bench/run.py --gc-stats: counts the gateway's garbage collections; SIGUSR2 dumps them
 import gc, json, os, signal, time
@@ -159,13 +165,13 @@ def scenarios(quick: bool) -> list[Scenario]:
             Scenario("paced-c200x20ms", 100, 20, 200, [HEADLINE], 3.0, 2.5, ramp=2.0, reps=1, fresh_gateway=True),
         ]
     return [
-        Scenario("unpaced-c1", 200, 0, 1, [HEADLINE], 3.0, 1.0),
+        Scenario("unpaced-c1", 200, 0, 1, [HEADLINE], 3.0, 1.0, targets=TARGETS),
         Scenario("unpaced-c16", 200, 0, 16, PAIRS_C16, 4.0, 1.0),
         Scenario("unpaced-c128", 200, 0, 128, [HEADLINE], 4.0, 1.5),
-        Scenario("paced-c1", 100, 5, 1, [HEADLINE], 4.0, 1.0),
+        Scenario("paced-c1", 100, 5, 1, [HEADLINE], 4.0, 1.0, targets=TARGETS),
         # Three repetitions: a paced window's CPU swings by a third now and then, and a median of two is their mean.
-        Scenario("paced-c16", 100, 5, 16, PAIRS_C16, 4.0, 1.0, ramp=0.5, reps=3),
-        Scenario("paced-c128", 100, 5, 128, PAIRS_C16, 4.0, 1.5, ramp=0.5, reps=3),
+        Scenario("paced-c16", 100, 5, 16, PAIRS_C16, 4.0, 1.0, ramp=0.5, reps=3, targets=TARGETS),
+        Scenario("paced-c128", 100, 5, 128, PAIRS_C16, 4.0, 1.5, ramp=0.5, reps=3, targets=TARGETS),
         Scenario("respond-c16", 200, 0, 16, RESPOND, 3.0, 1.0),
         Scenario("respond-paced-c16", 100, 5, 16, RESPOND, 4.0, 1.0, ramp=0.5),
         Scenario("paced-c1000x20ms", 100, 20, 1000, [HEADLINE], 6.0, 3.0, ramp=2.0, reps=1, fresh_gateway=True,
@@ -274,6 +280,7 @@ class Bench:
     up_port: int = 0
     ng_port: int = 0
     gw_port: int = 0
+    pump_port: int = 0
     redis_port: int = 0
     """The first port for Redis servers; a kind that needs more takes the next ones."""
     redis_urls: dict[str, str] = field(default_factory=dict)
@@ -322,6 +329,12 @@ class Bench:
         cmd = pinned(SUT_CPU, [nginx, "-p", str(prefix), "-c", str(prefix / "nginx.conf")], self.pin)
         proc = self.procs.start("nginx", cmd, self.out / "nginx.log")
         wait_port(self.ng_port, proc, "nginx")
+
+    def start_pump(self) -> None:
+        cmd = pinned(SUT_CPU, [PY, str(BENCH / "pump.py"), "--port", str(self.pump_port), "--upstream-port",
+                               str(self.up_port)], self.pin)
+        proc = self.procs.start("pump", cmd, self.out / "pump.log")
+        wait_port(self.pump_port, proc, "the pump")
 
     def start_redis(self, kind: str) -> None:
         """The Redis a store names (`redis_stores.py`), once: throwaway servers on the harness's core."""
@@ -441,6 +454,8 @@ class Bench:
             return f"http://127.0.0.1:{self.up_port}/{upstream}"
         if target == "nginx":
             return f"http://127.0.0.1:{self.ng_port}/{upstream}"
+        if target == "pump":
+            return f"http://127.0.0.1:{self.pump_port}/{upstream}"
         return f"http://127.0.0.1:{self.gw_port}/p/{client}/{upstream}"
 
     def load(self, target: str, client: str, upstream: str, s: Scenario, *, n: int | None = None,
@@ -692,6 +707,7 @@ class Summary:
                 gw = self.get(s.name, "gateway", *pair)
                 ng = self.get(s.name, "nginx", *pair)
                 dr = self.get(s.name, "direct", *pair)
+                pump = self.get(s.name, "pump", *pair)
                 if gw is None:
                     continue
                 kept = self.kept_up(gw, dr)
@@ -700,8 +716,10 @@ class Summary:
                     "batched and the ratio flatters it")
                 if s.paced and s.concurrency in (16, 128) and ng and gw["sut_us_ev"] and ng["sut_us_ev"]:
                     ratio, limit = gw["sut_us_ev"] / ng["sut_us_ev"], 1.5 if self.compiled else 2.0
+                    floor = (f"; the pump {pump['sut_us_ev'] / ng['sut_us_ev']:.2f}x nginx"
+                             if pump and pump["sut_us_ev"] else "")
                     check(f"paced CPU/event ≤ {limit:g}x nginx ({s.name}, {build})", pair, round(ratio, 2), limit,
-                          "x", f"gateway {split(gw)} vs nginx {split(ng)}{pace}",
+                          "x", f"gateway {split(gw)} vs nginx {split(ng)}{pace}{floor}",
                           ok=ratio <= limit and kept)
                 if not s.paced and s.concurrency >= 16 and s.store == "memory" and gw["sut_us_ev"] and self.compiled:
                     check(f"batched CPU/event ≤ 3 µs ({s.name}, compiled)", pair, round(gw["sut_us_ev"], 2), 3.0,
@@ -714,10 +732,12 @@ class Summary:
                           f"added {gw['lat50'] - dr['lat50']:+.0f} µs")
                 if s.concurrency == 1 and dr and ng and None not in (gw["ttfe50"], dr["ttfe50"], ng["ttfe50"]):
                     added, nginx_added = gw["ttfe50"] - dr["ttfe50"], ng["ttfe50"] - dr["ttfe50"]
+                    floor = (f"; the pump adds {pump['ttfe50'] - dr['ttfe50']:+.3f} ms"
+                             if pump and pump["ttfe50"] is not None else "")
                     check(f"TTFE added ≤ 2x nginx's at C=1 ({s.name})", pair, round(added, 3),
                           round(2 * nginx_added, 3), "ms",
                           f"p50 {gw['ttfe50']:.3f} vs nginx {ng['ttfe50']:.3f}, direct {dr['ttfe50']:.3f} ms; p99 "
-                          f"added {gw['ttfe99'] - dr['ttfe99']:+.3f} ms")
+                          f"added {gw['ttfe99'] - dr['ttfe99']:+.3f} ms{floor}")
                 one = self.get(f"unpaced-c16-{s.store}", "gateway", *pair) if s.workers > 1 else None
                 if one is not None and one["ev_s"] and gw["ev_s"]:
                     scale = gw["ev_s"] / one["ev_s"]
@@ -781,7 +801,7 @@ def environment(bench: Bench) -> str:
         f"packages: {', '.join(versions)}",
         f"layout: systems under test on CPU {SUT_CPU}, harness on CPU {HARNESS_CPU} (pinning "
         f"{'on' if bench.pin else 'off'})",
-        f"ports: upstream {bench.up_port}, nginx {bench.ng_port}, gateway {bench.gw_port}",
+        f"ports: upstream {bench.up_port}, nginx {bench.ng_port}, gateway {bench.gw_port}, pump {bench.pump_port}",
     ]) + "\n"
 
 
@@ -871,9 +891,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="a smoke run: short windows, fewer scenarios")
     parser.add_argument("--reps", type=int, default=None, help="repetitions per measurement (default 2, quick 1)")
     parser.add_argument("--only", default=None, help="comma-separated scenario names to run")
-    parser.add_argument("--targets", default="direct,nginx,gateway", help="comma-separated subset of the targets")
+    parser.add_argument("--targets", default=",".join(TARGETS),
+                        help=f"comma-separated subset of the targets (default {','.join(TARGETS)}; the pump runs in "
+                             "the scenarios that issue 49's targets read)")
     parser.add_argument("--port", type=int, default=18500,
-                        help="first of four free ports; the fourth is the first Redis server's, and a Redis kind with "
+                        help="first of five free ports; the fifth is the first Redis server's, and a Redis kind with "
                              "more servers takes the ports after it (default 18500)")
     parser.add_argument("--out", default=None, help="results directory (default bench/results/<stamp>)")
     parser.add_argument("--no-pin", dest="pin", action="store_false", help="let the scheduler place everything")
@@ -933,7 +955,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.only:
         wanted = set(args.only.split(","))
         all_scenarios = [s for s in all_scenarios if s.name in wanted]
-    targets = tuple(t for t in ("direct", "nginx", "gateway") if t in args.targets.split(","))
+    targets = tuple(t for t in TARGETS if t in args.targets.split(","))
     for s in all_scenarios:
         s.targets = tuple(t for t in s.targets if t in targets)
     reps = args.reps or (1 if args.quick else 2)
@@ -943,7 +965,7 @@ def main(argv: list[str] | None = None) -> int:
     if not shutil.which("redis-server") and any(s.store in REDIS_KINDS for s in all_scenarios):
         print("redis-server is not installed: the -redis scenarios are skipped", file=sys.stderr)
         all_scenarios = [s for s in all_scenarios if s.store not in REDIS_KINDS]
-    ports = [args.port, args.port + 1, args.port + 2, args.port + 3]
+    ports = [args.port, args.port + 1, args.port + 2, args.port + 3, args.port + 4]
     busy = [p for p in ports if not port_free(p)]
     if busy:
         print(f"ports {busy} are in use: pass --port", file=sys.stderr)
@@ -955,7 +977,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_term)
     with tempfile.TemporaryDirectory(prefix="agw-bench-") as tmp:
         bench = Bench(args, out, Path(tmp), up_port=ports[0], ng_port=ports[1], gw_port=ports[2],
-                      redis_port=ports[3])
+                      pump_port=ports[3], redis_port=ports[4])
         try:
             return run(bench, all_scenarios, reps, out)
         except KeyboardInterrupt:
@@ -974,6 +996,9 @@ def run(bench: Bench, all_scenarios: list[Scenario], reps: int, out: Path) -> in
     print(f"machine load before start: {load:.2f} cores", file=sys.stderr)
     bench.start_upstream()
     bench.start_nginx()
+    pumped = any("pump" in s.targets for s in all_scenarios)
+    if pumped:
+        bench.start_pump()
     bench.start_gateway()
     env = environment(bench) + f"machine load before start: {load:.2f} cores\n"
     (out / "env.txt").write_text(env)
@@ -987,13 +1012,13 @@ def run(bench: Bench, all_scenarios: list[Scenario], reps: int, out: Path) -> in
     sanity = Scenario("sanity", 5, 0, 1, [], 10.0, 0.0, timeout=10.0, grace=5.0)
     pairs = {p for s in all_scenarios for p in s.pairs}
     for client, upstream in sorted(pairs):
-        for target in ("direct", "nginx", "gateway"):
+        for target in ("direct", "nginx", *(("pump",) if pumped else ()), "gateway"):
             r = bench.load(target, client, upstream, sanity, requests=3, concurrency=1)
             if r["errors"] or r["warmup_errors"] or r["requests_ok"] < 1:
                 print(f"sanity failed: {target} {client}<-{upstream}: {r['error_kinds']} {r['warmup_errors']}",
                       file=sys.stderr)
                 return 1
-    print(f"sanity: {len(pairs)} pairs x 3 targets OK", file=sys.stderr)
+    print(f"sanity: {len(pairs)} pairs x {4 if pumped else 3} targets OK", file=sys.stderr)
 
     results = out / "results.jsonl"
     rows: list[dict[str, Any]] = []
@@ -1015,7 +1040,7 @@ def run(bench: Bench, all_scenarios: list[Scenario], reps: int, out: Path) -> in
                 done_upstreams: set[tuple[str, str]] = set()
                 for target in order:
                     for client, upstream in s.pairs:
-                        if target != "gateway":  # direct and nginx carry the upstream's stream: once per upstream
+                        if target != "gateway":  # the others carry the upstream's stream: once per upstream
                             if (target, upstream) in done_upstreams:
                                 continue
                             done_upstreams.add((target, upstream))
