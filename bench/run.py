@@ -11,7 +11,8 @@ What it starts (all on 127.0.0.1, each stopped by PID at the end, whatever happe
 - `bench/upstream.py`: the upstream agent, any dialect by path, N text deltas stamped with their send time;
 - nginx (`bench/nginx.conf`): a plain SSE pass-through to the upstream, 1 worker;
 - the pump (`bench/pump.py`): the least a proxy in Python on uvloop does, bytes copied both ways and nothing parsed,
-  for the scenarios that issue 49's targets read (`PUMPED`): what the gateway costs above it is its own work;
+  in the scenarios that issue 49's targets read (`TARGETS` in their `targets`): what the gateway costs above it
+  is its own work;
 - the gateway: `python -m gateway serve --config <generated> --workers 1`, one route per pair
   `/p/<client>/<upstream>`, memory store (the `-sqlite`, `-redis`, `-redis-sentinel`, `-redis-cluster` and
   `-workers2` scenarios: a SQLite store, a Redis store, a primary behind Sentinel, a cluster, two workers);
@@ -21,9 +22,10 @@ What it starts (all on 127.0.0.1, each stopped by PID at the end, whatever happe
 Layout: the systems under test (gateway, nginx, pump) have core 0 to themselves, one at a time under load; the harness
 (upstream, load client, this script) shares core 1. Each measurement is one `bench/load.py` run: C keep-alive streams
 for a warm-up and a window. Per scenario, and per dialect pair (client <- upstream), three rows: `direct` (client ->
-upstream), `nginx` (client -> nginx -> upstream) and `gateway` (client -> gateway -> upstream, translated). direct and
-nginx carry the upstream's own dialect: the comparison is per text-delta event, which every dialect carries once
-("event" below means one text delta, "tok<k>@<stamp>").
+upstream), `nginx` (client -> nginx -> upstream) and `gateway` (client -> gateway -> upstream, translated), and a
+`pump` row (client -> pump -> upstream) where it runs. direct, nginx and the pump carry the upstream's own dialect:
+the comparison is per text-delta event, which every dialect carries once ("event" below means one text delta,
+"tok<k>@<stamp>").
 
 Figures per row (median over repetitions, which alternate the order of the targets): CPU µs per event of the system
 under test (its whole process tree, from schedstat) and the share of it in user space (the rest is the kernel's:
@@ -996,7 +998,7 @@ def run(bench: Bench, all_scenarios: list[Scenario], reps: int, out: Path) -> in
     print(f"machine load before start: {load:.2f} cores", file=sys.stderr)
     bench.start_upstream()
     bench.start_nginx()
-    pumped = any("pump" in s.targets for s in all_scenarios)
+    pumped = not (args.profile or args.decompose) and any("pump" in s.targets for s in all_scenarios)
     if pumped:
         bench.start_pump()
     bench.start_gateway()
