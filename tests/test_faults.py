@@ -51,9 +51,10 @@ FIRST_EVENT = IDLE = 0.3
 fault sends before it goes quiet come well within them, on a loaded machine too."""
 TIGHT_TOTAL = 1.0
 """The whole-run deadline of the tight routes, met by a stream that never ends."""
-LOAD_FIRST_EVENT = 3.0
+LOAD_FIRST_EVENT = 6.0
 """The first-event deadline of the load routes, met by the hung runs under load: the slow runs there are all served
-well within it (within 1.5 s of their start, a busy two-CPU machine's worst seen), which the test checks by order."""
+well within it (within 2.7 s of their start on a two-vCPU guest with nothing else running, its worst seen, and past 3
+s there beside another test worker), which the test checks by order."""
 TIGHT_EVENT_BYTES = 1024 * 1024
 SLACK = 1.5
 """Seconds a timeout may overrun on a loaded CI machine; the timeouts themselves are well under a second."""
