@@ -510,7 +510,7 @@ def test_slow_upstreams_under_load_are_all_served_and_a_hung_one_does_not_hold_t
     """270 requests at once: 243 slow but healthy runs (0.5 s before the headers, paced deltas), three per pair, and
     27 whose upstream never answers, three per client dialect. /healthz and then every slow run are answered, whole,
     while the hung ones still hang, and the hung ones get their 504 at the first-event
-    deadline (3 s on these routes).
+    deadline (`LOAD_FIRST_EVENT` on these routes).
 
     The hung runs' deadline is the yardstick, not a clock of the test's: a gateway whose loop is held (a blocking
     call in it) or whose hung upstream calls hold the others back lets that deadline pass first. The clients share
