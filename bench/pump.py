@@ -30,24 +30,27 @@ class Side(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]  # uvloop's transports don't subclass asyncio's
 
     def data_received(self, data: bytes) -> None:
-        peer = self.peer
-        if peer is not None and peer.transport is not None:
-            peer.transport.write(data)
+        if (peer := self._peer_transport()) is not None:
+            peer.write(data)
         else:
             self.early.append(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport = None
-        if self.peer is not None and self.peer.transport is not None:
-            self.peer.transport.close()
+        if (peer := self._peer_transport()) is not None:
+            peer.close()
 
     def pause_writing(self) -> None:
-        if self.peer is not None and self.peer.transport is not None:
-            self.peer.transport.pause_reading()
+        if (peer := self._peer_transport()) is not None:
+            peer.pause_reading()
 
     def resume_writing(self) -> None:
-        if self.peer is not None and self.peer.transport is not None:
-            self.peer.transport.resume_reading()
+        if (peer := self._peer_transport()) is not None:
+            peer.resume_reading()
+
+    def _peer_transport(self) -> asyncio.Transport | None:
+        """The other side's connection, while it is open."""
+        return self.peer.transport if self.peer is not None else None
 
 
 class ClientSide(Side):
@@ -57,6 +60,7 @@ class ClientSide(Side):
         super().__init__()
         self.upstream_port = upstream_port
         self.opening: asyncio.Task[None] | None = None
+        """The upstream connection's opening, held here: the loop keeps only a weak reference to a task."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
